@@ -1,0 +1,224 @@
+package relay
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/log"
+)
+
+// child is one generation of the MCP server process. It owns the process,
+// its three pipes and the goroutines that serve them; done is closed once
+// the process was waited, its group killed and its stdout read to the end.
+type child struct {
+	gen  int
+	pid  int
+	cmd  *exec.Cmd
+	in   *outbox
+	tail *tail
+
+	stopping atomic.Bool // set before the relay stops it on purpose
+	started  time.Time
+
+	// Guarded by Relay.mu.
+	sawDiscover bool          // it answered (or is answering) server/discover
+	gotInit     bool          // it was sent initialize
+	reaped      chan struct{} // closed after the relay handled its exit
+
+	done     chan struct{}
+	exitDesc string // "exit status 2", "killed by signal 9"; valid after done
+}
+
+// childSpec says how to start the child.
+type childSpec struct {
+	argv   []string
+	shell  bool
+	dir    string
+	env    []string
+	maxMsg int
+	logger *log.Logger
+}
+
+// startChild starts a new generation. onMsg is called, from the stdout
+// reader goroutine, with every line the child writes; onBadLine with read
+// errors such as over-long lines; onStderrLine with each stderr line.
+func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
+	if len(spec.argv) == 0 {
+		return nil, errors.New("run.command is empty")
+	}
+	var cmd *exec.Cmd
+	if spec.shell {
+		cmd = shellCommand(spec.argv[0])
+	} else {
+		cmd = exec.Command(spec.argv[0], spec.argv[1:]...)
+	}
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	setProcessGroup(cmd)
+
+	// os.Pipe rather than cmd.StdoutPipe: Wait must not close our read
+	// ends before we have read everything the child wrote.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	c := &child{
+		gen:     gen,
+		pid:     cmd.Process.Pid,
+		cmd:     cmd,
+		in:      newOutbox(),
+		tail:    newTail(64 << 10),
+		started: time.Now(),
+		done:    make(chan struct{}),
+		reaped:  make(chan struct{}),
+	}
+	go c.in.run(inW, func() { inW.Close() })
+
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		lr := newLineReader(outR, spec.maxMsg)
+		for {
+			line, err := lr.next()
+			if err != nil {
+				var tl *errTooLarge
+				if errors.As(err, &tl) {
+					onTooLarge(c, tl)
+					continue
+				}
+				return
+			}
+			onMsg(c, line)
+		}
+	}()
+	go func() {
+		defer readers.Done()
+		sc := bufio.NewReaderSize(errR, 64<<10)
+		for {
+			line, err := sc.ReadString('\n')
+			if line != "" {
+				c.tail.Write([]byte(line))
+				if !strings.HasSuffix(line, "\n") {
+					c.tail.Write([]byte("\n"))
+				}
+				onStderrLine(c, strings.TrimRight(line, "\r\n"))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	go func() {
+		err := cmd.Wait()
+		c.exitDesc = describeExit(err, cmd.ProcessState)
+		// The leader is gone: nothing of its group may outlive it, and the
+		// pipes reach EOF only when every holder is gone.
+		killGroup(c.pid)
+		waitOrClose(&readers, 2*time.Second, outR, errR)
+		outR.Close()
+		errR.Close()
+		c.in.close()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// waitOrClose waits for the readers; if a process outside the group still
+// holds the pipes after d, it closes them to unblock the readers.
+func waitOrClose(wg *sync.WaitGroup, d time.Duration, files ...io.Closer) {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		for _, f := range files {
+			f.Close()
+		}
+		<-ch
+	}
+}
+
+// stop stops the child: close its stdin, wait grace, SIGTERM its group, wait
+// grace again, then SIGKILL. It returns when the child is fully gone.
+func (c *child) stop(grace time.Duration) {
+	c.stopping.Store(true)
+	c.in.close()
+	select {
+	case <-c.done:
+		return
+	case <-time.After(grace):
+	}
+	terminateGroup(c.pid)
+	select {
+	case <-c.done:
+		return
+	case <-time.After(grace):
+	}
+	killGroup(c.pid)
+	<-c.done
+}
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func describeCommand(spec childSpec) string {
+	if spec.shell {
+		return fmt.Sprintf("sh -c %q", spec.argv[0])
+	}
+	return fmt.Sprintf("%q", strings.Join(spec.argv, " "))
+}
+
+func describeExit(err error, ps *os.ProcessState) string {
+	if ps == nil {
+		if err != nil {
+			return err.Error()
+		}
+		return "exited"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exit status %d", ps.ExitCode())
+}

@@ -1,0 +1,345 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// fromClient handles one line read from the client.
+func (r *Relay) fromClient(msg []byte) {
+	if !utf8.Valid(msg) {
+		r.log.Warn("client sent invalid UTF-8; answered with a parse error")
+		r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid UTF-8", nil))
+		return
+	}
+	if !json.Valid(msg) {
+		r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(msg, 200))
+		r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid JSON", nil))
+		return
+	}
+	env, err := peekEnvelope(msg)
+	if err != nil {
+		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
+		return
+	}
+	if env.isArray {
+		r.clientBatch(msg)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dispatchClient(msg, env)
+}
+
+// clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element
+// is handled as a message of its own.
+func (r *Relay) clientBatch(msg []byte) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
+		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, el := range elems {
+		env, err := peekEnvelope(el)
+		if err != nil || env.isArray {
+			r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
+			continue
+		}
+		r.dispatchClient(el, env)
+	}
+}
+
+// dispatchClient routes one client message. r.mu is held.
+func (r *Relay) dispatchClient(msg []byte, env envelope) {
+	switch {
+	case env.isResponse():
+		r.clientResponse(msg, env)
+	case env.isNotification():
+		r.clientNotification(msg, env)
+	case env.isRequest():
+		r.clientRequest(msg, env)
+	case env.id != nil:
+		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a message with an id needs a method, a result or an error", nil))
+	default:
+		r.log.Warn("dropped a client message that is neither request, response nor notification", "msg", abbreviate(msg, 200))
+	}
+}
+
+func (r *Relay) clientRequest(msg []byte, env envelope) {
+	key := string(env.id)
+	switch {
+	case key == "null":
+		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: a request id must be a string or an integer, not null", nil))
+		return
+	case strings.HasPrefix(key, reservedPrefix):
+		r.out.send(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
+		return
+	}
+	if _, dup := r.pending[key]; dup {
+		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		return
+	}
+	if _, dup := r.recompiles[key]; dup {
+		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		return
+	}
+	r.noteEra(env)
+
+	if env.method == "tools/call" {
+		switch toolName(env.params) {
+		case r.cfg.Tool:
+			r.startRecompile(env)
+			return
+		case r.cfg.CallTool:
+			if r.cfg.CallTool != "" {
+				msg, env = r.rewriteCallTool(msg, env)
+			}
+		}
+	}
+
+	switch r.state {
+	case stateStarting, stateRestarting:
+		r.hold(msg, env)
+	case stateDown:
+		r.answerDown(msg, env)
+	case stateUp:
+		r.forward(msg, env)
+	}
+}
+
+// noteEra decides the protocol era on the first message that decides it
+// (DESIGN §2) and remembers the _meta triple of modern requests.
+func (r *Relay) noteEra(env envelope) {
+	if env.method == "initialize" {
+		if r.era == eraUnknown {
+			r.era = eraLegacy
+			r.log.Debug("protocol era: legacy (initialize)")
+		}
+		return
+	}
+	meta := member(env.params, "_meta")
+	if meta == nil {
+		return
+	}
+	pv := member(meta, metaProtocolVersion)
+	if len(pv) == 0 || pv[0] != '"' {
+		return
+	}
+	if v, _ := unquote(pv); v < modernVersion {
+		return
+	}
+	r.lastMeta = metaTriple(meta)
+	if r.era == eraUnknown && env.method != "server/discover" {
+		r.era = eraModern
+		r.log.Debug("protocol era: modern (per-request _meta)")
+	}
+}
+
+// forward sends a client request to the current child. r.mu is held and a
+// child is up.
+func (r *Relay) forward(msg []byte, env envelope) {
+	c := r.child
+	k := kindPlain
+	switch env.method {
+	case "initialize":
+		if c.sawDiscover {
+			// A Go SDK server that answered server/discover refuses a later
+			// initialize; the relay owns the child, so it starts a fresh one.
+			r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
+			r.hold(msg, env)
+			r.state = stateRestarting
+			go r.respawn()
+			return
+		}
+		r.initReq = msg
+		r.selfInit = false
+		c.gotInit = true
+		k = kindInitialize
+	case "server/discover":
+		c.sawDiscover = true
+		k = kindDiscover
+	case "tools/list":
+		k = kindToolsList
+	case "tools/call":
+		k = kindToolsCall
+	case "subscriptions/listen":
+		r.listens[string(env.id)] = newListen(msg, env.params)
+		k = kindListen
+	case "logging/setLevel":
+		r.logLevel = clone(env.params)
+	case "resources/subscribe":
+		r.subs[uriOf(env.params)] = clone(env.params)
+	case "resources/unsubscribe":
+		delete(r.subs, uriOf(env.params))
+	}
+	p := &pending{kind: k, gen: c.gen, method: env.method}
+	if k == kindInitialize || k == kindDiscover {
+		p.msg = msg
+	}
+	r.pending[string(env.id)] = p
+	c.in.send(msg)
+}
+
+func (r *Relay) clientNotification(msg []byte, env envelope) {
+	switch env.method {
+	case "notifications/initialized":
+		r.clientInit = true
+		if r.selfInit {
+			return // the relay answered initialize; the child gets its own later
+		}
+	case "notifications/cancelled":
+		id := member(env.params, "requestId")
+		key := string(id)
+		if cancel, ok := r.recompiles[key]; ok {
+			cancel()
+			return
+		}
+		delete(r.listens, key)
+		p, ok := r.pending[key]
+		if !ok {
+			r.log.Debug("dropped a cancel for a request that is not in flight", "id", key)
+			return
+		}
+		// The request is over for the client: a late answer is dropped.
+		delete(r.pending, key)
+		if r.state == stateUp && r.child != nil && r.child.gen == p.gen {
+			r.child.in.send(msg)
+		}
+		return
+	}
+	switch r.state {
+	case stateStarting, stateRestarting:
+		r.hold(msg, env)
+	case stateUp:
+		r.child.in.send(msg)
+	}
+}
+
+// clientResponse maps the client's answer to a server→client request back
+// to the child that asked, if that child is still the current one.
+func (r *Relay) clientResponse(msg []byte, env envelope) {
+	key := string(env.id)
+	sr, ok := r.serverReqs[key]
+	if !ok {
+		r.log.Warn("dropped a client response to an unknown request id", "id", key)
+		return
+	}
+	delete(r.serverReqs, key)
+	if r.child == nil || r.child.gen != sr.gen || r.child.exited() {
+		r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", key)
+		return
+	}
+	r.child.in.send(splice(msg, env.idStart, env.idEnd, sr.origID))
+}
+
+// hold queues a client message while a restart or the first build runs.
+func (r *Relay) hold(msg []byte, env envelope) {
+	if len(r.queue) >= r.cfg.QueueSize || r.queueBytes+len(msg) > r.cfg.QueueBytes {
+		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", len(r.queue), r.queueBytes)
+		r.log.Warn("restart queue full; refused a message", "method", env.method)
+		if env.isRequest() {
+			r.out.send(errorResponse(env.id, codeQueueFull, reason, nil))
+		}
+		return
+	}
+	r.queue = append(r.queue, queued{msg: msg, env: env, at: time.Now()})
+	r.queueBytes += len(msg)
+}
+
+// flushQueue dispatches the held messages in order. r.mu is held. A
+// message that finds the relay restarting again is held again, behind
+// none of the others, so order is kept.
+func (r *Relay) flushQueue() {
+	q := r.queue
+	r.queue, r.queueBytes = nil, 0
+	for _, m := range q {
+		if r.state == stateStarting || r.state == stateRestarting {
+			r.queue = append(r.queue, m)
+			r.queueBytes += len(m.msg)
+			continue
+		}
+		r.dispatchQueued(m)
+	}
+}
+
+func (r *Relay) dispatchQueued(m queued) {
+	env := m.env
+	switch {
+	case env.isRequest():
+		switch r.state {
+		case stateDown:
+			r.answerDown(m.msg, env)
+		case stateUp:
+			r.forward(m.msg, env)
+		}
+	case env.isNotification():
+		r.clientNotification(m.msg, env)
+	}
+}
+
+// expireQueue answers held requests that waited longer than QueueTimeout.
+func (r *Relay) expireQueue() {
+	t := time.NewTicker(min(r.cfg.QueueTimeout/4, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		keep := r.queue[:0]
+		for _, m := range r.queue {
+			if time.Since(m.at) > r.cfg.QueueTimeout {
+				r.queueBytes -= len(m.msg)
+				if m.env.isRequest() {
+					r.out.send(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
+				}
+				continue
+			}
+			keep = append(keep, m)
+		}
+		for i := len(keep); i < len(r.queue); i++ {
+			r.queue[i] = queued{}
+		}
+		r.queue = keep
+		r.mu.Unlock()
+	}
+}
+
+// clientTooLarge answers an over-long client line under its own id.
+func (r *Relay) clientTooLarge(tl *errTooLarge) {
+	id := partialID(tl.Head)
+	r.log.Warn("client message too large; not forwarded", "bytes", tl.Size, "limit", tl.Max)
+	if id == nil || string(id) == "null" {
+		return
+	}
+	r.out.send(errorResponse(id, codeInvalidRequest, fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", tl.Size, tl.Max), nil))
+}
+
+func toolName(params []byte) string {
+	v := member(params, "name")
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _ := unquote(v)
+	return s
+}
+
+func uriOf(params []byte) string {
+	v := member(params, "uri")
+	s, _ := unquote(v)
+	return s
+}
+
+func abbreviate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

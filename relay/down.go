@@ -1,0 +1,80 @@
+package relay
+
+import (
+	"encoding/json"
+)
+
+// answerDown answers a client request while no child runs (the first build
+// failed, or the child crashed): the relay stands in for the server so the
+// client's session survives, and tells the agent what to do. r.mu is held.
+func (r *Relay) answerDown(msg []byte, env envelope) {
+	id := env.id
+	ok := func(result any) { r.out.send(resultResponse(id, r.withResultType(mustJSON(result)))) }
+	switch env.method {
+	case "initialize":
+		r.initReq = msg
+		r.selfInit = true
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(env.params, &p)
+		if p.ProtocolVersion == "" {
+			p.ProtocolVersion = "2025-06-18"
+		}
+		result := map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
+			"instructions": "The MCP server behind mcpflow is not running yet (" + firstLine(r.describeDown()) +
+				"). Its tools appear once it is fixed: call " + r.cfg.Tool + " after editing the code.",
+		}
+		r.initResult = mustJSON(result)
+		ok(result)
+	case "server/discover":
+		// Clients fall back to initialize, which the relay can answer alone.
+		r.out.send(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
+	case "tools/list":
+		r.out.send(resultResponse(id, r.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
+	case "tools/call":
+		r.notices = nil
+		r.out.send(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true)))
+	case "ping":
+		ok(map[string]any{})
+	case "logging/setLevel":
+		r.logLevel = clone(env.params)
+		ok(map[string]any{})
+	case "resources/subscribe":
+		r.subs[uriOf(env.params)] = clone(env.params)
+		ok(map[string]any{})
+	case "resources/unsubscribe":
+		delete(r.subs, uriOf(env.params))
+		ok(map[string]any{})
+	case "subscriptions/listen":
+		l := newListen(msg, env.params)
+		r.listens[string(id)] = l
+		r.pending[string(id)] = &pending{kind: kindListen, gen: -1, method: env.method}
+		r.out.send(selfAck(id, l))
+	default:
+		r.out.send(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))
+	}
+}
+
+// withResultType marks a result complete for modern-era clients.
+func (r *Relay) withResultType(result []byte) []byte {
+	if r.era != eraModern || len(result) < 2 {
+		return result
+	}
+	if len(result) == 2 {
+		return []byte(`{"resultType":"complete"}`)
+	}
+	return append([]byte(`{"resultType":"complete",`), result[1:]...)
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

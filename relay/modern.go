@@ -1,0 +1,89 @@
+package relay
+
+import (
+	"encoding/json"
+)
+
+// The modern (2026-07-28, SEP-2575) protocol's _meta keys.
+const (
+	modernVersion          = "2026-07-28"
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
+// metaTriple keeps the per-request keys the relay copies onto its own
+// requests.
+func metaTriple(meta []byte) []byte {
+	out := map[string]json.RawMessage{}
+	for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
+		if v := member(meta, k); v != nil {
+			out[k] = clone(v)
+		}
+	}
+	return mustJSON(out)
+}
+
+// newListen remembers a subscriptions/listen request.
+func newListen(msg, params []byte) *listen {
+	var p struct {
+		Notifications struct {
+			Tools     bool `json:"toolsListChanged"`
+			Prompts   bool `json:"promptsListChanged"`
+			Resources bool `json:"resourcesListChanged"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return &listen{msg: clone(msg), tools: p.Notifications.Tools, prompts: p.Notifications.Prompts, resources: p.Notifications.Resources}
+}
+
+// subscriptionID returns the raw listen id a notification is tagged with.
+func subscriptionID(params []byte) []byte {
+	return member(member(params, "_meta"), metaSubscriptionID)
+}
+
+// forceAck makes an acknowledgement include toolsListChanged: the relay
+// itself sends that notification after each restart.
+func forceAck(msg []byte, env envelope) []byte {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(env.params, &params); err != nil {
+		return msg
+	}
+	var n map[string]json.RawMessage
+	_ = json.Unmarshal(params["notifications"], &n)
+	if n == nil {
+		n = map[string]json.RawMessage{}
+	}
+	if string(n["toolsListChanged"]) == "true" {
+		return msg
+	}
+	n["toolsListChanged"] = json.RawMessage("true")
+	params["notifications"] = mustJSON(n)
+	return request(nil, env.method, mustJSON(params))
+}
+
+// selfAck is the acknowledgement the relay sends for a listen it takes
+// while no child runs.
+func selfAck(id []byte, l *listen) []byte {
+	params := map[string]any{
+		"_meta":         map[string]json.RawMessage{metaSubscriptionID: id},
+		"notifications": map[string]bool{"toolsListChanged": l.tools},
+	}
+	return request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
+}
+
+// withMeta returns params (a JSON object or nil) with the client's _meta
+// triple added, for the relay's own requests in the modern era.
+func (r *Relay) withMeta(params map[string]any) []byte {
+	if r.era == eraModern && r.lastMeta != nil {
+		if params == nil {
+			params = map[string]any{}
+		}
+		params["_meta"] = json.RawMessage(r.lastMeta)
+	}
+	if params == nil {
+		return []byte("{}")
+	}
+	return mustJSON(params)
+}

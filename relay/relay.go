@@ -1,0 +1,312 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/charmbracelet/log"
+)
+
+// Config is what the relay needs. The zero value of every field but
+// Command has a usable default.
+type Config struct {
+	Command []string // argv of the child, or Command[0] as a script when Shell
+	Shell   bool     // run Command[0] with sh -c
+	Dir     string   // working directory of the child
+	Env     []string // full environment of the child; nil = os.Environ()
+
+	// EnvOverridable lists the environment keys the agent may set through
+	// the recompile tool's env argument.
+	EnvOverridable []string
+
+	StopTimeout time.Duration // grace after closing stdin, and after SIGTERM; default 2s
+	Tool        string        // name of the added tool; default "recompile"
+	CallTool    string        // name of the optional call-forwarding tool; "" = off
+	MaxMessage  int           // largest message in either direction; default 64 MiB
+	Notices     bool          // add notes on failed auto-builds and crashes to the next tools/call result
+
+	ServerSuffix string // appended to serverInfo.name and version
+
+	QueueSize    int           // messages held during a restart; default 256
+	QueueBytes   int           // bytes held during a restart; default 32 MiB
+	QueueTimeout time.Duration // how long a held message may wait; default 30s
+
+	// OnCrash is "restart" (default: restart with backoff, stop on a crash
+	// loop) or "wait" (stay down until a build or recompile).
+	OnCrash string
+	// RestartMarker, when set, is a stderr line by which the child asks
+	// for a rebuild and restart.
+	RestartMarker string
+
+	Recompiler Recompiler  // runs build + Restart for the recompile tool; nil = Restart only
+	Logger     *log.Logger // nil = discard
+	Version    string      // mcpflow's version, for its own serverInfo
+}
+
+// Recompiler rebuilds the server and restarts it through Restart. The
+// builder satisfies it (through a small adapter in cmd/mcpflow).
+type Recompiler interface {
+	Recompile(ctx context.Context, progress func(msg string)) BuildOutcome
+}
+
+// BuildOutcome is what the recompile tool reports to the agent.
+type BuildOutcome struct {
+	Trigger     string   // "startup", "watch", "recompile"
+	Changed     []string // files that triggered a watch build
+	Skipped     bool     // no build step configured
+	OK          bool     // the build succeeded (or was skipped)
+	Errors      string   // build output trimmed for the agent
+	BuildTime   time.Duration
+	Err         error // why the build failed
+	Restarted   bool
+	RestartTime time.Duration
+	Summary     string // Restart's summary
+	RestartErr  error
+}
+
+type state int
+
+const (
+	stateStarting   state = iota // first build running: hold messages
+	stateUp                      // a child serves
+	stateRestarting              // swapping children: hold messages
+	stateDown                    // no child (build failed, crash): answer alone
+	stateClosed
+)
+
+type era int
+
+const (
+	eraUnknown era = iota
+	eraLegacy
+	eraModern
+)
+
+// Relay carries JSON-RPC between one client and a succession of child
+// servers. See the package documentation for its guarantees.
+type Relay struct {
+	cfg      Config
+	log      *log.Logger
+	childLog *log.Logger
+	spec     childSpec
+	ids      atomic.Int64
+
+	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
+	cancel context.CancelFunc
+
+	restartMu sync.Mutex // one restart at a time
+	baseline  []toolInfo // tools of the last child, for diffs (restartMu)
+	haveTools bool
+
+	mu           sync.Mutex
+	state        state
+	out          *outbox
+	child        *child
+	gen          int
+	downReport   string
+	era          era
+	initReq      []byte // the client's initialize request, as sent
+	initResult   []byte // the child's initialize (or discover) result, forced
+	selfInit     bool   // the relay answered initialize itself
+	clientInit   bool   // the client sent notifications/initialized
+	childCaps    caps   // what the current child declared
+	lastMeta     []byte // the _meta triple of the client's latest modern request
+	logLevel     []byte // params of the last logging/setLevel
+	subs         map[string][]byte
+	pending      map[string]*pending
+	listens      map[string]*listen
+	serverReqs   map[string]serverReq
+	waiters      map[string]chan []byte
+	recompiles   map[string]context.CancelFunc
+	queue        []queued
+	queueBytes   int
+	notices      []string
+	junkWarned   bool
+	envOver      map[string]string // accepted recompile env overrides
+	quickCrashes int               // crashes in a row soon after start
+	stopped      bool              // auto-restart stopped by a crash loop
+	children     sync.WaitGroup    // every child until reaped
+}
+
+type pending struct {
+	kind   kind
+	gen    int
+	method string
+	msg    []byte // the request, kept for initialize and server/discover only
+}
+
+type kind int
+
+const (
+	kindPlain kind = iota
+	kindInitialize
+	kindDiscover
+	kindToolsList
+	kindListen
+	kindToolsCall
+)
+
+type listen struct {
+	msg         []byte
+	tools       bool
+	prompts     bool
+	resources   bool
+	awaitingAck bool // re-sent to a new child: its ack is consumed
+}
+
+type serverReq struct {
+	gen    int
+	origID []byte
+}
+
+type queued struct {
+	msg []byte
+	env envelope
+	at  time.Time
+}
+
+type caps struct{ prompts, resources bool }
+
+// New returns a relay for cfg. Nothing runs until Serve.
+func New(cfg Config) *Relay {
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 2 * time.Second
+	}
+	if cfg.Tool == "" {
+		cfg.Tool = "recompile"
+	}
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = 64 << 20
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 256
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = 32 << 20
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = 30 * time.Second
+	}
+	if cfg.OnCrash == "" {
+		cfg.OnCrash = "restart"
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Environ()
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = log.New(io.Discard)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Relay{
+		cfg:        cfg,
+		log:        logger,
+		childLog:   logger.WithPrefix("server"),
+		ctx:        ctx,
+		cancel:     cancel,
+		out:        newOutbox(),
+		subs:       map[string][]byte{},
+		pending:    map[string]*pending{},
+		listens:    map[string]*listen{},
+		serverReqs: map[string]serverReq{},
+		waiters:    map[string]chan []byte{},
+		recompiles: map[string]context.CancelFunc{},
+		envOver:    map[string]string{},
+	}
+	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
+	return r
+}
+
+var errClosed = errors.New("relay is shut down")
+
+// Serve relays between the client on in/out and the child until the client
+// closes in or ctx is canceled. It then stops the child (and its whole
+// process group) and returns nil. Serve starts no child by itself: the
+// first Restart (normally the builder's startup cycle) does; until then,
+// client messages wait in the queue.
+func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	go r.out.run(out, nil)
+	readErr := make(chan error, 1)
+	go func() {
+		lr := newLineReader(in, r.cfg.MaxMessage)
+		for {
+			line, err := lr.next()
+			if err != nil {
+				var tl *errTooLarge
+				if errors.As(err, &tl) {
+					r.clientTooLarge(tl)
+					continue
+				}
+				readErr <- err
+				return
+			}
+			r.fromClient(line)
+		}
+	}()
+	go r.expireQueue()
+	var err error
+	select {
+	case <-ctx.Done():
+		r.log.Info("shutting down", "reason", "signal")
+	case err = <-readErr:
+		if errors.Is(err, io.EOF) {
+			err = nil
+			r.log.Info("shutting down", "reason", "client closed stdin")
+		} else {
+			r.log.Error("reading from client", "err", err)
+		}
+	}
+	r.shutdown()
+	return err
+}
+
+// shutdown stops everything the relay started.
+func (r *Relay) shutdown() {
+	r.mu.Lock()
+	r.state = stateClosed
+	for _, cancel := range r.recompiles {
+		cancel()
+	}
+	r.mu.Unlock()
+	r.cancel()
+	r.restartMu.Lock() // wait out a restart in progress
+	r.mu.Lock()
+	c := r.child
+	r.child = nil
+	r.mu.Unlock()
+	r.restartMu.Unlock()
+	if c != nil {
+		c.stop(r.cfg.StopTimeout)
+	}
+	r.children.Wait()
+	r.out.close()
+	select {
+	case <-r.out.done:
+	case <-time.After(time.Second):
+	}
+}
+
+func (r *Relay) nextID(tag string) []byte {
+	return []byte(reservedPrefix + tag + strconv.FormatInt(r.ids.Add(1), 10) + `"`)
+}
+
+// describeState is for logs and errors.
+func (r *Relay) describeDown() string {
+	if r.downReport != "" {
+		return r.downReport
+	}
+	return "the MCP server is not running"
+}
+
+func (r *Relay) addNotice(format string, args ...any) {
+	if r.cfg.Notices {
+		r.notices = append(r.notices, fmt.Sprintf(format, args...))
+	}
+}

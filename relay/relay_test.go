@@ -1,0 +1,342 @@
+package relay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func forEachEra(t *testing.T, f func(t *testing.T, version string)) {
+	for _, e := range eras {
+		t.Run(e.name, func(t *testing.T) { f(t, e.version) })
+	}
+}
+
+func TestRecompileAddsToolAndNotifies(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		names := h.toolNames()
+		if !slices.Contains(names, "recompile") || !slices.Contains(names, "echo") || slices.Contains(names, "reverse") {
+			t.Fatalf("tools before: %v", names)
+		}
+		if got := h.mustCall("echo", map[string]any{"text": "hi"}); !strings.Contains(got, "hi") {
+			t.Fatalf("echo: %q", got)
+		}
+		h.setVariant("v2")
+		text := h.mustCall("recompile", nil)
+		if !strings.Contains(text, "+reverse") {
+			t.Fatalf("recompile result lacks the tool diff: %q", text)
+		}
+		h.waitListChanged()
+		names = h.toolNames()
+		if !slices.Contains(names, "reverse") || !slices.Contains(names, "recompile") {
+			t.Fatalf("tools after: %v", names)
+		}
+		if n := count(names, "recompile"); n != 1 {
+			t.Fatalf("recompile listed %d times: %v", n, names)
+		}
+		if got := h.mustCall("reverse", map[string]any{"text": "abc"}); !strings.Contains(got, "cba") {
+			t.Fatalf("reverse: %q", got)
+		}
+		// And back: the diff names the removed tool.
+		h.setVariant("v1")
+		if text := h.mustCall("recompile", nil); !strings.Contains(text, "-reverse") {
+			t.Fatalf("second recompile: %q", text)
+		}
+	})
+}
+
+func count(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCapabilitiesForced(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version, args: []string{"-no-list-changed", "-prompts"}})
+		caps := h.cs.InitializeResult().Capabilities
+		if caps.Tools == nil || !caps.Tools.ListChanged {
+			t.Fatalf("tools.listChanged not forced: %+v", caps.Tools)
+		}
+		if caps.Prompts == nil || !caps.Prompts.ListChanged {
+			t.Fatalf("prompts.listChanged not forced: %+v", caps.Prompts)
+		}
+		if caps.Resources != nil {
+			t.Fatalf("resources capability invented: %+v", caps.Resources)
+		}
+		if got := h.cs.InitializeResult().Instructions; got != "fixture v1" {
+			t.Fatalf("instructions changed: %q", got)
+		}
+		// The child declared no listChanged, yet the client hears of restarts.
+		h.setVariant("v2")
+		h.mustCall("recompile", nil)
+		h.waitListChanged()
+		if !slices.Contains(h.toolNames(), "reverse") {
+			t.Fatal("reverse missing after restart")
+		}
+	})
+}
+
+func TestCrashDuringSlowCalls(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.OnCrash = "wait" }})
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = h.call("slow", map[string]any{"ms": 20000})
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // let the calls reach the child
+		_, _, err := h.call("panic", map[string]any{"text": "boom"})
+		if err == nil || !strings.Contains(err.Error(), "fixture panic: boom") {
+			t.Fatalf("panic call: want the panic text in the error, got %v", err)
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), "exited unexpectedly") {
+				t.Fatalf("slow call %d: want a crash error, got %v", i, err)
+			}
+		}
+		// Down: tools/call explains, tools/list still offers recompile.
+		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+		if err != nil || !isErr || !strings.Contains(text, "fixture panic: boom") || !strings.Contains(text, "recompile") {
+			t.Fatalf("call while down: %q %v %v", text, isErr, err)
+		}
+		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
+			t.Fatalf("tools while down: %v", names)
+		}
+		h.mustCall("recompile", nil)
+		if got := h.mustCall("echo", map[string]any{"text": "back"}); !strings.Contains(got, "back") {
+			t.Fatalf("after recovery: %q", got)
+		}
+	})
+}
+
+func TestCrashAutoRestart(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25"})
+	first := h.childPID()
+	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil || !strings.Contains(err.Error(), "exit status 7") {
+		t.Fatalf("exit call: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		text, isErr, err := h.call("echo", map[string]any{"text": "again"})
+		if err == nil && !isErr && strings.Contains(text, "again") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not restarted after crash: %q %v %v", text, isErr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.childPID() == first {
+		t.Fatal("same pid after crash")
+	}
+}
+
+func TestCrashLoopStops(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25"})
+	// Every new child crashes at once from now on.
+	h.r.mu.Lock()
+	h.r.spec.argv = append(h.r.spec.argv, "-crash-at-start")
+	h.r.mu.Unlock()
+	h.call("exit", map[string]any{"code": 1})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.r.mu.Lock()
+		stopped := h.r.stopped
+		h.r.mu.Unlock()
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("crash loop not detected")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+	if err != nil || !isErr || !strings.Contains(text, "crashed 3 times") || !strings.Contains(text, "crash-at-start") {
+		t.Fatalf("call during crash loop: %q %v %v", text, isErr, err)
+	}
+	// Fix and recompile.
+	h.r.mu.Lock()
+	h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
+	h.r.mu.Unlock()
+	h.mustCall("recompile", nil)
+	h.mustCall("echo", map[string]any{"text": "fixed"})
+}
+
+func TestLargeResultIntact(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		got := h.mustCall("big", map[string]any{"mib": 20})
+		want := bigText(20 << 20)
+		if strings.TrimSuffix(got, "\n") != want {
+			t.Fatalf("20 MiB result altered: got %d bytes", len(got))
+		}
+	})
+}
+
+// bigText mirrors the fixture's.
+func bigText(n int) string {
+	const pat = "0123456789abcdefghijklmnopqrstuvwxyz\\\"<>&"
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(pat)
+	}
+	return b.String()[:n]
+}
+
+func TestJunkOnStdoutIgnored(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version, args: []string{"-junk-at-start"}})
+		if got := h.mustCall("junk", map[string]any{"text": "xyz"}); !strings.Contains(got, "ok") {
+			t.Fatalf("junk call: %q", got)
+		}
+		h.mustCall("echo", map[string]any{"text": "still fine"})
+		if !strings.Contains(h.logs.String(), "not JSON-RPC") {
+			t.Fatal("no warning about stdout junk in the log")
+		}
+	})
+}
+
+func TestNoOrphansAfterClientCloses(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		pidFile := filepath.Join(h.dir, "grandchild.pid")
+		h.mustCall("spawn", map[string]any{"path": pidFile})
+		b, _ := os.ReadFile(pidFile)
+		gpid, _ := strconv.Atoi(string(b))
+		leader := h.childPID()
+		if gpid == 0 || syscall.Kill(gpid, 0) != nil {
+			t.Fatalf("grandchild %d not running", gpid)
+		}
+		h.cs.Close()
+		h.closeIn()
+		select {
+		case <-h.served:
+		case <-time.After(20 * time.Second):
+			t.Fatal("relay did not exit on stdin EOF")
+		}
+		h.served <- nil // for the cleanup
+		groupGone(t, leader)
+		if syscall.Kill(gpid, 0) == nil {
+			t.Fatalf("grandchild %d survived", gpid)
+		}
+	})
+}
+
+func TestRestartKillsGrandchildren(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25"})
+	pidFile := filepath.Join(h.dir, "grandchild.pid")
+	h.mustCall("spawn", map[string]any{"path": pidFile})
+	b, _ := os.ReadFile(pidFile)
+	gpid, _ := strconv.Atoi(string(b))
+	leader := h.childPID()
+	h.mustCall("recompile", nil)
+	groupGone(t, leader)
+	if syscall.Kill(gpid, 0) == nil {
+		t.Fatalf("grandchild %d survived a restart", gpid)
+	}
+}
+
+func TestPendingCallsGetRestartError(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		errc := make(chan error, 1)
+		go func() {
+			_, _, err := h.call("slow", map[string]any{"ms": 30000})
+			errc <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		h.mustCall("recompile", nil)
+		select {
+		case err := <-errc:
+			if err == nil || !strings.Contains(err.Error(), "restarted") {
+				t.Fatalf("pending call: want a restart error, got %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("pending call never answered")
+		}
+	})
+}
+
+func TestSamplingRoundTrip(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", sampling: true})
+	if got := h.mustCall("sample", map[string]any{"text": "hello"}); !strings.Contains(got, "sampled: HELLO") {
+		t.Fatalf("sample: %q", got)
+	}
+	// And again after a restart, when the new child numbers from 0 again.
+	h.mustCall("recompile", nil)
+	if got := h.mustCall("sample", map[string]any{"text": "again"}); !strings.Contains(got, "sampled: AGAIN") {
+		t.Fatalf("sample after restart: %q", got)
+	}
+}
+
+func TestStartupFailureThenRecover(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version, args: []string{"-crash-at-start"}, cfg: func(c *Config) { c.OnCrash = "wait" }})
+		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+		if err != nil || !isErr || !strings.Contains(text, "crash-at-start") {
+			t.Fatalf("call while down: %q %v %v", text, isErr, err)
+		}
+		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
+			t.Fatalf("tools while down: %v", names)
+		}
+		h.r.mu.Lock()
+		h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
+		h.r.mu.Unlock()
+		h.mustCall("recompile", nil)
+		h.waitListChanged()
+		if names := h.toolNames(); !slices.Contains(names, "echo") {
+			t.Fatalf("tools after recovery: %v", names)
+		}
+		h.mustCall("echo", map[string]any{"text": "up"})
+	})
+}
+
+func TestQueueDuringRestart(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.StopTimeout = 300 * time.Millisecond }})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.r.Restart(context.Background())
+	}()
+	// Calls made while the restart runs wait and then succeed.
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr, err := h.call("echo", map[string]any{"text": strconv.Itoa(i)})
+			if err != nil && strings.Contains(err.Error(), "restarted") {
+				return // it reached the old child before the swap: fine
+			}
+			if err != nil || isErr || !strings.Contains(text, strconv.Itoa(i)) {
+				t.Errorf("call %d: %q %v %v", i, text, isErr, err)
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+}
+
+var _ = mcp.Implementation{}

@@ -1,0 +1,492 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// handshakeTimeout bounds each step of bringing a new child up.
+const handshakeTimeout = 30 * time.Second
+
+// Restart replaces the child with a new one: hold client messages, stop the
+// old child (every request pending on it gets one error), start the new one,
+// replay the session (legacy handshake and state, or the modern listen
+// streams), flush the held messages and tell the client its lists changed.
+// The first call starts the first child. It returns a short summary for the
+// agent: timings and the tool diff. On error the relay is left down, with a
+// report that tools/call results show.
+func (r *Relay) Restart(ctx context.Context) (string, error) {
+	return r.restart(ctx, false)
+}
+
+func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
+	r.restartMu.Lock()
+	defer r.restartMu.Unlock()
+	t0 := time.Now()
+
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		return "", errClosed
+	}
+	old := r.child
+	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
+	r.mu.Unlock()
+	if baseline {
+		// The first restart: learn the old tools, so the diff can be told.
+		if tools, err := r.fetchTools(ctx, old); err == nil {
+			r.baseline, r.haveTools = tools, true
+		}
+	}
+
+	r.mu.Lock()
+	if r.state != stateClosed {
+		r.state = stateRestarting
+	}
+	if !auto {
+		r.quickCrashes, r.stopped = 0, false
+	}
+	r.mu.Unlock()
+
+	tStop := time.Now()
+	if old != nil {
+		old.stop(r.cfg.StopTimeout)
+		<-old.reaped
+	}
+	stopDur := time.Since(tStop)
+
+	tStart := time.Now()
+	c, err := r.spawn()
+	if err != nil {
+		r.goDown(fmt.Sprintf("the MCP server could not be started: %v", err))
+		return "", err
+	}
+	startDur := time.Since(tStart)
+
+	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	ctx, cancel2 := mergeCancel(ctx, r.ctx)
+	defer cancel2()
+
+	tReplay := time.Now()
+	changes, err := r.replay(ctx, c)
+	if err != nil {
+		return "", r.failStart(c, err)
+	}
+	replayDur := time.Since(tReplay)
+
+	tTools := time.Now()
+	var diff string
+	var details []string
+	r.mu.Lock()
+	ready := r.sessionReady()
+	r.mu.Unlock()
+	if ready {
+		tools, err := r.fetchTools(ctx, c)
+		if err != nil {
+			return "", r.failStart(c, err)
+		}
+		if r.haveTools {
+			diff, details = diffTools(r.baseline, tools)
+		}
+		r.baseline, r.haveTools = tools, true
+	}
+	toolsDur := time.Since(tTools)
+
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		return "", errClosed
+	}
+	if r.child != c {
+		report := r.downReport
+		r.mu.Unlock()
+		return "", errors.New(report)
+	}
+	r.state = stateUp
+	r.downReport = ""
+	r.flushQueue()
+	r.sendListChanged()
+	r.mu.Unlock()
+
+	total := time.Since(t0)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
+		round(total), round(stopDur), round(startDur), round(replayDur), round(toolsDur))
+	switch {
+	case !ready:
+	case diff == "" && r.haveTools:
+		b.WriteString("Tools: unchanged.\n")
+	case diff != "":
+		fmt.Fprintf(&b, "Tools: %s\n", diff)
+		for _, d := range details {
+			b.WriteString("  " + d + "\n")
+		}
+	}
+	for _, ch := range changes {
+		b.WriteString("Note: " + ch + "\n")
+	}
+	r.log.Info("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready))
+	return b.String(), nil
+}
+
+func diffOr(diff string, ready bool) string {
+	switch {
+	case !ready:
+		return "(no session yet)"
+	case diff == "":
+		return "unchanged"
+	}
+	return diff
+}
+
+// respawn starts a fresh child without a build (initialize after discover).
+func (r *Relay) respawn() {
+	if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
+		r.log.Error("starting a fresh server", "err", err)
+	}
+}
+
+// Crash policy: a crash within quickCrash of the start counts towards a
+// crash loop; after crashLoop of them in a row, automatic restarts stop
+// until a build or recompile calls Restart.
+const (
+	quickCrash = 5 * time.Second
+	crashLoop  = 3
+)
+
+// afterCrash applies relay.on_crash. r.mu is held.
+func (r *Relay) afterCrash(uptime time.Duration) {
+	if uptime < quickCrash {
+		r.quickCrashes++
+	} else {
+		r.quickCrashes = 1
+	}
+	if r.cfg.OnCrash != "restart" {
+		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + r.cfg.Tool)
+		return
+	}
+	if r.quickCrashes >= crashLoop {
+		r.stopped = true
+		r.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.quickCrashes, r.cfg.Tool)
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.quickCrashes)
+		return
+	}
+	backoff := 100 * time.Millisecond << (r.quickCrashes - 1)
+	gen := r.gen
+	r.log.Info("restarting after crash", "in", backoff)
+	go func() {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		r.mu.Lock()
+		skip := r.gen != gen || r.stopped || r.state != stateDown
+		r.mu.Unlock()
+		if skip {
+			return
+		}
+		if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
+			r.log.Error("restart after crash failed", "err", err)
+		}
+	}()
+}
+
+// recompileInBackground rebuilds and restarts on the child's own request.
+func (r *Relay) recompileInBackground(why string) {
+	text, isErr := r.runRecompile(r.ctx, nil)
+	if isErr {
+		r.log.Error("rebuild failed", "trigger", why, "result", text)
+	}
+}
+
+// spawn starts the next generation and makes it current. The state stays
+// as it is (restarting), so client messages keep waiting.
+func (r *Relay) spawn() (*child, error) {
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		return nil, errClosed
+	}
+	r.gen++
+	gen := r.gen
+	spec := r.spec
+	spec.env = mergeEnv(spec.env, r.envOver)
+	// Start under the lock: the child's first messages and a crash at once
+	// must find it already current.
+	c, err := startChild(spec, gen, r.fromChild, r.childTooLarge, r.childStderr)
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.child = c
+	r.childCaps = caps{}
+	r.children.Add(1)
+	go func() {
+		defer r.children.Done()
+		<-c.done
+		r.childExited(c)
+		close(c.reaped)
+	}()
+	r.mu.Unlock()
+	r.log.Info("server started", "pid", c.pid, "gen", gen, "cmd", describeCommand(spec))
+	return c, nil
+}
+
+// replay brings a new child to where the client's session is: the legacy
+// handshake and session state, or the modern listen streams. It returns
+// what differs from the previous child's answer.
+func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
+	r.mu.Lock()
+	era, initReq, prevResult := r.era, r.initReq, r.initResult
+	r.mu.Unlock()
+	switch {
+	case era == eraModern:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		keys := make([]string, 0, len(r.listens))
+		for k := range r.listens {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			l := r.listens[k]
+			l.awaitingAck = true
+			r.pending[k] = &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"}
+			c.in.send(l.msg)
+		}
+		return nil, nil
+	case initReq != nil:
+		env, err := peekEnvelope(initReq)
+		if err != nil {
+			return nil, err
+		}
+		res, err := r.call(ctx, c, "initialize", env.params)
+		if err != nil {
+			return nil, fmt.Errorf("replaying initialize: %w", err)
+		}
+		forced, err := forcedResult(res, true, r.cfg.ServerSuffix)
+		if err != nil {
+			return nil, fmt.Errorf("replaying initialize: %w", err)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c.gotInit = true
+		r.childCaps = declaredCaps(res)
+		r.initResult = forced
+		changes := compareInit(prevResult, forced)
+		if r.clientInit {
+			c.in.send(request(nil, "notifications/initialized", nil))
+		}
+		if r.logLevel != nil {
+			c.in.send(request(r.nextID(""), "logging/setLevel", r.logLevel))
+		}
+		uris := make([]string, 0, len(r.subs))
+		for u := range r.subs {
+			uris = append(uris, u)
+		}
+		sort.Strings(uris)
+		for _, u := range uris {
+			c.in.send(request(r.nextID(""), "resources/subscribe", r.subs[u]))
+		}
+		return changes, nil
+	}
+	return nil, nil
+}
+
+// compareInit lists what a new child answered differently.
+func compareInit(prev, cur []byte) []string {
+	if prev == nil {
+		return nil
+	}
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(prev, &a) != nil || json.Unmarshal(cur, &b) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{"protocolVersion", "capabilities", "instructions", "serverInfo"} {
+		if !sameJSON(a[k], b[k]) {
+			out = append(out, fmt.Sprintf("the new server's initialize result has a different %s: %s (was %s); the client keeps the old one until it reconnects", k, compactJSON(b[k]), compactJSON(a[k])))
+		}
+	}
+	return out
+}
+
+// sessionReady reports whether the client's session lets the relay send
+// requests of its own to the child. r.mu is held.
+func (r *Relay) sessionReady() bool {
+	switch r.era {
+	case eraLegacy:
+		return r.initReq != nil && r.clientInit && !r.selfInit || r.child != nil && r.child.gotInit && r.clientInit
+	case eraModern:
+		return r.lastMeta != nil
+	}
+	return false
+}
+
+// sendListChanged tells the client its lists changed. r.mu is held.
+func (r *Relay) sendListChanged() {
+	kinds := []string{"tools"}
+	if r.childCaps.prompts {
+		kinds = append(kinds, "prompts")
+	}
+	if r.childCaps.resources {
+		kinds = append(kinds, "resources")
+	}
+	switch r.era {
+	case eraLegacy:
+		if !r.clientInit {
+			return
+		}
+		for _, k := range kinds {
+			r.out.send(request(nil, "notifications/"+k+"/list_changed", nil))
+		}
+	case eraModern:
+		keys := make([]string, 0, len(r.listens))
+		for k := range r.listens {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			l := r.listens[key]
+			for _, k := range kinds {
+				if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
+					p := map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: json.RawMessage(key)}}
+					r.out.send(request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
+				}
+			}
+		}
+	}
+}
+
+// failStart stops a child that came up broken and leaves the relay down.
+func (r *Relay) failStart(c *child, err error) error {
+	if !c.exited() {
+		c.stop(r.cfg.StopTimeout)
+	}
+	<-c.reaped
+	report := fmt.Sprintf("the MCP server started but %v", err)
+	if t := strings.TrimSpace(c.tail.String()); t != "" {
+		report += "\nLast lines of its stderr:\n" + lastLines(t, 40)
+	}
+	r.goDown(report)
+	return errors.New(report)
+}
+
+// goDown leaves the relay without a child; held messages are answered.
+func (r *Relay) goDown(report string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state == stateClosed {
+		return
+	}
+	if r.state != stateDown || r.downReport == "" {
+		// (Down already: the child crashed while starting, and its crash
+		// report, crash-loop verdict included, says more.)
+		r.state = stateDown
+		r.downReport = report
+	}
+	r.flushQueue()
+}
+
+// NoteBuild tells the relay how a build cycle ended (the builder's
+// OnResult). A failed first build leaves the relay answering alone; a
+// failed automatic rebuild leaves a notice for the agent.
+func (r *Relay) NoteBuild(o BuildOutcome) {
+	if o.OK {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	report := "the build failed"
+	if o.Err != nil {
+		report = fmt.Sprintf("the build failed (%v)", o.Err)
+	}
+	if o.Errors != "" {
+		report += ":\n" + strings.TrimRight(o.Errors, "\n")
+	}
+	switch r.state {
+	case stateStarting:
+		r.state = stateDown
+		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.flushQueue()
+	case stateDown:
+		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+	case stateUp:
+		if o.Trigger == "watch" {
+			r.addNotice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
+		}
+	}
+}
+
+// call sends a request of the relay's own to c and waits for its result.
+func (r *Relay) call(ctx context.Context, c *child, method string, params []byte) ([]byte, error) {
+	ch := make(chan []byte, 1)
+	r.mu.Lock()
+	id := r.nextID("")
+	r.waiters[string(id)] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.waiters, string(id))
+		r.mu.Unlock()
+	}()
+	c.in.send(request(id, method, params))
+	select {
+	case msg := <-ch:
+		env, err := peekEnvelope(msg)
+		if err != nil {
+			return nil, err
+		}
+		if env.hasError {
+			var e struct {
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(msg, &e)
+			return nil, fmt.Errorf("%s: server answered error %d: %s", method, e.Error.Code, e.Error.Message)
+		}
+		return env.result, nil
+	case <-c.done:
+		return nil, fmt.Errorf("it exited (%s) before answering %s", c.exitDesc, method)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: no answer: %w", method, ctx.Err())
+	}
+}
+
+// mergeCancel returns a context canceled when either parent is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func mergeEnv(base []string, over map[string]string) []string {
+	if len(over) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(over))
+	for k := range over {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+over[k])
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// forceResult rewrites an initialize (isInit) or server/discover result so
+// that clients re-fetch tools after a restart: capabilities.tools.listChanged
+// is forced to true (the tools capability is added when missing, since the
+// relay adds a tool), and listChanged is forced on prompts and resources
+// where the child declares them. Everything else is kept as the child sent
+// it, unknown fields included.
+func (r *Relay) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
+	res, err := forcedResult(env.result, isInit, r.cfg.ServerSuffix)
+	if err != nil {
+		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
+		return msg
+	}
+	r.childCaps = declaredCaps(env.result)
+	r.initResult = res
+	return splice(msg, env.resStart, env.resStart+len(env.result), res)
+}
+
+func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(result, &res); err != nil {
+		return nil, err
+	}
+	var caps map[string]json.RawMessage
+	if raw := res["capabilities"]; len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, err
+		}
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	forceListChanged(caps, "tools", true)
+	forceListChanged(caps, "prompts", false)
+	forceListChanged(caps, "resources", false)
+	res["capabilities"] = mustJSON(caps)
+	if isInit && suffix != "" {
+		var info map[string]json.RawMessage
+		if err := json.Unmarshal(res["serverInfo"], &info); err == nil && info != nil {
+			for _, k := range []string{"name", "version"} {
+				var s string
+				if json.Unmarshal(info[k], &s) == nil {
+					info[k] = mustJSON(s + suffix)
+				}
+			}
+			res["serverInfo"] = mustJSON(info)
+		}
+	}
+	return mustJSON(res), nil
+}
+
+func forceListChanged(caps map[string]json.RawMessage, key string, create bool) {
+	var obj map[string]json.RawMessage
+	if raw, ok := caps[key]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &obj) != nil {
+			return
+		}
+	} else if !create {
+		return
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	obj["listChanged"] = json.RawMessage("true")
+	caps[key] = mustJSON(obj)
+}
+
+// declaredCaps reads which list capabilities the child itself declared.
+func declaredCaps(result []byte) caps {
+	c := member(result, "capabilities")
+	present := func(k string) bool {
+		v := member(c, k)
+		return v != nil && string(v) != "null"
+	}
+	return caps{prompts: present("prompts"), resources: present("resources")}
+}
+
+// injectTools appends the relay's tools to the last page of a tools/list
+// result (the page without nextCursor), splicing bytes so a long list is
+// never decoded.
+func (r *Relay) injectTools(msg []byte, env envelope) []byte {
+	res := env.result
+	if nc := member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
+		return msg
+	}
+	vs, ve, ok := memberSpan(res, "tools")
+	if !ok || res[vs] != '[' {
+		return msg
+	}
+	ins := r.toolDefs()
+	if len(bytes.TrimSpace(res[vs+1:ve-1])) > 0 {
+		ins = append([]byte{','}, ins...)
+	}
+	at := env.resStart + ve - 1
+	return splice(msg, at, at, ins)
+}
+
+// attachNotices appends pending notices (failed automatic builds, crashes
+// between calls) to a tools/call result as text items.
+func (r *Relay) attachNotices(msg []byte, env envelope) []byte {
+	if len(r.notices) == 0 || env.result == nil {
+		return msg
+	}
+	vs, ve, ok := memberSpan(env.result, "content")
+	if !ok || env.result[vs] != '[' {
+		return msg
+	}
+	var ins []byte
+	for i, n := range r.notices {
+		if i > 0 || len(bytes.TrimSpace(env.result[vs+1:ve-1])) > 0 {
+			ins = append(ins, ',')
+		}
+		ins = append(ins, textContent(n)...)
+	}
+	r.notices = nil
+	at := env.resStart + ve - 1
+	return splice(msg, at, at, ins)
+}
+
+func textContent(s string) []byte {
+	return mustJSON(map[string]string{"type": "text", "text": s})
+}
+
+// rewriteCallTool turns a call of the call-forwarding tool,
+// {name, arguments}, into a tools/call of the named tool.
+func (r *Relay) rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
+	args := member(env.params, "arguments")
+	name := member(args, "name")
+	if len(name) == 0 || name[0] != '"' {
+		return msg, env
+	}
+	p := map[string]json.RawMessage{"name": name}
+	if a := member(args, "arguments"); a != nil {
+		p["arguments"] = a
+	}
+	if m := member(env.params, "_meta"); m != nil {
+		p["_meta"] = m
+	}
+	out := request(env.id, "tools/call", mustJSON(p))
+	ne, err := peekEnvelope(out)
+	if err != nil {
+		return msg, env
+	}
+	return out, ne
+}
