@@ -1,6 +1,61 @@
-// Package relay is the JSON-RPC relay between an MCP client and a child MCP server.
+// Package relay carries newline-delimited JSON-RPC between one MCP client
+// and a succession of child MCP servers, so that the child can be rebuilt
+// and restarted while the client's session goes on.
+//
+// # Contract
+//
+//   - Every client request gets exactly one response: the child's, or one
+//     the relay makes (restart, crash, queue overflow, parse error, the
+//     relay's own tools). A response is never delivered twice.
+//   - Messages are forwarded as the original bytes. The relay reads only
+//     the envelope (id, method, result/error) with a scanner that skips
+//     values it does not need, and rewrites only: initialize and
+//     server/discover results (listChanged forced), the last page of
+//     tools/list (its own tools appended), ids it owns, subscription
+//     acknowledgements, and tools/call results that carry a notice.
+//   - Lines up to Config.MaxMessage are accepted in both directions; a
+//     longer one is dropped without being buffered whole, and the request
+//     it belongs to is answered with an error under its own id.
+//   - Nothing that is not JSON-RPC reaches the client's stdout; nothing a
+//     peer sends stops the relay.
+//   - The child runs in its own process group; stopping it (close stdin,
+//     StopTimeout, SIGTERM to the group, StopTimeout, SIGKILL) and any exit
+//     of it leave no process of the group alive. On Linux the child also
+//     gets SIGKILL should mcpflow die without cleaning up.
+//
+// # Ids
+//
+// Every id the relay invents is a string starting with "mcpflow:"; client
+// requests with such ids are refused, so they can never collide. Requests
+// the child sends to the client are renumbered ("mcpflow:s<gen>-<n>") and
+// mapped back on the answer only if the child that asked is still the
+// current one: a late answer meant for a replaced child is dropped, never
+// handed to its successor, even when the child-side ids coincide.
+//
+// # Eras
+//
+// The era is decided by the first client message that decides it:
+// initialize means legacy; a request (other than server/discover) whose
+// _meta carries protocolVersion >= 2026-07-28 means modern. In the legacy
+// era a new child is given the cached initialize (under a relay id, result
+// consumed), notifications/initialized, the last logging/setLevel and the
+// live resources/subscribe requests. In the modern era, the open
+// subscriptions/listen requests are sent again with their own ids and the
+// new child's acknowledgements are consumed; list_changed goes to each
+// listen that opted in, tagged with its subscription id. When initialize
+// follows a server/discover that a child answered, the relay starts a fresh
+// child for it, since Go SDK servers refuse that sequence.
+//
+// # Design notes
+//
+// Writes to each peer go through an outbox drained by its own goroutine, so
+// the relay never holds its lock across a write that could block on a peer
+// (a child blocked writing a 20 MiB result while the relay waits to write
+// its stdin would otherwise deadlock). The relay's lock guards routing
+// state only; restarts are serialized by a second lock and run without the
+// first while they wait on the child.
+//
+// The relay defines Recompiler, which the builder satisfies through an
+// adapter in cmd/mcpflow; the builder calls back Restart. Neither package
+// imports the other.
 package relay
-
-import (
-	_ "github.com/modelcontextprotocol/go-sdk/mcp"
-)

@@ -1,0 +1,248 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/log"
+)
+
+func TestPeekEnvelope(t *testing.T) {
+	cases := []struct {
+		in       string
+		id       string
+		method   string
+		resp     bool
+		notif    bool
+		hasError bool
+		wantErr  bool
+	}{
+		{in: `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`, id: "0", method: "initialize"},
+		{in: `{"jsonrpc":"2.0","id":"a\"b","result":{"x":[1,2,{"y":"}"}]}}`, id: `"a\"b"`, resp: true},
+		{in: ` {"method":"notifications/initialized","jsonrpc":"2.0"} `, method: "notifications/initialized", notif: true},
+		{in: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"x"}}`, id: "3", resp: true, hasError: true},
+		{in: `{"id":1,"me\u0074hod":"ping"}`, id: "1", method: "ping"},
+		{in: `{"result":"\\\\","id":-7}`, id: "-7", resp: true},
+		{in: `{"id":1,"method":"x"`, wantErr: true},
+		{in: `{"id":1,"method":"x"} trailing`, wantErr: true},
+		{in: `{"id":1,"method":7}`, wantErr: true},
+		{in: `"string"`, wantErr: true},
+		{in: `{"a":"unterminated}`, wantErr: true},
+	}
+	for _, c := range cases {
+		e, err := peekEnvelope([]byte(c.in))
+		if (err != nil) != c.wantErr {
+			t.Errorf("%s: err = %v", c.in, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if string(e.id) != c.id || e.method != c.method || e.isResponse() != c.resp || e.isNotification() != c.notif || e.hasError != c.hasError {
+			t.Errorf("%s: got id=%s method=%q resp=%v notif=%v err=%v", c.in, e.id, e.method, e.isResponse(), e.isNotification(), e.hasError)
+		}
+		if e.id != nil && string([]byte(c.in)[e.idStart:e.idEnd]) != c.id {
+			t.Errorf("%s: id span wrong", c.in)
+		}
+	}
+	if e, err := peekEnvelope([]byte(`[{"id":1,"method":"a"}]`)); err != nil || !e.isArray {
+		t.Errorf("batch: %v %v", e, err)
+	}
+}
+
+func TestPartialID(t *testing.T) {
+	head := []byte(`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"arguments":{"text":"xxxxxxx`)
+	if got := string(partialID(head)); got != `"abc"` {
+		t.Fatalf("partialID = %s", got)
+	}
+	if got := partialID([]byte(`{"params":{"text":"xxxx`)); got != nil {
+		t.Fatalf("partialID without id = %s", got)
+	}
+}
+
+func TestLineReaderLimits(t *testing.T) {
+	big := strings.Repeat("y", 300<<10) // larger than the bufio buffer
+	in := "a\n\n  \n" + `{"id":1,"x":"` + big + `"}` + "\n" + strings.Repeat("z", 5000) + "\nlast"
+	lr := newLineReader(strings.NewReader(in), 400<<10)
+	want := []string{"a", `{"id":1,"x":"` + big + `"}`, strings.Repeat("z", 5000), "last"}
+	for _, w := range want {
+		got, err := lr.next()
+		if err != nil || string(got) != w {
+			t.Fatalf("got %d bytes, err %v; want %d bytes", len(got), err, len(w))
+		}
+	}
+	if _, err := lr.next(); err != io.EOF {
+		t.Fatalf("want EOF, got %v", err)
+	}
+
+	// Over the limit: an error with the head, then the stream goes on.
+	lr = newLineReader(strings.NewReader(`{"id":42,"x":"`+big+`"}`+"\nnext\n"), 100<<10)
+	_, err := lr.next()
+	tl, ok := err.(*errTooLarge)
+	if !ok || string(partialID(tl.Head)) != "42" {
+		t.Fatalf("want errTooLarge with id 42, got %v", err)
+	}
+	if got, err := lr.next(); err != nil || string(got) != "next" {
+		t.Fatalf("after an over-long line: %q %v", got, err)
+	}
+}
+
+func testRelay(cfg Config) *Relay {
+	cfg.Logger = log.New(io.Discard)
+	return New(cfg)
+}
+
+func TestInjectToolsPagination(t *testing.T) {
+	r := testRelay(Config{Tool: "recompile"})
+	cases := []struct {
+		name   string
+		in     string
+		inject bool
+	}{
+		{"last page", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`, true},
+		{"empty list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[ ]}}`, true},
+		{"null cursor", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"nextCursor":null}}`, true},
+		{"middle page", `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}],"nextCursor":"p2"}}`, false},
+	}
+	for _, c := range cases {
+		env, err := peekEnvelope([]byte(c.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := r.injectTools([]byte(c.in), env)
+		var m struct {
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("%s: invalid JSON out: %s", c.name, out)
+		}
+		has := false
+		for _, tl := range m.Result.Tools {
+			if tl.Name == "recompile" {
+				has = true
+			}
+		}
+		if has != c.inject {
+			t.Errorf("%s: injected=%v, want %v: %s", c.name, has, c.inject, out)
+		}
+		if !c.inject && !bytes.Equal(out, []byte(c.in)) {
+			t.Errorf("%s: bytes changed without injection", c.name)
+		}
+	}
+}
+
+func TestForcedResult(t *testing.T) {
+	in := `{"protocolVersion":"2025-11-25","capabilities":{"prompts":{},"logging":{},"x-custom":{"a":1}},"serverInfo":{"name":"s","version":"1.0"},"instructions":"hi","extra":[1]}`
+	out, err := forcedResult([]byte(in), true, "-dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(out, &m)
+	caps := m["capabilities"].(map[string]any)
+	if caps["tools"].(map[string]any)["listChanged"] != true {
+		t.Errorf("tools not added: %s", out)
+	}
+	if caps["prompts"].(map[string]any)["listChanged"] != true {
+		t.Errorf("prompts not forced: %s", out)
+	}
+	if _, ok := caps["resources"]; ok {
+		t.Errorf("resources invented: %s", out)
+	}
+	if caps["x-custom"].(map[string]any)["a"] != float64(1) || m["instructions"] != "hi" || m["extra"] == nil {
+		t.Errorf("unknown fields lost: %s", out)
+	}
+	if m["serverInfo"].(map[string]any)["name"] != "s-dev" || m["serverInfo"].(map[string]any)["version"] != "1.0-dev" {
+		t.Errorf("suffix: %s", out)
+	}
+}
+
+func TestDiffTools(t *testing.T) {
+	old := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "old"}}
+	cur := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{}}}`)}, {Name: "reverse"}}
+	line, details := diffTools(old, cur)
+	if line != "~echo (input schema changed) +reverse -old" {
+		t.Fatalf("diff = %q", line)
+	}
+	if len(details) != 2 {
+		t.Fatalf("details = %v", details)
+	}
+}
+
+func FuzzPeekEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`,
+		`{"id":"x","result":{"tools":[]}}`,
+		`[{"id":1,"method":"a"}]`,
+		`{"a":"\\\"","b":[1,{"c":null}]}`,
+		`{"id":1e3,"method":"\u0070ing"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := peekEnvelope(b)
+		if err != nil || e.isArray {
+			return
+		}
+		// Whatever the scanner accepts as an object, encoding/json must
+		// agree on its id and method when it is valid JSON.
+		if !json.Valid(b) {
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method any             `json:"method"`
+		}
+		if json.Unmarshal(b, &m) != nil {
+			return
+		}
+		if e.id != nil && !bytes.Equal(bytes.TrimSpace(m.ID), e.id) {
+			// encoding/json keeps the last duplicate key; the scanner too.
+			t.Fatalf("id: scanner %s, json %s", e.id, m.ID)
+		}
+		if s, ok := m.Method.(string); ok && s != e.method {
+			t.Fatalf("method: scanner %q, json %q", e.method, s)
+		}
+		// Splicing a new id keeps the message valid.
+		if e.id != nil {
+			out := splice(b, e.idStart, e.idEnd, []byte(`"mcpflow:1"`))
+			if !json.Valid(out) {
+				t.Fatalf("splice made invalid JSON: %s", out)
+			}
+		}
+	})
+}
+
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nb\n\n{\"id\":1}\n"), 8)
+	f.Add([]byte(strings.Repeat("x", 100)+"\nshort\n"), 10)
+	f.Fuzz(func(t *testing.T, b []byte, max int) {
+		if max < 1 || max > 1<<20 {
+			return
+		}
+		lr := newLineReader(bytes.NewReader(b), max)
+		for range len(b) + 2 {
+			line, err := lr.next()
+			if err == io.EOF {
+				return
+			}
+			if tl, ok := err.(*errTooLarge); ok {
+				if tl.Size <= max {
+					t.Fatalf("too large at %d <= %d", tl.Size, max)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(line) > max || bytes.IndexByte(line, '\n') >= 0 {
+				t.Fatalf("bad line %q (max %d)", line, max)
+			}
+		}
+	})
+}

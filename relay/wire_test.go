@@ -1,0 +1,276 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/log"
+)
+
+// wire is a raw JSON-RPC client for tests that need exact bytes.
+type wire struct {
+	t     *testing.T
+	r     *Relay
+	w     io.WriteCloser
+	lines chan string
+	logs  *syncBuffer
+	done  chan struct{}
+}
+
+func newWire(t *testing.T, cfg func(*Config), args ...string) *wire {
+	t.Helper()
+	dir := t.TempDir()
+	variant := filepath.Join(dir, "variant")
+	os.WriteFile(variant, []byte("v1"), 0o644)
+	logs := &syncBuffer{}
+	c := Config{
+		Command:     append([]string{fixtureBin, "-variant-file", variant}, args...),
+		StopTimeout: time.Second,
+		Logger:      log.NewWithOptions(logs, log.Options{Level: log.DebugLevel}),
+		Notices:     true,
+	}
+	if cfg != nil {
+		cfg(&c)
+	}
+	w := &wire{t: t, r: New(c), lines: make(chan string, 1000), logs: logs, done: make(chan struct{})}
+	c2rR, c2rW := io.Pipe()
+	r2cR, r2cW := io.Pipe()
+	w.w = c2rW
+	go func() {
+		defer close(w.done)
+		w.r.Serve(context.Background(), c2rR, r2cW)
+		r2cW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(r2cR)
+		sc.Buffer(nil, 1<<30)
+		for sc.Scan() {
+			w.lines <- sc.Text()
+		}
+		close(w.lines)
+	}()
+	t.Cleanup(func() {
+		c2rW.Close()
+		<-w.done
+		if t.Failed() {
+			t.Logf("relay log:\n%s", logs.String())
+		}
+	})
+	if _, err := w.r.Restart(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	return w
+}
+
+func (w *wire) send(line string) {
+	w.t.Helper()
+	if _, err := io.WriteString(w.w, line+"\n"); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// recv returns the next message from the relay, decoded.
+func (w *wire) recv() map[string]any {
+	w.t.Helper()
+	select {
+	case line, ok := <-w.lines:
+		if !ok {
+			w.t.Fatal("relay closed its stdout")
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			w.t.Fatalf("relay wrote invalid JSON %q: %v", line, err)
+		}
+		return m
+	case <-time.After(20 * time.Second):
+		w.t.Fatal("no message from the relay")
+		return nil
+	}
+}
+
+// recvID skips notifications and returns the response with the given id.
+func (w *wire) recvID(id any) map[string]any {
+	w.t.Helper()
+	want, _ := json.Marshal(id)
+	for {
+		m := w.recv()
+		got, _ := json.Marshal(m["id"])
+		if _, isResp := m["method"]; !isResp && string(got) == string(want) {
+			return m
+		}
+	}
+}
+
+// quiet asserts that nothing arrives for a moment.
+func (w *wire) quiet(d time.Duration) {
+	w.t.Helper()
+	select {
+	case line := <-w.lines:
+		w.t.Fatalf("unexpected message: %s", line)
+	case <-time.After(d):
+	}
+}
+
+const legacyInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+func modernMeta() string {
+	return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+}
+
+func errMessage(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	s, _ := e["message"].(string)
+	return s
+}
+
+func errCode(m map[string]any) int {
+	e, _ := m["error"].(map[string]any)
+	f, _ := e["code"].(float64)
+	return int(f)
+}
+
+func TestWireDiscoverThenInitialize(t *testing.T) {
+	// Claude Code sends initialize after a successful server/discover; a Go
+	// SDK server refuses that, so the relay hands it to a fresh child.
+	w := newWire(t, nil)
+	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
+	d := w.recvID("d")
+	caps := d["result"].(map[string]any)["capabilities"].(map[string]any)
+	if caps["tools"].(map[string]any)["listChanged"] != true {
+		t.Fatalf("discover result not forced: %v", d)
+	}
+	w.send(legacyInit)
+	res := w.recvID(0)
+	if res["error"] != nil {
+		t.Fatalf("initialize after discover failed: %v", res)
+	}
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"legacy ok"}}}`)
+	if r := w.recvID(1); !strings.Contains(mustMarshal(r), "legacy ok") {
+		t.Fatalf("call after fallback: %v", r)
+	}
+}
+
+func mustMarshal(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestWireModernListenSurvivesRestart(t *testing.T) {
+	w := newWire(t, nil)
+	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
+	w.recvID("d")
+	w.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{` + modernMeta() + `,"notifications":{"toolsListChanged":true}}}`)
+	ack := w.recv()
+	if ack["method"] != "notifications/subscriptions/acknowledged" || !strings.Contains(mustMarshal(ack), `"toolsListChanged":true`) {
+		t.Fatalf("ack: %v", ack)
+	}
+	if _, err := w.r.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The client sees the relay's list_changed tagged with its listen id,
+	// and neither a second acknowledgement nor an error for the listen.
+	n := w.recv()
+	if n["method"] != "notifications/tools/list_changed" || !strings.Contains(mustMarshal(n), `"io.modelcontextprotocol/subscriptionId":7`) {
+		t.Fatalf("after restart: %v", n)
+	}
+	w.quiet(300 * time.Millisecond)
+	// The listen is still open on the new child: requests keep working.
+	w.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{` + modernMeta() + `,"name":"echo","arguments":{"text":"x"}}}`)
+	if r := w.recvID(8); r["error"] != nil {
+		t.Fatalf("call: %v", r)
+	}
+}
+
+func TestWireBadInput(t *testing.T) {
+	w := newWire(t, func(c *Config) { c.MaxMessage = 4096 })
+	w.send(legacyInit)
+	w.recvID(0)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	cases := []struct {
+		name, line string
+		id         any
+		code       int
+	}{
+		{"not JSON", `this is not json`, nil, codeParseError},
+		{"truncated JSON", `{"jsonrpc":"2.0","id":5,"method":"ping"`, nil, codeParseError},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", nil, codeParseError},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, nil, codeInvalidRequest},
+		{"reserved id", `{"jsonrpc":"2.0","id":"mcpflow:1","method":"ping"}`, "mcpflow:1", codeInvalidRequest},
+		{"id without method", `{"jsonrpc":"2.0","id":9}`, 9, codeInvalidRequest},
+		{"too large", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`, 10, codeInvalidRequest},
+	}
+	for _, c := range cases {
+		w.send(c.line)
+		m := w.recv()
+		if mustMarshal(m["id"]) != mustMarshal(c.id) || errCode(m) != c.code {
+			t.Errorf("%s: got %v, want id %v code %d", c.name, m, c.id, c.code)
+		}
+	}
+	// A response to an unknown id and a notification with an unknown
+	// method are dropped; the relay goes on.
+	w.send(`{"jsonrpc":"2.0","id":"nobody","result":{}}`)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/whatever"}`)
+	w.send(`{"jsonrpc":"2.0","id":11,"method":"ping"}`)
+	if m := w.recvID(11); m["error"] != nil {
+		t.Fatalf("ping after bad input: %v", m)
+	}
+	// A batch: each element handled.
+	w.send(`[{"jsonrpc":"2.0","id":12,"method":"ping"},{"jsonrpc":"2.0","id":13,"method":"ping"}]`)
+	seen := map[string]bool{}
+	for range 2 {
+		seen[mustMarshal(w.recv()["id"])] = true
+	}
+	if !seen["12"] || !seen["13"] {
+		t.Fatalf("batch answers: %v", seen)
+	}
+}
+
+func TestWireDuplicateID(t *testing.T) {
+	w := newWire(t, nil)
+	w.send(legacyInit)
+	w.recvID(0)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":500}}}`)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	first := w.recv()
+	if errCode(first) != codeInvalidRequest || !strings.Contains(errMessage(first), "in flight") {
+		t.Fatalf("duplicate id: %v", first)
+	}
+	if second := w.recvID(1); second["result"] == nil {
+		t.Fatalf("original call: %v", second)
+	}
+}
+
+func TestWireLegacyReplaysSessionState(t *testing.T) {
+	w := newWire(t, nil)
+	w.send(legacyInit)
+	w.recvID(0)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	w.recvID(1)
+	if _, err := w.r.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := w.recv()
+	if n["method"] != "notifications/tools/list_changed" {
+		t.Fatalf("after restart: %v", n)
+	}
+	if !strings.Contains(w.logs.String(), "restart ✓") {
+		t.Fatal("no restart line in the log")
+	}
+	w.r.mu.Lock()
+	level := string(w.r.logLevel)
+	w.r.mu.Unlock()
+	if !strings.Contains(level, "debug") {
+		t.Fatalf("log level not kept for replay: %q", level)
+	}
+}
