@@ -1,2 +1,70 @@
-// Package builder runs the build command, one build at a time.
+// Package builder runs the build command, one build at a time, and asks a
+// Restarter to restart the child after each good build.
+//
+// # Cycles
+//
+// A cycle is one build followed, if the build succeeded, by one call to
+// Restarter.Restart. A failed build never calls Restart: the old child keeps
+// serving. With no build command configured the build "succeeds" at once
+// (Result.Skipped) and the cycle goes straight to Restart. Cycles are
+// numbered from 1 (Result.Seq) and run one at a time, always on the
+// goroutine that called Run; the builder never runs two builds at once.
+//
+// Cycles are asked for in three ways:
+//
+//   - Changed(paths), a debounced batch from the watcher. If a build is
+//     running, its whole process group is killed and a new cycle starts
+//     with the union of the paths not yet built: the last state of the
+//     files always wins. If the cycle has already reached Restart, the
+//     restart finishes and a new cycle follows. Changed never blocks for
+//     longer than it takes to take a mutex.
+//   - Recompile(ctx, progress), the agent's recompile tool. If a cycle is
+//     running or pending, Recompile joins it and returns the result of the
+//     cycle that covers the latest change, instead of building the same
+//     files twice; if the joined cycle is superseded by a newer change,
+//     Recompile waits for the cycle that replaces it. When idle it starts a
+//     cycle with Trigger "recompile".
+//   - Startup(ctx), the first cycle at launch (Trigger "startup"); the relay
+//     starts the child on its first Restart. It joins like Recompile.
+//
+// Run must be running (it may start after the others are called) for any
+// cycle to happen: Changed, Recompile and Startup only ask it for work.
+// Recompile and Startup return a Result with Err = ctx.Err() when their ctx
+// ends first; the cycle keeps going for the others. They never return a
+// Canceled result unless Run stops under them. When Run returns, every
+// waiting call returns at once and later calls return an error.
+//
+// # Results
+//
+// Every cycle that was not canceled is reported to Config.OnResult, on
+// Run's goroutine, before any Recompile or Startup waiting for it returns.
+// Canceled cycles (superseded by newer changes, or cut short by Run's ctx)
+// are only logged, so OnResult may see gaps in Seq. Result.Output holds the
+// combined stdout and stderr, at most Config.MaxOutput bytes (the head and
+// the tail, with a "… N bytes cut …" marker between). When the build fails,
+// Result.Errors holds Summarize(Output, Config.MaxErrors): the lines an
+// agent needs. Result.Restarted reports that Restart was called; RestartErr
+// reports whether it failed.
+//
+// Recompile's progress callback, when not nil, receives short phase messages
+// ("building: go build ./...", "build ok in 1.2s", "build failed after 3s:
+// exit status 1", "restarting", "restarted in 40ms"). It is called on
+// Recompile's own goroutine, so a slow callback never holds up a build, and
+// never after Recompile has returned.
+//
+// # Processes
+//
+// With Config.Shell the build is `sh -c Command[0]` (Windows: `cmd /C`),
+// further elements being the script's positional parameters; otherwise
+// Command[0] is executed with Command[1:] as its arguments. Stdin is the
+// null device. The build runs in a process group of its own. To cancel it
+// (a newer change, the timeout, Run's ctx ending) the builder sends SIGTERM
+// to the whole group, gives the build up to 2s to exit and close its
+// output, then sends SIGKILL to the whole group, so a build that started
+// `sleep 100 &` leaves nothing behind. The build's process is waited for,
+// and its group killed if it was canceled, before the next cycle starts.
+// On Windows the process tree is killed with taskkill.
+//
+// A build with Config.Timeout that runs longer is killed the same way and
+// fails with an error that says how to change build.timeout.
 package builder

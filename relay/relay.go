@@ -310,3 +310,8 @@ func (r *Relay) addNotice(format string, args ...any) {
 		r.notices = append(r.notices, fmt.Sprintf(format, args...))
 	}
 }
+
+// SetRecompiler sets what the recompile tool calls. The builder needs the
+// relay (as its Restarter) and the relay needs the builder, so one of them
+// is set after both exist. Call it before Serve.
+func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }

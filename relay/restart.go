@@ -110,8 +110,13 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	}
 	r.state = stateUp
 	r.downReport = ""
+	// Only a session that existed before this child hears of the change:
+	// held messages may be the client's very first handshake.
+	established := r.era == eraLegacy && r.clientInit || r.era == eraModern && len(r.listens) > 0
+	if established {
+		r.sendListChanged()
+	}
 	r.flushQueue()
-	r.sendListChanged()
 	r.mu.Unlock()
 
 	total := time.Since(t0)
@@ -131,7 +136,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	for _, ch := range changes {
 		b.WriteString("Note: " + ch + "\n")
 	}
-	r.log.Info("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready))
+	r.log.Debug("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready))
 	return b.String(), nil
 }
 

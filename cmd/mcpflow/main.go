@@ -1,8 +1,109 @@
-// Command mcpflow is a hot-reload dev server for MCP servers.
+// Command mcpflow is a hot-reload dev server for MCP servers. It sits
+// between an MCP client and the server under development, rebuilds the
+// server when its sources change (or when the agent calls the recompile
+// tool), and restarts it without the client noticing anything but a
+// tools/list_changed notification.
+//
+// Usage:
+//
+//	mcpflow watch [-c mcpflow.toml]          run with a config file
+//	mcpflow watch [--build CMD] -- CMD ARGS  run without one
+//	mcpflow check [-c mcpflow.toml]          validate a config and show what it resolves to
+//	mcpflow init [--force] [DIR]             write a commented mcpflow.toml for a project
+//	mcpflow version                          print the version
+//
+// Exit status: 0 on success (and after a clean shutdown), 1 on a runtime
+// failure, 2 on a usage or configuration error.
 package main
 
 import (
-	_ "github.com/pelletier/go-toml/v2"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
 )
 
-func main() {}
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// env is what a command may touch of the process: no globals, so tests run
+// commands in-process.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getwd  func() (string, error)
+}
+
+func main() {
+	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
+	os.Exit(run(e, os.Args[1:]))
+}
+
+const usage = `mcpflow: hot reload for MCP servers.
+
+Usage:
+  mcpflow watch [-c FILE]                 relay a client to your server, rebuilding and restarting it on change
+  mcpflow watch [--build CMD] -- CMD ARGS same, without a config file
+  mcpflow check [-c FILE]                 validate mcpflow.toml and show the resolved settings
+  mcpflow init [--force] [DIR]            write a commented mcpflow.toml for the project in DIR
+  mcpflow version                         print the version
+  mcpflow help [COMMAND]                  show help
+
+Run "mcpflow COMMAND -h" for a command's flags.
+Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
+`
+
+func run(e env, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "watch":
+		return cmdWatch(e, rest)
+	case "check":
+		return cmdCheck(e, rest)
+	case "init":
+		return cmdInit(e, rest)
+	case "version", "--version", "-v":
+		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
+		return exitOK
+	case "help", "-h", "--help":
+		if len(rest) > 0 {
+			return run(e, []string{rest[0], "-h"})
+		}
+		fmt.Fprint(e.stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(e.stderr, "mcpflow: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+}
+
+// version reports the module version mcpflow was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return v
+}
+
+// errUsage marks errors that exit with status 2.
+var errUsage = errors.New("usage")

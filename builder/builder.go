@@ -1,0 +1,327 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/log"
+)
+
+// Restarter restarts the child after a good build. The relay satisfies it.
+type Restarter interface {
+	Restart(ctx context.Context) (summary string, err error)
+}
+
+// Config says what to build and how.
+type Config struct {
+	Command   []string      // argv; empty = no build step (a build then "succeeds" at once, Skipped=true)
+	Shell     bool          // true: Command[0] is a script run by `sh -c` (Windows: `cmd /C`)
+	Dir       string        // working directory; "" = the current one
+	Env       []string      // full environment; nil = inherit os.Environ()
+	Timeout   time.Duration // 0 = none; a build that runs longer is killed and fails
+	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
+	MaxErrors int           // bytes of Result.Errors; default 8 KiB
+	Logger    *log.Logger   // nil = discard
+	// OnResult, when not nil, is called on Run's goroutine after every
+	// cycle that was not canceled, good or bad, whatever its trigger. It
+	// should return quickly: the next cycle waits for it.
+	OnResult func(Result)
+}
+
+const (
+	defaultMaxOutput = 1 << 20
+	defaultMaxErrors = 8 << 10
+	// killGrace is how long a canceled build has, after SIGTERM, to exit
+	// and close its output before its process group gets SIGKILL.
+	killGrace = 2 * time.Second
+)
+
+// Triggers, as found in Result.Trigger.
+const (
+	TriggerStartup   = "startup"
+	TriggerWatch     = "watch"
+	TriggerRecompile = "recompile"
+)
+
+// Result is the outcome of one cycle: a build and, if it succeeded, a
+// restart.
+type Result struct {
+	Seq             uint64        // cycle number, from 1; 0 if no cycle ran for this call
+	Trigger         string        // "startup" | "watch" | "recompile"
+	Changed         []string      // paths that caused it (watch), as given to Changed, deduplicated
+	Skipped         bool          // no build command configured
+	OK              bool          // build succeeded (or skipped)
+	Canceled        bool          // superseded by a newer change, or cut short by shutdown
+	Output          string        // combined stdout+stderr, bounded by MaxOutput
+	Errors          string        // on failure, Output trimmed to what matters for an agent (see Summarize)
+	Duration        time.Duration // build wall time
+	Err             error         // why it failed: exit status, timeout, start error, ctx
+	Restarted       bool          // Restart was called (the build was good); see RestartErr
+	RestartDuration time.Duration
+	RestartSummary  string
+	RestartErr      error
+}
+
+// Builder runs build cycles one at a time. Create it with New and run its
+// loop with Run; see the package documentation for the contract.
+type Builder struct {
+	cfg     Config
+	r       Restarter
+	log     *log.Logger
+	cmdline string        // the command as shown to people
+	wake    chan struct{} // pokes Run; capacity 1
+
+	mu      sync.Mutex
+	seq     uint64
+	cur     *cycle   // the running cycle, nil when idle
+	next    *request // the cycle asked for but not started, nil if none
+	running bool     // Run has been called
+	stopped bool     // Run has returned
+}
+
+// request is a cycle that has been asked for but has not started yet.
+type request struct {
+	trigger string
+	paths   []string
+	seen    map[string]bool
+	waiters []*waiter
+}
+
+func (q *request) add(paths []string) {
+	for _, p := range paths {
+		if !q.seen[p] {
+			q.seen[p] = true
+			q.paths = append(q.paths, p)
+		}
+	}
+}
+
+// cycle is the running cycle. Its fields are guarded by Builder.mu, except
+// seq, trigger, paths and ctx, which are set before it is published.
+type cycle struct {
+	seq        uint64
+	trigger    string
+	paths      []string
+	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx
+	cancel     context.CancelFunc
+	canceled   bool // superseded by a newer change
+	restarting bool // past the build: no longer cancelable
+	waiters    []*waiter
+}
+
+// New returns a Builder that restarts through r after each good build. A
+// nil r means there is nothing to restart: cycles end after the build.
+func New(cfg Config, r Restarter) *Builder {
+	cfg.Command = slices.Clone(cfg.Command)
+	cfg.Env = slices.Clone(cfg.Env)
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = defaultMaxOutput
+	}
+	if cfg.MaxErrors <= 0 {
+		cfg.MaxErrors = defaultMaxErrors
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = log.New(io.Discard)
+	}
+	return &Builder{
+		cfg:     cfg,
+		r:       r,
+		log:     lg,
+		cmdline: commandLine(cfg.Command, cfg.Shell),
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+// Run is the builder's loop: it runs the cycles asked for, one at a time,
+// until ctx is done. Before returning it kills any running build's process
+// group and waits for it, lets a running Restart (which sees ctx done)
+// return, and releases every waiting Recompile and Startup. Call it once.
+func (b *Builder) Run(ctx context.Context) {
+	b.mu.Lock()
+	if b.running {
+		b.mu.Unlock()
+		b.log.Error("builder: Run called twice; the second call does nothing")
+		return
+	}
+	b.running = true
+	b.mu.Unlock()
+	defer b.stop()
+
+	for ctx.Err() == nil {
+		if c := b.startNext(ctx); c != nil {
+			b.runCycle(ctx, c)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-b.wake:
+		}
+	}
+}
+
+// startNext turns the pending request, if any, into the running cycle.
+func (b *Builder) startNext(ctx context.Context) *cycle {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.next
+	if q == nil {
+		return nil
+	}
+	b.next = nil
+	b.seq++
+	c := &cycle{seq: b.seq, trigger: q.trigger, paths: q.paths, waiters: q.waiters}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	b.cur = c
+	return c
+}
+
+// stop marks the builder stopped and releases the callers still waiting.
+func (b *Builder) stop() {
+	b.mu.Lock()
+	b.stopped = true
+	var ws []*waiter
+	trigger := ""
+	if b.next != nil {
+		ws, trigger = b.next.waiters, b.next.trigger
+		b.next = nil
+	}
+	b.mu.Unlock()
+	for _, w := range ws {
+		w.finish(Result{Trigger: trigger, Canceled: true, Err: errStopped()})
+	}
+}
+
+func errStopped() error {
+	return errors.New("builder stopped: mcpflow is shutting down")
+}
+
+// poke wakes Run without blocking.
+func (b *Builder) poke() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Changed reports a debounced batch of changed paths. If a build is running
+// it is canceled (its process group killed) and a new cycle covering its
+// paths and these starts as soon as it is gone. If the running cycle is
+// already restarting, the restart finishes first. Changed does not wait for
+// any of this.
+func (b *Builder) Changed(paths []string) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	if c := b.cur; c != nil && !c.restarting && !c.canceled {
+		// A running build implies nothing is pending: a request only
+		// waits behind a canceled or restarting cycle.
+		c.canceled = true
+		c.cancel()
+		q := b.pending(c.trigger)
+		q.add(c.paths)
+		for _, w := range c.waiters {
+			w.say("build canceled by newer changes; starting again")
+		}
+		q.waiters = append(q.waiters, c.waiters...)
+		c.waiters = nil
+		b.log.Debug("canceling build for newer changes", "build", c.seq)
+	}
+	b.pending(TriggerWatch).add(paths)
+	b.mu.Unlock()
+	b.poke()
+}
+
+// pending returns the pending request, creating it with trigger if there
+// is none. b.mu must be held.
+func (b *Builder) pending(trigger string) *request {
+	if b.next == nil {
+		b.next = &request{trigger: trigger, seen: map[string]bool{}}
+	}
+	return b.next
+}
+
+// Recompile runs a cycle for the agent's recompile tool and returns its
+// result, joining the running or pending cycle if there is one. progress,
+// when not nil, receives short phase messages on this goroutine, never
+// after Recompile returns. If ctx ends first, the result has Err =
+// ctx.Err() and the cycle keeps going.
+func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) Result {
+	return b.request(ctx, TriggerRecompile, progress)
+}
+
+// Startup runs the first cycle at launch, build then Restart, with Trigger
+// "startup" (or joins a cycle already under way, as Recompile does).
+func (b *Builder) Startup(ctx context.Context) Result {
+	return b.request(ctx, TriggerStartup, nil)
+}
+
+func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) Result {
+	w := newWaiter()
+	b.mu.Lock()
+	switch {
+	case b.stopped:
+		b.mu.Unlock()
+		return Result{Trigger: trigger, Canceled: true, Err: errStopped()}
+	case b.next != nil:
+		b.next.waiters = append(b.next.waiters, w)
+		if c := b.cur; c != nil && c.restarting {
+			w.say("waiting for the current restart to finish")
+		} else if c != nil {
+			w.say("waiting for the canceled build to stop")
+		}
+	case b.cur != nil:
+		b.cur.waiters = append(b.cur.waiters, w)
+		if b.cur.restarting {
+			w.say("restarting")
+		} else {
+			w.say("building: " + b.cmdline + " (already running)")
+		}
+	default:
+		b.pending(trigger).waiters = []*waiter{w}
+	}
+	b.mu.Unlock()
+	b.poke()
+
+	for {
+		select {
+		case <-w.wake:
+			msgs, res := w.take()
+			if progress != nil {
+				for _, m := range msgs {
+					progress(m)
+				}
+			}
+			if res != nil {
+				return *res
+			}
+		case <-ctx.Done():
+			if res := w.abandon(); res != nil {
+				return *res
+			}
+			b.forget(w)
+			return Result{Trigger: trigger, Err: ctx.Err()}
+		}
+	}
+}
+
+// forget removes an abandoned waiter from the cycle it was waiting for.
+func (b *Builder) forget(w *waiter) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	drop := func(ws []*waiter) []*waiter {
+		return slices.DeleteFunc(ws, func(x *waiter) bool { return x == w })
+	}
+	if b.cur != nil {
+		b.cur.waiters = drop(b.cur.waiters)
+	}
+	if b.next != nil {
+		b.next.waiters = drop(b.next.waiters)
+	}
+}

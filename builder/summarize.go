@@ -1,0 +1,243 @@
+package builder
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// How many continuation lines (indented source excerpts, carets, notes)
+// are kept after a diagnostic line.
+const (
+	contextLines      = 3
+	arrowContextLines = 8 // rustc's "--> file:line:col" is followed by a drawing of the code
+	traceContextLines = 6 // a panic's goroutine header is followed by frames, two lines each
+)
+
+// The patterns Summarize uses. They are compiled per call: the package has
+// no globals, and build failures are rare enough for that to cost nothing.
+type patterns struct {
+	ansi, noise, goPkg, loc, arrow, tsc, severity, exception, traceback, pyFile,
+	goroutine, warning, gutter *regexp.Regexp
+}
+
+func newPatterns() *patterns {
+	return &patterns{
+		ansi: regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)`),
+		// Progress reports from cargo, npm, pip, go and friends.
+		noise: regexp.MustCompile(`^\s*(?:(?:Compiling|Checking|Downloading|Downloaded|Fresh|Updating|Updated|Blocking|Locking|Adding|Installing|Installed|Resolving|Resolved|Finished|Building|Running|Removing|Fetching|Fetched|Unpacking|Collecting|Preparing|Packaging|Documenting|Generating|Using cached|Requirement already satisfied)\b` +
+			`|npm (?:WARN|notice|http|timing|info|verb|sill)\b|go: (?:downloading|finding|extracting|upgraded|added)\b|>\s|\[\d+/\d+\]\s)`),
+		goPkg: regexp.MustCompile(`^# [\w.\-/@~+]+(?: \[[^\]]*\])?$`),
+		// path/file.go:12:5: msg, file.rs:3:1, /abs/main.go:8 +0x1d, C:\x\a.c:1:2:
+		loc:       regexp.MustCompile(`^\s*(?:[A-Za-z]:)?[\w.\-+@~/\\]*\.[A-Za-z]\w*(?::\d+){1,2}(?:[:\s]|$)`),
+		arrow:     regexp.MustCompile(`^\s*-->\s*\S+:\d+`),
+		tsc:       regexp.MustCompile(`^\s*[^\s(]+\(\d+,\d+\):`),
+		severity:  regexp.MustCompile(`^\s*(?:error|Error|ERROR|fatal error|fatal|Fatal|FATAL|FAIL|FAILED|panic)(?:\[[\w-]+\])?(?:[:!]|\s|$)`),
+		exception: regexp.MustCompile(`^\s*(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)(?::|$)`),
+		traceback: regexp.MustCompile(`^\s*Traceback \(most recent call last\):`),
+		pyFile:    regexp.MustCompile(`^\s*File "[^"]+", line \d+`),
+		goroutine: regexp.MustCompile(`^goroutine \d+ \[`),
+		warning:   regexp.MustCompile(`^\s*(?:warning|Warning|WARNING|WARN)(?:\[[\w-]+\])?:`),
+		gutter:    regexp.MustCompile(`^\s*(?:\d+\s*)?\||^\s*[=^~]`),
+	}
+}
+
+// isWarning reports a warning header: "warning: ...", or a location
+// followed by "warning".
+func (p *patterns) isWarning(line string) bool {
+	if p.warning.MatchString(line) {
+		return true
+	}
+	for _, re := range []*regexp.Regexp{p.loc, p.tsc} {
+		if m := re.FindStringIndex(line); m != nil {
+			rest := strings.TrimLeft(line[m[1]:], " :-\t")
+			return strings.HasPrefix(strings.ToLower(rest), "warning")
+		}
+	}
+	return false
+}
+
+func (p *patterns) isDiagnostic(line string) bool {
+	for _, re := range []*regexp.Regexp{p.loc, p.arrow, p.tsc, p.severity, p.exception, p.traceback, p.pyFile, p.goroutine} {
+		if re.MatchString(line) {
+			return true
+		}
+	}
+	return false
+}
+
+// Summarize trims build output to what an agent needs to fix the build.
+//
+// It keeps the lines that look like diagnostics (file:line:col locations,
+// "error[E0308]", "error:", "ERROR", rustc's "--> src/main.rs:4:5", tsc's
+// "file.ts(3,5): error", Python's traceback lines, Go's "panic:" and
+// goroutine traces), each with a few continuation lines after it (indented
+// code, carets, notes), and the "# package" line go build prints before
+// them. It drops warnings, progress noise (cargo's "Compiling ...", npm
+// WARN, "go: downloading ...") and blank lines, and repeated diagnostics.
+// If nothing looks like a diagnostic, it returns the last lines of the
+// output (progress noise left out) instead.
+//
+// The result is at most max bytes (no limit if max <= 0), cut at a line
+// boundary with a "… (N more lines)" or "… (N earlier lines)" note.
+func Summarize(output string, max int) string {
+	p := newPatterns()
+	output = p.ansi.ReplaceAllString(output, "")
+	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\r")
+	}
+	if kept := p.diagnostics(lines); len(kept) > 0 {
+		return fitHead(kept, max)
+	}
+	return fitTail(p.relevant(lines), max)
+}
+
+// diagnostics returns the diagnostic lines of lines with their context, or
+// nil if there are none.
+func (p *patterns) diagnostics(lines []string) []string {
+	var (
+		kept      []string
+		seen      = map[string]bool{}
+		heading   string // go build's "# pkg", shown before its first diagnostic
+		budget    int    // continuation lines still allowed
+		loose     bool   // continuation lines need not be indented (Go traces)
+		inWarning bool   // inside a warning's block: its locations are not wanted
+	)
+	for _, line := range lines {
+		switch {
+		case line == "":
+			budget, inWarning = 0, false
+		case p.noise.MatchString(line):
+			budget = 0
+		case p.goPkg.MatchString(line):
+			heading, budget, inWarning = line, 0, false
+		case p.isWarning(line):
+			budget, inWarning = 0, true
+		case inWarning && (p.arrow.MatchString(line) || p.gutter.MatchString(line)):
+			// where the warning points
+		case p.isDiagnostic(line):
+			inWarning = false
+			key := strings.TrimSpace(line)
+			if seen[key] {
+				budget = 0
+				continue
+			}
+			seen[key] = true
+			if heading != "" {
+				kept = append(kept, heading)
+				heading = ""
+			}
+			kept = append(kept, line)
+			budget, loose = contextLines, false
+			switch {
+			case p.arrow.MatchString(line):
+				budget = arrowContextLines
+			case p.goroutine.MatchString(line) || strings.HasPrefix(line, "panic: "):
+				budget, loose = traceContextLines, true
+			}
+		case budget > 0 && (loose || line[0] == ' ' || line[0] == '\t' || p.gutter.MatchString(line)):
+			kept = append(kept, line)
+			budget--
+		default:
+			budget = 0
+		}
+	}
+	return kept
+}
+
+// relevant returns lines without progress noise and blank-line runs.
+func (p *patterns) relevant(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if p.noise.MatchString(l) || (l == "" && (len(out) == 0 || out[len(out)-1] == "")) {
+			continue
+		}
+		out = append(out, l)
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	if len(out) == 0 { // only noise: better than nothing
+		for _, l := range lines {
+			if l != "" {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+// fitHead joins the first lines that fit in max bytes, noting how many
+// were left out.
+func fitHead(lines []string, max int) string {
+	all := strings.Join(lines, "\n")
+	if max <= 0 || len(all) <= max {
+		return all
+	}
+	size := 0 // bytes of lines[:k] joined, plus the newline before the note
+	for k, l := range lines {
+		note := fmt.Sprintf("… (%d more lines)", len(lines)-k)
+		if size+len(l)+1+len(note) > max {
+			if k == 0 {
+				if c := cutLine(l, max-len(note)-1, false); c != "" {
+					return c + "\n" + note
+				}
+				return cutLine(l, max, false) // no room for the note
+			}
+			return strings.Join(lines[:k], "\n") + "\n" + note
+		}
+		size += len(l) + 1
+	}
+	return all // not reached: all did not fit
+}
+
+// fitTail joins the last lines that fit in max bytes, noting how many
+// earlier ones were left out.
+func fitTail(lines []string, max int) string {
+	all := strings.Join(lines, "\n")
+	if max <= 0 || len(all) <= max {
+		return all
+	}
+	size := 0
+	n := len(lines)
+	for k := 0; k < n; k++ {
+		l := lines[n-1-k]
+		note := fmt.Sprintf("… (%d earlier lines)", n-k)
+		if size+len(l)+1+len(note) > max {
+			if k == 0 {
+				if c := cutLine(l, max-len(note)-1, true); c != "" {
+					return note + "\n" + c
+				}
+				return cutLine(l, max, true) // no room for the note
+			}
+			return note + "\n" + strings.Join(lines[n-k:], "\n")
+		}
+		size += len(l) + 1
+	}
+	return all
+}
+
+// cutLine shortens l to at most n bytes at a rune boundary, keeping its
+// start, or its end if fromEnd. The result is "" if n < 1.
+func cutLine(l string, n int, fromEnd bool) string {
+	if n < 1 {
+		return ""
+	}
+	if len(l) <= n {
+		return l
+	}
+	if fromEnd {
+		i := len(l) - n
+		for i < len(l) && !utf8.RuneStart(l[i]) {
+			i++
+		}
+		return l[i:]
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(l[i]) {
+		i--
+	}
+	return l[:i]
+}

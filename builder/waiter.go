@@ -1,0 +1,72 @@
+package builder
+
+import (
+	"slices"
+	"sync"
+)
+
+// waiter is one Recompile or Startup call waiting for a cycle. The cycle
+// posts progress messages and the result; the caller's goroutine takes them,
+// so a slow progress callback never holds up the builder and is never
+// called after the caller returned.
+type waiter struct {
+	wake chan struct{} // capacity 1: something was posted
+
+	mu   sync.Mutex
+	msgs []string
+	res  *Result
+	gone bool // the caller returned
+}
+
+func newWaiter() *waiter { return &waiter{wake: make(chan struct{}, 1)} }
+
+func (w *waiter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// say posts a progress message.
+func (w *waiter) say(msg string) {
+	w.mu.Lock()
+	if w.gone || w.res != nil {
+		w.mu.Unlock()
+		return
+	}
+	w.msgs = append(w.msgs, msg)
+	w.mu.Unlock()
+	w.poke()
+}
+
+// finish posts the result; only the first one counts.
+func (w *waiter) finish(r Result) {
+	w.mu.Lock()
+	if w.gone || w.res != nil {
+		w.mu.Unlock()
+		return
+	}
+	r.Changed = slices.Clone(r.Changed)
+	w.res = &r
+	w.mu.Unlock()
+	w.poke()
+}
+
+// take returns the messages posted so far and the result, if posted.
+func (w *waiter) take() ([]string, *Result) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msgs := w.msgs
+	w.msgs = nil
+	return msgs, w.res
+}
+
+// abandon marks the caller gone and returns the result if it had already
+// been posted.
+func (w *waiter) abandon() *Result {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gone = true
+	w.msgs = nil
+	return w.res
+}

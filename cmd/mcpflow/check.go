@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/mcpflow/mcpflow/watcher"
+)
+
+const checkUsage = `Usage:
+  mcpflow check [-c FILE]
+
+Validates the config strictly (unknown keys, wrong types, bad durations and
+sizes are errors, with file:line:column), then prints the resolved
+settings, how many files the watch globs match, and warnings about setups
+that will misbehave. Exit status 2 when the config has errors.
+
+Flags:
+`
+
+func cmdCheck(e env, args []string) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("c", "mcpflow.toml", "config file")
+	fs.Usage = func() { fmt.Fprint(e.stderr, checkUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	path := absFrom(mustGetwd(e), *cfgPath)
+	cfg, err := loadConfig(path)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitUsage
+	}
+	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", path, cfg.Describe())
+	var files []string
+	if cfg.Watch.Enabled {
+		files, err = watcher.Scan(watchConfigOf(cfg))
+		if err != nil {
+			fmt.Fprintf(e.stderr, "watch: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(e.stdout, "# watch: %d files match\n", len(files))
+	}
+	warnings := checkWarnings(cfg, files)
+	for _, w := range warnings {
+		fmt.Fprintf(e.stdout, "warning: %s\n", w)
+	}
+	if len(warnings) == 0 {
+		fmt.Fprintln(e.stdout, "# no warnings")
+	}
+	return exitOK
+}
+
+func watchConfigOf(cfg *Config) watcher.Config {
+	return watcher.Config{
+		Root:      cfg.Dir,
+		Paths:     cfg.Watch.Paths,
+		Include:   cfg.Watch.Include,
+		Exclude:   cfg.Watch.Exclude,
+		GitIgnore: cfg.Watch.GitIgnore,
+		Ignore:    ignoredOutputs(cfg),
+		Debounce:  cfg.Watch.Debounce,
+		Poll:      cfg.Watch.Poll,
+	}
+}
+
+// checkWarnings finds setups that parse but will misbehave.
+func checkWarnings(cfg *Config, files []string) []string {
+	var out []string
+	// A run binary or build output matched by the globs would rebuild in a
+	// loop, were it not ignored; say so, since the user may rely on it.
+	if cfg.Watch.Enabled {
+		for _, p := range candidateOutputs(cfg) {
+			rel, err := filepath.Rel(cfg.Dir, p)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			rel = filepath.ToSlash(rel)
+			if matchesAny(cfg.Watch.Include, rel) && !matchesAny(cfg.Watch.Exclude, rel) {
+				out = append(out, fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
+			}
+		}
+		if len(files) == 0 {
+			out = append(out, fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
+		}
+		for _, g := range cfg.Watch.Include {
+			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") {
+				out = append(out, fmt.Sprintf("watch.include %q matches no file", g))
+			}
+		}
+	}
+	if w := runCommandProblem(cfg); w != "" {
+		out = append(out, w)
+	}
+	return out
+}
+
+// candidateOutputs are the paths a build or mcpflow writes.
+func candidateOutputs(cfg *Config) []string { return ignoredOutputs(cfg) }
+
+func matchesAny(globs []string, rel string) bool {
+	for _, g := range globs {
+		if ok, _ := doublestar.Match(g, rel); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func anyMatch(glob string, files []string) bool {
+	for _, f := range files {
+		if ok, _ := doublestar.Match(glob, f); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// runCommandProblem warns when run.command cannot be found. A command the
+// build produces may legitimately be missing before the first build.
+func runCommandProblem(cfg *Config) string {
+	c := cfg.Run.Command
+	if c.Shell || len(c.Argv) == 0 {
+		return ""
+	}
+	name := c.Argv[0]
+	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
+		p := absFrom(cfg.Run.Cwd, name)
+		if _, err := os.Stat(p); err != nil {
+			if !cfg.Build.Command.IsZero() {
+				return fmt.Sprintf("run.command %q does not exist yet (%s); fine if the build writes it", name, p)
+			}
+			return fmt.Sprintf("run.command %q not found (%s) and there is no build step to make it", name, p)
+		}
+		return ""
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Sprintf("run.command %q is not on PATH", name)
+	}
+	return ""
+}

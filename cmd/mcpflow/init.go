@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const initUsage = `Usage:
+  mcpflow init [--force] [DIR]
+
+Detects the project in DIR (default: the current folder) from its go.mod,
+Cargo.toml, package.json or pyproject.toml, writes a commented
+DIR/mcpflow.toml, and prints the snippet to paste into your MCP client.
+It never overwrites an existing file unless --force is given.
+
+Flags:
+`
+
+func cmdInit(e env, args []string) int {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	force := fs.Bool("force", false, "overwrite an existing mcpflow.toml")
+	fs.Usage = func() { fmt.Fprint(e.stderr, initUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintln(e.stderr, "mcpflow init: at most one DIR")
+		return exitUsage
+	}
+	dir := mustGetwd(e)
+	if fs.NArg() == 1 {
+		dir = absFrom(dir, fs.Arg(0))
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(e.stderr, "mcpflow init: %s is not a folder\n", dir)
+		return exitUsage
+	}
+	path := filepath.Join(dir, "mcpflow.toml")
+	if _, err := os.Stat(path); err == nil && !*force {
+		fmt.Fprintf(e.stderr, "mcpflow init: %s already exists; run \"mcpflow check\" to validate it, or pass --force to overwrite it\n", path)
+		return exitUsage
+	}
+	p := detect(dir)
+	text := renderConfig(p)
+	// What init writes must pass check.
+	if _, err := parseConfig("mcpflow.toml", []byte(text), dir); err != nil {
+		fmt.Fprintf(e.stderr, "mcpflow init: internal error: the generated config does not parse: %v\n", err)
+		return exitFailure
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		fmt.Fprintf(e.stderr, "mcpflow init: %v\n", err)
+		return exitFailure
+	}
+	kind := p.Kind
+	if kind == "" {
+		kind = "unknown"
+	}
+	fmt.Fprintf(e.stdout, "Wrote %s (project: %s).\n", path, kind)
+	for _, n := range p.Notes {
+		fmt.Fprintf(e.stdout, "Check: %s\n", n)
+	}
+	fmt.Fprintf(e.stdout, "\n%s", clientSnippet(p.Name, path))
+	return exitOK
+}
+
+// renderConfig writes a commented mcpflow.toml for p.
+func renderConfig(p project) string {
+	var b strings.Builder
+	kind := p.Kind
+	if kind == "" {
+		kind = "unknown kind of"
+	}
+	fmt.Fprintf(&b, "# mcpflow.toml: hot reload for the %s MCP server in this folder (%s project).\n", p.Name, kind)
+	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
+	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "# CHECK: %s\n", n)
+	}
+	if len(p.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	if p.Build != "" {
+		b.WriteString("[build]\n")
+		b.WriteString("# Run by sh -c before each (re)start; the old server keeps serving while it runs.\n")
+		fmt.Fprintf(&b, "command = %s\n", tomlString(p.Build))
+		b.WriteString("timeout = \"10m\"\n\n")
+	}
+	b.WriteString("[run]\n")
+	b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	fmt.Fprintf(&b, "command = %s\n", tomlStrings(p.Run))
+	b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
+	b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
+	b.WriteString("[watch]\n")
+	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
+	b.WriteString("paths = [\".\"]\n")
+	fmt.Fprintf(&b, "include = %s\n", tomlStrings(p.Include))
+	fmt.Fprintf(&b, "exclude = %s\n", tomlStrings(p.Exclude))
+	b.WriteString("gitignore = true\n")
+	b.WriteString("debounce = \"100ms\"\n\n")
+	b.WriteString("[relay]\n")
+	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
+	b.WriteString("[log]\n")
+	b.WriteString("level = \"info\"\n")
+	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
+	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String()
+}
+
+// clientSnippet tells the user how to point their client at mcpflow.
+func clientSnippet(name, configPath string) string {
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, name)
+	if name == "" {
+		name = "server"
+	}
+	return fmt.Sprintf(`Next, start your MCP client through mcpflow:
+
+  Claude Code:
+    claude mcp add %[1]s -- mcpflow watch -c %[2]s
+
+  .mcp.json (Claude Code), .cursor/mcp.json (Cursor):
+    { "mcpServers": { %[3]q: { "command": "mcpflow", "args": ["watch", "-c", %[4]q] } } }
+
+  .vscode/mcp.json (VS Code):
+    { "servers": { %[3]q: { "type": "stdio", "command": "mcpflow", "args": ["watch", "-c", %[4]q] } } }
+
+Then edit your server's code: mcpflow rebuilds and restarts it, and the agent
+sees the new tools (or calls the "recompile" tool itself).
+`, name, shellQuote(configPath), name, configPath)
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " '\"$`\\") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/watcher"
+)
+
+const watchUsage = `Usage:
+  mcpflow watch [-c FILE]
+  mcpflow watch [--build CMD] [--log-file FILE] -- CMD [ARGS...]
+
+Relays the MCP client on stdin/stdout to your server, rebuilding and
+restarting it when its sources change or the agent calls the recompile tool.
+Without a config file, CMD is the server, there is no build step unless
+--build gives one, and the watched files come from the same project
+detection as "mcpflow init".
+
+Flags:
+`
+
+func cmdWatch(e env, args []string) int {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
+	build := fs.String("build", "", "build command, run by sh -c (only with -- CMD)")
+	logFile := fs.String("log-file", "", "also write the log to this file")
+	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, watchUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	cfg, err := watchConfig(e, *cfgPath, *build, fs.Args())
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitUsage
+	}
+	if *logFile != "" {
+		cfg.Log.File = absFrom(mustGetwd(e), *logFile)
+	}
+	if *logLevel != "" {
+		cfg.Log.Level = *logLevel
+		if err := cfg.validate(); err != nil {
+			fmt.Fprintln(e.stderr, "mcpflow:", err)
+			return exitUsage
+		}
+	}
+	logger, closeLog, err := newLogger(e.stderr, cfg.Log.Level, cfg.Log.File)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	defer closeLog()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, logger, e.stdin, e.stdout); err != nil {
+		logger.Error("mcpflow stopped", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// watchConfig loads the config file, or builds one from the command line
+// after "--".
+func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
+	if len(cmdArgs) > 0 {
+		if path != "" {
+			return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
+		}
+		wd, err := e.getwd()
+		if err != nil {
+			return nil, err
+		}
+		cfg := zeroConfig(wd, cmdArgs, build)
+		return cfg, cfg.validate()
+	}
+	if build != "" {
+		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
+	}
+	if path == "" {
+		wd, err := e.getwd()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(wd, "mcpflow.toml")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
+		}
+	}
+	return loadConfig(path)
+}
+
+// newLogger logs to stderr and, when file is set, to that file too. stdout
+// belongs to the protocol and is never written.
+func newLogger(stderr io.Writer, level, file string) (*log.Logger, func(), error) {
+	w := stderr
+	closeFn := func() {}
+	if file != "" {
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		w = io.MultiWriter(stderr, f)
+		closeFn = func() { f.Close() }
+	}
+	lvl, err := log.ParseLevel(level)
+	if err != nil {
+		lvl = log.InfoLevel
+	}
+	logger := log.NewWithOptions(w, log.Options{
+		Level:           lvl,
+		ReportTimestamp: true,
+		TimeFormat:      "15:04:05.000",
+		Prefix:          "mcpflow",
+	})
+	return logger, closeFn, nil
+}
+
+// serve composes the parts and runs until the client leaves or a signal
+// arrives; it returns after every child, build and watch has stopped.
+func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader, stdout io.Writer) error {
+	childEnv := environ(cfg.Run.Env)
+	rl := relay.New(relay.Config{
+		Command:        cfg.Run.Command.Argv,
+		Shell:          cfg.Run.Command.Shell,
+		Dir:            cfg.Run.Cwd,
+		Env:            childEnv,
+		EnvOverridable: cfg.Run.EnvOverridable,
+		StopTimeout:    cfg.Run.StopTimeout,
+		Tool:           cfg.Relay.Tool,
+		CallTool:       cfg.Relay.CallTool,
+		MaxMessage:     int(cfg.Relay.MaxMessage),
+		Notices:        cfg.Relay.Notices,
+		ServerSuffix:   cfg.Relay.ServerSuffix,
+		QueueSize:      cfg.Relay.QueueSize,
+		QueueBytes:     int(cfg.Relay.QueueBytes),
+		QueueTimeout:   cfg.Relay.QueueTimeout,
+		OnCrash:        cfg.Relay.OnCrash,
+		RestartMarker:  cfg.Relay.RestartMarker,
+		Logger:         logger,
+		Version:        version(),
+	})
+	b := builder.New(builder.Config{
+		Command: cfg.Build.Command.Argv,
+		Shell:   cfg.Build.Command.Shell,
+		Dir:     cfg.Dir,
+		Timeout: cfg.Build.Timeout,
+		Logger:  logger.WithPrefix("build"),
+		OnResult: func(res builder.Result) {
+			logCycle(logger, res)
+			rl.NoteBuild(outcome(res))
+		},
+	}, rl)
+	rl.SetRecompiler(recompiler{b})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.Run(ctx)
+	}()
+
+	if cfg.Watch.Enabled {
+		w, err := watcher.New(watcher.Config{
+			Root:      cfg.Dir,
+			Paths:     cfg.Watch.Paths,
+			Include:   cfg.Watch.Include,
+			Exclude:   cfg.Watch.Exclude,
+			GitIgnore: cfg.Watch.GitIgnore,
+			Ignore:    ignoredOutputs(cfg),
+			Debounce:  cfg.Watch.Debounce,
+			Poll:      cfg.Watch.Poll,
+			Logger:    logger.WithPrefix("watch"),
+		})
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("watch: %w", err)
+		}
+		batches := make(chan watcher.Batch, 16)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx, batches); err != nil && ctx.Err() == nil {
+				logger.Error("watching stopped", "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case batch := <-batches:
+					b.Changed(batch.Paths)
+				}
+			}
+		}()
+		go func() {
+			select {
+			case <-w.Ready():
+				st := w.Stats()
+				logger.Info("watching", "root", cfg.Dir, "files", st.Files, "dirs", st.Dirs, "watches", st.Watches)
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.Startup(ctx)
+	}()
+	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
+	err := rl.Serve(ctx, stdin, stdout)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func orFlags(file string) string {
+	if file == "" {
+		return "(command line)"
+	}
+	return file
+}
+
+// recompiler adapts the builder to the relay's Recompiler.
+type recompiler struct{ b *builder.Builder }
+
+func (r recompiler) Recompile(ctx context.Context, progress func(string)) relay.BuildOutcome {
+	return outcome(r.b.Recompile(ctx, progress))
+}
+
+func outcome(res builder.Result) relay.BuildOutcome {
+	return relay.BuildOutcome{
+		Trigger:     res.Trigger,
+		Changed:     res.Changed,
+		Skipped:     res.Skipped,
+		OK:          res.OK,
+		Errors:      res.Errors,
+		BuildTime:   res.Duration,
+		Err:         res.Err,
+		Restarted:   res.Restarted,
+		RestartTime: res.RestartDuration,
+		Summary:     res.RestartSummary,
+		RestartErr:  res.RestartErr,
+	}
+}
+
+// logCycle writes the one line a person reads per cycle, e.g.
+// "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
+func logCycle(logger *log.Logger, res builder.Result) {
+	var parts []string
+	switch {
+	case len(res.Changed) > 0:
+		p := "changed " + res.Changed[0]
+		if len(res.Changed) > 1 {
+			p += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
+		}
+		parts = append(parts, p)
+	default:
+		parts = append(parts, res.Trigger)
+	}
+	switch {
+	case res.Skipped:
+	case res.OK:
+		parts = append(parts, fmt.Sprintf("build %s ✓", roundDur(res.Duration)))
+	default:
+		parts = append(parts, fmt.Sprintf("build %s ✗ (%v)", roundDur(res.Duration), res.Err))
+	}
+	if res.Restarted {
+		if res.RestartErr != nil {
+			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(res.RestartErr.Error())))
+		} else {
+			parts = append(parts, fmt.Sprintf("restart %s ✓", roundDur(res.RestartDuration)))
+			if tools := toolsLine(res.RestartSummary); tools != "" {
+				parts = append(parts, "tools "+tools)
+			}
+		}
+	}
+	line := strings.Join(parts, " → ")
+	if !res.OK || res.RestartErr != nil {
+		logger.Error(line)
+		if res.Errors != "" {
+			logger.Error("build errors:\n" + res.Errors)
+		}
+		return
+	}
+	logger.Info(line)
+}
+
+func toolsLine(summary string) string {
+	for _, l := range strings.Split(summary, "\n") {
+		if t, ok := strings.CutPrefix(l, "Tools: "); ok {
+			return strings.TrimSuffix(t, ".")
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func roundDur(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= 10*time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}
+
+// environ is the inherited environment plus run.env.
+func environ(extra map[string]string) []string {
+	env := os.Environ()
+	if len(extra) == 0 {
+		return env
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := extra[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// ignoredOutputs lists what a build writes or mcpflow itself writes inside
+// the tree, so that they never trigger a build: the run binary, a Go
+// build's -o output, the log file.
+func ignoredOutputs(cfg *Config) []string {
+	var out []string
+	if cfg.Log.File != "" {
+		out = append(out, cfg.Log.File)
+	}
+	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
+		out = append(out, absFrom(cfg.Run.Cwd, argv[0]))
+	}
+	for _, o := range buildOutputs(cfg.Build.Command) {
+		out = append(out, absFrom(cfg.Dir, o))
+	}
+	return out
+}
+
+// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
+// command.
+func buildOutputs(c Command) []string {
+	var words []string
+	if c.Shell && len(c.Argv) > 0 {
+		words = strings.Fields(c.Argv[0])
+	} else {
+		words = c.Argv
+	}
+	var out []string
+	for i, w := range words {
+		switch {
+		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
+			out = append(out, strings.Trim(words[i+1], `"'`))
+		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
+			_, v, _ := strings.Cut(w, "=")
+			out = append(out, strings.Trim(v, `"'`))
+		}
+	}
+	return out
+}
+
+func absFrom(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+func mustGetwd(e env) string {
+	wd, err := e.getwd()
+	if err != nil {
+		return "."
+	}
+	return wd
+}
