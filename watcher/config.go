@@ -1,0 +1,278 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/charmbracelet/log"
+)
+
+// Defaults for the zero values of Config.Debounce and Config.MaxWait.
+const (
+	DefaultDebounce = 100 * time.Millisecond
+	DefaultMaxWait  = 3 * time.Second
+)
+
+// Config says what to watch and how to batch changes.
+type Config struct {
+	// Root is the absolute directory that everything is relative to
+	// (the config file's folder). Globs match slash paths relative to it.
+	Root string
+	// Paths are the directories to watch, relative to Root (or
+	// absolute). Default ["."]. A path inside another one is redundant
+	// and dropped.
+	Paths []string
+	// Include lists doublestar globs of the files that count; empty
+	// means every file. "./" at the start is dropped; a trailing "/"
+	// means "everything under" (it becomes "/**").
+	Include []string
+	// Exclude lists doublestar globs of files and directories that never
+	// count; they win over Include. A directory matching an exclude glob
+	// (or a glob plus "/**") is not entered or watched.
+	Exclude []string
+	// GitIgnore honours .gitignore files (in and above the tree, each
+	// scoped to its directory) and .git/info/exclude.
+	GitIgnore bool
+	// Ignore lists paths (absolute, or relative to Root) that must never
+	// trigger: build output, the run binary, the log file. A directory
+	// ignores everything under it.
+	Ignore []string
+	// Debounce is the trailing quiet time after the last relevant event;
+	// default DefaultDebounce.
+	Debounce time.Duration
+	// MaxWait caps the wait from the first event of a batch, so an
+	// endless stream of events still yields batches; default
+	// DefaultMaxWait.
+	MaxWait time.Duration
+	// Poll, when > 0, replaces fsnotify by a walk of the tree at this
+	// interval.
+	Poll time.Duration
+	// Logger receives diagnostics; nil discards them.
+	Logger *log.Logger
+}
+
+// settings is a validated, normalized Config.
+type settings struct {
+	root       string   // absolute, clean, OS separators
+	roots      []string // watch roots: clean slash paths relative to root
+	include    []string
+	exclude    []string
+	excludeDir []string // exclude globs with "/**" appended, for directories
+	ignore     []string // clean slash paths relative to root
+	gitIgnore  bool
+	debounce   time.Duration
+	maxWait    time.Duration
+	poll       time.Duration
+	log        *log.Logger
+}
+
+func newSettings(cfg Config) (*settings, error) {
+	s := &settings{
+		gitIgnore: cfg.GitIgnore,
+		debounce:  cfg.Debounce,
+		maxWait:   cfg.MaxWait,
+		poll:      cfg.Poll,
+		log:       cfg.Logger,
+	}
+	if s.log == nil {
+		s.log = log.New(io.Discard)
+	}
+	if cfg.Root == "" {
+		return nil, errors.New("watcher: Root is empty; set it to the project's absolute directory")
+	}
+	if !filepath.IsAbs(cfg.Root) {
+		return nil, fmt.Errorf("watcher: root %q is not an absolute path", cfg.Root)
+	}
+	s.root = filepath.Clean(cfg.Root)
+	if err := isDir(s.root); err != nil {
+		return nil, fmt.Errorf("watcher: root: %w", err)
+	}
+	var err error
+	if s.roots, err = s.watchRoots(cfg.Paths); err != nil {
+		return nil, err
+	}
+	if s.include, err = globs("include", cfg.Include); err != nil {
+		return nil, err
+	}
+	if s.exclude, err = globs("exclude", cfg.Exclude); err != nil {
+		return nil, err
+	}
+	for _, g := range s.exclude {
+		if !strings.HasSuffix(g, "/**") && g != "**" {
+			s.excludeDir = append(s.excludeDir, g+"/**")
+		}
+	}
+	for _, p := range cfg.Ignore {
+		rel, err := s.rel(p)
+		if err != nil {
+			return nil, fmt.Errorf("watcher: ignore path %q: %w", p, err)
+		}
+		if rel == "." {
+			return nil, fmt.Errorf("watcher: ignore path %q is the root itself; nothing would be watched", p)
+		}
+		s.ignore = append(s.ignore, rel)
+	}
+	switch {
+	case s.debounce < 0:
+		return nil, fmt.Errorf("watcher: negative debounce %v", s.debounce)
+	case s.maxWait < 0:
+		return nil, fmt.Errorf("watcher: negative max wait %v", s.maxWait)
+	case s.poll < 0:
+		return nil, fmt.Errorf("watcher: negative poll interval %v", s.poll)
+	}
+	if s.debounce == 0 {
+		s.debounce = DefaultDebounce
+	}
+	if s.maxWait == 0 {
+		s.maxWait = DefaultMaxWait
+	}
+	return s, nil
+}
+
+// watchRoots checks and normalizes Config.Paths.
+func (s *settings) watchRoots(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var roots []string
+	for _, p := range paths {
+		rel, err := s.rel(p)
+		if err != nil {
+			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
+		}
+		if err := isDir(filepath.Join(s.root, filepath.FromSlash(rel))); err != nil {
+			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
+		}
+		roots = append(roots, rel)
+	}
+	// Drop duplicates and paths inside another watch path.
+	rootSlash := filepath.ToSlash(s.root)
+	var out []string
+	for i, r := range roots {
+		redundant := false
+		for j, o := range roots {
+			if i != j && contains(path.Join(rootSlash, o), path.Join(rootSlash, r)) && (r != o || j < i) {
+				redundant = true
+				break
+			}
+		}
+		if !redundant {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// rel turns an absolute path or one relative to the root into a clean
+// slash path relative to the root.
+func (s *settings) rel(p string) (string, error) {
+	if p == "" {
+		return "", errors.New("empty path")
+	}
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return "", err
+		}
+		p = r
+	}
+	return path.Clean(filepath.ToSlash(p)), nil
+}
+
+// within reports whether the clean relative slash path p is dir or lies
+// under it.
+func within(dir, p string) bool {
+	if dir == "." {
+		return p != ".." && !strings.HasPrefix(p, "../")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// contains reports whether the absolute slash path p is dir or lies
+// under it.
+func contains(dir, p string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func isDir(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s does not exist", p)
+		}
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", p)
+	}
+	return nil
+}
+
+// globs validates and normalizes a list of globs.
+func globs(kind string, in []string) ([]string, error) {
+	var out []string
+	for _, g := range in {
+		n := strings.TrimPrefix(filepath.ToSlash(g), "./")
+		if strings.HasSuffix(n, "/") {
+			n = strings.TrimRight(n, "/") + "/**"
+		}
+		switch {
+		case n == "":
+			return nil, fmt.Errorf("watcher: %s glob %q is empty", kind, g)
+		case strings.HasPrefix(n, "/"):
+			return nil, fmt.Errorf("watcher: %s glob %q starts with /: globs match paths relative to the root, write %q", kind, g, strings.TrimLeft(n, "/"))
+		case !doublestar.ValidatePattern(n):
+			return nil, fmt.Errorf("watcher: %s glob %q is invalid: %s", kind, g, globProblem(n))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// globProblem says why doublestar rejects a glob.
+func globProblem(g string) string {
+	depth := 0
+	for i := 0; i < len(g); i++ {
+		switch g[i] {
+		case '\\':
+			if i++; i >= len(g) {
+				return "it ends with a lone backslash"
+			}
+		case '[':
+			j := i + 1
+			if j < len(g) && (g[j] == '^' || g[j] == '!') {
+				j++
+			}
+			if j < len(g) && g[j] == ']' {
+				return "it has an empty character class []"
+			}
+			for ; j < len(g) && g[j] != ']'; j++ {
+				if g[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(g) {
+				return "a [ character class is never closed with ]"
+			}
+			i = j
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 {
+				return "a } has no matching {"
+			}
+			depth--
+		}
+	}
+	if depth > 0 {
+		return "a { alternative group is never closed with }"
+	}
+	return "doublestar cannot parse it"
+}

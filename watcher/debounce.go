@@ -1,0 +1,92 @@
+package watcher
+
+import "time"
+
+// debouncer holds the batching rule: a batch closes once no relevant
+// event has come for the quiet time, or once maxWait has passed since its
+// first event, whichever is earlier.
+type debouncer struct {
+	quiet, maxWait time.Duration
+	first, last    time.Time
+	armed          bool
+}
+
+// touch records an event at now and returns when the batch closes.
+func (d *debouncer) touch(now time.Time) time.Time {
+	if !d.armed {
+		d.armed = true
+		d.first = now
+	}
+	d.last = now
+	return d.deadline()
+}
+
+func (d *debouncer) deadline() time.Time {
+	quiet, limit := d.last.Add(d.quiet), d.first.Add(d.maxWait)
+	if limit.Before(quiet) {
+		return limit
+	}
+	return quiet
+}
+
+// reset closes the batch; the next event starts a new one.
+func (d *debouncer) reset() { d.armed = false }
+
+// batcher collects confirmed changes for the current window and hands
+// closed batches to the receiver. If the receiver is not ready, later
+// windows merge into the waiting batch, so nothing is lost and nothing
+// blocks the event loop.
+type batcher struct {
+	deb     debouncer
+	timer   *time.Timer // fires when the window closes; stopped when idle
+	pending pathSet     // changes of the open window
+	ready   pathSet     // closed windows not yet received
+	batch   Batch       // ready, sorted
+}
+
+func newBatcher(quiet, maxWait time.Duration) *batcher {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &batcher{
+		deb:     debouncer{quiet: quiet, maxWait: maxWait},
+		timer:   t,
+		pending: make(pathSet),
+		ready:   make(pathSet),
+	}
+}
+
+// touch opens or extends the window.
+func (b *batcher) touch() {
+	now := time.Now()
+	b.timer.Reset(b.deb.touch(now).Sub(now))
+}
+
+// close ends the window, moving its changes to the waiting batch.
+func (b *batcher) close() {
+	b.deb.reset()
+	if len(b.pending) == 0 {
+		return
+	}
+	for p := range b.pending {
+		b.ready.add(p)
+	}
+	clear(b.pending)
+	b.batch = Batch{Paths: b.ready.sorted()}
+}
+
+// out returns ch when a batch is waiting, else nil (a nil channel never
+// receives, which disables the send case of a select).
+func (b *batcher) out(ch chan<- Batch) chan<- Batch {
+	if len(b.ready) == 0 {
+		return nil
+	}
+	return ch
+}
+
+// sent records that the waiting batch was received.
+func (b *batcher) sent() {
+	clear(b.ready)
+	b.batch = Batch{}
+}
+
+func (b *batcher) stop() { b.timer.Stop() }

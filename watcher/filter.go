@@ -1,0 +1,126 @@
+package watcher
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// filter decides which directories are entered and which files count.
+// Paths are clean slash paths relative to the root.
+type filter struct {
+	s         *settings
+	rootSlash string      // the root as an absolute slash path
+	git       *gitIgnores // nil unless Config.GitIgnore
+}
+
+func newFilter(s *settings) *filter {
+	f := &filter{s: s, rootSlash: filepath.ToSlash(s.root)}
+	if s.gitIgnore {
+		f.git = newGitIgnores(s.root, s.roots)
+	}
+	return f
+}
+
+// builtinDir reports directory names that are never entered: version
+// control folders, node_modules and mcpflow's own folder.
+func builtinDir(name string) bool {
+	switch name {
+	case ".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow":
+		return true
+	}
+	return false
+}
+
+// builtinFile reports file names editors and OSes write as scratch:
+// vim swap files and its "4913" write probe, backups ending in "~",
+// Emacs lock files, JetBrains safe-write files, and .DS_Store.
+func builtinFile(name string) bool {
+	switch {
+	case name == "4913", name == ".DS_Store",
+		strings.HasSuffix(name, ".swp"), strings.HasSuffix(name, ".swx"),
+		strings.HasSuffix(name, "~"), strings.HasPrefix(name, ".#"),
+		strings.HasSuffix(name, "___jb_tmp___"), strings.HasSuffix(name, "___jb_old___"):
+		return true
+	}
+	return false
+}
+
+// ignored reports whether rel is, or lies under, a Config.Ignore path.
+func (f *filter) ignored(rel string) bool {
+	for _, ig := range f.s.ignore {
+		if within(ig, rel) {
+			return true
+		}
+	}
+	return false
+}
+
+// skipDir reports whether the directory rel is pruned: not entered, not
+// watched, nothing under it counts. Its parent is assumed kept.
+func (f *filter) skipDir(rel string) bool {
+	if builtinDir(path.Base(rel)) || f.ignored(rel) {
+		return true
+	}
+	for _, g := range f.s.exclude {
+		if doublestar.MatchUnvalidated(g, rel) {
+			return true
+		}
+	}
+	for _, g := range f.s.excludeDir {
+		if doublestar.MatchUnvalidated(g, rel) {
+			return true
+		}
+	}
+	return f.git != nil && f.git.ignored(f.abs(rel), true)
+}
+
+// matchFile reports whether the file rel counts. Its directory is
+// assumed kept.
+func (f *filter) matchFile(rel string) bool {
+	if builtinFile(path.Base(rel)) || f.ignored(rel) {
+		return false
+	}
+	for _, g := range f.s.exclude {
+		if doublestar.MatchUnvalidated(g, rel) {
+			return false
+		}
+	}
+	if len(f.s.include) > 0 {
+		ok := false
+		for _, g := range f.s.include {
+			if doublestar.MatchUnvalidated(g, rel) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return f.git == nil || !f.git.ignored(f.abs(rel), false)
+}
+
+// isIgnoreFile reports whether rel is a .gitignore that the filter reads.
+func (f *filter) isIgnoreFile(rel string) bool {
+	return f.git != nil && path.Base(rel) == ".gitignore"
+}
+
+// abs returns rel as an absolute slash path.
+func (f *filter) abs(rel string) string { return path.Join(f.rootSlash, rel) }
+
+// osPath returns rel as an absolute OS path.
+func (f *filter) osPath(rel string) string {
+	return filepath.Join(f.s.root, filepath.FromSlash(rel))
+}
+
+// relOf turns an absolute OS path into a path relative to the root.
+func (f *filter) relOf(name string) (string, bool) {
+	r, err := filepath.Rel(f.s.root, name)
+	if err != nil {
+		return "", false
+	}
+	return filepath.ToSlash(r), true
+}

@@ -1,0 +1,317 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+)
+
+// maxHashSize is the largest file whose content is hashed; bigger files
+// are compared by size and modification time only.
+const maxHashSize = 64 << 20
+
+// fileState is what the tree remembers about a matching file.
+type fileState struct {
+	size  int64
+	mtime int64  // UnixNano
+	sum   uint64 // content hash, unless big
+	big   bool   // over maxHashSize (or unreadable): compared by size and mtime
+}
+
+// dirState is a directory the tree has entered (and, with fsnotify,
+// watches).
+type dirState struct {
+	files   map[string]fileState // matching files, by name
+	subdirs map[string]struct{}  // entered subdirectories, by name
+}
+
+// pathSet is a set of slash paths; adding to a nil set does nothing.
+type pathSet map[string]struct{}
+
+func (s pathSet) add(p string) {
+	if s != nil {
+		s[p] = struct{}{}
+	}
+}
+
+func (s pathSet) sorted() []string {
+	out := make([]string, 0, len(s))
+	for p := range s {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dirWatcher is the part of fsnotify.Watcher the tree uses.
+type dirWatcher interface {
+	Add(name string) error
+	Remove(name string) error
+}
+
+// tree is the watcher's view of the files: the directories entered, the
+// matching files and their fingerprints. Only the Run goroutine uses it.
+type tree struct {
+	f        *filter
+	watch    dirWatcher // nil: no watches (poll mode, Scan)
+	hash     bool       // false: fingerprint by size and mtime only (Scan)
+	seed     maphash.Seed
+	buf      []byte
+	dirs     map[string]*dirState
+	nFiles   int
+	nWatches int
+}
+
+func newTree(f *filter, watch dirWatcher, hash bool) *tree {
+	return &tree{
+		f:     f,
+		watch: watch,
+		hash:  hash,
+		seed:  maphash.MakeSeed(),
+		dirs:  make(map[string]*dirState),
+	}
+}
+
+func (t *tree) stats() Stats {
+	return Stats{Dirs: len(t.dirs), Files: t.nFiles, Watches: t.nWatches}
+}
+
+// sync brings directory rel and everything below it in line with the
+// disk: new directories are entered (watched before they are listed, so
+// nothing created meanwhile is missed), vanished ones forgotten, files
+// fingerprinted. Paths whose content changed go to changed (nil: record
+// silently, as the initial scan does). The caller has decided that rel
+// itself is kept. Only a failure to set a watch is returned.
+func (t *tree) sync(rel string, changed pathSet) error {
+	abs := t.f.osPath(rel)
+	ds := t.dirs[rel]
+	if ds == nil {
+		if t.watch != nil {
+			if err := t.watch.Add(abs); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return fmt.Errorf("watch %s: %w", abs, err)
+			}
+			t.nWatches++
+		}
+		ds = &dirState{files: make(map[string]fileState), subdirs: make(map[string]struct{})}
+		t.dirs[rel] = ds
+		if parent := t.dirs[path.Dir(rel)]; parent != nil && rel != "." && path.Base(rel) != ".." {
+			parent.subdirs[path.Base(rel)] = struct{}{}
+		}
+	}
+	if t.f.git != nil {
+		t.f.git.load(t.f.abs(rel))
+	}
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		if fi, lerr := os.Lstat(abs); lerr != nil || !fi.IsDir() {
+			t.forget(rel, changed)
+			return nil
+		}
+		t.f.s.log.Warn("cannot list directory; keeping what is known", "dir", abs, "err", err)
+		return nil
+	}
+	seenFiles := make(map[string]bool, len(ds.files))
+	seenDirs := make(map[string]bool, len(ds.subdirs))
+	for _, e := range entries {
+		name := e.Name()
+		child := path.Join(rel, name)
+		if e.IsDir() {
+			if t.f.skipDir(child) {
+				continue
+			}
+			seenDirs[name] = true
+			if err := t.sync(child, changed); err != nil {
+				return err
+			}
+			continue
+		}
+		if !e.Type().IsRegular() && e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if !t.f.matchFile(child) {
+			continue
+		}
+		seenFiles[name] = true
+		if t.check(child, false) {
+			changed.add(child)
+		}
+	}
+	for name := range ds.files {
+		if !seenFiles[name] {
+			t.drop(path.Join(rel, name), changed)
+		}
+	}
+	for name := range ds.subdirs {
+		if !seenDirs[name] {
+			child := path.Join(rel, name)
+			if exists(t.f.osPath(child)) {
+				t.forget(child, nil) // now excluded: drop silently
+			} else {
+				t.forget(child, changed)
+			}
+		}
+	}
+	return nil
+}
+
+// forget drops directory rel and everything below it: its watch, its
+// ignore rules, its files (which go to changed as deleted).
+func (t *tree) forget(rel string, changed pathSet) {
+	ds := t.dirs[rel]
+	if ds == nil {
+		return
+	}
+	for name := range ds.subdirs {
+		t.forget(path.Join(rel, name), changed)
+	}
+	for name := range ds.files {
+		changed.add(path.Join(rel, name))
+	}
+	t.nFiles -= len(ds.files)
+	if t.watch != nil {
+		// The kernel may have dropped the watch already; that is fine.
+		_ = t.watch.Remove(t.f.osPath(rel))
+		t.nWatches--
+	}
+	if t.f.git != nil {
+		t.f.git.drop(t.f.abs(rel))
+	}
+	delete(t.dirs, rel)
+	if parent := t.dirs[path.Dir(rel)]; parent != nil {
+		delete(parent.subdirs, path.Base(rel))
+	}
+}
+
+// drop forgets the file rel after it left the listing. A file that still
+// exists was excluded (a .gitignore changed) and is dropped silently; one
+// that is gone counts as changed.
+func (t *tree) drop(rel string, changed pathSet) {
+	ds := t.dirs[path.Dir(rel)]
+	if ds == nil {
+		return
+	}
+	if _, ok := ds.files[path.Base(rel)]; !ok {
+		return
+	}
+	delete(ds.files, path.Base(rel))
+	t.nFiles--
+	if !exists(t.f.osPath(rel)) {
+		changed.add(rel)
+	}
+}
+
+// check fingerprints the file rel (whose directory the tree holds) and
+// reports whether its content differs from what was known: created,
+// modified, or deleted. Without force, an unchanged size and mtime
+// short-cut the hash.
+func (t *tree) check(rel string, force bool) bool {
+	ds := t.dirs[path.Dir(rel)]
+	if ds == nil {
+		return false
+	}
+	name := path.Base(rel)
+	old, known := ds.files[name]
+	abs := t.f.osPath(rel)
+	fi, err := os.Stat(abs) // follows symlinks
+	if err != nil || !fi.Mode().IsRegular() {
+		if known {
+			delete(ds.files, name)
+			t.nFiles--
+		}
+		return known
+	}
+	st := fileState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), big: !t.hash || fi.Size() > maxHashSize}
+	if known && !force && st.size == old.size && st.mtime == old.mtime {
+		return false
+	}
+	if !st.big {
+		sum, err := t.sum(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if known {
+				delete(ds.files, name)
+				t.nFiles--
+			}
+			return known
+		case err != nil:
+			t.f.s.log.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
+			st.big = true
+		default:
+			st.sum = sum
+		}
+	}
+	ds.files[name] = st
+	if !known {
+		t.nFiles++
+		return true
+	}
+	if st.big || old.big {
+		return st.big != old.big || st.size != old.size || st.mtime != old.mtime
+	}
+	return st.sum != old.sum
+}
+
+// sum hashes a file's content, streaming.
+func (t *tree) sum(abs string) (uint64, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if t.buf == nil {
+		t.buf = make([]byte, 64<<10)
+	}
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for {
+		n, err := f.Read(t.buf)
+		_, _ = h.Write(t.buf[:n])
+		if err == io.EOF {
+			return h.Sum64(), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// files lists every matching file, sorted.
+func (t *tree) files() []string {
+	all := make(pathSet, t.nFiles)
+	for dir, ds := range t.dirs {
+		for name := range ds.files {
+			all.add(path.Join(dir, name))
+		}
+	}
+	return all.sorted()
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// Scan returns the files cfg matches, as sorted slash paths relative to
+// cfg.Root, without watching anything (for `mcpflow check`). Unreadable
+// directories are skipped and logged.
+func Scan(cfg Config) (files []string, err error) {
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t := newTree(newFilter(s), nil, false)
+	for _, r := range s.roots {
+		if err := t.sync(r, nil); err != nil {
+			return nil, err
+		}
+	}
+	return t.files(), nil
+}

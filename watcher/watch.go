@@ -1,0 +1,270 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Batch is one debounced set of changes.
+type Batch struct {
+	// Paths are the files whose content really changed (created,
+	// modified or deleted), as sorted slash paths relative to the root.
+	Paths []string
+}
+
+// Stats describes what a running Watcher holds.
+type Stats struct {
+	Dirs    int // directories entered
+	Files   int // matching files tracked
+	Watches int // fsnotify watches held; 0 in poll mode
+}
+
+// Watcher watches one tree. Create it with New and start it with Run.
+type Watcher struct {
+	s       *settings
+	ready   chan struct{}
+	started atomic.Bool
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// New validates cfg and returns a Watcher that is not yet watching. A bad
+// glob yields an error naming the glob and the problem; a missing root or
+// watch path yields an error naming the path.
+func New(cfg Config) (*Watcher, error) {
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{s: s, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once Run has scanned the tree and set its watches:
+// changes made after that are seen. If Run fails before, it never closes.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Stats reports the current size of the watched tree. It is safe to call
+// from any goroutine.
+func (w *Watcher) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+func (w *Watcher) setStats(s Stats) {
+	w.mu.Lock()
+	w.stats = s
+	w.mu.Unlock()
+}
+
+// Run scans the tree, sets its watches, closes Ready, then sends a Batch
+// on out after each debounced window with real changes, until ctx is
+// done. It returns nil when ctx is done, or an error if the watches
+// cannot be set up. It does not close out. When the receiver is slow,
+// later changes merge into the batch waiting to be sent. Every goroutine
+// Run starts has stopped when it returns. Run may be called only once.
+func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
+	if out == nil {
+		return errors.New("watcher: Run needs a non-nil channel")
+	}
+	if !w.started.CompareAndSwap(false, true) {
+		return errors.New("watcher: Run called twice")
+	}
+	if w.s.poll > 0 {
+		return w.runPoll(ctx, out)
+	}
+	return w.runNotify(ctx, out)
+}
+
+// scan is the initial scan: it records (and watches) every watch root,
+// reporting nothing. It stops early, without error, when ctx is done.
+func (w *Watcher) scan(ctx context.Context, t *tree) error {
+	for _, r := range w.s.roots {
+		if ctx.Err() != nil {
+			return nil // Run returns nil too
+		}
+		if err := t.sync(r, nil); err != nil {
+			return fmt.Errorf("watcher: %w%s", err, watchHint(err))
+		}
+		if t.dirs[r] == nil {
+			return fmt.Errorf("watcher: watch path %s vanished before it could be watched", t.f.osPath(r))
+		}
+	}
+	w.setStats(t.stats())
+	return nil
+}
+
+// notifier turns fsnotify events into changes.
+type notifier struct {
+	t     *tree
+	b     *batcher
+	roots []string
+	dirty pathSet // paths with events since the window opened, to check when it closes
+}
+
+func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
+	}
+	defer fw.Close() // stops fsnotify's reader goroutine
+	t := newTree(newFilter(w.s), fw, true)
+	if err := w.scan(ctx, t); err != nil || ctx.Err() != nil {
+		return err
+	}
+	w.s.log.Debug("watching", "root", w.s.root, "dirs", len(t.dirs), "files", t.nFiles)
+	close(w.ready)
+
+	n := &notifier{t: t, b: newBatcher(w.s.debounce, w.s.maxWait), roots: w.s.roots, dirty: make(pathSet)}
+	defer n.b.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return errors.New("watcher: fsnotify stopped unexpectedly")
+			}
+			if n.event(ev) {
+				n.b.touch()
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return errors.New("watcher: fsnotify stopped unexpectedly")
+			}
+			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.s.log.Warn("fsnotify error", "err", err)
+				break
+			}
+			w.s.log.Warn("too many file events at once; rescanning the tree")
+			n.rescan()
+			n.b.touch()
+		case <-n.b.timer.C:
+			n.evaluate()
+			n.b.close()
+			if len(n.b.ready) > 0 {
+				w.s.log.Debug("changes", "paths", len(n.b.ready))
+			}
+		case n.b.out(out) <- n.b.batch:
+			n.b.sent()
+		}
+		w.setStats(t.stats())
+	}
+}
+
+// event handles one fsnotify event and reports whether it is relevant,
+// which restarts the quiet time. Directories are handled at once (a new
+// one is watched and scanned before files in it can be missed; a removed
+// or renamed one is forgotten before a new directory can reuse its
+// watch); files are only noted, and checked when the window closes.
+func (n *notifier) event(ev fsnotify.Event) bool {
+	t := n.t
+	rel, ok := t.f.relOf(ev.Name)
+	if !ok {
+		return false
+	}
+	if _, isDir := t.dirs[rel]; isDir {
+		if !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
+			return false
+		}
+		t.forget(rel, n.b.pending)
+		fi, err := os.Lstat(ev.Name)
+		back := err == nil && fi.IsDir()
+		root := slices.Contains(n.roots, rel)
+		switch {
+		case root && !back:
+			t.f.s.log.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
+		case root || (back && t.dirs[path.Dir(rel)] != nil && !t.f.skipDir(rel)):
+			n.syncDir(rel) // it is back already
+		}
+		return true
+	}
+	parent := t.dirs[path.Dir(rel)]
+	if parent == nil || rel == "." {
+		return false // late event from a forgotten directory
+	}
+	name := path.Base(rel)
+	_, known := parent.files[name]
+	if ev.Has(fsnotify.Create) {
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			replaced := known && t.check(rel, true) // a file became a directory
+			if replaced {
+				n.b.pending.add(rel)
+			}
+			if t.f.skipDir(rel) {
+				return replaced
+			}
+			n.syncDir(rel)
+			return true
+		}
+	}
+	if known || t.f.isIgnoreFile(rel) || t.f.matchFile(rel) {
+		n.dirty.add(rel)
+		return true
+	}
+	return false
+}
+
+func (n *notifier) syncDir(rel string) {
+	if err := n.t.sync(rel, n.b.pending); err != nil {
+		n.t.f.s.log.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
+	}
+}
+
+// evaluate checks the paths noted since the window opened. Changed
+// .gitignore files go first, since they decide what the others are.
+func (n *notifier) evaluate() {
+	t := n.t
+	for p := range n.dirty {
+		dir := path.Dir(p)
+		if t.f.isIgnoreFile(p) && t.dirs[dir] != nil && t.f.git.load(t.f.abs(dir)) {
+			n.syncDir(dir)
+		}
+	}
+	for p := range n.dirty {
+		if t.dirs[path.Dir(p)] == nil {
+			continue // forgotten with its directory, which reported it
+		}
+		if _, isDir := t.dirs[p]; isDir {
+			continue
+		}
+		if !t.f.matchFile(p) {
+			t.drop(p, n.b.pending)
+			continue
+		}
+		if t.check(p, true) {
+			n.b.pending.add(p)
+		}
+	}
+	clear(n.dirty)
+}
+
+// rescan re-syncs every watch root after events were lost.
+func (n *notifier) rescan() {
+	for _, r := range n.roots {
+		if n.t.dirs[r] != nil {
+			n.syncDir(r)
+		}
+	}
+}
+
+// watchHint suggests a fix for running out of inotify resources.
+func watchHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return " (the inotify watch limit is reached: exclude large directories, raise fs.inotify.max_user_watches, or use polling)"
+	case errors.Is(err, syscall.EMFILE):
+		return " (too many inotify instances: raise fs.inotify.max_user_instances, or use polling)"
+	}
+	return ""
+}
