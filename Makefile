@@ -1,0 +1,53 @@
+# mcpflow: every install and check step lives here, so a fresh clone (and
+# CI, which runs `make test`) needs nothing but Go and network access to the
+# Go module proxy.
+
+GO       ?= go
+BIN      := bin/mcpflow
+FUZZTIME ?= 10s
+PKGS     := ./...
+
+.PHONY: all build test unit fuzz cross lint demo bench clean deps
+
+all: build
+
+deps:
+	$(GO) mod download
+
+build:
+	$(GO) build -o $(BIN) ./cmd/mcpflow
+
+# The test command the README gives and .ci/run calls.
+test: lint unit fuzz cross
+
+unit:
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+# Each fuzz target for a short, fixed time (the seed corpus also runs in unit).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPeekEnvelope$$' -fuzztime $(FUZZTIME) ./relay
+	$(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME) ./relay
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/mcpflow
+
+# Linux and macOS are supported; Windows must at least build.
+cross:
+	GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcpflow
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/mcpflow
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcpflow
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
+# source to add a tool, and shows each step.
+demo: build
+	$(GO) run ./examples/demo -mcpflow $(BIN)
+
+# Timing goals live here, not in tests.
+bench: build
+	$(GO) run ./bench -mcpflow $(BIN)
+
+clean:
+	rm -rf bin

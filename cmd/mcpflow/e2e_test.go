@@ -1,0 +1,409 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The end-to-end tests run the real mcpflow binary on a copy of
+// examples/echo (a real Go build of a real Go SDK server), edit its real
+// source files, and talk to it with the Go SDK client, in both eras.
+
+var mcpflowBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpflow-e2e")
+	if err != nil {
+		panic(err)
+	}
+	mcpflowBin = filepath.Join(dir, "mcpflow")
+	if out, err := exec.Command("go", "build", "-race", "-o", mcpflowBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building mcpflow: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var eras = []struct{ name, version string }{
+	{"modern", ""},
+	{"legacy", "2025-11-25"},
+}
+
+type e2e struct {
+	t           *testing.T
+	dir         string
+	cmd         *exec.Cmd
+	cs          *mcp.ClientSession
+	listChanged chan struct{}
+	stderr      *lockedBuffer
+	exited      chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// copyExample copies examples/echo into a temp dir.
+func copyExample(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "examples", "echo")
+	dst := t.TempDir()
+	for _, name := range []string{"main.go", "go.mod", "go.sum", "mcpflow.toml"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// startE2E runs mcpflow in dir with args and connects a client.
+func startE2E(t *testing.T, dir, version string, args ...string) *e2e {
+	t.Helper()
+	h := &e2e{t: t, dir: dir, listChanged: make(chan struct{}, 16), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	h.cmd = exec.Command(mcpflowBin, args...)
+	h.cmd.Dir = dir
+	h.cmd.Stderr = h.stderr
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := h.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { h.exited <- h.cmd.Wait() }()
+	t.Cleanup(func() {
+		h.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-h.exited:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+			t.Error("mcpflow did not exit on SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("mcpflow stderr:\n%s", h.stderr.String())
+		}
+	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case h.listChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, h.stderr.String())
+	}
+	h.cs = cs
+	return h
+}
+
+func (h *e2e) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+func (h *e2e) call(name string, args map[string]any) (string, bool) {
+	h.t.Helper()
+	res, err := h.cs.CallTool(h.ctx(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		h.t.Fatalf("call %s: %v\nstderr:\n%s", name, err, h.stderr.String())
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+func (h *e2e) tools() []string {
+	h.t.Helper()
+	var names []string
+	for tool, err := range h.cs.Tools(h.ctx(), nil) {
+		if err != nil {
+			h.t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func (h *e2e) waitListChanged() {
+	h.t.Helper()
+	select {
+	case <-h.listChanged:
+	case <-time.After(2 * time.Minute):
+		h.t.Fatalf("no tools/list_changed\nstderr:\n%s", h.stderr.String())
+	}
+}
+
+// waitTools waits until the server's tools include want (the server is
+// started by the first build, which may still be running).
+func (h *e2e) waitTools(want string) {
+	h.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !slices.Contains(h.tools(), want) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("tool %s never appeared\nstderr:\n%s", want, h.stderr.String())
+		}
+		select {
+		case <-h.listChanged:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+const reverseTool = `	mcp.AddTool(server, &mcp.Tool{Name: "reverse", Description: "Reverse the text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args textArgs) (*mcp.CallToolResult, any, error) {
+			r := []rune(args.Text)
+			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+				r[i], r[j] = r[j], r[i]
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(r)}}}, nil, nil
+		})
+`
+
+// editSource rewrites main.go as an editor does: write a temp file, rename
+// it over the original.
+func editSource(t *testing.T, dir string, edit func(string) string) {
+	t.Helper()
+	path := filepath.Join(dir, "main.go")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := edit(string(b))
+	if out == string(b) {
+		t.Fatal("edit changed nothing")
+	}
+	tmp := path + ".tmp~"
+	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func addReverse(src string) string {
+	return strings.Replace(src, "\t// New tools go here.\n", "\t// New tools go here.\n"+reverseTool, 1)
+}
+
+func breakBuild(src string) string {
+	return strings.Replace(src, "\t// New tools go here.\n", "\t// New tools go here.\n\tundefinedThing()\n", 1)
+}
+
+func TestE2ESaveAddsToolWithoutAnyCall(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir := copyExample(t)
+			h := startE2E(t, dir, era.version, "watch")
+			h.waitTools("echo")
+			if got, _ := h.call("echo", map[string]any{"text": "hello"}); got != "hello" {
+				t.Fatalf("echo: %q", got)
+			}
+			drain(h.listChanged)
+			editSource(t, dir, addReverse)
+			h.waitListChanged()
+			h.waitTools("reverse")
+			if got, isErr := h.call("reverse", map[string]any{"text": "mcpflow"}); isErr || got != "wolfpcm" {
+				t.Fatalf("reverse: %q %v", got, isErr)
+			}
+			// The log file has the cycle line.
+			logText, _ := os.ReadFile(filepath.Join(dir, ".mcpflow", "mcpflow.log"))
+			if !regexp.MustCompile(`changed main\.go → build .* ✓ → restart .* ✓ → tools \+reverse`).Match(logText) {
+				t.Fatalf("no cycle line in the log file:\n%s", logText)
+			}
+		})
+	}
+}
+
+func drain(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func TestE2EBrokenBuildKeepsOldServer(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir := copyExample(t)
+			h := startE2E(t, dir, era.version, "watch")
+			h.waitTools("echo")
+			editSource(t, dir, breakBuild)
+			// The automatic build fails; the old server keeps serving, and
+			// the next call carries a short notice.
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				got, isErr := h.call("echo", map[string]any{"text": "still here"})
+				if isErr || !strings.HasPrefix(got, "still here") {
+					t.Fatalf("echo during a broken build: %q %v", got, isErr)
+				}
+				if strings.Contains(got, "automatic rebuild") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no notice about the failed automatic rebuild\nstderr:\n%s", h.stderr.String())
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			text, isErr := h.call("recompile", nil)
+			if !isErr || !regexp.MustCompile(`main\.go:\d+:\d+: undefined: undefinedThing`).MatchString(text) || !strings.Contains(text, "still running") {
+				t.Fatalf("recompile with a broken build: %v %q", isErr, text)
+			}
+			if got, _ := h.call("echo", map[string]any{"text": "old server"}); got != "old server" {
+				t.Fatalf("old server after failed recompile: %q", got)
+			}
+		})
+	}
+}
+
+func TestE2EBrokenAtStartupThenFixed(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir := copyExample(t)
+			editSource(t, dir, breakBuild)
+			h := startE2E(t, dir, era.version, "watch", "-c", "mcpflow.toml")
+			if names := h.tools(); !slices.Equal(names, []string{"recompile"}) {
+				t.Fatalf("tools with a broken first build: %v", names)
+			}
+			text, isErr := h.call("echo", map[string]any{"text": "x"})
+			if !isErr || !strings.Contains(text, "undefinedThing") {
+				t.Fatalf("call with a broken first build: %v %q", isErr, text)
+			}
+			text, isErr = h.call("recompile", nil)
+			if !isErr || !strings.Contains(text, "main.go:") {
+				t.Fatalf("recompile while still broken: %v %q", isErr, text)
+			}
+			// Fix it (a real edit: the watcher may get there first; either
+			// way recompile must leave the server up).
+			editSource(t, dir, func(s string) string { return strings.Replace(s, "\tundefinedThing()\n", "", 1) })
+			if text, isErr := h.call("recompile", nil); isErr {
+				t.Fatalf("recompile after the fix: %q", text)
+			}
+			h.waitTools("echo")
+			if got, _ := h.call("echo", map[string]any{"text": "up"}); got != "up" {
+				t.Fatalf("echo after recovery: %q", got)
+			}
+		})
+	}
+}
+
+var pidRE = regexp.MustCompile(`server started pid=(\d+)`)
+
+func (h *e2e) serverPIDs() []int {
+	var pids []int
+	for _, m := range pidRE.FindAllStringSubmatch(h.stderr.String(), -1) {
+		p, _ := strconv.Atoi(m[1])
+		pids = append(pids, p)
+	}
+	return pids
+}
+
+func TestE2EShutdownLeavesNoProcess(t *testing.T) {
+	cases := []struct {
+		name string
+		stop func(h *e2e)
+	}{
+		{"stdin closed", func(h *e2e) { h.cs.Close() }},
+		{"SIGTERM", func(h *e2e) { h.cmd.Process.Signal(syscall.SIGTERM) }},
+		{"SIGINT", func(h *e2e) { h.cmd.Process.Signal(syscall.SIGINT) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyExample(t)
+			// The server is started through sh -c, which leaves a
+			// grandchild: the whole group must go.
+			toml := strings.Replace(readFile(t, filepath.Join(dir, "mcpflow.toml")), `command = [".mcpflow/echo"]`, `command = "sleep 300 & exec .mcpflow/echo"`, 1)
+			os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
+			h := startE2E(t, dir, "", "watch")
+			h.waitTools("echo")
+			pids := h.serverPIDs()
+			if len(pids) == 0 {
+				t.Fatal("no server pid in the log")
+			}
+			c.stop(h)
+			select {
+			case err := <-h.exited:
+				if err != nil {
+					t.Fatalf("mcpflow exit: %v", err)
+				}
+				h.exited <- nil
+			case <-time.After(20 * time.Second):
+				t.Fatal("mcpflow did not exit")
+			}
+			// SIGKILLed processes take a moment to be reaped.
+			deadline := time.Now().Add(5 * time.Second)
+			for _, pid := range pids {
+				for syscall.Kill(-pid, 0) == nil {
+					if time.Now().After(deadline) {
+						t.Fatalf("process group %d survived mcpflow", pid)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var _ = io.EOF
