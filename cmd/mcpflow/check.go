@@ -36,13 +36,12 @@ func cmdCheck(e env, args []string) int {
 		}
 		return exitUsage
 	}
-	path := absFrom(mustGetwd(e), *cfgPath)
-	cfg, err := loadConfig(path)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitUsage
 	}
-	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", path, cfg.Describe())
+	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", *cfgPath, cfg.Describe())
 	var files []string
 	if cfg.Watch.Enabled {
 		files, err = watcher.Scan(watchConfigOf(cfg))

@@ -26,7 +26,7 @@ import (
 // examples/echo (a real Go build of a real Go SDK server), edit its real
 // source files, and talk to it with the Go SDK client, in both eras.
 
-var mcpflowBin string
+var mcpflowBin, fixtureBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpflow-e2e")
@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 	mcpflowBin = filepath.Join(dir, "mcpflow")
 	if out, err := exec.Command("go", "build", "-race", "-o", mcpflowBin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building mcpflow: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	fixtureBin = filepath.Join(dir, "fixture")
+	if out, err := exec.Command("go", "build", "-o", fixtureBin, "../../relay/testdata/fixture").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the fixture: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -407,3 +412,24 @@ func readFile(t *testing.T, path string) string {
 }
 
 var _ = io.EOF
+
+func TestE2EZeroConfigWatch(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+			h := startE2E(t, dir, era.version, "watch", "--build", "cp src.txt variant", "--", fixtureBin, "-variant-file", "variant")
+			h.waitTools("echo")
+			if slices.Contains(h.tools(), "reverse") {
+				t.Fatal("reverse before the change")
+			}
+			drain(h.listChanged)
+			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
+			h.waitListChanged()
+			h.waitTools("reverse")
+			if got, _ := h.call("reverse", map[string]any{"text": "abc"}); got != "cba" {
+				t.Fatalf("reverse: %q", got)
+			}
+		})
+	}
+}
