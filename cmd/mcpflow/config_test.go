@@ -777,3 +777,17 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestReadmeDocumentsEveryKey: every key of the schema (and so of
+// mcpflow.toml.example) has a row in the README's configuration reference.
+func TestReadmeDocumentsEveryKey(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range schemaKeyPaths() {
+		if !strings.Contains(string(readme), "| `"+key+"` |") {
+			t.Errorf("README.md has no configuration row for %s", key)
+		}
+	}
+}
