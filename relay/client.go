@@ -22,7 +22,7 @@ func (r *Relay) fromClient(msg []byte) {
 	}
 	env, err := peekEnvelope(msg)
 	if err != nil {
-		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
+		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
 		return
 	}
 	if env.isArray {
@@ -35,23 +35,44 @@ func (r *Relay) fromClient(msg []byte) {
 }
 
 // clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element
-// is handled as a message of its own.
+// is handled as a message of its own, and the answers go back as one array.
 func (r *Relay) clientBatch(msg []byte) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
-		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
+		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
 		return
 	}
+	envs := make([]envelope, len(elems))
+	b := &batch{}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, el := range elems {
+	r.batchMu.Lock()
+	for i, el := range elems {
 		env, err := peekEnvelope(el)
 		if err != nil || env.isArray {
-			r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
+			b.out = append(b.out, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
+			envs[i].isArray = true // skip it below
 			continue
 		}
-		r.dispatchClient(el, env)
+		envs[i] = env
+		key := string(env.id)
+		if env.isRequest() && key != "null" && r.batches[key] == nil {
+			r.batches[key] = b
+			b.want++
+		}
 	}
+	r.openBatches.Add(1)
+	b.want++ // held until every element is dispatched
+	r.batchMu.Unlock()
+	for i, el := range elems {
+		if !envs[i].isArray {
+			r.dispatchClient(el, envs[i])
+		}
+	}
+	r.batchMu.Lock()
+	b.want--
+	r.finishBatch(b)
+	r.batchMu.Unlock()
 }
 
 // dispatchClient routes one client message. r.mu is held.
@@ -64,7 +85,7 @@ func (r *Relay) dispatchClient(msg []byte, env envelope) {
 	case env.isRequest():
 		r.clientRequest(msg, env)
 	case env.id != nil:
-		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a message with an id needs a method, a result or an error", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a message with an id needs a method, a result or an error", nil))
 	default:
 		r.log.Warn("dropped a client message that is neither request, response nor notification", "msg", abbreviate(msg, 200))
 	}
@@ -74,18 +95,18 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 	key := string(env.id)
 	switch {
 	case key == "null":
-		r.out.send(errorResponse(nil, codeInvalidRequest, "Invalid Request: a request id must be a string or an integer, not null", nil))
+		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a request id must be a string or an integer, not null", nil))
 		return
 	case strings.HasPrefix(key, reservedPrefix):
-		r.out.send(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
 		return
 	}
 	if _, dup := r.pending[key]; dup {
-		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
 	if _, dup := r.recompiles[key]; dup {
-		r.out.send(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
 	r.noteEra(env)
@@ -195,6 +216,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 	case "notifications/cancelled":
 		id := member(env.params, "requestId")
 		key := string(id)
+		r.forgetBatchID(id)
 		if cancel, ok := r.recompiles[key]; ok {
 			cancel()
 			return
@@ -243,7 +265,7 @@ func (r *Relay) hold(msg []byte, env envelope) {
 		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", len(r.queue), r.queueBytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.method)
 		if env.isRequest() {
-			r.out.send(errorResponse(env.id, codeQueueFull, reason, nil))
+			r.reply(errorResponse(env.id, codeQueueFull, reason, nil))
 		}
 		return
 	}
@@ -298,7 +320,7 @@ func (r *Relay) expireQueue() {
 			if time.Since(m.at) > r.cfg.QueueTimeout {
 				r.queueBytes -= len(m.msg)
 				if m.env.isRequest() {
-					r.out.send(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
+					r.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
 				}
 				continue
 			}
@@ -319,7 +341,7 @@ func (r *Relay) clientTooLarge(tl *errTooLarge) {
 	if id == nil || string(id) == "null" {
 		return
 	}
-	r.out.send(errorResponse(id, codeInvalidRequest, fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", tl.Size, tl.Max), nil))
+	r.reply(errorResponse(id, codeInvalidRequest, fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", tl.Size, tl.Max), nil))
 }
 
 func toolName(params []byte) string {

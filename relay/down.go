@@ -9,7 +9,7 @@ import (
 // client's session survives, and tells the agent what to do. r.mu is held.
 func (r *Relay) answerDown(msg []byte, env envelope) {
 	id := env.id
-	ok := func(result any) { r.out.send(resultResponse(id, r.withResultType(mustJSON(result)))) }
+	ok := func(result any) { r.reply(resultResponse(id, r.withResultType(mustJSON(result)))) }
 	switch env.method {
 	case "initialize":
 		r.initReq = msg
@@ -32,12 +32,12 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 		ok(result)
 	case "server/discover":
 		// Clients fall back to initialize, which the relay can answer alone.
-		r.out.send(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
+		r.reply(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
 	case "tools/list":
-		r.out.send(resultResponse(id, r.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
+		r.reply(resultResponse(id, r.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
 	case "tools/call":
 		r.notices = nil
-		r.out.send(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true)))
+		r.reply(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
@@ -55,7 +55,7 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 		r.pending[string(id)] = &pending{kind: kindListen, gen: -1, method: env.method}
 		r.out.send(selfAck(id, l))
 	default:
-		r.out.send(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))
+		r.reply(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))
 	}
 }
 

@@ -11,6 +11,7 @@ const (
 	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 )
 
 // metaTriple keeps the per-request keys the relay copies onto its own

@@ -133,6 +133,10 @@ type Relay struct {
 	quickCrashes int               // crashes in a row soon after start
 	stopped      bool              // auto-restart stopped by a crash loop
 	children     sync.WaitGroup    // every child until reaped
+
+	batchMu     sync.Mutex
+	batches     map[string]*batch // client request id -> the batch it came in
+	openBatches atomic.Int32
 }
 
 type pending struct {
@@ -219,6 +223,7 @@ func New(cfg Config) *Relay {
 		waiters:    map[string]chan []byte{},
 		recompiles: map[string]context.CancelFunc{},
 		envOver:    map[string]string{},
+		batches:    map[string]*batch{},
 	}
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
 	return r

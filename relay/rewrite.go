@@ -40,19 +40,34 @@ func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
 	forceListChanged(caps, "prompts", false)
 	forceListChanged(caps, "resources", false)
 	res["capabilities"] = mustJSON(caps)
-	if isInit && suffix != "" {
-		var info map[string]json.RawMessage
-		if err := json.Unmarshal(res["serverInfo"], &info); err == nil && info != nil {
-			for _, k := range []string{"name", "version"} {
-				var s string
-				if json.Unmarshal(info[k], &s) == nil {
-					info[k] = mustJSON(s + suffix)
-				}
+	if suffix != "" {
+		if isInit {
+			res["serverInfo"] = suffixed(res["serverInfo"], suffix)
+		} else if meta := res["_meta"]; meta != nil {
+			// server/discover carries serverInfo in its _meta.
+			var m map[string]json.RawMessage
+			if json.Unmarshal(meta, &m) == nil && m[metaServerInfo] != nil {
+				m[metaServerInfo] = suffixed(m[metaServerInfo], suffix)
+				res["_meta"] = mustJSON(m)
 			}
-			res["serverInfo"] = mustJSON(info)
 		}
 	}
 	return mustJSON(res), nil
+}
+
+// suffixed appends suffix to the name and version of an Implementation.
+func suffixed(raw json.RawMessage, suffix string) json.RawMessage {
+	var info map[string]json.RawMessage
+	if json.Unmarshal(raw, &info) != nil || info == nil {
+		return raw
+	}
+	for _, k := range []string{"name", "version"} {
+		var s string
+		if json.Unmarshal(info[k], &s) == nil {
+			info[k] = mustJSON(s + suffix)
+		}
+	}
+	return mustJSON(info)
 }
 
 func forceListChanged(caps map[string]json.RawMessage, key string, create bool) {

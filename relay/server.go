@@ -69,7 +69,7 @@ func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 	case kindToolsCall:
 		msg = r.attachNotices(msg, env)
 	}
-	r.out.send(msg)
+	r.reply(msg)
 }
 
 // childRequest renumbers a server→client request so that a late answer can
@@ -127,7 +127,7 @@ func (r *Relay) childTooLarge(c *child, tl *errTooLarge) {
 	key := string(id)
 	if p, ok := r.pending[key]; ok && p.gen == c.gen && p.kind != kindListen {
 		delete(r.pending, key)
-		r.out.send(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
+		r.reply(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
 	}
 }
 
@@ -167,10 +167,10 @@ func (r *Relay) childExited(c *child) {
 		}
 		failed++
 		if restarted {
-			r.out.send(errorResponse([]byte(key), codeServerRestarted,
+			r.reply(errorResponse([]byte(key), codeServerRestarted,
 				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
 		} else {
-			r.out.send(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
 	for id, sr := range r.serverReqs {

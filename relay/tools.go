@@ -61,7 +61,7 @@ func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
 	if err := r.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
-		r.out.send(resultResponse(id, r.toolResult(err.Error(), true)))
+		r.reply(resultResponse(id, r.toolResult(err.Error(), true)))
 		return
 	}
 	token := clone(member(member(env.params, "_meta"), "progressToken"))
@@ -86,7 +86,7 @@ func (r *Relay) startRecompile(env envelope) {
 		}
 		delete(r.recompiles, key)
 		r.notices = nil // the result says it all
-		r.out.send(resultResponse(id, r.toolResult(text, isErr)))
+		r.reply(resultResponse(id, r.toolResult(text, isErr)))
 	}()
 }
 

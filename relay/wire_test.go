@@ -223,14 +223,30 @@ func TestWireBadInput(t *testing.T) {
 	if m := w.recvID(11); m["error"] != nil {
 		t.Fatalf("ping after bad input: %v", m)
 	}
-	// A batch: each element handled.
-	w.send(`[{"jsonrpc":"2.0","id":12,"method":"ping"},{"jsonrpc":"2.0","id":13,"method":"ping"}]`)
-	seen := map[string]bool{}
-	for range 2 {
-		seen[mustMarshal(w.recv()["id"])] = true
+	// A batch: each element handled, the answers in one array, errors
+	// for bad elements included, notifications unanswered.
+	w.send(`[{"jsonrpc":"2.0","id":12,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/whatever"},{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"}}},7]`)
+	select {
+	case line := <-w.lines:
+		var arr []map[string]any
+		if err := json.Unmarshal([]byte(line), &arr); err != nil || len(arr) != 3 {
+			t.Fatalf("batch answer is not an array of 3: %s", line)
+		}
+		ids := map[string]bool{}
+		for _, m := range arr {
+			ids[mustMarshal(m["id"])] = true
+		}
+		if !ids["12"] || !ids["13"] || !ids["null"] {
+			t.Fatalf("batch answer ids: %s", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no batch answer")
 	}
-	if !seen["12"] || !seen["13"] {
-		t.Fatalf("batch answers: %v", seen)
+	// A batch of notifications only gets no answer.
+	w.send(`[{"jsonrpc":"2.0","method":"notifications/whatever"}]`)
+	w.send(`{"jsonrpc":"2.0","id":14,"method":"ping"}`)
+	if m := w.recv(); mustMarshal(m["id"]) != "14" {
+		t.Fatalf("after a notification batch: %v", m)
 	}
 }
 
