@@ -100,6 +100,13 @@ func copyExample(t *testing.T) string {
 // startE2E runs mcpflow in dir with args and connects a client.
 func startE2E(t *testing.T, dir, version string, args ...string) *e2e {
 	t.Helper()
+	return startE2EWith(t, dir, version, nil, args...)
+}
+
+// startE2EWith is startE2E with client options (the list_changed handler
+// is always installed).
+func startE2EWith(t *testing.T, dir, version string, copts *mcp.ClientOptions, args ...string) *e2e {
+	t.Helper()
 	h := &e2e{t: t, dir: dir, listChanged: make(chan struct{}, 16), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	h.cmd = exec.Command(mcpflowBin, args...)
 	h.cmd.Dir = dir
@@ -129,14 +136,16 @@ func startE2E(t *testing.T, dir, version string, args ...string) *e2e {
 			t.Logf("mcpflow stderr:\n%s", h.stderr.String())
 		}
 	})
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case h.listChanged <- struct{}{}:
-			default:
-			}
-		},
-	})
+	if copts == nil {
+		copts = &mcp.ClientOptions{}
+	}
+	copts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case h.listChanged <- struct{}{}:
+		default:
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, copts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
@@ -431,5 +440,32 @@ func TestE2EZeroConfigWatch(t *testing.T) {
 				t.Fatalf("reverse: %q", got)
 			}
 		})
+	}
+}
+
+func TestE2ERecompileReportsProgress(t *testing.T) {
+	dir := copyExample(t)
+	progress := make(chan string, 32)
+	h := startE2EWith(t, dir, "", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Message
+		},
+	}, "watch")
+	h.waitTools("echo")
+	params := &mcp.CallToolParams{Name: "recompile", Arguments: map[string]any{}}
+	params.SetProgressToken("tok-1")
+	res, err := h.cs.CallTool(h.ctx(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("recompile: %v %+v", err, res)
+	}
+	var msgs []string
+	timeout := time.After(10 * time.Second)
+	for joined := ""; !strings.Contains(joined, "building") || !strings.Contains(joined, "restart"); joined = strings.Join(msgs, " | ") {
+		select {
+		case m := <-progress:
+			msgs = append(msgs, m)
+		case <-timeout:
+			t.Fatalf("progress messages: %q", joined)
+		}
 	}
 }
