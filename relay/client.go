@@ -209,6 +209,10 @@ func (r *Relay) forward(msg []byte, env envelope) {
 func (r *Relay) clientNotification(msg []byte, env envelope) {
 	switch env.method {
 	case "notifications/initialized":
+		if r.state == stateStarting || r.state == stateRestarting {
+			r.hold(msg, env) // counted when it is delivered
+			return
+		}
 		r.clientInit = true
 		if r.selfInit {
 			return // the relay answered initialize; the child gets its own later

@@ -36,6 +36,10 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	}
 	old := r.child
 	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
+	if !r.haveTools && old == nil && r.state == stateDown && r.era != eraUnknown {
+		// Down until now: the client has seen no tools but the relay's.
+		r.baseline, r.haveTools = []toolInfo{}, true
+	}
 	r.mu.Unlock()
 	if baseline {
 		// The first restart: learn the old tools, so the diff can be told.
@@ -283,6 +287,7 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		c.gotInit = true
+		r.selfInit = false // the child holds the session from now on
 		r.childCaps = declaredCaps(res)
 		r.initResult = forced
 		changes := compareInit(prevResult, forced)
