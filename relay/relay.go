@@ -20,7 +20,10 @@ type Config struct {
 	Command []string // argv of the child, or Command[0] as a script when Shell
 	Shell   bool     // run Command[0] with sh -c
 	Dir     string   // working directory of the child
-	Env     []string // full environment of the child; nil = os.Environ()
+	Env     []string // base environment of the child; nil = os.Environ()
+	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
+	// (EnvOverridable) are added on top of both.
+	ExtraEnv map[string]string
 
 	// EnvOverridable lists the environment keys the agent may set through
 	// the recompile tool's env argument.

@@ -236,8 +236,11 @@ func TestRestartMarker(t *testing.T) {
 }
 
 func TestEnvOverrides(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.EnvOverridable = []string{"FOO"} }})
-	if got := h.mustCall("env", map[string]any{"text": "FOO"}); strings.TrimSpace(got) != "" {
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
+		c.EnvOverridable = []string{"FOO"}
+		c.ExtraEnv = map[string]string{"FOO": "base"} // run.env
+	}})
+	if got := h.mustCall("env", map[string]any{"text": "FOO"}); strings.TrimSpace(got) != "base" {
 		t.Fatalf("FOO before: %q", got)
 	}
 	h.mustCall("recompile", map[string]any{"env": map[string]string{"FOO": "bar"}})

@@ -226,7 +226,7 @@ func (r *Relay) spawn() (*child, error) {
 	r.gen++
 	gen := r.gen
 	spec := r.spec
-	spec.env = mergeEnv(spec.env, r.envOver)
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.envOver)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
 	c, err := startChild(spec, gen, r.fromChild, r.childTooLarge, r.childStderr)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -142,12 +141,11 @@ func newLogger(stderr io.Writer, level, file string) (*log.Logger, func(), error
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader, stdout io.Writer) error {
-	childEnv := environ(cfg.Run.Env)
 	rl := relay.New(relay.Config{
 		Command:        cfg.Run.Command.Argv,
 		Shell:          cfg.Run.Command.Shell,
 		Dir:            cfg.Run.Cwd,
-		Env:            childEnv,
+		ExtraEnv:       cfg.Run.Env,
 		EnvOverridable: cfg.Run.EnvOverridable,
 		StopTimeout:    cfg.Run.StopTimeout,
 		Tool:           cfg.Relay.Tool,
@@ -186,17 +184,9 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 	}()
 
 	if cfg.Watch.Enabled {
-		w, err := watcher.New(watcher.Config{
-			Root:      cfg.Dir,
-			Paths:     cfg.Watch.Paths,
-			Include:   cfg.Watch.Include,
-			Exclude:   cfg.Watch.Exclude,
-			GitIgnore: cfg.Watch.GitIgnore,
-			Ignore:    ignoredOutputs(cfg),
-			Debounce:  cfg.Watch.Debounce,
-			Poll:      cfg.Watch.Poll,
-			Logger:    logger.WithPrefix("watch"),
-		})
+		wcfg := watchConfigOf(cfg)
+		wcfg.Logger = logger.WithPrefix("watch")
+		w, err := watcher.New(wcfg)
 		if err != nil {
 			cancel()
 			wg.Wait()
@@ -337,30 +327,6 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(100 * time.Microsecond)
-}
-
-// environ is the inherited environment plus run.env.
-func environ(extra map[string]string) []string {
-	env := os.Environ()
-	if len(extra) == 0 {
-		return env
-	}
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := extra[k]; !ok {
-			out = append(out, kv)
-		}
-	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		out = append(out, k+"="+extra[k])
-	}
-	return out
 }
 
 // ignoredOutputs lists what a build writes or mcpflow itself writes inside
