@@ -201,9 +201,14 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 		if skip {
 			return
 		}
-		if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
-			r.log.Error("restart after crash failed", "err", err)
+		start := time.Now()
+		if _, err := r.restart(r.ctx, true); err != nil {
+			if !errors.Is(err, errClosed) {
+				r.log.Error("restart after crash failed", "err", err)
+			}
+			return
 		}
+		r.log.Info("server restarted after its crash", "took", round(time.Since(start)))
 	}()
 }
 
