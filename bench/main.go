@@ -1,0 +1,358 @@
+// Command bench measures mcpflow against the goals of issue #6: per-call
+// overhead, large messages, restart cost, save → list_changed, memory and
+// leaks, and the watcher. Timing goals live here, not in tests: a missed
+// goal is reported (✗ miss), and the exit status is 0 unless something
+// broke (a call failed, a process outlived its parent).
+//
+// Usage:
+//
+//	go run ./bench -mcpflow bin/mcpflow [-quick] [-rounds N] [-md FILE] [-only SECTIONS]
+//
+// It prints a table per section (name, n, median, p99, min, ratio, goal,
+// verdict) and writes the same tables as markdown to -md (default
+// bench-results.md), ready for BENCHMARKS.md.
+//
+// Each comparison runs its ways side by side in one run, interleaved in
+// rounds (one call each way per round, the order rotating), so drift in
+// the machine's speed hits every way alike. All ways are driven by the same
+// raw JSON-RPC client (write a line, read lines). The binary has two more
+// modes, started by the benchmark itself:
+//
+//	bench -floor -- CMD ARGS   the floor: two io.Copy loops between the client and CMD
+//	bench -canned              a raw MCP server whose big tool writes prebuilt results
+//
+// The test server is the relay's fixture (relay/testdata/fixture), built
+// into a temporary directory at start. The benchmark makes itself a child
+// subreaper, so a server that outlives mcpflow is found, reported and
+// killed at the end; every process runs in its own process group, and the
+// temporary directory is removed.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	mcpflow       string
+	md            string
+	quick         bool
+	only          string
+	rounds        int // per-call rounds
+	bigRounds     int
+	restartRounds int
+	saveRounds    int
+	leakRestarts  int
+	watchRounds   int
+	treeScale     float64
+	idle          time.Duration
+}
+
+type bench struct {
+	opt     options
+	tmp     string
+	fixture string
+	mcpflow string
+	self    string
+	seq     int
+
+	mu    sync.Mutex
+	peers []*peer
+}
+
+func (b *bench) track(p *peer) {
+	b.mu.Lock()
+	b.peers = append(b.peers, p)
+	b.mu.Unlock()
+}
+
+// killAll kills every process group we started that has not been waited.
+func (b *bench) killAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.peers {
+		p.kill()
+	}
+}
+
+// dir makes a fresh directory under the work dir.
+func (b *bench) dir(name string) (string, error) {
+	d := filepath.Join(b.tmp, name)
+	return d, os.MkdirAll(d, 0o755)
+}
+
+type section struct {
+	key, title string
+	run        func(b *bench) (*result, error)
+}
+
+var sections = []section{
+	{"overhead", "1. Per-call overhead: echo tools/call round trip", overhead},
+	{"large", "2. Large messages: big tool results", large},
+	{"restart", "3. Restart cost: recompile with no build step", restartCost},
+	{"save", "4. Save → notifications/tools/list_changed", saveToList},
+	{"memory", "5. Memory and leaks", memory},
+	{"watcher", "6. Watcher: start-up on a large tree, idle CPU", watcherBench},
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var o options
+	floor := flag.Bool("floor", false, "relay mode: bench -floor -- CMD ARGS (the floor the relays are compared with)")
+	canned := flag.Bool("canned", false, "server mode: a raw MCP server whose big tool writes prebuilt results")
+	flag.StringVar(&o.mcpflow, "mcpflow", "", "path of the mcpflow binary (required)")
+	flag.StringVar(&o.md, "md", "bench-results.md", "write markdown tables for BENCHMARKS.md to this file")
+	flag.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run under a minute")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run: "+sectionKeys())
+	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the per-call overhead test (default 10000, quick 300)")
+	flag.IntVar(&o.bigRounds, "big-rounds", 0, "rounds of the large-message test with the canned server; the fixture gets a third (default 12, quick 3)")
+	flag.IntVar(&o.restartRounds, "restart-rounds", 0, "rounds of the restart-cost test (default 200, quick 15)")
+	flag.IntVar(&o.saveRounds, "save-rounds", 0, "rounds of the save → list_changed test (default 30, quick 5)")
+	flag.IntVar(&o.leakRestarts, "leak-restarts", 0, "restarts between the memory/leak samples (default 1000, quick 100)")
+	flag.IntVar(&o.watchRounds, "watch-rounds", 0, "rounds of the watcher start-up test (default 3, quick 1)")
+	flag.Float64Var(&o.treeScale, "tree-scale", 0, "size of the watcher's tree relative to 50,000 files (default 1)")
+	flag.DurationVar(&o.idle, "idle", 0, "idle-CPU window of the watcher test (default 5s, quick 2s)")
+	flag.Parse()
+	if *floor {
+		return runFloor(flag.Args())
+	}
+	if *canned {
+		return runCanned()
+	}
+	if o.mcpflow == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench -mcpflow PATH [-quick] [-rounds N] [-md FILE]")
+		flag.PrintDefaults()
+		return 2
+	}
+	def := func(v *int, full, quick int) {
+		if *v <= 0 {
+			*v = full
+			if o.quick {
+				*v = quick
+			}
+		}
+	}
+	def(&o.rounds, 10000, 300)
+	def(&o.bigRounds, 12, 3)
+	def(&o.restartRounds, 200, 15)
+	def(&o.saveRounds, 30, 5)
+	def(&o.leakRestarts, 1000, 100)
+	def(&o.watchRounds, 3, 1)
+	if o.treeScale <= 0 {
+		o.treeScale = 1
+	}
+	if o.idle <= 0 {
+		o.idle = 5 * time.Second
+		if o.quick {
+			o.idle = 2 * time.Second
+		}
+	}
+	want := map[string]bool{}
+	for _, k := range strings.Split(o.only, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			if !strings.Contains(","+sectionKeys()+",", ","+k+",") {
+				fmt.Fprintf(os.Stderr, "bench: unknown section %q (have %s)\n", k, sectionKeys())
+				return 2
+			}
+			want[k] = true
+		}
+	}
+
+	if err := setSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: cannot become a child subreaper (orphans will not be found):", err)
+	}
+	b := &bench{opt: o}
+	code := b.main(want)
+	return code
+}
+
+func sectionKeys() string {
+	var k []string
+	for _, s := range sections {
+		k = append(k, s.key)
+	}
+	return strings.Join(k, ",")
+}
+
+func (b *bench) main(want map[string]bool) int {
+	var err error
+	if b.mcpflow, err = filepath.Abs(b.opt.mcpflow); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	if fi, err := os.Stat(b.mcpflow); err != nil || fi.IsDir() {
+		fmt.Fprintf(os.Stderr, "bench: -mcpflow %s: not a file (run make build first)\n", b.opt.mcpflow)
+		return 2
+	}
+	if b.self, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if b.tmp, err = os.MkdirTemp("", "mcpflow-bench-"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	cleanup := func() {
+		b.killAll()
+		os.RemoveAll(b.tmp)
+	}
+	defer cleanup()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "\nbench: %v: cleaning up\n", s)
+		cleanup()
+		sweepOrphans()
+		os.Exit(130)
+	}()
+
+	fmt.Println("mcpflow benchmark")
+	if err := b.buildFixture(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	head := b.header()
+	for _, l := range head {
+		fmt.Println("  " + l)
+	}
+
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "## mcpflow benchmark, %s\n\n", time.Now().Format("2006-01-02 15:04 MST"))
+	for _, l := range head {
+		fmt.Fprintf(&md, "- %s\n", l)
+	}
+	failed := false
+	var misses []string
+	start := time.Now()
+	for _, s := range sections {
+		if len(want) > 0 && !want[s.key] {
+			continue
+		}
+		t := time.Now()
+		res, err := s.run(b)
+		if res == nil {
+			res = &result{}
+		}
+		if err != nil {
+			failed = true
+			res.note("FAILED: %v", err)
+		}
+		printTable(os.Stdout, s.title, res)
+		fmt.Printf("   (%s took %.1fs)\n", s.key, time.Since(t).Seconds())
+		writeMarkdown(&md, s.title, res)
+		for _, r := range res.rows {
+			if strings.HasPrefix(r.verdict, "✗") {
+				misses = append(misses, fmt.Sprintf("%s: %s (median %s, p99 %s, ratio %s; goal %s)", s.key, r.name, r.med, r.p99, or(r.ratio, "–"), r.goal))
+			}
+		}
+		b.killAll()
+	}
+	if leaked := sweepOrphans(); len(leaked) > 0 {
+		failed = true
+		fmt.Println("\n✗ processes survived their parent (killed now):")
+		fmt.Fprintln(&md, "\n**Processes survived their parent:**")
+		for _, l := range leaked {
+			fmt.Println("   " + l)
+			fmt.Fprintln(&md, "- "+l)
+		}
+	}
+	fmt.Printf("\nGoals missed: %d\n", len(misses))
+	for _, m := range misses {
+		fmt.Println("   ✗ " + m)
+	}
+	fmt.Printf("total %.1fs\n", time.Since(start).Seconds())
+	if err := os.WriteFile(b.opt.md, md.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: write markdown:", err)
+		failed = true
+	} else {
+		fmt.Printf("markdown rows written to %s\n", b.opt.md)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// buildFixture builds relay/testdata/fixture into the work dir.
+func (b *bench) buildFixture() error {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return fmt.Errorf("run the benchmark from inside the mcpflow module")
+	}
+	root := filepath.Dir(gomod)
+	b.fixture = filepath.Join(b.tmp, "fixture")
+	cmd := exec.Command("go", "build", "-o", b.fixture, "./relay/testdata/fixture")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the fixture: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// header describes the machine and the binaries.
+func (b *bench) header() []string {
+	h := machine()
+	h = append(h, "Go: "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+	v, _ := exec.Command(b.mcpflow, "version").Output()
+	h = append(h, "mcpflow: "+strings.TrimSpace(string(v)))
+	args := append([]string{"go run ./bench"}, os.Args[1:]...)
+	h = append(h, "command: `"+strings.Join(args, " ")+"`")
+	h = append(h, fmt.Sprintf("counts: per-call %d rounds, large %d canned + %d fixture rounds, restart %d rounds, save %d rounds, leak %d restarts, watcher %d rounds (tree ×%g), idle window %s",
+		b.opt.rounds, b.opt.bigRounds, fixtureRounds(b.opt.bigRounds), b.opt.restartRounds, b.opt.saveRounds, b.opt.leakRestarts, b.opt.watchRounds, b.opt.treeScale, b.opt.idle))
+	return h
+}
+
+// tomlStr quotes s as a TOML basic string.
+func tomlStr(s string) string { return strconv.Quote(s) }
+
+// writeFile writes a file, creating its directory.
+func writeFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), 0o644)
+}
+
+// closeAll closes peers (stdin first, as a client leaves) and notes any
+// that did not exit by themselves or exited badly.
+func closeAll(res *result, ps ...*peer) {
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		exit, killed := p.close(10 * time.Second)
+		switch {
+		case killed:
+			res.note("%s did not exit within 10s of stdin closing; killed", p.name)
+		case exit != "exit status 0" && !strings.Contains(exit, "signal: killed"):
+			res.note("%s exited with %q after stdin closed", p.name, exit)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// procSnap is what /proc tells about a process at one moment.
+type procSnap struct {
+	rss, hwm, fds, threads float64
+	children               int
+}
+
+func snap(pid int) (procSnap, error) {
+	var s procSnap
+	var err error
+	if s.rss, err = procKB(pid, "VmRSS"); err != nil {
+		return s, err
+	}
+	if s.hwm, err = procKB(pid, "VmHWM"); err != nil {
+		return s, err
+	}
+	if s.fds, err = procFDs(pid); err != nil {
+		return s, err
+	}
+	if s.threads, err = procThreads(pid); err != nil {
+		return s, err
+	}
+	s.children = len(procChildren(pid))
+	return s, nil
+}
+
+// memory measures mcpflow's idle RSS, then its fds and threads before and
+// after many restarts. The floor and the fixture alone, started the same
+// way, give reference RSS values.
+func memory(b *bench) (res *result, err error) {
+	res = &result{}
+	base, err := b.dir("memory")
+	if err != nil {
+		return res, err
+	}
+	proj := filepath.Join(base, "proj")
+	cfg := filepath.Join(proj, "mcpflow.toml")
+	if err := writeFile(filepath.Join(proj, "main.go"), "package main\n\nfunc main() {}\n"); err != nil {
+		return res, err
+	}
+	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s]\n\n[watch]\ninclude = [\"**/*.go\"]\n", tomlStr(b.fixture))); err != nil {
+		return res, err
+	}
+	mcp, err := b.start("mcpflow", proj, b.mcpflow, "watch", "-c", cfg)
+	if err != nil {
+		return res, err
+	}
+	floor, err := b.start("floor", proj, b.self, "-floor", "--", b.fixture)
+	if err != nil {
+		return res, err
+	}
+	defer func() { closeAll(res, mcp, floor) }()
+	for _, p := range []*peer{mcp, floor} {
+		if _, err := p.handshake(30 * time.Second); err != nil {
+			return res, err
+		}
+		if _, err := p.call("tools/list", "{}", 30*time.Second); err != nil {
+			return res, err
+		}
+		if _, err := p.call("tools/call", echoParams, 30*time.Second); err != nil {
+			return res, err
+		}
+	}
+	time.Sleep(time.Second) // idle
+	before, err := snap(mcp.pid)
+	if err != nil {
+		return res, mcp.fail("read /proc: %v", err)
+	}
+	floorSnap, err := snap(floor.pid)
+	if err != nil {
+		return res, floor.fail("read /proc: %v", err)
+	}
+	fixtureRSS := -1.0
+	if kids := procChildren(floor.pid); len(kids) == 1 {
+		fixtureRSS, _ = procKB(kids[0], "VmRSS")
+	}
+
+	t0 := time.Now()
+	tenth := max(1, b.opt.leakRestarts/10)
+	var mid procSnap
+	for i := range b.opt.leakRestarts {
+		if _, _, _, err := recompile(mcp); err != nil {
+			return res, err
+		}
+		if i+1 == tenth {
+			if mid, err = snap(mcp.pid); err != nil {
+				return res, mcp.fail("read /proc: %v", err)
+			}
+		}
+	}
+	restarts := time.Since(t0)
+	// Calls still work, then let it settle.
+	if _, err := mcp.call("tools/call", echoParams, 30*time.Second); err != nil {
+		return res, err
+	}
+	time.Sleep(time.Second)
+	after, err := snap(mcp.pid)
+	if err != nil {
+		return res, mcp.fail("read /proc: %v", err)
+	}
+
+	res.add(single("mcpflow idle RSS after start (VmRSS)", uBytes, before.rss).
+		withRatio(ratio(before.rss, floorSnap.rss)+" of floor").
+		judge("≤ 15 MB", before.rss <= 15e6))
+	res.add(single("floor idle RSS (VmRSS)", uBytes, floorSnap.rss))
+	if fixtureRSS > 0 {
+		res.add(single("fixture idle RSS (VmRSS), for scale", uBytes, fixtureRSS))
+	}
+	n := b.opt.leakRestarts
+	res.add(row{name: fmt.Sprintf("mcpflow open fds: before → %d → %d restarts", tenth, n), n: "1",
+		med: fmt.Sprintf("%.0f → %.0f → %.0f", before.fds, mid.fds, after.fds)}.
+		judge("flat", after.fds <= before.fds))
+	res.add(row{name: fmt.Sprintf("mcpflow threads (goroutine proxy): before → %d → %d restarts", tenth, n), n: "1",
+		med: fmt.Sprintf("%.0f → %.0f → %.0f", before.threads, mid.threads, after.threads)})
+	res.add(row{name: fmt.Sprintf("mcpflow RSS: before → %d → %d restarts", tenth, n), n: "1",
+		med: fmt.Sprintf("%s → %s → %s", fmtBytes(before.rss), fmtBytes(mid.rss), fmtBytes(after.rss))})
+	res.add(row{name: fmt.Sprintf("mcpflow children: before → %d → %d restarts", tenth, n), n: "1",
+		med: fmt.Sprintf("%d → %d → %d", before.children, mid.children, after.children)}.
+		judge("always 1", before.children == 1 && mid.children == 1 && after.children == 1))
+	res.add(single("mcpflow peak RSS over the run (VmHWM)", uBytes, after.hwm))
+	res.note("%d restarts took %.1fs (%s each)", n, restarts.Seconds(), fmtDur(float64(restarts)/float64(max(n, 1))))
+	res.note("goroutines cannot be seen from outside the process: the thread count (/proc/PID/status Threads) is only a proxy; Go parks goroutines without threads, so a goroutine leak shows in RSS before it shows here")
+	res.note("mcpflow watches a one-file project (include **/*.go) and has served initialize, tools/list and one echo call before the idle sample, taken after 1s idle")
+	return res, nil
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+const listChanged = "notifications/tools/list_changed"
+
+var restartLine = regexp.MustCompile(`Server restarted in (\S+) \(stop (\S+), start (\S+), handshake (\S+), tools/list (\S+)\)\.`)
+
+// restartTimes is what mcpflow's recompile result reports.
+type restartTimes struct{ total, stop, start, handshake, tools time.Duration }
+
+func parseRestart(text string) (restartTimes, error) {
+	m := restartLine.FindStringSubmatch(text)
+	if m == nil {
+		return restartTimes{}, fmt.Errorf("no \"Server restarted in …\" line in the recompile result: %q", text)
+	}
+	var d [5]time.Duration
+	for i := range d {
+		v, err := time.ParseDuration(m[i+1])
+		if err != nil {
+			return restartTimes{}, fmt.Errorf("recompile result: %q: %v", m[i+1], err)
+		}
+		d[i] = v
+	}
+	return restartTimes{d[0], d[1], d[2], d[3], d[4]}, nil
+}
+
+// recompile calls the recompile tool and waits for list_changed too.
+func recompile(p *peer) (rt restartTimes, wall, toList time.Duration, err error) {
+	p.notes = nil
+	t0 := time.Now()
+	rep, err := p.call("tools/call", `{"name":"recompile","arguments":{}}`, time.Minute)
+	if err != nil {
+		return rt, 0, 0, err
+	}
+	wall = rep.at.Sub(t0)
+	txt, isErr, err := toolText(rep.result)
+	if err != nil || isErr {
+		return rt, 0, 0, p.fail("recompile failed (isError %v, %v): %s", isErr, err, txt)
+	}
+	if rt, err = parseRestart(txt); err != nil {
+		return rt, 0, 0, p.fail("%v", err)
+	}
+	at, err := p.waitNote(listChanged, time.Now().Add(10*time.Second))
+	if err != nil {
+		return rt, 0, 0, err
+	}
+	return rt, wall, at.Sub(t0), nil
+}
+
+// restartCost calls recompile (no build step) N times, interleaved with
+// starting the fixture alone and timing its own start-up, tools/list and
+// stop the same way.
+func restartCost(b *bench) (res *result, err error) {
+	res = &result{}
+	dir, err := b.dir("restart")
+	if err != nil {
+		return res, err
+	}
+	cfg := filepath.Join(dir, "mcpflow.toml")
+	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s]\n\n[watch]\nenabled = false\n", tomlStr(b.fixture))); err != nil {
+		return res, err
+	}
+	mcp, err := b.start("mcpflow", dir, b.mcpflow, "watch", "-c", cfg)
+	if err != nil {
+		return res, err
+	}
+	defer func() { closeAll(res, mcp) }()
+	if _, err := mcp.handshake(30 * time.Second); err != nil {
+		return res, err
+	}
+	for range 3 { // warm up; the first one also learns the tool baseline
+		if _, _, _, err := recompile(mcp); err != nil {
+			return res, err
+		}
+	}
+	var total, stop, start, hs, tools, wall, toList sample
+	var ready, cTools, cStop, own, ownNet sample
+	for r := range b.opt.restartRounds {
+		var rt restartTimes
+		var cr, ct, cs time.Duration
+		for k := range 2 {
+			if (r+k)%2 == 0 {
+				var w, l time.Duration
+				if rt, w, l, err = recompile(mcp); err != nil {
+					return res, err
+				}
+				total.addDur(rt.total)
+				stop.addDur(rt.stop)
+				start.addDur(rt.start)
+				hs.addDur(rt.handshake)
+				tools.addDur(rt.tools)
+				wall.addDur(w)
+				toList.addDur(l)
+				continue
+			}
+			if cr, ct, cs, err = childAlone(b, dir); err != nil {
+				return res, err
+			}
+			ready.addDur(cr)
+			cTools.addDur(ct)
+			cStop.addDur(cs)
+		}
+		own.addDur(rt.total - cr)
+		ownNet.addDur(rt.total - cr - ct - cs)
+	}
+
+	res.add(stat("restart total (mcpflow's report)", uDur, &total))
+	res.add(stat("  · stop old child", uDur, &stop))
+	res.add(stat("  · start (spawn)", uDur, &start))
+	res.add(stat("  · handshake replay", uDur, &hs))
+	res.add(stat("  · tools/list", uDur, &tools))
+	res.add(stat("recompile call at the client", uDur, &wall))
+	res.add(stat("recompile sent → list_changed read", uDur, &toList))
+	res.add(stat("child alone: spawn → initialize result", uDur, &ready))
+	res.add(stat("child alone: tools/list", uDur, &cTools))
+	res.add(stat("child alone: stop (stdin closed → reaped)", uDur, &cStop))
+	res.add(stat("mcpflow own share = total − child start-up", uDur, &own).
+		withRatio(ratio(total.median(), ready.median())+" of child").
+		judge("≤ 15ms (median)", own.median() <= float64(15*time.Millisecond)))
+	res.add(stat("own share − child's tools/list and stop", uDur, &ownNet))
+	res.note("own share is paired per round: mcpflow's reported total minus the start-up of a fixture started alone in the same round")
+	res.note("mcpflow runs with no [build] and watch off, so recompile is stop + start + handshake replay + tools/list; 3 warm-up recompiles not counted")
+	return res, nil
+}
+
+// childAlone starts the fixture by itself and times spawn → initialize
+// result, tools/list, and stop (stdin closed → exit reaped).
+func childAlone(b *bench, dir string) (ready, tools, stop time.Duration, err error) {
+	t0 := time.Now()
+	p, err := b.start("fixture alone", dir, b.fixture)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer p.kill()
+	rep, err := p.handshake(30 * time.Second)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ready = rep.at.Sub(t0)
+	t1 := time.Now()
+	rep, err = p.call("tools/list", "{}", 30*time.Second)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	tools = rep.at.Sub(t1)
+	t2 := time.Now()
+	if exit, killed := p.close(10 * time.Second); killed {
+		return 0, 0, 0, p.fail("did not exit after stdin closed (%s)", exit)
+	}
+	stop = time.Since(t2)
+	return ready, tools, stop, nil
+}
