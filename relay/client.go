@@ -30,8 +30,15 @@ func (r *Relay) fromClient(msg []byte) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	c := r.child
+	if c != nil {
+		c.in.beginInline() // written by this goroutine once the lock is free
+	}
 	r.dispatchClient(msg, env)
+	r.mu.Unlock()
+	if c != nil {
+		c.in.endInline()
+	}
 }
 
 // clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element

@@ -23,6 +23,8 @@ func (r *Relay) fromChild(c *child, msg []byte) {
 		}
 		return
 	}
+	r.out.beginInline() // written by this goroutine once the lock is free
+	defer r.out.endInline()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
