@@ -16,7 +16,7 @@ import (
 
 // wire is a raw JSON-RPC client for tests that need exact bytes.
 type wire struct {
-	t     *testing.T
+	t     testing.TB
 	r     *Relay
 	w     io.WriteCloser
 	lines chan string
@@ -24,7 +24,7 @@ type wire struct {
 	done  chan struct{}
 }
 
-func newWire(t *testing.T, cfg func(*Config), args ...string) *wire {
+func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	t.Helper()
 	dir := t.TempDir()
 	variant := filepath.Join(dir, "variant")
