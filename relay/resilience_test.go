@@ -195,6 +195,8 @@ func TestQueueOverflowAndDeadline(t *testing.T) {
 		c.Command = []string{"sleep 2; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
 	})
 	w.handshake("legacy")
+	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`) // the handshake is through
+	w.recvID("sync")
 	go w.r.Restart(context.Background())
 	time.Sleep(300 * time.Millisecond) // the restart is under way
 	for i := range 5 {
