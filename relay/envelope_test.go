@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/log"
 )
@@ -190,8 +191,9 @@ func FuzzPeekEnvelope(f *testing.F) {
 			return
 		}
 		// Whatever the scanner accepts as an object, encoding/json must
-		// agree on its id and method when it is valid JSON.
-		if !json.Valid(b) {
+		// agree on its id and method when it is valid JSON. (The relay
+		// checks UTF-8 first; encoding/json would replace bad bytes.)
+		if !json.Valid(b) || !utf8.Valid(b) {
 			return
 		}
 		var m struct {
