@@ -48,12 +48,22 @@
 //
 // # Design notes
 //
-// Writes to each peer go through an outbox drained by its own goroutine, so
-// the relay never holds its lock across a write that could block on a peer
-// (a child blocked writing a 20 MiB result while the relay waits to write
-// its stdin would otherwise deadlock). The relay's lock guards routing
-// state only; restarts are serialized by a second lock and run without the
-// first while they wait on the child.
+// Writes to each peer go through an outbox, so the relay never holds its
+// lock across a write that could block on a peer (a child blocked writing a
+// 20 MiB result while the relay waits to write its stdin would otherwise
+// deadlock). On the hot path the goroutine that read a message writes it
+// itself once the lock is released; the outbox's own goroutine writes what
+// other goroutines send. (DESIGN.md started from a writer goroutine per
+// peer; waking it cost a thread hand-off per message, measured at ~40 % of
+// the relay's CPU per call.) The relay's lock guards routing state only;
+// restarts are serialized by a second lock and run without the first while
+// they wait on the child.
+//
+// Messages are stored and forwarded whole, not streamed: the relay must see
+// a whole line to enforce MaxMessage, to know it is JSON-RPC, and to answer
+// a request with an error instead of handing the client a truncated line
+// when the child dies mid-message. The cost is one more trip of a large
+// message through a pipe; BENCHMARKS.md has the figures.
 //
 // The relay defines Recompiler, which the builder satisfies through an
 // adapter in cmd/mcpflow; the builder calls back Restart. Neither package
