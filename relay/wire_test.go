@@ -290,3 +290,23 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 		t.Fatalf("log level not kept for replay: %q", level)
 	}
 }
+
+func TestWireUnknownPassesThrough(t *testing.T) {
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			w := newWire(t, nil)
+			meta := w.handshake(era)
+			// An unknown method reaches the child, whose answer comes back.
+			w.send(`{"jsonrpc":"2.0","id":20,"method":"tasks/frobnicate","params":{` + meta + `"taskId":"x","x-unknown":{"deep":[1,2]}}}`)
+			m := w.recvID(20)
+			if errCode(m) != codeMethodNotFound || strings.Contains(errMessage(m), "mcpflow") {
+				t.Fatalf("unknown method: want the server's -32601, got %v", m)
+			}
+			// Unknown fields and _meta in a call pass untouched.
+			w.send(`{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{` + meta + `"name":"echo","arguments":{"text":"x"},"x-extra":true}}`)
+			if m := w.recvID(21); m["result"] == nil {
+				t.Fatalf("call with extra fields: %v", m)
+			}
+		})
+	}
+}
