@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -264,12 +265,7 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 	case era == eraModern:
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		keys := make([]string, 0, len(r.listens))
-		for k := range r.listens {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.listens)) {
 			l := r.listens[k]
 			l.awaitingAck = true
 			r.pending[k] = &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"}
@@ -302,12 +298,7 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		if r.logLevel != nil {
 			c.in.send(request(r.nextID(""), "logging/setLevel", r.logLevel))
 		}
-		uris := make([]string, 0, len(r.subs))
-		for u := range r.subs {
-			uris = append(uris, u)
-		}
-		sort.Strings(uris)
-		for _, u := range uris {
+		for _, u := range slices.Sorted(maps.Keys(r.subs)) {
 			c.in.send(request(r.nextID(""), "resources/subscribe", r.subs[u]))
 		}
 		return changes, nil
@@ -363,12 +354,7 @@ func (r *Relay) sendListChanged() {
 			r.out.send(request(nil, "notifications/"+k+"/list_changed", nil))
 		}
 	case eraModern:
-		keys := make([]string, 0, len(r.listens))
-		for k := range r.listens {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(maps.Keys(r.listens)) {
 			l := r.listens[key]
 			for _, k := range kinds {
 				if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
@@ -495,12 +481,7 @@ func mergeEnv(base []string, over map[string]string) []string {
 			out = append(out, kv)
 		}
 	}
-	keys := make([]string, 0, len(over))
-	for k := range over {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(over)) {
 		out = append(out, k+"="+over[k])
 	}
 	return out
