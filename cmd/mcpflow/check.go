@@ -105,8 +105,15 @@ func checkWarnings(cfg *Config, files []string) []string {
 	return out
 }
 
-// candidateOutputs are the paths a build or mcpflow writes.
-func candidateOutputs(cfg *Config) []string { return ignoredOutputs(cfg) }
+// candidateOutputs are the paths a build writes and the run binary (the
+// log file, which mcpflow writes itself, is not the user's concern).
+func candidateOutputs(cfg *Config) []string {
+	out := ignoredOutputs(cfg)
+	if cfg.Log.File != "" && len(out) > 0 && out[0] == cfg.Log.File {
+		out = out[1:]
+	}
+	return out
+}
 
 func matchesAny(globs []string, rel string) bool {
 	for _, g := range globs {
