@@ -7,7 +7,7 @@ BIN      := bin/mcpflow
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps
+.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps
 
 all: build
 
@@ -18,7 +18,15 @@ build:
 	$(GO) build -o $(BIN) ./cmd/mcpflow
 
 # The test command the README gives and .ci/run calls.
-test: lint unit fuzz cross
+test: lint node-deps unit fuzz cross
+
+# TypeScript SDK peers for the end-to-end tests (from the npm registry).
+NODE_PEERS := cmd/mcpflow/testdata/node
+node-deps: $(NODE_PEERS)/node_modules/.installed
+
+$(NODE_PEERS)/node_modules/.installed: $(NODE_PEERS)/package.json $(NODE_PEERS)/package-lock.json
+	cd $(NODE_PEERS) && npm ci --no-audit --no-fund
+	touch $@
 
 unit:
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
@@ -50,4 +58,4 @@ bench: build
 	$(GO) run ./bench -mcpflow $(BIN)
 
 clean:
-	rm -rf bin
+	rm -rf bin $(NODE_PEERS)/node_modules

@@ -469,3 +469,51 @@ func TestE2ERecompileReportsProgress(t *testing.T) {
 		}
 	}
 }
+
+// nodePeers returns the folder of the TypeScript SDK peers, or skips when
+// their packages are not installed (make test installs them: make node-deps).
+func nodePeers(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("testdata", "node"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("TypeScript SDK peers not installed: make node-deps")
+		}
+		t.Skip("TypeScript SDK peers not installed: run make node-deps")
+	}
+	return dir
+}
+
+// TestE2ETypeScriptClient drives mcpflow with the TypeScript SDK's client:
+// a non-Go peer sees the recompile, the notification and the new tool.
+func TestE2ETypeScriptClient(t *testing.T) {
+	dir := nodePeers(t)
+	cmd := exec.Command("node", "client.mjs", mcpflowBin, fixtureBin, filepath.Join(t.TempDir(), "variant"))
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("TypeScript client: %v\n%s", err, out)
+	}
+}
+
+// TestE2ETypeScriptServer relays a TypeScript SDK server, which writes its
+// results before their ids, to the Go SDK client in both eras.
+func TestE2ETypeScriptServer(t *testing.T) {
+	dir := nodePeers(t)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			h := startE2E(t, dir, era.version, "watch", "--", "node", "server.mjs")
+			h.waitTools("hello")
+			if got, isErr := h.call("hello", map[string]any{"name": "go"}); isErr || got != "hello, go" {
+				t.Fatalf("hello: %q %v", got, isErr)
+			}
+			const n = 3 << 20
+			if got, isErr := h.call("big", map[string]any{"n": n}); isErr || got != strings.Repeat("x", n) {
+				t.Fatalf("big: %d bytes, isError %v", len(got), isErr)
+			}
+			if text, isErr := h.call("recompile", nil); isErr || !strings.Contains(text, "Tools: unchanged") {
+				t.Fatalf("recompile: %q", text)
+			}
+		})
+	}
+}
