@@ -49,9 +49,10 @@ type childSpec struct {
 }
 
 // startChild starts a new generation. onMsg is called, from the stdout
-// reader goroutine, with every line the child writes; onBadLine with read
-// errors such as over-long lines; onStderrLine with each stderr line.
-func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
+// reader goroutine, with every line the child writes (onChunks with a line
+// longer than the read buffer, in chunks); onTooLarge with lines over the
+// limit; onStderrLine with each stderr line.
+func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onChunks func(c *child, chunks [][]byte), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
@@ -114,7 +115,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onTo
 		defer readers.Done()
 		lr := newLineReader(outR, spec.maxMsg)
 		for {
-			line, err := lr.next()
+			line, chunks, err := lr.nextChunks()
 			if err != nil {
 				var tl *errTooLarge
 				if errors.As(err, &tl) {
@@ -122,6 +123,10 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onTo
 					continue
 				}
 				return
+			}
+			if chunks != nil {
+				onChunks(c, chunks)
+				continue
 			}
 			onMsg(c, line)
 		}

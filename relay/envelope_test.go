@@ -248,3 +248,43 @@ func FuzzLineReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanChunks: on any message the contiguous scanner accepts, the
+// chunked scanner, fed the same bytes cut anywhere, finds the same id,
+// method and kind.
+func FuzzScanChunks(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b\\"}]}}`,
+		`{"result":{"x":"}{]["},"jsonrpc":"2.0","id":"s\"1"}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":[1,2,3]}}`,
+	} {
+		f.Add([]byte(s), uint8(5), uint8(17))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cut1, cut2 uint8) {
+		want, err := peekEnvelope(b)
+		if err != nil || want.isArray || !utf8.Valid(b) {
+			return
+		}
+		// Cut into up to three chunks.
+		c1, c2 := int(cut1)%(len(b)+1), int(cut2)%(len(b)+1)
+		if c1 > c2 {
+			c1, c2 = c2, c1
+		}
+		got, err := scanChunks([][]byte{b[:c1], b[c1:c2], b[c2:]})
+		if err != nil {
+			t.Fatalf("scanChunks rejects what peekEnvelope accepts: %v", err)
+		}
+		if string(bytes.TrimSpace(got.id)) != string(want.id) || got.method != want.method || got.isResponse() != want.isResponse() {
+			t.Fatalf("got id=%s method=%q resp=%v, want id=%s method=%q resp=%v", got.id, got.method, got.isResponse(), want.id, want.method, want.isResponse())
+		}
+	})
+}
+
+func TestScanChunksRejects(t *testing.T) {
+	for _, s := range []string{`{"id":1,"result":{"a":"b"}`, `{"id":1,"result":"x}`, `{"id":1,"result":[}}`, `[1]`, `{"id":1} x`} {
+		if _, err := scanChunks([][]byte{[]byte(s[:len(s)/2]), []byte(s[len(s)/2:])}); err == nil {
+			t.Errorf("%s: accepted", s)
+		}
+	}
+}

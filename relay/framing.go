@@ -16,6 +16,11 @@ import (
 type lineReader struct {
 	r   *bufio.Reader
 	max int
+
+	// keepChunks makes readLine leave a line longer than the buffer in
+	// chunks (see nextChunks) instead of joining it.
+	keepChunks bool
+	chunks     [][]byte
 }
 
 const headSize = 4096
@@ -45,6 +50,9 @@ func newLineReader(r io.Reader, max int) *lineReader {
 func (l *lineReader) next() ([]byte, error) {
 	for {
 		line, err := l.readLine()
+		if l.chunks != nil {
+			return nil, nil // nextChunks takes it
+		}
 		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
 			return nil, err
 		}
@@ -57,6 +65,20 @@ func (l *lineReader) next() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// nextChunks is next for a reader that can take a long line in chunks: it
+// returns the line, or (for a line longer than the read buffer) its chunks.
+func (l *lineReader) nextChunks() ([]byte, [][]byte, error) {
+	l.keepChunks = true
+	line, err := l.next()
+	if chunks := l.chunks; chunks != nil {
+		l.chunks = nil
+		last := chunks[len(chunks)-1]
+		chunks[len(chunks)-1] = bytes.TrimRight(last, "\r")
+		return nil, chunks, nil
+	}
+	return line, nil, err
 }
 
 func (l *lineReader) readLine() ([]byte, error) {
@@ -142,6 +164,10 @@ func (l *lineReader) readLine() ([]byte, error) {
 	}
 	if len(chunks) == 1 {
 		return chunks[0], err
+	}
+	if l.keepChunks {
+		l.chunks = chunks
+		return nil, err
 	}
 	line := make([]byte, 0, size)
 	for i, c := range chunks {

@@ -24,13 +24,19 @@ import (
 type outbox struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	q       [][]byte
+	q       []outMsg
 	closed  bool
 	err     error
 	writing bool // the write token is taken
 	inline  int  // goroutines between beginInline and endInline
 	bw      *bufio.Writer
 	done    chan struct{}
+}
+
+// outMsg is one queued message: msg, or a long one in parts.
+type outMsg struct {
+	msg   []byte
+	parts [][]byte
 }
 
 func newOutbox() *outbox {
@@ -41,13 +47,18 @@ func newOutbox() *outbox {
 
 // send queues msg (no trailing newline). It reports false once the outbox
 // is closed or its writer failed.
-func (o *outbox) send(msg []byte) bool {
+func (o *outbox) send(msg []byte) bool { return o.push(outMsg{msg: msg}) }
+
+// sendParts queues one message given in parts, written back to back.
+func (o *outbox) sendParts(parts [][]byte) bool { return o.push(outMsg{parts: parts}) }
+
+func (o *outbox) push(m outMsg) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed || o.err != nil {
 		return false
 	}
-	o.q = append(o.q, msg)
+	o.q = append(o.q, m)
 	if o.inline == 0 {
 		o.cond.Signal()
 	}
@@ -94,11 +105,15 @@ func (o *outbox) drainLocked() {
 			o.fail(err)
 			continue
 		}
-		msg := o.q[0]
-		o.q[0] = nil
+		m := o.q[0]
+		o.q[0] = outMsg{}
 		o.q = o.q[1:]
 		o.mu.Unlock()
-		_, err := o.bw.Write(msg)
+		_, err := o.bw.Write(m.msg)
+		for i := 0; i < len(m.parts) && err == nil; i++ {
+			_, err = o.bw.Write(m.parts[i])
+			m.parts[i] = nil
+		}
 		if err == nil {
 			err = o.bw.WriteByte('\n')
 		}

@@ -235,7 +235,7 @@ func (r *Relay) spawn() (*child, error) {
 	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.envOver)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
-	c, err := startChild(spec, gen, r.fromChild, r.childTooLarge, r.childStderr)
+	c, err := startChild(spec, gen, r.fromChild, r.fromChildChunks, r.childTooLarge, r.childStderr)
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
