@@ -86,6 +86,8 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 		outW.Close()
 		return nil, err
 	}
+	growPipe(outR)
+	growPipe(inW)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {

@@ -240,6 +240,12 @@ var errClosed = errors.New("relay is shut down")
 // first Restart (normally the builder's startup cycle) does; until then,
 // client messages wait in the queue.
 func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	if f, ok := out.(*os.File); ok {
+		growPipe(f)
+	}
+	if f, ok := in.(*os.File); ok {
+		growPipe(f)
+	}
 	go r.out.run(out, nil)
 	readErr := make(chan error, 1)
 	go func() {
