@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 )
 
 // Exit codes.
@@ -42,6 +43,16 @@ type env struct {
 
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
+	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the whole run, for
+	// `go tool pprof` (how BENCHMARKS.md's profiles were taken).
+	if path := os.Getenv("MCPFLOW_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			code := run(e, os.Args[1:])
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(e, os.Args[1:]))
 }
 
