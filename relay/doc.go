@@ -62,8 +62,11 @@
 // Messages are stored and forwarded whole, not streamed: the relay must see
 // a whole line to enforce MaxMessage, to know it is JSON-RPC, and to answer
 // a request with an error instead of handing the client a truncated line
-// when the child dies mid-message. The cost is one more trip of a large
-// message through a pipe; BENCHMARKS.md has the figures.
+// when the child dies mid-message. To keep that cheap, a line longer than
+// the read buffer is kept in the chunks it was read in, checked by a
+// scanner that walks them (chunks.go), and written from them when it is a
+// response passed on unchanged; and the pipes are grown to 1 MiB on Linux.
+// BENCHMARKS.md has the figures.
 //
 // The relay defines Recompiler, which the builder satisfies through an
 // adapter in cmd/mcpflow; the builder calls back Restart. Neither package
