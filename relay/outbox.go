@@ -121,7 +121,11 @@ func (o *outbox) drainLocked() {
 		o.fail(err)
 	}
 	o.writing = false
-	o.cond.Broadcast() // run may be waiting for the token
+	if o.closed || len(o.q) > 0 {
+		// run may be waiting for the token. (Not otherwise: waking it for
+		// nothing cost two futex calls and a goroutine switch per message.)
+		o.cond.Broadcast()
+	}
 }
 
 func (o *outbox) fail(err error) {
