@@ -48,6 +48,13 @@ type Config struct {
 	// for a rebuild and restart.
 	RestartMarker string
 
+	// StartupGrace is how long client messages wait for the first server
+	// before the relay answers on its own (initialize included) and tells
+	// the agent the first build is still running; default 5s. Clients give
+	// up on a silent server after some tens of seconds, and a cold cargo or
+	// go build can take minutes.
+	StartupGrace time.Duration
+
 	Recompiler Recompiler  // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *log.Logger // nil = discard
 	Version    string      // mcpflow's version, for its own serverInfo
@@ -204,6 +211,9 @@ func New(cfg Config) *Relay {
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = "restart"
 	}
+	if cfg.StartupGrace <= 0 {
+		cfg.StartupGrace = 5 * time.Second
+	}
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
@@ -265,6 +275,7 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 	}()
 	go r.expireQueue()
+	go r.startupGrace()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -329,3 +340,26 @@ func (r *Relay) addNotice(format string, args ...any) {
 // relay (as its Restarter) and the relay needs the builder, so one of them
 // is set after both exist. Call it before Serve.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
+
+// startupGrace stops holding client messages when the first server takes
+// longer than StartupGrace to come up: the relay answers alone until it
+// does, and the first good build then replays the session as after a crash.
+func (r *Relay) startupGrace() {
+	t := time.NewTimer(r.cfg.StartupGrace)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return
+	case <-t.C:
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != stateStarting {
+		return
+	}
+	r.log.Info("the first build is taking a while: answering the client until the server is up", "after", r.cfg.StartupGrace)
+	r.state = stateDown
+	r.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
+		r.cfg.Tool + " to wait for that build and see its result."
+	r.flushQueue()
+}

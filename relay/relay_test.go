@@ -340,3 +340,29 @@ func TestQueueDuringRestart(t *testing.T) {
 }
 
 var _ = mcp.Implementation{}
+
+func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		// No server for now: the first build is "still running".
+		h := newHarness(t, hopts{version: version, noStart: true, cfg: func(c *Config) { c.StartupGrace = 200 * time.Millisecond }})
+		if info := h.cs.InitializeResult().ServerInfo; info == nil || info.Name != "mcpflow" {
+			t.Fatalf("want mcpflow's own initialize answer, got %+v", info)
+		}
+		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
+			t.Fatalf("tools while building: %v", names)
+		}
+		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+		if err != nil || !isErr || !strings.Contains(text, "first build is still running") {
+			t.Fatalf("call while building: %q %v %v", text, isErr, err)
+		}
+		// The build finishes: the server gets the replayed session and the
+		// client is told.
+		if _, err := h.r.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.waitListChanged()
+		if got := h.mustCall("echo", map[string]any{"text": "up"}); !strings.Contains(got, "up") {
+			t.Fatalf("echo once up: %q", got)
+		}
+	})
+}
