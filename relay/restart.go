@@ -86,6 +86,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	replayDur := time.Since(tReplay)
 
 	tTools := time.Now()
+	hadTools := r.haveTools // a first start has nothing to diff against
 	var diff string
 	var details []string
 	r.mu.Lock()
@@ -129,8 +130,8 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
 		round(total), round(stopDur), round(startDur), round(replayDur), round(toolsDur))
 	switch {
-	case !ready:
-	case diff == "" && r.haveTools:
+	case !ready || !hadTools:
+	case diff == "":
 		b.WriteString("Tools: unchanged.\n")
 	case diff != "":
 		fmt.Fprintf(&b, "Tools: %s\n", diff)
@@ -141,14 +142,14 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	for _, ch := range changes {
 		b.WriteString("Note: " + ch + "\n")
 	}
-	r.log.Debug("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready))
+	r.log.Debug("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready && hadTools))
 	return b.String(), nil
 }
 
-func diffOr(diff string, ready bool) string {
+func diffOr(diff string, known bool) string {
 	switch {
-	case !ready:
-		return "(no session yet)"
+	case !known:
+		return "(no earlier list)"
 	case diff == "":
 		return "unchanged"
 	}

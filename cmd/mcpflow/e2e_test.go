@@ -475,7 +475,7 @@ func TestE2ERecompileReportsProgress(t *testing.T) {
 func nodePeers(t *testing.T) string {
 	t.Helper()
 	dir, _ := filepath.Abs(filepath.Join("testdata", "node"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("TypeScript SDK peers not installed: make node-deps")
 		}
@@ -493,6 +493,27 @@ func TestE2ETypeScriptClient(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK") {
 		t.Fatalf("TypeScript client: %v\n%s", err, out)
+	}
+}
+
+// TestE2ETypeScriptModernClient drives mcpflow with the TypeScript SDK 2.x
+// client in "auto" version negotiation, as Claude Code's
+// MCP_PROTOCOL_NEGOTIATION=auto: it probes server/discover on a sibling
+// mcpflow it then kills, and must end up in the 2026-07-28 era with a
+// working reload.
+func TestE2ETypeScriptModernClient(t *testing.T) {
+	dir := nodePeers(t)
+	variant := filepath.Join(t.TempDir(), "variant")
+	cmd := exec.Command("node", "client2.mjs", mcpflowBin, fixtureBin, variant)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK modern 2026-07-28") {
+		t.Fatalf("TypeScript 2.x client: %v\n%s", err, out)
+	}
+	// The probe's sibling mcpflow and its server are gone too.
+	time.Sleep(200 * time.Millisecond)
+	if out, _ := exec.Command("pgrep", "-f", variant).Output(); len(out) > 0 {
+		t.Fatalf("processes left behind: %s", out)
 	}
 }
 
