@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -161,7 +162,10 @@ func (r *Relay) noteEra(env envelope) {
 	if v, _ := unquote(pv); v < modernVersion {
 		return
 	}
-	r.lastMeta = metaTriple(meta)
+	if !bytes.Equal(meta, r.lastMetaRaw) { // the same on every request, as a rule
+		r.lastMetaRaw = clone(meta)
+		r.lastMeta = metaTriple(meta)
+	}
 	if r.era == eraUnknown && env.method != "server/discover" {
 		r.era = eraModern
 		r.log.Debug("protocol era: modern (per-request _meta)")
@@ -272,6 +276,14 @@ func (r *Relay) clientResponse(msg []byte, env envelope) {
 
 // hold queues a client message while a restart or the first build runs.
 func (r *Relay) hold(msg []byte, env envelope) {
+	if env.isRequest() {
+		for _, m := range r.queue {
+			if m.env.isRequest() && bytes.Equal(m.env.id, env.id) {
+				r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+				return
+			}
+		}
+	}
 	if len(r.queue) >= r.cfg.QueueSize || r.queueBytes+len(msg) > r.cfg.QueueBytes {
 		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", len(r.queue), r.queueBytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.method)

@@ -128,6 +128,7 @@ type Relay struct {
 	clientInit   bool   // the client sent notifications/initialized
 	childCaps    caps   // what the current child declared
 	lastMeta     []byte // the _meta triple of the client's latest modern request
+	lastMetaRaw  []byte // that request's whole _meta, to skip recomputing it
 	logLevel     []byte // params of the last logging/setLevel
 	subs         map[string][]byte
 	pending      map[string]*pending

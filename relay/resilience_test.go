@@ -360,3 +360,30 @@ func openFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+func TestDuplicateIDWhileHeld(t *testing.T) {
+	w := newWire(t, func(c *Config) {
+		c.Shell = true
+		c.Command = []string{"sleep 1; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
+	})
+	w.handshake("legacy")
+	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`)
+	w.recvID("sync")
+	go w.r.Restart(context.Background())
+	time.Sleep(200 * time.Millisecond) // held from now on
+	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	first := w.recv()
+	if mustMarshal(first["id"]) != "5" || !strings.Contains(errMessage(first), "in flight") {
+		t.Fatalf("second request with a held id: %v", first)
+	}
+	if second := w.recvID(5); second["result"] == nil {
+		t.Fatalf("the held request: %v", second)
+	}
+	// Exactly one answer each: nothing else for id 5.
+	for id, n := range w.collect(500*time.Millisecond, nil) {
+		if id == "5" {
+			t.Fatalf("id 5 answered %d more times", n)
+		}
+	}
+}
