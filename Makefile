@@ -44,10 +44,15 @@ cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/mcpflow
 	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcpflow
 
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	# The tests use legacy-era features (sampling, logging/setLevel) on
+	# purpose: their deprecation notices (SA1019) are expected.
+	$(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
 
 # Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
 # source to add a tool, and shows each step.

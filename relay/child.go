@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/charmbracelet/log"
 )
 
 // child is one generation of the MCP server process. It owns the process,
@@ -45,7 +43,6 @@ type childSpec struct {
 	dir    string
 	env    []string
 	maxMsg int
-	logger *log.Logger
 }
 
 // startChild starts a new generation. onMsg is called, from the stdout

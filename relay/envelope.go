@@ -204,16 +204,6 @@ func partialID(head []byte) []byte {
 	return id
 }
 
-// metaString returns the string value of _meta[key] in params, or "".
-func metaString(params []byte, key string) string {
-	v := member(member(params, "_meta"), key)
-	if len(v) == 0 || v[0] != '"' {
-		return ""
-	}
-	s, _ := unquote(v)
-	return s
-}
-
 func skipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {

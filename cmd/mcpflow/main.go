@@ -17,7 +17,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +114,3 @@ func version() string {
 	}
 	return v
 }
-
-// errUsage marks errors that exit with status 2.
-var errUsage = errors.New("usage")
