@@ -239,6 +239,9 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 		delete(r.listens, key)
 		p, ok := r.pending[key]
 		if !ok {
+			if r.unhold(id) {
+				return // canceled while held: it is never sent
+			}
 			r.log.Debug("dropped a cancel for a request that is not in flight", "id", key)
 			return
 		}
@@ -294,6 +297,18 @@ func (r *Relay) hold(msg []byte, env envelope) {
 	}
 	r.queue = append(r.queue, queued{msg: msg, env: env, at: time.Now()})
 	r.queueBytes += len(msg)
+}
+
+// unhold removes a held request with the given id. r.mu is held.
+func (r *Relay) unhold(id []byte) bool {
+	for i, m := range r.queue {
+		if m.env.isRequest() && bytes.Equal(m.env.id, id) {
+			r.queueBytes -= len(m.msg)
+			r.queue = append(r.queue[:i], r.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // flushQueue dispatches the held messages in order. r.mu is held. A

@@ -387,3 +387,27 @@ func TestDuplicateIDWhileHeld(t *testing.T) {
 		}
 	}
 }
+
+func TestCancelWhileHeld(t *testing.T) {
+	w := newWire(t, func(c *Config) {
+		c.Shell = true
+		c.Command = []string{"sleep 1; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
+	})
+	w.handshake("legacy")
+	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`)
+	w.recvID("sync")
+	go w.r.Restart(context.Background())
+	time.Sleep(200 * time.Millisecond) // held from now on
+	w.send(toolCall(7, "", "echo", `{"text":"canceled"}`))
+	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
+	w.send(toolCall(8, "", "echo", `{"text":"kept"}`))
+	counts := w.collect(20*time.Second, func(c map[string]int) bool { return c["8"] > 0 })
+	for id, n := range w.collect(500*time.Millisecond, nil) {
+		counts[id] += n
+	}
+	// The canceled request was never sent, so it is never answered; the
+	// one held after it is.
+	if counts["7"] != 0 || counts["8"] != 1 {
+		t.Fatalf("answers: %v", counts)
+	}
+}
