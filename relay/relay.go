@@ -323,7 +323,7 @@ func (r *Relay) nextID(tag string) []byte {
 	return []byte(reservedPrefix + tag + strconv.FormatInt(r.ids.Add(1), 10) + `"`)
 }
 
-// describeState is for logs and errors.
+// describeDown says why no server runs, for errors and tool results.
 func (r *Relay) describeDown() string {
 	if r.downReport != "" {
 		return r.downReport

@@ -187,18 +187,31 @@ func TestSessionReplayLegacy(t *testing.T) {
 	}
 }
 
-func TestQueueOverflowAndDeadline(t *testing.T) {
+// newHeldWire opens a legacy session, then starts a restart whose new
+// server takes startDelay to exec, and returns once client messages are
+// being held for it.
+func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *wire {
+	t.Helper()
 	w := newWire(t, func(c *Config) {
-		c.QueueSize = 2
-		c.QueueTimeout = 500 * time.Millisecond
+		if cfg != nil {
+			cfg(c)
+		}
 		c.Shell = true
-		c.Command = []string{"sleep 2; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
+		c.Command = []string{"sleep " + startDelay + "; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
 	})
 	w.handshake("legacy")
 	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`) // the handshake is through
 	w.recvID("sync")
 	go w.r.Restart(context.Background())
-	time.Sleep(300 * time.Millisecond) // the restart is under way
+	time.Sleep(200 * time.Millisecond) // the restart is under way: held from now on
+	return w
+}
+
+func TestQueueOverflowAndDeadline(t *testing.T) {
+	w := newHeldWire(t, "2", func(c *Config) {
+		c.QueueSize = 2
+		c.QueueTimeout = 500 * time.Millisecond
+	})
 	for i := range 5 {
 		w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 10+i))
 	}
@@ -362,15 +375,7 @@ func openFDs(t *testing.T) int {
 }
 
 func TestDuplicateIDWhileHeld(t *testing.T) {
-	w := newWire(t, func(c *Config) {
-		c.Shell = true
-		c.Command = []string{"sleep 1; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
-	})
-	w.handshake("legacy")
-	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`)
-	w.recvID("sync")
-	go w.r.Restart(context.Background())
-	time.Sleep(200 * time.Millisecond) // held from now on
+	w := newHeldWire(t, "1", nil)
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	first := w.recv()
@@ -389,15 +394,7 @@ func TestDuplicateIDWhileHeld(t *testing.T) {
 }
 
 func TestCancelWhileHeld(t *testing.T) {
-	w := newWire(t, func(c *Config) {
-		c.Shell = true
-		c.Command = []string{"sleep 1; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
-	})
-	w.handshake("legacy")
-	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`)
-	w.recvID("sync")
-	go w.r.Restart(context.Background())
-	time.Sleep(200 * time.Millisecond) // held from now on
+	w := newHeldWire(t, "1", nil)
 	w.send(toolCall(7, "", "echo", `{"text":"canceled"}`))
 	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
 	w.send(toolCall(8, "", "echo", `{"text":"kept"}`))
