@@ -49,7 +49,7 @@ type childSpec struct {
 // reader goroutine, with every line the child writes (onChunks with a line
 // longer than the read buffer, in chunks); onTooLarge with lines over the
 // limit; onStderrLine with each stderr line.
-func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onChunks func(c *child, chunks [][]byte), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
+func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onChunks func(c *child, chunks [][]byte, env chunkEnvelope, scanErr error), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
@@ -113,6 +113,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 	go func() {
 		defer readers.Done()
 		lr := newLineReader(outR, spec.maxMsg)
+		lr.scan = new(chunkScanner) // long lines are scanned as they arrive
 		for {
 			line, chunks, err := lr.nextChunks()
 			if err != nil {
@@ -124,7 +125,8 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 				return
 			}
 			if chunks != nil {
-				onChunks(c, chunks)
+				env, err := lr.scan.result()
+				onChunks(c, chunks, env, err)
 				continue
 			}
 			onMsg(c, line)

@@ -20,155 +20,188 @@ type chunkEnvelope struct {
 
 func (e *chunkEnvelope) isResponse() bool { return e.method == "" && (e.hasResult || e.hasError) }
 
-// scanChunks walks a JSON object split across chunks. It checks the same
-// structure as peekEnvelope (terminated strings, matched brackets, one
-// object and nothing after it) and collects the top-level id and method and
-// whether result or error is present. Inside strings it jumps from quote to
-// quote with bytes.IndexByte, as skipString does.
-func scanChunks(chunks [][]byte) (chunkEnvelope, error) {
-	var (
-		e        chunkEnvelope
-		stack    []byte // open brackets
-		inStr    bool
-		slashes  int  // backslashes right before the current position, in a string
-		started  bool // the top-level object was opened
-		finished bool // ... and closed
-		keyNext  bool // at depth 1, the next string is a key
-		key      []byte
-		capture  string // top-level key whose value is being captured
-		val      []byte
-		strBuf   []byte // the current string's bytes, when it is a key or a captured value
-		wantStr  bool
-	)
-	endValue := func() {
-		if capture == "" {
-			return
-		}
-		v := bytes.TrimSpace(val)
-		switch capture {
-		case "id":
-			e.id = clone(v)
-		case "method":
-			if s, err := unquote(v); err == nil {
-				e.method = s
-			}
-		}
-		capture, val = "", nil
+// chunkScanner walks a JSON object fed to it in pieces, as a long line
+// is read. It checks the same structure as peekEnvelope (terminated
+// strings, matched brackets, one object and nothing after it) and collects
+// the top-level id and method and whether result or error is present.
+// Inside strings it jumps from quote to quote with bytes.IndexByte, as
+// skipString does. Fed while the line is still arriving, its cost hides
+// behind the writer's: only the last piece is scanned after the last byte.
+type chunkScanner struct {
+	e        chunkEnvelope
+	err      error
+	stack    []byte // open brackets
+	inStr    bool
+	slashes  int  // backslashes right before the current position, in a string
+	started  bool // the top-level object was opened
+	finished bool // ... and closed
+	keyNext  bool // at depth 1, the next string is a key
+	key      []byte
+	capture  string // top-level key whose value is being captured
+	val      []byte
+	strBuf   []byte // the current string's bytes, when it is a key or a captured value
+	wantStr  bool
+}
+
+// reset readies the scanner for a new line.
+func (s *chunkScanner) reset() {
+	*s = chunkScanner{stack: s.stack[:0], strBuf: s.strBuf[:0]}
+}
+
+func (s *chunkScanner) endValue() {
+	if s.capture == "" {
+		return
 	}
-	for _, c := range chunks {
-		i := 0
-		for i < len(c) {
-			if inStr {
-				k := bytes.IndexByte(c[i:], '"')
-				seg := c[i:]
-				if k >= 0 {
-					seg = c[i : i+k]
-				}
-				// Backslashes before the quote: those in seg, or carried
-				// over from the previous chunk when seg is empty.
-				n := 0
-				for p := len(seg) - 1; p >= 0 && seg[p] == '\\'; p-- {
-					n++
-				}
-				if n == len(seg) {
-					n += slashes
-				}
-				if wantStr {
-					strBuf = append(strBuf, seg...)
-				}
-				if capture != "" {
-					val = append(val, seg...)
-				}
-				if k < 0 {
-					slashes = n
-					break
-				}
-				if wantStr {
-					strBuf = append(strBuf, '"')
-				}
-				if capture != "" {
-					val = append(val, '"')
-				}
-				i += k + 1
-				slashes = 0
-				if n%2 == 1 {
-					continue // an escaped quote
-				}
-				inStr = false
-				if wantStr && keyNext && len(stack) == 1 {
-					key, _ = unquoteBytes(strBuf)
-					keyNext = false
-				}
-				wantStr = false
+	v := bytes.TrimSpace(s.val)
+	switch s.capture {
+	case "id":
+		s.e.id = clone(v)
+	case "method":
+		if m, err := unquote(v); err == nil {
+			s.e.method = m
+		}
+	}
+	s.capture, s.val = "", nil
+}
+
+// feed scans the next piece of the line. After an error it does nothing.
+func (s *chunkScanner) feed(c []byte) {
+	if s.err != nil {
+		return
+	}
+	i := 0
+	for i < len(c) {
+		if s.inStr {
+			k := bytes.IndexByte(c[i:], '"')
+			seg := c[i:]
+			if k >= 0 {
+				seg = c[i : i+k]
+			}
+			// Backslashes before the quote: those in seg, or carried
+			// over from the previous piece when seg is empty.
+			n := 0
+			for p := len(seg) - 1; p >= 0 && seg[p] == '\\'; p-- {
+				n++
+			}
+			if n == len(seg) {
+				n += s.slashes
+			}
+			if s.wantStr {
+				s.strBuf = append(s.strBuf, seg...)
+			}
+			if s.capture != "" {
+				s.val = append(s.val, seg...)
+			}
+			if k < 0 {
+				s.slashes = n
+				return
+			}
+			if s.wantStr {
+				s.strBuf = append(s.strBuf, '"')
+			}
+			if s.capture != "" {
+				s.val = append(s.val, '"')
+			}
+			i += k + 1
+			s.slashes = 0
+			if n%2 == 1 {
+				continue // an escaped quote
+			}
+			s.inStr = false
+			if s.wantStr && s.keyNext && len(s.stack) == 1 {
+				s.key, _ = unquoteBytes(s.strBuf)
+				s.keyNext = false
+			}
+			s.wantStr = false
+			continue
+		}
+		b := c[i]
+		i++
+		if s.finished {
+			if b == ' ' || b == '\t' || b == '\r' || b == '\n' {
 				continue
 			}
-			b := c[i]
-			i++
-			if finished {
-				if b == ' ' || b == '\t' || b == '\r' || b == '\n' {
-					continue
-				}
-				return e, errors.New("trailing data after JSON value")
+			s.err = errors.New("trailing data after JSON value")
+			return
+		}
+		if s.capture != "" && len(s.stack) >= 1 && !(len(s.stack) == 1 && (b == ',' || b == '}')) {
+			s.val = append(s.val, b)
+		}
+		switch b {
+		case '"':
+			s.inStr = true
+			s.wantStr = s.keyNext && len(s.stack) == 1
+			if s.wantStr {
+				s.strBuf = append(s.strBuf[:0], '"')
 			}
-			if capture != "" && len(stack) >= 1 && !(len(stack) == 1 && (b == ',' || b == '}')) {
-				val = append(val, b)
+		case '{', '[':
+			if !s.started {
+				if b != '{' {
+					s.err = errNotObject
+					return
+				}
+				s.started, s.keyNext = true, true
 			}
-			switch b {
-			case '"':
-				inStr = true
-				wantStr = keyNext && len(stack) == 1
-				if wantStr {
-					strBuf = append(strBuf[:0], '"')
+			s.stack = append(s.stack, b)
+		case '}', ']':
+			if len(s.stack) == 0 {
+				s.err = errors.New("unbalanced brackets")
+				return
+			}
+			open := s.stack[len(s.stack)-1]
+			if open == '{' && b != '}' || open == '[' && b != ']' {
+				s.err = errors.New("mismatched brackets")
+				return
+			}
+			s.stack = s.stack[:len(s.stack)-1]
+			if len(s.stack) == 0 {
+				s.endValue()
+				s.finished = true
+			}
+		case ':':
+			if len(s.stack) == 1 {
+				switch string(s.key) {
+				case "id", "method":
+					s.capture, s.val = string(s.key), nil
+				case "result":
+					s.e.hasResult = true
+				case "error":
+					s.e.hasError = true
 				}
-			case '{', '[':
-				if !started {
-					if b != '{' {
-						return e, errNotObject
-					}
-					started, keyNext = true, true
-				}
-				stack = append(stack, b)
-			case '}', ']':
-				if len(stack) == 0 {
-					return e, errors.New("unbalanced brackets")
-				}
-				open := stack[len(stack)-1]
-				if open == '{' && b != '}' || open == '[' && b != ']' {
-					return e, errors.New("mismatched brackets")
-				}
-				stack = stack[:len(stack)-1]
-				if len(stack) == 0 {
-					endValue()
-					finished = true
-				}
-			case ':':
-				if len(stack) == 1 {
-					switch string(key) {
-					case "id", "method":
-						capture, val = string(key), nil
-					case "result":
-						e.hasResult = true
-					case "error":
-						e.hasError = true
-					}
-				}
-			case ',':
-				if len(stack) == 1 {
-					endValue()
-					keyNext = true
-				}
-			case ' ', '\t', '\r', '\n':
-			default:
-				if !started {
-					return e, errNotObject
-				}
+			}
+		case ',':
+			if len(s.stack) == 1 {
+				s.endValue()
+				s.keyNext = true
+			}
+		case ' ', '\t', '\r', '\n':
+		default:
+			if !s.started {
+				s.err = errNotObject
+				return
 			}
 		}
 	}
-	if inStr || !finished {
-		return e, errors.New("unterminated JSON value")
+}
+
+// result is what the scan found, once the whole line was fed.
+func (s *chunkScanner) result() (chunkEnvelope, error) {
+	if s.err != nil {
+		return s.e, s.err
 	}
-	return e, nil
+	if s.inStr || !s.finished {
+		return s.e, errors.New("unterminated JSON value")
+	}
+	return s.e, nil
+}
+
+// scanChunks scans a line given in chunks (see chunkScanner).
+func scanChunks(chunks [][]byte) (chunkEnvelope, error) {
+	var s chunkScanner
+	for _, c := range chunks {
+		s.feed(c)
+	}
+	return s.result()
 }
 
 func unquoteBytes(b []byte) ([]byte, error) {
@@ -176,32 +209,30 @@ func unquoteBytes(b []byte) ([]byte, error) {
 	return []byte(s), err
 }
 
-// joinChunks returns the chunks as one slice.
+// joinChunks returns a copy of the chunks as one slice.
 func joinChunks(chunks [][]byte) []byte {
-	if len(chunks) == 1 {
-		return chunks[0]
-	}
 	n := 0
 	for _, c := range chunks {
 		n += len(c)
 	}
 	out := make([]byte, 0, n)
-	for i, c := range chunks {
+	for _, c := range chunks {
 		out = append(out, c...)
-		chunks[i] = nil
 	}
 	return out
 }
 
-// fromChildChunks handles a line longer than the read buffer. A response
-// the relay forwards unchanged is written from its chunks; anything else is
-// joined and takes the usual path.
-func (r *Relay) fromChildChunks(c *child, chunks [][]byte) {
-	env, err := scanChunks(chunks)
-	if err == nil && env.isResponse() && r.openBatches.Load() == 0 && r.forwardChunks(c, env, chunks) {
+// fromChildChunks handles a line longer than the read buffer, scanned
+// while it was read. A response the relay forwards unchanged is written
+// from its chunks (which go back to the pool once written); anything else
+// is joined and takes the usual path.
+func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
+	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.forwardChunks(c, env, chunks) {
 		return
 	}
-	r.fromChild(c, joinChunks(chunks))
+	line := joinChunks(chunks)
+	linePool.put(chunks)
+	r.fromChild(c, line)
 }
 
 func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {

@@ -220,33 +220,104 @@ func FuzzPeekEnvelope(f *testing.F) {
 	})
 }
 
+// FuzzLineReader checks the line reader against a plain split of the
+// same bytes, with tiny buffers and chunks and reads of every size, so
+// every path is taken: lines in the buffer, long lines read into chunks,
+// bytes past a line's end put back, lines over the limit, a last line at
+// EOF. A long line's scan, fed as it was read, must match a scan of the
+// whole line.
 func FuzzLineReader(f *testing.F) {
-	f.Add([]byte("a\nb\n\n{\"id\":1}\n"), 8)
-	f.Add([]byte(strings.Repeat("x", 100)+"\nshort\n"), 10)
-	f.Fuzz(func(t *testing.T, b []byte, max int) {
+	f.Add([]byte("a\nb\n\n{\"id\":1}\n"), 8, uint8(4), uint8(3), uint8(2), false)
+	f.Add([]byte(strings.Repeat("x", 100)+"\nshort\r\n  \nlast"), 10, uint8(7), uint8(5), uint8(3), true)
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"t":"a\"b\\"}}`+"\r\r\n"+`{"id":2}`), 1000, uint8(5), uint8(6), uint8(1), true)
+	f.Add([]byte(strings.Repeat(" ", 50)+"\n"+strings.Repeat("y", 30)+"\r\n"), 40, uint8(3), uint8(4), uint8(9), true)
+	f.Fuzz(func(t *testing.T, b []byte, max int, bufSize, chunk, readSize uint8, keep bool) {
 		if max < 1 || max > 1<<20 {
 			return
 		}
-		lr := newLineReader(bytes.NewReader(b), max)
-		for range len(b) + 2 {
-			line, err := lr.next()
-			if err == io.EOF {
-				return
+		bs, cs, rs := int(bufSize)%64+1, int(chunk)%64+1, int(readSize)%16+1
+		lr := newLineReaderSize(&pieceReader{b: b, n: rs}, max, bs, func() ([]byte, bool) { return make([]byte, 0, cs), true })
+		lr.scan = new(chunkScanner)
+		for i, w := range splitLines(b, max) {
+			var line []byte
+			var err error
+			if keep {
+				var chunks [][]byte
+				line, chunks, err = lr.nextChunks()
+				if chunks != nil {
+					line = bytes.Join(chunks, nil)
+					got, gerr := lr.scan.result()
+					want, werr := scanChunks([][]byte{line})
+					if (gerr == nil) != (werr == nil) || gerr == nil && (string(got.id) != string(want.id) || got.method != want.method || got.isResponse() != want.isResponse()) {
+						t.Fatalf("line %d: scan while reading = %+v, %v; scan of the line = %+v, %v", i, got, gerr, want, werr)
+					}
+				}
+			} else {
+				line, err = lr.next()
 			}
-			if tl, ok := err.(*errTooLarge); ok {
-				if tl.Size <= max {
-					t.Fatalf("too large at %d <= %d", tl.Size, max)
+			if w.tooLarge > 0 {
+				tl, ok := err.(*errTooLarge)
+				if !ok || tl.Size != w.tooLarge || tl.Max != max || len(tl.Head) == 0 || len(tl.Head) > headSize || !bytes.HasPrefix(w.raw, tl.Head) {
+					t.Fatalf("line %d: want errTooLarge of %d bytes with a prefix of %q, got %q, %v", i, w.tooLarge, w.raw, line, err)
 				}
 				continue
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(line) > max || bytes.IndexByte(line, '\n') >= 0 {
-				t.Fatalf("bad line %q (max %d)", line, max)
+			if err != nil || string(line) != string(w.line) {
+				t.Fatalf("line %d: want %q, got %q, %v", i, w.line, line, err)
 			}
 		}
+		if line, err := lr.next(); err != io.EOF {
+			t.Fatalf("after the last line: want EOF, got %q, %v", line, err)
+		}
 	})
+}
+
+// wantLine is what the line reader must return for one line.
+type wantLine struct {
+	line     []byte // the line, \r trimmed
+	raw      []byte
+	tooLarge int // the line's size, if over the limit
+}
+
+// splitLines is the line reader's contract, written the simple way.
+func splitLines(b []byte, max int) []wantLine {
+	var out []wantLine
+	parts := bytes.Split(b, []byte("\n"))
+	if len(parts[len(parts)-1]) == 0 {
+		parts = parts[:len(parts)-1] // the stream ended with a newline
+	}
+	for _, raw := range parts {
+		if len(raw) > max {
+			out = append(out, wantLine{raw: raw, tooLarge: len(raw)})
+			continue
+		}
+		line := bytes.TrimRight(raw, "\r")
+		if len(bytes.TrimSpace(line)) > 0 {
+			out = append(out, wantLine{line: line, raw: raw})
+		}
+	}
+	return out
+}
+
+// pieceReader returns at most n bytes per Read, and nothing every third
+// call (which a reader may do).
+type pieceReader struct {
+	b     []byte
+	n     int
+	calls int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	r.calls++
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if r.calls%3 == 0 {
+		return 0, nil
+	}
+	n := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[n:]
+	return n, nil
 }
 
 // FuzzScanChunks: on any message the contiguous scanner accepts, the

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -13,20 +12,37 @@ import (
 // length up to max bytes. A longer line is not buffered whole: its first
 // headSize bytes are kept (so the id can still be peeked) and the rest is
 // skipped up to the next newline, where reading goes on.
+//
+// It has its own buffer rather than a bufio.Reader so that a line longer
+// than the buffer is read straight into its chunks (pooled, see pool.go):
+// one copy, kernel to chunk, instead of kernel to buffer to chunk; the
+// bytes read past the line's end go back to the buffer.
 type lineReader struct {
-	r   *bufio.Reader
-	max int
+	r          io.Reader
+	max        int
+	buf        []byte
+	start, end int   // unread bytes: buf[start:end]
+	rerr       error // the reader's error, returned once the buffer is drained
 
 	// keepChunks makes readLine leave a line longer than the buffer in
 	// chunks (see nextChunks) instead of joining it.
 	keepChunks bool
 	chunks     [][]byte
+	// scan, if set, is fed a long line's bytes as they are read, so the
+	// scan is done when the line is (see chunkScanner).
+	scan *chunkScanner
+	// newChunk returns an empty chunk; tests use small ones.
+	newChunk func() ([]byte, bool)
 }
+
+// readBufSize is the read buffer: lines up to its size are copied once
+// out of it; longer ones are read in chunks.
+const readBufSize = 256 << 10
 
 const headSize = 4096
 
-// gcHintSize is the line size past which reading a line first collects
-// the garbage of earlier ones.
+// gcHintSize is the line size past which reading a line into new memory
+// first collects the garbage of earlier ones.
 const gcHintSize = 8 << 20
 
 // errTooLarge reports a line over the limit; Head holds its first bytes.
@@ -41,7 +57,13 @@ func (e *errTooLarge) Error() string {
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, 256<<10), max: max}
+	return newLineReaderSize(r, max, readBufSize, linePool.get)
+}
+
+// newLineReaderSize is newLineReader with a buffer of bufSize bytes and
+// chunks from newChunk (tests use tiny ones to reach every path).
+func newLineReaderSize(r io.Reader, max, bufSize int, newChunk func() ([]byte, bool)) *lineReader {
+	return &lineReader{r: r, max: max, buf: make([]byte, bufSize), newChunk: newChunk}
 }
 
 // next returns the next non-blank line without its line ending. The slice
@@ -51,6 +73,11 @@ func (l *lineReader) next() ([]byte, error) {
 	for {
 		line, err := l.readLine()
 		if l.chunks != nil {
+			if blank(l.chunks) {
+				linePool.put(l.chunks)
+				l.chunks = nil
+				continue
+			}
 			return nil, nil // nextChunks takes it
 		}
 		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
@@ -68,129 +95,206 @@ func (l *lineReader) next() ([]byte, error) {
 }
 
 // nextChunks is next for a reader that can take a long line in chunks: it
-// returns the line, or (for a line longer than the read buffer) its chunks.
+// returns the line, or (for a line longer than the read buffer) its
+// chunks, which the caller owns and may give back to the pool after their
+// last use.
 func (l *lineReader) nextChunks() ([]byte, [][]byte, error) {
 	l.keepChunks = true
 	line, err := l.next()
 	if chunks := l.chunks; chunks != nil {
 		l.chunks = nil
-		last := chunks[len(chunks)-1]
-		chunks[len(chunks)-1] = bytes.TrimRight(last, "\r")
+		// The line's trailing \r, which may span chunks.
+		for k := len(chunks) - 1; k >= 0; k-- {
+			chunks[k] = bytes.TrimRight(chunks[k], "\r")
+			if len(chunks[k]) > 0 {
+				break
+			}
+		}
 		return nil, chunks, nil
 	}
 	return line, nil, err
 }
 
-func (l *lineReader) readLine() ([]byte, error) {
-	frag, err := l.r.ReadSlice('\n')
-	if err == nil {
-		// The common case: the whole line is in the buffer.
-		if len(frag)-1 > l.max {
-			return nil, &errTooLarge{Size: len(frag) - 1, Max: l.max, Head: clone(frag[:min(len(frag), headSize)])}
+// blank reports whether a line in chunks is only white space.
+func blank(chunks [][]byte) bool {
+	for _, c := range chunks {
+		if len(bytes.TrimSpace(c)) > 0 {
+			return false
 		}
-		return clone(frag[:len(frag)-1]), nil
 	}
-	// A long line. Growing one slice as it arrives copies it again at each
-	// growth and leaves a trail of garbage (measured: half the CPU of a
-	// 64 MiB result went to growslice, a third to GC). Instead, collect it
-	// in chunks (doubling up to 8 MiB) and copy it once into a slice of the exact
-	// size: two copies in all, and at most twice the line in memory.
+	return true
+}
+
+// fill reads more into the buffer, first moving the unread bytes to its
+// front. A read error is kept in l.rerr.
+func (l *lineReader) fill() {
+	if l.start > 0 {
+		copy(l.buf, l.buf[l.start:l.end])
+		l.end -= l.start
+		l.start = 0
+	}
+	n, err := l.read(l.buf[l.end:])
+	l.end += n
+	l.rerr = err
+}
+
+func (l *lineReader) readLine() ([]byte, error) {
+	scanned := 0 // bytes after l.start known to hold no newline
+	for {
+		if i := bytes.IndexByte(l.buf[l.start+scanned:l.end], '\n'); i >= 0 {
+			// The common case: the whole line is in the buffer.
+			n := scanned + i
+			line := l.buf[l.start : l.start+n]
+			l.start += n + 1
+			if n > l.max {
+				return nil, &errTooLarge{Size: n, Max: l.max, Head: clone(line[:min(n, headSize)])}
+			}
+			return clone(line), nil
+		}
+		scanned = l.end - l.start
+		if scanned > l.max {
+			head := clone(l.buf[l.start : l.start+min(scanned, headSize)])
+			l.start = l.end
+			return nil, l.skip(scanned, head)
+		}
+		if l.rerr != nil { // EOF or a read error: what was read is the last line
+			if scanned == 0 {
+				return nil, l.rerr
+			}
+			line := clone(l.buf[l.start:l.end])
+			l.start = l.end
+			return line, l.rerr
+		}
+		if scanned == len(l.buf) {
+			return l.readLong()
+		}
+		l.fill()
+	}
+}
+
+// readLong reads a line longer than the buffer: the buffered bytes, then
+// straight from the reader into chunks. Growing one slice instead would
+// copy the line again at each growth and leave a trail of garbage
+// (measured: half the CPU of a 64 MiB result went to growslice, a third to
+// GC). The chunks go to nextChunks' caller, or are joined for next's.
+func (l *lineReader) readLong() ([]byte, error) {
+	if l.scan != nil {
+		l.scan.reset()
+	}
 	var (
 		chunks [][]byte
-		cur    []byte
 		size   int
-		next   = 1 << 20
+		hinted bool
 	)
-	hinted := false
-	add := func(b []byte) {
-		for len(b) > 0 {
-			if len(cur) == cap(cur) {
-				if cur != nil {
-					chunks = append(chunks, cur)
-				}
-				if size >= gcHintSize && !hinted {
-					// Reclaim the previous large message before this one
-					// doubles the heap: byte slices hold no pointers, so
-					// the collection is cheap, and peak memory stays near
-					// twice the largest message.
-					hinted = true
-					runtime.GC()
-				}
-				cur = make([]byte, 0, next)
-				next = min(next*2, 8<<20) // bounds the slack to 8 MiB
-			}
-			n := min(len(b), cap(cur)-len(cur))
-			cur = append(cur, b[:n]...)
-			b = b[n:]
-		}
-	}
-	head := func() []byte {
-		h := cur
-		if len(chunks) > 0 {
-			h = chunks[0]
-		}
-		return clone(h[:min(len(h), headSize)])
-	}
-	for {
-		switch {
-		case err == nil:
-			frag = frag[:len(frag)-1] // the newline
-		case errors.Is(err, bufio.ErrBufferFull):
-		default: // EOF or a read error: what was read is the last line
-			if size+len(frag) == 0 {
-				return nil, err
-			}
-		}
-		if size+len(frag) > l.max {
-			add(frag[:min(len(frag), headSize)])
-			h := head()
-			if err == nil {
-				return nil, &errTooLarge{Size: size + len(frag), Max: l.max, Head: h}
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return nil, l.skip(size+len(frag), h)
-			}
-			return nil, &errTooLarge{Size: size + len(frag), Max: l.max, Head: h}
-		}
-		add(frag)
-		size += len(frag)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			break
-		}
-		frag, err = l.r.ReadSlice('\n')
-	}
-	if cur != nil {
+	cur, fresh := l.newChunk()
+	grow := func() {
 		chunks = append(chunks, cur)
+		if fresh && size >= gcHintSize && !hinted {
+			// New memory for a large line: reclaim the garbage of earlier
+			// ones first (byte slices hold no pointers, so the collection
+			// is cheap), keeping peak memory near twice the largest line.
+			hinted = true
+			runtime.GC()
+		}
+		cur, fresh = l.newChunk()
 	}
-	if len(chunks) == 1 {
-		return chunks[0], err
+	// The buffered bytes first.
+	for b := l.buf[l.start:l.end]; len(b) > 0; {
+		if len(cur) == cap(cur) {
+			grow()
+		}
+		n := min(len(b), cap(cur)-len(cur))
+		cur = append(cur, b[:n]...)
+		if l.scan != nil {
+			l.scan.feed(b[:n])
+		}
+		size += n
+		b = b[n:]
 	}
+	l.start, l.end = 0, 0
+	newline := false
+	for !newline && l.rerr == nil {
+		if len(cur) == cap(cur) {
+			grow()
+		}
+		n, err := l.read(cur[len(cur):cap(cur)])
+		data := cur[len(cur) : len(cur)+n]
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			// The line ends here; what follows goes back to the buffer.
+			rest := data[i+1:]
+			if len(rest) > len(l.buf) {
+				l.buf = make([]byte, len(rest))
+			}
+			l.end = copy(l.buf, rest)
+			data = data[:i]
+			newline = true
+		}
+		l.rerr = err
+		cur = cur[:len(cur)+len(data)]
+		size += len(data)
+		if size > l.max {
+			chunks = append(chunks, cur)
+			var h []byte
+			for _, c := range chunks {
+				h = append(h, c[:min(len(c), headSize-len(h))]...)
+			}
+			linePool.put(chunks)
+			if newline || l.rerr != nil {
+				return nil, &errTooLarge{Size: size, Max: l.max, Head: h}
+			}
+			return nil, l.skip(size, h)
+		}
+		if l.scan != nil {
+			l.scan.feed(data)
+		}
+	}
+	chunks = append(chunks, cur)
+	if !newline && !errors.Is(l.rerr, io.EOF) {
+		// A read error cut the line: it is not a message.
+		linePool.put(chunks)
+		return nil, l.rerr
+	}
+	// At EOF, a last line without a newline is still a line; the error
+	// comes with the next call.
 	if l.keepChunks {
 		l.chunks = chunks
-		return nil, err
+		return nil, nil
 	}
 	line := make([]byte, 0, size)
-	for i, c := range chunks {
+	for _, c := range chunks {
 		line = append(line, c...)
-		chunks[i] = nil
 	}
-	return line, err
+	linePool.put(chunks)
+	return line, nil
+}
+
+// read reads into p, retrying reads that return nothing.
+func (l *lineReader) read(p []byte) (int, error) {
+	for range 100 {
+		n, err := l.r.Read(p)
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 0, io.ErrNoProgress
 }
 
 // skip discards the rest of an over-long line.
 func (l *lineReader) skip(size int, head []byte) error {
 	for {
-		frag, err := l.r.ReadSlice('\n')
-		size += len(frag)
-		if err == nil {
-			return &errTooLarge{Size: size - 1, Max: l.max, Head: head}
+		if i := bytes.IndexByte(l.buf[l.start:l.end], '\n'); i >= 0 {
+			l.start += i + 1
+			return &errTooLarge{Size: size + i, Max: l.max, Head: head}
 		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			if errors.Is(err, io.EOF) {
+		size += l.end - l.start
+		l.start, l.end = 0, 0
+		if l.rerr != nil {
+			if errors.Is(l.rerr, io.EOF) {
 				return &errTooLarge{Size: size, Max: l.max, Head: head}
 			}
-			return err
+			return l.rerr
 		}
+		l.fill()
 	}
 }
 

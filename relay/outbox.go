@@ -49,7 +49,8 @@ func newOutbox() *outbox {
 // is closed or its writer failed.
 func (o *outbox) send(msg []byte) bool { return o.push(outMsg{msg: msg}) }
 
-// sendParts queues one message given in parts, written back to back.
+// sendParts queues one message given in parts, written back to back. The
+// parts are chunks from linePool; they go back to it once written.
 func (o *outbox) sendParts(parts [][]byte) bool { return o.push(outMsg{parts: parts}) }
 
 func (o *outbox) push(m outMsg) bool {
@@ -112,7 +113,11 @@ func (o *outbox) drainLocked() {
 		_, err := o.bw.Write(m.msg)
 		for i := 0; i < len(m.parts) && err == nil; i++ {
 			_, err = o.bw.Write(m.parts[i])
-			m.parts[i] = nil
+		}
+		if m.parts != nil {
+			// The bytes are in the pipe (or failed to get there): the
+			// chunks of the long line are free for the next one.
+			linePool.put(m.parts)
 		}
 		if err == nil {
 			err = o.bw.WriteByte('\n')

@@ -195,6 +195,36 @@ func TestLargeResultIntact(t *testing.T) {
 	})
 }
 
+// TestLongLineChunksRecycled: a long response is read into chunks that go
+// back to the pool once written, the next long response reuses them (no
+// new memory, so no page faults), and after poolIdle the pool lets them go.
+func TestLongLineChunksRecycled(t *testing.T) {
+	const idle = 3 * time.Second // longer than a call takes under -race
+	defer linePool.setIdle(linePool.setIdle(idle))
+	h := newHarness(t, hopts{version: "2025-06-18"})
+	want := bigText(3 << 20)
+	if got := h.mustCall("big", map[string]any{"mib": 3}); strings.TrimSuffix(got, "\n") != want {
+		t.Fatalf("first 3 MiB result altered: got %d bytes", len(got))
+	}
+	free1, fresh1 := linePool.stats()
+	if free1 < 4 { // 3 MiB of text is 4.4 MB of JSON: five 1 MiB chunks
+		t.Fatalf("after a 4.4 MB response the pool holds %d chunks, want the line's chunks back", free1)
+	}
+	if got := h.mustCall("big", map[string]any{"mib": 3}); strings.TrimSuffix(got, "\n") != want {
+		t.Fatalf("second 3 MiB result altered: got %d bytes", len(got))
+	}
+	if free2, fresh2 := linePool.stats(); fresh2 != fresh1 || free2 != free1 {
+		t.Fatalf("second long response: %d new chunks, %d free (was %d); want the first one's reused", fresh2-fresh1, free2, free1)
+	}
+	deadline := time.Now().Add(idle + 5*time.Second)
+	for free, _ := linePool.stats(); free > 0; free, _ = linePool.stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("pool still holds %d chunks 5s past its idle time (%s)", free, idle)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // bigText mirrors the fixture's.
 func bigText(n int) string {
 	const pat = "0123456789abcdefghijklmnopqrstuvwxyz\\\"<>&"
