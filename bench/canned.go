@@ -10,7 +10,7 @@ import (
 )
 
 // runCanned is `bench -canned`: a minimal MCP server on stdin/stdout whose
-// only tool, big, answers with a line built once per size and then written
+// big tool answers with a line built once per size and then written
 // as is. Its result is byte for byte what the fixture's big tool sends
 // (same text, same JSON escaping), but it costs the server nothing per
 // call, so what a relay adds to a large message is not lost in the Go SDK's
@@ -44,7 +44,8 @@ func cannedServe(out io.Writer, line []byte, cache map[int][]byte) error {
 		Params struct {
 			Name      string `json:"name"`
 			Arguments struct {
-				MiB int `json:"mib"`
+				MiB  int    `json:"mib"`
+				Text string `json:"text"`
 			} `json:"arguments"`
 		} `json:"params"`
 	}
@@ -63,8 +64,13 @@ func cannedServe(out io.Writer, line []byte, cache map[int][]byte) error {
 	case "ping":
 		body = `,"result":{}}` + "\n"
 	case "tools/list":
-		body = `,"result":{"tools":[{"name":"big","description":"Return a text of mib MiB.","inputSchema":{"type":"object","properties":{"mib":{"type":"integer"}}}}]}}` + "\n"
+		body = `,"result":{"tools":[{"name":"big","description":"Return a text of mib MiB.","inputSchema":{"type":"object","properties":{"mib":{"type":"integer"}}}},{"name":"echo","description":"Return text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}]}}` + "\n"
 	case "tools/call":
+		if m.Params.Name == "echo" {
+			text, _ := json.Marshal(m.Params.Arguments.Text)
+			body = `,"result":{"content":[{"type":"text","text":` + string(text) + `}]}}` + "\n"
+			break
+		}
 		if m.Params.Name != "big" || m.Params.Arguments.MiB <= 0 || m.Params.Arguments.MiB > 256 {
 			body = `,"error":{"code":-32602,"message":"canned server: only big with 1 ≤ mib ≤ 256"}}` + "\n"
 			break

@@ -17,6 +17,8 @@ type bigSet struct {
 	s      [2][3]sample // size × way
 	wire   [2]int       // line length per size
 	hwm    [3]float64   // VmHWM per way's process after the calls
+	rss    float64      // mcpflow's VmRSS right after the calls
+	at     time.Time    // when rss was read
 }
 
 // large times 16 MiB and 64 MiB tool results the three ways, twice over:
@@ -105,6 +107,19 @@ func large(b *bench) (res *result, err error) {
 				return res, p.fail("read VmHWM: %v", err)
 			}
 		}
+		if st.rss, err = procKB(st.ps[2].pid, "VmRSS"); err != nil {
+			return res, st.ps[2].fail("read VmRSS: %v", err)
+		}
+		st.at = time.Now()
+	}
+	// mcpflow keeps a long line's chunks for the next one, and lets them
+	// go after 5 s without a long line (relay/pool.go).
+	const settle = 6 * time.Second
+	canned := sets[0]
+	time.Sleep(time.Until(canned.at.Add(settle)))
+	rssIdle, err := procKB(canned.ps[2].pid, "VmRSS")
+	if err != nil {
+		return res, canned.ps[2].fail("read VmRSS: %v", err)
 	}
 	if sets[0].wire != sets[1].wire {
 		res.note("the canned server's lines (%v bytes) differ in length from the fixture's (%v)", sets[0].wire, sets[1].wire)
@@ -138,6 +153,9 @@ func large(b *bench) (res *result, err error) {
 			judge(fmt.Sprintf("≤ 2×msg + 15 MB = %s", fmtBytes(limit)), st.hwm[2] <= limit))
 		res.add(single(st.label+": floor peak RSS (VmHWM)", uBytes, st.hwm[1]).withRatio(fmt.Sprintf("%.2f× msg", st.hwm[1]/largest)))
 	}
+	res.add(single("canned: mcpflow RSS (VmRSS) right after the last call", uBytes, canned.rss))
+	res.add(single(fmt.Sprintf("canned: mcpflow RSS (VmRSS) %s after the last call", settle), uBytes, rssIdle).
+		withRatio(fmt.Sprintf("%.2f× msg", rssIdle/largest)))
 	res.note("wire size: 16 MiB of text → %s line, 64 MiB → %s line (JSON escapes \\ \" < > & in the fixture's pattern); \"msg\" is the largest line",
 		fmtBytes(float64(sets[0].wire[0])), fmtBytes(largest))
 	res.note("canned = bench -canned, a raw stdio server that writes the fixture's exact result bytes, built once per size, so the server's cost per call is ~0 and the relays' cost shows; fixture = the relay fixture's big tool (Go SDK), whose encoding time (seconds, ±10%%) dominates")

@@ -62,6 +62,12 @@ func (b *bench) start(name, dir string, argv ...string) (*peer, error) {
 		inW.Close()
 		return nil, err
 	}
+	// Every way gets the same 1 MiB pipes to the client, so the pipe the
+	// client reads from is not what differs between them (mcpflow would
+	// otherwise grow its own, and a 95 MB line through the 64 KiB default
+	// makes the direct way's times bimodal: 31 to 244 ms).
+	setPipeSize(inW, clientPipeSize)
+	setPipeSize(outR, clientPipeSize)
 	b.seq++
 	errPath := fmt.Sprintf("%s/%s-%d.stderr", b.tmp, strings.ReplaceAll(name, " ", "_"), b.seq)
 	errF, err := os.Create(errPath)
@@ -352,4 +358,18 @@ func toolText(res json.RawMessage) (string, bool, error) {
 		}
 	}
 	return "", r.IsError, nil
+}
+
+// clientPipeSize is the size of the pipes between the bench client and
+// each way.
+const clientPipeSize = 1 << 20
+
+// setPipeSize sets the capacity of the pipe behind f (F_SETPIPE_SZ).
+func setPipeSize(f *os.File, size int) {
+	const fSetPipeSz = 1031
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, fd, fSetPipeSz, uintptr(size))
+		})
+	}
 }
