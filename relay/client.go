@@ -11,12 +11,12 @@ import (
 
 // fromClient handles one line read from the client.
 func (r *Relay) fromClient(msg []byte) {
-	if !utf8.Valid(msg) {
-		r.log.Warn("client sent invalid UTF-8; answered with a parse error")
-		r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid UTF-8", nil))
-		return
-	}
-	if !json.Valid(msg) {
+	if !validJSON(msg) {
+		if !utf8.Valid(msg) {
+			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
+			r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid UTF-8", nil))
+			return
+		}
 		r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(msg, 200))
 		r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid JSON", nil))
 		return

@@ -24,7 +24,8 @@ import (
 type outbox struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	q       []outMsg
+	q       []outMsg // queued: q[head:]
+	head    int
 	closed  bool
 	err     error
 	writing bool // the write token is taken
@@ -59,6 +60,12 @@ func (o *outbox) push(m outMsg) bool {
 	if o.closed || o.err != nil {
 		return false
 	}
+	if o.head > 64 && o.head > len(o.q)/2 {
+		// A backlog that never drains: drop the written slots.
+		n := copy(o.q, o.q[o.head:])
+		clear(o.q[n:])
+		o.q, o.head = o.q[:n], 0
+	}
 	o.q = append(o.q, m)
 	if o.inline == 0 {
 		o.cond.Signal()
@@ -81,7 +88,7 @@ func (o *outbox) endInline() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.inline--
-	if len(o.q) == 0 || o.writing || o.err != nil {
+	if o.queued() == 0 || o.writing || o.err != nil {
 		return
 	}
 	if o.bw == nil { // run has not started: let it write
@@ -96,7 +103,7 @@ func (o *outbox) endInline() {
 func (o *outbox) drainLocked() {
 	o.writing = true
 	for o.err == nil {
-		if len(o.q) == 0 {
+		if o.queued() == 0 {
 			if o.bw.Buffered() == 0 {
 				break
 			}
@@ -106,9 +113,14 @@ func (o *outbox) drainLocked() {
 			o.fail(err)
 			continue
 		}
-		m := o.q[0]
-		o.q[0] = outMsg{}
-		o.q = o.q[1:]
+		m := o.q[o.head]
+		o.q[o.head] = outMsg{}
+		o.head++
+		if o.head == len(o.q) {
+			// Drained: start again at the front of the same array, so a
+			// steady flow of messages allocates no queue.
+			o.q, o.head = o.q[:0], 0
+		}
 		o.mu.Unlock()
 		_, err := o.bw.Write(m.msg)
 		for i := 0; i < len(m.parts) && err == nil; i++ {
@@ -126,17 +138,20 @@ func (o *outbox) drainLocked() {
 		o.fail(err)
 	}
 	o.writing = false
-	if o.closed || len(o.q) > 0 {
+	if o.closed || o.queued() > 0 {
 		// run may be waiting for the token. (Not otherwise: waking it for
 		// nothing cost two futex calls and a goroutine switch per message.)
 		o.cond.Broadcast()
 	}
 }
 
+// queued is the number of queued messages. o.mu is held.
+func (o *outbox) queued() int { return len(o.q) - o.head }
+
 func (o *outbox) fail(err error) {
 	if err != nil && o.err == nil {
 		o.err = err
-		o.q = nil
+		o.q, o.head = nil, 0
 	}
 }
 
@@ -159,7 +174,7 @@ func (o *outbox) run(w io.Writer, closeW func()) {
 	defer o.mu.Unlock()
 	o.bw = bufio.NewWriterSize(w, 64<<10)
 	for {
-		for !o.closed && (len(o.q) == 0 || o.writing || o.inline > 0) && o.err == nil {
+		for !o.closed && (o.queued() == 0 || o.writing || o.inline > 0) && o.err == nil {
 			o.cond.Wait()
 		}
 		if o.err != nil {
@@ -169,7 +184,7 @@ func (o *outbox) run(w io.Writer, closeW func()) {
 			o.cond.Wait() // closing: wait for the inline writer to let go
 			continue
 		}
-		if len(o.q) == 0 && o.closed {
+		if o.queued() == 0 && o.closed {
 			return
 		}
 		o.drainLocked()
