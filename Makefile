@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPeekEnvelope$$' -fuzztime $(FUZZTIME) ./relay
 	$(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME) ./relay
 	$(GO) test -run '^$$' -fuzz '^FuzzScanChunks$$' -fuzztime $(FUZZTIME) ./relay
+	$(GO) test -run '^$$' -fuzz '^FuzzValidJSON$$' -fuzztime $(FUZZTIME) ./relay
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/mcpflow
 
 # Linux and macOS are supported; Windows must at least build.
