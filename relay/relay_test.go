@@ -195,6 +195,22 @@ func TestLargeResultIntact(t *testing.T) {
 	})
 }
 
+// TestLargeRequestIntact: a client line longer than the read buffer (a 3
+// MiB argument) reaches the server whole, its answer (as long) comes back
+// whole, and the stream goes on.
+func TestLargeRequestIntact(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		text := bigText(3 << 20)
+		if got := strings.TrimSuffix(h.mustCall("echo", map[string]any{"text": text}), "\n"); got != text {
+			t.Fatalf("3 MiB echo altered: got %d bytes, want %d", len(got), len(text))
+		}
+		if got := strings.TrimSuffix(h.mustCall("echo", map[string]any{"text": "after"}), "\n"); got != "after" {
+			t.Fatalf("echo after the long line: %q", got)
+		}
+	})
+}
+
 // TestLongLineChunksRecycled: a long response is read into chunks that go
 // back to the pool once written, the next long response reuses them (no
 // new memory, so no page faults), and after poolIdle the pool lets them go.
