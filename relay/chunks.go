@@ -209,19 +209,6 @@ func unquoteBytes(b []byte) ([]byte, error) {
 	return []byte(s), err
 }
 
-// joinChunks returns a copy of the chunks as one slice.
-func joinChunks(chunks [][]byte) []byte {
-	n := 0
-	for _, c := range chunks {
-		n += len(c)
-	}
-	out := make([]byte, 0, n)
-	for _, c := range chunks {
-		out = append(out, c...)
-	}
-	return out
-}
-
 // fromChildChunks handles a line longer than the read buffer, scanned
 // while it was read. A response the relay forwards unchanged is written
 // from its chunks (which go back to the pool once written); anything else
@@ -230,9 +217,7 @@ func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, sc
 	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.forwardChunks(c, env, chunks) {
 		return
 	}
-	line := joinChunks(chunks)
-	linePool.put(chunks)
-	r.fromChild(c, line)
+	r.fromChild(c, linePool.join(chunks))
 }
 
 func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {

@@ -260,12 +260,7 @@ func (l *lineReader) readLong() ([]byte, error) {
 		l.chunks = chunks
 		return nil, nil
 	}
-	line := make([]byte, 0, size)
-	for _, c := range chunks {
-		line = append(line, c...)
-	}
-	linePool.put(chunks)
-	return line, nil
+	return linePool.join(chunks), nil
 }
 
 // read reads into p, retrying reads that return nothing.

@@ -69,6 +69,21 @@ func (p *chunkPool) put(cs [][]byte) {
 	}
 }
 
+// join returns a copy of the chunks as one slice and puts them back: a
+// long line that is not written from its chunks.
+func (p *chunkPool) join(cs [][]byte) []byte {
+	n := 0
+	for _, c := range cs {
+		n += len(c)
+	}
+	line := make([]byte, 0, n)
+	for _, c := range cs {
+		line = append(line, c...)
+	}
+	p.put(cs)
+	return line
+}
+
 // release drops the free chunks after poolIdle without a put, and hands
 // the memory back to the operating system.
 func (p *chunkPool) release() {
