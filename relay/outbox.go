@@ -60,8 +60,12 @@ func (o *outbox) push(m outMsg) bool {
 	if o.closed || o.err != nil {
 		return false
 	}
-	if o.head > 64 && o.head > len(o.q)/2 {
-		// A backlog that never drains: drop the written slots.
+	if o.head > 0 && o.head >= o.queued() {
+		// As many slots written as queued: move the queue to the front of
+		// the array. A steady flow (the queue drained before each push)
+		// then reuses one array, and a backlog that never drains does not
+		// keep the slots of what it wrote. A move copies no more messages
+		// than were written since the last one: O(1) per message.
 		n := copy(o.q, o.q[o.head:])
 		clear(o.q[n:])
 		o.q, o.head = o.q[:n], 0
@@ -116,11 +120,6 @@ func (o *outbox) drainLocked() {
 		m := o.q[o.head]
 		o.q[o.head] = outMsg{}
 		o.head++
-		if o.head == len(o.q) {
-			// Drained: start again at the front of the same array, so a
-			// steady flow of messages allocates no queue.
-			o.q, o.head = o.q[:0], 0
-		}
 		o.mu.Unlock()
 		_, err := o.bw.Write(m.msg)
 		for i := 0; i < len(m.parts) && err == nil; i++ {
