@@ -1,0 +1,22 @@
+// Package proc starts commands in a process group of their own and stops
+// that whole group: the one place in mcpflow that knows how a process tree
+// is started, signalled and reaped on each platform.
+//
+// # Contract
+//
+//   - Start puts the command in a new group. On Linux the command also
+//     gets SIGKILL should the thread that started it (and so mcpflow) die
+//     without cleaning up. On Windows the command is assigned to a Job
+//     Object that kills every process in it when the job is killed or its
+//     handle closed, so grandchildren die with it.
+//   - Group.Stop stops a running group gracefully: close the command's
+//     stdin, wait up to the grace period for it to exit, signal the group
+//     to terminate (SIGTERM), wait the grace again, then kill it
+//     (SIGKILL). Stop returns once the leader has exited.
+//   - Group.Kill kills every process of the group at once; calling it after
+//     the leader exited still reaches what the leader left behind. Callers
+//     call Kill (or Release) after Wait so that nothing of the group
+//     survives its leader.
+//   - Shell builds the platform's shell command for a script: sh -c on
+//     Unix, cmd /S /C on Windows.
+package proc

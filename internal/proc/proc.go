@@ -1,0 +1,112 @@
+package proc
+
+import (
+	"io"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Spec is a command to run: an argv, or a script for the platform's shell.
+type Spec struct {
+	// Argv is the program and its arguments. With Shell, Argv[0] is the
+	// script and Argv[1:] are its positional arguments ($1, $2, ...).
+	Argv  []string
+	Shell bool
+	Dir   string   // working directory; "" = the caller's
+	Env   []string // environment; nil = the caller's
+}
+
+// Cmd returns an *exec.Cmd for s, not yet started.
+func (s Spec) Cmd() *exec.Cmd {
+	var cmd *exec.Cmd
+	switch {
+	case s.Shell && len(s.Argv) > 0:
+		cmd = Shell(s.Argv[0], s.Argv[1:]...)
+	case len(s.Argv) > 0:
+		cmd = exec.Command(s.Argv[0], s.Argv[1:]...)
+	default:
+		cmd = exec.Command("")
+	}
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	return cmd
+}
+
+// String renders s for logs and messages.
+func (s Spec) String() string {
+	if s.Shell && len(s.Argv) > 0 {
+		return s.Argv[0]
+	}
+	return strings.Join(s.Argv, " ")
+}
+
+// Group is a started command's process group.
+type Group struct {
+	cmd *exec.Cmd
+	sys groupSys // the platform's handle on the group
+}
+
+// Start starts cmd as the leader of a new process group. The caller owns
+// cmd: it must call cmd.Wait, then Kill or Release on the group.
+func Start(cmd *exec.Cmd) (*Group, error) {
+	prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g := &Group{cmd: cmd}
+	g.sys = attach(cmd)
+	return g, nil
+}
+
+// Pid is the leader's process id.
+func (g *Group) Pid() int { return g.cmd.Process.Pid }
+
+// Terminate asks every process of the group to stop (SIGTERM on Unix; on
+// Windows, where console programs have no such request, it kills them).
+func (g *Group) Terminate() { g.sys.terminate(g.Pid()) }
+
+// Kill kills every process of the group that is still alive.
+func (g *Group) Kill() { g.sys.kill(g.Pid()) }
+
+// Alive reports whether any process of the group is still alive, where the
+// platform can tell; elsewhere it reports false.
+func (g *Group) Alive() bool { return g.sys.alive(g.Pid()) }
+
+// Release kills what is left of the group and frees the platform's handle
+// on it. Call it once the leader has been waited.
+func (g *Group) Release() {
+	g.Kill()
+	g.sys.release()
+}
+
+// Stop stops the group gracefully and returns once the leader exited
+// (done is closed by whoever waits the command): close stdin (nil: skip),
+// wait grace, Terminate, wait grace, Kill. What is left of the group once
+// the leader exited is killed too.
+func (g *Group) Stop(stdin io.Closer, done <-chan struct{}, grace time.Duration) {
+	defer g.Kill()
+	if stdin != nil {
+		_ = stdin.Close()
+		if waitFor(done, grace) {
+			return
+		}
+	}
+	g.Terminate()
+	if waitFor(done, grace) {
+		return
+	}
+	g.Kill()
+	<-done
+}
+
+func waitFor(done <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

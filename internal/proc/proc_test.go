@@ -1,0 +1,107 @@
+//go:build unix
+
+package proc
+
+import (
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// startTree starts a shell that leaves a grandchild behind and ignores
+// stdin, so only signals stop it.
+func startTree(t *testing.T, script string) (*Group, chan struct{}) {
+	t.Helper()
+	cmd := Shell(script)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { g.Release() })
+	_ = stdin
+	return g, done
+}
+
+func TestStopKillsGrandchildren(t *testing.T) {
+	g, done := startTree(t, "sleep 60 & sleep 60 & wait")
+	time.Sleep(100 * time.Millisecond)
+	if !g.Alive() {
+		t.Fatal("group not alive after start")
+	}
+	g.Stop(nil, done, 200*time.Millisecond)
+	waitGone(t, g)
+}
+
+func TestStopEscalatesToKill(t *testing.T) {
+	g, done := startTree(t, `trap "" TERM; sleep 60 & wait; sleep 60`)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	g.Stop(nil, done, 100*time.Millisecond)
+	if time.Since(start) < 100*time.Millisecond {
+		t.Fatal("Stop returned before the grace period of a shell that ignores SIGTERM")
+	}
+	waitGone(t, g)
+}
+
+func TestStopClosesStdinFirst(t *testing.T) {
+	cmd := exec.Command("cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	g.Stop(stdin, done, 5*time.Second)
+	if waitErr != nil {
+		t.Fatalf("cat should exit cleanly on EOF, got %v", waitErr)
+	}
+	g.Release()
+}
+
+func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
+	cmd := Shell("sleep 60 & exit 0")
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !g.Alive() {
+		t.Fatal("the orphaned sleep should still be in the group")
+	}
+	g.Release()
+	waitGone(t, g)
+}
+
+func TestShellPositionalArgs(t *testing.T) {
+	out, err := Shell(`printf '%s|%s' "$1" "$2"`, "a b", "$(x)").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "a b|$(x)" {
+		t.Fatalf("got %q", out)
+	}
+}
+
+func waitGone(t *testing.T, g *Group) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for g.Alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("a process of the group survived")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
