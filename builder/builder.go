@@ -32,9 +32,15 @@ type Config struct {
 	OnResult func(Result)
 }
 
+// The defaults of Config's zero values (DefaultTimeout is the config
+// file's default; a zero Timeout here means none).
 const (
-	defaultMaxOutput = 1 << 20
-	defaultMaxErrors = 8 << 10
+	DefaultTimeout   = 10 * time.Minute
+	DefaultMaxOutput = 1 << 20
+	DefaultMaxErrors = 8 << 10
+)
+
+const (
 	// killGrace is how long a canceled build has, after SIGTERM, to exit
 	// and close its output before its process group gets SIGKILL.
 	killGrace = 2 * time.Second
@@ -119,10 +125,10 @@ func New(cfg Config, r Restarter) *Builder {
 	cfg.Command = slices.Clone(cfg.Command)
 	cfg.Env = slices.Clone(cfg.Env)
 	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = defaultMaxOutput
+		cfg.MaxOutput = DefaultMaxOutput
 	}
 	if cfg.MaxErrors <= 0 {
-		cfg.MaxErrors = defaultMaxErrors
+		cfg.MaxErrors = DefaultMaxErrors
 	}
 	lg := cfg.Logger
 	if lg == nil {

@@ -20,7 +20,7 @@ type outputBuffer struct {
 
 func newOutputBuffer(max int) *outputBuffer {
 	if max <= 0 {
-		max = defaultMaxOutput
+		max = DefaultMaxOutput
 	}
 	return &outputBuffer{headMax: max / 2, tailMax: max - max/2}
 }

@@ -189,31 +189,44 @@ type queued struct {
 
 type caps struct{ prompts, resources bool }
 
+// The defaults of Config's zero values. The config file's defaults are
+// these same constants.
+const (
+	DefaultStopTimeout  = 2 * time.Second
+	DefaultTool         = "recompile"
+	DefaultMaxMessage   = 64 << 20
+	DefaultQueueSize    = 256
+	DefaultQueueBytes   = 32 << 20
+	DefaultQueueTimeout = 30 * time.Second
+	DefaultOnCrash      = "restart"
+	DefaultStartupGrace = 5 * time.Second
+)
+
 // New returns a relay for cfg. Nothing runs until Serve.
 func New(cfg Config) *Relay {
 	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = 2 * time.Second
+		cfg.StopTimeout = DefaultStopTimeout
 	}
 	if cfg.Tool == "" {
-		cfg.Tool = "recompile"
+		cfg.Tool = DefaultTool
 	}
 	if cfg.MaxMessage <= 0 {
-		cfg.MaxMessage = 64 << 20
+		cfg.MaxMessage = DefaultMaxMessage
 	}
 	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = 256
+		cfg.QueueSize = DefaultQueueSize
 	}
 	if cfg.QueueBytes <= 0 {
-		cfg.QueueBytes = 32 << 20
+		cfg.QueueBytes = DefaultQueueBytes
 	}
 	if cfg.QueueTimeout <= 0 {
-		cfg.QueueTimeout = 30 * time.Second
+		cfg.QueueTimeout = DefaultQueueTimeout
 	}
 	if cfg.OnCrash == "" {
-		cfg.OnCrash = "restart"
+		cfg.OnCrash = DefaultOnCrash
 	}
 	if cfg.StartupGrace <= 0 {
-		cfg.StartupGrace = 5 * time.Second
+		cfg.StartupGrace = DefaultStartupGrace
 	}
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
