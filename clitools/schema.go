@@ -142,8 +142,9 @@ func Parse(data []byte) (*Schema, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			e := &SchemaError{Offset: se.Offset, Msg: "invalid JSON: " + se.Error()}
-			e.Line, e.Col = lineCol(data, se.Offset)
+			// se.Offset counts the bytes read, the offending one included.
+			e := &SchemaError{Offset: max(se.Offset-1, 0), Msg: "invalid JSON: " + se.Error()}
+			e.Line, e.Col = lineCol(data, e.Offset)
 			return nil, e
 		}
 		var te *json.UnmarshalTypeError
