@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -663,4 +664,69 @@ func TestServeStdio(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestClientGoneKillsTheGroup: the client's end of stdio closes (the
+// client died) while a call runs; the call's process group is killed and
+// Serve returns.
+func TestClientGoneKillsTheGroup(t *testing.T) {
+	forEra(t, func(t *testing.T, era string) {
+		state := t.TempDir()
+		s := New(Config{Schema: []string{exampleBin, "schema", "--json"}, Env: append(os.Environ(), "EXAMPLE_CLI_STATE="+state)})
+		if _, err := s.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(context.Background(), sr, sw) }()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 60, "child": true}})
+		waitFile(t, filepath.Join(state, "child.pid"))
+		cw.Close()
+		cr.Close()
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not return when the client went")
+		}
+		h := &harness{t: t, state: state}
+		h.assertNoProcessLeft()
+	})
+}
+
+func TestLogs(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := start(t, modern, Config{Logger: log})
+	h.call("fail", map[string]any{"status": 4})
+	out := buf.String()
+	for _, want := range []string{
+		`level=INFO msg="cli schema refreshed" tools=7 added="[add args big count fail greet slow]"`,
+		`level=DEBUG msg="cli call" tool=fail argv="[` + exampleBin + ` fail 4]" exit=4`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
