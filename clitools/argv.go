@@ -143,8 +143,7 @@ func (t *Template) compileString(s string) (node, error) {
 			if !validParamName(body) {
 				return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
 			}
-			p, ok := t.params[body]
-			if !ok {
+			if _, ok := t.params[body]; !ok {
 				return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
 			}
 			if prefix != "" {
@@ -158,7 +157,6 @@ func (t *Template) compileString(s string) (node, error) {
 				lit.Reset()
 			}
 			parts = append(parts, part{name: body})
-			_ = p
 			i += end + 1
 		default:
 			lit.WriteByte(c)

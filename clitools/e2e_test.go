@@ -730,3 +730,11 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestKilledBySignal(t *testing.T) {
+	h := start(t, legacy, Config{Command: []string{"sh", "-c", "echo out; echo err >&2; kill -KILL $$", "sh"}})
+	r := h.call("fail", map[string]any{"status": 1})
+	if s := text(r); !r.IsError || !strings.Contains(s, "signal: killed") || !strings.Contains(s, "out") || !strings.Contains(s, "err") {
+		t.Fatalf("got %v %q", r.IsError, s)
+	}
+}

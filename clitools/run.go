@@ -107,7 +107,7 @@ func run(ctx context.Context, s runSpec) outcome {
 		case errors.As(waitErr, &ee) && ee.Exited():
 			o.exitCode = ee.ExitCode()
 		case errors.As(waitErr, &ee):
-			o.err = fmt.Errorf("killed: %v", ee)
+			o.err = fmt.Errorf("the process ended by %v", ee)
 		case errors.Is(waitErr, exec.ErrWaitDelay):
 			o.exitCode = cmd.ProcessState.ExitCode()
 		default:

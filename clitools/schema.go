@@ -261,8 +261,12 @@ func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, [
 		_ = json.Unmarshal(pm[AllowDashKey], &p.allowDash)
 		params[name] = p
 	}
+	// Arguments are validated with draft 2020-12 rules whatever "$schema"
+	// says: CLIs print older drafts that the validator would refuse.
+	delete(m, "$schema")
+	forValidation, _ := json.Marshal(m)
 	var js jsonschema.Schema
-	if err := json.Unmarshal(in, &js); err != nil {
+	if err := json.Unmarshal(forValidation, &js); err != nil {
 		return nil, nil, nil, fmt.Errorf("input schema: %v", err)
 	}
 	rs, err := js.Resolve(nil)

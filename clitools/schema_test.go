@@ -60,3 +60,21 @@ func TestParseGood(t *testing.T) {
 		t.Fatalf("tool a %+v", a)
 	}
 }
+
+func TestParseOlderDraft(t *testing.T) {
+	sch, err := Parse([]byte(`{"tools": [{"name": "a", "cli_command": ["{x}"], "parameters":
+	  {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"x": {"type": "integer"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := sch.Tools[0]
+	if err := tool.resolved.Validate(map[string]any{"x": 1.0}); err != nil {
+		t.Fatalf("a draft-04 schema cannot validate: %v", err)
+	}
+	if err := tool.resolved.Validate(map[string]any{"x": "s"}); err == nil {
+		t.Fatal("a string passed as an integer")
+	}
+	if !strings.Contains(string(tool.InputSchema), "draft-04") {
+		t.Fatal("the client should see the schema as printed")
+	}
+}

@@ -341,7 +341,7 @@ func (s *Server) render(name string, o outcome) *mcp.CallToolResult {
 	case errors.Is(o.err, errShutdown):
 		return errResult("%s: mcpflow is shutting down; its process group was killed", name)
 	case o.err != nil:
-		return errResult("%s: %v", name, o.err)
+		return errResult("%s: %v%s%s", name, o.err, section("stdout", stdout), section("stderr", o.stderr))
 	case o.exitCode != 0:
 		return errResult("%s exited with status %d%s%s", name, o.exitCode, section("stdout", stdout), section("stderr", o.stderr))
 	}
@@ -393,8 +393,7 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		if br.Restart != nil {
 			diff, err, refreshed = br.Restart.Tools, br.Restart.Err, true
 		} else if !br.OK {
-			_, lastErr := s.Schema()
-			sch, _ := s.Schema()
+			sch, lastErr := s.Schema()
 			fmt.Fprintf(&b, "tools: unchanged, %d served", len(sch.Names()))
 			if lastErr != nil {
 				fmt.Fprintf(&b, "\nschema error: %v", lastErr)
