@@ -39,6 +39,14 @@ type Recompiler interface {
 	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
+// RecompilerFunc adapts a function to Recompiler.
+type RecompilerFunc func(ctx context.Context, progress func(msg string)) result.Build
+
+// Recompile calls f.
+func (f RecompilerFunc) Recompile(ctx context.Context, progress func(msg string)) result.Build {
+	return f(ctx, progress)
+}
+
 // Config says which CLI to serve and how.
 type Config struct {
 	Schema        []string      // argv of the schema command; prints {"tools": [...]}
@@ -381,7 +389,15 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	var err error
 	refreshed := false
 	if s.cfg.Recompiler != nil {
-		br := s.cfg.Recompiler.Recompile(ctx, nil)
+		var progress func(string)
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			n := 0
+			progress = func(msg string) {
+				n++
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+			}
+		}
+		br := s.cfg.Recompiler.Recompile(ctx, progress)
 		switch {
 		case br.Skipped:
 			b.WriteString("build: none configured\n")
