@@ -158,4 +158,3 @@ func record() func() {
 	}
 	return func() { os.Remove(me) }
 }
-
