@@ -1,0 +1,388 @@
+package clitools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Template is a compiled cli_command: the argv of one call is made from it
+// and the call's arguments, with no shell. The rules are in the package
+// documentation and docs/clitools.md.
+type Template struct {
+	root   []node
+	params map[string]param
+}
+
+type nodeKind int
+
+const (
+	litNode   nodeKind = iota // a literal element
+	wholeNode                 // "{name}": the value, one element (an array: one per item)
+	textNode                  // "a{name}b": text substitution into one element
+	guardNode                 // "{?name}" / "{!name}": keeps or drops its group, emits nothing
+	groupNode                 // a nested array: all or nothing
+)
+
+type node struct {
+	kind   nodeKind
+	lit    string // litNode
+	name   string // wholeNode, guardNode
+	neg    bool   // guardNode: "{!name}"
+	parts  []part // textNode
+	group  []node // groupNode
+	repeat string // groupNode: the array parameter the group repeats over
+	flag   bool   // litNode: starts with "-" and is not "--"
+	posPos bool   // wholeNode/textNode: begins with the value (a positional slot)
+}
+
+type part struct {
+	lit  string
+	name string // "" = literal
+}
+
+// compileTemplate compiles cli_command. On error it returns the path of
+// the offending element inside the template.
+func compileTemplate(raw json.RawMessage, params map[string]param) (*Template, []string, error) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, nil, fmt.Errorf("cli_command must be an array of strings and nested arrays")
+	}
+	t := &Template{params: params}
+	nodes, ptr, err := t.compileGroup(elems, nil, true)
+	if err != nil {
+		return nil, ptr, err
+	}
+	t.root = nodes
+	return t, nil, nil
+}
+
+func (t *Template) compileGroup(elems []json.RawMessage, at []string, top bool) ([]node, []string, error) {
+	var nodes []node
+	for i, raw := range elems {
+		p := append(append([]string(nil), at...), strconv.Itoa(i))
+		raw = bytes.TrimSpace(raw)
+		if len(raw) > 0 && raw[0] == '[' {
+			var sub []json.RawMessage
+			if err := json.Unmarshal(raw, &sub); err != nil {
+				return nil, p, fmt.Errorf("invalid group: %v", err)
+			}
+			g, ptr, err := t.compileGroup(sub, p, false)
+			if err != nil {
+				return nil, ptr, err
+			}
+			n := node{kind: groupNode, group: g}
+			for _, c := range g {
+				if c.kind == wholeNode && t.params[c.name].typ == "array" {
+					if n.repeat != "" && n.repeat != c.name {
+						return nil, p, fmt.Errorf("a group may repeat over one array parameter only, found %q and %q", n.repeat, c.name)
+					}
+					n.repeat = c.name
+				}
+			}
+			nodes = append(nodes, n)
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, p, fmt.Errorf("element must be a string or an array, found %s", raw)
+		}
+		n, err := t.compileString(s)
+		if err != nil {
+			return nil, p, err
+		}
+		if n.kind == guardNode && top {
+			return nil, p, fmt.Errorf("guard %q must be inside a group, e.g. [%q, \"--flag\"]", s, s)
+		}
+		nodes = append(nodes, n)
+	}
+	// A value slot right after a flag literal is the flag's value, not a
+	// positional argument.
+	prevFlag := false
+	for i := range nodes {
+		n := &nodes[i]
+		switch n.kind {
+		case wholeNode, textNode:
+			if prevFlag {
+				n.posPos = false
+			}
+		}
+		if n.kind != guardNode {
+			prevFlag = n.kind == litNode && n.flag
+		}
+	}
+	return nodes, nil, nil
+}
+
+func (t *Template) compileString(s string) (node, error) {
+	var parts []part
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '{' && i+1 < len(s) && s[i+1] == '{':
+			lit.WriteByte('{')
+			i += 2
+		case c == '}' && i+1 < len(s) && s[i+1] == '}':
+			lit.WriteByte('}')
+			i += 2
+		case c == '}':
+			return node{}, fmt.Errorf("%q: a lone '}' (write }} for a literal brace)", s)
+		case c == '{':
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return node{}, fmt.Errorf("%q: unclosed '{' (write {{ for a literal brace)", s)
+			}
+			body := s[i+1 : i+end]
+			prefix := ""
+			if strings.HasPrefix(body, "?") || strings.HasPrefix(body, "!") {
+				prefix, body = body[:1], body[1:]
+			}
+			if !validParamName(body) {
+				return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
+			}
+			if _, ok := t.params[body]; !ok {
+				return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
+			}
+			if prefix != "" {
+				if i != 0 || end != len(s)-1 {
+					return node{}, fmt.Errorf("%q: a guard {%s%s} must be a whole element", s, prefix, body)
+				}
+				return node{kind: guardNode, name: body, neg: prefix == "!"}, nil
+			}
+			if lit.Len() > 0 {
+				parts = append(parts, part{lit: lit.String()})
+				lit.Reset()
+			}
+			parts = append(parts, part{name: body})
+			i += end + 1
+		default:
+			lit.WriteByte(c)
+			i++
+		}
+	}
+	if lit.Len() > 0 {
+		parts = append(parts, part{lit: lit.String()})
+	}
+	switch {
+	case len(parts) == 0:
+		return node{kind: litNode}, nil
+	case len(parts) == 1 && parts[0].name == "":
+		l := parts[0].lit
+		return node{kind: litNode, lit: l, flag: strings.HasPrefix(l, "-") && l != "--"}, nil
+	case len(parts) == 1:
+		return node{kind: wholeNode, name: parts[0].name, posPos: true}, nil
+	}
+	for _, p := range parts {
+		if p.name != "" && t.params[p.name].typ == "array" {
+			return node{}, fmt.Errorf("%q: array parameter %q must be a whole element", s, p.name)
+		}
+	}
+	return node{kind: textNode, parts: parts, posPos: parts[0].name != ""}, nil
+}
+
+func validParamName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// ArgError is a call whose arguments cannot be mapped to an argv.
+type ArgError struct {
+	Param string
+	Msg   string
+}
+
+func (e *ArgError) Error() string {
+	if e.Param == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("parameter %q: %s", e.Param, e.Msg)
+}
+
+// Expand builds the argv tail for args (decoded with json.Decoder.UseNumber,
+// so numbers keep their JSON text). A missing or null parameter is absent.
+func (t *Template) Expand(args map[string]any) ([]string, error) {
+	x := expander{t: t, args: args}
+	out := []string{}
+	if err := x.group(&out, t.root, "", nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type expander struct {
+	t      *Template
+	args   map[string]any
+	dashed bool // a literal "--" was emitted: later values are operands
+}
+
+func (x *expander) value(name, bound string, item any) (any, bool) {
+	if name == bound {
+		return item, true
+	}
+	v, ok := x.args[name]
+	if !ok || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// keep reports whether a group's own placeholders and guards are all
+// satisfied.
+func (x *expander) keep(nodes []node, bound string, item any) bool {
+	for _, n := range nodes {
+		switch n.kind {
+		case wholeNode:
+			if _, ok := x.value(n.name, bound, item); !ok {
+				return false
+			}
+		case textNode:
+			for _, p := range n.parts {
+				if p.name != "" {
+					if _, ok := x.value(p.name, bound, item); !ok {
+						return false
+					}
+				}
+			}
+		case guardNode:
+			v, ok := x.value(n.name, bound, item)
+			on := ok && v != false
+			if a, isArr := v.([]any); isArr && len(a) == 0 {
+				on = false
+			}
+			if on == n.neg {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (x *expander) group(out *[]string, nodes []node, bound string, item any) error {
+	for _, n := range nodes {
+		switch n.kind {
+		case litNode:
+			*out = append(*out, n.lit)
+			if n.lit == "--" {
+				x.dashed = true
+			}
+		case guardNode:
+		case wholeNode:
+			v, ok := x.value(n.name, bound, item)
+			if !ok {
+				continue
+			}
+			if a, isArr := v.([]any); isArr {
+				for _, it := range a {
+					s := render(it)
+					if err := x.checkDash(n, s); err != nil {
+						return err
+					}
+					*out = append(*out, s)
+				}
+				continue
+			}
+			s := render(v)
+			if err := x.checkDash(n, s); err != nil {
+				return err
+			}
+			*out = append(*out, s)
+		case textNode:
+			var b strings.Builder
+			missing := false
+			for _, p := range n.parts {
+				if p.name == "" {
+					b.WriteString(p.lit)
+					continue
+				}
+				v, ok := x.value(p.name, bound, item)
+				if !ok {
+					missing = true
+					break
+				}
+				b.WriteString(render(v))
+			}
+			if missing {
+				continue
+			}
+			if err := x.checkDash(n, b.String()); err != nil {
+				return err
+			}
+			*out = append(*out, b.String())
+		case groupNode:
+			if n.repeat != "" && n.repeat != bound {
+				v, ok := x.value(n.repeat, bound, item)
+				if !ok {
+					continue
+				}
+				a, _ := v.([]any)
+				if a == nil {
+					a = []any{v}
+				}
+				for _, it := range a {
+					if !x.keep(n.group, n.repeat, it) {
+						continue
+					}
+					if err := x.group(out, n.group, n.repeat, it); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if !x.keep(n.group, bound, item) {
+				continue
+			}
+			if err := x.group(out, n.group, bound, item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (x *expander) checkDash(n node, s string) error {
+	if !n.posPos || x.dashed || !strings.HasPrefix(s, "-") {
+		return nil
+	}
+	name := n.name
+	if n.kind == textNode {
+		name = n.parts[0].name
+	}
+	if x.t.params[name].allowDash {
+		return nil
+	}
+	return &ArgError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
+		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, AllowDashKey)}
+}
+
+// render gives a scalar's argv text: a string as is, a number in its JSON
+// text, a boolean as true/false; objects and arrays as compact JSON.
+func render(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	case bool:
+		return strconv.FormatBool(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case nil:
+		return "null"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,80 @@
+package clitools
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, doc string
+		ptr       string
+		line, col int
+		msg       string
+	}{
+		{"syntax error", "{\"tools\": [\n  {\"name\": \"a\",,}\n]}", "", 2, 16, "invalid JSON"},
+		{"no tools", `{"tool": []}`, "", 1, 1, `no "tools" array`},
+		{"tools not an array", `{"tools": {}}`, "/tools", 1, 11, "want"},
+		{"bad name", "{\"tools\": [\n {\"name\": \"a b\", \"cli_command\": []}]}", "/tools/0/name", 2, 11, "A-Za-z0-9_.-"},
+		{"empty name", "{\"tools\": [\n {\"name\": \"\", \"cli_command\": []}]}", "/tools/0/name", 2, 11, "1-128"},
+		{"long name", `{"tools": [{"name": "` + strings.Repeat("a", 129) + `", "cli_command": []}]}`, "/tools/0/name", 1, 21, "1-128"},
+		{"duplicate name", "{\"tools\": [\n {\"name\": \"a\", \"cli_command\": []},\n {\"name\": \"a\", \"cli_command\": []}]}", "/tools/1/name", 3, 11, "repeats tool 0"},
+		{"input schema not object type", "{\"tools\": [{\"name\": \"a\", \"cli_command\": [],\n  \"parameters\": {\"type\": \"string\"}}]}", "/tools/0/parameters/type", 2, 26, `"type": "object"`},
+		{"input schema not an object", `{"tools": [{"name": "a", "cli_command": [], "inputSchema": [1]}]}`, "/tools/0/inputSchema", 1, 60, "JSON object"},
+		{"both parameters and inputSchema", `{"tools": [{"name": "a", "cli_command": [], "parameters": {"type":"object"}, "inputSchema": {"type":"object"}}]}`, "/tools/0/inputSchema", 1, 93, "both"},
+		{"no cli_command", `{"tools": [{"name": "a"}]}`, "/tools/0", 1, 12, "no cli_command"},
+		{"bad input", `{"tools": [{"name": "a", "cli_command": [], "input": "file"}]}`, "/tools/0/input", 1, 54, `want "stdin"`},
+		{"bad output schema", `{"tools": [{"name": "a", "cli_command": [], "outputSchema": {"type": "array"}}]}`, "/tools/0/outputSchema", 1, 61, "outputSchema"},
+		{"unresolvable schema", `{"tools": [{"name": "a", "cli_command": [], "parameters": {"type": "object", "properties": {"x": {"$ref": "#/nope"}}}}]}`, "/tools/0/parameters", 1, 59, "input schema"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.doc))
+			var se *SchemaError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want a SchemaError", err)
+			}
+			if se.Pointer != c.ptr || se.Line != c.line || se.Col != c.col || !strings.Contains(se.Msg, c.msg) {
+				t.Fatalf("got %q (%+v), want %s line %d col %d %q", se.Error(), se, c.ptr, c.line, c.col, c.msg)
+			}
+		})
+	}
+}
+
+func TestParseGood(t *testing.T) {
+	sch, err := Parse([]byte(`{"tools": [
+	  {"name": "b.x-y_z", "description": "d", "title": "T", "inputSchema": {"type": "object"}, "cli_command": ["b"],
+	   "annotations": {"readOnlyHint": true}, "outputSchema": {"type": "object"}},
+	  {"name": "a", "input": "stdin"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sch.Names(), ","); got != "a,b.x-y_z" {
+		t.Fatalf("names %s", got)
+	}
+	b := sch.Tool("b.x-y_z").MCPTool()
+	if b.Title != "T" || b.Annotations == nil || !b.Annotations.ReadOnlyHint || b.OutputSchema == nil {
+		t.Fatalf("tool %+v", b)
+	}
+	if a := sch.Tool("a"); !a.Stdin || string(a.InputSchema) != `{"type":"object"}` {
+		t.Fatalf("tool a %+v", a)
+	}
+}
+
+func TestParseOlderDraft(t *testing.T) {
+	sch, err := Parse([]byte(`{"tools": [{"name": "a", "cli_command": ["{x}"], "parameters":
+	  {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"x": {"type": "integer"}}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := sch.Tools[0]
+	if err := tool.resolved.Validate(map[string]any{"x": 1.0}); err != nil {
+		t.Fatalf("a draft-04 schema cannot validate: %v", err)
+	}
+	if err := tool.resolved.Validate(map[string]any{"x": "s"}); err == nil {
+		t.Fatal("a string passed as an integer")
+	}
+	if !strings.Contains(string(tool.InputSchema), "draft-04") {
+		t.Fatal("the client should see the schema as printed")
+	}
+}

@@ -1,0 +1,447 @@
+package clitools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultSchemaTimeout = 30 * time.Second
+	DefaultMaxOutput     = 4 << 20
+	DefaultMaxParallel   = 4
+	DefaultTool          = "recompile"
+	// maxSchemaOutput bounds the schema command's stdout.
+	maxSchemaOutput = 16 << 20
+	// progressEvery is the least time between two progress notifications
+	// of one call.
+	progressEvery = 100 * time.Millisecond
+)
+
+// Recompiler builds the CLI for the recompile tool. The builder satisfies
+// it; after a good build it is expected to call the Server's Restart, and
+// to report that in Build.Restart.
+type Recompiler interface {
+	Recompile(ctx context.Context, progress func(msg string)) result.Build
+}
+
+// RecompilerFunc adapts a function to Recompiler.
+type RecompilerFunc func(ctx context.Context, progress func(msg string)) result.Build
+
+// Recompile calls f.
+func (f RecompilerFunc) Recompile(ctx context.Context, progress func(msg string)) result.Build {
+	return f(ctx, progress)
+}
+
+// Config says which CLI to serve and how.
+type Config struct {
+	Schema        []string      // argv of the schema command; prints {"tools": [...]}
+	Command       []string      // prefix of every call; empty = Schema[0]
+	Append        []string      // added after every call's arguments
+	Timeout       time.Duration // per call; 0 = DefaultTimeout
+	SchemaTimeout time.Duration // per schema command run; 0 = DefaultSchemaTimeout
+	MaxOutput     int64         // stdout bytes per call; 0 = DefaultMaxOutput
+	MaxParallel   int           // calls running at once; 0 = DefaultMaxParallel
+	Dir           string        // working directory; "" = the caller's
+	Env           []string      // full environment; nil = the caller's
+	Logger        *slog.Logger  // nil = discard
+	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
+	Recompiler    Recompiler    // nil = recompile only re-reads the schema
+	Name, Version string        // the server's implementation info; "" = "mcpflow-cli"
+}
+
+// Server serves a CLI's tools over MCP. See the package documentation.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	srv      *mcp.Server
+	sem      chan struct{}
+	shutdown chan struct{}
+	closeMu  sync.Once
+
+	refreshMu sync.Mutex // one refresh at a time
+
+	mu      sync.Mutex
+	schema  *Schema // the tools served; nil before the first good refresh
+	lastErr error   // the last refresh's error; nil once one succeeds
+	gen     int     // good refreshes so far
+}
+
+// New returns a Server serving no CLI tools yet: call Refresh (or Restart)
+// to read the schema. It starts no process.
+func New(cfg Config) *Server {
+	if len(cfg.Command) == 0 && len(cfg.Schema) > 0 {
+		cfg.Command = cfg.Schema[:1]
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.SchemaTimeout == 0 {
+		cfg.SchemaTimeout = DefaultSchemaTimeout
+	}
+	if cfg.MaxOutput == 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	if cfg.MaxParallel <= 0 {
+		cfg.MaxParallel = DefaultMaxParallel
+	}
+	if cfg.Tool == "" {
+		cfg.Tool = DefaultTool
+	}
+	if cfg.Name == "" {
+		cfg.Name = "mcpflow-cli"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:      cfg,
+		log:      log,
+		sem:      make(chan struct{}, cfg.MaxParallel),
+		shutdown: make(chan struct{}),
+	}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	if cfg.Tool != "-" {
+		s.srv.AddTool(&mcp.Tool{
+			Name:        cfg.Tool,
+			Description: "Rebuild the CLI (when a build is configured) and re-read its tool list; reports the build and which tools changed.",
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+		}, s.recompile)
+	}
+	return s
+}
+
+// MCPServer is the MCP server toward the client, for a transport or a mux
+// to connect.
+func (s *Server) MCPServer() *mcp.Server { return s.srv }
+
+// Serve serves one client over in and out (newline-delimited JSON-RPC,
+// as on stdio) until ctx ends or the client goes, then Closes s.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	defer s.Close()
+	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// Close kills every call's process group; their calls answer that the
+// server is shutting down. Later calls fail the same way at once.
+func (s *Server) Close() { s.closeMu.Do(func() { close(s.shutdown) }) }
+
+// Schema returns the schema served and the last refresh's error.
+func (s *Server) Schema() (*Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.schema, s.lastErr
+}
+
+// Restart is Refresh in the shape the builder's Restarter wants: Gen
+// counts good refreshes, Pid is 0 (no process stays up).
+func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
+	start := time.Now()
+	diff, err := s.Refresh(ctx)
+	s.mu.Lock()
+	gen := s.gen
+	s.mu.Unlock()
+	return &result.Restart{Gen: gen, Duration: time.Since(start), Err: err, Tools: diff}, err
+}
+
+// Refresh runs the schema command, validates its output and serves its
+// tools: those added, removed or changed (as the client sees them) are
+// updated on the MCP server, which then sends tools/list_changed; nothing
+// changes when nothing differs. On any failure the previous tools keep
+// serving, the error is returned and kept: recompile reports it and every
+// call's result carries it as a note until a refresh succeeds.
+func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	o := run(ctx, runSpec{
+		argv: s.cfg.Schema, dir: s.cfg.Dir, env: s.cfg.Env,
+		timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput, shutdown: s.shutdown,
+	})
+	sch, err := s.readSchema(o)
+	s.mu.Lock()
+	old := s.schema
+	if err != nil {
+		s.lastErr = err
+		s.mu.Unlock()
+		diff := result.ToolDiff{Known: old != nil, Current: old.Names()}
+		s.log.Warn("cli schema refresh failed; previous tools kept", "err", err, "tools", len(diff.Current), "duration", result.Dur(o.duration))
+		return diff, err
+	}
+	diff := diffSchemas(old, sch)
+	s.schema = sch
+	s.lastErr = nil
+	s.gen++
+	s.mu.Unlock()
+	if len(diff.Removed) > 0 {
+		s.srv.RemoveTools(diff.Removed...)
+	}
+	for _, name := range slices.Concat(diff.Added, diff.Changed) {
+		s.srv.AddTool(sch.Tool(name).MCPTool(), s.handler(name))
+	}
+	s.log.Info("cli schema refreshed", "tools", len(diff.Current), "added", diff.Added, "removed", diff.Removed, "changed", diff.Changed, "duration", result.Dur(o.duration))
+	return diff, nil
+}
+
+func (s *Server) readSchema(o outcome) (*Schema, error) {
+	cmd := strings.Join(s.cfg.Schema, " ")
+	switch {
+	case errors.Is(o.err, errTimeout):
+		return nil, fmt.Errorf("schema command %q timed out after %s", cmd, result.Dur(s.cfg.SchemaTimeout))
+	case o.err != nil:
+		return nil, fmt.Errorf("schema command %q: %v", cmd, o.err)
+	case o.exitCode != 0:
+		return nil, fmt.Errorf("schema command %q exited with status %d%s", cmd, o.exitCode, section("stderr", o.stderr))
+	}
+	sch, err := Parse(o.stdout)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.Tool != "-" {
+		for i, t := range sch.Tools {
+			if t.Name == s.cfg.Tool {
+				return nil, newSchemaError(o.stdout, []string{"tools", strconv.Itoa(i), "name"},
+					fmt.Sprintf("tool name %q is taken by mcpflow's own recompile tool", t.Name))
+			}
+		}
+	}
+	return sch, nil
+}
+
+// diffSchemas compares what the client sees of two tool lists.
+func diffSchemas(old, cur *Schema) result.ToolDiff {
+	d := result.ToolDiff{Known: old != nil, Current: cur.Names()}
+	for _, t := range cur.Tools {
+		o := old.Tool(t.Name)
+		switch {
+		case o == nil:
+			d.Added = append(d.Added, t.Name)
+		case !sameTool(o, t):
+			d.Changed = append(d.Changed, t.Name)
+		}
+	}
+	if old != nil {
+		for _, t := range old.Tools {
+			if cur.Tool(t.Name) == nil {
+				d.Removed = append(d.Removed, t.Name)
+			}
+		}
+	}
+	slices.Sort(d.Added)
+	slices.Sort(d.Removed)
+	slices.Sort(d.Changed)
+	return d
+}
+
+func sameTool(a, b *Tool) bool {
+	ja, err1 := json.Marshal(a.MCPTool())
+	jb, err2 := json.Marshal(b.MCPTool())
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := s.call(ctx, name, req)
+		s.mu.Lock()
+		lastErr := s.lastErr
+		s.mu.Unlock()
+		if lastErr != nil {
+			res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
+		}
+		return res, nil
+	}
+}
+
+func errResult(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+func (s *Server) call(ctx context.Context, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	s.mu.Lock()
+	t := s.schema.Tool(name)
+	s.mu.Unlock()
+	if t == nil {
+		return errResult("tool %q is no longer provided by the CLI", name)
+	}
+	raw := req.Params.Arguments
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		raw = json.RawMessage(`{}`)
+	}
+	var plain map[string]any
+	if err := json.Unmarshal(raw, &plain); err != nil {
+		return errResult("invalid arguments: want a JSON object: %v", err)
+	}
+	if err := t.resolved.Validate(plain); err != nil {
+		return errResult("invalid arguments for %s: %v", name, err)
+	}
+	var args map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return errResult("invalid arguments: %v", err)
+	}
+	tail, err := t.Template.Expand(args)
+	if err != nil {
+		return errResult("invalid arguments for %s: %v", name, err)
+	}
+	argv := slices.Concat(s.cfg.Command, tail, s.cfg.Append)
+	spec := runSpec{
+		argv: argv, dir: s.cfg.Dir, env: s.cfg.Env,
+		timeout: s.cfg.Timeout, maxOutput: s.cfg.MaxOutput, shutdown: s.shutdown,
+	}
+	if t.Stdin {
+		spec.stdin = append(bytes.TrimSpace(raw), '\n')
+	}
+	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		spec.onStderr = s.progress(ctx, req.Session, tok)
+	}
+
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return errResult("%s: canceled while waiting for a free slot (max_parallel %d)", name, s.cfg.MaxParallel)
+	case <-s.shutdown:
+		return errResult("%s: mcpflow is shutting down", name)
+	}
+	o := run(ctx, spec)
+	<-s.sem
+
+	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
+	return s.render(name, o)
+}
+
+func (s *Server) render(name string, o outcome) *mcp.CallToolResult {
+	stdout := strings.ToValidUTF8(string(o.stdout), "\uFFFD")
+	switch {
+	case errors.Is(o.err, errTimeout):
+		return errResult("%s timed out after %s; its process group was killed.%s%s", name, result.Dur(s.cfg.Timeout), section("stdout", stdout), section("stderr", o.stderr))
+	case errors.Is(o.err, errOverflow):
+		return errResult("%s printed more than max_output (%d bytes) on stdout; its process group was killed.%s", name, s.cfg.MaxOutput, section("stderr", o.stderr))
+	case errors.Is(o.err, context.Canceled), errors.Is(o.err, context.DeadlineExceeded):
+		return errResult("%s was canceled; its process group was killed", name)
+	case errors.Is(o.err, errShutdown):
+		return errResult("%s: mcpflow is shutting down; its process group was killed", name)
+	case o.err != nil:
+		return errResult("%s: %v%s%s", name, o.err, section("stdout", stdout), section("stderr", o.stderr))
+	case o.exitCode != 0:
+		return errResult("%s exited with status %d%s%s", name, o.exitCode, section("stdout", stdout), section("stderr", o.stderr))
+	}
+	if m, ok := isJSONObject(o.stdout); ok {
+		text := string(bytes.TrimSpace(o.stdout))
+		return &mcp.CallToolResult{StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: stdout}}}
+}
+
+func section(label, text string) string {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return ""
+	}
+	return "\n" + label + ":\n" + text
+}
+
+// progress returns a stderr line handler that sends progress
+// notifications, at most one per progressEvery; a line that comes too soon
+// is dropped.
+func (s *Server) progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(string) {
+	var n int
+	var last time.Time
+	return func(line string) {
+		n++
+		if now := time.Now(); now.Sub(last) >= progressEvery {
+			last = now
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: line})
+		}
+	}
+}
+
+func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var b strings.Builder
+	var diff result.ToolDiff
+	var err error
+	refreshed := false
+	if s.cfg.Recompiler != nil {
+		var progress func(string)
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			n := 0
+			progress = func(msg string) {
+				n++
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+			}
+		}
+		br := s.cfg.Recompiler.Recompile(ctx, progress)
+		switch {
+		case br.Skipped:
+			b.WriteString("build: none configured\n")
+		case br.OK:
+			fmt.Fprintf(&b, "build: ok (%s)\n", result.Dur(br.Duration))
+		default:
+			fmt.Fprintf(&b, "build: FAILED (%s): %v\n%s\n", result.Dur(br.Duration), br.Err, strings.TrimSpace(br.Errors))
+		}
+		if br.Restart != nil {
+			diff, err, refreshed = br.Restart.Tools, br.Restart.Err, true
+		} else if !br.OK {
+			sch, lastErr := s.Schema()
+			fmt.Fprintf(&b, "tools: unchanged, %d served", len(sch.Names()))
+			if lastErr != nil {
+				fmt.Fprintf(&b, "\nschema error: %v", lastErr)
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+		}
+	}
+	if !refreshed {
+		diff, err = s.Refresh(ctx)
+	}
+	b.WriteString(describeDiff(diff))
+	if err != nil {
+		fmt.Fprintf(&b, "\nschema error, previous tools kept: %v", err)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+}
+
+// describeDiff renders a tool diff in one line for the agent.
+func describeDiff(d result.ToolDiff) string {
+	if d.Empty() {
+		return fmt.Sprintf("tools: unchanged, %d served", len(d.Current))
+	}
+	var parts []string
+	for _, n := range d.Added {
+		parts = append(parts, "+"+n)
+	}
+	for _, n := range d.Removed {
+		parts = append(parts, "-"+n)
+	}
+	for _, n := range d.Changed {
+		parts = append(parts, "~"+n)
+	}
+	return fmt.Sprintf("tools: %s; %d served", strings.Join(parts, " "), len(d.Current))
+}
