@@ -65,6 +65,11 @@ type Server struct {
 // Listen opens the instance's control socket, removing stale sockets of
 // killed instances on the way, and serves it until Close.
 func Listen(info Info) (*Server, error) {
+	return listen(info, os.Geteuid())
+}
+
+// listen is Listen with the uid peers must have (-1: no check).
+func listen(info Info, wantUID int) (*Server, error) {
 	if err := unsupported(); err != nil {
 		return nil, err
 	}
@@ -91,7 +96,7 @@ func Listen(info Info) (*Server, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	s := &Server{
-		info: info, path: path, started: time.Now(), ln: ln, wantUID: os.Geteuid(),
+		info: info, path: path, started: time.Now(), ln: ln, wantUID: wantUID,
 		sem: make(chan struct{}, MaxConns), conns: make(map[*net.UnixConn]struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
