@@ -284,3 +284,46 @@ func (c *Client) who() string {
 	}
 	return "at " + c.inst.Socket
 }
+
+// Pick chooses the instance a command acts on: the one with this pid when
+// pid > 0, else the only one. None, or several without a pid, is an error
+// that says what to do.
+func Pick(insts []Instance, pid int) (Instance, error) {
+	if pid > 0 {
+		for _, in := range insts {
+			if in.Pid == pid {
+				return in, nil
+			}
+		}
+		return Instance{}, fmt.Errorf("no mcpflow instance with pid %d here (mcpflow status lists them)", pid)
+	}
+	switch len(insts) {
+	case 0:
+		return Instance{}, errors.New("no mcpflow instance running here: mcpflow status lists them all, -c FILE picks a project")
+	case 1:
+		return insts[0], nil
+	}
+	var pids []string
+	for _, in := range insts {
+		pids = append(pids, fmt.Sprintf("%d (%s)", in.Pid, orDash(in.Config)))
+	}
+	return Instance{}, fmt.Errorf("%d mcpflow instances are running: pick one with --pid: %s", len(insts), strings.Join(pids, ", "))
+}
+
+// Statuses asks each instance for its status, in order; an instance that
+// stopped meanwhile is left out.
+func Statuses(ctx context.Context, insts []Instance) []Status {
+	out := make([]Status, 0, len(insts))
+	for _, in := range insts {
+		c, err := Dial(ctx, in)
+		if err != nil {
+			continue
+		}
+		st, err := c.Status(ctx)
+		c.Close()
+		if err == nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
