@@ -694,3 +694,34 @@ func TestBuildStatusOf(t *testing.T) {
 		t.Error("ExitCode")
 	}
 }
+
+func TestPickAndStatuses(t *testing.T) {
+	dir := shortDir(t)
+	a := listenT(t, Info{Dir: dir, Config: "/p/a/mcpflow.toml", Target: &fakeTarget{name: "a"}})
+	b := listenT(t, Info{Dir: dir, Target: &fakeTarget{name: "b"}})
+	insts, err := Instances(Filter{Dir: dir})
+	if err != nil || len(insts) != 2 {
+		t.Fatalf("%+v %v", insts, err)
+	}
+	if _, err := Pick(insts, 0); err == nil || !strings.Contains(err.Error(), "--pid") {
+		t.Errorf("two instances, no pid: %v", err)
+	}
+	if _, err := Pick(nil, 0); err == nil || !strings.Contains(err.Error(), "no mcpflow instance") {
+		t.Errorf("none: %v", err)
+	}
+	if _, err := Pick(insts, 1); err == nil {
+		t.Error("pid 1 picked")
+	}
+	if in, err := Pick(insts[1:], 0); err != nil || in != insts[1] {
+		t.Errorf("one instance: %+v %v", in, err)
+	}
+	if in, err := Pick(insts, os.Getpid()); err != nil || in != insts[0] {
+		t.Errorf("by pid: %+v %v", in, err)
+	}
+	b.Close() // gone between Instances and Statuses: left out
+	sts := Statuses(ctxT(t), insts)
+	if len(sts) != 1 || sts[0].Config != "/p/a/mcpflow.toml" || sts[0].Servers[0].Name != "a" {
+		t.Fatalf("Statuses: %+v", sts)
+	}
+	_ = a
+}

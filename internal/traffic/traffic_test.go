@@ -178,3 +178,38 @@ func TestConcurrentRecordsAndPeriodicFlush(t *testing.T) {
 		next[l.Server]++
 	}
 }
+
+// BenchmarkRecord is the relay's cost per message of a typical size.
+func BenchmarkRecord(b *testing.B) {
+	b.Run("checking", func(b *testing.B) { benchRecord(b, false) })
+	b.Run("checked", func(b *testing.B) { benchRecord(b, true) })
+}
+
+func benchRecord(b *testing.B, checked bool) {
+	w, err := Open(filepath.Join(b.TempDir(), "t.jsonl"), Options{MaxFile: 1 << 40, Checked: checked})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	hook := w.Hook("")
+	msg := []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"` + strings.Repeat("lorem ipsum ", 20) + `"}],"isError":false}}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		hook(false, 1, msg)
+	}
+}
+
+func TestCheckedRecordsAsIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	w, err := Open(path, Options{Checked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Record("", true, 1, []byte(`{"id":1,"method":"ping"}`))
+	w.Close()
+	ls := readLines(t, path)
+	if len(ls) != 1 || string(ls[0].Msg) != `{"id":1,"method":"ping"}` {
+		t.Fatalf("%+v", ls)
+	}
+}
