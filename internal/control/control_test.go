@@ -725,3 +725,48 @@ func TestPickAndStatuses(t *testing.T) {
 	}
 	_ = a
 }
+
+func TestRuntimeDirDefault(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix sockets")
+	}
+	base, err := os.MkdirTemp("", "xdg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	d, err := RuntimeDir()
+	if err != nil || d != filepath.Join(base, "mcpflow") {
+		t.Fatalf("RuntimeDir = %q, %v", d, err)
+	}
+	if got, err := Instances(Filter{}); err != nil || len(got) != 0 {
+		t.Fatalf("no folder yet: %+v, %v", got, err)
+	}
+	s := listenT(t, Info{Target: &fakeTarget{}})
+	if filepath.Dir(s.Path()) != d {
+		t.Fatalf("socket %s not in %s", s.Path(), d)
+	}
+	if got, err := Instances(Filter{}); err != nil || len(got) != 1 {
+		t.Fatalf("Instances: %+v, %v", got, err)
+	}
+
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "missing"))
+	d, _ = RuntimeDir()
+	if want := filepath.Join(os.TempDir(), fmt.Sprintf("mcpflow-%d", os.Geteuid())); d != want {
+		t.Fatalf("with a missing XDG_RUNTIME_DIR: %q, want %q", d, want)
+	}
+}
+
+func TestSocketPathTooLong(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix sockets")
+	}
+	dir := filepath.Join(shortDir(t), strings.Repeat("d", 120))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(Info{Dir: dir, Target: &fakeTarget{}}); err == nil || !strings.Contains(err.Error(), "XDG_RUNTIME_DIR") {
+		t.Fatalf("Listen with a long path: %v", err)
+	}
+}

@@ -27,6 +27,8 @@ const (
 	WriteTimeout = 10 * time.Second // for a peer to take a response
 	IdleTimeout  = 5 * time.Minute  // between requests
 	closeGrace   = 500 * time.Millisecond
+
+	maxSocketPath = 103 // sun_path holds 104 bytes on macOS and BSDs (108 on Linux), with its NUL
 )
 
 // ErrUnsupported is returned where this system has no control sockets.
@@ -116,6 +118,9 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 			name += "-" + strconv.Itoa(n)
 		}
 		path := filepath.Join(dir, name+".sock")
+		if len(path) > maxSocketPath {
+			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder", path, maxSocketPath)
+		}
 		if _, err := os.Lstat(path); err == nil {
 			if live(path) {
 				continue

@@ -18,7 +18,8 @@ type Target interface {
 	// Rebuild runs the same cycle as the agent's recompile tool for the
 	// server called name ("" = the only one; a mux may refuse "" with an
 	// error listing the names). ctx ends when the person disconnects or
-	// the Server closes. An error means no cycle ran (say, an unknown
+	// the Server closes, and Rebuild should return soon after: Close
+	// waits for it. An error means no cycle ran (say, an unknown
 	// name); a failed build is a result.Build with OK false.
 	Rebuild(ctx context.Context, name string) (result.Build, error)
 }
