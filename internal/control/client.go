@@ -240,12 +240,17 @@ func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) e
 func (c *Client) call(ctx context.Context, req request, each func(response) (done bool, err error)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
 	if dl, ok := ctx.Deadline(); ok {
 		c.c.SetDeadline(dl)
-		defer c.c.SetDeadline(time.Time{})
 	}
+	// Once ctx ends, the connection's deadline is in the past for good:
+	// the call fails and so does every later one.
+	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if stop() {
+			c.c.SetDeadline(time.Time{})
+		}
+	}()
 	b, _ := json.Marshal(req)
 	if _, err := c.c.Write(append(b, '\n')); err != nil {
 		return c.fail(ctx, err)
