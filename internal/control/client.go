@@ -253,6 +253,12 @@ func (c *Client) call(ctx context.Context, req request, each func(response) (don
 	}()
 	b, _ := json.Marshal(req)
 	if _, err := c.c.Write(append(b, '\n')); err != nil {
+		// The instance may have refused the connection and said why
+		// before closing it.
+		var r response
+		if ctx.Err() == nil && c.dec.Decode(&r) == nil && !r.OK && r.Error != "" {
+			return fmt.Errorf("mcpflow %s: %s", c.who(), r.Error)
+		}
 		return c.fail(ctx, err)
 	}
 	for {
