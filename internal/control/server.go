@@ -111,7 +111,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 // process holds that name. A socket with this pid that nothing answers on
 // is left over from an earlier process and is replaced.
 func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
-	var lastErr error
+	lastErr := errors.New("64 live sockets of this process already")
 	for n := 1; n <= 64; n++ {
 		name := strconv.Itoa(pid)
 		if n > 1 {
