@@ -1,0 +1,16 @@
+//go:build !unix
+
+package control
+
+import "net"
+
+// RuntimeDir reports ErrUnsupported on this system.
+func RuntimeDir() (string, error) { return "", ErrUnsupported }
+
+func prepareDir(string, bool) error { return ErrUnsupported }
+
+func pidGone(int) bool { return false }
+
+func peerUID(*net.UnixConn) (uid int, known bool, err error) { return 0, false, nil }
+
+func unsupported() error { return ErrUnsupported }

@@ -1,0 +1,65 @@
+//go:build unix
+
+package control
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// RuntimeDir is where this user's instances put their sockets:
+// $XDG_RUNTIME_DIR/mcpflow when XDG_RUNTIME_DIR names an existing folder,
+// else <temp>/mcpflow-<uid>. Instances and the commands that look for
+// them agree as long as they share these two variables.
+func RuntimeDir() (string, error) {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return filepath.Join(d, "mcpflow"), nil
+		}
+	}
+	return filepath.Join(os.TempDir(), "mcpflow-"+strconv.Itoa(os.Geteuid())), nil
+}
+
+// prepareDir checks that dir is a real directory owned by this user and
+// closed to everyone else. With create, a missing dir is made 0700;
+// without, a missing dir is reported as fs.ErrNotExist.
+func prepareDir(dir string, create bool) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("control folder: %w", err)
+		}
+		st, err = os.Lstat(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("control folder: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("control folder %s is not a directory (a symlink or file is refused): remove it", dir)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("control folder %s: cannot read its owner", dir)
+	}
+	if uid := os.Geteuid(); int(sys.Uid) != uid {
+		return fmt.Errorf("control folder %s belongs to uid %d, not to you (uid %d): refusing to use it; remove it or set XDG_RUNTIME_DIR", dir, sys.Uid, uid)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("control folder %s has permissions %#o: others could reach the control sockets; run \"chmod 700 %s\"", dir, perm, dir)
+	}
+	return nil
+}
+
+// pidGone reports whether no process has this pid.
+func pidGone(pid int) bool {
+	return pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
+
+func unsupported() error { return nil }

@@ -1,0 +1,191 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
+)
+
+// Target is what a running instance lets a person see and do.
+type Target interface {
+	// Status describes the instance now. Fields the Server knows itself
+	// (Pid, Config, Project, Mode, Version, Started, the uptimes) may be
+	// left zero: the Server fills them in.
+	Status() Status
+	// Rebuild runs the same cycle as the agent's recompile tool for the
+	// server called name ("" = the only one; a mux may refuse "" with an
+	// error listing the names). ctx ends when the person disconnects or
+	// the Server closes, and Rebuild should return soon after: Close
+	// waits for it. An error means no cycle ran (say, an unknown
+	// name); a failed build is a result.Build with OK false.
+	Rebuild(ctx context.Context, name string) (result.Build, error)
+}
+
+// Modes of an instance.
+const (
+	ModeSingle = "single" // one server, relayed
+	ModeMux    = "mux"    // several servers behind one front
+	ModeCLI    = "cli"    // CLI tools only
+)
+
+// Status is one instance as mcpflow status shows it. Durations are in
+// nanoseconds in JSON (the _ns fields).
+type Status struct {
+	Pid     int            `json:"pid"`
+	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
+	Project string         `json:"project,omitempty"` // project folder
+	Mode    string         `json:"mode"`              // ModeSingle, ModeMux or ModeCLI
+	Version string         `json:"version,omitempty"` // mcpflow's version
+	Started time.Time      `json:"started"`
+	Uptime  time.Duration  `json:"uptime_ns"`
+	Client  ClientInfo     `json:"client"`
+	Servers []ServerStatus `json:"servers"`
+}
+
+// ClientInfo is the MCP client on the other end of stdin/stdout.
+type ClientInfo struct {
+	Name     string `json:"name,omitempty"`     // clientInfo.name; "" before the client said
+	Version  string `json:"version,omitempty"`  // clientInfo.version
+	Protocol string `json:"protocol,omitempty"` // protocol revision, e.g. "2025-06-18"
+	Era      string `json:"era,omitempty"`      // "legacy" | "modern"; "" until decided
+}
+
+// ServerStatus is one server (child) of an instance.
+type ServerStatus struct {
+	Name     string        `json:"name"`
+	State    string        `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
+	Pid      int           `json:"pid,omitempty"` // the child's pid; 0 when none runs
+	Gen      int           `json:"gen"`           // child generation, from 1
+	Started  time.Time     `json:"started,omitzero"`
+	Uptime   time.Duration `json:"uptime_ns"` // filled from Started when zero
+	Restarts int           `json:"restarts"`
+	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
+	Tools    int           `json:"tools"`
+	Served   uint64        `json:"calls_served"`
+	InFlight int           `json:"calls_in_flight"`
+}
+
+// BuildStatus is the last build of a server, in brief.
+type BuildStatus struct {
+	OK           bool          `json:"ok"`
+	Skipped      bool          `json:"skipped,omitempty"` // no build command: only a restart
+	Canceled     bool          `json:"canceled,omitempty"`
+	Trigger      string        `json:"trigger,omitempty"` // "startup" | "watch" | "recompile"
+	At           time.Time     `json:"at,omitzero"`       // when it ended
+	Duration     time.Duration `json:"duration_ns"`
+	FirstError   string        `json:"first_error,omitempty"`   // first line of what went wrong
+	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
+}
+
+// BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
+// ended.
+func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
+	s := &BuildStatus{
+		OK: b.OK, Skipped: b.Skipped, Canceled: b.Canceled, Trigger: b.Trigger,
+		At: at, Duration: b.Duration,
+	}
+	if !b.OK {
+		s.FirstError = firstLine(b.Errors)
+		if s.FirstError == "" && b.Err != nil {
+			s.FirstError = firstLine(b.Err.Error())
+		}
+	}
+	if b.Restart != nil && b.Restart.Err != nil {
+		s.RestartError = firstLine(b.Restart.Err.Error())
+	}
+	return s
+}
+
+// firstLine returns the first line of s that is not blank, trimmed.
+func firstLine(s string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// BuildJSON is result.Build on the wire: errors as their text.
+type BuildJSON struct {
+	Seq      uint64        `json:"seq"`
+	Trigger  string        `json:"trigger,omitempty"`
+	Changed  []string      `json:"changed,omitempty"`
+	Skipped  bool          `json:"skipped,omitempty"`
+	OK       bool          `json:"ok"`
+	Canceled bool          `json:"canceled,omitempty"`
+	Output   string        `json:"output,omitempty"`
+	Errors   string        `json:"errors,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+	Err      string        `json:"err,omitempty"`
+	Restart  *RestartJSON  `json:"restart,omitempty"`
+}
+
+// RestartJSON is result.Restart on the wire.
+type RestartJSON struct {
+	Gen       int           `json:"gen"`
+	Pid       int           `json:"pid,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	Err       string        `json:"err,omitempty"`
+	Tools     ToolDiffJSON  `json:"tools"`
+	Handshake []string      `json:"handshake,omitempty"`
+}
+
+// ToolDiffJSON is result.ToolDiff on the wire.
+type ToolDiffJSON struct {
+	Known   bool     `json:"known"`
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Current []string `json:"current,omitempty"`
+}
+
+// BuildToJSON converts a build for the wire.
+func BuildToJSON(b result.Build) BuildJSON {
+	j := BuildJSON{
+		Seq: b.Seq, Trigger: b.Trigger, Changed: b.Changed, Skipped: b.Skipped, OK: b.OK,
+		Canceled: b.Canceled, Output: b.Output, Errors: b.Errors, Duration: b.Duration, Err: errText(b.Err),
+	}
+	if r := b.Restart; r != nil {
+		j.Restart = &RestartJSON{
+			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: errText(r.Err), Handshake: r.Handshake,
+			Tools: ToolDiffJSON(r.Tools),
+		}
+	}
+	return j
+}
+
+// Result converts back; errors become errors.New of their text.
+func (j BuildJSON) Result() result.Build {
+	b := result.Build{
+		Seq: j.Seq, Trigger: j.Trigger, Changed: j.Changed, Skipped: j.Skipped, OK: j.OK,
+		Canceled: j.Canceled, Output: j.Output, Errors: j.Errors, Duration: j.Duration, Err: textErr(j.Err),
+	}
+	if r := j.Restart; r != nil {
+		b.Restart = &result.Restart{
+			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: textErr(r.Err), Handshake: r.Handshake,
+			Tools: result.ToolDiff(r.Tools),
+		}
+	}
+	return b
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	if s := err.Error(); s != "" {
+		return s
+	}
+	return "error"
+}
+
+func textErr(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
+}

@@ -1,0 +1,180 @@
+// Package logring keeps the last lines written to it in memory, so that a
+// running mcpflow can show its log to a person who asks (mcpflow logs),
+// also when no log file was configured.
+//
+// A Ring is an io.Writer: put it beside stderr in an io.MultiWriter. It
+// splits what it is given into lines and keeps each line whole: a line
+// written in several pieces is stored once its newline arrives (a line
+// longer than MaxLine is stored in MaxLine pieces). It keeps the newest
+// lines up to its capacity and drops the oldest.
+//
+// Follow hands out the lines kept so far and, from the same instant, every
+// new line on a channel: no line is both in the backlog and on the channel,
+// and none falls between them. A follower that does not keep up loses lines
+// (counted by Dropped); it never slows the writer.
+//
+// Every method is safe for concurrent use.
+package logring
+
+import (
+	"bytes"
+	"sync"
+)
+
+// DefaultLines is the capacity of a Ring made with New(0).
+const DefaultLines = 5000
+
+// MaxLine is the longest line kept whole; longer ones are cut into pieces
+// of this size.
+const MaxLine = 64 << 10
+
+// DefaultBuffer is the channel capacity of a Follow made with buffer 0.
+const DefaultBuffer = 1024
+
+// Ring is an in-memory tail of a log. The zero value is not usable; call
+// New.
+type Ring struct {
+	mu      sync.Mutex
+	lines   []string // circular; len(lines) == capacity once full
+	next    int      // where the next line goes once full
+	full    bool
+	cap     int
+	partial []byte // a line written without its newline yet
+	subs    map[*Sub]struct{}
+}
+
+// New returns a Ring that keeps the last n lines (DefaultLines if n <= 0).
+func New(n int) *Ring {
+	if n <= 0 {
+		n = DefaultLines
+	}
+	return &Ring{cap: n, subs: make(map[*Sub]struct{})}
+}
+
+// Write stores every complete line in p; an unfinished last line waits for
+// its newline. A trailing "\r" is dropped from each line. It never fails
+// and never blocks on a follower.
+func (r *Ring) Write(p []byte) (int, error) {
+	n := len(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			room := MaxLine - len(r.partial)
+			for len(p) > room {
+				r.partial = append(r.partial, p[:room]...)
+				p = p[room:]
+				r.addLocked(string(r.partial))
+				r.partial = r.partial[:0]
+				room = MaxLine
+			}
+			r.partial = append(r.partial, p...)
+			break
+		}
+		var line string
+		if len(r.partial) > 0 {
+			r.partial = append(r.partial, p[:i]...)
+			line = string(r.partial)
+			r.partial = r.partial[:0]
+		} else {
+			line = string(p[:i])
+		}
+		p = p[i+1:]
+		for len(line) > MaxLine {
+			r.addLocked(line[:MaxLine])
+			line = line[MaxLine:]
+		}
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		r.addLocked(line)
+	}
+	if cap(r.partial) > MaxLine && len(r.partial) == 0 {
+		r.partial = nil
+	}
+	return n, nil
+}
+
+func (r *Ring) addLocked(line string) {
+	if !r.full {
+		r.lines = append(r.lines, line)
+		if len(r.lines) == r.cap {
+			r.full = true
+		}
+	} else {
+		r.lines[r.next] = line
+		r.next = (r.next + 1) % r.cap
+	}
+	for s := range r.subs {
+		select {
+		case s.c <- line:
+		default:
+			s.dropped++
+		}
+	}
+}
+
+// Lines returns a copy of the kept lines, oldest first.
+func (r *Ring) Lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.snapshotLocked()
+}
+
+func (r *Ring) snapshotLocked() []string {
+	out := make([]string, 0, len(r.lines))
+	if r.full {
+		out = append(out, r.lines[r.next:]...)
+		out = append(out, r.lines[:r.next]...)
+		return out
+	}
+	return append(out, r.lines...)
+}
+
+// Follow returns the kept lines, oldest first, and a subscription that
+// receives every line stored after them. buffer is the channel's capacity
+// (DefaultBuffer if <= 0). The caller must Close the subscription.
+func (r *Ring) Follow(buffer int) ([]string, *Sub) {
+	if buffer <= 0 {
+		buffer = DefaultBuffer
+	}
+	s := &Sub{r: r, c: make(chan string, buffer)}
+	s.C = s.c
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.subs[s] = struct{}{}
+	return r.snapshotLocked(), s
+}
+
+// Sub is one follower of a Ring.
+type Sub struct {
+	// C receives each new line; it is closed by Close.
+	C <-chan string
+
+	r       *Ring
+	c       chan string
+	dropped uint64 // guarded by r.mu
+	closed  bool   // guarded by r.mu
+}
+
+// Dropped reports how many lines this follower has lost so far because
+// its channel was full.
+func (s *Sub) Dropped() uint64 {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return s.dropped
+}
+
+// Close ends the subscription and closes C. It may be called more than
+// once.
+func (s *Sub) Close() {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(s.r.subs, s)
+	close(s.c)
+}

@@ -1,0 +1,264 @@
+// Package traffic records every MCP message that passes through mcpflow,
+// in both directions, to a JSON Lines file a person can read or grep
+// (mcpflow watch --traffic FILE, or [log] traffic = "FILE").
+//
+// Each line is one message:
+//
+//	{"t":"2026-11-23T09:14:03.123456789Z","dir":"c2s","gen":2,"server":"notes","msg":{...}}
+//
+// t is the time of recording (RFC 3339, UTC, nanoseconds); dir is "c2s"
+// (client to server) or "s2c"; gen is the child generation the message
+// went to or came from (0 when none was running); server is the server's
+// name, only when one was given (a mux); msg is the message itself, as it
+// travelled. A message larger than Options.MaxMessage is recorded as
+// "truncated":true, "size" (its length) and "msg_prefix" (its first
+// MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
+// are recorded as "invalid":true and "msg_text".
+//
+// Lines are written in the order Record is called. Writes are buffered and
+// flushed at least every FlushInterval and on Close. The file is rotated by
+// size: when a line would take it past Options.MaxFile, FILE is renamed
+// FILE.1 (replacing an older FILE.1) and a new FILE started. The file is
+// created 0600: messages may hold secrets.
+//
+// Record copies what it keeps, so the caller may reuse msg as soon as it
+// returns. A Writer is safe for concurrent use. A write error stops the
+// recording (the relay must not fail because of it); Err reports it.
+package traffic
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults of the zero Options.
+const (
+	DefaultMaxMessage = 64 << 10
+	DefaultMaxFile    = 16 << 20
+)
+
+// FlushInterval bounds how long a recorded line waits in memory.
+const FlushInterval = 200 * time.Millisecond
+
+// Options tune a Writer; the zero value means the defaults.
+type Options struct {
+	MaxMessage int   // bytes of a message recorded whole; larger ones are truncated
+	MaxFile    int64 // size at which FILE is rotated to FILE.1
+	// Checked says each msg is known to be one valid JSON value on one
+	// line (the relay has checked it), which saves the writer its own
+	// check (about half its cost). A msg that is not is then recorded
+	// as is and breaks its line of the file.
+	Checked bool
+}
+
+// Writer records messages to one file. Make it with Open.
+type Writer struct {
+	path string
+	opts Options
+
+	mu      sync.Mutex
+	f       *os.File
+	bw      *bufio.Writer
+	size    int64
+	line    []byte // scratch
+	err     error
+	closed  bool
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// Open starts recording to path, appending to what is there.
+func Open(path string, opts Options) (*Writer, error) {
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = DefaultMaxMessage
+	}
+	if opts.MaxFile <= 0 {
+		opts.MaxFile = DefaultMaxFile
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("traffic file: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("traffic file: %w", err)
+	}
+	w := &Writer{
+		path: path, opts: opts, f: f, bw: bufio.NewWriterSize(f, 64<<10), size: st.Size(),
+		stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go w.flusher()
+	return w, nil
+}
+
+// Hook returns the function the relay calls for every message; server is
+// the server's name in a mux, "" otherwise.
+func (w *Writer) Hook(server string) func(fromClient bool, gen int, msg []byte) {
+	frag := serverFrag(server)
+	return func(fromClient bool, gen int, msg []byte) { w.record(frag, fromClient, gen, msg) }
+}
+
+// Record writes one message.
+func (w *Writer) Record(server string, fromClient bool, gen int, msg []byte) {
+	w.record(serverFrag(server), fromClient, gen, msg)
+}
+
+func serverFrag(server string) []byte {
+	if server == "" {
+		return nil
+	}
+	return appendString([]byte(`,"server":`), server)
+}
+
+func (w *Writer) record(serverFrag []byte, fromClient bool, gen int, msg []byte) {
+	now := time.Now().UTC()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.err != nil {
+		return
+	}
+	b := append(w.line[:0], `{"t":"`...)
+	b = now.AppendFormat(b, time.RFC3339Nano)
+	if fromClient {
+		b = append(b, `","dir":"c2s","gen":`...)
+	} else {
+		b = append(b, `","dir":"s2c","gen":`...)
+	}
+	b = strconv.AppendInt(b, int64(gen), 10)
+	b = append(b, serverFrag...)
+	msg = bytes.TrimSpace(msg)
+	switch {
+	case len(msg) > w.opts.MaxMessage:
+		cut := w.opts.MaxMessage
+		for cut > 0 && cut > w.opts.MaxMessage-utf8.UTFMax && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		b = append(b, `,"truncated":true,"size":`...)
+		b = strconv.AppendInt(b, int64(len(msg)), 10)
+		b = append(b, `,"msg_prefix":`...)
+		b = appendString(b, string(msg[:cut]))
+	case !w.opts.Checked && !json.Valid(msg):
+		b = append(b, `,"invalid":true,"msg_text":`...)
+		b = appendString(b, string(msg))
+	case !w.opts.Checked && bytes.IndexByte(msg, '\n') >= 0:
+		b = append(b, `,"msg":`...)
+		var c bytes.Buffer
+		json.Compact(&c, msg) // valid, checked above
+		b = append(b, c.Bytes()...)
+	default:
+		b = append(b, `,"msg":`...)
+		b = append(b, msg...)
+	}
+	b = append(b, "}\n"...)
+	w.line = b
+	if len(w.line) > 1<<20 {
+		defer func() { w.line = nil }()
+	}
+	if w.size > 0 && w.size+int64(len(b)) > w.opts.MaxFile {
+		if err := w.rotateLocked(); err != nil {
+			w.err = err
+			return
+		}
+	}
+	n, err := w.bw.Write(b)
+	w.size += int64(n)
+	if err != nil {
+		w.err = fmt.Errorf("traffic file: %w", err)
+	}
+}
+
+// rotateLocked moves FILE to FILE.1 and starts a new FILE.
+func (w *Writer) rotateLocked() error {
+	if err := w.bw.Flush(); err != nil {
+		return fmt.Errorf("traffic file: %w", err)
+	}
+	w.f.Close()
+	if err := os.Rename(w.path, w.path+".1"); err != nil {
+		return fmt.Errorf("traffic file: rotate: %w", err)
+	}
+	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("traffic file: rotate: %w", err)
+	}
+	w.f = f
+	w.bw.Reset(f)
+	w.size = 0
+	return nil
+}
+
+func (w *Writer) flusher() {
+	defer close(w.stopped)
+	t := time.NewTicker(FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.Flush()
+		}
+	}
+}
+
+// Flush writes out what is buffered.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.err != nil {
+		return w.err
+	}
+	if w.bw.Buffered() > 0 {
+		if err := w.bw.Flush(); err != nil {
+			w.err = fmt.Errorf("traffic file: %w", err)
+		}
+	}
+	return w.err
+}
+
+// Err reports the write error that stopped the recording, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes and closes the file; later Records are ignored. It returns
+// the first error the recording met.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.err
+	}
+	w.closed = true
+	if w.err == nil {
+		if err := w.bw.Flush(); err != nil {
+			w.err = fmt.Errorf("traffic file: %w", err)
+		}
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("traffic file: %w", err)
+	}
+	err := w.err
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.stopped
+	return err
+}
+
+// appendString appends s as a JSON string, without HTML escaping.
+func appendString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
