@@ -40,6 +40,7 @@ var (
 		"[[:digit:]].txt", "file[[:digit:]].txt", "[[:upper:]][[:digit:]]", "[[:alpha:]]oo", "[[:punct:]]x",
 		"[[:alnum:]]*.TXT", "[![:lower:]]*", "[[:space:]]x", "[[:xdigit:]].txt", "[^[:alpha:][:digit:]]x",
 		" foo", "foo ", "\\ ", "!!bang", "/**/b", "b/**", "**/b/**", "x[!a-z]",
+		"x**", "**x", "a**/b", "**/x y", "doc/**/", "*.t?t", `\[x`, `\]x`, `\-x`, "[[:alpha:]-]x", "[[:digit:]-z]x",
 	}
 )
 
