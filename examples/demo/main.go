@@ -2,18 +2,13 @@
 // examples/echo under a real MCP client (the Go SDK's), with real edits to
 // the server's source, one numbered step at a time.
 //
-//	go run ./examples/demo -mcpflow bin/mcpflow [-era modern|legacy] [-keep] [-v] [-timeout 3m]
+//	go run ./examples/demo -mcpflow bin/mcpflow [-era modern|legacy] [-keep] [-timeout 3m]
 //
-// The steps: connect; list the tools and call echo; save main.go with a new
-// reverse tool; wait for notifications/tools/list_changed (no tool call: the
-// watcher sees the save); list the tools again; call reverse; break the
-// build and call recompile (the old server keeps serving); fix it and call
-// recompile; shut down and check that no process is left. Each step prints
-// ✓ or ✗ and the facts that show it worked. The exit status is 0 when every
-// step passed and 1 otherwise, after the reason and the tail of mcpflow's
-// log. The demo checks only what a client sees (tool results,
-// notifications, tool lists) and which processes are left: it never parses
-// mcpflow's log.
+// Each step prints ✓ or ✗ and the facts that show it worked. The demo
+// checks only what a client sees (tool results, notifications, tool
+// lists) and which processes are left; it never parses mcpflow's log, and
+// shows its tail when a step fails. The exit status is 0 when every step
+// passed, 1 otherwise.
 package main
 
 import (
@@ -47,11 +42,9 @@ const (
 	modernVersion = "2026-07-28"                // the first revision of the modern era
 
 	// Every wait has a limit; all of them are also bounded by -timeout.
-	connectTimeout = 2 * time.Minute // includes the first build, maybe on a cold cache
-	buildTimeout   = 2 * time.Minute // a rebuild and restart
-	callTimeout    = 30 * time.Second
-	exitTimeout    = 5 * time.Second // for mcpflow to exit after stdin closes, then after SIGTERM
-	goneTimeout    = 5 * time.Second // for the process groups mcpflow started to be gone
+	buildTimeout = 2 * time.Minute // a build and restart (the first may fill a cold cache)
+	callTimeout  = 30 * time.Second
+	exitTimeout  = 5 * time.Second // for mcpflow to exit after stdin closes, then after SIGTERM
 
 	reverseTool = `	mcp.AddTool(server, &mcp.Tool{Name: "reverse", Description: "Return the text reversed."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args textArgs) (*mcp.CallToolResult, any, error) {
@@ -83,12 +76,13 @@ type recompileResult struct {
 	Tools struct{ Added, Removed, Changed, Current []string }
 }
 
-// demo holds one run's state; the steps run in order on one goroutine.
+// demo holds one run's state.
 type demo struct {
 	ui
-	bin, era      string
-	keep, verbose bool
-	root, dir     string // the temporary folder, and root/echo: the copy mcpflow works on
+	bin, era  string
+	root, dir string // the temporary folder, and root/echo: the copy mcpflow works on
+	step      int
+	title     string
 
 	group   *proc.Group // mcpflow's process group
 	stdin   io.Closer
@@ -97,22 +91,22 @@ type demo struct {
 	stopped bool
 	started []int // processes mcpflow ran (servers, builds), each the leader of its own group
 
-	session     *mcp.ClientSession
-	changed     chan time.Time // one per notifications/tools/list_changed
-	withReverse []byte         // main.go after step 3
-	toolsBefore []string       // step 2's tool names
-	savedAt     time.Time      // when step 3's save landed
+	session *mcp.ClientSession
+	changed chan time.Time // one per notifications/tools/list_changed
 }
 
 func main() {
 	d := &demo{ui: ui{color: useColor(os.Stdout)}, changed: make(chan time.Time, 16)}
 	flag.StringVar(&d.bin, "mcpflow", "bin/mcpflow", "the mcpflow binary to run")
 	flag.StringVar(&d.era, "era", "modern", "protocol era of the client: modern (server/discover) or legacy (initialize, "+legacyVersion+")")
-	flag.BoolVar(&d.keep, "keep", false, "keep the temporary copy of the example and print where it is")
-	flag.BoolVar(&d.verbose, "v", false, "copy mcpflow's stderr to the demo's stderr")
+	keep := flag.Bool("keep", false, "keep the temporary copy of the example and print where it is")
 	timeout := flag.Duration("timeout", 3*time.Minute, "limit for the whole demo")
 	flag.Parse()
-	if d.era != "modern" && d.era != "legacy" || flag.NArg() > 0 {
+	d.bin, _ = filepath.Abs(d.bin)
+	_, err1 := os.Stat(d.bin)
+	_, err2 := os.Stat(filepath.Join("examples", "echo", "main.go"))
+	if err := errors.Join(err1, err2); err != nil || d.era != "modern" && d.era != "legacy" || flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "demo: run it from the repository root after make build (%v)\n", err)
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -121,87 +115,148 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	go func() { <-ctx.Done(); stop() }()
-	code := d.run(ctx)
+	code := d.run(ctx, *keep)
 	cancel()
 	os.Exit(code)
 }
 
-func (d *demo) run(ctx context.Context) int {
+func (d *demo) run(ctx context.Context, keep bool) int {
 	start := time.Now()
-	example, err := filepath.Abs(filepath.Join("examples", "echo"))
-	if err == nil {
-		d.bin, err = filepath.Abs(d.bin)
-	}
-	if err == nil && (!isFile(d.bin) || !isFile(filepath.Join(example, "mcpflow.toml"))) {
-		err = fmt.Errorf("run the demo from the repository root after make build (no %s or no %s)", d.bin, example)
-	}
-	if err == nil {
-		d.root, err = os.MkdirTemp("", "mcpflow-demo-")
-	}
+	root, err := os.MkdirTemp("", "mcpflow-demo-")
 	if err != nil {
-		d.bad("setup: %v", err)
+		d.bad("%v", err)
 		return 1
 	}
-	d.dir = filepath.Join(d.root, "echo")
+	d.root, d.dir = root, filepath.Join(root, "echo")
 	d.line(d.style(bold, "mcpflow demo") + d.style(dim, " · hot reload of an MCP server under a real Go SDK client · "+d.era+" era"))
 	d.fact("mcpflow", d.bin)
-	d.fact("example", example)
 	d.fact("work dir", d.root)
-	steps := []struct {
-		title string
-		run   func(context.Context) error
-	}{
-		{"Start mcpflow and connect a Go SDK client", func(ctx context.Context) error { return d.connect(ctx, example) }},
-		{"List the tools and call echo", d.listAndEcho},
-		{"Edit main.go: add a reverse tool", d.addReverse},
-		{"Wait for notifications/tools/list_changed", d.waitListChanged},
-		{"List the tools again", d.listAgain},
-		{"Call the new reverse tool", func(ctx context.Context) error { return d.expectCall(ctx, "reverse", "mcpflow", "wolfpcm") }},
-		{"Break the build, call recompile", d.breakBuild},
-		{"Fix it, call recompile", d.fixBuild},
-		{"Shut down", func(context.Context) error { return d.shutdown() }},
-	}
-	for i, s := range steps {
-		d.line("\n" + d.style(bold+cyan, strconv.Itoa(i+1)+". "+s.title))
-		err := s.run(ctx)
-		d.noteStarted()
-		if err == nil {
-			continue
-		}
+	if err := d.steps(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (the demo's -timeout ran out, or it was interrupted)", err)
 		}
-		d.bad("%v", err)
-		d.showLogTail(20)
-		if !d.stopped {
-			d.line("\n" + d.style(bold+cyan, "Clean up"))
-			if err := d.shutdown(); err != nil {
-				d.bad("%v", err)
+		if d.exited != nil && !d.stopped {
+			select {
+			case <-d.exited:
+				err = fmt.Errorf("%w; mcpflow had exited: %v", err, cmp.Or[any](d.waitErr, "exit status 0"))
+			default:
 			}
 		}
+		d.bad("%v", err)
+		d.showLogTail(20)
+		if err := d.shutdown(); err != nil {
+			d.bad("clean up: %v", err)
+		}
 		d.line(d.style(dim, "kept the work folder: "+d.root+" (mcpflow's stderr is in mcpflow.stderr there)"))
-		d.line("\n" + d.style(red+bold, fmt.Sprintf("demo failed at step %d (%s): ✗", i+1, s.title)))
+		d.line("\n" + d.style(red+bold, fmt.Sprintf("demo failed at step %d (%s): ✗", d.step, d.title)))
 		return 1
 	}
-	if d.keep {
+	if keep {
 		d.line(d.style(dim, "kept the work folder: "+d.root))
 	} else if err := os.RemoveAll(d.root); err != nil {
 		d.line(d.style(yellow, fmt.Sprintf("could not remove %s: %v", d.root, err)))
 	}
-	d.line("\n" + d.style(green+bold, fmt.Sprintf("demo passed: %d steps ✓", len(steps))) +
+	d.line("\n" + d.style(green+bold, fmt.Sprintf("demo passed: %d steps ✓", d.step)) +
 		d.style(dim, fmt.Sprintf("  (%s era, %s)", d.era, result.Dur(time.Since(start)))))
 	return 0
 }
 
-// ---- step 1 -------------------------------------------------------------
+// begin starts the next numbered step; it also notes the processes
+// mcpflow runs by then.
+func (d *demo) begin(title string) {
+	d.noteStarted()
+	d.step, d.title = d.step+1, title
+	d.line("\n" + d.style(bold+cyan, strconv.Itoa(d.step)+". "+title))
+}
 
-func (d *demo) connect(ctx context.Context, example string) error {
-	// Copy without .mcpflow: build output and logs of earlier runs.
-	if err := os.CopyFS(d.dir, os.DirFS(example)); err != nil {
-		return fmt.Errorf("copy %s: %w", example, err)
-	}
-	if err := os.RemoveAll(filepath.Join(d.dir, ".mcpflow")); err != nil {
+// steps runs the demo's steps in order and returns the first failure.
+func (d *demo) steps(ctx context.Context) error {
+	d.begin("Start mcpflow and connect a Go SDK client")
+	if err := d.connect(ctx); err != nil {
 		return err
+	}
+
+	d.begin("List the tools and call echo")
+	before, err := d.toolNames(ctx)
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{"echo", "shout", "recompile"} {
+		if !slices.Contains(before, want) {
+			return fmt.Errorf("tools/list has no %s: %v", want, before)
+		}
+	}
+	d.ok("tools/list → %s", strings.Join(before, ", "))
+	d.note("echo and shout come from the server; mcpflow adds recompile")
+	if err := d.expectCall(ctx, "echo", "hello from mcpflow", "hello from mcpflow"); err != nil {
+		return err
+	}
+
+	d.begin("Edit main.go: add a reverse tool")
+	src, err := os.ReadFile(filepath.Join(d.dir, "main.go"))
+	if err != nil {
+		return err
+	}
+	for len(d.changed) > 0 { // a notification before the save is not this save's
+		<-d.changed
+	}
+	withReverse, line, err := d.save(src, reverseTool)
+	savedAt := time.Now()
+	if err != nil {
+		return err
+	}
+	added := strings.Split(strings.TrimSuffix(reverseTool, "\n"), "\n")
+	d.ok("saved main.go as editors do (temp file, then rename over it): %d lines after %q", len(added), strings.TrimSpace(marker))
+	d.diff(line, added)
+
+	d.begin("Wait for notifications/tools/list_changed")
+	at, err := d.waitChanged(ctx)
+	if err != nil {
+		return fmt.Errorf("no notifications/tools/list_changed within %s of the save: %w", result.Dur(time.Since(savedAt)), err)
+	}
+	d.ok("notifications/tools/list_changed arrived %s after the save, with no tool call: the watcher saw the save, mcpflow rebuilt and restarted the server",
+		d.style(bold, result.Dur(at.Sub(savedAt))))
+
+	d.begin("List the tools again")
+	names, err := d.toolNames(ctx)
+	if err != nil {
+		return err
+	}
+	d.ok("tools/list → %s", strings.Join(names, ", "))
+	diff := slices.Concat(prefixed("+", names, before), prefixed("-", before, names))
+	d.fact("diff", d.style(green, strings.Join(diff, " ")))
+	if !slices.Equal(diff, []string{"+reverse"}) {
+		return fmt.Errorf("expected the tools to change by +reverse, got %q", diff)
+	}
+
+	d.begin("Call the new reverse tool")
+	if err := d.expectCall(ctx, "reverse", "mcpflow", "wolfpcm"); err != nil {
+		return err
+	}
+
+	d.begin("Break the build, call recompile")
+	if err := d.breakBuild(ctx, withReverse); err != nil {
+		return err
+	}
+
+	d.begin("Fix it, call recompile")
+	if err := d.fixBuild(ctx, withReverse); err != nil {
+		return err
+	}
+
+	d.begin("Shut down")
+	return d.shutdown()
+}
+
+// connect copies the example, starts mcpflow on it and connects a client.
+func (d *demo) connect(ctx context.Context) error {
+	// Copy without .mcpflow: build output and logs of earlier runs.
+	err := os.CopyFS(d.dir, os.DirFS(filepath.Join("examples", "echo")))
+	if err == nil {
+		err = os.RemoveAll(filepath.Join(d.dir, ".mcpflow"))
+	}
+	if err != nil {
+		return fmt.Errorf("copy examples/echo: %w", err)
 	}
 	d.ok("copied examples/echo to %s", d.dir)
 	toml := filepath.Join(d.dir, "mcpflow.toml")
@@ -223,39 +278,39 @@ func (d *demo) connect(ctx context.Context, example string) error {
 	if d.era == "legacy" {
 		opts.ProtocolVersion = legacyVersion
 	}
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
 	t0 := time.Now()
-	if d.session, err = client.Connect(ctx, transport, &opts); err != nil {
-		return d.explain("connect", err)
+	if d.session, err = client.Connect(cctx, transport, &opts); err != nil {
+		return fmt.Errorf("connect: %w", err)
 	}
 	res := d.session.InitializeResult()
 	// While the first build runs, mcpflow answers the handshake itself and
 	// announces the server with list_changed once it is up.
 	building := res.ServerInfo != nil && res.ServerInfo.Name == "mcpflow"
-	if building {
+	if !building {
+		d.ok("connected in %s (mcpflow held the handshake until its first build was up)", result.Dur(time.Since(t0)))
+	} else {
 		d.ok("connected in %s: the first build is still running, so mcpflow answered the handshake itself", result.Dur(time.Since(t0)))
 		if _, err := d.waitChanged(ctx); err != nil {
 			return fmt.Errorf("the first build did not bring the server up: %w", err)
 		}
 		d.ok("the server is up: notifications/tools/list_changed %s after connecting", result.Dur(time.Since(t0)))
-	} else {
-		d.ok("connected in %s (mcpflow held the handshake until its first build was up)", result.Dur(time.Since(t0)))
-	}
-	if res.ServerInfo != nil {
-		d.fact("server", strings.TrimSpace(res.ServerInfo.Name+" "+res.ServerInfo.Version))
 	}
 	era, how := "legacy", "initialize → result → notifications/initialized"
 	if res.ProtocolVersion >= modernVersion {
 		era, how = "modern", "server/discover, then a subscriptions/listen stream for notifications"
 	}
 	listChanged := res.Capabilities != nil && res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	if res.ServerInfo != nil {
+		d.fact("server", res.ServerInfo.Name+" "+res.ServerInfo.Version)
+	}
 	d.fact("protocol", res.ProtocolVersion)
 	d.fact("era", era+" ("+how+")")
 	d.fact("tools cap", fmt.Sprintf("listChanged: %v", listChanged))
 	switch {
 	case building && era != d.era:
-		d.fact("", "server/discover was refused while no server ran, so the client fell back to the legacy handshake")
+		d.note("server/discover was refused while no server ran, so the client fell back to the legacy handshake")
 	case era != d.era || (era == "legacy" && res.ProtocolVersion != legacyVersion):
 		return fmt.Errorf("asked for the %s era, but the session negotiated %s", d.era, res.ProtocolVersion)
 	case !listChanged:
@@ -274,9 +329,6 @@ func (d *demo) start(toml string) (mcp.Transport, error) {
 	cmd := exec.Command(d.bin, "watch", "-c", toml)
 	cmd.Dir = d.root // not the project: -c alone must locate everything
 	cmd.Stderr = errFile
-	if d.verbose {
-		cmd.Stderr = io.MultiWriter(errFile, os.Stderr)
-	}
 	cmd.WaitDelay = exitTimeout // a stray holder of stderr must not hang Wait
 	stdin, err1 := cmd.StdinPipe()
 	stdout, err2 := cmd.StdoutPipe()
@@ -296,89 +348,18 @@ func (d *demo) start(toml string) (mcp.Transport, error) {
 	return &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, nil
 }
 
-// explain adds to err that mcpflow had exited, when it had.
-func (d *demo) explain(what string, err error) error {
-	select {
-	case <-d.exited:
-		return fmt.Errorf("%s: %w; mcpflow had exited: %v", what, err, cmp.Or[error](d.waitErr, errors.New("exit status 0")))
-	default:
-		return fmt.Errorf("%s: %w", what, err)
-	}
-}
-
-// ---- steps 2 to 6: tools and a save -------------------------------------
-
-func (d *demo) listAndEcho(ctx context.Context) error {
-	names, err := d.toolNames(ctx)
-	if err != nil {
-		return err
-	}
-	d.toolsBefore = names
-	for _, want := range []string{"echo", "shout", "recompile"} {
-		if !slices.Contains(names, want) {
-			return fmt.Errorf("tools/list has no %s: %v", want, names)
-		}
-	}
-	d.ok("tools/list → %s", strings.Join(names, ", "))
-	d.fact("", "echo and shout come from the server; mcpflow adds recompile")
-	return d.expectCall(ctx, "echo", "hello from mcpflow", "hello from mcpflow")
-}
-
-func (d *demo) addReverse(context.Context) error {
-	src, err := os.ReadFile(filepath.Join(d.dir, "main.go"))
-	if err != nil {
-		return err
-	}
-	for len(d.changed) > 0 { // a notification before the save is not this save's
-		<-d.changed
-	}
-	line, err := d.save(src, reverseTool)
-	d.savedAt = time.Now()
-	if err != nil {
-		return err
-	}
-	added := strings.Split(strings.TrimSuffix(reverseTool, "\n"), "\n")
-	d.ok("saved main.go as editors do (temp file, then rename over it): %d lines after %q", len(added), strings.TrimSpace(marker))
-	d.diff(line, added)
-	return nil
-}
-
-func (d *demo) waitListChanged(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
-	defer cancel()
-	at, err := d.waitChanged(ctx)
-	if err != nil {
-		return fmt.Errorf("no notifications/tools/list_changed within %s of the save: %w", result.Dur(time.Since(d.savedAt)), err)
-	}
-	d.ok("notifications/tools/list_changed arrived %s after the save, with no tool call: the watcher saw the save, mcpflow rebuilt and restarted the server",
-		d.style(bold, result.Dur(at.Sub(d.savedAt))))
-	return nil
-}
-
 // waitChanged waits for the next notifications/tools/list_changed.
 func (d *demo) waitChanged(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
 	select {
 	case at := <-d.changed:
 		return at, nil
 	case <-d.exited:
-		return time.Time{}, d.explain("waiting for list_changed", errors.New("no notification"))
+		return time.Time{}, errors.New("mcpflow exited")
 	case <-ctx.Done():
 		return time.Time{}, ctx.Err()
 	}
-}
-
-func (d *demo) listAgain(ctx context.Context) error {
-	names, err := d.toolNames(ctx)
-	if err != nil {
-		return err
-	}
-	d.ok("tools/list → %s", strings.Join(names, ", "))
-	diff := slices.Concat(prefixed("+", names, d.toolsBefore), prefixed("-", d.toolsBefore, names))
-	d.fact("diff", d.style(green, strings.Join(diff, " ")))
-	if !slices.Equal(diff, []string{"+reverse"}) {
-		return fmt.Errorf("expected the tools to change by +reverse, got %q", diff)
-	}
-	return nil
 }
 
 // prefixed returns the names not in except, each with prefix.
@@ -398,7 +379,7 @@ func (d *demo) toolNames(ctx context.Context) ([]string, error) {
 	var names []string
 	for tool, err := range d.session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, d.explain("tools/list", err)
+			return nil, fmt.Errorf("tools/list: %w", err)
 		}
 		names = append(names, tool.Name)
 	}
@@ -411,7 +392,7 @@ func (d *demo) call(ctx context.Context, timeout time.Duration, name string, arg
 	defer cancel()
 	res, err := d.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, nil, d.explain("tools/call "+name, err)
+		return nil, nil, fmt.Errorf("tools/call %s: %w", name, err)
 	}
 	var texts []string
 	for _, c := range res.Content {
@@ -439,8 +420,6 @@ func (d *demo) expectCall(ctx context.Context, tool, in, want string) error {
 	return nil
 }
 
-// ---- steps 7 and 8: recompile -------------------------------------------
-
 // recompile calls the recompile tool. rr is nil when the result has no
 // structuredContent; text is the agent's rendering.
 func (d *demo) recompile(ctx context.Context) (rr *recompileResult, isError bool, text string, err error) {
@@ -457,13 +436,13 @@ func (d *demo) recompile(ctx context.Context) (rr *recompileResult, isError bool
 	}
 	d.ok("tools/call recompile → isError: %v after %s", res.IsError, result.Dur(time.Since(t0)))
 	if text = strings.Join(texts, "\n"); rr == nil {
-		d.fact("", "(no structuredContent: reading the text)")
+		d.note("(no structuredContent: reading the text)")
 	}
 	return rr, res.IsError, text, nil
 }
 
-func (d *demo) breakBuild(ctx context.Context) error {
-	line, err := d.save(d.withReverse, brokenLine)
+func (d *demo) breakBuild(ctx context.Context, withReverse []byte) error {
+	_, line, err := d.save(withReverse, brokenLine)
 	if err != nil {
 		return err
 	}
@@ -489,12 +468,12 @@ func (d *demo) breakBuild(ctx context.Context) error {
 	if err := d.expectCall(ctx, "echo", "still serving", "still serving"); err != nil {
 		return fmt.Errorf("the old server should keep serving while the code is broken: %w", err)
 	}
-	d.fact("", "the old server keeps serving while the code is broken")
+	d.note("the old server keeps serving while the code is broken")
 	return nil
 }
 
-func (d *demo) fixBuild(ctx context.Context) error {
-	if _, err := d.save(d.withReverse, ""); err != nil {
+func (d *demo) fixBuild(ctx context.Context, withReverse []byte) error {
+	if _, _, err := d.save(withReverse, ""); err != nil {
 		return err
 	}
 	d.ok("saved main.go without the broken line")
@@ -520,42 +499,35 @@ func (d *demo) fixBuild(ctx context.Context) error {
 func ms(v float64) string { return result.Dur(time.Duration(v * float64(time.Millisecond))) }
 
 // save writes src, with add inserted after the marker line, to main.go the
-// way editors save (a temporary file renamed over it), and returns the
-// line number of the first inserted line.
-func (d *demo) save(src []byte, add string) (int, error) {
+// way editors save (a temporary file renamed over it). It returns what it
+// wrote and the line number of the first inserted line.
+func (d *demo) save(src []byte, add string) ([]byte, int, error) {
 	i := bytes.Index(src, []byte(marker))
 	if i < 0 {
-		return 0, fmt.Errorf("main.go has no %q line", strings.TrimSpace(marker))
+		return nil, 0, fmt.Errorf("main.go has no %q line", strings.TrimSpace(marker))
 	}
 	at := i + len(marker)
 	out := slices.Concat(src[:at], []byte(add), src[at:])
-	if add == reverseTool {
-		d.withReverse = out
-	}
 	tmp := filepath.Join(d.dir, ".main.go.tmp")
 	err := os.WriteFile(tmp, out, 0o644)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(d.dir, "main.go"))
 	}
-	return bytes.Count(src[:at], []byte("\n")) + 1, err
+	return out, bytes.Count(src[:at], []byte("\n")) + 1, err
 }
 
-// ---- step 9: shutdown ---------------------------------------------------
-
-// shutdown closes the client session (and so mcpflow's stdin), stops
-// mcpflow's process group if it has not exited by then, and checks that
-// neither its group nor the group of any process it ran is left. It runs
-// once; it is also the cleanup after a failed step.
+// shutdown closes mcpflow's stdin, stops mcpflow's process group if it
+// has not exited by then, and checks that neither its group nor the group
+// of any process it ran is left. It runs once; it is also the cleanup
+// after a failed step.
 func (d *demo) shutdown() error {
 	if d.stopped || d.group == nil {
 		return nil
 	}
+	d.noteStarted()
 	d.stopped = true
-	var problems []string
+	var problems []error
 	t0 := time.Now()
-	if d.session != nil {
-		go d.session.Close()
-	}
 	d.stdin.Close()
 	select {
 	case <-d.exited:
@@ -563,39 +535,36 @@ func (d *demo) shutdown() error {
 			d.ok("mcpflow exited after its stdin closed in %s: exit status 0", result.Dur(time.Since(t0)))
 		}
 	case <-time.After(exitTimeout):
-		problems = append(problems, fmt.Sprintf("mcpflow did not exit within %s of its stdin closing, so the demo stopped it", exitTimeout))
+		problems = append(problems, fmt.Errorf("mcpflow did not exit within %s of its stdin closing, so the demo stopped it", exitTimeout))
 		d.group.Stop(nil, d.exited, exitTimeout) // SIGTERM, then SIGKILL
 	}
 	if d.waitErr != nil {
-		problems = append(problems, "mcpflow exited with "+d.waitErr.Error())
+		problems = append(problems, fmt.Errorf("mcpflow exited with %w", d.waitErr))
+	}
+	if d.session != nil {
+		d.session.Close()
 	}
 	leaders := append([]int{d.group.Pid()}, d.started...)
-	var left []int
-	for deadline := time.Now().Add(goneTimeout); ; time.Sleep(50 * time.Millisecond) {
-		left = slices.DeleteFunc(slices.Clone(leaders), func(pid int) bool { return !proc.GroupAlive(pid) })
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
+	for deadline := time.Now().Add(exitTimeout); slices.ContainsFunc(leaders, proc.GroupAlive) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
+	left := slices.DeleteFunc(leaders, func(pid int) bool { return !proc.GroupAlive(pid) })
 	d.group.Release()
-	for _, pid := range left { // mcpflow's own group is gone with Release
-		if p, err := os.FindProcess(pid); err == nil && pid != d.group.Pid() {
-			_ = p.Kill()
-		}
-	}
 	switch {
 	case len(left) > 0:
-		problems = append(problems, fmt.Sprintf("process groups alive after mcpflow (%d) exited, led by %v; the demo killed them", d.group.Pid(), left))
+		problems = append(problems, fmt.Errorf("process groups alive after mcpflow (%d) exited, led by %v; the demo killed their leaders", d.group.Pid(), left))
+		for _, pid := range left {
+			if p, err := os.FindProcess(pid); err == nil && pid != d.group.Pid() {
+				_ = p.Kill()
+			}
+		}
 	case len(d.started) == 0:
 		d.ok("no process left: mcpflow's process group is gone")
 	default:
 		d.ok("no process left: mcpflow's process group and the groups of the %d processes it ran (pids %s) are gone",
 			len(d.started), strings.Trim(fmt.Sprint(d.started), "[]"))
 	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
+	return errors.Join(problems...)
 }
 
 // noteStarted records the processes mcpflow runs now (its server, a
@@ -629,13 +598,6 @@ func (d *demo) showLogTail(n int) {
 	d.quote(strings.Join(lines, "\n"))
 }
 
-func isFile(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && info.Mode().IsRegular()
-}
-
-// ---- output -------------------------------------------------------------
-
 const (
 	reset, bold, dim         = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 	red, green, yellow, cyan = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m"
@@ -658,9 +620,12 @@ func (u ui) style(code, s string) string {
 }
 
 func (u ui) line(s string) { fmt.Println(s) }
-
 func (u ui) ok(format string, args ...any) {
 	u.line("   " + u.style(green, "✓") + " " + fmt.Sprintf(format, args...))
+}
+func (u ui) note(s string) { u.line(u.style(dim, "     "+s)) }
+func (u ui) fact(key, value string) {
+	u.line("     " + u.style(dim, fmt.Sprintf("%-10s", key)) + " " + value)
 }
 
 // bad prints a ✗ line; the lines after the first are quoted.
@@ -669,16 +634,6 @@ func (u ui) bad(format string, args ...any) {
 	u.line("   " + u.style(red, "✗") + " " + first)
 	if more {
 		u.quote(rest)
-	}
-}
-
-// fact prints an indented "key  value" line, or a dimmed remark when key
-// is empty.
-func (u ui) fact(key, value string) {
-	if key == "" {
-		u.line(u.style(dim, "     "+value))
-	} else {
-		u.line(fmt.Sprintf("     %s %s", u.style(dim, fmt.Sprintf("%-10s", key)), value))
 	}
 }
 
