@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures mcpflow against the goals of issue #6: per-call
 // overhead, large messages, restart cost, save → list_changed, memory and
 // leaks, and the watcher. Timing goals live here, not in tests: a missed

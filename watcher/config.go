@@ -3,7 +3,7 @@ package watcher
 import (
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/charmbracelet/log"
 )
 
 // Defaults for the zero values of Config.Debounce and Config.MaxWait.
@@ -55,7 +54,7 @@ type Config struct {
 	// interval.
 	Poll time.Duration
 	// Logger receives diagnostics; nil discards them.
-	Logger *log.Logger
+	Logger *slog.Logger
 }
 
 // settings is a validated, normalized Config.
@@ -70,7 +69,7 @@ type settings struct {
 	debounce   time.Duration
 	maxWait    time.Duration
 	poll       time.Duration
-	log        *log.Logger
+	log        *slog.Logger
 }
 
 func newSettings(cfg Config) (*settings, error) {
@@ -82,7 +81,7 @@ func newSettings(cfg Config) (*settings, error) {
 		log:       cfg.Logger,
 	}
 	if s.log == nil {
-		s.log = log.New(io.Discard)
+		s.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Root == "" {
 		return nil, errors.New("watcher: Root is empty; set it to the project's absolute directory")

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // ignorePattern is one pattern line of a gitignore file, compiled.
@@ -26,6 +27,7 @@ type ignoreList []ignorePattern
 // directory, and "**" spans directories.
 func parseIgnore(data []byte) ignoreList {
 	var list ignoreList
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
@@ -37,12 +39,11 @@ func parseIgnore(data []byte) ignoreList {
 }
 
 func parseIgnoreLine(line string) (ignorePattern, bool) {
-	line = strings.TrimSuffix(line, "\r")
-	// Trailing spaces are ignored unless escaped with a backslash.
-	for strings.HasSuffix(line, " ") && !strings.HasSuffix(line, "\\ ") {
-		line = line[:len(line)-1]
-	}
 	if line == "" || line[0] == '#' {
+		return ignorePattern{}, false
+	}
+	line = trimTrailingSpaces(strings.TrimSuffix(line, "\r"))
+	if line == "" {
 		return ignorePattern{}, false
 	}
 	var p ignorePattern
@@ -72,27 +73,160 @@ func parseIgnoreLine(line string) (ignorePattern, bool) {
 		if s == "**" && len(p.segs) > 0 && p.segs[len(p.segs)-1] == "**" {
 			continue
 		}
-		p.segs = append(p.segs, bangClass(s))
+		g, ok := goGlob(s)
+		if !ok {
+			return ignorePattern{}, false // matches nothing
+		}
+		p.segs = append(p.segs, g)
 	}
 	return p, true
 }
 
-// bangClass rewrites the gitignore class negation "[!...]" into the
-// "[^...]" that path.Match understands.
-func bangClass(s string) string {
-	if !strings.Contains(s, "[!") {
-		return s
-	}
-	b := []byte(s)
-	for i := 0; i < len(b); i++ {
-		switch {
-		case b[i] == '\\':
+// trimTrailingSpaces drops the spaces at the end of line that no
+// backslash escapes; a backslash escapes the character after it, so in
+// `a\\ ` the space is not escaped.
+func trimTrailingSpaces(line string) string {
+	lastSpace := -1
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case ' ':
+			if lastSpace < 0 {
+				lastSpace = i
+			}
+		case '\\':
 			i++
-		case b[i] == '[' && i+1 < len(b) && b[i+1] == '!':
-			b[i+1] = '^'
+			lastSpace = -1
+		default:
+			lastSpace = -1
 		}
 	}
-	return string(b)
+	if lastSpace >= 0 {
+		return line[:lastSpace]
+	}
+	return line
+}
+
+// goGlob translates one segment of a gitignore pattern, in git's
+// wildmatch syntax, into the syntax of path.Match. The two agree outside
+// bracket expressions; inside them git also takes "!" for negation, a "]"
+// right after the opening "[" (or "[!") as a member, a "-" at either end
+// as a member, and POSIX classes such as "[:digit:]". ok is false for a
+// bracket expression git cannot parse: the pattern then matches nothing.
+func goGlob(s string) (glob string, ok bool) {
+	if !strings.Contains(s, "[") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s):
+			b.WriteString(s[i : i+2])
+			i++
+		case s[i] == '[':
+			n := goClass(&b, s[i:])
+			if n == 0 {
+				return "", false
+			}
+			i += n - 1
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), true
+}
+
+// posixClasses spells out, as path.Match ranges, the POSIX classes git's
+// wildmatch knows, in the ASCII range it applies them to.
+var posixClasses = map[string]string{
+	"alnum":  `\0-\9\A-\Z\a-\z`,
+	"alpha":  `\A-\Z\a-\z`,
+	"blank":  "\\ \\\t",
+	"cntrl":  "\\\x00-\\\x1f\\\x7f",
+	"digit":  `\0-\9`,
+	"graph":  `\!-\~`,
+	"lower":  `\a-\z`,
+	"print":  `\ -\~`,
+	"punct":  `\!-\/\:-\@\[-\` + "`" + `\{-\~`,
+	"space":  "\\ \\\t\\\n\\\v\\\f\\\r",
+	"upper":  `\A-\Z`,
+	"xdigit": `\0-\9\A-\F\a-\f`,
+}
+
+// goClass writes to b the bracket expression at the start of s, parsed
+// the way git's wildmatch parses it, as a path.Match class with every
+// member escaped, and returns the length of s it took; 0 when git would
+// reject the expression.
+func goClass(b *strings.Builder, s string) int {
+	b.WriteByte('[')
+	i := 1
+	if i < len(s) && (s[i] == '!' || s[i] == '^') {
+		b.WriteByte('^')
+		i++
+	}
+	lit := func(c string) { b.WriteByte('\\'); b.WriteString(c) }
+	var prev byte // the last single member; 0 after a range or a class
+	for first := true; ; first = false {
+		if i >= len(s) {
+			return 0
+		}
+		c := s[i]
+		switch {
+		case c == ']' && !first:
+			b.WriteByte(']')
+			return i + 1
+		case c == '\\':
+			if i+1 >= len(s) {
+				return 0
+			}
+			lit(s[i+1 : i+2])
+			prev = s[i+1]
+			i += 2
+			continue
+		case c == '-' && prev != 0 && i+1 < len(s) && s[i+1] != ']':
+			hi := s[i+1 : i+2]
+			i += 2
+			if hi == "\\" {
+				if i >= len(s) {
+					return 0
+				}
+				hi = s[i : i+1]
+				i++
+			}
+			if prev <= hi[0] {
+				b.WriteByte('-')
+				lit(hi)
+			} else {
+				// git matches nothing; path.Match rejects a reversed
+				// range, and no file name holds a NUL.
+				lit("\x00")
+			}
+			prev = 0
+			continue
+		case c == '[' && strings.HasPrefix(s[i:], "[:"):
+			end := strings.IndexByte(s[i+2:], ']')
+			if end < 0 {
+				return 0
+			}
+			if name, ok := strings.CutSuffix(s[i+2:i+2+end], ":"); ok {
+				members, known := posixClasses[name]
+				if !known {
+					return 0
+				}
+				b.WriteString(members)
+				i += 2 + end + 1
+				prev = 0
+				continue
+			}
+		}
+		// A single member; a multi-byte character is taken whole.
+		_, size := utf8.DecodeRuneInString(s[i:])
+		lit(s[i : i+size])
+		prev = c
+		if size > 1 {
+			prev = 0
+		}
+		i += size
+	}
 }
 
 // match reports whether p matches rel, a slash path relative to the

@@ -55,6 +55,37 @@ func TestIgnorePatternMatch(t *testing.T) {
 		{`\!bang`, "!bang", false, true},
 		{`trailing\ `, "trailing ", false, true},
 		{"spaces   ", "spaces", false, true},
+		// Found by TestGitIgnoreAgainstGit. Bracket expressions as git's
+		// wildmatch reads them: "]" first is a member, "-" at either end
+		// or after a range is a member, a range's low end is a member even
+		// when the range is reversed, POSIX classes, and an unknown class
+		// makes the pattern match nothing.
+		{"[]]x", "]x", false, true},
+		{"[!]]x", "ax", false, true},
+		{"[!]]x", "]x", false, false},
+		{"x[]a]", "xa", false, true},
+		{"[a-]x", "-x", false, true},
+		{"[-a]x", "-x", false, true},
+		{"[a-c-e]x", "-x", false, true},
+		{"[a-c-e]x", "dx", false, false},
+		{"[z-a]x", "zx", false, true},
+		{"[z-a]x", "ax", false, false},
+		{"[!z-a]x", "ax", false, true},
+		{`[\-]x`, "-x", false, true},
+		{"[[:digit:]].txt", "1.txt", false, true},
+		{"[[:digit:]].txt", "a.txt", false, false},
+		{"[![:lower:]]*", "Z9", false, true},
+		{"[![:lower:]]*", "z9", false, false},
+		{"[[:punct:]]x", "]x", false, true},
+		{"[[:punct:]]x", "^x", false, true},
+		{"[^[:alpha:][:digit:]]x", "-x", false, true},
+		{"[^[:alpha:][:digit:]]x", "bx", false, false},
+		{"[[:]x", "[x", false, true},
+		{"[[:]x", ":x", false, true},
+		// A backslash escapes the next character, so a space after an
+		// escaped backslash is trailing and dropped.
+		{`trail\\ `, `trail\`, false, true},
+		{`trail\ \ `, "trail  ", false, true},
 	}
 	for _, tt := range tests {
 		p, ok := parseIgnoreLine(tt.pattern)
@@ -69,7 +100,9 @@ func TestIgnorePatternMatch(t *testing.T) {
 }
 
 func TestParseIgnoreSkipsBlankAndComments(t *testing.T) {
-	for _, line := range []string{"", "   ", "# comment", "!", "/", "\r"} {
+	// An unknown POSIX class or an unclosed bracket expression makes git's
+	// pattern match nothing.
+	for _, line := range []string{"", "   ", "# comment", "!", "/", "\r", "[[:foo:]]x", "*[", "[!]"} {
 		if _, ok := parseIgnoreLine(line); ok {
 			t.Errorf("parseIgnoreLine(%q) kept the line", line)
 		}
@@ -179,5 +212,14 @@ func mustWrite(t testing.TB, name, content string) {
 	}
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Found by TestGitIgnoreAgainstGit: git skips a UTF-8 byte order mark at
+// the start of an ignore file.
+func TestParseIgnoreSkipsByteOrderMark(t *testing.T) {
+	list := parseIgnore([]byte("\xef\xbb\xbf*.log\n"))
+	if ign, _ := list.match("a.log", false); !ign {
+		t.Errorf("the first pattern after a byte order mark does not match")
 	}
 }

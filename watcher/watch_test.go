@@ -3,14 +3,13 @@ package watcher
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/charmbracelet/log"
 )
 
 // wait bounds every wait on a channel; the machine may be slow and busy.
@@ -39,7 +38,7 @@ func start(t *testing.T, cfg Config, setup func(root string)) *harness {
 		setup(cfg.Root)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = log.NewWithOptions(testWriter{t}, log.Options{Level: log.DebugLevel})
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	w, err := New(cfg)
 	if err != nil {
