@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -190,7 +191,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 
 	if cfg.Watch.Enabled {
 		wcfg := watchConfigOf(cfg)
-		wcfg.Logger = logger.WithPrefix("watch")
+		wcfg.Logger = slog.New(logger.WithPrefix("watch"))
 		w, err := watcher.New(wcfg)
 		if err != nil {
 			cancel()
