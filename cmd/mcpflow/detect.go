@@ -205,6 +205,7 @@ type tsConfig struct {
 	OutDir        string
 	RootDir       string
 	NoEmitOnError bool
+	Major         int // TypeScript's major version, from node_modules or package.json; 0 if unknown
 }
 
 // readTSConfig reads dir/tsconfig.json, which may hold comments and
@@ -212,7 +213,40 @@ type tsConfig struct {
 func readTSConfig(dir string) tsConfig {
 	var ts tsConfig
 	readTSConfigFile(dir, filepath.Join(dir, "tsconfig.json"), &ts, 0)
+	ts.Major = typescriptMajor(dir)
 	return ts
+}
+
+// typescriptMajor is the major version of the project's TypeScript: the
+// installed one, else the one package.json asks for; 0 if unknown.
+func typescriptMajor(dir string) int {
+	var v string
+	var installed struct {
+		Version string `json:"version"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "typescript", "package.json")); err == nil && json.Unmarshal(b, &installed) == nil {
+		v = installed.Version
+	} else {
+		var m struct {
+			Dependencies    map[string]string `json:"dependencies"`
+			DevDependencies map[string]string `json:"devDependencies"`
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
+		_ = json.Unmarshal(b, &m)
+		v = m.DevDependencies["typescript"]
+		if v == "" {
+			v = m.Dependencies["typescript"]
+		}
+	}
+	v = strings.TrimLeft(v, "^~>=v ")
+	n := 0
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
 }
 
 func readTSConfigFile(projectDir, path string, ts *tsConfig, depth int) {
@@ -319,8 +353,9 @@ func stripJSONC(b []byte) []byte {
 
 // tsOutput is the file tsc writes for the source file src (relative,
 // slash-separated) under ts: src mapped through rootDir into outDir, with
-// the JavaScript extension. rootDir defaults to the source's own folder,
-// which is what tsc computes when every source sits in it.
+// the JavaScript extension. Without rootDir, TypeScript 6 and later use the
+// tsconfig.json's folder; earlier versions the sources' common folder,
+// taken here as src's own.
 func tsOutput(ts tsConfig, src string) string {
 	ext := path.Ext(src)
 	js := map[string]string{".ts": ".js", ".tsx": ".js", ".mts": ".mjs", ".cts": ".cjs"}[ext]
@@ -334,6 +369,9 @@ func tsOutput(ts tsConfig, src string) string {
 	root := ts.RootDir
 	if root == "" {
 		root = path.Dir(src)
+		if ts.Major >= 6 {
+			root = "."
+		}
 	}
 	rel := out
 	if root != "." {
@@ -504,7 +542,7 @@ func detectNode(dir string) project {
 
 	if ts.Found {
 		if !hasBuild {
-			p.Build = "npx --no tsc"
+			p.Build = "npx --no -- tsc"
 		}
 		if !ts.NoEmitOnError {
 			// tsc writes JavaScript even when type-checking fails; with
