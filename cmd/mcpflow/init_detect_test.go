@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStripJSONC: comments and trailing commas go, strings stay whole.
+func TestStripJSONC(t *testing.T) {
+	in := `{
+  // a comment with "quotes", and a comma,
+  "a": "http://x/*y*/", /* block
+  comment */ "b": [1, 2,],
+  "c": "say \"//hi\"",
+  "d": {"e": true,},
+}`
+	var got map[string]any
+	if err := json.Unmarshal(stripJSONC([]byte(in)), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stripJSONC([]byte(in)))
+	}
+	if got["a"] != "http://x/*y*/" || got["c"] != `say "//hi"` || len(got["b"].([]any)) != 2 || got["d"].(map[string]any)["e"] != true {
+		t.Fatalf("got %v", got)
+	}
+	for _, s := range []string{`{"a": "unterminated`, `/* open`, `{,}`, ``, `"\`} {
+		stripJSONC([]byte(s)) // never panics
+	}
+}
+
+// TestTSOutput: a source maps through rootDir into outDir.
+func TestTSOutput(t *testing.T) {
+	cases := []struct {
+		ts   tsConfig
+		src  string
+		want string
+	}{
+		{tsConfig{OutDir: "dist", RootDir: "src"}, "src/index.ts", "dist/index.js"},
+		{tsConfig{OutDir: "dist", RootDir: "src"}, "src/sub/a.mts", "dist/sub/a.mjs"},
+		{tsConfig{OutDir: "dist", RootDir: "src"}, "other/a.ts", ""},
+		{tsConfig{OutDir: "dist"}, "src/index.ts", "dist/index.js"},
+		{tsConfig{OutDir: "dist", Major: 6}, "src/index.ts", "dist/src/index.js"},
+		{tsConfig{OutDir: "dist", RootDir: "."}, "src/index.cts", "dist/src/index.cjs"},
+		{tsConfig{}, "src/index.ts", "src/index.js"},
+		{tsConfig{OutDir: "dist"}, "", ""},
+	}
+	for _, c := range cases {
+		if got := tsOutput(c.ts, c.src); got != c.want {
+			t.Errorf("tsOutput(%+v, %q) = %q, want %q", c.ts, c.src, got, c.want)
+		}
+	}
+}
+
+// TestNodeEntryWarning is what mcpflow check reports for a node entry point
+// that neither exists nor will be built.
+func TestNodeEntryWarning(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"tsconfig.json": `{"compilerOptions": {"rootDir": "./src", "outDir": "./dist",},}`,
+		"src/index.ts":  "export {}",
+		"server.js":     "",
+	})
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"node", "dist/index.js"}, ""},
+		{[]string{"node", "--enable-source-maps", "./dist/index.js"}, ""},
+		{[]string{"node", "server.js"}, ""},
+		{[]string{"./server"}, ""},
+		{[]string{"node", "index.js"}, "run.command starts index.js, which does not exist, and tsc will not write it (tsconfig.json: outDir \"dist\", rootDir \"src\"); the build writes src/index.ts → dist/index.js"},
+	} {
+		if got := nodeEntryWarning(dir, Command{Argv: c.argv}); got != c.want {
+			t.Errorf("%q: %q, want %q", c.argv, got, c.want)
+		}
+	}
+	if got := projectOutputs(dir); len(got) != 1 || got[0] != filepath.Join(dir, "dist") {
+		t.Errorf("projectOutputs = %q", got)
+	}
+	plain := t.TempDir()
+	if got := nodeEntryWarning(plain, Command{Argv: []string{"node", "index.js"}}); !strings.Contains(got, "no tsconfig.json") {
+		t.Errorf("without tsconfig.json: %q", got)
+	}
+	if got := projectOutputs(plain); got != nil {
+		t.Errorf("projectOutputs without tsconfig.json = %q", got)
+	}
+}
