@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	toml "github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/modfile"
 )
@@ -776,4 +777,58 @@ func zeroConfig(dir string, argv []string, build string) *Config {
 		c.Watch.Exclude = p.Exclude
 	}
 	return c
+}
+
+// projectWarnings is what mcpflow check adds for the project's own
+// layout: a node entry point that neither exists nor will be built, and a
+// build output folder (tsconfig.json's outDir) that the watch globs cover.
+func projectWarnings(cfg *Config) []string {
+	var out []string
+	if w := nodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" {
+		out = append(out, w)
+	}
+	if cfg.Watch.Enabled {
+		for _, d := range watchedOutputDirs(cfg.Dir, cfg.Watch.Include, cfg.Watch.Exclude) {
+			out = append(out, fmt.Sprintf("the watch globs cover %s/, where the build writes (tsconfig.json outDir): mcpflow ignores it so a build cannot trigger the next one, but add \"%s/**\" to watch.exclude to make that explicit", d, d))
+		}
+	}
+	return out
+}
+
+// watchedOutputDirs lists the project's build output folders (relative to
+// dir, slash-separated) in which a file the build writes, or one already
+// there, matches include and not exclude.
+func watchedOutputDirs(dir string, include, exclude []string) []string {
+	match := func(globs []string, rel string) bool {
+		for _, g := range globs {
+			if ok, _ := doublestar.Match(g, rel); ok {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, abs := range projectOutputs(dir) {
+		rel, err := filepath.Rel(dir, abs)
+		if err != nil {
+			continue
+		}
+		rel = filepath.ToSlash(rel)
+		probes := []string{"index.js", "index.mjs", "index.cjs", "index.d.ts", "index.js.map", "sub/index.js"}
+		if files, err := os.ReadDir(abs); err == nil {
+			for i, f := range files {
+				if i == 50 {
+					break
+				}
+				probes = append(probes, f.Name())
+			}
+		}
+		for _, p := range probes {
+			if f := rel + "/" + p; match(include, f) && !match(exclude, f) {
+				out = append(out, rel)
+				break
+			}
+		}
+	}
+	return out
 }

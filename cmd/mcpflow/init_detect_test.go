@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,4 +86,63 @@ func TestNodeEntryWarning(t *testing.T) {
 	if got := projectOutputs(plain); got != nil {
 		t.Errorf("projectOutputs without tsconfig.json = %q", got)
 	}
+}
+
+// TestProjectWarnings: what check reports for a TypeScript project whose
+// config runs a file tsc never writes and watches tsc's output; the config
+// init writes for it has neither problem.
+func TestProjectWarnings(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json":  `{"name": "n", "main": "index.js", "scripts": {"build": "tsc"}}`,
+		"tsconfig.json": `{"compilerOptions": {"rootDir": "src", "outDir": "dist"}}`,
+		"src/index.ts":  "export {}",
+		"bad.toml":      "[build]\ncommand = \"npm run build\"\n[run]\ncommand = [\"node\", \"index.js\"]\n[watch]\ninclude = [\"**/*.ts\", \"**/*.js\"]\n",
+	})
+	cfg, err := loadConfig(filepath.Join(dir, "bad.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(projectWarnings(cfg), "\n")
+	for _, want := range []string{
+		"run.command starts index.js, which does not exist, and tsc will not write it",
+		`the watch globs cover dist/, where the build writes (tsconfig.json outDir)`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	_, cfg = runInit(t, dir)
+	if w := projectWarnings(cfg); len(w) != 0 {
+		t.Errorf("warnings for the config init wrote: %q", w)
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runInit runs "mcpflow init DIR" in-process and returns its output; the
+// generated config must load.
+func runInit(t *testing.T, dir string) (string, *Config) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+	if code := cmdInit(e, []string{dir}); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	cfg, err := loadConfig(filepath.Join(dir, "mcpflow.toml"))
+	if err != nil {
+		t.Fatalf("the generated config does not load: %v", err)
+	}
+	return out.String(), cfg
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,35 +95,6 @@ func npmInitPackage(extra string) string {
   "type": "module"
 }
 `
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// runInit runs "mcpflow init DIR" in-process and returns its output; the
-// generated config must load.
-func runInit(t *testing.T, dir string) (string, *Config) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
-	if code := cmdInit(e, []string{dir}); code != exitOK {
-		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
-	}
-	cfg, err := loadConfig(filepath.Join(dir, "mcpflow.toml"))
-	if err != nil {
-		t.Fatalf("the generated config does not load: %v", err)
-	}
-	return out.String(), cfg
 }
 
 // shellIn runs script with sh -c in dir, as mcpflow runs build commands.
