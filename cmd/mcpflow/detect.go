@@ -25,6 +25,7 @@ type project struct {
 	Include []string
 	Exclude []string
 	Env     map[string]string // run.env
+	RunWhy  string            // where the run command comes from, "" if obvious
 	Notes   []string          // things the user should check, written as comments
 	// BuildNotes are comments written above build.command.
 	BuildNotes []string
@@ -524,7 +525,7 @@ func detectNode(dir string) project {
 	case bin != "":
 		entry, why = clean(bin), `"bin" in package.json`
 	case ts.Found && out != "":
-		entry, why = out, "tsc's output for "+src+" (tsconfig.json outDir/rootDir)"
+		entry, why = out, "tsc's output for "+src+", through tsconfig.json's rootDir and outDir"
 	case m.Main != "":
 		entry, why = clean(m.Main), `"main" in package.json`
 	default:
@@ -540,6 +541,7 @@ func detectNode(dir string) project {
 		p.Notes = append(p.Notes, `No "bin", "main", tsconfig.json output or index.js found: set run.command to your server's entry point.`)
 	}
 	p.Run = []string{"node", entry}
+	p.RunWhy = why
 
 	if ts.Found {
 		if !hasBuild {
@@ -726,6 +728,10 @@ func detectPython(dir string) project {
 	}
 	pick := cands[0]
 	p.Run, p.Env = pick.run, pick.env
+	p.RunWhy = pick.what
+	if pick.why != "" {
+		p.RunWhy += ": " + pick.why
+	}
 	if len(cands) > 1 {
 		others := make([]string, 0, len(cands)-1)
 		for _, c := range cands[1:] {

@@ -76,6 +76,9 @@ func cmdInit(e env, args []string) int {
 		fmt.Fprintf(e.stdout, "  build: %s\n", p.Build)
 	}
 	fmt.Fprintf(e.stdout, "  run:   %s\n", strings.Join(p.Run, " "))
+	if p.RunWhy != "" {
+		fmt.Fprintf(e.stdout, "  why:   %s\n", p.RunWhy)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(e.stdout, "Check: %s\n", n)
 	}
@@ -110,6 +113,9 @@ func renderConfig(p project) string {
 	}
 	b.WriteString("[run]\n")
 	b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	if p.RunWhy != "" {
+		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
+	}
 	fmt.Fprintf(&b, "command = %s\n", tomlStrings(p.Run))
 	if len(p.Env) > 0 {
 		keys := make([]string, 0, len(p.Env))
