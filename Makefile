@@ -22,10 +22,15 @@ test: lint node-deps unit fuzz cross
 
 # TypeScript SDK peers for the end-to-end tests (from the npm registry).
 NODE_PEERS := cmd/mcpflow/testdata/node
-node-deps: $(NODE_PEERS)/node_modules/.installed
+TSC_DEPS   := cmd/mcpflow/testdata/tsc
+node-deps: $(NODE_PEERS)/node_modules/.installed $(TSC_DEPS)/node_modules/.installed
 
 $(NODE_PEERS)/node_modules/.installed: $(NODE_PEERS)/package.json $(NODE_PEERS)/package-lock.json
 	cd $(NODE_PEERS) && npm ci --no-audit --no-fund
+	touch $@
+
+$(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/package-lock.json
+	cd $(TSC_DEPS) && npm ci --no-audit --no-fund
 	touch $@
 
 unit:
@@ -78,4 +83,4 @@ $(CLIENTS)/node_modules/.installed: internal/clientcheck/package.json
 	touch $@
 
 clean:
-	rm -rf bin .cache $(NODE_PEERS)/node_modules
+	rm -rf bin .cache $(NODE_PEERS)/node_modules $(TSC_DEPS)/node_modules

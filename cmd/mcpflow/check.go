@@ -30,7 +30,7 @@ func cmdCheck(e env, args []string) int {
 	fs.SetOutput(e.stderr)
 	cfgPath := fs.String("c", "mcpflow.toml", "config file")
 	fs.Usage = func() { fmt.Fprint(e.stderr, checkUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	if _, err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
@@ -102,6 +102,7 @@ func checkWarnings(cfg *Config, files []string) []string {
 	if w := runCommandProblem(cfg); w != "" {
 		out = append(out, w)
 	}
+	out = append(out, projectWarnings(cfg)...)
 	return out
 }
 

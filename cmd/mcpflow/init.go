@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -13,9 +15,10 @@ const initUsage = `Usage:
   mcpflow init [--force] [DIR]
 
 Detects the project in DIR (default: the current folder) from its go.mod,
-Cargo.toml, package.json or pyproject.toml, writes a commented
-DIR/mcpflow.toml, and prints the snippet to paste into your MCP client.
-It never overwrites an existing file unless --force is given.
+Cargo.toml, package.json (with tsconfig.json) or pyproject.toml, writes a
+commented DIR/mcpflow.toml and DIR/.mcpflow/.gitignore, and prints the
+snippet to paste into your MCP client. Flags may come before or after DIR.
+It never overwrites an existing mcpflow.toml unless --force is given.
 
 Flags:
 `
@@ -25,19 +28,20 @@ func cmdInit(e env, args []string) int {
 	fs.SetOutput(e.stderr)
 	force := fs.Bool("force", false, "overwrite an existing mcpflow.toml")
 	fs.Usage = func() { fmt.Fprint(e.stderr, initUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 1 {
+	if len(pos) > 1 {
 		fmt.Fprintln(e.stderr, "mcpflow init: at most one DIR")
 		return exitUsage
 	}
 	dir := mustGetwd(e)
-	if fs.NArg() == 1 {
-		dir = absFrom(dir, fs.Arg(0))
+	if len(pos) == 1 {
+		dir = absFrom(dir, pos[0])
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		fmt.Fprintf(e.stderr, "mcpflow init: %s is not a folder\n", dir)
@@ -59,11 +63,22 @@ func cmdInit(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcpflow init: %v\n", err)
 		return exitFailure
 	}
+	if err := writeLogIgnore(dir); err != nil {
+		fmt.Fprintf(e.stderr, "mcpflow init: %v\n", err)
+		return exitFailure
+	}
 	kind := p.Kind
 	if kind == "" {
 		kind = "unknown"
 	}
 	fmt.Fprintf(e.stdout, "Wrote %s (project: %s).\n", path, kind)
+	if p.Build != "" {
+		fmt.Fprintf(e.stdout, "  build: %s\n", p.Build)
+	}
+	fmt.Fprintf(e.stdout, "  run:   %s\n", strings.Join(p.Run, " "))
+	if p.RunWhy != "" {
+		fmt.Fprintf(e.stdout, "  why:   %s\n", p.RunWhy)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(e.stdout, "Check: %s\n", n)
 	}
@@ -90,13 +105,32 @@ func renderConfig(p project) string {
 	if p.Build != "" {
 		b.WriteString("[build]\n")
 		b.WriteString("# Run by sh -c before each (re)start; the old server keeps serving while it runs.\n")
+		for _, n := range p.BuildNotes {
+			fmt.Fprintf(&b, "# %s\n", n)
+		}
 		fmt.Fprintf(&b, "command = %s\n", tomlString(p.Build))
 		b.WriteString("timeout = \"10m\"\n\n")
 	}
 	b.WriteString("[run]\n")
 	b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	if p.RunWhy != "" {
+		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
+	}
 	fmt.Fprintf(&b, "command = %s\n", tomlStrings(p.Run))
-	b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
+	if len(p.Env) > 0 {
+		keys := make([]string, 0, len(p.Env))
+		for k := range p.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		pairs := make([]string, len(keys))
+		for i, k := range keys {
+			pairs[i] = k + " = " + tomlString(p.Env[k])
+		}
+		fmt.Fprintf(&b, "env = { %s }   # added to the inherited environment\n", strings.Join(pairs, ", "))
+	} else {
+		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
+	}
 	b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
 	b.WriteString("[watch]\n")
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
@@ -112,6 +146,27 @@ func renderConfig(p project) string {
 	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
 	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
 	return b.String()
+}
+
+// writeLogIgnore writes dir/.mcpflow/.gitignore, which keeps the log
+// folder out of git; an existing one is left as it is.
+func writeLogIgnore(dir string) error {
+	folder := filepath.Join(dir, ".mcpflow")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(folder, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# mcpflow's logs and build outputs: never committed.\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // clientSnippet tells the user how to point their client at mcpflow.

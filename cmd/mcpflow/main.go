@@ -17,11 +17,14 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+
+	"github.com/mattn/go-isatty"
 )
 
 // Exit codes.
@@ -113,4 +116,36 @@ func version() string {
 		}
 	}
 	return v
+}
+
+// parseFlags parses args with fs, accepting flags before, between and after
+// the positional arguments ("mcpflow init DIR --force"), and returns the
+// positional arguments in order. "--" ends the flags: everything after it is
+// positional, as given. Errors, including flag.ErrHelp, are fs.Parse's.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// isTerminal reports whether r is a terminal (a console on Windows, a
+// Cygwin or MSYS pty included); a pipe, a file or /dev/null is not.
+func isTerminal(r any) bool {
+	f, ok := r.(interface{ Fd() uintptr })
+	if !ok {
+		return false
+	}
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }

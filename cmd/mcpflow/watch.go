@@ -43,13 +43,14 @@ func cmdWatch(e env, args []string) int {
 	logFile := fs.String("log-file", "", "also write the log to this file")
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, watchUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	cmdArgs, err := parseFlags(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	cfg, err := watchConfig(e, *cfgPath, *build, fs.Args())
+	cfg, err := watchConfig(e, *cfgPath, *build, cmdArgs)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitUsage
@@ -71,10 +72,8 @@ func cmdWatch(e env, args []string) int {
 	}
 	defer closeLog()
 
-	if f, ok := e.stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
-		}
+	if isTerminal(e.stdin) {
+		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -346,6 +345,7 @@ func ignoredOutputs(cfg *Config) []string {
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, absFrom(cfg.Run.Cwd, argv[0]))
 	}
+	out = append(out, projectOutputs(cfg.Dir)...)
 	for _, o := range buildOutputs(cfg.Build.Command) {
 		out = append(out, absFrom(cfg.Dir, o))
 	}

@@ -1,0 +1,221 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// tscDeps returns the folder holding the TypeScript compiler and SDK the
+// TypeScript init tests build with, or skips when they are not installed
+// (make node-deps installs them; CI always has them).
+func tscDeps(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs(filepath.Join("testdata", "tsc"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tsc not installed in testdata/tsc: make node-deps")
+		}
+		t.Skip("tsc not installed in testdata/tsc: run make node-deps")
+	}
+	return dir
+}
+
+// tsServer is a TypeScript SDK server with the tool add, and sub when
+// withSub: what a user writes in src/index.ts.
+func tsServer(withSub bool) string {
+	sub := ""
+	if withSub {
+		sub = `
+server.registerTool("sub", { description: "a-b", inputSchema: { a: z.number(), b: z.number() } },
+  async ({ a, b }) => ({ content: [{ type: "text", text: String(a - b) }] }));
+`
+	}
+	return `import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { z } from "zod";
+
+const server = new McpServer({ name: "notes", version: "1.0.0" });
+server.registerTool("add", { description: "a+b", inputSchema: { a: z.number(), b: z.number() } },
+  async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }));
+` + sub + `
+await server.connect(new StdioServerTransport());
+`
+}
+
+// tscInitConfig is tsconfig.json as "tsc --init" (TypeScript 5.9) writes
+// it, comments and trailing comma included, with the File Layout lines
+// uncommented as its comments suggest.
+const tscInitConfig = `{
+  // Visit https://aka.ms/tsconfig to read more about this file
+  "compilerOptions": {
+    // File Layout
+    "rootDir": "./src",
+    "outDir": "./dist",
+
+    // Environment Settings
+    // See also https://aka.ms/tsconfig/module
+    "module": "nodenext",
+    "target": "esnext",
+    "types": [],
+
+    /* Other Outputs */
+    "sourceMap": true,
+    "declaration": true,
+
+    // Recommended Options
+    "strict": true,
+    "verbatimModuleSyntax": true,
+    "isolatedModules": true,
+    "moduleDetection": "force",
+    "skipLibCheck": true,
+  }
+}
+`
+
+// npmInitPackage is package.json as "npm init -y" (npm 11) writes it, with
+// the module type the SDK needs and a build script.
+func npmInitPackage(extra string) string {
+	return `{
+  "name": "notes-server",
+  "version": "1.0.0",
+  "description": "",
+  "main": "index.js",
+  "scripts": {
+    "build": "tsc",
+    "test": "echo \"Error: no test specified\" && exit 1"
+  },` + extra + `
+  "keywords": [],
+  "author": "",
+  "license": "ISC",
+  "type": "module"
+}
+`
+}
+
+// shellIn runs script with sh -c in dir, as mcpflow runs build commands.
+func shellIn(dir, script string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestInitTypeScript runs init on TypeScript projects as npm and tsc leave
+// them, checks what it derived, runs the generated config under mcpflow
+// with the Go SDK client (which builds with the generated command), saves a
+// new tool, and checks that the generated build command emits nothing on a
+// type error.
+func TestInitTypeScript(t *testing.T) {
+	deps := tscDeps(t)
+	cases := []struct {
+		name      string
+		files     map[string]string
+		build     string
+		run       string
+		exclude   string
+		entrySrc  string
+		save      bool // save a new tool under mcpflow
+		typeError bool // check that a type error emits nothing
+	}{
+		{
+			name:      "npm default",
+			files:     map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig},
+			build:     "npm run build -- --noEmitOnError",
+			run:       `["node", "dist/index.js"]`,
+			exclude:   `"node_modules/**", "package-lock.json", "dist/**"`,
+			entrySrc:  "src/index.ts",
+			save:      true,
+			typeError: true,
+		},
+		{
+			name: "bin string",
+			files: map[string]string{
+				"package.json":  npmInitPackage(`"bin": "./dist/index.js",`),
+				"tsconfig.json": tscInitConfig,
+			},
+			build:    "npm run build -- --noEmitOnError",
+			run:      `["node", "dist/index.js"]`,
+			exclude:  `"node_modules/**", "package-lock.json", "dist/**"`,
+			entrySrc: "src/index.ts",
+		},
+		{
+			name: "bin object, outDir build, no build script",
+			files: map[string]string{
+				"package.json": `{"name": "@acme/notes-server", "type": "module", "bin": {"other": "./build/other.js", "notes-server": "./build/server.js"}}`,
+				"tsconfig.json": strings.NewReplacer(`"./dist"`, `"./build"`, `"strict": true,`, `"strict": true, "noEmitOnError": false,`).
+					Replace(tscInitConfig),
+			},
+			build:     "npx --no -- tsc --noEmitOnError",
+			run:       `["node", "build/server.js"]`,
+			exclude:   `"node_modules/**", "package-lock.json", "build/**"`,
+			entrySrc:  "src/server.ts",
+			typeError: true,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(false)})
+			if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+			out, cfg := runInit(t, dir)
+			if !strings.Contains(out, "project: typescript") {
+				t.Errorf("init output: %s", out)
+			}
+			toml := readFile(t, filepath.Join(dir, "mcpflow.toml"))
+			for _, want := range []string{
+				"command = " + tomlString(c.build),
+				"command = " + c.run,
+				"exclude = [" + c.exclude + "]",
+				"--noEmitOnError: tsc writes its JavaScript even when type-checking fails",
+			} {
+				if !strings.Contains(toml, want) {
+					t.Errorf("mcpflow.toml lacks %s:\n%s", want, toml)
+				}
+			}
+			if strings.Contains(out, "Check:") {
+				t.Errorf("init warns about a layout that works:\n%s", out)
+			}
+			if w := nodeEntryWarning(cfg.Dir, cfg.Run.Command); w != "" {
+				t.Errorf("nodeEntryWarning before the build: %s", w)
+			}
+
+			// The generated config builds and runs the server under mcpflow.
+			h := startE2E(t, dir, "", "watch", "-c", "mcpflow.toml")
+			h.waitTools("add")
+			if got, isErr := h.call("add", map[string]any{"a": 2, "b": 3}); isErr || got != "5" {
+				t.Fatalf("add: %q %v", got, isErr)
+			}
+			if c.save {
+				writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(true)})
+				h.waitTools("sub")
+				if got, isErr := h.call("sub", map[string]any{"a": 2, "b": 3}); isErr || got != "-1" {
+					t.Fatalf("sub: %q %v", got, isErr)
+				}
+			}
+			if !c.typeError {
+				return
+			}
+			// A type error fails the generated build command and leaves the
+			// last good output in place (mcpflow's own build of the save runs
+			// the same command).
+			entry := filepath.Join(dir, cfg.Run.Command.Argv[1])
+			good := readFile(t, entry)
+			writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(c.save) + "\nconst broken: number = \"text\";\n"})
+			build := cfg.Build.Command.Argv[0]
+			if out, err := shellIn(dir, build); err == nil {
+				t.Fatalf("%s passed on a type error:\n%s", build, out)
+			}
+			if got := readFile(t, entry); got != good {
+				t.Fatalf("a failed build rewrote %s:\n%s", entry, got)
+			}
+		})
+	}
+}
