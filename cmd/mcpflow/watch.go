@@ -58,7 +58,7 @@ func cmdWatch(e env, args []string) int {
 	}
 	if *logLevel != "" {
 		cfg.Log.Level = *logLevel
-		if err := cfg.validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			fmt.Fprintln(e.stderr, "mcpflow:", err)
 			return exitUsage
 		}
@@ -96,7 +96,7 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
 			return nil, err
 		}
 		cfg := zeroConfig(wd, cmdArgs, build)
-		return cfg, cfg.validate()
+		return cfg, cfg.Validate()
 	}
 	if build != "" {
 		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
