@@ -70,7 +70,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown key of another table", minimal + "include = [\"**/*.go\"]\n",
 			`mcpflow.toml:3:1: unknown key "include" in [run] (did you mean "include" under [watch]?)`, nil},
 		{"top-level key of a table", "command = [\"x\"]\n" + minimal,
-			`mcpflow.toml:1:1: unknown key "command" (did you mean "command" under [build] or [run]?)`, nil},
+			`mcpflow.toml:1:1: unknown key "command" (did you mean "command" under [build] or [run] or [cli]?)`, nil},
 		{"unknown key no suggestion", minimal + "zzz = 1\n",
 			`mcpflow.toml:3:1: unknown key "zzz" in [run]`, nil},
 		{"unknown key in inline table", "run = { comand = [\"x\"] }\n",
@@ -268,6 +268,8 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.QueueSize = 256
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second
+	want.Relay.StartupGrace = 5 * time.Second
+	want.Relay.Drain = 5 * time.Second
 	want.Watch.Enabled = true
 	want.Watch.Paths = []string{"/proj"}
 	want.Watch.Include = []string{"**/*"}
@@ -275,6 +277,10 @@ func TestDefaultConfig(t *testing.T) {
 	want.Watch.GitIgnore = true
 	want.Watch.Debounce = 100 * time.Millisecond
 	want.Log.Level = "info"
+	want.Log.Format = "text"
+	want.Log.TrafficMaxMessage = 64 << 10
+	want.Log.TrafficMaxSize = 16 << 20
+	want.Mux = MuxConfig{Separator: "__", AddServer: true, AllowedCommands: []string{}, Drain: 5 * time.Second}
 	if !reflect.DeepEqual(plain(c), want) {
 		t.Errorf("defaultConfig:\n got %+v\nwant %+v", plain(c), want)
 	}
@@ -327,7 +333,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(wd, "testdata", "config")
+	dir := filepath.Join(wd, "testdata")
 	want := *Default(dir)
 	want.File = filepath.Join(dir, "full.toml")
 	want.Build.Command = Command{Argv: []string{"go", "build", "-o", "bin/server", "./cmd/server"}}
@@ -348,7 +354,7 @@ func TestLoadConfig(t *testing.T) {
 	want.Relay.QueueBytes = 1 << 20
 	want.Relay.QueueTimeout = time.Minute
 	want.Watch.Enabled = false
-	want.Watch.Paths = []string{filepath.Join(dir, "src"), filepath.Join(wd, "testdata", "shared"), "/abs/dir"}
+	want.Watch.Paths = []string{filepath.Join(dir, "src"), filepath.Join(wd, "shared"), "/abs/dir"}
 	want.Watch.Include = []string{"**/*.go", "go.mod"}
 	want.Watch.Exclude = []string{"**/*_test.go"}
 	want.Watch.GitIgnore = false
@@ -603,20 +609,48 @@ func schemaKeyPaths() []string {
 	return paths
 }
 
+// modeKeyPaths lists the keys of the schema that apply to c's mode.
+func modeKeyPaths(c *Config) []string {
+	var out []string
+	for _, k := range schemaKeyPaths() {
+		table, _, _ := strings.Cut(k, ".")
+		switch c.Mode() {
+		case Single:
+			if table == "cli" || table == "mux" || table == "servers" {
+				continue
+			}
+		case CLI:
+			if table == "run" || table == "mux" || table == "servers" {
+				continue
+			}
+		case Mux:
+			if table == "build" || table == "run" || table == "cli" || table == "watch" ||
+				len(c.Servers) == 0 && table == "servers" {
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
 func TestSchemaTables(t *testing.T) {
 	// The schema walk sees every key; a sample proves it reads the tags.
 	paths := schemaKeyPaths()
-	for _, want := range []string{"build.command", "run.env_overridable", "relay.queue_timeout", "watch.gitignore", "log.file"} {
+	for _, want := range []string{"build.command", "run.env_overridable", "relay.queue_timeout", "watch.gitignore", "log.file",
+		"cli.max_parallel", "log.traffic_max_size", "mux.allowed_commands", "servers.NAME.run.command", "servers.NAME.cli.schema",
+		"servers.NAME.relay.startup_grace", "servers.NAME.watch.poll"} {
 		if !slices.Contains(paths, want) {
 			t.Errorf("schema lacks %s: %q", want, paths)
 		}
 	}
-	if len(paths) != 2+5+10+7+2 {
+	if len(paths) != 2+5+8+12+7+6+4+(2+5+8+7+7) {
 		t.Errorf("schema has %d keys: %q", len(paths), paths)
 	}
 }
 
-// keysIn decodes a TOML document and lists the "table.key" paths it sets.
+// keysIn decodes a TOML document and lists the key paths of its values,
+// in the schema's spelling (servers.NAME.run.command).
 func keysIn(t *testing.T, doc string) map[string]bool {
 	t.Helper()
 	var m map[string]any
@@ -624,52 +658,122 @@ func keysIn(t *testing.T, doc string) map[string]bool {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
-	for table, v := range m {
-		sub, ok := v.(map[string]any)
-		if !ok {
-			t.Errorf("top-level key %q is not a table", table)
-			continue
-		}
-		for k := range sub {
-			keys[table+"."+k] = true
+	var walk func(path []string, v map[string]any)
+	walk = func(path []string, v map[string]any) {
+		for k, val := range v {
+			p := append(slices.Clip(path), k)
+			sub, ok := val.(map[string]any)
+			table := len(p) == 1 || (p[0] == "servers" && len(p) < 4)
+			switch {
+			case table && ok:
+				walk(p, sub)
+			case table:
+				t.Errorf("key %q is not a table", strings.Join(p, "."))
+			default:
+				keys[schemaPath(p)] = true
+			}
 		}
 	}
+	walk(nil, m)
 	return keys
 }
 
-func TestExample(t *testing.T) {
+// exampleDocs returns the documents of mcpflow.toml.example: the file
+// itself, then each commented-out block (a run of "# " lines whose first
+// one opens a table), uncommented.
+func exampleDocs(t *testing.T) []string {
+	t.Helper()
 	data, err := os.ReadFile("../../mcpflow.toml.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Parse("mcpflow.toml.example", data, "/proj")
-	if err != nil {
-		t.Fatalf("the example does not parse: %v", err)
+	docs := []string{string(data)}
+	var block []string
+	flush := func() {
+		if len(block) > 0 {
+			docs = append(docs, strings.Join(block, "\n")+"\n")
+		}
+		block = nil
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		switch {
+		case block == nil && strings.HasPrefix(l, "# ["):
+			block = []string{l[2:]}
+		case block != nil && (l == "#" || strings.HasPrefix(l, "# ")):
+			block = append(block, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
+		default:
+			flush()
+		}
+	}
+	flush()
+	return docs
+}
+
+// schemaPath turns a key path of a document into the schema's spelling:
+// servers.api.run.command is servers.NAME.run.command.
+func schemaPath(path []string) string {
+	if len(path) > 1 && path[0] == "servers" {
+		path = append([]string{"servers", "NAME"}, path[2:]...)
+	}
+	return strings.Join(path, ".")
+}
+
+func TestExample(t *testing.T) {
+	docs := exampleDocs(t)
+	if len(docs) != 3 {
+		t.Fatalf("mcpflow.toml.example has %d documents, want 3 (the file, the [cli] block, the mux block)", len(docs))
+	}
+	set := map[string]bool{}
+	for i, doc := range docs {
+		c, err := Parse("mcpflow.toml.example", []byte(doc), "/proj")
+		if err != nil {
+			t.Fatalf("document %d of the example does not parse: %v\n%s", i, err, doc)
+		}
+		for k := range keysIn(t, doc) {
+			set[k] = true
+		}
+
+		// Each key has a line of explanation just above it.
+		lines := strings.Split(doc, "\n")
+		assign := regexp.MustCompile(`^([a-z_]+)\s*=`)
+		for n, l := range lines {
+			if m := assign.FindStringSubmatch(l); m != nil && (n == 0 || !strings.HasPrefix(lines[n-1], "# ")) {
+				t.Errorf("document %d, line %d: key %s has no comment above it", i, n+1, m[1])
+			}
+		}
+
+		// Its values are the defaults, except for the commands.
+		want := Default("/proj")
+		switch c.Mode() {
+		case Single:
+			want.Build.Command = Command{Argv: []string{"go build -o bin/server ./cmd/server"}, Shell: true}
+			want.Run.Command = Command{Argv: []string{"./bin/server"}}
+		case CLI:
+			want.Run = RunConfig{}
+			want.CLI = defaultCLI("/proj")
+			want.CLI.Schema = []string{"./bin/tool", "schema", "--json"}
+			want.CLI.Command = []string{"./bin/tool"}
+		case Mux:
+			api := ServerConfig{Name: "api", Build: defaultBuild(), Run: defaultRun("/proj"), Relay: want.Relay, Watch: defaultWatch("/proj")}
+			api.Build.Command = Command{Argv: []string{"go build -o bin/api ./cmd/api"}, Shell: true}
+			api.Run.Command = Command{Argv: []string{"./bin/api"}}
+			tool := ServerConfig{Name: "tool", Build: defaultBuild(), CLI: defaultCLI("/proj"), Relay: want.Relay, Watch: defaultWatch("/proj")}
+			tool.CLI.Schema = []string{"./bin/tool", "schema", "--json"}
+			tool.CLI.Command = []string{"./bin/tool"}
+			want.Servers = []ServerConfig{api, tool}
+			want.Build, want.Run, want.Watch = BuildConfig{}, RunConfig{}, WatchConfig{}
+		}
+		want.mode = c.mode
+		if !reflect.DeepEqual(plain(c), plain(want)) {
+			t.Errorf("document %d: the example's values are not the defaults:\n got %+v\nwant %+v", i, plain(c), plain(want))
+		}
 	}
 
-	// It sets every key of the schema.
-	set := keysIn(t, string(data))
+	// Together they show every key of the schema.
 	for _, key := range schemaKeyPaths() {
 		if !set[key] {
 			t.Errorf("mcpflow.toml.example does not show %s", key)
 		}
-	}
-
-	// Each key has a line of explanation just above it.
-	lines := strings.Split(string(data), "\n")
-	assign := regexp.MustCompile(`^([a-z_]+)\s*=`)
-	for i, l := range lines {
-		if m := assign.FindStringSubmatch(l); m != nil && (i == 0 || !strings.HasPrefix(lines[i-1], "# ")) {
-			t.Errorf("line %d: key %s has no comment above it", i+1, m[1])
-		}
-	}
-
-	// Its values are the defaults, except for the two commands.
-	want := Default("/proj")
-	want.Build.Command = Command{Argv: []string{"go build -o bin/server ./cmd/server"}, Shell: true}
-	want.Run.Command = Command{Argv: []string{"./bin/server"}}
-	if !reflect.DeepEqual(plain(c), plain(want)) {
-		t.Errorf("the example's values are not the defaults:\n got %+v\nwant %+v", plain(c), plain(want))
 	}
 }
 
@@ -685,16 +789,25 @@ func TestDescribe(t *testing.T) {
 	odd.Relay.QueueBytes = 3 << 30
 	odd.Watch.Poll = 1500 * time.Millisecond
 
-	flags := Default("/proj")
-	flags.Run.Command = Command{Argv: []string{"srv"}}
+	flags := FromCommand("/proj", []string{"srv"}, "")
+	cli, err := Load("testdata/cli.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := Load("testdata/mux.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := mustParse(t, "[mux]\n")
 
 	for name, c := range map[string]*Config{
 		"example": mustParse(t, minimal), "full": full, "odd": odd, "flags": flags,
+		"cli": cli, "mux": mux, "empty mux": empty,
 	} {
 		t.Run(name, func(t *testing.T) {
 			text := c.Describe()
 			set := keysIn(t, text)
-			for _, key := range schemaKeyPaths() {
+			for _, key := range modeKeyPaths(c) {
 				if !set[key] {
 					t.Errorf("Describe does not show %s:\n%s", key, text)
 				}
@@ -778,16 +891,35 @@ func FuzzParseConfig(f *testing.F) {
 	})
 }
 
+// readmePending lists the keys whose README rows are written with the
+// README section of their feature (the mux, CLI tools, traffic capture,
+// log.format); a key leaves the list when its row exists.
+var readmePending = map[string]bool{
+	"cli.schema": true, "cli.command": true, "cli.append": true, "cli.timeout": true,
+	"cli.max_output": true, "cli.max_parallel": true, "cli.cwd": true, "cli.env": true,
+	"relay.startup_grace": true, "relay.drain": true,
+	"log.format": true, "log.traffic": true, "log.traffic_max_message": true, "log.traffic_max_size": true,
+	"mux.separator": true, "mux.add_server": true, "mux.allowed_commands": true, "mux.drain": true,
+}
+
 // TestReadmeDocumentsEveryKey: every key of the schema (and so of
 // mcpflow.toml.example) has a row in the README's configuration reference.
+// The keys of [servers.NAME] tables are those of the top-level tables.
 func TestReadmeDocumentsEveryKey(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range schemaKeyPaths() {
-		if !strings.Contains(string(readme), "| `"+key+"` |") {
+		if strings.HasPrefix(key, "servers.NAME.") {
+			continue
+		}
+		row := strings.Contains(string(readme), "| `"+key+"` |")
+		switch {
+		case !row && !readmePending[key]:
 			t.Errorf("README.md has no configuration row for %s", key)
+		case row && readmePending[key]:
+			t.Errorf("README.md documents %s: remove it from readmePending", key)
 		}
 	}
 }

@@ -72,6 +72,9 @@ func (c *Config) apply(fc *fileConfig) []error {
 		if c.written("servers", name, "cli") {
 			s.CLI = defaultCLI(c.Dir)
 			r.cli(prefix+"cli", &fs.CLI, s.CLI)
+			if !c.written("servers", name, "run") {
+				s.Run = RunConfig{}
+			}
 		}
 		sr := &fs.Relay
 		r.size(&s.Relay.MaxMessage, sr.MaxMessage)
@@ -84,6 +87,14 @@ func (c *Config) apply(fc *fileConfig) []error {
 		s.Relay.Drain = c.Mux.Drain
 		r.watch(prefix+"watch", &fs.Watch, &s.Watch)
 		c.Servers = append(c.Servers, s)
+	}
+
+	// The sections a mode does not use are left zero.
+	switch c.mode {
+	case CLI:
+		c.Run = RunConfig{}
+	case Mux:
+		c.Build, c.Run, c.Watch = BuildConfig{}, RunConfig{}, WatchConfig{}
 	}
 	return r.errs
 }
