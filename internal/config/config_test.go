@@ -868,6 +868,14 @@ func FuzzParseConfig(f *testing.F) {
 	}
 	f.Add(string(example))
 	f.Add(string(full))
+	for _, name := range []string{"testdata/cli.toml", "testdata/mux.toml"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+	f.Add("[servers.a.run]\ncommand = \"x\"\n[servers.a.cli]\nschema = [\"\"]\n[mux]\nseparator = \"_\"\n")
 	f.Add(minimal + "env = { A = 1 }\n[watch]\npaths = [\".\", 1]\n")
 	f.Add("run = { command = [\"x\", { a = 1 }], env = { A = { B = 1 } } }\n")
 	f.Add("[run.command]\nx = 1\n[[run.env]]\n")

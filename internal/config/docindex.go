@@ -244,7 +244,7 @@ func (x *docIndex) position(path []string) (line, col int) {
 			return x.lineCol(node.start)
 		}
 		if node := x.firstUnder(path[:n]); node != nil && n > 1 {
-			if node.keyStart >= 0 {
+			if !node.header && node.keyStart >= 0 {
 				return x.lineCol(node.keyStart)
 			}
 			return x.lineCol(node.start)

@@ -149,7 +149,9 @@ func (v *validator) argv(k string, argv []string, required bool, what string) {
 
 func (v *validator) cli(table string, cli *CLIConfig) {
 	v.argv(key(table, "schema"), cli.Schema, true, `the command that prints your tool definitions as JSON, e.g. schema = ["./bin/tool", "schema", "--json"]`)
-	v.argv(key(table, "command"), cli.Command, true, `the start of every call's command line, e.g. command = ["./bin/tool"]; remove it to use the schema's program`)
+	if derived := len(cli.Schema) > 0 && cli.Schema[0] == "" && slices.Equal(cli.Command, cli.Schema[:1]); !derived {
+		v.argv(key(table, "command"), cli.Command, true, `the start of every call's command line, e.g. command = ["./bin/tool"]; remove it to use the schema's program`)
+	}
 	v.argv(key(table, "append"), cli.Append, false, "")
 	v.positive(key(table, "timeout"), cli.Timeout)
 	if cli.MaxOutput < 1 {
