@@ -17,13 +17,11 @@ import (
 )
 
 // The config file lives in internal/config; these names are how the
-// command's files (init, detect, check, watch) refer to it.
+// command's files (init, detect, watch) refer to it.
 type (
 	Config  = config.Config
 	Command = config.Command
 )
-
-func loadConfig(path string) (*Config, error) { return config.Load(path) }
 
 func parseConfig(name string, data []byte, dir string) (*Config, error) {
 	return config.Parse(name, data, dir)
