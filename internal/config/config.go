@@ -12,10 +12,12 @@
 // used as tables where the schema has a plain value. go-toml's strict
 // decoder then fills the schema structs from the same bytes (the duration,
 // size and command types of values.go decode their own values); its errors
-// are located with the index and rewritten into "key: expected X, got Y".
-// Finally the values are resolved over the defaults (resolve.go) and
-// validated (validate.go); problems found there point at the value the
-// user wrote.
+// are located with the index and rewritten into "key: expected X, got Y"
+// (errors.go, with suggestions from suggest.go). Finally the values are
+// resolved over the defaults (resolve.go) and validated (validate.go);
+// problems found there point at the value the user wrote. Describe
+// (describe.go) writes a Config back as TOML that parses into the same
+// Config.
 //
 // A file describes one of three modes (Mode): a single MCP server ([run]),
 // a command-line program served as MCP tools ([cli]), or a mux of several
@@ -71,9 +73,9 @@ const (
 //
 // In Single mode Run is set and CLI and Servers are empty. In CLI mode CLI
 // is set and Run.Command is zero. In Mux mode Servers holds the servers
-// (in the order of the file) and Build, Run, CLI and Watch are unused;
+// (in the order of the file) and Build, Run, CLI and Watch are zero;
 // Relay holds the settings of the mux's front and the defaults of each
-// server's relay.
+// server's relay, its Drain equal to Mux.Drain.
 type Config struct {
 	File string // absolute path of the config file ("" when built from flags)
 	Dir  string // folder all relative paths are resolved against

@@ -624,7 +624,7 @@ func modeKeyPaths(c *Config) []string {
 				continue
 			}
 		case Mux:
-			if table == "build" || table == "run" || table == "cli" || table == "watch" ||
+			if table == "build" || table == "run" || table == "cli" || table == "watch" || k == "relay.drain" ||
 				len(c.Servers) == 0 && table == "servers" {
 				continue
 			}

@@ -42,7 +42,9 @@ func (c *Config) Describe() string {
 	d.kv("queue_bytes", TOMLString(sizeText(r.QueueBytes)), "")
 	d.kv("queue_timeout", TOMLString(durationText(r.QueueTimeout)), "")
 	d.kv("startup_grace", TOMLString(durationText(r.StartupGrace)), "")
-	d.kv("drain", TOMLString(durationText(r.Drain)), "")
+	if c.Mode() != Mux {
+		d.kv("drain", TOMLString(durationText(r.Drain)), "")
+	}
 
 	if c.Mode() != Mux {
 		d.watch("watch", &c.Watch)

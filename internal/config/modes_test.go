@@ -126,6 +126,8 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:3:1: cli: [cli] cannot go with [servers.NAME] tables`},
 		{"dotted run and mux", "[mux]\nseparator = \"__\"\n[watch]\nenabled = false\n",
 			`mcpflow.toml:3:1: watch: [watch] cannot go with [servers.NAME] tables`},
+		{"relay.drain in a mux", api + "[relay]\ndrain = \"1s\"\n",
+			`mcpflow.toml:4:9: relay.drain: in a mux the drain time is mux.drain: move it there`},
 		{"run and cli", minimal + "[cli]\nschema = [\"t\"]\n",
 			`mcpflow.toml:1:1: run: [run] cannot go with [cli]: [cli] takes the place of [run]`},
 		{"server with run and cli", api + "[servers.api.cli]\nschema = [\"t\"]\n",

@@ -20,6 +20,9 @@ func (c *Config) apply(fc *fileConfig) []error {
 				r.errs = append(r.errs, c.errorAt(table, "[%s] cannot go with [servers.NAME] tables (a mux): move it under [servers.NAME.%s], or remove the [servers] and [mux] tables to serve one server", table, table))
 			}
 		}
+		if c.written("relay", "drain") {
+			r.errs = append(r.errs, c.errorAt("relay.drain", "in a mux the drain time is mux.drain: move it there"))
+		}
 	case c.written("cli"):
 		c.mode = CLI
 		if c.written("run") {
@@ -95,6 +98,7 @@ func (c *Config) apply(fc *fileConfig) []error {
 		c.Run = RunConfig{}
 	case Mux:
 		c.Build, c.Run, c.Watch = BuildConfig{}, RunConfig{}, WatchConfig{}
+		c.Relay.Drain = c.Mux.Drain
 	}
 	return r.errs
 }

@@ -181,7 +181,9 @@ func (v *validator) relay(r *RelayConfig) {
 		v.bad("relay.server_suffix", "must be a single line")
 	}
 	v.childRelay("relay", r)
-	v.notNegative("relay.drain", r.Drain)
+	if v.c.Mode() != Mux { // a mux's drain is mux.drain's
+		v.notNegative("relay.drain", r.Drain)
+	}
 }
 
 // childRelay checks the relay keys a mux's server may set for itself.
