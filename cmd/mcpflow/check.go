@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -47,12 +49,13 @@ func cmdCheck(e env, args []string) int {
 	for _, v := range checkViews(cfg) {
 		var files []string
 		if v.cfg.Watch.Enabled {
+			start := time.Now()
 			files, err = watcher.Scan(watchConfigOf(v.cfg))
 			if err != nil {
 				fmt.Fprintf(e.stderr, "%swatch: %v\n", v.prefix, err)
 				return exitUsage
 			}
-			fmt.Fprintf(e.stdout, "# %swatch: %d files match\n", v.prefix, len(files))
+			fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", v.prefix, len(files), result.Dur(time.Since(start)))
 		}
 		for _, w := range checkWarnings(v.cfg, files) {
 			warnings = append(warnings, v.prefix+w)
