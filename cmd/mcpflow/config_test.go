@@ -64,7 +64,7 @@ func TestNewLoggerText(t *testing.T) {
 	logger.Info("started", "k", 1)
 	charmLogger(logger).WithPrefix("build").Warn("slow")
 	out := stderr.String()
-	pid := fmt.Sprintf("pid=%d", os.Getpid())
+	pid := fmt.Sprintf("mcpflow_pid=%d", os.Getpid())
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "mcpflow: started") || !strings.Contains(lines[0], "k=1") ||
 		!strings.Contains(lines[0], pid) || !strings.Contains(lines[1], "build: slow") || !strings.Contains(lines[1], pid) {
@@ -95,7 +95,7 @@ func TestNewLoggerJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("not JSON: %q: %v", l, err)
 		}
-		if m["pid"] != float64(os.Getpid()) {
+		if m["mcpflow_pid"] != float64(os.Getpid()) {
 			t.Errorf("no pid in %q", l)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(m["time"])); err != nil {
@@ -144,7 +144,7 @@ func TestLoggerStderrGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(data), fmt.Sprintf("line pid=%d i=", os.Getpid())); n != 12 {
+	if n := strings.Count(string(data), fmt.Sprintf("line mcpflow_pid=%d i=", os.Getpid())); n != 12 {
 		t.Errorf("the file has %d lines, want 12:\n%s", n, data)
 	}
 }

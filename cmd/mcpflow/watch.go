@@ -118,7 +118,8 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
 
 // newLogger returns mcpflow's logger, configured by [log]: charmbracelet's
 // handler for format "text", slog's JSON handler for "json"; every record
-// names the process (pid), since several instances may share a log file.
+// names its mcpflow process (mcpflow_pid: "pid" names children), since
+// several instances may share a log file.
 // It writes to stderr and, when file is set, to that file too (see
 // logOutput); stdout belongs to the protocol and is never written. The
 // returned function closes the file.
@@ -152,7 +153,7 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 			Prefix:          "mcpflow",
 		})
 	}
-	return slog.New(h).With("pid", os.Getpid()), closeFn, nil
+	return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
 }
 
 // serve composes the parts and runs until the client leaves or a signal
