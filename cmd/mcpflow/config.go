@@ -39,14 +39,20 @@ func tomlStrings(ss []string) string { return config.TOMLStrings(ss) }
 // O_APPEND, in one write call, so the records of several mcpflow instances
 // sharing a file never interleave. stderr is written after the file; after
 // its first error (EPIPE once the client that read it is gone) it is
-// dropped, and the file log carries on.
+// dropped, and the file log carries on. When tag is set, it is written at
+// the end of each record, before its final newline.
 type logOutput struct {
 	mu     sync.Mutex
 	file   *os.File  // nil: stderr only
 	stderr io.Writer // nil after its first error
+	tag    []byte
 }
 
 func (o *logOutput) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(o.tag) > 0 && bytes.HasSuffix(p, []byte("\n")) {
+		p = append(append(p[:len(p)-1:len(p)-1], o.tag...), '\n')
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var err error
@@ -58,7 +64,7 @@ func (o *logOutput) Write(p []byte) (int, error) {
 			o.stderr = nil
 		}
 	}
-	return len(p), err
+	return n, err
 }
 
 // charmLogger returns a charmbracelet logger that logs through l, for the

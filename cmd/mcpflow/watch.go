@@ -117,12 +117,12 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
 }
 
 // newLogger returns mcpflow's logger, configured by [log]: charmbracelet's
-// handler for format "text", slog's JSON handler for "json"; every record
-// names its mcpflow process (mcpflow_pid: "pid" names children), since
-// several instances may share a log file.
-// It writes to stderr and, when file is set, to that file too (see
-// logOutput); stdout belongs to the protocol and is never written. The
-// returned function closes the file.
+// handler for format "text", slog's JSON handler for "json". Every record
+// names its mcpflow process with mcpflow_pid (the relay's "pid" names the
+// child), since several instances may share a log file: an attribute in
+// JSON, the end of the record in text. It writes to stderr and, when file
+// is set, to that file too (see logOutput); stdout belongs to the protocol
+// and is never written. The returned function closes the file.
 func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{stderr: stderr}
 	closeFn := func() {}
@@ -141,19 +141,18 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 	if err != nil {
 		lvl = log.InfoLevel
 	}
-	var h slog.Handler
-	switch cfg.Format {
-	case "json":
-		h = slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.Level(lvl)})
-	default:
-		h = log.NewWithOptions(out, log.Options{
-			Level:           lvl,
-			ReportTimestamp: true,
-			TimeFormat:      "15:04:05.000",
-			Prefix:          "mcpflow",
-		})
+	if cfg.Format == "json" {
+		h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.Level(lvl)})
+		return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
 	}
-	return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
+	out.tag = fmt.Appendf(nil, " mcpflow_pid=%d", os.Getpid())
+	h := log.NewWithOptions(out, log.Options{
+		Level:           lvl,
+		ReportTimestamp: true,
+		TimeFormat:      "15:04:05.000",
+		Prefix:          "mcpflow",
+	})
+	return slog.New(h), closeFn, nil
 }
 
 // serve composes the parts and runs until the client leaves or a signal
