@@ -36,13 +36,21 @@ $(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/packag
 unit:
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
-# Each fuzz target for a short, fixed time (the seed corpus also runs in unit).
+# Each fuzz target for a short, fixed time (the seed corpus also runs in
+# unit), printing the fuzzer's last line: how many inputs it ran. New
+# interesting inputs are minimized for at most a second, so that the time
+# goes to fuzzing.
+define fuzz1
+	@out=$$($(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $(2) 2>&1) || { echo "$$out"; exit 1; }; \
+	echo "$(1) ($(2)): $$(echo "$$out" | grep 'execs: [0-9]' | tail -n 1)"
+endef
+
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPeekEnvelope$$' -fuzztime $(FUZZTIME) ./relay
-	$(GO) test -run '^$$' -fuzz '^FuzzLineReader$$' -fuzztime $(FUZZTIME) ./relay
-	$(GO) test -run '^$$' -fuzz '^FuzzScanChunks$$' -fuzztime $(FUZZTIME) ./relay
-	$(GO) test -run '^$$' -fuzz '^FuzzValidJSON$$' -fuzztime $(FUZZTIME) ./relay
-	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./cmd/mcpflow
+	$(call fuzz1,FuzzPeekEnvelope,./relay)
+	$(call fuzz1,FuzzLineReader,./relay)
+	$(call fuzz1,FuzzScanChunks,./relay)
+	$(call fuzz1,FuzzValidJSON,./relay)
+	$(call fuzz1,FuzzParseConfig,./internal/config)
 
 # Linux and macOS are supported; Windows must at least build.
 cross:

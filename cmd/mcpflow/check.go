@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -36,22 +39,28 @@ func cmdCheck(e env, args []string) int {
 		}
 		return exitUsage
 	}
-	cfg, err := loadConfig(*cfgPath)
+	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitUsage
 	}
 	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", *cfgPath, cfg.Describe())
-	var files []string
-	if cfg.Watch.Enabled {
-		files, err = watcher.Scan(watchConfigOf(cfg))
-		if err != nil {
-			fmt.Fprintf(e.stderr, "watch: %v\n", err)
-			return exitUsage
+	var warnings []string
+	for _, v := range checkViews(cfg) {
+		var files []string
+		if v.cfg.Watch.Enabled {
+			start := time.Now()
+			files, err = watcher.Scan(watchConfigOf(v.cfg))
+			if err != nil {
+				fmt.Fprintf(e.stderr, "%swatch: %v\n", v.prefix, err)
+				return exitUsage
+			}
+			fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", v.prefix, len(files), result.Dur(time.Since(start)))
 		}
-		fmt.Fprintf(e.stdout, "# watch: %d files match\n", len(files))
+		for _, w := range checkWarnings(v.cfg, files) {
+			warnings = append(warnings, v.prefix+w)
+		}
 	}
-	warnings := checkWarnings(cfg, files)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stdout, "warning: %s\n", w)
 	}
@@ -59,6 +68,26 @@ func cmdCheck(e env, args []string) int {
 		fmt.Fprintln(e.stdout, "# no warnings")
 	}
 	return exitOK
+}
+
+// checkView is what check inspects of one server: the config itself, or in
+// a mux a copy whose build, run, cli and watch are one server's.
+type checkView struct {
+	prefix string // "" or "servers.NAME: "
+	cfg    *Config
+}
+
+func checkViews(cfg *Config) []checkView {
+	if cfg.Mode() != config.Mux {
+		return []checkView{{cfg: cfg}}
+	}
+	var views []checkView
+	for _, s := range cfg.Servers {
+		v := *cfg
+		v.Build, v.Run, v.CLI, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Watch, nil
+		views = append(views, checkView{prefix: "servers." + s.Name + ": ", cfg: &v})
+	}
+	return views
 }
 
 func watchConfigOf(cfg *Config) watcher.Config {
@@ -102,6 +131,16 @@ func checkWarnings(cfg *Config, files []string) []string {
 	if w := runCommandProblem(cfg); w != "" {
 		out = append(out, w)
 	}
+	if cfg.CLI != nil {
+		if w := programProblem(cfg, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd); w != "" {
+			out = append(out, w)
+		}
+		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
+			if w := programProblem(cfg, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd); w != "" {
+				out = append(out, w)
+			}
+		}
+	}
 	out = append(out, projectWarnings(cfg)...)
 	return out
 }
@@ -134,26 +173,31 @@ func anyMatch(glob string, files []string) bool {
 	return false
 }
 
-// runCommandProblem warns when run.command cannot be found. A command the
-// build produces may legitimately be missing before the first build.
+// runCommandProblem warns when run.command cannot be found.
 func runCommandProblem(cfg *Config) string {
 	c := cfg.Run.Command
 	if c.Shell || len(c.Argv) == 0 {
 		return ""
 	}
-	name := c.Argv[0]
+	return programProblem(cfg, "run.command", c.Argv[0], cfg.Run.Cwd)
+}
+
+// programProblem warns when the program named by key cannot be found. A
+// program the build produces may legitimately be missing before the first
+// build.
+func programProblem(cfg *Config, key, name, cwd string) string {
 	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
-		p := absFrom(cfg.Run.Cwd, name)
+		p := absFrom(cwd, name)
 		if _, err := os.Stat(p); err != nil {
 			if !cfg.Build.Command.IsZero() {
-				return fmt.Sprintf("run.command %q does not exist yet (%s); fine if the build writes it", name, p)
+				return fmt.Sprintf("%s %q does not exist yet (%s); fine if the build writes it", key, name, p)
 			}
-			return fmt.Sprintf("run.command %q not found (%s) and there is no build step to make it", name, p)
+			return fmt.Sprintf("%s %q not found (%s) and there is no build step to make it", key, name, p)
 		}
 		return ""
 	}
 	if _, err := exec.LookPath(name); err != nil {
-		return fmt.Sprintf("run.command %q is not on PATH", name)
+		return fmt.Sprintf("%s %q is not on PATH", key, name)
 	}
 	return ""
 }

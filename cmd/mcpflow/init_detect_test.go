@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // TestStripJSONC: comments and trailing commas go, strings stay whole.
@@ -99,7 +101,7 @@ func TestProjectWarnings(t *testing.T) {
 		"src/index.ts":  "export {}",
 		"bad.toml":      "[build]\ncommand = \"npm run build\"\n[run]\ncommand = [\"node\", \"index.js\"]\n[watch]\ninclude = [\"**/*.ts\", \"**/*.js\"]\n",
 	})
-	cfg, err := loadConfig(filepath.Join(dir, "bad.toml"))
+	cfg, err := config.Load(filepath.Join(dir, "bad.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func runInit(t *testing.T, dir string) (string, *Config) {
 	if code := cmdInit(e, []string{dir}); code != exitOK {
 		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
-	cfg, err := loadConfig(filepath.Join(dir, "mcpflow.toml"))
+	cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
 	if err != nil {
 		t.Fatalf("the generated config does not load: %v", err)
 	}

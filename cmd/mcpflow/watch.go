@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 )
@@ -60,12 +61,12 @@ func cmdWatch(e env, args []string) int {
 	}
 	if *logLevel != "" {
 		cfg.Log.Level = *logLevel
-		if err := cfg.validate(); err != nil {
+		if err := cfg.Validate(); err != nil {
 			fmt.Fprintln(e.stderr, "mcpflow:", err)
 			return exitUsage
 		}
 	}
-	logger, closeLog, err := newLogger(e.stderr, cfg.Log.Level, cfg.Log.File)
+	logger, closeLog, err := newLogger(e.stderr, cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -77,7 +78,7 @@ func cmdWatch(e env, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, cfg, logger, e.stdin, e.stdout); err != nil {
+	if err := serve(ctx, cfg, charmLogger(logger), e.stdin, e.stdout); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}
@@ -96,7 +97,7 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
 			return nil, err
 		}
 		cfg := zeroConfig(wd, cmdArgs, build)
-		return cfg, cfg.validate()
+		return cfg, cfg.Validate()
 	}
 	if build != "" {
 		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
@@ -111,36 +112,46 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
 			return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
 		}
 	}
-	return loadConfig(path)
+	return config.Load(path)
 }
 
-// newLogger logs to stderr and, when file is set, to that file too. stdout
-// belongs to the protocol and is never written.
-func newLogger(stderr io.Writer, level, file string) (*log.Logger, func(), error) {
-	w := stderr
+// newLogger returns mcpflow's logger, configured by [log]: charmbracelet's
+// handler for format "text", slog's JSON handler for "json". Every record
+// names its mcpflow process with mcpflow_pid (the relay's "pid" names the
+// child), since several instances may share a log file: an attribute in
+// JSON, the end of the record in text. It writes to stderr and, when file
+// is set, to that file too (see logOutput); stdout belongs to the protocol
+// and is never written. The returned function closes the file.
+func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
+	out := &logOutput{stderr: stderr}
 	closeFn := func() {}
-	if file != "" {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if cfg.File != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.File), 0o755); err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}
-		f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(cfg.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}
-		w = io.MultiWriter(stderr, f)
+		out.file = f
 		closeFn = func() { f.Close() }
 	}
-	lvl, err := log.ParseLevel(level)
+	lvl, err := log.ParseLevel(cfg.Level)
 	if err != nil {
 		lvl = log.InfoLevel
 	}
-	logger := log.NewWithOptions(w, log.Options{
+	if cfg.Format == "json" {
+		h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.Level(lvl)})
+		return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
+	}
+	out.tag = fmt.Appendf(nil, " mcpflow_pid=%d", os.Getpid())
+	h := log.NewWithOptions(out, log.Options{
 		Level:           lvl,
 		ReportTimestamp: true,
 		TimeFormat:      "15:04:05.000",
 		Prefix:          "mcpflow",
 	})
-	return logger, closeFn, nil
+	return slog.New(h), closeFn, nil
 }
 
 // serve composes the parts and runs until the client leaves or a signal

@@ -1,0 +1,250 @@
+// Package config reads mcpflow.toml: its schema (the file* structs of
+// schema.go are the only place the keys are spelled), its defaults
+// (defaults.go, taken from the packages that consume them), the resolved
+// Config the rest of mcpflow reads, and error messages that name the file,
+// the line and column, and the fix:
+//
+//	mcpflow.toml:4:1: unknown key "bulid" (did you mean "build"?)
+//	mcpflow.toml:7:16: run.stop_timeout: expected a duration like "2s", got integer 2; ...
+//
+// A document is parsed once, into an index (docindex.go) that records
+// where every key and value was written; it reports syntax errors and keys
+// used as tables where the schema has a plain value. go-toml's strict
+// decoder then fills the schema structs from the same bytes (the duration,
+// size and command types of values.go decode their own values); its errors
+// are located with the index and rewritten into "key: expected X, got Y"
+// (errors.go, with suggestions from suggest.go). Finally the values are
+// resolved over the defaults (resolve.go) and validated (validate.go);
+// problems found there point at the value the user wrote. Describe
+// (describe.go) writes a Config back as TOML that parses into the same
+// Config.
+//
+// A file describes one of three modes (Mode): a single MCP server ([run]),
+// a command-line program served as MCP tools ([cli]), or a mux of several
+// servers ([servers.NAME] tables and [mux]).
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Command is a command line from the config.
+type Command struct {
+	// Argv is the program and its arguments. With Shell it holds one
+	// element: the script.
+	Argv []string
+	// Shell reports that the command was written as a string, to be run
+	// with sh -c Argv[0]. A command written as an array is executed
+	// directly.
+	Shell bool
+}
+
+// IsZero reports whether no command is set.
+func (c Command) IsZero() bool { return len(c.Argv) == 0 }
+
+// String returns the command as it would be written in mcpflow.toml.
+func (c Command) String() string {
+	if c.Shell && len(c.Argv) == 1 {
+		return TOMLString(c.Argv[0])
+	}
+	return TOMLStrings(c.Argv)
+}
+
+// Mode is what a config file serves.
+type Mode string
+
+// The modes: Single runs [run], CLI serves [cli], Mux serves the
+// [servers.NAME] tables (possibly none, for an agent to fill).
+const (
+	Single Mode = "single"
+	CLI    Mode = "cli"
+	Mux    Mode = "mux"
+)
+
+// Config is mcpflow's resolved configuration: defaults filled in, every
+// path absolute. Build one with Load, Parse, Default or FromCommand.
+//
+// In Single mode Run is set and CLI and Servers are empty. In CLI mode CLI
+// is set and Run.Command is zero. In Mux mode Servers holds the servers
+// (in the order of the file) and Build, Run, CLI and Watch are zero;
+// Relay holds the settings of the mux's front and the defaults of each
+// server's relay, its Drain equal to Mux.Drain.
+type Config struct {
+	File string // absolute path of the config file ("" when built from flags)
+	Dir  string // folder all relative paths are resolved against
+
+	Build   BuildConfig
+	Run     RunConfig
+	CLI     *CLIConfig // nil unless Mode() is CLI
+	Relay   RelayConfig
+	Watch   WatchConfig
+	Log     LogConfig
+	Mux     MuxConfig
+	Servers []ServerConfig // Mux mode only, ordered as in the file
+
+	mode Mode      // "" = Single
+	name string    // how messages name the config file
+	src  *docIndex // where each key was written; nil when built from flags
+}
+
+// Mode reports what the config serves.
+func (c *Config) Mode() Mode {
+	if c.mode == "" {
+		return Single
+	}
+	return c.mode
+}
+
+// BuildConfig is [build].
+type BuildConfig struct {
+	Command Command // zero: no build step
+	Timeout time.Duration
+}
+
+// RunConfig is [run].
+type RunConfig struct {
+	Command        Command
+	Cwd            string            // absolute
+	Env            map[string]string // added to the inherited environment
+	EnvOverridable []string          // keys the agent may set through recompile
+	StopTimeout    time.Duration     // after closing stdin, before SIGTERM
+}
+
+// CLIConfig is [cli]: a command-line program served as MCP tools, one
+// process per call.
+type CLIConfig struct {
+	Schema      []string          // argv that prints the tool definitions
+	Command     []string          // argv prefix of every call; default Schema[:1]
+	Append      []string          // added to the end of every call's argv
+	Timeout     time.Duration     // per call
+	MaxOutput   int64             // stdout bytes kept per call
+	MaxParallel int               // calls running at once; the rest wait
+	Cwd         string            // absolute
+	Env         map[string]string // added to the inherited environment
+}
+
+// RelayConfig is [relay].
+type RelayConfig struct {
+	Tool          string
+	MaxMessage    int64
+	Notices       bool
+	OnCrash       string // "restart" or "wait"
+	RestartMarker string // "" = off
+	ServerSuffix  string
+	CallTool      string // "" = off
+	QueueSize     int
+	QueueBytes    int64
+	QueueTimeout  time.Duration
+	StartupGrace  time.Duration // how long a starting child may take to answer
+	Drain         time.Duration // calls running on a replaced child may finish within this
+}
+
+// WatchConfig is [watch].
+type WatchConfig struct {
+	Enabled          bool
+	Paths            []string // absolute
+	Include, Exclude []string // doublestar globs on slash paths relative to Dir
+	GitIgnore        bool
+	Debounce, Poll   time.Duration // Poll 0: use fsnotify
+}
+
+// LogConfig is [log].
+type LogConfig struct {
+	Level  string // debug, info, warn or error
+	Format string // text or json
+	File   string // absolute; "" = stderr only
+
+	Traffic           string // absolute; "" = no traffic capture
+	TrafficMaxMessage int64  // longer messages are truncated in the capture
+	TrafficMaxSize    int64  // the capture file is rotated past this size
+}
+
+// MuxConfig is [mux].
+type MuxConfig struct {
+	Separator       string   // between a server's name and its tool's: NAME__tool
+	AddServer       bool     // the agent may start servers with add_server
+	AllowedCommands []string // when not empty, add_server accepts only these programs
+	Drain           time.Duration
+}
+
+// ServerConfig is one [servers.NAME] table of a mux, resolved: the
+// sections of a single-server file, relative paths resolved against the
+// config's Dir, relay settings over the top-level [relay].
+type ServerConfig struct {
+	Name  string
+	Build BuildConfig
+	Run   RunConfig  // Run.Command is zero when CLI is set
+	CLI   *CLIConfig // nil for an MCP server
+	Relay RelayConfig
+	Watch WatchConfig
+}
+
+// Load reads, parses and validates the config file at path. Relative paths
+// inside it are resolved against the file's folder; messages name the file
+// as path spells it.
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(path, data, filepath.Dir(abs))
+	if err != nil {
+		return nil, err
+	}
+	c.File = abs
+	return c, nil
+}
+
+// Parse parses and validates a config document. name is how messages name
+// the document; dir is the folder relative paths are resolved against. The
+// error, when not nil, lists every problem found, one per line, each as
+// "name:line:col: message".
+func Parse(name string, data []byte, dir string) (*Config, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	x, err := indexDocument(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := x.checkShapes(); len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	var fc fileConfig
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().EnableUnmarshalerInterface()
+	if err := dec.Decode(&fc); err != nil {
+		return nil, x.decodeError(err)
+	}
+	c := Default(dir)
+	c.name, c.src = name, x
+	errs := c.apply(&fc)
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return c, nil
+}
+
+// FromCommand returns the config of "mcpflow watch -- CMD": the defaults,
+// argv as the server (executed directly), and build, when not "", as the
+// build command (run by sh -c). dir is the project folder. The caller may
+// adjust the watch globs and must call Validate.
+func FromCommand(dir string, argv []string, build string) *Config {
+	c := Default(dir)
+	c.Run.Command = Command{Argv: append([]string(nil), argv...)}
+	if strings.TrimSpace(build) != "" {
+		c.Build.Command = Command{Argv: []string{build}, Shell: true}
+	}
+	return c
+}

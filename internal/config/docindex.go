@@ -1,0 +1,251 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// docIndex records where the keys and values of a document were written.
+type docIndex struct {
+	name   string
+	data   []byte
+	lines  []int // offset of the start of each line
+	nodes  []*docNode
+	values map[int]*docNode // by the offset of the value
+	keys   map[int]*docNode // by the offset of the first part of the key
+	paths  map[string]*docNode
+}
+
+// docNode is a table header, a key-value or an element of an array.
+type docNode struct {
+	path     []string
+	header   bool // [table] or [[array table]]
+	array    bool // [[array table]]
+	elem     int  // index in the array for elements, else -1
+	kind     unstable.Kind
+	start    int    // offset of the value, or of a header's '['
+	keyStart int    // offset of the first part of the key; -1 for elements
+	raw      []byte // the value as written
+}
+
+// label names the node in messages: "run.env.PORT", "watch.paths[1]".
+func (n *docNode) label() string {
+	s := keyString(n.path)
+	if n.elem >= 0 {
+		s += fmt.Sprintf("[%d]", n.elem)
+	}
+	return s
+}
+
+// got describes the value for a message: "integer 2", `string "x"`.
+func (n *docNode) got() string {
+	switch n.kind {
+	case unstable.String:
+		return "string " + clip(string(n.raw))
+	case unstable.Integer:
+		return "integer " + clip(string(n.raw))
+	case unstable.Float:
+		return "float " + clip(string(n.raw))
+	case unstable.Bool:
+		return "boolean " + string(n.raw)
+	case unstable.Array:
+		return "array " + clip(string(n.raw))
+	case unstable.InlineTable:
+		return "table " + clip(string(n.raw))
+	case unstable.Table, unstable.ArrayTable:
+		return "a table"
+	default:
+		return "date " + clip(string(n.raw))
+	}
+}
+
+// indexDocument parses data and records where every key and value is. A
+// syntax error is reported with its position.
+func indexDocument(name string, data []byte) (*docIndex, error) {
+	x := &docIndex{
+		name:   name,
+		data:   data,
+		values: map[int]*docNode{},
+		keys:   map[int]*docNode{},
+		paths:  map[string]*docNode{},
+		lines:  []int{0},
+	}
+	for i, b := range data {
+		if b == '\n' {
+			x.lines = append(x.lines, i+1)
+		}
+	}
+	var p unstable.Parser
+	p.Reset(data)
+	var table []string
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			path, keyStart := keyPath(e)
+			table = path
+			start := keyStart
+			for start > 0 && (data[start-1] == ' ' || data[start-1] == '\t' || data[start-1] == '[') {
+				start--
+			}
+			n := &docNode{path: path, header: true, array: e.Kind == unstable.ArrayTable, elem: -1, kind: e.Kind, start: start, keyStart: keyStart}
+			x.add(n)
+		case unstable.KeyValue:
+			x.addKeyValue(&p, table, e)
+		}
+	}
+	if err := p.Error(); err != nil {
+		var perr *unstable.ParserError
+		if errors.As(err, &perr) {
+			line, col := x.lineCol(x.offsetOf(perr.Highlight))
+			return nil, &configError{file: name, line: line, col: col, msg: perr.Message}
+		}
+		return nil, &configError{file: name, msg: err.Error()}
+	}
+	return x, nil
+}
+
+func (x *docIndex) add(n *docNode) {
+	x.nodes = append(x.nodes, n)
+	if n.keyStart >= 0 {
+		x.keys[n.keyStart] = n
+		x.paths[keyString(n.path)] = n
+	}
+	if !n.header {
+		x.values[n.start] = n
+	}
+}
+
+// addKeyValue records a key-value under the table prefix, with the entries
+// of inline tables and the elements of arrays.
+func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.Node) {
+	parts, keyStart := keyPath(e)
+	path := append(slices.Clip(prefix), parts...)
+	v := e.Value()
+	// The value runs from after the '=' to the end of the expression (the
+	// parser does not record the extent of arrays and inline tables).
+	it := e.Key()
+	var last unstable.Range
+	for it.Next() {
+		last = it.Node().Raw
+	}
+	i := int(last.Offset + last.Length)
+	for i < len(x.data) && (x.data[i] == ' ' || x.data[i] == '\t' || x.data[i] == '=') {
+		i++
+	}
+	end := int(e.Raw.Offset + e.Raw.Length)
+	if end < i || end > len(x.data) {
+		end = i
+	}
+	n := &docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]}
+	x.add(n)
+	x.addChildren(p, path, v)
+}
+
+func (x *docIndex) addChildren(p *unstable.Parser, path []string, v *unstable.Node) {
+	switch v.Kind {
+	case unstable.InlineTable:
+		it := v.Children()
+		for it.Next() {
+			x.addKeyValue(p, path, it.Node())
+		}
+	case unstable.Array:
+		it := v.Children()
+		for i := 0; it.Next(); i++ {
+			el := it.Node()
+			if el.Raw.Length == 0 {
+				continue // nested arrays: extent unknown
+			}
+			raw := p.Raw(el.Raw)
+			if el.Kind == unstable.InlineTable {
+				raw = raw[:0]
+			}
+			x.add(&docNode{path: path, elem: i, kind: el.Kind, start: int(el.Raw.Offset), keyStart: -1, raw: raw})
+		}
+	}
+}
+
+// keyPath returns the parts of a node's key and the offset of its first part.
+func keyPath(e *unstable.Node) ([]string, int) {
+	var parts []string
+	start := -1
+	it := e.Key()
+	for it.Next() {
+		k := it.Node()
+		if start < 0 {
+			start = int(k.Raw.Offset)
+		}
+		parts = append(parts, string(k.Data))
+	}
+	return parts, start
+}
+
+// offsetOf returns the offset of b in the document, or 0 when b is not a
+// slice of it.
+func (x *docIndex) offsetOf(b []byte) int {
+	off := cap(x.data) - cap(b)
+	if off < 0 || off+len(b) > len(x.data) {
+		return 0
+	}
+	return off
+}
+
+// lineCol turns an offset into a 1-based line and byte column, as go-toml
+// counts them.
+func (x *docIndex) lineCol(off int) (int, int) {
+	off = min(max(off, 0), len(x.data))
+	line := sort.SearchInts(x.lines, off+1) // lines[line-1] <= off
+	return line, off - x.lines[line-1] + 1
+}
+
+// offset turns a 1-based line and column back into an offset.
+func (x *docIndex) offset(line, col int) int {
+	if line < 1 || line > len(x.lines) {
+		return len(x.data)
+	}
+	return min(x.lines[line-1]+col-1, len(x.data))
+}
+
+// itemPosition returns where the document writes item i of the array at
+// path, else where it sets path.
+func (x *docIndex) itemPosition(path []string, i int) (line, col int) {
+	key := keyString(path)
+	for j := len(x.nodes) - 1; j >= 0; j-- {
+		if n := x.nodes[j]; n.elem == i && keyString(n.path) == key {
+			return x.lineCol(n.start)
+		}
+	}
+	return x.position(path)
+}
+
+// firstUnder returns the first node the document writes at path or under
+// it, or nil.
+func (x *docIndex) firstUnder(path []string) *docNode {
+	for _, n := range x.nodes {
+		if len(n.path) >= len(path) && slices.Equal(n.path[:len(path)], path) {
+			return n
+		}
+	}
+	return nil
+}
+
+// position returns where the document sets path: its value, else the
+// header of the nearest enclosing table it writes, else 0, 0.
+func (x *docIndex) position(path []string) (line, col int) {
+	for n := len(path); n > 0; n-- {
+		if node, ok := x.paths[keyString(path[:n])]; ok {
+			return x.lineCol(node.start)
+		}
+		if node := x.firstUnder(path[:n]); node != nil && n > 1 {
+			if !node.header && node.keyStart >= 0 {
+				return x.lineCol(node.keyStart)
+			}
+			return x.lineCol(node.start)
+		}
+	}
+	return 0, 0
+}
