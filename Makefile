@@ -14,8 +14,12 @@ all: build
 deps:
 	$(GO) mod download
 
+# The version: go's VCS stamp where it can read one, else git describe.
+VERSION  := $(shell git describe --always --dirty 2>/dev/null)
+LDFLAGS  := -X main.buildVersion=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/mcpflow
+	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpflow
 
 # The test command the README gives and .ci/run calls.
 test: lint node-deps unit fuzz cross

@@ -23,6 +23,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"time"
 
 	"github.com/mattn/go-isatty"
 )
@@ -100,20 +101,56 @@ func run(e env, args []string) int {
 	}
 }
 
-// version reports the module version mcpflow was built from.
+// buildVersion is set by the Makefile's -ldflags when the build has no
+// VCS stamp (a checkout built with -buildvcs=false, say).
+var buildVersion string
+
+// version is mcpflow's version: the module version when installed with go
+// install, else the VCS revision and commit date the build stamped, else
+// what the Makefile passed, else "devel".
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		return orDevel(buildVersion)
 	}
-	v := bi.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "devel"
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
+	return versionOf(bi, buildVersion)
+}
+
+func versionOf(bi *debug.BuildInfo, fallback string) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
+	}
+	if rev == "" {
+		return orDevel(fallback)
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	v := "devel+" + rev
+	if dirty {
+		v += "-dirty"
+	}
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		v += " (" + t.UTC().Format("2006-01-02") + ")"
+	}
+	return v
+}
+
+func orDevel(v string) string {
+	if v == "" {
+		return "devel"
 	}
 	return v
 }
