@@ -902,13 +902,7 @@ func FuzzParseConfig(f *testing.F) {
 // readmePending lists the keys whose README rows are written with the
 // README section of their feature (the mux, CLI tools, traffic capture,
 // log.format); a key leaves the list when its row exists.
-var readmePending = map[string]bool{
-	"cli.schema": true, "cli.command": true, "cli.append": true, "cli.timeout": true,
-	"cli.max_output": true, "cli.max_parallel": true, "cli.cwd": true, "cli.env": true,
-	"relay.startup_grace": true, "relay.drain": true,
-	"log.format": true, "log.traffic": true, "log.traffic_max_message": true, "log.traffic_max_size": true,
-	"mux.separator": true, "mux.add_server": true, "mux.allowed_commands": true, "mux.drain": true,
-}
+var readmePending = map[string]bool{}
 
 // TestReadmeDocumentsEveryKey: every key of the schema (and so of
 // mcpflow.toml.example) has a row in the README's configuration reference.
