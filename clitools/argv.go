@@ -10,7 +10,7 @@ import (
 
 // Template is a compiled cli_command: the argv of one call is made from it
 // and the call's arguments, with no shell. The rules are in the package
-// documentation and docs/clitools.md.
+// documentation and the README's "CLI tools" section.
 type Template struct {
 	root   []node
 	params map[string]param
