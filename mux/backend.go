@@ -85,3 +85,9 @@ type Backend interface {
 // BackendFactory makes the backend for one server. emit reports the
 // backend's events to the mux; it does not block.
 type BackendFactory func(spec ServerSpec, emit func(Event)) (Backend, error)
+
+// HandshakeChecker is an optional Backend method: it tells whether the
+// handshake result came from a live child, and if not, why not.
+type HandshakeChecker interface {
+	CheckHandshake(*mcp.InitializeResult) error
+}

@@ -187,10 +187,10 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 		<-done
 		err = nil
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
-		err = nil
+	if err != nil {
+		m.log.Info("client session ended", "err", err)
 	}
-	return err
+	return nil
 }
 
 // Close stops every server (children and their process groups) and waits
@@ -283,6 +283,11 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	}
 	cs, cerr := client.Connect(ctx, b.Transport(), opts)
 	res := <-started
+	if hc, ok := b.(HandshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
+		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
+			res.Restart = &result.Restart{Err: err}
+		}
+	}
 	m.mu.Lock()
 	s.cs = cs
 	s.lastBuild = &res

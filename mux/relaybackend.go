@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -121,7 +122,30 @@ type relayBackend struct {
 	mu   sync.Mutex
 	pid  int
 	gen  int
-	tail []string // the child's last stderr lines
+	tail  []string // the child's last stderr lines
+	crash string   // the report of the child's crash, until the next starts
+}
+
+// CheckHandshake tells a child's handshake from the relay's stand-in
+// answer (the child died before it could answer) and returns the crash
+// report then.
+func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
+	if init == nil || init.ServerInfo == nil || init.ServerInfo.Name != "mcpflow" || !strings.Contains(init.Instructions, relayTool) {
+		return nil
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b.mu.Lock()
+		report := b.crash
+		b.mu.Unlock()
+		if report != "" {
+			return errors.New(report)
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the MCP server is not running (it exited before the handshake)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (b *relayBackend) Transport() mcp.Transport {
@@ -193,10 +217,13 @@ func (b *relayBackend) Close() {
 // mux's logger.
 type logTap struct {
 	b   *relayBackend
+	mu  sync.Mutex
 	buf []byte
 }
 
 func (t *logTap) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
 	for {
 		i := bytes.IndexByte(t.buf, '\n')
@@ -248,7 +275,7 @@ func (t *logTap) line(line []byte) {
 		if g, ok := rec["gen"].(float64); ok {
 			b.gen = int(g)
 		}
-		b.tail = nil
+		b.tail, b.crash = nil, ""
 		b.mu.Unlock()
 	case "server crashed":
 		b.mu.Lock()
@@ -257,7 +284,7 @@ func (t *logTap) line(line []byte) {
 			report += "\nLast lines of its stderr:\n" + strings.Join(b.tail, "\n")
 		}
 		ev := Event{Kind: EventCrashed, Gen: b.gen, Report: report}
-		b.pid = 0
+		b.pid, b.crash = 0, report
 		b.mu.Unlock()
 		b.emit(ev)
 	case "server restarted after its crash":

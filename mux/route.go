@@ -75,7 +75,9 @@ func (m *Mux) knownTool(name string) bool {
 		return true
 	}
 	switch name {
-	case "add_server", "remove_server", "reload_server", "list_servers":
+	case "add_server":
+		return !m.cfg.DisableAddServer
+	case "remove_server", "reload_server", "list_servers":
 		return true
 	}
 	return m.cfg.CallTool != "" && name == m.cfg.CallTool
@@ -88,6 +90,8 @@ func (m *Mux) unknownTool(name string) *mcp.CallToolResult {
 	srvName, tool, ok := Split(name, m.sep)
 	var msg string
 	switch s, exists := m.servers[srvName]; {
+	case name == "add_server":
+		msg = "add_server is turned off here ([mux] add_server = false in mcpflow.toml); " + m.existingLocked()
 	case !ok:
 		msg = fmt.Sprintf("unknown tool %q: tools of the servers behind mcpflow are named SERVER%sTOOL; %s", name, m.sep, m.existingLocked())
 	case !exists:
