@@ -49,6 +49,7 @@ type env struct {
 	cs     *mcp.ClientSession
 	done   chan error
 	cancel context.CancelFunc
+	once   sync.Once
 
 	mu       sync.Mutex
 	changed  int // tools/list_changed received
@@ -110,6 +111,10 @@ func start(t *testing.T, o envOpts) *env {
 // shutdown closes the client, waits for the mux and checks that no child
 // it started is left.
 func (e *env) shutdown() {
+	e.once.Do(e.doShutdown)
+}
+
+func (e *env) doShutdown() {
 	var pids []int
 	for _, s := range e.m.List(false) {
 		if s.Pid != 0 {

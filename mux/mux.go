@@ -291,7 +291,11 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	m.mu.Lock()
 	s.cs = cs
 	s.lastBuild = &res
+	level := m.level
 	m.mu.Unlock()
+	if cerr == nil && level != nil {
+		_ = cs.SetLoggingLevel(ctx, level)
+	}
 	var fail error
 	switch {
 	case cerr != nil:
@@ -446,7 +450,7 @@ func (m *Mux) apply(s *server, ev Event) bool {
 			s.status = StatusStarting
 		}
 	case EventUp:
-		if s.status == StatusCrashed || s.status == StatusRunning && ev.Pid != s.pid {
+		if !s.started.IsZero() {
 			s.restarts++
 		}
 		s.status, s.pid, s.started, s.report = StatusRunning, ev.Pid, time.Now(), ""

@@ -119,9 +119,9 @@ type relayBackend struct {
 	r2cR *io.PipeReader
 	r2cW *io.PipeWriter
 
-	mu   sync.Mutex
-	pid  int
-	gen  int
+	mu    sync.Mutex
+	pid   int
+	gen   int
 	tail  []string // the child's last stderr lines
 	crash string   // the report of the child's crash, until the next starts
 }

@@ -121,9 +121,7 @@ func (m *Mux) setLevel(ctx context.Context, p *mcp.SetLoggingLevelParams) {
 	}
 	m.mu.Unlock()
 	for _, cs := range all {
-		if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
-			_ = cs.SetLoggingLevel(ctx, p)
-		}
+		_ = cs.SetLoggingLevel(ctx, p)
 	}
 }
 
@@ -161,7 +159,7 @@ func (m *Mux) callChild(ctx context.Context, server, tool string, p *mcp.CallToo
 	if bad != nil {
 		return bad, nil
 	}
-	params := &mcp.CallToolParams{Meta: p.Meta, Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	params := &mcp.CallToolParams{Meta: m.withLevel(p.Meta), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
@@ -177,6 +175,25 @@ func (m *Mux) callChild(ctx context.Context, server, tool string, p *mcp.CallToo
 		}
 	}
 	return res, nil
+}
+
+// withLevel adds the log level the client set with logging/setLevel to a
+// request's _meta, where a 2026-07-28 child looks for it.
+func (m *Mux) withLevel(meta mcp.Meta) mcp.Meta {
+	m.mu.Lock()
+	level := m.level
+	m.mu.Unlock()
+	if level == nil {
+		return meta
+	}
+	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
+		return meta
+	}
+	out := mcp.Meta{mcp.MetaKeyLogLevel: level.Level}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
 }
 
 // callError turns a failed child call into one tool error (or the
