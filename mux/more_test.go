@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -330,5 +331,28 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 	// The grandchild (sleep) was in the child's process group.
 	if err := syscall.Kill(-pgid, 0); err == nil {
 		t.Errorf("process group %d survived the mux", pgid)
+	}
+}
+
+// TestLegacyOnlyPythonChild runs examples/mux/notes_server.py, which
+// refuses server/discover, behind a client of either era.
+func TestLegacyOnlyPythonChild(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	script, _ := filepath.Abs("../examples/mux/notes_server.py")
+	for _, version := range []string{"2025-06-18", ""} {
+		t.Run("client="+orLatest(version), func(t *testing.T) {
+			e := start(t, envOpts{version: version})
+			out := e.mustOK("add_server", map[string]any{"name": "notes", "command": py, "args": []string{script}})
+			if !strings.Contains(out, "notes__add_note") {
+				t.Fatalf("add_server: %s", out)
+			}
+			e.mustOK("notes__add_note", map[string]any{"text": "buy milk"})
+			if got := e.mustOK("notes__list_notes", map[string]any{}); got != "buy milk" {
+				t.Errorf("list_notes = %q", got)
+			}
+		})
 	}
 }
