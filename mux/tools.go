@@ -207,7 +207,7 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	m.mu.Unlock()
 	out := Outcome{Server: m.info(s, false), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
 	if !res.OK {
-		return out, fmt.Errorf("%s\nThe previous server keeps serving.", buildReport(res))
+		return out, fmt.Errorf("%s\nthe previous server keeps serving", buildReport(res))
 	}
 	if res.Restart != nil && res.Restart.Err != nil {
 		return out, fmt.Errorf("the server did not come back up: %v", res.Restart.Err)
