@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -374,4 +376,58 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testHooks is a minimal builder: spec.Build runs through sh, and only a
+// good build restarts the relay.
+func testHooks(name string, spec ServerSpec, r *relay.Relay) (Hooks, error) {
+	cycle := func(ctx context.Context) result.Build {
+		if spec.Build == "" {
+			return RestartOnly(ctx, r)
+		}
+		t0 := time.Now()
+		out, err := exec.CommandContext(ctx, "sh", "-c", spec.Build).CombinedOutput()
+		if err != nil {
+			return result.Build{Seq: 1, Err: err, Output: string(out), Errors: string(out), Duration: time.Since(t0)}
+		}
+		res := RestartOnly(ctx, r)
+		res.Seq, res.Skipped, res.Duration, res.Output = 1, false, time.Since(t0), string(out)
+		return res
+	}
+	return Hooks{Start: cycle, Reload: cycle}, nil
+}
+
+func TestReloadWithBuildHooks(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "srv")
+	src := filepath.Join(dir, "src")
+	copyFile(t, fixtureV1, src)
+	e := start(t, envOpts{cfg: Config{NewBackend: NewRelayBackends(RelayOptions{NewHooks: testHooks})}})
+	build := fmt.Sprintf("if [ -e %[1]s/broken ]; then echo 'main.go:3: syntax error' >&2; exit 1; fi; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", dir, src, bin)
+	e.mustOK("add_server", map[string]any{"name": "b", "command": bin, "build": build, "env": map[string]string{"FIXTURE_NAME": "b"}})
+	pid := e.server("b").Pid
+
+	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.mustFail("reload_server", map[string]any{"name": "b"}, "main.go:3: syntax error", "keeps serving")
+	if got := e.mustOK("b__echo", map[string]any{"text": "x"}); got != "b:x" {
+		t.Errorf("the old child does not serve after a failed build: %q", got)
+	}
+	if s := e.server("b"); s.Pid != pid || s.Status != StatusRunning || s.LastBuild == nil || s.LastBuild.OK {
+		t.Errorf("after a failed build: %+v", s)
+	}
+
+	os.Remove(filepath.Join(dir, "broken"))
+	copyFile(t, fixtureV2, src)
+	out := e.mustOK("reload_server", map[string]any{"name": "b"})
+	if !strings.Contains(out, "built in") || !strings.Contains(out, "added: b__v2_only") {
+		t.Errorf("reload_server after a good build: %s", out)
+	}
+	e.mustOK("b__v2_only", map[string]any{})
+}
+
+func TestBuildNeedsHooks(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustFail("add_server", map[string]any{"name": "b", "command": fixtureV1, "build": "true"}, "build and watch are not available")
 }

@@ -53,6 +53,9 @@ const relayTool = "mcpflow_mux_internal_recompile"
 // relay.Relay that owns the child process, served over two in-memory pipes.
 func NewRelayBackends(o RelayOptions) BackendFactory {
 	return func(spec ServerSpec, emit func(Event)) (Backend, error) {
+		if o.NewHooks == nil && (spec.Build != "" || len(spec.Watch) > 0) {
+			return nil, fmt.Errorf("build and watch are not available in this mcpflow (no builder is wired): leave them out, or build the server yourself before add_server")
+		}
 		logger := o.Logger
 		if logger == nil {
 			logger = log.New(io.Discard)
@@ -166,9 +169,7 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	if hook != nil {
 		res = hook(ctx)
 	} else {
-		t0 := time.Now()
-		_, err := b.r.Restart(ctx)
-		res = result.Build{Skipped: true, OK: true, Restart: &result.Restart{Err: err, Duration: time.Since(t0)}}
+		res = RestartOnly(ctx, b.r)
 	}
 	b.mu.Lock()
 	if res.Restart != nil && res.Restart.Err == nil {
@@ -186,6 +187,15 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	}
 	b.emit(ev)
 	return res
+}
+
+// RestartOnly restarts r without a build and reports it as a skipped
+// build followed by the restart: what a server without a build step does
+// on start and reload.
+func RestartOnly(ctx context.Context, r *relay.Relay) result.Build {
+	t0 := time.Now()
+	_, err := r.Restart(ctx)
+	return result.Build{Skipped: true, OK: true, Restart: &result.Restart{Err: err, Duration: time.Since(t0)}}
 }
 
 func buildReport(res result.Build) string {
