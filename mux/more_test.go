@@ -282,7 +282,7 @@ func TestCancellationReachesChild(t *testing.T) {
 	})
 }
 
-func TestPromptsResourcesCompletion(t *testing.T) {
+func TestPromptsAndResources(t *testing.T) {
 	e := start(t, envOpts{})
 	e.mustOK("add_server", addArgs("a", fixtureV1))
 	e.mustOK("add_server", addArgs("b", fixtureV1))
@@ -430,4 +430,28 @@ func TestReloadWithBuildHooks(t *testing.T) {
 func TestBuildNeedsHooks(t *testing.T) {
 	e := start(t, envOpts{})
 	e.mustFail("add_server", map[string]any{"name": "b", "command": fixtureV1, "build": "true"}, "build and watch are not available")
+}
+
+func TestChildListChangedBurst(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("o", fixtureV1))
+	e.mustOK("s__grow", map[string]any{"n": 40})
+	// Calls keep being answered while the re-lists run.
+	for range 5 {
+		if got := e.mustOK("o__echo", map[string]any{"text": "x"}); got != "o:x" {
+			t.Fatalf("o__echo during the burst: %q", got)
+		}
+	}
+	eventually(t, "the child's new tools on the front", func() bool { return e.toolNames()["s__dyn_39"] != nil })
+	if got := e.mustOK("s__dyn_39", map[string]any{}); got != "called dyn_39" {
+		t.Errorf("s__dyn_39 = %q", got)
+	}
+	e.mu.Lock()
+	n := e.changed
+	e.mu.Unlock()
+	if n == 0 {
+		t.Errorf("the client got no tools/list_changed")
+	}
+	t.Logf("40 child list_changed -> %d front list_changed", n)
 }

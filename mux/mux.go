@@ -107,9 +107,12 @@ type server struct {
 	evMu   sync.Mutex
 	events []Event
 	relist bool
-	wake   chan struct{}
-	stop   chan struct{}
+	wake     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
 }
+
+func (s *server) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // New returns a mux for cfg. Nothing runs until Run.
 func New(cfg Config) *Mux {
@@ -292,7 +295,15 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	s.cs = cs
 	s.lastBuild = &res
 	level := m.level
+	removed = s.removed
 	m.mu.Unlock()
+	if removed {
+		// remove_server ran during the start and found no session to close.
+		if cs != nil {
+			cs.Close()
+		}
+		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
+	}
 	if cerr == nil && level != nil {
 		_ = cs.SetLoggingLevel(ctx, level)
 	}
@@ -330,7 +341,7 @@ func (m *Mux) forget(s *server) {
 	}
 	s.removed = true
 	m.mu.Unlock()
-	close(s.stop)
+	s.halt()
 }
 
 // remove takes a server out at once and stops it.
@@ -374,11 +385,7 @@ func (m *Mux) teardown(s *server) {
 		b.Close()
 	}
 	<-csDone
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-	}
+	s.halt()
 }
 
 // emit queues a backend event for the server's worker; it never blocks.
