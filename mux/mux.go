@@ -104,9 +104,9 @@ type server struct {
 	frontT    []string
 	removed   bool
 
-	evMu   sync.Mutex
-	events []Event
-	relist bool
+	evMu     sync.Mutex
+	events   []Event
+	relist   bool
 	wake     chan struct{}
 	stop     chan struct{}
 	stopOnce sync.Once
