@@ -282,7 +282,7 @@ func TestCancellationReachesChild(t *testing.T) {
 	})
 }
 
-func TestPromptsAndResources(t *testing.T) {
+func TestPromptsResourcesCompletion(t *testing.T) {
 	e := start(t, envOpts{})
 	e.mustOK("add_server", addArgs("a", fixtureV1))
 	e.mustOK("add_server", addArgs("b", fixtureV1))
@@ -298,6 +298,18 @@ func TestPromptsAndResources(t *testing.T) {
 	rr, err = e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://b/item/42"})
 	if err != nil || rr.Contents[0].Text != "item fixture://b/item/42 of b" {
 		t.Fatalf("read template: %v %+v", err, rr)
+	}
+	for _, c := range []struct {
+		ref  mcp.CompleteReference
+		want string
+	}{
+		{mcp.CompleteReference{Type: "ref/prompt", Name: "b__greet"}, "b:greet"},
+		{mcp.CompleteReference{Type: "ref/resource", URI: "fixture://a/item/{id}"}, "a:fixture://a/item/{id}"},
+	} {
+		cr, err := e.cs.Complete(ctx, &mcp.CompleteParams{Ref: &c.ref, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "y"}})
+		if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != c.want {
+			t.Errorf("complete %+v: %v %+v, want %q", c.ref, err, cr, c.want)
+		}
 	}
 }
 
