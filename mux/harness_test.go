@@ -95,6 +95,7 @@ func start(t *testing.T, o envOpts) *env {
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
+	client.AddRoots(&mcp.Root{URI: "file:///proj", Name: "proj"})
 	var sopts *mcp.ClientSessionOptions
 	if o.version != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: o.version}

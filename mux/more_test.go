@@ -210,6 +210,9 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 				t.Fatalf("front negotiated %q, want %q", got, want)
 			}
 			e.mustOK("add_server", addArgs("s", fixtureV1))
+			eventually(t, "the child to see the client's roots", func() bool {
+				return text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
+			})
 			if got := e.mustOK("s__sample", map[string]any{"text": "question"}); got != "model said: echo of question" {
 				t.Errorf("sampling through the mux: %q", got)
 			}

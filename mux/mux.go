@@ -73,14 +73,17 @@ type Mux struct {
 	tmpls   map[string]string // URI template -> server name
 	front   *mcp.ServerSession
 	level   *mcp.SetLoggingLevelParams
+	roots   []*mcp.Root // the client's roots, given to every child
+	rootsMu sync.Mutex  // one roots sync at a time
 }
 
 type route struct{ server, name string }
 
 type server struct {
-	spec ServerSpec
-	b    Backend
-	cs   *mcp.ClientSession
+	spec   ServerSpec
+	b      Backend
+	cs     *mcp.ClientSession
+	client *mcp.Client
 
 	opMu   sync.Mutex // one reload at a time
 	listMu sync.Mutex // one re-list at a time
@@ -280,6 +283,10 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	started := make(chan result.Build, 1)
 	go func() { started <- b.Start(ctx) }()
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, m.clientOptions(s))
+	m.mu.Lock()
+	s.client = client
+	client.AddRoots(m.roots...)
+	m.mu.Unlock()
 	var opts *mcp.ClientSessionOptions
 	if m.cfg.ChildProtocolVersion != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,7 +23,13 @@ func (m *Mux) newFront() *mcp.Server {
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
 		},
-		CompletionHandler:  m.complete,
+		CompletionHandler: m.complete,
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			go m.syncRoots(req.Session)
+		},
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			go m.syncRoots(req.Session)
+		},
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
@@ -424,4 +431,44 @@ func loggerSuffix(l string) string {
 		return ""
 	}
 	return "/" + l
+}
+
+// syncRoots copies a legacy client's roots to every child client, which
+// answers its child's roots/list from them (and tells it when they
+// change). A 2026-07-28 client's roots reach children through their
+// input_required results instead.
+func (m *Mux) syncRoots(ss *mcp.ServerSession) {
+	m.rootsMu.Lock()
+	defer m.rootsMu.Unlock()
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil && !ip.Capabilities.Roots.ListChanged {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		m.log.Warn("asking the client for its roots failed", "err", err)
+		return
+	}
+	m.mu.Lock()
+	old := m.roots
+	m.roots = res.Roots
+	var clients []*mcp.Client
+	for _, s := range m.servers {
+		if s.client != nil {
+			clients = append(clients, s.client)
+		}
+	}
+	m.mu.Unlock()
+	var uris []string
+	for _, r := range old {
+		uris = append(uris, r.URI)
+	}
+	for _, c := range clients {
+		if len(uris) > 0 {
+			c.RemoveRoots(uris...)
+		}
+		c.AddRoots(res.Roots...)
+	}
 }
