@@ -470,3 +470,23 @@ func TestChildListChangedBurst(t *testing.T) {
 	}
 	t.Logf("40 child list_changed -> %d front list_changed", n)
 }
+
+// TestLegacyChildSamplingRequest: a legacy child's own sampling request
+// reaches a legacy client; a 2026-07-28 client may not be sent one, so the
+// child gets an error and the call one clean tool error.
+func TestLegacyChildSamplingRequest(t *testing.T) {
+	legacy := start(t, envOpts{version: "2025-06-18", sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
+	legacy.mustOK("add_server", addArgs("s", fixtureV1))
+	if got := legacy.mustOK("s__legacy_sample", map[string]any{"text": "q"}); got != "model said: echo of q" {
+		t.Errorf("legacy client, legacy child: %q", got)
+	}
+	modern := start(t, envOpts{sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
+	modern.mustOK("add_server", addArgs("s", fixtureV1))
+	res, err := modern.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__legacy_sample", Arguments: map[string]any{"text": "q"}})
+	if err == nil && !res.IsError {
+		t.Errorf("modern client, legacy child's sampling request: unexpected success %q", text(res))
+	}
+	if got := modern.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
+		t.Errorf("after the refused request: %q", got)
+	}
+}
