@@ -1,0 +1,93 @@
+package mux
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ServerSpec is one server behind the mux, as configured ([servers.NAME])
+// or given to add_server.
+type ServerSpec struct {
+	Name    string
+	Command []string          // argv: the program and its arguments
+	Shell   bool              // run Command[0] with sh -c
+	Dir     string            // working directory; "" = mcpflow's
+	Env     map[string]string // added to mcpflow's environment
+	Build   string            // build command (shell); "" = none
+	Watch   []string          // paths watched for rebuilds; nil = no watch
+	OnCrash string            // "wait" or "restart"; "" = "wait" for agent-added, relay's default for configured
+
+	StopTimeout time.Duration // grace per stop step; 0 = relay's default
+
+	Source string // "config" or "agent"; set by the mux
+}
+
+// EventKind says what happened to a backend's child.
+type EventKind int
+
+// The events a backend reports.
+const (
+	EventStarting    EventKind = iota // a build or restart began
+	EventUp                           // a child serves
+	EventCrashed                      // the child exited on its own
+	EventBuildFailed                  // a build failed; the old child, if any, still serves
+	EventStopped                      // the backend was closed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventStarting:
+		return "starting"
+	case EventUp:
+		return "up"
+	case EventCrashed:
+		return "crashed"
+	case EventBuildFailed:
+		return "build-failed"
+	case EventStopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Event is a backend's report of a state change. Report is the crash
+// report (exit status, stderr tail) or the build errors.
+type Event struct {
+	Kind   EventKind
+	Gen    int
+	Pid    int
+	Report string
+	Build  *result.Build // for EventUp after a build, and EventBuildFailed
+}
+
+// Backend is one server behind the mux: something the mux connects an MCP
+// client to, starts, reloads and closes. The default is a relay.Relay
+// (see NewRelayBackend); tests supply fakes.
+//
+// Contract: Transport is called once, before Start. Start brings up the
+// first child and Reload replaces it (building first when a build is
+// configured; on a failed build the old child keeps serving); both may run
+// while the transport carries calls. Close stops the child and its process
+// group and returns once everything the backend started has ended; it is
+// safe to call more than once. Events are delivered through the emit
+// function given to the backend's factory, never while a Backend method
+// holds a lock the mux might need, and in order.
+type Backend interface {
+	Transport() mcp.Transport
+	Start(ctx context.Context) result.Build
+	Reload(ctx context.Context) result.Build
+	Close()
+}
+
+// BackendFactory makes the backend for one server. emit reports the
+// backend's events to the mux; it does not block.
+type BackendFactory func(spec ServerSpec, emit func(Event)) (Backend, error)
+
+// HandshakeChecker is an optional Backend method: it tells whether the
+// handshake result came from a live child, and if not, why not.
+type HandshakeChecker interface {
+	CheckHandshake(*mcp.InitializeResult) error
+}

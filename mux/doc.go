@@ -1,0 +1,45 @@
+// Package mux serves several MCP servers to one client as one MCP server.
+//
+//	client <-stdio-> Mux: mcp.Server (front: both eras, paging, coalesced list_changed)
+//	                  |-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child A
+//	                  '-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child B
+//
+// Each server behind the mux is a Backend; the default one (NewRelayBackends,
+// the only code in this package that uses package relay) is a relay.Relay
+// that owns the child process, so each child keeps the relay's guarantees:
+// build first, old child kept on a failed build, crash reports, both
+// protocol eras, no orphaned process. cmd attaches a builder and a watcher
+// per server through RelayOptions.NewHooks; this package imports neither.
+//
+// Contract toward the client:
+//   - Tools and prompts of server NAME are listed as NAME + separator +
+//     their own name ("__" by default; split on the first separator), with
+//     descriptions, schemas, annotations and _meta kept. A name over MCP's
+//     128 characters, or a tool whose input schema is not an object, is
+//     left out with a warning in list_servers.
+//   - Resources keep their URIs and are read from the server that listed
+//     them (templates: the server whose template matches); completion and
+//     resources/subscribe go to the owner; logging/setLevel to every child
+//     (and, for 2026-07-28 children, into each forwarded call's _meta).
+//   - A child's list_changed re-lists that child on its own worker
+//     goroutine (a burst costs one re-list; no read loop waits); the front
+//     server coalesces the list_changed it sends.
+//   - Sampling, elicitation: a child's input_required result is passed
+//     through unchanged (the SDK turns it into real requests for a legacy
+//     client); a legacy child's own sampling/elicitation request is sent to
+//     the client as a request, which a legacy client answers. Progress
+//     notifications keep their tokens; a canceled call cancels the child's;
+//     log messages keep their level and are named "NAME" or "NAME/logger".
+//   - Children's instructions are combined under each server's name, for
+//     the servers up when the client connects.
+//   - Management tools, always listed: add_server (unless
+//     Config.DisableAddServer; AllowedCommands restricts it), remove_server,
+//     reload_server, list_servers, and Config.CallTool when set.
+//   - A child that exits on its own: status crashed, its tools, prompts and
+//     resources removed (list_changed), calls pending on it answered once
+//     with the crash report; calls to it, to removed and to unknown servers
+//     get a tool error naming the servers that exist.
+//   - Every request gets exactly one response. Close (and the end of Run)
+//     stops every backend and waits for it: no child, no process group
+//     survives the mux.
+package mux

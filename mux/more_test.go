@@ -1,0 +1,492 @@
+package mux
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/relay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// copyFile installs src at dst (atomically, as a build would).
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReloadAfterSwappingBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "srv")
+	copyFile(t, fixtureV1, bin)
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", bin))
+	pid1 := e.server("s").Pid
+	if e.toolNames()["s__v2_only"] != nil {
+		t.Fatalf("v1 lists v2_only")
+	}
+	copyFile(t, fixtureV2, bin)
+	out := e.mustOK("reload_server", map[string]any{"name": "s"})
+	if !strings.Contains(out, "added: s__v2_only") {
+		t.Errorf("reload_server does not report the new tool: %s", out)
+	}
+	if e.toolNames()["s__v2_only"] == nil {
+		t.Errorf("s__v2_only not listed after reload")
+	}
+	if got := e.mustOK("s__v2_only", map[string]any{}); got != "v2 here" {
+		t.Errorf("s__v2_only = %q", got)
+	}
+	info := e.server("s")
+	if info.Pid == pid1 || alive(pid1) {
+		t.Errorf("the old child %d was not replaced (now %d)", pid1, info.Pid)
+	}
+	if info.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", info.Restarts)
+	}
+}
+
+func TestCallsDuringRemove(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	var wg sync.WaitGroup
+	results := make(chan string, 10)
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__slow", Arguments: map[string]any{"ms": 100}})
+			switch {
+			case err != nil:
+				results <- "protocol error: " + err.Error()
+			case res.IsError:
+				results <- "tool error: " + text(res)
+			default:
+				results <- text(res)
+			}
+		}()
+	}
+	time.Sleep(30 * time.Millisecond)
+	e.mustOK("remove_server", map[string]any{"name": "s"})
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("calls still pending 20 s after remove_server: deadlock")
+	}
+	close(results)
+	n := 0
+	for r := range results {
+		n++
+		if r != "slept" && !strings.Contains(r, `server "s"`) {
+			t.Errorf("call result is neither the answer nor a clean error naming the server: %s", r)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d results, want 10", n)
+	}
+}
+
+func TestConcurrentAddRemoveReload(t *testing.T) {
+	e := start(t, envOpts{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		name := fmt.Sprintf("s%d", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2 {
+				if res := e.call("add_server", addArgs(name, fixtureV1)); res.IsError {
+					t.Errorf("add %s: %s", name, text(res))
+					return
+				}
+				e.call("reload_server", map[string]any{"name": name})
+				e.call(name+"__echo", map[string]any{"text": "x"})
+				if res := e.call("remove_server", map[string]any{"name": name}); res.IsError {
+					t.Errorf("remove %s: %s", name, text(res))
+				}
+			}
+		}()
+	}
+	// A racing duplicate: exactly one of two adds of the same name wins.
+	wins := make(chan bool, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wins <- !e.call("add_server", addArgs("dup", fixtureV1)).IsError
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	won := 0
+	for w := range wins {
+		if w {
+			won++
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of two concurrent adds of one name won, want 1", won)
+	}
+	if l := e.m.List(false); len(l) != 1 || l[0].Name != "dup" {
+		t.Errorf("servers left: %+v", l)
+	}
+}
+
+func TestCrashThenReload(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("other", fixtureV1))
+	pid := e.server("s").Pid
+	e.mu.Lock()
+	before := e.changed
+	e.mu.Unlock()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
+	if e.toolNames()["s__echo"] != nil {
+		t.Errorf("a crashed server's tools are still listed")
+	}
+	eventually(t, "list_changed after the crash", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.changed > before
+	})
+	if r := e.server("s").Report; !strings.Contains(r, "fixture s v1 starting") {
+		t.Errorf("crash report lacks the stderr tail: %q", r)
+	}
+	e.mustFail("s__echo", map[string]any{"text": "x"}, "crashed", "reload_server")
+	if got := e.mustOK("other__echo", map[string]any{"text": "x"}); got != "other:x" {
+		t.Errorf("the other server was disturbed: %q", got)
+	}
+	e.mustOK("reload_server", map[string]any{"name": "s"})
+	if got := e.mustOK("s__echo", map[string]any{"text": "back"}); got != "s:back" {
+		t.Errorf("after reload s__echo = %q", got)
+	}
+	if s := e.server("s"); s.Status != StatusRunning || s.Restarts != 1 {
+		t.Errorf("after reload: %+v", s)
+	}
+}
+
+func TestCrashDuringCall(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustFail("s__exit", map[string]any{"code": 7}, "crashed", "exit status 7", "reload_server")
+	eventually(t, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
+}
+
+func TestSamplingProgressAndLogsBothEras(t *testing.T) {
+	for _, c := range [][2]string{{"2025-06-18", ""}, {"", ""}, {"2025-06-18", "2025-06-18"}} {
+		version, child := c[0], c[1]
+		if version == "" && child != "" {
+			continue
+		}
+		t.Run("client="+orLatest(version)+",child="+orLatest(child), func(t *testing.T) {
+			e := start(t, envOpts{version: version, sampling: true, cfg: Config{ChildProtocolVersion: child}})
+			want := version
+			if want == "" {
+				want = "2026-07-28"
+			}
+			if got := e.cs.InitializeResult().ProtocolVersion; got != want {
+				t.Fatalf("front negotiated %q, want %q", got, want)
+			}
+			e.mustOK("add_server", addArgs("s", fixtureV1))
+			eventually(t, "the child to see the client's roots", func() bool {
+				return text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
+			})
+			if got := e.mustOK("s__sample", map[string]any{"text": "question"}); got != "model said: echo of question" {
+				t.Errorf("sampling through the mux: %q", got)
+			}
+			res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{
+				Meta: mcp.Meta{"progressToken": "tok-1"}, Name: "s__progress", Arguments: map[string]any{"n": 3},
+			})
+			if err != nil || res.IsError {
+				t.Fatalf("progress: %v %v", err, res)
+			}
+			eventually(t, "3 progress notifications", func() bool {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				return len(e.progress) == 3
+			})
+			if err := e.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+				t.Fatal(err)
+			}
+			e.mustOK("s__log", map[string]any{"text": "careful"})
+			eventually(t, "the child's log message", func() bool {
+				e.mu.Lock()
+				defer e.mu.Unlock()
+				for _, l := range e.logs {
+					if l.Logger == "s/fx" && l.Level == "warning" && fmt.Sprint(l.Data) == "careful" {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+}
+
+func orLatest(v string) string {
+	if v == "" {
+		return "latest"
+	}
+	return v
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestCancellationReachesChild(t *testing.T) {
+	var logs syncBuf
+	e := start(t, envOpts{cfg: Config{Logger: log.New(&logs)}})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__slow", Arguments: map[string]any{"ms": 20000}})
+	if err == nil {
+		t.Fatal("a canceled call succeeded")
+	}
+	// The fixture says so on stderr when its handler's context ends.
+	eventually(t, "the child to see the cancellation", func() bool {
+		return strings.Contains(logs.String(), "slow canceled")
+	})
+}
+
+func TestPromptsResourcesCompletion(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("a", fixtureV1))
+	e.mustOK("add_server", addArgs("b", fixtureV1))
+	ctx := context.Background()
+	pr, err := e.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "b__greet", Arguments: map[string]string{"who": "you"}})
+	if err != nil || pr.Messages[0].Content.(*mcp.TextContent).Text != "hello you from b" {
+		t.Fatalf("b__greet: %v %+v", err, pr)
+	}
+	rr, err := e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://a/info"})
+	if err != nil || rr.Contents[0].Text != "info of a" {
+		t.Fatalf("read fixture://a/info: %v %+v", err, rr)
+	}
+	rr, err = e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://b/item/42"})
+	if err != nil || rr.Contents[0].Text != "item fixture://b/item/42 of b" {
+		t.Fatalf("read template: %v %+v", err, rr)
+	}
+	for _, c := range []struct {
+		ref  mcp.CompleteReference
+		want string
+	}{
+		{mcp.CompleteReference{Type: "ref/prompt", Name: "b__greet"}, "b:greet"},
+		{mcp.CompleteReference{Type: "ref/resource", URI: "fixture://a/item/{id}"}, "a:fixture://a/item/{id}"},
+	} {
+		cr, err := e.cs.Complete(ctx, &mcp.CompleteParams{Ref: &c.ref, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "y"}})
+		if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != c.want {
+			t.Errorf("complete %+v: %v %+v, want %q", c.ref, err, cr, c.want)
+		}
+	}
+}
+
+func TestInstructionsCombined(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{
+		{Name: "one", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "one"}},
+		{Name: "two", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "two"}},
+	}}})
+	in := e.cs.InitializeResult().Instructions
+	for _, want := range []string{"## one\ninstructions of one", "## two\ninstructions of two"} {
+		if !strings.Contains(in, want) {
+			t.Errorf("instructions lack %q:\n%s", want, in)
+		}
+	}
+	if s := e.server("one"); s.Source != "config" || s.Status != StatusRunning {
+		t.Errorf("configured server: %+v", s)
+	}
+	if got := e.mustOK("two__echo", map[string]any{"text": "x"}); got != "two:x" {
+		t.Errorf("two__echo = %q", got)
+	}
+}
+
+func TestCallToolAndVerboseList(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{CallTool: "call_tool"}})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	if got := e.mustOK("call_tool", map[string]any{"name": "s__echo", "arguments": map[string]any{"text": "via"}}); got != "s:via" {
+		t.Errorf("call_tool = %q", got)
+	}
+	e.mustFail("call_tool", map[string]any{"name": "t__echo"}, `no server named "t"`)
+	out := e.mustOK("list_servers", map[string]any{"verbose": true})
+	if !strings.Contains(out, "s__echo: echoes text") || !strings.Contains(out, `"text"`) {
+		t.Errorf("verbose list_servers lacks schemas:\n%s", out)
+	}
+}
+
+func TestShutdownLeavesNoProcess(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", map[string]any{"name": "sh", "command": "sh", "args": []string{"-c", "sleep 300 & exec " + fixtureV1}})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	var pids []int
+	for _, s := range e.m.List(false) {
+		pids = append(pids, s.Pid)
+	}
+	pgid := pids[0]
+	e.shutdown()
+	e.cs = nil
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("child %d survived the mux", p)
+		}
+	}
+	// The grandchild (sleep) was in the child's process group.
+	if err := syscall.Kill(-pgid, 0); err == nil {
+		t.Errorf("process group %d survived the mux", pgid)
+	}
+}
+
+// TestLegacyOnlyPythonChild runs examples/mux/notes_server.py, which
+// refuses server/discover, behind a client of either era.
+func TestLegacyOnlyPythonChild(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	script, _ := filepath.Abs("../examples/mux/notes_server.py")
+	for _, version := range []string{"2025-06-18", ""} {
+		t.Run("client="+orLatest(version), func(t *testing.T) {
+			e := start(t, envOpts{version: version})
+			out := e.mustOK("add_server", map[string]any{"name": "notes", "command": py, "args": []string{script}})
+			if !strings.Contains(out, "notes__add_note") {
+				t.Fatalf("add_server: %s", out)
+			}
+			e.mustOK("notes__add_note", map[string]any{"text": "buy milk"})
+			if got := e.mustOK("notes__list_notes", map[string]any{}); got != "buy milk" {
+				t.Errorf("list_notes = %q", got)
+			}
+		})
+	}
+}
+
+// testHooks is a minimal builder: spec.Build runs through sh, and only a
+// good build restarts the relay.
+func testHooks(name string, spec ServerSpec, r *relay.Relay) (Hooks, error) {
+	cycle := func(ctx context.Context) result.Build {
+		if spec.Build == "" {
+			return RestartOnly(ctx, r)
+		}
+		t0 := time.Now()
+		out, err := exec.CommandContext(ctx, "sh", "-c", spec.Build).CombinedOutput()
+		if err != nil {
+			return result.Build{Seq: 1, Err: err, Output: string(out), Errors: string(out), Duration: time.Since(t0)}
+		}
+		res := RestartOnly(ctx, r)
+		res.Seq, res.Skipped, res.Duration, res.Output = 1, false, time.Since(t0), string(out)
+		return res
+	}
+	return Hooks{Start: cycle, Reload: cycle}, nil
+}
+
+func TestReloadWithBuildHooks(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "srv")
+	src := filepath.Join(dir, "src")
+	copyFile(t, fixtureV1, src)
+	e := start(t, envOpts{cfg: Config{NewBackend: NewRelayBackends(RelayOptions{NewHooks: testHooks})}})
+	build := fmt.Sprintf("if [ -e %[1]s/broken ]; then echo 'main.go:3: syntax error' >&2; exit 1; fi; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", dir, src, bin)
+	e.mustOK("add_server", map[string]any{"name": "b", "command": bin, "build": build, "env": map[string]string{"FIXTURE_NAME": "b"}})
+	pid := e.server("b").Pid
+
+	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.mustFail("reload_server", map[string]any{"name": "b"}, "main.go:3: syntax error", "keeps serving")
+	if got := e.mustOK("b__echo", map[string]any{"text": "x"}); got != "b:x" {
+		t.Errorf("the old child does not serve after a failed build: %q", got)
+	}
+	if s := e.server("b"); s.Pid != pid || s.Status != StatusRunning || s.LastBuild == nil || s.LastBuild.OK {
+		t.Errorf("after a failed build: %+v", s)
+	}
+
+	os.Remove(filepath.Join(dir, "broken"))
+	copyFile(t, fixtureV2, src)
+	out := e.mustOK("reload_server", map[string]any{"name": "b"})
+	if !strings.Contains(out, "built in") || !strings.Contains(out, "added: b__v2_only") {
+		t.Errorf("reload_server after a good build: %s", out)
+	}
+	e.mustOK("b__v2_only", map[string]any{})
+}
+
+func TestBuildNeedsHooks(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustFail("add_server", map[string]any{"name": "b", "command": fixtureV1, "build": "true"}, "build and watch are not available")
+}
+
+func TestChildListChangedBurst(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("o", fixtureV1))
+	e.mustOK("s__grow", map[string]any{"n": 40})
+	// Calls keep being answered while the re-lists run.
+	for range 5 {
+		if got := e.mustOK("o__echo", map[string]any{"text": "x"}); got != "o:x" {
+			t.Fatalf("o__echo during the burst: %q", got)
+		}
+	}
+	eventually(t, "the child's new tools on the front", func() bool { return e.toolNames()["s__dyn_39"] != nil })
+	if got := e.mustOK("s__dyn_39", map[string]any{}); got != "called dyn_39" {
+		t.Errorf("s__dyn_39 = %q", got)
+	}
+	e.mu.Lock()
+	n := e.changed
+	e.mu.Unlock()
+	if n == 0 {
+		t.Errorf("the client got no tools/list_changed")
+	}
+	t.Logf("40 child list_changed -> %d front list_changed", n)
+}
+
+// TestLegacyChildSamplingRequest: a legacy child's own sampling request
+// reaches a legacy client; a 2026-07-28 client may not be sent one, so the
+// child gets an error and the call one clean tool error.
+func TestLegacyChildSamplingRequest(t *testing.T) {
+	legacy := start(t, envOpts{version: "2025-06-18", sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
+	legacy.mustOK("add_server", addArgs("s", fixtureV1))
+	if got := legacy.mustOK("s__legacy_sample", map[string]any{"text": "q"}); got != "model said: echo of q" {
+		t.Errorf("legacy client, legacy child: %q", got)
+	}
+	modern := start(t, envOpts{sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
+	modern.mustOK("add_server", addArgs("s", fixtureV1))
+	res, err := modern.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__legacy_sample", Arguments: map[string]any{"text": "q"}})
+	if err == nil && !res.IsError {
+		t.Errorf("modern client, legacy child's sampling request: unexpected success %q", text(res))
+	}
+	if got := modern.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
+		t.Errorf("after the refused request: %q", got)
+	}
+}

@@ -1,0 +1,714 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Config is what a Mux needs. The zero value serves no servers, allows
+// add_server without restriction and uses the relay backends.
+type Config struct {
+	Servers   []ServerSpec // configured servers, started by Run
+	Separator string       // between server and tool names; default "__"
+
+	DisableAddServer bool     // [mux] add_server = false
+	AllowedCommands  []string // when set, add_server accepts only these programs (argv[0])
+	CallTool         string   // name of the tool that calls NAME__tool for clients that ignore list_changed; "" = off
+
+	// NewBackend makes each server's backend; nil = NewRelayBackends with
+	// Logger and Version (no build, no watch).
+	NewBackend BackendFactory
+
+	// StartWait is how long Run waits for the configured servers before it
+	// answers the client (their instructions are only combined if they are
+	// up by then); the rest appear through list_changed. Default 10s.
+	StartWait time.Duration
+	// ChildProtocolVersion is the version the mux asks of each child; ""
+	// = the SDK's latest (2026-07-28, falling back to the legacy
+	// handshake).
+	ChildProtocolVersion string
+
+	Logger  *log.Logger // nil = discard
+	Version string      // mcpflow's version, for serverInfo
+}
+
+// Status values of a server.
+const (
+	StatusStarting    = "starting"
+	StatusRunning     = "running"
+	StatusCrashed     = "crashed"
+	StatusBuildFailed = "build-failed"
+)
+
+// Mux serves several MCP servers as one. See the package documentation.
+type Mux struct {
+	cfg  Config
+	sep  string
+	log  *log.Logger
+	srv  *mcp.Server
+	newB BackendFactory
+
+	ctx    context.Context // canceled at shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // server workers and teardowns
+
+	mu      sync.Mutex
+	closed  bool
+	servers map[string]*server
+	tools   map[string]route // front name -> owner
+	prompts map[string]route
+	res     map[string]string // resource URI -> server name
+	tmpls   map[string]string // URI template -> server name
+	front   *mcp.ServerSession
+	level   *mcp.SetLoggingLevelParams
+	roots   []*mcp.Root // the client's roots, given to every child
+	rootsMu sync.Mutex  // one roots sync at a time
+}
+
+type route struct{ server, name string }
+
+type server struct {
+	spec   ServerSpec
+	b      Backend
+	cs     *mcp.ClientSession
+	client *mcp.Client
+
+	opMu   sync.Mutex // one reload at a time
+	listMu sync.Mutex // one re-list at a time
+
+	// guarded by Mux.mu
+	status    string
+	pid       int
+	started   time.Time
+	restarts  int
+	crashes   int
+	lastBuild *result.Build
+	report    string
+	tools     []*mcp.Tool // the child's own names
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	warnings  []string
+	front     []string // front tool names registered for it
+	frontP    []string
+	frontR    []string
+	frontT    []string
+	removed   bool
+
+	evMu     sync.Mutex
+	events   []Event
+	relist   bool
+	wake     chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (s *server) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// New returns a mux for cfg. Nothing runs until Run.
+func New(cfg Config) *Mux {
+	if cfg.Separator == "" {
+		cfg.Separator = DefaultSeparator
+	}
+	if cfg.StartWait <= 0 {
+		cfg.StartWait = 10 * time.Second
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = log.New(io.Discard)
+	}
+	m := &Mux{
+		cfg:     cfg,
+		sep:     cfg.Separator,
+		log:     logger,
+		servers: map[string]*server{},
+		tools:   map[string]route{},
+		prompts: map[string]route{},
+		res:     map[string]string{},
+		tmpls:   map[string]string{},
+	}
+	m.newB = cfg.NewBackend
+	if m.newB == nil {
+		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m
+}
+
+// Run starts the configured servers, serves the client on t until it
+// leaves or ctx is canceled, then stops every server and waits for them.
+func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
+	defer m.Close()
+	var wg sync.WaitGroup
+	for _, spec := range m.cfg.Servers {
+		spec.Source = "config"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := m.add(m.ctx, spec); err != nil {
+				m.log.Error("server did not start", "server", spec.Name, "err", err)
+			}
+		}()
+	}
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(m.cfg.StartWait):
+		m.log.Warn("some servers are still starting; their tools appear when they are up", "after", m.cfg.StartWait)
+	case <-ctx.Done():
+	}
+	srv := m.newFront()
+	m.mu.Lock()
+	m.srv = srv
+	for _, s := range m.servers {
+		m.publishLocked(s)
+	}
+	m.mu.Unlock()
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.front = ss
+	m.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		ss.Close()
+		<-done
+		err = nil
+	}
+	if err != nil {
+		m.log.Info("client session ended", "err", err)
+	}
+	return nil
+}
+
+// Close stops every server (children and their process groups) and waits
+// for them. It is safe to call more than once.
+func (m *Mux) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		m.wg.Wait()
+		return
+	}
+	m.closed = true
+	var all []*server
+	for _, s := range m.servers {
+		all = append(all, s)
+	}
+	m.servers = map[string]*server{}
+	m.mu.Unlock()
+	m.cancel()
+	for _, s := range all {
+		m.teardown(s)
+	}
+	m.wg.Wait()
+}
+
+// names lists the servers that exist, sorted. m.mu is held.
+func (m *Mux) namesLocked() []string {
+	names := make([]string, 0, len(m.servers))
+	for n := range m.servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *Mux) existing() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := m.namesLocked()
+	if len(names) == 0 {
+		return "no servers are running (add one with add_server)"
+	}
+	return "the servers are: " + strings.Join(names, ", ")
+}
+
+// add registers spec, starts its backend and connects to it. On failure
+// an agent-added server is forgotten; a configured one stays, down, for
+// reload_server.
+func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
+	if err := ValidateName(spec.Name, m.sep); err != nil {
+		return nil, result.Build{}, err
+	}
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
+	}
+	s := &server{spec: spec, status: StatusStarting, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, result.Build{}, errors.New("mcpflow is shutting down")
+	}
+	if _, ok := m.servers[spec.Name]; ok {
+		m.mu.Unlock()
+		return nil, result.Build{}, fmt.Errorf("a server named %q exists already: pick another name, or remove_server it first", spec.Name)
+	}
+	m.servers[spec.Name] = s
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go m.worker(s)
+
+	b, err := m.newB(spec, s.emit)
+	if err != nil {
+		m.forget(s)
+		return nil, result.Build{}, fmt.Errorf("server %q: %w", spec.Name, err)
+	}
+	m.mu.Lock()
+	s.b = b
+	removed := s.removed
+	m.mu.Unlock()
+	if removed {
+		b.Close()
+		return nil, result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
+	}
+	started := make(chan result.Build, 1)
+	go func() { started <- b.Start(ctx) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, m.clientOptions(s))
+	m.mu.Lock()
+	s.client = client
+	client.AddRoots(m.roots...)
+	m.mu.Unlock()
+	var opts *mcp.ClientSessionOptions
+	if m.cfg.ChildProtocolVersion != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}
+	}
+	cs, cerr := client.Connect(ctx, b.Transport(), opts)
+	res := <-started
+	if hc, ok := b.(HandshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
+		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
+			res.Restart = &result.Restart{Err: err}
+		}
+	}
+	m.mu.Lock()
+	s.cs = cs
+	s.lastBuild = &res
+	level := m.level
+	removed = s.removed
+	m.mu.Unlock()
+	if removed {
+		// remove_server ran during the start and found no session to close.
+		if cs != nil {
+			cs.Close()
+		}
+		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
+	}
+	if cerr == nil && level != nil {
+		_ = cs.SetLoggingLevel(ctx, level)
+	}
+	var fail error
+	switch {
+	case cerr != nil:
+		fail = fmt.Errorf("server %q: the MCP handshake failed: %v", spec.Name, cerr)
+	case !res.OK:
+		fail = fmt.Errorf("server %q: %s", spec.Name, buildReport(res))
+	case res.Restart != nil && res.Restart.Err != nil:
+		fail = fmt.Errorf("server %q: %v", spec.Name, res.Restart.Err)
+	}
+	if fail != nil && (spec.Source != "config" || cerr != nil) {
+		m.mu.Lock()
+		if spec.Source == "config" {
+			s.status, s.report = StatusCrashed, fail.Error()
+			m.mu.Unlock()
+			return s, res, fail
+		}
+		m.mu.Unlock()
+		m.remove(spec.Name)
+		return nil, res, fail
+	}
+	if err := m.relist(ctx, s); err != nil && fail == nil {
+		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
+	}
+	return s, res, fail
+}
+
+// forget drops a server that never got a backend.
+func (m *Mux) forget(s *server) {
+	m.mu.Lock()
+	if m.servers[s.spec.Name] == s {
+		delete(m.servers, s.spec.Name)
+	}
+	s.removed = true
+	m.mu.Unlock()
+	s.halt()
+}
+
+// remove takes a server out at once and stops it.
+func (m *Mux) remove(name string) error {
+	m.mu.Lock()
+	s, ok := m.servers[name]
+	if !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("no server named %q: %s", name, m.existingLocked())
+	}
+	delete(m.servers, name)
+	s.removed = true
+	m.unpublishLocked(s)
+	m.mu.Unlock()
+	m.teardown(s)
+	return nil
+}
+
+func (m *Mux) existingLocked() string {
+	names := m.namesLocked()
+	if len(names) == 0 {
+		return "no servers are running (add one with add_server)"
+	}
+	return "the servers are: " + strings.Join(names, ", ")
+}
+
+// teardown closes the client session and the backend and waits for both.
+func (m *Mux) teardown(s *server) {
+	m.mu.Lock()
+	s.removed = true
+	cs, b := s.cs, s.b
+	m.mu.Unlock()
+	csDone := make(chan struct{})
+	go func() {
+		if cs != nil {
+			cs.Close()
+		}
+		close(csDone)
+	}()
+	if b != nil {
+		b.Close()
+	}
+	<-csDone
+	s.halt()
+}
+
+// emit queues a backend event for the server's worker; it never blocks.
+func (s *server) emit(ev Event) {
+	s.evMu.Lock()
+	s.events = append(s.events, ev)
+	s.evMu.Unlock()
+	s.poke()
+}
+
+func (s *server) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *server) markRelist() {
+	s.evMu.Lock()
+	s.relist = true
+	s.evMu.Unlock()
+	s.poke()
+}
+
+// worker applies a server's events and re-lists it after list_changed,
+// off every read loop: a burst of notifications costs one re-list.
+func (m *Mux) worker(s *server) {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		s.evMu.Lock()
+		evs, relist := s.events, s.relist
+		s.events, s.relist = nil, false
+		s.evMu.Unlock()
+		for _, ev := range evs {
+			if m.apply(s, ev) {
+				relist = true
+			}
+		}
+		if relist {
+			m.mu.Lock()
+			ready := s.cs != nil && !s.removed && s.status == StatusRunning
+			m.mu.Unlock()
+			if ready {
+				ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+				if err := m.relist(ctx, s); err != nil {
+					m.log.Warn("re-listing a server failed", "server", s.spec.Name, "err", err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// apply records one event; it reports whether the lists must be fetched.
+func (m *Mux) apply(s *server, ev Event) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.removed {
+		return false
+	}
+	switch ev.Kind {
+	case EventStarting:
+		if s.status != StatusRunning {
+			s.status = StatusStarting
+		}
+	case EventUp:
+		if !s.started.IsZero() {
+			s.restarts++
+		}
+		s.status, s.pid, s.started, s.report = StatusRunning, ev.Pid, time.Now(), ""
+		if ev.Build != nil {
+			s.lastBuild = ev.Build
+		}
+		return true
+	case EventCrashed:
+		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
+		s.crashes++
+		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
+		m.unpublishLocked(s)
+		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(ev.Report))
+	case EventBuildFailed:
+		if ev.Build != nil {
+			s.lastBuild = ev.Build
+		}
+		if s.status != StatusRunning {
+			s.status, s.report = StatusBuildFailed, ev.Report
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// relist fetches a child's lists and publishes them on the front server.
+func (m *Mux) relist(ctx context.Context, s *server) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	m.mu.Lock()
+	cs := s.cs
+	m.mu.Unlock()
+	if cs == nil {
+		return errors.New("not connected")
+	}
+	var tools []*mcp.Tool
+	var prompts []*mcp.Prompt
+	var resources []*mcp.Resource
+	var templates []*mcp.ResourceTemplate
+	caps := cs.InitializeResult().Capabilities
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		if t.Name != relayTool {
+			tools = append(tools, t)
+		}
+	}
+	if caps != nil && caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				break
+			}
+			prompts = append(prompts, p)
+		}
+	}
+	if caps != nil && caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				break
+			}
+			resources = append(resources, r)
+		}
+		for r, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				break
+			}
+			templates = append(templates, r)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.removed || s.status == StatusCrashed {
+		return nil
+	}
+	s.tools, s.prompts, s.resources, s.templates = tools, prompts, resources, templates
+	m.publishLocked(s)
+	return nil
+}
+
+// publishLocked replaces what the front server lists for s. m.mu is held.
+func (m *Mux) publishLocked(s *server) {
+	if m.srv == nil {
+		return
+	}
+	name := s.spec.Name
+	s.warnings = nil
+	var tools, prompts, res, tmpls []string
+	for _, t := range s.tools {
+		full := Join(name, m.sep, t.Name)
+		if len(full) > maxToolName {
+			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than MCP's %d-character limit", t.Name, full, maxToolName))
+			continue
+		}
+		if !objectSchema(t.InputSchema) {
+			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: its input schema is not an object schema", t.Name))
+			continue
+		}
+		ft := *t
+		ft.Name = full
+		if err := safeAdd(func() { m.srv.AddTool(&ft, m.toolHandler(name, t.Name)) }); err != nil {
+			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %v", t.Name, err))
+			continue
+		}
+		m.tools[full] = route{name, t.Name}
+		tools = append(tools, full)
+	}
+	for _, p := range s.prompts {
+		full := Join(name, m.sep, p.Name)
+		fp := *p
+		fp.Name = full
+		m.srv.AddPrompt(&fp, m.promptHandler(name, p.Name))
+		m.prompts[full] = route{name, p.Name}
+		prompts = append(prompts, full)
+	}
+	for _, r := range s.resources {
+		if owner, ok := m.res[r.URI]; ok && owner != name {
+			s.warnings = append(s.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", r.URI, owner))
+		}
+		fr := *r
+		m.srv.AddResource(&fr, m.resourceHandler(name))
+		m.res[r.URI] = name
+		res = append(res, r.URI)
+	}
+	for _, t := range s.templates {
+		ft := *t
+		if err := safeAdd(func() { m.srv.AddResourceTemplate(&ft, m.resourceHandler(name)) }); err != nil {
+			s.warnings = append(s.warnings, fmt.Sprintf("resource template %q left out: %v", t.URITemplate, err))
+			continue
+		}
+		m.tmpls[t.URITemplate] = name
+		tmpls = append(tmpls, t.URITemplate)
+	}
+	drop := func(old, cur []string) []string {
+		var gone []string
+		for _, n := range old {
+			if !slices.Contains(cur, n) {
+				gone = append(gone, n)
+			}
+		}
+		return gone
+	}
+	if gone := drop(s.front, tools); len(gone) > 0 {
+		m.srv.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(m.tools, n)
+		}
+	}
+	if gone := drop(s.frontP, prompts); len(gone) > 0 {
+		m.srv.RemovePrompts(gone...)
+		for _, n := range gone {
+			delete(m.prompts, n)
+		}
+	}
+	if gone := drop(s.frontR, res); len(gone) > 0 {
+		var mine []string
+		for _, u := range gone {
+			if m.res[u] == name {
+				delete(m.res, u)
+				mine = append(mine, u)
+			}
+		}
+		m.srv.RemoveResources(mine...)
+	}
+	if gone := drop(s.frontT, tmpls); len(gone) > 0 {
+		var mine []string
+		for _, u := range gone {
+			if m.tmpls[u] == name {
+				delete(m.tmpls, u)
+				mine = append(mine, u)
+			}
+		}
+		m.srv.RemoveResourceTemplates(mine...)
+	}
+	s.front, s.frontP, s.frontR, s.frontT = tools, prompts, res, tmpls
+}
+
+// unpublishLocked takes everything of s off the front server. m.mu is held.
+func (m *Mux) unpublishLocked(s *server) {
+	name := s.spec.Name
+	if m.srv != nil {
+		if len(s.front) > 0 {
+			m.srv.RemoveTools(s.front...)
+		}
+		if len(s.frontP) > 0 {
+			m.srv.RemovePrompts(s.frontP...)
+		}
+	}
+	for _, n := range s.front {
+		delete(m.tools, n)
+	}
+	for _, n := range s.frontP {
+		delete(m.prompts, n)
+	}
+	var res, tmpls []string
+	for _, u := range s.frontR {
+		if m.res[u] == name {
+			delete(m.res, u)
+			res = append(res, u)
+		}
+	}
+	for _, u := range s.frontT {
+		if m.tmpls[u] == name {
+			delete(m.tmpls, u)
+			tmpls = append(tmpls, u)
+		}
+	}
+	if m.srv != nil {
+		if len(res) > 0 {
+			m.srv.RemoveResources(res...)
+		}
+		if len(tmpls) > 0 {
+			m.srv.RemoveResourceTemplates(tmpls...)
+		}
+	}
+	s.front, s.frontP, s.frontR, s.frontT = nil, nil, nil, nil
+}
+
+func objectSchema(schema any) bool {
+	switch v := schema.(type) {
+	case map[string]any:
+		return v["type"] == "object"
+	case nil:
+		return false
+	}
+	return true // the SDK checks other forms and safeAdd catches its panic
+}
+
+// safeAdd runs an SDK registration that panics on input it rejects.
+func safeAdd(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// sdkLogger routes the SDK's own logging to the mux's logger.
+func (m *Mux) sdkLogger() *slog.Logger {
+	return slog.New(m.log.WithPrefix("sdk"))
+}

@@ -1,0 +1,130 @@
+package mux
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEndToEndAddListCallRemove(t *testing.T) {
+	e := start(t, envOpts{})
+	out := e.mustOK("add_server", addArgs("alpha", fixtureV1))
+	if !strings.Contains(out, "alpha__echo") {
+		t.Errorf("add_server result lacks the tools found: %s", out)
+	}
+	tools := e.toolNames()
+	for _, n := range []string{"add_server", "remove_server", "reload_server", "list_servers", "alpha__echo", "alpha__slow"} {
+		if tools[n] == nil {
+			t.Errorf("tools/list lacks %s", n)
+		}
+	}
+	if tools["alpha__"+relayTool] != nil {
+		t.Errorf("the relay's own tool leaked into the list")
+	}
+	if tools["alpha__slow"].Annotations == nil || !tools["alpha__slow"].Annotations.ReadOnlyHint {
+		t.Errorf("annotations were not kept: %+v", tools["alpha__slow"].Annotations)
+	}
+	if got := e.mustOK("alpha__echo", map[string]any{"text": "hi"}); got != "alpha:hi" {
+		t.Errorf("alpha__echo = %q", got)
+	}
+	res := e.call("list_servers", map[string]any{})
+	var list struct{ Servers []ServerInfo }
+	if err := structured(res, &list); err != nil || len(list.Servers) != 1 {
+		t.Fatalf("list_servers structured: %v %+v", err, res.StructuredContent)
+	}
+	s := list.Servers[0]
+	if s.Name != "alpha" || s.Status != StatusRunning || s.Source != "agent" || s.Pid == 0 || s.Command != fixtureV1 {
+		t.Errorf("list_servers entry: %+v", s)
+	}
+	pid := s.Pid
+	e.mustOK("remove_server", map[string]any{"name": "alpha"})
+	if len(e.m.List(false)) != 0 {
+		t.Errorf("alpha still listed after remove_server")
+	}
+	if alive(pid) {
+		t.Errorf("alpha's child %d still runs after remove_server", pid)
+	}
+	e.mustFail("alpha__echo", map[string]any{"text": "hi"}, `no server named "alpha"`)
+	if e.toolNames()["alpha__echo"] != nil {
+		t.Errorf("alpha__echo still listed after remove_server")
+	}
+}
+
+func TestNamespacingEdgeCases(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("a", fixtureV1))
+	e.mustOK("add_server", addArgs("b-2", fixtureV1))
+	for _, srv := range []string{"a", "b-2"} {
+		if got := e.mustOK(srv+"__echo", map[string]any{"text": "x"}); got != srv+":x" {
+			t.Errorf("%s__echo routed to the wrong server: %q", srv, got)
+		}
+		for _, tool := range []string{"has__sep", "ünïcode", "trail_"} {
+			if got := e.mustOK(srv+"__"+tool, map[string]any{}); got != "called "+tool {
+				t.Errorf("%s__%s = %q", srv, tool, got)
+			}
+		}
+	}
+	long := strings.Repeat("x", 126)
+	if e.toolNames()["a__"+long] != nil {
+		t.Errorf("a tool name over 128 characters was listed")
+	}
+	warned := false
+	for _, w := range e.server("a").Warnings {
+		warned = warned || strings.Contains(w, "128")
+	}
+	if !warned {
+		t.Errorf("list_servers has no warning for the long name: %v", e.server("a").Warnings)
+	}
+	e.mustFail("a__nope", map[string]any{}, `has no tool "nope"`)
+	e.mustFail("nosep", map[string]any{}, "SERVER__TOOL")
+}
+
+func TestNameRules(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"", "empty"},
+		{"a.b", "letters, digits"},
+		{"ä", "letters, digits"},
+		{"a__b", "separator"},
+		{"a_", "ends in"},
+		{"ok-name_1", ""},
+	} {
+		err := ValidateName(c.name, "__")
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("ValidateName(%q) = %v, want %q", c.name, err, c.want)
+		}
+	}
+	for _, full := range []string{"a__b", "a__b__c", "a____", "x__ü"} {
+		s, n, ok := Split(full, "__")
+		if !ok || Join(s, "__", n) != full || strings.Contains(s, "__") {
+			t.Errorf("Split(%q) = %q %q %v", full, s, n, ok)
+		}
+	}
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("dup", fixtureV1))
+	e.mustFail("add_server", addArgs("dup", fixtureV1), "exists already")
+	e.mustFail("add_server", addArgs("bad_", fixtureV1), "ends in")
+	e.mustFail("add_server", addArgs("", fixtureV1), "empty")
+	e.mustFail("remove_server", map[string]any{"name": "ghost"}, `no server named "ghost"`, "dup")
+	e.mustFail("reload_server", map[string]any{"name": "ghost"}, `no server named "ghost"`)
+	e.mustFail("ghost__echo", map[string]any{}, `no server named "ghost"`, "dup")
+}
+
+func TestAddServerFailsWithStderr(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustFail("add_server", map[string]any{"name": "nope", "command": "/nonexistent/prog"}, "nope")
+	e.mustFail("add_server", map[string]any{"name": "sh", "command": "sh", "args": []string{"-c", "echo boom-on-stderr >&2; exit 3"}}, "boom-on-stderr")
+	if len(e.m.List(false)) != 0 {
+		t.Errorf("failed servers stay listed: %+v", e.m.List(false))
+	}
+}
+
+func TestAddServerPolicy(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{fixtureV1}}})
+	e.mustFail("add_server", map[string]any{"name": "x", "command": "sh"}, "not an allowed command")
+	e.mustOK("add_server", addArgs("x", fixtureV1))
+
+	d := start(t, envOpts{cfg: Config{DisableAddServer: true}})
+	if d.toolNames()["add_server"] != nil {
+		t.Errorf("add_server listed with add_server disabled")
+	}
+	d.mustFail("add_server", addArgs("x", fixtureV1))
+}

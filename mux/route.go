@@ -1,0 +1,474 @@
+package mux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// newFront builds the MCP server the client talks to.
+func (m *Mux) newFront() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, &mcp.ServerOptions{
+		Instructions: m.instructions(),
+		Logger:       m.sdkLogger(),
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler: m.complete,
+		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
+			go m.syncRoots(req.Session)
+		},
+		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
+			go m.syncRoots(req.Session)
+		},
+		SubscribeHandler:   m.subscribe,
+		UnsubscribeHandler: m.unsubscribe,
+	})
+	srv.AddReceivingMiddleware(m.frontMiddleware)
+	m.addManagementTools(srv)
+	return srv
+}
+
+// instructions combines the children's instructions under their names.
+func (m *Mux) instructions() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("mcpflow serves several MCP servers here. Their tools and prompts are named SERVER" + m.sep + "NAME. list_servers shows them; reload_server rebuilds and restarts one.")
+	for _, n := range m.namesLocked() {
+		s := m.servers[n]
+		if s.cs == nil || s.cs.InitializeResult() == nil {
+			continue
+		}
+		if in := strings.TrimSpace(s.cs.InitializeResult().Instructions); in != "" {
+			fmt.Fprintf(&b, "\n\n## %s\n%s", n, in)
+		}
+	}
+	return b.String()
+}
+
+// frontMiddleware answers calls to tools that do not exist with a tool
+// error naming the servers that do, and sends logging/setLevel to every
+// child.
+func (m *Mux) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !m.knownTool(p.Name) {
+				return m.unknownTool(p.Name), nil
+			}
+		case "logging/setLevel":
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok {
+				m.setLevel(ctx, p)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (m *Mux) knownTool(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.tools[name]; ok {
+		return true
+	}
+	switch name {
+	case "add_server":
+		return !m.cfg.DisableAddServer
+	case "remove_server", "reload_server", "list_servers":
+		return true
+	}
+	return m.cfg.CallTool != "" && name == m.cfg.CallTool
+}
+
+// unknownTool explains a call to a tool the mux does not list.
+func (m *Mux) unknownTool(name string) *mcp.CallToolResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	srvName, tool, ok := Split(name, m.sep)
+	var msg string
+	switch s, exists := m.servers[srvName]; {
+	case name == "add_server":
+		msg = "add_server is turned off here ([mux] add_server = false in mcpflow.toml); " + m.existingLocked()
+	case !ok:
+		msg = fmt.Sprintf("unknown tool %q: tools of the servers behind mcpflow are named SERVER%sTOOL; %s", name, m.sep, m.existingLocked())
+	case !exists:
+		msg = fmt.Sprintf("no server named %q (it was removed, or never added): %s", srvName, m.existingLocked())
+	case s.status == StatusCrashed || s.status == StatusBuildFailed:
+		msg = fmt.Sprintf("server %q is down (%s): %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", srvName, s.status, s.report, srvName)
+	case s.status == StatusStarting:
+		msg = fmt.Sprintf("server %q is still starting; call list_servers to see when it runs, then call %q again", srvName, name)
+	default:
+		msg = fmt.Sprintf("server %q has no tool %q; its tools are: %s", srvName, tool, strings.Join(s.front, ", "))
+	}
+	return errResult(msg)
+}
+
+func errResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+func (m *Mux) setLevel(ctx context.Context, p *mcp.SetLoggingLevelParams) {
+	m.mu.Lock()
+	m.level = p
+	var all []*mcp.ClientSession
+	for _, s := range m.servers {
+		if s.cs != nil {
+			all = append(all, s.cs)
+		}
+	}
+	m.mu.Unlock()
+	for _, cs := range all {
+		_ = cs.SetLoggingLevel(ctx, p)
+	}
+}
+
+// session returns the client session of a running server, or the tool
+// error a call to it gets.
+func (m *Mux) session(name string) (*mcp.ClientSession, *mcp.CallToolResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.servers[name]
+	if !ok {
+		return nil, errResult(fmt.Sprintf("no server named %q (it was removed, or never added): %s", name, m.existingLocked()))
+	}
+	if s.status == StatusCrashed {
+		return nil, errResult(m.downText(s))
+	}
+	if s.cs == nil {
+		return nil, errResult(fmt.Sprintf("server %q is not connected (%s): call reload_server {\"name\": %q}", name, s.status, name))
+	}
+	return s.cs, nil
+}
+
+func (m *Mux) downText(s *server) string {
+	return fmt.Sprintf("server %q crashed: %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", s.spec.Name, s.report, s.spec.Name)
+}
+
+// toolHandler forwards a call to the child's own tool name.
+func (m *Mux) toolHandler(server, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return m.callChild(ctx, server, tool, req.Params)
+	}
+}
+
+func (m *Mux) callChild(ctx context.Context, server, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+	cs, bad := m.session(server)
+	if bad != nil {
+		return bad, nil
+	}
+	params := &mcp.CallToolParams{Meta: m.withLevel(p.Meta), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	if len(p.Arguments) > 0 {
+		params.Arguments = p.Arguments
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		return m.callError(ctx, server, err)
+	}
+	if res.IsError {
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				t.Text = strings.ReplaceAll(t.Text, relayTool, "reload_server {\"name\": \""+server+"\"}")
+			}
+		}
+	}
+	return res, nil
+}
+
+// withLevel adds the log level the client set with logging/setLevel to a
+// request's _meta, where a 2026-07-28 child looks for it.
+func (m *Mux) withLevel(meta mcp.Meta) mcp.Meta {
+	m.mu.Lock()
+	level := m.level
+	m.mu.Unlock()
+	if level == nil {
+		return meta
+	}
+	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
+		return meta
+	}
+	out := mcp.Meta{mcp.MetaKeyLogLevel: level.Level}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
+
+// callError turns a failed child call into one tool error (or the
+// cancellation the client asked for).
+func (m *Mux) callError(ctx context.Context, server string, err error) (*mcp.CallToolResult, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	m.mu.Lock()
+	s, exists := m.servers[server]
+	removed := !exists || s.removed
+	m.mu.Unlock()
+	if removed {
+		return errResult(fmt.Sprintf("server %q was removed before it answered: %s", server, m.existing())), nil
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == codeServerDown {
+		msg := strings.TrimPrefix(werr.Message, "mcpflow: ")
+		return errResult(fmt.Sprintf("server %q crashed before it answered: %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", server, msg, server)), nil
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return errResult(fmt.Sprintf("server %q went away before it answered: %s", server, m.existing())), nil
+	}
+	if errors.As(err, &werr) {
+		return nil, err // the child's own protocol error, passed on
+	}
+	return errResult(fmt.Sprintf("server %q: %v", server, err)), nil
+}
+
+// codeServerDown is the JSON-RPC error code with which a backend answers
+// calls pending on a child that exited.
+const codeServerDown = -32002
+
+func (m *Mux) promptHandler(server, prompt string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		cs, bad := m.session(server)
+		if bad != nil {
+			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
+		}
+		p := *req.Params
+		p.Name = prompt
+		return cs.GetPrompt(ctx, &p)
+	}
+}
+
+func (m *Mux) resourceHandler(server string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		cs, bad := m.session(server)
+		if bad != nil {
+			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
+		}
+		p := *req.Params
+		return cs.ReadResource(ctx, &p)
+	}
+}
+
+// owner finds the server that listed a resource URI, or whose template
+// matches it.
+func (m *Mux) owner(uri string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.res[uri]; ok {
+		return n, true
+	}
+	if n, ok := m.tmpls[uri]; ok {
+		return n, true
+	}
+	for t, n := range m.tmpls {
+		if matchTemplate(t, uri) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// matchTemplate reports whether uri fits an RFC 6570 template's literal
+// parts, in order.
+func matchTemplate(tmpl, uri string) bool {
+	rest := uri
+	first := true
+	for tmpl != "" {
+		lit, after, _ := strings.Cut(tmpl, "{")
+		if first {
+			if !strings.HasPrefix(rest, lit) {
+				return false
+			}
+			rest = rest[len(lit):]
+			first = false
+		} else if lit != "" {
+			i := strings.Index(rest, lit)
+			if i < 0 {
+				return false
+			}
+			rest = rest[i+len(lit):]
+		}
+		_, tmpl, _ = strings.Cut(after, "}")
+		if after == "" {
+			return rest == ""
+		}
+	}
+	return true
+}
+
+func (m *Mux) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	if p.Ref == nil {
+		return nil, errors.New("completion/complete: no ref")
+	}
+	ref := *p.Ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		m.mu.Lock()
+		r, ok := m.prompts[ref.Name]
+		m.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("no prompt %q: %s", ref.Name, m.existing())
+		}
+		server, ref.Name = r.server, r.name
+	case "ref/resource":
+		n, ok := m.owner(ref.URI)
+		if !ok {
+			return nil, fmt.Errorf("no server lists resource %q", ref.URI)
+		}
+		server = n
+	default:
+		return nil, fmt.Errorf("completion/complete: unknown ref type %q", ref.Type)
+	}
+	cs, bad := m.session(server)
+	if bad != nil {
+		return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
+	}
+	p.Ref = &ref
+	return cs.Complete(ctx, &p)
+}
+
+func (m *Mux) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	cs, err := m.resourceSession(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	return cs.Subscribe(ctx, req.Params)
+}
+
+func (m *Mux) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	cs, err := m.resourceSession(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	return cs.Unsubscribe(ctx, req.Params)
+}
+
+func (m *Mux) resourceSession(uri string) (*mcp.ClientSession, error) {
+	n, ok := m.owner(uri)
+	if !ok {
+		return nil, fmt.Errorf("no server lists resource %q", uri)
+	}
+	cs, bad := m.session(n)
+	if bad != nil {
+		return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
+	}
+	return cs, nil
+}
+
+// frontSession is the client's session, once it connected.
+func (m *Mux) frontSession() (*mcp.ServerSession, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.front == nil {
+		return nil, errors.New("mcpflow: no client is connected yet")
+	}
+	return m.front, nil
+}
+
+// clientOptions are the handlers of the mux's client toward one child:
+// requests from the child go to the client, notifications are passed on.
+func (m *Mux) clientOptions(s *server) *mcp.ClientOptions {
+	name := s.spec.Name
+	return &mcp.ClientOptions{
+		Logger: m.sdkLogger(),
+		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			ss, err := m.frontSession()
+			if err != nil {
+				return nil, err
+			}
+			return ss.CreateMessageWithTools(ctx, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			ss, err := m.frontSession()
+			if err != nil {
+				return nil, err
+			}
+			return ss.Elicit(ctx, req.Params)
+		},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.markRelist() },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.markRelist() },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.markRelist() },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			m.mu.Lock()
+			srv := m.srv
+			m.mu.Unlock()
+			if srv != nil {
+				_ = srv.ResourceUpdated(ctx, req.Params)
+			}
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			ss, err := m.frontSession()
+			if err != nil {
+				return
+			}
+			p := *req.Params
+			p.Logger = name + loggerSuffix(p.Logger)
+			_ = ss.Log(ctx, &p)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			ss, err := m.frontSession()
+			if err != nil {
+				return
+			}
+			_ = ss.NotifyProgress(ctx, req.Params)
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}
+}
+
+func loggerSuffix(l string) string {
+	if l == "" {
+		return ""
+	}
+	return "/" + l
+}
+
+// syncRoots copies a legacy client's roots to every child client, which
+// answers its child's roots/list from them (and tells it when they
+// change). A 2026-07-28 client's roots reach children through their
+// input_required results instead.
+func (m *Mux) syncRoots(ss *mcp.ServerSession) {
+	m.rootsMu.Lock()
+	defer m.rootsMu.Unlock()
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil && !ip.Capabilities.Roots.ListChanged {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		m.log.Warn("asking the client for its roots failed", "err", err)
+		return
+	}
+	m.mu.Lock()
+	old := m.roots
+	m.roots = res.Roots
+	var clients []*mcp.Client
+	for _, s := range m.servers {
+		if s.client != nil {
+			clients = append(clients, s.client)
+		}
+	}
+	m.mu.Unlock()
+	var uris []string
+	for _, r := range old {
+		uris = append(uris, r.URI)
+	}
+	for _, c := range clients {
+		if len(uris) > 0 {
+			c.RemoveRoots(uris...)
+		}
+		c.AddRoots(res.Roots...)
+	}
+}
