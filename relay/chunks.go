@@ -214,7 +214,7 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
 func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.forwardChunks(c, env, chunks) {
+	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))

@@ -37,7 +37,7 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 		r.reply(resultResponse(id, r.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
 	case "tools/call":
 		r.notices = nil
-		r.reply(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true)))
+		r.reply(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":

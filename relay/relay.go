@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // Config is what the relay needs. The zero value of every field but
@@ -55,30 +56,28 @@ type Config struct {
 	// go build can take minutes.
 	StartupGrace time.Duration
 
-	Recompiler Recompiler  // runs build + Restart for the recompile tool; nil = Restart only
-	Logger     *log.Logger // nil = discard
-	Version    string      // mcpflow's version, for its own serverInfo
+	// OnEvent, when set, is told what happens to the child (see Event), in
+	// order, from a goroutine of the relay's that holds no relay lock. A
+	// slow callback delays later events, never the relay.
+	OnEvent func(Event)
+	// Traffic, when set, is called with every message as read from either
+	// peer, before the relay rewrites it: fromClient is true for the
+	// client's messages, gen is the generation of the child the message
+	// came from or (client messages) of the current child, 0 if none.
+	// Messages the relay makes itself are not shown. It is called on the
+	// relay's hot path, with no relay lock held: it must return quickly,
+	// and must not keep msg (or write to it) after it returns.
+	Traffic func(fromClient bool, gen int, msg []byte)
+
+	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
+	Logger     *slog.Logger // nil = discard
+	Version    string       // mcpflow's version, for its own serverInfo
 }
 
 // Recompiler rebuilds the server and restarts it through Restart. The
-// builder satisfies it (through a small adapter in cmd/mcpflow).
+// builder satisfies it.
 type Recompiler interface {
-	Recompile(ctx context.Context, progress func(msg string)) BuildOutcome
-}
-
-// BuildOutcome is what the recompile tool reports to the agent.
-type BuildOutcome struct {
-	Trigger     string   // "startup", "watch", "recompile"
-	Changed     []string // files that triggered a watch build
-	Skipped     bool     // no build step configured
-	OK          bool     // the build succeeded (or was skipped)
-	Errors      string   // build output trimmed for the agent
-	BuildTime   time.Duration
-	Err         error // why the build failed
-	Restarted   bool
-	RestartTime time.Duration
-	Summary     string // Restart's summary
-	RestartErr  error
+	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
 type state int
@@ -103,10 +102,12 @@ const (
 // servers. See the package documentation for its guarantees.
 type Relay struct {
 	cfg      Config
-	log      *log.Logger
-	childLog *log.Logger
+	log      *slog.Logger
+	childLog *slog.Logger // the child's stderr
 	spec     childSpec
 	ids      atomic.Int64
+	events   *eventQueue
+	curGen   atomic.Int64 // r.gen, for Traffic without the lock
 
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
@@ -233,16 +234,17 @@ func New(cfg Config) *Relay {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = log.New(io.Discard)
+		logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
 		cfg:        cfg,
 		log:        logger,
-		childLog:   logger.WithPrefix("server"),
+		childLog:   logger.WithGroup("server"),
 		ctx:        ctx,
 		cancel:     cancel,
 		out:        newOutbox(),
+		events:     newEventQueue(cfg.OnEvent),
 		subs:       map[string][]byte{},
 		pending:    map[string]*pending{},
 		listens:    map[string]*listen{},
@@ -285,6 +287,9 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 				readErr <- err
 				return
 			}
+			if r.cfg.Traffic != nil {
+				r.cfg.Traffic(true, int(r.curGen.Load()), line)
+			}
 			r.fromClient(line)
 		}
 	}()
@@ -325,6 +330,7 @@ func (r *Relay) shutdown() {
 		c.stop(r.cfg.StopTimeout)
 	}
 	r.children.Wait()
+	r.events.close()
 	r.out.close()
 	select {
 	case <-r.out.done:

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // handshakeTimeout bounds each step of bringing a new child up.
@@ -18,22 +20,32 @@ const handshakeTimeout = 30 * time.Second
 // old child (every request pending on it gets one error), start the new one,
 // replay the session (legacy handshake and state, or the modern listen
 // streams), flush the held messages and tell the client its lists changed.
-// The first call starts the first child. It returns a short summary for the
-// agent: timings and the tool diff. On error the relay is left down, with a
-// report that tools/call results show.
-func (r *Relay) Restart(ctx context.Context) (string, error) {
+// The first call starts the first child. It returns what it did: timings,
+// the tool diff, how the new handshake differs. On error the relay is left
+// down, with a report that tools/call results show, and the returned
+// Restart (never nil) carries the error too.
+func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return r.restart(ctx, false)
 }
 
-func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
+func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error) {
+	res := &result.Restart{}
+	t0 := time.Now()
+	fail := func(err error) (*result.Restart, error) {
+		res.Err = err
+		res.Duration = time.Since(t0)
+		if !errors.Is(err, errClosed) {
+			r.events.post(Event{Kind: RestartFailed, Gen: res.Gen, Pid: res.Pid, Report: err.Error(), Restart: res})
+		}
+		return res, err
+	}
 	r.restartMu.Lock()
 	defer r.restartMu.Unlock()
-	t0 := time.Now()
 
 	r.mu.Lock()
 	if r.state == stateClosed {
 		r.mu.Unlock()
-		return "", errClosed
+		return fail(errClosed)
 	}
 	old := r.child
 	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
@@ -63,15 +75,16 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 		old.stop(r.cfg.StopTimeout)
 		<-old.reaped
 	}
-	stopDur := time.Since(tStop)
+	res.Stop = time.Since(tStop)
 
 	tStart := time.Now()
 	c, err := r.spawn()
 	if err != nil {
 		r.goDown(fmt.Sprintf("the MCP server could not be started: %v", err))
-		return "", err
+		return fail(err)
 	}
-	startDur := time.Since(tStart)
+	res.Gen, res.Pid = c.gen, c.pid
+	res.Start = time.Since(tStart)
 
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
@@ -81,38 +94,34 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	tReplay := time.Now()
 	changes, err := r.replay(ctx, c)
 	if err != nil {
-		return "", r.failStart(c, err)
+		return fail(r.failStart(c, err))
 	}
-	replayDur := time.Since(tReplay)
+	res.Handshake = changes
+	res.Replay = time.Since(tReplay)
 
 	tTools := time.Now()
-	hadTools := r.haveTools // a first start has nothing to diff against
-	var diff string
-	var details []string
 	r.mu.Lock()
 	ready := r.sessionReady()
 	r.mu.Unlock()
 	if ready {
 		tools, err := r.fetchTools(ctx, c)
 		if err != nil {
-			return "", r.failStart(c, err)
+			return fail(r.failStart(c, err))
 		}
-		if r.haveTools {
-			diff, details = diffTools(r.baseline, tools)
-		}
+		res.Tools = diffTools(r.baseline, tools, r.haveTools) // a first start has nothing to diff against
 		r.baseline, r.haveTools = tools, true
 	}
-	toolsDur := time.Since(tTools)
+	res.ToolsList = time.Since(tTools)
 
 	r.mu.Lock()
 	if r.state == stateClosed {
 		r.mu.Unlock()
-		return "", errClosed
+		return fail(errClosed)
 	}
 	if r.child != c {
 		report := r.downReport
 		r.mu.Unlock()
-		return "", errors.New(report)
+		return fail(errors.New(report))
 	}
 	r.state = stateUp
 	r.downReport = ""
@@ -123,37 +132,49 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 		r.sendListChanged()
 	}
 	r.flushQueue()
+	res.Duration = time.Since(t0)
+	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
 	r.mu.Unlock()
 
-	total := time.Since(t0)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
-		round(total), round(stopDur), round(startDur), round(replayDur), round(toolsDur))
-	switch {
-	case !ready || !hadTools:
-	case diff == "":
-		b.WriteString("Tools: unchanged.\n")
-	case diff != "":
-		fmt.Fprintf(&b, "Tools: %s\n", diff)
-		for _, d := range details {
-			b.WriteString("  " + d + "\n")
-		}
-	}
-	for _, ch := range changes {
-		b.WriteString("Note: " + ch + "\n")
-	}
-	r.log.Debug("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready && hadTools))
-	return b.String(), nil
+	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
+		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
+	return res, nil
 }
 
-func diffOr(diff string, known bool) string {
-	switch {
-	case !known:
+func diffOr(d result.ToolDiff) string {
+	if !d.Known {
 		return "(no earlier list)"
-	case diff == "":
-		return "unchanged"
 	}
-	return diff
+	return d.String()
+}
+
+// restartText is the agent's rendering of a restart.
+func restartText(res *result.Restart) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
+		result.Dur(res.Duration), result.Dur(res.Stop), result.Dur(res.Start), result.Dur(res.Replay), result.Dur(res.ToolsList))
+	d := res.Tools
+	switch {
+	case !d.Known:
+	case d.Empty():
+		b.WriteString("Tools: unchanged.\n")
+	default:
+		fmt.Fprintf(&b, "Tools: %s\n", d)
+		for _, n := range d.Current {
+			det, ok := d.Details[n]
+			switch {
+			case !ok:
+			case slices.Contains(d.Added, n):
+				fmt.Fprintf(&b, "  %s (new): %s\n  input schema: %s\n", n, det.Description, det.InputSchema)
+			case det.SchemaChanged:
+				fmt.Fprintf(&b, "  %s (changed): input schema: %s\n", n, det.InputSchema)
+			}
+		}
+	}
+	for _, ch := range res.Handshake {
+		b.WriteString("Note: " + ch + "\n")
+	}
+	return b.String()
 }
 
 // respawn starts a fresh child without a build (initialize after discover).
@@ -203,20 +224,20 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 		if skip {
 			return
 		}
-		start := time.Now()
-		if _, err := r.restart(r.ctx, true); err != nil {
+		res, err := r.restart(r.ctx, true)
+		if err != nil {
 			if !errors.Is(err, errClosed) {
 				r.log.Error("restart after crash failed", "err", err)
 			}
 			return
 		}
-		r.log.Info("server restarted after its crash", "took", round(time.Since(start)))
+		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
 	}()
 }
 
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
-	text, isErr := r.runRecompile(r.ctx, nil)
+	text, isErr := formatOutcome(r.runRecompile(r.ctx, nil), r.cfg.Tool)
 	if isErr {
 		r.log.Error("rebuild failed", "trigger", why, "result", text)
 	}
@@ -242,7 +263,9 @@ func (r *Relay) spawn() (*child, error) {
 		return nil, err
 	}
 	r.child = c
+	r.curGen.Store(int64(gen))
 	r.childCaps = caps{}
+	r.events.post(Event{Kind: Starting, Gen: gen, Pid: c.pid})
 	r.children.Add(1)
 	go func() {
 		defer r.children.Done()
@@ -400,7 +423,7 @@ func (r *Relay) goDown(report string) {
 // NoteBuild tells the relay how a build cycle ended (the builder's
 // OnResult). A failed first build leaves the relay answering alone; a
 // failed automatic rebuild leaves a notice for the agent.
-func (r *Relay) NoteBuild(o BuildOutcome) {
+func (r *Relay) NoteBuild(o result.Build) {
 	if o.OK {
 		return
 	}
@@ -413,6 +436,7 @@ func (r *Relay) NoteBuild(o BuildOutcome) {
 	if o.Errors != "" {
 		report += ":\n" + strings.TrimRight(o.Errors, "\n")
 	}
+	r.events.post(Event{Kind: BuildFailed, Report: report})
 	switch r.state {
 	case stateStarting:
 		r.state = stateDown

@@ -8,6 +8,9 @@ import (
 
 // fromChild handles one line the child wrote on stdout.
 func (r *Relay) fromChild(c *child, msg []byte) {
+	if r.cfg.Traffic != nil {
+		r.cfg.Traffic(false, c.gen, msg)
+	}
 	env, err := peekEnvelope(msg)
 	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
 		// Not JSON-RPC: forwarding it would corrupt the client's stream.
@@ -149,8 +152,11 @@ func (r *Relay) childExited(c *child) {
 	defer r.mu.Unlock()
 	restarted := c.stopping.Load()
 	var report string
-	if !restarted {
+	if restarted {
+		r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.pid})
+	} else {
 		report = r.crashReport(c)
+		r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.pid, Report: report})
 	}
 	failed := 0
 	var handshake []queued

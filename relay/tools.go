@@ -8,7 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // toolDefs is the JSON of the relay's own tools, comma-separated, ready to
@@ -61,7 +62,7 @@ func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
 	if err := r.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
-		r.reply(resultResponse(id, r.toolResult(err.Error(), true)))
+		r.reply(resultResponse(id, r.toolResult(err.Error(), true, nil)))
 		return
 	}
 	token := clone(member(member(env.params, "_meta"), "progressToken"))
@@ -78,7 +79,8 @@ func (r *Relay) startRecompile(env envelope) {
 				r.out.send(request(nil, "notifications/progress", mustJSON(p)))
 			}
 		}
-		text, isErr := r.runRecompile(ctx, progress)
+		o := r.runRecompile(ctx, progress)
+		text, isErr := formatOutcome(o, r.cfg.Tool)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if _, ok := r.recompiles[key]; !ok {
@@ -86,30 +88,28 @@ func (r *Relay) startRecompile(env envelope) {
 		}
 		delete(r.recompiles, key)
 		r.notices = nil // the result says it all
-		r.reply(resultResponse(id, r.toolResult(text, isErr)))
+		r.reply(resultResponse(id, r.toolResult(text, isErr, o.Structured())))
 	}()
 }
 
-// runRecompile builds and restarts, and describes the outcome.
-func (r *Relay) runRecompile(ctx context.Context, progress func(string)) (string, bool) {
+// runRecompile builds and restarts, through the Recompiler when there is
+// one.
+func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.Build {
 	if r.cfg.Recompiler == nil {
-		start := time.Now()
-		sum, err := r.Restart(ctx)
-		if err != nil {
-			return "Restart failed: " + err.Error(), true
-		}
-		return fmt.Sprintf("Restarted in %s.\n%s", round(time.Since(start)), sum), false
+		rs, _ := r.Restart(ctx)
+		return result.Build{Trigger: "recompile", Skipped: true, OK: true, Restart: rs}
 	}
-	o := r.cfg.Recompiler.Recompile(ctx, progress)
-	return formatOutcome(o, r.cfg.Tool)
+	return r.cfg.Recompiler.Recompile(ctx, progress)
 }
 
-// formatOutcome is the text the agent reads after recompile.
-func formatOutcome(o BuildOutcome, tool string) (string, bool) {
+// formatOutcome is the text the agent reads after recompile; isErr when
+// the new server does not serve.
+func formatOutcome(o result.Build, tool string) (text string, isErr bool) {
 	var b strings.Builder
+	rs := o.Restart
 	switch {
 	case !o.OK:
-		fmt.Fprintf(&b, "Build failed after %s (%v). The previous server is still running, unchanged.\n", round(o.BuildTime), o.Err)
+		fmt.Fprintf(&b, "Build failed after %s (%v). The previous server is still running, unchanged.\n", result.Dur(o.Duration), o.Err)
 		if o.Errors != "" {
 			b.WriteString("\n")
 			b.WriteString(strings.TrimRight(o.Errors, "\n"))
@@ -117,29 +117,36 @@ func formatOutcome(o BuildOutcome, tool string) (string, bool) {
 		}
 		fmt.Fprintf(&b, "\nFix these errors, then call %s again.", tool)
 		return b.String(), true
-	case o.RestartErr != nil:
+	case rs == nil:
+		fmt.Fprintf(&b, "Build succeeded in %s; nothing was restarted.", result.Dur(o.Duration))
+		return b.String(), false
+	case rs.Err != nil:
 		fmt.Fprintf(&b, "Build succeeded")
 		if !o.Skipped {
-			fmt.Fprintf(&b, " in %s", round(o.BuildTime))
+			fmt.Fprintf(&b, " in %s", result.Dur(o.Duration))
 		}
-		fmt.Fprintf(&b, ", but the server did not start: %v\n", o.RestartErr)
+		fmt.Fprintf(&b, ", but the server did not start: %v\n", rs.Err)
 		fmt.Fprintf(&b, "\nFix the problem, then call %s again.", tool)
 		return b.String(), true
 	}
 	if o.Skipped {
-		fmt.Fprintf(&b, "Restarted in %s (no build step).\n", round(o.RestartTime))
+		fmt.Fprintf(&b, "Restarted in %s (no build step).\n", result.Dur(rs.Duration))
 	} else {
-		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s.\n", round(o.BuildTime), round(o.RestartTime))
+		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s.\n", result.Dur(o.Duration), result.Dur(rs.Duration))
 	}
-	b.WriteString(o.Summary)
+	b.WriteString(restartText(rs))
 	return strings.TrimRight(b.String(), "\n"), false
 }
 
-// toolResult is a CallToolResult with one text item.
-func (r *Relay) toolResult(text string, isErr bool) []byte {
+// toolResult is a CallToolResult with one text item and, when structured
+// is not nil, its structuredContent.
+func (r *Relay) toolResult(text string, isErr bool, structured any) []byte {
 	res := map[string]any{
 		"content": []json.RawMessage{textContent(text)},
 		"isError": isErr,
+	}
+	if structured != nil {
+		res["structuredContent"] = structured
 	}
 	if r.era == eraModern {
 		res["resultType"] = "complete"
@@ -216,34 +223,45 @@ func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
 	return all, nil
 }
 
-// diffTools describes how the tool list changed: +added -removed ~changed.
-func diffTools(old, cur []toolInfo) (line string, details []string) {
+// diffTools compares the tool lists by name, input schema and
+// description; known says whether old is a real earlier list.
+func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
+	d := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
 	om := map[string]toolInfo{}
 	for _, t := range old {
 		om[t.Name] = t
 	}
-	var parts []string
 	seen := map[string]bool{}
 	for _, t := range cur {
 		seen[t.Name] = true
+		d.Current = append(d.Current, t.Name)
+		if !known {
+			continue
+		}
 		o, ok := om[t.Name]
 		switch {
 		case !ok:
-			parts = append(parts, "+"+t.Name)
-			details = append(details, fmt.Sprintf("%s (new): %s\n  input schema: %s", t.Name, t.Description, compactJSON(t.InputSchema)))
+			d.Added = append(d.Added, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
 		case !sameJSON(o.InputSchema, t.InputSchema):
-			parts = append(parts, "~"+t.Name+" (input schema changed)")
-			details = append(details, fmt.Sprintf("%s (changed): input schema: %s", t.Name, compactJSON(t.InputSchema)))
+			d.Changed = append(d.Changed, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: true}
 		case o.Description != t.Description:
-			parts = append(parts, "~"+t.Name+" (description changed)")
+			d.Changed = append(d.Changed, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
 		}
 	}
-	for _, t := range old {
-		if !seen[t.Name] {
-			parts = append(parts, "-"+t.Name)
+	if known {
+		for _, t := range old {
+			if !seen[t.Name] {
+				d.Removed = append(d.Removed, t.Name)
+			}
 		}
 	}
-	return strings.Join(parts, " "), details
+	for _, l := range [][]string{d.Current, d.Added, d.Changed, d.Removed} {
+		slices.Sort(l)
+	}
+	return d
 }
 
 func sameJSON(a, b json.RawMessage) bool {
@@ -264,15 +282,4 @@ func compactJSON(b json.RawMessage) string {
 		return string(b)
 	}
 	return buf.String()
-}
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	default:
-		return d.Round(time.Microsecond)
-	}
 }

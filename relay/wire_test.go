@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	c := Config{
 		Command:     append([]string{fixtureBin, "-variant-file", variant}, args...),
 		StopTimeout: time.Second,
-		Logger:      log.NewWithOptions(logs, log.Options{Level: log.DebugLevel}),
+		Logger:      slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
 		Notices:     true,
 	}
 	if cfg != nil {
