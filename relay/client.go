@@ -239,7 +239,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 		delete(r.listens, key)
 		p, ok := r.pending[key]
 		if !ok {
-			if r.unhold(id) {
+			if r.held.remove(id) {
 				return // canceled while held: it is never sent
 			}
 			r.log.Debug("dropped a cancel for a request that is not in flight", "id", key)
@@ -279,48 +279,25 @@ func (r *Relay) clientResponse(msg []byte, env envelope) {
 
 // hold queues a client message while a restart or the first build runs.
 func (r *Relay) hold(msg []byte, env envelope) {
-	if env.isRequest() {
-		for _, m := range r.queue {
-			if m.env.isRequest() && bytes.Equal(m.env.id, env.id) {
-				r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
-				return
-			}
-		}
-	}
-	if len(r.queue) >= r.cfg.QueueSize || r.queueBytes+len(msg) > r.cfg.QueueBytes {
-		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", len(r.queue), r.queueBytes)
+	switch r.held.add(msg, env, time.Now()) {
+	case duplicate:
+		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+	case full:
+		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", r.held.len(), r.held.bytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.method)
 		if env.isRequest() {
 			r.reply(errorResponse(env.id, codeQueueFull, reason, nil))
 		}
-		return
 	}
-	r.queue = append(r.queue, queued{msg: msg, env: env, at: time.Now()})
-	r.queueBytes += len(msg)
-}
-
-// unhold removes a held request with the given id. r.mu is held.
-func (r *Relay) unhold(id []byte) bool {
-	for i, m := range r.queue {
-		if m.env.isRequest() && bytes.Equal(m.env.id, id) {
-			r.queueBytes -= len(m.msg)
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
 }
 
 // flushQueue dispatches the held messages in order. r.mu is held. A
 // message that finds the relay restarting again is held again, behind
 // none of the others, so order is kept.
 func (r *Relay) flushQueue() {
-	q := r.queue
-	r.queue, r.queueBytes = nil, 0
-	for _, m := range q {
+	for _, m := range r.held.take() {
 		if r.state == stateStarting || r.state == stateRestarting {
-			r.queue = append(r.queue, m)
-			r.queueBytes += len(m.msg)
+			r.held.put(m)
 			continue
 		}
 		r.dispatchQueued(m)
@@ -353,21 +330,11 @@ func (r *Relay) expireQueue() {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		keep := r.queue[:0]
-		for _, m := range r.queue {
-			if time.Since(m.at) > r.cfg.QueueTimeout {
-				r.queueBytes -= len(m.msg)
-				if m.env.isRequest() {
-					r.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
-				}
-				continue
+		for _, m := range r.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
+			if m.env.isRequest() {
+				r.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
 			}
-			keep = append(keep, m)
 		}
-		for i := len(keep); i < len(r.queue); i++ {
-			r.queue[i] = queued{}
-		}
-		r.queue = keep
 		r.mu.Unlock()
 	}
 }

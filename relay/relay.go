@@ -137,8 +137,7 @@ type Relay struct {
 	serverReqs   map[string]serverReq
 	waiters      map[string]chan []byte
 	recompiles   map[string]context.CancelFunc
-	queue        []queued
-	queueBytes   int
+	held         holdQueue
 	notices      []string
 	junkWarned   bool
 	envOver      map[string]string // accepted recompile env overrides
@@ -180,12 +179,6 @@ type listen struct {
 type serverReq struct {
 	gen    int
 	origID []byte
-}
-
-type queued struct {
-	msg []byte
-	env envelope
-	at  time.Time
 }
 
 type caps struct{ prompts, resources bool }
@@ -244,6 +237,7 @@ func New(cfg Config) *Relay {
 		ctx:        ctx,
 		cancel:     cancel,
 		out:        newOutbox(),
+		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
 		events:     newEventQueue(cfg.OnEvent),
 		subs:       map[string][]byte{},
 		pending:    map[string]*pending{},
