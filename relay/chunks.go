@@ -226,11 +226,11 @@ func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := string(env.id)
-	p, ok := r.pending[key]
-	if !ok || p.gen != c.gen || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.notices) == 0) {
+	p, ok := r.ids.lookup(key, c.gen)
+	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.notices) == 0) {
 		return false
 	}
-	delete(r.pending, key)
+	r.ids.forget(key)
 	r.out.sendParts(chunks)
 	return true
 }

@@ -109,7 +109,7 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
 		return
 	}
-	if _, dup := r.pending[key]; dup {
+	if r.ids.inFlight(key) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
@@ -213,7 +213,7 @@ func (r *Relay) forward(msg []byte, env envelope) {
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
 	}
-	r.pending[string(env.id)] = p
+	r.ids.track(string(env.id), p)
 	c.in.send(msg)
 }
 
@@ -237,7 +237,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 			return
 		}
 		delete(r.listens, key)
-		p, ok := r.pending[key]
+		p, ok := r.ids.forget(key)
 		if !ok {
 			if r.held.remove(id) {
 				return // canceled while held: it is never sent
@@ -246,7 +246,6 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 			return
 		}
 		// The request is over for the client: a late answer is dropped.
-		delete(r.pending, key)
 		if r.state == stateUp && r.child != nil && r.child.gen == p.gen {
 			r.child.in.send(msg)
 		}
@@ -264,12 +263,11 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 // to the child that asked, if that child is still the current one.
 func (r *Relay) clientResponse(msg []byte, env envelope) {
 	key := string(env.id)
-	sr, ok := r.serverReqs[key]
+	sr, ok := r.ids.mapBack(key)
 	if !ok {
 		r.log.Warn("dropped a client response to an unknown request id", "id", key)
 		return
 	}
-	delete(r.serverReqs, key)
 	if r.child == nil || r.child.gen != sr.gen || r.child.exited() {
 		r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", key)
 		return

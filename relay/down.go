@@ -52,7 +52,7 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 	case "subscriptions/listen":
 		l := newListen(msg, env.params)
 		r.listens[string(id)] = l
-		r.pending[string(id)] = &pending{kind: kindListen, gen: -1, method: env.method}
+		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.method})
 		r.out.send(selfAck(id, l))
 	default:
 		r.reply(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))

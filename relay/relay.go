@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,7 +104,6 @@ type Relay struct {
 	log      *slog.Logger
 	childLog *slog.Logger // the child's stderr
 	spec     childSpec
-	ids      atomic.Int64
 	events   *eventQueue
 	curGen   atomic.Int64 // r.gen, for Traffic without the lock
 
@@ -132,10 +130,8 @@ type Relay struct {
 	lastMetaRaw  []byte // that request's whole _meta, to skip recomputing it
 	logLevel     []byte // params of the last logging/setLevel
 	subs         map[string][]byte
-	pending      map[string]*pending
+	ids          *router
 	listens      map[string]*listen
-	serverReqs   map[string]serverReq
-	waiters      map[string]chan []byte
 	recompiles   map[string]context.CancelFunc
 	held         holdQueue
 	notices      []string
@@ -150,35 +146,12 @@ type Relay struct {
 	openBatches atomic.Int32
 }
 
-type pending struct {
-	kind   kind
-	gen    int
-	method string
-	msg    []byte // the request, kept for initialize and server/discover only
-}
-
-type kind int
-
-const (
-	kindPlain kind = iota
-	kindInitialize
-	kindDiscover
-	kindToolsList
-	kindListen
-	kindToolsCall
-)
-
 type listen struct {
 	msg         []byte
 	tools       bool
 	prompts     bool
 	resources   bool
 	awaitingAck bool // re-sent to a new child: its ack is consumed
-}
-
-type serverReq struct {
-	gen    int
-	origID []byte
 }
 
 type caps struct{ prompts, resources bool }
@@ -240,10 +213,8 @@ func New(cfg Config) *Relay {
 		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
 		events:     newEventQueue(cfg.OnEvent),
 		subs:       map[string][]byte{},
-		pending:    map[string]*pending{},
+		ids:        newRouter(),
 		listens:    map[string]*listen{},
-		serverReqs: map[string]serverReq{},
-		waiters:    map[string]chan []byte{},
 		recompiles: map[string]context.CancelFunc{},
 		envOver:    map[string]string{},
 		batches:    map[string]*batch{},
@@ -330,10 +301,6 @@ func (r *Relay) shutdown() {
 	case <-r.out.done:
 	case <-time.After(time.Second):
 	}
-}
-
-func (r *Relay) nextID(tag string) []byte {
-	return []byte(reservedPrefix + tag + strconv.FormatInt(r.ids.Add(1), 10) + `"`)
 }
 
 // describeDown says why no server runs, for errors and tool results.

@@ -292,7 +292,7 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		for _, k := range slices.Sorted(maps.Keys(r.listens)) {
 			l := r.listens[k]
 			l.awaitingAck = true
-			r.pending[k] = &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"}
+			r.ids.track(k, &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"})
 			c.in.send(l.msg)
 		}
 		return nil, nil
@@ -320,10 +320,10 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 			c.in.send(request(nil, "notifications/initialized", nil))
 		}
 		if r.logLevel != nil {
-			c.in.send(request(r.nextID(""), "logging/setLevel", r.logLevel))
+			c.in.send(request(r.ids.newID(""), "logging/setLevel", r.logLevel))
 		}
 		for _, u := range slices.Sorted(maps.Keys(r.subs)) {
-			c.in.send(request(r.nextID(""), "resources/subscribe", r.subs[u]))
+			c.in.send(request(r.ids.newID(""), "resources/subscribe", r.subs[u]))
 		}
 		return changes, nil
 	}
@@ -453,14 +453,13 @@ func (r *Relay) NoteBuild(o result.Build) {
 
 // call sends a request of the relay's own to c and waits for its result.
 func (r *Relay) call(ctx context.Context, c *child, method string, params []byte) ([]byte, error) {
-	ch := make(chan []byte, 1)
+	id := r.ids.newID("")
 	r.mu.Lock()
-	id := r.nextID("")
-	r.waiters[string(id)] = ch
+	ch := r.ids.wait(id)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		delete(r.waiters, string(id))
+		r.ids.unwait(id)
 		r.mu.Unlock()
 	}()
 	c.in.send(request(id, method, params))

@@ -43,14 +43,11 @@ func (r *Relay) fromChild(c *child, msg []byte) {
 func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
-		if ch, ok := r.waiters[key]; ok {
-			delete(r.waiters, key)
-			ch <- msg
-		}
+		r.ids.deliver(key, msg)
 		return
 	}
-	p, ok := r.pending[key]
-	if !ok || p.gen != c.gen {
+	p, ok := r.ids.lookup(key, c.gen)
+	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return
 	}
@@ -63,7 +60,7 @@ func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 		}
 		delete(r.listens, key)
 	}
-	delete(r.pending, key)
+	r.ids.forget(key)
 	switch p.kind {
 	case kindInitialize:
 		msg = r.forceResult(c, msg, env, true)
@@ -83,8 +80,7 @@ func (r *Relay) childRequest(c *child, msg []byte, env envelope) {
 	if c != r.child || r.state == stateClosed {
 		return
 	}
-	id := r.nextID(fmt.Sprintf("s%d-", c.gen))
-	r.serverReqs[string(id)] = serverReq{gen: c.gen, origID: clone(env.id)}
+	id := r.ids.renumber(c.gen, env.id)
 	r.out.send(splice(msg, env.idStart, env.idEnd, id))
 }
 
@@ -104,14 +100,9 @@ func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
 		}
 	case "notifications/cancelled":
 		// The child cancels one of its own requests to the client.
-		orig := string(member(env.params, "requestId"))
-		for id, sr := range r.serverReqs {
-			if sr.gen == c.gen && string(sr.origID) == orig {
-				delete(r.serverReqs, id)
-				if vs, ve, ok := memberSpan(env.params, "requestId"); ok {
-					r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
-				}
-				return
+		if id, ok := r.ids.cancelServerReq(c.gen, member(env.params, "requestId")); ok {
+			if vs, ve, ok := memberSpan(env.params, "requestId"); ok {
+				r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
 			}
 		}
 		return
@@ -130,8 +121,8 @@ func (r *Relay) childTooLarge(c *child, tl *errTooLarge) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := string(id)
-	if p, ok := r.pending[key]; ok && p.gen == c.gen && p.kind != kindListen {
-		delete(r.pending, key)
+	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
+		r.ids.forget(key)
 		r.reply(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
 	}
 }
@@ -160,11 +151,8 @@ func (r *Relay) childExited(c *child) {
 	}
 	failed := 0
 	var handshake []queued
-	for key, p := range r.pending {
-		if p.gen != c.gen || p.kind == kindListen {
-			continue
-		}
-		delete(r.pending, key)
+	for _, pr := range r.ids.takeGen(c.gen) {
+		key, p := pr.key, pr.p
 		if !restarted && (p.kind == kindInitialize || p.kind == kindDiscover) {
 			// The session must survive a server that dies at once: the
 			// relay answers the handshake itself, once it is down.
@@ -179,11 +167,6 @@ func (r *Relay) childExited(c *child) {
 				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
 		} else {
 			r.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
-		}
-	}
-	for id, sr := range r.serverReqs {
-		if sr.gen == c.gen {
-			delete(r.serverReqs, id)
 		}
 	}
 	if restarted || r.child != c {
