@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -117,7 +116,7 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
-	r.noteEra(env)
+	r.sess.note(env, r.log)
 
 	if env.method == "tools/call" {
 		switch toolName(env.params) {
@@ -141,37 +140,6 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 	}
 }
 
-// noteEra decides the protocol era on the first message that decides it
-// (DESIGN §2) and remembers the _meta triple of modern requests.
-func (r *Relay) noteEra(env envelope) {
-	if env.method == "initialize" {
-		if r.era == eraUnknown {
-			r.era = eraLegacy
-			r.log.Debug("protocol era: legacy (initialize)")
-		}
-		return
-	}
-	meta := member(env.params, "_meta")
-	if meta == nil {
-		return
-	}
-	pv := member(meta, metaProtocolVersion)
-	if len(pv) == 0 || pv[0] != '"' {
-		return
-	}
-	if v, _ := unquote(pv); v < modernVersion {
-		return
-	}
-	if !bytes.Equal(meta, r.lastMetaRaw) { // the same on every request, as a rule
-		r.lastMetaRaw = clone(meta)
-		r.lastMeta = metaTriple(meta)
-	}
-	if r.era == eraUnknown && env.method != "server/discover" {
-		r.era = eraModern
-		r.log.Debug("protocol era: modern (per-request _meta)")
-	}
-}
-
 // forward sends a client request to the current child. r.mu is held and a
 // child is up.
 func (r *Relay) forward(msg []byte, env envelope) {
@@ -188,8 +156,8 @@ func (r *Relay) forward(msg []byte, env envelope) {
 			go r.respawn()
 			return
 		}
-		r.initReq = msg
-		r.selfInit = false
+		r.sess.initReq = msg
+		r.sess.selfInit = false
 		c.gotInit = true
 		k = kindInitialize
 	case "server/discover":
@@ -200,14 +168,14 @@ func (r *Relay) forward(msg []byte, env envelope) {
 	case "tools/call":
 		k = kindToolsCall
 	case "subscriptions/listen":
-		r.listens[string(env.id)] = newListen(msg, env.params)
+		r.sess.listens[string(env.id)] = newListen(msg, env.params)
 		k = kindListen
 	case "logging/setLevel":
-		r.logLevel = clone(env.params)
+		r.sess.logLevel = clone(env.params)
 	case "resources/subscribe":
-		r.subs[uriOf(env.params)] = clone(env.params)
+		r.sess.subs[uriOf(env.params)] = clone(env.params)
 	case "resources/unsubscribe":
-		delete(r.subs, uriOf(env.params))
+		delete(r.sess.subs, uriOf(env.params))
 	}
 	p := &pending{kind: k, gen: c.gen, method: env.method}
 	if k == kindInitialize || k == kindDiscover {
@@ -224,8 +192,8 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 			r.hold(msg, env) // counted when it is delivered
 			return
 		}
-		r.clientInit = true
-		if r.selfInit {
+		r.sess.clientInit = true
+		if r.sess.selfInit {
 			return // the relay answered initialize; the child gets its own later
 		}
 	case "notifications/cancelled":
@@ -236,7 +204,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 			cancel()
 			return
 		}
-		delete(r.listens, key)
+		delete(r.sess.listens, key)
 		p, ok := r.ids.forget(key)
 		if !ok {
 			if r.held.remove(id) {

@@ -89,14 +89,6 @@ const (
 	stateClosed
 )
 
-type era int
-
-const (
-	eraUnknown era = iota
-	eraLegacy
-	eraModern
-)
-
 // Relay carries JSON-RPC between one client and a succession of child
 // servers. See the package documentation for its guarantees.
 type Relay struct {
@@ -120,20 +112,10 @@ type Relay struct {
 	child        *child
 	gen          int
 	downReport   string
-	era          era
-	initReq      []byte // the client's initialize request, as sent
-	initResult   []byte // the child's initialize (or discover) result, forced
-	selfInit     bool   // the relay answered initialize itself
-	clientInit   bool   // the client sent notifications/initialized
-	childCaps    caps   // what the current child declared
-	lastMeta     []byte // the _meta triple of the client's latest modern request
-	lastMetaRaw  []byte // that request's whole _meta, to skip recomputing it
-	logLevel     []byte // params of the last logging/setLevel
-	subs         map[string][]byte
 	ids          *router
-	listens      map[string]*listen
 	recompiles   map[string]context.CancelFunc
 	held         holdQueue
+	sess         session
 	notices      []string
 	junkWarned   bool
 	envOver      map[string]string // accepted recompile env overrides
@@ -145,16 +127,6 @@ type Relay struct {
 	batches     map[string]*batch // client request id -> the batch it came in
 	openBatches atomic.Int32
 }
-
-type listen struct {
-	msg         []byte
-	tools       bool
-	prompts     bool
-	resources   bool
-	awaitingAck bool // re-sent to a new child: its ack is consumed
-}
-
-type caps struct{ prompts, resources bool }
 
 // The defaults of Config's zero values. The config file's defaults are
 // these same constants.
@@ -212,9 +184,8 @@ func New(cfg Config) *Relay {
 		out:        newOutbox(),
 		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
 		events:     newEventQueue(cfg.OnEvent),
-		subs:       map[string][]byte{},
+		sess:       newSession(),
 		ids:        newRouter(),
-		listens:    map[string]*listen{},
 		recompiles: map[string]context.CancelFunc{},
 		envOver:    map[string]string{},
 		batches:    map[string]*batch{},

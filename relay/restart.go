@@ -49,7 +49,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	}
 	old := r.child
 	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
-	if !r.haveTools && old == nil && r.state == stateDown && r.era != eraUnknown {
+	if !r.haveTools && old == nil && r.state == stateDown && r.sess.era != eraUnknown {
 		// Down until now: the client has seen no tools but the relay's.
 		r.baseline, r.haveTools = []toolInfo{}, true
 	}
@@ -127,9 +127,10 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.downReport = ""
 	// Only a session that existed before this child hears of the change:
 	// held messages may be the client's very first handshake.
-	established := r.era == eraLegacy && r.clientInit || r.era == eraModern && len(r.listens) > 0
-	if established {
-		r.sendListChanged()
+	if st := r.sess.strategy(); st != nil && st.established(&r.sess) {
+		for _, m := range st.listChanged(&r.sess, r.sess.listKinds()) {
+			r.out.send(m)
+		}
 	}
 	r.flushQueue()
 	res.Duration = time.Since(t0)
@@ -264,7 +265,7 @@ func (r *Relay) spawn() (*child, error) {
 	}
 	r.child = c
 	r.curGen.Store(int64(gen))
-	r.childCaps = caps{}
+	r.sess.childCaps = caps{}
 	r.events.post(Event{Kind: Starting, Gen: gen, Pid: c.pid})
 	r.children.Add(1)
 	go func() {
@@ -283,20 +284,16 @@ func (r *Relay) spawn() (*child, error) {
 // what differs from the previous child's answer.
 func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 	r.mu.Lock()
-	era, initReq, prevResult := r.era, r.initReq, r.initResult
+	st, initReq, prevResult := r.sess.strategy(), r.sess.initReq, r.sess.initResult
 	r.mu.Unlock()
-	switch {
-	case era == eraModern:
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, k := range slices.Sorted(maps.Keys(r.listens)) {
-			l := r.listens[k]
-			l.awaitingAck = true
-			r.ids.track(k, &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"})
-			c.in.send(l.msg)
-		}
+	var changes []string
+	switch st.(type) {
+	case nil:
 		return nil, nil
-	case initReq != nil:
+	case legacyEra:
+		if initReq == nil {
+			return nil, nil // initialize is held: it reaches the child when flushed
+		}
 		env, err := peekEnvelope(initReq)
 		if err != nil {
 			return nil, err
@@ -312,22 +309,18 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		c.gotInit = true
-		r.selfInit = false // the child holds the session from now on
-		r.childCaps = declaredCaps(res)
-		r.initResult = forced
-		changes := compareInit(prevResult, forced)
-		if r.clientInit {
-			c.in.send(request(nil, "notifications/initialized", nil))
-		}
-		if r.logLevel != nil {
-			c.in.send(request(r.ids.newID(""), "logging/setLevel", r.logLevel))
-		}
-		for _, u := range slices.Sorted(maps.Keys(r.subs)) {
-			c.in.send(request(r.ids.newID(""), "resources/subscribe", r.subs[u]))
-		}
-		return changes, nil
+		r.sess.selfInit = false // the child holds the session from now on
+		r.sess.childCaps = declaredCaps(res)
+		r.sess.initResult = forced
+		changes = compareInit(prevResult, forced)
+	default:
+		r.mu.Lock()
+		defer r.mu.Unlock()
 	}
-	return nil, nil
+	for _, m := range st.replay(&r.sess, r.ids, c.gen) {
+		c.in.send(m)
+	}
+	return changes, nil
 }
 
 // compareInit lists what a new child answered differently.
@@ -350,45 +343,7 @@ func compareInit(prev, cur []byte) []string {
 
 // sessionReady reports whether the client's session lets the relay send
 // requests of its own to the child. r.mu is held.
-func (r *Relay) sessionReady() bool {
-	switch r.era {
-	case eraLegacy:
-		return r.initReq != nil && r.clientInit && !r.selfInit || r.child != nil && r.child.gotInit && r.clientInit
-	case eraModern:
-		return r.lastMeta != nil
-	}
-	return false
-}
-
-// sendListChanged tells the client its lists changed. r.mu is held.
-func (r *Relay) sendListChanged() {
-	kinds := []string{"tools"}
-	if r.childCaps.prompts {
-		kinds = append(kinds, "prompts")
-	}
-	if r.childCaps.resources {
-		kinds = append(kinds, "resources")
-	}
-	switch r.era {
-	case eraLegacy:
-		if !r.clientInit {
-			return
-		}
-		for _, k := range kinds {
-			r.out.send(request(nil, "notifications/"+k+"/list_changed", nil))
-		}
-	case eraModern:
-		for _, key := range slices.Sorted(maps.Keys(r.listens)) {
-			l := r.listens[key]
-			for _, k := range kinds {
-				if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
-					p := map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: json.RawMessage(key)}}
-					r.out.send(request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
-				}
-			}
-		}
-	}
-}
+func (r *Relay) sessionReady() bool { return r.sess.ready(r.child) }
 
 // failStart stops a child that came up broken and leaves the relay down.
 func (r *Relay) failStart(c *child, err error) error {

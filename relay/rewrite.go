@@ -17,8 +17,8 @@ func (r *Relay) forceResult(c *child, msg []byte, env envelope, isInit bool) []b
 		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	r.childCaps = declaredCaps(env.result)
-	r.initResult = res
+	r.sess.childCaps = declaredCaps(env.result)
+	r.sess.initResult = res
 	return splice(msg, env.resStart, env.resStart+len(env.result), res)
 }
 

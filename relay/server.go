@@ -52,13 +52,13 @@ func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 		return
 	}
 	if p.kind == kindListen {
-		if l := r.listens[key]; l != nil && l.tools {
+		if l := r.sess.listens[key]; l != nil && l.tools {
 			// The relay keeps this stream open: it sends tools/list_changed
 			// itself after each restart.
 			r.log.Debug("kept a subscriptions/listen open that the server ended", "id", key)
 			return
 		}
-		delete(r.listens, key)
+		delete(r.sess.listens, key)
 	}
 	r.ids.forget(key)
 	switch p.kind {
@@ -90,7 +90,7 @@ func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
 	}
 	switch env.method {
 	case "notifications/subscriptions/acknowledged":
-		l := r.listens[string(subscriptionID(env.params))]
+		l := r.sess.listens[string(subscriptionID(env.params))]
 		if l != nil && l.awaitingAck {
 			l.awaitingAck = false
 			return

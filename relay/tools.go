@@ -148,7 +148,7 @@ func (r *Relay) toolResult(text string, isErr bool, structured any) []byte {
 	if structured != nil {
 		res["structuredContent"] = structured
 	}
-	if r.era == eraModern {
+	if r.sess.era == eraModern {
 		res["resultType"] = "complete"
 	}
 	return mustJSON(res)
@@ -201,7 +201,7 @@ func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
 			params = map[string]any{"cursor": cursor}
 		}
 		r.mu.Lock()
-		p := r.withMeta(params)
+		p := r.sess.withMeta(params)
 		r.mu.Unlock()
 		res, err := r.call(ctx, c, "tools/list", p)
 		if err != nil {

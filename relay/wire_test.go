@@ -285,7 +285,7 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 		t.Fatal("no restart line in the log")
 	}
 	w.r.mu.Lock()
-	level := string(w.r.logLevel)
+	level := string(w.r.sess.logLevel)
 	w.r.mu.Unlock()
 	if !strings.Contains(level, "debug") {
 		t.Fatalf("log level not kept for replay: %q", level)
