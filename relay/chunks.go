@@ -214,7 +214,7 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
 func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
+	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))
@@ -227,7 +227,7 @@ func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool
 	defer r.mu.Unlock()
 	key := string(env.id)
 	p, ok := r.ids.lookup(key, c.gen)
-	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.notices) == 0) {
+	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.tools.notices) == 0) {
 		return false
 	}
 	r.ids.forget(key)

@@ -50,36 +50,23 @@ func (r *Relay) clientBatch(msg []byte) {
 		return
 	}
 	envs := make([]envelope, len(elems))
-	b := &batch{}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.batchMu.Lock()
 	for i, el := range elems {
 		env, err := peekEnvelope(el)
 		if err != nil || env.isArray {
-			b.out = append(b.out, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
-			envs[i].isArray = true // skip it below
+			envs[i].isArray = true // not a JSON-RPC object: answered by begin, skipped below
 			continue
 		}
 		envs[i] = env
-		key := string(env.id)
-		if env.isRequest() && key != "null" && r.batches[key] == nil {
-			r.batches[key] = b
-			b.want++
-		}
 	}
-	r.openBatches.Add(1)
-	b.want++ // held until every element is dispatched
-	r.batchMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.batches.begin(envs, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
 	for i, el := range elems {
 		if !envs[i].isArray {
 			r.dispatchClient(el, envs[i])
 		}
 	}
-	r.batchMu.Lock()
-	b.want--
-	r.finishBatch(b)
-	r.batchMu.Unlock()
+	r.batches.dispatched(b)
 }
 
 // dispatchClient routes one client message. r.mu is held.
@@ -125,7 +112,7 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 			return
 		case r.cfg.CallTool:
 			if r.cfg.CallTool != "" {
-				msg, env = r.rewriteCallTool(msg, env)
+				msg, env = rewriteCallTool(msg, env)
 			}
 		}
 	}
@@ -199,7 +186,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 	case "notifications/cancelled":
 		id := member(env.params, "requestId")
 		key := string(id)
-		r.forgetBatchID(id)
+		r.batches.forget(id)
 		if cancel, ok := r.recompiles[key]; ok {
 			cancel()
 			return

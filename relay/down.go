@@ -34,10 +34,10 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 		// Clients fall back to initialize, which the relay can answer alone.
 		r.reply(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
 	case "tools/list":
-		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
+		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "tools/call":
-		r.notices = nil
-		r.reply(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil)))
+		r.tools.notices = nil
+		r.reply(resultResponse(id, toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil, r.sess.era == eraModern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -115,17 +114,13 @@ type Relay struct {
 	ids          *router
 	recompiles   map[string]context.CancelFunc
 	held         holdQueue
+	batches      *batches
 	sess         session
-	notices      []string
+	tools        *toolset
 	junkWarned   bool
-	envOver      map[string]string // accepted recompile env overrides
-	quickCrashes int               // crashes in a row soon after start
-	stopped      bool              // auto-restart stopped by a crash loop
-	children     sync.WaitGroup    // every child until reaped
-
-	batchMu     sync.Mutex
-	batches     map[string]*batch // client request id -> the batch it came in
-	openBatches atomic.Int32
+	quickCrashes int            // crashes in a row soon after start
+	stopped      bool           // auto-restart stopped by a crash loop
+	children     sync.WaitGroup // every child until reaped
 }
 
 // The defaults of Config's zero values. The config file's defaults are
@@ -187,9 +182,9 @@ func New(cfg Config) *Relay {
 		sess:       newSession(),
 		ids:        newRouter(),
 		recompiles: map[string]context.CancelFunc{},
-		envOver:    map[string]string{},
-		batches:    map[string]*batch{},
+		tools:      newToolset(&cfg),
 	}
+	r.batches = newBatches(func(msg []byte) { r.out.send(msg) })
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
 	return r
 }
@@ -280,12 +275,6 @@ func (r *Relay) describeDown() string {
 		return r.downReport
 	}
 	return "the MCP server is not running"
-}
-
-func (r *Relay) addNotice(format string, args ...any) {
-	if r.cfg.Notices {
-		r.notices = append(r.notices, fmt.Sprintf(format, args...))
-	}
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the

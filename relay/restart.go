@@ -255,7 +255,7 @@ func (r *Relay) spawn() (*child, error) {
 	r.gen++
 	gen := r.gen
 	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.envOver)
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.tools.env)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
 	c, err := startChild(spec, gen, r.fromChild, r.fromChildChunks, r.childTooLarge, r.childStderr)
@@ -401,7 +401,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.addNotice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
+			r.tools.notice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
 		}
 	}
 }

@@ -67,9 +67,9 @@ func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		msg = r.injectTools(msg, env)
+		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
-		msg = r.attachNotices(msg, env)
+		msg = r.tools.attach(msg, env)
 	}
 	r.reply(msg)
 }
@@ -183,7 +183,7 @@ func (r *Relay) childExited(c *child) {
 	}
 	r.log.Error("server crashed", "status", c.exitDesc, "uptime", time.Since(c.started).Round(time.Millisecond))
 	if failed == 0 {
-		r.addNotice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
+		r.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
 	}
 	r.afterCrash(time.Since(c.started))
 }

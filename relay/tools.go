@@ -12,30 +12,54 @@ import (
 	"github.com/mcpflow/mcpflow/internal/result"
 )
 
+// toolset is the relay's own tools as the client sees them: their
+// definitions, spliced into the child's tools/list; the notices attached
+// to the next tools/call result; the recompile tool's accepted env
+// overrides. It has no lock: its owner's lock guards it.
+type toolset struct {
+	defs        []byte // the relay's tools, comma-separated JSON
+	overridable []string
+	notices     []string
+	notify      bool              // Config.Notices
+	env         map[string]string // accepted env overrides
+}
+
+func newToolset(cfg *Config) *toolset {
+	return &toolset{defs: toolDefs(cfg), overridable: cfg.EnvOverridable, notify: cfg.Notices, env: map[string]string{}}
+}
+
+// notice queues a note for the agent on the next tools/call result, when
+// Config.Notices is on.
+func (t *toolset) notice(format string, args ...any) {
+	if t.notify {
+		t.notices = append(t.notices, fmt.Sprintf(format, args...))
+	}
+}
+
 // toolDefs is the JSON of the relay's own tools, comma-separated, ready to
 // be spliced into a tools array.
-func (r *Relay) toolDefs() []byte {
+func toolDefs(cfg *Config) []byte {
 	props := map[string]any{}
-	if len(r.cfg.EnvOverridable) > 0 {
+	if len(cfg.EnvOverridable) > 0 {
 		props["env"] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": map[string]string{"type": "string"},
 			"description": "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys: " +
-				strings.Join(r.cfg.EnvOverridable, ", ") + ".",
+				strings.Join(cfg.EnvOverridable, ", ") + ".",
 		}
 	}
 	defs := []map[string]any{{
-		"name": r.cfg.Tool,
+		"name": cfg.Tool,
 		"description": "Rebuild and restart this MCP server (mcpflow hot reload). Call it after you edit the server's source code so that your changes take effect; " +
 			"your conversation continues and the tool list refreshes. If the build fails, the previous server keeps running and the result shows the compiler errors with file:line. " +
 			"Also call it when a tool reports that the server crashed.",
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
-	if r.cfg.CallTool != "" {
+	if cfg.CallTool != "" {
 		defs = append(defs, map[string]any{
-			"name": r.cfg.CallTool,
+			"name": cfg.CallTool,
 			"description": "Call a tool of this MCP server by name. Use it for tools added after the session began, when your client does not refresh its tool list: " +
-				"the " + r.cfg.Tool + " result lists new tools and their input schemas.",
+				"the " + cfg.Tool + " result lists new tools and their input schemas.",
 			"inputSchema": map[string]any{
 				"type":     "object",
 				"required": []string{"name"},
@@ -61,8 +85,8 @@ func (r *Relay) toolDefs() []byte {
 func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
-	if err := r.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
-		r.reply(resultResponse(id, r.toolResult(err.Error(), true, nil)))
+	if err := r.tools.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
+		r.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sess.era == eraModern)))
 		return
 	}
 	token := clone(member(member(env.params, "_meta"), "progressToken"))
@@ -87,8 +111,8 @@ func (r *Relay) startRecompile(env envelope) {
 			return // canceled by the client: no answer
 		}
 		delete(r.recompiles, key)
-		r.notices = nil // the result says it all
-		r.reply(resultResponse(id, r.toolResult(text, isErr, o.Structured())))
+		r.tools.notices = nil // the result says it all
+		r.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sess.era == eraModern)))
 	}()
 }
 
@@ -139,8 +163,8 @@ func formatOutcome(o result.Build, tool string) (text string, isErr bool) {
 }
 
 // toolResult is a CallToolResult with one text item and, when structured
-// is not nil, its structuredContent.
-func (r *Relay) toolResult(text string, isErr bool, structured any) []byte {
+// is not nil, its structuredContent; modern marks it complete.
+func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	res := map[string]any{
 		"content": []json.RawMessage{textContent(text)},
 		"isError": isErr,
@@ -148,15 +172,14 @@ func (r *Relay) toolResult(text string, isErr bool, structured any) []byte {
 	if structured != nil {
 		res["structuredContent"] = structured
 	}
-	if r.sess.era == eraModern {
+	if modern {
 		res["resultType"] = "complete"
 	}
 	return mustJSON(res)
 }
 
 // acceptEnv validates and stores the recompile tool's env overrides.
-// r.mu is held.
-func (r *Relay) acceptEnv(raw []byte) error {
+func (t *toolset) acceptEnv(raw []byte) error {
 	if raw == nil || string(raw) == "null" {
 		return nil
 	}
@@ -166,20 +189,20 @@ func (r *Relay) acceptEnv(raw []byte) error {
 	}
 	var refused []string
 	for k := range env {
-		if !slices.Contains(r.cfg.EnvOverridable, k) {
+		if !slices.Contains(t.overridable, k) {
 			refused = append(refused, k)
 		}
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
 		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(r.cfg.EnvOverridable) > 0 {
-			allowed = strings.Join(r.cfg.EnvOverridable, ", ")
+		if len(t.overridable) > 0 {
+			allowed = strings.Join(t.overridable, ", ")
 		}
 		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
 	}
 	for k, v := range env {
-		r.envOver[k] = v
+		t.env[k] = v
 	}
 	return nil
 }
