@@ -105,22 +105,21 @@ type Relay struct {
 	baseline  []toolInfo // tools of the last child, for diffs (restartMu)
 	haveTools bool
 
-	mu           sync.Mutex
-	state        state
-	out          *outbox
-	child        *child
-	gen          int
-	downReport   string
-	ids          *router
-	recompiles   map[string]context.CancelFunc
-	held         holdQueue
-	batches      *batches
-	sess         session
-	tools        *toolset
-	junkWarned   bool
-	quickCrashes int            // crashes in a row soon after start
-	stopped      bool           // auto-restart stopped by a crash loop
-	children     sync.WaitGroup // every child until reaped
+	mu         sync.Mutex
+	state      state
+	out        *outbox
+	child      *child
+	gen        int
+	downReport string
+	ids        *router
+	recompiles map[string]context.CancelFunc
+	held       holdQueue
+	batches    *batches
+	sess       session
+	tools      *toolset
+	junkWarned bool
+	crashes    crashPolicy
+	children   sync.WaitGroup // every child until reaped
 }
 
 // The defaults of Config's zero values. The config file's defaults are
@@ -183,6 +182,7 @@ func New(cfg Config) *Relay {
 		ids:        newRouter(),
 		recompiles: map[string]context.CancelFunc{},
 		tools:      newToolset(&cfg),
+		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
 	}
 	r.batches = newBatches(func(msg []byte) { r.out.send(msg) })
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}

@@ -162,7 +162,7 @@ func TestCrashLoopStops(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		h.r.mu.Lock()
-		stopped := h.r.stopped
+		stopped := h.r.crashes.stopped
 		h.r.mu.Unlock()
 		if stopped {
 			break

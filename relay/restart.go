@@ -66,7 +66,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		r.state = stateRestarting
 	}
 	if !auto {
-		r.quickCrashes, r.stopped = 0, false
+		r.crashes.reset()
 	}
 	r.mu.Unlock()
 
@@ -185,32 +185,18 @@ func (r *Relay) respawn() {
 	}
 }
 
-// Crash policy: a crash within quickCrash of the start counts towards a
-// crash loop; after crashLoop of them in a row, automatic restarts stop
-// until a build or recompile calls Restart.
-const (
-	quickCrash = 5 * time.Second
-	crashLoop  = 3
-)
-
 // afterCrash applies relay.on_crash. r.mu is held.
 func (r *Relay) afterCrash(uptime time.Duration) {
-	if uptime < quickCrash {
-		r.quickCrashes++
-	} else {
-		r.quickCrashes = 1
-	}
-	if r.cfg.OnCrash != "restart" {
+	action, backoff := r.crashes.crashed(uptime)
+	switch action {
+	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + r.cfg.Tool)
 		return
-	}
-	if r.quickCrashes >= crashLoop {
-		r.stopped = true
-		r.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.quickCrashes, r.cfg.Tool)
-		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.quickCrashes)
+	case crashLoopStop:
+		r.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.crashes.quick, r.cfg.Tool)
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.crashes.quick)
 		return
 	}
-	backoff := 100 * time.Millisecond << (r.quickCrashes - 1)
 	gen := r.gen
 	r.log.Info("restarting after crash", "in", backoff)
 	go func() {
@@ -220,7 +206,7 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 		case <-time.After(backoff):
 		}
 		r.mu.Lock()
-		skip := r.gen != gen || r.stopped || r.state != stateDown
+		skip := r.gen != gen || r.crashes.stopped || r.state != stateDown
 		r.mu.Unlock()
 		if skip {
 			return
