@@ -110,7 +110,7 @@ func (bs *batches) finish(b *batch) {
 }
 
 // reply sends a response to the client, or adds it to its batch.
-func (r *Relay) reply(msg []byte) {
+func (r *switchboard) reply(msg []byte) {
 	if !r.batches.collect(msg) {
 		r.out.send(msg)
 	}

@@ -30,10 +30,7 @@ type child struct {
 	stopping atomic.Bool // set before the relay stops it on purpose
 	started  time.Time
 
-	// Guarded by Relay.mu.
-	sawDiscover bool          // it answered (or is answering) server/discover
-	gotInit     bool          // it was sent initialize
-	reaped      chan struct{} // closed after the relay handled its exit
+	reaped chan struct{} // closed after the relay handled its exit
 
 	done     chan struct{}
 	exitDesc string // "exit status 2", "killed by signal 9"; valid after done

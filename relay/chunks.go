@@ -213,14 +213,14 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // while it was read. A response the relay forwards unchanged is written
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
-func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
+func (r *switchboard) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
 	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))
 }
 
-func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {
+func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {
 	r.out.beginInline()
 	defer r.out.endInline()
 	r.mu.Lock()

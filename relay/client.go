@@ -9,7 +9,7 @@ import (
 )
 
 // fromClient handles one line read from the client.
-func (r *Relay) fromClient(msg []byte) {
+func (r *switchboard) fromClient(msg []byte) {
 	if !validJSON(msg) {
 		if !utf8.Valid(msg) {
 			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
@@ -43,7 +43,7 @@ func (r *Relay) fromClient(msg []byte) {
 
 // clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element
 // is handled as a message of its own, and the answers go back as one array.
-func (r *Relay) clientBatch(msg []byte) {
+func (r *switchboard) clientBatch(msg []byte) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
 		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
@@ -69,8 +69,8 @@ func (r *Relay) clientBatch(msg []byte) {
 	r.batches.dispatched(b)
 }
 
-// dispatchClient routes one client message. r.mu is held.
-func (r *Relay) dispatchClient(msg []byte, env envelope) {
+// dispatchClient routes one client message. sw.mu is held.
+func (r *switchboard) dispatchClient(msg []byte, env envelope) {
 	switch {
 	case env.isResponse():
 		r.clientResponse(msg, env)
@@ -85,7 +85,7 @@ func (r *Relay) dispatchClient(msg []byte, env envelope) {
 	}
 }
 
-func (r *Relay) clientRequest(msg []byte, env envelope) {
+func (r *switchboard) clientRequest(msg []byte, env envelope) {
 	key := string(env.id)
 	switch {
 	case key == "null":
@@ -108,7 +108,7 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 	if env.method == "tools/call" {
 		switch toolName(env.params) {
 		case r.cfg.Tool:
-			r.startRecompile(env)
+			r.shell.startRecompile(env)
 			return
 		case r.cfg.CallTool:
 			if r.cfg.CallTool != "" {
@@ -127,28 +127,28 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 	}
 }
 
-// forward sends a client request to the current child. r.mu is held and a
+// forward sends a client request to the current child. sw.mu is held and a
 // child is up.
-func (r *Relay) forward(msg []byte, env envelope) {
+func (r *switchboard) forward(msg []byte, env envelope) {
 	c := r.child
 	k := kindPlain
 	switch env.method {
 	case "initialize":
-		if c.sawDiscover {
+		if r.sess.childDiscover {
 			// A Go SDK server that answered server/discover refuses a later
 			// initialize; the relay owns the child, so it starts a fresh one.
 			r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			r.hold(msg, env)
 			r.state = stateRestarting
-			go r.respawn()
+			go r.shell.respawn()
 			return
 		}
 		r.sess.initReq = msg
 		r.sess.selfInit = false
-		c.gotInit = true
+		r.sess.childInit = true
 		k = kindInitialize
 	case "server/discover":
-		c.sawDiscover = true
+		r.sess.childDiscover = true
 		k = kindDiscover
 	case "tools/list":
 		k = kindToolsList
@@ -172,7 +172,7 @@ func (r *Relay) forward(msg []byte, env envelope) {
 	c.in.send(msg)
 }
 
-func (r *Relay) clientNotification(msg []byte, env envelope) {
+func (r *switchboard) clientNotification(msg []byte, env envelope) {
 	switch env.method {
 	case "notifications/initialized":
 		if r.state == stateStarting || r.state == stateRestarting {
@@ -216,7 +216,7 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 
 // clientResponse maps the client's answer to a server→client request back
 // to the child that asked, if that child is still the current one.
-func (r *Relay) clientResponse(msg []byte, env envelope) {
+func (r *switchboard) clientResponse(msg []byte, env envelope) {
 	key := string(env.id)
 	sr, ok := r.ids.mapBack(key)
 	if !ok {
@@ -231,7 +231,7 @@ func (r *Relay) clientResponse(msg []byte, env envelope) {
 }
 
 // hold queues a client message while a restart or the first build runs.
-func (r *Relay) hold(msg []byte, env envelope) {
+func (r *switchboard) hold(msg []byte, env envelope) {
 	switch r.held.add(msg, env, time.Now()) {
 	case duplicate:
 		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
@@ -244,10 +244,10 @@ func (r *Relay) hold(msg []byte, env envelope) {
 	}
 }
 
-// flushQueue dispatches the held messages in order. r.mu is held. A
+// flushQueue dispatches the held messages in order. sw.mu is held. A
 // message that finds the relay restarting again is held again, behind
 // none of the others, so order is kept.
-func (r *Relay) flushQueue() {
+func (r *switchboard) flushQueue() {
 	for _, m := range r.held.take() {
 		if r.state == stateStarting || r.state == stateRestarting {
 			r.held.put(m)
@@ -257,7 +257,7 @@ func (r *Relay) flushQueue() {
 	}
 }
 
-func (r *Relay) dispatchQueued(m queued) {
+func (r *switchboard) dispatchQueued(m queued) {
 	env := m.env
 	switch {
 	case env.isRequest():
@@ -282,18 +282,18 @@ func (r *Relay) expireQueue() {
 			return
 		case <-t.C:
 		}
-		r.mu.Lock()
-		for _, m := range r.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
+		r.sw.mu.Lock()
+		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
 			if m.env.isRequest() {
-				r.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
+				r.sw.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
 			}
 		}
-		r.mu.Unlock()
+		r.sw.mu.Unlock()
 	}
 }
 
 // clientTooLarge answers an over-long client line under its own id.
-func (r *Relay) clientTooLarge(tl *errTooLarge) {
+func (r *switchboard) clientTooLarge(tl *errTooLarge) {
 	id := partialID(tl.Head)
 	r.log.Warn("client message too large; not forwarded", "bytes", tl.Size, "limit", tl.Max)
 	if id == nil || string(id) == "null" {

@@ -6,8 +6,8 @@ import (
 
 // answerDown answers a client request while no child runs (the first build
 // failed, or the child crashed): the relay stands in for the server so the
-// client's session survives, and tells the agent what to do. r.mu is held.
-func (r *Relay) answerDown(msg []byte, env envelope) {
+// client's session survives, and tells the agent what to do. sw.mu is held.
+func (r *switchboard) answerDown(msg []byte, env envelope) {
 	id := env.id
 	ok := func(result any) { r.reply(resultResponse(id, r.sess.withResultType(mustJSON(result)))) }
 	switch env.method {

@@ -112,7 +112,7 @@ func TestInjectToolsPagination(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := r.tools.inject([]byte(c.in), env)
+		out := r.sw.tools.inject([]byte(c.in), env)
 		var m struct {
 			Result struct {
 				Tools []struct{ Name string } `json:"tools"`

@@ -67,8 +67,8 @@ func TestEventsAndTraffic(t *testing.T) {
 		c.OnEvent = func(e Event) {
 			// Never called with the relay's lock held: this would deadlock.
 			if r := relay.Load(); r != nil {
-				r.mu.Lock()
-				r.mu.Unlock() //lint:ignore SA2001 taking the lock is the test
+				r.sw.mu.Lock()
+				r.sw.mu.Unlock() //lint:ignore SA2001 taking the lock is the test
 			}
 			l.mu.Lock()
 			l.events = append(l.events, e)

@@ -231,10 +231,10 @@ func groupGone(t *testing.T, pid int) {
 }
 
 func (h *harness) childPID() int {
-	h.r.mu.Lock()
-	defer h.r.mu.Unlock()
-	if h.r.child == nil {
+	h.r.sw.mu.Lock()
+	defer h.r.sw.mu.Unlock()
+	if h.r.sw.child == nil {
 		return 0
 	}
-	return h.r.child.pid
+	return h.r.sw.child.pid
 }

@@ -89,37 +89,31 @@ const (
 )
 
 // Relay carries JSON-RPC between one client and a succession of child
-// servers. See the package documentation for its guarantees.
+// servers. See the package documentation for its guarantees. It owns the
+// lifecycle (Serve, Restart, the children and the goroutines); the routing
+// of messages and its state are the switchboard's.
 type Relay struct {
 	cfg      Config
 	log      *slog.Logger
 	childLog *slog.Logger // the child's stderr
 	spec     childSpec
 	events   *eventQueue
-	curGen   atomic.Int64 // r.gen, for Traffic without the lock
+	curGen   atomic.Int64 // the current child's generation, for Traffic without a lock
+	sw       *switchboard
 
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
 
-	restartMu sync.Mutex // one restart at a time
-	baseline  []toolInfo // tools of the last child, for diffs (restartMu)
-	haveTools bool
+	restarts restarts
+	children sync.WaitGroup // every child until reaped
+}
 
-	mu         sync.Mutex
-	state      state
-	out        *outbox
-	child      *child
-	gen        int
-	downReport string
-	ids        *router
-	recompiles map[string]context.CancelFunc
-	held       holdQueue
-	batches    *batches
-	sess       session
-	tools      *toolset
-	junkWarned bool
-	crashes    crashPolicy
-	children   sync.WaitGroup // every child until reaped
+// restarts serializes restarts; its mutex also guards the tool baseline
+// the next restart's diff is made against.
+type restarts struct {
+	mu        sync.Mutex
+	baseline  []toolInfo // tools of the last child
+	haveTools bool       // baseline is a real list
 }
 
 // The defaults of Config's zero values. The config file's defaults are
@@ -170,21 +164,14 @@ func New(cfg Config) *Relay {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
-		cfg:        cfg,
-		log:        logger,
-		childLog:   logger.WithGroup("server"),
-		ctx:        ctx,
-		cancel:     cancel,
-		out:        newOutbox(),
-		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
-		events:     newEventQueue(cfg.OnEvent),
-		sess:       newSession(),
-		ids:        newRouter(),
-		recompiles: map[string]context.CancelFunc{},
-		tools:      newToolset(&cfg),
-		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
+		cfg:      cfg,
+		log:      logger,
+		childLog: logger.WithGroup("server"),
+		ctx:      ctx,
+		cancel:   cancel,
+		events:   newEventQueue(cfg.OnEvent),
 	}
-	r.batches = newBatches(func(msg []byte) { r.out.send(msg) })
+	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
 	return r
 }
@@ -203,7 +190,7 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if f, ok := in.(*os.File); ok {
 		growPipe(f)
 	}
-	go r.out.run(out, nil)
+	go r.sw.out.run(out, nil)
 	readErr := make(chan error, 1)
 	go func() {
 		lr := newLineReader(in, r.cfg.MaxMessage)
@@ -212,7 +199,7 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			if err != nil {
 				var tl *errTooLarge
 				if errors.As(err, &tl) {
-					r.clientTooLarge(tl)
+					r.sw.clientTooLarge(tl)
 					continue
 				}
 				readErr <- err
@@ -221,7 +208,7 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			if r.cfg.Traffic != nil {
 				r.cfg.Traffic(true, int(r.curGen.Load()), line)
 			}
-			r.fromClient(line)
+			r.sw.fromClient(line)
 		}
 	}()
 	go r.expireQueue()
@@ -244,33 +231,33 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // shutdown stops everything the relay started.
 func (r *Relay) shutdown() {
-	r.mu.Lock()
-	r.state = stateClosed
-	for _, cancel := range r.recompiles {
+	r.sw.mu.Lock()
+	r.sw.state = stateClosed
+	for _, cancel := range r.sw.recompiles {
 		cancel()
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	r.cancel()
-	r.restartMu.Lock() // wait out a restart in progress
-	r.mu.Lock()
-	c := r.child
-	r.child = nil
-	r.mu.Unlock()
-	r.restartMu.Unlock()
+	r.restarts.mu.Lock() // wait out a restart in progress
+	r.sw.mu.Lock()
+	c := r.sw.child
+	r.sw.child = nil
+	r.sw.mu.Unlock()
+	r.restarts.mu.Unlock()
 	if c != nil {
 		c.stop(r.cfg.StopTimeout)
 	}
 	r.children.Wait()
 	r.events.close()
-	r.out.close()
+	r.sw.out.close()
 	select {
-	case <-r.out.done:
+	case <-r.sw.out.done:
 	case <-time.After(time.Second):
 	}
 }
 
 // describeDown says why no server runs, for errors and tool results.
-func (r *Relay) describeDown() string {
+func (r *switchboard) describeDown() string {
 	if r.downReport != "" {
 		return r.downReport
 	}
@@ -293,14 +280,14 @@ func (r *Relay) startupGrace() {
 		return
 	case <-t.C:
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state != stateStarting {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state != stateStarting {
 		return
 	}
 	r.log.Info("the first build is taking a while: answering the client until the server is up", "after", r.cfg.StartupGrace)
-	r.state = stateDown
-	r.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
+	r.sw.state = stateDown
+	r.sw.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
 		r.cfg.Tool + " to wait for that build and see its result."
-	r.flushQueue()
+	r.sw.flushQueue()
 }

@@ -155,15 +155,15 @@ func TestCrashAutoRestart(t *testing.T) {
 func TestCrashLoopStops(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	// Every new child crashes at once from now on.
-	h.r.mu.Lock()
+	h.r.sw.mu.Lock()
 	h.r.spec.argv = append(h.r.spec.argv, "-crash-at-start")
-	h.r.mu.Unlock()
+	h.r.sw.mu.Unlock()
 	h.call("exit", map[string]any{"code": 1})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		h.r.mu.Lock()
-		stopped := h.r.crashes.stopped
-		h.r.mu.Unlock()
+		h.r.sw.mu.Lock()
+		stopped := h.r.sw.crashes.stopped
+		h.r.sw.mu.Unlock()
 		if stopped {
 			break
 		}
@@ -177,9 +177,9 @@ func TestCrashLoopStops(t *testing.T) {
 		t.Fatalf("call during crash loop: %q %v %v", text, isErr, err)
 	}
 	// Fix and recompile.
-	h.r.mu.Lock()
+	h.r.sw.mu.Lock()
 	h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
-	h.r.mu.Unlock()
+	h.r.sw.mu.Unlock()
 	h.mustCall("recompile", nil)
 	h.mustCall("echo", map[string]any{"text": "fixed"})
 }
@@ -347,9 +347,9 @@ func TestStartupFailureThenRecover(t *testing.T) {
 		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
 			t.Fatalf("tools while down: %v", names)
 		}
-		h.r.mu.Lock()
+		h.r.sw.mu.Lock()
 		h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
-		h.r.mu.Unlock()
+		h.r.sw.mu.Unlock()
 		h.mustCall("recompile", nil)
 		h.waitListChanged()
 		if names := h.toolNames(); !slices.Contains(names, "echo") {

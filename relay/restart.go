@@ -39,36 +39,36 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		}
 		return res, err
 	}
-	r.restartMu.Lock()
-	defer r.restartMu.Unlock()
+	r.restarts.mu.Lock()
+	defer r.restarts.mu.Unlock()
 
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
 		return fail(errClosed)
 	}
-	old := r.child
-	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
-	if !r.haveTools && old == nil && r.state == stateDown && r.sess.era != eraUnknown {
+	old := r.sw.child
+	baseline := !r.restarts.haveTools && old != nil && r.sw.state == stateUp && r.sw.sessionReady()
+	if !r.restarts.haveTools && old == nil && r.sw.state == stateDown && r.sw.sess.era != eraUnknown {
 		// Down until now: the client has seen no tools but the relay's.
-		r.baseline, r.haveTools = []toolInfo{}, true
+		r.restarts.baseline, r.restarts.haveTools = []toolInfo{}, true
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	if baseline {
 		// The first restart: learn the old tools, so the diff can be told.
 		if tools, err := r.fetchTools(ctx, old); err == nil {
-			r.baseline, r.haveTools = tools, true
+			r.restarts.baseline, r.restarts.haveTools = tools, true
 		}
 	}
 
-	r.mu.Lock()
-	if r.state != stateClosed {
-		r.state = stateRestarting
+	r.sw.mu.Lock()
+	if r.sw.state != stateClosed {
+		r.sw.state = stateRestarting
 	}
 	if !auto {
-		r.crashes.reset()
+		r.sw.crashes.reset()
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 
 	tStop := time.Now()
 	if old != nil {
@@ -100,42 +100,42 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	res.Replay = time.Since(tReplay)
 
 	tTools := time.Now()
-	r.mu.Lock()
-	ready := r.sessionReady()
-	r.mu.Unlock()
+	r.sw.mu.Lock()
+	ready := r.sw.sessionReady()
+	r.sw.mu.Unlock()
 	if ready {
 		tools, err := r.fetchTools(ctx, c)
 		if err != nil {
 			return fail(r.failStart(c, err))
 		}
-		res.Tools = diffTools(r.baseline, tools, r.haveTools) // a first start has nothing to diff against
-		r.baseline, r.haveTools = tools, true
+		res.Tools = diffTools(r.restarts.baseline, tools, r.restarts.haveTools) // a first start has nothing to diff against
+		r.restarts.baseline, r.restarts.haveTools = tools, true
 	}
 	res.ToolsList = time.Since(tTools)
 
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
 		return fail(errClosed)
 	}
-	if r.child != c {
-		report := r.downReport
-		r.mu.Unlock()
+	if r.sw.child != c {
+		report := r.sw.downReport
+		r.sw.mu.Unlock()
 		return fail(errors.New(report))
 	}
-	r.state = stateUp
-	r.downReport = ""
+	r.sw.state = stateUp
+	r.sw.downReport = ""
 	// Only a session that existed before this child hears of the change:
 	// held messages may be the client's very first handshake.
-	if st := r.sess.strategy(); st != nil && st.established(&r.sess) {
-		for _, m := range st.listChanged(&r.sess, r.sess.listKinds()) {
-			r.out.send(m)
+	if st := r.sw.sess.strategy(); st != nil && st.established(&r.sw.sess) {
+		for _, m := range st.listChanged(&r.sw.sess, r.sw.sess.listKinds()) {
+			r.sw.out.send(m)
 		}
 	}
-	r.flushQueue()
+	r.sw.flushQueue()
 	res.Duration = time.Since(t0)
 	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 
 	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
 		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
@@ -185,19 +185,19 @@ func (r *Relay) respawn() {
 	}
 }
 
-// afterCrash applies relay.on_crash. r.mu is held.
+// afterCrash applies relay.on_crash. r.sw.mu is held.
 func (r *Relay) afterCrash(uptime time.Duration) {
-	action, backoff := r.crashes.crashed(uptime)
+	action, backoff := r.sw.crashes.crashed(uptime)
 	switch action {
 	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + r.cfg.Tool)
 		return
 	case crashLoopStop:
-		r.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.crashes.quick, r.cfg.Tool)
-		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.crashes.quick)
+		r.sw.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.sw.crashes.quick, r.cfg.Tool)
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.sw.crashes.quick)
 		return
 	}
-	gen := r.gen
+	gen := r.sw.gen
 	r.log.Info("restarting after crash", "in", backoff)
 	go func() {
 		select {
@@ -205,9 +205,9 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 			return
 		case <-time.After(backoff):
 		}
-		r.mu.Lock()
-		skip := r.gen != gen || r.crashes.stopped || r.state != stateDown
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		skip := r.sw.gen != gen || r.sw.crashes.stopped || r.sw.state != stateDown
+		r.sw.mu.Unlock()
 		if skip {
 			return
 		}
@@ -233,25 +233,25 @@ func (r *Relay) recompileInBackground(why string) {
 // spawn starts the next generation and makes it current. The state stays
 // as it is (restarting), so client messages keep waiting.
 func (r *Relay) spawn() (*child, error) {
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
 		return nil, errClosed
 	}
-	r.gen++
-	gen := r.gen
+	r.sw.gen++
+	gen := r.sw.gen
 	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.tools.env)
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.sw.tools.env)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
-	c, err := startChild(spec, gen, r.fromChild, r.fromChildChunks, r.childTooLarge, r.childStderr)
+	c, err := startChild(spec, gen, r.sw.fromChild, r.sw.fromChildChunks, r.sw.childTooLarge, r.childStderr)
 	if err != nil {
-		r.mu.Unlock()
+		r.sw.mu.Unlock()
 		return nil, err
 	}
-	r.child = c
+	r.sw.child = c
 	r.curGen.Store(int64(gen))
-	r.sess.childCaps = caps{}
+	r.sw.sess.newChild()
 	r.events.post(Event{Kind: Starting, Gen: gen, Pid: c.pid})
 	r.children.Add(1)
 	go func() {
@@ -260,7 +260,7 @@ func (r *Relay) spawn() (*child, error) {
 		r.childExited(c)
 		close(c.reaped)
 	}()
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	r.log.Info("server started", "pid", c.pid, "gen", gen, "cmd", describeCommand(spec))
 	return c, nil
 }
@@ -269,9 +269,9 @@ func (r *Relay) spawn() (*child, error) {
 // handshake and session state, or the modern listen streams. It returns
 // what differs from the previous child's answer.
 func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
-	r.mu.Lock()
-	st, initReq, prevResult := r.sess.strategy(), r.sess.initReq, r.sess.initResult
-	r.mu.Unlock()
+	r.sw.mu.Lock()
+	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
+	r.sw.mu.Unlock()
 	var changes []string
 	switch st.(type) {
 	case nil:
@@ -292,18 +292,20 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		c.gotInit = true
-		r.sess.selfInit = false // the child holds the session from now on
-		r.sess.childCaps = declaredCaps(res)
-		r.sess.initResult = forced
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
+		if r.sw.child == c {
+			r.sw.sess.childInit = true
+		}
+		r.sw.sess.selfInit = false // the child holds the session from now on
+		r.sw.sess.childCaps = declaredCaps(res)
+		r.sw.sess.initResult = forced
 		changes = compareInit(prevResult, forced)
 	default:
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
 	}
-	for _, m := range st.replay(&r.sess, r.ids, c.gen) {
+	for _, m := range st.replay(&r.sw.sess, r.sw.ids, c.gen) {
 		c.in.send(m)
 	}
 	return changes, nil
@@ -328,8 +330,8 @@ func compareInit(prev, cur []byte) []string {
 }
 
 // sessionReady reports whether the client's session lets the relay send
-// requests of its own to the child. r.mu is held.
-func (r *Relay) sessionReady() bool { return r.sess.ready(r.child) }
+// requests of its own to the child. sw.mu is held.
+func (r *switchboard) sessionReady() bool { return r.sess.ready(r.child) }
 
 // failStart stops a child that came up broken and leaves the relay down.
 func (r *Relay) failStart(c *child, err error) error {
@@ -347,18 +349,18 @@ func (r *Relay) failStart(c *child, err error) error {
 
 // goDown leaves the relay without a child; held messages are answered.
 func (r *Relay) goDown(report string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state == stateClosed {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state == stateClosed {
 		return
 	}
-	if r.state != stateDown || r.downReport == "" {
+	if r.sw.state != stateDown || r.sw.downReport == "" {
 		// (Down already: the child crashed while starting, and its crash
 		// report, crash-loop verdict included, says more.)
-		r.state = stateDown
-		r.downReport = report
+		r.sw.state = stateDown
+		r.sw.downReport = report
 	}
-	r.flushQueue()
+	r.sw.flushQueue()
 }
 
 // NoteBuild tells the relay how a build cycle ended (the builder's
@@ -368,8 +370,8 @@ func (r *Relay) NoteBuild(o result.Build) {
 	if o.OK {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
 	report := "the build failed"
 	if o.Err != nil {
 		report = fmt.Sprintf("the build failed (%v)", o.Err)
@@ -378,30 +380,30 @@ func (r *Relay) NoteBuild(o result.Build) {
 		report += ":\n" + strings.TrimRight(o.Errors, "\n")
 	}
 	r.events.post(Event{Kind: BuildFailed, Report: report})
-	switch r.state {
+	switch r.sw.state {
 	case stateStarting:
-		r.state = stateDown
-		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
-		r.flushQueue()
+		r.sw.state = stateDown
+		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.sw.flushQueue()
 	case stateDown:
-		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.tools.notice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
+			r.sw.tools.notice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
 		}
 	}
 }
 
 // call sends a request of the relay's own to c and waits for its result.
 func (r *Relay) call(ctx context.Context, c *child, method string, params []byte) ([]byte, error) {
-	id := r.ids.newID("")
-	r.mu.Lock()
-	ch := r.ids.wait(id)
-	r.mu.Unlock()
+	id := r.sw.ids.newID("")
+	r.sw.mu.Lock()
+	ch := r.sw.ids.wait(id)
+	r.sw.mu.Unlock()
 	defer func() {
-		r.mu.Lock()
-		r.ids.unwait(id)
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		r.sw.ids.unwait(id)
+		r.sw.mu.Unlock()
 	}()
 	c.in.send(request(id, method, params))
 	select {

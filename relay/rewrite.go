@@ -12,7 +12,7 @@ import (
 // relay adds a tool), and listChanged is forced on prompts and resources
 // where the child declares them. Everything else is kept as the child sent
 // it, unknown fields included.
-func (r *Relay) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
+func (r *switchboard) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
 	res, err := forcedResult(env.result, isInit, r.cfg.ServerSuffix)
 	if err != nil {
 		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)

@@ -7,7 +7,7 @@ import (
 )
 
 // fromChild handles one line the child wrote on stdout.
-func (r *Relay) fromChild(c *child, msg []byte) {
+func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
@@ -40,7 +40,7 @@ func (r *Relay) fromChild(c *child, msg []byte) {
 	}
 }
 
-func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
+func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
 		r.ids.deliver(key, msg)
@@ -76,7 +76,7 @@ func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
 
 // childRequest renumbers a server→client request so that a late answer can
 // be told apart from one meant for the next child.
-func (r *Relay) childRequest(c *child, msg []byte, env envelope) {
+func (r *switchboard) childRequest(c *child, msg []byte, env envelope) {
 	if c != r.child || r.state == stateClosed {
 		return
 	}
@@ -84,7 +84,7 @@ func (r *Relay) childRequest(c *child, msg []byte, env envelope) {
 	r.out.send(splice(msg, env.idStart, env.idEnd, id))
 }
 
-func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
+func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 	if c != r.child {
 		return
 	}
@@ -112,7 +112,7 @@ func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
 
 // childTooLarge handles an over-long line from the child: it is dropped,
 // and the request it answered gets an error instead.
-func (r *Relay) childTooLarge(c *child, tl *errTooLarge) {
+func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
 	id := partialID(tl.Head)
 	r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
 	if id == nil {
@@ -139,8 +139,8 @@ func (r *Relay) childStderr(c *child, line string) {
 // childExited is called once per child, after it is fully gone. Every
 // request still pending on it gets exactly one error.
 func (r *Relay) childExited(c *child) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
 	var report string
 	if restarted {
@@ -151,7 +151,7 @@ func (r *Relay) childExited(c *child) {
 	}
 	failed := 0
 	var handshake []queued
-	for _, pr := range r.ids.takeGen(c.gen) {
+	for _, pr := range r.sw.ids.takeGen(c.gen) {
 		key, p := pr.key, pr.p
 		if !restarted && (p.kind == kindInitialize || p.kind == kindDiscover) {
 			// The session must survive a server that dies at once: the
@@ -163,27 +163,28 @@ func (r *Relay) childExited(c *child) {
 		}
 		failed++
 		if restarted {
-			r.reply(errorResponse([]byte(key), codeServerRestarted,
+			r.sw.reply(errorResponse([]byte(key), codeServerRestarted,
 				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
 		} else {
-			r.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.sw.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
-	if restarted || r.child != c {
+	if restarted || r.sw.child != c {
 		return
 	}
-	r.child = nil
-	if r.state == stateClosed {
+	r.sw.child = nil
+	r.sw.sess.newChild()
+	if r.sw.state == stateClosed {
 		return
 	}
-	r.state = stateDown
-	r.downReport = report
+	r.sw.state = stateDown
+	r.sw.downReport = report
 	for _, m := range handshake {
-		r.answerDown(m.msg, m.env)
+		r.sw.answerDown(m.msg, m.env)
 	}
 	r.log.Error("server crashed", "status", c.exitDesc, "uptime", time.Since(c.started).Round(time.Millisecond))
 	if failed == 0 {
-		r.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
+		r.sw.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
 	}
 	r.afterCrash(time.Since(c.started))
 }

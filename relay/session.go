@@ -15,17 +15,21 @@ import (
 // strategies, legacyEra and modernEra. It has no lock: its owner's lock
 // guards it.
 type session struct {
-	era         era
-	initReq     []byte // the client's initialize request, as sent
-	initResult  []byte // the child's initialize (or discover) result, forced
-	selfInit    bool   // the relay answered initialize itself
-	clientInit  bool   // the client sent notifications/initialized
-	childCaps   caps   // what the current child declared
-	lastMeta    []byte // the _meta triple of the client's latest modern request
-	lastMetaRaw []byte // that request's whole _meta, to skip recomputing it
-	logLevel    []byte // params of the last logging/setLevel
-	subs        map[string][]byte
-	listens     map[string]*listen
+	era        era
+	initReq    []byte // the client's initialize request, as sent
+	initResult []byte // the child's initialize (or discover) result, forced
+	selfInit   bool   // the relay answered initialize itself
+	clientInit bool   // the client sent notifications/initialized
+	childCaps  caps   // what the current child declared
+	childInit  bool   // the current child was sent initialize
+	// childDiscover: the current child answered (or is answering)
+	// server/discover.
+	childDiscover bool
+	lastMeta      []byte // the _meta triple of the client's latest modern request
+	lastMetaRaw   []byte // that request's whole _meta, to skip recomputing it
+	logLevel      []byte // params of the last logging/setLevel
+	subs          map[string][]byte
+	listens       map[string]*listen
 }
 
 type era int
@@ -120,6 +124,11 @@ func (s *session) ready(c *child) bool {
 	return false
 }
 
+// newChild forgets what the session knew of the previous child.
+func (s *session) newChild() {
+	s.childCaps, s.childInit, s.childDiscover = caps{}, false, false
+}
+
 // listKinds are the lists whose change the client hears of.
 func (s *session) listKinds() []string {
 	kinds := []string{"tools"}
@@ -162,7 +171,7 @@ func (s *session) withResultType(result []byte) []byte {
 type legacyEra struct{}
 
 func (legacyEra) ready(s *session, c *child) bool {
-	return s.initReq != nil && s.clientInit && !s.selfInit || c != nil && c.gotInit && s.clientInit
+	return s.initReq != nil && s.clientInit && !s.selfInit || c != nil && s.childInit && s.clientInit
 }
 
 func (legacyEra) established(s *session) bool { return s.clientInit }

@@ -81,17 +81,17 @@ func toolDefs(cfg *Config) []byte {
 }
 
 // startRecompile runs the recompile tool in the background and answers
-// the call when it is done. r.mu is held.
+// the call when it is done. r.sw.mu is held.
 func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
-	if err := r.tools.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
-		r.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sess.era == eraModern)))
+	if err := r.sw.tools.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
+		r.sw.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
 		return
 	}
 	token := clone(member(member(env.params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(r.ctx)
-	r.recompiles[key] = cancel
+	r.sw.recompiles[key] = cancel
 	go func() {
 		defer cancel()
 		var progress func(string)
@@ -100,19 +100,19 @@ func (r *Relay) startRecompile(env envelope) {
 			progress = func(msg string) {
 				n++
 				p := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
-				r.out.send(request(nil, "notifications/progress", mustJSON(p)))
+				r.sw.out.send(request(nil, "notifications/progress", mustJSON(p)))
 			}
 		}
 		o := r.runRecompile(ctx, progress)
 		text, isErr := formatOutcome(o, r.cfg.Tool)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if _, ok := r.recompiles[key]; !ok {
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
+		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}
-		delete(r.recompiles, key)
-		r.tools.notices = nil // the result says it all
-		r.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sess.era == eraModern)))
+		delete(r.sw.recompiles, key)
+		r.sw.tools.notices = nil // the result says it all
+		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }
 
@@ -223,9 +223,9 @@ func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
 		if cursor != "" {
 			params = map[string]any{"cursor": cursor}
 		}
-		r.mu.Lock()
-		p := r.sess.withMeta(params)
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		p := r.sw.sess.withMeta(params)
+		r.sw.mu.Unlock()
 		res, err := r.call(ctx, c, "tools/list", p)
 		if err != nil {
 			return nil, err

@@ -284,9 +284,9 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "restart ✓") {
 		t.Fatal("no restart line in the log")
 	}
-	w.r.mu.Lock()
-	level := string(w.r.sess.logLevel)
-	w.r.mu.Unlock()
+	w.r.sw.mu.Lock()
+	level := string(w.r.sw.sess.logLevel)
+	w.r.sw.mu.Unlock()
 	if !strings.Contains(level, "debug") {
 		t.Fatalf("log level not kept for replay: %q", level)
 	}
