@@ -412,3 +412,49 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldUntilReplayed: requests held while the old child stops reach the
+// new child only after its session was replayed (a legacy server refuses
+// requests before initialize).
+func TestHeldUntilReplayed(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
+		// The old child takes a second to stop after its stdin closes, so
+		// that the calls below are held.
+		c.Command = []string{"'" + strings.Join(c.Command, "' '") + "'; sleep 1"}
+		c.Shell = true
+	}})
+	h.mustCall("echo", map[string]any{"text": "before"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.r.Restart(context.Background())
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.r.sw.mu.Lock()
+		restarting := h.r.sw.state == stateRestarting
+		h.r.sw.mu.Unlock()
+		if restarting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restart did not begin")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text, isErr, err := h.call("echo", map[string]any{"text": "held" + strconv.Itoa(i)})
+			if err != nil || isErr || !strings.Contains(text, "held"+strconv.Itoa(i)) {
+				t.Errorf("held call %d: %q %v %v", i, text, isErr, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-done; err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+}
