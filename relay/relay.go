@@ -69,6 +69,8 @@ type Config struct {
 
 	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *slog.Logger // nil = discard
+	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").
+	ServerLogger *slog.Logger
 	Version    string       // mcpflow's version, for its own serverInfo
 }
 
@@ -162,11 +164,14 @@ func New(cfg Config) *Relay {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ServerLogger == nil {
+		cfg.ServerLogger = logger.WithGroup("server")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
 		cfg:      cfg,
 		log:      logger,
-		childLog: logger.WithGroup("server"),
+		childLog: cfg.ServerLogger,
 		ctx:      ctx,
 		cancel:   cancel,
 		events:   newEventQueue(cfg.OnEvent),

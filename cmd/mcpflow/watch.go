@@ -165,6 +165,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		OnCrash:        cfg.Relay.OnCrash,
 		RestartMarker:  cfg.Relay.RestartMarker,
 		Logger:         slog.New(logger),
+		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
 	})
 	b := builder.New(builder.Config{
