@@ -71,7 +71,7 @@ type Config struct {
 	Logger     *slog.Logger // nil = discard
 	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").
 	ServerLogger *slog.Logger
-	Version    string       // mcpflow's version, for its own serverInfo
+	Version      string // mcpflow's version, for its own serverInfo
 }
 
 // Recompiler rebuilds the server and restarts it through Restart. The
