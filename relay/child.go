@@ -217,3 +217,23 @@ func describeExit(err error, ps *os.ProcessState) string {
 	}
 	return fmt.Sprintf("exit status %d", ps.ExitCode())
 }
+
+// crashReport describes an unexpected exit for the agent: the exit status,
+// the uptime and the tail of stderr. Valid after done.
+func (c *child) crashReport() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the MCP server exited unexpectedly (%s) after %s.", c.exitDesc, time.Since(c.started).Round(time.Millisecond))
+	if t := strings.TrimSpace(c.tail.String()); t != "" {
+		b.WriteString("\nLast lines of its stderr:\n")
+		b.WriteString(lastLines(t, 40))
+	}
+	return b.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("… (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}

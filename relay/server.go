@@ -146,7 +146,7 @@ func (r *Relay) childExited(c *child) {
 	if restarted {
 		r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.pid})
 	} else {
-		report = r.crashReport(c)
+		report = c.crashReport()
 		r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.pid, Report: report})
 	}
 	failed := 0
@@ -187,23 +187,4 @@ func (r *Relay) childExited(c *child) {
 		r.sw.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
 	}
 	r.afterCrash(time.Since(c.started))
-}
-
-// crashReport describes an unexpected exit for the agent.
-func (r *Relay) crashReport(c *child) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "the MCP server exited unexpectedly (%s) after %s.", c.exitDesc, time.Since(c.started).Round(time.Millisecond))
-	if t := strings.TrimSpace(c.tail.String()); t != "" {
-		b.WriteString("\nLast lines of its stderr:\n")
-		b.WriteString(lastLines(t, 40))
-	}
-	return b.String()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("… (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }
