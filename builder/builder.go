@@ -3,17 +3,19 @@ package builder
 import (
 	"context"
 	"errors"
-	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // Restarter restarts the child after a good build. The relay satisfies it.
+// It returns what the restart did; on error the returned Restart, if not
+// nil, says how far it got.
 type Restarter interface {
-	Restart(ctx context.Context) (summary string, err error)
+	Restart(ctx context.Context) (*result.Restart, error)
 }
 
 // Config says what to build and how.
@@ -24,12 +26,12 @@ type Config struct {
 	Env       []string      // full environment; nil = inherit os.Environ()
 	Timeout   time.Duration // 0 = none; a build that runs longer is killed and fails
 	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
-	MaxErrors int           // bytes of Result.Errors; default 8 KiB
-	Logger    *log.Logger   // nil = discard
+	MaxErrors int           // bytes of result.Build.Errors; default 8 KiB
+	Logger    *slog.Logger  // nil = discard
 	// OnResult, when not nil, is called on Run's goroutine after every
 	// cycle that was not canceled, good or bad, whatever its trigger. It
 	// should return quickly: the next cycle waits for it.
-	OnResult func(Result)
+	OnResult func(result.Build)
 }
 
 // The defaults of Config's zero values (DefaultTimeout is the config
@@ -46,38 +48,19 @@ const (
 	killGrace = 2 * time.Second
 )
 
-// Triggers, as found in Result.Trigger.
+// Triggers, as found in result.Build.Trigger.
 const (
 	TriggerStartup   = "startup"
 	TriggerWatch     = "watch"
 	TriggerRecompile = "recompile"
 )
 
-// Result is the outcome of one cycle: a build and, if it succeeded, a
-// restart.
-type Result struct {
-	Seq             uint64        // cycle number, from 1; 0 if no cycle ran for this call
-	Trigger         string        // "startup" | "watch" | "recompile"
-	Changed         []string      // paths that caused it (watch), as given to Changed, deduplicated
-	Skipped         bool          // no build command configured
-	OK              bool          // build succeeded (or skipped)
-	Canceled        bool          // superseded by a newer change, or cut short by shutdown
-	Output          string        // combined stdout+stderr, bounded by MaxOutput
-	Errors          string        // on failure, Output trimmed to what matters for an agent (see Summarize)
-	Duration        time.Duration // build wall time
-	Err             error         // why it failed: exit status, timeout, start error, ctx
-	Restarted       bool          // Restart was called (the build was good); see RestartErr
-	RestartDuration time.Duration
-	RestartSummary  string
-	RestartErr      error
-}
-
 // Builder runs build cycles one at a time. Create it with New and run its
 // loop with Run; see the package documentation for the contract.
 type Builder struct {
 	cfg     Config
 	r       Restarter
-	log     *log.Logger
+	log     *slog.Logger
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
 
@@ -132,7 +115,7 @@ func New(cfg Config, r Restarter) *Builder {
 	}
 	lg := cfg.Logger
 	if lg == nil {
-		lg = log.New(io.Discard)
+		lg = slog.New(slog.DiscardHandler)
 	}
 	return &Builder{
 		cfg:     cfg,
@@ -198,7 +181,7 @@ func (b *Builder) stop() {
 	}
 	b.mu.Unlock()
 	for _, w := range ws {
-		w.finish(Result{Trigger: trigger, Canceled: true, Err: errStopped()})
+		w.finish(result.Build{Trigger: trigger, Canceled: true, Err: errStopped()})
 	}
 }
 
@@ -258,23 +241,23 @@ func (b *Builder) pending(trigger string) *request {
 // when not nil, receives short phase messages on this goroutine, never
 // after Recompile returns. If ctx ends first, the result has Err =
 // ctx.Err() and the cycle keeps going.
-func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) Result {
+func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) result.Build {
 	return b.request(ctx, TriggerRecompile, progress)
 }
 
 // Startup runs the first cycle at launch, build then Restart, with Trigger
 // "startup" (or joins a cycle already under way, as Recompile does).
-func (b *Builder) Startup(ctx context.Context) Result {
+func (b *Builder) Startup(ctx context.Context) result.Build {
 	return b.request(ctx, TriggerStartup, nil)
 }
 
-func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) Result {
+func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) result.Build {
 	w := newWaiter()
 	b.mu.Lock()
 	switch {
 	case b.stopped:
 		b.mu.Unlock()
-		return Result{Trigger: trigger, Canceled: true, Err: errStopped()}
+		return result.Build{Trigger: trigger, Canceled: true, Err: errStopped()}
 	case b.next != nil:
 		b.next.waiters = append(b.next.waiters, w)
 		if c := b.cur; c != nil && c.restarting {
@@ -312,7 +295,7 @@ func (b *Builder) request(ctx context.Context, trigger string, progress func(str
 				return *res
 			}
 			b.forget(w)
-			return Result{Trigger: trigger, Err: ctx.Err()}
+			return result.Build{Trigger: trigger, Err: ctx.Err()}
 		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // long bounds every wait in these tests: generous, for a busy machine. No
@@ -57,7 +59,7 @@ type fakeRestarter struct {
 	ctxErr  atomic.Value  // the ctx error seen by the last Restart, if any
 }
 
-func (f *fakeRestarter) Restart(ctx context.Context) (string, error) {
+func (f *fakeRestarter) Restart(ctx context.Context) (*result.Restart, error) {
 	n := f.calls.Add(1)
 	if f.entered != nil {
 		f.entered <- struct{}{}
@@ -67,10 +69,10 @@ func (f *fakeRestarter) Restart(ctx context.Context) (string, error) {
 		case <-f.block:
 		case <-ctx.Done():
 			f.ctxErr.Store(ctx.Err())
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
-	return fmt.Sprintf("restarted child #%d", n), nil
+	return &result.Restart{Gen: int(n)}, nil
 }
 
 type harness struct {
@@ -78,7 +80,7 @@ type harness struct {
 	dir     string
 	b       *Builder
 	r       *fakeRestarter
-	results chan Result
+	results chan result.Build
 	ctx     context.Context // Run's
 	cancel  context.CancelFunc
 	started bool // Run was started
@@ -89,14 +91,14 @@ type harness struct {
 // a temporary directory. run says whether to start Run now.
 func newHarness(t *testing.T, cfg Config, r *fakeRestarter, run bool) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), r: r, results: make(chan Result, 100), done: make(chan struct{})}
+	h := &harness{t: t, dir: t.TempDir(), r: r, results: make(chan result.Build, 100), done: make(chan struct{})}
 	if cfg.Command == nil {
 		cfg.Command, cfg.Shell = []string{script}, true
 	} else if len(cfg.Command) == 0 {
 		cfg.Command = nil
 	}
 	cfg.Dir = h.dir
-	cfg.OnResult = func(res Result) { h.results <- res }
+	cfg.OnResult = func(res result.Build) { h.results <- res }
 	if r == nil {
 		h.r = &fakeRestarter{}
 	}
@@ -192,14 +194,14 @@ func (h *harness) pidFile(name string) int {
 }
 
 // next returns the next result passed to OnResult.
-func (h *harness) next() Result {
+func (h *harness) next() result.Build {
 	h.t.Helper()
 	select {
 	case res := <-h.results:
 		return res
 	case <-time.After(long):
 		h.t.Fatal("no result")
-		return Result{}
+		return result.Build{}
 	}
 }
 
@@ -245,7 +247,7 @@ func (h *harness) gone(pid int) {
 
 // recompile calls Recompile in a goroutine, recording its progress.
 type recompileCall struct {
-	res      chan Result
+	res      chan result.Build
 	mu       sync.Mutex
 	msgs     []string
 	joined   chan struct{} // closed at the first progress message
@@ -254,7 +256,7 @@ type recompileCall struct {
 }
 
 func (h *harness) recompile(ctx context.Context) *recompileCall {
-	c := &recompileCall{res: make(chan Result, 1), joined: make(chan struct{})}
+	c := &recompileCall{res: make(chan result.Build, 1), joined: make(chan struct{})}
 	go func() {
 		res := h.b.Recompile(ctx, func(msg string) {
 			if c.returned.Load() {
@@ -273,7 +275,7 @@ func (h *harness) recompile(ctx context.Context) *recompileCall {
 	return c
 }
 
-func (c *recompileCall) wait(t *testing.T) Result {
+func (c *recompileCall) wait(t *testing.T) result.Build {
 	t.Helper()
 	select {
 	case res := <-c.res:
@@ -283,7 +285,7 @@ func (c *recompileCall) wait(t *testing.T) Result {
 		return res
 	case <-time.After(long):
 		t.Fatal("Recompile did not return")
-		return Result{}
+		return result.Build{}
 	}
 }
 
@@ -313,7 +315,7 @@ func TestGoodBuildRestartsOnce(t *testing.T) {
 	if res.Seq != 1 || res.Trigger != TriggerRecompile {
 		t.Errorf("Seq %d Trigger %q, want 1 recompile", res.Seq, res.Trigger)
 	}
-	if !res.Restarted || res.RestartSummary != "restarted child #1" || res.RestartErr != nil {
+	if res.Restart == nil || res.Restart.Gen != 1 || res.Restart.Err != nil {
 		t.Errorf("restart fields: %+v", res)
 	}
 	if n := h.r.calls.Load(); n != 1 {
@@ -331,7 +333,7 @@ func TestGoodBuildRestartsOnce(t *testing.T) {
 		!strings.HasPrefix(msgs[3], "restarted in ") {
 		t.Errorf("progress: %q", msgs)
 	}
-	if got := h.next(); got.Seq != 1 || got.RestartSummary != res.RestartSummary {
+	if got := h.next(); got.Seq != 1 || got.Restart == nil || got.Restart.Gen != res.Restart.Gen {
 		t.Errorf("OnResult got %+v", got)
 	}
 	h.noMoreResults()
@@ -340,7 +342,7 @@ func TestGoodBuildRestartsOnce(t *testing.T) {
 func TestStartup(t *testing.T) {
 	h := newHarness(t, Config{}, nil, true)
 	res := h.b.Startup(context.Background())
-	if !res.OK || res.Trigger != TriggerStartup || res.Seq != 1 || !res.Restarted {
+	if !res.OK || res.Trigger != TriggerStartup || res.Seq != 1 || res.Restart == nil {
 		t.Fatalf("result: %+v", res)
 	}
 	if n := h.r.calls.Load(); n != 1 {
@@ -352,7 +354,7 @@ func TestFailedBuildDoesNotRestart(t *testing.T) {
 	h := newHarness(t, Config{}, nil, true)
 	h.write("src", "fail")
 	res := h.b.Startup(context.Background())
-	if res.OK || res.Restarted || res.Canceled {
+	if res.OK || res.Restart != nil || res.Canceled {
 		t.Fatalf("result: %+v", res)
 	}
 	if res.Errors != "./main.go:3:1: undefined: nope" {
@@ -579,7 +581,7 @@ func TestOnResultForEachCycle(t *testing.T) {
 func TestSkippedWithoutCommand(t *testing.T) {
 	h := newHarness(t, Config{Command: []string{}}, nil, true)
 	res := h.b.Startup(context.Background())
-	if !res.OK || !res.Skipped || !res.Restarted || res.Seq != 1 || res.Output != "" {
+	if !res.OK || !res.Skipped || res.Restart == nil || res.Seq != 1 || res.Output != "" {
 		t.Fatalf("result: %+v", res)
 	}
 	if n := h.r.calls.Load(); n != 1 {
@@ -604,7 +606,7 @@ func TestChangedDuringRestartWaitsForIt(t *testing.T) {
 	h.b.Changed([]string{"b.go"})
 	close(r.block)
 	first, second := h.next(), h.next()
-	if first.Seq != 1 || first.RestartErr != nil || !first.Restarted {
+	if first.Seq != 1 || first.Restart == nil || first.Restart.Err != nil {
 		t.Errorf("first: %+v", first)
 	}
 	if second.Seq != 2 || !second.OK || !slices.Equal(second.Changed, []string{"b.go"}) {

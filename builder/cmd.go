@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
 )
 
 // buildOutcome is what one run of the build command produced.
@@ -20,7 +22,8 @@ type buildOutcome struct {
 
 // build runs the build command once and waits for it. When ctx is done, or
 // Config.Timeout passes, the build's process group gets SIGTERM, then up to
-// killGrace to exit and close its output, then SIGKILL.
+// killGrace to exit and close its output, then SIGKILL. Whatever the build
+// left running in its group is killed once it exited.
 func (b *Builder) build(parent context.Context) buildOutcome {
 	ctx := parent
 	if b.cfg.Timeout > 0 {
@@ -29,30 +32,42 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 		defer cancel()
 	}
 	out := newOutputBuffer(b.cfg.MaxOutput)
-	cmd := b.command(ctx)
-	cmd.Dir = b.cfg.Dir
-	cmd.Env = b.cfg.Env
+	cmd := proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}.Cmd()
 	cmd.Stdin = nil // the null device
 	cmd.Stdout = out
 	cmd.Stderr = out
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return terminateGroup(cmd.Process.Pid) }
-	// WaitDelay bounds both how long a canceled build may take to die and
-	// how long Wait waits for output pipes held open by processes the
-	// build left running.
+	// WaitDelay bounds how long Wait waits for output pipes held open by
+	// processes the build started outside its group.
 	cmd.WaitDelay = killGrace
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd)
+	if err != nil {
 		return buildOutcome{err: err, duration: time.Since(start)}
 	}
-	err := cmd.Wait()
+	exited := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+		}
+		g.Terminate()
+		t := time.NewTimer(killGrace)
+		defer t.Stop()
+		select {
+		case <-exited:
+		case <-t.C:
+			g.Kill()
+		}
+	}()
+	err = cmd.Wait()
+	close(exited)
+	<-watched
+	g.Release()
 	res := buildOutcome{started: true, err: err, duration: time.Since(start)}
-	if ctx.Err() != nil {
-		// Canceled: whatever of the group survived SIGTERM (or closed its
-		// output and kept running) goes now.
-		killGroup(cmd.Process.Pid)
-	}
 	res.output = out.String()
 	switch {
 	case err == nil:
@@ -65,15 +80,6 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 		res.timedOut = true
 	}
 	return res
-}
-
-// command returns the build's exec.Cmd, bound to ctx.
-func (b *Builder) command(ctx context.Context) *exec.Cmd {
-	argv := b.cfg.Command
-	if b.cfg.Shell {
-		return shellCommand(ctx, argv[0], argv[1:])
-	}
-	return exec.CommandContext(ctx, argv[0], argv[1:]...)
 }
 
 // commandLine renders the build command for messages.

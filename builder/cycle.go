@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // runCycle runs c on Run's goroutine: the build, then, if it succeeded and
 // no newer change arrived meanwhile, the restart. It reports the result to
 // OnResult and to c's waiters.
 func (b *Builder) runCycle(ctx context.Context, c *cycle) {
-	res := Result{Seq: c.seq, Trigger: c.trigger, Changed: c.paths}
+	res := result.Build{Seq: c.seq, Trigger: c.trigger, Changed: c.paths}
 	lg := b.log.With("build", c.seq, "trigger", c.trigger)
 
 	var out buildOutcome
@@ -41,17 +43,17 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		} else {
 			res.Err = fmt.Errorf("build canceled: shutting down: %w", ctx.Err())
 		}
-		lg.Debug("build canceled", "after", round(res.Duration), "err", res.Err)
+		lg.Debug("build canceled", "after", result.Dur(res.Duration), "err", res.Err)
 	case out.err != nil:
 		res.Err = b.explain(out)
 		res.Errors = Summarize(res.Output, b.cfg.MaxErrors)
-		lg.Debug("build failed", "after", round(res.Duration), "err", res.Err)
-		b.say(c, fmt.Sprintf("build failed after %s: %v", round(res.Duration), res.Err))
+		lg.Debug("build failed", "after", result.Dur(res.Duration), "err", res.Err)
+		b.say(c, fmt.Sprintf("build failed after %s: %v", result.Dur(res.Duration), res.Err))
 	default:
 		res.OK = true
 		if !res.Skipped {
-			lg.Debug("build ok", "in", round(res.Duration))
-			b.say(c, "build ok in "+round(res.Duration).String())
+			lg.Debug("build ok", "in", result.Dur(res.Duration))
+			b.say(c, "build ok in "+result.Dur(res.Duration))
 		}
 		b.restart(ctx, c, &res)
 	}
@@ -71,25 +73,31 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 }
 
 // restart calls the Restarter and records the outcome in res.
-func (b *Builder) restart(ctx context.Context, c *cycle, res *Result) {
+func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	if b.r == nil {
 		return
 	}
 	b.say(c, "restarting")
 	start := time.Now()
-	summary, err := b.r.Restart(ctx)
-	res.Restarted = true
-	res.RestartDuration = time.Since(start)
-	res.RestartSummary = summary
-	res.RestartErr = err
+	rs, err := b.r.Restart(ctx)
+	if rs == nil {
+		rs = &result.Restart{}
+	}
+	if rs.Duration == 0 {
+		rs.Duration = time.Since(start)
+	}
+	if err != nil && rs.Err == nil {
+		rs.Err = err
+	}
+	res.Restart = rs
 	lg := b.log.With("build", c.seq)
-	if err != nil {
-		lg.Debug("restart failed", "after", round(res.RestartDuration), "err", err)
-		b.say(c, fmt.Sprintf("restart failed after %s: %v", round(res.RestartDuration), err))
+	if rs.Err != nil {
+		lg.Debug("restart failed", "after", result.Dur(rs.Duration), "err", rs.Err)
+		b.say(c, fmt.Sprintf("restart failed after %s: %v", result.Dur(rs.Duration), rs.Err))
 		return
 	}
-	lg.Debug("restarted", "in", round(res.RestartDuration))
-	b.say(c, "restarted in "+round(res.RestartDuration).String())
+	lg.Debug("restarted", "in", result.Dur(rs.Duration))
+	b.say(c, "restarted in "+result.Dur(rs.Duration))
 }
 
 // explain turns a failed build into an error that says what to do.
@@ -110,17 +118,5 @@ func (b *Builder) say(c *cycle, msg string) {
 	defer b.mu.Unlock()
 	for _, w := range c.waiters {
 		w.say(msg)
-	}
-}
-
-// round shortens d for people: 40ms, 1.2s.
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond)
-	default:
-		return d.Round(time.Microsecond)
 	}
 }

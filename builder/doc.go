@@ -6,8 +6,8 @@
 // A cycle is one build followed, if the build succeeded, by one call to
 // Restarter.Restart. A failed build never calls Restart: the old child keeps
 // serving. With no build command configured the build "succeeds" at once
-// (Result.Skipped) and the cycle goes straight to Restart. Cycles are
-// numbered from 1 (Result.Seq) and run one at a time, always on the
+// (result.Build.Skipped) and the cycle goes straight to Restart. Cycles are
+// numbered from 1 (result.Build.Seq) and run one at a time, always on the
 // goroutine that called Run; the builder never runs two builds at once.
 //
 // Cycles are asked for in three ways:
@@ -29,7 +29,7 @@
 //
 // Run must be running (it may start after the others are called) for any
 // cycle to happen: Changed, Recompile and Startup only ask it for work.
-// Recompile and Startup return a Result with Err = ctx.Err() when their ctx
+// Recompile and Startup return a result.Build with Err = ctx.Err() when their ctx
 // ends first; the cycle keeps going for the others. They never return a
 // Canceled result unless Run stops under them. When Run returns, every
 // waiting call returns at once and later calls return an error.
@@ -39,12 +39,13 @@
 // Every cycle that was not canceled is reported to Config.OnResult, on
 // Run's goroutine, before any Recompile or Startup waiting for it returns.
 // Canceled cycles (superseded by newer changes, or cut short by Run's ctx)
-// are only logged, so OnResult may see gaps in Seq. Result.Output holds the
+// are only logged, so OnResult may see gaps in Seq. result.Build.Output holds the
 // combined stdout and stderr, at most Config.MaxOutput bytes (the head and
 // the tail, with a "… N bytes cut …" marker between). When the build fails,
-// Result.Errors holds Summarize(Output, Config.MaxErrors): the lines an
-// agent needs. Result.Restarted reports that Restart was called; RestartErr
-// reports whether it failed.
+// result.Build.Errors holds Summarize(Output, Config.MaxErrors): the lines an
+// agent needs. result.Build.Restart is what the Restarter returned (nil when
+// the build failed or there is no Restarter); its Err is set when the
+// restart failed.
 //
 // Recompile's progress callback, when not nil, receives short phase messages
 // ("building: go build ./...", "build ok in 1.2s", "build failed after 3s:

@@ -3,6 +3,8 @@ package builder
 import (
 	"slices"
 	"sync"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // waiter is one Recompile or Startup call waiting for a cycle. The cycle
@@ -14,7 +16,7 @@ type waiter struct {
 
 	mu   sync.Mutex
 	msgs []string
-	res  *Result
+	res  *result.Build
 	gone bool // the caller returned
 }
 
@@ -40,7 +42,7 @@ func (w *waiter) say(msg string) {
 }
 
 // finish posts the result; only the first one counts.
-func (w *waiter) finish(r Result) {
+func (w *waiter) finish(r result.Build) {
 	w.mu.Lock()
 	if w.gone || w.res != nil {
 		w.mu.Unlock()
@@ -53,7 +55,7 @@ func (w *waiter) finish(r Result) {
 }
 
 // take returns the messages posted so far and the result, if posted.
-func (w *waiter) take() ([]string, *Result) {
+func (w *waiter) take() ([]string, *result.Build) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	msgs := w.msgs
@@ -63,7 +65,7 @@ func (w *waiter) take() ([]string, *Result) {
 
 // abandon marks the caller gone and returns the result if it had already
 // been posted.
-func (w *waiter) abandon() *Result {
+func (w *waiter) abandon() *result.Build {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gone = true

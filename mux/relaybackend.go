@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			StopTimeout: spec.StopTimeout,
 			Tool:        relayTool,
 			OnCrash:     onCrash,
-			Logger:      tap,
+			Logger:      slog.New(tap),
 			Version:     o.Version,
 		})
 		if o.NewHooks != nil {

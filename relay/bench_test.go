@@ -27,10 +27,10 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 // beyond this is system calls and wake-ups.
 func BenchmarkHotPath(b *testing.B) {
 	r := testRelay(Config{Tool: "recompile"})
-	go r.out.run(io.Discard, nil)
+	go r.sw.out.run(io.Discard, nil)
 	c := &child{gen: 1, in: newOutbox(), tail: newTail(1024)}
 	go c.in.run(io.Discard, nil)
-	r.child, r.state, r.gen = c, stateUp, 1
+	r.sw.child, r.sw.state, r.sw.gen = c, stateUp, 1
 	reqs := make([][]byte, 1000)
 	resps := make([][]byte, 1000)
 	for i := range reqs {
@@ -41,7 +41,7 @@ func BenchmarkHotPath(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		k := i % len(reqs)
-		r.fromClient(clone(reqs[k]))
-		r.fromChild(c, clone(resps[k]))
+		r.sw.fromClient(clone(reqs[k]))
+		r.sw.fromChild(c, clone(resps[k]))
 	}
 }

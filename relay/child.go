@@ -12,25 +12,25 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
 )
 
 // child is one generation of the MCP server process. It owns the process,
 // its three pipes and the goroutines that serve them; done is closed once
 // the process was waited, its group killed and its stdout read to the end.
 type child struct {
-	gen  int
-	pid  int
-	cmd  *exec.Cmd
-	in   *outbox
-	tail *tail
+	gen   int
+	pid   int
+	cmd   *exec.Cmd
+	group *proc.Group
+	in    *outbox
+	tail  *tail
 
 	stopping atomic.Bool // set before the relay stops it on purpose
 	started  time.Time
 
-	// Guarded by Relay.mu.
-	sawDiscover bool          // it answered (or is answering) server/discover
-	gotInit     bool          // it was sent initialize
-	reaped      chan struct{} // closed after the relay handled its exit
+	reaped chan struct{} // closed after the relay handled its exit
 
 	done     chan struct{}
 	exitDesc string // "exit status 2", "killed by signal 9"; valid after done
@@ -53,15 +53,11 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
-	var cmd *exec.Cmd
+	argv := spec.argv
 	if spec.shell {
-		cmd = shellCommand(spec.argv[0])
-	} else {
-		cmd = exec.Command(spec.argv[0], spec.argv[1:]...)
+		argv = argv[:1] // the script; Config.Command has no positional arguments
 	}
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	setProcessGroup(cmd)
+	cmd := proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}.Cmd()
 
 	// os.Pipe rather than cmd.StdoutPipe: Wait must not close our read
 	// ends before we have read everything the child wrote.
@@ -86,7 +82,8 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 	growPipe(outR)
 	growPipe(inW)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	group, err := proc.Start(cmd)
+	if err != nil {
 		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
 			f.Close()
 		}
@@ -100,6 +97,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 		gen:     gen,
 		pid:     cmd.Process.Pid,
 		cmd:     cmd,
+		group:   group,
 		in:      newOutbox(),
 		tail:    newTail(64 << 10),
 		started: time.Now(),
@@ -155,7 +153,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 		c.exitDesc = describeExit(err, cmd.ProcessState)
 		// The leader is gone: nothing of its group may outlive it, and the
 		// pipes reach EOF only when every holder is gone.
-		killGroup(c.pid)
+		c.group.Release()
 		waitOrClose(&readers, 2*time.Second, outR, errR)
 		outR.Close()
 		errR.Close()
@@ -184,21 +182,12 @@ func waitOrClose(wg *sync.WaitGroup, d time.Duration, files ...io.Closer) {
 // grace again, then SIGKILL. It returns when the child is fully gone.
 func (c *child) stop(grace time.Duration) {
 	c.stopping.Store(true)
-	c.in.close()
-	select {
-	case <-c.done:
-		return
-	case <-time.After(grace):
-	}
-	terminateGroup(c.pid)
-	select {
-	case <-c.done:
-		return
-	case <-time.After(grace):
-	}
-	killGroup(c.pid)
-	<-c.done
+	c.group.Stop(closerFunc(c.in.close), c.done, grace)
 }
+
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 func (c *child) exited() bool {
 	select {
@@ -227,4 +216,24 @@ func describeExit(err error, ps *os.ProcessState) string {
 		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exit status %d", ps.ExitCode())
+}
+
+// crashReport describes an unexpected exit for the agent: the exit status,
+// the uptime and the tail of stderr. Valid after done.
+func (c *child) crashReport() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the MCP server exited unexpectedly (%s) after %s.", c.exitDesc, time.Since(c.started).Round(time.Millisecond))
+	if t := strings.TrimSpace(c.tail.String()); t != "" {
+		b.WriteString("\nLast lines of its stderr:\n")
+		b.WriteString(lastLines(t, 40))
+	}
+	return b.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("… (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
 }

@@ -213,24 +213,24 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // while it was read. A response the relay forwards unchanged is written
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
-func (r *Relay) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() && r.openBatches.Load() == 0 && r.forwardChunks(c, env, chunks) {
+func (r *switchboard) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
+	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))
 }
 
-func (r *Relay) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {
+func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte) bool {
 	r.out.beginInline()
 	defer r.out.endInline()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := string(env.id)
-	p, ok := r.pending[key]
-	if !ok || p.gen != c.gen || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.notices) == 0) {
+	p, ok := r.ids.lookup(key, c.gen)
+	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.tools.notices) == 0) {
 		return false
 	}
-	delete(r.pending, key)
+	r.ids.forget(key)
 	r.out.sendParts(chunks)
 	return true
 }

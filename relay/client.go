@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,7 +9,7 @@ import (
 )
 
 // fromClient handles one line read from the client.
-func (r *Relay) fromClient(msg []byte) {
+func (r *switchboard) fromClient(msg []byte) {
 	if !validJSON(msg) {
 		if !utf8.Valid(msg) {
 			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
@@ -44,47 +43,34 @@ func (r *Relay) fromClient(msg []byte) {
 
 // clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element
 // is handled as a message of its own, and the answers go back as one array.
-func (r *Relay) clientBatch(msg []byte) {
+func (r *switchboard) clientBatch(msg []byte) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
 		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
 		return
 	}
 	envs := make([]envelope, len(elems))
-	b := &batch{}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.batchMu.Lock()
 	for i, el := range elems {
 		env, err := peekEnvelope(el)
 		if err != nil || env.isArray {
-			b.out = append(b.out, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
-			envs[i].isArray = true // skip it below
+			envs[i].isArray = true // not a JSON-RPC object: answered by begin, skipped below
 			continue
 		}
 		envs[i] = env
-		key := string(env.id)
-		if env.isRequest() && key != "null" && r.batches[key] == nil {
-			r.batches[key] = b
-			b.want++
-		}
 	}
-	r.openBatches.Add(1)
-	b.want++ // held until every element is dispatched
-	r.batchMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.batches.begin(envs, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
 	for i, el := range elems {
 		if !envs[i].isArray {
 			r.dispatchClient(el, envs[i])
 		}
 	}
-	r.batchMu.Lock()
-	b.want--
-	r.finishBatch(b)
-	r.batchMu.Unlock()
+	r.batches.dispatched(b)
 }
 
-// dispatchClient routes one client message. r.mu is held.
-func (r *Relay) dispatchClient(msg []byte, env envelope) {
+// dispatchClient routes one client message. sw.mu is held.
+func (r *switchboard) dispatchClient(msg []byte, env envelope) {
 	switch {
 	case env.isResponse():
 		r.clientResponse(msg, env)
@@ -99,7 +85,7 @@ func (r *Relay) dispatchClient(msg []byte, env envelope) {
 	}
 }
 
-func (r *Relay) clientRequest(msg []byte, env envelope) {
+func (r *switchboard) clientRequest(msg []byte, env envelope) {
 	key := string(env.id)
 	switch {
 	case key == "null":
@@ -109,7 +95,7 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
 		return
 	}
-	if _, dup := r.pending[key]; dup {
+	if r.ids.inFlight(key) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
@@ -117,16 +103,16 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
 		return
 	}
-	r.noteEra(env)
+	r.sess.note(env, r.log)
 
 	if env.method == "tools/call" {
 		switch toolName(env.params) {
 		case r.cfg.Tool:
-			r.startRecompile(env)
+			r.shell.startRecompile(env)
 			return
 		case r.cfg.CallTool:
 			if r.cfg.CallTool != "" {
-				msg, env = r.rewriteCallTool(msg, env)
+				msg, env = rewriteCallTool(msg, env)
 			}
 		}
 	}
@@ -141,112 +127,80 @@ func (r *Relay) clientRequest(msg []byte, env envelope) {
 	}
 }
 
-// noteEra decides the protocol era on the first message that decides it
-// (DESIGN §2) and remembers the _meta triple of modern requests.
-func (r *Relay) noteEra(env envelope) {
-	if env.method == "initialize" {
-		if r.era == eraUnknown {
-			r.era = eraLegacy
-			r.log.Debug("protocol era: legacy (initialize)")
-		}
-		return
-	}
-	meta := member(env.params, "_meta")
-	if meta == nil {
-		return
-	}
-	pv := member(meta, metaProtocolVersion)
-	if len(pv) == 0 || pv[0] != '"' {
-		return
-	}
-	if v, _ := unquote(pv); v < modernVersion {
-		return
-	}
-	if !bytes.Equal(meta, r.lastMetaRaw) { // the same on every request, as a rule
-		r.lastMetaRaw = clone(meta)
-		r.lastMeta = metaTriple(meta)
-	}
-	if r.era == eraUnknown && env.method != "server/discover" {
-		r.era = eraModern
-		r.log.Debug("protocol era: modern (per-request _meta)")
-	}
-}
-
-// forward sends a client request to the current child. r.mu is held and a
+// forward sends a client request to the current child. sw.mu is held and a
 // child is up.
-func (r *Relay) forward(msg []byte, env envelope) {
+func (r *switchboard) forward(msg []byte, env envelope) {
 	c := r.child
 	k := kindPlain
 	switch env.method {
 	case "initialize":
-		if c.sawDiscover {
+		if r.sess.childDiscover {
 			// A Go SDK server that answered server/discover refuses a later
 			// initialize; the relay owns the child, so it starts a fresh one.
 			r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			r.hold(msg, env)
 			r.state = stateRestarting
-			go r.respawn()
+			go r.shell.respawn()
 			return
 		}
-		r.initReq = msg
-		r.selfInit = false
-		c.gotInit = true
+		r.sess.initReq = msg
+		r.sess.selfInit = false
+		r.sess.childInit = true
 		k = kindInitialize
 	case "server/discover":
-		c.sawDiscover = true
+		r.sess.childDiscover = true
 		k = kindDiscover
 	case "tools/list":
 		k = kindToolsList
 	case "tools/call":
 		k = kindToolsCall
 	case "subscriptions/listen":
-		r.listens[string(env.id)] = newListen(msg, env.params)
+		r.sess.listens[string(env.id)] = newListen(msg, env.params)
 		k = kindListen
 	case "logging/setLevel":
-		r.logLevel = clone(env.params)
+		r.sess.logLevel = clone(env.params)
 	case "resources/subscribe":
-		r.subs[uriOf(env.params)] = clone(env.params)
+		r.sess.subs[uriOf(env.params)] = clone(env.params)
 	case "resources/unsubscribe":
-		delete(r.subs, uriOf(env.params))
+		delete(r.sess.subs, uriOf(env.params))
 	}
 	p := &pending{kind: k, gen: c.gen, method: env.method}
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
 	}
-	r.pending[string(env.id)] = p
+	r.ids.track(string(env.id), p)
 	c.in.send(msg)
 }
 
-func (r *Relay) clientNotification(msg []byte, env envelope) {
+func (r *switchboard) clientNotification(msg []byte, env envelope) {
 	switch env.method {
 	case "notifications/initialized":
 		if r.state == stateStarting || r.state == stateRestarting {
 			r.hold(msg, env) // counted when it is delivered
 			return
 		}
-		r.clientInit = true
-		if r.selfInit {
+		r.sess.clientInit = true
+		if r.sess.selfInit {
 			return // the relay answered initialize; the child gets its own later
 		}
 	case "notifications/cancelled":
 		id := member(env.params, "requestId")
 		key := string(id)
-		r.forgetBatchID(id)
+		r.batches.forget(id)
 		if cancel, ok := r.recompiles[key]; ok {
 			cancel()
 			return
 		}
-		delete(r.listens, key)
-		p, ok := r.pending[key]
+		delete(r.sess.listens, key)
+		p, ok := r.ids.forget(key)
 		if !ok {
-			if r.unhold(id) {
+			if r.held.remove(id) {
 				return // canceled while held: it is never sent
 			}
 			r.log.Debug("dropped a cancel for a request that is not in flight", "id", key)
 			return
 		}
 		// The request is over for the client: a late answer is dropped.
-		delete(r.pending, key)
 		if r.state == stateUp && r.child != nil && r.child.gen == p.gen {
 			r.child.in.send(msg)
 		}
@@ -262,14 +216,13 @@ func (r *Relay) clientNotification(msg []byte, env envelope) {
 
 // clientResponse maps the client's answer to a server→client request back
 // to the child that asked, if that child is still the current one.
-func (r *Relay) clientResponse(msg []byte, env envelope) {
+func (r *switchboard) clientResponse(msg []byte, env envelope) {
 	key := string(env.id)
-	sr, ok := r.serverReqs[key]
+	sr, ok := r.ids.mapBack(key)
 	if !ok {
 		r.log.Warn("dropped a client response to an unknown request id", "id", key)
 		return
 	}
-	delete(r.serverReqs, key)
 	if r.child == nil || r.child.gen != sr.gen || r.child.exited() {
 		r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", key)
 		return
@@ -278,56 +231,33 @@ func (r *Relay) clientResponse(msg []byte, env envelope) {
 }
 
 // hold queues a client message while a restart or the first build runs.
-func (r *Relay) hold(msg []byte, env envelope) {
-	if env.isRequest() {
-		for _, m := range r.queue {
-			if m.env.isRequest() && bytes.Equal(m.env.id, env.id) {
-				r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
-				return
-			}
-		}
-	}
-	if len(r.queue) >= r.cfg.QueueSize || r.queueBytes+len(msg) > r.cfg.QueueBytes {
-		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", len(r.queue), r.queueBytes)
+func (r *switchboard) hold(msg []byte, env envelope) {
+	switch r.held.add(msg, env, time.Now()) {
+	case duplicate:
+		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+	case full:
+		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", r.held.len(), r.held.bytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.method)
 		if env.isRequest() {
 			r.reply(errorResponse(env.id, codeQueueFull, reason, nil))
 		}
-		return
 	}
-	r.queue = append(r.queue, queued{msg: msg, env: env, at: time.Now()})
-	r.queueBytes += len(msg)
 }
 
-// unhold removes a held request with the given id. r.mu is held.
-func (r *Relay) unhold(id []byte) bool {
-	for i, m := range r.queue {
-		if m.env.isRequest() && bytes.Equal(m.env.id, id) {
-			r.queueBytes -= len(m.msg)
-			r.queue = append(r.queue[:i], r.queue[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-// flushQueue dispatches the held messages in order. r.mu is held. A
+// flushQueue dispatches the held messages in order. sw.mu is held. A
 // message that finds the relay restarting again is held again, behind
 // none of the others, so order is kept.
-func (r *Relay) flushQueue() {
-	q := r.queue
-	r.queue, r.queueBytes = nil, 0
-	for _, m := range q {
+func (r *switchboard) flushQueue() {
+	for _, m := range r.held.take() {
 		if r.state == stateStarting || r.state == stateRestarting {
-			r.queue = append(r.queue, m)
-			r.queueBytes += len(m.msg)
+			r.held.put(m)
 			continue
 		}
 		r.dispatchQueued(m)
 	}
 }
 
-func (r *Relay) dispatchQueued(m queued) {
+func (r *switchboard) dispatchQueued(m queued) {
 	env := m.env
 	switch {
 	case env.isRequest():
@@ -352,28 +282,18 @@ func (r *Relay) expireQueue() {
 			return
 		case <-t.C:
 		}
-		r.mu.Lock()
-		keep := r.queue[:0]
-		for _, m := range r.queue {
-			if time.Since(m.at) > r.cfg.QueueTimeout {
-				r.queueBytes -= len(m.msg)
-				if m.env.isRequest() {
-					r.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
-				}
-				continue
+		r.sw.mu.Lock()
+		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
+			if m.env.isRequest() {
+				r.sw.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
 			}
-			keep = append(keep, m)
 		}
-		for i := len(keep); i < len(r.queue); i++ {
-			r.queue[i] = queued{}
-		}
-		r.queue = keep
-		r.mu.Unlock()
+		r.sw.mu.Unlock()
 	}
 }
 
 // clientTooLarge answers an over-long client line under its own id.
-func (r *Relay) clientTooLarge(tl *errTooLarge) {
+func (r *switchboard) clientTooLarge(tl *errTooLarge) {
 	id := partialID(tl.Head)
 	r.log.Warn("client message too large; not forwarded", "bytes", tl.Size, "limit", tl.Max)
 	if id == nil || string(id) == "null" {

@@ -46,18 +46,56 @@
 // follows a server/discover that a child answered, the relay starts a fresh
 // child for it, since Go SDK servers refuse that sequence.
 //
-// # Design notes
+// # Embedding
 //
-// Writes to each peer go through an outbox, so the relay never holds its
-// lock across a write that could block on a peer (a child blocked writing a
-// 20 MiB result while the relay waits to write its stdin would otherwise
+// A program that embeds the relay (mcpflow watch, the mux) uses:
+//   - New(Config) and Serve(ctx, in, out): one client on in/out.
+//   - Restart(ctx): start or replace the child; it returns a
+//     *result.Restart (timings, tool diff, handshake differences, error).
+//   - Config.Recompiler (or SetRecompiler): what the recompile tool runs;
+//     *builder.Builder satisfies it. NoteBuild(result.Build) reports a build
+//     that the relay did not ask for (a watch build).
+//   - Config.OnEvent: Starting, Up, RestartFailed, Crashed, BuildFailed and
+//     Stopped, delivered in order from one goroutine of the relay that
+//     holds no relay lock.
+//   - Config.Traffic: every message as read from either peer, called on
+//     the hot path with no lock held; the callee must not keep msg (nor
+//     write to it) after it returns. Nil costs nothing.
+//   - Config.Logger: a *slog.Logger (nil discards).
+//
+// # Parts
+//
+// Relay is the shell: it owns the pipes, the children and the goroutines,
+// and runs restarts (serialized by restarts.mu, which also guards the tool
+// baseline). The switchboard routes messages: it holds the routing lock
+// and everything that lock guards, as parts with no lock of their own:
+//   - router (router.go): client ids in flight, renumbered server→client
+//     ids, the relay's own requests; cancellations go through it;
+//   - holdQueue (hold.go): messages held while no child can take them;
+//   - session (session.go): the era, the legacy handshake state and the
+//     modern listen streams, with the era-specific behaviour in the
+//     legacyEra and modernEra strategies;
+//   - toolset (tools.go): the relay's own tools spliced into tools/list,
+//     the notices, the recompile tool's env overrides; diffTools makes the
+//     tool diff;
+//   - crashPolicy (crash.go): restart with backoff, or stop on a crash
+//     loop.
+//
+// Other parts: child (child.go: one process, started and stopped through
+// internal/proc), outbox (outbox.go: ordered writes to one peer), batches
+// (batch.go: client batches, own lock), eventQueue (events.go), the framing
+// (framing.go, chunks.go, pool.go) and the envelope scanner (envelope.go,
+// jsonvalid.go). Lock order: restarts.mu, then switchboard.mu, then the
+// outboxes', batches' and eventQueue's own.
+//
+// # Writing
+//
+// Writes to each peer go through an outbox, so no relay lock is held
+// across a write that could block on a peer (a child blocked writing a
+// large result while the relay waits to write its stdin would otherwise
 // deadlock). On the hot path the goroutine that read a message writes it
 // itself once the lock is released; the outbox's own goroutine writes what
-// other goroutines send. (DESIGN.md started from a writer goroutine per
-// peer; waking it cost a thread hand-off per message, measured at ~40 % of
-// the relay's CPU per call.) The relay's lock guards routing state only;
-// restarts are serialized by a second lock and run without the first while
-// they wait on the child.
+// other goroutines send.
 //
 // Messages are stored and forwarded whole, not streamed: the relay must see
 // a whole line to enforce MaxMessage, to know it is JSON-RPC, and to answer
@@ -66,10 +104,8 @@
 //   - a line longer than the read buffer is read straight from the pipe
 //     into 1 MiB chunks (framing.go): one copy, no growing slice;
 //   - the chunks come from a pool (pool.go) and go back to it once written
-//     or joined, so the next long line touches no fresh memory (fresh
-//     memory page-faulted on every 4 KiB: over half the system time of a
-//     64 MiB result); the pool empties after 5 s without a long line and
-//     the memory goes back to the OS;
+//     or joined; the pool empties after 5 s without a long line and the
+//     memory goes back to the OS;
 //   - the envelope scanner (chunks.go) is fed as the line arrives, so only
 //     the last read is scanned after the last byte;
 //   - a response passed on unchanged is written from its chunks;
@@ -79,7 +115,7 @@
 // JSON and UTF-8, held by a fuzz test to json.Valid && utf8.Valid.
 // BENCHMARKS.md has the figures.
 //
-// The relay defines Recompiler, which the builder satisfies through an
-// adapter in cmd/mcpflow; the builder calls back Restart. Neither package
-// imports the other.
+// The relay defines Recompiler, which the builder satisfies; the builder
+// calls back Restart through its Restarter interface. Neither package
+// imports the other: they share only internal/result.
 package relay

@@ -6,14 +6,14 @@ import (
 
 // answerDown answers a client request while no child runs (the first build
 // failed, or the child crashed): the relay stands in for the server so the
-// client's session survives, and tells the agent what to do. r.mu is held.
-func (r *Relay) answerDown(msg []byte, env envelope) {
+// client's session survives, and tells the agent what to do. sw.mu is held.
+func (r *switchboard) answerDown(msg []byte, env envelope) {
 	id := env.id
-	ok := func(result any) { r.reply(resultResponse(id, r.withResultType(mustJSON(result)))) }
+	ok := func(result any) { r.reply(resultResponse(id, r.sess.withResultType(mustJSON(result)))) }
 	switch env.method {
 	case "initialize":
-		r.initReq = msg
-		r.selfInit = true
+		r.sess.initReq = msg
+		r.sess.selfInit = true
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
@@ -28,46 +28,35 @@ func (r *Relay) answerDown(msg []byte, env envelope) {
 			"instructions": "The MCP server behind mcpflow is not running yet (" + firstLine(r.describeDown()) +
 				"). Its tools appear once it is fixed: call " + r.cfg.Tool + " after editing the code.",
 		}
-		r.initResult = mustJSON(result)
+		r.sess.initResult = mustJSON(result)
 		ok(result)
 	case "server/discover":
 		// Clients fall back to initialize, which the relay can answer alone.
 		r.reply(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
 	case "tools/list":
-		r.reply(resultResponse(id, r.withResultType([]byte(`{"tools":[`+string(r.toolDefs())+`]}`))))
+		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "tools/call":
-		r.notices = nil
-		r.reply(resultResponse(id, r.toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true)))
+		r.tools.notices = nil
+		r.reply(resultResponse(id, toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil, r.sess.era == eraModern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
-		r.logLevel = clone(env.params)
+		r.sess.logLevel = clone(env.params)
 		ok(map[string]any{})
 	case "resources/subscribe":
-		r.subs[uriOf(env.params)] = clone(env.params)
+		r.sess.subs[uriOf(env.params)] = clone(env.params)
 		ok(map[string]any{})
 	case "resources/unsubscribe":
-		delete(r.subs, uriOf(env.params))
+		delete(r.sess.subs, uriOf(env.params))
 		ok(map[string]any{})
 	case "subscriptions/listen":
 		l := newListen(msg, env.params)
-		r.listens[string(id)] = l
-		r.pending[string(id)] = &pending{kind: kindListen, gen: -1, method: env.method}
+		r.sess.listens[string(id)] = l
+		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.method})
 		r.out.send(selfAck(id, l))
 	default:
 		r.reply(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))
 	}
-}
-
-// withResultType marks a result complete for modern-era clients.
-func (r *Relay) withResultType(result []byte) []byte {
-	if r.era != eraModern || len(result) < 2 {
-		return result
-	}
-	if len(result) == 2 {
-		return []byte(`{"resultType":"complete"}`)
-	}
-	return append([]byte(`{"resultType":"complete",`), result[1:]...)
 }
 
 func firstLine(s string) string {

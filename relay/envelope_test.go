@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/charmbracelet/log"
 )
 
 func TestPeekEnvelope(t *testing.T) {
@@ -92,7 +91,7 @@ func TestLineReaderLimits(t *testing.T) {
 }
 
 func testRelay(cfg Config) *Relay {
-	cfg.Logger = log.New(io.Discard)
+	cfg.Logger = nil
 	return New(cfg)
 }
 
@@ -113,7 +112,7 @@ func TestInjectToolsPagination(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := r.injectTools([]byte(c.in), env)
+		out := r.sw.tools.inject([]byte(c.in), env)
 		var m struct {
 			Result struct {
 				Tools []struct{ Name string } `json:"tools"`
@@ -166,12 +165,19 @@ func TestForcedResult(t *testing.T) {
 func TestDiffTools(t *testing.T) {
 	old := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "old"}}
 	cur := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{}}}`)}, {Name: "reverse"}}
-	line, details := diffTools(old, cur)
-	if line != "~echo (input schema changed) +reverse -old" {
+	d := diffTools(old, cur, true)
+	if line := d.String(); line != "~echo (input schema changed) +reverse -old" {
 		t.Fatalf("diff = %q", line)
 	}
-	if len(details) != 2 {
-		t.Fatalf("details = %v", details)
+	if len(d.Details) != 2 || !d.Details["echo"].SchemaChanged || d.Details["reverse"].SchemaChanged {
+		t.Fatalf("details = %v", d.Details)
+	}
+	if !slices.Equal(d.Added, []string{"reverse"}) || !slices.Equal(d.Removed, []string{"old"}) ||
+		!slices.Equal(d.Changed, []string{"echo"}) || !slices.Equal(d.Current, []string{"echo", "reverse"}) {
+		t.Fatalf("diff = %+v", d)
+	}
+	if d := diffTools(nil, cur, false); d.Known || d.String() != "" || len(d.Current) != 2 {
+		t.Fatalf("unknown baseline: %+v", d)
 	}
 }
 

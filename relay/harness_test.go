@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/charmbracelet/log"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
 )
 
 var fixtureBin string
@@ -93,7 +96,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 	cfg := Config{
 		Command:     append([]string{fixtureBin, "-variant-file", h.variant}, o.args...),
 		StopTimeout: 2 * time.Second,
-		Logger:      logger,
+		Logger:      slog.New(logger),
 		Notices:     true,
 		Version:     "test",
 	}
@@ -219,7 +222,7 @@ func (h *harness) waitListChanged() {
 func groupGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for groupAlive(pid) {
+	for proc.GroupAlive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process group %d still alive", pid)
 		}
@@ -228,10 +231,10 @@ func groupGone(t *testing.T, pid int) {
 }
 
 func (h *harness) childPID() int {
-	h.r.mu.Lock()
-	defer h.r.mu.Unlock()
-	if h.r.child == nil {
+	h.r.sw.mu.Lock()
+	defer h.r.sw.mu.Unlock()
+	if h.r.sw.child == nil {
 		return 0
 	}
-	return h.r.child.pid
+	return h.r.sw.child.pid
 }

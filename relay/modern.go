@@ -73,18 +73,3 @@ func selfAck(id []byte, l *listen) []byte {
 	}
 	return request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
 }
-
-// withMeta returns params (a JSON object or nil) with the client's _meta
-// triple added, for the relay's own requests in the modern era.
-func (r *Relay) withMeta(params map[string]any) []byte {
-	if r.era == eraModern && r.lastMeta != nil {
-		if params == nil {
-			params = map[string]any{}
-		}
-		params["_meta"] = json.RawMessage(r.lastMeta)
-	}
-	if params == nil {
-		return []byte("{}")
-	}
-	return mustJSON(params)
-}

@@ -17,8 +17,7 @@ import (
 // read a message from one peer and queued it for the other brackets its
 // work with beginInline/endInline: while inline, send does not wake run,
 // and endInline, called after the relay's lock is released, writes the
-// queue itself. That saves a goroutine hand-off per message (measured: a
-// third of the relay's per-call CPU went to waking the writer), and gives
+// queue itself. That saves a goroutine hand-off per message, and gives
 // the same back-pressure as a plain io.Copy relay: a reader that cannot
 // write waits, holding no lock.
 type outbox struct {
@@ -138,8 +137,8 @@ func (o *outbox) drainLocked() {
 	}
 	o.writing = false
 	if o.closed || o.queued() > 0 {
-		// run may be waiting for the token. (Not otherwise: waking it for
-		// nothing cost two futex calls and a goroutine switch per message.)
+		// run may be waiting for the token; otherwise it is not woken, so
+		// the hot path costs no wake-up.
 		o.cond.Broadcast()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,4 +91,101 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 	<-g.gate
 	g.n.Add(int64(len(p)))
 	return len(p), nil
+}
+
+// TestOutboxInlineAndQueuedOrder: goroutines that write inline
+// (beginInline, send under a shared lock, endInline after it) and
+// goroutines that only queue (send, written by run) interleave; every
+// message comes out once, whole, in the order the sends happened, while a
+// slow reader keeps the writers contending for the token.
+func TestOutboxInlineAndQueuedOrder(t *testing.T) {
+	pr, pw := io.Pipe()
+	o := newOutbox()
+	go o.run(pw, func() { pw.Close() })
+
+	var lock sync.Mutex // plays the relay's lock: it orders the sends
+	seq := 0
+	const writers, each = 8, 2000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inline := w%2 == 0
+			for range each {
+				if inline {
+					o.beginInline()
+				}
+				lock.Lock()
+				o.send([]byte(fmt.Sprintf(`{"n":%d}`, seq)))
+				seq++
+				lock.Unlock()
+				if inline {
+					o.endInline()
+				}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		o.close()
+	}()
+	sc := bufio.NewScanner(pr)
+	i := 0
+	for sc.Scan() {
+		if want := fmt.Sprintf(`{"n":%d}`, i); sc.Text() != want {
+			t.Fatalf("message %d: got %q, want %q", i, sc.Text(), want)
+		}
+		i++
+		if i%300 == 0 {
+			time.Sleep(100 * time.Microsecond) // a slow reader: writers wait on the pipe
+		}
+	}
+	if i != writers*each {
+		t.Fatalf("got %d messages, want %d", i, writers*each)
+	}
+	select {
+	case <-o.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after close")
+	}
+}
+
+// TestOutboxEndInlineWrites: a message sent inline is written by
+// endInline itself, before it returns, when no other writer holds the
+// token: the hot path needs no hand-off to run.
+func TestOutboxEndInlineWrites(t *testing.T) {
+	var buf syncBuffer
+	o := newOutbox()
+	go o.run(&buf, nil)
+	defer o.close()
+	// Wait for run to own the writer, so endInline may write.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		o.mu.Lock()
+		ready := o.bw != nil
+		o.mu.Unlock()
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("run did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 100 {
+		o.beginInline()
+		o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+		o.endInline()
+		if want := fmt.Sprintf("{\"n\":%d}\n", i); !bytes.HasSuffix([]byte(buf.String()), []byte(want)) {
+			t.Fatalf("after endInline %d the output ends with %q", i, lastN(buf.String(), 20))
+		}
+	}
+}
+
+func lastN(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }

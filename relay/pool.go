@@ -7,10 +7,8 @@ import (
 )
 
 // Long lines are read into fixed-size chunks that are recycled from one
-// long line to the next. Fresh memory costs a page fault per 4 KiB on
-// first touch (measured: 400,000 faults and more than half the relay's
-// system time over 26 large results, i.e. every byte of every large
-// message faulted); a recycled chunk costs none. The pool is only an
+// long line to the next: fresh memory costs a page fault per 4 KiB on
+// first touch, a recycled chunk none (BENCHMARKS.md). The pool is only an
 // optimization: a chunk that is never given back is ordinary garbage.
 //
 // The rule that keeps it safe: a chunk is put back only after its last

@@ -3,15 +3,14 @@ package relay
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // Config is what the relay needs. The zero value of every field but
@@ -55,30 +54,30 @@ type Config struct {
 	// go build can take minutes.
 	StartupGrace time.Duration
 
-	Recompiler Recompiler  // runs build + Restart for the recompile tool; nil = Restart only
-	Logger     *log.Logger // nil = discard
-	Version    string      // mcpflow's version, for its own serverInfo
+	// OnEvent, when set, is told what happens to the child (see Event), in
+	// order, from a goroutine of the relay's that holds no relay lock. A
+	// slow callback delays later events, never the relay.
+	OnEvent func(Event)
+	// Traffic, when set, is called with every message as read from either
+	// peer, before the relay rewrites it: fromClient is true for the
+	// client's messages, gen is the generation of the child the message
+	// came from or (client messages) of the current child, 0 if none.
+	// Messages the relay makes itself are not shown. It is called on the
+	// relay's hot path, with no relay lock held: it must return quickly,
+	// and must not keep msg (or write to it) after it returns.
+	Traffic func(fromClient bool, gen int, msg []byte)
+
+	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
+	Logger     *slog.Logger // nil = discard
+	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").
+	ServerLogger *slog.Logger
+	Version      string // mcpflow's version, for its own serverInfo
 }
 
 // Recompiler rebuilds the server and restarts it through Restart. The
-// builder satisfies it (through a small adapter in cmd/mcpflow).
+// builder satisfies it.
 type Recompiler interface {
-	Recompile(ctx context.Context, progress func(msg string)) BuildOutcome
-}
-
-// BuildOutcome is what the recompile tool reports to the agent.
-type BuildOutcome struct {
-	Trigger     string   // "startup", "watch", "recompile"
-	Changed     []string // files that triggered a watch build
-	Skipped     bool     // no build step configured
-	OK          bool     // the build succeeded (or was skipped)
-	Errors      string   // build output trimmed for the agent
-	BuildTime   time.Duration
-	Err         error // why the build failed
-	Restarted   bool
-	RestartTime time.Duration
-	Summary     string // Restart's summary
-	RestartErr  error
+	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
 type state int
@@ -91,103 +90,33 @@ const (
 	stateClosed
 )
 
-type era int
-
-const (
-	eraUnknown era = iota
-	eraLegacy
-	eraModern
-)
-
 // Relay carries JSON-RPC between one client and a succession of child
-// servers. See the package documentation for its guarantees.
+// servers. See the package documentation for its guarantees. It owns the
+// lifecycle (Serve, Restart, the children and the goroutines); the routing
+// of messages and its state are the switchboard's.
 type Relay struct {
 	cfg      Config
-	log      *log.Logger
-	childLog *log.Logger
+	log      *slog.Logger
+	childLog *slog.Logger // the child's stderr
 	spec     childSpec
-	ids      atomic.Int64
+	events   *eventQueue
+	curGen   atomic.Int64 // the current child's generation, for Traffic without a lock
+	sw       *switchboard
 
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
 
-	restartMu sync.Mutex // one restart at a time
-	baseline  []toolInfo // tools of the last child, for diffs (restartMu)
-	haveTools bool
-
-	mu           sync.Mutex
-	state        state
-	out          *outbox
-	child        *child
-	gen          int
-	downReport   string
-	era          era
-	initReq      []byte // the client's initialize request, as sent
-	initResult   []byte // the child's initialize (or discover) result, forced
-	selfInit     bool   // the relay answered initialize itself
-	clientInit   bool   // the client sent notifications/initialized
-	childCaps    caps   // what the current child declared
-	lastMeta     []byte // the _meta triple of the client's latest modern request
-	lastMetaRaw  []byte // that request's whole _meta, to skip recomputing it
-	logLevel     []byte // params of the last logging/setLevel
-	subs         map[string][]byte
-	pending      map[string]*pending
-	listens      map[string]*listen
-	serverReqs   map[string]serverReq
-	waiters      map[string]chan []byte
-	recompiles   map[string]context.CancelFunc
-	queue        []queued
-	queueBytes   int
-	notices      []string
-	junkWarned   bool
-	envOver      map[string]string // accepted recompile env overrides
-	quickCrashes int               // crashes in a row soon after start
-	stopped      bool              // auto-restart stopped by a crash loop
-	children     sync.WaitGroup    // every child until reaped
-
-	batchMu     sync.Mutex
-	batches     map[string]*batch // client request id -> the batch it came in
-	openBatches atomic.Int32
+	restarts restarts
+	children sync.WaitGroup // every child until reaped
 }
 
-type pending struct {
-	kind   kind
-	gen    int
-	method string
-	msg    []byte // the request, kept for initialize and server/discover only
+// restarts serializes restarts; its mutex also guards the tool baseline
+// the next restart's diff is made against.
+type restarts struct {
+	mu        sync.Mutex
+	baseline  []toolInfo // tools of the last child
+	haveTools bool       // baseline is a real list
 }
-
-type kind int
-
-const (
-	kindPlain kind = iota
-	kindInitialize
-	kindDiscover
-	kindToolsList
-	kindListen
-	kindToolsCall
-)
-
-type listen struct {
-	msg         []byte
-	tools       bool
-	prompts     bool
-	resources   bool
-	awaitingAck bool // re-sent to a new child: its ack is consumed
-}
-
-type serverReq struct {
-	gen    int
-	origID []byte
-}
-
-type queued struct {
-	msg []byte
-	env envelope
-	at  time.Time
-}
-
-type caps struct{ prompts, resources bool }
 
 // The defaults of Config's zero values. The config file's defaults are
 // these same constants.
@@ -233,25 +162,21 @@ func New(cfg Config) *Relay {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = log.New(io.Discard)
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ServerLogger == nil {
+		cfg.ServerLogger = logger.WithGroup("server")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
-		cfg:        cfg,
-		log:        logger,
-		childLog:   logger.WithPrefix("server"),
-		ctx:        ctx,
-		cancel:     cancel,
-		out:        newOutbox(),
-		subs:       map[string][]byte{},
-		pending:    map[string]*pending{},
-		listens:    map[string]*listen{},
-		serverReqs: map[string]serverReq{},
-		waiters:    map[string]chan []byte{},
-		recompiles: map[string]context.CancelFunc{},
-		envOver:    map[string]string{},
-		batches:    map[string]*batch{},
+		cfg:      cfg,
+		log:      logger,
+		childLog: cfg.ServerLogger,
+		ctx:      ctx,
+		cancel:   cancel,
+		events:   newEventQueue(cfg.OnEvent),
 	}
+	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
 	return r
 }
@@ -270,7 +195,7 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	if f, ok := in.(*os.File); ok {
 		growPipe(f)
 	}
-	go r.out.run(out, nil)
+	go r.sw.out.run(out, nil)
 	readErr := make(chan error, 1)
 	go func() {
 		lr := newLineReader(in, r.cfg.MaxMessage)
@@ -279,13 +204,16 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 			if err != nil {
 				var tl *errTooLarge
 				if errors.As(err, &tl) {
-					r.clientTooLarge(tl)
+					r.sw.clientTooLarge(tl)
 					continue
 				}
 				readErr <- err
 				return
 			}
-			r.fromClient(line)
+			if r.cfg.Traffic != nil {
+				r.cfg.Traffic(true, int(r.curGen.Load()), line)
+			}
+			r.sw.fromClient(line)
 		}
 	}()
 	go r.expireQueue()
@@ -308,46 +236,37 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // shutdown stops everything the relay started.
 func (r *Relay) shutdown() {
-	r.mu.Lock()
-	r.state = stateClosed
-	for _, cancel := range r.recompiles {
+	r.sw.mu.Lock()
+	r.sw.state = stateClosed
+	for _, cancel := range r.sw.recompiles {
 		cancel()
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	r.cancel()
-	r.restartMu.Lock() // wait out a restart in progress
-	r.mu.Lock()
-	c := r.child
-	r.child = nil
-	r.mu.Unlock()
-	r.restartMu.Unlock()
+	r.restarts.mu.Lock() // wait out a restart in progress
+	r.sw.mu.Lock()
+	c := r.sw.child
+	r.sw.child = nil
+	r.sw.mu.Unlock()
+	r.restarts.mu.Unlock()
 	if c != nil {
 		c.stop(r.cfg.StopTimeout)
 	}
 	r.children.Wait()
-	r.out.close()
+	r.events.close()
+	r.sw.out.close()
 	select {
-	case <-r.out.done:
+	case <-r.sw.out.done:
 	case <-time.After(time.Second):
 	}
 }
 
-func (r *Relay) nextID(tag string) []byte {
-	return []byte(reservedPrefix + tag + strconv.FormatInt(r.ids.Add(1), 10) + `"`)
-}
-
 // describeDown says why no server runs, for errors and tool results.
-func (r *Relay) describeDown() string {
+func (r *switchboard) describeDown() string {
 	if r.downReport != "" {
 		return r.downReport
 	}
 	return "the MCP server is not running"
-}
-
-func (r *Relay) addNotice(format string, args ...any) {
-	if r.cfg.Notices {
-		r.notices = append(r.notices, fmt.Sprintf(format, args...))
-	}
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the
@@ -366,14 +285,14 @@ func (r *Relay) startupGrace() {
 		return
 	case <-t.C:
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state != stateStarting {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state != stateStarting {
 		return
 	}
 	r.log.Info("the first build is taking a while: answering the client until the server is up", "after", r.cfg.StartupGrace)
-	r.state = stateDown
-	r.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
+	r.sw.state = stateDown
+	r.sw.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
 		r.cfg.Tool + " to wait for that build and see its result."
-	r.flushQueue()
+	r.sw.flushQueue()
 }

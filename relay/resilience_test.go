@@ -307,9 +307,9 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 	// No call until the server is back: the crash happened between calls.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		h.r.mu.Lock()
-		up := h.r.state == stateUp && h.r.child != nil && h.r.child.pid != first
-		h.r.mu.Unlock()
+		h.r.sw.mu.Lock()
+		up := h.r.sw.state == stateUp && h.r.sw.child != nil && h.r.sw.child.pid != first
+		h.r.sw.mu.Unlock()
 		if up {
 			break
 		}
@@ -344,7 +344,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 		if _, err := w.r.Restart(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, w.r.child.pid)
+		pids = append(pids, w.r.sw.child.pid)
 	}
 	w.send(toolCall(1, "", "echo", `{"text":"still here"}`))
 	if r := w.recvID(1); !strings.Contains(mustMarshal(r), "still here") {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // handshakeTimeout bounds each step of bringing a new child up.
@@ -18,60 +20,71 @@ const handshakeTimeout = 30 * time.Second
 // old child (every request pending on it gets one error), start the new one,
 // replay the session (legacy handshake and state, or the modern listen
 // streams), flush the held messages and tell the client its lists changed.
-// The first call starts the first child. It returns a short summary for the
-// agent: timings and the tool diff. On error the relay is left down, with a
-// report that tools/call results show.
-func (r *Relay) Restart(ctx context.Context) (string, error) {
+// The first call starts the first child. It returns what it did: timings,
+// the tool diff, how the new handshake differs. On error the relay is left
+// down, with a report that tools/call results show, and the returned
+// Restart (never nil) carries the error too.
+func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return r.restart(ctx, false)
 }
 
-func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
-	r.restartMu.Lock()
-	defer r.restartMu.Unlock()
+func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error) {
+	res := &result.Restart{}
 	t0 := time.Now()
+	fail := func(err error) (*result.Restart, error) {
+		res.Err = err
+		res.Duration = time.Since(t0)
+		if !errors.Is(err, errClosed) {
+			r.events.post(Event{Kind: RestartFailed, Gen: res.Gen, Pid: res.Pid, Report: err.Error(), Restart: res})
+		}
+		return res, err
+	}
+	r.restarts.mu.Lock()
+	defer r.restarts.mu.Unlock()
 
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
-		return "", errClosed
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
+		return fail(errClosed)
 	}
-	old := r.child
-	baseline := !r.haveTools && old != nil && r.state == stateUp && r.sessionReady()
-	if !r.haveTools && old == nil && r.state == stateDown && r.era != eraUnknown {
+	old := r.sw.child
+	baseline := !r.restarts.haveTools && old != nil && r.sw.state == stateUp && r.sw.sessionReady()
+	if !r.restarts.haveTools && old == nil && r.sw.state == stateDown && r.sw.sess.era != eraUnknown {
 		// Down until now: the client has seen no tools but the relay's.
-		r.baseline, r.haveTools = []toolInfo{}, true
+		r.restarts.baseline, r.restarts.haveTools = []toolInfo{}, true
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	if baseline {
 		// The first restart: learn the old tools, so the diff can be told.
 		if tools, err := r.fetchTools(ctx, old); err == nil {
-			r.baseline, r.haveTools = tools, true
+			r.restarts.baseline, r.restarts.haveTools = tools, true
 		}
 	}
 
-	r.mu.Lock()
-	if r.state != stateClosed {
-		r.state = stateRestarting
+	r.sw.mu.Lock()
+	if r.sw.state != stateClosed {
+		r.sw.state = stateRestarting
 	}
 	if !auto {
-		r.quickCrashes, r.stopped = 0, false
+		r.sw.crashes.reset()
 	}
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 
 	tStop := time.Now()
 	if old != nil {
 		old.stop(r.cfg.StopTimeout)
 		<-old.reaped
 	}
-	stopDur := time.Since(tStop)
+	res.Stop = time.Since(tStop)
 
 	tStart := time.Now()
 	c, err := r.spawn()
 	if err != nil {
 		r.goDown(fmt.Sprintf("the MCP server could not be started: %v", err))
-		return "", err
+		return fail(err)
 	}
-	startDur := time.Since(tStart)
+	res.Gen, res.Pid = c.gen, c.pid
+	res.Start = time.Since(tStart)
 
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
@@ -81,79 +94,88 @@ func (r *Relay) restart(ctx context.Context, auto bool) (string, error) {
 	tReplay := time.Now()
 	changes, err := r.replay(ctx, c)
 	if err != nil {
-		return "", r.failStart(c, err)
+		return fail(r.failStart(c, err))
 	}
-	replayDur := time.Since(tReplay)
+	res.Handshake = changes
+	res.Replay = time.Since(tReplay)
 
 	tTools := time.Now()
-	hadTools := r.haveTools // a first start has nothing to diff against
-	var diff string
-	var details []string
-	r.mu.Lock()
-	ready := r.sessionReady()
-	r.mu.Unlock()
+	r.sw.mu.Lock()
+	ready := r.sw.sessionReady()
+	r.sw.mu.Unlock()
 	if ready {
 		tools, err := r.fetchTools(ctx, c)
 		if err != nil {
-			return "", r.failStart(c, err)
+			return fail(r.failStart(c, err))
 		}
-		if r.haveTools {
-			diff, details = diffTools(r.baseline, tools)
-		}
-		r.baseline, r.haveTools = tools, true
+		res.Tools = diffTools(r.restarts.baseline, tools, r.restarts.haveTools) // a first start has nothing to diff against
+		r.restarts.baseline, r.restarts.haveTools = tools, true
 	}
-	toolsDur := time.Since(tTools)
+	res.ToolsList = time.Since(tTools)
 
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
-		return "", errClosed
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
+		return fail(errClosed)
 	}
-	if r.child != c {
-		report := r.downReport
-		r.mu.Unlock()
-		return "", errors.New(report)
+	if r.sw.child != c {
+		report := r.sw.downReport
+		r.sw.mu.Unlock()
+		return fail(errors.New(report))
 	}
-	r.state = stateUp
-	r.downReport = ""
+	r.sw.state = stateUp
+	r.sw.downReport = ""
 	// Only a session that existed before this child hears of the change:
 	// held messages may be the client's very first handshake.
-	established := r.era == eraLegacy && r.clientInit || r.era == eraModern && len(r.listens) > 0
-	if established {
-		r.sendListChanged()
-	}
-	r.flushQueue()
-	r.mu.Unlock()
-
-	total := time.Since(t0)
-	var b strings.Builder
-	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
-		round(total), round(stopDur), round(startDur), round(replayDur), round(toolsDur))
-	switch {
-	case !ready || !hadTools:
-	case diff == "":
-		b.WriteString("Tools: unchanged.\n")
-	case diff != "":
-		fmt.Fprintf(&b, "Tools: %s\n", diff)
-		for _, d := range details {
-			b.WriteString("  " + d + "\n")
+	if st := r.sw.sess.strategy(); st != nil && st.established(&r.sw.sess) {
+		for _, m := range st.listChanged(&r.sw.sess, r.sw.sess.listKinds()) {
+			r.sw.out.send(m)
 		}
 	}
-	for _, ch := range changes {
-		b.WriteString("Note: " + ch + "\n")
-	}
-	r.log.Debug("restart ✓", "took", round(total), "stop", round(stopDur), "start", round(startDur), "handshake", round(replayDur), "tools", diffOr(diff, ready && hadTools))
-	return b.String(), nil
+	r.sw.flushQueue()
+	res.Duration = time.Since(t0)
+	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
+	r.sw.mu.Unlock()
+
+	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
+		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
+	return res, nil
 }
 
-func diffOr(diff string, known bool) string {
-	switch {
-	case !known:
+func diffOr(d result.ToolDiff) string {
+	if !d.Known {
 		return "(no earlier list)"
-	case diff == "":
-		return "unchanged"
 	}
-	return diff
+	return d.String()
+}
+
+// restartText is the agent's rendering of a restart.
+func restartText(res *result.Restart) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
+		result.Dur(res.Duration), result.Dur(res.Stop), result.Dur(res.Start), result.Dur(res.Replay), result.Dur(res.ToolsList))
+	d := res.Tools
+	switch {
+	case !d.Known:
+	case d.Empty():
+		b.WriteString("Tools: unchanged.\n")
+	default:
+		fmt.Fprintf(&b, "Tools: %s\n", d)
+		for _, n := range d.Current {
+			det, ok := d.Details[n]
+			switch {
+			case !ok:
+			case slices.Contains(d.Added, n):
+				fmt.Fprintf(&b, "  %s (new): %s\n  input schema: %s\n", n, det.Description, det.InputSchema)
+			case det.SchemaChanged:
+				fmt.Fprintf(&b, "  %s (changed): input schema: %s\n", n, det.InputSchema)
+			}
+		}
+	}
+	for _, ch := range res.Handshake {
+		b.WriteString("Note: " + ch + "\n")
+	}
+	return b.String()
 }
 
 // respawn starts a fresh child without a build (initialize after discover).
@@ -163,33 +185,19 @@ func (r *Relay) respawn() {
 	}
 }
 
-// Crash policy: a crash within quickCrash of the start counts towards a
-// crash loop; after crashLoop of them in a row, automatic restarts stop
-// until a build or recompile calls Restart.
-const (
-	quickCrash = 5 * time.Second
-	crashLoop  = 3
-)
-
-// afterCrash applies relay.on_crash. r.mu is held.
+// afterCrash applies relay.on_crash. r.sw.mu is held.
 func (r *Relay) afterCrash(uptime time.Duration) {
-	if uptime < quickCrash {
-		r.quickCrashes++
-	} else {
-		r.quickCrashes = 1
-	}
-	if r.cfg.OnCrash != "restart" {
+	action, backoff := r.sw.crashes.crashed(uptime)
+	switch action {
+	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + r.cfg.Tool)
 		return
-	}
-	if r.quickCrashes >= crashLoop {
-		r.stopped = true
-		r.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.quickCrashes, r.cfg.Tool)
-		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.quickCrashes)
+	case crashLoopStop:
+		r.sw.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.sw.crashes.quick, r.cfg.Tool)
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.sw.crashes.quick)
 		return
 	}
-	backoff := 100 * time.Millisecond << (r.quickCrashes - 1)
-	gen := r.gen
+	gen := r.sw.gen
 	r.log.Info("restarting after crash", "in", backoff)
 	go func() {
 		select {
@@ -197,26 +205,26 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 			return
 		case <-time.After(backoff):
 		}
-		r.mu.Lock()
-		skip := r.gen != gen || r.stopped || r.state != stateDown
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		skip := r.sw.gen != gen || r.sw.crashes.stopped || r.sw.state != stateDown
+		r.sw.mu.Unlock()
 		if skip {
 			return
 		}
-		start := time.Now()
-		if _, err := r.restart(r.ctx, true); err != nil {
+		res, err := r.restart(r.ctx, true)
+		if err != nil {
 			if !errors.Is(err, errClosed) {
 				r.log.Error("restart after crash failed", "err", err)
 			}
 			return
 		}
-		r.log.Info("server restarted after its crash", "took", round(time.Since(start)))
+		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
 	}()
 }
 
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
-	text, isErr := r.runRecompile(r.ctx, nil)
+	text, isErr := formatOutcome(r.runRecompile(r.ctx, nil), r.cfg.Tool)
 	if isErr {
 		r.log.Error("rebuild failed", "trigger", why, "result", text)
 	}
@@ -225,24 +233,26 @@ func (r *Relay) recompileInBackground(why string) {
 // spawn starts the next generation and makes it current. The state stays
 // as it is (restarting), so client messages keep waiting.
 func (r *Relay) spawn() (*child, error) {
-	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
+	r.sw.mu.Lock()
+	if r.sw.state == stateClosed {
+		r.sw.mu.Unlock()
 		return nil, errClosed
 	}
-	r.gen++
-	gen := r.gen
+	r.sw.gen++
+	gen := r.sw.gen
 	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.envOver)
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.sw.tools.env)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
-	c, err := startChild(spec, gen, r.fromChild, r.fromChildChunks, r.childTooLarge, r.childStderr)
+	c, err := startChild(spec, gen, r.sw.fromChild, r.sw.fromChildChunks, r.sw.childTooLarge, r.childStderr)
 	if err != nil {
-		r.mu.Unlock()
+		r.sw.mu.Unlock()
 		return nil, err
 	}
-	r.child = c
-	r.childCaps = caps{}
+	r.sw.child = c
+	r.curGen.Store(int64(gen))
+	r.sw.sess.newChild()
+	r.events.post(Event{Kind: Starting, Gen: gen, Pid: c.pid})
 	r.children.Add(1)
 	go func() {
 		defer r.children.Done()
@@ -250,7 +260,7 @@ func (r *Relay) spawn() (*child, error) {
 		r.childExited(c)
 		close(c.reaped)
 	}()
-	r.mu.Unlock()
+	r.sw.mu.Unlock()
 	r.log.Info("server started", "pid", c.pid, "gen", gen, "cmd", describeCommand(spec))
 	return c, nil
 }
@@ -259,21 +269,17 @@ func (r *Relay) spawn() (*child, error) {
 // handshake and session state, or the modern listen streams. It returns
 // what differs from the previous child's answer.
 func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
-	r.mu.Lock()
-	era, initReq, prevResult := r.era, r.initReq, r.initResult
-	r.mu.Unlock()
-	switch {
-	case era == eraModern:
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, k := range slices.Sorted(maps.Keys(r.listens)) {
-			l := r.listens[k]
-			l.awaitingAck = true
-			r.pending[k] = &pending{kind: kindListen, gen: c.gen, method: "subscriptions/listen"}
-			c.in.send(l.msg)
-		}
+	r.sw.mu.Lock()
+	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
+	r.sw.mu.Unlock()
+	var changes []string
+	switch st.(type) {
+	case nil:
 		return nil, nil
-	case initReq != nil:
+	case legacyEra:
+		if initReq == nil {
+			return nil, nil // initialize is held: it reaches the child when flushed
+		}
 		env, err := peekEnvelope(initReq)
 		if err != nil {
 			return nil, err
@@ -286,25 +292,23 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		c.gotInit = true
-		r.selfInit = false // the child holds the session from now on
-		r.childCaps = declaredCaps(res)
-		r.initResult = forced
-		changes := compareInit(prevResult, forced)
-		if r.clientInit {
-			c.in.send(request(nil, "notifications/initialized", nil))
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
+		if r.sw.child == c {
+			r.sw.sess.childInit = true
 		}
-		if r.logLevel != nil {
-			c.in.send(request(r.nextID(""), "logging/setLevel", r.logLevel))
-		}
-		for _, u := range slices.Sorted(maps.Keys(r.subs)) {
-			c.in.send(request(r.nextID(""), "resources/subscribe", r.subs[u]))
-		}
-		return changes, nil
+		r.sw.sess.selfInit = false // the child holds the session from now on
+		r.sw.sess.childCaps = declaredCaps(res)
+		r.sw.sess.initResult = forced
+		changes = compareInit(prevResult, forced)
+	default:
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
 	}
-	return nil, nil
+	for _, m := range st.replay(&r.sw.sess, r.sw.ids, c.gen) {
+		c.in.send(m)
+	}
+	return changes, nil
 }
 
 // compareInit lists what a new child answered differently.
@@ -326,46 +330,8 @@ func compareInit(prev, cur []byte) []string {
 }
 
 // sessionReady reports whether the client's session lets the relay send
-// requests of its own to the child. r.mu is held.
-func (r *Relay) sessionReady() bool {
-	switch r.era {
-	case eraLegacy:
-		return r.initReq != nil && r.clientInit && !r.selfInit || r.child != nil && r.child.gotInit && r.clientInit
-	case eraModern:
-		return r.lastMeta != nil
-	}
-	return false
-}
-
-// sendListChanged tells the client its lists changed. r.mu is held.
-func (r *Relay) sendListChanged() {
-	kinds := []string{"tools"}
-	if r.childCaps.prompts {
-		kinds = append(kinds, "prompts")
-	}
-	if r.childCaps.resources {
-		kinds = append(kinds, "resources")
-	}
-	switch r.era {
-	case eraLegacy:
-		if !r.clientInit {
-			return
-		}
-		for _, k := range kinds {
-			r.out.send(request(nil, "notifications/"+k+"/list_changed", nil))
-		}
-	case eraModern:
-		for _, key := range slices.Sorted(maps.Keys(r.listens)) {
-			l := r.listens[key]
-			for _, k := range kinds {
-				if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
-					p := map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: json.RawMessage(key)}}
-					r.out.send(request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
-				}
-			}
-		}
-	}
-}
+// requests of its own to the child. sw.mu is held.
+func (r *switchboard) sessionReady() bool { return r.sess.ready(r.child) }
 
 // failStart stops a child that came up broken and leaves the relay down.
 func (r *Relay) failStart(c *child, err error) error {
@@ -383,29 +349,29 @@ func (r *Relay) failStart(c *child, err error) error {
 
 // goDown leaves the relay without a child; held messages are answered.
 func (r *Relay) goDown(report string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.state == stateClosed {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state == stateClosed {
 		return
 	}
-	if r.state != stateDown || r.downReport == "" {
+	if r.sw.state != stateDown || r.sw.downReport == "" {
 		// (Down already: the child crashed while starting, and its crash
 		// report, crash-loop verdict included, says more.)
-		r.state = stateDown
-		r.downReport = report
+		r.sw.state = stateDown
+		r.sw.downReport = report
 	}
-	r.flushQueue()
+	r.sw.flushQueue()
 }
 
 // NoteBuild tells the relay how a build cycle ended (the builder's
 // OnResult). A failed first build leaves the relay answering alone; a
 // failed automatic rebuild leaves a notice for the agent.
-func (r *Relay) NoteBuild(o BuildOutcome) {
+func (r *Relay) NoteBuild(o result.Build) {
 	if o.OK {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
 	report := "the build failed"
 	if o.Err != nil {
 		report = fmt.Sprintf("the build failed (%v)", o.Err)
@@ -413,31 +379,31 @@ func (r *Relay) NoteBuild(o BuildOutcome) {
 	if o.Errors != "" {
 		report += ":\n" + strings.TrimRight(o.Errors, "\n")
 	}
-	switch r.state {
+	r.events.post(Event{Kind: BuildFailed, Report: report})
+	switch r.sw.state {
 	case stateStarting:
-		r.state = stateDown
-		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
-		r.flushQueue()
+		r.sw.state = stateDown
+		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.sw.flushQueue()
 	case stateDown:
-		r.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.addNotice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
+			r.sw.tools.notice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
 		}
 	}
 }
 
 // call sends a request of the relay's own to c and waits for its result.
 func (r *Relay) call(ctx context.Context, c *child, method string, params []byte) ([]byte, error) {
-	ch := make(chan []byte, 1)
-	r.mu.Lock()
-	id := r.nextID("")
-	r.waiters[string(id)] = ch
-	r.mu.Unlock()
+	id := r.sw.ids.newID("")
+	r.sw.mu.Lock()
+	ch := r.sw.ids.wait(id)
+	r.sw.mu.Unlock()
 	defer func() {
-		r.mu.Lock()
-		delete(r.waiters, string(id))
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		r.sw.ids.unwait(id)
+		r.sw.mu.Unlock()
 	}()
 	c.in.send(request(id, method, params))
 	select {

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // forceResult rewrites an initialize (isInit) or server/discover result so
@@ -11,14 +12,14 @@ import (
 // relay adds a tool), and listChanged is forced on prompts and resources
 // where the child declares them. Everything else is kept as the child sent
 // it, unknown fields included.
-func (r *Relay) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
+func (r *switchboard) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
 	res, err := forcedResult(env.result, isInit, r.cfg.ServerSuffix)
 	if err != nil {
 		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	r.childCaps = declaredCaps(env.result)
-	r.initResult = res
+	r.sess.childCaps = declaredCaps(env.result)
+	r.sess.initResult = res
 	return splice(msg, env.resStart, env.resStart+len(env.result), res)
 }
 
@@ -99,7 +100,7 @@ func declaredCaps(result []byte) caps {
 // injectTools appends the relay's tools to the last page of a tools/list
 // result (the page without nextCursor), splicing bytes so a long list is
 // never decoded.
-func (r *Relay) injectTools(msg []byte, env envelope) []byte {
+func (t *toolset) inject(msg []byte, env envelope) []byte {
 	res := env.result
 	if nc := member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
@@ -108,7 +109,7 @@ func (r *Relay) injectTools(msg []byte, env envelope) []byte {
 	if !ok || res[vs] != '[' {
 		return msg
 	}
-	ins := r.toolDefs()
+	ins := slices.Clone(t.defs)
 	if len(bytes.TrimSpace(res[vs+1:ve-1])) > 0 {
 		ins = append([]byte{','}, ins...)
 	}
@@ -118,8 +119,8 @@ func (r *Relay) injectTools(msg []byte, env envelope) []byte {
 
 // attachNotices appends pending notices (failed automatic builds, crashes
 // between calls) to a tools/call result as text items.
-func (r *Relay) attachNotices(msg []byte, env envelope) []byte {
-	if len(r.notices) == 0 || env.result == nil {
+func (t *toolset) attach(msg []byte, env envelope) []byte {
+	if len(t.notices) == 0 || env.result == nil {
 		return msg
 	}
 	vs, ve, ok := memberSpan(env.result, "content")
@@ -127,13 +128,13 @@ func (r *Relay) attachNotices(msg []byte, env envelope) []byte {
 		return msg
 	}
 	var ins []byte
-	for i, n := range r.notices {
+	for i, n := range t.notices {
 		if i > 0 || len(bytes.TrimSpace(env.result[vs+1:ve-1])) > 0 {
 			ins = append(ins, ',')
 		}
 		ins = append(ins, textContent(n)...)
 	}
-	r.notices = nil
+	t.notices = nil
 	at := env.resStart + ve - 1
 	return splice(msg, at, at, ins)
 }
@@ -144,7 +145,7 @@ func textContent(s string) []byte {
 
 // rewriteCallTool turns a call of the call-forwarding tool,
 // {name, arguments}, into a tools/call of the named tool.
-func (r *Relay) rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
+func rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
 	args := member(env.params, "arguments")
 	name := member(args, "name")
 	if len(name) == 0 || name[0] != '"' {

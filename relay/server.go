@@ -7,7 +7,10 @@ import (
 )
 
 // fromChild handles one line the child wrote on stdout.
-func (r *Relay) fromChild(c *child, msg []byte) {
+func (r *switchboard) fromChild(c *child, msg []byte) {
+	if r.cfg.Traffic != nil {
+		r.cfg.Traffic(false, c.gen, msg)
+	}
 	env, err := peekEnvelope(msg)
 	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
 		// Not JSON-RPC: forwarding it would corrupt the client's stream.
@@ -37,61 +40,57 @@ func (r *Relay) fromChild(c *child, msg []byte) {
 	}
 }
 
-func (r *Relay) childResponse(c *child, msg []byte, env envelope) {
+func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
-		if ch, ok := r.waiters[key]; ok {
-			delete(r.waiters, key)
-			ch <- msg
-		}
+		r.ids.deliver(key, msg)
 		return
 	}
-	p, ok := r.pending[key]
-	if !ok || p.gen != c.gen {
+	p, ok := r.ids.lookup(key, c.gen)
+	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return
 	}
 	if p.kind == kindListen {
-		if l := r.listens[key]; l != nil && l.tools {
+		if l := r.sess.listens[key]; l != nil && l.tools {
 			// The relay keeps this stream open: it sends tools/list_changed
 			// itself after each restart.
 			r.log.Debug("kept a subscriptions/listen open that the server ended", "id", key)
 			return
 		}
-		delete(r.listens, key)
+		delete(r.sess.listens, key)
 	}
-	delete(r.pending, key)
+	r.ids.forget(key)
 	switch p.kind {
 	case kindInitialize:
 		msg = r.forceResult(c, msg, env, true)
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		msg = r.injectTools(msg, env)
+		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
-		msg = r.attachNotices(msg, env)
+		msg = r.tools.attach(msg, env)
 	}
 	r.reply(msg)
 }
 
 // childRequest renumbers a server→client request so that a late answer can
 // be told apart from one meant for the next child.
-func (r *Relay) childRequest(c *child, msg []byte, env envelope) {
+func (r *switchboard) childRequest(c *child, msg []byte, env envelope) {
 	if c != r.child || r.state == stateClosed {
 		return
 	}
-	id := r.nextID(fmt.Sprintf("s%d-", c.gen))
-	r.serverReqs[string(id)] = serverReq{gen: c.gen, origID: clone(env.id)}
+	id := r.ids.renumber(c.gen, env.id)
 	r.out.send(splice(msg, env.idStart, env.idEnd, id))
 }
 
-func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
+func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 	if c != r.child {
 		return
 	}
 	switch env.method {
 	case "notifications/subscriptions/acknowledged":
-		l := r.listens[string(subscriptionID(env.params))]
+		l := r.sess.listens[string(subscriptionID(env.params))]
 		if l != nil && l.awaitingAck {
 			l.awaitingAck = false
 			return
@@ -101,14 +100,9 @@ func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
 		}
 	case "notifications/cancelled":
 		// The child cancels one of its own requests to the client.
-		orig := string(member(env.params, "requestId"))
-		for id, sr := range r.serverReqs {
-			if sr.gen == c.gen && string(sr.origID) == orig {
-				delete(r.serverReqs, id)
-				if vs, ve, ok := memberSpan(env.params, "requestId"); ok {
-					r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
-				}
-				return
+		if id, ok := r.ids.cancelServerReq(c.gen, member(env.params, "requestId")); ok {
+			if vs, ve, ok := memberSpan(env.params, "requestId"); ok {
+				r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
 			}
 		}
 		return
@@ -118,7 +112,7 @@ func (r *Relay) childNotification(c *child, msg []byte, env envelope) {
 
 // childTooLarge handles an over-long line from the child: it is dropped,
 // and the request it answered gets an error instead.
-func (r *Relay) childTooLarge(c *child, tl *errTooLarge) {
+func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
 	id := partialID(tl.Head)
 	r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
 	if id == nil {
@@ -127,8 +121,8 @@ func (r *Relay) childTooLarge(c *child, tl *errTooLarge) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := string(id)
-	if p, ok := r.pending[key]; ok && p.gen == c.gen && p.kind != kindListen {
-		delete(r.pending, key)
+	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
+		r.ids.forget(key)
 		r.reply(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
 	}
 }
@@ -145,20 +139,20 @@ func (r *Relay) childStderr(c *child, line string) {
 // childExited is called once per child, after it is fully gone. Every
 // request still pending on it gets exactly one error.
 func (r *Relay) childExited(c *child) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
 	var report string
-	if !restarted {
-		report = r.crashReport(c)
+	if restarted {
+		r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.pid})
+	} else {
+		report = c.crashReport()
+		r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.pid, Report: report})
 	}
 	failed := 0
 	var handshake []queued
-	for key, p := range r.pending {
-		if p.gen != c.gen || p.kind == kindListen {
-			continue
-		}
-		delete(r.pending, key)
+	for _, pr := range r.sw.ids.takeGen(c.gen) {
+		key, p := pr.key, pr.p
 		if !restarted && (p.kind == kindInitialize || p.kind == kindDiscover) {
 			// The session must survive a server that dies at once: the
 			// relay answers the handshake itself, once it is down.
@@ -169,51 +163,28 @@ func (r *Relay) childExited(c *child) {
 		}
 		failed++
 		if restarted {
-			r.reply(errorResponse([]byte(key), codeServerRestarted,
+			r.sw.reply(errorResponse([]byte(key), codeServerRestarted,
 				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
 		} else {
-			r.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.sw.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
-	for id, sr := range r.serverReqs {
-		if sr.gen == c.gen {
-			delete(r.serverReqs, id)
-		}
-	}
-	if restarted || r.child != c {
+	if restarted || r.sw.child != c {
 		return
 	}
-	r.child = nil
-	if r.state == stateClosed {
+	r.sw.child = nil
+	r.sw.sess.newChild()
+	if r.sw.state == stateClosed {
 		return
 	}
-	r.state = stateDown
-	r.downReport = report
+	r.sw.state = stateDown
+	r.sw.downReport = report
 	for _, m := range handshake {
-		r.answerDown(m.msg, m.env)
+		r.sw.answerDown(m.msg, m.env)
 	}
 	r.log.Error("server crashed", "status", c.exitDesc, "uptime", time.Since(c.started).Round(time.Millisecond))
 	if failed == 0 {
-		r.addNotice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
+		r.sw.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
 	}
 	r.afterCrash(time.Since(c.started))
-}
-
-// crashReport describes an unexpected exit for the agent.
-func (r *Relay) crashReport(c *child) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "the MCP server exited unexpectedly (%s) after %s.", c.exitDesc, time.Since(c.started).Round(time.Millisecond))
-	if t := strings.TrimSpace(c.tail.String()); t != "" {
-		b.WriteString("\nLast lines of its stderr:\n")
-		b.WriteString(lastLines(t, 40))
-	}
-	return b.String()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("… (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
 }

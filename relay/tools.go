@@ -8,33 +8,58 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
+
+// toolset is the relay's own tools as the client sees them: their
+// definitions, spliced into the child's tools/list; the notices attached
+// to the next tools/call result; the recompile tool's accepted env
+// overrides. It has no lock: its owner's lock guards it.
+type toolset struct {
+	defs        []byte // the relay's tools, comma-separated JSON
+	overridable []string
+	notices     []string
+	notify      bool              // Config.Notices
+	env         map[string]string // accepted env overrides
+}
+
+func newToolset(cfg *Config) *toolset {
+	return &toolset{defs: toolDefs(cfg), overridable: cfg.EnvOverridable, notify: cfg.Notices, env: map[string]string{}}
+}
+
+// notice queues a note for the agent on the next tools/call result, when
+// Config.Notices is on.
+func (t *toolset) notice(format string, args ...any) {
+	if t.notify {
+		t.notices = append(t.notices, fmt.Sprintf(format, args...))
+	}
+}
 
 // toolDefs is the JSON of the relay's own tools, comma-separated, ready to
 // be spliced into a tools array.
-func (r *Relay) toolDefs() []byte {
+func toolDefs(cfg *Config) []byte {
 	props := map[string]any{}
-	if len(r.cfg.EnvOverridable) > 0 {
+	if len(cfg.EnvOverridable) > 0 {
 		props["env"] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": map[string]string{"type": "string"},
 			"description": "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys: " +
-				strings.Join(r.cfg.EnvOverridable, ", ") + ".",
+				strings.Join(cfg.EnvOverridable, ", ") + ".",
 		}
 	}
 	defs := []map[string]any{{
-		"name": r.cfg.Tool,
+		"name": cfg.Tool,
 		"description": "Rebuild and restart this MCP server (mcpflow hot reload). Call it after you edit the server's source code so that your changes take effect; " +
 			"your conversation continues and the tool list refreshes. If the build fails, the previous server keeps running and the result shows the compiler errors with file:line. " +
 			"Also call it when a tool reports that the server crashed.",
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
-	if r.cfg.CallTool != "" {
+	if cfg.CallTool != "" {
 		defs = append(defs, map[string]any{
-			"name": r.cfg.CallTool,
+			"name": cfg.CallTool,
 			"description": "Call a tool of this MCP server by name. Use it for tools added after the session began, when your client does not refresh its tool list: " +
-				"the " + r.cfg.Tool + " result lists new tools and their input schemas.",
+				"the " + cfg.Tool + " result lists new tools and their input schemas.",
 			"inputSchema": map[string]any{
 				"type":     "object",
 				"required": []string{"name"},
@@ -56,17 +81,17 @@ func (r *Relay) toolDefs() []byte {
 }
 
 // startRecompile runs the recompile tool in the background and answers
-// the call when it is done. r.mu is held.
+// the call when it is done. r.sw.mu is held.
 func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
-	if err := r.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
-		r.reply(resultResponse(id, r.toolResult(err.Error(), true)))
+	if err := r.sw.tools.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
+		r.sw.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
 		return
 	}
 	token := clone(member(member(env.params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(r.ctx)
-	r.recompiles[key] = cancel
+	r.sw.recompiles[key] = cancel
 	go func() {
 		defer cancel()
 		var progress func(string)
@@ -75,41 +100,40 @@ func (r *Relay) startRecompile(env envelope) {
 			progress = func(msg string) {
 				n++
 				p := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
-				r.out.send(request(nil, "notifications/progress", mustJSON(p)))
+				r.sw.out.send(request(nil, "notifications/progress", mustJSON(p)))
 			}
 		}
-		text, isErr := r.runRecompile(ctx, progress)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if _, ok := r.recompiles[key]; !ok {
+		o := r.runRecompile(ctx, progress)
+		text, isErr := formatOutcome(o, r.cfg.Tool)
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
+		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}
-		delete(r.recompiles, key)
-		r.notices = nil // the result says it all
-		r.reply(resultResponse(id, r.toolResult(text, isErr)))
+		delete(r.sw.recompiles, key)
+		r.sw.tools.notices = nil // the result says it all
+		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }
 
-// runRecompile builds and restarts, and describes the outcome.
-func (r *Relay) runRecompile(ctx context.Context, progress func(string)) (string, bool) {
+// runRecompile builds and restarts, through the Recompiler when there is
+// one.
+func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.Build {
 	if r.cfg.Recompiler == nil {
-		start := time.Now()
-		sum, err := r.Restart(ctx)
-		if err != nil {
-			return "Restart failed: " + err.Error(), true
-		}
-		return fmt.Sprintf("Restarted in %s.\n%s", round(time.Since(start)), sum), false
+		rs, _ := r.Restart(ctx)
+		return result.Build{Trigger: "recompile", Skipped: true, OK: true, Restart: rs}
 	}
-	o := r.cfg.Recompiler.Recompile(ctx, progress)
-	return formatOutcome(o, r.cfg.Tool)
+	return r.cfg.Recompiler.Recompile(ctx, progress)
 }
 
-// formatOutcome is the text the agent reads after recompile.
-func formatOutcome(o BuildOutcome, tool string) (string, bool) {
+// formatOutcome is the text the agent reads after recompile; isErr when
+// the new server does not serve.
+func formatOutcome(o result.Build, tool string) (text string, isErr bool) {
 	var b strings.Builder
+	rs := o.Restart
 	switch {
 	case !o.OK:
-		fmt.Fprintf(&b, "Build failed after %s (%v). The previous server is still running, unchanged.\n", round(o.BuildTime), o.Err)
+		fmt.Fprintf(&b, "Build failed after %s (%v). The previous server is still running, unchanged.\n", result.Dur(o.Duration), o.Err)
 		if o.Errors != "" {
 			b.WriteString("\n")
 			b.WriteString(strings.TrimRight(o.Errors, "\n"))
@@ -117,39 +141,45 @@ func formatOutcome(o BuildOutcome, tool string) (string, bool) {
 		}
 		fmt.Fprintf(&b, "\nFix these errors, then call %s again.", tool)
 		return b.String(), true
-	case o.RestartErr != nil:
+	case rs == nil:
+		fmt.Fprintf(&b, "Build succeeded in %s; nothing was restarted.", result.Dur(o.Duration))
+		return b.String(), false
+	case rs.Err != nil:
 		fmt.Fprintf(&b, "Build succeeded")
 		if !o.Skipped {
-			fmt.Fprintf(&b, " in %s", round(o.BuildTime))
+			fmt.Fprintf(&b, " in %s", result.Dur(o.Duration))
 		}
-		fmt.Fprintf(&b, ", but the server did not start: %v\n", o.RestartErr)
+		fmt.Fprintf(&b, ", but the server did not start: %v\n", rs.Err)
 		fmt.Fprintf(&b, "\nFix the problem, then call %s again.", tool)
 		return b.String(), true
 	}
 	if o.Skipped {
-		fmt.Fprintf(&b, "Restarted in %s (no build step).\n", round(o.RestartTime))
+		fmt.Fprintf(&b, "Restarted in %s (no build step).\n", result.Dur(rs.Duration))
 	} else {
-		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s.\n", round(o.BuildTime), round(o.RestartTime))
+		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s.\n", result.Dur(o.Duration), result.Dur(rs.Duration))
 	}
-	b.WriteString(o.Summary)
+	b.WriteString(restartText(rs))
 	return strings.TrimRight(b.String(), "\n"), false
 }
 
-// toolResult is a CallToolResult with one text item.
-func (r *Relay) toolResult(text string, isErr bool) []byte {
+// toolResult is a CallToolResult with one text item and, when structured
+// is not nil, its structuredContent; modern marks it complete.
+func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	res := map[string]any{
 		"content": []json.RawMessage{textContent(text)},
 		"isError": isErr,
 	}
-	if r.era == eraModern {
+	if structured != nil {
+		res["structuredContent"] = structured
+	}
+	if modern {
 		res["resultType"] = "complete"
 	}
 	return mustJSON(res)
 }
 
 // acceptEnv validates and stores the recompile tool's env overrides.
-// r.mu is held.
-func (r *Relay) acceptEnv(raw []byte) error {
+func (t *toolset) acceptEnv(raw []byte) error {
 	if raw == nil || string(raw) == "null" {
 		return nil
 	}
@@ -159,20 +189,20 @@ func (r *Relay) acceptEnv(raw []byte) error {
 	}
 	var refused []string
 	for k := range env {
-		if !slices.Contains(r.cfg.EnvOverridable, k) {
+		if !slices.Contains(t.overridable, k) {
 			refused = append(refused, k)
 		}
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
 		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(r.cfg.EnvOverridable) > 0 {
-			allowed = strings.Join(r.cfg.EnvOverridable, ", ")
+		if len(t.overridable) > 0 {
+			allowed = strings.Join(t.overridable, ", ")
 		}
 		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
 	}
 	for k, v := range env {
-		r.envOver[k] = v
+		t.env[k] = v
 	}
 	return nil
 }
@@ -193,9 +223,9 @@ func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
 		if cursor != "" {
 			params = map[string]any{"cursor": cursor}
 		}
-		r.mu.Lock()
-		p := r.withMeta(params)
-		r.mu.Unlock()
+		r.sw.mu.Lock()
+		p := r.sw.sess.withMeta(params)
+		r.sw.mu.Unlock()
 		res, err := r.call(ctx, c, "tools/list", p)
 		if err != nil {
 			return nil, err
@@ -216,34 +246,45 @@ func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
 	return all, nil
 }
 
-// diffTools describes how the tool list changed: +added -removed ~changed.
-func diffTools(old, cur []toolInfo) (line string, details []string) {
+// diffTools compares the tool lists by name, input schema and
+// description; known says whether old is a real earlier list.
+func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
+	d := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
 	om := map[string]toolInfo{}
 	for _, t := range old {
 		om[t.Name] = t
 	}
-	var parts []string
 	seen := map[string]bool{}
 	for _, t := range cur {
 		seen[t.Name] = true
+		d.Current = append(d.Current, t.Name)
+		if !known {
+			continue
+		}
 		o, ok := om[t.Name]
 		switch {
 		case !ok:
-			parts = append(parts, "+"+t.Name)
-			details = append(details, fmt.Sprintf("%s (new): %s\n  input schema: %s", t.Name, t.Description, compactJSON(t.InputSchema)))
+			d.Added = append(d.Added, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
 		case !sameJSON(o.InputSchema, t.InputSchema):
-			parts = append(parts, "~"+t.Name+" (input schema changed)")
-			details = append(details, fmt.Sprintf("%s (changed): input schema: %s", t.Name, compactJSON(t.InputSchema)))
+			d.Changed = append(d.Changed, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: true}
 		case o.Description != t.Description:
-			parts = append(parts, "~"+t.Name+" (description changed)")
+			d.Changed = append(d.Changed, t.Name)
+			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
 		}
 	}
-	for _, t := range old {
-		if !seen[t.Name] {
-			parts = append(parts, "-"+t.Name)
+	if known {
+		for _, t := range old {
+			if !seen[t.Name] {
+				d.Removed = append(d.Removed, t.Name)
+			}
 		}
 	}
-	return strings.Join(parts, " "), details
+	for _, l := range [][]string{d.Current, d.Added, d.Changed, d.Removed} {
+		slices.Sort(l)
+	}
+	return d
 }
 
 func sameJSON(a, b json.RawMessage) bool {
@@ -264,15 +305,4 @@ func compactJSON(b json.RawMessage) string {
 		return string(b)
 	}
 	return buf.String()
-}
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	default:
-		return d.Round(time.Microsecond)
-	}
 }

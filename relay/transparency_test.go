@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/log"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,7 +35,7 @@ func TestTransparencyEverythingServer(t *testing.T) {
 		}
 		defer direct.Close()
 
-		r := New(Config{Command: []string{bin}, Logger: log.New(io.Discard)})
+		r := New(Config{Command: []string{bin}})
 		c2rR, c2rW := io.Pipe()
 		r2cR, r2cW := io.Pipe()
 		served := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	c := Config{
 		Command:     append([]string{fixtureBin, "-variant-file", variant}, args...),
 		StopTimeout: time.Second,
-		Logger:      log.NewWithOptions(logs, log.Options{Level: log.DebugLevel}),
+		Logger:      slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
 		Notices:     true,
 	}
 	if cfg != nil {
@@ -283,9 +284,9 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "restart ✓") {
 		t.Fatal("no restart line in the log")
 	}
-	w.r.mu.Lock()
-	level := string(w.r.logLevel)
-	w.r.mu.Unlock()
+	w.r.sw.mu.Lock()
+	level := string(w.r.sw.sess.logLevel)
+	w.r.sw.mu.Unlock()
 	if !strings.Contains(level, "debug") {
 		t.Fatalf("log level not kept for replay: %q", level)
 	}

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/charmbracelet/log"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 )
@@ -174,7 +174,8 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		QueueTimeout:   cfg.Relay.QueueTimeout,
 		OnCrash:        cfg.Relay.OnCrash,
 		RestartMarker:  cfg.Relay.RestartMarker,
-		Logger:         logger,
+		Logger:         slog.New(logger),
+		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
 	})
 	b := builder.New(builder.Config{
@@ -182,13 +183,13 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		Shell:   cfg.Build.Command.Shell,
 		Dir:     cfg.Dir,
 		Timeout: cfg.Build.Timeout,
-		Logger:  logger.WithPrefix("build"),
-		OnResult: func(res builder.Result) {
+		Logger:  slog.New(logger.WithPrefix("build")),
+		OnResult: func(res result.Build) {
 			logCycle(logger, res)
-			rl.NoteBuild(outcome(res))
+			rl.NoteBuild(res)
 		},
 	}, rl)
-	rl.SetRecompiler(recompiler{b})
+	rl.SetRecompiler(b)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -256,32 +257,9 @@ func orFlags(file string) string {
 	return file
 }
 
-// recompiler adapts the builder to the relay's Recompiler.
-type recompiler struct{ b *builder.Builder }
-
-func (r recompiler) Recompile(ctx context.Context, progress func(string)) relay.BuildOutcome {
-	return outcome(r.b.Recompile(ctx, progress))
-}
-
-func outcome(res builder.Result) relay.BuildOutcome {
-	return relay.BuildOutcome{
-		Trigger:     res.Trigger,
-		Changed:     res.Changed,
-		Skipped:     res.Skipped,
-		OK:          res.OK,
-		Errors:      res.Errors,
-		BuildTime:   res.Duration,
-		Err:         res.Err,
-		Restarted:   res.Restarted,
-		RestartTime: res.RestartDuration,
-		Summary:     res.RestartSummary,
-		RestartErr:  res.RestartErr,
-	}
-}
-
 // logCycle writes the one line a person reads per cycle, e.g.
 // "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
-func logCycle(logger *log.Logger, res builder.Result) {
+func logCycle(logger *log.Logger, res result.Build) {
 	var parts []string
 	switch {
 	case len(res.Changed) > 0:
@@ -296,22 +274,23 @@ func logCycle(logger *log.Logger, res builder.Result) {
 	switch {
 	case res.Skipped:
 	case res.OK:
-		parts = append(parts, fmt.Sprintf("build %s ✓", roundDur(res.Duration)))
+		parts = append(parts, fmt.Sprintf("build %s ✓", result.Dur(res.Duration)))
 	default:
-		parts = append(parts, fmt.Sprintf("build %s ✗ (%v)", roundDur(res.Duration), res.Err))
+		parts = append(parts, fmt.Sprintf("build %s ✗ (%v)", result.Dur(res.Duration), res.Err))
 	}
-	if res.Restarted {
-		if res.RestartErr != nil {
-			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(res.RestartErr.Error())))
+	rs := res.Restart
+	if rs != nil {
+		if rs.Err != nil {
+			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(rs.Err.Error())))
 		} else {
-			parts = append(parts, fmt.Sprintf("restart %s ✓", roundDur(res.RestartDuration)))
-			if tools := toolsLine(res.RestartSummary); tools != "" {
+			parts = append(parts, fmt.Sprintf("restart %s ✓", result.Dur(rs.Duration)))
+			if tools := rs.Tools.String(); tools != "" {
 				parts = append(parts, "tools "+tools)
 			}
 		}
 	}
 	line := strings.Join(parts, " → ")
-	if !res.OK || res.RestartErr != nil {
+	if !res.OK || rs != nil && rs.Err != nil {
 		logger.Error(line)
 		if res.Errors != "" {
 			logger.Error("build errors:\n" + res.Errors)
@@ -321,28 +300,9 @@ func logCycle(logger *log.Logger, res builder.Result) {
 	logger.Info(line)
 }
 
-func toolsLine(summary string) string {
-	for _, l := range strings.Split(summary, "\n") {
-		if t, ok := strings.CutPrefix(l, "Tools: "); ok {
-			return strings.TrimSuffix(t, ".")
-		}
-	}
-	return ""
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-func roundDur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= 10*time.Millisecond:
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(100 * time.Microsecond)
 }
 
 // ignoredOutputs lists what a build writes or mcpflow itself writes inside

@@ -152,7 +152,7 @@ func BuildToJSON(b result.Build) BuildJSON {
 	if r := b.Restart; r != nil {
 		j.Restart = &RestartJSON{
 			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: errText(r.Err), Handshake: r.Handshake,
-			Tools: ToolDiffJSON(r.Tools),
+			Tools: ToolDiffJSON{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
 		}
 	}
 	return j
@@ -167,7 +167,7 @@ func (j BuildJSON) Result() result.Build {
 	if r := j.Restart; r != nil {
 		b.Restart = &result.Restart{
 			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: textErr(r.Err), Handshake: r.Handshake,
-			Tools: result.ToolDiff(r.Tools),
+			Tools: result.ToolDiff{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
 		}
 	}
 	return b

@@ -6,6 +6,7 @@
 package result
 
 import (
+	"strings"
 	"time"
 )
 
@@ -34,6 +35,12 @@ type Restart struct {
 	Duration time.Duration // from stopping the old child to the new one answering
 	Err      error         // why the new child did not come up; nil = it serves
 
+	// The phases of Duration.
+	Stop      time.Duration // stopping the old child
+	Start     time.Duration // starting the new process
+	Replay    time.Duration // replaying the session (handshake or listen streams)
+	ToolsList time.Duration // listing the new child's tools for the diff
+
 	Tools     ToolDiff
 	Handshake []string // how the new child's initialize/discover result differs, one line each
 }
@@ -48,6 +55,52 @@ type ToolDiff struct {
 	Removed []string
 	Changed []string // same name, different description, schema or annotations
 	Current []string // every tool now listed, sorted
+
+	// Details holds, for each added or changed tool, what an agent needs
+	// to call it.
+	Details map[string]ToolDetail
+}
+
+// ToolDetail describes an added or changed tool.
+type ToolDetail struct {
+	Description   string
+	InputSchema   string // compact JSON
+	SchemaChanged bool   // (changed tools) the input schema differs, not only the description
+}
+
+// String renders the diff on one line: "+added ~changed (input schema
+// changed) -removed", "unchanged", or "" when no earlier list was known.
+func (d ToolDiff) String() string {
+	if !d.Known {
+		return ""
+	}
+	if d.Empty() {
+		return "unchanged"
+	}
+	var parts []string
+	for _, n := range d.Current {
+		switch {
+		case contains(d.Added, n):
+			parts = append(parts, "+"+n)
+		case contains(d.Changed, n) && d.Details[n].SchemaChanged:
+			parts = append(parts, "~"+n+" (input schema changed)")
+		case contains(d.Changed, n):
+			parts = append(parts, "~"+n+" (description changed)")
+		}
+	}
+	for _, n := range d.Removed {
+		parts = append(parts, "-"+n)
+	}
+	return strings.Join(parts, " ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty reports whether nothing was added, removed or changed.
@@ -71,4 +124,74 @@ func Dur(d time.Duration) string {
 		return d.Round(100 * time.Microsecond).String()
 	}
 	return d.Round(time.Microsecond).String()
+}
+
+// Structured is the JSON object the recompile tool returns as its
+// structuredContent. Its keys are a contract: clients and scripts read them.
+type Structured struct {
+	Trigger string            `json:"trigger"`
+	Build   StructuredBuild   `json:"build"`
+	Restart StructuredRestart `json:"restart"`
+	Tools   StructuredTools   `json:"tools"`
+}
+
+// StructuredBuild is the build part of Structured.
+type StructuredBuild struct {
+	OK         bool   `json:"ok"`
+	Skipped    bool   `json:"skipped"`
+	DurationMS int64  `json:"duration_ms"`
+	Errors     string `json:"errors"` // compiler errors trimmed for an agent
+	Error      string `json:"error"`  // why the build failed
+}
+
+// StructuredRestart is the restart part of Structured; Attempted is false
+// when the build failed and the old server kept running.
+type StructuredRestart struct {
+	Attempted  bool     `json:"attempted"`
+	OK         bool     `json:"ok"`
+	DurationMS int64    `json:"duration_ms"`
+	Error      string   `json:"error"`
+	Handshake  []string `json:"handshake"`
+}
+
+// StructuredTools is the tool-list part of Structured; every list is
+// present, empty rather than null.
+type StructuredTools struct {
+	Known   bool     `json:"known"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
+	Changed []string `json:"changed"`
+	Current []string `json:"current"`
+}
+
+// Structured renders b for machines.
+func (b *Build) Structured() Structured {
+	s := Structured{
+		Trigger: b.Trigger,
+		Build: StructuredBuild{
+			OK: b.OK, Skipped: b.Skipped, DurationMS: b.Duration.Milliseconds(),
+			Errors: b.Errors, Error: errString(b.Err),
+		},
+	}
+	r := b.Restart
+	if r != nil {
+		s.Restart = StructuredRestart{
+			Attempted: true, OK: r.OK(), DurationMS: r.Duration.Milliseconds(),
+			Error: errString(r.Err), Handshake: r.Handshake,
+		}
+		s.Tools = StructuredTools{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current}
+	}
+	for _, l := range []*[]string{&s.Restart.Handshake, &s.Tools.Added, &s.Tools.Removed, &s.Tools.Changed, &s.Tools.Current} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	return s
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -1,0 +1,191 @@
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/result"
+)
+
+// eventLog records what OnEvent and Traffic receive.
+type eventLog struct {
+	mu      sync.Mutex
+	events  []Event
+	traffic []tapped
+}
+
+type tapped struct {
+	fromClient bool
+	gen        int
+	msg        string
+}
+
+func (l *eventLog) kinds() []EventKind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []EventKind
+	for _, e := range l.events {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// waitFor waits until the events end with want.
+func (l *eventLog) waitFor(t *testing.T, want ...EventKind) []Event {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l.mu.Lock()
+		evs := slices.Clone(l.events)
+		l.mu.Unlock()
+		var kinds []EventKind
+		for _, e := range evs {
+			kinds = append(kinds, e.Kind)
+		}
+		if len(kinds) >= len(want) && slices.Equal(kinds[len(kinds)-len(want):], want) {
+			return evs[len(evs)-len(want):]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events %v, want them to end with %v", kinds, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestEventsAndTraffic(t *testing.T) {
+	l := &eventLog{}
+	var relay atomic.Pointer[Relay]
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
+		c.OnEvent = func(e Event) {
+			// Never called with the relay's lock held: this would deadlock.
+			if r := relay.Load(); r != nil {
+				r.sw.mu.Lock()
+				r.sw.mu.Unlock() //lint:ignore SA2001 taking the lock is the test
+			}
+			l.mu.Lock()
+			l.events = append(l.events, e)
+			l.mu.Unlock()
+		}
+		c.Traffic = func(fromClient bool, gen int, msg []byte) {
+			l.mu.Lock()
+			l.traffic = append(l.traffic, tapped{fromClient, gen, string(msg)})
+			l.mu.Unlock()
+		}
+	}})
+	relay.Store(h.r)
+	up := l.waitFor(t, Starting, Up)
+	if up[0].Gen != 1 || up[0].Pid == 0 || up[1].Gen != 1 || up[1].Restart == nil || !up[1].Restart.OK() {
+		t.Fatalf("startup events: %+v", up)
+	}
+	h.mustCall("echo", map[string]any{"text": "tapped-text"})
+	l.mu.Lock()
+	var in, out bool
+	for _, m := range l.traffic {
+		if strings.Contains(m.msg, "tapped-text") && strings.Contains(m.msg, `"method":"tools/call"`) {
+			in = in || m.fromClient && m.gen == 1
+		}
+		if strings.Contains(m.msg, "tapped-text") && strings.Contains(m.msg, `"result"`) {
+			out = out || !m.fromClient && m.gen == 1
+		}
+	}
+	l.mu.Unlock()
+	if !in || !out {
+		t.Fatalf("traffic tap missed the call (in %v, out %v)", in, out)
+	}
+
+	h.setVariant("v2")
+	h.mustCall("recompile", nil)
+	evs := l.waitFor(t, Stopped, Starting, Up)
+	if evs[0].Gen != 1 || evs[1].Gen != 2 || evs[2].Gen != 2 {
+		t.Fatalf("restart events: %+v", evs)
+	}
+	if rs := evs[2].Restart; rs == nil || !slices.Equal(rs.Tools.Added, []string{"reverse"}) {
+		t.Fatalf("Up carries no tool diff: %+v", rs)
+	}
+
+	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil {
+		t.Fatal("exit call succeeded")
+	}
+	var crash Event
+	deadline := time.Now().Add(20 * time.Second)
+	for crash.Kind != Crashed {
+		l.mu.Lock()
+		for _, e := range l.events {
+			if e.Kind == Crashed {
+				crash = e
+			}
+		}
+		l.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no Crashed event: %v", l.kinds())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if crash.Gen != 2 || !strings.Contains(crash.Report, "exit status 7") {
+		t.Fatalf("crash event: %+v", crash)
+	}
+
+	h.r.NoteBuild(result.Build{Trigger: "watch", Errors: "main.go:3:1: syntax error", Err: errors.New("exit status 1")})
+	bf := l.waitFor(t, BuildFailed)
+	if !strings.Contains(bf[0].Report, "main.go:3:1: syntax error") {
+		t.Fatalf("build failed event: %+v", bf[0])
+	}
+}
+
+func TestRecompileStructuredContent(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25"})
+	h.setVariant("v2")
+	res, err := h.cs.CallTool(h.ctx(), &mcp.CallToolParams{Name: "recompile"})
+	if err != nil || res.IsError {
+		t.Fatalf("recompile: %v %+v", err, res)
+	}
+	m, ok := res.StructuredContent.(map[string]any)
+	if !ok {
+		t.Fatalf("structuredContent: %#v", res.StructuredContent)
+	}
+	if m["trigger"] != "recompile" {
+		t.Errorf("trigger: %v", m["trigger"])
+	}
+	build, _ := m["build"].(map[string]any)
+	for _, k := range []string{"ok", "skipped", "duration_ms", "errors"} {
+		if _, ok := build[k]; !ok {
+			t.Errorf("build.%s missing: %v", k, build)
+		}
+	}
+	restart, _ := m["restart"].(map[string]any)
+	if restart["ok"] != true || restart["error"] != "" {
+		t.Errorf("restart: %v", restart)
+	}
+	if _, ok := restart["duration_ms"].(float64); !ok {
+		t.Errorf("restart.duration_ms: %v", restart)
+	}
+	tools, _ := m["tools"].(map[string]any)
+	if a, _ := tools["added"].([]any); len(a) != 1 || a[0] != "reverse" {
+		t.Errorf("tools.added: %v", tools)
+	}
+	for _, k := range []string{"removed", "changed"} {
+		if v, ok := tools[k].([]any); !ok || len(v) != 0 {
+			t.Errorf("tools.%s: %v", k, tools[k])
+		}
+	}
+	if c, _ := tools["current"].([]any); !slices.Contains(c, any("echo")) || !slices.Contains(c, any("reverse")) {
+		t.Errorf("tools.current: %v", tools)
+	}
+	var text bytes.Buffer
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if !strings.Contains(text.String(), "+reverse") {
+		t.Errorf("text lost the diff: %q", text.String())
+	}
+}

@@ -1,0 +1,159 @@
+package relay
+
+import (
+	"strconv"
+	"sync/atomic"
+)
+
+// router keeps the id mappings between the client and the children:
+//   - client requests in flight, each tied to the generation of the child
+//     it was sent to (pending);
+//   - requests a child sent to the client, renumbered to ids the relay owns
+//     ("mcpflow:s<gen>-<n>") so that an answer goes back only to the child
+//     that asked (serverReqs);
+//   - the relay's own requests to a child, each with a channel waiting for
+//     its answer (waiters).
+//
+// It has no lock: its owner's lock guards it. Ids come from an atomic
+// counter, so newID is safe anywhere.
+type router struct {
+	seq        atomic.Int64
+	pending    map[string]*pending
+	serverReqs map[string]serverReq
+	waiters    map[string]chan []byte
+}
+
+type pending struct {
+	kind   kind
+	gen    int
+	method string
+	msg    []byte // the request, kept for initialize and server/discover only
+}
+
+type kind int
+
+const (
+	kindPlain kind = iota
+	kindInitialize
+	kindDiscover
+	kindToolsList
+	kindListen
+	kindToolsCall
+)
+
+type serverReq struct {
+	gen    int
+	origID []byte
+}
+
+// pendingReq is one request taken from the router by takeGen.
+type pendingReq struct {
+	key string
+	p   *pending
+}
+
+func newRouter() *router {
+	return &router{
+		pending:    map[string]*pending{},
+		serverReqs: map[string]serverReq{},
+		waiters:    map[string]chan []byte{},
+	}
+}
+
+// newID returns a fresh id the relay owns, as a JSON string.
+func (rt *router) newID(tag string) []byte {
+	return []byte(reservedPrefix + tag + strconv.FormatInt(rt.seq.Add(1), 10) + `"`)
+}
+
+// track records a client request sent to a child.
+func (rt *router) track(key string, p *pending) { rt.pending[key] = p }
+
+// inFlight reports whether a client request with this id awaits an answer.
+func (rt *router) inFlight(key string) bool {
+	_, ok := rt.pending[key]
+	return ok
+}
+
+// lookup returns the request a response from generation gen answers, if
+// that request is still in flight and was sent to that generation.
+func (rt *router) lookup(key string, gen int) (*pending, bool) {
+	p, ok := rt.pending[key]
+	if !ok || p.gen != gen {
+		return nil, false
+	}
+	return p, true
+}
+
+// forget ends a client request: its answer, if one comes, is dropped.
+func (rt *router) forget(key string) (*pending, bool) {
+	p, ok := rt.pending[key]
+	delete(rt.pending, key)
+	return p, ok
+}
+
+// takeGen removes and returns the requests pending on generation gen,
+// listens excepted (they outlive children), and forgets that generation's
+// requests to the client.
+func (rt *router) takeGen(gen int) []pendingReq {
+	var out []pendingReq
+	for key, p := range rt.pending {
+		if p.gen != gen || p.kind == kindListen {
+			continue
+		}
+		delete(rt.pending, key)
+		out = append(out, pendingReq{key, p})
+	}
+	for id, sr := range rt.serverReqs {
+		if sr.gen == gen {
+			delete(rt.serverReqs, id)
+		}
+	}
+	return out
+}
+
+// renumber records a request of generation gen to the client and returns
+// the id to send it under.
+func (rt *router) renumber(gen int, origID []byte) []byte {
+	id := rt.newID("s" + strconv.Itoa(gen) + "-")
+	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: clone(origID)}
+	return id
+}
+
+// mapBack returns the generation and original id of the server request
+// that the client's answer with id key answers, and forgets it.
+func (rt *router) mapBack(key string) (serverReq, bool) {
+	sr, ok := rt.serverReqs[key]
+	delete(rt.serverReqs, key)
+	return sr, ok
+}
+
+// cancelServerReq forgets generation gen's request to the client with the
+// child's id orig, and returns the id the client knows it by.
+func (rt *router) cancelServerReq(gen int, orig []byte) (string, bool) {
+	for id, sr := range rt.serverReqs {
+		if sr.gen == gen && string(sr.origID) == string(orig) {
+			delete(rt.serverReqs, id)
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// wait registers a request of the relay's own; its answer goes to the
+// returned channel.
+func (rt *router) wait(id []byte) chan []byte {
+	ch := make(chan []byte, 1)
+	rt.waiters[string(id)] = ch
+	return ch
+}
+
+// unwait forgets a request of the relay's own.
+func (rt *router) unwait(id []byte) { delete(rt.waiters, string(id)) }
+
+// deliver hands the answer to a request of the relay's own to its waiter.
+func (rt *router) deliver(key string, msg []byte) {
+	if ch, ok := rt.waiters[key]; ok {
+		delete(rt.waiters, key)
+		ch <- msg
+	}
+}

@@ -1,0 +1,84 @@
+package relay
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRouterPending(t *testing.T) {
+	rt := newRouter()
+	rt.track("1", &pending{kind: kindPlain, gen: 1})
+	rt.track("2", &pending{kind: kindListen, gen: 1})
+	rt.track("3", &pending{kind: kindToolsCall, gen: 2})
+	if !rt.inFlight("1") || rt.inFlight("9") {
+		t.Fatal("inFlight")
+	}
+	if _, ok := rt.lookup("1", 2); ok {
+		t.Fatal("a response from generation 2 answered a request sent to generation 1")
+	}
+	if p, ok := rt.lookup("1", 1); !ok || p.kind != kindPlain {
+		t.Fatal("lookup")
+	}
+	if _, ok := rt.forget("1"); !ok || rt.inFlight("1") {
+		t.Fatal("forget")
+	}
+	if _, ok := rt.forget("1"); ok {
+		t.Fatal("forgotten twice")
+	}
+	rt.track("4", &pending{kind: kindPlain, gen: 1})
+	got := rt.takeGen(1)
+	if len(got) != 1 || got[0].key != "4" {
+		t.Fatalf("takeGen(1) = %v, want only 4 (the listen outlives its child)", got)
+	}
+	if !rt.inFlight("2") || !rt.inFlight("3") {
+		t.Fatal("takeGen took too much")
+	}
+}
+
+func TestRouterServerRequests(t *testing.T) {
+	rt := newRouter()
+	// Two children that both use id 1 for their requests to the client.
+	a := rt.renumber(1, []byte("1"))
+	b := rt.renumber(2, []byte("1"))
+	if string(a) == string(b) || !strings.HasPrefix(string(a), reservedPrefix+"s1-") || !strings.HasPrefix(string(b), reservedPrefix+"s2-") {
+		t.Fatalf("renumbered ids %s %s", a, b)
+	}
+	sr, ok := rt.mapBack(string(b))
+	if !ok || sr.gen != 2 || string(sr.origID) != "1" {
+		t.Fatalf("mapBack = %+v %v", sr, ok)
+	}
+	if _, ok := rt.mapBack(string(b)); ok {
+		t.Fatal("an answer mapped back twice")
+	}
+	// The child cancels its own request: the client hears of it under the
+	// id it knows.
+	if id, ok := rt.cancelServerReq(1, []byte("1")); !ok || id != string(a) {
+		t.Fatalf("cancelServerReq = %q %v", id, ok)
+	}
+	if _, ok := rt.mapBack(string(a)); ok {
+		t.Fatal("a canceled request still maps back")
+	}
+	c := rt.renumber(3, []byte(`"x"`))
+	rt.takeGen(3)
+	if _, ok := rt.mapBack(string(c)); ok {
+		t.Fatal("a request of a gone child still maps back")
+	}
+}
+
+func TestRouterWaiters(t *testing.T) {
+	rt := newRouter()
+	id := rt.newID("")
+	ch := rt.wait(id)
+	rt.deliver(string(id), []byte("answer"))
+	if got := <-ch; string(got) != "answer" {
+		t.Fatalf("got %q", got)
+	}
+	rt.deliver(string(id), []byte("again")) // no waiter: dropped, never blocks
+	id2 := rt.newID("")
+	rt.wait(id2)
+	rt.unwait(id2)
+	rt.deliver(string(id2), []byte("late"))
+	if len(rt.waiters) != 0 {
+		t.Fatal("waiters left")
+	}
+}

@@ -1,0 +1,63 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+)
+
+// switchboard routes messages between the client and the current child:
+// a message in (from either peer) becomes messages out (to either peer,
+// through the outboxes) and changes to the routing state. Its mutex guards
+// that state and the parts that hold it (router, hold queue, session,
+// toolset, crash policy); none of them has a lock of its own. It never
+// blocks on a peer: writes only queue. It starts no process and runs no
+// goroutine of its own; what needs one goes to the shell (the Relay).
+type switchboard struct {
+	cfg      *Config
+	log      *slog.Logger
+	childLog *slog.Logger
+	shell    shell
+	out      *outbox  // to the client
+	batches  *batches // client batches; own lock
+
+	mu         sync.Mutex
+	state      state
+	child      *child // the current child; nil when none
+	gen        int    // the last generation started
+	downReport string // why no child serves, for errors and tool results
+	ids        *router
+	held       holdQueue
+	sess       session
+	tools      *toolset
+	crashes    crashPolicy
+	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
+	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
+}
+
+// shell is what the switchboard asks of its owner.
+type shell interface {
+	// respawn starts a fresh child in the background.
+	respawn()
+	// startRecompile runs the recompile tool for the request env in the
+	// background; sw.mu is held.
+	startRecompile(env envelope)
+}
+
+func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchboard {
+	sw := &switchboard{
+		cfg:        cfg,
+		log:        log,
+		childLog:   childLog,
+		shell:      sh,
+		out:        newOutbox(),
+		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
+		sess:       newSession(),
+		ids:        newRouter(),
+		tools:      newToolset(cfg),
+		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
+		recompiles: map[string]context.CancelFunc{},
+	}
+	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
+	return sw
+}
