@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Why a watch run ends, besides the client closing stdin (serve returns
+// nil) and a fatal error (serve returns it). Each one cancels the context
+// serve runs in, so serve stops the child, its process group and any
+// running build before cmdWatch returns exitOK.
+var (
+	errStderrGone = errors.New("stderr closed (nobody reads the log any more)")
+	errStdoutGone = errors.New("stdout closed (the client is gone)")
+	errParentGone = errors.New("the parent process exited")
+)
+
+// parentPollInterval is how often the run checks that its parent is alive.
+const parentPollInterval = 500 * time.Millisecond
+
+// exitWatch turns every outside reason to stop into the cancellation of
+// ctx: SIGINT, SIGTERM and SIGHUP (Unix), a broken pipe on stdout or
+// stderr, and the parent process exiting (Unix). A write to a broken
+// stdout or stderr returns EPIPE instead of killing mcpflow with SIGPIPE,
+// for the rest of the process's life.
+type exitWatch struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	sigs   chan os.Signal
+	stdout io.Writer
+	// stderr is e.stderr for the logger: an EPIPE on it cancels ctx.
+	stderr io.Writer
+	done   chan struct{}
+}
+
+// keepSIGPIPE keeps SIGPIPE notified after a run's exitWatch stops, so
+// that a write to a broken stdout or stderr never kills mcpflow.
+var keepSIGPIPE sync.Once
+
+// newExitWatch starts catching the signals; call start once the logger
+// exists, and stop when the run is over.
+func newExitWatch(e env) *exitWatch {
+	keepSIGPIPE.Do(func() {
+		if len(pipeSignals) > 0 {
+			signal.Notify(make(chan os.Signal, 1), pipeSignals...)
+		}
+	})
+	x := &exitWatch{sigs: make(chan os.Signal, 8), stdout: e.stdout, done: make(chan struct{})}
+	x.ctx, x.cancel = context.WithCancelCause(context.Background())
+	x.stderr = &brokenPipeWriter{w: e.stderr, gone: func() { x.cancel(errStderrGone) }}
+	signal.Notify(x.sigs, slices.Concat(stopSignals, pipeSignals)...)
+	return x
+}
+
+// start watches for the reasons to stop until stop is called, logging the
+// one that ends the run.
+func (x *exitWatch) start(logger *slog.Logger) {
+	parentGone := watchParent(x.done)
+	go func() {
+		for {
+			select {
+			case <-x.done:
+				return
+			case <-parentGone:
+				x.stopFor(logger, errParentGone)
+			case sig := <-x.sigs:
+				if isPipeSignal(sig) {
+					// Any broken pipe raises it, the child's stdin too:
+					// only a broken stdout or stderr ends the run.
+					switch {
+					case pipeGone(x.stdout):
+						x.stopFor(logger, errStdoutGone)
+					case pipeGone(x.stderr.(*brokenPipeWriter).w):
+						x.stopFor(logger, errStderrGone)
+					}
+					continue
+				}
+				x.stopFor(logger, errors.New("signal "+sigName(sig)))
+			}
+		}
+	}()
+}
+
+func (x *exitWatch) stopFor(logger *slog.Logger, why error) {
+	if x.ctx.Err() == nil {
+		logger.Info("stopping", "reason", why.Error())
+	}
+	x.cancel(why)
+}
+
+// stop ends the watch and releases the signals (SIGPIPE stays caught).
+func (x *exitWatch) stop() {
+	signal.Stop(x.sigs)
+	close(x.done)
+	x.cancel(nil)
+}
+
+// brokenPipeWriter passes writes to w and calls gone, once, when one fails
+// because w's reader is gone.
+type brokenPipeWriter struct {
+	w    io.Writer
+	gone func()
+	once sync.Once
+}
+
+func (b *brokenPipeWriter) Write(p []byte) (int, error) {
+	n, err := b.w.Write(p)
+	if err != nil && isBrokenPipe(err) {
+		b.once.Do(b.gone)
+	}
+	return n, err
+}
