@@ -59,40 +59,40 @@ func newExitWatch(e env) *exitWatch {
 	return x
 }
 
-// start watches for the reasons to stop until stop is called, logging the
-// one that ends the run.
+// start watches for the reasons to stop until stop is called, and logs
+// the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
 	parentGone := watchParent(x.done)
 	go func() {
+		ended := x.ctx.Done()
 		for {
 			select {
 			case <-x.done:
 				return
+			case <-ended:
+				ended = nil
+				if why := context.Cause(x.ctx); why != context.Canceled {
+					logger.Info("stopping", "reason", why.Error())
+				}
 			case <-parentGone:
-				x.stopFor(logger, errParentGone)
+				parentGone = nil
+				x.cancel(errParentGone)
 			case sig := <-x.sigs:
 				if isPipeSignal(sig) {
 					// Any broken pipe raises it, the child's stdin too:
 					// only a broken stdout or stderr ends the run.
 					switch {
 					case pipeGone(x.stdout):
-						x.stopFor(logger, errStdoutGone)
+						x.cancel(errStdoutGone)
 					case pipeGone(x.stderr.(*brokenPipeWriter).w):
-						x.stopFor(logger, errStderrGone)
+						x.cancel(errStderrGone)
 					}
 					continue
 				}
-				x.stopFor(logger, errors.New("signal "+sigName(sig)))
+				x.cancel(errors.New("signal " + sigName(sig)))
 			}
 		}
 	}()
-}
-
-func (x *exitWatch) stopFor(logger *slog.Logger, why error) {
-	if x.ctx.Err() == nil {
-		logger.Info("stopping", "reason", why.Error())
-	}
-	x.cancel(why)
 }
 
 // stop ends the watch and releases the signals (SIGPIPE stays caught).
