@@ -35,8 +35,10 @@ type exitWatch struct {
 	cancel context.CancelCauseFunc
 	sigs   chan os.Signal
 	stdout io.Writer
+	rawErr io.Writer // e.stderr
 	// stderr is e.stderr for the logger: an EPIPE on it cancels ctx.
 	stderr io.Writer
+	ppid   int // the parent's pid when the run began
 	done   chan struct{}
 }
 
@@ -52,7 +54,7 @@ func newExitWatch(e env) *exitWatch {
 			signal.Notify(make(chan os.Signal, 1), pipeSignals...)
 		}
 	})
-	x := &exitWatch{sigs: make(chan os.Signal, 8), stdout: e.stdout, done: make(chan struct{})}
+	x := &exitWatch{sigs: make(chan os.Signal, 8), stdout: e.stdout, rawErr: e.stderr, ppid: os.Getppid(), done: make(chan struct{})}
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
 	x.stderr = &brokenPipeWriter{w: e.stderr, gone: func() { x.cancel(errStderrGone) }}
 	signal.Notify(x.sigs, slices.Concat(stopSignals, pipeSignals)...)
@@ -62,7 +64,7 @@ func newExitWatch(e env) *exitWatch {
 // start watches for the reasons to stop until stop is called, and logs
 // the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
-	parentGone := watchParent(x.done)
+	parentGone := watchParent(x.ppid, x.done)
 	go func() {
 		ended := x.ctx.Done()
 		for {
@@ -84,7 +86,7 @@ func (x *exitWatch) start(logger *slog.Logger) {
 					switch {
 					case pipeGone(x.stdout):
 						x.cancel(errStdoutGone)
-					case pipeGone(x.stderr.(*brokenPipeWriter).w):
+					case pipeGone(x.rawErr):
 						x.cancel(errStderrGone)
 					}
 					continue

@@ -57,11 +57,10 @@ func pipeGone(w io.Writer) bool {
 	return gone
 }
 
-// watchParent returns a channel closed when mcpflow's parent exits (its
+// watchParent returns a channel closed when the parent ppid exits (mcpflow's
 // parent pid changes, as the orphan is adopted), polled until done.
-func watchParent(done <-chan struct{}) <-chan struct{} {
+func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
-	ppid := os.Getppid()
 	go func() {
 		t := time.NewTicker(parentPollInterval)
 		defer t.Stop()

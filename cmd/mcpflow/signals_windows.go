@@ -37,4 +37,4 @@ func pipeGone(io.Writer) bool { return false }
 // watchParent: Windows keeps a process's parent pid after the parent
 // exits, so there is nothing to poll; the child's Job Object still dies
 // with mcpflow.
-func watchParent(<-chan struct{}) <-chan struct{} { return nil }
+func watchParent(int, <-chan struct{}) <-chan struct{} { return nil }
