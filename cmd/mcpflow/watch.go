@@ -8,11 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/charmbracelet/log"
 
@@ -37,6 +35,10 @@ Flags:
 `
 
 func cmdWatch(e env, args []string) int {
+	// Caught from the start, so that no write to a broken stderr kills
+	// mcpflow with SIGPIPE.
+	x := newExitWatch(e)
+	defer x.stop()
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
@@ -66,7 +68,7 @@ func cmdWatch(e env, args []string) int {
 			return exitUsage
 		}
 	}
-	logger, closeLog, err := newLogger(e.stderr, cfg.Log)
+	logger, closeLog, err := newLogger(x.stderr, cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -76,9 +78,12 @@ func cmdWatch(e env, args []string) int {
 	if isTerminal(e.stdin) {
 		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, cfg, charmLogger(logger), e.stdin, e.stdout); err != nil {
+	// Every way the run ends goes through serve's return, which stops the
+	// child, its group and any running build first: stdin EOF (nil), a
+	// fatal error, or x's context (a signal, a broken stdout or stderr,
+	// the parent exiting: a clean shutdown).
+	x.start(logger)
+	if err := serve(x.ctx, cfg, charmLogger(logger), e.stdin, e.stdout); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}

@@ -1,0 +1,80 @@
+//go:build unix
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// stopSignals end a run cleanly: Ctrl-C, a polite kill, and a hangup (the
+// terminal closed, or the client was killed by its parent).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// pipeSignals are caught so that a write to a broken pipe returns EPIPE.
+// Caught, never ignored: an ignored signal stays ignored in the children.
+var pipeSignals = []os.Signal{syscall.SIGPIPE}
+
+func isPipeSignal(sig os.Signal) bool { return sig == syscall.SIGPIPE }
+
+func sigName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return sig.String()
+}
+
+func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+// pipeGone reports whether w is a pipe, socket or terminal whose other end
+// is gone (poll reports POLLERR or POLLHUP); false for anything else.
+func pipeGone(w io.Writer) bool {
+	sc, ok := w.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			gone = fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+		}
+	})
+	return gone
+}
+
+// watchParent returns a channel closed when the parent ppid exits (mcpflow's
+// parent pid changes, as the orphan is adopted), polled until done.
+func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(parentPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if os.Getppid() != ppid {
+					close(gone)
+					return
+				}
+			}
+		}
+	}()
+	return gone
+}

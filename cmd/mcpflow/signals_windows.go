@@ -1,0 +1,40 @@
+//go:build windows
+
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+)
+
+// stopSignals end a run cleanly: Ctrl-C, and the console closing or the
+// session ending (delivered as SIGTERM).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// pipeSignals: Windows has no SIGPIPE; a broken pipe is an error.
+var pipeSignals []os.Signal
+
+func isPipeSignal(os.Signal) bool { return false }
+
+func sigName(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "SIGINT"
+	}
+	return sig.String()
+}
+
+// errNoData is ERROR_NO_DATA: the pipe is being closed.
+const errNoData = syscall.Errno(232)
+
+func isBrokenPipe(err error) bool {
+	return errors.Is(err, syscall.ERROR_BROKEN_PIPE) || errors.Is(err, errNoData) || errors.Is(err, syscall.EPIPE)
+}
+
+func pipeGone(io.Writer) bool { return false }
+
+// watchParent: Windows keeps a process's parent pid after the parent
+// exits, so there is nothing to poll; the child's Job Object still dies
+// with mcpflow.
+func watchParent(int, <-chan struct{}) <-chan struct{} { return nil }
