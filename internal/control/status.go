@@ -109,78 +109,48 @@ func firstLine(s string) string {
 	return ""
 }
 
-// BuildJSON is result.Build on the wire: errors as their text.
+// BuildJSON is a rebuild's outcome on the wire: result.Structured, the
+// recompile tool's structuredContent (the same keys, so a script reads
+// mcpflow rebuild --json as it reads the tool's result), plus what a
+// person's rendering needs besides. Durations are whole milliseconds.
 type BuildJSON struct {
-	Seq      uint64        `json:"seq"`
-	Trigger  string        `json:"trigger,omitempty"`
-	Changed  []string      `json:"changed,omitempty"`
-	Skipped  bool          `json:"skipped,omitempty"`
-	OK       bool          `json:"ok"`
-	Canceled bool          `json:"canceled,omitempty"`
-	Output   string        `json:"output,omitempty"`
-	Errors   string        `json:"errors,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
-	Err      string        `json:"err,omitempty"`
-	Restart  *RestartJSON  `json:"restart,omitempty"`
-}
-
-// RestartJSON is result.Restart on the wire.
-type RestartJSON struct {
-	Gen       int           `json:"gen"`
-	Pid       int           `json:"pid,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
-	Err       string        `json:"err,omitempty"`
-	Tools     ToolDiffJSON  `json:"tools"`
-	Handshake []string      `json:"handshake,omitempty"`
-}
-
-// ToolDiffJSON is result.ToolDiff on the wire.
-type ToolDiffJSON struct {
-	Known   bool     `json:"known"`
-	Added   []string `json:"added,omitempty"`
-	Removed []string `json:"removed,omitempty"`
-	Changed []string `json:"changed,omitempty"`
-	Current []string `json:"current,omitempty"`
+	result.Structured
+	Seq      uint64   `json:"seq"`
+	Changed  []string `json:"changed,omitempty"`
+	Canceled bool     `json:"canceled,omitempty"`
+	Output   string   `json:"output,omitempty"` // the build's output when it failed with no errors picked out
+	Gen      int      `json:"gen,omitempty"`    // the new child's generation, after a restart
+	Pid      int      `json:"pid,omitempty"`    // the new child's pid, after a restart
 }
 
 // BuildToJSON converts a build for the wire.
 func BuildToJSON(b result.Build) BuildJSON {
-	j := BuildJSON{
-		Seq: b.Seq, Trigger: b.Trigger, Changed: b.Changed, Skipped: b.Skipped, OK: b.OK,
-		Canceled: b.Canceled, Output: b.Output, Errors: b.Errors, Duration: b.Duration, Err: errText(b.Err),
+	j := BuildJSON{Structured: b.Structured(), Seq: b.Seq, Changed: b.Changed, Canceled: b.Canceled}
+	if !b.OK && b.Errors == "" {
+		j.Output = b.Output
 	}
 	if r := b.Restart; r != nil {
-		j.Restart = &RestartJSON{
-			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: errText(r.Err), Handshake: r.Handshake,
-			Tools: ToolDiffJSON{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
-		}
+		j.Gen, j.Pid = r.Gen, r.Pid
 	}
 	return j
 }
 
 // Result converts back; errors become errors.New of their text.
 func (j BuildJSON) Result() result.Build {
+	s := j.Structured
 	b := result.Build{
-		Seq: j.Seq, Trigger: j.Trigger, Changed: j.Changed, Skipped: j.Skipped, OK: j.OK,
-		Canceled: j.Canceled, Output: j.Output, Errors: j.Errors, Duration: j.Duration, Err: textErr(j.Err),
+		Seq: j.Seq, Trigger: s.Trigger, Changed: j.Changed, Skipped: s.Build.Skipped, OK: s.Build.OK,
+		Canceled: j.Canceled, Output: j.Output, Errors: s.Build.Errors,
+		Duration: time.Duration(s.Build.DurationMS) * time.Millisecond, Err: textErr(s.Build.Error),
 	}
-	if r := j.Restart; r != nil {
+	if s.Restart.Attempted {
 		b.Restart = &result.Restart{
-			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: textErr(r.Err), Handshake: r.Handshake,
-			Tools: result.ToolDiff{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
+			Gen: j.Gen, Pid: j.Pid, Duration: time.Duration(s.Restart.DurationMS) * time.Millisecond,
+			Err: textErr(s.Restart.Error), Handshake: s.Restart.Handshake,
+			Tools: result.ToolDiff{Known: s.Tools.Known, Added: s.Tools.Added, Removed: s.Tools.Removed, Changed: s.Tools.Changed, Current: s.Tools.Current},
 		}
 	}
 	return b
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	if s := err.Error(); s != "" {
-		return s
-	}
-	return "error"
 }
 
 func textErr(s string) error {
