@@ -800,3 +800,16 @@ func TestBuildJSONIsTheToolsStructuredContent(t *testing.T) {
 		t.Fatalf("round trip: %+v", back)
 	}
 }
+
+func TestFirstErrorLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"# example.com/echo\n./main.go:35:2: undefined: x\n": "./main.go:35:2: undefined: x",
+		"\nerror: something broke\n  at line 3\n":            "error: something broke",
+		"# only a heading\n":                                 "# only a heading",
+		"":                                                   "",
+	} {
+		if got := firstErrorLine(in); got != want {
+			t.Errorf("firstErrorLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

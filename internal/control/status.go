@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ type ServerStatus struct {
 	Uptime   time.Duration `json:"uptime_ns"` // filled from Started when zero
 	Restarts int           `json:"restarts"`
 	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
-	Tools    int           `json:"tools"`
+	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
 	Served   uint64        `json:"calls_served"`
 	InFlight int           `json:"calls_in_flight"`
 }
@@ -88,7 +89,7 @@ func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 		At: at, Duration: b.Duration,
 	}
 	if !b.OK {
-		s.FirstError = firstLine(b.Errors)
+		s.FirstError = firstErrorLine(b.Errors)
 		if s.FirstError == "" && b.Err != nil {
 			s.FirstError = firstLine(b.Err.Error())
 		}
@@ -98,6 +99,33 @@ func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	}
 	return s
 }
+
+// firstErrorLine returns the first line of compiler errors that names a
+// place (file:line), else the first line that is not a heading ("# pkg",
+// as go build prints), else the first line.
+func firstErrorLine(s string) string {
+	var plain, heading string
+	for l := range strings.SplitSeq(s, "\n") {
+		switch l = strings.TrimSpace(l); {
+		case l == "":
+		case placeRE.MatchString(l):
+			return l
+		case strings.HasPrefix(l, "# "):
+			if heading == "" {
+				heading = l
+			}
+		case plain == "":
+			plain = l
+		}
+	}
+	if plain != "" {
+		return plain
+	}
+	return heading
+}
+
+// placeRE matches a line that starts with file:line.
+var placeRE = regexp.MustCompile(`^[^\s:]+:\d+`)
 
 // firstLine returns the first line of s that is not blank, trimmed.
 func firstLine(s string) string {
