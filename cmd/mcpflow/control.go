@@ -46,10 +46,11 @@ func (t *ringTee) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// watchRun is what a watch run adds for a person: the control socket
-// (mcpflow status, rebuild, logs), the log ring it serves, the traffic
-// capture, and the last build for status.
-type watchRun struct {
+// instanceRun is what a run (watch; mux the same way) adds for a person:
+// the control socket (mcpflow status, rebuild, logs), the log ring it
+// serves, the traffic capture, and, in single-server mode, the last build
+// for status.
+type instanceRun struct {
 	cfg     *Config
 	ring    *logring.Ring
 	log     *slog.Logger
@@ -60,8 +61,8 @@ type watchRun struct {
 
 // openRun opens the traffic capture when [log] traffic is set. A capture
 // file that cannot be opened is an error: the person asked for it.
-func openRun(cfg *Config, ring *logring.Ring, logger *slog.Logger) (*watchRun, error) {
-	w := &watchRun{cfg: cfg, ring: ring, log: logger}
+func openRun(cfg *Config, ring *logring.Ring, logger *slog.Logger) (*instanceRun, error) {
+	w := &instanceRun{cfg: cfg, ring: ring, log: logger}
 	if cfg.Log.Traffic != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Log.Traffic), 0o755); err != nil {
 			return nil, fmt.Errorf("traffic capture: %w", err)
@@ -79,17 +80,19 @@ func openRun(cfg *Config, ring *logring.Ring, logger *slog.Logger) (*watchRun, e
 	return w, nil
 }
 
-// trafficHook is relay.Config.Traffic: nil when nothing is recorded.
-func (w *watchRun) trafficHook() func(fromClient bool, gen int, msg []byte) {
+// trafficHook is relay.Config.Traffic for the server called server (""
+// in single-server mode; a mux names each server's relay): nil when
+// nothing is recorded.
+func (w *instanceRun) trafficHook(server string) func(fromClient bool, gen int, msg []byte) {
 	if w.traffic == nil {
 		return nil
 	}
-	return w.traffic.Hook("")
+	return w.traffic.Hook(server)
 }
 
 // listen opens the control socket with t as its Target. Failing to is a
 // warning: the session goes on without it.
-func (w *watchRun) listen(mode string, t control.Target) {
+func (w *instanceRun) listen(mode string, t control.Target) {
 	cfgFile := w.cfg.File
 	if cfgFile != "" {
 		cfgFile = absFrom(w.cfg.Dir, cfgFile)
@@ -106,7 +109,7 @@ func (w *watchRun) listen(mode string, t control.Target) {
 }
 
 // close removes the control socket and flushes and closes the capture.
-func (w *watchRun) close() {
+func (w *instanceRun) close() {
 	if w.srv != nil {
 		w.srv.Close()
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 )
 
 // The control tests run the real mcpflow binary with XDG_RUNTIME_DIR set
@@ -834,5 +835,21 @@ func TestControlTrafficCapture(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The ring keeps every line when stderr is gone, and stderr is not tried
+// again after it failed.
+func TestRingTeeOutlivesStderr(t *testing.T) {
+	ring := logring.New(10)
+	fw := &failWriter{}
+	tee := newRingTee(ring, fw)
+	for _, l := range []string{"one\n", "two\n", "three\n"} {
+		if n, err := tee.Write([]byte(l)); err != nil || n != len(l) {
+			t.Fatalf("Write(%q) = %d, %v", l, n, err)
+		}
+	}
+	if got := strings.Join(ring.Lines(), ","); got != "one,two,three" || fw.n != 1 {
+		t.Fatalf("ring %q, stderr tried %d times", got, fw.n)
 	}
 }

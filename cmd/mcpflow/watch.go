@@ -194,7 +194,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		Logger:         slog.New(logger),
 		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
-		Traffic:        run.trafficHook(),
+		Traffic:        run.trafficHook(""),
 	})
 	b := builder.New(builder.Config{
 		Command: cfg.Build.Command.Argv,
