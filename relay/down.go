@@ -36,6 +36,7 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 	case "tools/list":
 		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "tools/call":
+		r.stats.callServed()
 		r.tools.notices = nil
 		r.reply(resultResponse(id, toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil, r.sess.era == eraModern)))
 	case "ping":

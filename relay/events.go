@@ -58,7 +58,8 @@ type Event struct {
 // posted, from a goroutine of its own, so that the callback never runs
 // with a relay lock held and never holds up the relay.
 type eventQueue struct {
-	fn func(Event)
+	fn  func(Event)
+	tap func(Event) // told of each event as it is posted; nil = none
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -76,6 +77,9 @@ func newEventQueue(fn func(Event)) *eventQueue {
 
 // post queues ev; with no callback it does nothing.
 func (e *eventQueue) post(ev Event) {
+	if e.tap != nil {
+		e.tap(ev) // Stats: at once, in the poster's goroutine
+	}
 	if e.fn == nil {
 		return
 	}

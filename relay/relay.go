@@ -177,6 +177,7 @@ func New(cfg Config) *Relay {
 		events:   newEventQueue(cfg.OnEvent),
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
+	r.events.tap = r.sw.stats.event
 	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
 	return r
 }

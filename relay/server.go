@@ -67,8 +67,10 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
+		r.stats.toolsListed(env.result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
+		r.stats.callServed()
 		msg = r.tools.attach(msg, env)
 	}
 	r.reply(msg)

@@ -33,6 +33,7 @@ type switchboard struct {
 	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
+	stats      relayStats                    // for Stats; own lock
 }
 
 // shell is what the switchboard asks of its owner.

@@ -112,6 +112,7 @@ func (r *Relay) startRecompile(env envelope) {
 		}
 		delete(r.sw.recompiles, key)
 		r.sw.tools.notices = nil // the result says it all
+		r.sw.stats.callServed()
 		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }

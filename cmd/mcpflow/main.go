@@ -10,6 +10,9 @@
 //	mcpflow watch [--build CMD] -- CMD ARGS  run without one
 //	mcpflow check [-c mcpflow.toml]          validate a config and show what it resolves to
 //	mcpflow init [--force] [DIR]             write a commented mcpflow.toml for a project
+//	mcpflow status [--json] [-c FILE]        show the running instances
+//	mcpflow rebuild [NAME]                   rebuild and restart a running instance's server
+//	mcpflow logs [-f]                        print (and follow) a running instance's log
 //	mcpflow version                          print the version
 //
 // Exit status: 0 on success (and after a clean shutdown), 1 on a runtime
@@ -66,6 +69,9 @@ Usage:
   mcpflow watch [--build CMD] -- CMD ARGS same, without a config file
   mcpflow check [-c FILE]                 validate mcpflow.toml and show the resolved settings
   mcpflow init [--force] [DIR]            write a commented mcpflow.toml for the project in DIR
+  mcpflow status [--json] [-c FILE]       show the running instances: servers, builds, calls
+  mcpflow rebuild [NAME]                  rebuild and restart a running instance's server
+  mcpflow logs [-f]                       print (and follow) a running instance's log
   mcpflow version                         print the version
   mcpflow help [COMMAND]                  show help
 
@@ -86,6 +92,12 @@ func run(e env, args []string) int {
 		return cmdCheck(e, rest)
 	case "init":
 		return cmdInit(e, rest)
+	case "status":
+		return cmdStatus(e, rest)
+	case "rebuild":
+		return cmdRebuild(e, rest)
+	case "logs":
+		return cmdLogs(e, rest)
 	case "version", "--version", "-v":
 		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
 		return exitOK

@@ -16,6 +16,8 @@ import (
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
@@ -44,6 +46,7 @@ func cmdWatch(e env, args []string) int {
 	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
 	build := fs.String("build", "", "build command, run by sh -c (only with -- CMD)")
 	logFile := fs.String("log-file", "", "also write the log to this file")
+	trafficFile := fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)")
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, watchUsage); fs.PrintDefaults() }
 	cmdArgs, err := parseFlags(fs, args)
@@ -61,6 +64,9 @@ func cmdWatch(e env, args []string) int {
 	if *logFile != "" {
 		cfg.Log.File = absFrom(mustGetwd(e), *logFile)
 	}
+	if *trafficFile != "" {
+		cfg.Log.Traffic = absFrom(mustGetwd(e), *trafficFile)
+	}
 	if *logLevel != "" {
 		cfg.Log.Level = *logLevel
 		if err := cfg.Validate(); err != nil {
@@ -68,7 +74,8 @@ func cmdWatch(e env, args []string) int {
 			return exitUsage
 		}
 	}
-	logger, closeLog, err := newLogger(x.stderr, cfg.Log)
+	ring := logring.New(0) // for mcpflow logs
+	logger, closeLog, err := newLogger(newRingTee(ring, x.stderr), cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -83,7 +90,7 @@ func cmdWatch(e env, args []string) int {
 	// fatal error, or x's context (a signal, a broken stdout or stderr,
 	// the parent exiting: a clean shutdown).
 	x.start(logger)
-	if err := serve(x.ctx, cfg, charmLogger(logger), e.stdin, e.stdout); err != nil {
+	if err := serve(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}
@@ -161,7 +168,12 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
-func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader, stdout io.Writer) error {
+func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	run, err := openRun(cfg, ring, slog.New(logger))
+	if err != nil {
+		return err
+	}
+	defer run.close() // every way serve returns removes the control socket
 	rl := relay.New(relay.Config{
 		Command:        cfg.Run.Command.Argv,
 		Shell:          cfg.Run.Command.Shell,
@@ -182,6 +194,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		Logger:         slog.New(logger),
 		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
+		Traffic:        run.trafficHook(""),
 	})
 	b := builder.New(builder.Config{
 		Command: cfg.Build.Command.Argv,
@@ -192,9 +205,11 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		OnResult: func(res result.Build) {
 			logCycle(logger, res)
 			rl.NoteBuild(res)
+			run.builds.note(res)
 		},
 	}, rl)
 	rl.SetRecompiler(b)
+	run.listen(control.ModeSingle, &singleTarget{name: serverName(cfg), rl: rl, recompile: b, builds: &run.builds})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -249,7 +264,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		b.Startup(ctx)
 	}()
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	err := rl.Serve(ctx, stdin, stdout)
+	err = rl.Serve(ctx, stdin, stdout)
 	cancel()
 	wg.Wait()
 	return err
@@ -317,6 +332,9 @@ func ignoredOutputs(cfg *Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
 		out = append(out, cfg.Log.File)
+	}
+	if cfg.Log.Traffic != "" {
+		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
 	}
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, absFrom(cfg.Run.Cwd, argv[0]))

@@ -770,3 +770,46 @@ func TestSocketPathTooLong(t *testing.T) {
 		t.Fatalf("Listen with a long path: %v", err)
 	}
 }
+
+// The rebuild answer carries the recompile tool's structuredContent keys,
+// and converts back to the same build.
+func TestBuildJSONIsTheToolsStructuredContent(t *testing.T) {
+	b := result.Build{Seq: 3, Trigger: "recompile", OK: true, Duration: 1500 * time.Millisecond,
+		Restart: &result.Restart{Gen: 2, Pid: 77, Duration: 40 * time.Millisecond,
+			Tools: result.ToolDiff{Known: true, Added: []string{"x"}, Current: []string{"x"}}}}
+	raw, err := json.Marshal(BuildToJSON(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(b.Structured())
+	var got, tool map[string]any
+	json.Unmarshal(raw, &got)
+	json.Unmarshal(want, &tool)
+	for k, v := range tool {
+		if fmt.Sprint(got[k]) != fmt.Sprint(v) {
+			t.Errorf("key %q: %v, the tool says %v", k, got[k], v)
+		}
+	}
+	var j BuildJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	back := j.Result()
+	if back.Seq != 3 || !back.OK || back.Duration != b.Duration || back.Restart == nil || back.Restart.Pid != 77 ||
+		back.Restart.Gen != 2 || strings.Join(back.Restart.Tools.Added, ",") != "x" {
+		t.Fatalf("round trip: %+v", back)
+	}
+}
+
+func TestFirstErrorLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"# example.com/echo\n./main.go:35:2: undefined: x\n": "./main.go:35:2: undefined: x",
+		"\nerror: something broke\n  at line 3\n":            "error: something broke",
+		"# only a heading\n":                                 "# only a heading",
+		"":                                                   "",
+	} {
+		if got := firstErrorLine(in); got != want {
+			t.Errorf("firstErrorLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

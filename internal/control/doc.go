@@ -21,7 +21,7 @@
 //
 //	{"method":"hello"}                      -> {"ok":true,"hello":{pid, config, project, mode, ...}}
 //	{"method":"status"}                     -> {"ok":true,"status":{...}}         (see Status)
-//	{"method":"rebuild","name":"notes"}     -> {"ok":true,"build":{...}}          (see BuildJSON)
+//	{"method":"rebuild","name":"notes"}     -> {"ok":true,"build":{...}}          (see BuildJSON: the recompile tool's structuredContent and more)
 //	{"method":"logs","tail":100,"follow":true}
 //	                                        -> {"ok":true,"line":"..."} per line, {"ok":true,"dropped":N}
 //	                                           when a slow reader lost lines, then {"ok":true,"end":true}

@@ -47,7 +47,7 @@ func ExampleListen() {
 	tw, err := traffic.Open("/home/ann/weather/.mcpflow/traffic.jsonl", traffic.Options{})
 	if err == nil {
 		defer tw.Close()
-		hook := tw.Hook("") // relay.Config{Tap: hook}; a mux passes the server's name
+		hook := tw.Hook("") // relay.Config{Traffic: hook}; a mux passes the server's name
 		_ = hook
 	}
 }

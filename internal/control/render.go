@@ -57,8 +57,12 @@ func writeInstance(b *strings.Builder, st Status) {
 		if sv.InFlight > 0 {
 			calls += fmt.Sprintf(" (%d in flight)", sv.InFlight)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\n",
-			sv.Name, orDash(sv.State), pid, up, sv.Restarts, buildCell(sv.Build), sv.Tools, calls)
+		tools := "-"
+		if sv.Tools >= 0 {
+			tools = fmt.Sprint(sv.Tools)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
+			sv.Name, orDash(sv.State), pid, up, sv.Restarts, buildCell(sv.Build), tools, calls)
 		if bs := sv.Build; bs != nil {
 			if bs.FirstError != "" {
 				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))
@@ -190,6 +194,8 @@ func WriteBuild(w io.Writer, name string, b result.Build) error {
 func toolsLine(d result.ToolDiff) string {
 	n := len(d.Current)
 	switch {
+	case !d.Known && n == 0:
+		return "tools: not listed yet (no client session)"
 	case !d.Known:
 		return fmt.Sprintf("tools: %d (%s)", n, strings.Join(d.Current, ", "))
 	case d.Empty():

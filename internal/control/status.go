@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ type ServerStatus struct {
 	Uptime   time.Duration `json:"uptime_ns"` // filled from Started when zero
 	Restarts int           `json:"restarts"`
 	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
-	Tools    int           `json:"tools"`
+	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
 	Served   uint64        `json:"calls_served"`
 	InFlight int           `json:"calls_in_flight"`
 }
@@ -88,7 +89,7 @@ func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 		At: at, Duration: b.Duration,
 	}
 	if !b.OK {
-		s.FirstError = firstLine(b.Errors)
+		s.FirstError = firstErrorLine(b.Errors)
 		if s.FirstError == "" && b.Err != nil {
 			s.FirstError = firstLine(b.Err.Error())
 		}
@@ -98,6 +99,33 @@ func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	}
 	return s
 }
+
+// firstErrorLine returns the first line of compiler errors that names a
+// place (file:line), else the first line that is not a heading ("# pkg",
+// as go build prints), else the first line.
+func firstErrorLine(s string) string {
+	var plain, heading string
+	for l := range strings.SplitSeq(s, "\n") {
+		switch l = strings.TrimSpace(l); {
+		case l == "":
+		case placeRE.MatchString(l):
+			return l
+		case strings.HasPrefix(l, "# "):
+			if heading == "" {
+				heading = l
+			}
+		case plain == "":
+			plain = l
+		}
+	}
+	if plain != "" {
+		return plain
+	}
+	return heading
+}
+
+// placeRE matches a line that starts with file:line.
+var placeRE = regexp.MustCompile(`^[^\s:]+:\d+`)
 
 // firstLine returns the first line of s that is not blank, trimmed.
 func firstLine(s string) string {
@@ -109,78 +137,48 @@ func firstLine(s string) string {
 	return ""
 }
 
-// BuildJSON is result.Build on the wire: errors as their text.
+// BuildJSON is a rebuild's outcome on the wire: result.Structured, the
+// recompile tool's structuredContent (the same keys, so a script reads
+// mcpflow rebuild --json as it reads the tool's result), plus what a
+// person's rendering needs besides. Durations are whole milliseconds.
 type BuildJSON struct {
-	Seq      uint64        `json:"seq"`
-	Trigger  string        `json:"trigger,omitempty"`
-	Changed  []string      `json:"changed,omitempty"`
-	Skipped  bool          `json:"skipped,omitempty"`
-	OK       bool          `json:"ok"`
-	Canceled bool          `json:"canceled,omitempty"`
-	Output   string        `json:"output,omitempty"`
-	Errors   string        `json:"errors,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
-	Err      string        `json:"err,omitempty"`
-	Restart  *RestartJSON  `json:"restart,omitempty"`
-}
-
-// RestartJSON is result.Restart on the wire.
-type RestartJSON struct {
-	Gen       int           `json:"gen"`
-	Pid       int           `json:"pid,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
-	Err       string        `json:"err,omitempty"`
-	Tools     ToolDiffJSON  `json:"tools"`
-	Handshake []string      `json:"handshake,omitempty"`
-}
-
-// ToolDiffJSON is result.ToolDiff on the wire.
-type ToolDiffJSON struct {
-	Known   bool     `json:"known"`
-	Added   []string `json:"added,omitempty"`
-	Removed []string `json:"removed,omitempty"`
-	Changed []string `json:"changed,omitempty"`
-	Current []string `json:"current,omitempty"`
+	result.Structured
+	Seq      uint64   `json:"seq"`
+	Changed  []string `json:"changed,omitempty"`
+	Canceled bool     `json:"canceled,omitempty"`
+	Output   string   `json:"output,omitempty"` // the build's output when it failed with no errors picked out
+	Gen      int      `json:"gen,omitempty"`    // the new child's generation, after a restart
+	Pid      int      `json:"pid,omitempty"`    // the new child's pid, after a restart
 }
 
 // BuildToJSON converts a build for the wire.
 func BuildToJSON(b result.Build) BuildJSON {
-	j := BuildJSON{
-		Seq: b.Seq, Trigger: b.Trigger, Changed: b.Changed, Skipped: b.Skipped, OK: b.OK,
-		Canceled: b.Canceled, Output: b.Output, Errors: b.Errors, Duration: b.Duration, Err: errText(b.Err),
+	j := BuildJSON{Structured: b.Structured(), Seq: b.Seq, Changed: b.Changed, Canceled: b.Canceled}
+	if !b.OK && b.Errors == "" {
+		j.Output = b.Output
 	}
 	if r := b.Restart; r != nil {
-		j.Restart = &RestartJSON{
-			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: errText(r.Err), Handshake: r.Handshake,
-			Tools: ToolDiffJSON{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
-		}
+		j.Gen, j.Pid = r.Gen, r.Pid
 	}
 	return j
 }
 
 // Result converts back; errors become errors.New of their text.
 func (j BuildJSON) Result() result.Build {
+	s := j.Structured
 	b := result.Build{
-		Seq: j.Seq, Trigger: j.Trigger, Changed: j.Changed, Skipped: j.Skipped, OK: j.OK,
-		Canceled: j.Canceled, Output: j.Output, Errors: j.Errors, Duration: j.Duration, Err: textErr(j.Err),
+		Seq: j.Seq, Trigger: s.Trigger, Changed: j.Changed, Skipped: s.Build.Skipped, OK: s.Build.OK,
+		Canceled: j.Canceled, Output: j.Output, Errors: s.Build.Errors,
+		Duration: time.Duration(s.Build.DurationMS) * time.Millisecond, Err: textErr(s.Build.Error),
 	}
-	if r := j.Restart; r != nil {
+	if s.Restart.Attempted {
 		b.Restart = &result.Restart{
-			Gen: r.Gen, Pid: r.Pid, Duration: r.Duration, Err: textErr(r.Err), Handshake: r.Handshake,
-			Tools: result.ToolDiff{Known: r.Tools.Known, Added: r.Tools.Added, Removed: r.Tools.Removed, Changed: r.Tools.Changed, Current: r.Tools.Current},
+			Gen: j.Gen, Pid: j.Pid, Duration: time.Duration(s.Restart.DurationMS) * time.Millisecond,
+			Err: textErr(s.Restart.Error), Handshake: s.Restart.Handshake,
+			Tools: result.ToolDiff{Known: s.Tools.Known, Added: s.Tools.Added, Removed: s.Tools.Removed, Changed: s.Tools.Changed, Current: s.Tools.Current},
 		}
 	}
 	return b
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	if s := err.Error(); s != "" {
-		return s
-	}
-	return "error"
 }
 
 func textErr(s string) error {

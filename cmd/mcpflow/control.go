@@ -1,0 +1,420 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/traffic"
+	"github.com/mcpflow/mcpflow/relay"
+)
+
+// ringTee is the log's way to stderr with a copy of every line kept in
+// ring, for mcpflow logs (also when no log file is set). The ring is
+// written first and always; w is dropped after its first error (its own
+// writer reports a broken pipe), and the error is not passed on, so that
+// the logger never stops feeding the ring.
+type ringTee struct {
+	ring *logring.Ring
+	mu   sync.Mutex
+	w    io.Writer // nil after its first error
+}
+
+func newRingTee(ring *logring.Ring, w io.Writer) *ringTee { return &ringTee{ring: ring, w: w} }
+
+func (t *ringTee) Write(p []byte) (int, error) {
+	t.ring.Write(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.w != nil {
+		if _, err := t.w.Write(p); err != nil {
+			t.w = nil
+		}
+	}
+	return len(p), nil
+}
+
+// instanceRun is what a run (watch; mux the same way) adds for a person:
+// the control socket (mcpflow status, rebuild, logs), the log ring it
+// serves, the traffic capture, and, in single-server mode, the last build
+// for status.
+type instanceRun struct {
+	cfg     *Config
+	ring    *logring.Ring
+	log     *slog.Logger
+	traffic *traffic.Writer // nil: no capture
+	builds  buildLog
+	srv     *control.Server // nil: no socket
+}
+
+// openRun opens the traffic capture when [log] traffic is set. A capture
+// file that cannot be opened is an error: the person asked for it.
+func openRun(cfg *Config, ring *logring.Ring, logger *slog.Logger) (*instanceRun, error) {
+	w := &instanceRun{cfg: cfg, ring: ring, log: logger}
+	if cfg.Log.Traffic != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.Log.Traffic), 0o755); err != nil {
+			return nil, fmt.Errorf("traffic capture: %w", err)
+		}
+		tw, err := traffic.Open(cfg.Log.Traffic, traffic.Options{
+			MaxMessage: int(cfg.Log.TrafficMaxMessage),
+			MaxFile:    cfg.Log.TrafficMaxSize,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("traffic capture (log.traffic): %w", err)
+		}
+		w.traffic = tw
+		logger.Info("recording traffic", "file", cfg.Log.Traffic)
+	}
+	return w, nil
+}
+
+// trafficHook is relay.Config.Traffic for the server called server (""
+// in single-server mode; a mux names each server's relay): nil when
+// nothing is recorded.
+func (w *instanceRun) trafficHook(server string) func(fromClient bool, gen int, msg []byte) {
+	if w.traffic == nil {
+		return nil
+	}
+	return w.traffic.Hook(server)
+}
+
+// listen opens the control socket with t as its Target. Failing to is a
+// warning: the session goes on without it.
+func (w *instanceRun) listen(mode string, t control.Target) {
+	cfgFile := w.cfg.File
+	if cfgFile != "" {
+		cfgFile = absFrom(w.cfg.Dir, cfgFile)
+	}
+	srv, err := control.Listen(control.Info{
+		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: version(), Target: t, Logs: w.ring,
+	})
+	if err != nil {
+		w.log.Warn("no control socket: mcpflow status, rebuild and logs will not see this instance", "err", err)
+		return
+	}
+	w.srv = srv
+	w.log.Debug("control socket", "path", srv.Path())
+}
+
+// close removes the control socket and flushes and closes the capture.
+func (w *instanceRun) close() {
+	if w.srv != nil {
+		w.srv.Close()
+	}
+	if w.traffic != nil {
+		if err := w.traffic.Close(); err != nil {
+			w.log.Error("traffic capture", "file", w.cfg.Log.Traffic, "err", err)
+		}
+	}
+}
+
+// buildLog keeps the last build cycle of a server for status. The zero
+// value is ready.
+type buildLog struct {
+	mu   sync.Mutex
+	last *control.BuildStatus
+}
+
+// note records a finished cycle (the builder's OnResult).
+func (b *buildLog) note(res result.Build) {
+	bs := control.BuildStatusOf(res, time.Now())
+	b.mu.Lock()
+	b.last = bs
+	b.mu.Unlock()
+}
+
+func (b *buildLog) lastBuild() *control.BuildStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		return nil
+	}
+	c := *b.last
+	return &c
+}
+
+// serverStatusOf is one server's row of mcpflow status, from its relay's
+// Stats and its last build. A mux makes one per server.
+func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) control.ServerStatus {
+	tools := st.Tools
+	if !st.ToolsKnown {
+		tools = -1
+	}
+	return control.ServerStatus{
+		Name: name, State: st.State, Pid: st.Pid, Gen: st.Gen, Started: st.Started,
+		Restarts: st.Restarts, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
+	}
+}
+
+// clientInfoOf is the client line of mcpflow status.
+func clientInfoOf(c relay.ClientStats) control.ClientInfo {
+	return control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era}
+}
+
+// singleTarget is a watch run's control.Target: one relay, one builder.
+type singleTarget struct {
+	name      string
+	rl        *relay.Relay
+	recompile relay.Recompiler // the builder
+	builds    *buildLog
+}
+
+func (t *singleTarget) Status() control.Status {
+	st := t.rl.Stats()
+	return control.Status{
+		Client:  clientInfoOf(st.Client),
+		Servers: []control.ServerStatus{serverStatusOf(t.name, st, t.builds.lastBuild())},
+	}
+}
+
+// Rebuild runs the cycle the agent's recompile tool runs: build, restart,
+// the client told its tools changed.
+func (t *singleTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	if name != "" && name != t.name {
+		return result.Build{}, fmt.Errorf("this instance serves one server, %q, not %q: run mcpflow rebuild without a name", t.name, name)
+	}
+	return t.recompile.Recompile(ctx, nil), nil
+}
+
+// serverName is what status calls the server of a watch run: its project
+// folder's name.
+func serverName(cfg *Config) string {
+	if n := filepath.Base(cfg.Dir); n != "" && n != "." && n != string(filepath.Separator) {
+		return n
+	}
+	return "server"
+}
+
+// The person's commands: mcpflow status, rebuild, logs.
+
+const statusUsage = `Usage:
+  mcpflow status [--json] [-c FILE] [--all]
+
+Shows every running mcpflow of yours: its pid, config file and mode, the
+client, and for each server its state, pid, uptime, restarts, last build,
+tool count and calls. Run in a project folder (or with -c FILE), it shows
+that project's instances only; --all shows them all.
+
+Flags:
+`
+
+const rebuildUsage = `Usage:
+  mcpflow rebuild [NAME] [-c FILE] [--pid PID] [--json]
+
+Rebuilds and restarts the server of a running mcpflow, as the agent's
+recompile tool does (in a mux, NAME picks the server), and prints the build
+result and the tool diff. Exit status 0 when the new server serves, 1 when
+the build or restart failed.
+
+Flags:
+`
+
+const logsUsage = `Usage:
+  mcpflow logs [-f] [-n LINES] [-c FILE] [--pid PID]
+
+Prints the log of a running mcpflow (the last few thousand lines it keeps
+in memory, also when no log file is set); -f follows it until Ctrl-C or
+the instance stops.
+
+Flags:
+`
+
+// selectFlags are the flags that pick instances.
+type selectFlags struct {
+	cfg *string
+	all *bool
+	pid *int
+}
+
+func addSelectFlags(fs *flag.FlagSet, withPid bool) selectFlags {
+	s := selectFlags{
+		cfg: fs.String("c", "", "only the instances of this config file"),
+		all: fs.Bool("all", false, "every instance, wherever it runs"),
+	}
+	if withPid {
+		s.pid = fs.Int("pid", 0, "the instance with this process id (mcpflow status lists them)")
+	}
+	return s
+}
+
+// instances lists the instances a command acts on: those of -c FILE;
+// else, unless --all, those whose project holds the working folder when
+// there are any; else all.
+func (s selectFlags) instances(e env) ([]control.Instance, error) {
+	var f control.Filter
+	if *s.cfg != "" {
+		f.Config = absFrom(mustGetwd(e), *s.cfg)
+		if _, err := os.Stat(f.Config); err != nil {
+			return nil, fmt.Errorf("-c %s: %w", *s.cfg, err)
+		}
+	}
+	insts, err := control.Instances(f)
+	if err != nil || *s.all || *s.cfg != "" {
+		return insts, err
+	}
+	here := control.Filter{Project: mustGetwd(e)}
+	var mine []control.Instance
+	for _, in := range insts {
+		if here.Match(in) {
+			mine = append(mine, in)
+		}
+	}
+	if len(mine) > 0 {
+		return mine, nil
+	}
+	return insts, nil
+}
+
+// pick chooses the one instance rebuild and logs act on.
+func (s selectFlags) pick(e env) (control.Instance, error) {
+	insts, err := s.instances(e)
+	if err != nil {
+		return control.Instance{}, err
+	}
+	return control.Pick(insts, *s.pid)
+}
+
+// interruptible is ctx ended by Ctrl-C or SIGTERM.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), stopSignals...)
+}
+
+func cmdStatus(e env, args []string) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print JSON (an array of instances) for scripts")
+	sel := addSelectFlags(fs, false)
+	fs.Usage = func() { fmt.Fprint(e.stderr, statusUsage); fs.PrintDefaults() }
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(e.stderr, "mcpflow status: unexpected argument %q\n", rest[0])
+		return exitUsage
+	}
+	insts, err := sel.instances(e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sts := control.Statuses(ctx, insts)
+	if *asJSON {
+		err = control.WriteStatusJSON(e.stdout, sts)
+	} else {
+		err = control.WriteStatus(e.stdout, sts)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func cmdRebuild(e env, args []string) int {
+	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print the result as JSON (the recompile tool's structuredContent keys)")
+	sel := addSelectFlags(fs, true)
+	fs.Usage = func() { fmt.Fprint(e.stderr, rebuildUsage); fs.PrintDefaults() }
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(rest) > 1 {
+		fmt.Fprintf(e.stderr, "mcpflow rebuild: one server name at most, got %q\n", rest)
+		return exitUsage
+	}
+	name := ""
+	if len(rest) == 1 {
+		name = rest[0]
+	}
+	inst, err := sel.pick(e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	c, err := control.Dial(ctx, inst)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	defer c.Close()
+	b, err := c.Rebuild(ctx, name)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(control.BuildToJSON(b))
+	} else {
+		err = control.WriteBuild(e.stdout, name, b)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	return control.ExitCode(b)
+}
+
+func cmdLogs(e env, args []string) int {
+	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	follow := fs.Bool("f", false, "follow: print new lines as they come, until Ctrl-C or the instance stops")
+	tail := fs.Int("n", 0, "only the last LINES lines (0 = all kept)")
+	sel := addSelectFlags(fs, true)
+	fs.Usage = func() { fmt.Fprint(e.stderr, logsUsage); fs.PrintDefaults() }
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(rest) > 0 || *tail < 0 {
+		fmt.Fprintln(e.stderr, "mcpflow logs: takes no arguments; -n wants a count of lines")
+		return exitUsage
+	}
+	inst, err := sel.pick(e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	ctx, cancel := interruptible()
+	defer cancel()
+	c, err := control.Dial(ctx, inst)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	defer c.Close()
+	if err := c.Logs(ctx, e.stdout, *follow, *tail); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	return exitOK
+}

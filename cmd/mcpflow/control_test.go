@@ -1,0 +1,855 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
+)
+
+// The control tests run the real mcpflow binary with XDG_RUNTIME_DIR set
+// to a folder of their own, so that they see only their own instances,
+// and drive it with the real mcpflow status, rebuild and logs commands.
+
+// runtimeDir makes a short XDG_RUNTIME_DIR (socket paths are limited to
+// about 100 bytes) and returns it.
+func runtimeDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "xdg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// sockets lists the control sockets in xdg's runtime folder.
+func sockets(xdg string) []string {
+	m, _ := filepath.Glob(filepath.Join(xdg, "mcpflow", "*.sock"))
+	return m
+}
+
+const fixtureProject = `[build]
+command = "cp src.txt variant"
+[run]
+command = [%q, "-variant-file", "variant"]
+stop_timeout = "1s"
+[watch]
+paths = ["."]
+include = ["src.txt"]
+debounce = "50ms"
+[log]
+level = "info"
+`
+
+// fixtureDir writes a project whose build copies src.txt to the fixture
+// server's variant file: "v2" adds the reverse tool.
+func fixtureDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), fmt.Appendf(nil, fixtureProject, fixtureBin), 0o644)
+	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+	return dir
+}
+
+// ctlRun is mcpflow watch started by a control test.
+type ctlRun struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.ReadCloser
+	stderr  *lockedBuffer
+	exited  chan error
+	cs      *mcp.ClientSession
+	changed chan struct{}
+	// stderrReader is the test's end of stderr (startCtlStderrPipe only).
+	stderrReader *os.File
+}
+
+// startCtl starts mcpflow watch in dir with the runtime folder xdg.
+func startCtl(t *testing.T, xdg, dir string, args ...string) *ctlRun {
+	t.Helper()
+	r := &ctlRun{t: t, stderr: &lockedBuffer{}, exited: make(chan error, 1), changed: make(chan struct{}, 16)}
+	r.cmd = exec.Command(mcpflowBin, append([]string{"watch"}, args...)...)
+	r.cmd.Dir = dir
+	r.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+	r.cmd.Stderr = r.stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case err := <-r.exited:
+			r.exited <- err
+		default:
+			r.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-r.exited:
+				r.exited <- err
+			case <-time.After(20 * time.Second):
+				syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+				t.Error("mcpflow did not exit on SIGTERM")
+			}
+		}
+		if t.Failed() {
+			t.Logf("mcpflow stderr:\n%s", r.stderr.String())
+		}
+	})
+	return r
+}
+
+// connect connects a Go SDK client (protocol version: "" = the SDK's
+// default); record, when set, gets every line the client sends.
+func (r *ctlRun) connect(version string, record io.Writer) {
+	r.t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "ctl-e2e", Version: "7"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case r.changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	var w io.WriteCloser = r.stdin
+	if record != nil {
+		w = teeCloser{io.MultiWriter(record, r.stdin), r.stdin}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: r.stdout, Writer: w, MaxLineLength: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		r.t.Fatalf("connect: %v\nstderr:\n%s", err, r.stderr.String())
+	}
+	r.cs = cs
+}
+
+type teeCloser struct {
+	io.Writer
+	c io.Closer
+}
+
+func (t teeCloser) Close() error { return t.c.Close() }
+
+func (r *ctlRun) call(name string, args map[string]any) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := r.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		r.t.Fatalf("call %s: %v\nstderr:\n%s", name, err, r.stderr.String())
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// waitFor polls cond until it holds; failing after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitSocket waits for the run's control socket.
+func (r *ctlRun) waitSocket(xdg string) string {
+	r.t.Helper()
+	want := filepath.Join(xdg, "mcpflow", strconv.Itoa(r.cmd.Process.Pid)+".sock")
+	waitFor(r.t, "the control socket "+want, func() bool { return slices.Contains(sockets(xdg), want) })
+	return want
+}
+
+// waitExit waits for mcpflow to exit and returns its exit status.
+func (r *ctlRun) waitExit() int {
+	r.t.Helper()
+	select {
+	case err := <-r.exited:
+		r.exited <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		r.t.Fatalf("mcpflow did not exit\nstderr:\n%s", r.stderr.String())
+	}
+	return 0
+}
+
+// mcpflow runs an mcpflow command in dir with the runtime folder xdg.
+func mcpflow(t *testing.T, xdg, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(mcpflowBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("mcpflow %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestControlStatusTwoInstances(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir1, dir2 := fixtureDir(t), fixtureDir(t)
+	r1 := startCtl(t, xdg, dir1)
+	r2 := startCtl(t, xdg, dir2)
+	r1.connect("2025-11-25", nil)
+	if got := r1.call("echo", map[string]any{"text": "hi"}); got != "hi" {
+		t.Fatalf("echo: %q", got)
+	}
+	lt, err := r1.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTools := len(lt.Tools) - 1 // recompile is mcpflow's
+	r1.waitSocket(xdg)
+	r2.waitSocket(xdg)
+	elsewhere := t.TempDir()
+
+	var sts []control.Status
+	waitFor(t, "both instances running in status --json", func() bool {
+		out, errOut, code := mcpflow(t, xdg, elsewhere, "status", "--json")
+		if code != 0 {
+			t.Fatalf("status --json: exit %d: %s", code, errOut)
+		}
+		sts = nil
+		if err := json.Unmarshal([]byte(out), &sts); err != nil {
+			t.Fatalf("status --json is not JSON: %v\n%s", err, out)
+		}
+		return len(sts) == 2 && sts[0].Servers[0].State == "running" && sts[1].Servers[0].State == "running"
+	})
+	byPid := map[int]control.Status{sts[0].Pid: sts[0], sts[1].Pid: sts[1]}
+	s1, ok1 := byPid[r1.cmd.Process.Pid]
+	s2, ok2 := byPid[r2.cmd.Process.Pid]
+	if !ok1 || !ok2 {
+		t.Fatalf("status pids %d, %d; want %d and %d", sts[0].Pid, sts[1].Pid, r1.cmd.Process.Pid, r2.cmd.Process.Pid)
+	}
+	sv := s1.Servers[0]
+	if s1.Config != filepath.Join(dir1, "mcpflow.toml") || s1.Project != dir1 || s1.Mode != "single" ||
+		s1.Client.Name != "ctl-e2e" || s1.Client.Protocol != "2025-11-25" || s1.Client.Era != "legacy" ||
+		sv.Pid == 0 || sv.Gen != 1 || sv.Served != 1 || sv.InFlight != 0 || sv.Tools != serverTools ||
+		sv.Build == nil || !sv.Build.OK || sv.Build.Trigger != "startup" || s1.Uptime <= 0 {
+		t.Fatalf("status of the first instance: %+v", s1)
+	}
+	if s2.Client.Name != "" || s2.Config != filepath.Join(dir2, "mcpflow.toml") {
+		t.Fatalf("status of the second instance: %+v", s2)
+	}
+
+	// The text: one block each.
+	out, _, code := mcpflow(t, xdg, elsewhere, "status")
+	for _, want := range []string{
+		fmt.Sprintf("mcpflow pid %d  single", r1.cmd.Process.Pid),
+		fmt.Sprintf("mcpflow pid %d  single", r2.cmd.Process.Pid),
+		"client   ctl-e2e 7, protocol 2025-11-25 (legacy)",
+		"client   (none yet)",
+		"SERVER", "running",
+	} {
+		if !strings.Contains(out, want) || code != 0 {
+			t.Errorf("status lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	// In a project folder, or with -c, just that project.
+	out, _, _ = mcpflow(t, xdg, dir2, "status")
+	if strings.Contains(out, fmt.Sprint(r1.cmd.Process.Pid)) || !strings.Contains(out, fmt.Sprint(r2.cmd.Process.Pid)) {
+		t.Errorf("status in the second project:\n%s", out)
+	}
+	out, _, _ = mcpflow(t, xdg, elsewhere, "status", "--json", "-c", filepath.Join(dir1, "mcpflow.toml"))
+	if err := json.Unmarshal([]byte(out), &sts); err != nil || len(sts) != 1 || sts[0].Pid != r1.cmd.Process.Pid {
+		t.Errorf("status -c: %v\n%s", err, out)
+	}
+	// Two instances and no pick: rebuild says how to choose.
+	_, errOut, code := mcpflow(t, xdg, elsewhere, "rebuild")
+	if code != 1 || !strings.Contains(errOut, "--pid") {
+		t.Errorf("rebuild with two instances: exit %d: %s", code, errOut)
+	}
+}
+
+const rebuildConfig = `[build]
+command = "go build -o .mcpflow/echo ."
+[run]
+command = [".mcpflow/echo"]
+[watch]
+enabled = false
+`
+
+// TestControlRebuild: mcpflow rebuild on a broken build exits 1 with the
+// compiler's error and leaves the old server serving; on a good one it
+// shows the tool diff, and the client is told its tools changed.
+func TestControlRebuild(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir := copyExample(t)
+	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(rebuildConfig), 0o644)
+	r := startCtl(t, xdg, dir)
+	r.connect("", nil)
+	r.waitSocket(xdg)
+	waitFor(t, "the first server", func() bool {
+		out, _, _ := mcpflow(t, xdg, dir, "status")
+		return strings.Contains(out, "running")
+	})
+
+	editSource(t, dir, breakBuild)
+	out, errOut, code := mcpflow(t, xdg, dir, "rebuild")
+	if code != 1 || !regexp.MustCompile(`main\.go:\d+:\d+: undefined: undefinedThing`).MatchString(out) ||
+		!strings.Contains(out, "build FAILED") || !strings.Contains(out, "old server keeps running") {
+		t.Fatalf("rebuild of a broken build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if got := r.call("echo", map[string]any{"text": "old"}); got != "old" {
+		t.Fatalf("the old server after a failed rebuild: %q", got)
+	}
+	out, _, _ = mcpflow(t, xdg, dir, "status")
+	if !regexp.MustCompile(`FAILED .*\n.*build failed: \./main\.go:\d+:\d+: undefined: undefinedThing`).MatchString(out) {
+		t.Errorf("status after the failed rebuild names no error:\n%s", out)
+	}
+
+	drain(r.changed)
+	editSource(t, dir, func(s string) string { return addReverse(strings.Replace(s, "\tundefinedThing()\n", "", 1)) })
+	out, errOut, code = mcpflow(t, xdg, dir, "rebuild", "--json")
+	var j control.BuildJSON
+	if code != 0 || json.Unmarshal([]byte(out), &j) != nil || !j.Build.OK || !j.Restart.OK ||
+		!slices.Equal(j.Tools.Added, []string{"reverse"}) || j.Trigger != "recompile" || j.Gen != 2 {
+		t.Fatalf("rebuild --json of a good build: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	select {
+	case <-r.changed:
+	case <-time.After(time.Minute):
+		t.Fatal("the client got no tools/list_changed after mcpflow rebuild")
+	}
+	if got := r.call("reverse", map[string]any{"text": "abc"}); got != "cba" {
+		t.Fatalf("reverse after rebuild: %q", got)
+	}
+
+	// The text form, and a name that is not this server's.
+	editSource(t, dir, func(s string) string { return strings.Replace(s, reverseTool, "", 1) })
+	out, _, code = mcpflow(t, xdg, dir, "rebuild")
+	if code != 0 || !strings.Contains(out, "build ok in") || !strings.Contains(out, "restart ok in") || !strings.Contains(out, "tools: -reverse") {
+		t.Fatalf("rebuild: exit %d\n%s", code, out)
+	}
+	_, errOut, code = mcpflow(t, xdg, dir, "rebuild", "nosuch")
+	if code != 1 || !strings.Contains(errOut, `not "nosuch"`) {
+		t.Fatalf("rebuild nosuch: exit %d: %s", code, errOut)
+	}
+}
+
+// TestControlLogs: mcpflow logs prints the kept lines (no log file is
+// set), and logs -f follows new ones until interrupted or until the
+// instance stops.
+func TestControlLogs(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir := fixtureDir(t)
+	r := startCtl(t, xdg, dir)
+	r.connect("", nil)
+	r.waitSocket(xdg)
+	waitFor(t, "the startup cycle in mcpflow logs", func() bool {
+		out, _, _ := mcpflow(t, xdg, dir, "logs")
+		return strings.Contains(out, "startup → build")
+	})
+	if out, _, _ := mcpflow(t, xdg, dir, "logs", "-n", "1"); strings.Count(out, "\n") != 1 {
+		t.Errorf("logs -n 1 printed:\n%s", out)
+	}
+
+	follow := func() (*exec.Cmd, *lockedBuffer, chan error) {
+		cmd := exec.Command(mcpflowBin, "logs", "-f")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-done; done <- nil })
+		waitFor(t, "the backlog in logs -f", func() bool { return strings.Contains(out.String(), "startup → build") })
+		return cmd, out, done
+	}
+	exitedOK := func(what string, done chan error) {
+		t.Helper()
+		select {
+		case err := <-done:
+			done <- err
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not end", what)
+		}
+	}
+
+	// A change is logged while the follower runs: it sees the cycle.
+	cmd, out, done := follow()
+	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
+	waitFor(t, "the new cycle in logs -f", func() bool {
+		return regexp.MustCompile(`changed src\.txt → build .* ✓ → restart .* ✓ → tools \+reverse`).MatchString(out.String())
+	})
+	cmd.Process.Signal(syscall.SIGINT)
+	exitedOK("logs -f after Ctrl-C", done)
+
+	// The instance stops: the follower ends too.
+	_, out, done = follow()
+	r.cs.Close()
+	if code := r.waitExit(); code != 0 {
+		t.Fatalf("mcpflow exit status %d", code)
+	}
+	exitedOK("logs -f after the instance stopped", done)
+	if !strings.Contains(out.String(), "shutting down") {
+		t.Errorf("the follower missed the last lines:\n%s", out.String())
+	}
+}
+
+// TestControlSocketRemovedOnExit ends mcpflow every way it can end and
+// checks that its control socket is gone; a killed instance's socket is
+// skipped by status and removed by the next instance.
+func TestControlSocketRemovedOnExit(t *testing.T) {
+	type way struct {
+		name string
+		end  func(r *ctlRun, dir string)
+		code int
+	}
+	ways := []way{
+		{"stdin EOF", func(r *ctlRun, _ string) { r.stdin.Close() }, 0},
+		{"stdout closed", func(r *ctlRun, _ string) {
+			r.stdout.Close()
+			io.WriteString(r.stdin, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+		}, 0},
+		{"stderr closed", nil, 0}, // set up below
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		ways = append(ways, way{sig.String(), func(r *ctlRun, _ string) { r.cmd.Process.Signal(sig) }, 0})
+	}
+	for _, w := range ways {
+		t.Run(w.name, func(t *testing.T) {
+			xdg := runtimeDir(t)
+			dir := fixtureDir(t)
+			var r *ctlRun
+			if w.end == nil {
+				// stderr is a pipe whose reader goes away; the next log
+				// line (a change's cycle) finds it broken.
+				r = startCtlStderrPipe(t, xdg, dir)
+				w.end = func(r *ctlRun, dir string) {
+					r.stderrReader.Close()
+					os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
+				}
+			} else {
+				r = startCtl(t, xdg, dir)
+			}
+			r.waitSocket(xdg)
+			waitFor(t, "the instance in status", func() bool {
+				out, _, _ := mcpflow(t, xdg, dir, "status")
+				return strings.Contains(out, "running")
+			})
+			w.end(r, dir)
+			if code := r.waitExit(); code != w.code {
+				t.Errorf("exit status %d, want %d", code, w.code)
+			}
+			if s := sockets(xdg); len(s) != 0 {
+				t.Fatalf("sockets left: %v", s)
+			}
+		})
+	}
+
+	t.Run("fatal error", func(t *testing.T) {
+		xdg := runtimeDir(t)
+		dir := fixtureDir(t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := client.(*net.TCPConn).File()
+		client.Close()
+		cmd := exec.Command(mcpflowBin, "watch")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+		cmd.Stdin = f
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		waitFor(t, "the socket", func() bool { return len(sockets(xdg)) == 1 })
+		peer.(*net.TCPConn).SetLinger(0)
+		peer.Close()
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+			t.Errorf("exit: %v, want status 1", err)
+		}
+		if s := sockets(xdg); len(s) != 0 {
+			t.Fatalf("sockets left: %v", s)
+		}
+	})
+
+	t.Run("SIGKILL", func(t *testing.T) {
+		xdg := runtimeDir(t)
+		dir := fixtureDir(t)
+		r := startCtl(t, xdg, dir)
+		stale := r.waitSocket(xdg)
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL) // mcpflow and its server
+		r.waitExit()
+		if _, err := os.Lstat(stale); err != nil {
+			t.Fatalf("a killed instance cannot remove its socket, yet it is gone: %v", err)
+		}
+		out, errOut, code := mcpflow(t, xdg, dir, "status")
+		if code != 0 || !strings.Contains(out, "no mcpflow instance running") {
+			t.Fatalf("status with a stale socket: exit %d\n%s%s", code, out, errOut)
+		}
+		r2 := startCtl(t, xdg, dir)
+		r2.waitSocket(xdg)
+		if _, err := os.Lstat(stale); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the next instance left the stale socket: %v", err)
+		}
+	})
+}
+
+// startCtlStderrPipe is startCtl with stderr a pipe drained by the test
+// until r.stderrReader is closed.
+func startCtlStderrPipe(t *testing.T, xdg, dir string) *ctlRun {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ctlRun{t: t, stderr: &lockedBuffer{}, exited: make(chan error, 1), stderrReader: pr}
+	r.cmd = exec.Command(mcpflowBin, "watch")
+	r.cmd.Dir = dir
+	r.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+	r.cmd.Stderr = pw
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if r.stdout, err = r.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go io.Copy(r.stderr, pr)
+	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case err := <-r.exited:
+			r.exited <- err
+		default:
+			syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+			<-r.exited
+		}
+	})
+	return r
+}
+
+// TestControlOtherUsers: the runtime folder is 0700 and the socket 0600;
+// a folder others may enter is refused; and (as root, where another uid
+// can be tried) another user can neither reach the socket through the
+// folder nor, with the permissions opened, be served by it.
+func TestControlOtherUsers(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir := fixtureDir(t)
+	r := startCtl(t, xdg, dir)
+	sock := r.waitSocket(xdg)
+	folder := filepath.Dir(sock)
+	if st, _ := os.Stat(folder); st.Mode().Perm() != 0o700 {
+		t.Errorf("runtime folder mode %v, want 0700", st.Mode().Perm())
+	}
+	if st, _ := os.Lstat(sock); st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, want 0600", st.Mode().Perm())
+	}
+
+	// A folder whose permissions let others in is refused, with the fix.
+	os.Chmod(folder, 0o755)
+	_, errOut, code := mcpflow(t, xdg, dir, "status")
+	os.Chmod(folder, 0o700)
+	if code != 1 || !strings.Contains(errOut, "chmod 700") {
+		t.Fatalf("status with a 0755 folder: exit %d: %s", code, errOut)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Skip("connecting as another user needs root")
+	}
+	// A python3 another user may run connects as that user.
+	py := ""
+	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3", "/bin/python3"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 != 0 {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 that another user may run, to connect as that user")
+	}
+	const nobody = 65534
+	os.Chmod(xdg, 0o755) // the folder above is the user's own business
+	asNobody := func() string {
+		script := `import socket,sys
+s=socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print("connect:", e.strerror); sys.exit(0)
+s.sendall(b'{"method":"status"}\n')
+print(s.makefile().readline())`
+		cmd := exec.Command(py, "-c", script, sock)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python as uid %d: %v\n%s", nobody, err, out)
+		}
+		return string(out)
+	}
+	// The 0700 folder keeps another user out.
+	if out := asNobody(); !strings.Contains(out, "connect: Permission denied") {
+		t.Fatalf("another user reached the socket: %s", out)
+	}
+	// Even with the permissions opened, the instance checks the peer's uid.
+	os.Chmod(folder, 0o711)
+	os.Chmod(sock, 0o666)
+	out := asNobody()
+	os.Chmod(folder, 0o700)
+	os.Chmod(sock, 0o600)
+	if !strings.Contains(out, `"ok":false`) || !strings.Contains(out, fmt.Sprintf("uid %d may not control", nobody)) {
+		t.Fatalf("another user was not refused: %s", out)
+	}
+	// And the instance serves its own user as before.
+	if out, _, code := mcpflow(t, xdg, dir, "status"); code != 0 || !strings.Contains(out, "running") {
+		t.Fatalf("status after the refusal: exit %d\n%s", code, out)
+	}
+}
+
+// TestControlGarbage: lines that are not requests, and a request over the
+// size limit, are answered with errors; the connection, the control socket
+// and the MCP session carry on.
+func TestControlGarbage(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir := fixtureDir(t)
+	r := startCtl(t, xdg, dir)
+	r.connect("2025-11-25", nil)
+	sock := r.waitSocket(xdg)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	br := bufio.NewReader(c)
+	ask := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(c, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no answer to %.40q: %v", line, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(resp), &m); err != nil {
+			t.Fatalf("answer is not JSON: %q", resp)
+		}
+		return m
+	}
+	for _, bad := range []struct{ line, want string }{
+		{"garbage \x00\xff", "bad request"},
+		{`{"method":"format_disk"}`, "unknown method"},
+		{`[1,2,3]`, "bad request"},
+		{`{"method":"rebuild","name":"nosuch"}`, `not "nosuch"`},
+		{`{"method":"status","pad":"` + strings.Repeat("x", control.MaxRequest) + `"}`, "larger than"},
+	} {
+		m := ask(bad.line)
+		if m["ok"] != false || !strings.Contains(fmt.Sprint(m["error"]), bad.want) {
+			t.Errorf("%.40q answered %v, want an error with %q", bad.line, m, bad.want)
+		}
+	}
+	if m := ask(`{"method":"status"}`); m["ok"] != true || m["status"] == nil {
+		t.Fatalf("status after the garbage: %v", m)
+	}
+	if got := r.call("echo", map[string]any{"text": "still here"}); got != "still here" {
+		t.Fatalf("the MCP session after the garbage: %q", got)
+	}
+	if strings.Contains(r.stderr.String(), "panic") {
+		t.Fatalf("mcpflow panicked:\n%s", r.stderr.String())
+	}
+}
+
+// lineRecorder keeps the lines written to it.
+type lineRecorder struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	lines [][]byte
+}
+
+func (l *lineRecorder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	for {
+		i := bytes.IndexByte(l.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.lines = append(l.lines, bytes.Clone(l.buf.Next(i + 1)[:i]))
+	}
+}
+
+// TestControlTrafficCapture: with --traffic, the file holds every message
+// the client sent, in order and byte for byte, and every message of both
+// server generations, across a restart.
+func TestControlTrafficCapture(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			xdg := runtimeDir(t)
+			dir := fixtureDir(t)
+			file := filepath.Join(t.TempDir(), "traffic.jsonl")
+			r := startCtl(t, xdg, dir, "--traffic", file)
+			sent := &lineRecorder{}
+			r.connect(era.version, sent)
+			r.call("echo", map[string]any{"text": "before"})
+			drain(r.changed)
+			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644) // a rebuild and restart
+			select {
+			case <-r.changed:
+			case <-time.After(time.Minute):
+				t.Fatal("no tools/list_changed after the change")
+			}
+			if got := r.call("reverse", map[string]any{"text": "after"}); got != "retfa" {
+				t.Fatalf("reverse: %q", got)
+			}
+			r.cs.Close()
+			if code := r.waitExit(); code != 0 {
+				t.Fatalf("exit status %d", code)
+			}
+
+			type rec struct {
+				T   time.Time       `json:"t"`
+				Dir string          `json:"dir"`
+				Gen int             `json:"gen"`
+				Msg json.RawMessage `json:"msg"`
+			}
+			var recs []rec
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+				var x rec
+				if err := json.Unmarshal(l, &x); err != nil || x.Msg == nil {
+					t.Fatalf("line %d is not a record: %v\n%s", i+1, err, l)
+				}
+				if i > 0 && x.T.Before(recs[i-1].T) {
+					t.Errorf("line %d goes back in time", i+1)
+				}
+				recs = append(recs, x)
+			}
+			// Every client message, in order, as sent.
+			var c2s [][]byte
+			for _, x := range recs {
+				if x.Dir == "c2s" {
+					c2s = append(c2s, x.Msg)
+				}
+			}
+			sent.mu.Lock()
+			want := sent.lines
+			sent.mu.Unlock()
+			if len(c2s) != len(want) {
+				t.Fatalf("%d client messages recorded, the client sent %d\n%s", len(c2s), len(want), data)
+			}
+			for i := range want {
+				if !bytes.Equal(c2s[i], bytes.TrimSpace(want[i])) {
+					t.Fatalf("client message %d recorded as\n%s\nsent as\n%s", i+1, c2s[i], want[i])
+				}
+			}
+			// The server's answers: echo from generation 1, reverse from 2.
+			answered := map[int]string{}
+			for _, x := range recs {
+				if x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"before"`)) {
+					answered[x.Gen] += "echo "
+				}
+				if x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"retfa"`)) {
+					answered[x.Gen] += "reverse "
+				}
+			}
+			if answered[1] != "echo " || answered[2] != "reverse " {
+				t.Fatalf("server answers by generation: %v\n%s", answered, data)
+			}
+			// The reverse call went to generation 2.
+			for _, x := range recs {
+				if x.Dir == "c2s" && bytes.Contains(x.Msg, []byte(`"after"`)) && x.Gen != 2 {
+					t.Fatalf("the reverse call is recorded for generation %d", x.Gen)
+				}
+			}
+		})
+	}
+}
+
+// The ring keeps every line when stderr is gone, and stderr is not tried
+// again after it failed.
+func TestRingTeeOutlivesStderr(t *testing.T) {
+	ring := logring.New(10)
+	fw := &failWriter{}
+	tee := newRingTee(ring, fw)
+	for _, l := range []string{"one\n", "two\n", "three\n"} {
+		if n, err := tee.Write([]byte(l)); err != nil || n != len(l) {
+			t.Fatalf("Write(%q) = %d, %v", l, n, err)
+		}
+	}
+	if got := strings.Join(ring.Lines(), ","); got != "one,two,three" || fw.n != 1 {
+		t.Fatalf("ring %q, stderr tried %d times", got, fw.n)
+	}
+}

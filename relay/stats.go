@@ -1,0 +1,178 @@
+package relay
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// Stats is what the relay is doing now, for a person (mcpflow status).
+type Stats struct {
+	// State is "starting" (waiting for the first server), "running",
+	// "restarting", "crashed" (the server exited on its own and none runs),
+	// "down" (no server runs: a failed build or start) or "stopped" (Serve
+	// returned).
+	State    string
+	Gen      int       // the current (or last) child's generation, from 1; 0 before the first
+	Pid      int       // the running child's process id; 0 when none runs
+	Started  time.Time // when the running child started; zero when none runs
+	Restarts int       // children started after the first
+	Crashes  int       // times a child exited on its own
+	Served   uint64    // tools/call requests answered (by the server or by the relay)
+	InFlight int       // tools/call requests waiting for an answer, held ones included
+	// Tools is how many tools the server lists (the relay's own not
+	// counted), as of its last tools/list; ToolsKnown is false until one
+	// was seen.
+	Tools      int
+	ToolsKnown bool
+	Client     ClientStats
+}
+
+// ClientStats is the client as its messages describe it.
+type ClientStats struct {
+	Name     string // clientInfo.name; "" until the client said
+	Version  string // clientInfo.version
+	Protocol string // the protocol revision it asked for
+	Era      string // "legacy" | "modern"; "" until decided
+}
+
+// relayStats holds the counters Stats reports that the relay's state does
+// not already hold. Its mutex is a leaf: it may be taken with sw.mu held,
+// never the reverse.
+type relayStats struct {
+	mu         sync.Mutex
+	served     uint64
+	crashes    int
+	crashed    bool // the last child exited on its own
+	tools      int
+	toolsKnown bool
+	toolsPage  int // tools on the earlier pages of a paginated tools/list
+}
+
+// callServed counts a tools/call answered.
+func (s *relayStats) callServed() {
+	s.mu.Lock()
+	s.served++
+	s.mu.Unlock()
+}
+
+// event notes what an Event says, as it is posted.
+func (s *relayStats) event(ev Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev.Kind {
+	case Starting:
+		s.crashed = false
+	case Crashed:
+		s.crashes++
+		s.crashed = true
+	case Up:
+		if r := ev.Restart; r != nil && (r.Tools.Known || len(r.Tools.Current) > 0) {
+			s.tools, s.toolsKnown, s.toolsPage = len(r.Tools.Current), true, 0
+		}
+	}
+}
+
+// toolsListed counts the tools of one page of a child's tools/list
+// result; the last page (no nextCursor) sets the count.
+func (s *relayStats) toolsListed(result []byte) {
+	var page struct {
+		Tools      []json.RawMessage `json:"tools"`
+		NextCursor string            `json:"nextCursor"`
+	}
+	if json.Unmarshal(result, &page) != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if page.NextCursor != "" {
+		s.toolsPage += len(page.Tools)
+		return
+	}
+	s.tools, s.toolsKnown, s.toolsPage = s.toolsPage+len(page.Tools), true, 0
+}
+
+// Stats reports what the relay is doing now. It is safe to call at any
+// time, from any goroutine, also before Serve and after it returns.
+func (r *Relay) Stats() Stats {
+	sw := r.sw
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	st := Stats{Gen: sw.gen, Client: clientStats(&sw.sess)}
+	if sw.gen > 1 {
+		st.Restarts = sw.gen - 1
+	}
+	if c := sw.child; c != nil && !c.exited() {
+		st.Pid, st.Started = c.pid, c.started
+	}
+	for _, p := range sw.ids.pending {
+		if p.kind == kindToolsCall {
+			st.InFlight++
+		}
+	}
+	st.InFlight += len(sw.recompiles)
+	for _, q := range sw.held.q {
+		if q.env.method == "tools/call" {
+			st.InFlight++
+		}
+	}
+	s := &sw.stats
+	s.mu.Lock()
+	st.Served, st.Crashes, st.Tools, st.ToolsKnown = s.served, s.crashes, s.tools, s.toolsKnown
+	crashed := s.crashed
+	s.mu.Unlock()
+	switch sw.state {
+	case stateStarting:
+		st.State = "starting"
+	case stateUp:
+		st.State = "running"
+	case stateRestarting:
+		st.State = "restarting"
+	case stateDown:
+		st.State = "down"
+		if crashed {
+			st.State = "crashed"
+		}
+	case stateClosed:
+		st.State = "stopped"
+	}
+	return st
+}
+
+// clientStats reads the client's name and protocol from the session: the
+// initialize request (legacy) or the latest request's _meta (modern).
+func clientStats(s *session) ClientStats {
+	var cs ClientStats
+	switch s.era {
+	case eraLegacy:
+		cs.Era = "legacy"
+	case eraModern:
+		cs.Era = "modern"
+	}
+	type info struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if s.era == eraModern && s.lastMeta != nil {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(s.lastMeta, &m) == nil {
+			var in info
+			_ = json.Unmarshal(m[metaClientInfo], &in)
+			_ = json.Unmarshal(m[metaProtocolVersion], &cs.Protocol)
+			cs.Name, cs.Version = in.Name, in.Version
+		}
+		return cs
+	}
+	if s.initReq != nil {
+		var req struct {
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				ClientInfo      info   `json:"clientInfo"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(s.initReq, &req) == nil {
+			cs.Name, cs.Version, cs.Protocol = req.Params.ClientInfo.Name, req.Params.ClientInfo.Version, req.Params.ProtocolVersion
+		}
+	}
+	return cs
+}
