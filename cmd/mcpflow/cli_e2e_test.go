@@ -392,7 +392,9 @@ func TestE2ECLIEdits(t *testing.T) {
 			}
 
 			// A broken build: the old build serves, the call says so.
-			editFile(t, dir, "main.go", func(s string) string { return strings.Replace(s, "func main() {", "func main() {\n\tundefinedThing()", 1) })
+			editFile(t, dir, "main.go", func(s string) string {
+				return strings.Replace(s, "func main() {", "func main() {\n\tundefinedThing()", 1)
+			})
 			deadline = time.Now().Add(2 * time.Minute)
 			for {
 				got, isErr := h.call("greet", map[string]any{"name": "Ann"})
