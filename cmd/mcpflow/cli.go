@@ -235,3 +235,111 @@ func (st *cliState) fixHint() string {
 	}
 	return "Fix it and save, or call " + st.tool + " to rebuild and see the errors."
 }
+
+// splitCommandLine splits a command line into words as a POSIX shell
+// would, without running one: blanks separate words, '...' keeps its text
+// as it is, "..." and a backslash escape the next character. No
+// expansion of any kind.
+func splitCommandLine(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unclosed ' in %q", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unclosed \" in %q", s)
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			}
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("--cli wants the CLI's schema command, e.g. --cli \"./bin/tool schema --json\"")
+	}
+	return words, nil
+}
+
+// renderCLIConfig writes a commented mcpflow.toml serving the CLI whose
+// schema command line is schemaCmd, with p's watch globs; p's build, when
+// detected, is suggested in a comment (it may not write the program the
+// schema command runs).
+func renderCLIConfig(p project, schemaCmd string) (string, []string, error) {
+	schema, err := splitCommandLine(schemaCmd)
+	if err != nil {
+		return "", nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# mcpflow.toml: serves the command-line program %s as MCP tools, one process per call.\n", schema[0])
+	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
+	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	b.WriteString("[build]\n")
+	b.WriteString("# Run by sh -c at start and on every change, before the schema is re-read.\n")
+	if p.Build != "" {
+		b.WriteString("# Detected; uncomment it once it writes the program the schema command runs:\n")
+		fmt.Fprintf(&b, "# command = %s\n", tomlString(p.Build))
+	} else {
+		b.WriteString("# command = \"go build -o bin/tool ./cmd/tool\"\n")
+	}
+	b.WriteString("timeout = \"10m\"\n\n")
+	b.WriteString("[cli]\n")
+	b.WriteString("# Prints {\"tools\": [...]}: each tool's name, parameters and cli_command.\n")
+	fmt.Fprintf(&b, "schema = %s\n", tomlStrings(schema))
+	fmt.Fprintf(&b, "# command = %s   # prefix of every call; default: the schema's program\n", tomlStrings(schema[:1]))
+	b.WriteString("# append = [\"--json\"]   # added to every call\n")
+	b.WriteString("timeout = \"60s\"        # per call; the call's process group is killed after it\n")
+	b.WriteString("max_output = \"4MiB\"    # stdout kept per call; more kills the call\n")
+	b.WriteString("max_parallel = 4       # calls running at once; the others wait\n")
+	b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n\n")
+	b.WriteString("[watch]\n")
+	b.WriteString("# Saving a matching file rebuilds and re-reads the schema.\n")
+	b.WriteString("paths = [\".\"]\n")
+	if len(p.Include) > 0 {
+		fmt.Fprintf(&b, "include = %s\n", tomlStrings(p.Include))
+	}
+	if len(p.Exclude) > 0 {
+		fmt.Fprintf(&b, "exclude = %s\n", tomlStrings(p.Exclude))
+	}
+	b.WriteString("gitignore = true\n")
+	b.WriteString("debounce = \"100ms\"\n\n")
+	b.WriteString("[relay]\n")
+	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
+	b.WriteString("[log]\n")
+	b.WriteString("level = \"info\"\n")
+	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
+	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String(), schema, nil
+}

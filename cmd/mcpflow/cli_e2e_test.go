@@ -472,3 +472,51 @@ func TestE2ECLIExitLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitCommandLine: words as a shell splits them, with no expansion.
+func TestSplitCommandLine(t *testing.T) {
+	cases := map[string][]string{
+		`./bin/tool schema --json`:       {"./bin/tool", "schema", "--json"},
+		`  a   'b c'  "d \"e\" $x" f\ g`: {"a", "b c", `d "e" $x`, "f g"},
+		`python3 -m tool schema`:         {"python3", "-m", "tool", "schema"},
+		`x '' ""`:                        {"x", "", ""},
+		`$(rm -rf /) ~ *`:                {"$(rm", "-rf", "/)", "~", "*"},
+	}
+	for in, want := range cases {
+		got, err := splitCommandLine(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `   `, `a 'b`, `a "b`} {
+		if _, err := splitCommandLine(bad); err == nil {
+			t.Errorf("splitCommandLine(%q): no error", bad)
+		}
+	}
+}
+
+// TestInitCLI: init --cli writes a [cli] config that loads, and check
+// shows it.
+func TestInitCLI(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+	if code := cmdInit(e, []string{"--cli", `./bin/tool schema --json "two words"`}); code != exitOK {
+		t.Fatalf("init --cli: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := cmdCheck(e, []string{"-c", filepath.Join(dir, "mcpflow.toml")}); code != exitOK {
+		t.Fatalf("check: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"# mode: cli", "[cli]\n", `schema = ["./bin/tool", "schema", "--json", "two words"]`, `command = ["./bin/tool"]`, "max_parallel = 4"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := cmdInit(e, []string{"--force", "--cli", `./tool 'open`}); code != exitUsage || !strings.Contains(errOut.String(), "unclosed '") {
+		t.Errorf("init --cli with a bad command line: exit %d, %q", code, errOut.String())
+	}
+}
