@@ -73,6 +73,10 @@ type Server struct {
 	shutdown chan struct{}
 	closeMu  sync.Once
 
+	runMu   sync.Mutex     // guards closed against running.Add
+	closed  bool           // Close has begun: no process starts any more
+	running sync.WaitGroup // processes started and not yet reaped
+
 	refreshMu sync.Mutex // one refresh at a time
 
 	mu      sync.Mutex
@@ -150,9 +154,32 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// Close kills every call's process group; their calls answer that the
+// Close kills every call's process group (and a running schema command's)
+// and returns once all of them are reaped; their calls answer that the
 // server is shutting down. Later calls fail the same way at once.
-func (s *Server) Close() { s.closeMu.Do(func() { close(s.shutdown) }) }
+func (s *Server) Close() {
+	s.closeMu.Do(func() {
+		s.runMu.Lock()
+		s.closed = true
+		close(s.shutdown)
+		s.runMu.Unlock()
+	})
+	s.running.Wait()
+}
+
+// run runs spec unless Close has begun, counting it in s.running so that
+// Close can wait for its process group to be reaped.
+func (s *Server) run(ctx context.Context, spec runSpec) outcome {
+	s.runMu.Lock()
+	if s.closed {
+		s.runMu.Unlock()
+		return outcome{argv: spec.argv, exitCode: -1, err: errShutdown}
+	}
+	s.running.Add(1)
+	s.runMu.Unlock()
+	defer s.running.Done()
+	return run(ctx, spec)
+}
 
 // Schema returns the schema served and the last refresh's error.
 func (s *Server) Schema() (*Schema, error) {
@@ -181,7 +208,7 @@ func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	o := run(ctx, runSpec{
+	o := s.run(ctx, runSpec{
 		argv: s.cfg.Schema, dir: s.cfg.Dir, env: s.cfg.Env,
 		timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput, shutdown: s.shutdown,
 	})
@@ -330,7 +357,7 @@ func (s *Server) call(ctx context.Context, name string, req *mcp.CallToolRequest
 	case <-s.shutdown:
 		return errResult("%s: mcpflow is shutting down", name)
 	}
-	o := run(ctx, spec)
+	o := s.run(ctx, spec)
 	<-s.sem
 
 	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))

@@ -12,13 +12,15 @@ import (
 )
 
 const initUsage = `Usage:
-  mcpflow init [--force] [DIR]
+  mcpflow init [--force] [--cli SCHEMA-CMD] [DIR]
 
 Detects the project in DIR (default: the current folder) from its go.mod,
 Cargo.toml, package.json (with tsconfig.json) or pyproject.toml, writes a
 commented DIR/mcpflow.toml and DIR/.mcpflow/.gitignore, and prints the
 snippet to paste into your MCP client. Flags may come before or after DIR.
 It never overwrites an existing mcpflow.toml unless --force is given.
+With --cli, the config serves a command-line program as MCP tools: its
+schema command (e.g. --cli "./bin/tool schema --json") lists the tools.
 
 Flags:
 `
@@ -27,6 +29,7 @@ func cmdInit(e env, args []string) int {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	force := fs.Bool("force", false, "overwrite an existing mcpflow.toml")
+	cliSchema := fs.String("cli", "", "serve a CLI as tools: its schema command line, e.g. \"./bin/tool schema --json\"")
 	fs.Usage = func() { fmt.Fprint(e.stderr, initUsage); fs.PrintDefaults() }
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -54,6 +57,14 @@ func cmdInit(e env, args []string) int {
 	}
 	p := detect(dir)
 	text := renderConfig(p)
+	if *cliSchema != "" {
+		if text, p.Run, err = renderCLIConfig(p, *cliSchema); err != nil {
+			fmt.Fprintln(e.stderr, "mcpflow init:", err)
+			return exitUsage
+		}
+		p.RunWhy = "the CLI's schema command (--cli); each tool call runs the CLI once"
+		p.Build, p.Notes = "", nil // the build is only suggested, in a comment
+	}
 	// What init writes must pass check.
 	if _, err := parseConfig("mcpflow.toml", []byte(text), dir); err != nil {
 		fmt.Fprintf(e.stderr, "mcpflow init: internal error: the generated config does not parse: %v\n", err)

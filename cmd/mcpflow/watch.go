@@ -90,7 +90,11 @@ func cmdWatch(e env, args []string) int {
 	// fatal error, or x's context (a signal, a broken stdout or stderr,
 	// the parent exiting: a clean shutdown).
 	x.start(logger)
-	if err := serve(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout); err != nil {
+	run := func() error { return serve(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout) }
+	if cfg.Mode() == config.CLI {
+		run = func() error { return serveCLI(x.ctx, cfg, logger, e.stdin, e.stdout) }
+	}
+	if err := run(); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}

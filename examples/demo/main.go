@@ -58,24 +58,6 @@ const (
 	brokenLine = "\t_ = strings.Repeat(\"mcpflow\", \"3\") // a deliberate type error\n"
 )
 
-// recompileResult is the contract the demo checks: the structuredContent
-// of the recompile tool's result. The text content is a rendering of it
-// for agents, read only from a server that sends no structuredContent.
-type recompileResult struct {
-	Trigger string
-	Build   struct {
-		OK, Skipped bool
-		DurationMS  float64 `json:"duration_ms"`
-		Errors      string
-	}
-	Restart *struct { // null when no restart was attempted
-		OK         bool
-		DurationMS float64 `json:"duration_ms"`
-		Error      string
-	}
-	Tools struct{ Added, Removed, Changed, Current []string }
-}
-
 // demo holds one run's state.
 type demo struct {
 	ui
@@ -284,12 +266,11 @@ func (d *demo) connect(ctx context.Context) error {
 	if d.session, err = client.Connect(cctx, transport, &opts); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
-	res := d.session.InitializeResult()
 	// While the first build runs, mcpflow answers the handshake itself and
 	// announces the server with list_changed once it is up.
-	building := res.ServerInfo != nil && res.ServerInfo.Name == "mcpflow"
-	if !building {
-		d.ok("connected in %s (mcpflow held the handshake until its first build was up)", result.Dur(time.Since(t0)))
+	res := d.session.InitializeResult()
+	if res.ServerInfo == nil || res.ServerInfo.Name != "mcpflow" {
+		d.ok("connected in %s (the first build was up in time)", result.Dur(time.Since(t0)))
 	} else {
 		d.ok("connected in %s: the first build is still running, so mcpflow answered the handshake itself", result.Dur(time.Since(t0)))
 		if _, err := d.waitChanged(ctx); err != nil {
@@ -297,23 +278,12 @@ func (d *demo) connect(ctx context.Context) error {
 		}
 		d.ok("the server is up: notifications/tools/list_changed %s after connecting", result.Dur(time.Since(t0)))
 	}
-	era, how := "legacy", "initialize → result → notifications/initialized"
-	if res.ProtocolVersion >= modernVersion {
-		era, how = "modern", "server/discover, then a subscriptions/listen stream for notifications"
-	}
-	listChanged := res.Capabilities != nil && res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
-	if res.ServerInfo != nil {
-		d.fact("server", res.ServerInfo.Name+" "+res.ServerInfo.Version)
-	}
-	d.fact("protocol", res.ProtocolVersion)
-	d.fact("era", era+" ("+how+")")
-	d.fact("tools cap", fmt.Sprintf("listChanged: %v", listChanged))
-	switch {
-	case building && era != d.era:
-		d.note("server/discover was refused while no server ran, so the client fell back to the legacy handshake")
-	case era != d.era || (era == "legacy" && res.ProtocolVersion != legacyVersion):
+	era := map[bool]string{true: "modern (server/discover, then a subscriptions/listen stream)", false: "legacy (initialize, then notifications/initialized)"}
+	d.fact("protocol", res.ProtocolVersion+", "+era[res.ProtocolVersion >= modernVersion])
+	if (res.ProtocolVersion >= modernVersion) != (d.era == "modern") {
 		return fmt.Errorf("asked for the %s era, but the session negotiated %s", d.era, res.ProtocolVersion)
-	case !listChanged:
+	}
+	if res.Capabilities == nil || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
 		return errors.New("the server does not advertise tools.listChanged: true (mcpflow forces it, so clients re-fetch tools after a reload)")
 	}
 	return nil
@@ -420,25 +390,21 @@ func (d *demo) expectCall(ctx context.Context, tool, in, want string) error {
 	return nil
 }
 
-// recompile calls the recompile tool. rr is nil when the result has no
-// structuredContent; text is the agent's rendering.
-func (d *demo) recompile(ctx context.Context) (rr *recompileResult, isError bool, text string, err error) {
+// recompile calls the recompile tool and reads its structuredContent,
+// the typed result scripts rely on (internal/result.Structured).
+func (d *demo) recompile(ctx context.Context) (*result.Structured, bool, error) {
 	t0 := time.Now()
 	res, texts, err := d.call(ctx, buildTimeout, "recompile", nil)
 	if err != nil {
-		return nil, false, "", err
+		return nil, false, err
 	}
-	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, &rr); err != nil {
-			return nil, false, "", fmt.Errorf("recompile's structuredContent %s: %w", b, err)
-		}
+	var s result.Structured
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &s); err != nil || res.StructuredContent == nil {
+		return nil, false, fmt.Errorf("recompile's result has no structuredContent (%v): %s", err, strings.Join(texts, "\n"))
 	}
 	d.ok("tools/call recompile → isError: %v after %s", res.IsError, result.Dur(time.Since(t0)))
-	if text = strings.Join(texts, "\n"); rr == nil {
-		d.note("(no structuredContent: reading the text)")
-	}
-	return rr, res.IsError, text, nil
+	return &s, res.IsError, nil
 }
 
 func (d *demo) breakBuild(ctx context.Context, withReverse []byte) error {
@@ -448,17 +414,15 @@ func (d *demo) breakBuild(ctx context.Context, withReverse []byte) error {
 	}
 	d.ok("saved main.go with a type error:")
 	d.diff(line, []string{strings.TrimSuffix(brokenLine, "\n")})
-	rr, isError, errs, err := d.recompile(ctx)
+	rr, isError, err := d.recompile(ctx)
 	if err != nil {
 		return err
 	}
-	if rr != nil {
-		if rr.Build.OK || rr.Restart != nil {
-			return fmt.Errorf("recompile of broken code reported build ok: %v, a restart: %v", rr.Build.OK, rr.Restart != nil)
-		}
-		d.fact("build", d.style(red, "✗ failed")+" after "+ms(rr.Build.DurationMS))
-		errs = rr.Build.Errors
+	if rr.Build.OK || rr.Restart.Attempted {
+		return fmt.Errorf("recompile of broken code reported build ok: %v, a restart: %v", rr.Build.OK, rr.Restart.Attempted)
 	}
+	d.fact("build", d.style(red, "✗ failed")+" after "+ms(rr.Build.DurationMS))
+	errs := rr.Build.Errors
 	where := fmt.Sprintf("main.go:%d:", line)
 	if !isError || !strings.Contains(errs, where) {
 		return fmt.Errorf("recompile of broken code should fail with an error at %s (isError: %v):\n%s", where, isError, errs)
@@ -477,14 +441,12 @@ func (d *demo) fixBuild(ctx context.Context, withReverse []byte) error {
 		return err
 	}
 	d.ok("saved main.go without the broken line")
-	rr, isError, text, err := d.recompile(ctx)
+	rr, isError, err := d.recompile(ctx)
 	switch {
 	case err != nil:
 		return err
-	case isError || (rr != nil && (!rr.Build.OK || rr.Restart == nil || !rr.Restart.OK)):
-		return fmt.Errorf("recompile of fixed code did not build and restart:\n%s", text)
-	case rr == nil:
-		d.quote(text)
+	case isError || !rr.Build.OK || !rr.Restart.OK:
+		return fmt.Errorf("recompile of fixed code did not build and restart: %s%s", rr.Build.Error, rr.Restart.Error)
 	case !slices.Contains(rr.Tools.Current, "reverse"):
 		return fmt.Errorf("recompile lists the tools %v, without reverse", rr.Tools.Current)
 	default:
@@ -496,7 +458,7 @@ func (d *demo) fixBuild(ctx context.Context, withReverse []byte) error {
 	return d.expectCall(ctx, "reverse", "mcpflow", "wolfpcm")
 }
 
-func ms(v float64) string { return result.Dur(time.Duration(v * float64(time.Millisecond))) }
+func ms(v int64) string { return result.Dur(time.Duration(v) * time.Millisecond) }
 
 // save writes src, with add inserted after the marker line, to main.go the
 // way editors save (a temporary file renamed over it). It returns what it

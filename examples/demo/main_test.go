@@ -1,32 +1,33 @@
 package main
 
 import (
-	"encoding/json"
-	"slices"
+	"context"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
-// The demo reads the recompile tool's structuredContent as the Go SDK
-// client hands it over (decoded into plain maps), in the documented shape.
-func TestRecompileResultShape(t *testing.T) {
-	var sc any
-	if err := json.Unmarshal([]byte(`{"trigger":"recompile",
-		"build":{"ok":false,"skipped":false,"duration_ms":217.9,"errors":"./main.go:35:32: cannot use"},
-		"restart":null,
-		"tools":{"added":["reverse"],"removed":[],"changed":["echo"],"current":["echo","reverse"]}}`), &sc); err != nil {
-		t.Fatal(err)
+// TestDemo runs the whole demo, in both eras, against an mcpflow built
+// from this tree: the demo is the README's first command, so a change to
+// what the relay returns that breaks it fails here, not in front of a user.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds mcpflow and the example server")
 	}
-	b, _ := json.Marshal(sc)
-	var rr *recompileResult
-	if err := json.Unmarshal(b, &rr); err != nil {
-		t.Fatal(err)
+	t.Chdir(filepath.Join("..", ".."))
+	bin := filepath.Join(t.TempDir(), "mcpflow")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mcpflow").CombinedOutput(); err != nil {
+		t.Fatalf("build mcpflow: %v\n%s", err, out)
 	}
-	if rr.Trigger != "recompile" || rr.Build.OK || rr.Build.DurationMS != 217.9 || rr.Build.Errors == "" || rr.Restart != nil ||
-		!slices.Equal(rr.Tools.Added, []string{"reverse"}) || !slices.Equal(rr.Tools.Changed, []string{"echo"}) ||
-		!slices.Equal(rr.Tools.Current, []string{"echo", "reverse"}) {
-		t.Errorf("decoded %+v", rr)
-	}
-	if ms(rr.Build.DurationMS) != "218ms" {
-		t.Errorf("ms(217.9) = %q", ms(rr.Build.DurationMS))
+	for _, era := range []string{"modern", "legacy"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			d := &demo{bin: bin, era: era, changed: make(chan time.Time, 16)}
+			if code := d.run(ctx, false); code != 0 {
+				t.Fatalf("the demo failed at step %d (%s); its report is above", d.step, d.title)
+			}
+		})
 	}
 }

@@ -61,6 +61,7 @@ type checker struct {
 	bin     string // node_modules/.bin of the clients
 	path    string // PATH with Node 22 first
 	echo    string // examples/echo
+	mux     string // examples/mux
 	keep    bool
 	failed  int
 }
@@ -70,10 +71,11 @@ func main() {
 	flag.StringVar(&c.mcpflow, "mcpflow", "bin/mcpflow", "the mcpflow binary to check")
 	clients := flag.String("clients", ".cache/clients", "folder the clients are installed in (npm --prefix)")
 	flag.StringVar(&c.echo, "echo", "examples/echo", "the example server")
+	flag.StringVar(&c.mux, "mux", "examples/mux", "the mux example (its servers build examples/echo)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary projects")
-	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live)")
+	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux)")
 	flag.Parse()
-	for _, p := range []*string{&c.mcpflow, clients, &c.echo} {
+	for _, p := range []*string{&c.mcpflow, clients, &c.echo, &c.mux} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			fatal(err)
@@ -85,18 +87,22 @@ func main() {
 
 	checks := []struct {
 		name string
+		mux  bool
 		fn   func(p *project) error
 	}{
-		{"claude", c.claude},
-		{"gemini", c.gemini},
-		{"codex", c.codex},
-		{"live", c.claudeLive},
+		{"claude", false, c.claude},
+		{"gemini", false, c.gemini},
+		{"codex", false, c.codex},
+		{"live", false, c.claudeLive},
+		{"claude-mux", true, c.claude},
+		{"gemini-mux", true, c.gemini},
+		{"codex-mux", true, c.codex},
 	}
 	for _, ch := range checks {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), ch.name) {
 			continue
 		}
-		c.run(ch.name, ch.fn)
+		c.run(ch.name, ch.mux, ch.fn)
 	}
 	if c.failed > 0 {
 		fmt.Printf("\n%d check(s) failed\n", c.failed)
@@ -110,15 +116,18 @@ func fatal(err error) {
 	os.Exit(2)
 }
 
-// project is one check's copy of the example, with its own HOME.
+// project is one check's copy of an example, with its own HOME. dir holds
+// its mcpflow.toml; the clients know the server as name and must list
+// want (each a tool name as mcpflow serves it).
 type project struct {
-	dir, home string
-	env       []string
+	dir, home, name string
+	want            []string
+	env             []string
 }
 
-func (c *checker) run(name string, fn func(p *project) error) {
+func (c *checker) run(name string, mux bool, fn func(p *project) error) {
 	start := time.Now()
-	p, err := c.newProject(name)
+	p, err := c.newProject(name, mux)
 	if err == nil {
 		err = c.warm(p)
 	}
@@ -126,16 +135,16 @@ func (c *checker) run(name string, fn func(p *project) error) {
 		err = fn(p)
 	}
 	if err == nil {
-		err = leftovers(p.dir)
+		err = leftovers(filepath.Dir(p.dir))
 	}
 	if err != nil {
 		c.failed++
-		fmt.Printf("✗ %-7s %v\n", name, err)
+		fmt.Printf("✗ %-10s %v\n", name, err)
 		if b, rerr := os.ReadFile(filepath.Join(p.dir, ".mcpflow", "mcpflow.log")); rerr == nil {
 			fmt.Printf("  mcpflow's log:\n%s\n", indent(tail(string(b), 20)))
 		}
 	} else {
-		fmt.Printf("  %-7s passed in %s\n", name, time.Since(start).Round(100*time.Millisecond))
+		fmt.Printf("  %-10s passed in %s\n", name, time.Since(start).Round(100*time.Millisecond))
 	}
 	if !c.keep && p != nil {
 		os.RemoveAll(filepath.Dir(p.dir))
@@ -144,16 +153,27 @@ func (c *checker) run(name string, fn func(p *project) error) {
 	}
 }
 
-func (c *checker) newProject(name string) (*project, error) {
+// newProject copies examples/echo (and, for a mux check, examples/mux
+// beside it, whose echo server builds ../echo) into a temporary folder.
+func (c *checker) newProject(name string, mux bool) (*project, error) {
 	root, err := os.MkdirTemp("", "mcpflow-clients-"+name+"-")
 	if err != nil {
 		return nil, err
 	}
-	p := &project{dir: filepath.Join(root, "echo"), home: filepath.Join(root, "home")}
-	if err := os.CopyFS(p.dir, os.DirFS(c.echo)); err != nil {
+	p := &project{dir: filepath.Join(root, "echo"), home: filepath.Join(root, "home"), name: "echo",
+		want: []string{"echo", "shout", "recompile"}}
+	if err := os.CopyFS(filepath.Join(root, "echo"), os.DirFS(c.echo)); err != nil {
 		return p, err
 	}
-	os.RemoveAll(filepath.Join(p.dir, ".mcpflow"))
+	os.RemoveAll(filepath.Join(root, "echo", ".mcpflow"))
+	if mux {
+		p.dir, p.name = filepath.Join(root, "mux"), "dev"
+		p.want = []string{"echo__echo", "notes__add_note", "add_server", "remove_server", "reload_server", "list_servers"}
+		if err := os.CopyFS(p.dir, os.DirFS(c.mux)); err != nil {
+			return p, err
+		}
+		os.RemoveAll(filepath.Join(p.dir, ".mcpflow"))
+	}
 	if err := os.MkdirAll(p.home, 0o755); err != nil {
 		return p, err
 	}
@@ -202,7 +222,7 @@ func (c *checker) warm(p *project) error {
 			return fmt.Errorf("warm-up: tools/list: %w", err)
 		}
 		for _, t := range res.Tools {
-			if t.Name == "echo" {
+			if t.Name == p.want[0] {
 				return nil
 			}
 		}
@@ -225,14 +245,14 @@ func (c *checker) command(ctx context.Context, p *project, name string, args ...
 
 func (c *checker) writeClaudeConfig(p *project) error {
 	name, args := c.server(p)
-	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"echo": map[string]any{"command": name, "args": args}}})
+	mcpJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{p.name: map[string]any{"command": name, "args": args}}})
 	if err := os.WriteFile(filepath.Join(p.dir, ".mcp.json"), mcpJSON, 0o644); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(p.home, ".claude"), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(p.home, ".claude", "settings.json"), []byte(`{"enabledMcpjsonServers":["echo"]}`), 0o644)
+	return os.WriteFile(filepath.Join(p.home, ".claude", "settings.json"), []byte(`{"enabledMcpjsonServers":["`+p.name+`"]}`), 0o644)
 }
 
 // claudeInit is the part of Claude Code's init event the checks read.
@@ -246,18 +266,18 @@ type claudeInit struct {
 	Tools []string `json:"tools"`
 }
 
-func (in claudeInit) check(want ...string) error {
+func (in claudeInit) check(server string, want ...string) error {
 	status := "absent"
 	for _, s := range in.MCPServers {
-		if s.Name == "echo" {
+		if s.Name == server {
 			status = s.Status
 		}
 	}
 	if status != "connected" {
-		return fmt.Errorf("the echo server is %s, not connected", status)
+		return fmt.Errorf("the %s server is %s, not connected", server, status)
 	}
 	for _, w := range want {
-		if !slices.Contains(in.Tools, "mcp__echo__"+w) {
+		if !slices.Contains(in.Tools, "mcp__"+server+"__"+w) {
 			return fmt.Errorf("tool %s missing; Claude sees %v", w, mcpTools(in.Tools))
 		}
 	}
@@ -288,7 +308,7 @@ func (c *checker) claude(p *project) error {
 	if err != nil {
 		return err
 	}
-	if err := in.check("echo", "shout", "recompile"); err != nil {
+	if err := in.check(p.name, p.want...); err != nil {
 		return err
 	}
 	fmt.Printf("✓ claude  Claude Code connected; tools %v\n", mcpTools(in.Tools))
@@ -309,7 +329,7 @@ func firstInit(r io.Reader) (claudeInit, error) {
 
 func (c *checker) gemini(p *project) error {
 	name, args := c.server(p)
-	settings, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"echo": map[string]any{"command": name, "args": args}}})
+	settings, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{p.name: map[string]any{"command": name, "args": args}}})
 	if err := os.MkdirAll(filepath.Join(p.dir, ".gemini"), 0o755); err != nil {
 		return err
 	}
@@ -320,7 +340,7 @@ func (c *checker) gemini(p *project) error {
 	defer cancel()
 	out, _ := c.command(ctx, p, "gemini", "mcp", "list").CombinedOutput()
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "echo:") {
+		if strings.Contains(line, p.name+":") {
 			if !strings.Contains(line, "Connected") {
 				return fmt.Errorf("gemini mcp list: %s", strings.TrimSpace(line))
 			}
@@ -337,7 +357,7 @@ func (c *checker) codex(p *project) error {
 	for i, a := range args {
 		quoted[i] = strconv.Quote(a)
 	}
-	conf := fmt.Sprintf("[mcp_servers.echo]\ncommand = %q\nargs = [%s]\n", name, strings.Join(quoted, ", "))
+	conf := fmt.Sprintf("[mcp_servers.%s]\ncommand = %q\nargs = [%s]\n", p.name, name, strings.Join(quoted, ", "))
 	codexHome := filepath.Join(p.home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		return err
@@ -390,7 +410,7 @@ func (c *checker) codex(p *project) error {
 			asked = true
 		case 2:
 			for _, s := range msg.Result.Data {
-				if s.Name != "echo" {
+				if s.Name != p.name {
 					continue
 				}
 				var names []string
@@ -398,8 +418,8 @@ func (c *checker) codex(p *project) error {
 					names = append(names, n)
 				}
 				slices.Sort(names)
-				if slices.Contains(names, "echo") && slices.Contains(names, "recompile") {
-					fmt.Printf("✓ codex   Codex CLI connected; tools %v\n", names)
+				if !slices.ContainsFunc(p.want, func(w string) bool { return !slices.Contains(names, w) }) {
+					fmt.Printf("✓ codex   Codex CLI connected (%s); tools %v\n", p.name, names)
 					return nil
 				}
 				if time.Now().After(deadline) {
@@ -407,7 +427,7 @@ func (c *checker) codex(p *project) error {
 				}
 			}
 			if time.Now().After(deadline) {
-				return errors.New("codex does not list the echo server")
+				return fmt.Errorf("codex does not list the %s server", p.name)
 			}
 			time.Sleep(time.Second)
 			send(`{"jsonrpc":"2.0","id":2,"method":"mcpServerStatus/list","params":{}}`)
@@ -464,7 +484,7 @@ func (c *checker) claudeLive(p *project) error {
 		if !ok {
 			return errors.New("claude printed no init event")
 		}
-		err := in.check("echo", "recompile")
+		err := in.check(p.name, p.want...)
 		if err == nil {
 			break
 		}

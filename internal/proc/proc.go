@@ -4,6 +4,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,8 +44,10 @@ func (s Spec) String() string {
 
 // Group is a started command's process group.
 type Group struct {
-	cmd *exec.Cmd
-	sys groupSys // the platform's handle on the group
+	cmd      *exec.Cmd
+	sys      groupSys   // the platform's handle on the group
+	mu       sync.Mutex // serializes signals with Release
+	released bool       // after Release, the id may name someone else's group
 }
 
 // Start starts cmd as the leader of a new process group. The caller owns
@@ -64,10 +67,25 @@ func (g *Group) Pid() int { return g.cmd.Process.Pid }
 
 // Terminate asks every process of the group to stop (SIGTERM on Unix; on
 // Windows, where console programs have no such request, it kills them).
-func (g *Group) Terminate() { g.sys.terminate(g.Pid()) }
+// After Release it does nothing.
+func (g *Group) Terminate() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.released {
+		g.sys.terminate(g.Pid())
+	}
+}
 
-// Kill kills every process of the group that is still alive.
-func (g *Group) Kill() { g.sys.kill(g.Pid()) }
+// Kill kills every process of the group that is still alive. After Release
+// it does nothing: the group's id (or, on Windows, the leader's pid) may by
+// then belong to an unrelated process.
+func (g *Group) Kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.released {
+		g.sys.kill(g.Pid())
+	}
+}
 
 // Alive reports whether any process of the group is still alive, where the
 // platform can tell; elsewhere it reports false.
@@ -77,7 +95,12 @@ func (g *Group) Alive() bool { return g.sys.alive(g.Pid()) }
 // on it. Call it once the leader has been waited.
 func (g *Group) Release() {
 	g.Kill()
-	g.sys.release()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.released {
+		g.released = true
+		g.sys.release()
+	}
 }
 
 // Stop stops the group gracefully and returns once the leader exited

@@ -105,3 +105,32 @@ func waitGone(t *testing.T, g *Group) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// After Release the group's id may be reused by an unrelated group: Kill
+// and Terminate must not signal it. The reuse is simulated by pointing the
+// released group at a live one.
+func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
+	cmd := exec.Command("true")
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	other, done := startTree(t, "sleep 60 & wait")
+	time.Sleep(100 * time.Millisecond)
+	g.cmd.Process.Pid = other.Pid()
+	g.Terminate()
+	g.Kill()
+	g.Release()
+	select {
+	case <-done:
+		t.Fatal("a released group's Kill or Terminate reached another group")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if !other.Alive() {
+		t.Fatal("the other group died")
+	}
+}

@@ -1,0 +1,522 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The CLI-tools end-to-end tests run the real mcpflow binary on a copy of
+// examples/cli (built by the [build] step, as a user's project is) and
+// talk to it with the Go SDK client, in both eras. The example records
+// each call's pid in state/pids and a grandchild's in state/child.pid.
+
+const cliTOML = `[build]
+command = "go build -o .mcpflow/tool ."
+
+[cli]
+schema = %s
+timeout = "%s"
+max_output = "64KiB"
+max_parallel = 4
+env = { EXAMPLE_CLI_STATE = %q }
+
+[watch]
+paths = ["."]
+include = ["**/*.go", "schema.json"]
+debounce = "50ms"
+
+[log]
+level = "debug"
+`
+
+// cliProject copies examples/cli into a temp dir with its own go.mod and
+// a config; schema is the TOML of cli.schema ("" = the example's).
+func cliProject(t *testing.T, schema, timeout string) (dir, state string) {
+	t.Helper()
+	dir = t.TempDir()
+	state = filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"main.go", "schema.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "cli", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if schema == "" {
+		schema = `[".mcpflow/tool", "schema", "--json"]`
+	}
+	files := map[string]string{
+		"go.mod":       "module clidemo\n\ngo 1.22\n",
+		"mcpflow.toml": fmt.Sprintf(cliTOML, schema, timeout, state),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { killLeftovers(dir) })
+	return dir, state
+}
+
+// callRaw calls a tool and returns the whole result.
+func (h *e2e) callRaw(ctx context.Context, name string, args map[string]any) *mcp.CallToolResult {
+	h.t.Helper()
+	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		h.t.Fatalf("call %s: %v\nstderr:\n%s", name, err, h.stderr.String())
+	}
+	return res
+}
+
+// callPids are the pids of the CLI's calls so far, and the grandchild's.
+func callPids(t *testing.T, state string) []int {
+	t.Helper()
+	var pids []int
+	for _, name := range []string{"pids", "child.pid"} {
+		b, _ := os.ReadFile(filepath.Join(state, name))
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("%s: %q", name, b)
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// noLeftovers fails unless, within a few seconds, none of pids lives and
+// no process but mcpflow (pid self, 0 once it has exited) works in dir.
+func noLeftovers(t *testing.T, dir string, self int, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := slices.DeleteFunc(leftovers(dir, pids), func(l string) bool {
+			return self != 0 && strings.HasPrefix(l, fmt.Sprintf("pid %d ", self))
+		})
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes survived: %s", strings.Join(left, "; "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestE2ECLICalls: the tools of the schema, every parameter type, an
+// absent optional, a non-zero exit, an oversize output, a timeout and a
+// cancel that leave no process, 20 parallel calls with max_parallel 4.
+func TestE2ECLICalls(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir, state := cliProject(t, "", "8s")
+			var mu sync.Mutex
+			var progress []string
+			h := startE2EWith(t, dir, era.version, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					progress = append(progress, r.Params.Message)
+					mu.Unlock()
+				},
+			}, "watch")
+			// The first list waits for the build and the schema.
+			want := []string{"add", "args", "big", "count", "fail", "greet", "recompile", "slow"}
+			if got := h.tools(); !slices.Equal(sortedCopy(got), want) {
+				t.Fatalf("tools: %v, want %v", got, want)
+			}
+			ctx := h.ctx()
+
+			res := h.callRaw(ctx, "greet", map[string]any{"name": "Bob $(rm -rf /) \"x\"", "times": 2, "loud": true, "tags": []string{"a b", "c"}})
+			sc, _ := res.StructuredContent.(map[string]any)
+			if res.IsError || sc["greeting"] != `HELLO, BOB $(RM -RF /) "X"! HELLO, BOB $(RM -RF /) "X"!` || fmt.Sprint(sc["tags"]) != "[a b c]" {
+				t.Fatalf("greet: %v %#v %v", res.IsError, res.StructuredContent, text(res))
+			}
+			// An absent optional removes its flag.
+			res = h.callRaw(ctx, "args", map[string]any{"s": "x y", "i": 3, "n": 1.5, "b": false, "list": []any{"p", 2}})
+			sc, _ = res.StructuredContent.(map[string]any)
+			if got := fmt.Sprint(sc["argv"]); res.IsError || got != "[x y --i=3 1.5 --b false p 2]" {
+				t.Fatalf("args: %v %s", res.IsError, got)
+			}
+			// A value starting with "-" in a positional slot is refused
+			// before anything runs.
+			if got, isErr := h.call("args", map[string]any{"s": "--rm"}); !isErr || !strings.Contains(got, "x-cli-allow-dash") {
+				t.Fatalf("dash value: %v %q", isErr, got)
+			}
+			if got, isErr := h.call("add", map[string]any{"a": 2, "b": "3"}); !isErr || !strings.Contains(got, "invalid arguments") {
+				t.Fatalf("bad type: %v %q", isErr, got)
+			}
+			if got, isErr := h.call("count", map[string]any{"text": "one two three"}); isErr || got != `{"words":3}` {
+				t.Fatalf("stdin tool: %v %q", isErr, got)
+			}
+			got, isErr := h.call("fail", map[string]any{"status": 3})
+			if !isErr || !strings.Contains(got, "exited with status 3") || !strings.Contains(got, "partial output") || !strings.Contains(got, "something went wrong") {
+				t.Fatalf("non-zero exit: %v %q", isErr, got)
+			}
+			got, isErr = h.call("big", map[string]any{"bytes": 1 << 20})
+			if !isErr || !strings.Contains(got, "more than max_output (65536 bytes)") || !strings.Contains(got, "killed") {
+				t.Fatalf("oversize output: %v %q", isErr, got)
+			}
+
+			// A timeout kills the call's whole process group.
+			os.Remove(filepath.Join(state, "child.pid"))
+			got, isErr = h.call("slow", map[string]any{"seconds": 120, "child": true})
+			if !isErr || !strings.Contains(got, "timed out after 8s") {
+				t.Fatalf("timeout: %v %q", isErr, got)
+			}
+			noLeftovers(t, dir, h.cmd.Process.Pid, callPids(t, state))
+
+			// A cancel (notifications/cancelled) kills it too.
+			os.Remove(filepath.Join(state, "child.pid"))
+			cctx, cancel := context.WithCancel(ctx)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := h.cs.CallTool(cctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 120, "child": true}})
+				errc <- err
+			}()
+			waitForFile(t, filepath.Join(state, "child.pid"))
+			cancel()
+			if err := <-errc; err == nil {
+				t.Fatal("canceled call returned no error")
+			}
+			noLeftovers(t, dir, h.cmd.Process.Pid, callPids(t, state))
+
+			// Progress from stderr, with a progress token.
+			res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 0.5}, Meta: mcp.Meta{"progressToken": "p1"}})
+			if err != nil || res.IsError {
+				t.Fatalf("slow: %v %v", err, res)
+			}
+			mu.Lock()
+			n := len(progress)
+			first := ""
+			if n > 0 {
+				first = progress[0]
+			}
+			mu.Unlock()
+			if n == 0 || !strings.HasPrefix(first, "step ") {
+				t.Fatalf("progress: %d notifications, first %q", n, first)
+			}
+
+			// 20 calls at once, max_parallel 4: all answered, at most 4
+			// processes at a time.
+			// (The killed calls above left their running/ entries.)
+			os.RemoveAll(filepath.Join(state, "running"))
+			os.Remove(filepath.Join(state, "calls.log"))
+			var wg sync.WaitGroup
+			errs := make(chan string, 20)
+			for i := range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 0.2}})
+					if err != nil || res.IsError {
+						errs <- fmt.Sprintf("call %d: %v %v", i, err, res)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Error(e)
+			}
+			b, _ := os.ReadFile(filepath.Join(state, "calls.log"))
+			lines := strings.Fields(string(b))
+			if len(lines) != 20 {
+				t.Fatalf("%d calls ran, want 20", len(lines))
+			}
+			for _, l := range lines {
+				if n, _ := strconv.Atoi(l); n > 4 {
+					t.Fatalf("%d calls ran at once (max_parallel 4): %v", n, lines)
+				}
+			}
+			if !strings.Contains(h.stderr.String(), "cli call") {
+				t.Errorf("no debug log line per call:\n%s", h.stderr.String())
+			}
+		})
+	}
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func text(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// editFile rewrites dir/name as an editor does (temp file, rename).
+func editFile(t *testing.T, dir, name string, edit func(string) string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := edit(string(b))
+	if out == string(b) {
+		t.Fatalf("edit of %s changed nothing", name)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const shoutTool = `
+  {"name": "shout", "description": "Greet loudly",
+   "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+   "cli_command": ["greet", "--loud", "--name", "{name}"]},
+`
+
+// TestE2ECLIEdits: a schema edit adds a tool (list_changed, callable), an
+// edit of the implementation is seen by the next call, a broken schema
+// keeps the old tools and tells the agent where, and a broken build does
+// too.
+func TestE2ECLIEdits(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir, _ := cliProject(t, "", "60s")
+			h := startE2E(t, dir, era.version, "watch")
+			if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
+				t.Fatalf("greet: %v %q", isErr, got)
+			}
+			drain(h.listChanged)
+
+			editFile(t, dir, "schema.json", func(s string) string { return strings.Replace(s, "[\n", "["+shoutTool, 1) })
+			h.waitListChanged()
+			h.waitTools("shout")
+			if got, isErr := h.call("shout", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "HELLO, ANN!") {
+				t.Fatalf("shout: %v %q", isErr, got)
+			}
+			if !strings.Contains(h.stderr.String(), "tools +shout") {
+				t.Errorf("no tool diff in the log:\n%s", h.stderr.String())
+			}
+
+			editFile(t, dir, "main.go", func(s string) string { return strings.Replace(s, `"Hello, "`, `"Howdy, "`, 1) })
+			deadline := time.Now().Add(2 * time.Minute)
+			for {
+				got, isErr := h.call("greet", map[string]any{"name": "Ann"})
+				if isErr {
+					t.Fatalf("greet after the edit: %q", got)
+				}
+				if strings.Contains(got, "Howdy, Ann!") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the edit never showed: %q\nstderr:\n%s", got, h.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+
+			// A broken schema: the old tools keep serving, every call and
+			// recompile say what is wrong and where.
+			editFile(t, dir, "schema.json", func(s string) string {
+				return strings.Replace(s, `"name": "shout"`, `"name": "sh out"`, 1)
+			})
+			deadline = time.Now().Add(2 * time.Minute)
+			for {
+				got, isErr := h.call("shout", map[string]any{"name": "Ann"})
+				if isErr || !strings.Contains(got, "HOWDY, ANN!") {
+					t.Fatalf("shout with a broken schema: %v %q", isErr, got)
+				}
+				if strings.Contains(got, "could not be re-read") {
+					if !strings.Contains(got, "/tools/0/name") || !strings.Contains(got, "line ") {
+						t.Fatalf("schema error without its position: %q", got)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no note about the broken schema: %q\nstderr:\n%s", got, h.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			got, isErr := h.call("recompile", nil)
+			if !isErr || !strings.Contains(got, "previous tools kept") || !strings.Contains(got, "/tools/0/name") {
+				t.Fatalf("recompile with a broken schema: %v %q", isErr, got)
+			}
+
+			// Fixed: recompile reports the diff.
+			editFile(t, dir, "schema.json", func(s string) string { return strings.Replace(s, `"sh out"`, `"yell"`, 1) })
+			deadline = time.Now().Add(2 * time.Minute)
+			for !slices.Contains(h.tools(), "yell") {
+				if time.Now().After(deadline) {
+					t.Fatalf("yell never appeared\nstderr:\n%s", h.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if slices.Contains(h.tools(), "shout") {
+				t.Fatal("shout still listed after its rename")
+			}
+
+			// A broken build: the old build serves, the call says so.
+			editFile(t, dir, "main.go", func(s string) string {
+				return strings.Replace(s, "func main() {", "func main() {\n\tundefinedThing()", 1)
+			})
+			deadline = time.Now().Add(2 * time.Minute)
+			for {
+				got, isErr := h.call("greet", map[string]any{"name": "Ann"})
+				if isErr || !strings.Contains(got, "Howdy, Ann!") {
+					t.Fatalf("greet with a broken build: %v %q", isErr, got)
+				}
+				if strings.Contains(got, "previous build served this call") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no note about the broken build: %q\nstderr:\n%s", got, h.stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			got, isErr = h.call("recompile", nil)
+			if !isErr || !strings.Contains(got, "undefinedThing") {
+				t.Fatalf("recompile with a broken build: %v %q", isErr, got)
+			}
+		})
+	}
+}
+
+// TestE2ECLISchemaCommandFails: the agent sees why no CLI tool is served.
+func TestE2ECLISchemaCommandFails(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir, _ := cliProject(t, `[".mcpflow/tool", "nosuch"]`, "60s")
+			h := startE2E(t, dir, era.version, "watch")
+			if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
+				t.Fatalf("tools: %v", got)
+			}
+			got, isErr := h.call("greet", map[string]any{"name": "x"})
+			if !isErr || !strings.Contains(got, `schema command ".mcpflow/tool nosuch" exited with status 2`) || !strings.Contains(got, `unknown command "nosuch"`) {
+				t.Fatalf("call with a failing schema command: %v %q", isErr, got)
+			}
+			got, isErr = h.call("recompile", nil)
+			if !isErr || !strings.Contains(got, "exited with status 2") {
+				t.Fatalf("recompile with a failing schema command: %v %q", isErr, got)
+			}
+		})
+	}
+}
+
+// TestE2ECLIExitLeavesNothing: however mcpflow ends, a running call's
+// process and its grandchild go with it.
+func TestE2ECLIExitLeavesNothing(t *testing.T) {
+	cases := []struct {
+		name string
+		stop func(h *e2e)
+	}{
+		{"stdin closed", func(h *e2e) { h.cs.Close() }},
+		{"SIGTERM", func(h *e2e) { h.cmd.Process.Signal(syscall.SIGTERM) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, state := cliProject(t, "", "60s")
+			h := startE2E(t, dir, "", "watch")
+			go h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 120, "child": true}})
+			waitForFile(t, filepath.Join(state, "child.pid"))
+			pids := callPids(t, state)
+			if len(pids) != 2 {
+				t.Fatalf("pids: %v", pids)
+			}
+			c.stop(h)
+			select {
+			case err := <-h.exited:
+				if err != nil {
+					t.Fatalf("mcpflow exit: %v", err)
+				}
+				h.exited <- nil
+			case <-time.After(20 * time.Second):
+				t.Fatal("mcpflow did not exit")
+			}
+			noLeftovers(t, dir, 0, pids)
+		})
+	}
+}
+
+// TestSplitCommandLine: words as a shell splits them, with no expansion.
+func TestSplitCommandLine(t *testing.T) {
+	cases := map[string][]string{
+		`./bin/tool schema --json`:       {"./bin/tool", "schema", "--json"},
+		`  a   'b c'  "d \"e\" $x" f\ g`: {"a", "b c", `d "e" $x`, "f g"},
+		`python3 -m tool schema`:         {"python3", "-m", "tool", "schema"},
+		`x '' ""`:                        {"x", "", ""},
+		`$(rm -rf /) ~ *`:                {"$(rm", "-rf", "/)", "~", "*"},
+	}
+	for in, want := range cases {
+		got, err := splitCommandLine(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `   `, `a 'b`, `a "b`} {
+		if _, err := splitCommandLine(bad); err == nil {
+			t.Errorf("splitCommandLine(%q): no error", bad)
+		}
+	}
+}
+
+// TestInitCLI: init --cli writes a [cli] config that loads, and check
+// shows it.
+func TestInitCLI(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+	if code := cmdInit(e, []string{"--cli", `./bin/tool schema --json "two words"`}); code != exitOK {
+		t.Fatalf("init --cli: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := cmdCheck(e, []string{"-c", filepath.Join(dir, "mcpflow.toml")}); code != exitOK {
+		t.Fatalf("check: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"# mode: cli", "[cli]\n", `schema = ["./bin/tool", "schema", "--json", "two words"]`, `command = ["./bin/tool"]`, "max_parallel = 4"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := cmdInit(e, []string{"--force", "--cli", `./tool 'open`}); code != exitUsage || !strings.Contains(errOut.String(), "unclosed '") {
+		t.Errorf("init --cli with a bad command line: exit %d, %q", code, errOut.String())
+	}
+}
