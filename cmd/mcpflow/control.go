@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
@@ -417,4 +418,38 @@ func cmdLogs(e env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// cliTarget is a [cli] run's control.Target: no process stays up, so its
+// one row shows the schema's state, the last build and the tool count.
+// serveCLI wires it like serve: openRun before clitools.New, the
+// builder's OnResult also calling run.builds.note, then
+// run.listen(control.ModeCLI, &cliTarget{...}) and defer run.close().
+type cliTarget struct {
+	name      string
+	recompile func(ctx context.Context) result.Build // the builder's Recompile
+	schema    func() (*clitools.Schema, error)       // clitools.Server.Schema
+	builds    *buildLog
+}
+
+func (t *cliTarget) Status() control.Status {
+	sv := control.ServerStatus{Name: t.name, State: "starting", Tools: -1, Build: t.builds.lastBuild()}
+	sch, err := t.schema()
+	switch {
+	case sch != nil && err != nil:
+		sv.State, sv.Tools = "schema failed (previous tools served)", len(sch.Tools)
+	case sch != nil:
+		sv.State, sv.Tools = "serving", len(sch.Tools)
+	case err != nil:
+		sv.State = "schema failed"
+	}
+	return control.Status{Servers: []control.ServerStatus{sv}}
+}
+
+// Rebuild is the agent's recompile: build, re-read the schema.
+func (t *cliTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	if name != "" && name != t.name {
+		return result.Build{}, fmt.Errorf("this instance serves one CLI, %q, not %q: run mcpflow rebuild without a name", t.name, name)
+	}
+	return t.recompile(ctx), nil
 }

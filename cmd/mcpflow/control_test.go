@@ -25,8 +25,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // The control tests run the real mcpflow binary with XDG_RUNTIME_DIR set
@@ -851,5 +853,36 @@ func TestRingTeeOutlivesStderr(t *testing.T) {
 	}
 	if got := strings.Join(ring.Lines(), ","); got != "one,two,three" || fw.n != 1 {
 		t.Fatalf("ring %q, stderr tried %d times", got, fw.n)
+	}
+}
+
+func TestCLITarget(t *testing.T) {
+	var sch *clitools.Schema
+	var schErr error
+	builds := &buildLog{}
+	calls := 0
+	tg := &cliTarget{
+		name:      "tool",
+		recompile: func(context.Context) result.Build { calls++; return result.Build{OK: true, Trigger: "recompile"} },
+		schema:    func() (*clitools.Schema, error) { return sch, schErr },
+		builds:    builds,
+	}
+	if sv := tg.Status().Servers[0]; sv.State != "starting" || sv.Tools != -1 || sv.Build != nil {
+		t.Fatalf("before the first cycle: %+v", sv)
+	}
+	sch = &clitools.Schema{Tools: []*clitools.Tool{{}, {}}}
+	builds.note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
+	if sv := tg.Status().Servers[0]; sv.State != "serving" || sv.Tools != 2 || sv.Build == nil || !sv.Build.OK {
+		t.Fatalf("serving: %+v", sv)
+	}
+	schErr = errors.New("bad schema")
+	if sv := tg.Status().Servers[0]; !strings.HasPrefix(sv.State, "schema failed") || sv.Tools != 2 {
+		t.Fatalf("schema failed: %+v", sv)
+	}
+	if b, err := tg.Rebuild(context.Background(), ""); err != nil || !b.OK || calls != 1 {
+		t.Fatalf("rebuild: %+v %v", b, err)
+	}
+	if _, err := tg.Rebuild(context.Background(), "other"); err == nil || calls != 1 {
+		t.Fatalf("rebuild of another name: %v", err)
 	}
 }
