@@ -9,6 +9,9 @@ import (
 // client's session survives, and tells the agent what to do. sw.mu is held.
 func (r *switchboard) answerDown(msg []byte, env envelope) {
 	id := env.id
+	if env.method == "tools/call" {
+		r.stats.callServed()
+	}
 	ok := func(result any) { r.reply(resultResponse(id, r.sess.withResultType(mustJSON(result)))) }
 	switch env.method {
 	case "initialize":
@@ -36,7 +39,6 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 	case "tools/list":
 		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "tools/call":
-		r.stats.callServed()
 		r.tools.notices = nil
 		r.reply(resultResponse(id, toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil, r.sess.era == eraModern)))
 	case "ping":

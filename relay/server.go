@@ -61,16 +61,15 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 		delete(r.sess.listens, key)
 	}
 	r.ids.forget(key)
+	r.stats.answered(p.kind, env.result)
 	switch p.kind {
 	case kindInitialize:
 		msg = r.forceResult(c, msg, env, true)
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		r.stats.toolsListed(env.result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
-		r.stats.callServed()
 		msg = r.tools.attach(msg, env)
 	}
 	r.reply(msg)

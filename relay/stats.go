@@ -49,6 +49,16 @@ type relayStats struct {
 	toolsPage  int // tools on the earlier pages of a paginated tools/list
 }
 
+// answered notes a child's answer to a client request of this kind.
+func (s *relayStats) answered(k kind, result []byte) {
+	switch k {
+	case kindToolsList:
+		s.toolsListed(result)
+	case kindToolsCall:
+		s.callServed()
+	}
+}
+
 // callServed counts a tools/call answered.
 func (s *relayStats) callServed() {
 	s.mu.Lock()
