@@ -21,6 +21,8 @@ type switchboard struct {
 	out      *outbox  // to the client
 	batches  *batches // client batches; own lock
 
+	stats relayStats // for Stats; own lock
+
 	mu         sync.Mutex
 	state      state
 	child      *child // the current child; nil when none
@@ -33,7 +35,6 @@ type switchboard struct {
 	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
-	stats      relayStats                    // for Stats; own lock
 }
 
 // shell is what the switchboard asks of its owner.

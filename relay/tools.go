@@ -110,9 +110,9 @@ func (r *Relay) startRecompile(env envelope) {
 		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}
+		r.sw.stats.callServed()
 		delete(r.sw.recompiles, key)
 		r.sw.tools.notices = nil // the result says it all
-		r.sw.stats.callServed()
 		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }
