@@ -101,7 +101,11 @@ func (w *instanceRun) listen(mode string, t control.Target) {
 	srv, err := control.Listen(control.Info{
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: version(), Target: t, Logs: w.ring,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, control.ErrUnsupported):
+		w.log.Debug("no control socket", "err", err)
+		return
+	case err != nil:
 		w.log.Warn("no control socket: mcpflow status, rebuild and logs will not see this instance", "err", err)
 		return
 	}
