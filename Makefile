@@ -55,6 +55,8 @@ fuzz:
 	$(call fuzz1,FuzzScanChunks,./relay)
 	$(call fuzz1,FuzzValidJSON,./relay)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
+	$(call fuzz1,FuzzExpand,./clitools)
+	$(call fuzz1,FuzzParse,./clitools)
 
 # Linux and macOS are supported; Windows must at least build.
 cross:
