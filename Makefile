@@ -82,6 +82,11 @@ demo: build
 # Timing goals live here, not in tests.
 bench: build
 	$(GO) run ./bench -mcpflow $(BIN)
+	# [cli]: per-call overhead over running the CLI directly, and refresh →
+	# list_changed over the schema command alone; in-process, then through
+	# the binary.
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./clitools
+	MCPFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkE2ECLI -benchtime 300x ./cmd/mcpflow
 
 # Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
 # internal/clientcheck/package.json) connect through mcpflow without an API
