@@ -154,7 +154,7 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // cliState is what serveCLI adds around the clitools server: tools/list
 // and tools/call wait for the first build and schema read; a call of a
 // tool that is not served says why when the build or the schema is
-// broken; a CLI tool's result notes a failed rebuild.
+// broken; a CLI tool's result notes a failed build.
 type cliState struct {
 	srv   *clitools.Server
 	tool  string        // the recompile tool's name, "-" for none
@@ -222,7 +222,7 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		res, err := next(ctx, method, req)
 		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
 			if p := st.buildProblem(); p != "" {
-				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: the previous build served this call; " + firstLine(p) + ". " + st.fixHint()})
+				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()})
 			}
 		}
 		return res, err

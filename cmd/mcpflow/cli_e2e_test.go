@@ -392,7 +392,7 @@ func TestE2ECLIEdits(t *testing.T) {
 				t.Fatal("shout still listed after its rename")
 			}
 
-			// A broken build: the old build serves, the call says so.
+			// A broken build: the program on disk still serves, the call says so.
 			editFile(t, dir, "main.go", func(s string) string {
 				return strings.Replace(s, "func main() {", "func main() {\n\tundefinedThing()", 1)
 			})
@@ -402,7 +402,7 @@ func TestE2ECLIEdits(t *testing.T) {
 				if isErr || !strings.Contains(got, "Howdy, Ann!") {
 					t.Fatalf("greet with a broken build: %v %q", isErr, got)
 				}
-				if strings.Contains(got, "previous build served this call") {
+				if strings.Contains(got, "the last build (watch) failed") && strings.Contains(got, "as it is on disk") {
 					break
 				}
 				if time.Now().After(deadline) {
