@@ -156,7 +156,7 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // tool that is not served says why when the build or the schema is
 // broken; with relay.notices, a CLI tool's result notes a failed build.
 type cliState struct {
-	srv   *clitools.Server
+	srv     *clitools.Server
 	tool    string        // the recompile tool's name, "-" for none
 	notices bool          // relay.notices: note a failed build in call results
 	ready   chan struct{} // closed when the startup cycle is over
