@@ -51,7 +51,7 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 		Name:    "mcpflow",
 		Version: version(),
 	})
-	st := &cliState{srv: srv, tool: tool, ready: make(chan struct{})}
+	st := &cliState{srv: srv, tool: tool, notices: cfg.Relay.Notices, ready: make(chan struct{})}
 	srv.MCPServer().AddReceivingMiddleware(st.middleware)
 	charm := charmLogger(logger)
 	b = builder.New(builder.Config{
@@ -154,11 +154,12 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // cliState is what serveCLI adds around the clitools server: tools/list
 // and tools/call wait for the first build and schema read; a call of a
 // tool that is not served says why when the build or the schema is
-// broken; a CLI tool's result notes a failed rebuild.
+// broken; with relay.notices, a CLI tool's result notes a failed build.
 type cliState struct {
-	srv   *clitools.Server
-	tool  string        // the recompile tool's name, "-" for none
-	ready chan struct{} // closed when the startup cycle is over
+	srv     *clitools.Server
+	tool    string        // the recompile tool's name, "-" for none
+	notices bool          // relay.notices: note a failed build in call results
+	ready   chan struct{} // closed when the startup cycle is over
 
 	mu        sync.Mutex
 	lastBuild *result.Build // the last cycle that was not canceled
@@ -220,9 +221,9 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && st.notices {
 			if p := st.buildProblem(); p != "" {
-				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: the previous build served this call; " + firstLine(p) + ". " + st.fixHint()})
+				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()})
 			}
 		}
 		return res, err
