@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"sort"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,8 +38,8 @@ type Config struct {
 	// handshake).
 	ChildProtocolVersion string
 
-	Logger  *log.Logger // nil = discard
-	Version string      // mcpflow's version, for serverInfo
+	Logger  *slog.Logger // nil = discard
+	Version string       // mcpflow's version, for serverInfo
 }
 
 // Status values of a server.
@@ -56,7 +54,7 @@ const (
 type Mux struct {
 	cfg  Config
 	sep  string
-	log  *log.Logger
+	log  *slog.Logger
 	srv  *mcp.Server
 	newB BackendFactory
 
@@ -91,6 +89,7 @@ type server struct {
 	// guarded by Mux.mu
 	status    string
 	pid       int
+	gen       int // the generation of the child the status is about
 	started   time.Time
 	restarts  int
 	crashes   int
@@ -127,7 +126,7 @@ func New(cfg Config) *Mux {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = log.New(io.Discard)
+		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Mux{
 		cfg:     cfg,
@@ -464,15 +463,30 @@ func (m *Mux) apply(s *server, ev Event) bool {
 			s.status = StatusStarting
 		}
 	case EventUp:
+		if ev.Gen != 0 && ev.Gen < s.gen {
+			return false // a late report about an earlier child
+		}
+		if ev.Build != nil {
+			s.lastBuild = ev.Build
+		}
+		if ev.Gen != 0 && ev.Gen == s.gen && s.status == StatusRunning {
+			return false // the same start, reported by the relay and by the cycle
+		}
 		if !s.started.IsZero() {
 			s.restarts++
 		}
 		s.status, s.pid, s.started, s.report = StatusRunning, ev.Pid, time.Now(), ""
-		if ev.Build != nil {
-			s.lastBuild = ev.Build
+		if ev.Gen != 0 {
+			s.gen = ev.Gen
 		}
 		return true
 	case EventCrashed:
+		if ev.Gen != 0 && ev.Gen < s.gen || s.status == StatusCrashed && (ev.Gen == 0 || ev.Gen == s.gen) {
+			return false // stale, or the same crash reported twice
+		}
+		if ev.Gen != 0 {
+			s.gen = ev.Gen
+		}
 		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
 		s.crashes++
 		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
@@ -710,5 +724,5 @@ func safeAdd(f func()) (err error) {
 
 // sdkLogger routes the SDK's own logging to the mux's logger.
 func (m *Mux) sdkLogger() *slog.Logger {
-	return slog.New(m.log.WithPrefix("sdk"))
+	return m.log.With("component", "sdk")
 }
