@@ -395,7 +395,7 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 
 // testHooks is a minimal builder: spec.Build runs through sh, and only a
 // good build restarts the relay.
-func testHooks(name string, spec ServerSpec, r *relay.Relay) (Hooks, error) {
+func testHooks(name string, spec ServerSpec, r *relay.Relay, _ func(result.Build)) (Hooks, error) {
 	cycle := func(ctx context.Context) result.Build {
 		if spec.Build == "" {
 			return RestartOnly(ctx, r)

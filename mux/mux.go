@@ -248,7 +248,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	if err := ValidateName(spec.Name, m.sep); err != nil {
 		return nil, result.Build{}, err
 	}
-	if len(spec.Command) == 0 || spec.Command[0] == "" {
+	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
 	s := &server{spec: spec, status: StatusStarting, wake: make(chan struct{}, 1), stop: make(chan struct{})}
@@ -492,6 +492,8 @@ func (m *Mux) apply(s *server, ev Event) bool {
 		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
 		m.unpublishLocked(s)
 		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(ev.Report))
+	case EventBuilt:
+		s.lastBuild = ev.Build
 	case EventBuildFailed:
 		if ev.Build != nil {
 			s.lastBuild = ev.Build

@@ -33,8 +33,10 @@ type Hooks struct {
 
 // HooksFactory makes the hooks of one server around its relay. cmd wires
 // a builder (with r as its Restarter) and a watcher here; the mux imports
-// neither.
-type HooksFactory func(name string, spec ServerSpec, r *relay.Relay) (Hooks, error)
+// neither. noteBuild must be given every build cycle's result (the
+// builder's OnResult), whatever started it: it tells the relay
+// (Relay.NoteBuild) and list_servers' last build.
+type HooksFactory func(name string, spec ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (Hooks, error)
 
 // RelayOptions configure the default backends.
 type RelayOptions struct {
@@ -55,6 +57,9 @@ const relayTool = "mcpflow_mux_internal_recompile"
 // relay.Relay that owns the child process, served over two in-memory pipes.
 func NewRelayBackends(o RelayOptions) BackendFactory {
 	return func(spec ServerSpec, emit func(Event)) (Backend, error) {
+		if spec.CLI != nil {
+			return nil, errors.New("CLI tools (cli_schema) are not available in this mcpflow: give command instead")
+		}
 		if o.NewHooks == nil && (spec.Build != "" || len(spec.Watch) > 0) {
 			return nil, fmt.Errorf("build and watch are not available in this mcpflow (no builder is wired): leave them out, or build the server yourself before add_server")
 		}
@@ -79,6 +84,10 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.Configure != nil {
 			o.Configure(spec, &rc)
 		}
+		// The mux's client waits for the first build itself (add_server's
+		// caller, or Run's StartWait): the relay must not answer the
+		// handshake alone meanwhile.
+		rc.StartupGrace = 24 * time.Hour
 		rc.Tool = relayTool
 		rc.CallTool = ""
 		rc.OnEvent = b.onEvent
@@ -87,7 +96,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		rc.Version = o.Version
 		b.r = relay.New(rc)
 		if o.NewHooks != nil {
-			h, err := o.NewHooks(spec.Name, spec, b.r)
+			h, err := o.NewHooks(spec.Name, spec, b.r, b.noteBuild)
 			if err != nil {
 				return nil, err
 			}
@@ -151,9 +160,22 @@ func (b *relayBackend) onEvent(ev relay.Event) {
 		b.crash = ev.Report
 		b.mu.Unlock()
 		b.emit(Event{Kind: EventCrashed, Gen: ev.Gen, Report: ev.Report})
-	case relay.BuildFailed:
-		b.emit(Event{Kind: EventBuildFailed, Report: ev.Report})
 	}
+	// relay.BuildFailed comes from noteBuild, which reports it with the
+	// whole build.
+}
+
+// noteBuild reports a build cycle's result to the relay and the mux.
+func (b *relayBackend) noteBuild(res result.Build) {
+	b.r.NoteBuild(res)
+	if res.Canceled {
+		return
+	}
+	ev := Event{Kind: EventBuilt, Build: &res}
+	if !res.OK {
+		ev.Kind, ev.Report = EventBuildFailed, buildReport(res)
+	}
+	b.emit(ev)
 }
 
 // CheckHandshake tells a child's handshake from the relay's stand-in

@@ -17,12 +17,14 @@ import (
 // AddServerArgs are add_server's arguments.
 type AddServerArgs struct {
 	Name    string            `json:"name" jsonschema:"the server's name: letters, digits, '-' and '_'; its tools appear as NAME__tool"`
-	Command string            `json:"command" jsonschema:"the program to run (found on PATH or relative to cwd)"`
+	Command string            `json:"command,omitempty" jsonschema:"the program to run (found on PATH or relative to cwd); with cli_schema: the prefix of every call (default: cli_schema's program)"`
 	Args    []string          `json:"args,omitempty" jsonschema:"its arguments"`
 	Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables added to mcpflow's"`
 	Cwd     string            `json:"cwd,omitempty" jsonschema:"working directory; default mcpflow's"`
 	Build   string            `json:"build,omitempty" jsonschema:"a shell command that builds the server; run before each start and reload"`
 	Watch   []string          `json:"watch,omitempty" jsonschema:"paths whose changes rebuild and restart the server"`
+	// CLISchema serves a command-line program instead of an MCP server.
+	CLISchema []string `json:"cli_schema,omitempty" jsonschema:"instead of an MCP server: serve a command-line program, whose tool list this command prints as JSON ({\"tools\": [{name, description, parameters, cli_command}]}); each call runs the program once"`
 }
 
 // NameArgs are remove_server's and reload_server's arguments.
@@ -105,17 +107,32 @@ func textResult(isErr bool, structured any, format string, args ...any) *mcp.Cal
 }
 
 func (m *Mux) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddServerArgs) (*mcp.CallToolResult, any, error) {
-	if len(m.cfg.AllowedCommands) > 0 && !m.allowed(a.Command) {
-		return textResult(true, nil, "add_server: %q is not an allowed command; allowed_commands in [mux] lists: %s", a.Command, strings.Join(m.cfg.AllowedCommands, ", ")), nil, nil
+	program := a.Command
+	if len(a.CLISchema) > 0 {
+		program = a.CLISchema[0]
+	}
+	if len(m.cfg.AllowedCommands) > 0 && !m.allowed(program) {
+		return textResult(true, nil, "add_server: %q is not an allowed command; allowed_commands in [mux] lists: %s", program, strings.Join(m.cfg.AllowedCommands, ", ")), nil, nil
+	}
+	if a.Command == "" && len(a.CLISchema) == 0 {
+		return textResult(true, nil, "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)"), nil, nil
 	}
 	spec := ServerSpec{
-		Name:    a.Name,
-		Command: append([]string{a.Command}, a.Args...),
-		Dir:     a.Cwd,
-		Env:     a.Env,
-		Build:   a.Build,
-		Watch:   a.Watch,
-		Source:  "agent",
+		Name:   a.Name,
+		Dir:    a.Cwd,
+		Env:    a.Env,
+		Build:  a.Build,
+		Watch:  a.Watch,
+		Source: "agent",
+	}
+	if len(a.CLISchema) > 0 {
+		spec.CLI = &CLISpec{Schema: a.CLISchema}
+		if a.Command != "" {
+			spec.CLI.Command = append([]string{a.Command}, a.Args...)
+		}
+		spec.Command = spec.CLI.Schema
+	} else {
+		spec.Command = append([]string{a.Command}, a.Args...)
 	}
 	s, res, err := m.add(m.ctx, spec)
 	if err != nil {

@@ -162,6 +162,9 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader, stdout io.Writer) error {
+	if cfg.Mode() == config.Mux {
+		return serveMux(ctx, cfg, slog.New(logger), stdin, stdout)
+	}
 	rl := relay.New(relay.Config{
 		Command:        cfg.Run.Command.Argv,
 		Shell:          cfg.Run.Command.Shell,
