@@ -380,7 +380,7 @@ func (m *Mux) frontSession() (*mcp.ServerSession, error) {
 func (m *Mux) clientOptions(s *server) *mcp.ClientOptions {
 	name := s.spec.Name
 	return &mcp.ClientOptions{
-		Logger: m.sdkLogger(),
+		Logger: m.sdkLogger().With("server", name),
 		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			ss, err := m.frontSession()
 			if err != nil {

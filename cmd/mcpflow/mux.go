@@ -158,7 +158,8 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 		spec.Watch = s.Watch.Paths
 	}
 	if s.CLI != nil {
-		spec.CLI = &mux.CLISpec{Schema: s.CLI.Schema}
+		spec.CLI = &mux.CLISpec{Schema: s.CLI.Schema, Command: s.CLI.Command}
+		spec.Command = s.CLI.Schema
 	}
 	return spec
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -315,5 +316,70 @@ func TestMuxCommandFlags(t *testing.T) {
 	stderr.Reset()
 	if code := run(e, []string{"mux", "--log-level", "loud"}); code != exitUsage {
 		t.Errorf("mux --log-level loud: %d %s", code, stderr.String())
+	}
+}
+
+const cliTools = `{"tools": [{"name": "say", "description": "Say the text.",
+  "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "cli_command": ["{text}"]}%s]}`
+
+const cliShout = `, {"name": "shout", "description": "Say it twice.",
+  "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "cli_command": ["{text}", "{text}"]}`
+
+func TestMuxE2ECLIServers(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "tools.json"), fmt.Sprintf(cliTools, ""))
+			writeFile(t, filepath.Join(dir, "mcpflow.toml"), `[servers.words.cli]
+schema = ["cat", "tools.json"]
+command = ["echo"]
+
+[servers.words.watch]
+include = ["tools.json"]
+`)
+			h := startE2E(t, dir, era.version, "watch")
+			h.waitTools("words__say")
+			if got := h.mustCall("words__say", map[string]any{"text": "hello"}); !strings.Contains(got, "hello") {
+				t.Fatalf("words__say: %q", got)
+			}
+			// Editing the schema's file refreshes the tools.
+			drain(h.listChanged)
+			writeFile(t, filepath.Join(dir, "tools.json"), fmt.Sprintf(cliTools, cliShout))
+			h.waitListChanged()
+			h.waitTools("words__shout")
+			if got := h.mustCall("words__shout", map[string]any{"text": "hey"}); !strings.Contains(got, "hey hey") {
+				t.Fatalf("words__shout: %q", got)
+			}
+			// The agent adds a CLI with cli_schema.
+			out := h.mustCall("add_server", map[string]any{"name": "w2", "cli_schema": []string{"cat", "tools.json"}, "command": "echo", "cwd": dir})
+			if !strings.Contains(out, "w2__say") || !strings.Contains(out, "w2__shout") {
+				t.Fatalf("add_server cli_schema: %s", out)
+			}
+			if got := h.mustCall("w2__say", map[string]any{"text": "cli"}); !strings.Contains(got, "cli") {
+				t.Fatalf("w2__say: %q", got)
+			}
+			if s := h.servers()["w2"]; s.Status != mux.StatusRunning || s.Source != "agent" {
+				t.Fatalf("list_servers w2: %+v", s)
+			}
+			// A broken schema keeps the old tools.
+			writeFile(t, filepath.Join(dir, "tools.json"), "{not json")
+			h.mustFail("reload_server", map[string]any{"name": "w2"})
+			h.mustCall("w2__say", map[string]any{"text": "still"})
+			h.mustFail("add_server", map[string]any{"name": "w3", "cli_schema": []string{"cat", "tools.json"}}, "w3")
+			h.stopAndCheckGroups(nil)
+		})
+	}
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := path + ".tmp~"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
