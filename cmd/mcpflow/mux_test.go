@@ -383,3 +383,48 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// muxExitConfig is exitConfig's project as a mux, beside a second server
+// that runs in the same folder.
+const muxExitConfig = `[servers.x.build]
+command = "sh build.sh"
+[servers.x.run]
+command = ["sh", "server.sh"]
+stop_timeout = "1s"
+[servers.x.watch]
+paths = ["."]
+include = ["*.txt"]
+debounce = "50ms"
+[servers.y.run]
+command = [%q]
+[servers.y.watch]
+enabled = false
+[log]
+level = "info"
+file = "mcpflow.log"
+`
+
+// TestMuxExit: however a mux run ends, no server, grandchild or running
+// build survives it.
+func TestMuxExit(t *testing.T) {
+	for _, how := range []string{"stdin closed", "SIGTERM", "SIGHUP"} {
+		t.Run(how, func(t *testing.T) {
+			dir := exitProject(t)
+			writeFile(t, filepath.Join(dir, "mcpflow.toml"), fmt.Sprintf(muxExitConfig, fixtureBin))
+			r := startExit(t, dir, nil, nil)
+			r.busy()
+			switch how {
+			case "stdin closed":
+				r.stdin.Close()
+			case "SIGTERM":
+				r.cmd.Process.Signal(syscall.SIGTERM)
+			case "SIGHUP":
+				r.cmd.Process.Signal(syscall.SIGHUP)
+			}
+			r.expectExit(exitOK)
+			if log := readLog(dir); !strings.Contains(log, "server=y") {
+				t.Errorf("server y never started:\n%s", log)
+			}
+		})
+	}
+}
