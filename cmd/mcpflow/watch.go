@@ -173,6 +173,9 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	if cfg.Mode() == config.Mux {
+		return serveMux(ctx, cfg, slog.New(logger), stdin, stdout)
+	}
 	run, err := openRun(cfg, ring, slog.New(logger))
 	if err != nil {
 		return err
