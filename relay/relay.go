@@ -266,7 +266,7 @@ func (r *switchboard) describeDown() string {
 	if r.downReport != "" {
 		return r.downReport
 	}
-	return "the MCP server is not running"
+	return msgNotRunning
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the
@@ -290,9 +290,6 @@ func (r *Relay) startupGrace() {
 	if r.sw.state != stateStarting {
 		return
 	}
-	r.log.Info("the first build is taking a while: answering the client until the server is up", "after", r.cfg.StartupGrace)
-	r.sw.state = stateDown
-	r.sw.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
-		r.cfg.Tool + " to wait for that build and see its result."
-	r.sw.flushQueue()
+	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
+	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

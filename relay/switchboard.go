@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 )
@@ -33,6 +34,18 @@ type switchboard struct {
 	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
+
+	// lastBuildFailed: the last build failed, so the files on disk are
+	// not what the running server was built from.
+	lastBuildFailed bool
+	// served is, per list kind, what the client gets from */list now
+	// (see lists.go).
+	served map[string]listView
+	// clientTools is the tool list the client last fetched whole (the
+	// child's tools, without the relay's); clientToolsKnown once it did.
+	clientTools      []toolInfo
+	clientToolsKnown bool
+	fetching         []json.RawMessage // the pages of a tools/list in progress
 }
 
 // shell is what the switchboard asks of its owner.
@@ -57,6 +70,7 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		tools:      newToolset(cfg),
 		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
 		recompiles: map[string]context.CancelFunc{},
+		served:     map[string]listView{},
 	}
 	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
