@@ -63,8 +63,8 @@ type harness struct {
 	toolsChanged   atomic.Int32
 	promptsChanged atomic.Int32
 	served         chan error
-	logs        *syncBuffer
-	closeIn     func()
+	logs           *syncBuffer
+	closeIn        func()
 }
 
 type syncBuffer struct {
