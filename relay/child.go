@@ -223,9 +223,18 @@ func describeExit(err error, ps *os.ProcessState) string {
 		return "exited"
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+		return "killed by " + signalName(int(ws.Signal()))
 	}
 	return fmt.Sprintf("exit status %d", ps.ExitCode())
+}
+
+// signalName names the signals a server is commonly killed by.
+func signalName(n int) string {
+	if name, ok := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[n]; ok {
+		return name
+	}
+	return fmt.Sprintf("signal %d", n)
 }
 
 // markAnswered records that the child answered a request.

@@ -100,7 +100,13 @@ const msgNotRunning = "The MCP server is not running."
 // msgInstructions is the initialize result's instructions when mcpflow
 // answers the handshake itself.
 func msgInstructions(state string) string {
-	return "mcpflow answers for the MCP server, which is not running yet: " + firstLine(state)
+	return "mcpflow is answering for the MCP server until it runs. " + firstLine(state)
+}
+
+// msgHandshakeChanged: a new server's initialize result differs from the
+// one the client has, in field k.
+func msgHandshakeChanged(k, now, was string) string {
+	return fmt.Sprintf("the new server's initialize result differs in %s: %s (was %s); the client keeps the old one until it reconnects", k, now, was)
 }
 
 // Notices, attached to the next tools/call result while they are true.
@@ -184,13 +190,15 @@ func formatOutcome(o result.Build, tool string, running bool) (text string, isEr
 		b.WriteString(rs.Err.Error())
 		return b.String(), true
 	}
-	if o.Skipped {
-		fmt.Fprintf(&b, "Restarted in %s (no build step; stop %s, start %s, handshake %s, tools/list %s).\n",
-			result.Dur(rs.Duration), result.Dur(rs.Stop), result.Dur(rs.Start), result.Dur(rs.Replay), result.Dur(rs.ToolsList))
-	} else {
-		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s (stop %s, start %s, handshake %s, tools/list %s).\n",
-			result.Dur(o.Duration), result.Dur(rs.Duration), result.Dur(rs.Stop), result.Dur(rs.Start), result.Dur(rs.Replay), result.Dur(rs.ToolsList))
+	if !o.Skipped {
+		fmt.Fprintf(&b, "Build succeeded in %s. ", result.Dur(o.Duration))
 	}
+	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).",
+		result.Dur(rs.Duration), result.Dur(rs.Stop), result.Dur(rs.Start), result.Dur(rs.Replay), result.Dur(rs.ToolsList))
+	if o.Skipped {
+		b.WriteString(" There is no build step.")
+	}
+	b.WriteString("\n")
 	b.WriteString(restartText(rs, tool))
 	return strings.TrimRight(b.String(), "\n"), false
 }

@@ -48,10 +48,11 @@ type Config struct {
 	RestartMarker string
 
 	// StartupGrace is how long client messages wait for the first server
-	// before the relay answers on its own (initialize included) and tells
-	// the agent the first build is still running; default 5s. Clients give
-	// up on a silent server after some tens of seconds, and a cold cargo or
-	// go build can take minutes.
+	// before the relay answers on its own (initialize included, listing
+	// its own tools) and tells the agent the first build is still running;
+	// the client gets list_changed once the server is up. Default 300ms:
+	// some clients show a server that has not answered in 5 s as broken
+	// (Gemini CLI), and a cold cargo or go build can take minutes.
 	StartupGrace time.Duration
 
 	// OnEvent, when set, is told what happens to the child (see Event), in
@@ -128,7 +129,7 @@ const (
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
-	DefaultStartupGrace = 5 * time.Second
+	DefaultStartupGrace = 300 * time.Millisecond
 )
 
 // New returns a relay for cfg. Nothing runs until Serve.

@@ -277,6 +277,9 @@ func (r *Relay) spawn() (*child, error) {
 func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 	r.sw.mu.Lock()
 	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
+	if r.sw.sess.selfInit {
+		prevResult = nil // the relay's own stand-in answer: nothing to compare
+	}
 	r.sw.mu.Unlock()
 	var changes []string
 	switch st.(type) {
@@ -329,7 +332,7 @@ func compareInit(prev, cur []byte) []string {
 	var out []string
 	for _, k := range []string{"protocolVersion", "capabilities", "instructions", "serverInfo"} {
 		if !sameJSON(a[k], b[k]) {
-			out = append(out, fmt.Sprintf("the new server's initialize result has a different %s: %s (was %s); the client keeps the old one until it reconnects", k, compactJSON(b[k]), compactJSON(a[k])))
+			out = append(out, msgHandshakeChanged(k, compactJSON(b[k]), compactJSON(a[k])))
 		}
 	}
 	return out

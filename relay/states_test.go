@@ -60,6 +60,11 @@ func TestFailedStartAfterBuild(t *testing.T) {
 		if n := s.settle(); n != 2 {
 			t.Fatalf("%d children started for one build, want 2 (the first, the new one)", n)
 		}
+		// The child's stderr is logged once, as its own lines, not again
+		// inside an error.
+		if n := strings.Count(h.logs.String(), "crash-at-start requested"); n != 1 {
+			t.Fatalf("the child's stderr line is in the log %d times, want 1:\n%s", n, h.logs.String())
+		}
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 		if err != nil || !isErr || !strings.Contains(text, "before answering its handshake, so it is not running") ||
 			!strings.Contains(text, "crash-at-start requested") || strings.Contains(text, "restarting it") {
@@ -232,4 +237,27 @@ func TestRecompileDiffAgainstClientView(t *testing.T) {
 			t.Fatalf("after re-listing: %q", text)
 		}
 	})
+}
+
+// TestRestartDoneOnlyWhenAnswered: a first start whose held handshake the
+// child never answers is not reported up.
+func TestRestartDoneOnlyWhenAnswered(t *testing.T) {
+	l := &eventLog{}
+	newHarness(t, hopts{version: "2025-11-25", args: []string{"-crash-at-start"}, cfg: func(c *Config) {
+		c.StartupGrace = time.Minute // the client's initialize is held for the first server
+		c.OnEvent = func(e Event) {
+			l.mu.Lock()
+			l.events = append(l.events, e)
+			l.mu.Unlock()
+		}
+	}})
+	evs := l.waitFor(t, RestartFailed)
+	for _, k := range l.kinds() {
+		if k == Up {
+			t.Fatalf("a server that exited before answering its handshake was reported up: %v", l.kinds())
+		}
+	}
+	if !strings.Contains(evs[0].Report, "before answering its handshake") {
+		t.Fatalf("report: %q", evs[0].Report)
+	}
 }
