@@ -234,6 +234,13 @@ func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte
 		return false
 	}
 	r.ids.forget(key)
+	if r.debug {
+		size := 0
+		for _, ch := range chunks {
+			size += len(ch)
+		}
+		r.logMsg("server", &envelope{id: env.id}, size, p)
+	}
 	r.out.sendParts(chunks)
 	return true
 }

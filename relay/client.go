@@ -24,6 +24,9 @@ func (r *switchboard) fromClient(msg []byte) {
 		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
 		return
 	}
+	if r.debug {
+		r.logMsg("client", &env, len(msg), nil)
+	}
 	if env.isArray {
 		r.clientBatch(msg)
 		return
@@ -164,6 +167,9 @@ func (r *switchboard) forward(msg []byte, env envelope) {
 		delete(r.sess.subs, uriOf(env.params))
 	}
 	p := &pending{kind: k, gen: c.gen, method: env.method}
+	if r.debug {
+		p.sent = time.Now()
+	}
 	if k == kindToolsList {
 		p.firstPage = member(env.params, "cursor") == nil
 	}

@@ -16,6 +16,10 @@ import (
 // handshakeTimeout bounds each step of bringing a new child up.
 const handshakeTimeout = 30 * time.Second
 
+// probeTimeout bounds the wait for an answer to the relay's ping to a new
+// child that no client request reached yet.
+const probeTimeout = 5 * time.Second
+
 // Restart replaces the child with a new one: hold client messages, stop the
 // old child (every request pending on it gets one error), start the new one,
 // replay the session (legacy handshake and state, or the modern listen
@@ -153,13 +157,29 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		r.sw.forgetServed()
 	}
 	r.sw.flushQueue()
-	// A handshake held for this child (the client's first, as a rule) was
-	// just sent: the child is up once it answers.
-	wait := !c.hasAnswered() && r.sw.ids.handshakePending(c.gen)
+	// The child is up once it answered a request: the client's held
+	// handshake, just sent, or else a ping of the relay's (allowed before
+	// initialize). A child that ignores a ping is taken as up after
+	// probeTimeout.
+	wait := !c.hasAnswered()
+	probe := wait && !r.sw.ids.handshakePending(c.gen)
+	var pingParams []byte
+	if probe {
+		pingParams = r.sw.sess.withMeta(nil)
+	}
 	r.sw.mu.Unlock()
 	if wait {
+		var probeTimer <-chan time.Time
+		if probe {
+			go r.call(ctx, c, "ping", pingParams)
+			t := time.NewTimer(probeTimeout)
+			defer t.Stop()
+			probeTimer = t.C
+		}
 		select {
 		case <-c.answered:
+		case <-probeTimer:
+			r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(probeTimeout))
 		case <-c.done:
 			<-c.reaped
 			r.sw.mu.Lock()

@@ -30,6 +30,9 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if env.isResponse() {
 		c.markAnswered()
 	}
+	if r.debug && !env.isResponse() {
+		r.logMsg("server", &env, len(msg), nil)
+	}
 	r.out.beginInline() // written by this goroutine once the lock is free
 	defer r.out.endInline()
 	r.mu.Lock()
@@ -47,10 +50,16 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
+		if r.debug {
+			r.logMsg("server", &env, len(msg), nil)
+		}
 		r.ids.deliver(key, msg)
 		return
 	}
 	p, ok := r.ids.lookup(key, c.gen)
+	if r.debug {
+		r.logMsg("server", &env, len(msg), p)
+	}
 	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return

@@ -261,3 +261,28 @@ func TestRestartDoneOnlyWhenAnswered(t *testing.T) {
 		t.Fatalf("report: %q", evs[0].Report)
 	}
 }
+
+// TestDebugLogOneLinePerMessage: at debug level each message gets one
+// line: where from, method or id, size, and latency for responses.
+func TestDebugLogOneLinePerMessage(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25"})
+	h.mustCall("echo", map[string]any{"text": "logged"})
+	var calls, answers int
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		switch {
+		case strings.Contains(l, "from client") && strings.Contains(l, "method=tools/call"):
+			calls++
+			if !strings.Contains(l, "bytes=") || !strings.Contains(l, "id=") {
+				t.Errorf("client line lacks size or id: %q", l)
+			}
+		case strings.Contains(l, "from server") && strings.Contains(l, "for=tools/call"):
+			answers++
+			if !strings.Contains(l, "bytes=") || !strings.Contains(l, "latency=") {
+				t.Errorf("server line lacks size or latency: %q", l)
+			}
+		}
+	}
+	if calls != 1 || answers != 1 {
+		t.Fatalf("%d client lines and %d server lines for one tools/call, want 1 and 1:\n%s", calls, answers, h.logs.String())
+	}
+}

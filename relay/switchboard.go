@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // switchboard routes messages between the client and the current child:
@@ -34,6 +37,7 @@ type switchboard struct {
 	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
+	debug      bool                          // the logger takes debug lines: one per message
 
 	// lastBuildFailed: the last build failed, so the files on disk are
 	// not what the running server was built from.
@@ -71,7 +75,27 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
 		recompiles: map[string]context.CancelFunc{},
 		served:     map[string]listView{},
+		debug:      log.Enabled(context.Background(), slog.LevelDebug),
 	}
 	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
+}
+
+// logMsg writes the debug line for one message read from a peer: where
+// from, its method (or, for a response, its id), its size and, for a
+// response to a client request, how long the server took.
+func (r *switchboard) logMsg(from string, env *envelope, size int, p *pending) {
+	args := []any{"bytes", size}
+	switch {
+	case env.method != "" && env.id != nil:
+		args = append(args, "method", env.method, "id", string(env.id))
+	case env.method != "":
+		args = append(args, "method", env.method)
+	default:
+		args = append(args, "id", string(env.id))
+		if p != nil && !p.sent.IsZero() {
+			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
+		}
+	}
+	r.log.Debug("from "+from, args...)
 }
