@@ -1,9 +1,10 @@
 package relay
 
 import (
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // fromChild handles one line the child wrote on stdout.
@@ -26,6 +27,12 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 		}
 		return
 	}
+	if env.isResponse() {
+		c.markAnswered()
+	}
+	if r.debug && !env.isResponse() {
+		r.logMsg("server", &env, len(msg), nil)
+	}
 	r.out.beginInline() // written by this goroutine once the lock is free
 	defer r.out.endInline()
 	r.mu.Lock()
@@ -43,10 +50,16 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
+		if r.debug {
+			r.logMsg("server", &env, len(msg), nil)
+		}
 		r.ids.deliver(key, msg)
 		return
 	}
 	p, ok := r.ids.lookup(key, c.gen)
+	if r.debug {
+		r.logMsg("server", &env, len(msg), p)
+	}
 	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return
@@ -68,6 +81,7 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
+		r.noteClientTools(p, env.result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
@@ -90,6 +104,10 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 		return
 	}
 	switch env.method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		// The child changed a list itself: what the client is served is
+		// no longer known.
+		delete(r.served, strings.TrimSuffix(strings.TrimPrefix(env.method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
 		l := r.sess.listens[string(subscriptionID(env.params))]
 		if l != nil && l.awaitingAck {
@@ -124,7 +142,7 @@ func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
 	key := string(id)
 	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
 		r.ids.forget(key)
-		r.reply(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
+		r.reply(errorResponse(id, codeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
 	}
 }
 
@@ -138,16 +156,44 @@ func (r *Relay) childStderr(c *child, line string) {
 }
 
 // childExited is called once per child, after it is fully gone. Every
-// request still pending on it gets exactly one error.
+// request still pending on it gets exactly one error. A child that exits
+// before it answered its handshake, or before the restart that started it
+// completed, is a failed start: it is reported, not restarted. A crash
+// while the last build failed is not restarted either (the files on disk
+// came from that build). Other crashes follow relay.on_crash.
 func (r *Relay) childExited(c *child) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
+	current := !restarted && r.sw.child == c && r.sw.state != stateClosed
+	e := c.exitInfo()
+	tool := r.cfg.Tool
 	var report string
+	action, backoff := crashWait, time.Duration(0)
+	failedStart := false
+	switch {
+	case restarted:
+	case !c.hasAnswered() || !c.settled:
+		failedStart = true
+		report = msgFailedStart(e, tool)
+	case !current:
+		report = msgCrashWait(e, tool)
+	case r.sw.lastBuildFailed:
+		report = msgCrashAfterFailedBuild(e, tool)
+	default:
+		action, backoff = r.sw.crashes.crashed(e.uptime)
+		switch action {
+		case crashWait:
+			report = msgCrashWait(e, tool)
+		case crashLoopStop:
+			report = msgCrashLoop(e, r.sw.crashes.quick, tool)
+		case crashRestart:
+			report = msgCrashRestarting(e)
+		}
+	}
 	if restarted {
 		r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.pid})
 	} else {
-		report = c.crashReport()
 		r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.pid, Report: report})
 	}
 	failed := 0
@@ -164,28 +210,37 @@ func (r *Relay) childExited(c *child) {
 		}
 		failed++
 		if restarted {
-			r.sw.reply(errorResponse([]byte(key), codeServerRestarted,
-				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
+			r.sw.reply(errorResponse([]byte(key), codeServerRestarted, errTextRestarted, nil))
 		} else {
-			r.sw.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.sw.reply(errorResponse([]byte(key), codeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
-	if restarted || r.sw.child != c {
+	if !current {
 		return
 	}
 	r.sw.child = nil
 	r.sw.sess.newChild()
-	if r.sw.state == stateClosed {
-		return
-	}
 	r.sw.state = stateDown
 	r.sw.downReport = report
 	for _, m := range handshake {
 		r.sw.answerDown(m.msg, m.env)
 	}
-	r.log.Error("server crashed", "status", c.exitDesc, "uptime", time.Since(c.started).Round(time.Millisecond))
-	if failed == 0 {
-		r.sw.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
+	r.sw.down(report, true)
+	switch {
+	case failedStart:
+		r.log.Error("the server exited before answering its handshake; not restarting it until the next change or "+tool, "status", c.exitDesc)
+		return
+	case r.sw.lastBuildFailed:
+		r.log.Error("the server crashed; the last build failed, so it is not restarted from that build's output", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+		return
 	}
-	r.afterCrash(time.Since(c.started))
+	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+	switch action {
+	case crashWait:
+		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)
+	case crashLoopStop:
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or "+tool+" is called", "crashes", r.sw.crashes.quick)
+	case crashRestart:
+		r.restartAfterCrash(c.gen, backoff, failed == 0, c.exitDesc)
+	}
 }
