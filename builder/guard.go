@@ -17,10 +17,12 @@ import (
 var DefaultOutputDirs = []string{"dist", "build", "out", "target", "bin", ".next", ".output"}
 
 const (
-	// mtimeSlack widens a build's time window for file modification
-	// times: the kernel stamps files with a coarse clock that may lag
-	// time.Now by a few milliseconds.
-	mtimeSlack = 50 * time.Millisecond
+	// mtimeSlack moves the start of a build's time window earlier when
+	// telling whether a change happened during a build: the kernel
+	// stamps files with a coarse clock that may lag time.Now by a tick.
+	// Learning an output takes a modification time within the window
+	// itself.
+	mtimeSlack = 10 * time.Millisecond
 	// deleteSettle is how long after a build ends a deletion can still
 	// be the build's: the watcher reports changes after a quiet time.
 	deleteSettle = 2 * time.Second
@@ -101,7 +103,7 @@ func (g *guard) end(good bool) {
 	var learned []string
 	if good {
 		for p := range g.verify {
-			if fi, err := os.Stat(g.abs(p)); err == nil && w.holds(fi.ModTime()) {
+			if fi, err := os.Stat(g.abs(p)); err == nil && w.strictlyHolds(fi.ModTime()) {
 				g.outputs[p] = true
 				learned = append(learned, p)
 			}
@@ -127,9 +129,9 @@ func (g *guard) filter(paths []string) []string {
 	var dropped []string
 	changed := false
 	for _, p := range paths {
-		during := false
+		during, exists := false, false
 		if fi, err := os.Stat(g.abs(p)); err == nil {
-			during = g.duringBuild(fi.ModTime())
+			during, exists = g.duringBuild(fi.ModTime()), true
 		} else {
 			during = !g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle
 		}
@@ -144,8 +146,10 @@ func (g *guard) filter(paths []string) []string {
 		case g.outputs[p]:
 			dropped = append(dropped, p)
 		case g.underOutDir(p):
-			g.outputs[p] = true
-			changed = true
+			if exists {
+				g.outputs[p] = true
+				changed = true
+			}
 			dropped = append(dropped, p)
 		default:
 			g.verify[p] = true
@@ -195,7 +199,11 @@ func (g *guard) duringBuild(mt time.Time) bool {
 }
 
 func (w window) holds(mt time.Time) bool {
-	return !mt.Before(w.start.Add(-mtimeSlack)) && !mt.After(w.end.Add(mtimeSlack))
+	return !mt.Before(w.start.Add(-mtimeSlack)) && !mt.After(w.end)
+}
+
+func (w window) strictlyHolds(mt time.Time) bool {
+	return !mt.Before(w.start) && !mt.After(w.end)
 }
 
 func (g *guard) underOutDir(p string) bool {
