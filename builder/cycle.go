@@ -21,6 +21,10 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		res.Skipped = true
 		b.say(c, "no build command; skipping the build")
 	} else {
+		// The build's time window opens before Prepare: what another
+		// instance's build writes while this one waits for it counts as
+		// a build's writes too.
+		b.guard.begin()
 		var done func(bool)
 		out, done = b.prepare(c)
 		if out.skip != "" {
@@ -28,13 +32,13 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		} else if out.err == nil {
 			b.say(c, "building: "+b.cmdline)
 			lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))
-			b.guard.begin()
 			out = b.build(c.ctx)
-			b.guard.end(out.err == nil && c.ctx.Err() == nil)
 			res.Output, res.Duration = out.output, out.duration
 		}
+		good := out.err == nil && out.skip == "" && c.ctx.Err() == nil
+		b.guard.end(good)
 		if done != nil {
-			done(out.err == nil && c.ctx.Err() == nil)
+			done(good)
 		}
 	}
 

@@ -183,7 +183,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
 	})
-	b := builder.New(builder.Config{
+	b := builder.New(withBuildCache(cfg, slog.New(logger.WithPrefix("build")), builder.Config{
 		Command: cfg.Build.Command.Argv,
 		Shell:   cfg.Build.Command.Shell,
 		Dir:     cfg.Dir,
@@ -193,7 +193,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, stdin io.Reader
 			logCycle(logger, res)
 			rl.NoteBuild(res)
 		},
-	}, rl)
+	}), rl)
 	rl.SetRecompiler(b)
 
 	ctx, cancel := context.WithCancel(ctx)
