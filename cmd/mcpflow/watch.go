@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		Version:        version(),
 		Traffic:        run.trafficHook(""),
 	})
-	b := builder.New(builder.Config{
+	b := builder.New(withBuildCache(cfg, slog.New(logger.WithPrefix("build")), builder.Config{
 		Command: cfg.Build.Command.Argv,
 		Shell:   cfg.Build.Command.Shell,
 		Dir:     cfg.Dir,
@@ -214,7 +214,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 			rl.NoteBuild(res)
 			run.builds.note(res)
 		},
-	}, rl)
+	}), rl)
 	rl.SetRecompiler(b)
 	run.listen(control.ModeSingle, &singleTarget{name: serverName(cfg), rl: rl, recompile: b, builds: &run.builds})
 
