@@ -439,6 +439,35 @@ func TestE2ECLISchemaCommandFails(t *testing.T) {
 	}
 }
 
+// TestE2ECLISlowFirstBuild: past relay.startup_grace the client gets an
+// answer (only recompile listed; a call says the first build is running),
+// then list_changed and the tools when the build is done. The build waits
+// for the test's go-ahead.
+func TestE2ECLISlowFirstBuild(t *testing.T) {
+	dir, _ := cliProject(t, "", "60s")
+	path := filepath.Join(dir, "mcpflow.toml")
+	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1) + "\n[relay]\nstartup_grace = \"300ms\"\n"
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startE2E(t, dir, "", "watch")
+	if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
+		t.Fatalf("tools during a slow first build: %v", got)
+	}
+	got, isErr := h.call("greet", map[string]any{"name": "Ann"})
+	if !isErr || !strings.Contains(got, "first build and schema read are still running") {
+		t.Fatalf("call during a slow first build: %v %q", isErr, got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go-ahead"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitListChanged()
+	h.waitTools("greet")
+	if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
+		t.Fatalf("greet after the first build: %v %q", isErr, got)
+	}
+}
+
 // TestE2ECLIExitLeavesNothing: however mcpflow ends, a running call's
 // process and its grandchild go with it.
 func TestE2ECLIExitLeavesNothing(t *testing.T) {
