@@ -39,6 +39,10 @@ paths = ["."]
 include = ["**/*.go", "schema.json"]
 debounce = "50ms"
 
+[relay]
+# The first list must hold the CLI's tools however long the build takes.
+startup_grace = "10m"
+
 [log]
 level = "debug"
 `
@@ -446,7 +450,8 @@ func TestE2ECLISchemaCommandFails(t *testing.T) {
 func TestE2ECLISlowFirstBuild(t *testing.T) {
 	dir, _ := cliProject(t, "", "60s")
 	path := filepath.Join(dir, "mcpflow.toml")
-	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1) + "\n[relay]\nstartup_grace = \"300ms\"\n"
+	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
+	toml = strings.Replace(toml, `startup_grace = "10m"`, `startup_grace = "300ms"`, 1)
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
