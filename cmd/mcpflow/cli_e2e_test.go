@@ -39,6 +39,10 @@ paths = ["."]
 include = ["**/*.go", "schema.json"]
 debounce = "50ms"
 
+[relay]
+# The first list must hold the CLI's tools however long the build takes.
+startup_grace = "10m"
+
 [log]
 level = "debug"
 `
@@ -219,15 +223,17 @@ func TestE2ECLICalls(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("slow: %v %v", err, res)
 			}
-			mu.Lock()
-			n := len(progress)
+			// (A notification may be handled after the result.)
 			first := ""
-			if n > 0 {
-				first = progress[0]
+			for deadline := time.Now().Add(30 * time.Second); first == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				if len(progress) > 0 {
+					first = progress[0]
+				}
+				mu.Unlock()
 			}
-			mu.Unlock()
-			if n == 0 || !strings.HasPrefix(first, "step ") {
-				t.Fatalf("progress: %d notifications, first %q", n, first)
+			if !strings.HasPrefix(first, "step ") {
+				t.Fatalf("progress: first notification %q", first)
 			}
 
 			// 20 calls at once, max_parallel 4: all answered, at most 4
@@ -436,6 +442,36 @@ func TestE2ECLISchemaCommandFails(t *testing.T) {
 				t.Fatalf("recompile with a failing schema command: %v %q", isErr, got)
 			}
 		})
+	}
+}
+
+// TestE2ECLISlowFirstBuild: past relay.startup_grace the client gets an
+// answer (only recompile listed; a call says the first build is running),
+// then list_changed and the tools when the build is done. The build waits
+// for the test's go-ahead.
+func TestE2ECLISlowFirstBuild(t *testing.T) {
+	dir, _ := cliProject(t, "", "60s")
+	path := filepath.Join(dir, "mcpflow.toml")
+	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
+	toml = strings.Replace(toml, `startup_grace = "10m"`, `startup_grace = "300ms"`, 1)
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startE2E(t, dir, "", "watch")
+	if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
+		t.Fatalf("tools during a slow first build: %v", got)
+	}
+	got, isErr := h.call("greet", map[string]any{"name": "Ann"})
+	if !isErr || !strings.Contains(got, "first build and schema read are still running") {
+		t.Fatalf("call during a slow first build: %v %q", isErr, got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go-ahead"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitListChanged()
+	h.waitTools("greet")
+	if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
+		t.Fatalf("greet after the first build: %v %q", isErr, got)
 	}
 }
 
