@@ -353,6 +353,9 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		m.remove(spec.Name)
 		return nil, res, fail
 	}
+	if fail == nil {
+		m.applyResult(s, res)
+	}
 	if err := m.relist(ctx, s); err != nil && fail == nil {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
 	}
@@ -474,6 +477,20 @@ func (m *Mux) worker(s *server) {
 func (m *Mux) apply(s *server, ev Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.applyLocked(s, ev)
+}
+
+// applyResult records what a start or reload did at once, so that its
+// caller reports the new state; the same event, arriving later through the
+// worker, changes nothing.
+func (m *Mux) applyResult(s *server, res result.Build) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyLocked(s, eventOf(res))
+}
+
+// applyLocked is apply with m.mu held.
+func (m *Mux) applyLocked(s *server, ev Event) bool {
 	if s.removed {
 		return false
 	}
