@@ -462,3 +462,34 @@ func TestMuxRSS(t *testing.T) {
 	t.Logf("20 idle servers: %s", rss())
 	h.stopAndCheckGroups(nil)
 }
+
+// TestMuxE2EAgentServerHotReloads: a server the agent adds with build and
+// watch is built first, rebuilt and restarted on a save, and keeps serving
+// on a failed build, as a configured one is.
+func TestMuxE2EAgentServerHotReloads(t *testing.T) {
+	dir := muxProject(t)
+	os.Remove(filepath.Join(dir, "mcpflow.toml"))
+	h := startE2E(t, t.TempDir(), "", "mux")
+	out := h.mustCall("add_server", map[string]any{
+		"name": "e", "command": "bin/echo", "cwd": dir,
+		"build": "cd echo && go build -o ../bin/echo .", "watch": []string{"echo"},
+	})
+	if !strings.Contains(out, "e__echo") {
+		t.Fatalf("add_server with build: %s", out)
+	}
+	first := h.servers()["e"]
+	if first.LastBuild == nil || !first.LastBuild.OK || first.LastBuild.Skipped {
+		t.Fatalf("no build before the start: %+v", first.LastBuild)
+	}
+	drain(h.listChanged)
+	editSource(t, filepath.Join(dir, "echo"), addReverse)
+	h.waitListChanged()
+	h.waitTools("e__reverse")
+	if got := h.mustCall("e__reverse", map[string]any{"text": "ab"}); got != "ba" {
+		t.Fatalf("e__reverse: %q", got)
+	}
+	editSource(t, filepath.Join(dir, "echo"), breakBuild)
+	h.mustFail("reload_server", map[string]any{"name": "e"}, "undefined: undefinedThing", "keeps serving")
+	h.mustCall("e__reverse", map[string]any{"text": "still"})
+	h.stopAndCheckGroups([]int{h.servers()["e"].Pid})
+}
