@@ -235,9 +235,17 @@ func (m *Mux) Close() {
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
 	m.cancel()
+	// All at once: a child that ignores its closed stdin costs its own
+	// stop timeout, not every other server's too.
+	var stops sync.WaitGroup
 	for _, s := range all {
-		m.teardown(s)
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			m.teardown(s)
+		}()
 	}
+	stops.Wait()
 	m.wg.Wait()
 }
 
