@@ -235,9 +235,17 @@ func (m *Mux) Close() {
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
 	m.cancel()
+	// All at once: a child that ignores its closed stdin costs its own
+	// stop timeout, not every other server's too.
+	var stops sync.WaitGroup
 	for _, s := range all {
-		m.teardown(s)
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			m.teardown(s)
+		}()
 	}
+	stops.Wait()
 	m.wg.Wait()
 }
 
@@ -352,6 +360,9 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		m.mu.Unlock()
 		m.remove(spec.Name)
 		return nil, res, fail
+	}
+	if fail == nil {
+		m.applyResult(s, res)
 	}
 	if err := m.relist(ctx, s); err != nil && fail == nil {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
@@ -474,6 +485,20 @@ func (m *Mux) worker(s *server) {
 func (m *Mux) apply(s *server, ev Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.applyLocked(s, ev)
+}
+
+// applyResult records what a start or reload did at once, so that its
+// caller reports the new state; the same event, arriving later through the
+// worker, changes nothing.
+func (m *Mux) applyResult(s *server, res result.Build) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyLocked(s, eventOf(res))
+}
+
+// applyLocked is apply with m.mu held.
+func (m *Mux) applyLocked(s *server, ev Event) bool {
 	if s.removed {
 		return false
 	}

@@ -220,6 +220,13 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	} else {
 		res = RestartOnly(ctx, b.r)
 	}
+	ev := eventOf(res)
+	b.emit(ev)
+	return res
+}
+
+// eventOf is the event that reports a start's or reload's result.
+func eventOf(res result.Build) Event {
 	ev := Event{Build: &res}
 	if rs := res.Restart; rs != nil {
 		ev.Gen, ev.Pid = rs.Gen, rs.Pid
@@ -232,8 +239,7 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	default:
 		ev.Kind = EventUp
 	}
-	b.emit(ev)
-	return res
+	return ev
 }
 
 // RestartOnly restarts r without a build and reports it as a skipped

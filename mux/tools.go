@@ -149,6 +149,9 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddS
 		tools = "tools: " + strings.Join(info.Tools, ", ")
 	}
 	text := fmt.Sprintf("server %q is running (pid %d); %s", a.Name, info.Pid, tools)
+	if info.Pid == 0 { // a CLI: one process per call
+		text = fmt.Sprintf("server %q is ready; %s", a.Name, tools)
+	}
 	if len(info.Warnings) > 0 {
 		text += "\nwarnings:\n- " + strings.Join(info.Warnings, "\n- ")
 	}
@@ -201,6 +204,7 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 		s, res = ns, r
 	} else {
 		res = s.b.Reload(ctx)
+		m.applyResult(s, res)
 		if err := m.relist(ctx, s); err != nil {
 			m.log.Warn("re-listing after reload failed", "server", name, "err", err)
 		}

@@ -390,17 +390,22 @@ func (b *cliBackend) cycle(ctx context.Context, hook func(context.Context) resul
 		rs, _ := b.srv.Restart(ctx)
 		res = result.Build{Skipped: true, OK: true, Restart: rs}
 	}
+	if rs := res.Restart; res.OK && rs != nil && rs.Err != nil {
+		if sch, _ := b.srv.Schema(); sch != nil {
+			// The old tools keep serving: a failed refresh is reported
+			// as a failed build, not as a crash.
+			res.OK = false
+			if res.Errors == "" {
+				res.Errors = rs.Err.Error()
+			}
+		}
+	}
 	ev := mux.Event{Kind: mux.EventUp, Build: &res}
 	switch {
 	case !res.OK:
 		ev.Kind = mux.EventBuildFailed
 		ev.Report = "the build failed:\n" + res.Errors
 	case res.Restart != nil && res.Restart.Err != nil:
-		if sch, _ := b.srv.Schema(); sch != nil {
-			// The old tools keep serving: report it like a failed build.
-			ev.Kind, ev.Report = mux.EventBuildFailed, res.Restart.Err.Error()
-			break
-		}
 		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
 	}
 	if res.Restart != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -427,4 +428,68 @@ func TestMuxExit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMuxRSS measures mcpflow mux's resident memory idle, then with 20
+// idle servers behind it (the numbers in BENCHMARKS.md). It runs only with
+// MCPFLOW_MUX_RSS=1 and, like every timing, asserts nothing.
+func TestMuxRSS(t *testing.T) {
+	if os.Getenv("MCPFLOW_MUX_RSS") == "" {
+		t.Skip("set MCPFLOW_MUX_RSS=1 to measure")
+	}
+	bin := filepath.Join(t.TempDir(), "mcpflow")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building mcpflow without -race: %v\n%s", err, out)
+	}
+	saved := mcpflowBin
+	mcpflowBin = bin
+	defer func() { mcpflowBin = saved }()
+	h := startE2E(t, t.TempDir(), "", "mux")
+	rss := func() string {
+		time.Sleep(2 * time.Second)
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "VmRSS:") {
+				return strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:"))
+			}
+		}
+		return "?"
+	}
+	t.Logf("idle, no servers: %s", rss())
+	for i := range 20 {
+		h.mustCall("add_server", map[string]any{"name": fmt.Sprintf("s%d", i), "command": fixtureBin})
+	}
+	t.Logf("20 idle servers: %s", rss())
+	h.stopAndCheckGroups(nil)
+}
+
+// TestMuxE2EAgentServerHotReloads: a server the agent adds with build and
+// watch is built first, rebuilt and restarted on a save, and keeps serving
+// on a failed build, as a configured one is.
+func TestMuxE2EAgentServerHotReloads(t *testing.T) {
+	dir := muxProject(t)
+	os.Remove(filepath.Join(dir, "mcpflow.toml"))
+	h := startE2E(t, t.TempDir(), "", "mux")
+	out := h.mustCall("add_server", map[string]any{
+		"name": "e", "command": "bin/echo", "cwd": dir,
+		"build": "cd echo && go build -o ../bin/echo .", "watch": []string{"echo"},
+	})
+	if !strings.Contains(out, "e__echo") {
+		t.Fatalf("add_server with build: %s", out)
+	}
+	first := h.servers()["e"]
+	if first.LastBuild == nil || !first.LastBuild.OK || first.LastBuild.Skipped {
+		t.Fatalf("no build before the start: %+v", first.LastBuild)
+	}
+	drain(h.listChanged)
+	editSource(t, filepath.Join(dir, "echo"), addReverse)
+	h.waitListChanged()
+	h.waitTools("e__reverse")
+	if got := h.mustCall("e__reverse", map[string]any{"text": "ab"}); got != "ba" {
+		t.Fatalf("e__reverse: %q", got)
+	}
+	editSource(t, filepath.Join(dir, "echo"), breakBuild)
+	h.mustFail("reload_server", map[string]any{"name": "e"}, "undefined: undefinedThing", "keeps serving")
+	h.mustCall("e__reverse", map[string]any{"text": "still"})
+	h.stopAndCheckGroups([]int{h.servers()["e"].Pid})
 }
