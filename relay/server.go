@@ -12,19 +12,13 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
+	if !validJSON(msg) {
+		r.childJunk(c, msg, true)
+		return
+	}
 	env, err := peekEnvelope(msg)
 	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
-		// Not JSON-RPC: forwarding it would corrupt the client's stream.
-		c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
-		r.mu.Lock()
-		first := !r.junkWarned
-		r.junkWarned = true
-		r.mu.Unlock()
-		if first {
-			r.log.Warn("the server wrote a line to stdout that is not JSON-RPC; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
-		} else {
-			r.childLog.Debug("stdout: " + abbreviate(msg, 500))
-		}
+		r.childJunk(c, msg, false)
 		return
 	}
 	if env.isResponse() {
@@ -44,6 +38,36 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 		r.childRequest(c, msg, env)
 	case env.isNotification():
 		r.childNotification(c, msg, env)
+	}
+}
+
+// childJunk drops a line the child wrote on stdout that is not JSON-RPC
+// (badJSON: not even valid JSON): forwarding it would corrupt the client's
+// stream. A request the line seems to answer gets an error instead.
+func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
+	c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if badJSON {
+		if id := partialID(msg); strings.HasPrefix(string(id), reservedPrefix) {
+			r.ids.deliver(string(id), errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+		} else if id != nil {
+			if p, ok := r.ids.lookup(string(id), c.gen); ok && p.kind != kindListen {
+				r.ids.forget(string(id))
+				r.reply(errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+			}
+		}
+	}
+	first := !r.junkWarned
+	r.junkWarned = true
+	what := "not JSON-RPC"
+	if badJSON {
+		what = "not valid JSON"
+	}
+	if first {
+		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
+	} else {
+		r.childLog.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
 	}
 }
 
