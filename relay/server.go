@@ -249,15 +249,15 @@ func (r *Relay) childExited(c *child) {
 		r.sw.answerDown(m.msg, m.env)
 	}
 	r.sw.down(report, true)
+	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
 	switch {
 	case failedStart:
-		r.log.Error("the server exited before answering its handshake; not restarting it until the next change or "+tool, "status", c.exitDesc)
+		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)
 		return
 	case r.sw.lastBuildFailed:
-		r.log.Error("the server crashed; the last build failed, so it is not restarted from that build's output", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+		r.log.Error("the last build failed: not restarting the server from that build's output until a build succeeds or " + tool + " is called")
 		return
 	}
-	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
 	switch action {
 	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)
