@@ -214,10 +214,7 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
 func (r *switchboard) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() {
-		c.markAnswered()
-	}
-	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
+	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && validChunks(chunks) && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))
@@ -234,6 +231,7 @@ func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte
 		return false
 	}
 	r.ids.forget(key)
+	c.markAnswered()
 	if r.debug {
 		size := 0
 		for _, ch := range chunks {

@@ -12,19 +12,13 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
+	if !validJSON(msg) {
+		r.childJunk(c, msg, true)
+		return
+	}
 	env, err := peekEnvelope(msg)
 	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
-		// Not JSON-RPC: forwarding it would corrupt the client's stream.
-		c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
-		r.mu.Lock()
-		first := !r.junkWarned
-		r.junkWarned = true
-		r.mu.Unlock()
-		if first {
-			r.log.Warn("the server wrote a line to stdout that is not JSON-RPC; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
-		} else {
-			r.childLog.Debug("stdout: " + abbreviate(msg, 500))
-		}
+		r.childJunk(c, msg, false)
 		return
 	}
 	if env.isResponse() {
@@ -44,6 +38,36 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 		r.childRequest(c, msg, env)
 	case env.isNotification():
 		r.childNotification(c, msg, env)
+	}
+}
+
+// childJunk drops a line the child wrote on stdout that is not JSON-RPC
+// (badJSON: not even valid JSON): forwarding it would corrupt the client's
+// stream. A request the line seems to answer gets an error instead.
+func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
+	c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if badJSON {
+		if id := partialID(msg); strings.HasPrefix(string(id), reservedPrefix) {
+			r.ids.deliver(string(id), errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+		} else if id != nil {
+			if p, ok := r.ids.lookup(string(id), c.gen); ok && p.kind != kindListen {
+				r.ids.forget(string(id))
+				r.reply(errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+			}
+		}
+	}
+	first := !r.junkWarned
+	r.junkWarned = true
+	what := "not JSON-RPC"
+	if badJSON {
+		what = "not valid JSON"
+	}
+	if first {
+		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
+	} else {
+		r.childLog.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
 	}
 }
 
@@ -226,15 +250,15 @@ func (r *Relay) childExited(c *child) {
 		r.sw.answerDown(m.msg, m.env)
 	}
 	r.sw.down(report, true)
+	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
 	switch {
 	case failedStart:
-		r.log.Error("the server exited before answering its handshake; not restarting it until the next change or "+tool, "status", c.exitDesc)
+		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)
 		return
 	case r.sw.lastBuildFailed:
-		r.log.Error("the server crashed; the last build failed, so it is not restarted from that build's output", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+		r.log.Error("the last build failed: not restarting the server from that build's output until a build succeeds or " + tool + " is called")
 		return
 	}
-	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
 	switch action {
 	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)

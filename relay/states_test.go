@@ -286,3 +286,41 @@ func TestDebugLogOneLinePerMessage(t *testing.T) {
 		t.Fatalf("%d client lines and %d server lines for one tools/call, want 1 and 1:\n%s", calls, answers, h.logs.String())
 	}
 }
+
+// badJSONServer answers "good" requests and pings properly, "bigbad"
+// requests with a 300 KB line that is not valid JSON, and the rest with a
+// short invalid line.
+const badJSONServer = `while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+  [ -z "$id" ] && continue
+  case "$line" in
+  *good*|*ping*) printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}\n' "$id" ;;
+  *bigbad*) printf '{"jsonrpc":"2.0","id":%s,"result":{"t":"%s","x":tru}}\n' "$id" "$(head -c 300000 /dev/zero | tr '\0' a)" ;;
+  *) printf '{"jsonrpc":"2.0","id":%s,"result":{"x":tru}}\n' "$id" ;;
+  esac
+done`
+
+// TestInvalidServerLinesNotForwarded: a child line that starts like JSON
+// but is not valid JSON never reaches the client, short or long; the
+// request it answers gets an error, and the stream goes on.
+func TestInvalidServerLinesNotForwarded(t *testing.T) {
+	w := newWire(t, func(c *Config) {
+		c.Command = []string{badJSONServer}
+		c.Shell = true
+	})
+	w.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`)
+	if m := w.recvID(5); errCode(m) != codeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
+		t.Fatalf("short invalid answer: %v", m)
+	}
+	w.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"bigbad"}}`)
+	if m := w.recvID(6); errCode(m) != codeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
+		t.Fatalf("long invalid answer: %v", m)
+	}
+	w.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"good"}}`)
+	if m := w.recvID(7); m["result"] == nil {
+		t.Fatalf("valid answer: %v", m)
+	}
+	if !strings.Contains(w.logs.String(), "not valid JSON") {
+		t.Fatal("the invalid line is not in the log")
+	}
+}
