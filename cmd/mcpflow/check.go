@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +113,11 @@ func checkWarnings(cfg *Config, files []string) []string {
 	// A run binary or build output matched by the globs would rebuild in a
 	// loop, were it not ignored; say so, since the user may rely on it.
 	if cfg.Watch.Enabled {
+		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
 		for _, p := range candidateOutputs(cfg) {
+			if slices.Contains(outDirs, p) {
+				continue
+			}
 			rel, err := filepath.Rel(cfg.Dir, p)
 			if err != nil || strings.HasPrefix(rel, "..") {
 				continue
