@@ -248,6 +248,14 @@ func TestTwoInstancesBuildOnce(t *testing.T) {
 			t.Error("an instance has no tools")
 		}
 	}
+	// A save seen by both: one builds, the other starts its output.
+	if err := os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, dir, "changed src.txt", 2)
+	if n := countBuilds(t, dir); n != 2 {
+		t.Errorf("one save seen by two instances ran %d builds, want 1\nlog:\n%s", n-1, readLog(dir))
+	}
 	noOverlap(t, dir)
 }
 
