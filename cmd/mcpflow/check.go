@@ -174,7 +174,7 @@ func watchedBuildOutputs(cfg *Config, files []string) []string {
 			}
 		}
 	}
-	st, _ := buildcache.Load(buildcache.StateFile(buildcache.Dir(cfg.Dir), c2s(cfg)...))
+	st, _ := buildcache.Load(buildcache.StateFile(buildcache.Dir(cfg.Dir), buildIdentity(cfg)...))
 	watched := map[string]bool{}
 	for _, f := range files {
 		watched[f] = true

@@ -39,7 +39,7 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 	if warned() {
 		t.Fatal("a warning before mcpflow saw the build write gen/out.txt")
 	}
-	file := buildcache.StateFile(buildcache.Dir(dir), c2s(cfg)...)
+	file := buildcache.StateFile(buildcache.Dir(dir), buildIdentity(cfg)...)
 	if err := buildcache.Save(file, buildcache.State{Outputs: []string{"gen/out.txt"}}); err != nil {
 		t.Fatal(err)
 	}
