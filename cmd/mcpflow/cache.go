@@ -62,8 +62,7 @@ func newBuildCache(cfg *Config, logger *slog.Logger) *buildCache {
 	}
 }
 
-// buildIdentity is the build's identity: what makes two builds of one folder the
-// same build.
+// buildIdentity is what makes two builds of one folder the same build.
 func buildIdentity(cfg *Config) []string {
 	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
 	return append(id, cfg.Build.Command.Argv...)
