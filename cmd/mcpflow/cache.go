@@ -56,15 +56,14 @@ func newBuildCache(cfg *Config, logger *slog.Logger) *buildCache {
 	return &buildCache{
 		cfg:    cfg,
 		dir:    dir,
-		file:   buildcache.StateFile(dir, c2s(cfg)...),
+		file:   buildcache.StateFile(dir, buildIdentity(cfg)...),
 		output: runOutput(cfg),
 		log:    logger,
 	}
 }
 
-// c2s is the build's identity: what makes two builds of one folder the
-// same build.
-func c2s(cfg *Config) []string {
+// buildIdentity is what makes two builds of one folder the same build.
+func buildIdentity(cfg *Config) []string {
 	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
 	return append(id, cfg.Build.Command.Argv...)
 }
@@ -161,7 +160,7 @@ func (c *buildCache) key() (string, bool) {
 	for _, f := range []string{"go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json"} {
 		keep = append(keep, f)
 	}
-	return buildcache.Key(append(c2s(c.cfg), "run:"+c.output), c.cfg.Dir, keep), true
+	return buildcache.Key(append(buildIdentity(c.cfg), "run:"+c.output), c.cfg.Dir, keep), true
 }
 
 // show renders a path relative to the project folder when inside it.

@@ -164,6 +164,13 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	if len(h.tools()) == 0 {
 		t.Error("no tools from the server started without a build")
 	}
+	// The agent's recompile always builds.
+	if text, isErr := h.call("recompile", nil); isErr {
+		t.Fatalf("recompile: %s", text)
+	}
+	if n := countBuilds(t, dir); n != 2 {
+		t.Errorf("recompile with unchanged sources: %d builds, want 2", n)
+	}
 	stopE2E(t, h)
 	t.Logf("startup until the server runs: %s building, %s from the cache", cold, warm)
 
@@ -173,8 +180,8 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	}
 	h = startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 3)
-	if n := countBuilds(t, dir); n != 2 {
-		t.Errorf("a changed source: %d builds, want 2", n)
+	if n := countBuilds(t, dir); n != 3 {
+		t.Errorf("a changed source: %d builds, want 3", n)
 	}
 	stopE2E(t, h)
 	if err := os.Remove(filepath.Join(dir, "bin", "server")); err != nil {
@@ -182,8 +189,8 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	}
 	h = startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 4)
-	if n := countBuilds(t, dir); n != 3 {
-		t.Errorf("a missing output: %d builds, want 3", n)
+	if n := countBuilds(t, dir); n != 4 {
+		t.Errorf("a missing output: %d builds, want 4", n)
 	}
 }
 
@@ -241,5 +248,35 @@ func TestTwoInstancesBuildOnce(t *testing.T) {
 			t.Error("an instance has no tools")
 		}
 	}
+	// A save seen by both: one builds, the other starts its output.
+	if err := os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, dir, "changed src.txt", 2)
+	if n := countBuilds(t, dir); n != 2 {
+		t.Errorf("one save seen by two instances ran %d builds, want 1\nlog:\n%s", n-1, readLog(dir))
+	}
 	noOverlap(t, dir)
+}
+
+func TestRunOutput(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		argv  []string
+		shell bool
+		want  string
+	}{
+		{[]string{"./bin/server", "--stdio"}, false, filepath.Join(dir, "bin", "server")},
+		{[]string{"node", "--enable-source-maps", "dist/index.js"}, false, filepath.Join(dir, "dist", "index.js")},
+		{[]string{"python3", "server.py"}, false, filepath.Join(dir, "server.py")},
+		{[]string{"node", "-e", "1"}, false, ""},
+		{[]string{"npm", "start"}, false, ""},
+		{[]string{"./bin/server"}, true, ""},
+	} {
+		cfg := defaultConfig(dir)
+		cfg.Run.Command = Command{Argv: c.argv, Shell: c.shell}
+		if got := runOutput(cfg); got != c.want {
+			t.Errorf("runOutput(%q, shell %v) = %q, want %q", c.argv, c.shell, got, c.want)
+		}
+	}
 }

@@ -88,7 +88,7 @@ func Load(file string) (State, error) {
 
 // Save writes a state file atomically, creating its folder.
 func Save(file string, s State) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if err := makeDir(filepath.Dir(file)); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -133,4 +133,17 @@ func Key(build []string, root string, files []string) string {
 		fmt.Fprintf(h, "f%d:%s %d %s\n", len(f), f, fi.Size(), strconv.FormatInt(fi.ModTime().UnixNano(), 10))
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// makeDir creates the cache folder dir with a .gitignore that keeps it
+// out of git.
+func makeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ignore := filepath.Join(dir, ".gitignore")
+	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
+		return os.WriteFile(ignore, []byte("# mcpflow's build cache: never committed.\n*\n"), 0o644)
+	}
+	return nil
 }

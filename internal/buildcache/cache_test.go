@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,6 +75,9 @@ func TestStateRoundTripAndFresh(t *testing.T) {
 	got, err := Load(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(cache, ".gitignore")); err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Errorf("the cache folder is not kept out of git: %q, %v", b, err)
 	}
 	if !got.Fresh("k1") {
 		t.Errorf("a just-saved state is not fresh: %+v", got)

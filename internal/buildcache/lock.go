@@ -19,7 +19,7 @@ type Lock struct{ f *os.File }
 // waiting is called once and Acquire tries again until it gets the lock
 // or ctx ends (the error is then ctx.Err()).
 func Acquire(ctx context.Context, dir string, waiting func()) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makeDir(dir); err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
 	name := filepath.Join(dir, "build.lock")
