@@ -490,3 +490,30 @@ func TestLegacyChildSamplingRequest(t *testing.T) {
 		t.Errorf("after the refused request: %q", got)
 	}
 }
+
+// TestErasIndependently: a legacy client with a child that serves only
+// 2026-07-28, and a 2026-07-28 client with a child that serves only the
+// legacy handshake, each through the mux.
+func TestErasIndependently(t *testing.T) {
+	for _, c := range []struct{ name, client, child string }{
+		{"legacy client, modern-only child", "2025-11-25", "2026-07-28"},
+		{"modern client, legacy-only child", "", "2025-11-25,2025-06-18"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := start(t, envOpts{version: c.client})
+			args := addArgs("s", fixtureV1)
+			args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": c.child}
+			e.mustOK("add_server", args)
+			if got := e.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
+				t.Fatalf("s__echo: %q", got)
+			}
+			ctx := context.Background()
+			if _, err := e.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "s__greet", Arguments: map[string]string{"who": "you"}}); err != nil {
+				t.Errorf("s__greet: %v", err)
+			}
+			if _, err := e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://s/info"}); err != nil {
+				t.Errorf("read fixture://s/info: %v", err)
+			}
+		})
+	}
+}
