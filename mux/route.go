@@ -55,7 +55,7 @@ func (m front) instructions() string {
 	b.WriteString("mcpflow serves several MCP servers here. Their tools and prompts are named SERVER" + m.sep + "NAME. list_servers shows them; reload_server rebuilds and restarts one.")
 	for _, n := range m.namesLocked() {
 		s := m.servers[n]
-		if s.cs == nil || s.cs.InitializeResult() == nil {
+		if s.cs == nil || s.cs.InitializeResult() == nil || standIn(s.cs.InitializeResult()) {
 			continue
 		}
 		if in := strings.TrimSpace(s.cs.InitializeResult().Instructions); in != "" {
