@@ -558,3 +558,22 @@ func TestConfiguredServerBrokenAtStart(t *testing.T) {
 		t.Errorf("read fixture://b/info after the fix: %v", err)
 	}
 }
+
+// TestConfiguredServerRestartsAfterCrash: a configured server follows its
+// on_crash ("restart" by default): it comes back by itself, counted in
+// restarts, with its tools published again.
+func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{{Name: "c", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "c"}}}}})
+	before := e.server("c")
+	if before.Status != StatusRunning || before.Pid == 0 {
+		t.Fatalf("configured server: %+v", before)
+	}
+	e.call("c__exit", map[string]any{"code": 3}) // the call itself may fail: the child exits
+	eventually(t, "the server to come back with a new pid", func() bool {
+		s := e.server("c")
+		return s.Status == StatusRunning && s.Pid != 0 && s.Pid != before.Pid && s.Restarts == before.Restarts+1 && len(s.Tools) > 0
+	})
+	if got := e.mustOK("c__echo", map[string]any{"text": "x"}); got != "c:x" {
+		t.Fatalf("c__echo after the automatic restart: %q", got)
+	}
+}
