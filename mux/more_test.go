@@ -395,8 +395,8 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 
 // testHooks is a minimal builder: spec.Build runs through sh, and only a
 // good build restarts the relay.
-func testHooks(name string, spec ServerSpec, r *relay.Relay, _ func(result.Build)) (Hooks, error) {
-	cycle := func(ctx context.Context) result.Build {
+func testHooks(name string, spec ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (Hooks, error) {
+	build := func(ctx context.Context) result.Build {
 		if spec.Build == "" {
 			return RestartOnly(ctx, r)
 		}
@@ -407,6 +407,11 @@ func testHooks(name string, spec ServerSpec, r *relay.Relay, _ func(result.Build
 		}
 		res := RestartOnly(ctx, r)
 		res.Seq, res.Skipped, res.Duration, res.Output = 1, false, time.Since(t0), string(out)
+		return res
+	}
+	cycle := func(ctx context.Context) result.Build {
+		res := build(ctx)
+		noteBuild(res) // as the builder's OnResult does in cmd
 		return res
 	}
 	return Hooks{Start: cycle, Reload: cycle}, nil
@@ -488,5 +493,87 @@ func TestLegacyChildSamplingRequest(t *testing.T) {
 	}
 	if got := modern.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
 		t.Errorf("after the refused request: %q", got)
+	}
+}
+
+// TestErasIndependently: a legacy client with a child that serves only
+// 2026-07-28, and a 2026-07-28 client with a child that serves only the
+// legacy handshake, each through the mux.
+func TestErasIndependently(t *testing.T) {
+	for _, c := range []struct{ name, client, child string }{
+		{"legacy client, modern-only child", "2025-11-25", "2026-07-28"},
+		{"modern client, legacy-only child", "", "2025-11-25,2025-06-18"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := start(t, envOpts{version: c.client})
+			args := addArgs("s", fixtureV1)
+			args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": c.child}
+			e.mustOK("add_server", args)
+			if got := e.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
+				t.Fatalf("s__echo: %q", got)
+			}
+			ctx := context.Background()
+			if _, err := e.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "s__greet", Arguments: map[string]string{"who": "you"}}); err != nil {
+				t.Errorf("s__greet: %v", err)
+			}
+			if _, err := e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://s/info"}); err != nil {
+				t.Errorf("read fixture://s/info: %v", err)
+			}
+		})
+	}
+}
+
+// TestConfiguredServerBrokenAtStart: a configured server whose first build
+// fails stays listed as build-failed with the compiler output; once fixed,
+// reload_server brings it up with its tools, prompts and resources (its
+// session began with the relay's stand-in handshake).
+func TestConfiguredServerBrokenAtStart(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "srv")
+	src := filepath.Join(dir, "src")
+	copyFile(t, fixtureV1, src)
+	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := fmt.Sprintf("if [ -e %[1]s/broken ]; then echo 'main.go:3: syntax error' >&2; exit 1; fi; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", dir, src, bin)
+	e := start(t, envOpts{cfg: Config{
+		Servers:    []ServerSpec{{Name: "b", Command: []string{bin}, Build: build, Env: map[string]string{"FIXTURE_NAME": "b"}}},
+		NewBackend: NewRelayBackends(RelayOptions{NewHooks: testHooks}),
+	}})
+	s := e.server("b")
+	if s.Status != StatusBuildFailed || s.LastBuild == nil || !strings.Contains(s.LastBuild.Errors, "syntax error") {
+		t.Fatalf("a server broken at start: %+v %+v", s, s.LastBuild)
+	}
+	e.mustFail("b__echo", map[string]any{"text": "x"}, "build-failed", "reload_server")
+	os.Remove(filepath.Join(dir, "broken"))
+	e.mustOK("reload_server", map[string]any{"name": "b"})
+	if got := e.mustOK("b__echo", map[string]any{"text": "x"}); got != "b:x" {
+		t.Fatalf("b__echo after the fix: %q", got)
+	}
+	ctx := context.Background()
+	if _, err := e.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "b__greet", Arguments: map[string]string{"who": "you"}}); err != nil {
+		t.Errorf("b__greet after the fix: %v", err)
+	}
+	if _, err := e.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://b/info"}); err != nil {
+		t.Errorf("read fixture://b/info after the fix: %v", err)
+	}
+}
+
+// TestConfiguredServerRestartsAfterCrash: a configured server follows its
+// on_crash ("restart" by default): it comes back by itself, counted in
+// restarts, with its tools published again.
+func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{{Name: "c", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "c"}}}}})
+	before := e.server("c")
+	if before.Status != StatusRunning || before.Pid == 0 {
+		t.Fatalf("configured server: %+v", before)
+	}
+	e.call("c__exit", map[string]any{"code": 3}) // the call itself may fail: the child exits
+	eventually(t, "the server to come back with a new pid", func() bool {
+		s := e.server("c")
+		return s.Status == StatusRunning && s.Pid != 0 && s.Pid != before.Pid && s.Restarts == before.Restarts+1 && len(s.Tools) > 0
+	})
+	if got := e.mustOK("c__echo", map[string]any{"text": "x"}); got != "c:x" {
+		t.Fatalf("c__echo after the automatic restart: %q", got)
 	}
 }

@@ -570,6 +570,10 @@ func (m *Mux) relist(ctx context.Context, s *server) error {
 	var resources []*mcp.Resource
 	var templates []*mcp.ResourceTemplate
 	caps := cs.InitializeResult().Capabilities
+	if standIn(cs.InitializeResult()) {
+		// The child's own capabilities are unknown: ask for everything.
+		caps = &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
+	}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return err

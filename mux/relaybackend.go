@@ -178,11 +178,18 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	b.emit(ev)
 }
 
+// standIn reports whether a handshake result is the relay's own answer,
+// given when no child could answer (a failed first build, a child that
+// died at once): it describes the relay, not the child that serves later.
+func standIn(init *mcp.InitializeResult) bool {
+	return init != nil && init.ServerInfo != nil && init.ServerInfo.Name == "mcpflow" && strings.Contains(init.Instructions, relayTool)
+}
+
 // CheckHandshake tells a child's handshake from the relay's stand-in
 // answer (the child died before it could answer) and returns the crash
 // report then.
 func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
-	if init == nil || init.ServerInfo == nil || init.ServerInfo.Name != "mcpflow" || !strings.Contains(init.Instructions, relayTool) {
+	if !standIn(init) {
 		return nil
 	}
 	deadline := time.Now().Add(2 * time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (m front) instructions() string {
 	b.WriteString("mcpflow serves several MCP servers here. Their tools and prompts are named SERVER" + m.sep + "NAME. list_servers shows them; reload_server rebuilds and restarts one.")
 	for _, n := range m.namesLocked() {
 		s := m.servers[n]
-		if s.cs == nil || s.cs.InitializeResult() == nil {
+		if s.cs == nil || s.cs.InitializeResult() == nil || standIn(s.cs.InitializeResult()) {
 			continue
 		}
 		if in := strings.TrimSpace(s.cs.InitializeResult().Instructions); in != "" {
@@ -174,7 +175,7 @@ func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallTo
 	if bad != nil {
 		return bad, nil
 	}
-	params := &mcp.CallToolParams{Meta: m.withLevel(p.Meta), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	params := &mcp.CallToolParams{Meta: m.withLevel(childMeta(p.Meta)), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
@@ -190,6 +191,44 @@ func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallTo
 		}
 	}
 	return res, nil
+}
+
+// sessionMetaKeys are the _meta keys by which a 2026-07-28 peer describes
+// its own session. The client's describe its session with the mux, not the
+// mux's session with the child (whose era may differ: a legacy-only child
+// refuses a request that names 2026-07-28), so they are not forwarded; the
+// mux's client sets its own.
+var sessionMetaKeys = []string{
+	mcp.MetaKeyProtocolVersion,
+	mcp.MetaKeyClientInfo,
+	mcp.MetaKeyClientCapabilities,
+	mcp.MetaKeyServerInfo,
+	mcp.MetaKeySubscriptionID,
+}
+
+// childMeta is a request's _meta as forwarded to a child: everything but
+// sessionMetaKeys (a progress token included).
+func childMeta(meta mcp.Meta) mcp.Meta {
+	found := false
+	for _, k := range sessionMetaKeys {
+		if _, ok := meta[k]; ok {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return meta
+	}
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		if !slices.Contains(sessionMetaKeys, k) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // withLevel adds the log level the client set with logging/setLevel to a
@@ -249,7 +288,7 @@ func (m front) promptHandler(server, prompt string) mcp.PromptHandler {
 			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
 		}
 		p := *req.Params
-		p.Name = prompt
+		p.Name, p.Meta = prompt, childMeta(p.Meta)
 		return cs.GetPrompt(ctx, &p)
 	}
 }
@@ -261,6 +300,7 @@ func (m front) resourceHandler(server string) mcp.ResourceHandler {
 			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
 		}
 		p := *req.Params
+		p.Meta = childMeta(p.Meta)
 		return cs.ReadResource(ctx, &p)
 	}
 }
@@ -303,6 +343,7 @@ func matchTemplate(tmpl, uri string) bool {
 
 func (m front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := *req.Params
+	p.Meta = childMeta(p.Meta)
 	if p.Ref == nil {
 		return nil, errors.New("completion/complete: no ref")
 	}
@@ -339,7 +380,9 @@ func (m front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if err != nil {
 		return err
 	}
-	return cs.Subscribe(ctx, req.Params)
+	p := *req.Params
+	p.Meta = childMeta(p.Meta)
+	return cs.Subscribe(ctx, &p)
 }
 
 func (m front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
@@ -347,7 +390,9 @@ func (m front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 	if err != nil {
 		return err
 	}
-	return cs.Unsubscribe(ctx, req.Params)
+	p := *req.Params
+	p.Meta = childMeta(p.Meta)
+	return cs.Unsubscribe(ctx, &p)
 }
 
 func (m front) resourceSession(uri string) (*mcp.ClientSession, error) {

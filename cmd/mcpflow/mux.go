@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,7 +153,7 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 		StopTimeout: s.Run.StopTimeout,
 	}
 	if !s.Build.Command.IsZero() {
-		spec.Build = s.Build.Command.String()
+		spec.Build = strings.Join(s.Build.Command.Argv, " ") // for show: the hooks build from s itself
 	}
 	if s.Watch.Enabled {
 		spec.Watch = s.Watch.Paths

@@ -493,3 +493,31 @@ func TestMuxE2EAgentServerHotReloads(t *testing.T) {
 	h.mustCall("e__reverse", map[string]any{"text": "still"})
 	h.stopAndCheckGroups([]int{h.servers()["e"].Pid})
 }
+
+// TestMuxE2EBrokenAtStartThenFixed: one configured server's first build
+// fails; the others serve, list_servers shows the compiler output, and
+// fixing the source brings the server up with its tools.
+func TestMuxE2EBrokenAtStartThenFixed(t *testing.T) {
+	dir := muxProject(t)
+	editSource(t, filepath.Join(dir, "echo"), breakBuild)
+	h := startE2E(t, dir, "", "watch")
+	h.waitTools("notes__add_note")
+	h.eventually("echo's failed build in list_servers", func() bool {
+		s := h.servers()["echo"]
+		return s.Status == mux.StatusBuildFailed && s.LastBuild != nil && strings.Contains(s.LastBuild.Errors, "undefined: undefinedThing")
+	})
+	h.mustFail("echo__echo", map[string]any{"text": "x"}, "echo", "build-failed")
+	h.mustCall("notes__add_note", map[string]any{"text": "meanwhile"})
+	editSource(t, filepath.Join(dir, "echo"), func(src string) string {
+		return strings.Replace(src, "\tundefinedThing()\n", "", 1)
+	})
+	h.waitTools("echo__echo")
+	if got := h.mustCall("echo__echo", map[string]any{"text": "fixed"}); got != "fixed" {
+		t.Fatalf("echo__echo after the fix: %q", got)
+	}
+	if s := h.servers()["echo"]; s.Status != mux.StatusRunning || s.LastBuild == nil || !s.LastBuild.OK {
+		t.Fatalf("echo after the fix: %+v", s)
+	}
+	all := h.servers()
+	h.stopAndCheckGroups([]int{all["echo"].Pid, all["notes"].Pid})
+}
