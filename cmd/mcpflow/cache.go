@@ -157,9 +157,7 @@ func (c *buildCache) key() (string, bool) {
 			keep = append(keep, f)
 		}
 	}
-	for _, f := range []string{"go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json"} {
-		keep = append(keep, f)
-	}
+	keep = append(keep, "go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json")
 	return buildcache.Key(append(buildIdentity(c.cfg), "run:"+c.output), c.cfg.Dir, keep), true
 }
 

@@ -151,7 +151,7 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	}
 
 	start = time.Now()
-	h = startE2E(t, dir, "", "watch")
+	startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 2)
 	warm := time.Since(start)
 	if n := countBuilds(t, dir); n != 1 {
@@ -187,7 +187,7 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "bin", "server")); err != nil {
 		t.Fatal(err)
 	}
-	h = startE2E(t, dir, "", "watch")
+	startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 4)
 	if n := countBuilds(t, dir); n != 4 {
 		t.Errorf("a missing output: %d builds, want 4", n)
@@ -219,7 +219,7 @@ func TestCacheFailedBuildIsNeverReused(t *testing.T) {
 	}
 	os.Chtimes(filepath.Join(dir, "src.txt"), fi.ModTime(), fi.ModTime())
 	before := countBuilds(t, dir)
-	h = startE2E(t, dir, "", "watch")
+	startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 2)
 	if n := countBuilds(t, dir); n != before+1 {
 		t.Errorf("after a failed build the next start did not build (%d builds, %d before)\nlog:\n%s", n, before, readLog(dir))
