@@ -292,5 +292,6 @@ func (r *Relay) startupGrace() {
 		return
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
+	r.sw.building = true
 	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

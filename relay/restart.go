@@ -71,6 +71,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	if r.sw.state != stateClosed {
 		r.sw.state = stateRestarting
 	}
+	r.sw.building = false
 	if !auto {
 		// A build (or the agent) restarts the server: the crash count, the
 		// failed build and the notices about them are over.
@@ -413,6 +414,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 	if o.Canceled {
 		return
 	}
+	r.sw.building = false
 	if o.OK {
 		r.sw.lastBuildFailed = false
 		r.sw.tools.clearNotice(noticeBuild)
@@ -425,7 +427,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 	case stateStarting:
 		r.sw.down(report, true)
 	case stateDown:
-		r.sw.downReport = report
+		r.sw.down(report, true) // tool calls held for the first build are answered
 	case stateUp:
 		if o.Trigger == "watch" {
 			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.Tool))

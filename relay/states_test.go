@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -322,5 +323,33 @@ func TestInvalidServerLinesNotForwarded(t *testing.T) {
 	}
 	if !strings.Contains(w.logs.String(), "not valid JSON") {
 		t.Fatal("the invalid line is not in the log")
+	}
+}
+
+// TestFirstBuildFailsWhileCallHeld: a tool call waiting for the first
+// build is answered with the build's errors when it fails.
+func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.StartupGrace = 100 * time.Millisecond }})
+	called := make(chan string, 1)
+	go func() {
+		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+		called <- fmt.Sprint(text, isErr, err)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.r.sw.mu.Lock()
+		held := h.r.sw.held.len()
+		h.r.sw.mu.Unlock()
+		if held == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool call is not held for the first build")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.r.NoteBuild(result.Build{Trigger: "startup", Err: errors.New("exit status 1"), Errors: "main.go:3:1: undefined: undefinedThing"})
+	if got := <-called; !strings.Contains(got, "undefinedThing") || !strings.Contains(got, "build failed") {
+		t.Fatalf("held call after the failed build: %q", got)
 	}
 }
