@@ -207,9 +207,19 @@ func diffOr(d result.ToolDiff) string {
 }
 
 // respawn starts a fresh child without a build (initialize after discover).
+// After a failed build that child runs that build's output: the agent is
+// told so.
 func (r *Relay) respawn() {
-	if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
-		r.log.Error("starting a fresh server", "err", err)
+	if _, err := r.restart(r.ctx, true); err != nil {
+		if !errors.Is(err, errClosed) {
+			r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
+		}
+		return
+	}
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.lastBuildFailed {
+		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.Tool))
 	}
 }
 
