@@ -112,10 +112,10 @@ type Relay struct {
 }
 
 // restarts serializes restarts; its mutex also guards the tool baseline
-// the next restart's diff is made against.
+// a restart's diff is made against when the client never listed tools.
 type restarts struct {
 	mu        sync.Mutex
-	baseline  []toolInfo // tools of the last child
+	baseline  []toolInfo // the tools when the client's session began
 	haveTools bool       // baseline is a real list
 }
 

@@ -129,11 +129,14 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		base, known := r.sw.clientTools, r.sw.clientToolsKnown
 		r.sw.mu.Unlock()
 		if !known {
-			// The client never listed tools: compare with the last child.
+			// The client never listed tools: compare with the tools it had
+			// when its session began.
 			base, known = r.restarts.baseline, r.restarts.haveTools
 		}
 		res.Tools = diffTools(base, tools, known)
-		r.restarts.baseline, r.restarts.haveTools = tools, true
+		if !r.restarts.haveTools {
+			r.restarts.baseline, r.restarts.haveTools = tools, true
+		}
 	}
 	res.ToolsList = time.Since(tTools)
 

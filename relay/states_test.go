@@ -353,3 +353,16 @@ func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
 		t.Fatalf("held call after the failed build: %q", got)
 	}
 }
+
+// TestRecompileDiffSinceSessionStart: a client that never lists tools is
+// told what changed since its session began.
+func TestRecompileDiffSinceSessionStart(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		h.setVariant("v2")
+		h.mustCall("recompile", nil)
+		if text := h.mustCall("recompile", nil); !strings.Contains(text, "Tools changed since your last tools/list: +reverse") {
+			t.Fatalf("second recompile, tools never listed: %q", text)
+		}
+	})
+}
