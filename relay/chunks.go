@@ -41,11 +41,14 @@ type chunkScanner struct {
 	val      []byte
 	strBuf   []byte // the current string's bytes, when it is a key or a captured value
 	wantStr  bool
+	// valid checks, piece by piece too, that the line is valid JSON in
+	// valid UTF-8, so that no invalid line is forwarded from its chunks.
+	valid jsonStream
 }
 
 // reset readies the scanner for a new line.
 func (s *chunkScanner) reset() {
-	*s = chunkScanner{stack: s.stack[:0], strBuf: s.strBuf[:0]}
+	*s = chunkScanner{stack: s.stack[:0], strBuf: s.strBuf[:0], valid: jsonStream{stack: s.valid.stack[:0], carry: s.valid.carry[:0]}}
 }
 
 func (s *chunkScanner) endValue() {
@@ -67,6 +70,10 @@ func (s *chunkScanner) endValue() {
 // feed scans the next piece of the line. After an error it does nothing.
 func (s *chunkScanner) feed(c []byte) {
 	if s.err != nil {
+		return
+	}
+	if s.valid.feed(c); s.valid.bad {
+		s.err = errors.New("not valid JSON")
 		return
 	}
 	i := 0
@@ -192,10 +199,14 @@ func (s *chunkScanner) result() (chunkEnvelope, error) {
 	if s.inStr || !s.finished {
 		return s.e, errors.New("unterminated JSON value")
 	}
+	if !s.valid.valid() {
+		return s.e, errors.New("not valid JSON")
+	}
 	return s.e, nil
 }
 
-// scanChunks scans a line given in chunks (see chunkScanner).
+// scanChunks scans a line given in chunks (see chunkScanner), and checks
+// that it is valid JSON.
 func scanChunks(chunks [][]byte) (chunkEnvelope, error) {
 	var s chunkScanner
 	for _, c := range chunks {
@@ -214,7 +225,7 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
 func (r *switchboard) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && validChunks(chunks) && r.forwardChunks(c, env, chunks) {
+	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))

@@ -119,14 +119,21 @@ func (r *switchboard) clientRequest(msg []byte, env envelope) {
 		}
 	}
 
-	switch r.state {
-	case stateStarting, stateRestarting:
+	switch {
+	case r.state == stateStarting || r.state == stateRestarting || r.waitsForFirstBuild(env):
 		r.hold(msg, env)
-	case stateDown:
+	case r.state == stateDown:
 		r.answerDown(msg, env)
-	case stateUp:
+	case r.state == stateUp:
 		r.forward(msg, env)
 	}
+}
+
+// waitsForFirstBuild reports whether a request waits for the first build
+// rather than being answered at once: a tool call, while the relay
+// answers alone because that build is still running. sw.mu is held.
+func (r *switchboard) waitsForFirstBuild(env envelope) bool {
+	return r.building && r.state == stateDown && env.method == "tools/call"
 }
 
 // forward sends a client request to the current child. sw.mu is held and a
@@ -269,10 +276,12 @@ func (r *switchboard) dispatchQueued(m queued) {
 	env := m.env
 	switch {
 	case env.isRequest():
-		switch r.state {
-		case stateDown:
+		switch {
+		case r.waitsForFirstBuild(env):
+			r.held.put(m)
+		case r.state == stateDown:
 			r.answerDown(m.msg, env)
-		case stateUp:
+		case r.state == stateUp:
 			r.forward(m.msg, env)
 		}
 	case env.isNotification():
@@ -292,7 +301,11 @@ func (r *Relay) expireQueue() {
 		}
 		r.sw.mu.Lock()
 		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
-			if m.env.isRequest() {
+			switch {
+			case !m.env.isRequest():
+			case r.sw.building:
+				r.sw.reply(resultResponse(m.env.id, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
+			default:
 				r.sw.reply(errorResponse(m.env.id, codeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))
 			}
 		}

@@ -147,7 +147,8 @@
 //
 // Every line, from either peer, is checked with validJSON (jsonvalid.go),
 // one pass for JSON and UTF-8; a long child line kept in chunks is checked
-// piece by piece with jsonStream (jsonstream.go). Both are held by fuzz
+// piece by piece as it is read, with jsonStream (jsonstream.go) beside the
+// envelope scanner. Both are held by fuzz
 // tests to json.Valid && utf8.Valid. BENCHMARKS.md has the figures.
 //
 // The relay defines Recompiler, which the builder satisfies; the builder

@@ -340,7 +340,7 @@ func FuzzScanChunks(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, cut1, cut2 uint8) {
 		want, err := peekEnvelope(b)
-		if err != nil || want.isArray || !utf8.Valid(b) {
+		if err != nil || want.isArray || !validJSON(b) {
 			return
 		}
 		// Cut into up to three chunks.
@@ -359,7 +359,7 @@ func FuzzScanChunks(f *testing.F) {
 }
 
 func TestScanChunksRejects(t *testing.T) {
-	for _, s := range []string{`{"id":1,"result":{"a":"b"}`, `{"id":1,"result":"x}`, `{"id":1,"result":[}}`, `[1]`, `{"id":1} x`} {
+	for _, s := range []string{`{"id":1,"result":{"a":"b"}`, `{"id":1,"result":"x}`, `{"id":1,"result":[}}`, `[1]`, `{"id":1} x`, `{"id":1,"result":{"x":tru}}`, "{\"id\":1,\"result\":\"\xff\"}"} {
 		if _, err := scanChunks([][]byte{[]byte(s[:len(s)/2]), []byte(s[len(s)/2:])}); err == nil {
 			t.Errorf("%s: accepted", s)
 		}

@@ -116,6 +116,12 @@ func noticeBuildFailed(tool string) string {
 	return fmt.Sprintf("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", tool)
 }
 
+// noticeFailedBuildRunning: the server had to be started from the files
+// of a build that failed.
+func noticeFailedBuildRunning(tool string) string {
+	return fmt.Sprintf("mcpflow: the server now running was started from the output of the last build, which failed: it may not match your code. Fix the errors, then save or call %s.", tool)
+}
+
 // noticeCrashRestarted: the server crashed between calls and mcpflow
 // restarted it.
 func noticeCrashRestarted(status string) string {

@@ -53,6 +53,7 @@ func TestMessageCatalog(t *testing.T) {
 		{"not running", msgNotRunning},
 		{"instructions", msgInstructions(msgBuilding(tool))},
 		{"notice: build failed", noticeBuildFailed(tool)},
+		{"notice: failed build running", noticeFailedBuildRunning(tool)},
 		{"notice: crash restarted", noticeCrashRestarted("exit status 4")},
 		{"error: down", errTextDown(msgBuilding(tool))},
 		{"error: crashed", errTextCrashed(msgCrashRestarting(bare))},

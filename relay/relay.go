@@ -112,10 +112,10 @@ type Relay struct {
 }
 
 // restarts serializes restarts; its mutex also guards the tool baseline
-// the next restart's diff is made against.
+// a restart's diff is made against when the client never listed tools.
 type restarts struct {
 	mu        sync.Mutex
-	baseline  []toolInfo // tools of the last child
+	baseline  []toolInfo // the tools when the client's session began
 	haveTools bool       // baseline is a real list
 }
 
@@ -293,5 +293,6 @@ func (r *Relay) startupGrace() {
 		return
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
+	r.sw.building = true
 	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

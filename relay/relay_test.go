@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -401,14 +402,32 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
 			t.Fatalf("tools while building: %v", names)
 		}
-		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
-		if err != nil || !isErr || !strings.Contains(text, "first build is still running") {
-			t.Fatalf("call while building: %q %v %v", text, isErr, err)
+		// A tool call waits for the first build.
+		called := make(chan string, 1)
+		go func() {
+			text, isErr, err := h.call("echo", map[string]any{"text": "waited"})
+			called <- fmt.Sprint(text, isErr, err)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			h.r.sw.mu.Lock()
+			held := h.r.sw.held.len()
+			h.r.sw.mu.Unlock()
+			if held == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the tool call is not held for the first build")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		// The build finishes: the server gets the replayed session and the
-		// client is told.
+		// The build finishes: the server gets the replayed session, the
+		// held call is answered and the client is told.
 		if _, err := h.r.Restart(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if got := <-called; got != "waited\nfalse <nil>" {
+			t.Fatalf("call held for the first build: %q", got)
 		}
 		h.waitListChanged()
 		if got := h.mustCall("echo", map[string]any{"text": "up"}); !strings.Contains(got, "up") {

@@ -71,6 +71,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	if r.sw.state != stateClosed {
 		r.sw.state = stateRestarting
 	}
+	r.sw.building = false
 	if !auto {
 		// A build (or the agent) restarts the server: the crash count, the
 		// failed build and the notices about them are over.
@@ -128,11 +129,14 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		base, known := r.sw.clientTools, r.sw.clientToolsKnown
 		r.sw.mu.Unlock()
 		if !known {
-			// The client never listed tools: compare with the last child.
+			// The client never listed tools: compare with the tools it had
+			// when its session began.
 			base, known = r.restarts.baseline, r.restarts.haveTools
 		}
 		res.Tools = diffTools(base, tools, known)
-		r.restarts.baseline, r.restarts.haveTools = tools, true
+		if !r.restarts.haveTools {
+			r.restarts.baseline, r.restarts.haveTools = tools, true
+		}
 	}
 	res.ToolsList = time.Since(tTools)
 
@@ -206,9 +210,19 @@ func diffOr(d result.ToolDiff) string {
 }
 
 // respawn starts a fresh child without a build (initialize after discover).
+// After a failed build that child runs that build's output: the agent is
+// told so.
 func (r *Relay) respawn() {
-	if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
-		r.log.Error("starting a fresh server", "err", err)
+	if _, err := r.restart(r.ctx, true); err != nil {
+		if !errors.Is(err, errClosed) {
+			r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
+		}
+		return
+	}
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.lastBuildFailed {
+		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.Tool))
 	}
 }
 
@@ -413,6 +427,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 	if o.Canceled {
 		return
 	}
+	r.sw.building = false
 	if o.OK {
 		r.sw.lastBuildFailed = false
 		r.sw.tools.clearNotice(noticeBuild)
@@ -425,7 +440,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 	case stateStarting:
 		r.sw.down(report, true)
 	case stateDown:
-		r.sw.downReport = report
+		r.sw.down(report, true) // tool calls held for the first build are answered
 	case stateUp:
 		if o.Trigger == "watch" {
 			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.Tool))

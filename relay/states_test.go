@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -323,4 +324,45 @@ func TestInvalidServerLinesNotForwarded(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "not valid JSON") {
 		t.Fatal("the invalid line is not in the log")
 	}
+}
+
+// TestFirstBuildFailsWhileCallHeld: a tool call waiting for the first
+// build is answered with the build's errors when it fails.
+func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.StartupGrace = 100 * time.Millisecond }})
+	called := make(chan string, 1)
+	go func() {
+		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
+		called <- fmt.Sprint(text, isErr, err)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.r.sw.mu.Lock()
+		held := h.r.sw.held.len()
+		h.r.sw.mu.Unlock()
+		if held == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool call is not held for the first build")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.r.NoteBuild(result.Build{Trigger: "startup", Err: errors.New("exit status 1"), Errors: "main.go:3:1: undefined: undefinedThing"})
+	if got := <-called; !strings.Contains(got, "undefinedThing") || !strings.Contains(got, "build failed") {
+		t.Fatalf("held call after the failed build: %q", got)
+	}
+}
+
+// TestRecompileDiffSinceSessionStart: a client that never lists tools is
+// told what changed since its session began.
+func TestRecompileDiffSinceSessionStart(t *testing.T) {
+	forEachEra(t, func(t *testing.T, version string) {
+		h := newHarness(t, hopts{version: version})
+		h.setVariant("v2")
+		h.mustCall("recompile", nil)
+		if text := h.mustCall("recompile", nil); !strings.Contains(text, "Tools changed since your last tools/list: +reverse") {
+			t.Fatalf("second recompile, tools never listed: %q", text)
+		}
+	})
 }

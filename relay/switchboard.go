@@ -40,6 +40,9 @@ type switchboard struct {
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
 	debug      bool                          // the logger takes debug lines: one per message
+	// building: the first build is still running after StartupGrace; tool
+	// calls wait for it (held) while everything else is answered at once.
+	building bool
 
 	// lastBuildFailed: the last build failed, so the files on disk are
 	// not what the running server was built from.

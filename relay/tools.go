@@ -71,7 +71,7 @@ func toolDefs(cfg *Config) []byte {
 		"name": cfg.Tool,
 		"description": "Rebuild and restart this MCP server (mcpflow hot reload). Call it after you edit the server's source code so that your changes take effect; " +
 			"your conversation continues and the tool list refreshes. If the build fails, the previous server keeps running and the result shows the compiler errors with file:line. " +
-			"Also call it when a tool reports that the server crashed.",
+			"Also call it when a tool reports that the server is not running.",
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
 	if cfg.CallTool != "" {

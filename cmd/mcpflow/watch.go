@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		QueueSize:      cfg.Relay.QueueSize,
 		QueueBytes:     int(cfg.Relay.QueueBytes),
 		QueueTimeout:   cfg.Relay.QueueTimeout,
+		StartupGrace:   cfg.Relay.StartupGrace,
 		OnCrash:        cfg.Relay.OnCrash,
 		RestartMarker:  cfg.Relay.RestartMarker,
 		Logger:         slog.New(logger),
