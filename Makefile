@@ -54,6 +54,7 @@ fuzz:
 	$(call fuzz1,FuzzLineReader,./relay)
 	$(call fuzz1,FuzzScanChunks,./relay)
 	$(call fuzz1,FuzzValidJSON,./relay)
+	$(call fuzz1,FuzzJSONStream,./relay)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
 	$(call fuzz1,FuzzExpand,./clitools)
 	$(call fuzz1,FuzzParse,./clitools)
