@@ -159,7 +159,7 @@ func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) cont
 	}
 	return control.ServerStatus{
 		Name: name, State: st.State, Pid: st.Pid, Gen: st.Gen, Started: st.Started,
-		Restarts: st.Restarts, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
+		Restarts: st.Restarts, Crashes: st.Crashes, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
 	}
 }
 
