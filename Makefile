@@ -55,6 +55,8 @@ fuzz:
 	$(call fuzz1,FuzzScanChunks,./relay)
 	$(call fuzz1,FuzzValidJSON,./relay)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
+	$(call fuzz1,FuzzExpand,./clitools)
+	$(call fuzz1,FuzzParse,./clitools)
 
 # Linux and macOS are supported; Windows must at least build.
 cross:
@@ -80,6 +82,11 @@ demo: build
 # Timing goals live here, not in tests.
 bench: build
 	$(GO) run ./bench -mcpflow $(BIN)
+	# [cli]: per-call overhead over running the CLI directly, and refresh →
+	# list_changed over the schema command alone; in-process, then through
+	# the binary.
+	$(GO) test -run '^$$' -bench . -benchtime 300x ./clitools
+	MCPFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkE2ECLI -benchtime 300x ./cmd/mcpflow
 
 # Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
 # internal/clientcheck/package.json) connect through mcpflow without an API

@@ -32,6 +32,28 @@ type Config struct {
 	// cycle that was not canceled, good or bad, whatever its trigger. It
 	// should return quickly: the next cycle waits for it.
 	OnResult func(result.Build)
+
+	// OutputDirs are folders (relative to Dir) whose files, when written
+	// while a build runs, are the build's output and never start a
+	// build; nil = DefaultOutputDirs. Outputs are paths (relative to Dir)
+	// already known as written by builds, e.g. learned by an earlier run.
+	// OnOutputs, when not nil, receives every path known as a build
+	// output, sorted, each time the set changes. See Changed.
+	OutputDirs []string
+	Outputs    []string
+	OnOutputs  func([]string)
+
+	// Prepare, when not nil, is called on Run's goroutine before each
+	// run of the build command, with the build's ctx (canceled by a
+	// newer change or by Run's ctx) and the cycle's trigger; say posts a
+	// progress message to the callers waiting for the cycle. It may
+	// block, e.g. on a lock shared with other instances. A non-empty skip
+	// says why the build is not needed: the cycle reports Skipped, with
+	// skip as its Output, and goes straight to Restart. An error fails
+	// the cycle (or cancels it when ctx ended). done, when not nil, is
+	// called once the build command has ended (or was skipped), with
+	// whether it succeeded, before Restart.
+	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
 }
 
 // The defaults of Config's zero values (DefaultTimeout is the config
@@ -63,6 +85,7 @@ type Builder struct {
 	log     *slog.Logger
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
+	guard   *guard
 
 	mu      sync.Mutex
 	seq     uint64
@@ -123,6 +146,7 @@ func New(cfg Config, r Restarter) *Builder {
 		log:     lg,
 		cmdline: commandLine(cfg.Command, cfg.Shell),
 		wake:    make(chan struct{}, 1),
+		guard:   newGuard(cfg, lg),
 	}
 }
 
@@ -202,7 +226,22 @@ func (b *Builder) poke() {
 // paths and these starts as soon as it is gone. If the running cycle is
 // already restarting, the restart finishes first. Changed does not wait for
 // any of this.
+//
+// Paths are relative to Config.Dir. Changed drops the build's own
+// output: a path whose file was written while a build ran (its
+// modification time lies within the build's time window) and that lies
+// under Config.OutputDirs, or that a build was seen writing before. Any
+// other path written during a build still starts a build (it may be a
+// save), and if the next good build writes it again it is known as output
+// from then on. A known output changed outside every build is an edit and
+// starts a build. When every path is dropped, Changed does nothing.
 func (b *Builder) Changed(paths []string) {
+	if len(b.cfg.Command) > 0 {
+		paths = b.guard.filter(paths)
+		if len(paths) == 0 {
+			return
+		}
+	}
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()

@@ -15,9 +15,11 @@ import (
 type buildOutcome struct {
 	output   string
 	duration time.Duration
-	err      error // nil: exit status 0
-	started  bool  // the process started (err is then about how it ended)
-	timedOut bool  // killed by Config.Timeout
+	err      error  // nil: exit status 0
+	started  bool   // the process started (err is then about how it ended)
+	timedOut bool   // killed by Config.Timeout
+	skip     string // Config.Prepare found the build not needed, and why
+	prepare  bool   // err is Config.Prepare's
 }
 
 // build runs the build command once and waits for it. When ctx is done, or

@@ -21,10 +21,25 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		res.Skipped = true
 		b.say(c, "no build command; skipping the build")
 	} else {
-		b.say(c, "building: "+b.cmdline)
-		lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))
-		out = b.build(c.ctx)
-		res.Output, res.Duration = out.output, out.duration
+		// The build's time window opens before Prepare: what another
+		// instance's build writes while this one waits for it counts as
+		// a build's writes too.
+		b.guard.begin()
+		var done func(bool)
+		out, done = b.prepare(c)
+		if out.skip != "" {
+			res.Skipped, res.Output = true, out.skip
+		} else if out.err == nil {
+			b.say(c, "building: "+b.cmdline)
+			lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))
+			out = b.build(c.ctx)
+			res.Output, res.Duration = out.output, out.duration
+		}
+		good := out.err == nil && out.skip == "" && c.ctx.Err() == nil
+		b.guard.end(good)
+		if done != nil {
+			done(good)
+		}
 	}
 
 	b.mu.Lock()
@@ -72,6 +87,23 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	}
 }
 
+// prepare calls Config.Prepare, if set, for the cycle c. The outcome has
+// skip set when the build is not needed, err when Prepare failed.
+func (b *Builder) prepare(c *cycle) (buildOutcome, func(bool)) {
+	if b.cfg.Prepare == nil {
+		return buildOutcome{}, nil
+	}
+	skip, done, err := b.cfg.Prepare(c.ctx, c.trigger, func(msg string) { b.say(c, msg) })
+	if err != nil {
+		return buildOutcome{err: err, prepare: true}, done
+	}
+	if skip != "" {
+		b.say(c, skip)
+		b.log.Debug("build skipped", "build", c.seq, "why", skip)
+	}
+	return buildOutcome{skip: skip}, done
+}
+
 // restart calls the Restarter and records the outcome in res.
 func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	if b.r == nil {
@@ -103,6 +135,8 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 // explain turns a failed build into an error that says what to do.
 func (b *Builder) explain(out buildOutcome) error {
 	switch {
+	case out.prepare:
+		return out.err
 	case out.timedOut:
 		return fmt.Errorf("build timed out after %s and was killed; raise build.timeout in mcpflow.toml (0 turns the limit off)", b.cfg.Timeout)
 	case out.started:

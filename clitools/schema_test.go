@@ -78,3 +78,31 @@ func TestParseOlderDraft(t *testing.T) {
 		t.Fatal("the client should see the schema as printed")
 	}
 }
+
+// FuzzParse: no panic; a bad schema is a *SchemaError whose position lies
+// inside the document; a good one has unique, valid tool names.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"tools": [{"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}, "cli_command": ["a", "{x}", ["--y", "{x}"]]}]}`))
+	f.Add([]byte("{\"tools\": [\n  {\"name\": \"a\",,}\n]}"))
+	f.Add([]byte(`{"tools": [{"name": "a", "input": "stdin", "cli_command": []}, {"name": "a", "cli_command": []}]}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		sch, err := Parse(doc)
+		if err != nil {
+			var se *SchemaError
+			if !errors.As(err, &se) {
+				t.Fatalf("%T %v, want a *SchemaError", err, err)
+			}
+			if se.Offset > int64(len(doc)) || se.Line < 0 || se.Col < 0 {
+				t.Fatalf("position outside the document (%d bytes): %+v", len(doc), se)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, tool := range sch.Tools {
+			if tool.Name == "" || len(tool.Name) > 128 || seen[tool.Name] {
+				t.Fatalf("bad or repeated name %q", tool.Name)
+			}
+			seen[tool.Name] = true
+		}
+	})
+}

@@ -19,10 +19,19 @@ type ServerSpec struct {
 	Build   string            // build command (shell); "" = none
 	Watch   []string          // paths watched for rebuilds; nil = no watch
 	OnCrash string            // "wait" or "restart"; "" = "wait" for agent-added, relay's default for configured
+	CLI     *CLISpec          // set: a command-line program served as MCP tools (Command unused)
 
 	StopTimeout time.Duration // grace per stop step; 0 = relay's default
 
 	Source string // "config" or "agent"; set by the mux
+}
+
+// CLISpec is a command-line program served as MCP tools (package
+// clitools): Schema prints its tool list, each call runs it once. The
+// default backends do not serve it; cmd's factory does.
+type CLISpec struct {
+	Schema  []string // argv that prints {"tools": [...]}
+	Command []string // argv prefix of every call; empty = Schema[:1]
 }
 
 // EventKind says what happened to a backend's child.
@@ -35,6 +44,7 @@ const (
 	EventCrashed                      // the child exited on its own
 	EventBuildFailed                  // a build failed; the old child, if any, still serves
 	EventStopped                      // the backend was closed
+	EventBuilt                        // a build succeeded (its restart is reported as EventUp)
 )
 
 func (k EventKind) String() string {
@@ -49,6 +59,8 @@ func (k EventKind) String() string {
 		return "build-failed"
 	case EventStopped:
 		return "stopped"
+	case EventBuilt:
+		return "built"
 	}
 	return "unknown"
 }

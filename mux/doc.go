@@ -8,8 +8,14 @@
 // the only code in this package that uses package relay) is a relay.Relay
 // that owns the child process, so each child keeps the relay's guarantees:
 // build first, old child kept on a failed build, crash reports, both
-// protocol eras, no orphaned process. cmd attaches a builder and a watcher
-// per server through RelayOptions.NewHooks; this package imports neither.
+// protocol eras, no orphaned process. The relay reports its child's state
+// through relay.Config.OnEvent (Starting, Up, RestartFailed, Crashed), which
+// the backend turns into Events; build results reach it through the
+// noteBuild function its HooksFactory is given. cmd attaches a builder and a
+// watcher per server through RelayOptions.NewHooks, and serves CLI tool
+// servers (ServerSpec.CLI) with a backend of its own; this package imports
+// neither builder, watcher nor clitools. Logging is a *slog.Logger; every
+// record about a server carries server=NAME.
 //
 // Contract toward the client:
 //   - Tools and prompts of server NAME are listed as NAME + separator +
@@ -42,4 +48,19 @@
 //   - Every request gets exactly one response. Close (and the end of Run)
 //     stops every backend and waits for it: no child, no process group
 //     survives the mux.
+//
+// # Parts
+//
+// Mux owns the lifecycle and the registry of servers (add, remove, the
+// per-server worker that applies backend events and re-lists after
+// list_changed); Mux.mu guards the registry, each server's state and the
+// catalog. The rest is split by job:
+//   - catalog (catalog.go): what the front server lists and who owns it;
+//   - front (route.go): the client's requests, routed to the children;
+//   - childSide (route.go): a child's requests and notifications, passed
+//     to the client;
+//   - admin (tools.go): the management tools;
+//   - server: a server's spec and session, with its health, its own lists,
+//     what the catalog published of it, and the inbox its backend's events
+//     wait in.
 package mux

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"log/slog"
 )
 
 // copyFile installs src at dst (atomically, as a build would).
@@ -96,7 +96,7 @@ func TestCallsDuringRemove(t *testing.T) {
 	n := 0
 	for r := range results {
 		n++
-		if r != "slept" && !strings.Contains(r, `server "s"`) {
+		if r != "slept" && !strings.Contains(r, `server "s"`) && !strings.Contains(r, `server named "s"`) {
 			t.Errorf("call result is neither the answer nor a clean error naming the server: %s", r)
 		}
 	}
@@ -271,7 +271,7 @@ func (s *syncBuf) String() string {
 
 func TestCancellationReachesChild(t *testing.T) {
 	var logs syncBuf
-	e := start(t, envOpts{cfg: Config{Logger: log.New(&logs)}})
+	e := start(t, envOpts{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
 	e.mustOK("add_server", addArgs("s", fixtureV1))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -395,7 +395,7 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 
 // testHooks is a minimal builder: spec.Build runs through sh, and only a
 // good build restarts the relay.
-func testHooks(name string, spec ServerSpec, r *relay.Relay) (Hooks, error) {
+func testHooks(name string, spec ServerSpec, r *relay.Relay, _ func(result.Build)) (Hooks, error) {
 	cycle := func(ctx context.Context) result.Build {
 		if spec.Build == "" {
 			return RestartOnly(ctx, r)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,8 +37,8 @@ type Config struct {
 	// handshake).
 	ChildProtocolVersion string
 
-	Logger  *log.Logger // nil = discard
-	Version string      // mcpflow's version, for serverInfo
+	Logger  *slog.Logger // nil = discard
+	Version string       // mcpflow's version, for serverInfo
 }
 
 // Status values of a server.
@@ -56,8 +53,7 @@ const (
 type Mux struct {
 	cfg  Config
 	sep  string
-	log  *log.Logger
-	srv  *mcp.Server
+	log  *slog.Logger
 	newB BackendFactory
 
 	ctx    context.Context // canceled at shutdown
@@ -67,18 +63,15 @@ type Mux struct {
 	mu      sync.Mutex
 	closed  bool
 	servers map[string]*server
-	tools   map[string]route // front name -> owner
-	prompts map[string]route
-	res     map[string]string // resource URI -> server name
-	tmpls   map[string]string // URI template -> server name
+	cat     catalog
 	front   *mcp.ServerSession
 	level   *mcp.SetLoggingLevelParams
 	roots   []*mcp.Root // the client's roots, given to every child
 	rootsMu sync.Mutex  // one roots sync at a time
 }
 
-type route struct{ server, name string }
-
+// server is one server behind the mux: its spec, backend and session,
+// and the parts below, grouped by job.
 type server struct {
 	spec   ServerSpec
 	b      Backend
@@ -89,24 +82,49 @@ type server struct {
 	listMu sync.Mutex // one re-list at a time
 
 	// guarded by Mux.mu
+	health
+	childLists
+	published
+	removed bool
+
+	inbox
+}
+
+// health is what list_servers reports of a server's child. Mux.mu
+// guards it.
+type health struct {
 	status    string
 	pid       int
+	gen       int // the generation of the child the status is about
 	started   time.Time
 	restarts  int
 	crashes   int
 	lastBuild *result.Build
 	report    string
-	tools     []*mcp.Tool // the child's own names
+}
+
+// childLists are the child's own lists, under its own names. Mux.mu
+// guards them.
+type childLists struct {
+	tools     []*mcp.Tool
 	prompts   []*mcp.Prompt
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
-	warnings  []string
-	front     []string // front tool names registered for it
-	frontP    []string
-	frontR    []string
-	frontT    []string
-	removed   bool
+}
 
+// published is what the catalog lists for a server, under front names,
+// and what it left out. Mux.mu guards it.
+type published struct {
+	warnings []string
+	front    []string // tool names
+	frontP   []string // prompt names
+	frontR   []string // resource URIs
+	frontT   []string // resource templates
+}
+
+// inbox queues a server's backend events and re-list requests for its
+// worker goroutine; it has its own lock and never blocks the sender.
+type inbox struct {
 	evMu     sync.Mutex
 	events   []Event
 	relist   bool
@@ -115,7 +133,11 @@ type server struct {
 	stopOnce sync.Once
 }
 
-func (s *server) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
+func newInbox() inbox {
+	return inbox{wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+func (s *inbox) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // New returns a mux for cfg. Nothing runs until Run.
 func New(cfg Config) *Mux {
@@ -127,18 +149,15 @@ func New(cfg Config) *Mux {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = log.New(io.Discard)
+		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Mux{
 		cfg:     cfg,
 		sep:     cfg.Separator,
 		log:     logger,
 		servers: map[string]*server{},
-		tools:   map[string]route{},
-		prompts: map[string]route{},
-		res:     map[string]string{},
-		tmpls:   map[string]string{},
 	}
+	m.cat = newCatalog(m)
 	m.newB = cfg.NewBackend
 	if m.newB == nil {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
@@ -170,11 +189,11 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 		m.log.Warn("some servers are still starting; their tools appear when they are up", "after", m.cfg.StartWait)
 	case <-ctx.Done():
 	}
-	srv := m.newFront()
+	srv := front{m}.newFront()
 	m.mu.Lock()
-	m.srv = srv
+	m.cat.srv = srv
 	for _, s := range m.servers {
-		m.publishLocked(s)
+		m.cat.publish(s)
 	}
 	m.mu.Unlock()
 	ss, err := srv.Connect(ctx, t, nil)
@@ -216,9 +235,17 @@ func (m *Mux) Close() {
 	m.servers = map[string]*server{}
 	m.mu.Unlock()
 	m.cancel()
+	// All at once: a child that ignores its closed stdin costs its own
+	// stop timeout, not every other server's too.
+	var stops sync.WaitGroup
 	for _, s := range all {
-		m.teardown(s)
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			m.teardown(s)
+		}()
 	}
+	stops.Wait()
 	m.wg.Wait()
 }
 
@@ -249,10 +276,10 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	if err := ValidateName(spec.Name, m.sep); err != nil {
 		return nil, result.Build{}, err
 	}
-	if len(spec.Command) == 0 || spec.Command[0] == "" {
+	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, status: StatusStarting, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox()}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -282,7 +309,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	}
 	started := make(chan result.Build, 1)
 	go func() { started <- b.Start(ctx) }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, m.clientOptions(s))
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, childSide{m}.clientOptions(s))
 	m.mu.Lock()
 	s.client = client
 	client.AddRoots(m.roots...)
@@ -334,6 +361,9 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		m.remove(spec.Name)
 		return nil, res, fail
 	}
+	if fail == nil {
+		m.applyResult(s, res)
+	}
 	if err := m.relist(ctx, s); err != nil && fail == nil {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
 	}
@@ -361,7 +391,7 @@ func (m *Mux) remove(name string) error {
 	}
 	delete(m.servers, name)
 	s.removed = true
-	m.unpublishLocked(s)
+	m.cat.unpublish(s)
 	m.mu.Unlock()
 	m.teardown(s)
 	return nil
@@ -396,21 +426,21 @@ func (m *Mux) teardown(s *server) {
 }
 
 // emit queues a backend event for the server's worker; it never blocks.
-func (s *server) emit(ev Event) {
+func (s *inbox) emit(ev Event) {
 	s.evMu.Lock()
 	s.events = append(s.events, ev)
 	s.evMu.Unlock()
 	s.poke()
 }
 
-func (s *server) poke() {
+func (s *inbox) poke() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (s *server) markRelist() {
+func (s *inbox) markRelist() {
 	s.evMu.Lock()
 	s.relist = true
 	s.evMu.Unlock()
@@ -455,6 +485,20 @@ func (m *Mux) worker(s *server) {
 func (m *Mux) apply(s *server, ev Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.applyLocked(s, ev)
+}
+
+// applyResult records what a start or reload did at once, so that its
+// caller reports the new state; the same event, arriving later through the
+// worker, changes nothing.
+func (m *Mux) applyResult(s *server, res result.Build) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.applyLocked(s, eventOf(res))
+}
+
+// applyLocked is apply with m.mu held.
+func (m *Mux) applyLocked(s *server, ev Event) bool {
 	if s.removed {
 		return false
 	}
@@ -464,20 +508,37 @@ func (m *Mux) apply(s *server, ev Event) bool {
 			s.status = StatusStarting
 		}
 	case EventUp:
+		if ev.Gen != 0 && ev.Gen < s.gen {
+			return false // a late report about an earlier child
+		}
+		if ev.Build != nil {
+			s.lastBuild = ev.Build
+		}
+		if ev.Gen != 0 && ev.Gen == s.gen && s.status == StatusRunning {
+			return false // the same start, reported by the relay and by the cycle
+		}
 		if !s.started.IsZero() {
 			s.restarts++
 		}
 		s.status, s.pid, s.started, s.report = StatusRunning, ev.Pid, time.Now(), ""
-		if ev.Build != nil {
-			s.lastBuild = ev.Build
+		if ev.Gen != 0 {
+			s.gen = ev.Gen
 		}
 		return true
 	case EventCrashed:
+		if ev.Gen != 0 && ev.Gen < s.gen || s.status == StatusCrashed && (ev.Gen == 0 || ev.Gen == s.gen) {
+			return false // stale, or the same crash reported twice
+		}
+		if ev.Gen != 0 {
+			s.gen = ev.Gen
+		}
 		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
 		s.crashes++
 		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
-		m.unpublishLocked(s)
+		m.cat.unpublish(s)
 		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(ev.Report))
+	case EventBuilt:
+		s.lastBuild = ev.Build
 	case EventBuildFailed:
 		if ev.Build != nil {
 			s.lastBuild = ev.Build
@@ -545,146 +606,8 @@ func (m *Mux) relist(ctx context.Context, s *server) error {
 		return nil
 	}
 	s.tools, s.prompts, s.resources, s.templates = tools, prompts, resources, templates
-	m.publishLocked(s)
+	m.cat.publish(s)
 	return nil
-}
-
-// publishLocked replaces what the front server lists for s. m.mu is held.
-func (m *Mux) publishLocked(s *server) {
-	if m.srv == nil {
-		return
-	}
-	name := s.spec.Name
-	s.warnings = nil
-	var tools, prompts, res, tmpls []string
-	for _, t := range s.tools {
-		full := Join(name, m.sep, t.Name)
-		if len(full) > maxToolName {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than MCP's %d-character limit", t.Name, full, maxToolName))
-			continue
-		}
-		if !objectSchema(t.InputSchema) {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: its input schema is not an object schema", t.Name))
-			continue
-		}
-		ft := *t
-		ft.Name = full
-		if err := safeAdd(func() { m.srv.AddTool(&ft, m.toolHandler(name, t.Name)) }); err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %v", t.Name, err))
-			continue
-		}
-		m.tools[full] = route{name, t.Name}
-		tools = append(tools, full)
-	}
-	for _, p := range s.prompts {
-		full := Join(name, m.sep, p.Name)
-		fp := *p
-		fp.Name = full
-		m.srv.AddPrompt(&fp, m.promptHandler(name, p.Name))
-		m.prompts[full] = route{name, p.Name}
-		prompts = append(prompts, full)
-	}
-	for _, r := range s.resources {
-		if owner, ok := m.res[r.URI]; ok && owner != name {
-			s.warnings = append(s.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", r.URI, owner))
-		}
-		fr := *r
-		m.srv.AddResource(&fr, m.resourceHandler(name))
-		m.res[r.URI] = name
-		res = append(res, r.URI)
-	}
-	for _, t := range s.templates {
-		ft := *t
-		if err := safeAdd(func() { m.srv.AddResourceTemplate(&ft, m.resourceHandler(name)) }); err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("resource template %q left out: %v", t.URITemplate, err))
-			continue
-		}
-		m.tmpls[t.URITemplate] = name
-		tmpls = append(tmpls, t.URITemplate)
-	}
-	drop := func(old, cur []string) []string {
-		var gone []string
-		for _, n := range old {
-			if !slices.Contains(cur, n) {
-				gone = append(gone, n)
-			}
-		}
-		return gone
-	}
-	if gone := drop(s.front, tools); len(gone) > 0 {
-		m.srv.RemoveTools(gone...)
-		for _, n := range gone {
-			delete(m.tools, n)
-		}
-	}
-	if gone := drop(s.frontP, prompts); len(gone) > 0 {
-		m.srv.RemovePrompts(gone...)
-		for _, n := range gone {
-			delete(m.prompts, n)
-		}
-	}
-	if gone := drop(s.frontR, res); len(gone) > 0 {
-		var mine []string
-		for _, u := range gone {
-			if m.res[u] == name {
-				delete(m.res, u)
-				mine = append(mine, u)
-			}
-		}
-		m.srv.RemoveResources(mine...)
-	}
-	if gone := drop(s.frontT, tmpls); len(gone) > 0 {
-		var mine []string
-		for _, u := range gone {
-			if m.tmpls[u] == name {
-				delete(m.tmpls, u)
-				mine = append(mine, u)
-			}
-		}
-		m.srv.RemoveResourceTemplates(mine...)
-	}
-	s.front, s.frontP, s.frontR, s.frontT = tools, prompts, res, tmpls
-}
-
-// unpublishLocked takes everything of s off the front server. m.mu is held.
-func (m *Mux) unpublishLocked(s *server) {
-	name := s.spec.Name
-	if m.srv != nil {
-		if len(s.front) > 0 {
-			m.srv.RemoveTools(s.front...)
-		}
-		if len(s.frontP) > 0 {
-			m.srv.RemovePrompts(s.frontP...)
-		}
-	}
-	for _, n := range s.front {
-		delete(m.tools, n)
-	}
-	for _, n := range s.frontP {
-		delete(m.prompts, n)
-	}
-	var res, tmpls []string
-	for _, u := range s.frontR {
-		if m.res[u] == name {
-			delete(m.res, u)
-			res = append(res, u)
-		}
-	}
-	for _, u := range s.frontT {
-		if m.tmpls[u] == name {
-			delete(m.tmpls, u)
-			tmpls = append(tmpls, u)
-		}
-	}
-	if m.srv != nil {
-		if len(res) > 0 {
-			m.srv.RemoveResources(res...)
-		}
-		if len(tmpls) > 0 {
-			m.srv.RemoveResourceTemplates(tmpls...)
-		}
-	}
-	s.front, s.frontP, s.frontR, s.frontT = nil, nil, nil, nil
 }
 
 func objectSchema(schema any) bool {
@@ -710,5 +633,5 @@ func safeAdd(f func()) (err error) {
 
 // sdkLogger routes the SDK's own logging to the mux's logger.
 func (m *Mux) sdkLogger() *slog.Logger {
-	return slog.New(m.log.WithPrefix("sdk"))
+	return m.log.With("component", "sdk")
 }

@@ -3,9 +3,7 @@ package mux
 // This file is the mux's only contact with package relay.
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,14 +33,20 @@ type Hooks struct {
 
 // HooksFactory makes the hooks of one server around its relay. cmd wires
 // a builder (with r as its Restarter) and a watcher here; the mux imports
-// neither.
-type HooksFactory func(name string, spec ServerSpec, r *relay.Relay) (Hooks, error)
+// neither. noteBuild must be given every build cycle's result (the
+// builder's OnResult), whatever started it: it tells the relay
+// (Relay.NoteBuild) and list_servers' last build.
+type HooksFactory func(name string, spec ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (Hooks, error)
 
 // RelayOptions configure the default backends.
 type RelayOptions struct {
 	NewHooks HooksFactory // nil = no build, no watch
-	Logger   *log.Logger  // nil = discard
-	Version  string       // mcpflow's version
+	// Configure, when set, adjusts the relay.Config of each server before
+	// its relay is made (cmd sets [servers.NAME.relay] here). Command,
+	// Tool, OnEvent and the loggers are the mux's and are set afterwards.
+	Configure func(spec ServerSpec, c *relay.Config)
+	Logger    *slog.Logger // nil = discard; each server's records carry server=NAME
+	Version   string       // mcpflow's version
 }
 
 // relayTool is the name under which each relay lists its own recompile
@@ -54,32 +57,46 @@ const relayTool = "mcpflow_mux_internal_recompile"
 // relay.Relay that owns the child process, served over two in-memory pipes.
 func NewRelayBackends(o RelayOptions) BackendFactory {
 	return func(spec ServerSpec, emit func(Event)) (Backend, error) {
+		if spec.CLI != nil {
+			return nil, errors.New("CLI tools (cli_schema) are not available in this mcpflow: give command instead")
+		}
 		if o.NewHooks == nil && (spec.Build != "" || len(spec.Watch) > 0) {
 			return nil, fmt.Errorf("build and watch are not available in this mcpflow (no builder is wired): leave them out, or build the server yourself before add_server")
 		}
 		logger := o.Logger
 		if logger == nil {
-			logger = log.New(io.Discard)
+			logger = slog.New(slog.DiscardHandler)
 		}
-		b := &relayBackend{emit: emit, log: logger.WithPrefix(spec.Name), done: make(chan struct{})}
+		logger = logger.With("server", spec.Name)
+		b := &relayBackend{emit: emit, log: logger, done: make(chan struct{})}
 		onCrash := spec.OnCrash
 		if onCrash == "" && spec.Source == "agent" {
 			onCrash = "wait"
 		}
-		tap := log.NewWithOptions(&logTap{b: b}, log.Options{Formatter: log.JSONFormatter, Level: log.DebugLevel})
-		b.r = relay.New(relay.Config{
+		rc := relay.Config{
 			Command:     spec.Command,
 			Shell:       spec.Shell,
 			Dir:         spec.Dir,
 			ExtraEnv:    spec.Env,
 			StopTimeout: spec.StopTimeout,
-			Tool:        relayTool,
 			OnCrash:     onCrash,
-			Logger:      slog.New(tap),
-			Version:     o.Version,
-		})
+		}
+		if o.Configure != nil {
+			o.Configure(spec, &rc)
+		}
+		// The mux's client waits for the first build itself (add_server's
+		// caller, or Run's StartWait): the relay must not answer the
+		// handshake alone meanwhile.
+		rc.StartupGrace = 24 * time.Hour
+		rc.Tool = relayTool
+		rc.CallTool = ""
+		rc.OnEvent = b.onEvent
+		rc.Logger = logger
+		rc.ServerLogger = logger.With("stream", "stderr")
+		rc.Version = o.Version
+		b.r = relay.New(rc)
 		if o.NewHooks != nil {
-			h, err := o.NewHooks(spec.Name, spec, b.r)
+			h, err := o.NewHooks(spec.Name, spec, b.r, b.noteBuild)
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +127,7 @@ type relayBackend struct {
 	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
-	log   *log.Logger
+	log   *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -124,10 +141,41 @@ type relayBackend struct {
 	r2cW *io.PipeWriter
 
 	mu    sync.Mutex
-	pid   int
-	gen   int
-	tail  []string // the child's last stderr lines
-	crash string   // the report of the child's crash, until the next starts
+	crash string // the report of the child's crash, until the next starts
+}
+
+// onEvent turns the relay's events into the mux's. It runs on the relay's
+// event goroutine, in order, with no relay lock held.
+func (b *relayBackend) onEvent(ev relay.Event) {
+	switch ev.Kind {
+	case relay.Starting:
+		b.mu.Lock()
+		b.crash = ""
+		b.mu.Unlock()
+		b.emit(Event{Kind: EventStarting, Gen: ev.Gen, Pid: ev.Pid})
+	case relay.Up:
+		b.emit(Event{Kind: EventUp, Gen: ev.Gen, Pid: ev.Pid})
+	case relay.Crashed, relay.RestartFailed:
+		b.mu.Lock()
+		b.crash = ev.Report
+		b.mu.Unlock()
+		b.emit(Event{Kind: EventCrashed, Gen: ev.Gen, Report: ev.Report})
+	}
+	// relay.BuildFailed comes from noteBuild, which reports it with the
+	// whole build.
+}
+
+// noteBuild reports a build cycle's result to the relay and the mux.
+func (b *relayBackend) noteBuild(res result.Build) {
+	b.r.NoteBuild(res)
+	if res.Canceled {
+		return
+	}
+	ev := Event{Kind: EventBuilt, Build: &res}
+	if !res.OK {
+		ev.Kind, ev.Report = EventBuildFailed, buildReport(res)
+	}
+	b.emit(ev)
 }
 
 // CheckHandshake tells a child's handshake from the relay's stand-in
@@ -172,12 +220,17 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	} else {
 		res = RestartOnly(ctx, b.r)
 	}
-	b.mu.Lock()
-	if res.Restart != nil && res.Restart.Err == nil {
-		res.Restart.Pid, res.Restart.Gen = b.pid, b.gen
+	ev := eventOf(res)
+	b.emit(ev)
+	return res
+}
+
+// eventOf is the event that reports a start's or reload's result.
+func eventOf(res result.Build) Event {
+	ev := Event{Build: &res}
+	if rs := res.Restart; rs != nil {
+		ev.Gen, ev.Pid = rs.Gen, rs.Pid
 	}
-	ev := Event{Gen: b.gen, Pid: b.pid, Build: &res}
-	b.mu.Unlock()
 	switch {
 	case !res.OK:
 		ev.Kind, ev.Report = EventBuildFailed, buildReport(res)
@@ -186,17 +239,15 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	default:
 		ev.Kind = EventUp
 	}
-	b.emit(ev)
-	return res
+	return ev
 }
 
 // RestartOnly restarts r without a build and reports it as a skipped
 // build followed by the restart: what a server without a build step does
 // on start and reload.
 func RestartOnly(ctx context.Context, r *relay.Relay) result.Build {
-	t0 := time.Now()
-	_, err := r.Restart(ctx)
-	return result.Build{Skipped: true, OK: true, Restart: &result.Restart{Err: err, Duration: time.Since(t0)}}
+	rs, _ := r.Restart(ctx)
+	return result.Build{Skipped: true, OK: true, Restart: rs}
 }
 
 func buildReport(res result.Build) string {
@@ -221,87 +272,4 @@ func (b *relayBackend) Close() {
 		<-b.done
 		b.emit(Event{Kind: EventStopped})
 	})
-}
-
-// logTap reads the relay's log (JSON lines) for the child's state until
-// the relay reports it as typed events, and forwards every record to the
-// mux's logger.
-type logTap struct {
-	b   *relayBackend
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *logTap) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	for {
-		i := bytes.IndexByte(t.buf, '\n')
-		if i < 0 {
-			break
-		}
-		t.line(t.buf[:i])
-		t.buf = t.buf[i+1:]
-	}
-	return len(p), nil
-}
-
-func (t *logTap) line(line []byte) {
-	var rec map[string]any
-	if json.Unmarshal(line, &rec) != nil {
-		return
-	}
-	b := t.b
-	msg, _ := rec["msg"].(string)
-	prefix, _ := rec["prefix"].(string)
-	lvl, _ := rec["level"].(string)
-	var kv []any
-	for k, v := range rec {
-		if k != "msg" && k != "prefix" && k != "level" && k != "time" {
-			kv = append(kv, k, v)
-		}
-	}
-	level, err := log.ParseLevel(lvl)
-	if err != nil {
-		level = log.InfoLevel
-	}
-	if prefix == "server" {
-		b.log.Log(level, msg)
-		b.mu.Lock()
-		b.tail = append(b.tail, msg)
-		if len(b.tail) > 40 {
-			b.tail = b.tail[len(b.tail)-40:]
-		}
-		b.mu.Unlock()
-		return
-	}
-	b.log.Log(level, msg, kv...)
-	switch msg {
-	case "server started":
-		b.mu.Lock()
-		if p, ok := rec["pid"].(float64); ok {
-			b.pid = int(p)
-		}
-		if g, ok := rec["gen"].(float64); ok {
-			b.gen = int(g)
-		}
-		b.tail, b.crash = nil, ""
-		b.mu.Unlock()
-	case "server crashed":
-		b.mu.Lock()
-		report := fmt.Sprintf("the MCP server exited unexpectedly (%v) after %v.", rec["status"], rec["uptime"])
-		if len(b.tail) > 0 {
-			report += "\nLast lines of its stderr:\n" + strings.Join(b.tail, "\n")
-		}
-		ev := Event{Kind: EventCrashed, Gen: b.gen, Report: report}
-		b.pid, b.crash = 0, report
-		b.mu.Unlock()
-		b.emit(ev)
-	case "server restarted after its crash":
-		b.mu.Lock()
-		ev := Event{Kind: EventUp, Gen: b.gen, Pid: b.pid}
-		b.mu.Unlock()
-		b.emit(ev)
-	}
 }

@@ -11,8 +11,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// front is the mux's side toward the client: the front server and the
+// handlers of the client's requests, which it routes to the children.
+type front struct{ *Mux }
+
+// childSide is the mux's side toward each child: the handlers of the
+// child's requests and notifications, which it passes to the client.
+type childSide struct{ *Mux }
+
 // newFront builds the MCP server the client talks to.
-func (m *Mux) newFront() *mcp.Server {
+func (m front) newFront() *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, &mcp.ServerOptions{
 		Instructions: m.instructions(),
 		Logger:       m.sdkLogger(),
@@ -25,21 +33,21 @@ func (m *Mux) newFront() *mcp.Server {
 		},
 		CompletionHandler: m.complete,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			go m.syncRoots(req.Session)
+			go childSide{m.Mux}.syncRoots(req.Session)
 		},
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
-			go m.syncRoots(req.Session)
+			go childSide{m.Mux}.syncRoots(req.Session)
 		},
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
 	srv.AddReceivingMiddleware(m.frontMiddleware)
-	m.addManagementTools(srv)
+	admin{m.Mux}.addManagementTools(srv)
 	return srv
 }
 
 // instructions combines the children's instructions under their names.
-func (m *Mux) instructions() string {
+func (m front) instructions() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
@@ -59,7 +67,7 @@ func (m *Mux) instructions() string {
 // frontMiddleware answers calls to tools that do not exist with a tool
 // error naming the servers that do, and sends logging/setLevel to every
 // child.
-func (m *Mux) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (m front) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "tools/call":
@@ -75,10 +83,10 @@ func (m *Mux) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (m *Mux) knownTool(name string) bool {
+func (m front) knownTool(name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.tools[name]; ok {
+	if _, ok := m.cat.tools[name]; ok {
 		return true
 	}
 	switch name {
@@ -91,7 +99,7 @@ func (m *Mux) knownTool(name string) bool {
 }
 
 // unknownTool explains a call to a tool the mux does not list.
-func (m *Mux) unknownTool(name string) *mcp.CallToolResult {
+func (m front) unknownTool(name string) *mcp.CallToolResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	srvName, tool, ok := Split(name, m.sep)
@@ -117,7 +125,7 @@ func errResult(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
-func (m *Mux) setLevel(ctx context.Context, p *mcp.SetLoggingLevelParams) {
+func (m front) setLevel(ctx context.Context, p *mcp.SetLoggingLevelParams) {
 	m.mu.Lock()
 	m.level = p
 	var all []*mcp.ClientSession
@@ -134,7 +142,7 @@ func (m *Mux) setLevel(ctx context.Context, p *mcp.SetLoggingLevelParams) {
 
 // session returns the client session of a running server, or the tool
 // error a call to it gets.
-func (m *Mux) session(name string) (*mcp.ClientSession, *mcp.CallToolResult) {
+func (m front) session(name string) (*mcp.ClientSession, *mcp.CallToolResult) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.servers[name]
@@ -150,18 +158,18 @@ func (m *Mux) session(name string) (*mcp.ClientSession, *mcp.CallToolResult) {
 	return s.cs, nil
 }
 
-func (m *Mux) downText(s *server) string {
+func (m front) downText(s *server) string {
 	return fmt.Sprintf("server %q crashed: %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", s.spec.Name, s.report, s.spec.Name)
 }
 
 // toolHandler forwards a call to the child's own tool name.
-func (m *Mux) toolHandler(server, tool string) mcp.ToolHandler {
+func (m front) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return m.callChild(ctx, server, tool, req.Params)
 	}
 }
 
-func (m *Mux) callChild(ctx context.Context, server, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
 	cs, bad := m.session(server)
 	if bad != nil {
 		return bad, nil
@@ -186,7 +194,7 @@ func (m *Mux) callChild(ctx context.Context, server, tool string, p *mcp.CallToo
 
 // withLevel adds the log level the client set with logging/setLevel to a
 // request's _meta, where a 2026-07-28 child looks for it.
-func (m *Mux) withLevel(meta mcp.Meta) mcp.Meta {
+func (m front) withLevel(meta mcp.Meta) mcp.Meta {
 	m.mu.Lock()
 	level := m.level
 	m.mu.Unlock()
@@ -205,7 +213,7 @@ func (m *Mux) withLevel(meta mcp.Meta) mcp.Meta {
 
 // callError turns a failed child call into one tool error (or the
 // cancellation the client asked for).
-func (m *Mux) callError(ctx context.Context, server string, err error) (*mcp.CallToolResult, error) {
+func (m front) callError(ctx context.Context, server string, err error) (*mcp.CallToolResult, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -234,7 +242,7 @@ func (m *Mux) callError(ctx context.Context, server string, err error) (*mcp.Cal
 // calls pending on a child that exited.
 const codeServerDown = -32002
 
-func (m *Mux) promptHandler(server, prompt string) mcp.PromptHandler {
+func (m front) promptHandler(server, prompt string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		cs, bad := m.session(server)
 		if bad != nil {
@@ -246,7 +254,7 @@ func (m *Mux) promptHandler(server, prompt string) mcp.PromptHandler {
 	}
 }
 
-func (m *Mux) resourceHandler(server string) mcp.ResourceHandler {
+func (m front) resourceHandler(server string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		cs, bad := m.session(server)
 		if bad != nil {
@@ -259,21 +267,10 @@ func (m *Mux) resourceHandler(server string) mcp.ResourceHandler {
 
 // owner finds the server that listed a resource URI, or whose template
 // matches it.
-func (m *Mux) owner(uri string) (string, bool) {
+func (m front) owner(uri string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n, ok := m.res[uri]; ok {
-		return n, true
-	}
-	if n, ok := m.tmpls[uri]; ok {
-		return n, true
-	}
-	for t, n := range m.tmpls {
-		if matchTemplate(t, uri) {
-			return n, true
-		}
-	}
-	return "", false
+	return m.cat.owner(uri)
 }
 
 // matchTemplate reports whether uri fits an RFC 6570 template's literal
@@ -304,7 +301,7 @@ func matchTemplate(tmpl, uri string) bool {
 	return true
 }
 
-func (m *Mux) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (m front) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := *req.Params
 	if p.Ref == nil {
 		return nil, errors.New("completion/complete: no ref")
@@ -314,7 +311,7 @@ func (m *Mux) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Comp
 	switch ref.Type {
 	case "ref/prompt":
 		m.mu.Lock()
-		r, ok := m.prompts[ref.Name]
+		r, ok := m.cat.prompts[ref.Name]
 		m.mu.Unlock()
 		if !ok {
 			return nil, fmt.Errorf("no prompt %q: %s", ref.Name, m.existing())
@@ -337,7 +334,7 @@ func (m *Mux) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Comp
 	return cs.Complete(ctx, &p)
 }
 
-func (m *Mux) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+func (m front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	cs, err := m.resourceSession(req.Params.URI)
 	if err != nil {
 		return err
@@ -345,7 +342,7 @@ func (m *Mux) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	return cs.Subscribe(ctx, req.Params)
 }
 
-func (m *Mux) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+func (m front) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	cs, err := m.resourceSession(req.Params.URI)
 	if err != nil {
 		return err
@@ -353,7 +350,7 @@ func (m *Mux) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) erro
 	return cs.Unsubscribe(ctx, req.Params)
 }
 
-func (m *Mux) resourceSession(uri string) (*mcp.ClientSession, error) {
+func (m front) resourceSession(uri string) (*mcp.ClientSession, error) {
 	n, ok := m.owner(uri)
 	if !ok {
 		return nil, fmt.Errorf("no server lists resource %q", uri)
@@ -366,7 +363,7 @@ func (m *Mux) resourceSession(uri string) (*mcp.ClientSession, error) {
 }
 
 // frontSession is the client's session, once it connected.
-func (m *Mux) frontSession() (*mcp.ServerSession, error) {
+func (m childSide) frontSession() (*mcp.ServerSession, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.front == nil {
@@ -377,10 +374,10 @@ func (m *Mux) frontSession() (*mcp.ServerSession, error) {
 
 // clientOptions are the handlers of the mux's client toward one child:
 // requests from the child go to the client, notifications are passed on.
-func (m *Mux) clientOptions(s *server) *mcp.ClientOptions {
+func (m childSide) clientOptions(s *server) *mcp.ClientOptions {
 	name := s.spec.Name
 	return &mcp.ClientOptions{
-		Logger: m.sdkLogger(),
+		Logger: m.sdkLogger().With("server", name),
 		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 			ss, err := m.frontSession()
 			if err != nil {
@@ -400,7 +397,7 @@ func (m *Mux) clientOptions(s *server) *mcp.ClientOptions {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.markRelist() },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			m.mu.Lock()
-			srv := m.srv
+			srv := m.cat.srv
 			m.mu.Unlock()
 			if srv != nil {
 				_ = srv.ResourceUpdated(ctx, req.Params)
@@ -437,7 +434,7 @@ func loggerSuffix(l string) string {
 // answers its child's roots/list from them (and tells it when they
 // change). A 2026-07-28 client's roots reach children through their
 // input_required results instead.
-func (m *Mux) syncRoots(ss *mcp.ServerSession) {
+func (m childSide) syncRoots(ss *mcp.ServerSession) {
 	m.rootsMu.Lock()
 	defer m.rootsMu.Unlock()
 	ip := ss.InitializeParams()

@@ -17,12 +17,14 @@ import (
 // AddServerArgs are add_server's arguments.
 type AddServerArgs struct {
 	Name    string            `json:"name" jsonschema:"the server's name: letters, digits, '-' and '_'; its tools appear as NAME__tool"`
-	Command string            `json:"command" jsonschema:"the program to run (found on PATH or relative to cwd)"`
+	Command string            `json:"command,omitempty" jsonschema:"the program to run (found on PATH or relative to cwd); with cli_schema: the prefix of every call (default: cli_schema's program)"`
 	Args    []string          `json:"args,omitempty" jsonschema:"its arguments"`
 	Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables added to mcpflow's"`
 	Cwd     string            `json:"cwd,omitempty" jsonschema:"working directory; default mcpflow's"`
 	Build   string            `json:"build,omitempty" jsonschema:"a shell command that builds the server; run before each start and reload"`
 	Watch   []string          `json:"watch,omitempty" jsonschema:"paths whose changes rebuild and restart the server"`
+	// CLISchema serves a command-line program instead of an MCP server.
+	CLISchema []string `json:"cli_schema,omitempty" jsonschema:"instead of an MCP server: serve a command-line program, whose tool list this command prints as JSON ({\"tools\": [{name, description, parameters, cli_command}]}); each call runs the program once"`
 }
 
 // NameArgs are remove_server's and reload_server's arguments.
@@ -84,7 +86,11 @@ type Outcome struct {
 	Build   *BuildInfo `json:"build,omitempty"`
 }
 
-func (m *Mux) addManagementTools(srv *mcp.Server) {
+// admin serves the management tools: add_server, remove_server,
+// reload_server, list_servers and the call tool.
+type admin struct{ *Mux }
+
+func (m admin) addManagementTools(srv *mcp.Server) {
 	if !m.cfg.DisableAddServer {
 		desc := "Start an MCP server behind mcpflow; its tools appear as NAME" + m.sep + "tool. Give build (and watch) to have it rebuilt on reload_server (and on save)."
 		if len(m.cfg.AllowedCommands) > 0 {
@@ -104,18 +110,33 @@ func textResult(isErr bool, structured any, format string, args ...any) *mcp.Cal
 	return &mcp.CallToolResult{IsError: isErr, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
-func (m *Mux) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddServerArgs) (*mcp.CallToolResult, any, error) {
-	if len(m.cfg.AllowedCommands) > 0 && !m.allowed(a.Command) {
-		return textResult(true, nil, "add_server: %q is not an allowed command; allowed_commands in [mux] lists: %s", a.Command, strings.Join(m.cfg.AllowedCommands, ", ")), nil, nil
+func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddServerArgs) (*mcp.CallToolResult, any, error) {
+	program := a.Command
+	if len(a.CLISchema) > 0 {
+		program = a.CLISchema[0]
+	}
+	if len(m.cfg.AllowedCommands) > 0 && !m.allowed(program) {
+		return textResult(true, nil, "add_server: %q is not an allowed command; allowed_commands in [mux] lists: %s", program, strings.Join(m.cfg.AllowedCommands, ", ")), nil, nil
+	}
+	if a.Command == "" && len(a.CLISchema) == 0 {
+		return textResult(true, nil, "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)"), nil, nil
 	}
 	spec := ServerSpec{
-		Name:    a.Name,
-		Command: append([]string{a.Command}, a.Args...),
-		Dir:     a.Cwd,
-		Env:     a.Env,
-		Build:   a.Build,
-		Watch:   a.Watch,
-		Source:  "agent",
+		Name:   a.Name,
+		Dir:    a.Cwd,
+		Env:    a.Env,
+		Build:  a.Build,
+		Watch:  a.Watch,
+		Source: "agent",
+	}
+	if len(a.CLISchema) > 0 {
+		spec.CLI = &CLISpec{Schema: a.CLISchema}
+		if a.Command != "" {
+			spec.CLI.Command = append([]string{a.Command}, a.Args...)
+		}
+		spec.Command = spec.CLI.Schema
+	} else {
+		spec.Command = append([]string{a.Command}, a.Args...)
 	}
 	s, res, err := m.add(m.ctx, spec)
 	if err != nil {
@@ -128,13 +149,16 @@ func (m *Mux) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddSe
 		tools = "tools: " + strings.Join(info.Tools, ", ")
 	}
 	text := fmt.Sprintf("server %q is running (pid %d); %s", a.Name, info.Pid, tools)
+	if info.Pid == 0 { // a CLI: one process per call
+		text = fmt.Sprintf("server %q is ready; %s", a.Name, tools)
+	}
 	if len(info.Warnings) > 0 {
 		text += "\nwarnings:\n- " + strings.Join(info.Warnings, "\n- ")
 	}
 	return textResult(false, out, "%s", text), nil, nil
 }
 
-func (m *Mux) allowed(cmd string) bool {
+func (m admin) allowed(cmd string) bool {
 	for _, c := range m.cfg.AllowedCommands {
 		if cmd == c || filepath.Base(cmd) == c && !strings.ContainsRune(c, filepath.Separator) && cmd == filepath.Base(cmd) {
 			return true
@@ -143,7 +167,7 @@ func (m *Mux) allowed(cmd string) bool {
 	return false
 }
 
-func (m *Mux) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
 	if err := m.remove(a.Name); err != nil {
 		return textResult(true, nil, "remove_server: %v", err), nil, nil
 	}
@@ -180,6 +204,7 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 		s, res = ns, r
 	} else {
 		res = s.b.Reload(ctx)
+		m.applyResult(s, res)
 		if err := m.relist(ctx, s); err != nil {
 			m.log.Warn("re-listing after reload failed", "server", name, "err", err)
 		}
@@ -233,7 +258,7 @@ func toolKey(t *mcp.Tool) string {
 	return string(b)
 }
 
-func (m *Mux) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
 	out, err := m.Reload(ctx, a.Name)
 	if err != nil {
 		return textResult(true, out, "reload_server %s: %v", a.Name, err), nil, nil
@@ -265,7 +290,7 @@ func prefixed(server, sep string, names []string) []string {
 	return out
 }
 
-func (m *Mux) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a ListArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a ListArgs) (*mcp.CallToolResult, any, error) {
 	list := m.List(a.Verbose)
 	if len(list) == 0 {
 		return textResult(false, map[string]any{"servers": list}, "no servers (add one with add_server)"), nil, nil
@@ -309,18 +334,18 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-func (m *Mux) callTool(ctx context.Context, req *mcp.CallToolRequest, a CallArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a CallArgs) (*mcp.CallToolResult, any, error) {
 	m.mu.Lock()
-	r, ok := m.tools[a.Name]
+	r, ok := m.cat.tools[a.Name]
 	m.mu.Unlock()
 	if !ok {
-		return m.unknownTool(a.Name), nil, nil
+		return front{m.Mux}.unknownTool(a.Name), nil, nil
 	}
 	args, _ := json.Marshal(a.Arguments)
 	if a.Arguments == nil {
 		args = []byte("{}")
 	}
-	res, err := m.callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
+	res, err := front{m.Mux}.callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
 	return res, nil, err
 }
 
@@ -363,7 +388,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 	}
 	for _, t := range s.tools {
 		full := Join(sp.Name, m.sep, t.Name)
-		if _, ok := m.tools[full]; !ok {
+		if _, ok := m.cat.tools[full]; !ok {
 			continue
 		}
 		info.Tools = append(info.Tools, full)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
@@ -28,7 +29,7 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 func BenchmarkHotPath(b *testing.B) {
 	r := testRelay(Config{Tool: "recompile"})
 	go r.sw.out.run(io.Discard, nil)
-	c := &child{gen: 1, in: newOutbox(), tail: newTail(1024)}
+	c := &child{gen: 1, in: newOutbox(), tail: newTail(1024), answered: make(chan struct{})}
 	go c.in.run(io.Discard, nil)
 	r.sw.child, r.sw.state, r.sw.gen = c, stateUp, 1
 	reqs := make([][]byte, 1000)
@@ -43,5 +44,59 @@ func BenchmarkHotPath(b *testing.B) {
 		k := i % len(reqs)
 		r.sw.fromClient(clone(reqs[k]))
 		r.sw.fromChild(c, clone(resps[k]))
+	}
+}
+
+// bigResponse is a tools/call result of about n bytes: text with some
+// escapes and non-ASCII, as a large tool result has.
+func bigResponse(n int) []byte {
+	const unit = `line of output with \"quotes\", a tab\t and é ü 日本 `
+	var text []byte
+	for len(text)+len(unit) <= n {
+		text = append(text, unit...)
+	}
+	for len(text) < n {
+		text = append(text, 'x')
+	}
+	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"%s"}]}}`, text))
+}
+
+// BenchmarkValidateServerLine is the cost of checking that a child's line
+// is valid JSON before it is forwarded: validJSON for a line read whole,
+// validChunks for a long line kept in 1 MiB chunks, encoding/json for
+// comparison.
+func BenchmarkValidateServerLine(b *testing.B) {
+	for _, size := range []int{100, 64 << 10, 1 << 20, 16 << 20} {
+		msg := bigResponse(size)
+		var chunks [][]byte
+		for rest := msg; len(rest) > 0; {
+			n := min(len(rest), 1<<20)
+			chunks = append(chunks, rest[:n])
+			rest = rest[n:]
+		}
+		b.Run(fmt.Sprintf("validJSON/%dB", size), func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for range b.N {
+				if !validJSON(msg) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("validChunks/%dB", size), func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for range b.N {
+				if !validChunks(chunks) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("json.Valid/%dB", size), func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for range b.N {
+				if !json.Valid(msg) {
+					b.Fatal("invalid")
+				}
+			}
+		})
 	}
 }

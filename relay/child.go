@@ -29,6 +29,14 @@ type child struct {
 
 	stopping atomic.Bool // set before the relay stops it on purpose
 	started  time.Time
+	// answered is closed when the child first answers a request (its
+	// handshake, as a rule); a child that exits before is a failed start.
+	answered     chan struct{}
+	answeredOnce sync.Once
+	// settled is set (under the switchboard's lock) once the restart that
+	// started the child has completed: it served.
+	settled bool
+	endedAt time.Time // when it exited; valid after done
 
 	reaped chan struct{} // closed after the relay handled its exit
 
@@ -94,15 +102,16 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 	errW.Close()
 
 	c := &child{
-		gen:     gen,
-		pid:     cmd.Process.Pid,
-		cmd:     cmd,
-		group:   group,
-		in:      newOutbox(),
-		tail:    newTail(64 << 10),
-		started: time.Now(),
-		done:    make(chan struct{}),
-		reaped:  make(chan struct{}),
+		gen:      gen,
+		pid:      cmd.Process.Pid,
+		cmd:      cmd,
+		group:    group,
+		in:       newOutbox(),
+		tail:     newTail(64 << 10),
+		started:  time.Now(),
+		done:     make(chan struct{}),
+		reaped:   make(chan struct{}),
+		answered: make(chan struct{}),
 	}
 	go c.in.run(inW, func() { inW.Close() })
 
@@ -150,6 +159,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 
 	go func() {
 		err := cmd.Wait()
+		c.endedAt = time.Now()
 		c.exitDesc = describeExit(err, cmd.ProcessState)
 		// The leader is gone: nothing of its group may outlive it, and the
 		// pipes reach EOF only when every holder is gone.
@@ -213,21 +223,39 @@ func describeExit(err error, ps *os.ProcessState) string {
 		return "exited"
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+		return "killed by " + signalName(int(ws.Signal()))
 	}
 	return fmt.Sprintf("exit status %d", ps.ExitCode())
 }
 
-// crashReport describes an unexpected exit for the agent: the exit status,
-// the uptime and the tail of stderr. Valid after done.
-func (c *child) crashReport() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "the MCP server exited unexpectedly (%s) after %s.", c.exitDesc, time.Since(c.started).Round(time.Millisecond))
-	if t := strings.TrimSpace(c.tail.String()); t != "" {
-		b.WriteString("\nLast lines of its stderr:\n")
-		b.WriteString(lastLines(t, 40))
+// signalName names the signals a server is commonly killed by.
+func signalName(n int) string {
+	if name, ok := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[n]; ok {
+		return name
 	}
-	return b.String()
+	return fmt.Sprintf("signal %d", n)
+}
+
+// markAnswered records that the child answered a request.
+func (c *child) markAnswered() { c.answeredOnce.Do(func() { close(c.answered) }) }
+
+// hasAnswered reports whether the child ever answered a request.
+func (c *child) hasAnswered() bool {
+	select {
+	case <-c.answered:
+		return true
+	default:
+		return false
+	}
+}
+
+// ranFor is how long the child ran (so far, or until it exited).
+func (c *child) ranFor() time.Duration {
+	if c.exited() {
+		return c.endedAt.Sub(c.started)
+	}
+	return time.Since(c.started)
 }
 
 func lastLines(s string, n int) string {

@@ -214,7 +214,7 @@ func unquoteBytes(b []byte) ([]byte, error) {
 // from its chunks (which go back to the pool once written); anything else
 // is joined and takes the usual path.
 func (r *switchboard) fromChildChunks(c *child, chunks [][]byte, env chunkEnvelope, scanErr error) {
-	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && r.forwardChunks(c, env, chunks) {
+	if scanErr == nil && env.isResponse() && r.batches.open.Load() == 0 && r.cfg.Traffic == nil && validChunks(chunks) && r.forwardChunks(c, env, chunks) {
 		return
 	}
 	r.fromChild(c, linePool.join(chunks))
@@ -227,10 +227,18 @@ func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte
 	defer r.mu.Unlock()
 	key := string(env.id)
 	p, ok := r.ids.lookup(key, c.gen)
-	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && len(r.tools.notices) == 0) {
+	if !ok || !(p.kind == kindPlain || p.kind == kindToolsCall && !r.tools.hasNotices()) {
 		return false
 	}
 	r.ids.forget(key)
+	c.markAnswered()
+	if r.debug {
+		size := 0
+		for _, ch := range chunks {
+			size += len(ch)
+		}
+		r.logMsg("server", &envelope{id: env.id}, size, p)
+	}
 	r.out.sendParts(chunks)
 	return true
 }

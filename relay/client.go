@@ -2,7 +2,6 @@ package relay
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,17 +12,20 @@ func (r *switchboard) fromClient(msg []byte) {
 	if !validJSON(msg) {
 		if !utf8.Valid(msg) {
 			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
-			r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid UTF-8", nil))
+			r.out.send(errorResponse(nil, codeParseError, errTextBadUTF8, nil))
 			return
 		}
 		r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(msg, 200))
-		r.out.send(errorResponse(nil, codeParseError, "Parse error: message is not valid JSON", nil))
+		r.out.send(errorResponse(nil, codeParseError, errTextBadJSON, nil))
 		return
 	}
 	env, err := peekEnvelope(msg)
 	if err != nil {
 		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
 		return
+	}
+	if r.debug {
+		r.logMsg("client", &env, len(msg), nil)
 	}
 	if env.isArray {
 		r.clientBatch(msg)
@@ -46,7 +48,7 @@ func (r *switchboard) fromClient(msg []byte) {
 func (r *switchboard) clientBatch(msg []byte) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
-		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: empty batch", nil))
+		r.reply(errorResponse(nil, codeInvalidRequest, errTextEmptyBatch, nil))
 		return
 	}
 	envs := make([]envelope, len(elems))
@@ -60,7 +62,7 @@ func (r *switchboard) clientBatch(msg []byte) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.batches.begin(envs, errorResponse(nil, codeInvalidRequest, "Invalid Request: batch element is not a JSON-RPC object", nil))
+	b := r.batches.begin(envs, errorResponse(nil, codeInvalidRequest, errTextBatchElem, nil))
 	for i, el := range elems {
 		if !envs[i].isArray {
 			r.dispatchClient(el, envs[i])
@@ -79,7 +81,7 @@ func (r *switchboard) dispatchClient(msg []byte, env envelope) {
 	case env.isRequest():
 		r.clientRequest(msg, env)
 	case env.id != nil:
-		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a message with an id needs a method, a result or an error", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, errTextNoKind, nil))
 	default:
 		r.log.Warn("dropped a client message that is neither request, response nor notification", "msg", abbreviate(msg, 200))
 	}
@@ -89,18 +91,18 @@ func (r *switchboard) clientRequest(msg []byte, env envelope) {
 	key := string(env.id)
 	switch {
 	case key == "null":
-		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: a request id must be a string or an integer, not null", nil))
+		r.reply(errorResponse(nil, codeInvalidRequest, errTextNullID, nil))
 		return
 	case strings.HasPrefix(key, reservedPrefix):
-		r.reply(errorResponse(env.id, codeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`, nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, errTextReservedID, nil))
 		return
 	}
 	if r.ids.inFlight(key) {
-		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
 		return
 	}
 	if _, dup := r.recompiles[key]; dup {
-		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
 		return
 	}
 	r.sess.note(env, r.log)
@@ -165,6 +167,12 @@ func (r *switchboard) forward(msg []byte, env envelope) {
 		delete(r.sess.subs, uriOf(env.params))
 	}
 	p := &pending{kind: k, gen: c.gen, method: env.method}
+	if r.debug {
+		p.sent = time.Now()
+	}
+	if k == kindToolsList {
+		p.firstPage = member(env.params, "cursor") == nil
+	}
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
 	}
@@ -234,9 +242,9 @@ func (r *switchboard) clientResponse(msg []byte, env envelope) {
 func (r *switchboard) hold(msg []byte, env envelope) {
 	switch r.held.add(msg, env, time.Now()) {
 	case duplicate:
-		r.reply(errorResponse(env.id, codeInvalidRequest, "Invalid Request: a request with this id is still in flight", nil))
+		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
 	case full:
-		reason := fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", r.held.len(), r.held.bytes)
+		reason := errTextQueueFull(r.held.len(), r.held.bytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.method)
 		if env.isRequest() {
 			r.reply(errorResponse(env.id, codeQueueFull, reason, nil))
@@ -285,7 +293,7 @@ func (r *Relay) expireQueue() {
 		r.sw.mu.Lock()
 		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
 			if m.env.isRequest() {
-				r.sw.reply(errorResponse(m.env.id, codeQueueFull, fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", r.cfg.QueueTimeout), nil))
+				r.sw.reply(errorResponse(m.env.id, codeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))
 			}
 		}
 		r.sw.mu.Unlock()
@@ -299,7 +307,7 @@ func (r *switchboard) clientTooLarge(tl *errTooLarge) {
 	if id == nil || string(id) == "null" {
 		return
 	}
-	r.reply(errorResponse(id, codeInvalidRequest, fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", tl.Size, tl.Max), nil))
+	r.reply(errorResponse(id, codeInvalidRequest, errTextClientTooLarge(tl.Size, tl.Max), nil))
 }
 
 func toolName(params []byte) string {

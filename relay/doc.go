@@ -16,8 +16,15 @@
 //   - Lines up to Config.MaxMessage are accepted in both directions; a
 //     longer one is dropped without being buffered whole, and the request
 //     it belongs to is answered with an error under its own id.
-//   - Nothing that is not JSON-RPC reaches the client's stdout; nothing a
-//     peer sends stops the relay.
+//   - Nothing that is not JSON-RPC reaches the client's stdout: every line
+//     the child writes is checked to be valid JSON in valid UTF-8 (and a
+//     JSON-RPC message) before it is forwarded; a line that is not is
+//     logged and dropped, and a request it seems to answer gets an error.
+//     Nothing a peer sends stops the relay.
+//   - The client is sent list_changed (tools, prompts, resources) whenever
+//     the list it would get changes, compared by content: a new child
+//     with different lists, the child gone (only the relay's tools left),
+//     the child back; never after a restart that changed nothing.
 //   - The child runs in its own process group; stopping it (close stdin,
 //     StopTimeout, SIGTERM to the group, StopTimeout, SIGKILL) and any exit
 //     of it leave no process of the group alive. On Linux the child also
@@ -46,6 +53,32 @@
 // follows a server/discover that a child answered, the relay starts a fresh
 // child for it, since Go SDK servers refuse that sequence.
 //
+// # Starts, crashes and builds
+//
+// A restart is done when the new child answered a request: the replayed
+// handshake, the client's own held handshake, or a ping of the relay's.
+// A child that exits before that, or before its restart completed, is a
+// failed start: reported once (the agent reads the exit status and the
+// end of its stderr), never restarted automatically; the relay waits for
+// the next build or recompile. A child that crashes later is restarted
+// after a backoff (relay.on_crash = "restart"), until it crashes soon
+// after starting three times in a row (a crash loop). After a failed
+// build the relay never starts the files on disk by itself: a crash then
+// leaves it down, saying that the last build failed. Each state (first
+// build running, build failed, failed start, crashed, crash loop) has one
+// wording, in messages.go, which lists every text the agent can receive.
+// Notices on tool results are kept one per kind, withdrawn when no longer
+// true, and say what mcpflow already did.
+//
+// The recompile result's tool diff is against the tools the client last
+// fetched with tools/list (or, if it never did, the previous child's), so
+// a client that ignores list_changed still learns of new tools; it always
+// names the current tools.
+//
+// At debug level the log has one line per message read from either peer:
+// where from, its method or id, its size and, for a response, the
+// latency.
+//
 // # Embedding
 //
 // A program that embeds the relay (mcpflow watch, the mux) uses:
@@ -53,8 +86,9 @@
 //   - Restart(ctx): start or replace the child; it returns a
 //     *result.Restart (timings, tool diff, handshake differences, error).
 //   - Config.Recompiler (or SetRecompiler): what the recompile tool runs;
-//     *builder.Builder satisfies it. NoteBuild(result.Build) reports a build
-//     that the relay did not ask for (a watch build).
+//     *builder.Builder satisfies it. NoteBuild(result.Build) must receive
+//     every build's result (the builder's OnResult): the relay needs to
+//     know that the last build failed.
 //   - Config.OnEvent: Starting, Up, RestartFailed, Crashed, BuildFailed and
 //     Stopped, delivered in order from one goroutine of the relay that
 //     holds no relay lock.
@@ -111,9 +145,10 @@
 //   - a response passed on unchanged is written from its chunks;
 //   - the pipes are grown to 1 MiB on Linux.
 //
-// Client lines are checked with validJSON (jsonvalid.go), one pass for
-// JSON and UTF-8, held by a fuzz test to json.Valid && utf8.Valid.
-// BENCHMARKS.md has the figures.
+// Every line, from either peer, is checked with validJSON (jsonvalid.go),
+// one pass for JSON and UTF-8; a long child line kept in chunks is checked
+// piece by piece with jsonStream (jsonstream.go). Both are held by fuzz
+// tests to json.Valid && utf8.Valid. BENCHMARKS.md has the figures.
 //
 // The relay defines Recompiler, which the builder satisfies; the builder
 // calls back Restart through its Restarter interface. Neither package

@@ -28,19 +28,30 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
-			"instructions": "The MCP server behind mcpflow is not running yet (" + firstLine(r.describeDown()) +
-				"). Its tools appear once it is fixed: call " + r.cfg.Tool + " after editing the code.",
+			"instructions":    msgInstructions(r.describeDown()),
 		}
 		r.sess.initResult = mustJSON(result)
+		// The session begins with no list but the relay's tools.
+		for k, v := range emptyViews() {
+			r.served[k] = v
+		}
+		r.clientTools, r.clientToolsKnown = []toolInfo{}, true
 		ok(result)
 	case "server/discover":
 		// Clients fall back to initialize, which the relay can answer alone.
-		r.reply(errorResponse(id, codeMethodNotFound, "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize", nil))
+		r.reply(errorResponse(id, codeMethodNotFound, errTextNoDiscover, nil))
 	case "tools/list":
+		r.noteClientToolsDown()
 		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
+	case "prompts/list":
+		ok(map[string]any{"prompts": []any{}})
+	case "resources/list":
+		ok(map[string]any{"resources": []any{}})
+	case "resources/templates/list":
+		ok(map[string]any{"resourceTemplates": []any{}})
 	case "tools/call":
-		r.tools.notices = nil
-		r.reply(resultResponse(id, toolResult("mcpflow: "+r.describeDown()+"\n\nWhat to do: fix the code, then call "+r.cfg.Tool+" to rebuild and restart the server.", true, nil, r.sess.era == eraModern)))
+		r.tools.clearNotices()
+		r.reply(resultResponse(id, toolResult(errTextDown(r.describeDown()), true, nil, r.sess.era == eraModern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
@@ -58,7 +69,7 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.method})
 		r.out.send(selfAck(id, l))
 	default:
-		r.reply(errorResponse(id, codeServerDown, "mcpflow: "+r.describeDown(), nil))
+		r.reply(errorResponse(id, codeServerDown, errTextDown(r.describeDown()), nil))
 	}
 }
 

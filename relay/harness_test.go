@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,9 +58,13 @@ type harness struct {
 	dir         string
 	variant     string
 	listChanged chan struct{}
-	served      chan error
-	logs        *syncBuffer
-	closeIn     func()
+	// toolsChanged and promptsChanged count the list_changed
+	// notifications the client received.
+	toolsChanged   atomic.Int32
+	promptsChanged atomic.Int32
+	served         chan error
+	logs           *syncBuffer
+	closeIn        func()
 }
 
 type syncBuffer struct {
@@ -131,7 +136,11 @@ func newHarness(t *testing.T, o hopts) *harness {
 		}()
 	}
 	copts := &mcp.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			h.promptsChanged.Add(1)
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			h.toolsChanged.Add(1)
 			select {
 			case h.listChanged <- struct{}{}:
 			default:

@@ -48,10 +48,11 @@ type Config struct {
 	RestartMarker string
 
 	// StartupGrace is how long client messages wait for the first server
-	// before the relay answers on its own (initialize included) and tells
-	// the agent the first build is still running; default 5s. Clients give
-	// up on a silent server after some tens of seconds, and a cold cargo or
-	// go build can take minutes.
+	// before the relay answers on its own (initialize included, listing
+	// its own tools) and tells the agent the first build is still running;
+	// the client gets list_changed once the server is up. Default 300ms:
+	// some clients show a server that has not answered in 5 s as broken
+	// (Gemini CLI), and a cold cargo or go build can take minutes.
 	StartupGrace time.Duration
 
 	// OnEvent, when set, is told what happens to the child (see Event), in
@@ -128,7 +129,7 @@ const (
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
-	DefaultStartupGrace = 5 * time.Second
+	DefaultStartupGrace = 300 * time.Millisecond
 )
 
 // New returns a relay for cfg. Nothing runs until Serve.
@@ -267,7 +268,7 @@ func (r *switchboard) describeDown() string {
 	if r.downReport != "" {
 		return r.downReport
 	}
-	return "the MCP server is not running"
+	return msgNotRunning
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the
@@ -291,9 +292,6 @@ func (r *Relay) startupGrace() {
 	if r.sw.state != stateStarting {
 		return
 	}
-	r.log.Info("the first build is taking a while: answering the client until the server is up", "after", r.cfg.StartupGrace)
-	r.sw.state = stateDown
-	r.sw.downReport = "the server's first build is still running. Its tools appear when it finishes (the client is notified); call " +
-		r.cfg.Tool + " to wait for that build and see its result."
-	r.sw.flushQueue()
+	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
+	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

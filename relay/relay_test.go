@@ -111,7 +111,7 @@ func TestCrashDuringSlowCalls(t *testing.T) {
 		}
 		wg.Wait()
 		for i, err := range errs {
-			if err == nil || !strings.Contains(err.Error(), "exited unexpectedly") {
+			if err == nil || !strings.Contains(err.Error(), "crashed (") {
 				t.Fatalf("slow call %d: want a crash error, got %v", i, err)
 			}
 		}
@@ -154,9 +154,9 @@ func TestCrashAutoRestart(t *testing.T) {
 
 func TestCrashLoopStops(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25"})
-	// Every new child crashes at once from now on.
+	// Every new child serves, then crashes soon after starting.
 	h.r.sw.mu.Lock()
-	h.r.spec.argv = append(h.r.spec.argv, "-crash-at-start")
+	h.r.spec.argv = append(h.r.spec.argv, "-exit-after-ms=1500")
 	h.r.sw.mu.Unlock()
 	h.call("exit", map[string]any{"code": 1})
 	deadline := time.Now().Add(20 * time.Second)
@@ -173,7 +173,7 @@ func TestCrashLoopStops(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	text, isErr, err := h.call("echo", map[string]any{"text": "x"})
-	if err != nil || !isErr || !strings.Contains(text, "crashed 3 times") || !strings.Contains(text, "crash-at-start") {
+	if err != nil || !isErr || !strings.Contains(text, "crashed (exit status 5) 3 times") || !strings.Contains(text, "exit-after-ms") {
 		t.Fatalf("call during crash loop: %q %v %v", text, isErr, err)
 	}
 	// Fix and recompile.

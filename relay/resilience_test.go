@@ -115,6 +115,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 		t.Fatalf("want a sampling request, got %v", old)
 	}
 	oldID := mustMarshal(old["id"])
+	os.WriteFile(w.variant, []byte("v2"), 0o644) // a new tool: the list changes
 	go w.r.Restart(context.Background())
 	// The call on the old child gets its restart error; the client is told.
 	for seen := 0; seen < 2; {
@@ -238,6 +239,7 @@ func TestQueueOverflowAndDeadline(t *testing.T) {
 func TestRestartMarker(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-marker", "MCPFLOW-RESTART"}, cfg: func(c *Config) { c.RestartMarker = "MCPFLOW-RESTART" }})
 	before := h.childPID()
+	h.setVariant("v2") // a new tool: the client is told
 	h.mustCall("marker", nil)
 	h.waitListChanged()
 	deadline := time.Now().Add(20 * time.Second)
@@ -318,8 +320,10 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if text := h.mustCall("echo", map[string]any{"text": "hi"}); !strings.Contains(text, "crashed (exit status 4) between calls") {
-		t.Fatalf("first result after the crash has no notice: %q", text)
+	// One notice, saying what mcpflow did; no call to restart what runs.
+	text := h.mustCall("echo", map[string]any{"text": "hi"})
+	if strings.Count(text, "mcpflow:") != 1 || !strings.Contains(text, "crashed (exit status 4) between calls and mcpflow restarted it") || strings.Contains(text, "to restart it") {
+		t.Fatalf("first result after the crash: want one notice that the server was restarted, got %q", text)
 	}
 	// The notice is given once.
 	if text := h.mustCall("echo", map[string]any{"text": "again"}); strings.Contains(text, "crashed") {

@@ -16,6 +16,10 @@ import (
 // handshakeTimeout bounds each step of bringing a new child up.
 const handshakeTimeout = 30 * time.Second
 
+// probeTimeout bounds the wait for an answer to the relay's ping to a new
+// child that no client request reached yet.
+const probeTimeout = 5 * time.Second
+
 // Restart replaces the child with a new one: hold client messages, stop the
 // old child (every request pending on it gets one error), start the new one,
 // replay the session (legacy handshake and state, or the modern listen
@@ -48,16 +52,18 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		return fail(errClosed)
 	}
 	old := r.sw.child
-	baseline := !r.restarts.haveTools && old != nil && r.sw.state == stateUp && r.sw.sessionReady()
-	if !r.restarts.haveTools && old == nil && r.sw.state == stateDown && r.sw.sess.era != eraUnknown {
-		// Down until now: the client has seen no tools but the relay's.
-		r.restarts.baseline, r.restarts.haveTools = []toolInfo{}, true
-	}
+	learn := old != nil && r.sw.state == stateUp && r.sw.sessionReady() && (!r.restarts.haveTools || r.sw.listsUnknown())
 	r.sw.mu.Unlock()
-	if baseline {
-		// The first restart: learn the old tools, so the diff can be told.
-		if tools, err := r.fetchTools(ctx, old); err == nil {
-			r.restarts.baseline, r.restarts.haveTools = tools, true
+	if learn {
+		// Learn what the client is served now, so that the diff can be
+		// told and list_changed sent only for what changes.
+		if views, tools, err := r.fetchLists(ctx, old); err == nil {
+			r.sw.mu.Lock()
+			r.sw.learnServed(views)
+			r.sw.mu.Unlock()
+			if !r.restarts.haveTools {
+				r.restarts.baseline, r.restarts.haveTools = tools, true
+			}
 		}
 	}
 
@@ -66,7 +72,11 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		r.sw.state = stateRestarting
 	}
 	if !auto {
+		// A build (or the agent) restarts the server: the crash count, the
+		// failed build and the notices about them are over.
 		r.sw.crashes.reset()
+		r.sw.lastBuildFailed = false
+		r.sw.tools.clearNotices()
 	}
 	r.sw.mu.Unlock()
 
@@ -80,8 +90,12 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	tStart := time.Now()
 	c, err := r.spawn()
 	if err != nil {
-		r.goDown(fmt.Sprintf("the MCP server could not be started: %v", err))
-		return fail(err)
+		if errors.Is(err, errClosed) {
+			return fail(err)
+		}
+		report := msgNoStart(err)
+		r.goDown(report)
+		return fail(errors.New(report))
 	}
 	res.Gen, res.Pid = c.gen, c.pid
 	res.Start = time.Since(tStart)
@@ -103,12 +117,21 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.sw.mu.Lock()
 	ready := r.sw.sessionReady()
 	r.sw.mu.Unlock()
+	var views map[string]listView
 	if ready {
-		tools, err := r.fetchTools(ctx, c)
+		var tools []toolInfo
+		views, tools, err = r.fetchLists(ctx, c)
 		if err != nil {
 			return fail(r.failStart(c, err))
 		}
-		res.Tools = diffTools(r.restarts.baseline, tools, r.restarts.haveTools) // a first start has nothing to diff against
+		r.sw.mu.Lock()
+		base, known := r.sw.clientTools, r.sw.clientToolsKnown
+		r.sw.mu.Unlock()
+		if !known {
+			// The client never listed tools: compare with the last child.
+			base, known = r.restarts.baseline, r.restarts.haveTools
+		}
+		res.Tools = diffTools(base, tools, known)
 		r.restarts.baseline, r.restarts.haveTools = tools, true
 	}
 	res.ToolsList = time.Since(tTools)
@@ -119,23 +142,56 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		return fail(errClosed)
 	}
 	if r.sw.child != c {
-		report := r.sw.downReport
+		report := r.sw.describeDown()
 		r.sw.mu.Unlock()
 		return fail(errors.New(report))
 	}
 	r.sw.state = stateUp
 	r.sw.downReport = ""
-	// Only a session that existed before this child hears of the change:
-	// held messages may be the client's very first handshake.
-	if st := r.sw.sess.strategy(); st != nil && st.established(&r.sw.sess) {
-		for _, m := range st.listChanged(&r.sw.sess, r.sw.sess.listKinds()) {
-			r.sw.out.send(m)
-		}
+	c.settled = true
+	if views != nil {
+		// Only a session that existed before this child hears of a
+		// change: held messages may be the client's very first handshake.
+		r.sw.announce(views)
+	} else {
+		r.sw.forgetServed()
 	}
 	r.sw.flushQueue()
+	// The child is up once it answered a request: the client's held
+	// handshake, just sent, or else a ping of the relay's (allowed before
+	// initialize). A child that ignores a ping is taken as up after
+	// probeTimeout.
+	wait := !c.hasAnswered()
+	probe := wait && !r.sw.ids.handshakePending(c.gen)
+	var pingParams []byte
+	if probe {
+		pingParams = r.sw.sess.withMeta(nil)
+	}
+	r.sw.mu.Unlock()
+	if wait {
+		var probeTimer <-chan time.Time
+		if probe {
+			go r.call(ctx, c, "ping", pingParams)
+			t := time.NewTimer(probeTimeout)
+			defer t.Stop()
+			probeTimer = t.C
+		}
+		select {
+		case <-c.answered:
+		case <-probeTimer:
+			r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(probeTimeout))
+		case <-c.done:
+			<-c.reaped
+			r.sw.mu.Lock()
+			report := r.sw.describeDown()
+			r.sw.mu.Unlock()
+			return fail(errors.New(report))
+		case <-ctx.Done():
+			return fail(fmt.Errorf("the server did not answer its handshake within %s", result.Dur(handshakeTimeout)))
+		}
+	}
 	res.Duration = time.Since(t0)
 	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
-	r.sw.mu.Unlock()
 
 	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
 		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
@@ -149,35 +205,6 @@ func diffOr(d result.ToolDiff) string {
 	return d.String()
 }
 
-// restartText is the agent's rendering of a restart.
-func restartText(res *result.Restart) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).\n",
-		result.Dur(res.Duration), result.Dur(res.Stop), result.Dur(res.Start), result.Dur(res.Replay), result.Dur(res.ToolsList))
-	d := res.Tools
-	switch {
-	case !d.Known:
-	case d.Empty():
-		b.WriteString("Tools: unchanged.\n")
-	default:
-		fmt.Fprintf(&b, "Tools: %s\n", d)
-		for _, n := range d.Current {
-			det, ok := d.Details[n]
-			switch {
-			case !ok:
-			case slices.Contains(d.Added, n):
-				fmt.Fprintf(&b, "  %s (new): %s\n  input schema: %s\n", n, det.Description, det.InputSchema)
-			case det.SchemaChanged:
-				fmt.Fprintf(&b, "  %s (changed): input schema: %s\n", n, det.InputSchema)
-			}
-		}
-	}
-	for _, ch := range res.Handshake {
-		b.WriteString("Note: " + ch + "\n")
-	}
-	return b.String()
-}
-
 // respawn starts a fresh child without a build (initialize after discover).
 func (r *Relay) respawn() {
 	if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
@@ -185,20 +212,12 @@ func (r *Relay) respawn() {
 	}
 }
 
-// afterCrash applies relay.on_crash. r.sw.mu is held.
-func (r *Relay) afterCrash(uptime time.Duration) {
-	action, backoff := r.sw.crashes.crashed(uptime)
-	switch action {
-	case crashWait:
-		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + r.cfg.Tool)
-		return
-	case crashLoopStop:
-		r.sw.downReport += fmt.Sprintf("\nThe server crashed %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save a file or call %s.", r.sw.crashes.quick, r.cfg.Tool)
-		r.log.Error("crash loop: automatic restarts stopped until a file changes or recompile is called", "crashes", r.sw.crashes.quick)
-		return
-	}
-	gen := r.sw.gen
-	r.log.Info("restarting after crash", "in", backoff)
+// restartAfterCrash restarts the child of generation gen after backoff,
+// unless something else restarted it meanwhile or the relay stopped
+// restarting; betweenCalls: no request saw the crash, so the next tool
+// result says that mcpflow restarted the server.
+func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls bool, status string) {
+	r.log.Info("restarting after crash", "in", result.Dur(backoff))
 	go func() {
 		select {
 		case <-r.ctx.Done():
@@ -214,19 +233,26 @@ func (r *Relay) afterCrash(uptime time.Duration) {
 		res, err := r.restart(r.ctx, true)
 		if err != nil {
 			if !errors.Is(err, errClosed) {
-				r.log.Error("restart after crash failed", "err", err)
+				// The stderr tail is in the log already, line by line.
+				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
 			}
 			return
 		}
 		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
+		if betweenCalls {
+			r.sw.mu.Lock()
+			r.sw.tools.notice(noticeCrash, noticeCrashRestarted(status))
+			r.sw.mu.Unlock()
+		}
 	}()
 }
 
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
-	text, isErr := formatOutcome(r.runRecompile(r.ctx, nil), r.cfg.Tool)
+	o := r.runRecompile(r.ctx, nil)
+	text, isErr := formatOutcome(o, r.cfg.Tool, r.running())
 	if isErr {
-		r.log.Error("rebuild failed", "trigger", why, "result", text)
+		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
 	}
 }
 
@@ -271,6 +297,9 @@ func (r *Relay) spawn() (*child, error) {
 func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 	r.sw.mu.Lock()
 	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
+	if r.sw.sess.selfInit {
+		prevResult = nil // the relay's own stand-in answer: nothing to compare
+	}
 	r.sw.mu.Unlock()
 	var changes []string
 	switch st.(type) {
@@ -323,7 +352,7 @@ func compareInit(prev, cur []byte) []string {
 	var out []string
 	for _, k := range []string{"protocolVersion", "capabilities", "instructions", "serverInfo"} {
 		if !sameJSON(a[k], b[k]) {
-			out = append(out, fmt.Sprintf("the new server's initialize result has a different %s: %s (was %s); the client keeps the old one until it reconnects", k, compactJSON(b[k]), compactJSON(a[k])))
+			out = append(out, msgHandshakeChanged(k, compactJSON(b[k]), compactJSON(a[k])))
 		}
 	}
 	return out
@@ -334,62 +363,72 @@ func compareInit(prev, cur []byte) []string {
 func (r *switchboard) sessionReady() bool { return r.sess.ready(r.child) }
 
 // failStart stops a child that came up broken and leaves the relay down.
+// It returns the report the agent reads.
 func (r *Relay) failStart(c *child, err error) error {
+	stopped := false
 	if !c.exited() {
 		c.stop(r.cfg.StopTimeout)
+		stopped = true
 	}
 	<-c.reaped
-	report := fmt.Sprintf("the MCP server started but %v", err)
-	if t := strings.TrimSpace(c.tail.String()); t != "" {
-		report += "\nLast lines of its stderr:\n" + lastLines(t, 40)
+	var report string
+	if stopped {
+		report = msgBadStart(err, r.cfg.Tool)
+		r.sw.mu.Lock()
+		r.sw.down(report, true)
+		r.sw.mu.Unlock()
+	} else {
+		// It exited on its own: childExited reported the failed start.
+		report = msgFailedStart(c.exitInfo(), r.cfg.Tool)
+		r.goDown(report)
 	}
-	r.goDown(report)
+	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Tool, "err", firstLine(report))
 	return errors.New(report)
 }
 
-// goDown leaves the relay without a child; held messages are answered.
+// goDown leaves the relay without a child, unless it is down already for a
+// reason of its own (a crash report says more).
 func (r *Relay) goDown(report string) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
-	if r.sw.state == stateClosed {
-		return
-	}
-	if r.sw.state != stateDown || r.sw.downReport == "" {
-		// (Down already: the child crashed while starting, and its crash
-		// report, crash-loop verdict included, says more.)
-		r.sw.state = stateDown
-		r.sw.downReport = report
-	}
-	r.sw.flushQueue()
+	r.sw.down(report, r.sw.state != stateDown || r.sw.downReport == "")
+}
+
+// running reports whether a server serves now.
+func (r *Relay) running() bool {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	return r.sw.state == stateUp && r.sw.child != nil
 }
 
 // NoteBuild tells the relay how a build cycle ended (the builder's
-// OnResult). A failed first build leaves the relay answering alone; a
-// failed automatic rebuild leaves a notice for the agent.
+// OnResult); it receives every build's result. A failed build leaves the
+// old server serving, with a notice for the agent after an automatic
+// rebuild; should that server then crash, the relay does not restart it
+// from the failed build's output. A failed first build leaves the relay
+// answering alone.
 func (r *Relay) NoteBuild(o result.Build) {
-	if o.OK {
-		return
-	}
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
-	report := "the build failed"
-	if o.Err != nil {
-		report = fmt.Sprintf("the build failed (%v)", o.Err)
+	if o.Canceled {
+		return
 	}
-	if o.Errors != "" {
-		report += ":\n" + strings.TrimRight(o.Errors, "\n")
+	if o.OK {
+		r.sw.lastBuildFailed = false
+		r.sw.tools.clearNotice(noticeBuild)
+		return
 	}
+	r.sw.lastBuildFailed = true
+	report := msgBuildFailed(o.Err, o.Errors, r.cfg.Tool)
 	r.events.post(Event{Kind: BuildFailed, Report: report})
 	switch r.sw.state {
 	case stateStarting:
-		r.sw.state = stateDown
-		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
-		r.sw.flushQueue()
+		r.sw.down(report, true)
 	case stateDown:
-		r.sw.downReport = report + "\nFix the errors, then call " + r.cfg.Tool + "."
+		r.sw.downReport = report
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.sw.tools.notice("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", r.cfg.Tool)
+			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.Tool))
 		}
 	}
 }

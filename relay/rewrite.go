@@ -120,7 +120,7 @@ func (t *toolset) inject(msg []byte, env envelope) []byte {
 // attachNotices appends pending notices (failed automatic builds, crashes
 // between calls) to a tools/call result as text items.
 func (t *toolset) attach(msg []byte, env envelope) []byte {
-	if len(t.notices) == 0 || env.result == nil {
+	if !t.hasNotices() || env.result == nil {
 		return msg
 	}
 	vs, ve, ok := memberSpan(env.result, "content")
@@ -128,13 +128,16 @@ func (t *toolset) attach(msg []byte, env envelope) []byte {
 		return msg
 	}
 	var ins []byte
-	for i, n := range t.notices {
-		if i > 0 || len(bytes.TrimSpace(env.result[vs+1:ve-1])) > 0 {
+	for _, n := range t.notices {
+		if n == "" {
+			continue
+		}
+		if len(ins) > 0 || len(bytes.TrimSpace(env.result[vs+1:ve-1])) > 0 {
 			ins = append(ins, ',')
 		}
 		ins = append(ins, textContent(n)...)
 	}
-	t.notices = nil
+	t.clearNotices()
 	at := env.resStart + ve - 1
 	return splice(msg, at, at, ins)
 }

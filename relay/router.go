@@ -3,6 +3,7 @@ package relay
 import (
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // router keeps the id mappings between the client and the children:
@@ -28,6 +29,9 @@ type pending struct {
 	gen    int
 	method string
 	msg    []byte // the request, kept for initialize and server/discover only
+	// firstPage: a tools/list without a cursor.
+	firstPage bool
+	sent      time.Time // when it was forwarded, for the debug log's latency
 }
 
 type kind int
@@ -82,6 +86,17 @@ func (rt *router) lookup(key string, gen int) (*pending, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// handshakePending reports whether an initialize or server/discover sent
+// to generation gen awaits its answer.
+func (rt *router) handshakePending(gen int) bool {
+	for _, p := range rt.pending {
+		if p.gen == gen && (p.kind == kindInitialize || p.kind == kindDiscover) {
+			return true
+		}
+	}
+	return false
 }
 
 // forget ends a client request: its answer, if one comes, is dropped.

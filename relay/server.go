@@ -1,9 +1,10 @@
 package relay
 
 import (
-	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // fromChild handles one line the child wrote on stdout.
@@ -11,20 +12,20 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
+	if !validJSON(msg) {
+		r.childJunk(c, msg, true)
+		return
+	}
 	env, err := peekEnvelope(msg)
 	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
-		// Not JSON-RPC: forwarding it would corrupt the client's stream.
-		c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
-		r.mu.Lock()
-		first := !r.junkWarned
-		r.junkWarned = true
-		r.mu.Unlock()
-		if first {
-			r.log.Warn("the server wrote a line to stdout that is not JSON-RPC; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
-		} else {
-			r.childLog.Debug("stdout: " + abbreviate(msg, 500))
-		}
+		r.childJunk(c, msg, false)
 		return
+	}
+	if env.isResponse() {
+		c.markAnswered()
+	}
+	if r.debug && !env.isResponse() {
+		r.logMsg("server", &env, len(msg), nil)
 	}
 	r.out.beginInline() // written by this goroutine once the lock is free
 	defer r.out.endInline()
@@ -40,13 +41,49 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	}
 }
 
+// childJunk drops a line the child wrote on stdout that is not JSON-RPC
+// (badJSON: not even valid JSON): forwarding it would corrupt the client's
+// stream. A request the line seems to answer gets an error instead.
+func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
+	c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if badJSON {
+		if id := partialID(msg); strings.HasPrefix(string(id), reservedPrefix) {
+			r.ids.deliver(string(id), errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+		} else if id != nil {
+			if p, ok := r.ids.lookup(string(id), c.gen); ok && p.kind != kindListen {
+				r.ids.forget(string(id))
+				r.reply(errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+			}
+		}
+	}
+	first := !r.junkWarned
+	r.junkWarned = true
+	what := "not JSON-RPC"
+	if badJSON {
+		what = "not valid JSON"
+	}
+	if first {
+		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
+	} else {
+		r.childLog.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
+	}
+}
+
 func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
+		if r.debug {
+			r.logMsg("server", &env, len(msg), nil)
+		}
 		r.ids.deliver(key, msg)
 		return
 	}
 	p, ok := r.ids.lookup(key, c.gen)
+	if r.debug {
+		r.logMsg("server", &env, len(msg), p)
+	}
 	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return
@@ -68,6 +105,7 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
+		r.noteClientTools(p, env.result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
@@ -90,6 +128,10 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 		return
 	}
 	switch env.method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		// The child changed a list itself: what the client is served is
+		// no longer known.
+		delete(r.served, strings.TrimSuffix(strings.TrimPrefix(env.method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
 		l := r.sess.listens[string(subscriptionID(env.params))]
 		if l != nil && l.awaitingAck {
@@ -124,7 +166,7 @@ func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
 	key := string(id)
 	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
 		r.ids.forget(key)
-		r.reply(errorResponse(id, codeInternalError, fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", tl.Size, tl.Max), nil))
+		r.reply(errorResponse(id, codeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
 	}
 }
 
@@ -138,16 +180,44 @@ func (r *Relay) childStderr(c *child, line string) {
 }
 
 // childExited is called once per child, after it is fully gone. Every
-// request still pending on it gets exactly one error.
+// request still pending on it gets exactly one error. A child that exits
+// before it answered its handshake, or before the restart that started it
+// completed, is a failed start: it is reported, not restarted. A crash
+// while the last build failed is not restarted either (the files on disk
+// came from that build). Other crashes follow relay.on_crash.
 func (r *Relay) childExited(c *child) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
+	current := !restarted && r.sw.child == c && r.sw.state != stateClosed
+	e := c.exitInfo()
+	tool := r.cfg.Tool
 	var report string
+	action, backoff := crashWait, time.Duration(0)
+	failedStart := false
+	switch {
+	case restarted:
+	case !c.hasAnswered() || !c.settled:
+		failedStart = true
+		report = msgFailedStart(e, tool)
+	case !current:
+		report = msgCrashWait(e, tool)
+	case r.sw.lastBuildFailed:
+		report = msgCrashAfterFailedBuild(e, tool)
+	default:
+		action, backoff = r.sw.crashes.crashed(e.uptime)
+		switch action {
+		case crashWait:
+			report = msgCrashWait(e, tool)
+		case crashLoopStop:
+			report = msgCrashLoop(e, r.sw.crashes.quick, tool)
+		case crashRestart:
+			report = msgCrashRestarting(e)
+		}
+	}
 	if restarted {
 		r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.pid})
 	} else {
-		report = c.crashReport()
 		r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.pid, Report: report})
 	}
 	failed := 0
@@ -164,28 +234,37 @@ func (r *Relay) childExited(c *child) {
 		}
 		failed++
 		if restarted {
-			r.sw.reply(errorResponse([]byte(key), codeServerRestarted,
-				"mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again", nil))
+			r.sw.reply(errorResponse([]byte(key), codeServerRestarted, errTextRestarted, nil))
 		} else {
-			r.sw.reply(errorResponse([]byte(key), codeServerDown, "mcpflow: "+report, map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.sw.reply(errorResponse([]byte(key), codeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
-	if restarted || r.sw.child != c {
+	if !current {
 		return
 	}
 	r.sw.child = nil
 	r.sw.sess.newChild()
-	if r.sw.state == stateClosed {
-		return
-	}
 	r.sw.state = stateDown
 	r.sw.downReport = report
 	for _, m := range handshake {
 		r.sw.answerDown(m.msg, m.env)
 	}
-	r.log.Error("server crashed", "status", c.exitDesc, "uptime", time.Since(c.started).Round(time.Millisecond))
-	if failed == 0 {
-		r.sw.tools.notice("mcpflow: the MCP server crashed (%s) between calls. Call %s for the details and to restart it.", c.exitDesc, r.cfg.Tool)
+	r.sw.down(report, true)
+	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+	switch {
+	case failedStart:
+		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)
+		return
+	case r.sw.lastBuildFailed:
+		r.log.Error("the last build failed: not restarting the server from that build's output until a build succeeds or " + tool + " is called")
+		return
 	}
-	r.afterCrash(time.Since(c.started))
+	switch action {
+	case crashWait:
+		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)
+	case crashLoopStop:
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or "+tool+" is called", "crashes", r.sw.crashes.quick)
+	case crashRestart:
+		r.restartAfterCrash(c.gen, backoff, failed == 0, c.exitDesc)
+	}
 }

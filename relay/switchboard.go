@@ -2,8 +2,12 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // switchboard routes messages between the client and the current child:
@@ -35,6 +39,19 @@ type switchboard struct {
 	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
 	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
+	debug      bool                          // the logger takes debug lines: one per message
+
+	// lastBuildFailed: the last build failed, so the files on disk are
+	// not what the running server was built from.
+	lastBuildFailed bool
+	// served is, per list kind, what the client gets from */list now
+	// (see lists.go).
+	served map[string]listView
+	// clientTools is the tool list the client last fetched whole (the
+	// child's tools, without the relay's); clientToolsKnown once it did.
+	clientTools      []toolInfo
+	clientToolsKnown bool
+	fetching         []json.RawMessage // the pages of a tools/list in progress
 }
 
 // shell is what the switchboard asks of its owner.
@@ -59,7 +76,28 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		tools:      newToolset(cfg),
 		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
 		recompiles: map[string]context.CancelFunc{},
+		served:     map[string]listView{},
+		debug:      log.Enabled(context.Background(), slog.LevelDebug),
 	}
 	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
+}
+
+// logMsg writes the debug line for one message read from a peer: where
+// from, its method (or, for a response, its id), its size and, for a
+// response to a client request, how long the server took.
+func (r *switchboard) logMsg(from string, env *envelope, size int, p *pending) {
+	args := []any{"bytes", size}
+	switch {
+	case env.method != "" && env.id != nil:
+		args = append(args, "method", env.method, "id", string(env.id))
+	case env.method != "":
+		args = append(args, "method", env.method)
+	default:
+		args = append(args, "id", string(env.id))
+		if p != nil && !p.sent.IsZero() {
+			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
+		}
+	}
+	r.log.Debug("from "+from, args...)
 }

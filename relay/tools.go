@@ -19,22 +19,41 @@ import (
 type toolset struct {
 	defs        []byte // the relay's tools, comma-separated JSON
 	overridable []string
-	notices     []string
-	notify      bool              // Config.Notices
-	env         map[string]string // accepted env overrides
+	notices     [numNotices]string // by kind; "" = none
+	notify      bool               // Config.Notices
+	env         map[string]string  // accepted env overrides
 }
+
+// noticeKind is what a notice is about: one of each at most is pending,
+// and it is withdrawn when it stops being true.
+type noticeKind int
+
+const (
+	noticeBuild noticeKind = iota // an automatic rebuild failed
+	noticeCrash                   // the server crashed between calls and was restarted
+	numNotices
+)
 
 func newToolset(cfg *Config) *toolset {
 	return &toolset{defs: toolDefs(cfg), overridable: cfg.EnvOverridable, notify: cfg.Notices, env: map[string]string{}}
 }
 
-// notice queues a note for the agent on the next tools/call result, when
-// Config.Notices is on.
-func (t *toolset) notice(format string, args ...any) {
+// notice sets the note of kind k for the agent, given on the next
+// tools/call result, when Config.Notices is on.
+func (t *toolset) notice(k noticeKind, text string) {
 	if t.notify {
-		t.notices = append(t.notices, fmt.Sprintf(format, args...))
+		t.notices[k] = text
 	}
 }
+
+// clearNotice withdraws the note of kind k.
+func (t *toolset) clearNotice(k noticeKind) { t.notices[k] = "" }
+
+// clearNotices withdraws every note.
+func (t *toolset) clearNotices() { t.notices = [numNotices]string{} }
+
+// hasNotices reports whether a note is pending.
+func (t *toolset) hasNotices() bool { return t.notices != [numNotices]string{} }
 
 // toolDefs is the JSON of the relay's own tools, comma-separated, ready to
 // be spliced into a tools array.
@@ -104,15 +123,15 @@ func (r *Relay) startRecompile(env envelope) {
 			}
 		}
 		o := r.runRecompile(ctx, progress)
-		text, isErr := formatOutcome(o, r.cfg.Tool)
 		r.sw.mu.Lock()
 		defer r.sw.mu.Unlock()
+		text, isErr := formatOutcome(o, r.cfg.Tool, r.sw.state == stateUp && r.sw.child != nil)
 		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}
 		r.sw.stats.callServed()
 		delete(r.sw.recompiles, key)
-		r.sw.tools.notices = nil // the result says it all
+		r.sw.tools.clearNotices() // the result says it all
 		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }
@@ -125,42 +144,6 @@ func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.
 		return result.Build{Trigger: "recompile", Skipped: true, OK: true, Restart: rs}
 	}
 	return r.cfg.Recompiler.Recompile(ctx, progress)
-}
-
-// formatOutcome is the text the agent reads after recompile; isErr when
-// the new server does not serve.
-func formatOutcome(o result.Build, tool string) (text string, isErr bool) {
-	var b strings.Builder
-	rs := o.Restart
-	switch {
-	case !o.OK:
-		fmt.Fprintf(&b, "Build failed after %s (%v). The previous server is still running, unchanged.\n", result.Dur(o.Duration), o.Err)
-		if o.Errors != "" {
-			b.WriteString("\n")
-			b.WriteString(strings.TrimRight(o.Errors, "\n"))
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "\nFix these errors, then call %s again.", tool)
-		return b.String(), true
-	case rs == nil:
-		fmt.Fprintf(&b, "Build succeeded in %s; nothing was restarted.", result.Dur(o.Duration))
-		return b.String(), false
-	case rs.Err != nil:
-		fmt.Fprintf(&b, "Build succeeded")
-		if !o.Skipped {
-			fmt.Fprintf(&b, " in %s", result.Dur(o.Duration))
-		}
-		fmt.Fprintf(&b, ", but the server did not start: %v\n", rs.Err)
-		fmt.Fprintf(&b, "\nFix the problem, then call %s again.", tool)
-		return b.String(), true
-	}
-	if o.Skipped {
-		fmt.Fprintf(&b, "Restarted in %s (no build step).\n", result.Dur(rs.Duration))
-	} else {
-		fmt.Fprintf(&b, "Rebuilt and restarted: build %s, restart %s.\n", result.Dur(o.Duration), result.Dur(rs.Duration))
-	}
-	b.WriteString(restartText(rs))
-	return strings.TrimRight(b.String(), "\n"), false
 }
 
 // toolResult is a CallToolResult with one text item and, when structured
@@ -213,38 +196,6 @@ type toolInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-// fetchTools lists all of the child's tools under relay ids.
-func (r *Relay) fetchTools(ctx context.Context, c *child) ([]toolInfo, error) {
-	var all []toolInfo
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		var params map[string]any
-		if cursor != "" {
-			params = map[string]any{"cursor": cursor}
-		}
-		r.sw.mu.Lock()
-		p := r.sw.sess.withMeta(params)
-		r.sw.mu.Unlock()
-		res, err := r.call(ctx, c, "tools/list", p)
-		if err != nil {
-			return nil, err
-		}
-		var lr struct {
-			Tools      []toolInfo `json:"tools"`
-			NextCursor string     `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(res, &lr); err != nil {
-			return nil, fmt.Errorf("tools/list result: %w", err)
-		}
-		all = append(all, lr.Tools...)
-		if lr.NextCursor == "" {
-			break
-		}
-		cursor = lr.NextCursor
-	}
-	return all, nil
 }
 
 // diffTools compares the tool lists by name, input schema and

@@ -23,6 +23,8 @@ type wire struct {
 	lines chan string
 	logs  *syncBuffer
 	done  chan struct{}
+	// variant is the fixture's variant file: writing v2 adds a tool.
+	variant string
 }
 
 func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
@@ -40,7 +42,7 @@ func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	if cfg != nil {
 		cfg(&c)
 	}
-	w := &wire{t: t, r: New(c), lines: make(chan string, 1000), logs: logs, done: make(chan struct{})}
+	w := &wire{t: t, r: New(c), lines: make(chan string, 1000), logs: logs, done: make(chan struct{}), variant: variant}
 	c2rR, c2rW := io.Pipe()
 	r2cR, r2cW := io.Pipe()
 	w.w = c2rW
@@ -173,6 +175,7 @@ func TestWireModernListenSurvivesRestart(t *testing.T) {
 	if ack["method"] != "notifications/subscriptions/acknowledged" || !strings.Contains(mustMarshal(ack), `"toolsListChanged":true`) {
 		t.Fatalf("ack: %v", ack)
 	}
+	os.WriteFile(w.variant, []byte("v2"), 0o644) // a new tool: the list changes
 	if _, err := w.r.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +277,7 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	w.send(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`)
 	w.recvID(1)
+	os.WriteFile(w.variant, []byte("v2"), 0o644) // a new tool: the list changes
 	if _, err := w.r.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}

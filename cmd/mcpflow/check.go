@@ -1,17 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/buildcache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/watcher"
@@ -109,7 +113,11 @@ func checkWarnings(cfg *Config, files []string) []string {
 	// A run binary or build output matched by the globs would rebuild in a
 	// loop, were it not ignored; say so, since the user may rely on it.
 	if cfg.Watch.Enabled {
+		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
 		for _, p := range candidateOutputs(cfg) {
+			if slices.Contains(outDirs, p) {
+				continue
+			}
 			rel, err := filepath.Rel(cfg.Dir, p)
 			if err != nil || strings.HasPrefix(rel, "..") {
 				continue
@@ -142,7 +150,94 @@ func checkWarnings(cfg *Config, files []string) []string {
 		}
 	}
 	out = append(out, projectWarnings(cfg)...)
+	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
+		out = append(out, watchedBuildOutputs(cfg, files)...)
+	}
+	if w := noEmitOnErrorWarning(cfg); w != "" {
+		out = append(out, w)
+	}
 	return out
+}
+
+// watchedBuildOutputs warns about watched files a build writes: files in
+// the usual output folders, and files mcpflow saw the build write (kept in
+// the build cache). mcpflow drops the build's own writes, so they never
+// start a build; the warning makes the config say so.
+func watchedBuildOutputs(cfg *Config, files []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range builder.DefaultOutputDirs {
+		for _, f := range files {
+			if strings.HasPrefix(f, d+"/") && !seen[d] {
+				seen[d] = true
+				out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, f, d, d))
+			}
+		}
+	}
+	st, _ := buildcache.Load(buildcache.StateFile(buildcache.Dir(cfg.Dir), buildIdentity(cfg)...))
+	watched := map[string]bool{}
+	for _, f := range files {
+		watched[f] = true
+	}
+	for _, o := range st.Outputs {
+		if watched[o] && !underAny(builder.DefaultOutputDirs, o) {
+			out = append(out, fmt.Sprintf("%s is written by the build (mcpflow saw it) and matches the watch globs: mcpflow ignores the build's own writes to it, but add it to watch.exclude to make that explicit", o))
+		}
+	}
+	return out
+}
+
+// noEmitOnErrorWarning warns when the build runs tsc without
+// noEmitOnError: tsc then writes its JavaScript even when type-checking
+// fails, and the next restart would run code that did not compile.
+func noEmitOnErrorWarning(cfg *Config) string {
+	c := cfg.Build.Command
+	if c.IsZero() {
+		return ""
+	}
+	ts := readTSConfig(cfg.Dir)
+	line := strings.Join(c.Argv, " ")
+	if !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
+		return ""
+	}
+	runsTSC := hasWord(line, "tsc")
+	if !runsTSC {
+		// npm run NAME, pnpm NAME, yarn NAME: look at the script.
+		var m packageJSON
+		b, _ := os.ReadFile(filepath.Join(cfg.Dir, "package.json"))
+		_ = json.Unmarshal(b, &m)
+		for name, script := range m.Scripts {
+			if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
+				if strings.Contains(script, "noEmitOnError") {
+					return ""
+				}
+				runsTSC = true
+			}
+		}
+	}
+	if !runsTSC {
+		return ""
+	}
+	return `the build runs tsc without noEmitOnError: tsc writes its JavaScript even when type-checking fails, so the server could restart into code that did not compile; add --noEmitOnError to the build command (for "npm run build": "npm run build -- --noEmitOnError") or set "noEmitOnError": true in tsconfig.json`
+}
+
+// hasWord reports whether s holds w delimited by the start or end of s,
+// spaces, or shell punctuation.
+func hasWord(s, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		j += i
+		before := j == 0 || strings.ContainsRune(" \t;&|(\"'/", rune(s[j-1]))
+		end := j + len(w)
+		after := end == len(s) || strings.ContainsRune(" \t;&|)\"'", rune(s[end]))
+		if before && after {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // candidateOutputs are the paths a build writes and the run binary (the

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
@@ -23,8 +24,8 @@ import (
 // one process per call (package clitools). The [build] runs at start and
 // on every watched change or recompile; after a good build the schema
 // command is re-read and the client gets tools/list_changed when the tools
-// changed. tools/list and tools/call wait for the first cycle, so the
-// first list holds the CLI's tools. A call of a tool that is not served
+// changed. tools/list and tools/call wait for the first cycle (at most
+// relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
 // while the build or the schema is broken answers with why. It returns
 // after every call's process group, the build and the watch have stopped.
 func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
@@ -51,7 +52,7 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 		Name:    "mcpflow",
 		Version: version(),
 	})
-	st := &cliState{srv: srv, tool: tool, ready: make(chan struct{})}
+	st := &cliState{srv: srv, tool: tool, notices: cfg.Relay.Notices, grace: cfg.Relay.StartupGrace, ready: make(chan struct{})}
 	srv.MCPServer().AddReceivingMiddleware(st.middleware)
 	charm := charmLogger(logger)
 	b = builder.New(builder.Config{
@@ -154,14 +155,36 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // cliState is what serveCLI adds around the clitools server: tools/list
 // and tools/call wait for the first build and schema read; a call of a
 // tool that is not served says why when the build or the schema is
-// broken; a CLI tool's result notes a failed rebuild.
+// broken; with relay.notices, a CLI tool's result notes a failed build.
 type cliState struct {
-	srv   *clitools.Server
-	tool  string        // the recompile tool's name, "-" for none
-	ready chan struct{} // closed when the startup cycle is over
+	srv     *clitools.Server
+	tool    string        // the recompile tool's name, "-" for none
+	notices bool          // relay.notices: note a failed build in call results
+	grace   time.Duration // relay.startup_grace: longest wait for ready; 0 = no limit
+	ready   chan struct{} // closed when the startup cycle is over
 
 	mu        sync.Mutex
 	lastBuild *result.Build // the last cycle that was not canceled
+}
+
+// waitReady waits for the startup cycle, at most st.grace (so that a slow
+// first build never makes the client give up on a silent server); it
+// reports whether the cycle is over.
+func (st *cliState) waitReady(ctx context.Context) (bool, error) {
+	var timeout <-chan time.Time
+	if st.grace > 0 {
+		t := time.NewTimer(st.grace)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-st.ready:
+		return true, nil
+	case <-timeout:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }
 
 func (st *cliState) noteBuild(res result.Build) {
@@ -193,10 +216,9 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/list" && method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		select {
-		case <-st.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		ready, err := st.waitReady(ctx)
+		if err != nil {
+			return nil, err
 		}
 		call, ok := req.(*mcp.CallToolRequest)
 		if !ok || call.Params == nil || call.Params.Name == st.tool {
@@ -205,6 +227,13 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		name := call.Params.Name
 		sch, schemaErr := st.srv.Schema()
 		if sch.Tool(name) == nil {
+			if !ready {
+				msg := fmt.Sprintf("tool %q is not served yet: the first build and schema read are still running; the client gets tools/list_changed when they finish. Retry then", name)
+				if st.tool != "-" {
+					msg += ", or call " + st.tool + " to wait for them"
+				}
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg + "."}}}, nil
+			}
 			var why []string
 			if p := st.buildProblem(); p != "" {
 				why = append(why, p)
@@ -220,9 +249,9 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && err == nil {
+		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && st.notices {
 			if p := st.buildProblem(); p != "" {
-				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: the previous build served this call; " + firstLine(p) + ". " + st.fixHint()})
+				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()})
 			}
 		}
 		return res, err

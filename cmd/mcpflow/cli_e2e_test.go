@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -37,6 +38,10 @@ env = { EXAMPLE_CLI_STATE = %q }
 paths = ["."]
 include = ["**/*.go", "schema.json"]
 debounce = "50ms"
+
+[relay]
+# The first list must hold the CLI's tools however long the build takes.
+startup_grace = "10m"
 
 [log]
 level = "debug"
@@ -218,15 +223,17 @@ func TestE2ECLICalls(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("slow: %v %v", err, res)
 			}
-			mu.Lock()
-			n := len(progress)
+			// (A notification may be handled after the result.)
 			first := ""
-			if n > 0 {
-				first = progress[0]
+			for deadline := time.Now().Add(30 * time.Second); first == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				if len(progress) > 0 {
+					first = progress[0]
+				}
+				mu.Unlock()
 			}
-			mu.Unlock()
-			if n == 0 || !strings.HasPrefix(first, "step ") {
-				t.Fatalf("progress: %d notifications, first %q", n, first)
+			if !strings.HasPrefix(first, "step ") {
+				t.Fatalf("progress: first notification %q", first)
 			}
 
 			// 20 calls at once, max_parallel 4: all answered, at most 4
@@ -391,7 +398,7 @@ func TestE2ECLIEdits(t *testing.T) {
 				t.Fatal("shout still listed after its rename")
 			}
 
-			// A broken build: the old build serves, the call says so.
+			// A broken build: the program on disk still serves, the call says so.
 			editFile(t, dir, "main.go", func(s string) string {
 				return strings.Replace(s, "func main() {", "func main() {\n\tundefinedThing()", 1)
 			})
@@ -401,7 +408,7 @@ func TestE2ECLIEdits(t *testing.T) {
 				if isErr || !strings.Contains(got, "Howdy, Ann!") {
 					t.Fatalf("greet with a broken build: %v %q", isErr, got)
 				}
-				if strings.Contains(got, "previous build served this call") {
+				if strings.Contains(got, "the last build (watch) failed") && strings.Contains(got, "as it is on disk") {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -435,6 +442,36 @@ func TestE2ECLISchemaCommandFails(t *testing.T) {
 				t.Fatalf("recompile with a failing schema command: %v %q", isErr, got)
 			}
 		})
+	}
+}
+
+// TestE2ECLISlowFirstBuild: past relay.startup_grace the client gets an
+// answer (only recompile listed; a call says the first build is running),
+// then list_changed and the tools when the build is done. The build waits
+// for the test's go-ahead.
+func TestE2ECLISlowFirstBuild(t *testing.T) {
+	dir, _ := cliProject(t, "", "60s")
+	path := filepath.Join(dir, "mcpflow.toml")
+	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
+	toml = strings.Replace(toml, `startup_grace = "10m"`, `startup_grace = "300ms"`, 1)
+	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startE2E(t, dir, "", "watch")
+	if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
+		t.Fatalf("tools during a slow first build: %v", got)
+	}
+	got, isErr := h.call("greet", map[string]any{"name": "Ann"})
+	if !isErr || !strings.Contains(got, "first build and schema read are still running") {
+		t.Fatalf("call during a slow first build: %v %q", isErr, got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go-ahead"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitListChanged()
+	h.waitTools("greet")
+	if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
+		t.Fatalf("greet after the first build: %v %q", isErr, got)
 	}
 }
 
@@ -519,4 +556,137 @@ func TestInitCLI(t *testing.T) {
 	if code := cmdInit(e, []string{"--force", "--cli", `./tool 'open`}); code != exitUsage || !strings.Contains(errOut.String(), "unclosed '") {
 		t.Errorf("init --cli with a bad command line: exit %d, %q", code, errOut.String())
 	}
+}
+
+// BenchmarkE2ECLI times [cli] through a mcpflow binary built without the
+// race detector ($MCPFLOW_BIN; `make bench` sets it), serving examples/cli
+// with no build step and no watch, against the same work done directly:
+//   - call: tools/call add, against exec of the argv it runs (fork/exec in
+//     both);
+//   - refresh: recompile sent until tools/list_changed is read, against
+//     the schema command alone (the schema flips between two versions so
+//     every refresh changes the tools).
+//
+// Each iteration times both back to back; the overhead is the median of
+// the per-iteration differences.
+func BenchmarkE2ECLI(b *testing.B) {
+	bin := os.Getenv("MCPFLOW_BIN")
+	if bin == "" {
+		b.Skip("set MCPFLOW_BIN to a mcpflow binary built without -race (make bench does)")
+	}
+	dir := b.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "tool"), "../../examples/cli").CombinedOutput(); err != nil {
+		b.Fatalf("building examples/cli: %v\n%s", err, out)
+	}
+	v0, err := os.ReadFile("../../examples/cli/schema.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v1 := []byte(strings.Replace(string(v0), "[\n", "["+shoutTool, 1))
+	schema := filepath.Join(dir, "schema.json")
+	os.WriteFile(schema, v0, 0o644)
+	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [\"./tool\"]\n[watch]\nenabled = false\n[log]\nlevel = \"warn\"\n"), 0o644)
+
+	for _, era := range eras {
+		changed := make(chan time.Time, 1)
+		cs := benchCLI(b, bin, dir, era.version, func() {
+			select {
+			case changed <- time.Now():
+			default:
+			}
+		})
+		ctx := context.Background()
+		b.Run(era.name+"/call", func(b *testing.B) {
+			var base, over []time.Duration
+			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}
+			for b.Loop() {
+				direct := exec.Command("./tool", "add", "--", "1", "2")
+				direct.Dir = dir
+				t0 := time.Now()
+				if _, err := direct.Output(); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+				base = append(base, t1.Sub(t0))
+				over = append(over, time.Since(t1)-t1.Sub(t0))
+			}
+			reportMedians(b, base, over)
+		})
+		b.Run(era.name+"/refresh", func(b *testing.B) {
+			var base, over []time.Duration
+			i := 0
+			for b.Loop() {
+				i++
+				os.WriteFile(schema, [][]byte{v0, v1}[i%2], 0o644)
+				direct := exec.Command("cat", "schema.json")
+				direct.Dir = dir
+				t0 := time.Now()
+				if _, err := direct.Output(); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "recompile"})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+				var at time.Time
+				select {
+				case at = <-changed:
+				case <-time.After(10 * time.Second):
+					b.Fatal("no tools/list_changed")
+				}
+				base = append(base, t1.Sub(t0))
+				over = append(over, at.Sub(t1)-t1.Sub(t0))
+			}
+			reportMedians(b, base, over)
+		})
+	}
+}
+
+// benchCLI starts bin watch in dir and connects a client speaking version.
+func benchCLI(b *testing.B, bin, dir, version string, onChange func()) *mcp.ClientSession {
+	b.Helper()
+	cmd := exec.Command(bin, "watch")
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onChange() },
+	})
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cs.Close()
+		cmd.Wait()
+	})
+	return cs
+}
+
+// reportMedians reports the medians of the direct runs and of the
+// per-iteration overheads, in µs, and their ratio.
+func reportMedians(b *testing.B, base, over []time.Duration) {
+	med := func(ds []time.Duration) time.Duration {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	if len(base) == 0 {
+		return
+	}
+	mb, mo := med(base), med(over)
+	b.ReportMetric(float64(mb.Nanoseconds())/1e3, "p50-direct-µs")
+	b.ReportMetric(float64(mo.Nanoseconds())/1e3, "p50-overhead-µs")
+	b.ReportMetric(float64(mb+mo)/float64(mb), "ratio")
 }

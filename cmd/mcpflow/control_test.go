@@ -337,6 +337,11 @@ func TestControlRebuild(t *testing.T) {
 		out, _, _ := mcpflow(t, xdg, dir, "status")
 		return strings.Contains(out, "running")
 	})
+	// The diff is against the list the client last fetched, as a client
+	// does on list_changed once the server is up.
+	if _, err := r.cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 
 	editSource(t, dir, breakBuild)
 	out, errOut, code := mcpflow(t, xdg, dir, "rebuild")
@@ -367,6 +372,9 @@ func TestControlRebuild(t *testing.T) {
 	}
 	if got := r.call("reverse", map[string]any{"text": "abc"}); got != "cba" {
 		t.Fatalf("reverse after rebuild: %q", got)
+	}
+	if _, err := r.cs.ListTools(context.Background(), nil); err != nil { // as the client does on list_changed
+		t.Fatal(err)
 	}
 
 	// The text form, and a name that is not this server's.

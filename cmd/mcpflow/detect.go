@@ -29,6 +29,8 @@ type project struct {
 	Notes   []string          // things the user should check, written as comments
 	// BuildNotes are comments written above build.command.
 	BuildNotes []string
+	// Advice is printed by init after the summary, one "Note:" line each.
+	Advice []string
 }
 
 // detect looks at dir and guesses the project's kind from its manifest.
@@ -556,7 +558,9 @@ func detectNode(dir string) project {
 			case len(f) > 0 && f[0] == "tsc" && !strings.ContainsAny(buildScript, "&|;"):
 				p.Build = "npm run build -- --noEmitOnError"
 			default:
-				p.BuildNotes = append(p.BuildNotes, `tsc writes its output even when type-checking fails: set "noEmitOnError": true in tsconfig.json, so that a failed build never replaces the last good output.`)
+				advice := `tsc writes its output even when type-checking fails: set "noEmitOnError": true in tsconfig.json, so that a failed build never replaces the last good output.`
+				p.BuildNotes = append(p.BuildNotes, advice)
+				p.Advice = append(p.Advice, "your build script does more than tsc, so init left it as it is. "+advice)
 			}
 		}
 		if p.Build != "npm run build" {

@@ -332,13 +332,14 @@ func TestE2EBrokenAtStartupThenFixed(t *testing.T) {
 			if names := h.tools(); !slices.Equal(names, []string{"recompile"}) {
 				t.Fatalf("tools with a broken first build: %v", names)
 			}
-			text, isErr := h.call("echo", map[string]any{"text": "x"})
-			if !isErr || !strings.Contains(text, "undefinedThing") {
-				t.Fatalf("call with a broken first build: %v %q", isErr, text)
-			}
-			text, isErr = h.call("recompile", nil)
+			// recompile waits for the first build, if it still runs.
+			text, isErr := h.call("recompile", nil)
 			if !isErr || !strings.Contains(text, "main.go:") {
 				t.Fatalf("recompile while still broken: %v %q", isErr, text)
+			}
+			text, isErr = h.call("echo", map[string]any{"text": "x"})
+			if !isErr || !strings.Contains(text, "undefinedThing") {
+				t.Fatalf("call with a broken first build: %v %q", isErr, text)
 			}
 			// Fix it (a real edit: the watcher may get there first; either
 			// way recompile must leave the server up).

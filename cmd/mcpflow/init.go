@@ -93,6 +93,9 @@ func cmdInit(e env, args []string) int {
 	for _, n := range p.Notes {
 		fmt.Fprintf(e.stdout, "Check: %s\n", n)
 	}
+	for _, n := range p.Advice {
+		fmt.Fprintf(e.stdout, "Note: %s\n", n)
+	}
 	fmt.Fprintf(e.stdout, "\n%s", clientSnippet(p.Name, path))
 	return exitOK
 }

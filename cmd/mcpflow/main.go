@@ -67,6 +67,7 @@ const usage = `mcpflow: hot reload for MCP servers.
 Usage:
   mcpflow watch [-c FILE]                 relay a client to your server, rebuilding and restarting it on change
   mcpflow watch [--build CMD] -- CMD ARGS same, without a config file
+  mcpflow mux [-c FILE]                   serve several servers as one (NAME__tool); the agent adds more
   mcpflow check [-c FILE]                 validate mcpflow.toml and show the resolved settings
   mcpflow init [--force] [DIR]            write a commented mcpflow.toml for the project in DIR
   mcpflow status [--json] [-c FILE]       show the running instances: servers, builds, calls
@@ -90,6 +91,8 @@ func run(e env, args []string) int {
 		return cmdWatch(e, rest)
 	case "check":
 		return cmdCheck(e, rest)
+	case "mux":
+		return cmdMux(e, rest)
 	case "init":
 		return cmdInit(e, rest)
 	case "status":

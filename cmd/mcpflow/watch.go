@@ -173,6 +173,9 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	if cfg.Mode() == config.Mux {
+		return serveMux(ctx, cfg, slog.New(logger), stdin, stdout)
+	}
 	run, err := openRun(cfg, ring, slog.New(logger))
 	if err != nil {
 		return err
@@ -200,7 +203,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		Version:        version(),
 		Traffic:        run.trafficHook(""),
 	})
-	b := builder.New(builder.Config{
+	b := builder.New(withBuildCache(cfg, slog.New(logger.WithPrefix("build")), builder.Config{
 		Command: cfg.Build.Command.Argv,
 		Shell:   cfg.Build.Command.Shell,
 		Dir:     cfg.Dir,
@@ -211,7 +214,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 			rl.NoteBuild(res)
 			run.builds.note(res)
 		},
-	}, rl)
+	}), rl)
 	rl.SetRecompiler(b)
 	run.listen(control.ModeSingle, &singleTarget{name: serverName(cfg), rl: rl, recompile: b, builds: &run.builds})
 

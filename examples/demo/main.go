@@ -269,7 +269,8 @@ func (d *demo) connect(ctx context.Context) error {
 	// While the first build runs, mcpflow answers the handshake itself and
 	// announces the server with list_changed once it is up.
 	res := d.session.InitializeResult()
-	if res.ServerInfo == nil || res.ServerInfo.Name != "mcpflow" {
+	building := res.ServerInfo != nil && res.ServerInfo.Name == "mcpflow"
+	if !building {
 		d.ok("connected in %s (the first build was up in time)", result.Dur(time.Since(t0)))
 	} else {
 		d.ok("connected in %s: the first build is still running, so mcpflow answered the handshake itself", result.Dur(time.Since(t0)))
@@ -280,7 +281,11 @@ func (d *demo) connect(ctx context.Context) error {
 	}
 	era := map[bool]string{true: "modern (server/discover, then a subscriptions/listen stream)", false: "legacy (initialize, then notifications/initialized)"}
 	d.fact("protocol", res.ProtocolVersion+", "+era[res.ProtocolVersion >= modernVersion])
-	if (res.ProtocolVersion >= modernVersion) != (d.era == "modern") {
+	switch modern := res.ProtocolVersion >= modernVersion; {
+	case building && !modern && d.era == "modern":
+		// The session's era follows the server's, unknown while it builds.
+		d.note("server/discover was declined while no server ran, so the client used the legacy handshake")
+	case modern != (d.era == "modern"):
 		return fmt.Errorf("asked for the %s era, but the session negotiated %s", d.era, res.ProtocolVersion)
 	}
 	if res.Capabilities == nil || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {

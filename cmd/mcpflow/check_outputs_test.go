@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/buildcache"
+	"github.com/mcpflow/mcpflow/watcher"
+)
+
+// check names a watched file that mcpflow saw the build write (kept in the
+// build cache), outside the usual output folders.
+func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"src.txt", "gen/out.txt"} {
+		p := filepath.Join(dir, filepath.FromSlash(f))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := defaultConfig(dir)
+	cfg.Build.Command = Command{Argv: []string{"sh build.sh"}, Shell: true}
+	cfg.Run.Command = Command{Argv: []string{"./bin/server"}}
+	files, err := watcher.Scan(watchConfigOf(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := func() bool {
+		for _, w := range checkWarnings(cfg, files) {
+			if strings.HasPrefix(w, "gen/out.txt is written by the build") {
+				return true
+			}
+		}
+		return false
+	}
+	if warned() {
+		t.Fatal("a warning before mcpflow saw the build write gen/out.txt")
+	}
+	file := buildcache.StateFile(buildcache.Dir(dir), buildIdentity(cfg)...)
+	if err := buildcache.Save(file, buildcache.State{Outputs: []string{"gen/out.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !warned() {
+		t.Errorf("no warning for gen/out.txt: %q", checkWarnings(cfg, files))
+	}
+	cfg.Watch.Exclude = []string{"gen/**"}
+	if files, err = watcher.Scan(watchConfigOf(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if warned() {
+		t.Error("a warning for an excluded output")
+	}
+}

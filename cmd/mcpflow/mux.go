@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/mux"
+	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/watcher"
+)
+
+const muxUsage = `Usage:
+  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL]
+
+Serves several MCP servers to one client as one MCP server: their tools
+appear as NAME__tool, and the agent adds, reloads and removes servers with
+add_server, reload_server, remove_server and list_servers. Without -c the
+mux starts with no servers, for the agent to fill; with -c, FILE's
+[servers.NAME] tables are started (as "mcpflow watch -c FILE" does), each
+built, watched and hot-reloaded on its own.
+
+Security: add_server runs any program the agent names. Turn it off with
+[mux] add_server = false, or restrict it with allowed_commands.
+
+Flags:
+`
+
+func cmdMux(e env, args []string) int {
+	x := newExitWatch(e)
+	defer x.stop()
+	fs := flag.NewFlagSet("mux", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("c", "", "config file with [servers.NAME] tables and [mux] (default: none, no servers)")
+	logFile := fs.String("log-file", "", "also write the log to this file")
+	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, muxUsage); fs.PrintDefaults() }
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(e.stderr, "mcpflow mux: unexpected argument %q: servers come from -c FILE or from the agent's add_server\n", rest[0])
+		return exitUsage
+	}
+	var cfg *Config
+	if *cfgPath != "" {
+		cfg, err = config.Load(*cfgPath)
+		if err == nil && cfg.Mode() != config.Mux {
+			err = fmt.Errorf("%s serves one server (mode %s), not a mux: add [servers.NAME] tables or [mux], or run \"mcpflow watch -c %s\"", *cfgPath, cfg.Mode(), *cfgPath)
+		}
+	} else {
+		cfg = defaultConfig(mustGetwd(e))
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitUsage
+	}
+	if *logFile != "" {
+		cfg.Log.File = absFrom(mustGetwd(e), *logFile)
+	}
+	if *logLevel != "" {
+		switch *logLevel {
+		case "debug", "info", "warn", "error":
+			cfg.Log.Level = *logLevel
+		default:
+			fmt.Fprintf(e.stderr, "mcpflow: --log-level %q: use debug, info, warn or error\n", *logLevel)
+			return exitUsage
+		}
+	}
+	logger, closeLog, err := newLogger(x.stderr, cfg.Log)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
+	}
+	defer closeLog()
+	if isTerminal(e.stdin) {
+		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client")
+	}
+	x.start(logger)
+	if err := serveMux(x.ctx, cfg, logger, e.stdin, e.stdout); err != nil {
+		logger.Error("mcpflow stopped", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout
+// until the client leaves or ctx ends; it returns after every server's
+// child, build and watch has stopped.
+func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+	configured := map[string]*config.ServerConfig{}
+	var specs []mux.ServerSpec
+	for i := range cfg.Servers {
+		s := &cfg.Servers[i]
+		configured[s.Name] = s
+		specs = append(specs, specOf(s))
+	}
+	w := &muxWiring{cfg: cfg, configured: configured, logger: logger}
+	relays := mux.NewRelayBackends(mux.RelayOptions{
+		NewHooks:  w.hooks,
+		Configure: w.configureRelay,
+		Logger:    logger,
+		Version:   version(),
+	})
+	m := mux.New(mux.Config{
+		Servers:          specs,
+		Separator:        cfg.Mux.Separator,
+		DisableAddServer: !cfg.Mux.AddServer,
+		AllowedCommands:  cfg.Mux.AllowedCommands,
+		CallTool:         cfg.Relay.CallTool,
+		NewBackend: func(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
+			if spec.CLI != nil {
+				return w.cliBackend(spec, emit)
+			}
+			return relays(spec, emit)
+		},
+		Logger:  logger,
+		Version: version(),
+	})
+	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
+	return m.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: -1})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// specOf is the mux's view of a configured server.
+func specOf(s *config.ServerConfig) mux.ServerSpec {
+	spec := mux.ServerSpec{
+		Name:        s.Name,
+		Command:     s.Run.Command.Argv,
+		Shell:       s.Run.Command.Shell,
+		Dir:         s.Run.Cwd,
+		Env:         s.Run.Env,
+		OnCrash:     s.Relay.OnCrash,
+		StopTimeout: s.Run.StopTimeout,
+	}
+	if !s.Build.Command.IsZero() {
+		spec.Build = s.Build.Command.String()
+	}
+	if s.Watch.Enabled {
+		spec.Watch = s.Watch.Paths
+	}
+	if s.CLI != nil {
+		spec.CLI = &mux.CLISpec{Schema: s.CLI.Schema, Command: s.CLI.Command}
+		spec.Command = s.CLI.Schema
+	}
+	return spec
+}
+
+// muxWiring gives each server behind the mux what a single-server run
+// has: its builder, its watcher and its relay settings.
+type muxWiring struct {
+	cfg        *Config
+	configured map[string]*config.ServerConfig
+	logger     *slog.Logger
+}
+
+// serverConfig is the single-server config of one server: a configured
+// server's own sections, or those an agent gave to add_server over the
+// defaults (paths relative to the server's cwd, else mcpflow's folder).
+func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
+	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
+		return &Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
+	}
+	dir := w.cfg.Dir
+	if spec.Dir != "" {
+		dir = absFrom(w.cfg.Dir, spec.Dir)
+	}
+	sc := defaultConfig(dir)
+	sc.File, sc.Log = w.cfg.File, w.cfg.Log
+	sc.Run.Command = config.Command{Argv: spec.Command, Shell: spec.Shell}
+	sc.Run.Cwd = dir
+	if spec.Build != "" {
+		sc.Build.Command = config.Command{Argv: []string{spec.Build}, Shell: true}
+	}
+	sc.Watch.Enabled = len(spec.Watch) > 0
+	sc.Watch.Paths = nil
+	for _, p := range spec.Watch {
+		sc.Watch.Paths = append(sc.Watch.Paths, absFrom(dir, p))
+	}
+	return sc
+}
+
+// configureRelay applies a configured server's [servers.NAME.relay].
+func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
+	s, ok := w.configured[spec.Name]
+	if !ok || spec.Source != "config" {
+		return
+	}
+	rc.MaxMessage = int(s.Relay.MaxMessage)
+	rc.QueueSize = s.Relay.QueueSize
+	rc.QueueBytes = int(s.Relay.QueueBytes)
+	rc.QueueTimeout = s.Relay.QueueTimeout
+	rc.RestartMarker = s.Relay.RestartMarker
+	rc.EnvOverridable = s.Run.EnvOverridable
+}
+
+// hooks attaches a builder and, when the server is watched, a watcher to
+// the server's relay, as serve does for a single server.
+func (w *muxWiring) hooks(name string, spec mux.ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (mux.Hooks, error) {
+	h, b, err := w.buildAndWatch(spec, r, noteBuild)
+	if err == nil {
+		r.SetRecompiler(b)
+	}
+	return h, err
+}
+
+// buildAndWatch makes the builder of a server (restarting through rs
+// after each good build) and its watcher, and returns them as hooks.
+func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, note func(result.Build)) (mux.Hooks, *builder.Builder, error) {
+	sc := w.serverConfig(spec)
+	log := w.logger.With("server", spec.Name)
+	b := builder.New(builder.Config{
+		Command: sc.Build.Command.Argv,
+		Shell:   sc.Build.Command.Shell,
+		Dir:     sc.Dir,
+		Timeout: sc.Build.Timeout,
+		Logger:  log.With("component", "build"),
+		OnResult: func(res result.Build) {
+			logCycle(charmLogger(log), res)
+			if note != nil {
+				note(res)
+			}
+		},
+	}, rs)
+	var wt *watcher.Watcher
+	if sc.Watch.Enabled {
+		wcfg := watchConfigOf(sc)
+		wcfg.Logger = log.With("component", "watch")
+		var err error
+		if wt, err = watcher.New(wcfg); err != nil {
+			return mux.Hooks{}, nil, fmt.Errorf("watch: %w", err)
+		}
+	}
+	return mux.Hooks{
+		Start:  b.Startup,
+		Reload: func(ctx context.Context) result.Build { return b.Recompile(ctx, nil) },
+		Run:    func(ctx context.Context) { runBuildAndWatch(ctx, b, wt, sc, log) },
+	}, b, nil
+}
+
+// runBuildAndWatch runs b's loop and, when wt is set, feeds it wt's
+// batches, until ctx ends; it returns once both have stopped (any running
+// build killed).
+func runBuildAndWatch(ctx context.Context, b *builder.Builder, wt *watcher.Watcher, sc *Config, log *slog.Logger) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		b.Run(ctx)
+	}()
+	if wt != nil {
+		batches := make(chan watcher.Batch, 16)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := wt.Run(ctx, batches); err != nil && ctx.Err() == nil {
+				log.Error("watching stopped", "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case batch := <-batches:
+					b.Changed(batch.Paths)
+				case <-wt.Ready():
+					st := wt.Stats()
+					log.Info("watching", "paths", sc.Watch.Paths, "files", st.Files, "dirs", st.Dirs)
+					for {
+						select {
+						case <-ctx.Done():
+							return
+						case batch := <-batches:
+							b.Changed(batch.Paths)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// cliBackend serves a command-line program ([servers.NAME.cli], or
+// add_server's cli_schema) behind the mux: a clitools.Server connected
+// to the mux's client in memory, refreshed (after its build, when one is
+// configured) on start, reload and watched changes.
+type cliBackend struct {
+	srv   *clitools.Server
+	emit  func(mux.Event)
+	hooks mux.Hooks
+	ct    mcp.Transport
+	ss    *mcp.ServerSession
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
+	sc := w.serverConfig(spec)
+	cc := clitools.Config{
+		Schema:  spec.CLI.Schema,
+		Command: spec.CLI.Command,
+		Dir:     sc.Run.Cwd,
+		Env:     mergedEnv(spec.Env),
+		Logger:  w.logger.With("server", spec.Name),
+		Tool:    "-",
+		Name:    spec.Name,
+		Version: version(),
+	}
+	if c := sc.CLI; c != nil {
+		cc.Command, cc.Append = c.Command, c.Append
+		cc.Timeout, cc.MaxOutput, cc.MaxParallel = c.Timeout, c.MaxOutput, c.MaxParallel
+		cc.Dir, cc.Env = c.Cwd, mergedEnv(c.Env)
+	}
+	b := &cliBackend{srv: clitools.New(cc), emit: emit}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	if spec.Build != "" || len(spec.Watch) > 0 {
+		h, _, err := w.buildAndWatch(spec, b.srv, b.noteBuild)
+		if err != nil {
+			b.cancel()
+			return nil, err
+		}
+		b.hooks = h
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := b.srv.MCPServer().Connect(b.ctx, st, nil)
+	if err != nil {
+		b.cancel()
+		return nil, err
+	}
+	b.ct, b.ss = ct, ss
+	if b.hooks.Run != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.hooks.Run(b.ctx)
+		}()
+	}
+	return b, nil
+}
+
+// mergedEnv is mcpflow's environment with extra added; nil when extra is
+// empty (the caller's environment).
+func mergedEnv(extra map[string]string) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	env := os.Environ()
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func (b *cliBackend) Transport() mcp.Transport { return b.ct }
+
+func (b *cliBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
+
+func (b *cliBackend) Reload(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Reload) }
+
+func (b *cliBackend) cycle(ctx context.Context, hook func(context.Context) result.Build) result.Build {
+	b.emit(mux.Event{Kind: mux.EventStarting})
+	var res result.Build
+	if hook != nil {
+		res = hook(ctx)
+	} else {
+		rs, _ := b.srv.Restart(ctx)
+		res = result.Build{Skipped: true, OK: true, Restart: rs}
+	}
+	if rs := res.Restart; res.OK && rs != nil && rs.Err != nil {
+		if sch, _ := b.srv.Schema(); sch != nil {
+			// The old tools keep serving: a failed refresh is reported
+			// as a failed build, not as a crash.
+			res.OK = false
+			if res.Errors == "" {
+				res.Errors = rs.Err.Error()
+			}
+		}
+	}
+	ev := mux.Event{Kind: mux.EventUp, Build: &res}
+	switch {
+	case !res.OK:
+		ev.Kind = mux.EventBuildFailed
+		ev.Report = "the build failed:\n" + res.Errors
+	case res.Restart != nil && res.Restart.Err != nil:
+		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
+	}
+	if res.Restart != nil {
+		ev.Gen = res.Restart.Gen
+	}
+	b.emit(ev)
+	return res
+}
+
+// noteBuild tells list_servers how a build cycle ended.
+func (b *cliBackend) noteBuild(res result.Build) {
+	if res.Canceled {
+		return
+	}
+	ev := mux.Event{Kind: mux.EventBuilt, Build: &res}
+	if !res.OK {
+		ev.Kind, ev.Report = mux.EventBuildFailed, "the build failed:\n"+res.Errors
+	}
+	b.emit(ev)
+}
+
+func (b *cliBackend) Close() {
+	b.once.Do(func() {
+		b.cancel()
+		b.wg.Wait()
+		b.srv.Close()
+		b.ss.Close()
+		b.emit(mux.Event{Kind: mux.EventStopped})
+	})
+}

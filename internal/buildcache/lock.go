@@ -1,0 +1,69 @@
+package buildcache
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pollEvery is how often a waiting Acquire tries the lock again.
+const pollEvery = 50 * time.Millisecond
+
+// Lock is a held build lock.
+type Lock struct{ f *os.File }
+
+// Acquire takes the build lock of the cache folder dir, creating the
+// folder. If another process (or another Acquire in this one) holds it,
+// waiting is called once and Acquire tries again until it gets the lock
+// or ctx ends (the error is then ctx.Err()).
+func Acquire(ctx context.Context, dir string, waiting func()) (*Lock, error) {
+	if err := makeDir(dir); err != nil {
+		return nil, fmt.Errorf("build lock: %w", err)
+	}
+	name := filepath.Join(dir, "build.lock")
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("build lock: %w", err)
+	}
+	var t *time.Ticker
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("build lock %s: %w", name, err)
+		}
+		if ok {
+			if t != nil {
+				t.Stop()
+			}
+			f.Truncate(0)
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			return &Lock{f: f}, nil
+		}
+		if t == nil {
+			t = time.NewTicker(pollEvery)
+			defer t.Stop()
+			if waiting != nil {
+				waiting()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Release gives the lock up. It may be called more than once.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	unlock(l.f)
+	l.f.Close()
+	l.f = nil
+}

@@ -1,0 +1,260 @@
+package relay
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/result"
+)
+
+// This file is the catalog of every text the relay sends the agent: the
+// state reports (why no server runs, in tools/call results, errors and
+// instructions), the notices attached to tool results, the recompile
+// tool's result and the errors the relay answers requests with. One
+// wording per state, durations through result.Dur. messages_test.go
+// renders each one against testdata/messages.golden.
+
+// exitInfo is what the agent is told about a child that exited: its exit
+// status, how long it ran and the end of its stderr.
+type exitInfo struct {
+	status string        // "exit status 2", "killed by signal 9 (killed)"
+	uptime time.Duration // how long it ran
+	stderr string        // the tail of its stderr, trimmed; "" if none
+}
+
+func (c *child) exitInfo() exitInfo {
+	return exitInfo{status: c.exitDesc, uptime: c.ranFor(), stderr: strings.TrimSpace(c.tail.String())}
+}
+
+// withStderr appends the tail of a child's stderr to a message.
+func withStderr(msg string, e exitInfo) string {
+	if e.stderr == "" {
+		return msg
+	}
+	return msg + "\nLast lines of its stderr:\n" + lastLines(e.stderr, 40)
+}
+
+// The states in which no server runs. Each is one or two sentences that
+// say what happened and what to do; the stderr tail, when there is one,
+// follows.
+
+// msgBuilding: the first build is still running.
+func msgBuilding(tool string) string {
+	return fmt.Sprintf("The server's first build is still running; its tools appear when it finishes. Call %s to wait for it and see the result.", tool)
+}
+
+// msgBuildFailed: the build failed and no server runs.
+func msgBuildFailed(err error, errors, tool string) string {
+	s := "The server's build failed, so it is not running"
+	if err != nil {
+		s += fmt.Sprintf(" (%v)", err)
+	}
+	s += fmt.Sprintf(". Fix the errors, then save or call %s.", tool)
+	if errors = strings.TrimRight(errors, "\n"); errors != "" {
+		s += "\n" + errors
+	}
+	return s
+}
+
+// msgFailedStart: a new server exited before answering its handshake.
+func msgFailedStart(e exitInfo, tool string) string {
+	return withStderr(fmt.Sprintf("The server exited (%s) before answering its handshake, so it is not running. Fix the code, then save or call %s.", e.status, tool), e)
+}
+
+// msgNoStart: the server's process could not be started at all.
+func msgNoStart(err error) string {
+	return fmt.Sprintf("The server could not be started: %v. Check run.command in mcpflow.toml.", err)
+}
+
+// msgBadStart: a new server ran but did not complete its start (an error
+// answer to its handshake or tools/list, or no answer in time).
+func msgBadStart(err error, tool string) string {
+	return fmt.Sprintf("The server did not come up: %v. It was stopped; fix the code, then save or call %s.", err, tool)
+}
+
+// msgCrashRestarting: the server crashed and mcpflow is restarting it.
+func msgCrashRestarting(e exitInfo) string {
+	return withStderr(fmt.Sprintf("The server crashed (%s) after %s; mcpflow is restarting it.", e.status, result.Dur(e.uptime)), e)
+}
+
+// msgCrashWait: the server crashed and relay.on_crash is "wait".
+func msgCrashWait(e exitInfo, tool string) string {
+	return withStderr(fmt.Sprintf("The server crashed (%s) after %s and stays down (relay.on_crash = \"wait\"). Fix the code, then save or call %s.", e.status, result.Dur(e.uptime), tool), e)
+}
+
+// msgCrashLoop: the server crashed right after starting too often.
+func msgCrashLoop(e exitInfo, n int, tool string) string {
+	return withStderr(fmt.Sprintf("The server crashed (%s) %d times in a row right after starting, so mcpflow stopped restarting it. Fix the code, then save or call %s.", e.status, n, tool), e)
+}
+
+// msgCrashAfterFailedBuild: the server crashed while the last build had
+// failed; its output is not started.
+func msgCrashAfterFailedBuild(e exitInfo, tool string) string {
+	return withStderr(fmt.Sprintf("The server crashed (%s) after %s. The last build failed, so mcpflow did not restart the server from that build's output. Fix the errors, then save or call %s.", e.status, result.Dur(e.uptime), tool), e)
+}
+
+// msgNotRunning: no server runs and no more is known.
+const msgNotRunning = "The MCP server is not running."
+
+// msgInstructions is the initialize result's instructions when mcpflow
+// answers the handshake itself.
+func msgInstructions(state string) string {
+	return "mcpflow is answering for the MCP server until it runs. " + firstLine(state)
+}
+
+// msgHandshakeChanged: a new server's initialize result differs from the
+// one the client has, in field k.
+func msgHandshakeChanged(k, now, was string) string {
+	return fmt.Sprintf("the new server's initialize result differs in %s: %s (was %s); the client keeps the old one until it reconnects", k, now, was)
+}
+
+// Notices, attached to the next tools/call result while they are true.
+
+// noticeBuildFailed: an automatic rebuild failed; the old server serves.
+func noticeBuildFailed(tool string) string {
+	return fmt.Sprintf("mcpflow: the automatic rebuild after your last edit failed; the previous server is still running. Call %s to see the errors.", tool)
+}
+
+// noticeCrashRestarted: the server crashed between calls and mcpflow
+// restarted it.
+func noticeCrashRestarted(status string) string {
+	return fmt.Sprintf("mcpflow: the MCP server crashed (%s) between calls and mcpflow restarted it; anything it held in memory is gone.", status)
+}
+
+// Errors the relay answers requests with.
+
+func errTextDown(state string) string { return "mcpflow: " + state }
+
+const (
+	errTextRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
+	errTextNoDiscover    = "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize"
+	errTextBadUTF8       = "Parse error: message is not valid UTF-8"
+	errTextBadJSON       = "Parse error: message is not valid JSON"
+	errTextEmptyBatch    = "Invalid Request: empty batch"
+	errTextBatchElem     = "Invalid Request: batch element is not a JSON-RPC object"
+	errTextNoKind        = "Invalid Request: a message with an id needs a method, a result or an error"
+	errTextNullID        = "Invalid Request: a request id must be a string or an integer, not null"
+	errTextReservedID    = `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`
+	errTextInFlight      = "Invalid Request: a request with this id is still in flight"
+	errTextServerBadJSON = "mcpflow: the server answered with a line that is not valid JSON; it was not forwarded (see mcpflow's log)"
+)
+
+func errTextCrashed(state string) string { return "mcpflow: " + state }
+
+func errTextQueueFull(n, bytes int) string {
+	return fmt.Sprintf("mcpflow: the server is restarting and %d messages (%d bytes) are already waiting (relay.queue_size / relay.queue_bytes); try again in a moment", n, bytes)
+}
+
+func errTextQueueTimeout(d time.Duration) string {
+	return fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", result.Dur(d))
+}
+
+func errTextClientTooLarge(size, limit int) string {
+	return fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", size, limit)
+}
+
+func errTextServerTooLarge(size, limit int) string {
+	return fmt.Sprintf("mcpflow: the server's response of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml) and was dropped", size, limit)
+}
+
+// The recompile tool's result.
+
+// formatOutcome is the text the agent reads after recompile; isErr when
+// no new server serves. running says whether a server (the previous one)
+// still runs after a failed build.
+func formatOutcome(o result.Build, tool string, running bool) (text string, isErr bool) {
+	var b strings.Builder
+	rs := o.Restart
+	switch {
+	case !o.OK:
+		fmt.Fprintf(&b, "Build failed after %s (%v).", result.Dur(o.Duration), o.Err)
+		if running {
+			b.WriteString(" The previous server is still running, unchanged.")
+		} else {
+			b.WriteString(" No server is running.")
+		}
+		b.WriteString("\n")
+		if o.Errors != "" {
+			b.WriteString("\n" + strings.TrimRight(o.Errors, "\n") + "\n")
+		}
+		fmt.Fprintf(&b, "\nFix these errors, then call %s again.", tool)
+		return b.String(), true
+	case rs == nil:
+		fmt.Fprintf(&b, "Build succeeded in %s; nothing was restarted.", result.Dur(o.Duration))
+		return b.String(), false
+	case rs.Err != nil:
+		if !o.Skipped {
+			fmt.Fprintf(&b, "The build succeeded in %s. ", result.Dur(o.Duration))
+		}
+		b.WriteString(rs.Err.Error())
+		return b.String(), true
+	}
+	if !o.Skipped {
+		fmt.Fprintf(&b, "Build succeeded in %s. ", result.Dur(o.Duration))
+	}
+	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).",
+		result.Dur(rs.Duration), result.Dur(rs.Stop), result.Dur(rs.Start), result.Dur(rs.Replay), result.Dur(rs.ToolsList))
+	if o.Skipped {
+		b.WriteString(" There is no build step.")
+	}
+	b.WriteString("\n")
+	b.WriteString(restartText(rs, tool))
+	return strings.TrimRight(b.String(), "\n"), false
+}
+
+// maxNamed is how many tool names the recompile result lists.
+const maxNamed = 40
+
+// restartText is the agent's rendering of a restart's tool diff (against
+// the tools the client last fetched) and handshake changes.
+func restartText(res *result.Restart, tool string) string {
+	var b strings.Builder
+	d := res.Tools
+	switch {
+	case !d.Known:
+	case d.Empty():
+		b.WriteString("Tools: unchanged since your last tools/list.\n")
+	default:
+		fmt.Fprintf(&b, "Tools changed since your last tools/list: %s\n", d)
+		for _, n := range d.Current {
+			det, ok := d.Details[n]
+			switch {
+			case !ok:
+			case contains(d.Added, n):
+				fmt.Fprintf(&b, "  %s (new): %s\n  input schema: %s\n", n, det.Description, det.InputSchema)
+			case det.SchemaChanged:
+				fmt.Fprintf(&b, "  %s (changed): input schema: %s\n", n, det.InputSchema)
+			}
+		}
+	}
+	names := d.Current
+	more := ""
+	if len(names) > maxNamed {
+		more = fmt.Sprintf(", and %d more", len(names)-maxNamed)
+		names = names[:maxNamed]
+	}
+	if len(d.Current) > 0 || d.Known {
+		fmt.Fprintf(&b, "Tools now (%d, besides %s): %s%s.\n", len(d.Current), tool, orNone(strings.Join(names, ", ")), more)
+	}
+	for _, ch := range res.Handshake {
+		b.WriteString("Note: " + ch + "\n")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
