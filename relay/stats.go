@@ -8,7 +8,8 @@ import (
 
 // Stats is what the relay is doing now, for a person (mcpflow status).
 type Stats struct {
-	// State is "starting" (waiting for the first server), "running",
+	// State is "starting" (the first server is not up yet, its build
+	// running or not begun), "running",
 	// "restarting", "crashed" (the server exited on its own and none runs),
 	// "down" (no server runs: a failed build or start) or "stopped" (Serve
 	// returned).
@@ -139,9 +140,13 @@ func (r *Relay) Stats() Stats {
 	case stateRestarting:
 		st.State = "restarting"
 	case stateDown:
-		st.State = "down"
-		if crashed {
+		switch {
+		case crashed:
 			st.State = "crashed"
+		case sw.gen == 0 && !sw.lastBuildFailed:
+			st.State = "starting" // the first build outlasted StartupGrace
+		default:
+			st.State = "down"
 		}
 	case stateClosed:
 		st.State = "stopped"

@@ -2,12 +2,15 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/result"
 )
 
 // waitStats polls Stats until ok accepts them; failing after 20s.
@@ -124,5 +127,19 @@ func TestStatsBeforeAndAfterServe(t *testing.T) {
 	h.served <- nil // for the harness's cleanup
 	if st := h.r.Stats(); st.State != "stopped" || st.Pid != 0 {
 		t.Fatalf("after Serve: %+v", st)
+	}
+}
+
+// While the first build outlasts StartupGrace the relay answers the client
+// alone, yet the server is still starting; a failed first build is down.
+func TestStatsSlowFirstBuild(t *testing.T) {
+	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.StartupGrace = 50 * time.Millisecond }})
+	h.toolNames() // answered by the relay alone: the grace is over
+	if st := h.r.Stats(); st.State != "starting" || st.Gen != 0 {
+		t.Fatalf("during a slow first build: %+v", st)
+	}
+	h.r.NoteBuild(result.Build{Trigger: "startup", Err: errors.New("exit status 1"), Errors: "main.go:1: bad"})
+	if st := h.r.Stats(); st.State != "down" {
+		t.Fatalf("after a failed first build: %+v", st)
 	}
 }

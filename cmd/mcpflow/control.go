@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/traffic"
+	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )
 
@@ -159,7 +162,7 @@ func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) cont
 	}
 	return control.ServerStatus{
 		Name: name, State: st.State, Pid: st.Pid, Gen: st.Gen, Started: st.Started,
-		Restarts: st.Restarts, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
+		Restarts: st.Restarts, Crashes: st.Crashes, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
 	}
 }
 
@@ -456,4 +459,115 @@ func (t *cliTarget) Rebuild(ctx context.Context, name string) (result.Build, err
 		return result.Build{}, fmt.Errorf("this instance serves one CLI, %q, not %q: run mcpflow rebuild without a name", t.name, name)
 	}
 	return t.recompile(ctx), nil
+}
+
+// muxServers is what a muxTarget needs of the mux; *mux.Mux has it.
+type muxServers interface {
+	List(verbose bool) []mux.ServerInfo
+	Reload(ctx context.Context, name string) (mux.Outcome, error)
+}
+
+// muxTarget is a mux run's control.Target: a row per server from the
+// mux's list, with the relay's counters (calls, uptime, generation) for
+// the servers that run behind a relay, and rebuild as reload_server.
+// serveMux wires it: newMuxTarget before mux.New, addRelay from
+// muxWiring.hooks, builds(name).note from each builder's OnResult, then
+// t.m = the mux and run.listen(control.ModeMux, t).
+type muxTarget struct {
+	m muxServers
+
+	mu     sync.Mutex
+	relays map[string]*relay.Relay
+	logs   map[string]*buildLog
+}
+
+func newMuxTarget() *muxTarget {
+	return &muxTarget{relays: map[string]*relay.Relay{}, logs: map[string]*buildLog{}}
+}
+
+// addRelay registers the relay of server name (a server added again
+// replaces its old relay).
+func (t *muxTarget) addRelay(name string, r *relay.Relay) {
+	t.mu.Lock()
+	t.relays[name] = r
+	t.mu.Unlock()
+}
+
+// builds is server name's build log.
+func (t *muxTarget) builds(name string) *buildLog {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.logs[name]
+	if b == nil {
+		b = &buildLog{}
+		t.logs[name] = b
+	}
+	return b
+}
+
+func (t *muxTarget) Status() control.Status {
+	var st control.Status
+	for _, info := range t.m.List(false) {
+		t.mu.Lock()
+		rl := t.relays[info.Name]
+		t.mu.Unlock()
+		last := t.builds(info.Name).lastBuild()
+		if last == nil && info.LastBuild != nil {
+			last = control.BuildStatusOf(buildOfInfo(info.LastBuild), time.Time{})
+		}
+		sv := control.ServerStatus{Name: info.Name, Pid: info.Pid, Restarts: info.Restarts, Build: last}
+		if rl != nil {
+			sv = serverStatusOf(info.Name, rl.Stats(), last)
+		}
+		// The mux's view of the server's state and tools is the client's.
+		sv.State, sv.Tools = info.Status, len(info.Tools)
+		st.Servers = append(st.Servers, sv)
+	}
+	return st
+}
+
+// Rebuild is reload_server NAME; "" names the only server.
+func (t *muxTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	var names []string
+	for _, info := range t.m.List(false) {
+		names = append(names, info.Name)
+	}
+	switch {
+	case name == "" && len(names) == 1:
+		name = names[0]
+	case name == "":
+		return result.Build{}, fmt.Errorf("this mux serves %d servers: name one, e.g. mcpflow rebuild %s (servers: %s)", len(names), firstOr(names, "NAME"), strings.Join(names, ", "))
+	case !slices.Contains(names, name):
+		return result.Build{}, fmt.Errorf("no server named %q in this mux (servers: %s)", name, strings.Join(names, ", "))
+	}
+	out, err := t.m.Reload(ctx, name)
+	b := result.Build{Trigger: "recompile", OK: err == nil}
+	if out.Build != nil {
+		b = buildOfInfo(out.Build)
+		b.Trigger = "recompile"
+	}
+	if !b.OK {
+		if b.Errors == "" && err != nil {
+			b.Err = err
+		}
+		return b, nil
+	}
+	b.Restart = &result.Restart{
+		Pid: out.Server.Pid, Err: err,
+		Tools: result.ToolDiff{Known: true, Added: out.Added, Removed: out.Removed, Changed: out.Changed, Current: out.Server.Tools},
+	}
+	return b, nil
+}
+
+// buildOfInfo is the mux's brief of a build as a result.Build.
+func buildOfInfo(bi *mux.BuildInfo) result.Build {
+	d, _ := time.ParseDuration(bi.Duration)
+	return result.Build{OK: bi.OK, Skipped: bi.Skipped, Duration: d, Errors: bi.Errors}
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/mux"
+	"github.com/mcpflow/mcpflow/relay"
 )
 
 // The control tests run the real mcpflow binary with XDG_RUNTIME_DIR set
@@ -655,7 +657,10 @@ try:
     s.connect(sys.argv[1])
 except OSError as e:
     print("connect:", e.strerror); sys.exit(0)
-s.sendall(b'{"method":"status"}\n')
+try:
+    s.sendall(b'{"method":"status"}\n')
+except OSError:
+    pass  # refused: the instance may have closed already, its answer waits to be read
 print(s.makefile().readline())`
 		cmd := exec.Command(py, "-c", script, sock)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
@@ -892,5 +897,76 @@ func TestCLITarget(t *testing.T) {
 	}
 	if _, err := tg.Rebuild(context.Background(), "other"); err == nil || calls != 1 {
 		t.Fatalf("rebuild of another name: %v", err)
+	}
+}
+
+// fakeMux plays the mux for muxTarget.
+type fakeMux struct {
+	list    []mux.ServerInfo
+	outcome mux.Outcome
+	err     error
+	reloads []string
+}
+
+func (f *fakeMux) List(bool) []mux.ServerInfo { return f.list }
+
+func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, error) {
+	f.reloads = append(f.reloads, name)
+	return f.outcome, f.err
+}
+
+func TestMuxTarget(t *testing.T) {
+	fm := &fakeMux{list: []mux.ServerInfo{
+		{Name: "notes", Status: "running", Pid: 11, Restarts: 2, Tools: []string{"a", "b"}},
+		{Name: "search", Status: "crashed", Tools: []string{}, LastBuild: &mux.BuildInfo{OK: false, Duration: "380ms", Errors: "# pkg\n./main.go:12:3: undefined: x"}},
+	}}
+	tg := newMuxTarget()
+	tg.m = fm
+	tg.addRelay("notes", relay.New(relay.Config{Command: []string{"true"}}))
+	tg.builds("notes").note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
+
+	st := tg.Status()
+	if len(st.Servers) != 2 {
+		t.Fatalf("servers: %+v", st.Servers)
+	}
+	n, s := st.Servers[0], st.Servers[1]
+	if n.Name != "notes" || n.State != "running" || n.Tools != 2 || n.Build == nil || !n.Build.OK {
+		t.Errorf("notes: %+v", n)
+	}
+	if s.State != "crashed" || s.Tools != 0 || s.Build == nil || s.Build.OK || s.Build.Duration != 380*time.Millisecond ||
+		s.Build.FirstError != "./main.go:12:3: undefined: x" {
+		t.Errorf("search: %+v (build %+v)", s, s.Build)
+	}
+
+	// No name with two servers: an error naming them; no reload ran.
+	if _, err := tg.Rebuild(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "notes, search") {
+		t.Fatalf("rebuild without a name: %v", err)
+	}
+	if _, err := tg.Rebuild(context.Background(), "nope"); err == nil || len(fm.reloads) != 0 {
+		t.Fatalf("rebuild of an unknown server: %v (reloads %v)", err, fm.reloads)
+	}
+
+	// A good reload: the diff.
+	fm.outcome = mux.Outcome{Server: mux.ServerInfo{Name: "notes", Pid: 12, Tools: []string{"a", "c"}},
+		Added: []string{"c"}, Removed: []string{"b"}, Build: &mux.BuildInfo{OK: true, Duration: "1.21s"}}
+	b, err := tg.Rebuild(context.Background(), "notes")
+	if err != nil || control.ExitCode(b) != 0 || b.Duration != 1210*time.Millisecond || b.Restart == nil || b.Restart.Pid != 12 ||
+		strings.Join(b.Restart.Tools.Added, ",") != "c" || strings.Join(b.Restart.Tools.Current, ",") != "a,c" {
+		t.Fatalf("good reload: %+v %v", b, err)
+	}
+	// A failed build: exit status 1, the errors.
+	fm.outcome, fm.err = mux.Outcome{Build: &mux.BuildInfo{OK: false, Duration: "380ms", Errors: "./main.go:1: bad"}}, errors.New("build failed\nthe previous server keeps serving")
+	b, err = tg.Rebuild(context.Background(), "notes")
+	if err != nil || control.ExitCode(b) != 1 || b.Errors != "./main.go:1: bad" || b.Restart != nil {
+		t.Fatalf("failed reload: %+v %v", b, err)
+	}
+	// A restart that failed after a good build.
+	fm.outcome, fm.err = mux.Outcome{Build: &mux.BuildInfo{OK: true}}, errors.New("the server did not come back up: exit status 2")
+	b, _ = tg.Rebuild(context.Background(), "notes")
+	if control.ExitCode(b) != 1 || b.Restart == nil || b.Restart.Err == nil {
+		t.Fatalf("failed restart: %+v", b)
+	}
+	if !slices.Equal(fm.reloads, []string{"notes", "notes", "notes"}) {
+		t.Fatalf("reloads: %v", fm.reloads)
 	}
 }

@@ -62,7 +62,7 @@ func (f *fakeTarget) Status() Status {
 		Client: ClientInfo{Name: "claude-code", Version: "2.1.330", Protocol: "2026-07-28", Era: "modern"},
 		Servers: []ServerStatus{{
 			Name: f.name, State: "running", Pid: 4242, Gen: 3, Started: time.Now().Add(-90 * time.Second),
-			Restarts: 2, Tools: 4, Served: 57, InFlight: 1,
+			Restarts: 2, Crashes: 1, Tools: 4, Served: 57, InFlight: 1,
 			Build: BuildStatusOf(result.Build{OK: false, Errors: "\n./main.go:12:3: undefined: foo\nmore", Duration: 380 * time.Millisecond}, time.Now()),
 		}},
 	}
@@ -164,7 +164,7 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 	for _, st := range back {
 		modes[st.Mode] = true
 		sv := st.Servers[0]
-		if st.Pid != os.Getpid() || st.Client.Era != "modern" || sv.Served != 57 || sv.InFlight != 1 ||
+		if st.Pid != os.Getpid() || st.Client.Era != "modern" || sv.Served != 57 || sv.InFlight != 1 || sv.Crashes != 1 ||
 			sv.Uptime < 90*time.Second || sv.Build == nil || sv.Build.FirstError != "./main.go:12:3: undefined: foo" ||
 			st.Started.IsZero() || st.Uptime <= 0 {
 			t.Errorf("status lost something on the way: %+v", st)
@@ -178,7 +178,7 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 	WriteStatus(&buf, back)
 	text := buf.String()
 	for _, want := range []string{"mcpflow pid", "/p/a/mcpflow.toml", "/p/b/mcpflow.toml", "claude-code 2.1.330, protocol 2026-07-28 (modern)",
-		"SERVER", "running", "4242", "1m30s", "FAILED 380ms", "57 (1 in flight)", "a: build failed: ./main.go:12:3: undefined: foo"} {
+		"SERVER", "running", "4242", "1m30s", "2 (1 crash)", "FAILED 380ms", "57 (1 in flight)", "a: build failed: ./main.go:12:3: undefined: foo"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status text lacks %q:\n%s", want, text)
 		}

@@ -61,8 +61,15 @@ func writeInstance(b *strings.Builder, st Status) {
 		if sv.Tools >= 0 {
 			tools = fmt.Sprint(sv.Tools)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			sv.Name, orDash(sv.State), pid, up, sv.Restarts, buildCell(sv.Build), tools, calls)
+		restarts := fmt.Sprint(sv.Restarts)
+		switch {
+		case sv.Crashes == 1:
+			restarts += " (1 crash)"
+		case sv.Crashes > 1:
+			restarts += fmt.Sprintf(" (%d crashes)", sv.Crashes)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			sv.Name, orDash(sv.State), pid, up, restarts, buildCell(sv.Build), tools, calls)
 		if bs := sv.Build; bs != nil {
 			if bs.FirstError != "" {
 				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))

@@ -63,6 +63,7 @@ type ServerStatus struct {
 	Started  time.Time     `json:"started,omitzero"`
 	Uptime   time.Duration `json:"uptime_ns"` // filled from Started when zero
 	Restarts int           `json:"restarts"`
+	Crashes  int           `json:"crashes"`              // times the server exited on its own
 	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
 	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
 	Served   uint64        `json:"calls_served"`
