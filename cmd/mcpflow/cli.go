@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 	"io"
 	"log/slog"
 	"maps"
@@ -28,7 +30,12 @@ import (
 // relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
 // while the build or the schema is broken answers with why. It returns
 // after every call's process group, the build and the watch have stopped.
-func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	run, err := openRun(cfg, ring, logger)
+	if err != nil {
+		return err
+	}
+	defer run.close() // every way serveCLI returns removes the control socket
 	c := cfg.CLI
 	var b *builder.Builder
 	tool := cfg.Relay.Tool
@@ -64,8 +71,15 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 		OnResult: func(res result.Build) {
 			logCycle(charm, res)
 			st.noteBuild(res)
+			run.builds.note(res)
 		},
 	}, srv)
+	run.listen(control.ModeCLI, &cliTarget{
+		name:      serverName(cfg),
+		recompile: func(ctx context.Context) result.Build { return b.Recompile(ctx, nil) },
+		schema:    srv.Schema,
+		builds:    &run.builds,
+	})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -125,7 +139,7 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
 	// Serve closes srv before it returns: every running call's process
 	// group is killed and reaped.
-	err := srv.Serve(ctx, stdin, stdout)
+	err = srv.Serve(ctx, stdin, stdout)
 	cancel()
 	wg.Wait()
 	return err

@@ -429,9 +429,6 @@ func cmdLogs(e env, args []string) int {
 
 // cliTarget is a [cli] run's control.Target: no process stays up, so its
 // one row shows the schema's state, the last build and the tool count.
-// serveCLI wires it like serve: openRun before clitools.New, the
-// builder's OnResult also calling run.builds.note, then
-// run.listen(control.ModeCLI, &cliTarget{...}) and defer run.close().
 type cliTarget struct {
 	name      string
 	recompile func(ctx context.Context) result.Build // the builder's Recompile

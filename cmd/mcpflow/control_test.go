@@ -970,3 +970,28 @@ func TestMuxTarget(t *testing.T) {
 		t.Fatalf("reloads: %v", fm.reloads)
 	}
 }
+
+// TestControlCLI: a [cli] run has a control socket too: status says mode
+// cli with the schema's tool count, and rebuild builds and re-reads the
+// schema.
+func TestControlCLI(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir, _ := cliProject(t, "", "30s")
+	r := startCtl(t, xdg, dir)
+	r.connect("", nil)
+	r.waitSocket(xdg)
+	waitFor(t, "the CLI's schema", func() bool {
+		out, _, _ := mcpflow(t, xdg, dir, "status")
+		return strings.Contains(out, " cli ") && strings.Contains(out, "serving")
+	})
+	out, errOut, code := mcpflow(t, xdg, dir, "status", "--json")
+	var st []control.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st) != 1 || st[0].Mode != control.ModeCLI ||
+		len(st[0].Servers) != 1 || st[0].Servers[0].Tools < 1 {
+		t.Fatalf("status --json of a [cli] run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = mcpflow(t, xdg, dir, "rebuild")
+	if code != 0 || !strings.Contains(out, "build ok") {
+		t.Fatalf("rebuild of a [cli] run: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

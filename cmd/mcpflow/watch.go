@@ -92,7 +92,7 @@ func cmdWatch(e env, args []string) int {
 	x.start(logger)
 	run := func() error { return serve(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout) }
 	if cfg.Mode() == config.CLI {
-		run = func() error { return serveCLI(x.ctx, cfg, logger, e.stdin, e.stdout) }
+		run = func() error { return serveCLI(x.ctx, cfg, logger, ring, e.stdin, e.stdout) }
 	}
 	if err := run(); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
