@@ -151,7 +151,7 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 	}
 
 	start = time.Now()
-	startE2E(t, dir, "", "watch")
+	h = startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 2)
 	warm := time.Since(start)
 	if n := countBuilds(t, dir); n != 1 {
