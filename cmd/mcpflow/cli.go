@@ -81,55 +81,24 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 		builds:    &run.builds,
 	})
 
+	var w *watcher.Watcher
+	if cfg.Watch.Enabled {
+		wcfg := watchConfigOf(cfg)
+		wcfg.Ignore = append(wcfg.Ignore, cliPrograms(c.Cwd, c.Schema, c.Command)...)
+		wcfg.Logger = slog.New(charm.WithPrefix("watch"))
+		if w, err = watcher.New(wcfg); err != nil {
+			srv.Close()
+			return fmt.Errorf("watch: %w", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		b.Run(ctx)
+		buildAndWatch(ctx, b, w, logger, "root", cfg.Dir)
 	}()
-
-	if cfg.Watch.Enabled {
-		wcfg := watchConfigOf(cfg)
-		wcfg.Ignore = append(wcfg.Ignore, cliPrograms(c.Cwd, c.Schema, c.Command)...)
-		wcfg.Logger = slog.New(charm.WithPrefix("watch"))
-		w, err := watcher.New(wcfg)
-		if err != nil {
-			cancel()
-			wg.Wait()
-			srv.Close()
-			return fmt.Errorf("watch: %w", err)
-		}
-		batches := make(chan watcher.Batch, 16)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(ctx, batches); err != nil && ctx.Err() == nil {
-				logger.Error("watching stopped", "err", err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case batch := <-batches:
-					b.Changed(batch.Paths)
-				}
-			}
-		}()
-		go func() {
-			select {
-			case <-w.Ready():
-				st := w.Stats()
-				logger.Info("watching", "root", cfg.Dir, "files", st.Files, "dirs", st.Dirs, "watches", st.Watches)
-			case <-ctx.Done():
-			}
-		}()
-	}
-
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
