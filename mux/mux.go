@@ -307,8 +307,17 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		b.Close()
 		return nil, result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
-	started := make(chan result.Build, 1)
-	go func() { started <- b.Start(ctx) }()
+	// The handshake waits for the start: a first build may take minutes,
+	// and a handshake sent meanwhile would wait in the relay's queue,
+	// which expires after relay.queue_timeout and would lose the server.
+	// The server is listed as starting until then.
+	res := b.Start(ctx)
+	m.mu.Lock()
+	removed = s.removed
+	m.mu.Unlock()
+	if removed {
+		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, childSide{m}.clientOptions(s))
 	m.mu.Lock()
 	s.client = client
@@ -319,7 +328,6 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}
 	}
 	cs, cerr := client.Connect(ctx, b.Transport(), opts)
-	res := <-started
 	if hc, ok := b.(HandshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
 		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
 			res.Restart = &result.Restart{Err: err}

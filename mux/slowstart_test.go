@@ -1,0 +1,54 @@
+package mux
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/relay"
+)
+
+// TestFirstBuildLongerThanQueueTimeout: a configured server whose first
+// build outlasts its relay's queue_timeout is listed as starting
+// meanwhile and comes up, with its tools, when the build ends: the mux
+// does not send its handshake into a queue that would expire.
+func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
+	const queueTimeout = 200 * time.Millisecond
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "srv")
+	release := filepath.Join(dir, "release")
+	// The build ends when the test creates release: its length is the
+	// test's to choose, not the machine's.
+	build := fmt.Sprintf("while [ ! -e %[1]s ]; do sleep 0.02; done; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", release, fixtureV1, bin)
+	e := start(t, envOpts{cfg: Config{
+		Servers:   []ServerSpec{{Name: "slow", Command: []string{bin}, Build: build, Env: map[string]string{"FIXTURE_NAME": "slow"}}},
+		StartWait: 50 * time.Millisecond,
+		NewBackend: NewRelayBackends(RelayOptions{
+			NewHooks:  testHooks,
+			Configure: func(_ ServerSpec, c *relay.Config) { c.QueueTimeout = queueTimeout },
+		}),
+	}})
+	// Several queue timeouts pass while the build runs.
+	time.Sleep(5 * queueTimeout)
+	if s := e.server("slow"); s.Status != StatusStarting {
+		t.Fatalf("during the first build: status %q, want %q (%s)", s.Status, StatusStarting, s.Report)
+	}
+	e.mustFail("slow__echo", map[string]any{"text": "x"}, "slow")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server to come up after its long build", func() bool {
+		s := e.server("slow")
+		return s.Status == StatusRunning && len(s.Tools) > 0
+	})
+	if got := e.mustOK("slow__echo", map[string]any{"text": "x"}); got != "slow:x" {
+		t.Fatalf("slow__echo after the build: %q", got)
+	}
+	eventually(t, "tools/list_changed when the server came up", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.changed > 0
+	})
+}
