@@ -37,6 +37,12 @@ type Config struct {
 	// handshake).
 	ChildProtocolVersion string
 
+	// Single serves Servers[0] alone, unprefixed, without management
+	// tools (see single.go); SingleTool names its rebuild tool (default
+	// "recompile").
+	Single     bool
+	SingleTool string
+
 	Logger  *slog.Logger // nil = discard
 	Version string       // mcpflow's version, for serverInfo
 }
@@ -143,6 +149,9 @@ func (s *inbox) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
 func New(cfg Config) *Mux {
 	if cfg.Separator == "" {
 		cfg.Separator = DefaultSeparator
+	}
+	if cfg.SingleTool == "" {
+		cfg.SingleTool = DefaultSingleTool
 	}
 	if cfg.StartWait <= 0 {
 		cfg.StartWait = 10 * time.Second
