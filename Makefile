@@ -75,9 +75,11 @@ lint:
 	$(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
 
 # Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
-# source to add a tool, and shows each step.
+# source to add a tool, and shows each step; then the mux: examples/mux,
+# add_server, and an edit that rebuilds one server of several.
 demo: build
 	$(GO) run ./examples/demo -mcpflow $(BIN)
+	$(GO) run ./examples/demo -mcpflow $(BIN) -mux
 
 # Timing goals live here, not in tests.
 bench: build
