@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -41,18 +40,11 @@ func serveBridging(ctx context.Context, cfg *Config, logger *log.Logger, ring *l
 	if cfg.Mode() != config.Single {
 		return serve(ctx, cfg, logger, ring, stdin, stdout)
 	}
-	br := &bridge{out: stdout, switched: make(chan struct{}), done: make(chan struct{})}
-	defer close(br.done)
-	relayR, relayW := io.Pipe()
-	muxR, muxW := io.Pipe()
-	lines := make(chan []byte, 16)
-	go readLines(stdin, lines)
-	go br.forward(lines, relayW, muxW)
-
+	br := &bridge{in: stdin, out: stdout, switched: make(chan struct{})}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- serve(rctx, cfg, logger, ring, relayR, br) }()
+	go func() { served <- serve(rctx, cfg, logger, ring, relayIn{br}, br) }()
 	select {
 	case err := <-served:
 		return err
@@ -60,113 +52,114 @@ func serveBridging(ctx context.Context, cfg *Config, logger *log.Logger, ring *l
 	}
 	logger.Warn("the server refused the legacy handshake (initialize): serving it through the mux engine, which speaks 2026-07-28 to it and the legacy protocol to the client")
 	cancel()
-	relayR.CloseWithError(io.ErrClosedPipe) // the relay reads no more
 	<-served
-	return serveSingleMux(ctx, cfg, slog.New(logger), muxR, stdout)
+	return serveSingleMux(ctx, cfg, slog.New(logger), &muxIn{b: br}, stdout)
 }
 
-// readLines sends stdin's lines (each with its newline) and closes lines at
-// EOF.
-func readLines(r io.Reader, lines chan<- []byte) {
-	defer close(lines)
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			lines <- line
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// bridge watches the relay's output for its answer to the client's first
-// initialize, and routes the client's lines to the relay, or after a
-// refusal to the mux engine.
+// bridge is the relay's stdin and stdout while the session's era is
+// undecided: it notes the client's first message when it is initialize,
+// and watches the relay's answer to it. After a refusal the relay reads
+// EOF and the mux engine reads the client's initialize, then the rest.
+// The relay's reads go straight to stdin: no copy, no goroutine between.
 type bridge struct {
+	in       io.Reader
 	out      io.Writer
 	switched chan struct{} // closed when the child refused initialize
-	done     chan struct{} // closed when serveBridging returns
+
+	readMu sync.Mutex // held during each read of in
+	stash  []byte     // read by the relay's last read after the switch: the mux's
 
 	mu      sync.Mutex
+	first   []byte // the client's bytes until its first newline
 	initID  []byte // the id of the client's initialize; nil = none seen
 	initMsg []byte
-	decided bool // the answer to initialize was seen
+	decided bool // the client's first message is not initialize, or its answer was seen
 	bridged bool
 	partial []byte
 }
 
-// forward sends the client's lines to the relay until a switch, then the
-// client's initialize and every later line to the mux engine.
-func (b *bridge) forward(lines <-chan []byte, relayW, muxW *io.PipeWriter) {
-	dest := relayW
-	toMux := func() bool {
-		b.mu.Lock()
-		init := b.initMsg
-		b.mu.Unlock()
-		dest = muxW
-		_, err := muxW.Write(init)
-		return err == nil
-	}
-	for {
-		select {
-		case <-b.switched:
-			if dest == relayW && !toMux() {
-				return
-			}
-		case <-b.done:
-			relayW.Close()
-			muxW.Close()
-			return
-		case line, ok := <-lines:
-			if !ok {
-				relayW.Close()
-				// A switch may still come (the relay answers after the
-				// client's EOF); the mux then reads initialize, then EOF.
-				select {
-				case <-b.switched:
-					if dest == relayW {
-						toMux()
-					}
-				case <-b.done:
-				}
-				muxW.Close()
-				return
-			}
-			if dest == relayW {
-				b.noteClient(line)
-			}
-			if _, err := dest.Write(line); err != nil && dest == relayW {
-				select {
-				case <-b.switched:
-					if !toMux() {
-						return
-					}
-					if _, err := dest.Write(line); err != nil {
-						return
-					}
-				case <-b.done:
-					return
-				}
-			}
-		}
+func (b *bridge) isSwitched() bool {
+	select {
+	case <-b.switched:
+		return true
+	default:
+		return false
 	}
 }
 
-// noteClient remembers the client's first message when it is initialize.
-func (b *bridge) noteClient(line []byte) {
+// relayIn is the relay's stdin.
+type relayIn struct{ b *bridge }
+
+func (r relayIn) Read(p []byte) (int, error) {
+	b := r.b
+	b.readMu.Lock()
+	defer b.readMu.Unlock()
+	if b.isSwitched() {
+		return 0, io.EOF
+	}
+	n, err := b.in.Read(p)
+	if b.isSwitched() {
+		b.stash = append(b.stash, p[:n]...)
+		return 0, io.EOF
+	}
+	b.noteClient(p[:n])
+	return n, err
+}
+
+// muxIn is the mux engine's stdin after a switch: the client's
+// initialize, what the relay read after the switch, then stdin.
+type muxIn struct {
+	b    *bridge
+	head []byte
+	init bool
+}
+
+func (m *muxIn) Read(p []byte) (int, error) {
+	b := m.b
+	if !m.init {
+		m.init = true
+		b.mu.Lock()
+		m.head = bytes.Clone(b.initMsg)
+		b.mu.Unlock()
+	}
+	if len(m.head) == 0 {
+		// Wait for a read the relay may still be in: its bytes are stashed.
+		b.readMu.Lock()
+		m.head, b.stash = b.stash, nil
+		b.readMu.Unlock()
+	}
+	if len(m.head) > 0 {
+		n := copy(p, m.head)
+		m.head = m.head[n:]
+		return n, nil
+	}
+	b.readMu.Lock()
+	defer b.readMu.Unlock()
+	return b.in.Read(p)
+}
+
+// noteClient looks at the client's first message: when it is
+// initialize, the bridge watches the answer; else the relay serves the
+// session alone.
+func (b *bridge) noteClient(p []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.initMsg != nil || b.decided {
+	if b.decided || b.initMsg != nil {
 		return
 	}
+	b.first = append(b.first, p...)
+	i := bytes.IndexByte(b.first, '\n')
+	if i < 0 {
+		return
+	}
+	line := b.first[:i+1]
+	b.first = nil
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Method != "initialize" || len(m.ID) == 0 {
-		b.decided = true // not a legacy session: the relay serves it
+		b.decided = true
 		return
 	}
 	b.initID, b.initMsg = compactJSON(m.ID), bytes.Clone(line)
