@@ -34,19 +34,19 @@ func (m front) newFront() *mcp.Server {
 		},
 		CompletionHandler: m.complete,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			go childSide{m.Mux}.syncRoots(req.Session)
+			go childSide(m).syncRoots(req.Session)
 		},
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
-			go childSide{m.Mux}.syncRoots(req.Session)
+			go childSide(m).syncRoots(req.Session)
 		},
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
 	srv.AddReceivingMiddleware(m.frontMiddleware)
 	if m.cfg.Single {
-		admin{m.Mux}.addSingleTool(srv)
+		admin(m).addSingleTool(srv)
 	} else {
-		admin{m.Mux}.addManagementTools(srv)
+		admin(m).addManagementTools(srv)
 	}
 	return srv
 }

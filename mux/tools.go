@@ -339,13 +339,13 @@ func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a CallArg
 	r, ok := m.cat.tools[a.Name]
 	m.mu.Unlock()
 	if !ok {
-		return front{m.Mux}.unknownTool(a.Name), nil, nil
+		return front(m).unknownTool(a.Name), nil, nil
 	}
 	args, _ := json.Marshal(a.Arguments)
 	if a.Arguments == nil {
 		args = []byte("{}")
 	}
-	res, err := front{m.Mux}.callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
+	res, err := front(m).callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
 	return res, nil, err
 }
 
