@@ -91,7 +91,8 @@ type server struct {
 	health
 	childLists
 	published
-	removed bool
+	removed  bool
+	starting bool // add has not connected to it yet (its first build may run)
 
 	inbox
 }
@@ -288,7 +289,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox()}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -344,6 +345,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	}
 	m.mu.Lock()
 	s.cs = cs
+	s.starting = false
 	s.lastBuild = &res
 	level := m.level
 	removed = s.removed

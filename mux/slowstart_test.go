@@ -39,6 +39,7 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 		t.Fatalf("during the first build: status %q, want %q (%s)", s.Status, StatusStarting, s.Report)
 	}
 	e.mustFail("slow__echo", map[string]any{"text": "x"}, "slow")
+	e.mustFail("reload_server", map[string]any{"name": "slow"}, "still starting")
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

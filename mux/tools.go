@@ -186,6 +186,10 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	m.mu.Lock()
+	if s.starting {
+		m.mu.Unlock()
+		return Outcome{}, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
+	}
 	before := toolNames(s.tools)
 	old := map[string]string{}
 	for _, t := range s.tools {
