@@ -37,7 +37,9 @@ func TestE2ELegacyClientModernOnlyChild(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := fmt.Sprintf("[run]\ncommand = [%q]\n\n[watch]\nenabled = false\n\n[relay]\nstartup_grace = \"1m\"\n", fx)
+			// A build step (a copy of the fixture) and a watch, so that the
+			// bridged engine's builder and watcher are the configured ones.
+			cfg := fmt.Sprintf("[build]\ncommand = \"cp %s srv.tmp && mv srv.tmp srv\"\n\n[run]\ncommand = [\"./srv\"]\n\n[watch]\npaths = [\".\"]\ninclude = [\"*.src\"]\n\n[relay]\nstartup_grace = \"1m\"\n", fx)
 			if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -51,6 +53,9 @@ func TestE2ELegacyClientModernOnlyChild(t *testing.T) {
 				t.Fatalf("tools: %v", tools)
 			}
 			out := h.mustCall("recompile", map[string]any{})
+			if want := map[bool]string{true: "built in", false: "Build succeeded"}[era.version != ""]; !strings.Contains(out, want) {
+				t.Errorf("recompile did not build (no %q): %s", want, out)
+			}
 			if got := h.mustCall("echo", map[string]any{"text": "y"}); got != "m:y" {
 				t.Fatalf("echo after recompile (%s): %q", out, got)
 			}
