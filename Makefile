@@ -76,9 +76,11 @@ lint:
 	$(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
 
 # Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
-# source to add a tool, and shows each step.
+# source to add a tool, and shows each step; then the mux: examples/mux,
+# add_server, and an edit that rebuilds one server of several.
 demo: build
 	$(GO) run ./examples/demo -mcpflow $(BIN)
+	$(GO) run ./examples/demo -mcpflow $(BIN) -mux
 
 # Timing goals live here, not in tests.
 bench: build
@@ -88,6 +90,13 @@ bench: build
 	# the binary.
 	$(GO) test -run '^$$' -bench . -benchtime 300x ./clitools
 	MCPFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkE2ECLI -benchtime 300x ./cmd/mcpflow
+	# mux: per-call latency beside its floor (direct, through a relay),
+	# tools/list with 20 x 50 tools, start-up and add_server; then the real
+	# binary's RSS idle and with 20 idle servers.
+	$(GO) test -run '^$$' -bench '^BenchmarkCall' -benchtime 2000x -count 3 ./mux
+	$(GO) test -run '^$$' -bench 'Start|AddServer' -benchtime 20x ./mux
+	$(GO) test -run '^$$' -bench 'ToolsList' -benchtime 100x ./mux
+	MCPFLOW_MUX_RSS=1 $(GO) test -count=1 -run '^TestMuxRSS$$' -v ./cmd/mcpflow
 
 # Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
 # internal/clientcheck/package.json) connect through mcpflow without an API

@@ -27,7 +27,7 @@ import (
 // visible against the child's own start, and tools/list over 20 servers ×
 // 50 tools:
 //
-//	go test -run '^$' -bench . -benchtime 2000x ./mux
+//	make bench (which runs these with fixed iteration counts)
 
 func benchClient(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 	b.Helper()

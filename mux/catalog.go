@@ -59,7 +59,7 @@ func (c *catalog) publish(s *server) {
 	s.warnings = nil
 	var tools, prompts, res, tmpls []string
 	for _, t := range s.tools {
-		full := Join(name, c.sep, t.Name)
+		full := c.h.join(name, t.Name)
 		if len(full) > maxToolName {
 			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than MCP's %d-character limit", t.Name, full, maxToolName))
 			continue
@@ -78,7 +78,7 @@ func (c *catalog) publish(s *server) {
 		tools = append(tools, full)
 	}
 	for _, p := range s.prompts {
-		full := Join(name, c.sep, p.Name)
+		full := c.h.join(name, p.Name)
 		fp := *p
 		fp.Name = full
 		c.srv.AddPrompt(&fp, c.h.promptHandler(name, p.Name))

@@ -45,6 +45,9 @@
 //     resources removed (list_changed), calls pending on it answered once
 //     with the crash report; calls to it, to removed and to unknown servers
 //     get a tool error naming the servers that exist.
+//   - Config.Single serves one server as if it were that server (no
+//     prefix, no management tools, a rebuild tool): cmd's era bridge for
+//     a single-server session whose child refuses the legacy handshake.
 //   - Every request gets exactly one response. Close (and the end of Run)
 //     stops every backend and waits for it: no child, no process group
 //     survives the mux.

@@ -37,6 +37,12 @@ type Config struct {
 	// handshake).
 	ChildProtocolVersion string
 
+	// Single serves Servers[0] alone, unprefixed, without management
+	// tools (see single.go); SingleTool names its rebuild tool (default
+	// "recompile").
+	Single     bool
+	SingleTool string
+
 	Logger  *slog.Logger // nil = discard
 	Version string       // mcpflow's version, for serverInfo
 }
@@ -85,7 +91,8 @@ type server struct {
 	health
 	childLists
 	published
-	removed bool
+	removed  bool
+	starting bool // add has not connected to it yet (its first build may run)
 
 	inbox
 }
@@ -143,6 +150,9 @@ func (s *inbox) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
 func New(cfg Config) *Mux {
 	if cfg.Separator == "" {
 		cfg.Separator = DefaultSeparator
+	}
+	if cfg.SingleTool == "" {
+		cfg.SingleTool = DefaultSingleTool
 	}
 	if cfg.StartWait <= 0 {
 		cfg.StartWait = 10 * time.Second
@@ -279,7 +289,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox()}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -307,8 +317,17 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		b.Close()
 		return nil, result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
-	started := make(chan result.Build, 1)
-	go func() { started <- b.Start(ctx) }()
+	// The handshake waits for the start: a first build may take minutes,
+	// and a handshake sent meanwhile would wait in the relay's queue,
+	// which expires after relay.queue_timeout and would lose the server.
+	// The server is listed as starting until then.
+	res := b.Start(ctx)
+	m.mu.Lock()
+	removed = s.removed
+	m.mu.Unlock()
+	if removed {
+		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, childSide{m}.clientOptions(s))
 	m.mu.Lock()
 	s.client = client
@@ -319,7 +338,6 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}
 	}
 	cs, cerr := client.Connect(ctx, b.Transport(), opts)
-	res := <-started
 	if hc, ok := b.(HandshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
 		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
 			res.Restart = &result.Restart{Err: err}
@@ -327,6 +345,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	}
 	m.mu.Lock()
 	s.cs = cs
+	s.starting = false
 	s.lastBuild = &res
 	level := m.level
 	removed = s.removed

@@ -34,16 +34,20 @@ func (m front) newFront() *mcp.Server {
 		},
 		CompletionHandler: m.complete,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			go childSide{m.Mux}.syncRoots(req.Session)
+			go childSide(m).syncRoots(req.Session)
 		},
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
-			go childSide{m.Mux}.syncRoots(req.Session)
+			go childSide(m).syncRoots(req.Session)
 		},
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
 	})
 	srv.AddReceivingMiddleware(m.frontMiddleware)
-	admin{m.Mux}.addManagementTools(srv)
+	if m.cfg.Single {
+		admin(m).addSingleTool(srv)
+	} else {
+		admin(m).addManagementTools(srv)
+	}
 	return srv
 }
 
@@ -52,6 +56,12 @@ func (m front) instructions() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
+	if m.cfg.Single {
+		if s := m.servers[m.only()]; s != nil && s.cs != nil && s.cs.InitializeResult() != nil && !standIn(s.cs.InitializeResult()) {
+			return s.cs.InitializeResult().Instructions
+		}
+		return ""
+	}
 	b.WriteString("mcpflow serves several MCP servers here. Their tools and prompts are named SERVER" + m.sep + "NAME. list_servers shows them; reload_server rebuilds and restarts one.")
 	for _, n := range m.namesLocked() {
 		s := m.servers[n]
@@ -90,6 +100,9 @@ func (m front) knownTool(name string) bool {
 	if _, ok := m.cat.tools[name]; ok {
 		return true
 	}
+	if m.cfg.Single {
+		return name == m.cfg.SingleTool
+	}
 	switch name {
 	case "add_server":
 		return !m.cfg.DisableAddServer
@@ -103,6 +116,9 @@ func (m front) knownTool(name string) bool {
 func (m front) unknownTool(name string) *mcp.CallToolResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.cfg.Single {
+		return errResult(m.singleUnknownTool(name))
+	}
 	srvName, tool, ok := Split(name, m.sep)
 	var msg string
 	switch s, exists := m.servers[srvName]; {
@@ -154,13 +170,13 @@ func (m front) session(name string) (*mcp.ClientSession, *mcp.CallToolResult) {
 		return nil, errResult(m.downText(s))
 	}
 	if s.cs == nil {
-		return nil, errResult(fmt.Sprintf("server %q is not connected (%s): call reload_server {\"name\": %q}", name, s.status, name))
+		return nil, errResult(fmt.Sprintf("server %q is not connected (%s): call %s", name, s.status, m.reloadHint(name)))
 	}
 	return s.cs, nil
 }
 
 func (m front) downText(s *server) string {
-	return fmt.Sprintf("server %q crashed: %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", s.spec.Name, s.report, s.spec.Name)
+	return fmt.Sprintf("server %q crashed: %s\n\nWhat to do: fix it, then call %s.", s.spec.Name, s.report, m.reloadHint(s.spec.Name))
 }
 
 // toolHandler forwards a call to the child's own tool name.
@@ -186,7 +202,7 @@ func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallTo
 	if res.IsError {
 		for _, c := range res.Content {
 			if t, ok := c.(*mcp.TextContent); ok {
-				t.Text = strings.ReplaceAll(t.Text, relayTool, "reload_server {\"name\": \""+server+"\"}")
+				t.Text = strings.ReplaceAll(t.Text, relayTool, m.reloadHint(server))
 			}
 		}
 	}
@@ -266,7 +282,7 @@ func (m front) callError(ctx context.Context, server string, err error) (*mcp.Ca
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == codeServerDown {
 		msg := strings.TrimPrefix(werr.Message, "mcpflow: ")
-		return errResult(fmt.Sprintf("server %q crashed before it answered: %s\n\nWhat to do: fix it, then call reload_server {\"name\": %q}.", server, msg, server)), nil
+		return errResult(fmt.Sprintf("server %q crashed before it answered: %s\n\nWhat to do: fix it, then call %s.", server, msg, m.reloadHint(server))), nil
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) {
 		return errResult(fmt.Sprintf("server %q went away before it answered: %s", server, m.existing())), nil

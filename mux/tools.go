@@ -186,6 +186,10 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	m.mu.Lock()
+	if s.starting {
+		m.mu.Unlock()
+		return Outcome{}, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
+	}
 	before := toolNames(s.tools)
 	old := map[string]string{}
 	for _, t := range s.tools {
@@ -339,13 +343,13 @@ func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a CallArg
 	r, ok := m.cat.tools[a.Name]
 	m.mu.Unlock()
 	if !ok {
-		return front{m.Mux}.unknownTool(a.Name), nil, nil
+		return front(m).unknownTool(a.Name), nil, nil
 	}
 	args, _ := json.Marshal(a.Arguments)
 	if a.Arguments == nil {
 		args = []byte("{}")
 	}
-	res, err := front{m.Mux}.callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
+	res, err := front(m).callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
 	return res, nil, err
 }
 

@@ -170,6 +170,7 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 type muxWiring struct {
 	cfg        *Config
 	configured map[string]*config.ServerConfig
+	single     *Config // set: the one server of single mode (the era bridge)
 	logger     *slog.Logger
 }
 
@@ -177,6 +178,9 @@ type muxWiring struct {
 // server's own sections, or those an agent gave to add_server over the
 // defaults (paths relative to the server's cwd, else mcpflow's folder).
 func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
+	if w.single != nil {
+		return w.single
+	}
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		return &Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
 	}
@@ -201,6 +205,15 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
 
 // configureRelay applies a configured server's [servers.NAME.relay].
 func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
+	if c := w.single; c != nil {
+		rc.MaxMessage = int(c.Relay.MaxMessage)
+		rc.QueueSize = c.Relay.QueueSize
+		rc.QueueBytes = int(c.Relay.QueueBytes)
+		rc.QueueTimeout = c.Relay.QueueTimeout
+		rc.RestartMarker = c.Relay.RestartMarker
+		rc.EnvOverridable = c.Run.EnvOverridable
+		return
+	}
 	s, ok := w.configured[spec.Name]
 	if !ok || spec.Source != "config" {
 		return

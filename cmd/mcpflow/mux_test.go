@@ -521,3 +521,34 @@ func TestMuxE2EBrokenAtStartThenFixed(t *testing.T) {
 	all := h.servers()
 	h.stopAndCheckGroups([]int{all["echo"].Pid, all["notes"].Pid})
 }
+
+// TestMuxE2EFirstBuildLongerThanQueueTimeout: a server whose first build
+// takes longer than its relay.queue_timeout (cold caches) is listed as
+// starting meanwhile and comes up when the build ends.
+func TestMuxE2EFirstBuildLongerThanQueueTimeout(t *testing.T) {
+	dir := muxProject(t)
+	cfg := strings.Replace(muxConfig, `command = "cd echo && go build -o ../bin/echo ."`,
+		`command = "while [ ! -e release ]; do sleep 0.05; done; cd echo && go build -o ../bin/echo ."`, 1)
+	cfg += "\n[servers.echo.relay]\nqueue_timeout = \"500ms\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startE2E(t, dir, "", "watch")
+	h.waitTools("notes__add_note")
+	time.Sleep(2 * time.Second) // four queue timeouts while the build waits
+	if s := h.servers()["echo"]; s.Status != mux.StatusStarting {
+		t.Fatalf("echo during its first build: %+v", s)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitTools("echo__echo")
+	if got := h.mustCall("echo__echo", map[string]any{"text": "late"}); got != "late" {
+		t.Fatalf("echo__echo after the long build: %q", got)
+	}
+	all := h.servers()
+	if all["echo"].Status != mux.StatusRunning {
+		t.Fatalf("echo after its build: %+v", all["echo"])
+	}
+	h.stopAndCheckGroups([]int{all["echo"].Pid, all["notes"].Pid})
+}

@@ -90,7 +90,7 @@ func cmdWatch(e env, args []string) int {
 	// fatal error, or x's context (a signal, a broken stdout or stderr,
 	// the parent exiting: a clean shutdown).
 	x.start(logger)
-	run := func() error { return serve(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout) }
+	run := func() error { return serveBridging(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout) }
 	if cfg.Mode() == config.CLI {
 		run = func() error { return serveCLI(x.ctx, cfg, logger, ring, e.stdin, e.stdout) }
 	}

@@ -2,7 +2,7 @@
 // examples/echo under a real MCP client (the Go SDK's), with real edits to
 // the server's source, one numbered step at a time.
 //
-//	go run ./examples/demo -mcpflow bin/mcpflow [-era modern|legacy] [-keep] [-timeout 3m]
+//	go run ./examples/demo -mcpflow bin/mcpflow [-era modern|legacy] [-mux] [-keep] [-timeout 3m]
 //
 // Each step prints ✓ or ✗ and the facts that show it worked. The demo
 // checks only what a client sees (tool results, notifications, tool
@@ -62,6 +62,7 @@ const (
 type demo struct {
 	ui
 	bin, era  string
+	mux       bool   // the mux part (mux.go) instead of the single-server one
 	root, dir string // the temporary folder, and root/echo: the copy mcpflow works on
 	step      int
 	title     string
@@ -81,6 +82,7 @@ func main() {
 	d := &demo{ui: ui{color: useColor(os.Stdout)}, changed: make(chan time.Time, 16)}
 	flag.StringVar(&d.bin, "mcpflow", "bin/mcpflow", "the mcpflow binary to run")
 	flag.StringVar(&d.era, "era", "modern", "protocol era of the client: modern (server/discover) or legacy (initialize, "+legacyVersion+")")
+	flag.BoolVar(&d.mux, "mux", false, "show the mux instead: examples/mux, add_server, a rebuild of one server")
 	keep := flag.Bool("keep", false, "keep the temporary copy of the example and print where it is")
 	timeout := flag.Duration("timeout", 3*time.Minute, "limit for the whole demo")
 	flag.Parse()
@@ -113,7 +115,11 @@ func (d *demo) run(ctx context.Context, keep bool) int {
 	d.line(d.style(bold, "mcpflow demo") + d.style(dim, " · hot reload of an MCP server under a real Go SDK client · "+d.era+" era"))
 	d.fact("mcpflow", d.bin)
 	d.fact("work dir", d.root)
-	if err := d.steps(ctx); err != nil {
+	steps := d.steps
+	if d.mux {
+		steps = d.muxSteps
+	}
+	if err := steps(ctx); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (the demo's -timeout ran out, or it was interrupted)", err)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestDemo runs the whole demo, in both eras, against an mcpflow built
+// TestDemo runs the whole demo, both parts (single server, mux) in both eras, against an mcpflow built
 // from this tree: the demo is the README's first command, so a change to
 // what the relay returns that breaks it fails here, not in front of a user.
 func TestDemo(t *testing.T) {
@@ -20,11 +20,18 @@ func TestDemo(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mcpflow").CombinedOutput(); err != nil {
 		t.Fatalf("build mcpflow: %v\n%s", err, out)
 	}
-	for _, era := range []string{"modern", "legacy"} {
-		t.Run(era, func(t *testing.T) {
+	for _, part := range []struct {
+		era string
+		mux bool
+	}{{"modern", false}, {"legacy", false}, {"modern", true}, {"legacy", true}} {
+		name := part.era
+		if part.mux {
+			name = "mux-" + part.era
+		}
+		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			d := &demo{bin: bin, era: era, changed: make(chan time.Time, 16)}
+			d := &demo{bin: bin, era: part.era, mux: part.mux, changed: make(chan time.Time, 16)}
 			if code := d.run(ctx, false); code != 0 {
 				t.Fatalf("the demo failed at step %d (%s); its report is above", d.step, d.title)
 			}

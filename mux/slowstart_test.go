@@ -1,0 +1,99 @@
+package mux
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/relay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestFirstBuildLongerThanQueueTimeout: a configured server whose first
+// build outlasts its relay's queue_timeout is listed as starting
+// meanwhile and comes up, with its tools, when the build ends: the mux
+// does not send its handshake into a queue that would expire.
+func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
+	const queueTimeout = 200 * time.Millisecond
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "srv")
+	release := filepath.Join(dir, "release")
+	// The build ends when the test creates release: its length is the
+	// test's to choose, not the machine's.
+	build := fmt.Sprintf("while [ ! -e %[1]s ]; do sleep 0.02; done; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", release, fixtureV1, bin)
+	e := start(t, envOpts{cfg: Config{
+		Servers:   []ServerSpec{{Name: "slow", Command: []string{bin}, Build: build, Env: map[string]string{"FIXTURE_NAME": "slow"}}},
+		StartWait: 50 * time.Millisecond,
+		NewBackend: NewRelayBackends(RelayOptions{
+			NewHooks:  testHooks,
+			Configure: func(_ ServerSpec, c *relay.Config) { c.QueueTimeout = queueTimeout },
+		}),
+	}})
+	// Several queue timeouts pass while the build runs.
+	time.Sleep(5 * queueTimeout)
+	if s := e.server("slow"); s.Status != StatusStarting {
+		t.Fatalf("during the first build: status %q, want %q (%s)", s.Status, StatusStarting, s.Report)
+	}
+	e.mustFail("slow__echo", map[string]any{"text": "x"}, "slow")
+	e.mustFail("reload_server", map[string]any{"name": "slow"}, "still starting")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the server to come up after its long build", func() bool {
+		s := e.server("slow")
+		return s.Status == StatusRunning && len(s.Tools) > 0
+	})
+	if got := e.mustOK("slow__echo", map[string]any{"text": "x"}); got != "slow:x" {
+		t.Fatalf("slow__echo after the build: %q", got)
+	}
+	eventually(t, "tools/list_changed when the server came up", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.changed > 0
+	})
+}
+
+// TestSingleMode: one server served as itself (the era bridge): a legacy
+// client in front of a child that refuses initialize sees the child's
+// tools and prompts under their own names, the rebuild tool and no
+// management tool; an unknown tool gets a clear error.
+func TestSingleMode(t *testing.T) {
+	e := start(t, envOpts{version: "2025-11-25", cfg: Config{
+		Single: true,
+		Servers: []ServerSpec{{Name: "server", Command: []string{fixtureV1}, Env: map[string]string{
+			"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": "2026-07-28", "FIXTURE_REFUSE_INITIALIZE": "1",
+		}}},
+	}})
+	tools := e.toolNames()
+	for _, want := range []string{"echo", "slow", DefaultSingleTool} {
+		if tools[want] == nil {
+			t.Fatalf("tools/list lacks %s: %v", want, tools)
+		}
+	}
+	for _, not := range []string{"list_servers", "add_server", "server__echo"} {
+		if tools[not] != nil {
+			t.Fatalf("single mode lists %s", not)
+		}
+	}
+	if got := e.mustOK("echo", map[string]any{"text": "x"}); got != "s:x" {
+		t.Fatalf("echo: %q", got)
+	}
+	if got := e.cs.InitializeResult().Instructions; got != "instructions of s" {
+		t.Errorf("instructions: %q", got)
+	}
+	pid := e.server("server").Pid
+	if out := e.mustOK(DefaultSingleTool, map[string]any{}); !strings.Contains(out, "restarted") {
+		t.Errorf("recompile: %s", out)
+	}
+	if e.server("server").Pid == pid {
+		t.Errorf("recompile did not restart the server")
+	}
+	e.mustFail("nope", map[string]any{}, "unknown tool", "echo")
+	if _, err := e.cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "you"}}); err != nil {
+		t.Errorf("greet: %v", err)
+	}
+}
