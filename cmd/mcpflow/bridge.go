@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/mcpflow/mcpflow/internal/control"
 	"io"
 	"log/slog"
 	"sync"
@@ -53,7 +54,7 @@ func serveBridging(ctx context.Context, cfg *Config, logger *log.Logger, ring *l
 	logger.Warn("the server refused the legacy handshake (initialize): serving it through the mux engine, which speaks 2026-07-28 to it and the legacy protocol to the client")
 	cancel()
 	<-served
-	return serveSingleMux(ctx, cfg, slog.New(logger), &muxIn{b: br}, stdout)
+	return serveSingleMux(ctx, cfg, slog.New(logger), ring, &muxIn{b: br}, stdout)
 }
 
 // bridge is the relay's stdin and stdout while the session's era is
@@ -226,7 +227,12 @@ func (b *bridge) refusal(line []byte) bool {
 
 // serveSingleMux serves cfg's one server through the mux engine in single
 // mode on stdin/stdout until the client leaves or ctx ends.
-func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	run, err := openRun(cfg, ring, logger)
+	if err != nil {
+		return err
+	}
+	defer run.close() // every way serveSingleMux returns removes the control socket
 	spec := mux.ServerSpec{
 		Name:        "server",
 		Command:     cfg.Run.Command.Argv,
@@ -239,7 +245,7 @@ func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin
 	if cfg.Watch.Enabled {
 		spec.Watch = cfg.Watch.Paths
 	}
-	w := &muxWiring{cfg: cfg, single: cfg, logger: logger}
+	w := &muxWiring{cfg: cfg, single: cfg, logger: logger, run: run, target: newMuxTarget()}
 	m := mux.New(mux.Config{
 		Servers:    []mux.ServerSpec{spec},
 		Single:     true,
@@ -254,5 +260,7 @@ func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin
 		Logger:  logger,
 		Version: version(),
 	})
+	w.target.m = m
+	run.listen(control.ModeSingle, w.target)
 	return m.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: -1})
 }

@@ -995,3 +995,50 @@ func TestControlCLI(t *testing.T) {
 		t.Fatalf("rebuild of a [cli] run: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestControlMux: a mux run has a control socket: status shows mode mux
+// with a row per server, rebuild NAME reloads that server (a name is
+// required with several), and the traffic file names each message's
+// server.
+func TestControlMux(t *testing.T) {
+	xdg := runtimeDir(t)
+	dir := muxProject(t)
+	traffic := filepath.Join(dir, "traffic.jsonl")
+	r := startCtl(t, xdg, dir, "--traffic", traffic)
+	r.connect("", nil)
+	r.waitSocket(xdg)
+	waitFor(t, "both servers running", func() bool {
+		out, _, _ := mcpflow(t, xdg, dir, "status", "--json")
+		var st []control.Status
+		if json.Unmarshal([]byte(out), &st) != nil || len(st) != 1 || st[0].Mode != control.ModeMux || len(st[0].Servers) != 2 {
+			return false
+		}
+		for _, s := range st[0].Servers {
+			if s.State != "running" {
+				return false
+			}
+		}
+		return true
+	})
+	if _, errOut, code := mcpflow(t, xdg, dir, "rebuild"); code == 0 || !strings.Contains(errOut, "echo") || !strings.Contains(errOut, "notes") {
+		t.Fatalf("rebuild without a name in a mux of two: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := mcpflow(t, xdg, dir, "rebuild", "echo")
+	if code != 0 || !strings.Contains(out, "build ok") {
+		t.Fatalf("rebuild echo: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := r.call("echo__echo", map[string]any{"text": "hi"}); got != "hi" {
+		t.Fatalf("echo__echo after rebuild: %q", got)
+	}
+	r.cs.Close()
+	if code := r.waitExit(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	b, err := os.ReadFile(traffic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"server":"echo"`) || !strings.Contains(string(b), `"server":"notes"`) {
+		t.Errorf("the traffic file does not name both servers:\n%.2000s", b)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 	"io"
 	"log/slog"
 	"os"
@@ -83,7 +85,8 @@ func cmdMux(e env, args []string) int {
 			return exitUsage
 		}
 	}
-	logger, closeLog, err := newLogger(x.stderr, cfg.Log)
+	ring := logring.New(0) // for mcpflow logs
+	logger, closeLog, err := newLogger(newRingTee(ring, x.stderr), cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -93,7 +96,7 @@ func cmdMux(e env, args []string) int {
 		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client")
 	}
 	x.start(logger)
-	if err := serveMux(x.ctx, cfg, logger, e.stdin, e.stdout); err != nil {
+	if err := serveMux(x.ctx, cfg, logger, ring, e.stdin, e.stdout); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}
@@ -103,7 +106,12 @@ func cmdMux(e env, args []string) int {
 // serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout
 // until the client leaves or ctx ends; it returns after every server's
 // child, build and watch has stopped.
-func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+	run, err := openRun(cfg, ring, logger)
+	if err != nil {
+		return err
+	}
+	defer run.close() // every way serveMux returns removes the control socket
 	configured := map[string]*config.ServerConfig{}
 	var specs []mux.ServerSpec
 	for i := range cfg.Servers {
@@ -111,7 +119,7 @@ func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 		configured[s.Name] = s
 		specs = append(specs, specOf(s))
 	}
-	w := &muxWiring{cfg: cfg, configured: configured, logger: logger}
+	w := &muxWiring{cfg: cfg, configured: configured, logger: logger, run: run, target: newMuxTarget()}
 	relays := mux.NewRelayBackends(mux.RelayOptions{
 		NewHooks:  w.hooks,
 		Configure: w.configureRelay,
@@ -133,6 +141,8 @@ func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, stdin io.Re
 		Logger:  logger,
 		Version: version(),
 	})
+	w.target.m = m
+	run.listen(control.ModeMux, w.target)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
 	return m.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: -1})
 }
@@ -172,6 +182,8 @@ type muxWiring struct {
 	configured map[string]*config.ServerConfig
 	single     *Config // set: the one server of single mode (the era bridge)
 	logger     *slog.Logger
+	run        *instanceRun // the control socket and the traffic capture
+	target     *muxTarget   // what mcpflow status and rebuild see
 }
 
 // serverConfig is the single-server config of one server: a configured
@@ -205,6 +217,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
 
 // configureRelay applies a configured server's [servers.NAME.relay].
 func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
+	rc.Traffic = w.run.trafficHook(spec.Name)
 	if c := w.single; c != nil {
 		rc.MaxMessage = int(c.Relay.MaxMessage)
 		rc.QueueSize = c.Relay.QueueSize
@@ -232,6 +245,7 @@ func (w *muxWiring) hooks(name string, spec mux.ServerSpec, r *relay.Relay, note
 	h, b, err := w.buildAndWatch(spec, r, noteBuild)
 	if err == nil {
 		r.SetRecompiler(b)
+		w.target.addRelay(name, r)
 	}
 	return h, err
 }
@@ -249,6 +263,7 @@ func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, not
 		Logger:  log.With("component", "build"),
 		OnResult: func(res result.Build) {
 			logCycle(charmLogger(log), res)
+			w.target.builds(spec.Name).note(res)
 			if note != nil {
 				note(res)
 			}
@@ -266,53 +281,8 @@ func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, not
 	return mux.Hooks{
 		Start:  b.Startup,
 		Reload: func(ctx context.Context) result.Build { return b.Recompile(ctx, nil) },
-		Run:    func(ctx context.Context) { runBuildAndWatch(ctx, b, wt, sc, log) },
+		Run:    func(ctx context.Context) { buildAndWatch(ctx, b, wt, log, "paths", sc.Watch.Paths) },
 	}, b, nil
-}
-
-// runBuildAndWatch runs b's loop and, when wt is set, feeds it wt's
-// batches, until ctx ends; it returns once both have stopped (any running
-// build killed).
-func runBuildAndWatch(ctx context.Context, b *builder.Builder, wt *watcher.Watcher, sc *Config, log *slog.Logger) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		b.Run(ctx)
-	}()
-	if wt != nil {
-		batches := make(chan watcher.Batch, 16)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := wt.Run(ctx, batches); err != nil && ctx.Err() == nil {
-				log.Error("watching stopped", "err", err)
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case batch := <-batches:
-					b.Changed(batch.Paths)
-				case <-wt.Ready():
-					st := wt.Stats()
-					log.Info("watching", "paths", sc.Watch.Paths, "files", st.Files, "dirs", st.Dirs)
-					for {
-						select {
-						case <-ctx.Done():
-							return
-						case batch := <-batches:
-							b.Changed(batch.Paths)
-						}
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // cliBackend serves a command-line program ([servers.NAME.cli], or

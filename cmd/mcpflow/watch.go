@@ -174,7 +174,7 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 // arrives; it returns after every child, build and watch has stopped.
 func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
 	if cfg.Mode() == config.Mux {
-		return serveMux(ctx, cfg, slog.New(logger), stdin, stdout)
+		return serveMux(ctx, cfg, slog.New(logger), ring, stdin, stdout)
 	}
 	run, err := openRun(cfg, ring, slog.New(logger))
 	if err != nil {
