@@ -658,3 +658,29 @@ func safeAdd(f func()) (err error) {
 func (m *Mux) sdkLogger() *slog.Logger {
 	return m.log.With("component", "sdk")
 }
+
+// ClientInfo is what the mux knows of its client: name, version and
+// protocol revision from a legacy initialize; all empty before the client
+// connected, and for a 2026-07-28 client, which sends no initialize.
+type ClientInfo struct {
+	Name, Version, Protocol string
+}
+
+// Client reports the client connected to the mux.
+func (m *Mux) Client() ClientInfo {
+	m.mu.Lock()
+	ss := m.front
+	m.mu.Unlock()
+	if ss == nil {
+		return ClientInfo{}
+	}
+	ip := ss.InitializeParams()
+	if ip == nil {
+		return ClientInfo{}
+	}
+	ci := ClientInfo{Protocol: ip.ProtocolVersion}
+	if ip.ClientInfo != nil {
+		ci.Name, ci.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
+	}
+	return ci
+}

@@ -460,6 +460,7 @@ func (t *cliTarget) Rebuild(ctx context.Context, name string) (result.Build, err
 
 // muxServers is what a muxTarget needs of the mux; *mux.Mux has it.
 type muxServers interface {
+	Client() mux.ClientInfo
 	List(verbose bool) []mux.ServerInfo
 	Reload(ctx context.Context, name string) (mux.Outcome, error)
 }
@@ -504,6 +505,9 @@ func (t *muxTarget) builds(name string) *buildLog {
 
 func (t *muxTarget) Status() control.Status {
 	var st control.Status
+	if c := t.m.Client(); c.Protocol != "" {
+		st.Client = control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: "legacy"}
+	}
 	for _, info := range t.m.List(false) {
 		t.mu.Lock()
 		rl := t.relays[info.Name]

@@ -910,6 +910,10 @@ type fakeMux struct {
 
 func (f *fakeMux) List(bool) []mux.ServerInfo { return f.list }
 
+func (f *fakeMux) Client() mux.ClientInfo {
+	return mux.ClientInfo{Name: "gemini-cli", Version: "0.61.0", Protocol: "2025-06-18"}
+}
+
 func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, error) {
 	f.reloads = append(f.reloads, name)
 	return f.outcome, f.err
@@ -928,6 +932,9 @@ func TestMuxTarget(t *testing.T) {
 	st := tg.Status()
 	if len(st.Servers) != 2 {
 		t.Fatalf("servers: %+v", st.Servers)
+	}
+	if st.Client.Name != "gemini-cli" || st.Client.Protocol != "2025-06-18" || st.Client.Era != "legacy" {
+		t.Errorf("client: %+v", st.Client)
 	}
 	n, s := st.Servers[0], st.Servers[1]
 	if n.Name != "notes" || n.State != "running" || n.Tools != 2 || n.Build == nil || !n.Build.OK {
