@@ -216,7 +216,8 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 			return
 		}
 		// The request is over for the client: a late answer is dropped.
-		if r.state == stateUp && r.child != nil && r.child.gen == p.gen {
+		// A child being replaced may still run it (the drain).
+		if (r.state == stateUp || r.state == stateRestarting) && r.child != nil && r.child.gen == p.gen {
 			r.child.in.send(msg)
 		}
 		return

@@ -40,6 +40,12 @@ type Config struct {
 	QueueBytes   int           // bytes held during a restart; default 32 MiB
 	QueueTimeout time.Duration // how long a held message may wait; default 30s
 
+	// Drain is how long calls already running on a child that a restart
+	// replaces may go on before it is stopped; meanwhile new messages wait
+	// in the hold queue for the new child. What still runs when Drain is
+	// over gets the restart error. 0 = stop the old child at once.
+	Drain time.Duration
+
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
 	// loop) or "wait" (stay down until a build or recompile).
 	OnCrash string

@@ -83,6 +83,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 
 	tStop := time.Now()
 	if old != nil {
+		r.drain(old)
 		old.stop(r.cfg.StopTimeout)
 		<-old.reaped
 	}
@@ -200,6 +201,43 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
 		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
 	return res, nil
+}
+
+// drain lets the calls in flight on old, a child about to be replaced,
+// finish within Config.Drain, while new messages are held for its
+// successor. It returns when none is left, at the end of Drain, when old
+// exits or when the relay shuts down; what still runs then gets the
+// restart error as old is stopped.
+func (r *Relay) drain(old *child) {
+	if r.cfg.Drain <= 0 || old.exited() {
+		return
+	}
+	r.sw.mu.Lock()
+	done := r.sw.ids.startDrain(old.gen)
+	n := r.sw.ids.calls(old.gen)
+	r.sw.mu.Unlock()
+	defer func() {
+		r.sw.mu.Lock()
+		r.sw.ids.endDrain()
+		r.sw.mu.Unlock()
+	}()
+	if n == 0 {
+		return
+	}
+	r.log.Info("letting the calls in flight finish before the restart", "calls", n, "for at most", result.Dur(r.cfg.Drain))
+	t := time.NewTimer(r.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+		r.log.Debug("the calls in flight finished; restarting")
+	case <-t.C:
+		r.sw.mu.Lock()
+		left := r.sw.ids.calls(old.gen)
+		r.sw.mu.Unlock()
+		r.log.Warn("drain time over: the calls still running get the restart error", "calls", left, "drain", result.Dur(r.cfg.Drain))
+	case <-old.done:
+	case <-r.ctx.Done():
+	}
 }
 
 func diffOr(d result.ToolDiff) string {

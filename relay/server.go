@@ -189,7 +189,10 @@ func (r *Relay) childExited(c *child) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
-	current := !restarted && r.sw.child == c && r.sw.state != stateClosed
+	// A child that exits while its calls drain is being replaced anyway:
+	// its calls get the crash report, the relay stays restarting.
+	replacing := !restarted && r.sw.ids.draining(c.gen)
+	current := !restarted && !replacing && r.sw.child == c && r.sw.state != stateClosed
 	e := c.exitInfo()
 	tool := r.cfg.Tool
 	var report string
@@ -197,6 +200,8 @@ func (r *Relay) childExited(c *child) {
 	failedStart := false
 	switch {
 	case restarted:
+	case replacing:
+		report = msgCrashRestarting(e)
 	case !c.hasAnswered() || !c.settled:
 		failedStart = true
 		report = msgFailedStart(e, tool)
