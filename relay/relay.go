@@ -269,14 +269,6 @@ func (r *Relay) shutdown() {
 	}
 }
 
-// describeDown says why no server runs, for errors and tool results.
-func (r *switchboard) describeDown() string {
-	if r.downReport != "" {
-		return r.downReport
-	}
-	return msgNotRunning
-}
-
 // SetRecompiler sets what the recompile tool calls. The builder needs the
 // relay (as its Restarter) and the relay needs the builder, so one of them
 // is set after both exist. Call it before Serve.
@@ -299,6 +291,6 @@ func (r *Relay) startupGrace() {
 		return
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
-	r.sw.building = true
+	r.sw.health.building = true
 	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }
