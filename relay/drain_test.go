@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,5 +192,38 @@ func TestNoDrain(t *testing.T) {
 	}
 	if strings.Contains(h.logs.String(), "letting the calls in flight finish") {
 		t.Fatal("drained with Drain = 0")
+	}
+}
+
+// A child that dies while its calls drain is being replaced anyway: its
+// call gets the crash report once, the restart goes on, and a call held
+// meanwhile is answered by the new child.
+func TestDrainChildDies(t *testing.T) {
+	h := newHarness(t, hopts{cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
+	oldPid := statePid(t, h.mustCall("state", nil))
+	h.r.sw.mu.Lock()
+	oldGen := h.r.sw.child.gen
+	h.r.sw.mu.Unlock()
+	slow := goCall(h, "slow", map[string]any{"ms": 600000})
+	waitStats(t, h.r, "the slow call in flight", func(s Stats) bool { return s.InFlight == 1 })
+	restarted := goRestart(h)
+	waitDraining(t, h.r, oldGen)
+	during := goCall(h, "state", nil)
+	waitStats(t, h.r, "the second call held", func(s Stats) bool { return s.InFlight == 2 })
+	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	got := <-slow
+	var werr *jsonrpc.Error
+	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != codeServerDown || !strings.Contains(werr.Message, "restarting it") {
+		t.Fatalf("the call on the dead child: %+v, want the crash report", got)
+	}
+	ro := <-restarted
+	if ro.err != nil {
+		t.Fatalf("restart: %v", ro.err)
+	}
+	d := <-during
+	if d.err != nil || d.isErr || statePid(t, d.text) != ro.res.Pid {
+		t.Fatalf("the held call: %+v, want an answer from pid %d", d, ro.res.Pid)
 	}
 }
