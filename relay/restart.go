@@ -223,7 +223,7 @@ func (r *Relay) drain(old *child) {
 	if n == 0 {
 		return
 	}
-	r.log.Info("letting the calls in flight finish before the restart", "calls", n, "for at most", result.Dur(r.cfg.Drain))
+	r.log.Info("letting the calls in flight finish before the restart", "calls", n, "drain", result.Dur(r.cfg.Drain))
 	t := time.NewTimer(r.cfg.Drain)
 	defer t.Stop()
 	select {
