@@ -216,7 +216,7 @@ func TestDrainChildDies(t *testing.T) {
 	got := <-slow
 	var werr *jsonrpc.Error
 	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != codeServerDown || !strings.Contains(werr.Message, "restarting it") {
-		t.Fatalf("the call on the dead child: %+v, want the crash report", got)
+		t.Fatalf("the call on the dead child: %+v (%v), want the crash report", got, got.err)
 	}
 	ro := <-restarted
 	if ro.err != nil {

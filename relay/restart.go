@@ -235,6 +235,7 @@ func (r *Relay) drain(old *child) {
 		r.sw.mu.Unlock()
 		r.log.Warn("drain time over: the calls still running get the restart error", "calls", left, "drain", result.Dur(r.cfg.Drain))
 	case <-old.done:
+		<-old.reaped // its exit is handled as a crash before stop marks it stopped
 	case <-r.ctx.Done():
 	}
 }

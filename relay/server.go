@@ -244,6 +244,9 @@ func (r *Relay) childExited(c *child) {
 			r.sw.reply(errorResponse([]byte(key), codeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
+	if replacing {
+		r.log.Error("server crashed while its calls drained; the restart goes on", "status", c.exitDesc)
+	}
 	if !current {
 		return
 	}
