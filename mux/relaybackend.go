@@ -47,6 +47,8 @@ type RelayOptions struct {
 	Configure func(spec ServerSpec, c *relay.Config)
 	Logger    *slog.Logger // nil = discard; each server's records carry server=NAME
 	Version   string       // mcpflow's version
+	// Drain is every server's relay.Config.Drain (mux.drain).
+	Drain time.Duration
 }
 
 // relayTool is the name under which each relay lists its own recompile
@@ -80,6 +82,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			ExtraEnv:    spec.Env,
 			StopTimeout: spec.StopTimeout,
 			OnCrash:     onCrash,
+			Drain:       o.Drain,
 		}
 		if o.Configure != nil {
 			o.Configure(spec, &rc)

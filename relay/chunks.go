@@ -243,12 +243,12 @@ func (r *switchboard) forwardChunks(c *child, env chunkEnvelope, chunks [][]byte
 	}
 	r.ids.forget(key)
 	c.markAnswered()
-	if r.debug {
+	if r.trace != nil {
 		size := 0
 		for _, ch := range chunks {
 			size += len(ch)
 		}
-		r.logMsg("server", &envelope{id: env.id}, size, p)
+		r.trace.msg("server", &envelope{id: env.id}, size, p)
 	}
 	r.out.sendParts(chunks)
 	return true

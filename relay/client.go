@@ -24,8 +24,8 @@ func (r *switchboard) fromClient(msg []byte) {
 		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
 		return
 	}
-	if r.debug {
-		r.logMsg("client", &env, len(msg), nil)
+	if r.trace != nil {
+		r.trace.msg("client", &env, len(msg), nil)
 	}
 	if env.isArray {
 		r.clientBatch(msg)
@@ -120,20 +120,13 @@ func (r *switchboard) clientRequest(msg []byte, env envelope) {
 	}
 
 	switch {
-	case r.state == stateStarting || r.state == stateRestarting || r.waitsForFirstBuild(env):
+	case r.state == stateStarting || r.state == stateRestarting || r.health.waitsForFirstBuild(r.state, env):
 		r.hold(msg, env)
 	case r.state == stateDown:
 		r.answerDown(msg, env)
 	case r.state == stateUp:
 		r.forward(msg, env)
 	}
-}
-
-// waitsForFirstBuild reports whether a request waits for the first build
-// rather than being answered at once: a tool call, while the relay
-// answers alone because that build is still running. sw.mu is held.
-func (r *switchboard) waitsForFirstBuild(env envelope) bool {
-	return r.building && r.state == stateDown && env.method == "tools/call"
 }
 
 // forward sends a client request to the current child. sw.mu is held and a
@@ -174,7 +167,7 @@ func (r *switchboard) forward(msg []byte, env envelope) {
 		delete(r.sess.subs, uriOf(env.params))
 	}
 	p := &pending{kind: k, gen: c.gen, method: env.method}
-	if r.debug {
+	if r.trace != nil {
 		p.sent = time.Now()
 	}
 	if k == kindToolsList {
@@ -216,7 +209,8 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 			return
 		}
 		// The request is over for the client: a late answer is dropped.
-		if r.state == stateUp && r.child != nil && r.child.gen == p.gen {
+		// A child being replaced may still run it (the drain).
+		if (r.state == stateUp || r.state == stateRestarting) && r.child != nil && r.child.gen == p.gen {
 			r.child.in.send(msg)
 		}
 		return
@@ -277,7 +271,7 @@ func (r *switchboard) dispatchQueued(m queued) {
 	switch {
 	case env.isRequest():
 		switch {
-		case r.waitsForFirstBuild(env):
+		case r.health.waitsForFirstBuild(r.state, env):
 			r.held.put(m)
 		case r.state == stateDown:
 			r.answerDown(m.msg, env)
@@ -303,7 +297,7 @@ func (r *Relay) expireQueue() {
 		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
 			switch {
 			case !m.env.isRequest():
-			case r.sw.building:
+			case r.sw.health.building:
 				r.sw.reply(resultResponse(m.env.id, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
 			default:
 				r.sw.reply(errorResponse(m.env.id, codeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))

@@ -55,7 +55,9 @@
 //
 // # Starts, crashes and builds
 //
-// A restart is done when the new child answered a request: the replayed
+// A restart first lets the calls in flight on the old child finish, for
+// up to Config.Drain, while new messages are held for the new child;
+// what still runs then gets the restart error. A restart is done when the new child answered a request: the replayed
 // handshake, the client's own held handshake, or a ping of the relay's.
 // A child that exits before that, or before its restart completed, is a
 // failed start: reported once (the agent reads the exit status and the
@@ -104,7 +106,8 @@
 // baseline). The switchboard routes messages: it holds the routing lock
 // and everything that lock guards, as parts with no lock of their own:
 //   - router (router.go): client ids in flight, renumbered server→client
-//     ids, the relay's own requests; cancellations go through it;
+//     ids, the relay's own requests, and the drain of a child being
+//     replaced; cancellations go through it;
 //   - holdQueue (hold.go): messages held while no child can take them;
 //   - session (session.go): the era, the legacy handshake state and the
 //     modern listen streams, with the era-specific behaviour in the
@@ -112,8 +115,12 @@
 //   - toolset (tools.go): the relay's own tools spliced into tools/list,
 //     the notices, the recompile tool's env overrides; diffTools makes the
 //     tool diff;
-//   - crashPolicy (crash.go): restart with backoff, or stop on a crash
-//     loop.
+//   - clientView (lists.go): what the client is served (a digest per
+//     list kind) and the tools it last fetched; it decides which lists
+//     changed for the client;
+//   - health (health.go): why no child serves, the first build still
+//     running, the last build failed, and the crashPolicy (crash.go):
+//     restart with backoff, or stop on a crash loop.
 //
 // Other parts: child (child.go: one process, started and stopped through
 // internal/proc), outbox (outbox.go: ordered writes to one peer), batches

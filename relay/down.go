@@ -28,20 +28,16 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 			"protocolVersion": p.ProtocolVersion,
 			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
-			"instructions":    msgInstructions(r.describeDown()),
+			"instructions":    msgInstructions(r.health.describe()),
 		}
 		r.sess.initResult = mustJSON(result)
-		// The session begins with no list but the relay's tools.
-		for k, v := range emptyViews() {
-			r.served[k] = v
-		}
-		r.clientTools, r.clientToolsKnown = []toolInfo{}, true
+		r.view.beginEmpty()
 		ok(result)
 	case "server/discover":
 		// Clients fall back to initialize, which the relay can answer alone.
 		r.reply(errorResponse(id, codeMethodNotFound, errTextNoDiscover, nil))
 	case "tools/list":
-		r.noteClientToolsDown()
+		r.view.noteToolsDown()
 		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "prompts/list":
 		ok(map[string]any{"prompts": []any{}})
@@ -51,7 +47,7 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 		ok(map[string]any{"resourceTemplates": []any{}})
 	case "tools/call":
 		r.tools.clearNotices()
-		r.reply(resultResponse(id, toolResult(errTextDown(r.describeDown()), true, nil, r.sess.era == eraModern)))
+		r.reply(resultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, r.sess.era == eraModern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
@@ -69,7 +65,7 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.method})
 		r.out.send(selfAck(id, l))
 	default:
-		r.reply(errorResponse(id, codeServerDown, errTextDown(r.describeDown()), nil))
+		r.reply(errorResponse(id, codeServerDown, errTextDown(r.health.describe()), nil))
 	}
 }
 

@@ -38,53 +38,115 @@ func emptyViews() map[string]listView {
 	return v
 }
 
-// listsUnknown reports whether the relay does not know what some list
-// holds. sw.mu is held.
-func (r *switchboard) listsUnknown() bool {
+// clientView is what the client is served: per list kind, a digest of
+// what */list returns now, and the tool list the client last fetched
+// whole. It decides which lists changed for the client; announcing it is
+// the switchboard's. It has no lock: its owner's lock guards it.
+type clientView struct {
+	served map[string]listView
+	// tools is the tool list the client last fetched whole (the child's
+	// tools, without the relay's); toolsKnown once it did.
+	tools      []toolInfo
+	toolsKnown bool
+	fetching   []json.RawMessage // the pages of a tools/list in progress
+}
+
+func newClientView() clientView { return clientView{served: map[string]listView{}} }
+
+// unknown reports whether the relay does not know what some list holds.
+func (v *clientView) unknown() bool {
 	for _, k := range listKindNames {
-		if !r.served[k].known {
+		if !v.served[k].known {
 			return true
 		}
 	}
 	return false
 }
 
-// learnServed records lists read from the serving child where they were
-// unknown. sw.mu is held.
-func (r *switchboard) learnServed(views map[string]listView) {
-	for k, v := range views {
-		if !r.served[k].known {
-			r.served[k] = v
+// learn records lists read from the serving child where they were
+// unknown.
+func (v *clientView) learn(views map[string]listView) {
+	for k, lv := range views {
+		if !v.served[k].known {
+			v.served[k] = lv
 		}
 	}
 }
 
-// forgetServed marks every list unknown (a new child whose lists the
-// relay did not read). sw.mu is held.
-func (r *switchboard) forgetServed() {
-	clear(r.served)
+// forget marks every list unknown (a new child whose lists the relay did
+// not read).
+func (v *clientView) forget() { clear(v.served) }
+
+// forgetKind marks one list unknown: the child changed it itself.
+func (v *clientView) forgetKind(kind string) { delete(v.served, kind) }
+
+// update records views as what the client is served now and returns the
+// kinds whose contents changed (or were unknown) and that the client
+// hears of (hears: tools always).
+func (v *clientView) update(views map[string]listView, hears func(kind string) bool) []string {
+	var changed []string
+	for _, k := range listKindNames {
+		lv, ok := views[k]
+		if !ok {
+			continue
+		}
+		old := v.served[k]
+		v.served[k] = lv
+		if old.known && lv.known && old.sum == lv.sum {
+			continue
+		}
+		if k != "tools" && !hears(k) {
+			continue
+		}
+		changed = append(changed, k)
+	}
+	return changed
+}
+
+// noteTools records a page of a tools/list answer the client gets from
+// the child (firstPage: one without a cursor); the last page completes
+// the list the client fetched.
+func (v *clientView) noteTools(firstPage bool, result []byte) {
+	var lr struct {
+		Tools      []json.RawMessage `json:"tools"`
+		NextCursor string            `json:"nextCursor"`
+	}
+	if json.Unmarshal(result, &lr) != nil {
+		return
+	}
+	if firstPage {
+		v.fetching = nil
+	}
+	v.fetching = append(v.fetching, lr.Tools...)
+	if lr.NextCursor != "" {
+		return
+	}
+	v.tools, v.toolsKnown = toolInfos(v.fetching), true
+	v.served["tools"] = viewOf(v.fetching)
+	v.fetching = nil
+}
+
+// noteToolsDown records that the client fetched the tools while no child
+// serves: it has the relay's own tools only.
+func (v *clientView) noteToolsDown() {
+	v.tools, v.toolsKnown = []toolInfo{}, true
+	v.served["tools"] = viewOf(nil)
+}
+
+// beginEmpty records a session that begins with no child: no list but
+// the relay's tools.
+func (v *clientView) beginEmpty() {
+	for k, lv := range emptyViews() {
+		v.served[k] = lv
+	}
+	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
 // announce records what the client is served now and sends list_changed
 // for each kind whose contents changed (or were unknown), if the client's
 // session existed before. sw.mu is held.
 func (r *switchboard) announce(views map[string]listView) {
-	var changed []string
-	for _, k := range listKindNames {
-		v, ok := views[k]
-		if !ok {
-			continue
-		}
-		old := r.served[k]
-		r.served[k] = v
-		if old.known && v.known && old.sum == v.sum {
-			continue
-		}
-		if k != "tools" && !r.clientKnows(k) {
-			continue
-		}
-		changed = append(changed, k)
-	}
+	changed := r.view.update(views, r.sess.hearsOf)
 	st := r.sess.strategy()
 	if len(changed) == 0 || st == nil || !st.established(&r.sess) {
 		return
@@ -98,17 +160,6 @@ func (r *switchboard) announce(views map[string]listView) {
 	}
 }
 
-// clientKnows reports whether the client may hear of changes to the
-// prompts or resources list: in the legacy era, if the initialize result
-// it got declared them; in the modern era, its listen streams say.
-func (r *switchboard) clientKnows(kind string) bool {
-	if r.sess.era != eraLegacy {
-		return true
-	}
-	v := member(member(r.sess.initResult, "capabilities"), kind)
-	return v != nil && string(v) != "null"
-}
-
 // down leaves the relay without a child: report says why (when override,
 // or when none was said), held requests are answered, and the client is
 // told its lists are now empty. sw.mu is held.
@@ -120,41 +171,9 @@ func (r *switchboard) down(report string, override bool) {
 		r.child = nil
 	}
 	r.state = stateDown
-	if override || r.downReport == "" {
-		r.downReport = report
-	}
+	r.health.setReport(report, override)
 	r.flushQueue()
 	r.announce(emptyViews())
-}
-
-// noteClientTools records a page of a tools/list answer the client gets
-// from the child; the last page completes the list the client fetched.
-// sw.mu is held.
-func (r *switchboard) noteClientTools(p *pending, result []byte) {
-	var lr struct {
-		Tools      []json.RawMessage `json:"tools"`
-		NextCursor string            `json:"nextCursor"`
-	}
-	if json.Unmarshal(result, &lr) != nil {
-		return
-	}
-	if p.firstPage {
-		r.fetching = nil
-	}
-	r.fetching = append(r.fetching, lr.Tools...)
-	if lr.NextCursor != "" {
-		return
-	}
-	r.clientTools, r.clientToolsKnown = toolInfos(r.fetching), true
-	r.served["tools"] = viewOf(r.fetching)
-	r.fetching = nil
-}
-
-// noteClientToolsDown records that the client fetched the tools while no
-// child serves: it has the relay's own tools only. sw.mu is held.
-func (r *switchboard) noteClientToolsDown() {
-	r.clientTools, r.clientToolsKnown = []toolInfo{}, true
-	r.served["tools"] = viewOf(nil)
 }
 
 func toolInfos(raw []json.RawMessage) []toolInfo {

@@ -201,7 +201,10 @@ func formatOutcome(o result.Build, tool string, running bool) (text string, isEr
 	}
 	fmt.Fprintf(&b, "Server restarted in %s (stop %s, start %s, handshake %s, tools/list %s).",
 		result.Dur(rs.Duration), result.Dur(rs.Stop), result.Dur(rs.Start), result.Dur(rs.Replay), result.Dur(rs.ToolsList))
-	if o.Skipped {
+	switch {
+	case o.Cached:
+		b.WriteString(" No build was needed: " + strings.TrimSuffix(firstLine(o.Output), ".") + ".")
+	case o.Skipped:
 		b.WriteString(" There is no build step.")
 	}
 	b.WriteString("\n")

@@ -79,6 +79,7 @@ func TestMessageCatalog(t *testing.T) {
 		{"recompile: no build step, failed start", outcome(result.Build{OK: true, Skipped: true, Restart: failed}, false)},
 		{"recompile: built and restarted", outcome(result.Build{OK: true, Duration: 1213 * time.Millisecond, Restart: rs}, true)},
 		{"recompile: no build step, tools unchanged", outcome(result.Build{OK: true, Skipped: true, Restart: same}, true)},
+		{"recompile: cached build, tools unchanged", outcome(result.Build{OK: true, Skipped: true, Cached: true, Output: "sources unchanged since the last good build at 12:01:02: starting bin/server without building", Restart: same}, true)},
 		{"recompile: no earlier tool list", outcome(result.Build{OK: true, Duration: 650900 * time.Microsecond, Restart: first}, true)},
 	}
 	var b strings.Builder

@@ -40,6 +40,12 @@ type Config struct {
 	QueueBytes   int           // bytes held during a restart; default 32 MiB
 	QueueTimeout time.Duration // how long a held message may wait; default 30s
 
+	// Drain is how long calls already running on a child that a restart
+	// replaces may go on before it is stopped; meanwhile new messages wait
+	// in the hold queue for the new child. What still runs when Drain is
+	// over gets the restart error. 0 = stop the old child at once.
+	Drain time.Duration
+
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
 	// loop) or "wait" (stay down until a build or recompile).
 	OnCrash string
@@ -263,14 +269,6 @@ func (r *Relay) shutdown() {
 	}
 }
 
-// describeDown says why no server runs, for errors and tool results.
-func (r *switchboard) describeDown() string {
-	if r.downReport != "" {
-		return r.downReport
-	}
-	return msgNotRunning
-}
-
 // SetRecompiler sets what the recompile tool calls. The builder needs the
 // relay (as its Restarter) and the relay needs the builder, so one of them
 // is set after both exist. Call it before Serve.
@@ -293,6 +291,6 @@ func (r *Relay) startupGrace() {
 		return
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
-	r.sw.building = true
+	r.sw.health.building = true
 	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

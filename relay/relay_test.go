@@ -163,7 +163,7 @@ func TestCrashLoopStops(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		h.r.sw.mu.Lock()
-		stopped := h.r.sw.crashes.stopped
+		stopped := h.r.sw.health.crashes.stopped
 		h.r.sw.mu.Unlock()
 		if stopped {
 			break

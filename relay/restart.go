@@ -52,14 +52,14 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		return fail(errClosed)
 	}
 	old := r.sw.child
-	learn := old != nil && r.sw.state == stateUp && r.sw.sessionReady() && (!r.restarts.haveTools || r.sw.listsUnknown())
+	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && (!r.restarts.haveTools || r.sw.view.unknown())
 	r.sw.mu.Unlock()
 	if learn {
 		// Learn what the client is served now, so that the diff can be
 		// told and list_changed sent only for what changes.
 		if views, tools, err := r.fetchLists(ctx, old); err == nil {
 			r.sw.mu.Lock()
-			r.sw.learnServed(views)
+			r.sw.view.learn(views)
 			r.sw.mu.Unlock()
 			if !r.restarts.haveTools {
 				r.restarts.baseline, r.restarts.haveTools = tools, true
@@ -71,18 +71,18 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	if r.sw.state != stateClosed {
 		r.sw.state = stateRestarting
 	}
-	r.sw.building = false
+	r.sw.health.building = false
 	if !auto {
 		// A build (or the agent) restarts the server: the crash count, the
 		// failed build and the notices about them are over.
-		r.sw.crashes.reset()
-		r.sw.lastBuildFailed = false
+		r.sw.health.restartedByBuild()
 		r.sw.tools.clearNotices()
 	}
 	r.sw.mu.Unlock()
 
 	tStop := time.Now()
 	if old != nil {
+		r.drain(old)
 		old.stop(r.cfg.StopTimeout)
 		<-old.reaped
 	}
@@ -116,7 +116,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 
 	tTools := time.Now()
 	r.sw.mu.Lock()
-	ready := r.sw.sessionReady()
+	ready := r.sw.sess.ready(r.sw.child)
 	r.sw.mu.Unlock()
 	var views map[string]listView
 	if ready {
@@ -126,7 +126,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 			return fail(r.failStart(c, err))
 		}
 		r.sw.mu.Lock()
-		base, known := r.sw.clientTools, r.sw.clientToolsKnown
+		base, known := r.sw.view.tools, r.sw.view.toolsKnown
 		r.sw.mu.Unlock()
 		if !known {
 			// The client never listed tools: compare with the tools it had
@@ -146,19 +146,19 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		return fail(errClosed)
 	}
 	if r.sw.child != c {
-		report := r.sw.describeDown()
+		report := r.sw.health.describe()
 		r.sw.mu.Unlock()
 		return fail(errors.New(report))
 	}
 	r.sw.state = stateUp
-	r.sw.downReport = ""
+	r.sw.health.downReport = ""
 	c.settled = true
 	if views != nil {
 		// Only a session that existed before this child hears of a
 		// change: held messages may be the client's very first handshake.
 		r.sw.announce(views)
 	} else {
-		r.sw.forgetServed()
+		r.sw.view.forget()
 	}
 	r.sw.flushQueue()
 	// The child is up once it answered a request: the client's held
@@ -187,7 +187,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		case <-c.done:
 			<-c.reaped
 			r.sw.mu.Lock()
-			report := r.sw.describeDown()
+			report := r.sw.health.describe()
 			r.sw.mu.Unlock()
 			return fail(errors.New(report))
 		case <-ctx.Done():
@@ -200,6 +200,44 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
 		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
 	return res, nil
+}
+
+// drain lets the calls in flight on old, a child about to be replaced,
+// finish within Config.Drain, while new messages are held for its
+// successor. It returns when none is left, at the end of Drain, when old
+// exits or when the relay shuts down; what still runs then gets the
+// restart error as old is stopped.
+func (r *Relay) drain(old *child) {
+	if r.cfg.Drain <= 0 || old.exited() {
+		return
+	}
+	r.sw.mu.Lock()
+	done := r.sw.ids.startDrain(old.gen)
+	n := r.sw.ids.calls(old.gen)
+	r.sw.mu.Unlock()
+	defer func() {
+		r.sw.mu.Lock()
+		r.sw.ids.endDrain()
+		r.sw.mu.Unlock()
+	}()
+	if n == 0 {
+		return
+	}
+	r.log.Info("letting the calls in flight finish before the restart", "calls", n, "drain", result.Dur(r.cfg.Drain))
+	t := time.NewTimer(r.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+		r.log.Debug("the calls in flight finished; restarting")
+	case <-t.C:
+		r.sw.mu.Lock()
+		left := r.sw.ids.calls(old.gen)
+		r.sw.mu.Unlock()
+		r.log.Warn("drain time over: the calls still running get the restart error", "calls", left, "drain", result.Dur(r.cfg.Drain))
+	case <-old.done:
+		<-old.reaped // its exit is handled as a crash before stop marks it stopped
+	case <-r.ctx.Done():
+	}
 }
 
 func diffOr(d result.ToolDiff) string {
@@ -221,7 +259,7 @@ func (r *Relay) respawn() {
 	}
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
-	if r.sw.lastBuildFailed {
+	if r.sw.health.lastBuildFailed {
 		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.Tool))
 	}
 }
@@ -239,7 +277,7 @@ func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls b
 		case <-time.After(backoff):
 		}
 		r.sw.mu.Lock()
-		skip := r.sw.gen != gen || r.sw.crashes.stopped || r.sw.state != stateDown
+		skip := r.sw.gen != gen || r.sw.health.crashes.stopped || r.sw.state != stateDown
 		r.sw.mu.Unlock()
 		if skip {
 			return
@@ -372,10 +410,6 @@ func compareInit(prev, cur []byte) []string {
 	return out
 }
 
-// sessionReady reports whether the client's session lets the relay send
-// requests of its own to the child. sw.mu is held.
-func (r *switchboard) sessionReady() bool { return r.sess.ready(r.child) }
-
 // failStart stops a child that came up broken and leaves the relay down.
 // It returns the report the agent reads.
 func (r *Relay) failStart(c *child, err error) error {
@@ -405,7 +439,7 @@ func (r *Relay) failStart(c *child, err error) error {
 func (r *Relay) goDown(report string) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
-	r.sw.down(report, r.sw.state != stateDown || r.sw.downReport == "")
+	r.sw.down(report, r.sw.state != stateDown || r.sw.health.downReport == "")
 }
 
 // running reports whether a server serves now.
@@ -427,13 +461,13 @@ func (r *Relay) NoteBuild(o result.Build) {
 	if o.Canceled {
 		return
 	}
-	r.sw.building = false
+	r.sw.health.building = false
 	if o.OK {
-		r.sw.lastBuildFailed = false
+		r.sw.health.lastBuildFailed = false
 		r.sw.tools.clearNotice(noticeBuild)
 		return
 	}
-	r.sw.lastBuildFailed = true
+	r.sw.health.lastBuildFailed = true
 	report := msgBuildFailed(o.Err, o.Errors, r.cfg.Tool)
 	r.events.post(Event{Kind: BuildFailed, Report: report})
 	switch r.sw.state {

@@ -12,7 +12,18 @@ import (
 // relay adds a tool), and listChanged is forced on prompts and resources
 // where the child declares them. Everything else is kept as the child sent
 // it, unknown fields included.
+//
+// An error answer is passed on as it is: a legacy server refuses
+// server/discover, and the client then falls back to initialize, which
+// that child takes (it never entered the modern handshake).
 func (r *switchboard) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
+	if env.hasError {
+		r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
+		if !isInit && r.child == c {
+			r.sess.childDiscover = false
+		}
+		return msg
+	}
 	res, err := forcedResult(env.result, isInit, r.cfg.ServerSuffix)
 	if err != nil {
 		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)

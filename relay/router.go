@@ -22,6 +22,14 @@ type router struct {
 	pending    map[string]*pending
 	serverReqs map[string]serverReq
 	waiters    map[string]chan []byte
+	drain      drain
+}
+
+// drain is the generation whose calls in flight may finish before its
+// child is stopped (gen 0: none); done is closed once none is left.
+type drain struct {
+	gen  int
+	done chan struct{}
 }
 
 type pending struct {
@@ -103,8 +111,45 @@ func (rt *router) handshakePending(gen int) bool {
 func (rt *router) forget(key string) (*pending, bool) {
 	p, ok := rt.pending[key]
 	delete(rt.pending, key)
+	if ok && rt.drain.gen != 0 && p.gen == rt.drain.gen && rt.calls(p.gen) == 0 {
+		rt.endDrain()
+	}
 	return p, ok
 }
+
+// calls counts the client requests in flight on generation gen, listens
+// excepted (they outlive children).
+func (rt *router) calls(gen int) int {
+	n := 0
+	for _, p := range rt.pending {
+		if p.gen == gen && p.kind != kindListen {
+			n++
+		}
+	}
+	return n
+}
+
+// startDrain begins waiting for generation gen's calls in flight: the
+// returned channel is closed once none is left (at once if none is).
+func (rt *router) startDrain(gen int) <-chan struct{} {
+	rt.endDrain()
+	rt.drain = drain{gen: gen, done: make(chan struct{})}
+	if rt.calls(gen) == 0 {
+		rt.endDrain()
+	}
+	return rt.drain.done
+}
+
+// endDrain stops waiting for a generation's calls.
+func (rt *router) endDrain() {
+	if rt.drain.gen != 0 {
+		close(rt.drain.done)
+		rt.drain.gen = 0
+	}
+}
+
+// draining reports whether the relay waits for generation gen's calls.
+func (rt *router) draining(gen int) bool { return gen != 0 && rt.drain.gen == gen }
 
 // takeGen removes and returns the requests pending on generation gen,
 // listens excepted (they outlive children), and forgets that generation's

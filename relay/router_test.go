@@ -82,3 +82,44 @@ func TestRouterWaiters(t *testing.T) {
 		t.Fatal("waiters left")
 	}
 }
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestRouterDrain(t *testing.T) {
+	rt := newRouter()
+	rt.track("1", &pending{kind: kindToolsCall, gen: 1})
+	rt.track("2", &pending{kind: kindPlain, gen: 1})
+	rt.track("l", &pending{kind: kindListen, gen: 1})
+	rt.track("3", &pending{kind: kindToolsCall, gen: 2})
+	done := rt.startDrain(1)
+	if !rt.draining(1) || rt.draining(2) || closed(done) {
+		t.Fatal("a drain with two calls in flight ended at once")
+	}
+	rt.forget("3") // another generation's call
+	rt.forget("1")
+	if closed(done) {
+		t.Fatal("drain ended with a call still in flight")
+	}
+	rt.forget("2")
+	if !closed(done) || rt.draining(1) {
+		t.Fatal("drain went on after the last call (the listen does not count)")
+	}
+	rt.endDrain() // ending twice is harmless
+
+	if d := rt.startDrain(1); !closed(d) {
+		t.Fatal("a drain with no call in flight must end at once")
+	}
+	rt.track("4", &pending{kind: kindToolsCall, gen: 2})
+	d := rt.startDrain(2)
+	rt.endDrain()
+	if !closed(d) || rt.draining(2) {
+		t.Fatal("endDrain")
+	}
+}

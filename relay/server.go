@@ -24,8 +24,8 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if env.isResponse() {
 		c.markAnswered()
 	}
-	if r.debug && !env.isResponse() {
-		r.logMsg("server", &env, len(msg), nil)
+	if r.trace != nil && !env.isResponse() {
+		r.trace.msg("server", &env, len(msg), nil)
 	}
 	r.out.beginInline() // written by this goroutine once the lock is free
 	defer r.out.endInline()
@@ -58,8 +58,8 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 			}
 		}
 	}
-	first := !r.junkWarned
-	r.junkWarned = true
+	first := !r.junk.warned
+	r.junk.warned = true
 	what := "not JSON-RPC"
 	if badJSON {
 		what = "not valid JSON"
@@ -67,22 +67,22 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	if first {
 		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
 	} else {
-		r.childLog.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
+		r.junk.child.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
 	}
 }
 
 func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	key := string(env.id)
 	if strings.HasPrefix(key, reservedPrefix) {
-		if r.debug {
-			r.logMsg("server", &env, len(msg), nil)
+		if r.trace != nil {
+			r.trace.msg("server", &env, len(msg), nil)
 		}
 		r.ids.deliver(key, msg)
 		return
 	}
 	p, ok := r.ids.lookup(key, c.gen)
-	if r.debug {
-		r.logMsg("server", &env, len(msg), p)
+	if r.trace != nil {
+		r.trace.msg("server", &env, len(msg), p)
 	}
 	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
@@ -105,7 +105,7 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		r.noteClientTools(p, env.result)
+		r.view.noteTools(p.firstPage, env.result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
@@ -131,7 +131,7 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		// The child changed a list itself: what the client is served is
 		// no longer known.
-		delete(r.served, strings.TrimSuffix(strings.TrimPrefix(env.method, "notifications/"), "/list_changed"))
+		r.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
 		l := r.sess.listens[string(subscriptionID(env.params))]
 		if l != nil && l.awaitingAck {
@@ -189,7 +189,10 @@ func (r *Relay) childExited(c *child) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	restarted := c.stopping.Load()
-	current := !restarted && r.sw.child == c && r.sw.state != stateClosed
+	// A child that exits while its calls drain is being replaced anyway:
+	// its calls get the crash report, the relay stays restarting.
+	replacing := !restarted && r.sw.ids.draining(c.gen)
+	current := !restarted && !replacing && r.sw.child == c && r.sw.state != stateClosed
 	e := c.exitInfo()
 	tool := r.cfg.Tool
 	var report string
@@ -197,20 +200,22 @@ func (r *Relay) childExited(c *child) {
 	failedStart := false
 	switch {
 	case restarted:
+	case replacing:
+		report = msgCrashRestarting(e)
 	case !c.hasAnswered() || !c.settled:
 		failedStart = true
 		report = msgFailedStart(e, tool)
 	case !current:
 		report = msgCrashWait(e, tool)
-	case r.sw.lastBuildFailed:
+	case r.sw.health.lastBuildFailed:
 		report = msgCrashAfterFailedBuild(e, tool)
 	default:
-		action, backoff = r.sw.crashes.crashed(e.uptime)
+		action, backoff = r.sw.health.crashes.crashed(e.uptime)
 		switch action {
 		case crashWait:
 			report = msgCrashWait(e, tool)
 		case crashLoopStop:
-			report = msgCrashLoop(e, r.sw.crashes.quick, tool)
+			report = msgCrashLoop(e, r.sw.health.crashes.quick, tool)
 		case crashRestart:
 			report = msgCrashRestarting(e)
 		}
@@ -239,13 +244,16 @@ func (r *Relay) childExited(c *child) {
 			r.sw.reply(errorResponse([]byte(key), codeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
+	if replacing {
+		r.log.Error("server crashed while its calls drained; the restart goes on", "status", c.exitDesc)
+	}
 	if !current {
 		return
 	}
 	r.sw.child = nil
 	r.sw.sess.newChild()
 	r.sw.state = stateDown
-	r.sw.downReport = report
+	r.sw.health.downReport = report
 	for _, m := range handshake {
 		r.sw.answerDown(m.msg, m.env)
 	}
@@ -255,7 +263,7 @@ func (r *Relay) childExited(c *child) {
 	case failedStart:
 		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)
 		return
-	case r.sw.lastBuildFailed:
+	case r.sw.health.lastBuildFailed:
 		r.log.Error("the last build failed: not restarting the server from that build's output until a build succeeds or " + tool + " is called")
 		return
 	}
@@ -263,7 +271,7 @@ func (r *Relay) childExited(c *child) {
 	case crashWait:
 		r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)
 	case crashLoopStop:
-		r.log.Error("crash loop: automatic restarts stopped until a file changes or "+tool+" is called", "crashes", r.sw.crashes.quick)
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or "+tool+" is called", "crashes", r.sw.health.crashes.quick)
 	case crashRestart:
 		r.restartAfterCrash(c.gen, backoff, failed == 0, c.exitDesc)
 	}

@@ -129,16 +129,15 @@ func (s *session) newChild() {
 	s.childCaps, s.childInit, s.childDiscover = caps{}, false, false
 }
 
-// listKinds are the lists whose change the client hears of.
-func (s *session) listKinds() []string {
-	kinds := []string{"tools"}
-	if s.childCaps.prompts {
-		kinds = append(kinds, "prompts")
+// hearsOf reports whether the client may hear of changes to the prompts
+// or resources list: in the legacy era, if the initialize result it got
+// declared them; in the modern era, its listen streams say.
+func (s *session) hearsOf(kind string) bool {
+	if s.era != eraLegacy {
+		return true
 	}
-	if s.childCaps.resources {
-		kinds = append(kinds, "resources")
-	}
-	return kinds
+	v := member(member(s.initResult, "capabilities"), kind)
+	return v != nil && string(v) != "null"
 }
 
 // withMeta returns params (a JSON object or nil) with the client's _meta

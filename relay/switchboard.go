@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,12 +17,13 @@ import (
 // blocks on a peer: writes only queue. It starts no process and runs no
 // goroutine of its own; what needs one goes to the shell (the Relay).
 type switchboard struct {
-	cfg      *Config
-	log      *slog.Logger
-	childLog *slog.Logger
-	shell    shell
-	out      *outbox  // to the client
-	batches  *batches // client batches; own lock
+	cfg     *Config
+	log     *slog.Logger
+	junk    junkLog
+	trace   *msgTrace // nil unless the logger takes debug lines: one per message
+	shell   shell
+	out     *outbox  // to the client
+	batches *batches // client batches; own lock
 
 	stats relayStats // for Stats; own lock
 
@@ -31,30 +31,21 @@ type switchboard struct {
 	state      state
 	child      *child // the current child; nil when none
 	gen        int    // the last generation started
-	downReport string // why no child serves, for errors and tool results
+	health     health
 	ids        *router
 	held       holdQueue
 	sess       session
+	view       clientView
 	tools      *toolset
-	crashes    crashPolicy
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
-	junkWarned bool                          // a non-JSON-RPC stdout line was logged at warn level
-	debug      bool                          // the logger takes debug lines: one per message
-	// building: the first build is still running after StartupGrace; tool
-	// calls wait for it (held) while everything else is answered at once.
-	building bool
+}
 
-	// lastBuildFailed: the last build failed, so the files on disk are
-	// not what the running server was built from.
-	lastBuildFailed bool
-	// served is, per list kind, what the client gets from */list now
-	// (see lists.go).
-	served map[string]listView
-	// clientTools is the tool list the client last fetched whole (the
-	// child's tools, without the relay's); clientToolsKnown once it did.
-	clientTools      []toolInfo
-	clientToolsKnown bool
-	fetching         []json.RawMessage // the pages of a tools/list in progress
+// junkLog logs the lines a child writes on stdout that are not JSON-RPC:
+// the first at warn level, the others at debug level on the child's
+// logger.
+type junkLog struct {
+	child  *slog.Logger
+	warned bool
 }
 
 // shell is what the switchboard asks of its owner.
@@ -70,26 +61,31 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 	sw := &switchboard{
 		cfg:        cfg,
 		log:        log,
-		childLog:   childLog,
+		junk:       junkLog{child: childLog},
 		shell:      sh,
 		out:        newOutbox(),
+		health:     health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
 		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
 		sess:       newSession(),
+		view:       newClientView(),
 		ids:        newRouter(),
 		tools:      newToolset(cfg),
-		crashes:    crashPolicy{restart: cfg.OnCrash == "restart"},
 		recompiles: map[string]context.CancelFunc{},
-		served:     map[string]listView{},
-		debug:      log.Enabled(context.Background(), slog.LevelDebug),
+	}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		sw.trace = &msgTrace{log: log}
 	}
 	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
 }
 
-// logMsg writes the debug line for one message read from a peer: where
-// from, its method (or, for a response, its id), its size and, for a
-// response to a client request, how long the server took.
-func (r *switchboard) logMsg(from string, env *envelope, size int, p *pending) {
+// msgTrace writes the debug line for each message read from a peer.
+type msgTrace struct{ log *slog.Logger }
+
+// msg writes the line for one message: where from, its method (or, for a
+// response, its id), its size and, for a response to a client request,
+// how long the server took.
+func (r *msgTrace) msg(from string, env *envelope, size int, p *pending) {
 	args := []any{"bytes", size}
 	switch {
 	case env.method != "" && env.id != nil:

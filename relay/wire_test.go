@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +314,29 @@ func TestWireUnknownPassesThrough(t *testing.T) {
 				t.Fatalf("call with extra fields: %v", m)
 			}
 		})
+	}
+}
+
+// A legacy server refuses server/discover: its error reaches the client
+// unchanged and without a warning, and the client's fallback initialize
+// goes to that same child.
+func TestWireLegacyServerRefusesDiscover(t *testing.T) {
+	w := newWire(t, nil, "-no-discover")
+	pid := w.r.Stats().Pid
+	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
+	if d := w.recvID("d"); errCode(d) != codeMethodNotFound {
+		t.Fatalf("discover: %v, want the server's method-not-found error", d)
+	}
+	w.send(legacyInit)
+	if res := w.recvID(0); res["error"] != nil {
+		t.Fatalf("initialize after a refused discover: %v", res)
+	}
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"state","arguments":{}}}`)
+	if r := w.recvID(1); !strings.Contains(mustMarshal(r), "pid="+strconv.Itoa(pid)) {
+		t.Fatalf("the call went to another child than %d: %v", pid, r)
+	}
+	if logs := w.logs.String(); strings.Contains(logs, "WARN") || strings.Contains(logs, "could not read") {
+		t.Fatalf("a refused discover was logged as a problem:\n%s", logs)
 	}
 }

@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		QueueSize:      cfg.Relay.QueueSize,
 		QueueBytes:     int(cfg.Relay.QueueBytes),
 		QueueTimeout:   cfg.Relay.QueueTimeout,
+		Drain:          cfg.Relay.Drain,
 		StartupGrace:   cfg.Relay.StartupGrace,
 		OnCrash:        cfg.Relay.OnCrash,
 		RestartMarker:  cfg.Relay.RestartMarker,

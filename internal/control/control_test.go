@@ -813,3 +813,47 @@ func TestFirstErrorLine(t *testing.T) {
 		}
 	}
 }
+
+// A start from the build cache (no build ran: the last good build's
+// output is current) shows as cached, not as "no build command".
+func TestCachedBuildRendered(t *testing.T) {
+	cached := result.Build{Trigger: "startup", Skipped: true, Cached: true, OK: true,
+		Output: "sources unchanged since the last good build; starting bin/server"}
+	var buf bytes.Buffer
+	st := Status{Pid: 1, Servers: []ServerStatus{{Name: "api", State: "running", Build: BuildStatusOf(cached, time.Time{})}}}
+	if err := WriteStatus(&buf, []Status{st}); err != nil {
+		t.Fatal(err)
+	}
+	cell := ""
+	for l := range strings.SplitSeq(buf.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 5 && f[0] == "api" {
+			cell = f[5] // LAST BUILD
+		}
+	}
+	if cell != "cached" {
+		t.Errorf("status of a cached start: last build %q, want cached:\n%s", cell, buf.String())
+	}
+	// Through the wire and back, for mcpflow rebuild.
+	raw, err := json.Marshal(BuildToJSON(cached))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j BuildJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		t.Fatal(err)
+	}
+	back := j.Result()
+	if !back.Cached || !back.Skipped {
+		t.Fatalf("cached lost on the wire: %s", raw)
+	}
+	buf.Reset()
+	WriteBuild(&buf, "", cached)
+	if text := buf.String(); !strings.Contains(text, "build cached: sources unchanged") || strings.Contains(text, "no build command") {
+		t.Errorf("rebuild of a cached start:\n%s", text)
+	}
+	buf.Reset()
+	WriteBuild(&buf, "", result.Build{Skipped: true, OK: true})
+	if !strings.Contains(buf.String(), "no build command") {
+		t.Errorf("no build command:\n%s", buf.String())
+	}
+}

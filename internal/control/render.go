@@ -113,6 +113,8 @@ func buildCell(bs *BuildStatus) string {
 		return "-"
 	case bs.Canceled:
 		return "canceled " + result.Dur(bs.Duration)
+	case bs.Cached:
+		return "cached"
 	case bs.Skipped:
 		return "none"
 	case bs.OK:
@@ -162,6 +164,8 @@ func WriteBuild(w io.Writer, name string, b result.Build) error {
 			fmt.Fprintf(&s, ": %v", b.Err)
 		}
 		s.WriteByte('\n')
+	case b.Cached:
+		s.WriteString("build cached: " + firstLine(b.Output) + "\n")
 	case b.Skipped:
 		s.WriteString("no build command\n")
 	case b.OK:

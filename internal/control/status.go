@@ -73,7 +73,8 @@ type ServerStatus struct {
 // BuildStatus is the last build of a server, in brief.
 type BuildStatus struct {
 	OK           bool          `json:"ok"`
-	Skipped      bool          `json:"skipped,omitempty"` // no build command: only a restart
+	Skipped      bool          `json:"skipped,omitempty"` // no build ran: only a restart
+	Cached       bool          `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
 	Canceled     bool          `json:"canceled,omitempty"`
 	Trigger      string        `json:"trigger,omitempty"` // "startup" | "watch" | "recompile"
 	At           time.Time     `json:"at,omitzero"`       // when it ended
@@ -86,7 +87,7 @@ type BuildStatus struct {
 // ended.
 func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	s := &BuildStatus{
-		OK: b.OK, Skipped: b.Skipped, Canceled: b.Canceled, Trigger: b.Trigger,
+		OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, Canceled: b.Canceled, Trigger: b.Trigger,
 		At: at, Duration: b.Duration,
 	}
 	if !b.OK {
@@ -168,7 +169,7 @@ func BuildToJSON(b result.Build) BuildJSON {
 func (j BuildJSON) Result() result.Build {
 	s := j.Structured
 	b := result.Build{
-		Seq: j.Seq, Trigger: s.Trigger, Changed: j.Changed, Skipped: s.Build.Skipped, OK: s.Build.OK,
+		Seq: j.Seq, Trigger: s.Trigger, Changed: j.Changed, Skipped: s.Build.Skipped, Cached: s.Build.Cached, OK: s.Build.OK,
 		Canceled: j.Canceled, Output: j.Output, Errors: s.Build.Errors,
 		Duration: time.Duration(s.Build.DurationMS) * time.Millisecond, Err: textErr(s.Build.Error),
 	}

@@ -15,7 +15,8 @@ type Build struct {
 	Seq      uint64        // cycle number, from 1; 0 if no cycle ran
 	Trigger  string        // "startup" | "watch" | "recompile"
 	Changed  []string      // paths that caused a watch cycle, deduplicated
-	Skipped  bool          // no build command configured
+	Skipped  bool          // no build ran: no build command, or Cached
+	Cached   bool          // (with Skipped) the last good build's output is current; Output says why
 	OK       bool          // the build succeeded (or was skipped)
 	Canceled bool          // superseded by newer changes, or cut short by shutdown
 	Output   string        // combined stdout+stderr, bounded
@@ -139,6 +140,7 @@ type Structured struct {
 type StructuredBuild struct {
 	OK         bool   `json:"ok"`
 	Skipped    bool   `json:"skipped"`
+	Cached     bool   `json:"cached"` // skipped because the last good build's output is current
 	DurationMS int64  `json:"duration_ms"`
 	Errors     string `json:"errors"` // compiler errors trimmed for an agent
 	Error      string `json:"error"`  // why the build failed
@@ -169,7 +171,7 @@ func (b *Build) Structured() Structured {
 	s := Structured{
 		Trigger: b.Trigger,
 		Build: StructuredBuild{
-			OK: b.OK, Skipped: b.Skipped, DurationMS: b.Duration.Milliseconds(),
+			OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, DurationMS: b.Duration.Milliseconds(),
 			Errors: b.Errors, Error: errString(b.Err),
 		},
 	}

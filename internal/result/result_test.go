@@ -76,7 +76,7 @@ func TestStructuredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for part, keys := range map[string][]string{
-		"build":   {"ok", "skipped", "duration_ms", "errors"},
+		"build":   {"ok", "skipped", "cached", "duration_ms", "errors"},
 		"restart": {"ok", "duration_ms", "error"},
 		"tools":   {"added", "removed", "changed", "current"},
 	} {

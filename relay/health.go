@@ -1,0 +1,46 @@
+package relay
+
+// health is what the relay knows of whether a child may serve: why none
+// serves (the report the agent reads), whether the first build still runs
+// past StartupGrace, whether the last build failed, and the crash policy.
+// It has no lock: its owner's lock guards it.
+type health struct {
+	downReport string // why no child serves, for errors and tool results
+	// building: the first build is still running after StartupGrace; tool
+	// calls wait for it (held) while everything else is answered at once.
+	building bool
+	// lastBuildFailed: the last build failed, so the files on disk are
+	// not what the running server was built from.
+	lastBuildFailed bool
+	crashes         crashPolicy
+}
+
+// describe says why no server runs, for errors and tool results.
+func (h *health) describe() string {
+	if h.downReport != "" {
+		return h.downReport
+	}
+	return msgNotRunning
+}
+
+// waitsForFirstBuild reports whether a request waits for the first build
+// rather than being answered at once: a tool call, while the relay (in
+// state st) answers alone because that build is still running.
+func (h *health) waitsForFirstBuild(st state, env envelope) bool {
+	return h.building && st == stateDown && env.method == "tools/call"
+}
+
+// setReport records why no child serves: report, when override or when
+// none was said.
+func (h *health) setReport(report string, override bool) {
+	if override || h.downReport == "" {
+		h.downReport = report
+	}
+}
+
+// restartedByBuild starts afresh after a build (or the agent) restarted
+// the server: the crash count and the failed build are over.
+func (h *health) restartedByBuild() {
+	h.crashes.reset()
+	h.lastBuildFailed = false
+}

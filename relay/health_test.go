@@ -1,0 +1,89 @@
+package relay
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+func TestClientView(t *testing.T) {
+	v := newClientView()
+	if !v.unknown() {
+		t.Fatal("a new view knows its lists")
+	}
+	all := func(string) bool { return true }
+	none := func(string) bool { return false }
+	// Learned lists: the first update of the same contents changes nothing.
+	one := map[string]listView{"tools": viewOf([]json.RawMessage{json.RawMessage(`{"name":"a"}`)}), "prompts": viewOf(nil), "resources": viewOf(nil)}
+	v.learn(one)
+	if v.unknown() {
+		t.Fatal("learned lists unknown")
+	}
+	if got := v.update(one, all); len(got) != 0 {
+		t.Fatalf("same contents changed %v", got)
+	}
+	// Key order does not matter: contents are compared canonically.
+	if got := v.update(map[string]listView{"tools": viewOf([]json.RawMessage{json.RawMessage(`{ "name" : "a" }`)})}, all); len(got) != 0 {
+		t.Fatalf("same tools, other spacing, changed %v", got)
+	}
+	if got := v.update(emptyViews(), none); !slices.Equal(got, []string{"tools"}) {
+		t.Fatalf("emptied: changed %v, want tools only (prompts and resources unchanged, and unheard of)", got)
+	}
+	v.forgetKind("prompts")
+	if !v.unknown() {
+		t.Fatal("forgetKind")
+	}
+	if got := v.update(emptyViews(), all); !slices.Equal(got, []string{"prompts"}) {
+		t.Fatalf("an unknown list is announced: got %v", got)
+	}
+	v.forget()
+	if !v.unknown() {
+		t.Fatal("forget")
+	}
+
+	// Tools fetched in two pages complete on the last one.
+	v.noteTools(true, []byte(`{"tools":[{"name":"a"}],"nextCursor":"c"}`))
+	if v.toolsKnown {
+		t.Fatal("the client's tools known before the last page")
+	}
+	v.noteTools(false, []byte(`{"tools":[{"name":"b"}]}`))
+	if !v.toolsKnown || len(v.tools) != 2 || v.tools[1].Name != "b" || !v.served["tools"].known {
+		t.Fatalf("after two pages: %+v", v.tools)
+	}
+	v.noteToolsDown()
+	if len(v.tools) != 0 || v.served["tools"] != viewOf(nil) {
+		t.Fatal("noteToolsDown")
+	}
+}
+
+func TestHealth(t *testing.T) {
+	h := health{crashes: crashPolicy{restart: true}}
+	if h.describe() != msgNotRunning {
+		t.Fatal("describe without a report")
+	}
+	h.setReport("first", false)
+	h.setReport("second", false)
+	if h.describe() != "first" {
+		t.Fatal("a report was replaced without override")
+	}
+	h.setReport("third", true)
+	if h.describe() != "third" {
+		t.Fatal("override")
+	}
+	call := envelope{method: "tools/call"}
+	h.building = true
+	if !h.waitsForFirstBuild(stateDown, call) || h.waitsForFirstBuild(stateUp, call) || h.waitsForFirstBuild(stateDown, envelope{method: "tools/list"}) {
+		t.Fatal("waitsForFirstBuild")
+	}
+	h.lastBuildFailed = true
+	for range crashLoop {
+		h.crashes.crashed(0)
+	}
+	if !h.crashes.stopped {
+		t.Fatal("no crash loop")
+	}
+	h.restartedByBuild()
+	if h.lastBuildFailed || h.crashes.stopped || h.crashes.quick != 0 {
+		t.Fatalf("restartedByBuild: %+v", h)
+	}
+}
