@@ -48,7 +48,7 @@ type Config struct {
 	// newer change or by Run's ctx) and the cycle's trigger; say posts a
 	// progress message to the callers waiting for the cycle. It may
 	// block, e.g. on a lock shared with other instances. A non-empty skip
-	// says why the build is not needed: the cycle reports Skipped, with
+	// says why the build is not needed: the cycle reports Skipped and Cached, with
 	// skip as its Output, and goes straight to Restart. An error fails
 	// the cycle (or cancels it when ctx ended). done, when not nil, is
 	// called once the build command has ended (or was skipped), with

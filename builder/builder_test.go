@@ -729,3 +729,23 @@ func TestCancelKillsProcessThatIgnoresSIGTERM(t *testing.T) {
 	}
 	h.gone(stubborn)
 }
+
+// A build Prepare says is not needed (the build cache) is reported as
+// skipped and cached, with Prepare's reason as the output; no build runs.
+func TestPrepareSkipIsCached(t *testing.T) {
+	h := newHarness(t, Config{Prepare: func(context.Context, string, func(string)) (string, func(bool), error) {
+		return "sources unchanged", nil, nil
+	}}, nil, true)
+	res := h.b.Startup(context.Background())
+	if !res.OK || !res.Skipped || !res.Cached || res.Output != "sources unchanged" || res.Restart == nil {
+		t.Fatalf("result: %+v", res)
+	}
+	if len(h.builds()) != 0 {
+		t.Error("a build ran")
+	}
+	// Without a build command nothing is cached: there is nothing to build.
+	h2 := newHarness(t, Config{Command: []string{}}, nil, true)
+	if res := h2.b.Startup(context.Background()); res.Cached {
+		t.Errorf("no build command reported as cached: %+v", res)
+	}
+}

@@ -28,7 +28,7 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		var done func(bool)
 		out, done = b.prepare(c)
 		if out.skip != "" {
-			res.Skipped, res.Output = true, out.skip
+			res.Skipped, res.Cached, res.Output = true, true, out.skip
 		} else if out.err == nil {
 			b.say(c, "building: "+b.cmdline)
 			lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))

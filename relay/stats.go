@@ -143,7 +143,7 @@ func (r *Relay) Stats() Stats {
 		switch {
 		case crashed:
 			st.State = "crashed"
-		case sw.gen == 0 && !sw.lastBuildFailed:
+		case sw.gen == 0 && !sw.health.lastBuildFailed:
 			st.State = "starting" // the first build outlasted StartupGrace
 		default:
 			st.State = "down"

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/buildcache"
-	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -49,9 +48,6 @@ func withBuildCache(cfg *Config, logger *slog.Logger, bc builder.Config) builder
 	bc.Outputs = st.Outputs
 	bc.OnOutputs = c.learned
 	bc.Prepare = c.prepare
-	if on := bc.OnResult; on != nil { // with a build command, only the cache skips a build
-		bc.OnResult = func(r result.Build) { r.Cached = r.Skipped; on(r) }
-	}
 	return bc
 }
 

@@ -123,6 +123,7 @@ func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	relays := mux.NewRelayBackends(mux.RelayOptions{
 		NewHooks:  w.hooks,
 		Configure: w.configureRelay,
+		Drain:     cfg.Mux.Drain,
 		Logger:    logger,
 		Version:   version(),
 	})
@@ -225,6 +226,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 		rc.QueueTimeout = c.Relay.QueueTimeout
 		rc.RestartMarker = c.Relay.RestartMarker
 		rc.EnvOverridable = c.Run.EnvOverridable
+		rc.Drain = c.Relay.Drain
 		return
 	}
 	s, ok := w.configured[spec.Name]
@@ -237,6 +239,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	rc.QueueTimeout = s.Relay.QueueTimeout
 	rc.RestartMarker = s.Relay.RestartMarker
 	rc.EnvOverridable = s.Run.EnvOverridable
+	rc.Drain = s.Relay.Drain
 }
 
 // hooks attaches a builder and, when the server is watched, a watcher to
