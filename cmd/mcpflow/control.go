@@ -300,17 +300,12 @@ func interruptible() (context.Context, context.CancelFunc) {
 }
 
 func cmdStatus(e env, args []string) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "status", statusUsage)
 	asJSON := fs.Bool("json", false, "print JSON (an array of instances) for scripts")
 	sel := addSelectFlags(fs, false)
-	fs.Usage = func() { fmt.Fprint(e.stderr, statusUsage); fs.PrintDefaults() }
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	rest, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(e.stderr, "mcpflow status: unexpected argument %q\n", rest[0])
@@ -337,17 +332,12 @@ func cmdStatus(e env, args []string) int {
 }
 
 func cmdRebuild(e env, args []string) int {
-	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "rebuild", rebuildUsage)
 	asJSON := fs.Bool("json", false, "print the result as JSON (the recompile tool's structuredContent keys)")
 	sel := addSelectFlags(fs, true)
-	fs.Usage = func() { fmt.Fprint(e.stderr, rebuildUsage); fs.PrintDefaults() }
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	rest, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(rest) > 1 {
 		fmt.Fprintf(e.stderr, "mcpflow rebuild: one server name at most, got %q\n", rest)
@@ -390,18 +380,13 @@ func cmdRebuild(e env, args []string) int {
 }
 
 func cmdLogs(e env, args []string) int {
-	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "logs", logsUsage)
 	follow := fs.Bool("f", false, "follow: print new lines as they come, until Ctrl-C or the instance stops")
 	tail := fs.Int("n", 0, "only the last LINES lines (0 = all kept)")
 	sel := addSelectFlags(fs, true)
-	fs.Usage = func() { fmt.Fprint(e.stderr, logsUsage); fs.PrintDefaults() }
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	rest, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(rest) > 0 || *tail < 0 {
 		fmt.Fprintln(e.stderr, "mcpflow logs: takes no arguments; -n wants a count of lines")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -26,17 +25,12 @@ Flags:
 `
 
 func cmdInit(e env, args []string) int {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "init", initUsage)
 	force := fs.Bool("force", false, "overwrite an existing mcpflow.toml")
 	cliSchema := fs.String("cli", "", "serve a CLI as tools: its schema command line, e.g. \"./bin/tool schema --json\"")
-	fs.Usage = func() { fmt.Fprint(e.stderr, initUsage); fs.PrintDefaults() }
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 1 {
 		fmt.Fprintln(e.stderr, "mcpflow init: at most one DIR")
@@ -58,6 +52,7 @@ func cmdInit(e env, args []string) int {
 	p := detect(dir)
 	text := renderConfig(p)
 	if *cliSchema != "" {
+		var err error
 		if text, p.Run, err = renderCLIConfig(p, *cliSchema); err != nil {
 			fmt.Fprintln(e.stderr, "mcpflow init:", err)
 			return exitUsage

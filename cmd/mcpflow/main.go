@@ -20,6 +20,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -200,4 +201,28 @@ func isTerminal(r any) bool {
 		return false
 	}
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+}
+
+// newFlagSet is a subcommand's flag set: errors and usage (the command's
+// usage text, then its flags) go to stderr.
+func newFlagSet(e env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage); fs.PrintDefaults() }
+	return fs
+}
+
+// parseArgs parses a subcommand's args with fs (flags anywhere, see
+// parseFlags) and returns the positional arguments. When ok is false the
+// command ends with code: exitOK after -h, exitUsage for a bad flag (fs
+// has said why).
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseFlags(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitOK, false
+	case err != nil:
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
 }

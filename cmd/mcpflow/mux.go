@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
@@ -43,24 +41,20 @@ Flags:
 func cmdMux(e env, args []string) int {
 	x := newExitWatch(e)
 	defer x.stop()
-	fs := flag.NewFlagSet("mux", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "mux", muxUsage)
 	cfgPath := fs.String("c", "", "config file with [servers.NAME] tables and [mux] (default: none, no servers)")
 	logFile := fs.String("log-file", "", "also write the log to this file")
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
-	fs.Usage = func() { fmt.Fprint(e.stderr, muxUsage); fs.PrintDefaults() }
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	rest, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(e.stderr, "mcpflow mux: unexpected argument %q: servers come from -c FILE or from the agent's add_server\n", rest[0])
 		return exitUsage
 	}
 	var cfg *Config
+	var err error
 	if *cfgPath != "" {
 		cfg, err = config.Load(*cfgPath)
 		if err == nil && cfg.Mode() != config.Mux {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,20 +40,15 @@ func cmdWatch(e env, args []string) int {
 	// mcpflow with SIGPIPE.
 	x := newExitWatch(e)
 	defer x.stop()
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet(e, "watch", watchUsage)
 	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
 	build := fs.String("build", "", "build command, run by sh -c (only with -- CMD)")
 	logFile := fs.String("log-file", "", "also write the log to this file")
 	trafficFile := fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)")
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
-	fs.Usage = func() { fmt.Fprint(e.stderr, watchUsage); fs.PrintDefaults() }
-	cmdArgs, err := parseFlags(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	cmdArgs, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	cfg, err := watchConfig(e, *cfgPath, *build, cmdArgs)
 	if err != nil {
