@@ -9,7 +9,8 @@
 //	mcpflow watch [-c mcpflow.toml]          run with a config file
 //	mcpflow watch [--build CMD] -- CMD ARGS  run without one
 //	mcpflow check [-c mcpflow.toml]          validate a config and show what it resolves to
-//	mcpflow init [--force] [DIR]             write a commented mcpflow.toml for a project
+//	mcpflow mux [-c FILE]                    serve several servers as one (NAME__tool)
+//	mcpflow init [--force] [--cli CMD] [DIR] write a commented mcpflow.toml for a project
 //	mcpflow status [--json] [-c FILE]        show the running instances
 //	mcpflow rebuild [NAME]                   rebuild and restart a running instance's server
 //	mcpflow logs [-f]                        print (and follow) a running instance's log
@@ -70,7 +71,7 @@ Usage:
   mcpflow watch [--build CMD] -- CMD ARGS same, without a config file
   mcpflow mux [-c FILE]                   serve several servers as one (NAME__tool); the agent adds more
   mcpflow check [-c FILE]                 validate mcpflow.toml and show the resolved settings
-  mcpflow init [--force] [DIR]            write a commented mcpflow.toml for the project in DIR
+  mcpflow init [--force] [--cli CMD] [DIR] write a commented mcpflow.toml for the project in DIR
   mcpflow status [--json] [-c FILE]       show the running instances: servers, builds, calls
   mcpflow rebuild [NAME]                  rebuild and restart a running instance's server
   mcpflow logs [-f]                       print (and follow) a running instance's log
