@@ -219,3 +219,47 @@ func TestInitTypeScript(t *testing.T) {
 		})
 	}
 }
+
+// TestInitStartsGoAndJavaScript: the configs init writes for a Go module
+// (examples/echo without its mcpflow.toml) and for a plain JavaScript
+// project as npm leaves it (main: index.js, no build) start their server
+// under mcpflow, and a Go SDK client calls a tool.
+func TestInitStartsGoAndJavaScript(t *testing.T) {
+	t.Run("go", func(t *testing.T) {
+		dir := copyExample(t)
+		if err := os.Remove(filepath.Join(dir, "mcpflow.toml")); err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(filepath.Join(dir, ".mcpflow"))
+		out, _ := runInit(t, dir)
+		if !strings.Contains(out, "project: go") {
+			t.Errorf("init output: %s", out)
+		}
+		h := startE2E(t, dir, "", "watch")
+		h.waitTools("echo")
+		if got, isErr := h.call("echo", map[string]any{"text": "from init"}); isErr || got != "from init" {
+			t.Fatalf("echo: %q %v", got, isErr)
+		}
+	})
+	t.Run("javascript", func(t *testing.T) {
+		deps := tscDeps(t)
+		dir := t.TempDir()
+		js := strings.Replace(tsServer(false), `const server = new McpServer({ name: "notes", version: "1.0.0" });`, `const server = new McpServer({ name: "js", version: "1.0.0" });`, 1)
+		writeFiles(t, dir, map[string]string{
+			"package.json": `{"name": "js-server", "version": "1.0.0", "type": "module", "main": "index.js", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`,
+			"index.js":     js,
+		})
+		if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
+		_, cfg := runInit(t, dir)
+		if !cfg.Build.Command.IsZero() || strings.Join(cfg.Run.Command.Argv, " ") != "node index.js" {
+			t.Fatalf("init for plain JavaScript: build %v, run %v", cfg.Build.Command.Argv, cfg.Run.Command.Argv)
+		}
+		h := startE2E(t, dir, "", "watch")
+		h.waitTools("add")
+		if got, isErr := h.call("add", map[string]any{"a": 2, "b": 3}); isErr || got != "5" {
+			t.Fatalf("add: %q %v", got, isErr)
+		}
+	})
+}
