@@ -23,7 +23,7 @@ import (
 )
 
 const muxUsage = `Usage:
-  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL]
+  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL] [--traffic FILE]
 
 Serves several MCP servers to one client as one MCP server: their tools
 appear as NAME__tool, and the agent adds, reloads and removes servers with
@@ -43,8 +43,7 @@ func cmdMux(e env, args []string) int {
 	defer x.stop()
 	fs := newFlagSet(e, "mux", muxUsage)
 	cfgPath := fs.String("c", "", "config file with [servers.NAME] tables and [mux] (default: none, no servers)")
-	logFile := fs.String("log-file", "", "also write the log to this file")
-	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
+	rf := addRunFlags(fs)
 	rest, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -67,34 +66,9 @@ func cmdMux(e env, args []string) int {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitUsage
 	}
-	if *logFile != "" {
-		cfg.Log.File = absFrom(mustGetwd(e), *logFile)
-	}
-	if *logLevel != "" {
-		switch *logLevel {
-		case "debug", "info", "warn", "error":
-			cfg.Log.Level = *logLevel
-		default:
-			fmt.Fprintf(e.stderr, "mcpflow: --log-level %q: use debug, info, warn or error\n", *logLevel)
-			return exitUsage
-		}
-	}
-	ring := logring.New(0) // for mcpflow logs
-	logger, closeLog, err := newLogger(newRingTee(ring, x.stderr), cfg.Log)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	defer closeLog()
-	if isTerminal(e.stdin) {
-		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client")
-	}
-	x.start(logger)
-	if err := serveMux(x.ctx, cfg, logger, ring, e.stdin, e.stdout); err != nil {
-		logger.Error("mcpflow stopped", "err", err)
-		return exitFailure
-	}
-	return exitOK
+	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
+		return serveMux(ctx, cfg, logger, ring, e.stdin, e.stdout)
+	})
 }
 
 // serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,9 +44,7 @@ func cmdWatch(e env, args []string) int {
 	fs := newFlagSet(e, "watch", watchUsage)
 	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
 	build := fs.String("build", "", "build command, run by sh -c (only with -- CMD)")
-	logFile := fs.String("log-file", "", "also write the log to this file")
-	trafficFile := fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)")
-	logLevel := fs.String("log-level", "", "debug | info | warn | error (overrides log.level)")
+	rf := addRunFlags(fs)
 	cmdArgs, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -55,40 +54,57 @@ func cmdWatch(e env, args []string) int {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitUsage
 	}
-	if *logFile != "" {
-		cfg.Log.File = absFrom(mustGetwd(e), *logFile)
+	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
+		if cfg.Mode() == config.CLI {
+			return serveCLI(ctx, cfg, logger, ring, e.stdin, e.stdout)
+		}
+		return serveBridging(ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout)
+	})
+}
+
+// runFlags are the flags every serving command (watch, mux) takes.
+type runFlags struct{ logFile, logLevel, traffic *string }
+
+func addRunFlags(fs *flag.FlagSet) runFlags {
+	return runFlags{
+		logFile:  fs.String("log-file", "", "also write the log to this file"),
+		logLevel: fs.String("log-level", "", "debug | info | warn | error (overrides log.level)"),
+		traffic:  fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)"),
 	}
-	if *trafficFile != "" {
-		cfg.Log.Traffic = absFrom(mustGetwd(e), *trafficFile)
+}
+
+// runSession applies f to cfg, opens the log (stderr, the log file, the
+// in-memory ring for mcpflow logs) and runs serve until the session ends,
+// returning the exit code. Every way the run ends goes through serve's
+// return, which stops every child, its group and any running build first:
+// stdin EOF (nil), a fatal error, or x's context (a signal, a broken
+// stdout or stderr, the parent exiting: a clean shutdown).
+func runSession(e env, x *exitWatch, cfg *Config, f runFlags, serve func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error) int {
+	if *f.logFile != "" {
+		cfg.Log.File = absFrom(mustGetwd(e), *f.logFile)
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
+	if *f.traffic != "" {
+		cfg.Log.Traffic = absFrom(mustGetwd(e), *f.traffic)
+	}
+	if *f.logLevel != "" {
+		cfg.Log.Level = *f.logLevel
 		if err := cfg.Validate(); err != nil {
 			fmt.Fprintln(e.stderr, "mcpflow:", err)
 			return exitUsage
 		}
 	}
-	ring := logring.New(0) // for mcpflow logs
+	ring := logring.New(0)
 	logger, closeLog, err := newLogger(newRingTee(ring, x.stderr), cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
 	}
 	defer closeLog()
-
 	if isTerminal(e.stdin) {
 		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
 	}
-	// Every way the run ends goes through serve's return, which stops the
-	// child, its group and any running build first: stdin EOF (nil), a
-	// fatal error, or x's context (a signal, a broken stdout or stderr,
-	// the parent exiting: a clean shutdown).
 	x.start(logger)
-	run := func() error { return serveBridging(x.ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout) }
-	if cfg.Mode() == config.CLI {
-		run = func() error { return serveCLI(x.ctx, cfg, logger, ring, e.stdin, e.stdout) }
-	}
-	if err := run(); err != nil {
+	if err := serve(x.ctx, logger, ring); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}
