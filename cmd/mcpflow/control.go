@@ -246,6 +246,15 @@ type selectFlags struct {
 	pid *int
 }
 
+// dial connects to the one instance the flags select.
+func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
+	inst, err := s.pick(e)
+	if err != nil {
+		return nil, err
+	}
+	return control.Dial(ctx, inst)
+}
+
 func addSelectFlags(fs *flag.FlagSet, withPid bool) selectFlags {
 	s := selectFlags{
 		cfg: fs.String("c", "", "only the instances of this config file"),
@@ -347,14 +356,9 @@ func cmdRebuild(e env, args []string) int {
 	if len(rest) == 1 {
 		name = rest[0]
 	}
-	inst, err := sel.pick(e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
 	ctx, cancel := interruptible()
 	defer cancel()
-	c, err := control.Dial(ctx, inst)
+	c, err := sel.dial(ctx, e)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -392,14 +396,9 @@ func cmdLogs(e env, args []string) int {
 		fmt.Fprintln(e.stderr, "mcpflow logs: takes no arguments; -n wants a count of lines")
 		return exitUsage
 	}
-	inst, err := sel.pick(e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
 	ctx, cancel := interruptible()
 	defer cancel()
-	c, err := control.Dial(ctx, inst)
+	c, err := sel.dial(ctx, e)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
