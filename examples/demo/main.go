@@ -248,29 +248,9 @@ func (d *demo) connect(ctx context.Context) error {
 	}
 	d.ok("copied examples/echo to %s", d.dir)
 	toml := filepath.Join(d.dir, "mcpflow.toml")
-	transport, err := d.start(toml)
-	if err != nil {
-		return err
-	}
-	d.ok("started mcpflow watch -c %s (pid %d, its own process group)", toml, d.group.Pid())
-
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-demo", Version: "1.0.0"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case d.changed <- time.Now():
-			default:
-			}
-		},
-	})
-	var opts mcp.ClientSessionOptions
-	if d.era == "legacy" {
-		opts.ProtocolVersion = legacyVersion
-	}
-	cctx, cancel := context.WithTimeout(ctx, buildTimeout)
-	defer cancel()
 	t0 := time.Now()
-	if d.session, err = client.Connect(cctx, transport, &opts); err != nil {
-		return fmt.Errorf("connect: %w", err)
+	if err := d.startAndConnect(ctx, toml); err != nil {
+		return err
 	}
 	// While the first build runs, mcpflow answers the handshake itself and
 	// announces the server with list_changed once it is up.
@@ -296,6 +276,34 @@ func (d *demo) connect(ctx context.Context) error {
 	}
 	if res.Capabilities == nil || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
 		return errors.New("the server does not advertise tools.listChanged: true (mcpflow forces it, so clients re-fetch tools after a reload)")
+	}
+	return nil
+}
+
+// startAndConnect starts mcpflow watch -c toml and connects the demo's
+// client (in the demo's era), noting every tools/list_changed.
+func (d *demo) startAndConnect(ctx context.Context, toml string) error {
+	transport, err := d.start(toml)
+	if err != nil {
+		return err
+	}
+	d.ok("started mcpflow watch -c %s (pid %d, its own process group)", toml, d.group.Pid())
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-demo", Version: "1.0.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case d.changed <- time.Now():
+			default:
+			}
+		},
+	})
+	var opts mcp.ClientSessionOptions
+	if d.era == "legacy" {
+		opts.ProtocolVersion = legacyVersion
+	}
+	cctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	if d.session, err = client.Connect(cctx, transport, &opts); err != nil {
+		return fmt.Errorf("connect: %w", err)
 	}
 	return nil
 }

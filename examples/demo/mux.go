@@ -138,28 +138,9 @@ func (d *demo) muxConnect(ctx context.Context) error {
 	}
 	d.ok("copied examples/mux and examples/echo to %s", d.root)
 	toml := filepath.Join(d.root, "mux", "mcpflow.toml")
-	transport, err := d.start(toml)
-	if err != nil {
-		return err
-	}
-	d.ok("started mcpflow watch -c %s (pid %d, its own process group)", toml, d.group.Pid())
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-demo", Version: "1.0.0"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case d.changed <- time.Now():
-			default:
-			}
-		},
-	})
-	var opts mcp.ClientSessionOptions
-	if d.era == "legacy" {
-		opts.ProtocolVersion = legacyVersion
-	}
-	cctx, cancel := context.WithTimeout(ctx, buildTimeout)
-	defer cancel()
 	t0 := time.Now()
-	if d.session, err = client.Connect(cctx, transport, &opts); err != nil {
-		return fmt.Errorf("connect: %w", err)
+	if err := d.startAndConnect(ctx, toml); err != nil {
+		return err
 	}
 	d.ok("connected in %s, protocol %s", time.Since(t0).Round(time.Millisecond), d.session.InitializeResult().ProtocolVersion)
 	return nil
