@@ -1,0 +1,295 @@
+// Package fastlane answers chosen tools/call requests beside a Go SDK
+// mcp.Server, off the SDK's request path.
+//
+// Wrap puts a Connection between a transport and the server. Every message
+// passes through it unchanged, except the tools/call requests that Route
+// claims: those never reach the server. Their Handler runs on a goroutine
+// of its own and its answer is written straight to the connection. A
+// notifications/cancelled naming a claimed request cancels its handler's
+// context and is not passed on either (the server never knew the id).
+//
+// The SDK's path costs a decode of the whole request into typed params, a
+// per-request _meta check and a handler dispatch on the way in, and an
+// encode of a typed result on the way out, with goroutine hand-offs
+// between; the lane costs one decode of the params' top level. mcpflow uses
+// it where a call's time is otherwise all plumbing: a mux call that passes
+// a child's answer through, a CLI tool's process.
+//
+// The lane claims only requests the server would accept as they are: a
+// legacy-era request once the server has answered initialize, or a
+// 2026-07-28 request whose _meta names a protocol version the SDK supports
+// and carries the client's capabilities. Anything else (a request before
+// the handshake, a malformed one, a multi-round-trip retry carrying
+// inputResponses or requestState) goes to the server, whose errors and
+// rules apply unchanged.
+package fastlane
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Call is a tools/call request the lane may claim.
+type Call struct {
+	ID     jsonrpc.ID
+	Name   string                     // params.name
+	Params json.RawMessage            // the params as the client sent them
+	Meta   map[string]json.RawMessage // params._meta, nil when absent
+	Modern bool                       // 2026-07-28: the request carries its session in _meta
+
+	// Notify sends a notification to the client (a progress notification,
+	// say) on the connection the request came on.
+	Notify func(method string, params any) error
+}
+
+// ProgressToken is the request's _meta.progressToken, raw, or nil.
+func (c *Call) ProgressToken() json.RawMessage { return c.Meta["progressToken"] }
+
+// Handler answers one claimed call: a raw JSON result (written as it is,
+// so it must have the shape the request's era wants; see Result), or an
+// error (a *jsonrpc.Error is sent as it is, any other as an internal
+// error). ctx ends when the client cancels the request or the connection
+// closes; a canceled call's answer is not sent.
+type Handler func(ctx context.Context, c *Call) (json.RawMessage, error)
+
+// Route claims a call by returning its handler, or returns nil to leave it
+// to the server. It runs on the connection's read loop: it must not block.
+type Route func(c *Call) Handler
+
+// Wrap returns t with a lane in front of whatever connects to it.
+func Wrap(t mcp.Transport, route Route) mcp.Transport {
+	return &transport{inner: t, route: route}
+}
+
+type transport struct {
+	inner mcp.Transport
+	route Route
+}
+
+func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{Connection: c, route: t.route, ctx: ctx, cancel: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}}, nil
+}
+
+type conn struct {
+	mcp.Connection
+	route  Route
+	ctx    context.Context // ends when the connection closes
+	cancel context.CancelFunc
+
+	mu          sync.Mutex
+	initID      jsonrpc.ID // the legacy initialize request in flight
+	initialized bool       // the server answered a legacy initialize
+	calls       map[jsonrpc.ID]context.CancelFunc
+	wg          sync.WaitGroup
+}
+
+// Read returns the next message for the server, answering claimed calls on
+// the way.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		switch req.Method {
+		case "initialize":
+			c.mu.Lock()
+			c.initID = req.ID
+			c.mu.Unlock()
+		case "tools/call":
+			if c.claim(req) {
+				continue
+			}
+		case "notifications/cancelled":
+			if c.cancelCall(req.Params) {
+				continue
+			}
+		}
+		return msg, nil
+	}
+}
+
+// Write passes the server's messages on, noting a successful answer to a
+// legacy initialize.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if res, ok := msg.(*jsonrpc.Response); ok && res.Error == nil {
+		c.mu.Lock()
+		if c.initID.IsValid() && res.ID == c.initID {
+			c.initialized = true
+			c.initID = jsonrpc.ID{}
+		}
+		c.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// Close cancels the claimed calls still running, waits for their handlers
+// and closes the connection.
+func (c *conn) Close() error {
+	c.cancel()
+	err := c.Connection.Close()
+	c.wg.Wait()
+	return err
+}
+
+// callParams is the top level of a tools/call's params, as far as the lane
+// looks.
+type callParams struct {
+	Name           string                     `json:"name"`
+	Meta           map[string]json.RawMessage `json:"_meta"`
+	InputResponses json.RawMessage            `json:"inputResponses"`
+	RequestState   json.RawMessage            `json:"requestState"`
+}
+
+// claim starts the handler of a call that Route claims.
+func (c *conn) claim(req *jsonrpc.Request) bool {
+	if !req.ID.IsValid() || c.route == nil {
+		return false
+	}
+	var p callParams
+	if json.Unmarshal(req.Params, &p) != nil || p.Name == "" || p.InputResponses != nil || p.RequestState != nil {
+		return false
+	}
+	modern, ok := era(p.Meta)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	initialized := c.initialized
+	_, dup := c.calls[req.ID]
+	c.mu.Unlock()
+	if dup || !modern && !initialized {
+		return false
+	}
+	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Meta: p.Meta, Modern: modern}
+	call.Notify = func(method string, params any) error { return c.notify(method, params) }
+	h := c.route(call)
+	if h == nil {
+		return false
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	c.calls[req.ID] = cancel
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.serve(ctx, call, h)
+	return true
+}
+
+// era tells a legacy request from a 2026-07-28 one, as the SDK server
+// does, and reports whether the server would accept its session _meta.
+func era(meta map[string]json.RawMessage) (modern, ok bool) {
+	raw, has := meta[mcp.MetaKeyProtocolVersion]
+	if !has {
+		return false, true
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil || v < modernVersion {
+		return false, true
+	}
+	if !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+		return true, false
+	}
+	caps := meta[mcp.MetaKeyClientCapabilities]
+	if len(caps) == 0 || caps[0] != '{' {
+		return true, false
+	}
+	return true, true
+}
+
+// modernVersion is the first protocol version whose requests carry their
+// session in _meta.
+const modernVersion = "2026-07-28"
+
+func (c *conn) serve(ctx context.Context, call *Call, h Handler) {
+	defer c.wg.Done()
+	res, err := h(ctx, call)
+	c.mu.Lock()
+	_, live := c.calls[call.ID]
+	delete(c.calls, call.ID)
+	c.mu.Unlock()
+	if !live || ctx.Err() != nil {
+		return // canceled by the client, or the connection closed: no answer
+	}
+	out := &jsonrpc.Response{ID: call.ID, Result: res}
+	if err != nil {
+		out.Result = nil
+		if _, ok := err.(*jsonrpc.Error); ok {
+			out.Error = err
+		} else {
+			out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+	}
+	_ = c.Connection.Write(c.ctx, out)
+}
+
+// cancelCall cancels the claimed call a notifications/cancelled names.
+func (c *conn) cancelCall(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return false
+	}
+	c.mu.Lock()
+	cancel, ok := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+func (c *conn) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return c.Connection.Write(c.ctx, &jsonrpc.Request{Method: method, Params: raw})
+}
+
+// Result encodes a tool result as the SDK server would for a request of
+// the given era: a 2026-07-28 result says resultType "complete" and names
+// the server (impl) in its _meta. res is a finished result (not an
+// input_required one); its _meta may be replaced.
+func Result(res *mcp.CallToolResult, modern bool, impl *mcp.Implementation) (json.RawMessage, error) {
+	if modern && impl != nil {
+		if _, ok := res.Meta[mcp.MetaKeyServerInfo]; !ok {
+			m := make(mcp.Meta, len(res.Meta)+1)
+			for k, v := range res.Meta {
+				m[k] = v
+			}
+			m[mcp.MetaKeyServerInfo] = impl
+			res.Meta = m
+		}
+	}
+	b, err := json.Marshal(res)
+	if err != nil || !modern || len(b) < 2 {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+24)
+	out = append(out, `{"resultType":"complete"`...)
+	if b[1] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...), nil
+}
