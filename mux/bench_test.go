@@ -1,18 +1,19 @@
 package mux
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -120,6 +121,72 @@ func BenchmarkCallMux(b *testing.B) {
 	benchEcho(b, bm.cs, "fx__echo")
 }
 
+// BenchmarkCallPaths times the same small call through the three paths
+// of BenchmarkCallDirect, -Relay and -Mux, one of each per iteration, so
+// that the machine's load hits the three alike; it reports the median of
+// each path and the mux's median against the direct one (the issue's "≤ 2×
+// the floor").
+func BenchmarkCallPaths(b *testing.B) {
+	direct := benchClient(b, &mcp.CommandTransport{Command: exec.Command(fixtureV1)})
+	defer direct.Close()
+
+	r := relay.New(relay.Config{Command: []string{fixtureV1}})
+	c2rR, c2rW := io.Pipe()
+	r2cR, r2cW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Serve(ctx, c2rR, r2cW)
+		r2cW.Close()
+	}()
+	defer func() { cancel(); <-done }()
+	if _, err := r.Restart(ctx); err != nil {
+		b.Fatal(err)
+	}
+	viaRelay := benchClient(b, &mcp.IOTransport{Reader: r2cR, Writer: c2rW, MaxLineLength: -1})
+	defer viaRelay.Close()
+
+	bm := newBenchMux(b, Config{})
+	defer bm.close()
+	bm.call(b, "add_server", map[string]any{"name": "fx", "command": fixtureV1})
+
+	paths := []struct {
+		cs   *mcp.ClientSession
+		tool string
+		d    []time.Duration
+	}{{cs: direct, tool: "echo"}, {cs: viaRelay, tool: "echo"}, {cs: bm.cs, tool: "fx__echo"}}
+	for i := range paths {
+		benchEcho1(b, paths[i].cs, paths[i].tool) // warm up
+	}
+	for b.Loop() {
+		for i := range paths {
+			t0 := time.Now()
+			benchEcho1(b, paths[i].cs, paths[i].tool)
+			paths[i].d = append(paths[i].d, time.Since(t0))
+		}
+	}
+	med := func(ds []time.Duration) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(med(paths[0].d), "p50-direct-µs")
+	b.ReportMetric(med(paths[1].d), "p50-relay-µs")
+	b.ReportMetric(med(paths[2].d), "p50-mux-µs")
+	b.ReportMetric(med(paths[2].d)/med(paths[0].d), "mux/direct")
+	if n := bm.m.laneCalls.Load(); n < int64(b.N) {
+		b.Errorf("only %d of %d mux calls took the side door", n, b.N)
+	}
+}
+
+func benchEcho1(b *testing.B, cs *mcp.ClientSession, tool string) {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %+v", tool, err, res)
+	}
+}
+
 // BenchmarkStartServers is the time from Run to a client that sees the
 // tools of N configured servers.
 func BenchmarkStartServers(b *testing.B) {
@@ -218,48 +285,51 @@ func BenchmarkToolsList20x50(b *testing.B) {
 	}
 }
 
-// BenchmarkToolsList20x50Raw is the same tools/list as the mux answers it:
-// a raw JSON-RPC client that decodes nothing but the envelope and looks
-// for nextCursor.
+// BenchmarkToolsList20x50Raw is the same tools/list as the mux answers it,
+// on the pipes of a stdio transport: the client writes request lines and
+// reads answer lines, looking only for its id and nextCursor, so the time
+// is the mux's.
 func BenchmarkToolsList20x50Raw(b *testing.B) {
 	m := New(Config{})
-	ct, st := mcp.NewInMemoryTransports()
+	c2mR, c2mW := io.Pipe()
+	m2cR, m2cW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- m.Run(context.Background(), st) }()
-	ctx := context.Background()
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	go func() {
+		done <- m.Run(context.Background(), &mcp.IOTransport{Reader: c2mR, Writer: m2cW})
+		m2cW.Close()
+	}()
 	defer func() {
-		conn.Close()
+		c2mW.Close()
 		<-done
 	}()
+	lines := bufio.NewReaderSize(m2cR, 1<<20)
 	var mu sync.Mutex // one request at a time
 	id := 0
 	rpc := func(method, params string) []byte {
 		mu.Lock()
 		defer mu.Unlock()
 		id++
-		rid, _ := jsonrpc.MakeID(float64(id))
-		if err := conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}); err != nil {
+		if _, err := fmt.Fprintf(c2mW, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params); err != nil {
 			b.Fatal(err)
 		}
+		want := []byte(fmt.Sprintf(`"id":%d,`, id))
 		for {
-			msg, err := conn.Read(ctx)
+			line, err := lines.ReadBytes('\n')
 			if err != nil {
 				b.Fatal(err)
 			}
-			if r, ok := msg.(*jsonrpc.Response); ok && r.ID == rid {
-				if r.Error != nil {
-					b.Fatalf("%s: %v", method, r.Error)
-				}
-				return r.Result
+			head := line[:min(len(line), 40)]
+			if !bytes.Contains(head, want) || bytes.Contains(head, []byte(`"method"`)) {
+				continue // a notification, or a request of the mux's
 			}
+			if bytes.Contains(head, []byte(`"error"`)) {
+				b.Fatalf("%s: %s", method, line)
+			}
+			return line
 		}
 	}
 	rpc("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
-	if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}); err != nil {
+	if _, err := io.WriteString(c2mW, `{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`+"\n"); err != nil {
 		b.Fatal(err)
 	}
 	fill20x50(b, m, func(name string, args map[string]any) {

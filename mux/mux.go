@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/fastlane"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -74,6 +76,8 @@ type Mux struct {
 	level   *mcp.SetLoggingLevelParams
 	roots   []*mcp.Root // the client's roots, given to every child
 	rootsMu sync.Mutex  // one roots sync at a time
+
+	laneCalls atomic.Int64 // calls passed through a side door (laneRoute)
 }
 
 // server is one server behind the mux: its spec, backend and session,
@@ -206,7 +210,7 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 		m.cat.publish(s)
 	}
 	m.mu.Unlock()
-	ss, err := srv.Connect(ctx, t, nil)
+	ss, err := srv.Connect(ctx, fastlane.WrapWith(t, fastlane.Config{Route: front{m}.laneRoute, Cache: front{m}.cacheKey}), nil)
 	if err != nil {
 		return err
 	}

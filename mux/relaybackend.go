@@ -4,6 +4,7 @@ package mux
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		b.c2rR, c2rW = io.Pipe()
 		b.r2cR, b.r2cW = io.Pipe()
 		b.c2rW = c2rW
+		b.lane = newLaneConn(b.r2cR, b.c2rW)
 		b.ctx, b.cancel = context.WithCancel(context.Background())
 		go func() {
 			defer close(b.done)
@@ -142,6 +144,7 @@ type relayBackend struct {
 	c2rW *io.PipeWriter
 	r2cR *io.PipeReader
 	r2cW *io.PipeWriter
+	lane *laneConn // the MCP client's connection over the pipes, with the side door
 
 	mu    sync.Mutex
 	crash string // the report of the child's crash, until the next starts
@@ -210,9 +213,15 @@ func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
 	}
 }
 
-func (b *relayBackend) Transport() mcp.Transport {
-	return &mcp.IOTransport{Reader: b.r2cR, Writer: b.c2rW, MaxLineLength: -1}
+func (b *relayBackend) Transport() mcp.Transport { return laneTransport{b.lane} }
+
+// CallRaw implements RawCaller through the relay's client pipes.
+func (b *relayBackend) CallRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	return b.lane.CallRaw(ctx, params)
 }
+
+// SessionMeta implements RawCaller.
+func (b *relayBackend) SessionMeta() map[string]json.RawMessage { return b.lane.SessionMeta() }
 
 func (b *relayBackend) Start(ctx context.Context) result.Build {
 	return b.cycle(ctx, b.hooks.Start)

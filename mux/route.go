@@ -22,7 +22,7 @@ type childSide struct{ *Mux }
 
 // newFront builds the MCP server the client talks to.
 func (m front) newFront() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(m.impl(), &mcp.ServerOptions{
 		Instructions: m.instructions(),
 		Logger:       m.sdkLogger(),
 		Capabilities: &mcp.ServerCapabilities{
@@ -49,6 +49,11 @@ func (m front) newFront() *mcp.Server {
 		admin(m).addManagementTools(srv)
 	}
 	return srv
+}
+
+// impl is the front server's implementation info.
+func (m front) impl() *mcp.Implementation {
+	return &mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}
 }
 
 // instructions combines the children's instructions under their names.
@@ -200,13 +205,19 @@ func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallTo
 		return m.callError(ctx, server, err)
 	}
 	if res.IsError {
-		for _, c := range res.Content {
-			if t, ok := c.(*mcp.TextContent); ok {
-				t.Text = strings.ReplaceAll(t.Text, relayTool, m.reloadHint(server))
-			}
-		}
+		m.fixRelayTool(server, res)
 	}
 	return res, nil
+}
+
+// fixRelayTool names reload_server where a relay's text names its own
+// rebuild tool, which the mux hides.
+func (m front) fixRelayTool(server string, res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			t.Text = strings.ReplaceAll(t.Text, relayTool, m.reloadHint(server))
+		}
+	}
 }
 
 // sessionMetaKeys are the _meta keys by which a 2026-07-28 peer describes

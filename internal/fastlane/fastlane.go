@@ -15,6 +15,12 @@
 // it where a call's time is otherwise all plumbing: a mux call that passes
 // a child's answer through, a CLI tool's process.
 //
+// WrapWith adds an answer cache: a request that Config.Cache gives a key
+// (a tools/list, keyed by what it lists and its cursor) is answered with
+// the server's own earlier answer to a request with the same method, key
+// and protocol version, without reaching the server; a miss goes to the
+// server and its successful answer is kept.
+//
 // The lane claims only requests the server would accept as they are: a
 // legacy-era request once the server has answered initialize, or a
 // 2026-07-28 request whose _meta names a protocol version the SDK supports
@@ -61,14 +67,36 @@ type Handler func(ctx context.Context, c *Call) (json.RawMessage, error)
 // to the server. It runs on the connection's read loop: it must not block.
 type Route func(c *Call) Handler
 
+// CacheKey names the answer to a request whose answer can be reused: two
+// requests with the same method, key and protocol version get the same
+// result. "" = not reusable. It runs on the connection's read loop: it
+// must not block. The key must change whenever the answer may (a
+// generation counter bumped with every change, say).
+type CacheKey func(method string, params json.RawMessage) string
+
+// Config is what WrapWith needs; both fields are optional.
+type Config struct {
+	Route Route
+	// Cache: a request with a key is answered from the server's own
+	// successful answer to an earlier request with the same key, when
+	// there is one; otherwise the server answers and that answer is kept.
+	Cache CacheKey
+}
+
 // Wrap returns t with a lane in front of whatever connects to it.
 func Wrap(t mcp.Transport, route Route) mcp.Transport {
-	return &transport{inner: t, route: route}
+	return WrapWith(t, Config{Route: route})
+}
+
+// WrapWith is Wrap with an answer cache.
+func WrapWith(t mcp.Transport, cfg Config) mcp.Transport {
+	return &transport{inner: t, route: cfg.Route, cache: cfg.Cache}
 }
 
 type transport struct {
 	inner mcp.Transport
 	route Route
+	cache CacheKey
 }
 
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -77,21 +105,30 @@ func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{Connection: c, route: t.route, ctx: ctx, cancel: cancel, calls: map[jsonrpc.ID]context.CancelFunc{}}, nil
+	return &conn{
+		Connection: c, route: t.route, cacheKey: t.cache, ctx: ctx, cancel: cancel,
+		calls: map[jsonrpc.ID]context.CancelFunc{}, cached: map[string]json.RawMessage{}, caching: map[jsonrpc.ID]string{},
+	}, nil
 }
 
 type conn struct {
 	mcp.Connection
-	route  Route
-	ctx    context.Context // ends when the connection closes
-	cancel context.CancelFunc
+	route    Route
+	cacheKey CacheKey
+	ctx      context.Context // ends when the connection closes
+	cancel   context.CancelFunc
 
 	mu          sync.Mutex
 	initID      jsonrpc.ID // the legacy initialize request in flight
-	initialized bool       // the server answered a legacy initialize
+	initialized string     // the protocol version of the server's answer to a legacy initialize; "" = none yet
 	calls       map[jsonrpc.ID]context.CancelFunc
+	cached      map[string]json.RawMessage // full cache key -> result
+	caching     map[jsonrpc.ID]string      // requests passed to the server whose answers are to be kept
 	wg          sync.WaitGroup
 }
+
+// maxCached bounds the answer cache; when it is full it starts over.
+const maxCached = 16
 
 // Read returns the next message for the server, answering claimed calls on
 // the way.
@@ -119,18 +156,86 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				continue
 			}
 		}
+		if c.fromCache(req) {
+			continue
+		}
 		return msg, nil
 	}
+}
+
+// fromCache answers a request from the cache, or marks it so that the
+// server's answer is kept; it reports whether it answered.
+func (c *conn) fromCache(req *jsonrpc.Request) bool {
+	if c.cacheKey == nil || !req.ID.IsValid() {
+		return false
+	}
+	k := c.cacheKey(req.Method, req.Params)
+	if k == "" {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
+		return false
+	}
+	version, ok := c.version(p.Meta)
+	if !ok {
+		return false
+	}
+	key := req.Method + "\x00" + version + "\x00" + k
+	c.mu.Lock()
+	res, hit := c.cached[key]
+	if !hit {
+		c.caching[req.ID] = key
+	}
+	c.mu.Unlock()
+	if !hit {
+		return false
+	}
+	_ = c.Connection.Write(c.ctx, &jsonrpc.Response{ID: req.ID, Result: res})
+	return true
+}
+
+// version is the protocol version a request is answered in, and whether
+// the server would answer it as it is (see era).
+func (c *conn) version(meta map[string]json.RawMessage) (string, bool) {
+	modern, ok := era(meta)
+	if !ok {
+		return "", false
+	}
+	if modern {
+		var v string
+		json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &v)
+		return v, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.initialized, c.initialized != ""
 }
 
 // Write passes the server's messages on, noting a successful answer to a
 // legacy initialize.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if res, ok := msg.(*jsonrpc.Response); ok && res.Error == nil {
+	if res, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		if c.initID.IsValid() && res.ID == c.initID {
-			c.initialized = true
 			c.initID = jsonrpc.ID{}
+			var r struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if res.Error == nil && json.Unmarshal(res.Result, &r) == nil && r.ProtocolVersion != "" {
+				c.initialized = r.ProtocolVersion
+			}
+		}
+		if key, ok := c.caching[res.ID]; ok {
+			delete(c.caching, res.ID)
+			if res.Error == nil {
+				if len(c.cached) >= maxCached {
+					clear(c.cached)
+				}
+				c.cached[key] = slices.Clone(res.Result)
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -169,7 +274,7 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 		return false
 	}
 	c.mu.Lock()
-	initialized := c.initialized
+	initialized := c.initialized != ""
 	_, dup := c.calls[req.ID]
 	c.mu.Unlock()
 	if dup || !modern && !initialized {

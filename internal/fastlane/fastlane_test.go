@@ -288,3 +288,73 @@ func TestUnclaimedRequestsReachTheServer(t *testing.T) {
 		t.Errorf("the server ran %d calls, want 1", n)
 	}
 }
+
+// A cacheable request is answered by the server once per key and protocol
+// version, then from the cache; a new key goes to the server again.
+func TestCacheAnswersRepeatsFromTheServersOwnAnswer(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			f := newFixture()
+			var lists atomic.Int32
+			f.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						lists.Add(1)
+					}
+					return next(ctx, method, req)
+				}
+			})
+			var gen atomic.Int32
+			key := func(method string, params json.RawMessage) string {
+				if method != "tools/list" {
+					return ""
+				}
+				return string(rune('a' + gen.Load()))
+			}
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := f.srv.Connect(context.Background(), WrapWith(st, Config{Route: f.route, Cache: key}), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Close()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			names := func() string {
+				res, err := cs.ListTools(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var n []string
+				for _, tool := range res.Tools {
+					n = append(n, tool.Name)
+				}
+				return strings.Join(n, ",")
+			}
+			first := names()
+			if first != "fast,sdk" {
+				t.Fatalf("tools: %s", first)
+			}
+			for range 3 {
+				if got := names(); got != first {
+					t.Errorf("cached list %s, want %s", got, first)
+				}
+			}
+			if n := lists.Load(); n != 1 {
+				t.Errorf("the server listed %d times, want 1", n)
+			}
+			f.srv.AddTool(&mcp.Tool{Name: "more", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+			gen.Add(1)
+			if got := names(); got != "fast,more,sdk" {
+				t.Errorf("after a new key: %s", got)
+			}
+			if n := lists.Load(); n != 2 {
+				t.Errorf("the server listed %d times, want 2", n)
+			}
+		})
+	}
+}
