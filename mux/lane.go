@@ -66,7 +66,7 @@ type laneAnswer struct {
 
 func newLaneConn(r io.ReadCloser, w io.WriteCloser) *laneConn {
 	c := &laneConn{
-		r: bufio.NewReaderSize(r, 64<<10), w: w, c: r,
+		r: bufio.NewReader(r), w: w, c: r,
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
