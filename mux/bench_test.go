@@ -64,6 +64,14 @@ func BenchmarkCallDirect(b *testing.B) {
 }
 
 func BenchmarkCallRelay(b *testing.B) {
+	cs, stop := benchRelay(b)
+	defer stop()
+	benchEcho(b, cs, "echo")
+}
+
+// benchRelay is a client of a relay.Relay serving the fixture over pipes
+// (mcpflow watch's path); stop closes both.
+func benchRelay(b *testing.B) (*mcp.ClientSession, func()) {
 	r := relay.New(relay.Config{Command: []string{fixtureV1}})
 	c2rR, c2rW := io.Pipe()
 	r2cR, r2cW := io.Pipe()
@@ -78,10 +86,11 @@ func BenchmarkCallRelay(b *testing.B) {
 		b.Fatal(err)
 	}
 	cs := benchClient(b, &mcp.IOTransport{Reader: r2cR, Writer: c2rW, MaxLineLength: -1})
-	benchEcho(b, cs, "echo")
-	cs.Close()
-	cancel()
-	<-done
+	return cs, func() {
+		cs.Close()
+		cancel()
+		<-done
+	}
 }
 
 // benchMux is a mux serving an in-memory client.
@@ -130,22 +139,8 @@ func BenchmarkCallPaths(b *testing.B) {
 	direct := benchClient(b, &mcp.CommandTransport{Command: exec.Command(fixtureV1)})
 	defer direct.Close()
 
-	r := relay.New(relay.Config{Command: []string{fixtureV1}})
-	c2rR, c2rW := io.Pipe()
-	r2cR, r2cW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Serve(ctx, c2rR, r2cW)
-		r2cW.Close()
-	}()
-	defer func() { cancel(); <-done }()
-	if _, err := r.Restart(ctx); err != nil {
-		b.Fatal(err)
-	}
-	viaRelay := benchClient(b, &mcp.IOTransport{Reader: r2cR, Writer: c2rW, MaxLineLength: -1})
-	defer viaRelay.Close()
+	viaRelay, stop := benchRelay(b)
+	defer stop()
 
 	bm := newBenchMux(b, Config{})
 	defer bm.close()

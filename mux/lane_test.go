@@ -1,36 +1,16 @@
 package mux
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// syncBuffer is a log sink the test can read while the mux writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A call passes through the side door exactly when the client and the
 // child speak the same era; either way it gets the same answer.
@@ -75,7 +55,7 @@ func TestSideDoorByEra(t *testing.T) {
 // child that dies under a call answers it once, with the crash report and
 // what to do.
 func TestSideDoorCancelAndCrash(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncBuf{}
 	e := start(t, envOpts{cfg: Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	e.mustOK("add_server", addArgs("s", fixtureV1))
 	before := e.m.laneCalls.Load()

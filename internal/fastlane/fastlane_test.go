@@ -77,9 +77,13 @@ func (f *fixture) route(c *Call) Handler {
 
 // connect serves f's server over a lane and connects an SDK client of era.
 func (f *fixture) connect(t *testing.T, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return f.connectWith(t, era, opts, Config{Route: f.route})
+}
+
+func (f *fixture) connectWith(t *testing.T, era string, opts *mcp.ClientOptions, cfg Config) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := f.srv.Connect(context.Background(), Wrap(st, f.route), nil)
+	ss, err := f.srv.Connect(context.Background(), WrapWith(st, cfg), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,17 +315,7 @@ func TestCacheAnswersRepeatsFromTheServersOwnAnswer(t *testing.T) {
 				}
 				return string(rune('a' + gen.Load()))
 			}
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := f.srv.Connect(context.Background(), WrapWith(st, Config{Route: f.route, Cache: key}), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ss.Close()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cs.Close()
+			cs := f.connectWith(t, era, nil, Config{Route: f.route, Cache: key})
 			names := func() string {
 				res, err := cs.ListTools(context.Background(), nil)
 				if err != nil {
