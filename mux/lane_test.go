@@ -138,3 +138,17 @@ func TestToolsListFollowsEveryChange(t *testing.T) {
 		})
 	}
 }
+
+// A large answer passes through the side door whole.
+func TestSideDoorLargeAnswer(t *testing.T) {
+	e := start(t, envOpts{})
+	e.mustOK("add_server", addArgs("s", fixtureV1))
+	before := e.m.laneCalls.Load()
+	big := strings.Repeat("é\"\\ x", 400<<10) // 2.4 MB of text that needs escaping
+	if got := e.mustOK("s__echo", map[string]any{"text": big}); got != "s:"+big {
+		t.Errorf("echo of %d bytes came back as %d bytes", len(big), len(got))
+	}
+	if e.m.laneCalls.Load() == before {
+		t.Error("the call did not take the side door")
+	}
+}
