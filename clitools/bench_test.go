@@ -127,7 +127,7 @@ func benchClient(b *testing.B, era string, cfg Config, onChange func()) (*Server
 		b.Fatal(err)
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCPServer().Connect(ctx, st, nil)
+	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func start(t *testing.T, era string, cfg Config) *harness {
 		t.Fatalf("first refresh: %v", err)
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := h.srv.MCPServer().Connect(ctx, st, nil)
+	ss, err := h.srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
