@@ -166,6 +166,8 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerS
 // Closes s.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer s.Close()
+	in, restore := pollable(in)
+	defer restore()
 	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
 	err := s.srv.Run(ctx, fastlane.Wrap(t, s.route))
 	if ctx.Err() != nil {
