@@ -434,7 +434,9 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 	o := s.run(ctx, spec)
 	<-s.sem
 
-	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration), "lane", lane)
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration), "lane", lane)
+	}
 	return s.render(name, o)
 }
 
