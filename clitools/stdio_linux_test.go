@@ -80,3 +80,39 @@ func TestServeBlockingPipe(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkServePipeRoundTrip times a ping over a blocking stdin pipe, read
+// through the poller or blocking (pollStdin false): the read-side hand-off
+// every request pays.
+func BenchmarkServePipeRoundTrip(b *testing.B) {
+	for _, poll := range []bool{false, true} {
+		b.Run(map[bool]string{false: "blocking", true: "poller"}[poll], func(b *testing.B) {
+			pollStdin = poll
+			defer func() { pollStdin = true }()
+			s := New(Config{})
+			sr, cw, _ := os.Pipe()
+			cr, sw, _ := os.Pipe()
+			defer sr.Close()
+			defer cr.Close()
+			defer sw.Close()
+			sr.Fd()
+			served := make(chan error, 1)
+			go func() { served <- s.Serve(context.Background(), sr, sw) }()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ds []time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				if err := cs.Ping(context.Background(), nil); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t0))
+			}
+			b.ReportMetric(med(ds), "p50-µs")
+			cs.Close()
+			<-served
+		})
+	}
+}
