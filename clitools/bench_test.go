@@ -25,17 +25,19 @@ func (p *pairs) add(base, srv time.Duration) {
 // report gives the medians: p50-base, p50-server and p50-overhead (the
 // median of the per-iteration differences), in µs.
 func (p *pairs) report(b *testing.B) {
-	med := func(ds []time.Duration) float64 {
-		if len(ds) == 0 {
-			return 0
-		}
-		ds = slices.Clone(ds)
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
-	}
 	b.ReportMetric(med(p.base), "p50-base-µs")
 	b.ReportMetric(med(p.srv), "p50-server-µs")
 	b.ReportMetric(med(p.over), "p50-overhead-µs")
+}
+
+// med is the median of ds in µs.
+func med(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
 }
 
 // BenchmarkCallOverhead compares one tools/call of add through the Server
@@ -127,7 +129,7 @@ func benchClient(b *testing.B, era string, cfg Config, onChange func()) (*Server
 		b.Fatal(err)
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.MCPServer().Connect(ctx, st, nil)
+	ss, err := s.Connect(ctx, st, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

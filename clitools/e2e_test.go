@@ -55,6 +55,7 @@ type harness struct {
 	state    string // EXAMPLE_CLI_STATE
 	changed  chan struct{}
 	progress chan *mcp.ProgressNotificationParams
+	sdkCalls atomic.Int32 // tools/call requests that reached the MCP server (not the lane)
 }
 
 // start serves cfg (Command defaults to the example CLI, Schema to its
@@ -77,8 +78,16 @@ func start(t *testing.T, era string, cfg Config) *harness {
 	if _, err := h.srv.Refresh(ctx); err != nil && cfg.Schema[0] == exampleBin {
 		t.Fatalf("first refresh: %v", err)
 	}
+	h.srv.MCPServer().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				h.sdkCalls.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := h.srv.MCPServer().Connect(ctx, st, nil)
+	ss, err := h.srv.Connect(ctx, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,6 +356,9 @@ func TestCancelKillsTheGroup(t *testing.T) {
 		if s := structured(t, h.call("add", map[string]any{"a": 1, "b": 1})); s["sum"] != 2.0 {
 			t.Fatal(s)
 		}
+		if n := h.sdkCalls.Load(); n != 0 {
+			t.Errorf("%d calls went through the MCP server, want all on the lane", n)
+		}
 	})
 }
 
@@ -429,6 +441,9 @@ func TestProgressFromStderr(t *testing.T) {
 		}
 		if got[0].ProgressToken != "tok" || !strings.HasPrefix(got[0].Message, "step ") {
 			t.Fatalf("progress %+v", got[0])
+		}
+		if n := h.sdkCalls.Load(); n != 0 {
+			t.Errorf("%d calls went through the MCP server, want all on the lane", n)
 		}
 	})
 }
@@ -706,7 +721,8 @@ func TestLogs(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		`level=INFO msg="cli schema refreshed" tools=7 added="[add args big count fail greet slow]"`,
-		`level=DEBUG msg="cli call" tool=fail argv="[` + exampleBin + ` fail 4]" exit=4`,
+		`level=DEBUG msg="cli call" tool=fail argv="[` + exampleBin + ` fail 4]" exit=4 err=<nil> duration=`,
+		` lane=true`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)

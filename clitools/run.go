@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -150,6 +151,38 @@ func (w *capWriter) bytes() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]byte(nil), w.buf.Bytes()...)
+}
+
+// ReadFrom copies a process's stdout into w. os/exec copies from the pipe
+// with io.Copy, which would allocate a 32 KB buffer per call; this takes
+// one from a pool.
+func (w *capWriter) ReadFrom(r io.Reader) (int64, error) { return copyPooled(w, r) }
+
+// ReadFrom copies a process's stderr into w, as capWriter's does.
+func (w *lineTail) ReadFrom(r io.Reader) (int64, error) { return copyPooled(w, r) }
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyPooled is io.Copy(w, r) with a pooled buffer.
+func copyPooled(w io.Writer, r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	var n int64
+	for {
+		k, err := r.Read(*bp)
+		if k > 0 {
+			if _, werr := w.Write((*bp)[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // lineTail keeps the last stderrTail bytes and hands out complete lines.

@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/fastlane"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,6 +64,17 @@ type Config struct {
 	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
 	Recompiler    Recompiler    // nil = recompile only re-reads the schema
 	Name, Version string        // the server's implementation info; "" = "mcpflow-cli"
+
+	// Claim, when set, is asked about each tools/call of a tool in the
+	// current schema on a connection made by Serve or Connect: true
+	// serves the call off the MCP server's request path (package
+	// internal/fastlane), false leaves it to the MCP server, its
+	// middleware and the tool's handler. nil claims every such call. It
+	// runs on the connection's read loop: it must not block.
+	Claim func(tool string) bool
+	// Note, when set, is called once a CLI tool's call has its result,
+	// on either path; a non-empty note is appended to the result as text.
+	Note func() string
 }
 
 // Server serves a CLI's tools over MCP. See the package documentation.
@@ -69,6 +82,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	srv      *mcp.Server
+	impl     *mcp.Implementation
 	sem      chan struct{}
 	shutdown chan struct{}
 	closeMu  sync.Once
@@ -122,7 +136,8 @@ func New(cfg Config) *Server {
 		sem:      make(chan struct{}, cfg.MaxParallel),
 		shutdown: make(chan struct{}),
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: cfg.Name, Version: cfg.Version}
+	s.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	if cfg.Tool != "-" {
@@ -136,14 +151,25 @@ func New(cfg Config) *Server {
 }
 
 // MCPServer is the MCP server toward the client, for a transport or a mux
-// to connect.
+// to connect. A connection made on it directly serves every call through
+// the server's request path; Connect adds the lane.
 func (s *Server) MCPServer() *mcp.Server { return s.srv }
 
+// Connect connects the MCP server to a client over t, with the calls
+// Config.Claim takes answered off the server's request path.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
+	return s.srv.Connect(ctx, fastlane.Wrap(t, s.route), opts)
+}
+
 // Serve serves one client over in and out (newline-delimited JSON-RPC,
-// as on stdio) until ctx ends or the client goes, then Closes s.
+// as on stdio), as Connect does, until ctx ends or the client goes, then
+// Closes s.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer s.Close()
-	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	in, restore := pollable(in)
+	defer restore()
+	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
+	err := s.srv.Run(ctx, fastlane.Wrap(t, s.route))
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -295,29 +321,77 @@ func sameTool(a, b *Tool) bool {
 
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res := s.call(ctx, name, req)
-		s.mu.Lock()
-		lastErr := s.lastErr
-		s.mu.Unlock()
-		if lastErr != nil {
-			res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
+		var notify func(n float64, msg string)
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			notify = func(n float64, msg string) {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+			}
 		}
-		return res, nil
+		return s.call(ctx, name, req.Params.Arguments, notify, false), nil
 	}
+}
+
+// route claims, for the lane, the calls of the tools in the current
+// schema that Config.Claim takes.
+func (s *Server) route(c *fastlane.Call) fastlane.Handler {
+	s.mu.Lock()
+	t := s.schema.Tool(c.Name)
+	s.mu.Unlock()
+	if t == nil || s.cfg.Claim != nil && !s.cfg.Claim(c.Name) {
+		return nil
+	}
+	return s.laneCall
+}
+
+// laneCall answers a claimed call as the tool's handler would, encoded as
+// the SDK server would for the request's era.
+func (s *Server) laneCall(ctx context.Context, c *fastlane.Call) (json.RawMessage, error) {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(c.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	var notify func(n float64, msg string)
+	if tok := c.ProgressToken(); tok != nil {
+		notify = func(n float64, msg string) {
+			_ = c.Notify("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+		}
+	}
+	return fastlane.Result(s.call(ctx, c.Name, p.Arguments, notify, true), c.Modern, s.impl)
 }
 
 func errResult(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
-func (s *Server) call(ctx context.Context, name string, req *mcp.CallToolRequest) *mcp.CallToolResult {
+// call runs one call of the CLI tool name with the call's raw arguments
+// and returns its result, notes appended. notify, when set, gets stderr
+// lines as progress (at most one per progressEvery); lane says which path
+// the call came by, for the log.
+func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string), lane bool) *mcp.CallToolResult {
+	res := s.runTool(ctx, name, raw, notify, lane)
+	s.mu.Lock()
+	lastErr := s.lastErr
+	s.mu.Unlock()
+	if lastErr != nil {
+		res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
+	}
+	if s.cfg.Note != nil {
+		if note := s.cfg.Note(); note != "" {
+			res.Content = append(res.Content, &mcp.TextContent{Text: note})
+		}
+	}
+	return res
+}
+
+func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string), lane bool) *mcp.CallToolResult {
 	s.mu.Lock()
 	t := s.schema.Tool(name)
 	s.mu.Unlock()
 	if t == nil {
 		return errResult("tool %q is no longer provided by the CLI", name)
 	}
-	raw := req.Params.Arguments
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
@@ -346,8 +420,8 @@ func (s *Server) call(ctx context.Context, name string, req *mcp.CallToolRequest
 	if t.Stdin {
 		spec.stdin = append(bytes.TrimSpace(raw), '\n')
 	}
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		spec.onStderr = s.progress(ctx, req.Session, tok)
+	if notify != nil {
+		spec.onStderr = progressLines(notify)
 	}
 
 	select {
@@ -360,7 +434,9 @@ func (s *Server) call(ctx context.Context, name string, req *mcp.CallToolRequest
 	o := s.run(ctx, spec)
 	<-s.sem
 
-	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration), "lane", lane)
+	}
 	return s.render(name, o)
 }
 
@@ -395,17 +471,17 @@ func section(label, text string) string {
 	return "\n" + label + ":\n" + text
 }
 
-// progress returns a stderr line handler that sends progress
-// notifications, at most one per progressEvery; a line that comes too soon
-// is dropped.
-func (s *Server) progress(ctx context.Context, ss *mcp.ServerSession, tok any) func(string) {
+// progressLines returns a stderr line handler that passes lines on to
+// notify with their count, at most one per progressEvery; a line that
+// comes too soon is dropped.
+func progressLines(notify func(n float64, msg string)) func(string) {
 	var n int
 	var last time.Time
 	return func(line string) {
 		n++
 		if now := time.Now(); now.Sub(last) >= progressEvery {
 			last = now
-			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: line})
+			notify(float64(n), line)
 		}
 	}
 }

@@ -42,6 +42,7 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	if tool == "" {
 		tool = "-"
 	}
+	st := &cliState{tool: tool, notices: cfg.Relay.Notices, grace: cfg.Relay.StartupGrace, ready: make(chan struct{})}
 	srv := clitools.New(clitools.Config{
 		Schema:      c.Schema,
 		Command:     c.Command,
@@ -58,8 +59,10 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 		}),
 		Name:    "mcpflow",
 		Version: version(),
+		Claim:   st.claim,
+		Note:    st.note,
 	})
-	st := &cliState{srv: srv, tool: tool, notices: cfg.Relay.Notices, grace: cfg.Relay.StartupGrace, ready: make(chan struct{})}
+	st.srv = srv
 	srv.MCPServer().AddReceivingMiddleware(st.middleware)
 	charm := charmLogger(logger)
 	b = builder.New(builder.Config{
@@ -139,6 +142,9 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // and tools/call wait for the first build and schema read; a call of a
 // tool that is not served says why when the build or the schema is
 // broken; with relay.notices, a CLI tool's result notes a failed build.
+// Once the startup cycle is over, calls of the CLI's tools take the
+// clitools lane (claim), past the middleware; the note reaches them
+// through clitools' Config.Note on both paths.
 type cliState struct {
 	srv     *clitools.Server
 	tool    string        // the recompile tool's name, "-" for none
@@ -168,6 +174,34 @@ func (st *cliState) waitReady(ctx context.Context) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
+}
+
+// claim takes a call of a tool in the schema off the SDK's request path
+// once the startup cycle is over: the middleware has nothing left to add
+// to it then.
+func (st *cliState) claim(tool string) bool {
+	if tool == st.tool {
+		return false
+	}
+	select {
+	case <-st.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// note is the relay.notices note for a CLI tool's result: why the last
+// build failed, or "".
+func (st *cliState) note() string {
+	if !st.notices {
+		return ""
+	}
+	p := st.buildProblem()
+	if p == "" {
+		return ""
+	}
+	return "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()
 }
 
 func (st *cliState) noteBuild(res result.Build) {
@@ -229,15 +263,8 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					Text: fmt.Sprintf("tool %q is not served: %s\n%s", name, strings.Join(why, "\n"), st.fixHint()),
 				}}}, nil
 			}
-			return next(ctx, method, req)
 		}
-		res, err := next(ctx, method, req)
-		if r, ok := res.(*mcp.CallToolResult); ok && err == nil && st.notices {
-			if p := st.buildProblem(); p != "" {
-				r.Content = append(r.Content, &mcp.TextContent{Text: "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()})
-			}
-		}
-		return res, err
+		return next(ctx, method, req)
 	}
 }
 

@@ -268,10 +268,43 @@ func TestE2ECLICalls(t *testing.T) {
 					t.Fatalf("%d calls ran at once (max_parallel 4): %v", n, lines)
 				}
 			}
-			if !strings.Contains(h.stderr.String(), "cli call") {
-				t.Errorf("no debug log line per call:\n%s", h.stderr.String())
+			// Each call that ran a process logged it (the refused ones ran
+			// none), and each came by the lane (clitools' fast path), the
+			// cancel and the progress too.
+			for _, line := range callLines(t, h, 20+8) {
+				if !strings.Contains(line, "lane=true") {
+					t.Errorf("a call went through the SDK server: %s", line)
+				}
 			}
 		})
+	}
+}
+
+// callLines waits until mcpflow's log holds at least n debug lines of
+// calls that ran a process, and a line holding every string of after
+// (its stderr arrives on its own time), and returns the call lines.
+func callLines(t *testing.T, h *e2e, n int, after ...string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var lines []string
+		seen := len(after) == 0
+		log := h.stderr.String()
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(line, "cli call") {
+				lines = append(lines, line)
+			}
+			if !seen && !slices.ContainsFunc(after, func(s string) bool { return !strings.Contains(line, s) }) {
+				seen = true
+			}
+		}
+		if len(lines) >= n && seen {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d debug log lines of calls, want %d, then %q:\n%s", len(lines), n, after, log)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -420,6 +453,12 @@ func TestE2ECLIEdits(t *testing.T) {
 			if !isErr || !strings.Contains(got, "undefinedThing") {
 				t.Fatalf("recompile with a broken build: %v %q", isErr, got)
 			}
+			// The note about the broken build reached a call served by the
+			// lane (the first call may come before the startup cycle is
+			// over, and take the SDK server's path).
+			if lines := callLines(t, h, 1, "build failed", "trigger=recompile"); !strings.Contains(lines[len(lines)-1], "lane=true") {
+				t.Errorf("the last greet went through the SDK server: %s", lines[len(lines)-1])
+			}
 		})
 	}
 }
@@ -472,6 +511,11 @@ func TestE2ECLISlowFirstBuild(t *testing.T) {
 	h.waitTools("greet")
 	if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
 		t.Fatalf("greet after the first build: %v %q", isErr, got)
+	}
+	// The call during the build ran nothing; the one after it came by
+	// the lane.
+	if lines := callLines(t, h, 1); len(lines) != 1 || !strings.Contains(lines[0], "lane=true") {
+		t.Errorf("calls that ran: %q, want one, by the lane", lines)
 	}
 }
 
