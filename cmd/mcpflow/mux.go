@@ -301,7 +301,7 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 		b.hooks = h
 	}
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := b.srv.MCPServer().Connect(b.ctx, st, nil)
+	ss, err := b.srv.Connect(b.ctx, st, nil) // calls of the CLI's tools take its lane
 	if err != nil {
 		b.cancel()
 		return nil, err

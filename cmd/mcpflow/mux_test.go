@@ -339,11 +339,18 @@ command = ["echo"]
 
 [servers.words.watch]
 include = ["tools.json"]
+
+[log]
+level = "debug"
 `)
 			h := startE2E(t, dir, era.version, "watch")
 			h.waitTools("words__say")
 			if got := h.mustCall("words__say", map[string]any{"text": "hello"}); !strings.Contains(got, "hello") {
 				t.Fatalf("words__say: %q", got)
+			}
+			// The mux's client reaches the CLI's tools through its lane.
+			if !strings.Contains(h.stderr.String(), "lane=true") {
+				t.Errorf("the CLI call did not take the lane:\n%s", h.stderr.String())
 			}
 			// Editing the schema's file refreshes the tools.
 			drain(h.listChanged)
