@@ -21,6 +21,12 @@
 // and protocol version, without reaching the server; a miss goes to the
 // server and its successful answer is kept.
 //
+// One difference from a bare SDK connection: the SDK tells its own stdio
+// connection the negotiated protocol version through an unexported method,
+// which a wrapper cannot pass on, so a JSON-RPC batch in a 2025-06-18 or
+// later session (whose version dropped batches) is served rather than
+// refused.
+//
 // The lane claims only requests the server would accept as they are: a
 // legacy-era request once the server has answered initialize, or a
 // 2026-07-28 request whose _meta names a protocol version the SDK supports
