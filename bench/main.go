@@ -106,6 +106,7 @@ var sections = []section{
 	{"save", "4. Save → notifications/tools/list_changed", saveToList},
 	{"memory", "5. Memory and leaks", memory},
 	{"watcher", "6. Watcher: start-up on a large tree, idle CPU", watcherBench},
+	{"mux", "7. Mux: per-call overhead through mcpflow mux", muxOverhead},
 }
 
 func numCPU() int { return runtime.NumCPU() }
