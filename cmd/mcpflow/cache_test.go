@@ -17,15 +17,22 @@ import (
 // overlap.log), writes the server script bin/server, and copies src.txt
 // into an output folder that the watch globs cover.
 
-const cacheBuildScript = `if ! mkdir building 2>/dev/null; then echo OVERLAP >> overlap.log; fi
-trap 'rmdir building; exit 143' TERM
+// cacheBuildScript is the build: "building" is its lock, holding the pid
+// of the build that runs. A lock whose build is gone (one killed by
+// SIGKILL, as every build is when mcpflow exits under it, cannot remove
+// it) is no overlap.
+const cacheBuildScript = `if ! mkdir building 2>/dev/null; then
+  if kill -0 "$(cat building/pid 2>/dev/null)" 2>/dev/null; then echo OVERLAP >> overlap.log; fi
+fi
+echo "$$" > building/pid
+trap 'rm -rf building; exit 143' TERM
 echo "$$" >> builds.log
 if [ -e slow ]; then sleep 1; fi
 mkdir -p bin %[2]s
 cp src.txt %[2]s/out.txt
 printf '#!/bin/sh\nexec %[1]q\n' > bin/server
 chmod +x bin/server
-rmdir building
+rm -rf building
 `
 
 const cacheConfig = `[build]
