@@ -59,23 +59,7 @@ func (m admin) addSingleTool(srv *mcp.Server) {
 		if err != nil {
 			return textResult(true, out, "%s: %v", m.cfg.SingleTool, err), nil, nil
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "the server restarted (pid %d)", out.Server.Pid)
-		if out.Build != nil && !out.Build.Skipped {
-			fmt.Fprintf(&b, "; built in %s", out.Build.Duration)
-		}
-		if len(out.Added)+len(out.Removed)+len(out.Changed) == 0 {
-			b.WriteString("; tools unchanged")
-		}
-		for _, x := range []struct {
-			label string
-			names []string
-		}{{"added", out.Added}, {"removed", out.Removed}, {"changed", out.Changed}} {
-			if len(x.names) > 0 {
-				fmt.Fprintf(&b, "\n%s: %s", x.label, strings.Join(x.names, ", "))
-			}
-		}
-		return textResult(false, out, "%s", b.String()), nil, nil
+		return textResult(false, out, "%s", m.reloadText("the server restarted", m.only(), out)), nil, nil
 	})
 }
 

@@ -267,8 +267,14 @@ func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a N
 	if err != nil {
 		return textResult(true, out, "reload_server %s: %v", a.Name, err), nil, nil
 	}
+	return textResult(false, out, "%s", m.reloadText(fmt.Sprintf("server %q reloaded", a.Name), a.Name, out)), nil, nil
+}
+
+// reloadText is a reload's result for the agent: head, the new pid, the
+// build's time and the tool changes under the names the client sees.
+func (m *Mux) reloadText(head, server string, out Outcome) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "server %q reloaded (pid %d)", a.Name, out.Server.Pid)
+	fmt.Fprintf(&b, "%s (pid %d)", head, out.Server.Pid)
 	if out.Build != nil && !out.Build.Skipped {
 		fmt.Fprintf(&b, "; built in %s", out.Build.Duration)
 	}
@@ -279,19 +285,16 @@ func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a N
 		label string
 		names []string
 	}{{"added", out.Added}, {"removed", out.Removed}, {"changed", out.Changed}} {
-		if len(x.names) > 0 {
-			fmt.Fprintf(&b, "\n%s: %s", x.label, strings.Join(prefixed(a.Name, m.sep, x.names), ", "))
+		if len(x.names) == 0 {
+			continue
 		}
+		shown := make([]string, len(x.names))
+		for i, n := range x.names {
+			shown[i] = m.join(server, n)
+		}
+		fmt.Fprintf(&b, "\n%s: %s", x.label, strings.Join(shown, ", "))
 	}
-	return textResult(false, out, "%s", b.String()), nil, nil
-}
-
-func prefixed(server, sep string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = Join(server, sep, n)
-	}
-	return out
+	return b.String()
 }
 
 func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a ListArgs) (*mcp.CallToolResult, any, error) {
