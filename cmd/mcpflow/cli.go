@@ -65,18 +65,10 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	st.srv = srv
 	srv.MCPServer().AddReceivingMiddleware(st.middleware)
 	charm := charmLogger(logger)
-	b = builder.New(builder.Config{
-		Command: cfg.Build.Command.Argv,
-		Shell:   cfg.Build.Command.Shell,
-		Dir:     cfg.Dir,
-		Timeout: cfg.Build.Timeout,
-		Logger:  slog.New(charm.WithPrefix("build")),
-		OnResult: func(res result.Build) {
-			logCycle(charm, res)
-			st.noteBuild(res)
-			run.builds.note(res)
-		},
-	}, srv)
+	b = builder.New(buildConfig(cfg, slog.New(charm.WithPrefix("build")), charm, func(res result.Build) {
+		st.noteBuild(res)
+		run.builds.note(res)
+	}), srv)
 	run.listen(control.ModeCLI, &cliTarget{
 		name:      serverName(cfg),
 		recompile: func(ctx context.Context) result.Build { return b.Recompile(ctx, nil) },

@@ -187,27 +187,22 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
 // configureRelay applies a configured server's [servers.NAME.relay].
 func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	rc.Traffic = w.run.trafficHook(spec.Name)
+	var r config.RelayConfig
+	var run config.RunConfig
 	if c := w.single; c != nil {
-		rc.MaxMessage = int(c.Relay.MaxMessage)
-		rc.QueueSize = c.Relay.QueueSize
-		rc.QueueBytes = int(c.Relay.QueueBytes)
-		rc.QueueTimeout = c.Relay.QueueTimeout
-		rc.RestartMarker = c.Relay.RestartMarker
-		rc.EnvOverridable = c.Run.EnvOverridable
-		rc.Drain = c.Relay.Drain
+		r, run = c.Relay, c.Run
+	} else if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
+		r, run = s.Relay, s.Run
+	} else {
 		return
 	}
-	s, ok := w.configured[spec.Name]
-	if !ok || spec.Source != "config" {
-		return
-	}
-	rc.MaxMessage = int(s.Relay.MaxMessage)
-	rc.QueueSize = s.Relay.QueueSize
-	rc.QueueBytes = int(s.Relay.QueueBytes)
-	rc.QueueTimeout = s.Relay.QueueTimeout
-	rc.RestartMarker = s.Relay.RestartMarker
-	rc.EnvOverridable = s.Run.EnvOverridable
-	rc.Drain = s.Relay.Drain
+	rc.MaxMessage = int(r.MaxMessage)
+	rc.QueueSize = r.QueueSize
+	rc.QueueBytes = int(r.QueueBytes)
+	rc.QueueTimeout = r.QueueTimeout
+	rc.RestartMarker = r.RestartMarker
+	rc.EnvOverridable = run.EnvOverridable
+	rc.Drain = r.Drain
 }
 
 // hooks attaches a builder and, when the server is watched, a watcher to
@@ -226,20 +221,12 @@ func (w *muxWiring) hooks(name string, spec mux.ServerSpec, r *relay.Relay, note
 func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, note func(result.Build)) (mux.Hooks, *builder.Builder, error) {
 	sc := w.serverConfig(spec)
 	log := w.logger.With("server", spec.Name)
-	b := builder.New(builder.Config{
-		Command: sc.Build.Command.Argv,
-		Shell:   sc.Build.Command.Shell,
-		Dir:     sc.Dir,
-		Timeout: sc.Build.Timeout,
-		Logger:  log.With("component", "build"),
-		OnResult: func(res result.Build) {
-			logCycle(charmLogger(log), res)
-			w.target.builds(spec.Name).note(res)
-			if note != nil {
-				note(res)
-			}
-		},
-	}, rs)
+	b := builder.New(buildConfig(sc, log.With("component", "build"), charmLogger(log), func(res result.Build) {
+		w.target.builds(spec.Name).note(res)
+		if note != nil {
+			note(res)
+		}
+	}), rs)
 	var wt *watcher.Watcher
 	if sc.Watch.Enabled {
 		wcfg := watchConfigOf(sc)

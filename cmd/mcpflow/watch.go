@@ -215,18 +215,11 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		Version:        version(),
 		Traffic:        run.trafficHook(""),
 	})
-	b := builder.New(withBuildCache(cfg, slog.New(logger.WithPrefix("build")), builder.Config{
-		Command: cfg.Build.Command.Argv,
-		Shell:   cfg.Build.Command.Shell,
-		Dir:     cfg.Dir,
-		Timeout: cfg.Build.Timeout,
-		Logger:  slog.New(logger.WithPrefix("build")),
-		OnResult: func(res result.Build) {
-			logCycle(logger, res)
-			rl.NoteBuild(res)
-			run.builds.note(res)
-		},
-	}), rl)
+	buildLog := slog.New(logger.WithPrefix("build"))
+	b := builder.New(withBuildCache(cfg, buildLog, buildConfig(cfg, buildLog, logger, func(res result.Build) {
+		rl.NoteBuild(res)
+		run.builds.note(res)
+	})), rl)
 	rl.SetRecompiler(b)
 	run.listen(control.ModeSingle, &singleTarget{name: serverName(cfg), rl: rl, recompile: b, builds: &run.builds})
 
@@ -263,6 +256,23 @@ func orFlags(file string) string {
 		return "(command line)"
 	}
 	return file
+}
+
+// buildConfig is the builder of cfg's [build] in cfg's folder, logging to
+// buildLog; each cycle's result is logged to logger (logCycle), then given
+// to note.
+func buildConfig(cfg *Config, buildLog *slog.Logger, logger *log.Logger, note func(result.Build)) builder.Config {
+	return builder.Config{
+		Command: cfg.Build.Command.Argv,
+		Shell:   cfg.Build.Command.Shell,
+		Dir:     cfg.Dir,
+		Timeout: cfg.Build.Timeout,
+		Logger:  buildLog,
+		OnResult: func(res result.Build) {
+			logCycle(logger, res)
+			note(res)
+		},
+	}
 }
 
 // logCycle writes the one line a person reads per cycle, e.g.
