@@ -163,26 +163,13 @@ func (w *lineTail) ReadFrom(r io.Reader) (int64, error) { return copyPooled(w, r
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// copyPooled is io.Copy(w, r) with a pooled buffer.
+// copyPooled is io.Copy(w, r) with a pooled buffer. Both sides are
+// wrapped so that io.CopyBuffer uses the buffer: w's ReadFrom is this
+// function, and an *os.File's WriteTo would copy with a buffer of its own.
 func copyPooled(w io.Writer, r io.Reader) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	var n int64
-	for {
-		k, err := r.Read(*bp)
-		if k > 0 {
-			if _, werr := w.Write((*bp)[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
+	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *bp)
 }
 
 // lineTail keeps the last stderrTail bytes and hands out complete lines.

@@ -28,8 +28,8 @@ type RawCaller interface {
 	CallRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 	// SessionMeta is the session _meta (protocol version, client info,
 	// capabilities) that the MCP client on Transport puts on each request
-	// of a 2026-07-28 session, as it last sent them; nil before it sent
-	// one, and for a legacy session.
+	// of a 2026-07-28 session; nil before it sent one, and for a legacy
+	// session.
 	SessionMeta() map[string]json.RawMessage
 }
 
@@ -174,10 +174,10 @@ func (c *laneConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// Write sends the client's message, noting the session _meta of a
-// 2026-07-28 request.
+// Write sends the client's message, noting the session _meta of its
+// first 2026-07-28 request (the MCP client puts the same on every one).
 func (c *laneConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && c.SessionMeta() == nil {
 		c.noteMeta(req.Params)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
