@@ -511,21 +511,7 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 	t.Run("fatal error", func(t *testing.T) {
 		xdg := runtimeDir(t)
 		dir := fixtureDir(t)
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		peer, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, _ := client.(*net.TCPConn).File()
-		client.Close()
+		f, reset := tcpStdin(t)
 		cmd := exec.Command(mcpflowBin, "watch")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
@@ -537,9 +523,8 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 		f.Close()
 		defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		waitFor(t, "the socket", func() bool { return len(sockets(xdg)) == 1 })
-		peer.(*net.TCPConn).SetLinger(0)
-		peer.Close()
-		err = cmd.Wait()
+		reset()
+		err := cmd.Wait()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
 			t.Errorf("exit: %v, want status 1", err)

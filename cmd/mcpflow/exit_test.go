@@ -407,10 +407,11 @@ func TestExitParentDies(t *testing.T) {
 	}
 }
 
-// TestExitFatalError: reading from the client fails (a TCP connection as
-// stdin, reset by the peer): mcpflow exits 1, after stopping everything.
-func TestExitFatalError(t *testing.T) {
-	dir := exitProject(t)
+// tcpStdin is one end of a TCP connection, as a file to give a child for
+// stdin; reset makes the other end reset the connection, so that the
+// child's next read fails.
+func tcpStdin(t *testing.T) (f *os.File, reset func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -420,20 +421,30 @@ func TestExitFatalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer client.Close()
 	peer, err := ln.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := client.(*net.TCPConn).File()
-	if err != nil {
+	t.Cleanup(func() { peer.Close() })
+	if f, err = client.(*net.TCPConn).File(); err != nil {
 		t.Fatal(err)
 	}
-	client.Close()
+	return f, func() {
+		peer.(*net.TCPConn).SetLinger(0)
+		peer.Close()
+	}
+}
+
+// TestExitFatalError: reading from the client fails (a TCP connection as
+// stdin, reset by the peer): mcpflow exits 1, after stopping everything.
+func TestExitFatalError(t *testing.T) {
+	dir := exitProject(t)
+	f, reset := tcpStdin(t)
 	r := startExit(t, dir, f, nil)
 	f.Close()
 	r.busy()
-	peer.(*net.TCPConn).SetLinger(0)
-	peer.Close()
+	reset()
 	r.expectExit(exitFailure)
 	if log := readLog(dir); !strings.Contains(log, "reading from client") {
 		t.Fatalf("the log file lacks the error:\n%s", log)
