@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/mcpflow/mcpflow/internal/control"
 	"io"
 	"log/slog"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/mux"
 )

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/mcpflow/mcpflow/internal/control"
-	"github.com/mcpflow/mcpflow/internal/logring"
 	"io"
 	"log/slog"
 	"maps"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/watcher"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/mcpflow/mcpflow/internal/control"
-	"github.com/mcpflow/mcpflow/internal/logring"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
