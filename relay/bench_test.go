@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // BenchmarkEchoRoundTrip measures one small tools/call through the relay
@@ -62,7 +64,7 @@ func bigResponse(n int) []byte {
 }
 
 // BenchmarkValidateServerLine is the cost of checking that a child's line
-// is valid JSON before it is forwarded: validJSON for a line read whole,
+// is valid JSON before it is forwarded: jsonscan.Valid for a line read whole,
 // validChunks for a long line kept in 1 MiB chunks, encoding/json for
 // comparison.
 func BenchmarkValidateServerLine(b *testing.B) {
@@ -74,10 +76,10 @@ func BenchmarkValidateServerLine(b *testing.B) {
 			chunks = append(chunks, rest[:n])
 			rest = rest[n:]
 		}
-		b.Run(fmt.Sprintf("validJSON/%dB", size), func(b *testing.B) {
+		b.Run(fmt.Sprintf("Valid/%dB", size), func(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			for range b.N {
-				if !validJSON(msg) {
+				if !jsonscan.Valid(msg) {
 					b.Fatal("invalid")
 				}
 			}

@@ -3,6 +3,8 @@ package relay
 import (
 	"bytes"
 	"errors"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // Long lines from the child (over the read buffer, 256 KiB) arrive as a
@@ -25,7 +27,7 @@ func (e *chunkEnvelope) isResponse() bool { return e.method == "" && (e.hasResul
 // strings, matched brackets, one object and nothing after it) and collects
 // the top-level id and method and whether result or error is present.
 // Inside strings it jumps from quote to quote with bytes.IndexByte, as
-// skipString does. Fed while the line is still arriving, its cost hides
+// SkipString does. Fed while the line is still arriving, its cost hides
 // behind the writer's: only the last piece is scanned after the last byte.
 type chunkScanner struct {
 	e        chunkEnvelope
@@ -60,7 +62,7 @@ func (s *chunkScanner) endValue() {
 	case "id":
 		s.e.id = clone(v)
 	case "method":
-		if m, err := unquote(v); err == nil {
+		if m, err := jsonscan.Unquote(v); err == nil {
 			s.e.method = m
 		}
 	}
@@ -216,7 +218,7 @@ func scanChunks(chunks [][]byte) (chunkEnvelope, error) {
 }
 
 func unquoteBytes(b []byte) ([]byte, error) {
-	s, err := unquote(b)
+	s, err := jsonscan.Unquote(b)
 	return []byte(s), err
 }
 

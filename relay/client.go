@@ -5,11 +5,13 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // fromClient handles one line read from the client.
 func (r *switchboard) fromClient(msg []byte) {
-	if !validJSON(msg) {
+	if !jsonscan.Valid(msg) {
 		if !utf8.Valid(msg) {
 			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
 			r.out.send(errorResponse(nil, codeParseError, errTextBadUTF8, nil))
@@ -171,7 +173,7 @@ func (r *switchboard) forward(msg []byte, env envelope) {
 		p.sent = time.Now()
 	}
 	if k == kindToolsList {
-		p.firstPage = member(env.params, "cursor") == nil
+		p.firstPage = jsonscan.Member(env.params, "cursor") == nil
 	}
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
@@ -192,7 +194,7 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 			return // the relay answered initialize; the child gets its own later
 		}
 	case "notifications/cancelled":
-		id := member(env.params, "requestId")
+		id := jsonscan.Member(env.params, "requestId")
 		key := string(id)
 		r.batches.forget(id)
 		if cancel, ok := r.recompiles[key]; ok {
@@ -318,17 +320,17 @@ func (r *switchboard) clientTooLarge(tl *errTooLarge) {
 }
 
 func toolName(params []byte) string {
-	v := member(params, "name")
+	v := jsonscan.Member(params, "name")
 	if len(v) == 0 || v[0] != '"' {
 		return ""
 	}
-	s, _ := unquote(v)
+	s, _ := jsonscan.Unquote(v)
 	return s
 }
 
 func uriOf(params []byte) string {
-	v := member(params, "uri")
-	s, _ := unquote(v)
+	v := jsonscan.Member(params, "uri")
+	s, _ := jsonscan.Unquote(v)
 	return s
 }
 

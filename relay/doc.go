@@ -126,7 +126,7 @@
 // internal/proc), outbox (outbox.go: ordered writes to one peer), batches
 // (batch.go: client batches, own lock), eventQueue (events.go), the framing
 // (framing.go, chunks.go, pool.go) and the envelope scanner (envelope.go,
-// jsonvalid.go). Lock order: restarts.mu, then switchboard.mu, then the
+// internal/jsonscan). Lock order: restarts.mu, then switchboard.mu, then the
 // outboxes', batches' and eventQueue's own.
 //
 // # Writing
@@ -152,7 +152,7 @@
 //   - a response passed on unchanged is written from its chunks;
 //   - the pipes are grown to 1 MiB on Linux.
 //
-// Every line, from either peer, is checked with validJSON (jsonvalid.go),
+// Every line, from either peer, is checked with jsonscan.Valid (internal/jsonscan),
 // one pass for JSON and UTF-8; a long child line kept in chunks is checked
 // piece by piece as it is read, with jsonStream (jsonstream.go) beside the
 // envelope scanner. Both are held by fuzz

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 func TestPeekEnvelope(t *testing.T) {
@@ -340,7 +342,7 @@ func FuzzScanChunks(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte, cut1, cut2 uint8) {
 		want, err := peekEnvelope(b)
-		if err != nil || want.isArray || !validJSON(b) {
+		if err != nil || want.isArray || !jsonscan.Valid(b) {
 			return
 		}
 		// Cut into up to three chunks.
@@ -362,40 +364,6 @@ func TestScanChunksRejects(t *testing.T) {
 	for _, s := range []string{`{"id":1,"result":{"a":"b"}`, `{"id":1,"result":"x}`, `{"id":1,"result":[}}`, `[1]`, `{"id":1} x`, `{"id":1,"result":{"x":tru}}`, "{\"id\":1,\"result\":\"\xff\"}"} {
 		if _, err := scanChunks([][]byte{[]byte(s[:len(s)/2]), []byte(s[len(s)/2:])}); err == nil {
 			t.Errorf("%s: accepted", s)
-		}
-	}
-}
-
-// FuzzValidJSON: validJSON is exactly json.Valid && utf8.Valid.
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
-		`[1,-2.5e+3,true,false,null,"\u00e9\n",{}]`, ` {"a" : [ ] } `, `{"a":1,}`, `[01]`, `"\ud800"`, `-`, `1.`, `1e`,
-		"\"\xff\"", "\"é\"", `{"a":"b"}x`, `{"a"}`, `[1 2]`, "\"\x01\"", `{"a":[}`, `{"a":{]}`, ``, ` `, `nul`, `[,]`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b) && utf8.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid && utf8.Valid = %v", b, got, want)
-		}
-	})
-}
-
-func TestValidJSONDepth(t *testing.T) {
-	for _, depth := range []int{maxNestingDepth, maxNestingDepth + 1} {
-		for _, open := range []string{"[", `{"a":`} {
-			closeTo := map[string]string{"[": "]", `{"a":`: "}"}[open]
-			for _, inner := range []string{"1", "[]", "{}"} {
-				d := depth
-				if inner != "1" {
-					d-- // an empty container is a level too
-				}
-				b := []byte(strings.Repeat(open, d) + inner + strings.Repeat(closeTo, d))
-				if got, want := validJSON(b), json.Valid(b); got != want {
-					t.Fatalf("depth %d, %s…%s…: validJSON %v, json.Valid %v", depth, open, inner, got, want)
-				}
-			}
 		}
 	}
 }

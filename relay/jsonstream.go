@@ -1,9 +1,13 @@
 package relay
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+)
 
 // jsonStream checks, piece by piece, that a line read in chunks is exactly
-// one JSON value in valid UTF-8: what validJSON checks of a whole line,
+// one JSON value in valid UTF-8: what jsonscan.Valid checks of a whole line,
 // for the long lines the relay never joins. Feed every piece in order,
 // then ask valid. String contents, the bulk of a long message, are scanned
 // by a tight loop; only escapes, multi-byte characters and tokens cut by a
@@ -88,7 +92,7 @@ func (s *jsonStream) feed(b []byte) {
 					s.bad = true
 				}
 			case len(s.carry) > 2:
-				if !isHex(s.carry[len(s.carry)-1]) {
+				if !jsonscan.IsHex(s.carry[len(s.carry)-1]) {
 					s.bad = true
 				} else if len(s.carry) == 6 {
 					s.st = streamString
@@ -175,7 +179,7 @@ func (s *jsonStream) structural(b []byte, i int) int {
 	// A value.
 	switch c {
 	case '{', '[':
-		if len(s.stack)+1 > maxNestingDepth {
+		if len(s.stack)+1 > jsonscan.MaxDepth {
 			s.bad = true
 		}
 		s.stack = append(s.stack, c)
@@ -200,13 +204,13 @@ func (s *jsonStream) endToken() {
 	ok := false
 	switch t[0] {
 	case 't':
-		end, ok = validLiteral(t, 0, "true")
+		end, ok = jsonscan.ValidLiteral(t, 0, "true")
 	case 'f':
-		end, ok = validLiteral(t, 0, "false")
+		end, ok = jsonscan.ValidLiteral(t, 0, "false")
 	case 'n':
-		end, ok = validLiteral(t, 0, "null")
+		end, ok = jsonscan.ValidLiteral(t, 0, "null")
 	default:
-		end, ok = validNumber(t, 0)
+		end, ok = jsonscan.ValidNumber(t, 0)
 	}
 	if !ok || end != len(t) {
 		s.bad = true

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // The lists a client can be told have changed. The relay tells it
@@ -243,7 +245,7 @@ func (r *Relay) fetchList(ctx context.Context, c *child, method, field string) (
 			return nil, fmt.Errorf("%s result: %w", method, err)
 		}
 		var items []json.RawMessage
-		if raw := member(res, field); raw != nil && string(raw) != "null" {
+		if raw := jsonscan.Member(res, field); raw != nil && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &items); err != nil {
 				return nil, fmt.Errorf("%s result: %w", method, err)
 			}

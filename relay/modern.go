@@ -2,6 +2,8 @@ package relay
 
 import (
 	"encoding/json"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // The modern (2026-07-28, SEP-2575) protocol's _meta keys.
@@ -19,7 +21,7 @@ const (
 func metaTriple(meta []byte) []byte {
 	out := map[string]json.RawMessage{}
 	for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
-		if v := member(meta, k); v != nil {
+		if v := jsonscan.Member(meta, k); v != nil {
 			out[k] = clone(v)
 		}
 	}
@@ -41,7 +43,7 @@ func newListen(msg, params []byte) *listen {
 
 // subscriptionID returns the raw listen id a notification is tagged with.
 func subscriptionID(params []byte) []byte {
-	return member(member(params, "_meta"), metaSubscriptionID)
+	return jsonscan.Member(jsonscan.Member(params, "_meta"), metaSubscriptionID)
 }
 
 // forceAck makes an acknowledgement include toolsListChanged: the relay

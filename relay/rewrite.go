@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // forceResult rewrites an initialize (isInit) or server/discover result so
@@ -100,9 +102,9 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 
 // declaredCaps reads which list capabilities the child itself declared.
 func declaredCaps(result []byte) caps {
-	c := member(result, "capabilities")
+	c := jsonscan.Member(result, "capabilities")
 	present := func(k string) bool {
-		v := member(c, k)
+		v := jsonscan.Member(c, k)
 		return v != nil && string(v) != "null"
 	}
 	return caps{prompts: present("prompts"), resources: present("resources")}
@@ -113,10 +115,10 @@ func declaredCaps(result []byte) caps {
 // never decoded.
 func (t *toolset) inject(msg []byte, env envelope) []byte {
 	res := env.result
-	if nc := member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
+	if nc := jsonscan.Member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}
-	vs, ve, ok := memberSpan(res, "tools")
+	vs, ve, ok := jsonscan.MemberSpan(res, "tools")
 	if !ok || res[vs] != '[' {
 		return msg
 	}
@@ -134,7 +136,7 @@ func (t *toolset) attach(msg []byte, env envelope) []byte {
 	if !t.hasNotices() || env.result == nil {
 		return msg
 	}
-	vs, ve, ok := memberSpan(env.result, "content")
+	vs, ve, ok := jsonscan.MemberSpan(env.result, "content")
 	if !ok || env.result[vs] != '[' {
 		return msg
 	}
@@ -160,16 +162,16 @@ func textContent(s string) []byte {
 // rewriteCallTool turns a call of the call-forwarding tool,
 // {name, arguments}, into a tools/call of the named tool.
 func rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
-	args := member(env.params, "arguments")
-	name := member(args, "name")
+	args := jsonscan.Member(env.params, "arguments")
+	name := jsonscan.Member(args, "name")
 	if len(name) == 0 || name[0] != '"' {
 		return msg, env
 	}
 	p := map[string]json.RawMessage{"name": name}
-	if a := member(args, "arguments"); a != nil {
+	if a := jsonscan.Member(args, "arguments"); a != nil {
 		p["arguments"] = a
 	}
-	if m := member(env.params, "_meta"); m != nil {
+	if m := jsonscan.Member(env.params, "_meta"); m != nil {
 		p["_meta"] = m
 	}
 	out := request(env.id, "tools/call", mustJSON(p))

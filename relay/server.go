@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
 )
 
@@ -12,7 +13,7 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
-	if !validJSON(msg) {
+	if !jsonscan.Valid(msg) {
 		r.childJunk(c, msg, true)
 		return
 	}
@@ -143,8 +144,8 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 		}
 	case "notifications/cancelled":
 		// The child cancels one of its own requests to the client.
-		if id, ok := r.ids.cancelServerReq(c.gen, member(env.params, "requestId")); ok {
-			if vs, ve, ok := memberSpan(env.params, "requestId"); ok {
+		if id, ok := r.ids.cancelServerReq(c.gen, jsonscan.Member(env.params, "requestId")); ok {
+			if vs, ve, ok := jsonscan.MemberSpan(env.params, "requestId"); ok {
 				r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
 			}
 		}

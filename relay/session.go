@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // session is the client's side of the conversation as the relay must
@@ -95,15 +97,15 @@ func (s *session) note(env envelope, log *slog.Logger) {
 		}
 		return
 	}
-	meta := member(env.params, "_meta")
+	meta := jsonscan.Member(env.params, "_meta")
 	if meta == nil {
 		return
 	}
-	pv := member(meta, metaProtocolVersion)
+	pv := jsonscan.Member(meta, metaProtocolVersion)
 	if len(pv) == 0 || pv[0] != '"' {
 		return
 	}
-	if v, _ := unquote(pv); v < modernVersion {
+	if v, _ := jsonscan.Unquote(pv); v < modernVersion {
 		return
 	}
 	if !bytes.Equal(meta, s.lastMetaRaw) { // the same on every request, as a rule
@@ -136,7 +138,7 @@ func (s *session) hearsOf(kind string) bool {
 	if s.era != eraLegacy {
 		return true
 	}
-	v := member(member(s.initResult, "capabilities"), kind)
+	v := jsonscan.Member(jsonscan.Member(s.initResult, "capabilities"), kind)
 	return v != nil && string(v) != "null"
 }
 

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
 )
 
@@ -104,11 +105,11 @@ func toolDefs(cfg *Config) []byte {
 func (r *Relay) startRecompile(env envelope) {
 	id := clone(env.id)
 	key := string(id)
-	if err := r.sw.tools.acceptEnv(member(member(env.params, "arguments"), "env")); err != nil {
+	if err := r.sw.tools.acceptEnv(jsonscan.Member(jsonscan.Member(env.params, "arguments"), "env")); err != nil {
 		r.sw.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
 		return
 	}
-	token := clone(member(member(env.params, "_meta"), "progressToken"))
+	token := clone(jsonscan.Member(jsonscan.Member(env.params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(r.ctx)
 	r.sw.recompiles[key] = cancel
 	go func() {

@@ -1,16 +1,16 @@
-package relay
+package jsonscan
 
 import "unicode/utf8"
 
-// maxNestingDepth is encoding/json's limit on nested arrays and objects.
-const maxNestingDepth = 10000
+// MaxDepth is encoding/json's limit on nested arrays and objects.
+const MaxDepth = 10000
 
-// validJSON reports whether b is exactly one JSON value (RFC 8259), with
+// Valid reports whether b is exactly one JSON value (RFC 8259), with
 // optional white space around it, in valid UTF-8: json.Valid(b) &&
-// utf8.Valid(b), in one pass. Every client message goes through it, so it
+// utf8.Valid(b), in one pass. Every message mcpflow relays goes through it, so it
 // is written for speed: a loop over bytes with no call per byte
 // (BENCHMARKS.md has the comparison with encoding/json).
-func validJSON(b []byte) bool {
+func Valid(b []byte) bool {
 	var stackBuf [32]byte
 	stack := stackBuf[:0] // open containers: '{' or '['
 	n := len(b)
@@ -23,7 +23,7 @@ value:
 	}
 	switch c := b[i]; c {
 	case '{', '[':
-		if len(stack)+1 > maxNestingDepth {
+		if len(stack)+1 > MaxDepth {
 			return false
 		}
 		i = skipWS(b, i+1)
@@ -41,19 +41,19 @@ value:
 			return false
 		}
 	case 't':
-		if i, ok = validLiteral(b, i, "true"); !ok {
+		if i, ok = ValidLiteral(b, i, "true"); !ok {
 			return false
 		}
 	case 'f':
-		if i, ok = validLiteral(b, i, "false"); !ok {
+		if i, ok = ValidLiteral(b, i, "false"); !ok {
 			return false
 		}
 	case 'n':
-		if i, ok = validLiteral(b, i, "null"); !ok {
+		if i, ok = ValidLiteral(b, i, "null"); !ok {
 			return false
 		}
 	default:
-		if i, ok = validNumber(b, i); !ok {
+		if i, ok = ValidNumber(b, i); !ok {
 			return false
 		}
 	}
@@ -105,7 +105,9 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-func validLiteral(b []byte, i int, lit string) (int, bool) {
+// ValidLiteral checks that b[i:] starts with lit and returns the index
+// after it.
+func ValidLiteral(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return i, false
 	}
@@ -134,7 +136,7 @@ func validString(b []byte, i int) (int, bool) {
 					return i, false
 				}
 				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
+					if !IsHex(h) {
 						return i, false
 					}
 				}
@@ -157,13 +159,14 @@ func validString(b []byte, i int) (int, bool) {
 	return i, false
 }
 
-func isHex(c byte) bool {
+// IsHex reports whether c is a hexadecimal digit.
+func IsHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// validNumber checks the number starting at b[i]:
+// ValidNumber checks the number starting at b[i]:
 // -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
-func validNumber(b []byte, i int) (int, bool) {
+func ValidNumber(b []byte, i int) (int, bool) {
 	n := len(b)
 	if i < n && b[i] == '-' {
 		i++

@@ -1,0 +1,216 @@
+// Package jsonscan walks JSON without decoding it: the members of an
+// object as raw spans, the end of a value. It is how mcpflow reads the
+// envelope of a message (its id, method, params) and rewrites parts of it
+// while a large result passes untouched: each value is skipped in one pass,
+// strings from quote to quote with bytes.IndexByte.
+//
+// The scanners check structure (balanced brackets, terminated strings, the
+// punctuation between members), not the grammar of numbers and literals:
+// give them messages that are valid JSON, or that a validator checks too.
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// Members calls fn for every member of the object starting at msg[i],
+// with the (unescaped) key and the span of its value. It requires that the
+// object is the whole of msg apart from white space.
+func Members(msg []byte, i int, fn func(key []byte, vs, ve int) error) error {
+	end, err := Object(msg, i, fn)
+	if err != nil {
+		return err
+	}
+	if SkipSpace(msg, end) != len(msg) {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}
+
+// Object walks the object at msg[i] and returns the offset after it.
+func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, error) {
+	i++ // '{'
+	i = SkipSpace(msg, i)
+	if i < len(msg) && msg[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = SkipSpace(msg, i)
+		if i >= len(msg) || msg[i] != '"' {
+			return 0, errors.New("expected object key")
+		}
+		ke, err := SkipString(msg, i)
+		if err != nil {
+			return 0, err
+		}
+		key := msg[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			k, err := Unquote(msg[i:ke])
+			if err != nil {
+				return 0, err
+			}
+			key = []byte(k)
+		}
+		i = SkipSpace(msg, ke)
+		if i >= len(msg) || msg[i] != ':' {
+			return 0, errors.New("expected ':' after object key")
+		}
+		vs := SkipSpace(msg, i+1)
+		ve, err := SkipValue(msg, vs)
+		if err != nil {
+			return 0, err
+		}
+		if fn != nil {
+			if err := fn(key, vs, ve); err != nil {
+				return 0, err
+			}
+		}
+		i = SkipSpace(msg, ve)
+		if i >= len(msg) {
+			return 0, errors.New("unterminated object")
+		}
+		switch msg[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errors.New("expected ',' or '}' in object")
+		}
+	}
+}
+
+// Member returns the raw value of key in the JSON object obj, or nil.
+func Member(obj []byte, key string) []byte {
+	vs, ve, ok := MemberSpan(obj, key)
+	if !ok {
+		return nil
+	}
+	return obj[vs:ve]
+}
+
+// ErrFound is what a callback of Object returns to stop the walk early.
+var ErrFound = errors.New("found")
+
+// MemberSpan returns the offsets in obj of the value of key.
+func MemberSpan(obj []byte, key string) (vs, ve int, ok bool) {
+	i := SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return 0, 0, false
+	}
+	_, _ = Object(obj, i, func(k []byte, s, e int) error {
+		if string(k) == key {
+			vs, ve, ok = s, e, true
+			return ErrFound
+		}
+		return nil
+	})
+	return vs, ve, ok
+}
+
+// SkipSpace returns the offset of the first byte at or after b[i] that is
+// not JSON white space.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// SkipValue returns the offset just after the JSON value starting at b[i].
+func SkipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errors.New("unexpected end of message")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return SkipString(b, i)
+	case c == '{':
+		return Object(b, i, nil)
+	case c == '[':
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			end, err := SkipValue(b, SkipSpace(b, i))
+			if err != nil {
+				return 0, err
+			}
+			i = SkipSpace(b, end)
+			if i >= len(b) {
+				return 0, errors.New("unterminated array")
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case ']':
+				return i + 1, nil
+			default:
+				return 0, errors.New("expected ',' or ']' in array")
+			}
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i + 1
+		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		return j, nil
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	default:
+		return 0, errors.New("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
+	}
+}
+
+func literal(b []byte, i int, lit string) (int, error) {
+	if bytes.HasPrefix(b[i:], []byte(lit)) {
+		return i + len(lit), nil
+	}
+	return 0, errors.New("invalid literal")
+}
+
+// SkipString returns the offset after the string starting at b[i] (a quote).
+// It jumps from quote to quote with bytes.IndexByte, which is what keeps
+// large payloads cheap.
+func SkipString(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return 0, errors.New("unterminated string")
+		}
+		q := j + k
+		// Count the backslashes before the quote: an odd number escapes it.
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+}
+
+// Unquote decodes a JSON string literal.
+func Unquote(b []byte) (string, error) {
+	if bytes.IndexByte(b, '\\') < 0 && len(b) >= 2 {
+		return string(b[1 : len(b)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
+}
