@@ -242,6 +242,26 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return err
 }
 
+// Deliver handles msg as one message from the client, as if Serve had read
+// it from its input, on the calling goroutine: an embedder holding the
+// message in hand skips a pipe and its reader (the mux passes a call
+// through this way). What the relay answers goes to Serve's output as
+// usual. msg is one JSON-RPC message without its newline; the relay keeps
+// it, so the caller must not change it afterwards. Deliver is safe
+// concurrently with itself and with Serve's reading, whose messages it
+// does not order against. Call it only while Serve runs: a message
+// delivered once Serve is returning may be dropped unanswered.
+func (r *Relay) Deliver(msg []byte) {
+	if len(msg) > r.cfg.MaxMessage {
+		r.sw.clientTooLarge(&errTooLarge{Size: len(msg), Max: r.cfg.MaxMessage, Head: msg[:min(len(msg), headSize)]})
+		return
+	}
+	if r.cfg.Traffic != nil {
+		r.cfg.Traffic(true, int(r.curGen.Load()), msg)
+	}
+	r.sw.fromClient(msg)
+}
+
 // shutdown stops everything the relay started.
 func (r *Relay) shutdown() {
 	r.sw.mu.Lock()
