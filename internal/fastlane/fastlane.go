@@ -7,6 +7,16 @@
 // of its own and its answer is written straight to the connection. A
 // notifications/cancelled naming a claimed request cancels its handler's
 // context and is not passed on either (the server never knew the id).
+// Config.Start claims the same way with a Starter instead, which starts the
+// work and returns, its answer coming back through a callback: no
+// goroutine per call.
+//
+// Stdio is the lane for a server on a byte stream (stdin and stdout): the
+// goroutine that reads a line offers it to the lane before anything else
+// decodes it, so a call that a Starter claims goes from the stream to its
+// destination on that one goroutine, and its answer is written to out as
+// it came, with no re-encoding. Lines the lane does not take go on to the
+// SDK's own stream connection, unchanged.
 //
 // The SDK's path costs a decode of the whole request into typed params, a
 // per-request _meta check and a handler dispatch on the way in, and an
@@ -23,9 +33,11 @@
 //
 // One difference from a bare SDK connection: the SDK tells its own stdio
 // connection the negotiated protocol version through an unexported method,
-// which a wrapper cannot pass on, so a JSON-RPC batch in a 2025-06-18 or
-// later session (whose version dropped batches) is served rather than
-// refused.
+// which a wrapper cannot pass on, so under Wrap a JSON-RPC batch in a
+// 2025-06-18 or later session (whose version dropped batches) is served
+// rather than refused. Stdio refuses it, with an error answer where the
+// SDK's connection would end the session; so it does every line that is
+// not a JSON-RPC message.
 //
 // The lane claims only requests the server would accept as they are: a
 // legacy-era request once the server has answered initialize, or a
@@ -42,6 +54,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,6 +86,23 @@ type Handler func(ctx context.Context, c *Call) (json.RawMessage, error)
 // to the server. It runs on the connection's read loop: it must not block.
 type Route func(c *Call) Handler
 
+// Reply answers a claimed call, as a Handler returns: a raw JSON result
+// (one JSON value, as the request's era wants it) or an error. Only a
+// call's first reply counts, and none is sent once the client canceled
+// the call or the connection closed.
+type Reply func(json.RawMessage, error)
+
+// Starter begins a claimed call's work and returns without waiting for it;
+// the work calls reply when it is done, from any goroutine (even before
+// Starter returns). The cancel it returns (nil = nothing to cancel) is
+// called, at most once, when the client cancels the call or the connection
+// closes before the reply; reply need not be called after that. It runs on
+// the connection's read loop: it must not block.
+type Starter func(c *Call, reply Reply) (cancel func())
+
+// StartRoute claims a call like Route, with a Starter.
+type StartRoute func(c *Call) Starter
+
 // CacheKey names the answer to a request whose answer can be reused: two
 // requests with the same method, key and protocol version get the same
 // result. "" = not reusable. It runs on the connection's read loop: it
@@ -80,8 +110,11 @@ type Route func(c *Call) Handler
 // generation counter bumped with every change, say).
 type CacheKey func(method string, params json.RawMessage) string
 
-// Config is what WrapWith needs; both fields are optional.
+// Config is what WrapWith needs; every field is optional.
 type Config struct {
+	// Start claims calls with a Starter; a call it leaves is offered to
+	// Route.
+	Start StartRoute
 	Route Route
 	// Cache: a request with a key is answered from the server's own
 	// successful answer to an earlier request with the same key, when
@@ -96,13 +129,12 @@ func Wrap(t mcp.Transport, route Route) mcp.Transport {
 
 // WrapWith is Wrap with an answer cache.
 func WrapWith(t mcp.Transport, cfg Config) mcp.Transport {
-	return &transport{inner: t, route: cfg.Route, cache: cfg.Cache}
+	return &transport{inner: t, cfg: cfg}
 }
 
 type transport struct {
 	inner mcp.Transport
-	route Route
-	cache CacheKey
+	cfg   Config
 }
 
 func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -110,27 +142,40 @@ func (t *transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newConn(c, t.cfg), nil
+}
+
+func newConn(c mcp.Connection, cfg Config) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		Connection: c, route: t.route, cacheKey: t.cache, ctx: ctx, cancel: cancel,
-		calls: map[jsonrpc.ID]context.CancelFunc{}, cached: map[string]json.RawMessage{}, caching: map[jsonrpc.ID]string{},
-	}, nil
+		Connection: c, cfg: cfg, ctx: ctx, cancel: cancel,
+		calls: map[jsonrpc.ID]*claimed{}, cached: map[string]json.RawMessage{}, caching: map[jsonrpc.ID]string{},
+	}
 }
 
 type conn struct {
 	mcp.Connection
-	route    Route
-	cacheKey CacheKey
-	ctx      context.Context // ends when the connection closes
-	cancel   context.CancelFunc
+	cfg    Config
+	ctx    context.Context // ends when the connection closes
+	cancel context.CancelFunc
+	// raw, when set (Stdio), is where answers to claimed calls are written
+	// as bytes, and the lane has seen every message before Read does.
+	raw *lockedWriter
 
 	mu          sync.Mutex
 	initID      jsonrpc.ID // the legacy initialize request in flight
 	initialized string     // the protocol version of the server's answer to a legacy initialize; "" = none yet
-	calls       map[jsonrpc.ID]context.CancelFunc
+	calls       map[jsonrpc.ID]*claimed
 	cached      map[string]json.RawMessage // full cache key -> result
 	caching     map[jsonrpc.ID]string      // requests passed to the server whose answers are to be kept
+	closed      bool
 	wg          sync.WaitGroup
+}
+
+// claimed is a claimed call that has not been answered. c.mu guards it.
+type claimed struct {
+	cancel   func() // nil until the Starter returned, or when it has none
+	canceled bool   // canceled before the Starter returned
 }
 
 // maxCached bounds the answer cache; when it is full it starts over.
@@ -148,44 +193,53 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok {
 			return msg, nil
 		}
-		switch req.Method {
-		case "initialize":
+		if req.Method == "initialize" {
 			c.mu.Lock()
 			c.initID = req.ID
 			c.mu.Unlock()
-		case "tools/call":
-			if c.claim(req) {
-				continue
-			}
-		case "notifications/cancelled":
-			if c.cancelCall(req.Params) {
-				continue
-			}
 		}
-		if c.fromCache(req) {
+		if c.raw != nil {
+			// Stdio offered every object line to the lane already; the
+			// elements of a batch go to the server.
+			return msg, nil
+		}
+		if c.offer(req) {
 			continue
 		}
 		return msg, nil
 	}
 }
 
+// offer gives a request to the lane: a call to claim, a cancel of a
+// claimed call, a request to answer from the cache. It reports whether the
+// lane took it.
+func (c *conn) offer(req *jsonrpc.Request) bool {
+	switch req.Method {
+	case "tools/call":
+		if c.claim(req) {
+			return true
+		}
+	case "notifications/cancelled":
+		return c.cancelCall(req.Params)
+	}
+	return c.fromCache(req)
+}
+
 // fromCache answers a request from the cache, or marks it so that the
 // server's answer is kept; it reports whether it answered.
 func (c *conn) fromCache(req *jsonrpc.Request) bool {
-	if c.cacheKey == nil || !req.ID.IsValid() {
+	if c.cfg.Cache == nil || !req.ID.IsValid() {
 		return false
 	}
-	k := c.cacheKey(req.Method, req.Params)
+	k := c.cfg.Cache(req.Method, req.Params)
 	if k == "" {
 		return false
 	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
+	meta, ok := paramsMeta(req.Params)
+	if !ok {
 		return false
 	}
-	version, ok := c.version(p.Meta)
+	version, ok := c.version(meta)
 	if !ok {
 		return false
 	}
@@ -199,7 +253,7 @@ func (c *conn) fromCache(req *jsonrpc.Request) bool {
 	if !hit {
 		return false
 	}
-	_ = c.Connection.Write(c.ctx, &jsonrpc.Response{ID: req.ID, Result: res})
+	c.answer(req.ID, res, nil)
 	return true
 }
 
@@ -211,8 +265,7 @@ func (c *conn) version(meta map[string]json.RawMessage) (string, bool) {
 		return "", false
 	}
 	if modern {
-		var v string
-		json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &v)
+		v, _ := jsonscan.Unquote(meta[mcp.MetaKeyProtocolVersion])
 		return v, true
 	}
 	c.mu.Lock()
@@ -251,28 +304,34 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Close cancels the claimed calls still running, waits for their handlers
 // and closes the connection.
 func (c *conn) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	var cancels []func()
+	for _, cl := range c.calls {
+		if cl.cancel != nil {
+			cancels = append(cancels, cl.cancel)
+		} else {
+			cl.canceled = true // claim cancels it when its Starter returns
+		}
+	}
+	clear(c.calls)
+	c.mu.Unlock()
 	c.cancel()
+	for _, cancel := range cancels {
+		cancel()
+	}
 	err := c.Connection.Close()
 	c.wg.Wait()
 	return err
 }
 
-// callParams is the top level of a tools/call's params, as far as the lane
-// looks.
-type callParams struct {
-	Name           string                     `json:"name"`
-	Meta           map[string]json.RawMessage `json:"_meta"`
-	InputResponses json.RawMessage            `json:"inputResponses"`
-	RequestState   json.RawMessage            `json:"requestState"`
-}
-
-// claim starts the handler of a call that Route claims.
+// claim starts the work of a call that Start or Route claims.
 func (c *conn) claim(req *jsonrpc.Request) bool {
-	if !req.ID.IsValid() || c.route == nil {
+	if !req.ID.IsValid() || c.cfg.Start == nil && c.cfg.Route == nil {
 		return false
 	}
-	var p callParams
-	if json.Unmarshal(req.Params, &p) != nil || p.Name == "" || p.InputResponses != nil || p.RequestState != nil {
+	p, ok := parseCall(req.Params)
+	if !ok || p.Name == "" || p.Retry {
 		return false
 	}
 	modern, ok := era(p.Meta)
@@ -282,23 +341,94 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 	c.mu.Lock()
 	initialized := c.initialized != ""
 	_, dup := c.calls[req.ID]
+	closed := c.closed
 	c.mu.Unlock()
-	if dup || !modern && !initialized {
+	if dup || closed || !modern && !initialized {
 		return false
 	}
 	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Meta: p.Meta, Modern: modern}
 	call.Notify = func(method string, params any) error { return c.notify(method, params) }
-	h := c.route(call)
-	if h == nil {
+	var st Starter
+	if c.cfg.Start != nil {
+		st = c.cfg.Start(call)
+	}
+	if st == nil && c.cfg.Route != nil {
+		if h := c.cfg.Route(call); h != nil {
+			st = c.goHandler(h)
+		}
+	}
+	if st == nil {
 		return false
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
+	cl := &claimed{}
 	c.mu.Lock()
-	c.calls[req.ID] = cancel
-	c.wg.Add(1)
+	c.calls[req.ID] = cl
 	c.mu.Unlock()
-	go c.serve(ctx, call, h)
+	cancel := st(call, func(res json.RawMessage, err error) { c.finish(call.ID, cl, res, err) })
+	if cancel == nil {
+		return true
+	}
+	c.mu.Lock()
+	cl.cancel = cancel
+	canceled := cl.canceled
+	c.mu.Unlock()
+	if canceled {
+		cancel()
+	}
 	return true
+}
+
+// goHandler runs a Handler as a Starter: on a goroutine of its own, with a
+// context that its cancel ends.
+func (c *conn) goHandler(h Handler) Starter {
+	return func(call *Call, reply Reply) func() {
+		ctx, cancel := context.WithCancel(c.ctx)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			res, err := h(ctx, call)
+			if ctx.Err() == nil {
+				reply(res, err)
+			}
+		}()
+		return cancel
+	}
+}
+
+// finish answers claimed call cl, unless it was answered, canceled or the
+// connection closed.
+func (c *conn) finish(id jsonrpc.ID, cl *claimed, res json.RawMessage, err error) {
+	c.mu.Lock()
+	live := c.calls[id] == cl
+	if live {
+		delete(c.calls, id)
+	}
+	c.mu.Unlock()
+	if live {
+		c.answer(id, res, err)
+	}
+}
+
+// answer writes the response to request id: res, or err (a *jsonrpc.Error
+// as it is, any other as an internal error).
+func (c *conn) answer(id jsonrpc.ID, res json.RawMessage, err error) {
+	out := &jsonrpc.Response{ID: id, Result: res}
+	if err != nil {
+		out.Result = nil
+		if _, ok := err.(*jsonrpc.Error); ok {
+			out.Error = err
+		} else {
+			out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+	}
+	if c.raw == nil || out.Error != nil {
+		_ = c.Connection.Write(c.ctx, out)
+		return
+	}
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.raw.response(id, res)
 }
 
 // era tells a legacy request from a 2026-07-28 one, as the SDK server
@@ -308,11 +438,14 @@ func era(meta map[string]json.RawMessage) (modern, ok bool) {
 	if !has {
 		return false, true
 	}
-	var v string
-	if json.Unmarshal(raw, &v) != nil || v < modernVersion {
+	if len(raw) == 0 || raw[0] != '"' {
 		return false, true
 	}
-	if !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+	v, err := jsonscan.Unquote(raw)
+	if err != nil || v < modernVersion {
+		return false, true
+	}
+	if !slices.Contains(supported, v) {
 		return true, false
 	}
 	caps := meta[mcp.MetaKeyClientCapabilities]
@@ -322,50 +455,33 @@ func era(meta map[string]json.RawMessage) (modern, ok bool) {
 	return true, true
 }
 
+// supported are the protocol versions the SDK serves (its function returns
+// a fresh copy each time).
+var supported = mcp.SupportedProtocolVersions()
+
 // modernVersion is the first protocol version whose requests carry their
 // session in _meta.
 const modernVersion = "2026-07-28"
 
-func (c *conn) serve(ctx context.Context, call *Call, h Handler) {
-	defer c.wg.Done()
-	res, err := h(ctx, call)
-	c.mu.Lock()
-	_, live := c.calls[call.ID]
-	delete(c.calls, call.ID)
-	c.mu.Unlock()
-	if !live || ctx.Err() != nil {
-		return // canceled by the client, or the connection closed: no answer
-	}
-	out := &jsonrpc.Response{ID: call.ID, Result: res}
-	if err != nil {
-		out.Result = nil
-		if _, ok := err.(*jsonrpc.Error); ok {
-			out.Error = err
-		} else {
-			out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-		}
-	}
-	_ = c.Connection.Write(c.ctx, out)
-}
-
 // cancelCall cancels the claimed call a notifications/cancelled names.
 func (c *conn) cancelCall(params json.RawMessage) bool {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+	if len(params) == 0 || params[0] != '{' {
 		return false
 	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
+	id, ok := parseID(jsonscan.Member(params, "requestId"))
+	if !ok {
 		return false
 	}
 	c.mu.Lock()
-	cancel, ok := c.calls[id]
+	cl, ok := c.calls[id]
 	delete(c.calls, id)
+	cancel := cl != nil && cl.cancel != nil
+	if ok && !cancel {
+		cl.canceled = true // the Starter has not returned its cancel yet
+	}
 	c.mu.Unlock()
-	if ok {
-		cancel()
+	if cancel {
+		cl.cancel()
 	}
 	return ok
 }

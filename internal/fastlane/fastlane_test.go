@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,10 +81,39 @@ func (f *fixture) connect(t *testing.T, era string, opts *mcp.ClientOptions) *mc
 	return f.connectWith(t, era, opts, Config{Route: f.route})
 }
 
-func (f *fixture) connectWith(t *testing.T, era string, opts *mcp.ClientOptions, cfg Config) *mcp.ClientSession {
+// The two ways a lane is put in front of a server: WrapWith around an
+// in-memory transport, and Stdio over OS pipes.
+var vias = []string{"wrap", "stdio"}
+
+// laneTransport is the server's transport with the lane of cfg, by via,
+// and the client's transport to it.
+func laneTransport(t *testing.T, via string, cfg Config) (client, server mcp.Transport) {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := f.srv.Connect(context.Background(), WrapWith(st, cfg), nil)
+	if via == "wrap" {
+		ct, st := mcp.NewInMemoryTransports()
+		return ct, WrapWith(st, cfg)
+	}
+	inR, inW, err1 := os.Pipe()   // client to server
+	outR, outW, err2 := os.Pipe() // server to client
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+	})
+	return &mcp.IOTransport{Reader: outR, Writer: inW}, Stdio(inR, outW, cfg)
+}
+
+func (f *fixture) connectWith(t *testing.T, era string, opts *mcp.ClientOptions, cfg Config) *mcp.ClientSession {
+	return f.connectVia(t, "wrap", era, opts, cfg)
+}
+
+func (f *fixture) connectVia(t *testing.T, via, era string, opts *mcp.ClientOptions, cfg Config) *mcp.ClientSession {
+	t.Helper()
+	ct, st := laneTransport(t, via, cfg)
+	ss, err := f.srv.Connect(context.Background(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +124,16 @@ func (f *fixture) connectWith(t *testing.T, era string, opts *mcp.ClientOptions,
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// viaEras are the pairs of vias and eras a test runs in.
+func viaEras() (out []struct{ via, era string }) {
+	for _, via := range vias {
+		for _, era := range eras {
+			out = append(out, struct{ via, era string }{via, era})
+		}
+	}
+	return out
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -107,10 +147,11 @@ func text(res *mcp.CallToolResult) string {
 }
 
 func TestClaimedAndPassedCalls(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
+	for _, c := range viaEras() {
+		t.Run(c.via+"/"+c.era, func(t *testing.T) {
+			era := c.era
 			f := newFixture()
-			cs := f.connect(t, era, nil)
+			cs := f.connectVia(t, c.via, era, nil, Config{Route: f.route})
 			ctx := context.Background()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{"text": "hi"}})
 			if err != nil || res.IsError || text(res) != "lane hi" {
@@ -141,10 +182,11 @@ func TestClaimedAndPassedCalls(t *testing.T) {
 }
 
 func TestCancelStopsTheHandlerAndSendsNoAnswer(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
+	for _, c := range viaEras() {
+		t.Run(c.via+"/"+c.era, func(t *testing.T) {
+			era := c.era
 			f := newFixture()
-			cs := f.connect(t, era, nil)
+			cs := f.connectVia(t, c.via, era, nil, Config{Route: f.route})
 			ctx, cancel := context.WithCancel(context.Background())
 			errc := make(chan error, 1)
 			go func() {
@@ -174,13 +216,14 @@ func TestCancelStopsTheHandlerAndSendsNoAnswer(t *testing.T) {
 }
 
 func TestProgressFromAHandler(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
+	for _, c := range viaEras() {
+		t.Run(c.via+"/"+c.era, func(t *testing.T) {
+			era := c.era
 			f := newFixture()
 			got := make(chan *mcp.ProgressNotificationParams, 1)
-			cs := f.connect(t, era, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			cs := f.connectVia(t, c.via, era, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 				got <- req.Params
-			}})
+			}}, Config{Route: f.route})
 			params := &mcp.CallToolParams{Name: "notify"}
 			params.SetProgressToken("tok-1")
 			if _, err := cs.CallTool(context.Background(), params); err != nil {
