@@ -53,11 +53,15 @@
 //     on both sides (package internal/fastlane, lane.go): the front's
 //     lane takes it off the front server's path, renames it, swaps the
 //     client's session _meta for the child's, and sends it through the
-//     backend's side door (RawCaller: the relay's client pipe, under an id
-//     of the mux's); the child's answer goes back as it is, with the same
-//     crash, removal and cancel handling as the SDK path. tools/list pages
-//     are answered from the front server's own earlier answer until the
-//     catalog changes (catalog.gen).
+//     backend's side door (RawCaller: relay.Deliver, under an id of the
+//     mux's); the child's answer goes back as it is, with the same crash,
+//     removal and cancel handling as the SDK path. Under RunStdio the
+//     call crosses no goroutine of the mux's: the goroutine that read it
+//     from stdin writes it to the child's stdin, and the relay's goroutine
+//     that read the answer from the child's stdout writes it to stdout,
+//     which makes the mux one stage, like the relay alone. tools/list
+//     pages are answered from the front server's own earlier answer until
+//     the catalog changes (catalog.gen).
 //   - Every request gets exactly one response. Close (and the end of Run)
 //     stops every backend and waits for it: no child, no process group
 //     survives the mux.

@@ -61,16 +61,36 @@ type envOpts struct {
 	cfg      Config
 	version  string // client protocol version; "" = SDK latest
 	sampling bool
+	// stdio serves the client with RunStdio over two OS pipes, as mcpflow
+	// mux does, instead of Run over an in-memory transport.
+	stdio bool
 }
 
 func start(t *testing.T, o envOpts) *env {
 	t.Helper()
 	e := &env{t: t, done: make(chan error, 1)}
 	e.m = New(o.cfg)
-	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	go func() { e.done <- e.m.Run(ctx, st) }()
+	var ct mcp.Transport
+	if o.stdio {
+		inR, inW, err1 := os.Pipe()   // client to mux
+		outR, outW, err2 := os.Pipe() // mux to client
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			err := e.m.RunStdio(ctx, inR, outW)
+			outW.Close()
+			inR.Close()
+			e.done <- err
+		}()
+		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
+	} else {
+		var st mcp.Transport
+		ct, st = mcp.NewInMemoryTransports()
+		go func() { e.done <- e.m.Run(ctx, st) }()
+	}
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			e.mu.Lock()

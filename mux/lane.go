@@ -1,17 +1,19 @@
 package mux
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mcpflow/mcpflow/internal/fastlane"
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,13 +21,15 @@ import (
 // RawCaller is an optional Backend method set: a side door beside the MCP
 // client on Transport, through which the mux passes a client's tools/call
 // to the child and its answer back without decoding either (see
-// frontLane). The relay backends have it.
+// laneStart). The relay backends have it.
 type RawCaller interface {
-	// CallRaw sends a tools/call with these params to the child and
-	// returns the raw result, or the child's (or relay's) *jsonrpc.Error,
-	// or mcp.ErrConnectionClosed. When ctx ends first the child is sent
-	// notifications/cancelled and ctx's error is returned.
-	CallRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// StartRaw sends a tools/call with these params to the child and
+	// returns at once. done gets, once and from any goroutine (even before
+	// StartRaw returns), the raw result, or the child's (or relay's)
+	// *jsonrpc.Error, or mcp.ErrConnectionClosed. cancel sends the child
+	// notifications/cancelled for the call, unless it was answered; done
+	// is not called after it.
+	StartRaw(params json.RawMessage, done func(json.RawMessage, error)) (cancel func())
 	// SessionMeta is the session _meta (protocol version, client info,
 	// capabilities) that the MCP client on Transport puts on each request
 	// of a 2026-07-28 session; nil before it sent one, and for a legacy
@@ -37,43 +41,42 @@ type RawCaller interface {
 // SDK client's ids are numbers, so the two never meet.
 const laneIDPrefix = "mcpflow-mux-lane-"
 
-// laneConn is the MCP client's connection to a relay, over the relay's
-// two pipes, with the side door of RawCaller: responses to side-door ids
-// go to their callers, every other message to the client.
+// laneConn is the MCP client's connection to a relay, with the side door
+// of RawCaller. The MCP client's messages go to the relay's input pipe;
+// a side-door request is handed to the relay directly (deliver, on the
+// caller's goroutine). The relay's output comes back through Output,
+// written by the relay: answers to side-door ids go to their callers there
+// and then, every other message to the MCP client (Read).
 type laneConn struct {
-	r *bufio.Reader
-	w io.WriteCloser
-	c io.Closer // the read pipe
+	w       io.WriteCloser // the relay's input
+	deliver func([]byte)   // relay.Deliver
 
 	wmu sync.Mutex // one line at a time on w
 
+	part []byte // the relay's output since its last newline; only Output's Write touches it
+
 	incoming chan jsonrpc.Message
-	done     chan struct{} // closed when reading ended
+	done     chan struct{} // closed when the relay's output ended
 	readErr  error         // why; set before done is closed
+	ended    sync.Once
 	closed   chan struct{}
 	close    sync.Once
 
 	seq     atomic.Int64
 	mu      sync.Mutex
-	waiters map[string]chan laneAnswer
+	gone    bool // the relay's output ended: no side-door answer can come
+	waiters map[string]func(json.RawMessage, error)
 	meta    map[string]json.RawMessage
 }
 
-type laneAnswer struct {
-	result json.RawMessage
-	err    error
-}
-
-func newLaneConn(r io.ReadCloser, w io.WriteCloser) *laneConn {
-	c := &laneConn{
-		r: bufio.NewReader(r), w: w, c: r,
+func newLaneConn(w io.WriteCloser, deliver func([]byte)) *laneConn {
+	return &laneConn{
+		w: w, deliver: deliver,
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
-		waiters:  map[string]chan laneAnswer{},
+		waiters:  map[string]func(json.RawMessage, error){},
 	}
-	go c.readLoop()
-	return c
 }
 
 // laneTransport connects the MCP client to a laneConn, once.
@@ -81,76 +84,121 @@ type laneTransport struct{ c *laneConn }
 
 func (t laneTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
-// laneEnvelope is what readLoop looks at in a line that may answer a
-// side-door request.
-type laneEnvelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *jsonrpc.Error  `json:"error"`
+// Output is the writer for the relay's output (its Serve out). The relay
+// writes from one goroutine at a time (its outbox's write token).
+func (c *laneConn) Output() io.Writer { return laneOutput{c} }
+
+type laneOutput struct{ c *laneConn }
+
+// Write splits the relay's output into lines and handles each complete one.
+func (o laneOutput) Write(p []byte) (int, error) {
+	c := o.c
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			c.part = append(c.part, p...)
+			break
+		}
+		line := p[:i]
+		if len(c.part) > 0 {
+			c.part = append(c.part, line...)
+			line = c.part
+		}
+		err := c.line(line)
+		c.part = c.part[:0]
+		if cap(c.part) > 1<<20 {
+			c.part = nil
+		}
+		if err != nil {
+			return n - len(p), err
+		}
+		p = p[i+1:]
+	}
+	return n, nil
 }
 
-func (c *laneConn) readLoop() {
-	var err error
-	defer func() {
-		c.readErr = err
+// line handles one line of the relay's output; it keeps nothing of it.
+func (c *laneConn) line(line []byte) error {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil
+	}
+	if bytes.Contains(line, []byte(laneIDPrefix)) && c.answer(line) {
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil // the relay checks every line; nothing to do with one that slipped through
+	}
+	select {
+	case c.incoming <- msg:
+		return nil
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	}
+}
+
+// endOutput reports that the relay's output ended (its Serve returned):
+// the MCP client reads EOF, and side-door calls still waiting get
+// mcp.ErrConnectionClosed.
+func (c *laneConn) endOutput() {
+	c.ended.Do(func() {
+		c.readErr = io.EOF
 		close(c.done)
 		c.mu.Lock()
-		for id, ch := range c.waiters {
-			delete(c.waiters, id)
-			ch <- laneAnswer{err: mcp.ErrConnectionClosed}
-		}
+		c.gone = true
+		waiters := c.waiters
+		c.waiters = map[string]func(json.RawMessage, error){}
 		c.mu.Unlock()
-	}()
-	for {
-		var line []byte
-		line, err = c.r.ReadBytes('\n')
-		if err != nil {
-			return
+		for _, done := range waiters {
+			done(nil, mcp.ErrConnectionClosed)
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if bytes.Contains(line, []byte(laneIDPrefix)) && c.answer(line) {
-			continue
-		}
-		msg, derr := jsonrpc.DecodeMessage(line)
-		if derr != nil {
-			continue // the relay checks every line; nothing to do with one that slipped through
-		}
-		select {
-		case c.incoming <- msg:
-		case <-c.closed:
-			err = mcp.ErrConnectionClosed
-			return
-		}
-	}
+	})
 }
 
 // answer delivers a response to a side-door request, and reports whether
-// line was one.
+// line was one. It reads the top level only: the result passes on as the
+// child wrote it (a copy: line is the relay's buffer).
 func (c *laneConn) answer(line []byte) bool {
-	var env laneEnvelope
-	if json.Unmarshal(line, &env) != nil || env.Method != "" {
+	var rawID, result, rpcErr []byte
+	method := false
+	err := jsonscan.Members(line, 0, func(key []byte, vs, ve int) error {
+		switch string(key) {
+		case "id":
+			rawID = line[vs:ve]
+		case "method":
+			method = true
+		case "result":
+			result = line[vs:ve]
+		case "error":
+			rpcErr = line[vs:ve]
+		}
+		return nil
+	})
+	if err != nil || method || len(rawID) == 0 || rawID[0] != '"' {
 		return false
 	}
-	var id string
-	if json.Unmarshal(env.ID, &id) != nil {
+	id, err := jsonscan.Unquote(rawID)
+	if err != nil {
 		return false
 	}
 	c.mu.Lock()
-	ch, ok := c.waiters[id]
+	done, ok := c.waiters[id]
 	delete(c.waiters, id)
 	c.mu.Unlock()
 	if ok {
-		if env.Error != nil {
-			ch <- laneAnswer{err: env.Error}
-		} else {
-			ch <- laneAnswer{result: env.Result}
+		var werr *jsonrpc.Error
+		switch {
+		case rpcErr != nil && json.Unmarshal(rpcErr, &werr) == nil && werr != nil:
+			done(nil, werr)
+		case rpcErr != nil:
+			done(nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "malformed error: " + string(rpcErr)})
+		default:
+			done(bytes.Clone(result), nil)
 		}
 	}
-	return ok || len(id) > len(laneIDPrefix) && id[:len(laneIDPrefix)] == laneIDPrefix
+	return ok || strings.HasPrefix(id, laneIDPrefix)
 }
 
 func (c *laneConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -162,9 +210,6 @@ func (c *laneConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case msg := <-c.incoming:
 			return msg, nil
 		default:
-		}
-		if c.readErr == nil || errors.Is(c.readErr, io.ErrClosedPipe) {
-			return nil, io.EOF
 		}
 		return nil, c.readErr
 	case <-c.closed:
@@ -184,10 +229,6 @@ func (c *laneConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeLine(data)
-}
-
-func (c *laneConn) writeLine(data []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	select {
@@ -195,7 +236,7 @@ func (c *laneConn) writeLine(data []byte) error {
 		return mcp.ErrConnectionClosed
 	default:
 	}
-	_, err := c.w.Write(append(data, '\n'))
+	_, err = c.w.Write(append(data, '\n'))
 	return err
 }
 
@@ -223,17 +264,15 @@ func (c *laneConn) SessionMeta() map[string]json.RawMessage {
 	return c.meta
 }
 
-func (c *laneConn) CallRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+func (c *laneConn) StartRaw(params json.RawMessage, done func(json.RawMessage, error)) func() {
 	id := laneIDPrefix + strconv.FormatInt(c.seq.Add(1), 10)
-	ch := make(chan laneAnswer, 1)
 	c.mu.Lock()
-	select {
-	case <-c.done:
+	if c.gone {
 		c.mu.Unlock()
-		return nil, mcp.ErrConnectionClosed
-	default:
+		done(nil, mcp.ErrConnectionClosed)
+		return nil
 	}
-	c.waiters[id] = ch
+	c.waiters[id] = done
 	c.mu.Unlock()
 	idJSON := strconv.Quote(id)
 	line := make([]byte, 0, len(params)+80)
@@ -242,18 +281,11 @@ func (c *laneConn) CallRaw(ctx context.Context, params json.RawMessage) (json.Ra
 	line = append(line, `,"method":"tools/call","params":`...)
 	line = append(line, params...)
 	line = append(line, '}')
-	if err := c.writeLine(line); err != nil {
-		c.forget(id)
-		return nil, mcp.ErrConnectionClosed
-	}
-	select {
-	case a := <-ch:
-		return a.result, a.err
-	case <-ctx.Done():
+	c.deliver(line)
+	return func() {
 		if c.forget(id) {
-			_ = c.writeLine([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + idJSON + `,"reason":"the client canceled the call"}}`))
+			c.deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + idJSON + `,"reason":"the client canceled the call"}}`))
 		}
-		return nil, ctx.Err()
 	}
 }
 
@@ -267,27 +299,28 @@ func (c *laneConn) forget(id string) bool {
 	return ok
 }
 
-// Close ends the connection: Read returns, writes fail, and both pipes are
-// closed (which ends the relay's session).
+// Close ends the connection: Read returns, writes fail, and the relay's
+// input is closed (which ends the relay's session).
 func (c *laneConn) Close() error {
 	c.close.Do(func() {
 		close(c.closed)
 		c.w.Close()
-		c.c.Close()
 	})
 	return nil
 }
 
 func (c *laneConn) SessionID() string { return "" }
 
-// laneRoute claims the client's call of a child's tool when it can pass
+// laneStart claims the client's call of a child's tool when it can pass
 // through the child's side door as it is: the child is running, speaks the
 // same protocol era as the request (so the arguments, the result and any
 // input_required exchange need no translation), and the call carries no
 // progress token (progress travels through the MCP client and must not
 // arrive after the result). Everything else takes the SDK path
-// (toolHandler), which gives the same answers.
-func (m front) laneRoute(c *fastlane.Call) fastlane.Handler {
+// (toolHandler), which gives the same answers. The call goes out on the
+// goroutine that read it, and its answer comes back on the one that read
+// the child's: no goroutine of the mux's own stands between.
+func (m front) laneStart(c *fastlane.Call) fastlane.Starter {
 	if c.ProgressToken() != nil {
 		return nil
 	}
@@ -300,6 +333,7 @@ func (m front) laneRoute(c *fastlane.Call) fastlane.Handler {
 	if ok {
 		cs, b = s.cs, s.b
 	}
+	level := m.level
 	m.mu.Unlock()
 	if !ok {
 		return nil
@@ -315,8 +349,16 @@ func (m front) laneRoute(c *fastlane.Call) fastlane.Handler {
 			return nil
 		}
 	}
-	return func(ctx context.Context, c *fastlane.Call) (json.RawMessage, error) {
-		return m.passCall(ctx, r, rc, sess, c)
+	return func(c *fastlane.Call, reply fastlane.Reply) func() {
+		m.laneCalls.Add(1)
+		params, err := childParams(c.Params, r.name, sess, level)
+		if err != nil {
+			reply(nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
+			return nil
+		}
+		return rc.StartRaw(params, func(res json.RawMessage, err error) {
+			reply(m.passAnswer(r.server, c.Modern, res, err))
+		})
 	}
 }
 
@@ -324,28 +366,22 @@ func (m front) laneRoute(c *fastlane.Call) fastlane.Handler {
 // session in _meta.
 const modernProtocol = "2026-07-28"
 
-// passCall sends a claimed call to the child under the child's tool name
-// and returns the child's answer as it is, but for what callChild changes
-// too: a crash, a removal or a lost connection become the same tool
-// errors, and the relay's name for its rebuild tool becomes reload_server.
-func (m front) passCall(ctx context.Context, r route, rc RawCaller, sess map[string]json.RawMessage, c *fastlane.Call) (json.RawMessage, error) {
-	m.laneCalls.Add(1)
-	params, err := m.childParams(c.Params, r.name, sess)
+// passAnswer is the client's answer to a passed-through call: the child's
+// answer as it is, but for what callChild changes too: a crash, a removal
+// or a lost connection become the same tool errors, and the relay's name
+// for its rebuild tool becomes reload_server.
+func (m front) passAnswer(server string, modern bool, res json.RawMessage, err error) (json.RawMessage, error) {
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	res, err := rc.CallRaw(ctx, params)
-	if err != nil {
-		out, err := m.callError(ctx, r.server, err)
+		out, err := m.callError(context.Background(), server, err)
 		if out == nil {
 			return nil, err
 		}
-		return fastlane.Result(out, c.Modern, m.impl())
+		return fastlane.Result(out, modern, m.impl())
 	}
 	if bytes.Contains(res, []byte(relayTool)) {
 		var out mcp.CallToolResult
 		if json.Unmarshal(res, &out) == nil {
-			m.fixRelayTool(r.server, &out)
+			m.fixRelayTool(server, &out)
 			return json.Marshal(&out)
 		}
 	}
@@ -353,48 +389,92 @@ func (m front) passCall(ctx context.Context, r route, rc RawCaller, sess map[str
 }
 
 // childParams are a client's tools/call params as the child gets them:
-// the child's tool name, and the _meta of callChild (childMeta, withLevel)
-// with the side door's session _meta in place of the client's.
-func (m front) childParams(raw json.RawMessage, tool string, sess map[string]json.RawMessage) (json.RawMessage, error) {
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &p); err != nil {
+// the child's tool name, and the _meta of callChild (childMeta, withLevel:
+// level is the client's logging level, nil if it set none) with the side
+// door's session _meta in place of the client's. The other members pass
+// as they are, arguments included, never decoded.
+func childParams(raw json.RawMessage, tool string, sess map[string]json.RawMessage, level *mcp.SetLoggingLevelParams) (json.RawMessage, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, errors.New("params must be an object")
+	}
+	out := make([]byte, 0, len(raw)+len(tool)+256)
+	out = append(out, `{"name":`...)
+	out = appendString(out, tool)
+	var meta []byte
+	err := jsonscan.Members(raw, 0, func(key []byte, vs, ve int) error {
+		switch string(key) {
+		case "name":
+		case "_meta":
+			meta = raw[vs:ve]
+		default:
+			out = append(out, ',')
+			out = appendString(out, string(key))
+			out = append(out, ':')
+			out = append(out, raw[vs:ve]...)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	name, _ := json.Marshal(tool)
-	p["name"] = name
-	var meta map[string]json.RawMessage
-	if len(p["_meta"]) > 0 {
-		if err := json.Unmarshal(p["_meta"], &meta); err != nil {
+	mark := len(out)
+	out = append(out, `,"_meta":{`...)
+	n := 0
+	member := func(key string, v []byte) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendString(out, key)
+		out = append(out, ':')
+		out = append(out, v...)
+	}
+	hasLevel := false
+	if len(meta) > 0 && string(meta) != "null" {
+		if meta[0] != '{' {
+			return nil, errors.New("_meta must be an object")
+		}
+		err := jsonscan.Members(meta, 0, func(key []byte, vs, ve int) error {
+			k := string(key)
+			if slices.Contains(sessionMetaKeys, k) || sess[k] != nil {
+				return nil
+			}
+			hasLevel = hasLevel || k == mcp.MetaKeyLogLevel
+			member(k, meta[vs:ve])
+			return nil
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range sessionMetaKeys {
-		delete(meta, k)
-	}
-	if len(sess) > 0 && meta == nil {
-		meta = map[string]json.RawMessage{}
-	}
-	for k, v := range sess {
-		meta[k] = v
-	}
-	m.mu.Lock()
-	level := m.level
-	m.mu.Unlock()
-	if _, ok := meta[mcp.MetaKeyLogLevel]; level != nil && !ok {
-		if meta == nil {
-			meta = map[string]json.RawMessage{}
+		if v := sess[k]; v != nil {
+			member(k, v)
 		}
-		meta[mcp.MetaKeyLogLevel], _ = json.Marshal(level.Level)
 	}
-	delete(p, "_meta")
-	if len(meta) > 0 {
-		b, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
+	if level != nil && !hasLevel {
+		v, _ := json.Marshal(level.Level)
+		member(mcp.MetaKeyLogLevel, v)
+	}
+	if n == 0 {
+		out = out[:mark]
+	} else {
+		out = append(out, '}')
+	}
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
 		}
-		p["_meta"] = b
 	}
-	return json.Marshal(p)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // cacheKey lets the front's lane answer a tools/list from the front

@@ -25,38 +25,54 @@ func TestSideDoorByEra(t *testing.T) {
 		{legacy, "", false},
 		{"", legacy, false},
 	} {
-		t.Run("client="+orLatest(c.client)+",child="+orLatest(c.child), func(t *testing.T) {
-			e := start(t, envOpts{version: c.client, cfg: Config{ChildProtocolVersion: c.child}})
-			e.mustOK("add_server", addArgs("s", fixtureV1))
-			before := e.m.laneCalls.Load()
-			if got := e.mustOK("s__echo", map[string]any{"text": "hi"}); got != "s:hi" {
-				t.Errorf("echo: %q", got)
-			}
-			if got := e.m.laneCalls.Load() - before; (got == 1) != c.lane {
-				t.Errorf("%d calls took the side door; want it used: %v", got, c.lane)
-			}
-			// A progress token keeps the call on the SDK path (progress
-			// must not overtake the result); the answer is the same.
-			before = e.m.laneCalls.Load()
-			res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{
-				Meta: mcp.Meta{"progressToken": "p"}, Name: "s__echo", Arguments: map[string]any{"text": "tok"},
+		for _, stdio := range []bool{false, true} {
+			t.Run(transportName(stdio)+",client="+orLatest(c.client)+",child="+orLatest(c.child), func(t *testing.T) {
+				e := start(t, envOpts{stdio: stdio, version: c.client, cfg: Config{ChildProtocolVersion: c.child}})
+				e.mustOK("add_server", addArgs("s", fixtureV1))
+				before := e.m.laneCalls.Load()
+				if got := e.mustOK("s__echo", map[string]any{"text": "hi"}); got != "s:hi" {
+					t.Errorf("echo: %q", got)
+				}
+				if got := e.m.laneCalls.Load() - before; (got == 1) != c.lane {
+					t.Errorf("%d calls took the side door; want it used: %v", got, c.lane)
+				}
+				// A progress token keeps the call on the SDK path (progress
+				// must not overtake the result); the answer is the same.
+				before = e.m.laneCalls.Load()
+				res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{
+					Meta: mcp.Meta{"progressToken": "p"}, Name: "s__echo", Arguments: map[string]any{"text": "tok"},
+				})
+				if err != nil || text(res) != "s:tok" {
+					t.Errorf("echo with a progress token: %v %v", err, res)
+				}
+				if n := e.m.laneCalls.Load() - before; n != 0 {
+					t.Errorf("a call with a progress token took the side door")
+				}
 			})
-			if err != nil || text(res) != "s:tok" {
-				t.Errorf("echo with a progress token: %v %v", err, res)
-			}
-			if n := e.m.laneCalls.Load() - before; n != 0 {
-				t.Errorf("a call with a progress token took the side door")
-			}
-		})
+		}
 	}
+}
+
+// transportName names a test's client transport.
+func transportName(stdio bool) string {
+	if stdio {
+		return "stdio"
+	}
+	return "memory"
 }
 
 // Through the side door, the client's cancel reaches the child, and a
 // child that dies under a call answers it once, with the crash report and
 // what to do.
 func TestSideDoorCancelAndCrash(t *testing.T) {
+	for _, stdio := range []bool{false, true} {
+		t.Run(transportName(stdio), func(t *testing.T) { testSideDoorCancelAndCrash(t, stdio) })
+	}
+}
+
+func testSideDoorCancelAndCrash(t *testing.T, stdio bool) {
 	logs := &syncBuf{}
-	e := start(t, envOpts{cfg: Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
+	e := start(t, envOpts{stdio: stdio, cfg: Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	e.mustOK("add_server", addArgs("s", fixtureV1))
 	before := e.m.laneCalls.Load()
 
@@ -111,7 +127,7 @@ func TestSideDoorCancelAndCrash(t *testing.T) {
 func TestToolsListFollowsEveryChange(t *testing.T) {
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("client="+orLatest(version), func(t *testing.T) {
-			e := start(t, envOpts{version: version})
+			e := start(t, envOpts{stdio: version == "", version: version})
 			has := func(name string) bool {
 				res, err := e.cs.ListTools(context.Background(), nil)
 				if err != nil {
@@ -141,14 +157,18 @@ func TestToolsListFollowsEveryChange(t *testing.T) {
 
 // A large answer passes through the side door whole.
 func TestSideDoorLargeAnswer(t *testing.T) {
-	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
-	before := e.m.laneCalls.Load()
-	big := strings.Repeat("é\"\\ x", 400<<10) // 2.4 MB of text that needs escaping
-	if got := e.mustOK("s__echo", map[string]any{"text": big}); got != "s:"+big {
-		t.Errorf("echo of %d bytes came back as %d bytes", len(big), len(got))
-	}
-	if e.m.laneCalls.Load() == before {
-		t.Error("the call did not take the side door")
+	for _, stdio := range []bool{false, true} {
+		t.Run(transportName(stdio), func(t *testing.T) {
+			e := start(t, envOpts{stdio: stdio})
+			e.mustOK("add_server", addArgs("s", fixtureV1))
+			before := e.m.laneCalls.Load()
+			big := strings.Repeat("é\"\\ x", 400<<10) // 2.4 MB of text that needs escaping
+			if got := e.mustOK("s__echo", map[string]any{"text": big}); got != "s:"+big {
+				t.Errorf("echo of %d bytes came back as %d bytes", len(big), len(got))
+			}
+			if e.m.laneCalls.Load() == before {
+				t.Error("the call did not take the side door")
+			}
+		})
 	}
 }

@@ -106,16 +106,15 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			}
 			b.hooks = h
 		}
-		var c2rW *io.PipeWriter
-		b.c2rR, c2rW = io.Pipe()
-		b.r2cR, b.r2cW = io.Pipe()
-		b.c2rW = c2rW
-		b.lane = newLaneConn(b.r2cR, b.c2rW)
+		var c2rR *io.PipeReader
+		c2rR, b.c2rW = io.Pipe()
+		b.lane = newLaneConn(b.c2rW, b.r.Deliver)
 		b.ctx, b.cancel = context.WithCancel(context.Background())
 		go func() {
 			defer close(b.done)
-			_ = b.r.Serve(b.ctx, b.c2rR, b.r2cW)
-			b.r2cW.Close()
+			_ = b.r.Serve(b.ctx, c2rR, b.lane.Output())
+			c2rR.Close()
+			b.lane.endOutput()
 		}()
 		if b.hooks.Run != nil {
 			b.wg.Add(1)
@@ -140,11 +139,8 @@ type relayBackend struct {
 	done   chan struct{}
 	once   sync.Once
 
-	c2rR *io.PipeReader
-	c2rW *io.PipeWriter
-	r2cR *io.PipeReader
-	r2cW *io.PipeWriter
-	lane *laneConn // the MCP client's connection over the pipes, with the side door
+	c2rW *io.PipeWriter // the relay's input
+	lane *laneConn      // the MCP client's connection to the relay, with the side door
 
 	mu    sync.Mutex
 	crash string // the report of the child's crash, until the next starts
@@ -215,9 +211,10 @@ func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
 
 func (b *relayBackend) Transport() mcp.Transport { return laneTransport{b.lane} }
 
-// CallRaw implements RawCaller through the relay's client pipes.
-func (b *relayBackend) CallRaw(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	return b.lane.CallRaw(ctx, params)
+// StartRaw implements RawCaller: the call goes to the relay as client
+// traffic (relay.Deliver), its answer comes back on the relay's output.
+func (b *relayBackend) StartRaw(params json.RawMessage, done func(json.RawMessage, error)) func() {
+	return b.lane.StartRaw(params, done)
 }
 
 // SessionMeta implements RawCaller.
@@ -286,8 +283,7 @@ func (b *relayBackend) Close() {
 	b.once.Do(func() {
 		b.cancel()
 		b.wg.Wait()
-		b.c2rW.Close()
-		b.r2cR.Close()
+		b.lane.Close()
 		<-b.done
 		b.emit(Event{Kind: EventStopped})
 	})

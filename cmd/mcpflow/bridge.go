@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/charmbracelet/log"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
@@ -262,5 +261,5 @@ func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring 
 	})
 	w.target.m = m
 	run.listen(control.ModeSingle, w.target)
-	return m.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: -1})
+	return m.RunStdio(ctx, stdin, stdout)
 }

@@ -113,12 +113,8 @@ func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	w.target.m = m
 	run.listen(control.ModeMux, w.target)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return m.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: -1})
+	return m.RunStdio(ctx, stdin, stdout)
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // specOf is the mux's view of a configured server.
 func specOf(s *config.ServerConfig) mux.ServerSpec {
