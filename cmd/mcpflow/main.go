@@ -28,6 +28,8 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -52,8 +54,10 @@ type env struct {
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
 	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the whole run, for
-	// `go tool pprof` (how BENCHMARKS.md's profiles were taken).
+	// `go tool pprof` (how BENCHMARKS.md's profiles were taken); %p in FILE
+	// is the process id, for runs with more than one mcpflow.
 	if path := os.Getenv("MCPFLOW_CPUPROFILE"); path != "" {
+		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			code := run(e, os.Args[1:])
 			pprof.StopCPUProfile()
