@@ -60,20 +60,27 @@ import (
 )
 
 // A Call is a tools/call request the lane may claim.
+//
+// Under Stdio, Params and Meta are parts of the line as read, valid until
+// the Route or Starter that gets the call returns: work that goes on
+// after must copy what it keeps (a Route's Handler gets a copy).
 type Call struct {
 	ID     jsonrpc.ID
-	Name   string                     // params.name
-	Params json.RawMessage            // the params as the client sent them
-	Meta   map[string]json.RawMessage // params._meta, nil when absent
-	Modern bool                       // 2026-07-28: the request carries its session in _meta
+	Name   string          // params.name
+	Params json.RawMessage // the params as the client sent them
+	Meta   json.RawMessage // params._meta, raw; nil when absent or null
+	Modern bool            // 2026-07-28: the request carries its session in _meta
 
-	// Notify sends a notification to the client (a progress notification,
-	// say) on the connection the request came on.
-	Notify func(method string, params any) error
+	progressToken json.RawMessage
+	conn          *conn
 }
 
 // ProgressToken is the request's _meta.progressToken, raw, or nil.
-func (c *Call) ProgressToken() json.RawMessage { return c.Meta["progressToken"] }
+func (c *Call) ProgressToken() json.RawMessage { return c.progressToken }
+
+// Notify sends a notification to the client (a progress notification,
+// say) on the connection the request came on.
+func (c *Call) Notify(method string, params any) error { return c.conn.notify(method, params) }
 
 // Handler answers one claimed call: a raw JSON result (written as it is,
 // so it must have the shape the request's era wants; see Result), or an
@@ -160,7 +167,8 @@ type conn struct {
 	cancel context.CancelFunc
 	// raw, when set (Stdio), is where answers to claimed calls are written
 	// as bytes, and the lane has seen every message before Read does.
-	raw *lockedWriter
+	raw     *lockedWriter
+	scratch []byte // Stdio's reader: a line on its way to the server
 
 	mu          sync.Mutex
 	initID      jsonrpc.ID // the legacy initialize request in flight
@@ -235,11 +243,7 @@ func (c *conn) fromCache(req *jsonrpc.Request) bool {
 	if k == "" {
 		return false
 	}
-	meta, ok := paramsMeta(req.Params)
-	if !ok {
-		return false
-	}
-	version, ok := c.version(meta)
+	version, ok := c.version(req.Params)
 	if !ok {
 		return false
 	}
@@ -257,15 +261,19 @@ func (c *conn) fromCache(req *jsonrpc.Request) bool {
 	return true
 }
 
-// version is the protocol version a request is answered in, and whether
-// the server would answer it as it is (see era).
-func (c *conn) version(meta map[string]json.RawMessage) (string, bool) {
-	modern, ok := era(meta)
+// version is the protocol version a request with these params is answered
+// in, and whether the server would answer it as it is (see era).
+func (c *conn) version(params []byte) (string, bool) {
+	p, ok := parseMeta(params)
+	if !ok {
+		return "", false
+	}
+	modern, ok := era(p.version, p.caps)
 	if !ok {
 		return "", false
 	}
 	if modern {
-		v, _ := jsonscan.Unquote(meta[mcp.MetaKeyProtocolVersion])
+		v, _ := jsonscan.Unquote(p.version)
 		return v, true
 	}
 	c.mu.Lock()
@@ -334,7 +342,7 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 	if !ok || p.Name == "" || p.Retry {
 		return false
 	}
-	modern, ok := era(p.Meta)
+	modern, ok := era(p.version, p.caps)
 	if !ok {
 		return false
 	}
@@ -346,8 +354,7 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 	if dup || closed || !modern && !initialized {
 		return false
 	}
-	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Meta: p.Meta, Modern: modern}
-	call.Notify = func(method string, params any) error { return c.notify(method, params) }
+	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Meta: p.Meta, Modern: modern, progressToken: p.progressToken, conn: c}
 	var st Starter
 	if c.cfg.Start != nil {
 		st = c.cfg.Start(call)
@@ -382,6 +389,11 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 // context that its cancel ends.
 func (c *conn) goHandler(h Handler) Starter {
 	return func(call *Call, reply Reply) func() {
+		if c.raw != nil { // the line's bytes are reused once the Starter returns
+			cp := *call
+			cp.Params, cp.Meta, cp.progressToken = slices.Clone(call.Params), slices.Clone(call.Meta), slices.Clone(call.progressToken)
+			call = &cp
+		}
 		ctx, cancel := context.WithCancel(c.ctx)
 		c.wg.Add(1)
 		go func() {
@@ -431,24 +443,20 @@ func (c *conn) answer(id jsonrpc.ID, res json.RawMessage, err error) {
 	c.raw.response(id, res)
 }
 
-// era tells a legacy request from a 2026-07-28 one, as the SDK server
-// does, and reports whether the server would accept its session _meta.
-func era(meta map[string]json.RawMessage) (modern, ok bool) {
-	raw, has := meta[mcp.MetaKeyProtocolVersion]
-	if !has {
+// era tells a legacy request from a 2026-07-28 one by its _meta's
+// protocol version and client capabilities (raw; nil when absent), as the
+// SDK server does, and reports whether the server would accept them.
+func era(version, caps []byte) (modern, ok bool) {
+	if len(version) == 0 || version[0] != '"' {
 		return false, true
 	}
-	if len(raw) == 0 || raw[0] != '"' {
-		return false, true
-	}
-	v, err := jsonscan.Unquote(raw)
+	v, err := jsonscan.Unquote(version)
 	if err != nil || v < modernVersion {
 		return false, true
 	}
 	if !slices.Contains(supported, v) {
 		return true, false
 	}
-	caps := meta[mcp.MetaKeyClientCapabilities]
 	if len(caps) == 0 || caps[0] != '{' {
 		return true, false
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The lane reads only the top level of what it looks at (jsonscan), never
@@ -30,9 +31,18 @@ func request(msg []byte) (*jsonrpc.Request, bool) {
 			if v[0] != '"' {
 				return errNotRequest
 			}
-			m, err := jsonscan.Unquote(v)
-			req.Method = m
-			return err
+			switch string(v) { // the methods the lane looks for, without a copy
+			case `"tools/call"`:
+				req.Method = "tools/call"
+			case `"tools/list"`:
+				req.Method = "tools/list"
+			case `"notifications/cancelled"`:
+				req.Method = "notifications/cancelled"
+			default:
+				m, err := jsonscan.Unquote(v)
+				req.Method = m
+				return err
+			}
 		case "params":
 			req.Params = v
 		}
@@ -80,15 +90,20 @@ func parseID(raw []byte) (jsonrpc.ID, bool) {
 }
 
 // callParams is the top level of a tools/call's params, as far as the lane
-// looks.
+// looks, with the _meta members it needs (raw spans; nil when absent).
 type callParams struct {
 	Name  string
-	Meta  map[string]json.RawMessage // nil when absent
-	Retry bool                       // inputResponses or requestState: a multi-round-trip retry
+	Meta  json.RawMessage // nil when absent or null
+	Retry bool            // inputResponses or requestState: a multi-round-trip retry
+	metaSpans
 }
 
-// parseCall reads params as json.Unmarshal would into callParams, and
-// reports false where it would fail.
+type metaSpans struct {
+	version, caps, progressToken []byte
+}
+
+// parseCall reads params as json.Unmarshal would into a struct of these
+// fields, and reports false where it would fail.
 func parseCall(params []byte) (callParams, bool) {
 	var p callParams
 	if len(params) == 0 || params[0] != '{' {
@@ -105,11 +120,12 @@ func parseCall(params []byte) (callParams, bool) {
 			p.Name = n
 			return err
 		case "_meta":
-			m, ok := metaMap(v)
-			if !ok {
+			if !p.metaSpans.read(v) {
 				return errNotRequest
 			}
-			p.Meta = m
+			if v[0] == '{' {
+				p.Meta = v
+			}
 		case "inputResponses", "requestState":
 			p.Retry = true
 		}
@@ -118,35 +134,42 @@ func parseCall(params []byte) (callParams, bool) {
 	return p, err == nil
 }
 
-// metaMap reads a _meta object into a map of raw values; null is a nil
-// map.
-func metaMap(v []byte) (map[string]json.RawMessage, bool) {
+// read takes the members the lane needs from a _meta object; null is an
+// empty _meta, anything else not an object reports false.
+func (m *metaSpans) read(v []byte) bool {
 	if string(v) == "null" {
-		return nil, true
+		return true
 	}
 	if v[0] != '{' {
-		return nil, false
+		return false
 	}
-	m := map[string]json.RawMessage{}
 	err := jsonscan.Members(v, 0, func(key []byte, vs, ve int) error {
-		m[string(key)] = v[vs:ve]
+		switch string(key) {
+		case mcp.MetaKeyProtocolVersion:
+			m.version = v[vs:ve]
+		case mcp.MetaKeyClientCapabilities:
+			m.caps = v[vs:ve]
+		case "progressToken":
+			m.progressToken = v[vs:ve]
+		}
 		return nil
 	})
-	return m, err == nil
+	return err == nil
 }
 
-// paramsMeta is the _meta of a request's params; false when params are
-// not an object or _meta is malformed.
-func paramsMeta(params []byte) (map[string]json.RawMessage, bool) {
+// parseMeta reads the _meta members the lane needs from a request's
+// params; false when params are not an object or _meta is malformed.
+func parseMeta(params []byte) (metaSpans, bool) {
+	var m metaSpans
 	if len(params) == 0 || string(params) == "null" {
-		return nil, true
+		return m, true
 	}
 	if params[0] != '{' {
-		return nil, false
+		return m, false
 	}
 	vs, ve, ok := jsonscan.MemberSpan(params, "_meta")
 	if !ok {
-		return nil, true
+		return m, true
 	}
-	return metaMap(params[vs:ve])
+	return m, m.read(params[vs:ve])
 }

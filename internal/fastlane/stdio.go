@@ -120,10 +120,12 @@ func (c *conn) handle(line []byte, pw *io.PipeWriter) bool {
 		c.raw.fail(nil, -32600, "Invalid Request: a message must be a JSON object (or a batch)")
 		return true
 	}
-	if _, err := pw.Write(append(line, '\n')); err != nil {
-		return false
+	c.scratch = append(append(c.scratch[:0], line...), '\n')
+	_, err := pw.Write(c.scratch)
+	if cap(c.scratch) > keepLine {
+		c.scratch = nil
 	}
-	return true
+	return err == nil
 }
 
 // batchRefused says why the server's connection must not get batch line
@@ -154,7 +156,7 @@ func (c *conn) offerLine(line []byte) bool {
 	if c.cfg.Cache == nil && !bytes.Contains(line, []byte(`"tools/call"`)) && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
 		return false
 	}
-	req, ok := request(bytes.Clone(line)) // the lane may keep parts; line is reused
+	req, ok := request(line) // parts of line, valid until offer returns (see Call)
 	return ok && c.offer(req)
 }
 
