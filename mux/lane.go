@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,8 +63,8 @@ type laneConn struct {
 
 	seq     atomic.Int64
 	mu      sync.Mutex
-	gone    bool // the relay's output ended: no side-door answer can come
-	waiters map[string]func(json.RawMessage, error)
+	gone    bool                                   // the relay's output ended: no side-door answer can come
+	waiters map[int64]func(json.RawMessage, error) // by the number in the side-door id
 	meta    map[string]json.RawMessage
 }
 
@@ -75,7 +74,7 @@ func newLaneConn(w io.WriteCloser, deliver func([]byte)) *laneConn {
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
-		waiters:  map[string]func(json.RawMessage, error){},
+		waiters:  map[int64]func(json.RawMessage, error){},
 	}
 }
 
@@ -149,7 +148,7 @@ func (c *laneConn) endOutput() {
 		c.mu.Lock()
 		c.gone = true
 		waiters := c.waiters
-		c.waiters = map[string]func(json.RawMessage, error){}
+		c.waiters = map[int64]func(json.RawMessage, error){}
 		c.mu.Unlock()
 		for _, done := range waiters {
 			done(nil, mcp.ErrConnectionClosed)
@@ -176,16 +175,16 @@ func (c *laneConn) answer(line []byte) bool {
 		}
 		return nil
 	})
-	if err != nil || method || len(rawID) == 0 || rawID[0] != '"' {
+	if err != nil || method {
 		return false
 	}
-	id, err := jsonscan.Unquote(rawID)
-	if err != nil {
+	n, ours := laneID(rawID)
+	if !ours {
 		return false
 	}
 	c.mu.Lock()
-	done, ok := c.waiters[id]
-	delete(c.waiters, id)
+	done, ok := c.waiters[n]
+	delete(c.waiters, n)
 	c.mu.Unlock()
 	if ok {
 		var werr *jsonrpc.Error
@@ -198,7 +197,23 @@ func (c *laneConn) answer(line []byte) bool {
 			done(bytes.Clone(result), nil)
 		}
 	}
-	return ok || strings.HasPrefix(id, laneIDPrefix)
+	return true // a side-door answer, even if no one waits for it any more
+}
+
+// laneID reads a side-door id, "mcpflow-mux-lane-N" raw, and returns N.
+func laneID(raw []byte) (int64, bool) {
+	const prefix = `"` + laneIDPrefix
+	if len(raw) < len(prefix)+2 || string(raw[:len(prefix)]) != prefix || raw[len(raw)-1] != '"' {
+		return 0, false
+	}
+	var n int64
+	for _, d := range raw[len(prefix) : len(raw)-1] {
+		if d < '0' || d > '9' || n > (1<<62)/10 {
+			return 0, false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	return n, true
 }
 
 func (c *laneConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -265,37 +280,36 @@ func (c *laneConn) SessionMeta() map[string]json.RawMessage {
 }
 
 func (c *laneConn) StartRaw(params json.RawMessage, done func(json.RawMessage, error)) func() {
-	id := laneIDPrefix + strconv.FormatInt(c.seq.Add(1), 10)
+	n := c.seq.Add(1)
 	c.mu.Lock()
 	if c.gone {
 		c.mu.Unlock()
 		done(nil, mcp.ErrConnectionClosed)
 		return nil
 	}
-	c.waiters[id] = done
+	c.waiters[n] = done
 	c.mu.Unlock()
-	idJSON := strconv.Quote(id)
 	line := make([]byte, 0, len(params)+80)
-	line = append(line, `{"jsonrpc":"2.0","id":`...)
-	line = append(line, idJSON...)
-	line = append(line, `,"method":"tools/call","params":`...)
+	line = append(line, `{"jsonrpc":"2.0","id":"`+laneIDPrefix...)
+	line = strconv.AppendInt(line, n, 10)
+	line = append(line, `","method":"tools/call","params":`...)
 	line = append(line, params...)
 	line = append(line, '}')
 	c.deliver(line)
 	return func() {
-		if c.forget(id) {
-			c.deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + idJSON + `,"reason":"the client canceled the call"}}`))
+		if c.forget(n) {
+			c.deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + laneIDPrefix + strconv.FormatInt(n, 10) + `","reason":"the client canceled the call"}}`))
 		}
 	}
 }
 
 // forget drops a side-door request's waiter; it reports whether one was
 // still waiting.
-func (c *laneConn) forget(id string) bool {
+func (c *laneConn) forget(n int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.waiters[id]
-	delete(c.waiters, id)
+	_, ok := c.waiters[n]
+	delete(c.waiters, n)
 	return ok
 }
 
@@ -391,8 +405,12 @@ func (m front) passAnswer(server string, modern bool, res json.RawMessage, err e
 // childParams are a client's tools/call params as the child gets them:
 // the child's tool name, and the _meta of callChild (childMeta, withLevel:
 // level is the client's logging level, nil if it set none) with the side
-// door's session _meta in place of the client's. The other members pass
-// as they are, arguments included, never decoded.
+// door's session _meta in place of the client's, but for the client's
+// capabilities. Those stay: a passed-through call's answer goes to the
+// client as it is, input_required requests included, so the child must
+// ask only for what the client can do (the mux's own session declares
+// what it can forward to any client). The other members pass as they are,
+// arguments included, never decoded.
 func childParams(raw json.RawMessage, tool string, sess map[string]json.RawMessage, level *mcp.SetLoggingLevelParams) (json.RawMessage, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, errors.New("params must be an object")
@@ -429,13 +447,18 @@ func childParams(raw json.RawMessage, tool string, sess map[string]json.RawMessa
 		out = append(out, ':')
 		out = append(out, v...)
 	}
-	hasLevel := false
+	hasLevel, hasCaps := false, false
 	if len(meta) > 0 && string(meta) != "null" {
 		if meta[0] != '{' {
 			return nil, errors.New("_meta must be an object")
 		}
 		err := jsonscan.Members(meta, 0, func(key []byte, vs, ve int) error {
 			k := string(key)
+			if k == mcp.MetaKeyClientCapabilities && sess != nil && !hasCaps {
+				hasCaps = true
+				member(k, meta[vs:ve])
+				return nil
+			}
 			if slices.Contains(sessionMetaKeys, k) || sess[k] != nil {
 				return nil
 			}
@@ -448,7 +471,7 @@ func childParams(raw json.RawMessage, tool string, sess map[string]json.RawMessa
 		}
 	}
 	for _, k := range sessionMetaKeys {
-		if v := sess[k]; v != nil {
+		if v := sess[k]; v != nil && !(hasCaps && k == mcp.MetaKeyClientCapabilities) {
 			member(k, v)
 		}
 	}

@@ -3,6 +3,7 @@ package mux
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"syscall"
@@ -168,6 +169,31 @@ func TestSideDoorLargeAnswer(t *testing.T) {
 			}
 			if e.m.laneCalls.Load() == before {
 				t.Error("the call did not take the side door")
+			}
+		})
+	}
+}
+
+// A passed-through call tells the child the client's own capabilities (its
+// input_required requests go to the client as they are), under the mux's
+// session otherwise; the SDK path tells it the mux's.
+func TestSideDoorTellsTheChildWhatTheClientCanDo(t *testing.T) {
+	for _, sampling := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sampling=%v", sampling), func(t *testing.T) {
+			e := start(t, envOpts{stdio: true, sampling: sampling})
+			e.mustOK("add_server", addArgs("s", fixtureV1))
+			before := e.m.laneCalls.Load()
+			want := fmt.Sprintf("client=mcpflow-mux sampling=%v", sampling)
+			if got := e.mustOK("s__whoami", map[string]any{}); got != want {
+				t.Errorf("through the side door: %q, want %q", got, want)
+			}
+			if e.m.laneCalls.Load() == before {
+				t.Error("the call did not take the side door")
+			}
+			params := &mcp.CallToolParams{Name: "s__whoami", Meta: mcp.Meta{"progressToken": "p"}}
+			res, err := e.cs.CallTool(context.Background(), params)
+			if err != nil || text(res) != "client=mcpflow-mux sampling=true" {
+				t.Errorf("through the SDK path: %v %q", err, text(res))
 			}
 		})
 	}
