@@ -76,11 +76,6 @@ func (f *fixture) route(c *Call) Handler {
 	return nil
 }
 
-// connect serves f's server over a lane and connects an SDK client of era.
-func (f *fixture) connect(t *testing.T, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
-	return f.connectWith(t, era, opts, Config{Route: f.route})
-}
-
 // The two ways a lane is put in front of a server: WrapWith around an
 // in-memory transport, and Stdio over OS pipes.
 var vias = []string{"wrap", "stdio"}
@@ -110,6 +105,8 @@ func (f *fixture) connectWith(t *testing.T, era string, opts *mcp.ClientOptions,
 	return f.connectVia(t, "wrap", era, opts, cfg)
 }
 
+// connectVia serves f's server over a lane of cfg, put in front by via,
+// and connects an SDK client of era.
 func (f *fixture) connectVia(t *testing.T, via, era string, opts *mcp.ClientOptions, cfg Config) *mcp.ClientSession {
 	t.Helper()
 	ct, st := laneTransport(t, via, cfg)
