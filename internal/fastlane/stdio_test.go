@@ -2,6 +2,7 @@ package fastlane
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -213,4 +216,38 @@ func TestStdioRawLines(t *testing.T) {
 		t.Errorf("unexpected output after the last answer: %s", l)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// FuzzRequest: whatever the lane reads as a request, the SDK reads as the
+// same request (method, id, params), so a line the lane leaves to the
+// server and one it takes mean the same to both.
+func FuzzRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p"}}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"notifications/cancelled","params":{"requestId":"a\"b"}}`,
+		`{"jsonrpc":"2.0","method":"tools/list"}`, `{"jsonrpc":"2.0","id":1.5,"method":"m"}`, `{"jsonrpc":"1.0","id":1,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"m"}`, `{"jsonrpc":"2.0","id":1,"method":"\u0074ools/call"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !jsonscan.Valid(b) || len(b) == 0 || b[0] != '{' {
+			return
+		}
+		got, ok := request(b)
+		if !ok {
+			return
+		}
+		msg, err := jsonrpc.DecodeMessage(b)
+		if err != nil {
+			t.Fatalf("the lane reads %q as a request; the SDK fails: %v", b, err)
+		}
+		want, isReq := msg.(*jsonrpc.Request)
+		if !isReq {
+			t.Fatalf("the lane reads %q as a request; the SDK as %T", b, msg)
+		}
+		if got.Method != want.Method || got.ID != want.ID || !bytes.Equal(bytes.TrimSpace(got.Params), bytes.TrimSpace(want.Params)) {
+			t.Fatalf("%q: lane %q %v %s, SDK %q %v %s", b, got.Method, got.ID, got.Params, want.Method, want.ID, want.Params)
+		}
+	})
 }
