@@ -85,6 +85,9 @@
 //
 // A program that embeds the relay (mcpflow watch, the mux) uses:
 //   - New(Config) and Serve(ctx, in, out): one client on in/out.
+//   - Deliver(msg): one client message handed over in memory, handled on
+//     the caller's goroutine as if read from in (the mux's pass-through
+//     calls); answers go to out as usual.
 //   - Restart(ctx): start or replace the child; it returns a
 //     *result.Restart (timings, tool diff, handshake differences, error).
 //   - Config.Recompiler (or SetRecompiler): what the recompile tool runs;
