@@ -21,11 +21,13 @@ import (
 // A goroutine of the connection's reads in line by line and offers each
 // object line to the lane first: a claimed call (Start's Starter, or
 // Route's Handler), a cancel of one, a request the cache answers. Every
-// other line (batches included) goes on, as it was read, to the SDK's own
-// stream connection (mcp.IOTransport), which decodes it and whose rules
-// apply. Writes to out are whole lines, one at a time: the server's
-// messages, and the answers to claimed calls, written as the Reply gave
-// the result, without a second encoding.
+// other JSON-RPC message (batches included, where the session's version
+// has them) goes on, as it was read, to the SDK's own stream connection
+// (mcp.IOTransport), which decodes it and whose rules apply. A line that
+// connection would fail on, which would end its session, is answered
+// here with a JSON-RPC error instead (see handle). Writes to out are whole
+// lines, one at a time: the server's messages, and the answers to claimed
+// calls, written as the Reply gave the result, without a second encoding.
 //
 // The reading goroutine ends when in does (EOF or an error, which ends
 // the session) or, after Close, once its read of in returns. in is never
