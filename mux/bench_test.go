@@ -280,17 +280,17 @@ func BenchmarkToolsList20x50(b *testing.B) {
 	}
 }
 
-// BenchmarkToolsList20x50Raw is the same tools/list as the mux answers it,
-// on the pipes of a stdio transport: the client writes request lines and
-// reads answer lines, looking only for its id and nextCursor, so the time
-// is the mux's.
+// BenchmarkToolsList20x50Raw is the same tools/list as the mux answers it
+// on stdio (RunStdio, as mcpflow mux does): the client writes request
+// lines and reads answer lines, looking only for its id and nextCursor, so
+// the time is the mux's.
 func BenchmarkToolsList20x50Raw(b *testing.B) {
 	m := New(Config{})
 	c2mR, c2mW := io.Pipe()
 	m2cR, m2cW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- m.Run(context.Background(), &mcp.IOTransport{Reader: c2mR, Writer: m2cW})
+		done <- m.RunStdio(context.Background(), c2mR, m2cW)
 		m2cW.Close()
 	}()
 	defer func() {
