@@ -174,6 +174,35 @@ func (p *peer) send(b []byte) error {
 	return nil
 }
 
+// stuck describes, for a call that got no answer, where the answer could
+// be: bytes read but not yet a whole line, and the state of the peer's
+// process tree (what each process waits in), so that a lost answer can be
+// told from a stalled process.
+func (p *peer) stuck() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "client side: %d bytes buffered, %d of a line so far\n", p.r.Buffered(), len(p.line))
+	var walk func(pid, depth int)
+	walk = func(pid, depth int) {
+		state, wchan := "?", "?"
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) {
+				state = string(st[i+2 : i+3])
+			}
+		}
+		if w, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid)); err == nil {
+			wchan = string(w)
+		}
+		fmt.Fprintf(&b, "%s%d %s state=%s wchan=%s\n", strings.Repeat("  ", depth), pid, procCmdline(pid), state, wchan)
+		if depth < 4 {
+			for _, c := range procChildren(pid) {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(p.pid, 0)
+	return strings.TrimRight(b.String(), "\n")
+}
+
 // readLine reads one line into the reused buffer.
 func (p *peer) readLine(deadline time.Time) ([]byte, error) {
 	if err := p.stdout.SetReadDeadline(deadline); err != nil {
@@ -258,7 +287,7 @@ func (p *peer) await(id int, method string, deadline time.Time) (reply, error) {
 		at := time.Now()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return reply{}, p.fail("%s (id %d): no response in time", method, id)
+				return reply{}, p.fail("%s (id %d): no response in time\n%s", method, id, p.stuck())
 			}
 			return reply{}, p.fail("%s (id %d): read: %v", method, id, err)
 		}
