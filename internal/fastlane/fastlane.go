@@ -61,14 +61,13 @@ import (
 
 // A Call is a tools/call request the lane may claim.
 //
-// Under Stdio, Params and Meta are parts of the line as read, valid until
-// the Route or Starter that gets the call returns: work that goes on
-// after must copy what it keeps (a Route's Handler gets a copy).
+// Under Stdio, Params is part of the line as read, valid until the Route
+// or Starter that gets the call returns: work that goes on after must
+// copy what it keeps (a Route's Handler gets a copy).
 type Call struct {
 	ID     jsonrpc.ID
 	Name   string          // params.name
 	Params json.RawMessage // the params as the client sent them
-	Meta   json.RawMessage // params._meta, raw; nil when absent or null
 	Modern bool            // 2026-07-28: the request carries its session in _meta
 
 	progressToken json.RawMessage
@@ -354,7 +353,7 @@ func (c *conn) claim(req *jsonrpc.Request) bool {
 	if dup || closed || !modern && !initialized {
 		return false
 	}
-	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Meta: p.Meta, Modern: modern, progressToken: p.progressToken, conn: c}
+	call := &Call{ID: req.ID, Name: p.Name, Params: req.Params, Modern: modern, progressToken: p.progressToken, conn: c}
 	var st Starter
 	if c.cfg.Start != nil {
 		st = c.cfg.Start(call)
@@ -391,7 +390,7 @@ func (c *conn) goHandler(h Handler) Starter {
 	return func(call *Call, reply Reply) func() {
 		if c.raw != nil { // the line's bytes are reused once the Starter returns
 			cp := *call
-			cp.Params, cp.Meta, cp.progressToken = slices.Clone(call.Params), slices.Clone(call.Meta), slices.Clone(call.progressToken)
+			cp.Params, cp.progressToken = slices.Clone(call.Params), slices.Clone(call.progressToken)
 			call = &cp
 		}
 		ctx, cancel := context.WithCancel(c.ctx)

@@ -1,7 +1,6 @@
 package fastlane
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -93,8 +92,7 @@ func parseID(raw []byte) (jsonrpc.ID, bool) {
 // looks, with the _meta members it needs (raw spans; nil when absent).
 type callParams struct {
 	Name  string
-	Meta  json.RawMessage // nil when absent or null
-	Retry bool            // inputResponses or requestState: a multi-round-trip retry
+	Retry bool // inputResponses or requestState: a multi-round-trip retry
 	metaSpans
 }
 
@@ -122,9 +120,6 @@ func parseCall(params []byte) (callParams, bool) {
 		case "_meta":
 			if !p.metaSpans.read(v) {
 				return errNotRequest
-			}
-			if v[0] == '{' {
-				p.Meta = v
 			}
 		case "inputResponses", "requestState":
 			p.Retry = true
