@@ -106,12 +106,17 @@ func (c *conn) handle(line []byte, pw *io.PipeWriter) bool {
 	}
 	switch line[0] {
 	case '{':
-		if c.offerLine(line) {
+		took, read := c.offerLine(line)
+		if took {
 			return true
 		}
-		if _, err := jsonrpc.DecodeMessage(line); err != nil {
-			c.raw.fail(jsonscan.Member(line, "id"), -32600, "Invalid Request: "+err.Error())
-			return true
+		// A line the lane read as a request, the SDK reads the same way
+		// (FuzzRequest); anything else is checked with the SDK's decoder.
+		if !read {
+			if _, err := jsonrpc.DecodeMessage(line); err != nil {
+				c.raw.fail(jsonscan.Member(line, "id"), -32600, "Invalid Request: "+err.Error())
+				return true
+			}
 		}
 	case '[':
 		if reason := c.batchRefused(line); reason != "" {
@@ -153,13 +158,14 @@ func (c *conn) batchRefused(line []byte) string {
 }
 
 // offerLine offers one line, valid JSON, to the lane; it reports whether
-// the lane took it. Only lines that may concern the lane are read here.
-func (c *conn) offerLine(line []byte) bool {
+// the lane took it, and whether it read the line as a request. Only lines
+// that may concern the lane are read here.
+func (c *conn) offerLine(line []byte) (took, read bool) {
 	if c.cfg.Cache == nil && !bytes.Contains(line, []byte(`"tools/call"`)) && !bytes.Contains(line, []byte(`"notifications/cancelled"`)) {
-		return false
+		return false, false
 	}
 	req, ok := request(line) // parts of line, valid until offer returns (see Call)
-	return ok && c.offer(req)
+	return ok && c.offer(req), ok
 }
 
 // lockedWriter writes one message at a time to w. The SDK's connection
