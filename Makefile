@@ -7,7 +7,7 @@ BIN      := bin/mcpflow
 FUZZTIME ?= 20000x
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients
+.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist install
 
 all: build
 
@@ -20,6 +20,22 @@ LDFLAGS  := -X main.buildVersion=$(VERSION)
 
 build:
 	$(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpflow
+
+# Copies the build to $(PREFIX)/bin (a copy then a rename: a running
+# mcpflow keeps its old file).
+PREFIX ?= $(HOME)/.local
+install: build
+	mkdir -p '$(PREFIX)/bin'
+	cp $(BIN) '$(PREFIX)/bin/.mcpflow.new' && mv -f '$(PREFIX)/bin/.mcpflow.new' '$(PREFIX)/bin/mcpflow'
+	@echo "installed $(PREFIX)/bin/mcpflow"; case ":$$PATH:" in *':$(PREFIX)/bin:'*) ;; \
+	*) echo "$(PREFIX)/bin is not on PATH; add this line to ~/.profile (or your shell's rc file):"; \
+	   echo "  export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
+
+# Release archives, npm packages and Python wheels for every platform, and
+# checksums.txt, in dist/ (packaging/dist/main.go says what and how).
+dist:
+	rm -rf dist
+	$(GO) run ./packaging/dist -out dist
 
 # The test command the README gives and .ci/run calls.
 test: lint node-deps unit fuzz cross
@@ -118,4 +134,4 @@ $(CLIENTS)/node_modules/.installed: internal/clientcheck/package.json
 	touch $@
 
 clean:
-	rm -rf bin .cache $(NODE_PEERS)/node_modules $(TSC_DEPS)/node_modules
+	rm -rf bin dist .cache $(NODE_PEERS)/node_modules $(TSC_DEPS)/node_modules
