@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/tail"
 )
 
 // buildOutcome is what one run of the build command produced.
@@ -33,7 +34,8 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 		ctx, cancel = context.WithTimeout(parent, b.cfg.Timeout)
 		defer cancel()
 	}
-	out := newOutputBuffer(b.cfg.MaxOutput)
+	// The first half of the budget and the last half.
+	out := tail.New(b.cfg.MaxOutput/2, b.cfg.MaxOutput-b.cfg.MaxOutput/2, nil)
 	cmd := proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}.Cmd()
 	cmd.Stdin = nil // the null device
 	cmd.Stdout = out
