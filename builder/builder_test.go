@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -747,5 +748,29 @@ func TestPrepareSkipIsCached(t *testing.T) {
 	h2 := newHarness(t, Config{Command: []string{}}, nil, true)
 	if res := h2.b.Startup(context.Background()); res.Cached {
 		t.Errorf("no build command reported as cached: %+v", res)
+	}
+}
+
+// A build that exits 0 while a process it started outside its group keeps
+// its output open succeeded: Wait gives up on the output after killGrace
+// (exec.Cmd.WaitDelay) and the build is reported good.
+func TestBuildThatLeavesItsOutputOpenSucceeds(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	h := newHarness(t, Config{
+		Command: []string{`setsid sh -c 'echo $$ > outsider.pid; exec sleep 30' &
+while [ ! -s outsider.pid ]; do sleep 0.01; done
+echo built`},
+		Shell: true,
+	}, nil, true)
+	res := h.b.Recompile(context.Background(), nil)
+	outsider := h.pidFile("outsider.pid")
+	t.Cleanup(func() { _ = syscall.Kill(outsider, syscall.SIGKILL) })
+	if !res.OK || res.Err != nil || !strings.Contains(res.Output, "built") {
+		t.Fatalf("result: %+v", res)
+	}
+	if !alive(outsider) {
+		t.Error("the process outside the build's group was killed; only the group is the build's")
 	}
 }

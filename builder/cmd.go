@@ -24,9 +24,10 @@ type buildOutcome struct {
 }
 
 // build runs the build command once and waits for it. When ctx is done, or
-// Config.Timeout passes, the build's process group gets SIGTERM, then up to
-// killGrace to exit and close its output, then SIGKILL. Whatever the build
-// left running in its group is killed once it exited.
+// Config.Timeout passes, the build's process group is stopped with
+// proc.Group.Stop: SIGTERM, up to killGrace to exit and close its output,
+// then SIGKILL. Whatever the build left running in its group is killed
+// once it exited.
 func (b *Builder) build(parent context.Context) buildOutcome {
 	ctx := parent
 	if b.cfg.Timeout > 0 {
@@ -50,32 +51,19 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 		return buildOutcome{err: err, duration: time.Since(start)}
 	}
 	exited := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-exited:
-			return
-		case <-ctx.Done():
-		}
-		g.Terminate()
-		t := time.NewTimer(killGrace)
-		defer t.Stop()
-		select {
-		case <-exited:
-		case <-t.C:
-			g.Kill()
-		}
-	}()
-	err = cmd.Wait()
-	close(exited)
-	<-watched
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		g.Stop(nil, exited, killGrace)
+	}
+	<-exited
 	g.Release()
-	res := buildOutcome{started: true, err: err, duration: time.Since(start)}
-	res.output = out.String()
+	res := buildOutcome{started: true, err: waitErr, duration: time.Since(start), output: out.String()}
 	switch {
-	case err == nil:
-	case errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil:
+	case waitErr == nil:
+	case errors.Is(waitErr, exec.ErrWaitDelay) && ctx.Err() == nil:
 		// Exit status 0, but something the build started kept its output
 		// open. The build itself succeeded.
 		b.log.Warn("the build left processes running that kept its output open; ignoring them", "command", b.cmdline)

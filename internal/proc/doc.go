@@ -10,9 +10,12 @@
 //     Object that kills every process in it when the job is killed or its
 //     handle closed, so grandchildren die with it.
 //   - Group.Stop stops a running group gracefully: close the command's
-//     stdin, wait up to the grace period for it to exit, signal the group
-//     to terminate (SIGTERM), wait the grace again, then kill it
-//     (SIGKILL). Stop returns once the leader has exited.
+//     stdin and wait up to the grace period for it to exit (when the
+//     caller passes a stdin to close), signal the group to terminate
+//     (SIGTERM), wait the grace again, then kill it (SIGKILL). Stop
+//     returns once the leader has exited; what is left of the group is
+//     killed then. The relay, the builder and clitools stop their
+//     processes with it, and only with it.
 //   - Group.Kill kills every process of the group at once; calling it after
 //     the leader exited still reaches what the leader left behind. Callers
 //     call Kill (or Release) after Wait so that nothing of the group
