@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/tail"
 )
 
 // killGrace is how long a call's process group has, after SIGTERM, before
@@ -46,7 +46,7 @@ type runSpec struct {
 	stdin     []byte // nil: no input (EOF at once)
 	timeout   time.Duration
 	maxOutput int64
-	onStderr  func(line string) // called for each stderr line, on one goroutine
+	onStderr  func(line string) // called for each stderr line, in order, one call at a time (tail.New's onLine)
 	shutdown  <-chan struct{}
 }
 
@@ -61,7 +61,7 @@ func run(ctx context.Context, s runSpec) outcome {
 	}
 	overflow := make(chan struct{})
 	stdout := &capWriter{max: s.maxOutput, over: overflow}
-	stderr := &lineTail{onLine: s.onStderr}
+	stderr := tail.New(0, stderrTail, s.onStderr)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second
@@ -98,8 +98,8 @@ func run(ctx context.Context, s runSpec) outcome {
 	g.Release()
 	o.duration = time.Since(start)
 	o.stdout = stdout.bytes()
-	stderr.flush()
-	o.stderr = stderr.tail()
+	stderr.Flush()
+	o.stderr = strings.ToValidUTF8(stderr.String(), "\uFFFD")
 	if o.err == nil {
 		var ee *exec.ExitError
 		switch {
@@ -151,72 +151,6 @@ func (w *capWriter) bytes() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]byte(nil), w.buf.Bytes()...)
-}
-
-// ReadFrom copies a process's stdout into w. os/exec copies from the pipe
-// with io.Copy, which would allocate a 32 KB buffer per call; this takes
-// one from a pool.
-func (w *capWriter) ReadFrom(r io.Reader) (int64, error) { return copyPooled(w, r) }
-
-// ReadFrom copies a process's stderr into w, as capWriter's does.
-func (w *lineTail) ReadFrom(r io.Reader) (int64, error) { return copyPooled(w, r) }
-
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// copyPooled is io.Copy(w, r) with a pooled buffer. Both sides are
-// wrapped so that io.CopyBuffer uses the buffer: w's ReadFrom is this
-// function, and an *os.File's WriteTo would copy with a buffer of its own.
-func copyPooled(w io.Writer, r io.Reader) (int64, error) {
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	return io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *bp)
-}
-
-// lineTail keeps the last stderrTail bytes and hands out complete lines.
-type lineTail struct {
-	mu     sync.Mutex
-	onLine func(string)
-	line   []byte
-	buf    []byte
-}
-
-func (w *lineTail) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 2*stderrTail {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-stderrTail:]...)
-	}
-	if w.onLine != nil {
-		for _, c := range p {
-			if c == '\n' {
-				w.onLine(strings.TrimRight(string(w.line), "\r"))
-				w.line = w.line[:0]
-			} else if len(w.line) < 1024 {
-				w.line = append(w.line, c)
-			}
-		}
-	}
-	return len(p), nil
-}
-
-func (w *lineTail) flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.onLine != nil && len(w.line) > 0 {
-		w.onLine(string(w.line))
-		w.line = nil
-	}
-}
-
-func (w *lineTail) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	b := w.buf
-	if len(b) > stderrTail {
-		b = b[len(b)-stderrTail:]
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 // isJSONObject reports whether b (trimmed) is one JSON object, and returns
