@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -69,7 +68,7 @@ const (
 )
 
 // Config is mcpflow's resolved configuration: defaults filled in, every
-// path absolute. Build one with Load, Parse, Default or FromCommand.
+// path absolute. Build one with Load, Parse or Default.
 //
 // In Single mode Run is set and CLI and Servers are empty. In CLI mode CLI
 // is set and Run.Command is zero. In Mux mode Servers holds the servers
@@ -234,17 +233,4 @@ func Parse(name string, data []byte, dir string) (*Config, error) {
 		return nil, joinErrors(errs)
 	}
 	return c, nil
-}
-
-// FromCommand returns the config of "mcpflow watch -- CMD": the defaults,
-// argv as the server (executed directly), and build, when not "", as the
-// build command (run by sh -c). dir is the project folder. The caller may
-// adjust the watch globs and must call Validate.
-func FromCommand(dir string, argv []string, build string) *Config {
-	c := Default(dir)
-	c.Run.Command = Command{Argv: append([]string(nil), argv...)}
-	if strings.TrimSpace(build) != "" {
-		c.Build.Command = Command{Argv: []string{build}, Shell: true}
-	}
-	return c
 }

@@ -789,7 +789,8 @@ func TestDescribe(t *testing.T) {
 	odd.Relay.QueueBytes = 3 << 30
 	odd.Watch.Poll = 1500 * time.Millisecond
 
-	flags := FromCommand("/proj", []string{"srv"}, "")
+	flags := Default("/proj") // mcpflow watch -- srv
+	flags.Run.Command = Command{Argv: []string{"srv"}}
 	cli, err := Load("testdata/cli.toml")
 	if err != nil {
 		t.Fatal(err)

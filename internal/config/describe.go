@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,7 +110,7 @@ func (d *describer) kv(key, value, note string) {
 
 func (d *describer) env(env map[string]string) {
 	kvs := make([]string, 0, len(env))
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		kvs = append(kvs, tomlKey(k)+" = "+TOMLString(env[k]))
 	}
 	if len(kvs) == 0 {

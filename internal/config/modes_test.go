@@ -21,8 +21,11 @@ func TestModes(t *testing.T) {
 			t.Errorf("%q: mode %s, want %s", doc, c.Mode(), want)
 		}
 	}
-	if c := FromCommand("/proj", []string{"srv"}, "make"); c.Mode() != Single || c.Validate() != nil {
-		t.Errorf("FromCommand: mode %s, %v", c.Mode(), c.Validate())
+	c := Default("/proj") // mcpflow watch --build make -- srv
+	c.Run.Command = Command{Argv: []string{"srv"}}
+	c.Build.Command = Command{Argv: []string{"make"}, Shell: true}
+	if c.Mode() != Single || c.Validate() != nil {
+		t.Errorf("a config from flags: mode %s, %v", c.Mode(), c.Validate())
 	}
 }
 

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -251,7 +253,7 @@ func (c *Config) serverNames(servers map[string]*fileServer) []string {
 			}
 		}
 	}
-	for _, name := range sortedKeys(servers) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		if !seen[name] {
 			names = append(names, name)
 		}

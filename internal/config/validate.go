@@ -2,8 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +100,7 @@ func splitKey(k string) []string {
 }
 
 func (v *validator) env(table string, env map[string]string) {
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		path := append(splitKey(table), "env", k)
 		if msg := envNameProblem(k); msg != "" {
 			v.badPath(path, "%s", msg)
@@ -357,13 +357,4 @@ func quoteAll(ss []string) []string {
 		out[i] = strconv.Quote(s)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
