@@ -26,22 +26,18 @@ type Config struct {
 	Env       []string      // full environment; nil = inherit os.Environ()
 	Timeout   time.Duration // 0 = none; a build that runs longer is killed and fails
 	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
-	MaxErrors int           // bytes of result.Build.Errors; default 8 KiB
 	Logger    *slog.Logger  // nil = discard
 	// OnResult, when not nil, is called on Run's goroutine after every
 	// cycle that was not canceled, good or bad, whatever its trigger. It
 	// should return quickly: the next cycle waits for it.
 	OnResult func(result.Build)
 
-	// OutputDirs are folders (relative to Dir) whose files, when written
-	// while a build runs, are the build's output and never start a
-	// build; nil = DefaultOutputDirs. Outputs are paths (relative to Dir)
-	// already known as written by builds, e.g. learned by an earlier run.
-	// OnOutputs, when not nil, receives every path known as a build
-	// output, sorted, each time the set changes. See Changed.
-	OutputDirs []string
-	Outputs    []string
-	OnOutputs  func([]string)
+	// Outputs are paths (relative to Dir) already known as written by
+	// builds, e.g. learned by an earlier run. OnOutputs, when not nil,
+	// receives every path known as a build output, sorted, each time the
+	// set changes. See Changed.
+	Outputs   []string
+	OnOutputs func([]string)
 
 	// Prepare, when not nil, is called on Run's goroutine before each
 	// run of the build command, with the build's ctx (canceled by a
@@ -56,24 +52,25 @@ type Config struct {
 	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
 }
 
-// The defaults of Config's zero values (DefaultTimeout is the config
-// file's default; a zero Timeout here means none).
-const (
-	DefaultTimeout   = 10 * time.Minute
-	DefaultMaxOutput = 1 << 20
-	DefaultMaxErrors = 8 << 10
-)
+// DefaultTimeout is the config file's default build timeout (a zero
+// Config.Timeout means none).
+const DefaultTimeout = 10 * time.Minute
 
 const (
+	defaultMaxOutput = 1 << 20 // Config.MaxOutput's default
+	maxErrors        = 8 << 10 // bytes of result.Build.Errors
+
 	// killGrace is how long a canceled build has, after SIGTERM, to exit
 	// and close its output before its process group gets SIGKILL.
 	killGrace = 2 * time.Second
 )
 
-// Triggers, as found in result.Build.Trigger.
+// Triggers, as found in result.Build.Trigger. TriggerRecompile is the one
+// callers compare with (a cycle the agent asked for); the others are the
+// builder's own.
 const (
-	TriggerStartup   = "startup"
-	TriggerWatch     = "watch"
+	triggerStartup   = "startup"
+	triggerWatch     = "watch"
 	TriggerRecompile = "recompile"
 )
 
@@ -131,10 +128,7 @@ func New(cfg Config, r Restarter) *Builder {
 	cfg.Command = slices.Clone(cfg.Command)
 	cfg.Env = slices.Clone(cfg.Env)
 	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = DefaultMaxOutput
-	}
-	if cfg.MaxErrors <= 0 {
-		cfg.MaxErrors = DefaultMaxErrors
+		cfg.MaxOutput = defaultMaxOutput
 	}
 	lg := cfg.Logger
 	if lg == nil {
@@ -230,7 +224,7 @@ func (b *Builder) poke() {
 // Paths are relative to Config.Dir. Changed drops the build's own
 // output: a path whose file was written while a build ran (its
 // modification time lies within the build's time window) and that lies
-// under Config.OutputDirs, or that a build was seen writing before. Any
+// under DefaultOutputDirs, or that a build was seen writing before. Any
 // other path written during a build still starts a build (it may be a
 // save), and if the next good build writes it again it is known as output
 // from then on. A known output changed outside every build is an edit and
@@ -261,7 +255,7 @@ func (b *Builder) Changed(paths []string) {
 		c.waiters = nil
 		b.log.Debug("canceling build for newer changes", "build", c.seq)
 	}
-	b.pending(TriggerWatch).add(paths)
+	b.pending(triggerWatch).add(paths)
 	b.mu.Unlock()
 	b.poke()
 }
@@ -287,7 +281,7 @@ func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) resu
 // Startup runs the first cycle at launch, build then Restart, with Trigger
 // "startup" (or joins a cycle already under way, as Recompile does).
 func (b *Builder) Startup(ctx context.Context) result.Build {
-	return b.request(ctx, TriggerStartup, nil)
+	return b.request(ctx, triggerStartup, nil)
 }
 
 func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) result.Build {

@@ -343,7 +343,7 @@ func TestGoodBuildRestartsOnce(t *testing.T) {
 func TestStartup(t *testing.T) {
 	h := newHarness(t, Config{}, nil, true)
 	res := h.b.Startup(context.Background())
-	if !res.OK || res.Trigger != TriggerStartup || res.Seq != 1 || res.Restart == nil {
+	if !res.OK || res.Trigger != triggerStartup || res.Seq != 1 || res.Restart == nil {
 		t.Fatalf("result: %+v", res)
 	}
 	if n := h.r.calls.Load(); n != 1 {
@@ -382,7 +382,7 @@ func TestChangedKillsRunningBuild(t *testing.T) {
 	h.write("src", "final")
 	h.b.Changed([]string{"b.go", "a.go"})
 	res := h.next()
-	if !res.OK || res.Seq != 2 || res.Trigger != TriggerWatch {
+	if !res.OK || res.Seq != 2 || res.Trigger != triggerWatch {
 		t.Fatalf("result: %+v", res)
 	}
 	if !slices.Equal(res.Changed, []string{"a.go", "b.go"}) {
@@ -468,7 +468,7 @@ func TestRecompileJoinsRunningBuild(t *testing.T) {
 	h.write("gate", "")
 	res := call.wait(t)
 	watch := h.next()
-	if !res.OK || res.Seq != 1 || watch.Seq != 1 || res.Trigger != TriggerWatch {
+	if !res.OK || res.Seq != 1 || watch.Seq != 1 || res.Trigger != triggerWatch {
 		t.Fatalf("Recompile got %+v, OnResult got %+v", res, watch)
 	}
 	if n := len(h.builds()); n != 1 {
@@ -563,12 +563,12 @@ func TestTimeout(t *testing.T) {
 func TestOnResultForEachCycle(t *testing.T) {
 	h := newHarness(t, Config{}, nil, true)
 	h.b.Startup(context.Background())
-	if got := h.next(); got.Seq != 1 || got.Trigger != TriggerStartup {
+	if got := h.next(); got.Seq != 1 || got.Trigger != triggerStartup {
 		t.Errorf("first: %+v", got)
 	}
 	h.write("src", "fail")
 	h.b.Changed([]string{"x.go"})
-	if got := h.next(); got.Seq != 2 || got.Trigger != TriggerWatch || got.OK {
+	if got := h.next(); got.Seq != 2 || got.Trigger != triggerWatch || got.OK {
 		t.Errorf("second: %+v", got)
 	}
 	h.write("src", "v2")

@@ -61,7 +61,7 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		lg.Debug("build canceled", "after", result.Dur(res.Duration), "err", res.Err)
 	case out.err != nil:
 		res.Err = b.explain(out)
-		res.Errors = Summarize(res.Output, b.cfg.MaxErrors)
+		res.Errors = summarize(res.Output, maxErrors)
 		lg.Debug("build failed", "after", result.Dur(res.Duration), "err", res.Err)
 		b.say(c, fmt.Sprintf("build failed after %s: %v", result.Dur(res.Duration), res.Err))
 	default:

@@ -39,13 +39,13 @@
 // Every cycle that was not canceled is reported to Config.OnResult, on
 // Run's goroutine, before any Recompile or Startup waiting for it returns.
 // Canceled cycles (superseded by newer changes, or cut short by Run's ctx)
-// are only logged, so OnResult may see gaps in Seq. result.Build.Output holds the
-// combined stdout and stderr, at most Config.MaxOutput bytes (the head and
-// the tail, with a "… N bytes cut …" marker between). When the build fails,
-// result.Build.Errors holds Summarize(Output, Config.MaxErrors): the lines an
-// agent needs. result.Build.Restart is what the Restarter returned (nil when
-// the build failed or there is no Restarter); its Err is set when the
-// restart failed.
+// are only logged, so OnResult may see gaps in Seq. result.Build.Output
+// holds the combined stdout and stderr, at most Config.MaxOutput bytes (the
+// head and the tail, with a "… N bytes cut …" marker between). When the
+// build fails, result.Build.Errors holds the lines of Output an agent needs
+// (8 KiB at most; see summarize). result.Build.Restart is what the
+// Restarter returned (nil when the build failed or there is no Restarter);
+// its Err is set when the restart failed.
 //
 // Recompile's progress callback, when not nil, receives short phase messages
 // ("building: go build ./...", "build ok in 1.2s", "build failed after 3s:
@@ -61,7 +61,7 @@
 // just before Config.Prepare to the build's exit), and a changed path
 // whose file was modified within a window (or a deleted path, while a
 // build runs or just after) was written during a build. Such a path is
-// dropped when it lies under Config.OutputDirs (default dist, build, out,
+// dropped when it lies under DefaultOutputDirs (dist, build, out,
 // target, bin, .next, .output) or is a known output (Config.Outputs, or
 // learned); any other path still starts a build, and becomes a known
 // output when the next good build writes it again. A known output

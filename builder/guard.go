@@ -46,7 +46,6 @@ const (
 // is someone else's edit: it starts a build and is forgotten as an output.
 type guard struct {
 	dir     string
-	outDirs []string
 	log     *slog.Logger
 	learned func([]string)
 
@@ -66,16 +65,6 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 		learned: cfg.OnOutputs,
 		outputs: map[string]bool{},
 		verify:  map[string]bool{},
-	}
-	dirs := cfg.OutputDirs
-	if dirs == nil {
-		dirs = DefaultOutputDirs
-	}
-	for _, d := range dirs {
-		d = strings.Trim(filepath.ToSlash(filepath.Clean(d)), "/")
-		if d != "" && d != "." && !strings.HasPrefix(d, "..") {
-			g.outDirs = append(g.outDirs, d)
-		}
 	}
 	for _, p := range cfg.Outputs {
 		g.outputs[filepath.ToSlash(p)] = true
@@ -207,7 +196,7 @@ func (w window) strictlyHolds(mt time.Time) bool {
 }
 
 func (g *guard) underOutDir(p string) bool {
-	for _, d := range g.outDirs {
+	for _, d := range DefaultOutputDirs {
 		if strings.HasPrefix(p, d+"/") {
 			return true
 		}

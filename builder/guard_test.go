@@ -37,7 +37,7 @@ func TestOutputFolderWrittenByBuildNeverBuilds(t *testing.T) {
 	h := outputHarness(t, "dist", Config{})
 	h.write("src", "v1")
 	h.b.Startup(context.Background())
-	h.expect(1, TriggerStartup)
+	h.expect(1, triggerStartup)
 	// What the watcher reports after the build: its output, and a file
 	// it deleted.
 	h.b.Changed([]string{"dist/out.js"})
@@ -45,7 +45,7 @@ func TestOutputFolderWrittenByBuildNeverBuilds(t *testing.T) {
 	// A save: exactly one build, for the save alone.
 	h.write("src", "v2")
 	h.b.Changed([]string{"src"})
-	h.expect(2, TriggerWatch, "src")
+	h.expect(2, triggerWatch, "src")
 	h.b.Changed([]string{"dist/out.js"})
 	h.recompile(context.Background()).wait(t)
 	h.expect(3, TriggerRecompile)
@@ -68,12 +68,12 @@ func TestOutputLearnedFromTheBuild(t *testing.T) {
 	}})
 	h.write("src", "v1")
 	h.b.Startup(context.Background())
-	h.expect(1, TriggerStartup)
+	h.expect(1, triggerStartup)
 	// gen/ is no known output folder: the first time, the file may be a
 	// save, so it builds; that build writes it again, which makes it
 	// known.
 	h.b.Changed([]string{"gen/out.js"})
-	h.expect(2, TriggerWatch, "gen/out.js")
+	h.expect(2, triggerWatch, "gen/out.js")
 	if got := h.b.Outputs(); !slices.Equal(got, []string{"gen/out.js"}) {
 		t.Fatalf("Outputs() = %q after the build rewrote gen/out.js", got)
 	}
@@ -85,7 +85,7 @@ func TestOutputLearnedFromTheBuild(t *testing.T) {
 	for i, v := range []string{"v2", "v3"} {
 		h.write("src", v)
 		h.b.Changed([]string{"src"})
-		h.expect(uint64(3+i), TriggerWatch, "src")
+		h.expect(uint64(3+i), triggerWatch, "src")
 		h.b.Changed([]string{"gen/out.js"})
 	}
 	h.recompile(context.Background()).wait(t)
@@ -100,7 +100,7 @@ func TestKnownOutputsSkipTheFirstExtraBuild(t *testing.T) {
 	h := outputHarness(t, "gen", Config{Outputs: []string{"gen/out.js"}})
 	h.write("src", "v1")
 	h.b.Startup(context.Background())
-	h.expect(1, TriggerStartup)
+	h.expect(1, triggerStartup)
 	h.b.Changed([]string{"gen/out.js"})
 	h.recompile(context.Background()).wait(t)
 	h.expect(2, TriggerRecompile)
@@ -111,7 +111,7 @@ func TestSaveDuringBuildBuildsOnceMore(t *testing.T) {
 	h := outputHarness(t, "dist", Config{})
 	h.write("src", "v1")
 	h.b.Startup(context.Background())
-	h.expect(1, TriggerStartup)
+	h.expect(1, triggerStartup)
 
 	h.write("src", "gate v2")
 	h.b.Changed([]string{"src"})
@@ -121,7 +121,7 @@ func TestSaveDuringBuildBuildsOnceMore(t *testing.T) {
 	h.b.Changed([]string{"lib.ts"})
 	h.waitBuilds(3)
 	h.write("gate", "")
-	h.expect(3, TriggerWatch, "src", "lib.ts")
+	h.expect(3, triggerWatch, "src", "lib.ts")
 	h.b.Changed([]string{"dist/out.js"})
 	h.write("src", "v3")
 	h.recompile(context.Background()).wait(t)
@@ -136,13 +136,13 @@ func TestEditedOutputBuilds(t *testing.T) {
 	h := outputHarness(t, "gen", Config{Outputs: []string{"gen/out.js"}})
 	h.write("src", "v1")
 	h.b.Startup(context.Background())
-	h.expect(1, TriggerStartup)
+	h.expect(1, triggerStartup)
 	// An edit after the build (the sleep only makes sure its time
 	// lies past the build's).
 	time.Sleep(200 * time.Millisecond)
 	h.write("gen/out.js", "edited by hand")
 	h.b.Changed([]string{"gen/out.js"})
-	h.expect(2, TriggerWatch, "gen/out.js")
+	h.expect(2, triggerWatch, "gen/out.js")
 	if got := h.b.Outputs(); len(got) != 0 {
 		t.Errorf("Outputs() = %q: an edited file is still taken for output", got)
 	}

@@ -15,7 +15,7 @@ const (
 	traceContextLines = 6 // a panic's goroutine header is followed by frames, two lines each
 )
 
-// The patterns Summarize uses. They are compiled per call: the package has
+// The patterns summarize uses. They are compiled per call: the package has
 // no globals, and build failures are rare enough for that to cost nothing.
 type patterns struct {
 	ansi, noise, goPkg, loc, arrow, tsc, severity, exception, traceback, pyFile,
@@ -67,7 +67,7 @@ func (p *patterns) isDiagnostic(line string) bool {
 	return false
 }
 
-// Summarize trims build output to what an agent needs to fix the build.
+// summarize trims build output to what an agent needs to fix the build.
 //
 // It keeps the lines that look like diagnostics (file:line:col locations,
 // "error[E0308]", "error:", "ERROR", rustc's "--> src/main.rs:4:5", tsc's
@@ -81,7 +81,7 @@ func (p *patterns) isDiagnostic(line string) bool {
 //
 // The result is at most max bytes (no limit if max <= 0), cut at a line
 // boundary with a "… (N more lines)" or "… (N earlier lines)" note.
-func Summarize(output string, max int) string {
+func summarize(output string, max int) string {
 	p := newPatterns()
 	output = p.ansi.ReplaceAllString(output, "")
 	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")

@@ -212,9 +212,9 @@ the tool gave up
 			if max == 0 {
 				max = 4096
 			}
-			got := Summarize(tt.output, max)
+			got := summarize(tt.output, max)
 			if got != tt.want {
-				t.Errorf("Summarize() =\n%s\n--- want ---\n%s", got, tt.want)
+				t.Errorf("summarize() =\n%s\n--- want ---\n%s", got, tt.want)
 			}
 			if len(got) > max {
 				t.Errorf("len = %d > max %d", len(got), max)
@@ -231,7 +231,7 @@ func TestSummarizeNeverExceedsMax(t *testing.T) {
 	long := strings.Repeat("é", 500)
 	for _, out := range []string{b.String(), "./a.go:1:1: " + long, "plain " + long, "x"} {
 		for _, max := range []int{1, 2, 5, 10, 19, 20, 25, 64, 100, 1000} {
-			got := Summarize(out, max)
+			got := summarize(out, max)
 			if len(got) > max {
 				t.Errorf("max %d: len %d: %q", max, len(got), got)
 			}
@@ -240,7 +240,7 @@ func TestSummarizeNeverExceedsMax(t *testing.T) {
 			}
 		}
 	}
-	got := Summarize(b.String(), 1000)
+	got := summarize(b.String(), 1000)
 	if !strings.HasPrefix(got, "./pkg/file0.go:0:3:") || !strings.Contains(got, " more lines)") {
 		t.Errorf("want the first diagnostics and a note, got:\n%s", got)
 	}
