@@ -20,6 +20,8 @@
 //     the leader exited still reaches what the leader left behind. Callers
 //     call Kill (or Release) after Wait so that nothing of the group
 //     survives its leader.
-//   - Shell builds the platform's shell command for a script: sh -c on
-//     Unix, cmd /S /C on Windows.
+//   - Spec.Cmd runs a Shell spec's script with the platform's shell: sh -c
+//     (the rest of Argv as $1, $2, ...) on Unix, cmd /S /C on Windows.
+//   - GroupAlive reports whether a group still has a process (zombies
+//     count); on Windows it cannot tell and reports false.
 package proc

@@ -3,7 +3,6 @@ package proc
 import (
 	"io"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 )
@@ -23,7 +22,7 @@ func (s Spec) Cmd() *exec.Cmd {
 	var cmd *exec.Cmd
 	switch {
 	case s.Shell && len(s.Argv) > 0:
-		cmd = Shell(s.Argv[0], s.Argv[1:]...)
+		cmd = shell(s.Argv[0], s.Argv[1:]...)
 	case len(s.Argv) > 0:
 		cmd = exec.Command(s.Argv[0], s.Argv[1:]...)
 	default:
@@ -32,14 +31,6 @@ func (s Spec) Cmd() *exec.Cmd {
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	return cmd
-}
-
-// String renders s for logs and messages.
-func (s Spec) String() string {
-	if s.Shell && len(s.Argv) > 0 {
-		return s.Argv[0]
-	}
-	return strings.Join(s.Argv, " ")
 }
 
 // Group is a started command's process group.
@@ -65,10 +56,10 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 // Pid is the leader's process id.
 func (g *Group) Pid() int { return g.cmd.Process.Pid }
 
-// Terminate asks every process of the group to stop (SIGTERM on Unix; on
+// terminate asks every process of the group to stop (SIGTERM on Unix; on
 // Windows, where console programs have no such request, it kills them).
 // After Release it does nothing.
-func (g *Group) Terminate() {
+func (g *Group) terminate() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.released {
@@ -87,10 +78,6 @@ func (g *Group) Kill() {
 	}
 }
 
-// Alive reports whether any process of the group is still alive, where the
-// platform can tell; elsewhere it reports false.
-func (g *Group) Alive() bool { return g.sys.alive(g.Pid()) }
-
 // Release kills what is left of the group and frees the platform's handle
 // on it. Call it once the leader has been waited.
 func (g *Group) Release() {
@@ -104,9 +91,9 @@ func (g *Group) Release() {
 }
 
 // Stop stops the group gracefully and returns once the leader exited
-// (done is closed by whoever waits the command): close stdin (nil: skip),
-// wait grace, Terminate, wait grace, Kill. What is left of the group once
-// the leader exited is killed too.
+// (done is closed by whoever waits the command): close stdin and wait
+// grace (skipped when stdin is nil), SIGTERM the group, wait grace, Kill.
+// What is left of the group once the leader exited is killed too.
 func (g *Group) Stop(stdin io.Closer, done <-chan struct{}, grace time.Duration) {
 	defer g.Kill()
 	if stdin != nil {
@@ -115,7 +102,7 @@ func (g *Group) Stop(stdin io.Closer, done <-chan struct{}, grace time.Duration)
 			return
 		}
 	}
-	g.Terminate()
+	g.terminate()
 	if waitFor(done, grace) {
 		return
 	}

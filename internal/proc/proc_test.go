@@ -12,7 +12,7 @@ import (
 // stdin, so only signals stop it.
 func startTree(t *testing.T, script string) (*Group, chan struct{}) {
 	t.Helper()
-	cmd := Shell(script)
+	cmd := shell(script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +31,7 @@ func startTree(t *testing.T, script string) (*Group, chan struct{}) {
 func TestStopKillsGrandchildren(t *testing.T) {
 	g, done := startTree(t, "sleep 60 & sleep 60 & wait")
 	time.Sleep(100 * time.Millisecond)
-	if !g.Alive() {
+	if !GroupAlive(g.Pid()) {
 		t.Fatal("group not alive after start")
 	}
 	g.Stop(nil, done, 200*time.Millisecond)
@@ -70,7 +70,7 @@ func TestStopClosesStdinFirst(t *testing.T) {
 }
 
 func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
-	cmd := Shell("sleep 60 & exit 0")
+	cmd := shell("sleep 60 & exit 0")
 	g, err := Start(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if !g.Alive() {
+	if !GroupAlive(g.Pid()) {
 		t.Fatal("the orphaned sleep should still be in the group")
 	}
 	g.Release()
@@ -86,7 +86,7 @@ func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
 }
 
 func TestShellPositionalArgs(t *testing.T) {
-	out, err := Shell(`printf '%s|%s' "$1" "$2"`, "a b", "$(x)").Output()
+	out, err := shell(`printf '%s|%s' "$1" "$2"`, "a b", "$(x)").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestShellPositionalArgs(t *testing.T) {
 func waitGone(t *testing.T, g *Group) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for g.Alive() {
+	for GroupAlive(g.Pid()) {
 		if time.Now().After(deadline) {
 			t.Fatal("a process of the group survived")
 		}
@@ -107,7 +107,7 @@ func waitGone(t *testing.T, g *Group) {
 }
 
 // After Release the group's id may be reused by an unrelated group: Kill
-// and Terminate must not signal it. The reuse is simulated by pointing the
+// and terminate must not signal it. The reuse is simulated by pointing the
 // released group at a live one.
 func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
 	cmd := exec.Command("true")
@@ -122,15 +122,15 @@ func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
 	other, done := startTree(t, "sleep 60 & wait")
 	time.Sleep(100 * time.Millisecond)
 	g.cmd.Process.Pid = other.Pid()
-	g.Terminate()
+	g.terminate()
 	g.Kill()
 	g.Release()
 	select {
 	case <-done:
-		t.Fatal("a released group's Kill or Terminate reached another group")
+		t.Fatal("a released group's Kill or terminate reached another group")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if !other.Alive() {
+	if !GroupAlive(other.Pid()) {
 		t.Fatal("the other group died")
 	}
 }

@@ -24,8 +24,6 @@ func (groupSys) terminate(pid int) { signal(pid, syscall.SIGTERM) }
 func (groupSys) kill(pid int)      { signal(pid, syscall.SIGKILL) }
 func (groupSys) release()          {}
 
-func (groupSys) alive(pid int) bool { return GroupAlive(pid) }
-
 func signal(pid int, sig syscall.Signal) {
 	if pid > 0 {
 		_ = syscall.Kill(-pid, sig)
@@ -42,8 +40,8 @@ func GroupAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// Shell returns "sh -c script" with args as $1, $2, ...
-func Shell(script string, args ...string) *exec.Cmd {
+// shell returns "sh -c script" with args as $1, $2, ...
+func shell(script string, args ...string) *exec.Cmd {
 	argv := []string{"-c", script}
 	if len(args) > 0 {
 		argv = append(argv, "sh")

@@ -73,14 +73,12 @@ func (g *groupSys) release() {
 	}
 }
 
-func (groupSys) alive(int) bool { return false }
-
 // GroupAlive cannot tell on Windows; it reports false.
 func GroupAlive(int) bool { return false }
 
-// Shell returns cmd /S /C "script args..." with the line passed verbatim
+// shell returns cmd /S /C "script args..." with the line passed verbatim
 // (cmd.exe parses its command line itself).
-func Shell(script string, args ...string) *exec.Cmd {
+func shell(script string, args ...string) *exec.Cmd {
 	line := strings.Join(append([]string{script}, args...), " ")
 	cmd := exec.Command("cmd.exe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `cmd.exe /S /C "` + line + `"`}
