@@ -15,15 +15,15 @@
 // MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
 // are recorded as "invalid":true and "msg_text".
 //
-// Lines are written in the order Record is called. Writes are buffered and
-// flushed at least every FlushInterval and on Close. The file is rotated by
+// Lines are written in the order the hook is called. Writes are buffered
+// and flushed at least every 200 ms and on Close. The file is rotated by
 // size: when a line would take it past Options.MaxFile, FILE is renamed
 // FILE.1 (replacing an older FILE.1) and a new FILE started. The file is
 // created 0600: messages may hold secrets.
 //
-// Record copies what it keeps, so the caller may reuse msg as soon as it
+// The hook copies what it keeps, so the caller may reuse msg as soon as it
 // returns. A Writer is safe for concurrent use. A write error stops the
-// recording (the relay must not fail because of it); Err reports it.
+// recording (the relay must not fail because of it); Close reports it.
 package traffic
 
 import (
@@ -38,24 +38,18 @@ import (
 	"unicode/utf8"
 )
 
-// Defaults of the zero Options.
 const (
-	DefaultMaxMessage = 64 << 10
-	DefaultMaxFile    = 16 << 20
-)
+	defaultMaxMessage = 64 << 10 // Options.MaxMessage's default
+	defaultMaxFile    = 16 << 20 // Options.MaxFile's default
 
-// FlushInterval bounds how long a recorded line waits in memory.
-const FlushInterval = 200 * time.Millisecond
+	// flushInterval bounds how long a recorded line waits in memory.
+	flushInterval = 200 * time.Millisecond
+)
 
 // Options tune a Writer; the zero value means the defaults.
 type Options struct {
 	MaxMessage int   // bytes of a message recorded whole; larger ones are truncated
 	MaxFile    int64 // size at which FILE is rotated to FILE.1
-	// Checked says each msg is known to be one valid JSON value on one
-	// line (the relay has checked it), which saves the writer its own
-	// check (about half its cost). A msg that is not is then recorded
-	// as is and breaks its line of the file.
-	Checked bool
 }
 
 // Writer records messages to one file. Make it with Open.
@@ -77,10 +71,10 @@ type Writer struct {
 // Open starts recording to path, appending to what is there.
 func Open(path string, opts Options) (*Writer, error) {
 	if opts.MaxMessage <= 0 {
-		opts.MaxMessage = DefaultMaxMessage
+		opts.MaxMessage = defaultMaxMessage
 	}
 	if opts.MaxFile <= 0 {
-		opts.MaxFile = DefaultMaxFile
+		opts.MaxFile = defaultMaxFile
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -104,11 +98,6 @@ func Open(path string, opts Options) (*Writer, error) {
 func (w *Writer) Hook(server string) func(fromClient bool, gen int, msg []byte) {
 	frag := serverFrag(server)
 	return func(fromClient bool, gen int, msg []byte) { w.record(frag, fromClient, gen, msg) }
-}
-
-// Record writes one message.
-func (w *Writer) Record(server string, fromClient bool, gen int, msg []byte) {
-	w.record(serverFrag(server), fromClient, gen, msg)
 }
 
 func serverFrag(server string) []byte {
@@ -145,10 +134,10 @@ func (w *Writer) record(serverFrag []byte, fromClient bool, gen int, msg []byte)
 		b = strconv.AppendInt(b, int64(len(msg)), 10)
 		b = append(b, `,"msg_prefix":`...)
 		b = appendString(b, string(msg[:cut]))
-	case !w.opts.Checked && !json.Valid(msg):
+	case !json.Valid(msg):
 		b = append(b, `,"invalid":true,"msg_text":`...)
 		b = appendString(b, string(msg))
-	case !w.opts.Checked && bytes.IndexByte(msg, '\n') >= 0:
+	case bytes.IndexByte(msg, '\n') >= 0:
 		b = append(b, `,"msg":`...)
 		var c bytes.Buffer
 		json.Compact(&c, msg) // valid, checked above
@@ -196,20 +185,20 @@ func (w *Writer) rotateLocked() error {
 
 func (w *Writer) flusher() {
 	defer close(w.stopped)
-	t := time.NewTicker(FlushInterval)
+	t := time.NewTicker(flushInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-t.C:
-			w.Flush()
+			w.flush()
 		}
 	}
 }
 
-// Flush writes out what is buffered.
-func (w *Writer) Flush() error {
+// flush writes out what is buffered.
+func (w *Writer) flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.err != nil {
@@ -223,14 +212,7 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
-// Err reports the write error that stopped the recording, if any.
-func (w *Writer) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
-
-// Close flushes and closes the file; later Records are ignored. It returns
+// Close flushes and closes the file; later calls of a hook are ignored. It returns
 // the first error the recording met.
 func (w *Writer) Close() error {
 	w.mu.Lock()

@@ -110,14 +110,15 @@ func TestTruncatedInvalidAndNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := `{"result":"` + strings.Repeat("é", 40) + `"}`
-	w.Record("notes", false, 3, []byte(big))
-	w.Record("notes", true, 3, []byte("not json\n"))
-	w.Record("a\"b", true, 0, []byte("{\n  \"id\": 1\n}"))
-	w.Record("", true, 0, []byte(`{"id":"<&>"}`))
+	notes, odd, single := w.Hook("notes"), w.Hook("a\"b"), w.Hook("")
+	notes(false, 3, []byte(big))
+	notes(true, 3, []byte("not json\n"))
+	odd(true, 0, []byte("{\n  \"id\": 1\n}"))
+	single(true, 0, []byte(`{"id":"<&>"}`))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w.Record("", true, 0, []byte(`{}`)) // after Close: ignored, no panic
+	single(true, 0, []byte(`{}`)) // after Close: ignored, no panic
 	ls := readLines(t, path)
 	if len(ls) != 4 {
 		t.Fatalf("%d lines", len(ls))
@@ -181,12 +182,7 @@ func TestConcurrentRecordsAndPeriodicFlush(t *testing.T) {
 
 // BenchmarkRecord is the relay's cost per message of a typical size.
 func BenchmarkRecord(b *testing.B) {
-	b.Run("checking", func(b *testing.B) { benchRecord(b, false) })
-	b.Run("checked", func(b *testing.B) { benchRecord(b, true) })
-}
-
-func benchRecord(b *testing.B, checked bool) {
-	w, err := Open(filepath.Join(b.TempDir(), "t.jsonl"), Options{MaxFile: 1 << 40, Checked: checked})
+	w, err := Open(filepath.Join(b.TempDir(), "t.jsonl"), Options{MaxFile: 1 << 40})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,19 +193,5 @@ func benchRecord(b *testing.B, checked bool) {
 	b.ReportAllocs()
 	for b.Loop() {
 		hook(false, 1, msg)
-	}
-}
-
-func TestCheckedRecordsAsIs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	w, err := Open(path, Options{Checked: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Record("", true, 1, []byte(`{"id":1,"method":"ping"}`))
-	w.Close()
-	ls := readLines(t, path)
-	if len(ls) != 1 || string(ls[0].Msg) != `{"id":1,"method":"ping"}` {
-		t.Fatalf("%+v", ls)
 	}
 }
