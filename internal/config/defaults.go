@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/traffic"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
 // The defaults of the keys. Where a package consumes the value, the
-// default is that package's own (relay, builder, watcher); the rest are
-// mcpflow's choices, written here once.
+// default is that package's own (relay, builder, watcher, traffic); the
+// rest are mcpflow's choices, written here once.
 const (
 	DefaultBuildTimeout = builder.DefaultTimeout
 
@@ -33,8 +34,8 @@ const (
 
 	DefaultLogLevel          = "info"
 	DefaultLogFormat         = "text"
-	DefaultTrafficMaxMessage = 64 * kib
-	DefaultTrafficMaxSize    = 16 * mib
+	DefaultTrafficMaxMessage = traffic.DefaultMaxMessage
+	DefaultTrafficMaxSize    = traffic.DefaultMaxFile
 
 	DefaultCLITimeout     = 60 * time.Second
 	DefaultCLIMaxOutput   = 4 * mib

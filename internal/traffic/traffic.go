@@ -38,13 +38,14 @@ import (
 	"unicode/utf8"
 )
 
+// Defaults of the zero Options (internal/config's too).
 const (
-	defaultMaxMessage = 64 << 10 // Options.MaxMessage's default
-	defaultMaxFile    = 16 << 20 // Options.MaxFile's default
-
-	// flushInterval bounds how long a recorded line waits in memory.
-	flushInterval = 200 * time.Millisecond
+	DefaultMaxMessage = 64 << 10
+	DefaultMaxFile    = 16 << 20
 )
+
+// flushInterval bounds how long a recorded line waits in memory.
+const flushInterval = 200 * time.Millisecond
 
 // Options tune a Writer; the zero value means the defaults.
 type Options struct {
@@ -71,10 +72,10 @@ type Writer struct {
 // Open starts recording to path, appending to what is there.
 func Open(path string, opts Options) (*Writer, error) {
 	if opts.MaxMessage <= 0 {
-		opts.MaxMessage = defaultMaxMessage
+		opts.MaxMessage = DefaultMaxMessage
 	}
 	if opts.MaxFile <= 0 {
-		opts.MaxFile = defaultMaxFile
+		opts.MaxFile = DefaultMaxFile
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
