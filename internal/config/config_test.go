@@ -268,7 +268,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.QueueSize = 256
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second
-	want.Relay.StartupGrace = DefaultStartupGrace
+	want.Relay.StartupGrace = defaultStartupGrace
 	want.Relay.Drain = 5 * time.Second
 	want.Watch.Enabled = true
 	want.Watch.Paths = []string{"/proj"}

@@ -14,35 +14,35 @@ import (
 // default is that package's own (relay, builder, watcher, traffic); the
 // rest are mcpflow's choices, written here once.
 const (
-	DefaultBuildTimeout = builder.DefaultTimeout
+	defaultBuildTimeout = builder.DefaultTimeout
 
-	DefaultStopTimeout  = relay.DefaultStopTimeout
-	DefaultTool         = relay.DefaultTool
-	DefaultMaxMessage   = relay.DefaultMaxMessage
-	DefaultNotices      = true
-	DefaultOnCrash      = relay.DefaultOnCrash
-	DefaultQueueSize    = relay.DefaultQueueSize
-	DefaultQueueBytes   = relay.DefaultQueueBytes
-	DefaultQueueTimeout = relay.DefaultQueueTimeout
-	DefaultStartupGrace = relay.DefaultStartupGrace
-	DefaultDrain        = 5 * time.Second
+	defaultStopTimeout  = relay.DefaultStopTimeout
+	defaultTool         = relay.DefaultTool
+	defaultMaxMessage   = relay.DefaultMaxMessage
+	defaultNotices      = true
+	defaultOnCrash      = relay.DefaultOnCrash
+	defaultQueueSize    = relay.DefaultQueueSize
+	defaultQueueBytes   = relay.DefaultQueueBytes
+	defaultQueueTimeout = relay.DefaultQueueTimeout
+	defaultStartupGrace = relay.DefaultStartupGrace
+	defaultDrain        = 5 * time.Second
 
-	DefaultWatchEnabled = true
-	DefaultInclude      = "**/*"
-	DefaultGitIgnore    = true
-	DefaultDebounce     = watcher.DefaultDebounce
+	defaultWatchEnabled = true
+	defaultInclude      = "**/*"
+	defaultGitIgnore    = true
+	defaultDebounce     = watcher.DefaultDebounce
 
-	DefaultLogLevel          = "info"
-	DefaultLogFormat         = "text"
-	DefaultTrafficMaxMessage = traffic.DefaultMaxMessage
-	DefaultTrafficMaxSize    = traffic.DefaultMaxFile
+	defaultLogLevel          = "info"
+	defaultLogFormat         = "text"
+	defaultTrafficMaxMessage = traffic.DefaultMaxMessage
+	defaultTrafficMaxSize    = traffic.DefaultMaxFile
 
-	DefaultCLITimeout     = 60 * time.Second
-	DefaultCLIMaxOutput   = 4 * mib
-	DefaultCLIMaxParallel = 4
+	defaultCLITimeout     = 60 * time.Second
+	defaultCLIMaxOutput   = 4 * mib
+	defaultCLIMaxParallel = 4
 
-	DefaultSeparator = "__"
-	DefaultAddServer = true
+	defaultSeparator = "__"
+	defaultAddServer = true
 )
 
 // The valid values of the enumerated keys, in the order messages list them.
@@ -73,22 +73,22 @@ func Default(dir string) *Config {
 	c.Relay = defaultRelay()
 	c.Watch = defaultWatch(dir)
 	c.Log = LogConfig{
-		Level:             DefaultLogLevel,
-		Format:            DefaultLogFormat,
-		TrafficMaxMessage: DefaultTrafficMaxMessage,
-		TrafficMaxSize:    DefaultTrafficMaxSize,
+		Level:             defaultLogLevel,
+		Format:            defaultLogFormat,
+		TrafficMaxMessage: defaultTrafficMaxMessage,
+		TrafficMaxSize:    defaultTrafficMaxSize,
 	}
 	c.Mux = MuxConfig{
-		Separator:       DefaultSeparator,
-		AddServer:       DefaultAddServer,
+		Separator:       defaultSeparator,
+		AddServer:       defaultAddServer,
 		AllowedCommands: []string{},
-		Drain:           DefaultDrain,
+		Drain:           defaultDrain,
 	}
 	return c
 }
 
 func defaultBuild() BuildConfig {
-	return BuildConfig{Timeout: DefaultBuildTimeout}
+	return BuildConfig{Timeout: defaultBuildTimeout}
 }
 
 func defaultRun(dir string) RunConfig {
@@ -96,7 +96,7 @@ func defaultRun(dir string) RunConfig {
 		Cwd:            dir,
 		Env:            map[string]string{},
 		EnvOverridable: []string{},
-		StopTimeout:    DefaultStopTimeout,
+		StopTimeout:    defaultStopTimeout,
 	}
 }
 
@@ -107,9 +107,9 @@ func defaultCLI(dir string) *CLIConfig {
 		Schema:      []string{},
 		Command:     []string{},
 		Append:      []string{},
-		Timeout:     DefaultCLITimeout,
-		MaxOutput:   DefaultCLIMaxOutput,
-		MaxParallel: DefaultCLIMaxParallel,
+		Timeout:     defaultCLITimeout,
+		MaxOutput:   defaultCLIMaxOutput,
+		MaxParallel: defaultCLIMaxParallel,
 		Cwd:         dir,
 		Env:         map[string]string{},
 	}
@@ -117,25 +117,25 @@ func defaultCLI(dir string) *CLIConfig {
 
 func defaultRelay() RelayConfig {
 	return RelayConfig{
-		Tool:         DefaultTool,
-		MaxMessage:   DefaultMaxMessage,
-		Notices:      DefaultNotices,
-		OnCrash:      DefaultOnCrash,
-		QueueSize:    DefaultQueueSize,
-		QueueBytes:   DefaultQueueBytes,
-		QueueTimeout: DefaultQueueTimeout,
-		StartupGrace: DefaultStartupGrace,
-		Drain:        DefaultDrain,
+		Tool:         defaultTool,
+		MaxMessage:   defaultMaxMessage,
+		Notices:      defaultNotices,
+		OnCrash:      defaultOnCrash,
+		QueueSize:    defaultQueueSize,
+		QueueBytes:   defaultQueueBytes,
+		QueueTimeout: defaultQueueTimeout,
+		StartupGrace: defaultStartupGrace,
+		Drain:        defaultDrain,
 	}
 }
 
 func defaultWatch(dir string) WatchConfig {
 	return WatchConfig{
-		Enabled:   DefaultWatchEnabled,
+		Enabled:   defaultWatchEnabled,
 		Paths:     []string{dir},
-		Include:   []string{DefaultInclude},
+		Include:   []string{defaultInclude},
 		Exclude:   []string{},
-		GitIgnore: DefaultGitIgnore,
-		Debounce:  DefaultDebounce,
+		GitIgnore: defaultGitIgnore,
+		Debounce:  defaultDebounce,
 	}
 }

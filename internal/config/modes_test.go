@@ -75,7 +75,7 @@ func TestMuxConfig(t *testing.T) {
 	}
 	// A server's relay starts from the top-level [relay]; drain is the mux's.
 	if every.Relay.QueueSize != 64 || every.Relay.Tool != "reload" || every.Relay.Drain != 10*time.Second || every.Watch.Enabled ||
-		every.Build.Timeout != DefaultBuildTimeout || !every.Build.Command.IsZero() {
+		every.Build.Timeout != defaultBuildTimeout || !every.Build.Command.IsZero() {
 		t.Errorf("everything: %+v", every)
 	}
 	if tool.CLI == nil || tool.CLI.MaxParallel != 1 || !tool.Run.Command.IsZero() || !tool.Watch.Enabled {
@@ -98,7 +98,7 @@ func TestMuxConfig(t *testing.T) {
 
 func TestCheckServerName(t *testing.T) {
 	for _, ok := range []string{"api", "my-server", "a_b", "A1", "x-"} {
-		if err := CheckServerName(ok, "__"); err != nil {
+		if err := checkServerName(ok, "__"); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
@@ -110,11 +110,11 @@ func TestCheckServerName(t *testing.T) {
 		"a b":   `(found ' ')`,
 		"héllo": `(found 'é')`,
 	} {
-		if err := CheckServerName(name, "__"); err == nil || !strings.Contains(err.Error(), want) {
+		if err := checkServerName(name, "__"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", name, err, want)
 		}
 	}
-	if err := CheckServerName("a--b", "--"); err == nil {
+	if err := checkServerName("a--b", "--"); err == nil {
 		t.Error("a--b with separator --: no error")
 	}
 }
@@ -247,7 +247,7 @@ func TestNewKeys(t *testing.T) {
 		t.Errorf("%+v %+v", c.Relay, c.Log)
 	}
 	d := Default("/proj")
-	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != DefaultStartupGrace || d.Mux.Separator != "__" {
+	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != defaultStartupGrace || d.Mux.Separator != "__" {
 		t.Errorf("defaults: %+v %+v", d.Log, d.Mux)
 	}
 }

@@ -263,7 +263,7 @@ func (v *validator) mux() {
 	v.notNegative("mux.drain", m.Drain)
 	for _, s := range v.c.Servers {
 		table := keyString([]string{"servers", s.Name})
-		if err := CheckServerName(s.Name, m.Separator); err != nil {
+		if err := checkServerName(s.Name, m.Separator); err != nil {
 			v.badPath([]string{"servers", s.Name}, "%v", err)
 		}
 		switch {
@@ -283,10 +283,10 @@ func (v *validator) mux() {
 	}
 }
 
-// CheckServerName reports why name cannot name a mux's server whose tools
+// checkServerName reports why name cannot name a mux's server whose tools
 // are listed as NAME + separator + tool, or nil. The mux checks the names
 // an agent gives to add_server with it too.
-func CheckServerName(name, separator string) error {
+func checkServerName(name, separator string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("a server name must not be empty")
