@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// Template is a compiled cli_command: the argv of one call is made from it
+// template is a compiled cli_command: the argv of one call is made from it
 // and the call's arguments, with no shell. The rules are in the package
 // documentation and the README's "CLI tools" section.
-type Template struct {
+type template struct {
 	root   []node
 	params map[string]param
 }
@@ -45,12 +45,12 @@ type part struct {
 
 // compileTemplate compiles cli_command. On error it returns the path of
 // the offending element inside the template.
-func compileTemplate(raw json.RawMessage, params map[string]param) (*Template, []string, error) {
+func compileTemplate(raw json.RawMessage, params map[string]param) (*template, []string, error) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		return nil, nil, fmt.Errorf("cli_command must be an array of strings and nested arrays")
 	}
-	t := &Template{params: params}
+	t := &template{params: params}
 	nodes, ptr, err := t.compileGroup(elems, nil, true)
 	if err != nil {
 		return nil, ptr, err
@@ -59,7 +59,7 @@ func compileTemplate(raw json.RawMessage, params map[string]param) (*Template, [
 	return t, nil, nil
 }
 
-func (t *Template) compileGroup(elems []json.RawMessage, at []string, top bool) ([]node, []string, error) {
+func (t *template) compileGroup(elems []json.RawMessage, at []string, top bool) ([]node, []string, error) {
 	var nodes []node
 	for i, raw := range elems {
 		p := append(append([]string(nil), at...), strconv.Itoa(i))
@@ -116,7 +116,7 @@ func (t *Template) compileGroup(elems []json.RawMessage, at []string, top bool) 
 	return nodes, nil, nil
 }
 
-func (t *Template) compileString(s string) (node, error) {
+func (t *template) compileString(s string) (node, error) {
 	var parts []part
 	var lit strings.Builder
 	for i := 0; i < len(s); {
@@ -196,13 +196,13 @@ func validParamName(s string) bool {
 	return true
 }
 
-// ArgError is a call whose arguments cannot be mapped to an argv.
-type ArgError struct {
+// argError is a call whose arguments cannot be mapped to an argv.
+type argError struct {
 	Param string
 	Msg   string
 }
 
-func (e *ArgError) Error() string {
+func (e *argError) Error() string {
 	if e.Param == "" {
 		return e.Msg
 	}
@@ -211,7 +211,7 @@ func (e *ArgError) Error() string {
 
 // Expand builds the argv tail for args (decoded with json.Decoder.UseNumber,
 // so numbers keep their JSON text). A missing or null parameter is absent.
-func (t *Template) Expand(args map[string]any) ([]string, error) {
+func (t *template) Expand(args map[string]any) ([]string, error) {
 	x := expander{t: t, args: args}
 	out := []string{}
 	if err := x.group(&out, t.root, "", nil); err != nil {
@@ -221,7 +221,7 @@ func (t *Template) Expand(args map[string]any) ([]string, error) {
 }
 
 type expander struct {
-	t      *Template
+	t      *template
 	args   map[string]any
 	dashed bool // a literal "--" was emitted: later values are operands
 }
@@ -361,7 +361,7 @@ func (x *expander) checkDash(n node, s string) error {
 	if x.t.params[name].allowDash {
 		return nil
 	}
-	return &ArgError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
+	return &argError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
 		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, AllowDashKey)}
 }
 

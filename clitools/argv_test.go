@@ -91,9 +91,9 @@ func TestMapping(t *testing.T) {
 			}
 			got, err := expand(t, tool, c.args)
 			if c.err != "" {
-				var ae *ArgError
+				var ae *argError
 				if !errors.As(err, &ae) || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("got %q, %v; want an ArgError containing %q", got, err, c.err)
+					t.Fatalf("got %q, %v; want an argError containing %q", got, err, c.err)
 				}
 				return
 			}

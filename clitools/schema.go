@@ -19,23 +19,19 @@ import (
 // positional slot.
 const AllowDashKey = "x-cli-allow-dash"
 
-// InputStdin is the value of a tool's "input" that sends its arguments to
+// inputStdin is the value of a tool's "input" that sends its arguments to
 // the process as one JSON object on stdin.
-const InputStdin = "stdin"
+const inputStdin = "stdin"
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
 
 // Tool is one validated tool of a schema.
 type Tool struct {
-	Name        string
-	Description string
-	Title       string
-	InputSchema json.RawMessage // the object schema, as the CLI printed it
-	OutputSch   json.RawMessage // nil when none
-	Annotations *mcp.ToolAnnotations
-	Stdin       bool      // "input": "stdin"
-	Template    *Template // the compiled cli_command
+	Name     string
+	Stdin    bool      // "input": "stdin"
+	Template *template // the compiled cli_command
 
+	listed   mcp.Tool // as listed to the client; its schemas as the CLI printed them
 	resolved *jsonschema.Resolved
 	params   map[string]param
 }
@@ -46,19 +42,11 @@ type param struct {
 	allowDash bool
 }
 
-// MCPTool is the tool as listed to the client.
+// MCPTool is the tool as listed to the client (a copy: the caller may
+// change it).
 func (t *Tool) MCPTool() *mcp.Tool {
-	mt := &mcp.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		Title:       t.Title,
-		InputSchema: t.InputSchema,
-		Annotations: t.Annotations,
-	}
-	if t.OutputSch != nil {
-		mt.OutputSchema = t.OutputSch
-	}
-	return mt
+	mt := t.listed
+	return &mt
 }
 
 // Schema is a validated tool list.
@@ -179,7 +167,7 @@ func Parse(data []byte) (*Schema, error) {
 			return nil, fail(at("name"), "tool name %q repeats tool %d", rt.Name, j)
 		}
 		seen[rt.Name] = i
-		t := &Tool{Name: rt.Name, Description: rt.Description, Title: rt.Title}
+		t := &Tool{Name: rt.Name, listed: mcp.Tool{Name: rt.Name, Description: rt.Description, Title: rt.Title}}
 		inKey := "parameters"
 		in := rt.Parameters
 		if in == nil {
@@ -196,23 +184,23 @@ func Parse(data []byte) (*Schema, error) {
 		if err != nil {
 			return nil, fail(append(at(inKey), sptr...), "tool %q: %v", rt.Name, err)
 		}
-		t.InputSchema = in
+		t.listed.InputSchema = in
 		if rt.OutputSchema != nil && string(rt.OutputSchema) != "null" {
 			var m map[string]any
 			if json.Unmarshal(rt.OutputSchema, &m) != nil || m["type"] != "object" {
 				return nil, fail(at("outputSchema"), `tool %q: outputSchema must be an object schema with "type": "object"`, rt.Name)
 			}
-			t.OutputSch = rt.OutputSchema
+			t.listed.OutputSchema = rt.OutputSchema
 		}
 		if rt.Annotations != nil && string(rt.Annotations) != "null" {
-			t.Annotations = new(mcp.ToolAnnotations)
-			if err := json.Unmarshal(rt.Annotations, t.Annotations); err != nil {
+			t.listed.Annotations = new(mcp.ToolAnnotations)
+			if err := json.Unmarshal(rt.Annotations, t.listed.Annotations); err != nil {
 				return nil, fail(at("annotations"), "tool %q: %v", rt.Name, err)
 			}
 		}
 		switch rt.Input {
 		case "", "argv":
-		case InputStdin:
+		case inputStdin:
 			t.Stdin = true
 		default:
 			return nil, fail(at("input"), `tool %q: input %q: want "stdin" or nothing`, rt.Name, rt.Input)

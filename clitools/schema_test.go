@@ -1,6 +1,7 @@
 package clitools
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -56,8 +57,13 @@ func TestParseGood(t *testing.T) {
 	if b.Title != "T" || b.Annotations == nil || !b.Annotations.ReadOnlyHint || b.OutputSchema == nil {
 		t.Fatalf("tool %+v", b)
 	}
-	if a := sch.Tool("a"); !a.Stdin || string(a.InputSchema) != `{"type":"object"}` {
-		t.Fatalf("tool a %+v", a)
+	a := sch.Tool("a")
+	if mt := a.MCPTool(); !a.Stdin || string(mt.InputSchema.(json.RawMessage)) != `{"type":"object"}` || mt.OutputSchema != nil {
+		t.Fatalf("tool a %+v", mt)
+	}
+	a.MCPTool().Name = "changed"
+	if a.MCPTool().Name != "a" {
+		t.Fatal("MCPTool returned the tool's own mcp.Tool, not a copy")
 	}
 }
 
@@ -74,7 +80,7 @@ func TestParseOlderDraft(t *testing.T) {
 	if err := tool.resolved.Validate(map[string]any{"x": "s"}); err == nil {
 		t.Fatal("a string passed as an integer")
 	}
-	if !strings.Contains(string(tool.InputSchema), "draft-04") {
+	if !strings.Contains(string(tool.MCPTool().InputSchema.(json.RawMessage)), "draft-04") {
 		t.Fatal("the client should see the schema as printed")
 	}
 }
