@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -91,7 +92,7 @@ func cmdInit(e env, args []string) int {
 	for _, n := range p.Advice {
 		fmt.Fprintf(e.stdout, "Note: %s\n", n)
 	}
-	fmt.Fprintf(e.stdout, "\n%s", clientSnippet(p.Name, path))
+	fmt.Fprintf(e.stdout, "\n%s", clientSnippet(p.Name, path, launcherFor(p.Kind, executable())))
 	return exitOK
 }
 
@@ -178,8 +179,54 @@ func writeLogIgnore(dir string) error {
 	return err
 }
 
-// clientSnippet tells the user how to point their client at mcpflow.
-func clientSnippet(name, configPath string) string {
+// launcher is how a client starts mcpflow: a command, the arguments
+// before "watch", and what it is.
+type launcher struct {
+	command string
+	args    []string
+	note    string
+}
+
+// launcherFor picks the form that fits a project of kind: npx (the npm
+// package) for TypeScript and JavaScript, uvx (the PyPI package) for
+// Python, else exe, the absolute path of the running binary. An exe that
+// npx or uvx unpacked into their cache gets their form too: a cache is no
+// place to point a client at.
+func launcherFor(kind, exe string) launcher {
+	npx := launcher{"npx", []string{"-y", "mcpflow"}, "npx fetches mcpflow from npm and runs it."}
+	uvx := launcher{"uvx", []string{"mcpflow"}, "uvx fetches mcpflow from PyPI and runs it."}
+	slashed := strings.ReplaceAll(exe, `\`, "/") // a Windows path too, on any host
+	switch {
+	case kind == "typescript" || kind == "node":
+		return npx
+	case kind == "python":
+		return uvx
+	case strings.Contains(slashed, "/node_modules/"):
+		return npx
+	case strings.Contains(slashed, "/site-packages/"):
+		return uvx
+	case exe == "":
+		return launcher{"mcpflow", nil, "mcpflow must be on the client's PATH (or give its absolute path as the command)."}
+	}
+	return launcher{exe, nil, "The command is this mcpflow binary."}
+}
+
+// executable is the running binary's absolute path, links resolved; ""
+// when unknown.
+func executable() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	return exe
+}
+
+// clientSnippet tells the user how to point their client at mcpflow,
+// started as l says.
+func clientSnippet(name, configPath string, l launcher) string {
 	name = strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
@@ -189,20 +236,52 @@ func clientSnippet(name, configPath string) string {
 	if name == "" {
 		name = "server"
 	}
+	args := append(append([]string{}, l.args...), "watch", "-c", configPath)
+	shell := []string{shellQuote(l.command)}
+	for _, a := range args {
+		shell = append(shell, shellQuote(a))
+	}
+	note := l.note
+	if l.command != "mcpflow" {
+		note += ` mcpflow on PATH? Use "command": "mcpflow", "args": ` + jsonList([]string{"watch", "-c", configPath}) + "."
+	}
 	return fmt.Sprintf(`Next, start your MCP client through mcpflow:
 
   Claude Code:
-    claude mcp add %[1]s -- mcpflow watch -c %[2]s
+    claude mcp add %[1]s -- %[2]s
 
-  .mcp.json (Claude Code), .cursor/mcp.json (Cursor):
-    { "mcpServers": { %[3]q: { "command": "mcpflow", "args": ["watch", "-c", %[4]q] } } }
+  .mcp.json (Claude Code), .cursor/mcp.json (Cursor), .gemini/settings.json (Gemini CLI):
+    { "mcpServers": { %[3]s: { "command": %[4]s, "args": %[5]s } } }
 
   .vscode/mcp.json (VS Code):
-    { "servers": { %[3]q: { "type": "stdio", "command": "mcpflow", "args": ["watch", "-c", %[4]q] } } }
+    { "servers": { %[3]s: { "type": "stdio", "command": %[4]s, "args": %[5]s } } }
+
+  (%[6]s)
 
 Then edit your server's code: mcpflow rebuilds and restarts it, and the agent
 sees the new tools (or calls the "recompile" tool itself).
-`, name, shellQuote(configPath), name, configPath)
+`, name, strings.Join(shell, " "), jsonString(name), jsonString(l.command), jsonList(args), note)
+}
+
+// jsonString is s as a JSON string (no HTML escapes: a path stays
+// readable).
+func jsonString(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		panic(err) // a string always encodes
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// jsonList is list as a one-line JSON array, items separated by ", ".
+func jsonList(list []string) string {
+	quoted := make([]string, len(list))
+	for i, s := range list {
+		quoted[i] = jsonString(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 func shellQuote(s string) string {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInitSnippet: the client snippet init prints starts mcpflow the way
+// that fits the project (npx for TypeScript and JavaScript, uvx for
+// Python, this binary's absolute path otherwise), in JSON that parses, and
+// says how to use mcpflow from PATH instead.
+func TestInitSnippet(t *testing.T) {
+	cases := []struct {
+		name    string
+		files   map[string]string
+		command string
+		args    []string
+	}{
+		{"typescript", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig}, "npx", []string{"-y", "mcpflow"}},
+		{"javascript", map[string]string{"package.json": `{"name": "notes", "main": "index.js"}`, "index.js": "\n"}, "npx", []string{"-y", "mcpflow"}},
+		{"python", map[string]string{"pyproject.toml": "[project]\nname = \"notes\"\nversion = \"0.1.0\"\n", "server.py": "\n"}, "uvx", []string{"mcpflow"}},
+		{"go", map[string]string{"go.mod": "module example.com/notes\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"}, executable(), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			out, _ := runInit(t, dir)
+			cfg := filepath.Join(dir, "mcpflow.toml")
+			want := append(append([]string{}, c.args...), "watch", "-c", cfg)
+
+			var mcpJSON struct {
+				MCPServers map[string]struct {
+					Command string   `json:"command"`
+					Args    []string `json:"args"`
+				} `json:"mcpServers"`
+			}
+			line := snippetLine(t, out, `{ "mcpServers"`)
+			if err := json.Unmarshal([]byte(line), &mcpJSON); err != nil {
+				t.Fatalf("the .mcp.json snippet does not parse: %v\n%s", err, line)
+			}
+			if len(mcpJSON.MCPServers) != 1 {
+				t.Fatalf(".mcp.json snippet: %s", line)
+			}
+			for _, s := range mcpJSON.MCPServers {
+				if s.Command != c.command || strings.Join(s.Args, "\x00") != strings.Join(want, "\x00") {
+					t.Errorf(".mcp.json snippet runs %q %q, want %q %q", s.Command, s.Args, c.command, want)
+				}
+			}
+			var vscode map[string]map[string]struct {
+				Type    string   `json:"type"`
+				Command string   `json:"command"`
+				Args    []string `json:"args"`
+			}
+			line = snippetLine(t, out, `{ "servers"`)
+			if err := json.Unmarshal([]byte(line), &vscode); err != nil {
+				t.Fatalf("the VS Code snippet does not parse: %v\n%s", err, line)
+			}
+			for _, s := range vscode["servers"] {
+				if s.Type != "stdio" || s.Command != c.command || len(s.Args) != len(want) {
+					t.Errorf("VS Code snippet: %s", line)
+				}
+			}
+			claude := "claude mcp add "
+			if line := snippetLine(t, out, claude); !strings.HasSuffix(line, " -- "+shellQuote(c.command)+" "+strings.Join(append(c.args, "watch", "-c", shellQuote(cfg)), " ")) {
+				t.Errorf("Claude Code line: %s", line)
+			}
+			if !strings.Contains(out, `mcpflow on PATH? Use "command": "mcpflow", "args": ["watch", "-c", `+jsonString(cfg)+`].`) {
+				t.Errorf("no line on how to run mcpflow from PATH instead:\n%s", out)
+			}
+		})
+	}
+}
+
+// snippetLine is the first line of out that starts with prefix, trimmed.
+func snippetLine(t *testing.T, out, prefix string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	t.Fatalf("no line starting with %q in:\n%s", prefix, out)
+	return ""
+}
+
+// TestLauncherFor: the form follows the project, and a binary that npx or
+// uvx unpacked into a cache is named by their form, not its path.
+func TestLauncherFor(t *testing.T) {
+	cases := []struct{ kind, exe, command string }{
+		{"typescript", "/usr/local/bin/mcpflow", "npx"},
+		{"node", "/usr/local/bin/mcpflow", "npx"},
+		{"python", "/usr/local/bin/mcpflow", "uvx"},
+		{"go", "/usr/local/bin/mcpflow", "/usr/local/bin/mcpflow"},
+		{"rust", "/home/me/.local/bin/mcpflow", "/home/me/.local/bin/mcpflow"},
+		{"", "/home/me/.npm/_npx/1a2b/node_modules/@mcpflow/linux-x64/bin/mcpflow", "npx"},
+		{"go", "/home/me/.cache/uv/archive-v0/x/lib/python3.12/site-packages/mcpflow/bin/mcpflow", "uvx"},
+		{"go", `C:\Users\me\AppData\Local\npm-cache\_npx\1a2b\node_modules\@mcpflow\win32-x64\bin\mcpflow.exe`, "npx"},
+		{"go", "", "mcpflow"},
+	}
+	for _, c := range cases {
+		if l := launcherFor(c.kind, c.exe); l.command != c.command {
+			t.Errorf("launcherFor(%q, %q) = %q, want %q", c.kind, c.exe, l.command, c.command)
+		}
+	}
+}
