@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/tail"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // child is one generation of the MCP server process. It owns the process,
@@ -25,7 +27,7 @@ type child struct {
 	cmd   *exec.Cmd
 	group *proc.Group
 	in    *outbox
-	tail  *tail
+	tail  *tail.Buffer
 
 	stopping atomic.Bool // set before the relay stops it on purpose
 	started  time.Time
@@ -53,11 +55,19 @@ type childSpec struct {
 	maxMsg int
 }
 
-// startChild starts a new generation. onMsg is called, from the stdout
-// reader goroutine, with every line the child writes (onChunks with a line
-// longer than the read buffer, in chunks); onTooLarge with lines over the
-// limit; onStderrLine with each stderr line.
-func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onChunks func(c *child, chunks [][]byte, env chunkEnvelope, scanErr error), onTooLarge func(c *child, err *errTooLarge), onStderrLine func(c *child, line string)) (*child, error) {
+// childPeer is what a child's reader goroutines report to: every message
+// the child writes on stdout, the lines that are too large or not JSON,
+// and each stderr line. They are called from the child's goroutines, in
+// the order the child wrote.
+type childPeer interface {
+	fromChild(c *child, msg []byte)
+	childTooLarge(c *child, tl *wire.TooLargeError)
+	childJunk(c *child, line []byte, badJSON bool)
+	childStderr(c *child, line string)
+}
+
+// startChild starts a new generation whose output goes to peer.
+func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
@@ -107,7 +117,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 		cmd:      cmd,
 		group:    group,
 		in:       newOutbox(),
-		tail:     newTail(64 << 10),
+		tail:     tail.New(0, 64<<10, nil),
 		started:  time.Now(),
 		done:     make(chan struct{}),
 		reaped:   make(chan struct{}),
@@ -119,24 +129,21 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 	readers.Add(2)
 	go func() {
 		defer readers.Done()
-		lr := newLineReader(outR, spec.maxMsg)
-		lr.scan = new(chunkScanner) // long lines are scanned as they arrive
+		rd := wire.NewReader(outR, spec.maxMsg)
 		for {
-			line, chunks, err := lr.nextChunks()
-			if err != nil {
-				var tl *errTooLarge
-				if errors.As(err, &tl) {
-					onTooLarge(c, tl)
-					continue
-				}
+			msg, err := rd.Next()
+			var tl *wire.TooLargeError
+			var bad *wire.InvalidError
+			switch {
+			case errors.As(err, &tl):
+				peer.childTooLarge(c, tl)
+			case errors.As(err, &bad):
+				peer.childJunk(c, bad.Line, true)
+			case err != nil:
 				return
+			default:
+				peer.fromChild(c, msg)
 			}
-			if chunks != nil {
-				env, err := lr.scan.result()
-				onChunks(c, chunks, env, err)
-				continue
-			}
-			onMsg(c, line)
 		}
 	}()
 	go func() {
@@ -149,7 +156,7 @@ func startChild(spec childSpec, gen int, onMsg func(c *child, line []byte), onCh
 				if !strings.HasSuffix(line, "\n") {
 					c.tail.Write([]byte("\n"))
 				}
-				onStderrLine(c, strings.TrimRight(line, "\r\n"))
+				peer.childStderr(c, strings.TrimRight(line, "\r\n"))
 			}
 			if err != nil {
 				return

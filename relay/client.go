@@ -1,35 +1,27 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // fromClient handles one line read from the client.
+// The message is valid JSON (the reader checked).
 func (r *switchboard) fromClient(msg []byte) {
-	if !jsonscan.Valid(msg) {
-		if !utf8.Valid(msg) {
-			r.log.Warn("client sent invalid UTF-8; answered with a parse error")
-			r.out.send(errorResponse(nil, codeParseError, errTextBadUTF8, nil))
-			return
-		}
-		r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(msg, 200))
-		r.out.send(errorResponse(nil, codeParseError, errTextBadJSON, nil))
-		return
-	}
-	env, err := peekEnvelope(msg)
+	env, err := wire.Peek(msg)
 	if err != nil {
-		r.reply(errorResponse(nil, codeInvalidRequest, "Invalid Request: "+err.Error(), nil))
+		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil))
 		return
 	}
 	if r.trace != nil {
 		r.trace.msg("client", &env, len(msg), nil)
 	}
-	if env.isArray {
+	if env.IsArray {
 		r.clientBatch(msg)
 		return
 	}
@@ -50,67 +42,72 @@ func (r *switchboard) fromClient(msg []byte) {
 func (r *switchboard) clientBatch(msg []byte) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
-		r.reply(errorResponse(nil, codeInvalidRequest, errTextEmptyBatch, nil))
+		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, errTextEmptyBatch, nil))
 		return
 	}
-	envs := make([]envelope, len(elems))
+	envs := make([]wire.Envelope, len(elems))
+	var ids, refused [][]byte
 	for i, el := range elems {
-		env, err := peekEnvelope(el)
-		if err != nil || env.isArray {
-			envs[i].isArray = true // not a JSON-RPC object: answered by begin, skipped below
+		env, err := wire.Peek(el)
+		if err != nil || env.IsArray {
+			envs[i].IsArray = true // not a JSON-RPC object: answered at once, skipped below
+			refused = append(refused, wire.ErrorResponse(nil, wire.CodeInvalidRequest, errTextBatchElem, nil))
 			continue
 		}
 		envs[i] = env
+		if env.IsRequest() {
+			ids = append(ids, env.ID)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.batches.begin(envs, errorResponse(nil, codeInvalidRequest, errTextBatchElem, nil))
+	b := r.batches.Begin(ids, refused)
 	for i, el := range elems {
-		if !envs[i].isArray {
+		if !envs[i].IsArray {
 			r.dispatchClient(el, envs[i])
 		}
 	}
-	r.batches.dispatched(b)
+	r.batches.Dispatched(b)
 }
 
 // dispatchClient routes one client message. sw.mu is held.
-func (r *switchboard) dispatchClient(msg []byte, env envelope) {
+func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 	switch {
-	case env.isResponse():
+	case env.IsResponse():
 		r.clientResponse(msg, env)
-	case env.isNotification():
+	case env.IsNotification():
 		r.clientNotification(msg, env)
-	case env.isRequest():
+	case env.IsRequest():
 		r.clientRequest(msg, env)
-	case env.id != nil:
-		r.reply(errorResponse(env.id, codeInvalidRequest, errTextNoKind, nil))
+	case env.ID != nil:
+		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextNoKind, nil))
 	default:
 		r.log.Warn("dropped a client message that is neither request, response nor notification", "msg", abbreviate(msg, 200))
 	}
 }
 
-func (r *switchboard) clientRequest(msg []byte, env envelope) {
-	key := string(env.id)
+func (r *switchboard) clientRequest(msg []byte, env wire.Envelope) {
+	key := string(env.ID)
 	switch {
-	case key == "null":
-		r.reply(errorResponse(nil, codeInvalidRequest, errTextNullID, nil))
+	case wire.IDProblem(env.ID) != "":
+		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil))
 		return
 	case strings.HasPrefix(key, reservedPrefix):
-		r.reply(errorResponse(env.id, codeInvalidRequest, errTextReservedID, nil))
+		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextReservedID, nil))
 		return
 	}
 	if r.ids.inFlight(key) {
-		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
+		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
 		return
 	}
 	if _, dup := r.recompiles[key]; dup {
-		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
+		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
 		return
 	}
 	r.sess.note(env, r.log)
 
-	if env.method == "tools/call" {
-		switch toolName(env.params) {
+	if env.Method == "tools/call" {
+		switch toolName(env.Params) {
 		case r.cfg.Tool:
 			r.shell.startRecompile(env)
 			return
@@ -133,10 +130,10 @@ func (r *switchboard) clientRequest(msg []byte, env envelope) {
 
 // forward sends a client request to the current child. sw.mu is held and a
 // child is up.
-func (r *switchboard) forward(msg []byte, env envelope) {
+func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	c := r.child
 	k := kindPlain
-	switch env.method {
+	switch env.Method {
 	case "initialize":
 		if r.sess.childDiscover {
 			// A Go SDK server that answered server/discover refuses a later
@@ -159,31 +156,41 @@ func (r *switchboard) forward(msg []byte, env envelope) {
 	case "tools/call":
 		k = kindToolsCall
 	case "subscriptions/listen":
-		r.sess.listens[string(env.id)] = newListen(msg, env.params)
+		r.sess.listens[string(env.ID)] = newListen(msg, env.Params)
 		k = kindListen
 	case "logging/setLevel":
-		r.sess.logLevel = clone(env.params)
+		r.sess.logLevel = bytes.Clone(env.Params)
 	case "resources/subscribe":
-		r.sess.subs[uriOf(env.params)] = clone(env.params)
+		r.sess.subs[uriOf(env.Params)] = bytes.Clone(env.Params)
 	case "resources/unsubscribe":
-		delete(r.sess.subs, uriOf(env.params))
+		delete(r.sess.subs, uriOf(env.Params))
 	}
-	p := &pending{kind: k, gen: c.gen, method: env.method}
+	p := &pending{kind: k, gen: c.gen, method: env.Method}
 	if r.trace != nil {
 		p.sent = time.Now()
 	}
 	if k == kindToolsList {
-		p.firstPage = jsonscan.Member(env.params, "cursor") == nil
+		p.firstPage = jsonscan.Member(env.Params, "cursor") == nil
 	}
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
 	}
-	r.ids.track(string(env.id), p)
+	key := string(env.ID)
+	if k != kindListen && !plainID(env.ID) {
+		// The child might not echo this id byte for byte (6.5 comes back
+		// as 6 from some SDKs): it gets one of the relay's instead, and
+		// the answer the client's own.
+		id := r.ids.newID("c")
+		p.clientID = bytes.Clone(env.ID)
+		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
+		key = string(id)
+	}
+	r.ids.track(key, p)
 	c.in.send(msg)
 }
 
-func (r *switchboard) clientNotification(msg []byte, env envelope) {
-	switch env.method {
+func (r *switchboard) clientNotification(msg []byte, env wire.Envelope) {
+	switch env.Method {
 	case "notifications/initialized":
 		if r.state == stateStarting || r.state == stateRestarting {
 			r.hold(msg, env) // counted when it is delivered
@@ -194,15 +201,16 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 			return // the relay answered initialize; the child gets its own later
 		}
 	case "notifications/cancelled":
-		id := jsonscan.Member(env.params, "requestId")
+		id := jsonscan.Member(env.Params, "requestId")
 		key := string(id)
-		r.batches.forget(id)
+		r.batches.Forget(id)
 		if cancel, ok := r.recompiles[key]; ok {
 			cancel()
 			return
 		}
 		delete(r.sess.listens, key)
-		p, ok := r.ids.forget(key)
+		childKey := r.ids.childKey(key)
+		p, ok := r.ids.forget(childKey)
 		if !ok {
 			if r.held.remove(id) {
 				return // canceled while held: it is never sent
@@ -213,6 +221,9 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 		// The request is over for the client: a late answer is dropped.
 		// A child being replaced may still run it (the drain).
 		if (r.state == stateUp || r.state == stateRestarting) && r.child != nil && r.child.gen == p.gen {
+			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && childKey != key {
+				msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(childKey))
+			}
 			r.child.in.send(msg)
 		}
 		return
@@ -227,8 +238,8 @@ func (r *switchboard) clientNotification(msg []byte, env envelope) {
 
 // clientResponse maps the client's answer to a server→client request back
 // to the child that asked, if that child is still the current one.
-func (r *switchboard) clientResponse(msg []byte, env envelope) {
-	key := string(env.id)
+func (r *switchboard) clientResponse(msg []byte, env wire.Envelope) {
+	key := string(env.ID)
 	sr, ok := r.ids.mapBack(key)
 	if !ok {
 		r.log.Warn("dropped a client response to an unknown request id", "id", key)
@@ -238,19 +249,19 @@ func (r *switchboard) clientResponse(msg []byte, env envelope) {
 		r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", key)
 		return
 	}
-	r.child.in.send(splice(msg, env.idStart, env.idEnd, sr.origID))
+	r.child.in.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
 // hold queues a client message while a restart or the first build runs.
-func (r *switchboard) hold(msg []byte, env envelope) {
+func (r *switchboard) hold(msg []byte, env wire.Envelope) {
 	switch r.held.add(msg, env, time.Now()) {
 	case duplicate:
-		r.reply(errorResponse(env.id, codeInvalidRequest, errTextInFlight, nil))
+		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
 	case full:
 		reason := errTextQueueFull(r.held.len(), r.held.bytes)
-		r.log.Warn("restart queue full; refused a message", "method", env.method)
-		if env.isRequest() {
-			r.reply(errorResponse(env.id, codeQueueFull, reason, nil))
+		r.log.Warn("restart queue full; refused a message", "method", env.Method)
+		if env.IsRequest() {
+			r.reply(wire.ErrorResponse(env.ID, wire.CodeQueueFull, reason, nil))
 		}
 	}
 }
@@ -271,7 +282,7 @@ func (r *switchboard) flushQueue() {
 func (r *switchboard) dispatchQueued(m queued) {
 	env := m.env
 	switch {
-	case env.isRequest():
+	case env.IsRequest():
 		switch {
 		case r.health.waitsForFirstBuild(r.state, env):
 			r.held.put(m)
@@ -280,7 +291,7 @@ func (r *switchboard) dispatchQueued(m queued) {
 		case r.state == stateUp:
 			r.forward(m.msg, env)
 		}
-	case env.isNotification():
+	case env.IsNotification():
 		r.clientNotification(m.msg, env)
 	}
 }
@@ -298,11 +309,11 @@ func (r *Relay) expireQueue() {
 		r.sw.mu.Lock()
 		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
 			switch {
-			case !m.env.isRequest():
+			case !m.env.IsRequest():
 			case r.sw.health.building:
-				r.sw.reply(resultResponse(m.env.id, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
+				r.sw.reply(wire.ResultResponse(m.env.ID, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
 			default:
-				r.sw.reply(errorResponse(m.env.id, codeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))
+				r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))
 			}
 		}
 		r.sw.mu.Unlock()
@@ -310,13 +321,24 @@ func (r *Relay) expireQueue() {
 }
 
 // clientTooLarge answers an over-long client line under its own id.
-func (r *switchboard) clientTooLarge(tl *errTooLarge) {
-	id := partialID(tl.Head)
+func (r *switchboard) clientTooLarge(tl *wire.TooLargeError) {
+	id := tl.ID()
 	r.log.Warn("client message too large; not forwarded", "bytes", tl.Size, "limit", tl.Max)
-	if id == nil || string(id) == "null" {
+	if id == nil || wire.IDProblem(id) != "" {
 		return
 	}
-	r.reply(errorResponse(id, codeInvalidRequest, errTextClientTooLarge(tl.Size, tl.Max), nil))
+	r.reply(wire.ErrorResponse(id, wire.CodeInvalidRequest, wire.TextTooLarge(tl.Size, tl.Max), nil))
+}
+
+// clientInvalid answers a client line that is not JSON in UTF-8.
+func (r *switchboard) clientInvalid(bad *wire.InvalidError) {
+	if bad.BadUTF8 {
+		r.log.Warn("client sent invalid UTF-8; answered with a parse error")
+		r.reply(wire.ErrorResponse(nil, wire.CodeParseError, wire.TextBadUTF8, nil))
+		return
+	}
+	r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(bad.Line, 200))
+	r.reply(wire.ErrorResponse(nil, wire.CodeParseError, wire.TextBadJSON, nil))
 }
 
 func toolName(params []byte) string {

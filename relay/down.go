@@ -1,26 +1,29 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
+
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // answerDown answers a client request while no child runs (the first build
 // failed, or the child crashed): the relay stands in for the server so the
 // client's session survives, and tells the agent what to do. sw.mu is held.
-func (r *switchboard) answerDown(msg []byte, env envelope) {
-	id := env.id
-	if env.method == "tools/call" {
+func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
+	id := env.ID
+	if env.Method == "tools/call" {
 		r.stats.callServed()
 	}
-	ok := func(result any) { r.reply(resultResponse(id, r.sess.withResultType(mustJSON(result)))) }
-	switch env.method {
+	ok := func(result any) { r.reply(wire.ResultResponse(id, r.sess.withResultType(mustJSON(result)))) }
+	switch env.Method {
 	case "initialize":
 		r.sess.initReq = msg
 		r.sess.selfInit = true
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		_ = json.Unmarshal(env.params, &p)
+		_ = json.Unmarshal(env.Params, &p)
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = "2025-06-18"
 		}
@@ -35,10 +38,10 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 		ok(result)
 	case "server/discover":
 		// Clients fall back to initialize, which the relay can answer alone.
-		r.reply(errorResponse(id, codeMethodNotFound, errTextNoDiscover, nil))
+		r.reply(wire.ErrorResponse(id, wire.CodeMethodNotFound, errTextNoDiscover, nil))
 	case "tools/list":
 		r.view.noteToolsDown()
-		r.reply(resultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
+		r.reply(wire.ResultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
 	case "prompts/list":
 		ok(map[string]any{"prompts": []any{}})
 	case "resources/list":
@@ -47,25 +50,25 @@ func (r *switchboard) answerDown(msg []byte, env envelope) {
 		ok(map[string]any{"resourceTemplates": []any{}})
 	case "tools/call":
 		r.tools.clearNotices()
-		r.reply(resultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, r.sess.era == eraModern)))
+		r.reply(wire.ResultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, r.sess.era == eraModern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
-		r.sess.logLevel = clone(env.params)
+		r.sess.logLevel = bytes.Clone(env.Params)
 		ok(map[string]any{})
 	case "resources/subscribe":
-		r.sess.subs[uriOf(env.params)] = clone(env.params)
+		r.sess.subs[uriOf(env.Params)] = bytes.Clone(env.Params)
 		ok(map[string]any{})
 	case "resources/unsubscribe":
-		delete(r.sess.subs, uriOf(env.params))
+		delete(r.sess.subs, uriOf(env.Params))
 		ok(map[string]any{})
 	case "subscriptions/listen":
-		l := newListen(msg, env.params)
+		l := newListen(msg, env.Params)
 		r.sess.listens[string(id)] = l
-		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.method})
+		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.Method})
 		r.out.send(selfAck(id, l))
 	default:
-		r.reply(errorResponse(id, codeServerDown, errTextDown(r.health.describe()), nil))
+		r.reply(wire.ErrorResponse(id, wire.CodeServerDown, errTextDown(r.health.describe()), nil))
 	}
 }
 

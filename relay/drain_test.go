@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // waitDraining waits until the relay lets the calls of generation gen
@@ -130,7 +131,7 @@ func TestDrainTimeOver(t *testing.T) {
 			}
 			got := <-slow
 			var werr *jsonrpc.Error
-			if got.err == nil || !errors.As(got.err, &werr) || werr.Code != codeServerRestarted {
+			if got.err == nil || !errors.As(got.err, &werr) || werr.Code != wire.CodeServerRestarted {
 				t.Fatalf("the call longer than the drain: %+v, want the restart error", got)
 			}
 			if pid := statePid(t, h.mustCall("state", nil)); pid == oldPid || pid != ro.res.Pid {
@@ -187,7 +188,7 @@ func TestNoDrain(t *testing.T) {
 	}
 	got := <-slow
 	var werr *jsonrpc.Error
-	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != codeServerRestarted {
+	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != wire.CodeServerRestarted {
 		t.Fatalf("the call in flight: %+v, want the restart error", got)
 	}
 	if strings.Contains(h.logs.String(), "letting the calls in flight finish") {
@@ -215,7 +216,7 @@ func TestDrainChildDies(t *testing.T) {
 	}
 	got := <-slow
 	var werr *jsonrpc.Error
-	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != codeServerDown || !strings.Contains(werr.Message, "restarting it") {
+	if got.err == nil || !errors.As(got.err, &werr) || werr.Code != wire.CodeServerDown || !strings.Contains(werr.Message, "restarting it") {
 		t.Fatalf("the call on the dead child: %+v (%v), want the crash report", got, got.err)
 	}
 	ro := <-restarted

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 var fixtureBin string
@@ -113,7 +114,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 	r2cR, r2cW := io.Pipe()
 	h.closeIn = func() { c2rW.Close() }
 	go func() {
-		err := h.r.Serve(context.Background(), c2rR, r2cW)
+		err := h.r.Serve(context.Background(), wire.NewReader(c2rR, 0), r2cW)
 		r2cW.Close()
 		h.served <- err
 	}()

@@ -1,5 +1,7 @@
 package relay
 
+import "github.com/mcpflow/mcpflow/internal/wire"
+
 // health is what the relay knows of whether a child may serve: why none
 // serves (the report the agent reads), whether the first build still runs
 // past StartupGrace, whether the last build failed, and the crash policy.
@@ -26,8 +28,8 @@ func (h *health) describe() string {
 // waitsForFirstBuild reports whether a request waits for the first build
 // rather than being answered at once: a tool call, while the relay (in
 // state st) answers alone because that build is still running.
-func (h *health) waitsForFirstBuild(st state, env envelope) bool {
-	return h.building && st == stateDown && env.method == "tools/call"
+func (h *health) waitsForFirstBuild(st state, env wire.Envelope) bool {
+	return h.building && st == stateDown && env.Method == "tools/call"
 }
 
 // setReport records why no child serves: report, when override or when

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 func TestClientView(t *testing.T) {
@@ -70,9 +72,9 @@ func TestHealth(t *testing.T) {
 	if h.describe() != "third" {
 		t.Fatal("override")
 	}
-	call := envelope{method: "tools/call"}
+	call := wire.Envelope{Method: "tools/call"}
 	h.building = true
-	if !h.waitsForFirstBuild(stateDown, call) || h.waitsForFirstBuild(stateUp, call) || h.waitsForFirstBuild(stateDown, envelope{method: "tools/list"}) {
+	if !h.waitsForFirstBuild(stateDown, call) || h.waitsForFirstBuild(stateUp, call) || h.waitsForFirstBuild(stateDown, wire.Envelope{Method: "tools/list"}) {
 		t.Fatal("waitsForFirstBuild")
 	}
 	h.lastBuildFailed = true

@@ -3,6 +3,8 @@ package relay
 import (
 	"bytes"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // holdQueue holds client messages while no child can take them (the first
@@ -16,7 +18,7 @@ type holdQueue struct {
 
 type queued struct {
 	msg []byte
-	env envelope
+	env wire.Envelope
 	at  time.Time
 }
 
@@ -30,8 +32,8 @@ const (
 )
 
 // add holds msg, unless a held request has its id or the queue is full.
-func (h *holdQueue) add(msg []byte, env envelope, now time.Time) holdResult {
-	if env.isRequest() && h.holds(env.id) {
+func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
+	if env.IsRequest() && h.holds(env.ID) {
 		return duplicate
 	}
 	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
@@ -45,7 +47,7 @@ func (h *holdQueue) add(msg []byte, env envelope, now time.Time) holdResult {
 // holds reports whether a request with this id is held.
 func (h *holdQueue) holds(id []byte) bool {
 	for _, m := range h.q {
-		if m.env.isRequest() && bytes.Equal(m.env.id, id) {
+		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
 			return true
 		}
 	}
@@ -56,7 +58,7 @@ func (h *holdQueue) holds(id []byte) bool {
 // one.
 func (h *holdQueue) remove(id []byte) bool {
 	for i, m := range h.q {
-		if m.env.isRequest() && bytes.Equal(m.env.id, id) {
+		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
 			h.bytes -= len(m.msg)
 			h.q = append(h.q[:i], h.q[i+1:]...)
 			return true

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-func heldMsg(t *testing.T, s string) ([]byte, envelope) {
+func heldMsg(t *testing.T, s string) ([]byte, wire.Envelope) {
 	t.Helper()
-	env, err := peekEnvelope([]byte(s))
+	env, err := wire.Peek([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestHoldQueueKeepsOrder(t *testing.T) {
 	prev := -1
 	for _, m := range h.take() {
 		var n int
-		fmt.Sscanf(string(m.env.id), "%d", &n)
+		fmt.Sscanf(string(m.env.ID), "%d", &n)
 		if n <= prev || n == 7 {
 			t.Fatalf("order: %d after %d", n, prev)
 		}

@@ -135,12 +135,9 @@ func errTextDown(state string) string { return "mcpflow: " + state }
 const (
 	errTextRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
 	errTextNoDiscover    = "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize"
-	errTextBadUTF8       = "Parse error: message is not valid UTF-8"
-	errTextBadJSON       = "Parse error: message is not valid JSON"
 	errTextEmptyBatch    = "Invalid Request: empty batch"
 	errTextBatchElem     = "Invalid Request: batch element is not a JSON-RPC object"
 	errTextNoKind        = "Invalid Request: a message with an id needs a method, a result or an error"
-	errTextNullID        = "Invalid Request: a request id must be a string or an integer, not null"
 	errTextReservedID    = `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`
 	errTextInFlight      = "Invalid Request: a request with this id is still in flight"
 	errTextServerBadJSON = "mcpflow: the server answered with a line that is not valid JSON; it was not forwarded (see mcpflow's log)"
@@ -154,10 +151,6 @@ func errTextQueueFull(n, bytes int) string {
 
 func errTextQueueTimeout(d time.Duration) string {
 	return fmt.Sprintf("mcpflow: the server is still restarting after %s (relay.queue_timeout); try again", result.Dur(d))
-}
-
-func errTextClientTooLarge(size, limit int) string {
-	return fmt.Sprintf("mcpflow: message of %d bytes exceeds the %d-byte limit (relay.max_message in mcpflow.toml); it was not forwarded", size, limit)
 }
 
 func errTextServerTooLarge(size, limit int) string {

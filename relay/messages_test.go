@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/messages.golden")
@@ -59,18 +60,18 @@ func TestMessageCatalog(t *testing.T) {
 		{"error: crashed", errTextCrashed(msgCrashRestarting(bare))},
 		{"error: restarted", errTextRestarted},
 		{"error: no discover", errTextNoDiscover},
-		{"error: bad UTF-8", errTextBadUTF8},
-		{"error: bad JSON", errTextBadJSON},
+		{"error: bad UTF-8", wire.TextBadUTF8},
+		{"error: bad JSON", wire.TextBadJSON},
 		{"error: empty batch", errTextEmptyBatch},
 		{"error: batch element", errTextBatchElem},
 		{"error: no kind", errTextNoKind},
-		{"error: null id", errTextNullID},
+		{"error: null id", wire.IDProblem([]byte("null"))},
 		{"error: reserved id", errTextReservedID},
 		{"error: in flight", errTextInFlight},
 		{"error: server bad JSON", errTextServerBadJSON},
 		{"error: queue full", errTextQueueFull(256, 1<<20)},
 		{"error: queue timeout", errTextQueueTimeout(30 * time.Second)},
-		{"error: client too large", errTextClientTooLarge(70<<20, 64<<20)},
+		{"error: client too large", wire.TextTooLarge(70<<20, 64<<20)},
 		{"error: server too large", errTextServerTooLarge(70<<20, 64<<20)},
 		{"recompile: build failed, old server runs", outcome(result.Build{Duration: 694 * time.Millisecond, Err: buildErr, Errors: "src/index.ts(3,1): error TS1005: ';' expected."}, true)},
 		{"recompile: build failed, nothing runs", outcome(result.Build{Duration: 694 * time.Millisecond, Err: buildErr}, false)},

@@ -1,28 +1,21 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
-)
-
-// The modern (2026-07-28, SEP-2575) protocol's _meta keys.
-const (
-	modernVersion          = "2026-07-28"
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // metaTriple keeps the per-request keys the relay copies onto its own
 // requests.
 func metaTriple(meta []byte) []byte {
 	out := map[string]json.RawMessage{}
-	for _, k := range []string{metaProtocolVersion, metaClientInfo, metaClientCapabilities} {
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
 		if v := jsonscan.Member(meta, k); v != nil {
-			out[k] = clone(v)
+			out[k] = bytes.Clone(v)
 		}
 	}
 	return mustJSON(out)
@@ -38,19 +31,19 @@ func newListen(msg, params []byte) *listen {
 		} `json:"notifications"`
 	}
 	_ = json.Unmarshal(params, &p)
-	return &listen{msg: clone(msg), tools: p.Notifications.Tools, prompts: p.Notifications.Prompts, resources: p.Notifications.Resources}
+	return &listen{msg: bytes.Clone(msg), tools: p.Notifications.Tools, prompts: p.Notifications.Prompts, resources: p.Notifications.Resources}
 }
 
 // subscriptionID returns the raw listen id a notification is tagged with.
 func subscriptionID(params []byte) []byte {
-	return jsonscan.Member(jsonscan.Member(params, "_meta"), metaSubscriptionID)
+	return jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeySubscriptionID)
 }
 
 // forceAck makes an acknowledgement include toolsListChanged: the relay
 // itself sends that notification after each restart.
-func forceAck(msg []byte, env envelope) []byte {
+func forceAck(msg []byte, env wire.Envelope) []byte {
 	var params map[string]json.RawMessage
-	if err := json.Unmarshal(env.params, &params); err != nil {
+	if err := json.Unmarshal(env.Params, &params); err != nil {
 		return msg
 	}
 	var n map[string]json.RawMessage
@@ -63,15 +56,15 @@ func forceAck(msg []byte, env envelope) []byte {
 	}
 	n["toolsListChanged"] = json.RawMessage("true")
 	params["notifications"] = mustJSON(n)
-	return request(nil, env.method, mustJSON(params))
+	return wire.Request(nil, env.Method, mustJSON(params))
 }
 
 // selfAck is the acknowledgement the relay sends for a listen it takes
 // while no child runs.
 func selfAck(id []byte, l *listen) []byte {
 	params := map[string]any{
-		"_meta":         map[string]json.RawMessage{metaSubscriptionID: id},
+		"_meta":         map[string]json.RawMessage{mcp.MetaKeySubscriptionID: id},
 		"notifications": map[string]bool{"toolsListChanged": l.tools},
 	}
-	return request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
+	return wire.Request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
 }

@@ -23,7 +23,7 @@ import (
 type outbox struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
-	q       []outMsg // queued: q[head:]
+	q       [][]byte // queued: q[head:]
 	head    int
 	closed  bool
 	err     error
@@ -31,12 +31,6 @@ type outbox struct {
 	inline  int  // goroutines between beginInline and endInline
 	bw      *bufio.Writer
 	done    chan struct{}
-}
-
-// outMsg is one queued message: msg, or a long one in parts.
-type outMsg struct {
-	msg   []byte
-	parts [][]byte
 }
 
 func newOutbox() *outbox {
@@ -47,13 +41,7 @@ func newOutbox() *outbox {
 
 // send queues msg (no trailing newline). It reports false once the outbox
 // is closed or its writer failed.
-func (o *outbox) send(msg []byte) bool { return o.push(outMsg{msg: msg}) }
-
-// sendParts queues one message given in parts, written back to back. The
-// parts are chunks from linePool; they go back to it once written.
-func (o *outbox) sendParts(parts [][]byte) bool { return o.push(outMsg{parts: parts}) }
-
-func (o *outbox) push(m outMsg) bool {
+func (o *outbox) send(m []byte) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed || o.err != nil {
@@ -117,18 +105,10 @@ func (o *outbox) drainLocked() {
 			continue
 		}
 		m := o.q[o.head]
-		o.q[o.head] = outMsg{}
+		o.q[o.head] = nil
 		o.head++
 		o.mu.Unlock()
-		_, err := o.bw.Write(m.msg)
-		for i := 0; i < len(m.parts) && err == nil; i++ {
-			_, err = o.bw.Write(m.parts[i])
-		}
-		if m.parts != nil {
-			// The bytes are in the pipe (or failed to get there): the
-			// chunks of the long line are free for the next one.
-			linePool.put(m.parts)
-		}
+		_, err := o.bw.Write(m)
 		if err == nil {
 			err = o.bw.WriteByte('\n')
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // Config is what the relay needs. The zero value of every field but
@@ -191,37 +192,39 @@ func New(cfg Config) *Relay {
 
 var errClosed = errors.New("relay is shut down")
 
-// Serve relays between the client on in/out and the child until the client
-// closes in or ctx is canceled. It then stops the child (and its whole
-// process group) and returns nil. Serve starts no child by itself: the
-// first Restart (normally the builder's startup cycle) does; until then,
-// client messages wait in the queue.
-func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+// Serve relays between the client, whose messages come from in (a
+// wire.Reader of its stdin, as a rule, with Config.MaxMessage as its
+// limit) and whose answers go to out, and the child, until in ends or ctx
+// is canceled. It then stops the child (and its whole process group) and
+// returns nil. Serve starts no child by itself: the first Restart
+// (normally the builder's startup cycle) does; until then, client messages
+// wait in the queue.
+func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error {
 	if f, ok := out.(*os.File); ok {
-		growPipe(f)
-	}
-	if f, ok := in.(*os.File); ok {
 		growPipe(f)
 	}
 	go r.sw.out.run(out, nil)
 	readErr := make(chan error, 1)
 	go func() {
-		lr := newLineReader(in, r.cfg.MaxMessage)
 		for {
-			line, err := lr.next()
-			if err != nil {
-				var tl *errTooLarge
-				if errors.As(err, &tl) {
-					r.sw.clientTooLarge(tl)
-					continue
-				}
+			msg, err := in.Next()
+			var tl *wire.TooLargeError
+			var bad *wire.InvalidError
+			switch {
+			case errors.As(err, &tl):
+				r.sw.clientTooLarge(tl)
+				continue
+			case errors.As(err, &bad):
+				r.sw.clientInvalid(bad)
+				continue
+			case err != nil:
 				readErr <- err
 				return
 			}
 			if r.cfg.Traffic != nil {
-				r.cfg.Traffic(true, int(r.curGen.Load()), line)
+				r.cfg.Traffic(true, int(r.curGen.Load()), msg)
 			}
-			r.sw.fromClient(line)
+			r.sw.fromClient(msg)
 		}
 	}()
 	go r.expireQueue()
@@ -240,26 +243,6 @@ func (r *Relay) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	r.shutdown()
 	return err
-}
-
-// Deliver handles msg as one message from the client, as if Serve had read
-// it from its input, on the calling goroutine: an embedder holding the
-// message in hand skips a pipe and its reader (the mux passes a call
-// through this way). What the relay answers goes to Serve's output as
-// usual. msg is one JSON-RPC message without its newline; the relay keeps
-// it, so the caller must not change it afterwards. Deliver is safe
-// concurrently with itself and with Serve's reading, whose messages it
-// does not order against. Call it only while Serve runs: a message
-// delivered once Serve is returning may be dropped unanswered.
-func (r *Relay) Deliver(msg []byte) {
-	if len(msg) > r.cfg.MaxMessage {
-		r.sw.clientTooLarge(&errTooLarge{Size: len(msg), Max: r.cfg.MaxMessage, Head: msg[:min(len(msg), headSize)]})
-		return
-	}
-	if r.cfg.Traffic != nil {
-		r.cfg.Traffic(true, int(r.curGen.Load()), msg)
-	}
-	r.sw.fromClient(msg)
 }
 
 // shutdown stops everything the relay started.

@@ -212,40 +212,6 @@ func TestLargeRequestIntact(t *testing.T) {
 	})
 }
 
-// TestLongLineChunksRecycled: a long response is read into chunks that go
-// back to the pool once written, the next long response reuses them (no
-// new memory, so no page faults), and after poolIdle the pool lets them go.
-func TestLongLineChunksRecycled(t *testing.T) {
-	// The pool keeps its chunks for as long as the calls take, however
-	// slow the machine; the release is checked at the end with a short idle.
-	defer linePool.setIdle(linePool.setIdle(time.Hour))
-	h := newHarness(t, hopts{version: "2025-06-18"})
-	want := bigText(3 << 20)
-	if got := h.mustCall("big", map[string]any{"mib": 3}); strings.TrimSuffix(got, "\n") != want {
-		t.Fatalf("first 3 MiB result altered: got %d bytes", len(got))
-	}
-	free1, fresh1 := linePool.stats()
-	if free1 < 4 { // 3 MiB of text is 4.4 MB of JSON: five 1 MiB chunks
-		t.Fatalf("after a 4.4 MB response the pool holds %d chunks, want the line's chunks back", free1)
-	}
-	if got := h.mustCall("big", map[string]any{"mib": 3}); strings.TrimSuffix(got, "\n") != want {
-		t.Fatalf("second 3 MiB result altered: got %d bytes", len(got))
-	}
-	if free2, fresh2 := linePool.stats(); fresh2 != fresh1 || free2 != free1 {
-		t.Fatalf("second long response: %d new chunks, %d free (was %d); want the first one's reused", fresh2-fresh1, free2, free1)
-	}
-	const idle = 200 * time.Millisecond
-	linePool.setIdle(idle)
-	h.mustCall("big", map[string]any{"mib": 3}) // its put arms the release with the short idle
-	deadline := time.Now().Add(idle + 10*time.Second)
-	for free, _ := linePool.stats(); free > 0; free, _ = linePool.stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("pool still holds %d chunks 10s past its idle time (%s)", free, idle)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // bigText mirrors the fixture's.
 func bigText(n int) string {
 	const pat = "0123456789abcdefghijklmnopqrstuvwxyz\\\"<>&"

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // handshake opens a session in the given era on a raw wire and returns the
 // params prefix every later request must carry ("" for legacy).
-func (w *wire) handshake(era string) string {
+func (w *rawPeer) handshake(era string) string {
 	w.t.Helper()
 	if era == "legacy" {
 		w.send(legacyInit)
@@ -39,7 +40,7 @@ func toolCall(id int, meta, name, args string) string {
 }
 
 // collect reads messages for d and counts the responses per id.
-func (w *wire) collect(d time.Duration, until func(map[string]int) bool) map[string]int {
+func (w *rawPeer) collect(d time.Duration, until func(map[string]int) bool) map[string]int {
 	w.t.Helper()
 	counts := map[string]int{}
 	deadline := time.After(d)
@@ -69,7 +70,7 @@ func TestChaosEveryIDAnsweredOnce(t *testing.T) {
 	for _, era := range []string{"modern", "legacy"} {
 		for _, how := range []string{"crash", "recompile"} {
 			t.Run(era+"/"+how, func(t *testing.T) {
-				w := newWire(t, func(c *Config) { c.OnCrash = "wait" })
+				w := newRawPeer(t, func(c *Config) { c.OnCrash = "wait" })
 				meta := w.handshake(era)
 				const n = 64
 				for i := range n {
@@ -104,7 +105,7 @@ func TestChaosEveryIDAnsweredOnce(t *testing.T) {
 }
 
 func TestStaleSamplingAnswerDropped(t *testing.T) {
-	w := newWire(t, nil)
+	w := newRawPeer(t, nil)
 	w.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	w.recvID(0)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -130,7 +131,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 				t.Fatalf("cancel not mapped: %v", m)
 			}
 		case mustMarshal(m["id"]) == "1":
-			if errCode(m) != codeServerRestarted {
+			if errCode(m) != wire.CodeServerRestarted {
 				t.Fatalf("call on the old child: %v", m)
 			}
 			seen++
@@ -191,9 +192,9 @@ func TestSessionReplayLegacy(t *testing.T) {
 // newHeldWire opens a legacy session, then starts a restart whose new
 // server takes startDelay to exec, and returns once client messages are
 // being held for it.
-func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *wire {
+func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 	t.Helper()
-	w := newWire(t, func(c *Config) {
+	w := newRawPeer(t, func(c *Config) {
 		if cfg != nil {
 			cfg(c)
 		}
@@ -219,7 +220,7 @@ func TestQueueOverflowAndDeadline(t *testing.T) {
 	var full, late int
 	for range 5 {
 		m := w.recv()
-		if errCode(m) != codeQueueFull {
+		if errCode(m) != wire.CodeQueueFull {
 			t.Fatalf("want -32003, got %v", m)
 		}
 		switch msg := errMessage(m); {
@@ -336,7 +337,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 	if testing.Short() {
 		cycles = 50
 	}
-	w := newWire(t, func(c *Config) { c.StopTimeout = time.Second })
+	w := newRawPeer(t, func(c *Config) { c.StopTimeout = time.Second })
 	w.handshake("legacy")
 	// Warm up, so lazily started runtime goroutines are counted in the base.
 	for range 5 {

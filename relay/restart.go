@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // handshakeTimeout bounds each step of bringing a new child up.
@@ -322,7 +323,7 @@ func (r *Relay) spawn() (*child, error) {
 	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.sw.tools.env)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
-	c, err := startChild(spec, gen, r.sw.fromChild, r.sw.fromChildChunks, r.sw.childTooLarge, r.childStderr)
+	c, err := startChild(spec, gen, r.sw)
 	if err != nil {
 		r.sw.mu.Unlock()
 		return nil, err
@@ -361,11 +362,11 @@ func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
 		if initReq == nil {
 			return nil, nil // initialize is held: it reaches the child when flushed
 		}
-		env, err := peekEnvelope(initReq)
+		env, err := wire.Peek(initReq)
 		if err != nil {
 			return nil, err
 		}
-		res, err := r.call(ctx, c, "initialize", env.params)
+		res, err := r.call(ctx, c, "initialize", env.Params)
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
@@ -493,14 +494,14 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 		r.sw.ids.unwait(id)
 		r.sw.mu.Unlock()
 	}()
-	c.in.send(request(id, method, params))
+	c.in.send(wire.Request(id, method, params))
 	select {
 	case msg := <-ch:
-		env, err := peekEnvelope(msg)
+		env, err := wire.Peek(msg)
 		if err != nil {
 			return nil, err
 		}
-		if env.hasError {
+		if env.HasError {
 			var e struct {
 				Error struct {
 					Code    int    `json:"code"`
@@ -510,7 +511,7 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 			_ = json.Unmarshal(msg, &e)
 			return nil, fmt.Errorf("%s: server answered error %d: %s", method, e.Error.Code, e.Error.Message)
 		}
-		return env.result, nil
+		return env.Result, nil
 	case <-c.done:
 		return nil, fmt.Errorf("it exited (%s) before answering %s", c.exitDesc, method)
 	case <-ctx.Done():

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // forceResult rewrites an initialize (isInit) or server/discover result so
@@ -18,22 +20,22 @@ import (
 // An error answer is passed on as it is: a legacy server refuses
 // server/discover, and the client then falls back to initialize, which
 // that child takes (it never entered the modern handshake).
-func (r *switchboard) forceResult(c *child, msg []byte, env envelope, isInit bool) []byte {
-	if env.hasError {
+func (r *switchboard) forceResult(c *child, msg []byte, env wire.Envelope, isInit bool) []byte {
+	if env.HasError {
 		r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
 		if !isInit && r.child == c {
 			r.sess.childDiscover = false
 		}
 		return msg
 	}
-	res, err := forcedResult(env.result, isInit, r.cfg.ServerSuffix)
+	res, err := forcedResult(env.Result, isInit, r.cfg.ServerSuffix)
 	if err != nil {
 		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	r.sess.childCaps = declaredCaps(env.result)
+	r.sess.childCaps = declaredCaps(env.Result)
 	r.sess.initResult = res
-	return splice(msg, env.resStart, env.resStart+len(env.result), res)
+	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }
 
 func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
@@ -60,8 +62,8 @@ func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
 		} else if meta := res["_meta"]; meta != nil {
 			// server/discover carries serverInfo in its _meta.
 			var m map[string]json.RawMessage
-			if json.Unmarshal(meta, &m) == nil && m[metaServerInfo] != nil {
-				m[metaServerInfo] = suffixed(m[metaServerInfo], suffix)
+			if json.Unmarshal(meta, &m) == nil && m[mcp.MetaKeyServerInfo] != nil {
+				m[mcp.MetaKeyServerInfo] = suffixed(m[mcp.MetaKeyServerInfo], suffix)
 				res["_meta"] = mustJSON(m)
 			}
 		}
@@ -113,8 +115,8 @@ func declaredCaps(result []byte) caps {
 // injectTools appends the relay's tools to the last page of a tools/list
 // result (the page without nextCursor), splicing bytes so a long list is
 // never decoded.
-func (t *toolset) inject(msg []byte, env envelope) []byte {
-	res := env.result
+func (t *toolset) inject(msg []byte, env wire.Envelope) []byte {
+	res := env.Result
 	if nc := jsonscan.Member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}
@@ -126,18 +128,18 @@ func (t *toolset) inject(msg []byte, env envelope) []byte {
 	if len(bytes.TrimSpace(res[vs+1:ve-1])) > 0 {
 		ins = append([]byte{','}, ins...)
 	}
-	at := env.resStart + ve - 1
-	return splice(msg, at, at, ins)
+	at := env.ResStart + ve - 1
+	return wire.Splice(msg, at, at, ins)
 }
 
 // attachNotices appends pending notices (failed automatic builds, crashes
 // between calls) to a tools/call result as text items.
-func (t *toolset) attach(msg []byte, env envelope) []byte {
-	if !t.hasNotices() || env.result == nil {
+func (t *toolset) attach(msg []byte, env wire.Envelope) []byte {
+	if !t.hasNotices() || env.Result == nil {
 		return msg
 	}
-	vs, ve, ok := jsonscan.MemberSpan(env.result, "content")
-	if !ok || env.result[vs] != '[' {
+	vs, ve, ok := jsonscan.MemberSpan(env.Result, "content")
+	if !ok || env.Result[vs] != '[' {
 		return msg
 	}
 	var ins []byte
@@ -145,14 +147,14 @@ func (t *toolset) attach(msg []byte, env envelope) []byte {
 		if n == "" {
 			continue
 		}
-		if len(ins) > 0 || len(bytes.TrimSpace(env.result[vs+1:ve-1])) > 0 {
+		if len(ins) > 0 || len(bytes.TrimSpace(env.Result[vs+1:ve-1])) > 0 {
 			ins = append(ins, ',')
 		}
 		ins = append(ins, textContent(n)...)
 	}
 	t.clearNotices()
-	at := env.resStart + ve - 1
-	return splice(msg, at, at, ins)
+	at := env.ResStart + ve - 1
+	return wire.Splice(msg, at, at, ins)
 }
 
 func textContent(s string) []byte {
@@ -161,8 +163,8 @@ func textContent(s string) []byte {
 
 // rewriteCallTool turns a call of the call-forwarding tool,
 // {name, arguments}, into a tools/call of the named tool.
-func rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
-	args := jsonscan.Member(env.params, "arguments")
+func rewriteCallTool(msg []byte, env wire.Envelope) ([]byte, wire.Envelope) {
+	args := jsonscan.Member(env.Params, "arguments")
 	name := jsonscan.Member(args, "name")
 	if len(name) == 0 || name[0] != '"' {
 		return msg, env
@@ -171,13 +173,21 @@ func rewriteCallTool(msg []byte, env envelope) ([]byte, envelope) {
 	if a := jsonscan.Member(args, "arguments"); a != nil {
 		p["arguments"] = a
 	}
-	if m := jsonscan.Member(env.params, "_meta"); m != nil {
+	if m := jsonscan.Member(env.Params, "_meta"); m != nil {
 		p["_meta"] = m
 	}
-	out := request(env.id, "tools/call", mustJSON(p))
-	ne, err := peekEnvelope(out)
+	out := wire.Request(env.ID, "tools/call", mustJSON(p))
+	ne, err := wire.Peek(out)
 	if err != nil {
 		return msg, env
 	}
 	return out, ne
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with values that always marshal
+	}
+	return b
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,8 @@ import (
 // counter, so newID is safe anywhere.
 type router struct {
 	seq        atomic.Int64
-	pending    map[string]*pending
+	pending    map[string]*pending // by the id the child knows
+	clientKeys map[string]string   // client id -> the relay's id, for renamed requests
 	serverReqs map[string]serverReq
 	waiters    map[string]chan []byte
 	drain      drain
@@ -40,6 +42,46 @@ type pending struct {
 	// firstPage: a tools/list without a cursor.
 	firstPage bool
 	sent      time.Time // when it was forwarded, for the debug log's latency
+	// clientID is the client's id of a request the child knows under one
+	// of the relay's (see plainID); nil when the child got the client's own.
+	clientID []byte
+}
+
+// replyID is the id the client's answer to p carries; key is the id the
+// child knows.
+func (p *pending) replyID(key string) []byte {
+	if p.clientID != nil {
+		return p.clientID
+	}
+	return []byte(key)
+}
+
+// plainID reports whether any peer echoes the request id back byte for
+// byte: a string of printable ASCII with nothing an encoder escapes
+// (quotes, backslashes, and <, > and &, which Go escapes), or an integer
+// that a float64 holds exactly. Other ids are renamed toward the child.
+func plainID(id []byte) bool {
+	if id[0] == '"' {
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c > 0x7e || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := id
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && (len(digits) > 1 || id[0] == '-') {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 type kind int
@@ -52,6 +94,11 @@ const (
 	kindListen
 	kindToolsCall
 )
+
+// reservedPrefix starts every id the relay invents, in both directions.
+// Client requests whose string id starts with it are refused, so relay ids
+// can never collide with the client's.
+const reservedPrefix = `"mcpflow:`
 
 type serverReq struct {
 	gen    int
@@ -67,6 +114,7 @@ type pendingReq struct {
 func newRouter() *router {
 	return &router{
 		pending:    map[string]*pending{},
+		clientKeys: map[string]string{},
 		serverReqs: map[string]serverReq{},
 		waiters:    map[string]chan []byte{},
 	}
@@ -77,12 +125,25 @@ func (rt *router) newID(tag string) []byte {
 	return []byte(reservedPrefix + tag + strconv.FormatInt(rt.seq.Add(1), 10) + `"`)
 }
 
-// track records a client request sent to a child.
-func (rt *router) track(key string, p *pending) { rt.pending[key] = p }
+// track records a client request sent to a child under key.
+func (rt *router) track(key string, p *pending) {
+	rt.pending[key] = p
+	if p.clientID != nil {
+		rt.clientKeys[string(p.clientID)] = key
+	}
+}
+
+// childKey is the id the child knows the client's request clientKey by.
+func (rt *router) childKey(clientKey string) string {
+	if k, ok := rt.clientKeys[clientKey]; ok {
+		return k
+	}
+	return clientKey
+}
 
 // inFlight reports whether a client request with this id awaits an answer.
-func (rt *router) inFlight(key string) bool {
-	_, ok := rt.pending[key]
+func (rt *router) inFlight(clientKey string) bool {
+	_, ok := rt.pending[rt.childKey(clientKey)]
 	return ok
 }
 
@@ -111,6 +172,9 @@ func (rt *router) handshakePending(gen int) bool {
 func (rt *router) forget(key string) (*pending, bool) {
 	p, ok := rt.pending[key]
 	delete(rt.pending, key)
+	if ok && p.clientID != nil {
+		delete(rt.clientKeys, string(p.clientID))
+	}
 	if ok && rt.drain.gen != 0 && p.gen == rt.drain.gen && rt.calls(p.gen) == 0 {
 		rt.endDrain()
 	}
@@ -161,6 +225,9 @@ func (rt *router) takeGen(gen int) []pendingReq {
 			continue
 		}
 		delete(rt.pending, key)
+		if p.clientID != nil {
+			delete(rt.clientKeys, string(p.clientID))
+		}
 		out = append(out, pendingReq{key, p})
 	}
 	for id, sr := range rt.serverReqs {
@@ -175,7 +242,7 @@ func (rt *router) takeGen(gen int) []pendingReq {
 // the id to send it under.
 func (rt *router) renumber(gen int, origID []byte) []byte {
 	id := rt.newID("s" + strconv.Itoa(gen) + "-")
-	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: clone(origID)}
+	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: bytes.Clone(origID)}
 	return id
 }
 
@@ -210,10 +277,13 @@ func (rt *router) wait(id []byte) chan []byte {
 // unwait forgets a request of the relay's own.
 func (rt *router) unwait(id []byte) { delete(rt.waiters, string(id)) }
 
-// deliver hands the answer to a request of the relay's own to its waiter.
-func (rt *router) deliver(key string, msg []byte) {
-	if ch, ok := rt.waiters[key]; ok {
+// deliver hands the answer to a request of the relay's own to its
+// waiter; it reports whether key is such a request.
+func (rt *router) deliver(key string, msg []byte) bool {
+	ch, ok := rt.waiters[key]
+	if ok {
 		delete(rt.waiters, key)
 		ch <- msg
 	}
+	return ok
 }

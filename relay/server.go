@@ -6,26 +6,24 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// fromChild handles one line the child wrote on stdout.
+// fromChild handles one message the child wrote on stdout (valid JSON:
+// the reader checked).
 func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic(false, c.gen, msg)
 	}
-	if !jsonscan.Valid(msg) {
-		r.childJunk(c, msg, true)
-		return
-	}
-	env, err := peekEnvelope(msg)
-	if err != nil || env.isArray || (env.method == "" && env.result == nil && !env.hasError) {
+	env, err := wire.Peek(msg)
+	if err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError) {
 		r.childJunk(c, msg, false)
 		return
 	}
-	if env.isResponse() {
+	if env.IsResponse() {
 		c.markAnswered()
 	}
-	if r.trace != nil && !env.isResponse() {
+	if r.trace != nil && !env.IsResponse() {
 		r.trace.msg("server", &env, len(msg), nil)
 	}
 	r.out.beginInline() // written by this goroutine once the lock is free
@@ -33,11 +31,11 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case env.isResponse():
+	case env.IsResponse():
 		r.childResponse(c, msg, env)
-	case env.isRequest():
+	case env.IsRequest():
 		r.childRequest(c, msg, env)
-	case env.isNotification():
+	case env.IsNotification():
 		r.childNotification(c, msg, env)
 	}
 }
@@ -50,12 +48,11 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if badJSON {
-		if id := partialID(msg); strings.HasPrefix(string(id), reservedPrefix) {
-			r.ids.deliver(string(id), errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
-		} else if id != nil {
+		id := wire.PartialID(msg)
+		if id != nil && !r.ids.deliver(string(id), wire.ErrorResponse(id, wire.CodeInternalError, errTextServerBadJSON, nil)) {
 			if p, ok := r.ids.lookup(string(id), c.gen); ok && p.kind != kindListen {
 				r.ids.forget(string(id))
-				r.reply(errorResponse(id, codeInternalError, errTextServerBadJSON, nil))
+				r.reply(wire.ErrorResponse(p.replyID(string(id)), wire.CodeInternalError, errTextServerBadJSON, nil))
 			}
 		}
 	}
@@ -72,13 +69,12 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	}
 }
 
-func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
-	key := string(env.id)
-	if strings.HasPrefix(key, reservedPrefix) {
+func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
+	key := string(env.ID)
+	if strings.HasPrefix(key, reservedPrefix) && r.ids.deliver(key, msg) {
 		if r.trace != nil {
 			r.trace.msg("server", &env, len(msg), nil)
 		}
-		r.ids.deliver(key, msg)
 		return
 	}
 	p, ok := r.ids.lookup(key, c.gen)
@@ -99,42 +95,47 @@ func (r *switchboard) childResponse(c *child, msg []byte, env envelope) {
 		delete(r.sess.listens, key)
 	}
 	r.ids.forget(key)
-	r.stats.answered(p.kind, env.result)
+	r.stats.answered(p.kind, env.Result)
 	switch p.kind {
 	case kindInitialize:
 		msg = r.forceResult(c, msg, env, true)
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		r.view.noteTools(p.firstPage, env.result)
+		r.view.noteTools(p.firstPage, env.Result)
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
+	}
+	if p.clientID != nil {
+		if e, err := wire.Peek(msg); err == nil {
+			msg = wire.Splice(msg, e.IDStart, e.IDEnd, p.clientID)
+		}
 	}
 	r.reply(msg)
 }
 
 // childRequest renumbers a server→client request so that a late answer can
 // be told apart from one meant for the next child.
-func (r *switchboard) childRequest(c *child, msg []byte, env envelope) {
+func (r *switchboard) childRequest(c *child, msg []byte, env wire.Envelope) {
 	if c != r.child || r.state == stateClosed {
 		return
 	}
-	id := r.ids.renumber(c.gen, env.id)
-	r.out.send(splice(msg, env.idStart, env.idEnd, id))
+	id := r.ids.renumber(c.gen, env.ID)
+	r.out.send(wire.Splice(msg, env.IDStart, env.IDEnd, id))
 }
 
-func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
+func (r *switchboard) childNotification(c *child, msg []byte, env wire.Envelope) {
 	if c != r.child {
 		return
 	}
-	switch env.method {
+	switch env.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		// The child changed a list itself: what the client is served is
 		// no longer known.
-		r.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.method, "notifications/"), "/list_changed"))
+		r.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
-		l := r.sess.listens[string(subscriptionID(env.params))]
+		l := r.sess.listens[string(subscriptionID(env.Params))]
 		if l != nil && l.awaitingAck {
 			l.awaitingAck = false
 			return
@@ -144,9 +145,9 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 		}
 	case "notifications/cancelled":
 		// The child cancels one of its own requests to the client.
-		if id, ok := r.ids.cancelServerReq(c.gen, jsonscan.Member(env.params, "requestId")); ok {
-			if vs, ve, ok := jsonscan.MemberSpan(env.params, "requestId"); ok {
-				r.out.send(splice(msg, env.parStart+vs, env.parStart+ve, []byte(id)))
+		if id, ok := r.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId")); ok {
+			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok {
+				r.out.send(wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(id)))
 			}
 		}
 		return
@@ -156,8 +157,8 @@ func (r *switchboard) childNotification(c *child, msg []byte, env envelope) {
 
 // childTooLarge handles an over-long line from the child: it is dropped,
 // and the request it answered gets an error instead.
-func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
-	id := partialID(tl.Head)
+func (r *switchboard) childTooLarge(c *child, tl *wire.TooLargeError) {
+	id := tl.ID()
 	r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
 	if id == nil {
 		return
@@ -167,16 +168,16 @@ func (r *switchboard) childTooLarge(c *child, tl *errTooLarge) {
 	key := string(id)
 	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
 		r.ids.forget(key)
-		r.reply(errorResponse(id, codeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
+		r.reply(wire.ErrorResponse(p.replyID(key), wire.CodeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
 	}
 }
 
 // childStderr copies a stderr line to the log.
-func (r *Relay) childStderr(c *child, line string) {
-	r.childLog.Info(line)
+func (r *switchboard) childStderr(c *child, line string) {
+	r.junk.child.Info(line)
 	if r.cfg.RestartMarker != "" && line == r.cfg.RestartMarker && !c.stopping.Load() {
 		r.log.Info("the server asked for a restart (relay.restart_marker)")
-		go r.recompileInBackground("restart marker")
+		go r.shell.recompileInBackground("restart marker")
 	}
 }
 
@@ -233,16 +234,16 @@ func (r *Relay) childExited(c *child) {
 		if !restarted && (p.kind == kindInitialize || p.kind == kindDiscover) {
 			// The session must survive a server that dies at once: the
 			// relay answers the handshake itself, once it is down.
-			if env, err := peekEnvelope(p.msg); err == nil {
+			if env, err := wire.Peek(p.msg); err == nil {
 				handshake = append(handshake, queued{msg: p.msg, env: env})
 				continue
 			}
 		}
 		failed++
 		if restarted {
-			r.sw.reply(errorResponse([]byte(key), codeServerRestarted, errTextRestarted, nil))
+			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerRestarted, errTextRestarted, nil))
 		} else {
-			r.sw.reply(errorResponse([]byte(key), codeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
 	if replacing {

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // session is the client's side of the conversation as the relay must
@@ -86,33 +88,33 @@ func (s *session) strategy() eraStrategy {
 }
 
 // note decides the protocol era on the first client request that decides
-// it (initialize: legacy; _meta protocolVersion >= modernVersion on a
+// it (initialize: legacy; _meta protocolVersion of the modern era on a
 // request other than server/discover: modern) and remembers the _meta
 // triple of modern requests.
-func (s *session) note(env envelope, log *slog.Logger) {
-	if env.method == "initialize" {
+func (s *session) note(env wire.Envelope, log *slog.Logger) {
+	if env.Method == "initialize" {
 		if s.era == eraUnknown {
 			s.era = eraLegacy
 			log.Debug("protocol era: legacy (initialize)")
 		}
 		return
 	}
-	meta := jsonscan.Member(env.params, "_meta")
+	meta := jsonscan.Member(env.Params, "_meta")
 	if meta == nil {
 		return
 	}
-	pv := jsonscan.Member(meta, metaProtocolVersion)
+	pv := jsonscan.Member(meta, mcp.MetaKeyProtocolVersion)
 	if len(pv) == 0 || pv[0] != '"' {
 		return
 	}
-	if v, _ := jsonscan.Unquote(pv); v < modernVersion {
+	if v, _ := jsonscan.Unquote(pv); !wire.IsModern(v) {
 		return
 	}
 	if !bytes.Equal(meta, s.lastMetaRaw) { // the same on every request, as a rule
-		s.lastMetaRaw = clone(meta)
+		s.lastMetaRaw = bytes.Clone(meta)
 		s.lastMeta = metaTriple(meta)
 	}
-	if s.era == eraUnknown && env.method != "server/discover" {
+	if s.era == eraUnknown && env.Method != "server/discover" {
 		s.era = eraModern
 		log.Debug("protocol era: modern (per-request _meta)")
 	}
@@ -180,13 +182,13 @@ func (legacyEra) established(s *session) bool { return s.clientInit }
 func (legacyEra) replay(s *session, rt *router, _ int) [][]byte {
 	var out [][]byte
 	if s.clientInit {
-		out = append(out, request(nil, "notifications/initialized", nil))
+		out = append(out, wire.Request(nil, "notifications/initialized", nil))
 	}
 	if s.logLevel != nil {
-		out = append(out, request(rt.newID(""), "logging/setLevel", s.logLevel))
+		out = append(out, wire.Request(rt.newID(""), "logging/setLevel", s.logLevel))
 	}
 	for _, u := range slices.Sorted(maps.Keys(s.subs)) {
-		out = append(out, request(rt.newID(""), "resources/subscribe", s.subs[u]))
+		out = append(out, wire.Request(rt.newID(""), "resources/subscribe", s.subs[u]))
 	}
 	return out
 }
@@ -197,7 +199,7 @@ func (legacyEra) listChanged(s *session, kinds []string) [][]byte {
 	}
 	var out [][]byte
 	for _, k := range kinds {
-		out = append(out, request(nil, "notifications/"+k+"/list_changed", nil))
+		out = append(out, wire.Request(nil, "notifications/"+k+"/list_changed", nil))
 	}
 	return out
 }
@@ -226,8 +228,8 @@ func (modernEra) listChanged(s *session, kinds []string) [][]byte {
 		l := s.listens[key]
 		for _, k := range kinds {
 			if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
-				p := map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: json.RawMessage(key)}}
-				out = append(out, request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
+				p := map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: json.RawMessage(key)}}
+				out = append(out, wire.Request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
 			}
 		}
 	}

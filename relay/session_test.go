@@ -4,11 +4,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-func envOf(t *testing.T, s string) envelope {
+func envOf(t *testing.T, s string) wire.Envelope {
 	t.Helper()
-	env, err := peekEnvelope([]byte(s))
+	env, err := wire.Peek([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestModernReplay(t *testing.T) {
 		t.Fatal("established without a listen")
 	}
 	msg := []byte(`{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)
-	s.listens[`"L1"`] = newListen(msg, envOf(t, string(msg)).params)
+	s.listens[`"L1"`] = newListen(msg, envOf(t, string(msg)).Params)
 	got := st.replay(&s, rt, 3)
 	if len(got) != 1 || string(got[0]) != string(msg) {
 		t.Fatalf("replay = %q", got)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // starts counts the children a relay started, through OnEvent.
@@ -305,16 +306,16 @@ done`
 // but is not valid JSON never reaches the client, short or long; the
 // request it answers gets an error, and the stream goes on.
 func TestInvalidServerLinesNotForwarded(t *testing.T) {
-	w := newWire(t, func(c *Config) {
+	w := newRawPeer(t, func(c *Config) {
 		c.Command = []string{badJSONServer}
 		c.Shell = true
 	})
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`)
-	if m := w.recvID(5); errCode(m) != codeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
+	if m := w.recvID(5); errCode(m) != wire.CodeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
 		t.Fatalf("short invalid answer: %v", m)
 	}
 	w.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"bigbad"}}`)
-	if m := w.recvID(6); errCode(m) != codeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
+	if m := w.recvID(6); errCode(m) != wire.CodeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {
 		t.Fatalf("long invalid answer: %v", m)
 	}
 	w.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"good"}}`)

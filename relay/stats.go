@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Stats is what the relay is doing now, for a person (mcpflow status).
@@ -123,7 +125,7 @@ func (r *Relay) Stats() Stats {
 	}
 	st.InFlight += len(sw.recompiles)
 	for _, q := range sw.held.q {
-		if q.env.method == "tools/call" {
+		if q.env.Method == "tools/call" {
 			st.InFlight++
 		}
 	}
@@ -172,8 +174,8 @@ func clientStats(s *session) ClientStats {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(s.lastMeta, &m) == nil {
 			var in info
-			_ = json.Unmarshal(m[metaClientInfo], &in)
-			_ = json.Unmarshal(m[metaProtocolVersion], &cs.Protocol)
+			_ = json.Unmarshal(m[mcp.MetaKeyClientInfo], &in)
+			_ = json.Unmarshal(m[mcp.MetaKeyProtocolVersion], &cs.Protocol)
 			cs.Name, cs.Version = in.Name, in.Version
 		}
 		return cs

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // switchboard routes messages between the client and the current child:
@@ -22,8 +23,8 @@ type switchboard struct {
 	junk    junkLog
 	trace   *msgTrace // nil unless the logger takes debug lines: one per message
 	shell   shell
-	out     *outbox  // to the client
-	batches *batches // client batches; own lock
+	out     *outbox       // to the client
+	batches *wire.Batches // client batches; own lock
 
 	stats relayStats // for Stats; own lock
 
@@ -54,7 +55,9 @@ type shell interface {
 	respawn()
 	// startRecompile runs the recompile tool for the request env in the
 	// background; sw.mu is held.
-	startRecompile(env envelope)
+	startRecompile(env wire.Envelope)
+	// recompileInBackground rebuilds and restarts, for why.
+	recompileInBackground(why string)
 }
 
 func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchboard {
@@ -75,8 +78,15 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 	if log.Enabled(context.Background(), slog.LevelDebug) {
 		sw.trace = &msgTrace{log: log}
 	}
-	sw.batches = newBatches(func(msg []byte) { sw.out.send(msg) })
+	sw.batches = wire.NewBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
+}
+
+// reply sends a response to the client, or adds it to its batch.
+func (r *switchboard) reply(msg []byte) {
+	if !r.batches.Collect(msg) {
+		r.out.send(msg)
+	}
 }
 
 // msgTrace writes the debug line for each message read from a peer.
@@ -85,15 +95,15 @@ type msgTrace struct{ log *slog.Logger }
 // msg writes the line for one message: where from, its method (or, for a
 // response, its id), its size and, for a response to a client request,
 // how long the server took.
-func (r *msgTrace) msg(from string, env *envelope, size int, p *pending) {
+func (r *msgTrace) msg(from string, env *wire.Envelope, size int, p *pending) {
 	args := []any{"bytes", size}
 	switch {
-	case env.method != "" && env.id != nil:
-		args = append(args, "method", env.method, "id", string(env.id))
-	case env.method != "":
-		args = append(args, "method", env.method)
+	case env.Method != "" && env.ID != nil:
+		args = append(args, "method", env.Method, "id", string(env.ID))
+	case env.Method != "":
+		args = append(args, "method", env.Method)
 	default:
-		args = append(args, "id", string(env.id))
+		args = append(args, "id", string(env.ID))
 		if p != nil && !p.sent.IsZero() {
 			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
 		}

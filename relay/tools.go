@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // toolset is the relay's own tools as the client sees them: their
@@ -102,14 +103,14 @@ func toolDefs(cfg *Config) []byte {
 
 // startRecompile runs the recompile tool in the background and answers
 // the call when it is done. r.sw.mu is held.
-func (r *Relay) startRecompile(env envelope) {
-	id := clone(env.id)
+func (r *Relay) startRecompile(env wire.Envelope) {
+	id := bytes.Clone(env.ID)
 	key := string(id)
-	if err := r.sw.tools.acceptEnv(jsonscan.Member(jsonscan.Member(env.params, "arguments"), "env")); err != nil {
-		r.sw.reply(resultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
+	if err := r.sw.tools.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
+		r.sw.reply(wire.ResultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
 		return
 	}
-	token := clone(jsonscan.Member(jsonscan.Member(env.params, "_meta"), "progressToken"))
+	token := bytes.Clone(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(r.ctx)
 	r.sw.recompiles[key] = cancel
 	go func() {
@@ -120,7 +121,7 @@ func (r *Relay) startRecompile(env envelope) {
 			progress = func(msg string) {
 				n++
 				p := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
-				r.sw.out.send(request(nil, "notifications/progress", mustJSON(p)))
+				r.sw.out.send(wire.Request(nil, "notifications/progress", mustJSON(p)))
 			}
 		}
 		o := r.runRecompile(ctx, progress)
@@ -133,7 +134,7 @@ func (r *Relay) startRecompile(env envelope) {
 		r.sw.stats.callServed()
 		delete(r.sw.recompiles, key)
 		r.sw.tools.clearNotices() // the result says it all
-		r.sw.reply(resultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
+		r.sw.reply(wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
 	}()
 }
 

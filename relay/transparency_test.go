@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +42,7 @@ func TestTransparencyEverythingServer(t *testing.T) {
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			r.Serve(context.Background(), c2rR, r2cW)
+			r.Serve(context.Background(), wire.NewReader(c2rR, 0), r2cW)
 			r2cW.Close()
 		}()
 		defer func() { c2rW.Close(); <-served }()

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // wire is a raw JSON-RPC client for tests that need exact bytes.
-type wire struct {
+type rawPeer struct {
 	t     testing.TB
 	r     *Relay
 	w     io.WriteCloser
@@ -28,7 +29,7 @@ type wire struct {
 	variant string
 }
 
-func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
+func newRawPeer(t testing.TB, cfg func(*Config), args ...string) *rawPeer {
 	t.Helper()
 	dir := t.TempDir()
 	variant := filepath.Join(dir, "variant")
@@ -43,13 +44,13 @@ func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	if cfg != nil {
 		cfg(&c)
 	}
-	w := &wire{t: t, r: New(c), lines: make(chan string, 1000), logs: logs, done: make(chan struct{}), variant: variant}
+	w := &rawPeer{t: t, r: New(c), lines: make(chan string, 1000), logs: logs, done: make(chan struct{}), variant: variant}
 	c2rR, c2rW := io.Pipe()
 	r2cR, r2cW := io.Pipe()
 	w.w = c2rW
 	go func() {
 		defer close(w.done)
-		w.r.Serve(context.Background(), c2rR, r2cW)
+		w.r.Serve(context.Background(), wire.NewReader(c2rR, c.MaxMessage), r2cW)
 		r2cW.Close()
 	}()
 	go func() {
@@ -73,15 +74,27 @@ func newWire(t testing.TB, cfg func(*Config), args ...string) *wire {
 	return w
 }
 
-func (w *wire) send(line string) {
+func (w *rawPeer) send(line string) {
 	w.t.Helper()
 	if _, err := io.WriteString(w.w, line+"\n"); err != nil {
 		w.t.Fatal(err)
 	}
 }
 
+// line returns the next line from the relay.
+func (w *rawPeer) line() string {
+	w.t.Helper()
+	select {
+	case line := <-w.lines:
+		return line
+	case <-time.After(20 * time.Second):
+		w.t.Fatal("no message from the relay")
+		return ""
+	}
+}
+
 // recv returns the next message from the relay, decoded.
-func (w *wire) recv() map[string]any {
+func (w *rawPeer) recv() map[string]any {
 	w.t.Helper()
 	select {
 	case line, ok := <-w.lines:
@@ -100,7 +113,7 @@ func (w *wire) recv() map[string]any {
 }
 
 // recvID skips notifications and returns the response with the given id.
-func (w *wire) recvID(id any) map[string]any {
+func (w *rawPeer) recvID(id any) map[string]any {
 	w.t.Helper()
 	want, _ := json.Marshal(id)
 	for {
@@ -113,7 +126,7 @@ func (w *wire) recvID(id any) map[string]any {
 }
 
 // quiet asserts that nothing arrives for a moment.
-func (w *wire) quiet(d time.Duration) {
+func (w *rawPeer) quiet(d time.Duration) {
 	w.t.Helper()
 	select {
 	case line := <-w.lines:
@@ -143,7 +156,7 @@ func errCode(m map[string]any) int {
 func TestWireDiscoverThenInitialize(t *testing.T) {
 	// Claude Code sends initialize after a successful server/discover; a Go
 	// SDK server refuses that, so the relay hands it to a fresh child.
-	w := newWire(t, nil)
+	w := newRawPeer(t, nil)
 	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
 	d := w.recvID("d")
 	caps := d["result"].(map[string]any)["capabilities"].(map[string]any)
@@ -168,7 +181,7 @@ func mustMarshal(v any) string {
 }
 
 func TestWireModernListenSurvivesRestart(t *testing.T) {
-	w := newWire(t, nil)
+	w := newRawPeer(t, nil)
 	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
 	w.recvID("d")
 	w.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{` + modernMeta() + `,"notifications":{"toolsListChanged":true}}}`)
@@ -195,7 +208,7 @@ func TestWireModernListenSurvivesRestart(t *testing.T) {
 }
 
 func TestWireBadInput(t *testing.T) {
-	w := newWire(t, func(c *Config) { c.MaxMessage = 4096 })
+	w := newRawPeer(t, func(c *Config) { c.MaxMessage = 4096 })
 	w.send(legacyInit)
 	w.recvID(0)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -205,13 +218,13 @@ func TestWireBadInput(t *testing.T) {
 		id         any
 		code       int
 	}{
-		{"not JSON", `this is not json`, nil, codeParseError},
-		{"truncated JSON", `{"jsonrpc":"2.0","id":5,"method":"ping"`, nil, codeParseError},
-		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", nil, codeParseError},
-		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, nil, codeInvalidRequest},
-		{"reserved id", `{"jsonrpc":"2.0","id":"mcpflow:1","method":"ping"}`, "mcpflow:1", codeInvalidRequest},
-		{"id without method", `{"jsonrpc":"2.0","id":9}`, 9, codeInvalidRequest},
-		{"too large", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`, 10, codeInvalidRequest},
+		{"not JSON", `this is not json`, nil, wire.CodeParseError},
+		{"truncated JSON", `{"jsonrpc":"2.0","id":5,"method":"ping"`, nil, wire.CodeParseError},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", nil, wire.CodeParseError},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, nil, wire.CodeInvalidRequest},
+		{"reserved id", `{"jsonrpc":"2.0","id":"mcpflow:1","method":"ping"}`, "mcpflow:1", wire.CodeInvalidRequest},
+		{"id without method", `{"jsonrpc":"2.0","id":9}`, 9, wire.CodeInvalidRequest},
+		{"too large", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`, 10, wire.CodeInvalidRequest},
 	}
 	for _, c := range cases {
 		w.send(c.line)
@@ -256,14 +269,14 @@ func TestWireBadInput(t *testing.T) {
 }
 
 func TestWireDuplicateID(t *testing.T) {
-	w := newWire(t, nil)
+	w := newRawPeer(t, nil)
 	w.send(legacyInit)
 	w.recvID(0)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	w.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":500}}}`)
 	w.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	first := w.recv()
-	if errCode(first) != codeInvalidRequest || !strings.Contains(errMessage(first), "in flight") {
+	if errCode(first) != wire.CodeInvalidRequest || !strings.Contains(errMessage(first), "in flight") {
 		t.Fatalf("duplicate id: %v", first)
 	}
 	if second := w.recvID(1); second["result"] == nil {
@@ -272,7 +285,7 @@ func TestWireDuplicateID(t *testing.T) {
 }
 
 func TestWireLegacyReplaysSessionState(t *testing.T) {
-	w := newWire(t, nil)
+	w := newRawPeer(t, nil)
 	w.send(legacyInit)
 	w.recvID(0)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -300,12 +313,12 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 func TestWireUnknownPassesThrough(t *testing.T) {
 	for _, era := range []string{"legacy", "modern"} {
 		t.Run(era, func(t *testing.T) {
-			w := newWire(t, nil)
+			w := newRawPeer(t, nil)
 			meta := w.handshake(era)
 			// An unknown method reaches the child, whose answer comes back.
 			w.send(`{"jsonrpc":"2.0","id":20,"method":"tasks/frobnicate","params":{` + meta + `"taskId":"x","x-unknown":{"deep":[1,2]}}}`)
 			m := w.recvID(20)
-			if errCode(m) != codeMethodNotFound || strings.Contains(errMessage(m), "mcpflow") {
+			if errCode(m) != wire.CodeMethodNotFound || strings.Contains(errMessage(m), "mcpflow") {
 				t.Fatalf("unknown method: want the server's -32601, got %v", m)
 			}
 			// Unknown fields and _meta in a call pass untouched.
@@ -321,10 +334,10 @@ func TestWireUnknownPassesThrough(t *testing.T) {
 // unchanged and without a warning, and the client's fallback initialize
 // goes to that same child.
 func TestWireLegacyServerRefusesDiscover(t *testing.T) {
-	w := newWire(t, nil, "-no-discover")
+	w := newRawPeer(t, nil, "-no-discover")
 	pid := w.r.Stats().Pid
 	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
-	if d := w.recvID("d"); errCode(d) != codeMethodNotFound {
+	if d := w.recvID("d"); errCode(d) != wire.CodeMethodNotFound {
 		t.Fatalf("discover: %v, want the server's method-not-found error", d)
 	}
 	w.send(legacyInit)
@@ -338,5 +351,38 @@ func TestWireLegacyServerRefusesDiscover(t *testing.T) {
 	}
 	if logs := w.logs.String(); strings.Contains(logs, "WARN") || strings.Contains(logs, "could not read") {
 		t.Fatalf("a refused discover was logged as a problem:\n%s", logs)
+	}
+}
+
+// Every id comes back as the client wrote it, though the Go SDK child
+// turns 6.5 into 6 and integers past 2^53 into others: such ids reach the
+// child under ids of the relay's. A cancel of one reaches the call it
+// names; an id that is no string or number is refused.
+func TestWireIDsKeptExactly(t *testing.T) {
+	w := newRawPeer(t, nil)
+	w.send(legacyInit)
+	w.recvID(0)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{`6.5`, `9007199254740993`, `-0`, `1e2`, `"é\"\u0001x"`, `"a\/b"`, `"<&>"`, `12`, `"plain-id"`} {
+		w.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		line := w.line()
+		if !strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"result":`) || !strings.Contains(line, "hi") {
+			t.Errorf("id %s came back as %s", id, line)
+		}
+	}
+	w.send(`{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`)
+	if m := w.recv(); errCode(m) != wire.CodeInvalidRequest || m["id"] != nil {
+		t.Errorf("object id: %v", m)
+	}
+	w.send(`{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":30000}}}`)
+	time.Sleep(200 * time.Millisecond)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.5}}`)
+	w.send(`{"jsonrpc":"2.0","id":2.5,"method":"ping"}`) // the id is free again at once
+	if line := w.line(); line != `{"jsonrpc":"2.0","id":2.5,"result":{}}` {
+		t.Errorf("ping after the cancel: %s", line)
+	}
+	w.quiet(300 * time.Millisecond)
+	if st := w.r.Stats(); st.InFlight != 0 {
+		t.Errorf("the canceled call is still in flight: %+v", st)
 	}
 }

@@ -1,0 +1,291 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport connects a Go SDK peer (the mux's front server, [cli]'s
+// server, the mux's client of each relay) to newline-delimited JSON-RPC:
+// messages read from In, each written to Out as one line. Toward the SDK
+// it is an mcp.Transport; toward the other peer it keeps JSON-RPC's
+// promises where the SDK's own stdio connection does not:
+//
+//   - A line that is no JSON-RPC message gets an error answer (-32700 for
+//     one that is not JSON in UTF-8, -32600 for the rest, an over-long one
+//     included) and the session goes on; the SDK's connection would end it.
+//   - Ids come back exactly as the peer wrote them: every request it sends
+//     reaches the SDK under a number of the connection's own, and the
+//     answer is given the original id, byte for byte (the SDK would turn
+//     6.5 into 6, and integers past 2^53 into others). A request whose id
+//     is not a string or a number, or is already in flight, is refused
+//     and never reaches the SDK. A notifications/cancelled is mapped the
+//     same way.
+//   - A batch is answered with one array (Batches).
+//
+// Connect may be called once. The connection's reading goroutine ends when
+// In does; Close makes Read return but cannot interrupt a read of In in
+// progress. Neither In nor Out is closed by the connection.
+type Transport struct {
+	In  Stream
+	Out io.Writer
+	Log *slog.Logger // bad lines are logged here; nil = discard
+}
+
+// Connect implements mcp.Transport.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	log := t.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &conn{
+		out:      t.Out,
+		log:      log,
+		incoming: make(chan jsonrpc.Message),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+		ids:      map[int64]*call{},
+		inFlight: map[string]int64{},
+	}
+	c.batches = NewBatches(func(msg []byte) { _ = c.writeLine(msg) })
+	go c.read(t.In)
+	return c, nil
+}
+
+type conn struct {
+	out     io.Writer
+	log     *slog.Logger
+	wmu     sync.Mutex // one line at a time on out
+	batches *Batches
+
+	incoming chan jsonrpc.Message
+	done     chan struct{} // closed when In ended
+	readErr  error         // why; set before done is closed
+	closed   chan struct{}
+	close    sync.Once
+
+	mu       sync.Mutex
+	next     int64
+	ids      map[int64]*call  // the connection's number -> the peer's request
+	inFlight map[string]int64 // the peer's raw id -> the connection's number
+}
+
+// call is a request of the peer's that the SDK has not answered.
+type call struct {
+	id       []byte // raw, as the peer wrote it
+	canceled bool   // the peer canceled it: no answer goes out
+}
+
+// read hands every message of in to Read, answering the lines it cannot.
+func (c *conn) read(in Stream) {
+	defer close(c.done)
+	for {
+		msg, err := in.Next()
+		var tl *TooLargeError
+		var bad *InvalidError
+		switch {
+		case errors.As(err, &tl):
+			c.log.Warn("message too large; not read", "bytes", tl.Size, "limit", tl.Max)
+			if id := tl.ID(); id != nil && IDProblem(id) == "" && string(id) != "null" {
+				_ = c.writeLine(ErrorResponse(id, CodeInvalidRequest, TextTooLarge(tl.Size, tl.Max), nil))
+			}
+			continue
+		case errors.As(err, &bad):
+			text := TextBadJSON
+			if bad.BadUTF8 {
+				text = TextBadUTF8
+			}
+			c.log.Warn("a line is not a JSON-RPC message; answered with a parse error", "line", abbreviate(bad.Line, 200))
+			_ = c.writeLine(ErrorResponse(nil, CodeParseError, text, nil))
+			continue
+		case err != nil:
+			c.readErr = err
+			return
+		}
+		if !c.handle(msg) {
+			return
+		}
+	}
+}
+
+// handle delivers one message (or a batch's elements) to Read; it reports
+// false once the connection is closed.
+func (c *conn) handle(msg []byte) bool {
+	env, err := Peek(msg)
+	if err != nil {
+		return c.writeLine(ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil)) == nil
+	}
+	if !env.IsArray {
+		m, refusal := c.prepare(msg, env)
+		if refusal != nil {
+			return c.writeLine(refusal) == nil
+		}
+		return c.deliver(m)
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(msg, &elems) != nil || len(elems) == 0 {
+		return c.writeLine(ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: an empty batch", nil)) == nil
+	}
+	var ids, refusals [][]byte
+	var ms []jsonrpc.Message
+	for _, el := range elems {
+		env, err := Peek(el)
+		if err != nil || env.IsArray {
+			refusals = append(refusals, ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
+			continue
+		}
+		m, refusal := c.prepare(el, env)
+		if refusal != nil {
+			refusals = append(refusals, refusal)
+			continue
+		}
+		if env.IsRequest() {
+			ids = append(ids, env.ID)
+		}
+		ms = append(ms, m)
+	}
+	b := c.batches.Begin(ids, refusals)
+	defer c.batches.Dispatched(b)
+	for _, m := range ms {
+		if !c.deliver(m) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) deliver(m jsonrpc.Message) bool {
+	select {
+	case c.incoming <- m:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// prepare decodes one message for the SDK, renumbering a request; or it
+// returns the error answer the message gets instead.
+func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
+	if env.Method != "" && env.ID != nil {
+		if p := IDProblem(env.ID); p != "" {
+			return nil, ErrorResponse(nil, CodeInvalidRequest, p, nil)
+		}
+	}
+	m, err := jsonrpc.DecodeMessage(msg)
+	if err != nil {
+		id := env.ID
+		if IDProblem(id) != "" {
+			id = nil
+		}
+		return nil, ErrorResponse(id, CodeInvalidRequest, "Invalid Request: "+err.Error(), nil)
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok {
+		return m, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.IsCall() {
+		key := string(env.ID)
+		if _, dup := c.inFlight[key]; dup {
+			return nil, ErrorResponse(env.ID, CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
+		}
+		c.next++
+		c.ids[c.next] = &call{id: append([]byte(nil), env.ID...)}
+		c.inFlight[key] = c.next
+		req.ID, _ = jsonrpc.MakeID(float64(c.next)) // the SDK's way to an int64 id
+		return req, nil
+	}
+	if req.Method == "notifications/cancelled" {
+		if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok {
+			key := string(env.Params[vs:ve])
+			if n, ok := c.inFlight[key]; ok {
+				delete(c.inFlight, key)
+				c.ids[n].canceled = true
+				num, _ := json.Marshal(n)
+				req.Params = Splice(env.Params, vs, ve, num)
+			}
+		}
+	}
+	return req, nil
+}
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.incoming:
+		return m, nil
+	case <-c.done:
+		return nil, c.readErr
+	case <-c.closed:
+		return nil, mcp.ErrConnectionClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write sends the SDK's message, an answer under the peer's own id.
+func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	if res, ok := m.(*jsonrpc.Response); ok {
+		if n, ok := res.ID.Raw().(int64); ok {
+			c.mu.Lock()
+			cl := c.ids[n]
+			delete(c.ids, n)
+			if cl != nil && !cl.canceled {
+				delete(c.inFlight, string(cl.id))
+			}
+			c.mu.Unlock()
+			switch {
+			case cl == nil:
+			case cl.canceled:
+				return nil // the peer gave up on it
+			default:
+				env, err := Peek(data)
+				if err == nil && env.ID != nil {
+					data = Splice(data, env.IDStart, env.IDEnd, cl.id)
+				}
+			}
+		}
+		if c.batches.Collect(data) {
+			return nil
+		}
+	}
+	return c.writeLine(data)
+}
+
+func (c *conn) writeLine(msg []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	select {
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	_, err := c.out.Write(append(msg, '\n'))
+	return err
+}
+
+func (c *conn) Close() error {
+	c.close.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *conn) SessionID() string { return "" }
+
+func abbreviate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

@@ -1,0 +1,128 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawServer serves a Go SDK server through a Transport on pipes and
+// returns a writer for the client's lines and the server's lines.
+func rawServer(t *testing.T, max int) (io.WriteCloser, <-chan string) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	started := make(chan struct{}, 4)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "canceled"}}}, nil, nil
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Run(ctx, &Transport{In: NewReader(inR, max), Out: outW})
+		outW.Close()
+	}()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		<-done
+	})
+	go func() {
+		for range started {
+		}
+	}()
+	return inW, lines
+}
+
+func nextLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
+	select {
+	case l := <-lines:
+		return l
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+		return ""
+	}
+}
+
+// What no SDK client sends: every line gets one answer with the id the
+// client wrote, byte for byte, or an error; and the session goes on.
+func TestTransportKeepsPromises(t *testing.T) {
+	in, lines := rawServer(t, 4096)
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(what string, want ...string) {
+		t.Helper()
+		got := nextLine(t, lines)
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: got %s, want %q in it", what, got, w)
+			}
+		}
+	}
+	send("{not json}")
+	expect("bad JSON", `"id":null`, `-32700`)
+	send("\"\xff\"")
+	expect("bad UTF-8", `"id":null`, `-32700`)
+	for _, bad := range []string{"42", `{"foo":1}`, `{"jsonrpc":"2.0","id":{},"method":"x"}`, `{"jsonrpc":"2.0","id":null,"method":"x"}`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`} {
+		send(bad)
+		expect(bad, `"id":null`, `-32600`)
+	}
+	send(`{"jsonrpc":"2.0","id":6.5,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	expect("initialize with id 6.5", `{"jsonrpc":"2.0","id":6.5,"result":`, `"protocolVersion":"2025-03-26"`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{`9007199254740993`, `"é\"\u0001x"`, `-0`, `1e2`, `"a\/b"`} {
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+		expect("id "+id, `{"jsonrpc":"2.0","id":`+id+`,"result":`, `"hi"`)
+	}
+	// A message over the limit, with its id before the cut.
+	send(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`)
+	expect("too large", `"id":"big"`, `-32600`, `relay.max_message`)
+	// An id in flight is refused; a canceled call gets no answer.
+	send(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow"}}`)
+	send(`{"jsonrpc":"2.0","id":"s","method":"ping"}`)
+	expect("duplicate id", `"id":"s"`, `-32600`, "in flight")
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`)
+	// A batch: one array, with the error of an element that is no message.
+	send(`[{"jsonrpc":"2.0","id":7.25,"method":"tools/call","params":{"name":"echo","arguments":{"text":"b"}}},5,{"jsonrpc":"2.0","method":"notifications/x"}]`)
+	got := nextLine(t, lines)
+	var arr []json.RawMessage
+	if err := json.Unmarshal([]byte(got), &arr); err != nil || len(arr) != 2 || !strings.Contains(got, `"id":7.25,"result"`) || !strings.Contains(got, `-32600`) {
+		t.Errorf("batch: got %s, want an array of the call's answer and one error", got)
+	}
+	send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+	expect("after all that", `{"jsonrpc":"2.0","id":"last","result":{}}`)
+	select {
+	case l := <-lines:
+		t.Errorf("unexpected line (an answer to the canceled call?): %s", l)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
