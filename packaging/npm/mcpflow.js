@@ -72,5 +72,5 @@ child.on("exit", (code, signal) => {
     setTimeout(() => process.exit(128 + (os.constants.signals[signal] || 0)), 500);
     return;
   }
-  process.exit(code);
+  process.exit(code ?? 1);
 });
