@@ -18,9 +18,6 @@ type catalog struct {
 	prompts map[string]route
 	res     map[string]string // resource URI -> server name
 	tmpls   map[string]string // URI template -> server name
-	// gen counts the changes to what is published; the front's answer
-	// cache keys tools/list by it (front.cacheKey).
-	gen int
 }
 
 type route struct{ server, name string }
@@ -58,7 +55,6 @@ func (c *catalog) publish(s *server) {
 	if c.srv == nil {
 		return
 	}
-	c.gen++
 	name := s.spec.Name
 	s.warnings = nil
 	var tools, prompts, res, tmpls []string
@@ -153,7 +149,6 @@ func (c *catalog) publish(s *server) {
 
 // unpublish takes everything of s off the front server.
 func (c *catalog) unpublish(s *server) {
-	c.gen++
 	name := s.spec.Name
 	if c.srv != nil {
 		if len(s.front) > 0 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,9 +62,6 @@ type envOpts struct {
 	cfg      Config
 	version  string // client protocol version; "" = SDK latest
 	sampling bool
-	// stdio serves the client with RunStdio over two OS pipes, as mcpflow
-	// mux does, instead of Run over an in-memory transport.
-	stdio bool
 }
 
 func start(t *testing.T, o envOpts) *env {
@@ -72,25 +70,20 @@ func start(t *testing.T, o envOpts) *env {
 	e.m = New(o.cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	var ct mcp.Transport
-	if o.stdio {
-		inR, inW, err1 := os.Pipe()   // client to mux
-		outR, outW, err2 := os.Pipe() // mux to client
-		if err := errors.Join(err1, err2); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			err := e.m.RunStdio(ctx, inR, outW)
-			outW.Close()
-			inR.Close()
-			e.done <- err
-		}()
-		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
-	} else {
-		var st mcp.Transport
-		ct, st = mcp.NewInMemoryTransports()
-		go func() { e.done <- e.m.Run(ctx, st) }()
+	// The client talks to the mux over two OS pipes, through the transport
+	// mcpflow mux serves its stdio with.
+	inR, inW, err1 := os.Pipe()   // client to mux
+	outR, outW, err2 := os.Pipe() // mux to client
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
 	}
+	go func() {
+		err := e.m.Run(ctx, &wire.Transport{In: wire.NewReader(inR, 0), Out: outW})
+		outW.Close()
+		inR.Close()
+		e.done <- err
+	}()
+	ct := &mcp.IOTransport{Reader: outR, Writer: inW}
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			e.mu.Lock()

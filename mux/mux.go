@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/fastlane"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -77,8 +74,6 @@ type Mux struct {
 	level   *mcp.SetLoggingLevelParams
 	roots   []*mcp.Root // the client's roots, given to every child
 	rootsMu sync.Mutex  // one roots sync at a time
-
-	laneCalls atomic.Int64 // calls passed through a side door (laneStart)
 }
 
 // server is one server behind the mux: its spec, backend and session,
@@ -183,22 +178,8 @@ func New(cfg Config) *Mux {
 
 // Run starts the configured servers, serves the client on t until it
 // leaves or ctx is canceled, then stops every server and waits for them.
+// mcpflow serves its stdin and stdout through a wire.Transport.
 func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
-	return m.run(ctx, func(cfg fastlane.Config) mcp.Transport { return fastlane.WrapWith(t, cfg) })
-}
-
-// RunStdio is Run for a client on a byte stream (mcpflow's stdin and
-// stdout): a call that passes through to a child goes from in to the
-// child's relay on the goroutine that read it, and its answer from the
-// child to out on the goroutine that read that (fastlane.Stdio). Neither
-// in nor out is closed.
-func (m *Mux) RunStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	return m.run(ctx, func(cfg fastlane.Config) mcp.Transport { return fastlane.Stdio(in, out, cfg) })
-}
-
-// run is Run with the client's transport made by lane around the mux's
-// lane configuration.
-func (m *Mux) run(ctx context.Context, lane func(fastlane.Config) mcp.Transport) error {
 	defer m.Close()
 	var wg sync.WaitGroup
 	for _, spec := range m.cfg.Servers {
@@ -226,7 +207,7 @@ func (m *Mux) run(ctx context.Context, lane func(fastlane.Config) mcp.Transport)
 		m.cat.publish(s)
 	}
 	m.mu.Unlock()
-	ss, err := srv.Connect(ctx, lane(fastlane.Config{Start: front{m}.laneStart, Cache: front{m}.cacheKey}), nil)
+	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -127,4 +128,20 @@ func TestAddServerPolicy(t *testing.T) {
 		t.Errorf("add_server listed with add_server disabled")
 	}
 	d.mustFail("add_server", addArgs("x", fixtureV1))
+}
+
+// A call tells a 2026-07-28 child the client's own capabilities (its
+// input_required requests go to the client as they are), under the mux's
+// session otherwise.
+func TestChildSeesTheClientsCapabilities(t *testing.T) {
+	for _, sampling := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sampling=%v", sampling), func(t *testing.T) {
+			e := start(t, envOpts{sampling: sampling})
+			e.mustOK("add_server", addArgs("s", fixtureV1))
+			want := fmt.Sprintf("client=mcpflow-mux sampling=%v", sampling)
+			if got := e.mustOK("s__whoami", map[string]any{}); got != want {
+				t.Errorf("whoami: %q, want %q", got, want)
+			}
+		})
+	}
 }

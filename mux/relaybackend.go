@@ -4,7 +4,6 @@ package mux
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -106,15 +106,18 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			}
 			b.hooks = h
 		}
-		var c2rR *io.PipeReader
-		c2rR, b.c2rW = io.Pipe()
-		b.lane = newLaneConn(b.c2rW, b.r.Deliver)
+		// The MCP client talks to the relay over two pipes, framed on both
+		// ends by wire.Reader like any other stream.
+		c2rR, c2rW := io.Pipe()
+		r2cR, r2cW := io.Pipe()
+		b.c2rW = c2rW
+		b.transport = &wire.Transport{In: wire.NewReader(r2cR, rc.MaxMessage), Out: c2rW, Log: logger}
 		b.ctx, b.cancel = context.WithCancel(context.Background())
 		go func() {
 			defer close(b.done)
-			_ = b.r.Serve(b.ctx, c2rR, b.lane.Output())
+			_ = b.r.Serve(b.ctx, wire.NewReader(c2rR, rc.MaxMessage), r2cW)
 			c2rR.Close()
-			b.lane.endOutput()
+			r2cW.Close()
 		}()
 		if b.hooks.Run != nil {
 			b.wg.Add(1)
@@ -139,8 +142,8 @@ type relayBackend struct {
 	done   chan struct{}
 	once   sync.Once
 
-	c2rW *io.PipeWriter // the relay's input
-	lane *laneConn      // the MCP client's connection to the relay, with the side door
+	c2rW      *io.PipeWriter  // the relay's input
+	transport *wire.Transport // the MCP client's connection to the relay
 
 	mu    sync.Mutex
 	crash string // the report of the child's crash, until the next starts
@@ -209,16 +212,7 @@ func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
 	}
 }
 
-func (b *relayBackend) Transport() mcp.Transport { return laneTransport{b.lane} }
-
-// StartRaw implements RawCaller: the call goes to the relay as client
-// traffic (relay.Deliver), its answer comes back on the relay's output.
-func (b *relayBackend) StartRaw(params json.RawMessage, done func(json.RawMessage, error)) func() {
-	return b.lane.StartRaw(params, done)
-}
-
-// SessionMeta implements RawCaller.
-func (b *relayBackend) SessionMeta() map[string]json.RawMessage { return b.lane.SessionMeta() }
+func (b *relayBackend) Transport() mcp.Transport { return b.transport }
 
 func (b *relayBackend) Start(ctx context.Context) result.Build {
 	return b.cycle(ctx, b.hooks.Start)
@@ -283,7 +277,7 @@ func (b *relayBackend) Close() {
 	b.once.Do(func() {
 		b.cancel()
 		b.wg.Wait()
-		b.lane.Close()
+		b.c2rW.Close()
 		<-b.done
 		b.emit(Event{Kind: EventStopped})
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -196,7 +197,14 @@ func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallTo
 	if bad != nil {
 		return bad, nil
 	}
-	params := &mcp.CallToolParams{Meta: m.withLevel(childMeta(p.Meta)), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	meta := childMeta(p.Meta)
+	if caps, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok && modernSession(cs) {
+		// The child's input_required requests reach the client as they
+		// are: it must ask only for what the client can do, not for what
+		// the mux's own session declares.
+		meta = withKey(meta, mcp.MetaKeyClientCapabilities, caps)
+	}
+	params := &mcp.CallToolParams{Meta: m.withLevel(meta), Name: tool, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
@@ -258,6 +266,24 @@ func childMeta(meta mcp.Meta) mcp.Meta {
 	return out
 }
 
+// withKey returns meta with key set to v (a copy when meta has members).
+func withKey(meta mcp.Meta, key string, v any) mcp.Meta {
+	out := mcp.Meta{key: v}
+	for k, x := range meta {
+		if k != key {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// modernSession reports whether the mux's session with a child is in the
+// 2026-07-28 era.
+func modernSession(cs *mcp.ClientSession) bool {
+	init := cs.InitializeResult()
+	return init != nil && wire.IsModern(init.ProtocolVersion)
+}
+
 // withLevel adds the log level the client set with logging/setLevel to a
 // request's _meta, where a 2026-07-28 child looks for it.
 func (m front) withLevel(meta mcp.Meta) mcp.Meta {
@@ -270,11 +296,7 @@ func (m front) withLevel(meta mcp.Meta) mcp.Meta {
 	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
 		return meta
 	}
-	out := mcp.Meta{mcp.MetaKeyLogLevel: level.Level}
-	for k, v := range meta {
-		out[k] = v
-	}
-	return out
+	return withKey(meta, mcp.MetaKeyLogLevel, level.Level)
 }
 
 // callError turns a failed child call into one tool error (or the
