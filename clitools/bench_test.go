@@ -41,7 +41,7 @@ func med(ds []time.Duration) float64 {
 }
 
 // BenchmarkCallOverhead compares one tools/call of add through the Server
-// (Go SDK client, in-memory transports) with running the command it runs
+// (Go SDK client, on pipes as on stdio) with running the command it runs
 // directly; fork/exec is in both.
 func BenchmarkCallOverhead(b *testing.B) {
 	for _, era := range eras {
@@ -128,12 +128,7 @@ func benchClient(b *testing.B, era string, cfg Config, onChange func()) (*Server
 	if _, err := s.Refresh(ctx); err != nil {
 		b.Fatal(err)
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(ctx, st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ss.Close() })
+	ct := serve(b, s)
 	opts := &mcp.ClientOptions{}
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }

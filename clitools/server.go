@@ -14,9 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/fastlane"
 	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -65,15 +64,8 @@ type Config struct {
 	Recompiler    Recompiler    // nil = recompile only re-reads the schema
 	Name, Version string        // the server's implementation info; "" = "mcpflow-cli"
 
-	// Claim, when set, is asked about each tools/call of a tool in the
-	// current schema on a connection made by Serve or Connect: true
-	// serves the call off the MCP server's request path (package
-	// internal/fastlane), false leaves it to the MCP server, its
-	// middleware and the tool's handler. nil claims every such call. It
-	// runs on the connection's read loop: it must not block.
-	Claim func(tool string) bool
-	// Note, when set, is called once a CLI tool's call has its result,
-	// on either path; a non-empty note is appended to the result as text.
+	// Note, when set, is called once a CLI tool's call has its result; a
+	// non-empty note is appended to the result as text.
 	Note func() string
 }
 
@@ -151,34 +143,20 @@ func New(cfg Config) *Server {
 }
 
 // MCPServer is the MCP server toward the client, for a transport or a mux
-// to connect. A connection made on it directly serves every call through
-// the server's request path; Connect adds the lane.
+// to connect.
 func (s *Server) MCPServer() *mcp.Server { return s.srv }
 
-// Connect connects the MCP server to a client over t, with the calls
-// Config.Claim takes answered off the server's request path.
-func (s *Server) Connect(ctx context.Context, t mcp.Transport, opts *mcp.ServerSessionOptions) (*mcp.ServerSession, error) {
-	return s.srv.Connect(ctx, fastlane.Wrap(t, s.route), opts)
-}
-
-// Serve serves one client over in and out (newline-delimited JSON-RPC,
-// as on stdio), as Connect does, until ctx ends or the client goes, then
-// Closes s.
-func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+// Serve serves one client whose messages come from in (a wire.Reader of
+// its stdin, as a rule) and whose answers go to out, until ctx ends or
+// the client goes, then Closes s.
+func (s *Server) Serve(ctx context.Context, in wire.Stream, out io.Writer) error {
 	defer s.Close()
-	in, restore := pollable(in)
-	defer restore()
-	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
-	err := s.srv.Run(ctx, fastlane.Wrap(t, s.route))
-	if ctx.Err() != nil {
+	err := s.srv.Run(ctx, &wire.Transport{In: in, Out: out, Log: s.log})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // Close kills every call's process group (and a running schema command's)
 // and returns once all of them are reaped; their calls answer that the
@@ -327,38 +305,8 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
 			}
 		}
-		return s.call(ctx, name, req.Params.Arguments, notify, false), nil
+		return s.call(ctx, name, req.Params.Arguments, notify), nil
 	}
-}
-
-// route claims, for the lane, the calls of the tools in the current
-// schema that Config.Claim takes.
-func (s *Server) route(c *fastlane.Call) fastlane.Handler {
-	s.mu.Lock()
-	t := s.schema.Tool(c.Name)
-	s.mu.Unlock()
-	if t == nil || s.cfg.Claim != nil && !s.cfg.Claim(c.Name) {
-		return nil
-	}
-	return s.laneCall
-}
-
-// laneCall answers a claimed call as the tool's handler would, encoded as
-// the SDK server would for the request's era.
-func (s *Server) laneCall(ctx context.Context, c *fastlane.Call) (json.RawMessage, error) {
-	var p struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if err := json.Unmarshal(c.Params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	var notify func(n float64, msg string)
-	if tok := c.ProgressToken(); tok != nil {
-		notify = func(n float64, msg string) {
-			_ = c.Notify("notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
-		}
-	}
-	return fastlane.Result(s.call(ctx, c.Name, p.Arguments, notify, true), c.Modern, s.impl)
 }
 
 func errResult(format string, args ...any) *mcp.CallToolResult {
@@ -367,10 +315,9 @@ func errResult(format string, args ...any) *mcp.CallToolResult {
 
 // call runs one call of the CLI tool name with the call's raw arguments
 // and returns its result, notes appended. notify, when set, gets stderr
-// lines as progress (at most one per progressEvery); lane says which path
-// the call came by, for the log.
-func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string), lane bool) *mcp.CallToolResult {
-	res := s.runTool(ctx, name, raw, notify, lane)
+// lines as progress (at most one per progressEvery).
+func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
+	res := s.runTool(ctx, name, raw, notify)
 	s.mu.Lock()
 	lastErr := s.lastErr
 	s.mu.Unlock()
@@ -385,7 +332,7 @@ func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, not
 	return res
 }
 
-func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string), lane bool) *mcp.CallToolResult {
+func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
 	s.mu.Lock()
 	t := s.schema.Tool(name)
 	s.mu.Unlock()
@@ -435,7 +382,7 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 	<-s.sem
 
 	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration), "lane", lane)
+		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
 	}
 	return s.render(name, o)
 }
