@@ -69,12 +69,9 @@ define fuzz1
 endef
 
 fuzz:
-	$(call fuzz1,FuzzPeekEnvelope,./relay)
-	$(call fuzz1,FuzzLineReader,./relay)
-	$(call fuzz1,FuzzScanChunks,./relay)
+	$(call fuzz1,FuzzReader,./internal/wire)
+	$(call fuzz1,FuzzPeek,./internal/wire)
 	$(call fuzz1,FuzzValid,./internal/jsonscan)
-	$(call fuzz1,FuzzRequest,./internal/fastlane)
-	$(call fuzz1,FuzzJSONStream,./relay)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
 	$(call fuzz1,FuzzExpand,./clitools)
 	$(call fuzz1,FuzzParse,./clitools)

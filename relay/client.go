@@ -73,6 +73,10 @@ func (r *switchboard) clientBatch(msg []byte) {
 // dispatchClient routes one client message. sw.mu is held.
 func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 	switch {
+	case r.handedOff:
+		r.cfg.Handoff([][]byte{msg})
+	case r.sess.initID != nil && !(env.IsRequest() && env.Method == "initialize"):
+		r.hold(msg, env) // until initialize is answered (Config.Handoff)
 	case env.IsResponse():
 		r.clientResponse(msg, env)
 	case env.IsNotification():
@@ -105,6 +109,9 @@ func (r *switchboard) clientRequest(msg []byte, env wire.Envelope) {
 		return
 	}
 	r.sess.note(env, r.log)
+	if env.Method == "initialize" && r.cfg.Handoff != nil && !r.sess.initDecided && r.sess.initID == nil {
+		r.sess.initID = bytes.Clone(env.ID)
+	}
 
 	if env.Method == "tools/call" {
 		switch toolName(env.Params) {
@@ -282,6 +289,8 @@ func (r *switchboard) flushQueue() {
 func (r *switchboard) dispatchQueued(m queued) {
 	env := m.env
 	switch {
+	case r.sess.initID != nil && !bytes.Equal(env.ID, r.sess.initID):
+		r.held.put(m) // until initialize is answered (Config.Handoff)
 	case env.IsRequest():
 		switch {
 		case r.health.waitsForFirstBuild(r.state, env):

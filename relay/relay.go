@@ -75,6 +75,16 @@ type Config struct {
 	// and must not keep msg (or write to it) after it returns.
 	Traffic func(fromClient bool, gen int, msg []byte)
 
+	// Handoff, when set, lets the embedder serve a session whose child
+	// refuses the legacy handshake another way (cmd's era bridge): the
+	// client's messages after its first initialize are held until that
+	// initialize is answered, and if the child answers it with an error,
+	// the relay sends nothing more to the client and calls Handoff, with
+	// its lock held, with the initialize and the messages held behind it;
+	// then with every client message it reads, until Serve returns. The
+	// embedder ends Serve (cancels its context) and serves the messages.
+	Handoff func(msgs [][]byte)
+
 	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *slog.Logger // nil = discard
 	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").

@@ -94,6 +94,10 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 		}
 		delete(r.sess.listens, key)
 	}
+	if p.kind == kindInitialize && env.HasError && r.handoff(p) {
+		r.ids.forget(key)
+		return
+	}
 	r.ids.forget(key)
 	r.stats.answered(p.kind, env.Result)
 	switch p.kind {

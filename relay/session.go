@@ -29,11 +29,16 @@ type session struct {
 	// childDiscover: the current child answered (or is answering)
 	// server/discover.
 	childDiscover bool
-	lastMeta      []byte // the _meta triple of the client's latest modern request
-	lastMetaRaw   []byte // that request's whole _meta, to skip recomputing it
-	logLevel      []byte // params of the last logging/setLevel
-	subs          map[string][]byte
-	listens       map[string]*listen
+	// initID is the id of the client's first initialize while it is
+	// unanswered and Config.Handoff may take the session; initDecided
+	// once it was answered.
+	initID      []byte
+	initDecided bool
+	lastMeta    []byte // the _meta triple of the client's latest modern request
+	lastMetaRaw []byte // that request's whole _meta, to skip recomputing it
+	logLevel    []byte // params of the last logging/setLevel
+	subs        map[string][]byte
+	listens     map[string]*listen
 }
 
 type era int

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -39,6 +40,7 @@ type switchboard struct {
 	view       clientView
 	tools      *toolset
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
+	handedOff  bool                          // the session went to Config.Handoff
 }
 
 // junkLog logs the lines a child writes on stdout that are not JSON-RPC:
@@ -82,11 +84,37 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 	return sw
 }
 
-// reply sends a response to the client, or adds it to its batch.
+// reply sends a response to the client, or adds it to its batch. sw.mu
+// is held.
 func (r *switchboard) reply(msg []byte) {
+	if r.sess.initID != nil {
+		if e, err := wire.Peek(msg); err == nil && bytes.Equal(e.ID, r.sess.initID) {
+			// The client's initialize is answered: what it held back goes on.
+			r.sess.initID, r.sess.initDecided = nil, true
+			defer r.flushQueue()
+		}
+	}
 	if !r.batches.Collect(msg) {
 		r.out.send(msg)
 	}
+}
+
+// handoff hands the session to Config.Handoff when the child refused the
+// client's first initialize (p): it reports whether it did. sw.mu is held.
+func (r *switchboard) handoff(p *pending) bool {
+	if r.cfg.Handoff == nil || r.sess.initDecided {
+		return false
+	}
+	msgs := [][]byte{p.msg}
+	for _, m := range r.held.take() {
+		msgs = append(msgs, m.msg)
+	}
+	r.handedOff = true
+	r.sess.initID = nil
+	r.out.close() // what was sent before goes out; nothing after
+	r.log.Info("the server refused initialize: the session is handed over (era bridge)")
+	r.cfg.Handoff(msgs)
+	return true
 }
 
 // msgTrace writes the debug line for each message read from a peer.

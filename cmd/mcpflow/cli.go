@@ -18,6 +18,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/watcher"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -30,7 +31,7 @@ import (
 // relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
 // while the build or the schema is broken answers with why. It returns
 // after every call's process group, the build and the watch have stopped.
-func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err
@@ -59,7 +60,6 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 		}),
 		Name:    "mcpflow",
 		Version: version(),
-		Claim:   st.claim,
 		Note:    st.note,
 	})
 	st.srv = srv
@@ -103,7 +103,7 @@ func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
 	// Serve closes srv before it returns: every running call's process
 	// group is killed and reaped.
-	err = srv.Serve(ctx, stdin, stdout)
+	err = srv.Serve(ctx, in, stdout)
 	cancel()
 	wg.Wait()
 	return err
@@ -134,9 +134,7 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 // and tools/call wait for the first build and schema read; a call of a
 // tool that is not served says why when the build or the schema is
 // broken; with relay.notices, a CLI tool's result notes a failed build.
-// Once the startup cycle is over, calls of the CLI's tools take the
-// clitools lane (claim), past the middleware; the note reaches them
-// through clitools' Config.Note on both paths.
+// The note reaches the CLI's tools through clitools' Config.Note.
 type cliState struct {
 	srv     *clitools.Server
 	tool    string        // the recompile tool's name, "-" for none
@@ -165,21 +163,6 @@ func (st *cliState) waitReady(ctx context.Context) (bool, error) {
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
-	}
-}
-
-// claim takes a call of a tool in the schema off the SDK's request path
-// once the startup cycle is over: the middleware has nothing left to add
-// to it then.
-func (st *cliState) claim(tool string) bool {
-	if tool == st.tool {
-		return false
-	}
-	select {
-	case <-st.ready:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
@@ -67,14 +68,14 @@ func cmdMux(e env, args []string) int {
 		return exitUsage
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return serveMux(ctx, cfg, logger, ring, e.stdin, e.stdout)
+		return serveMux(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
 // serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout
 // until the client leaves or ctx ends; it returns after every server's
 // child, build and watch has stopped.
-func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logri
 	w.target.m = m
 	run.listen(control.ModeMux, w.target)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return m.RunStdio(ctx, stdin, stdout)
+	return m.Run(ctx, &wire.Transport{In: in, Out: stdout, Log: logger})
 }
 
 // specOf is the mux's view of a configured server.
@@ -284,7 +285,7 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 		b.hooks = h
 	}
 	ct, st := mcp.NewInMemoryTransports()
-	ss, err := b.srv.Connect(b.ctx, st, nil) // calls of the CLI's tools take its lane
+	ss, err := b.srv.MCPServer().Connect(b.ctx, st, nil)
 	if err != nil {
 		b.cancel()
 		return nil, err

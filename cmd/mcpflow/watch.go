@@ -19,6 +19,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 )
@@ -56,9 +57,9 @@ func cmdWatch(e env, args []string) int {
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
 		if cfg.Mode() == config.CLI {
-			return serveCLI(ctx, cfg, logger, ring, e.stdin, e.stdout)
+			return serveCLI(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 		}
-		return serveBridging(ctx, cfg, charmLogger(logger), ring, e.stdin, e.stdout)
+		return serveBridging(ctx, cfg, charmLogger(logger), ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
@@ -182,9 +183,10 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
-func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, stdin io.Reader, stdout io.Writer) error {
+// handoff, when set, is the relay's Config.Handoff (the era bridge).
+func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func([][]byte)) error {
 	if cfg.Mode() == config.Mux {
-		return serveMux(ctx, cfg, slog.New(logger), ring, stdin, stdout)
+		return serveMux(ctx, cfg, slog.New(logger), ring, in, stdout)
 	}
 	run, err := openRun(cfg, ring, slog.New(logger))
 	if err != nil {
@@ -214,6 +216,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		ServerLogger:   slog.New(logger.WithPrefix("server")),
 		Version:        version(),
 		Traffic:        run.trafficHook(""),
+		Handoff:        handoff,
 	})
 	buildLog := slog.New(logger.WithPrefix("build"))
 	b := builder.New(withBuildCache(cfg, buildLog, buildConfig(cfg, buildLog, logger, func(res result.Build) {
@@ -245,7 +248,7 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 		b.Startup(ctx)
 	}()
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	err = rl.Serve(ctx, stdin, stdout)
+	err = rl.Serve(ctx, in, stdout)
 	cancel()
 	wg.Wait()
 	return err
