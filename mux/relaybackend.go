@@ -77,13 +77,15 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			onCrash = "wait"
 		}
 		rc := relay.Config{
-			Command:     spec.Command,
-			Shell:       spec.Shell,
-			Dir:         spec.Dir,
-			ExtraEnv:    spec.Env,
-			StopTimeout: spec.StopTimeout,
-			OnCrash:     onCrash,
-			Drain:       o.Drain,
+			Child: relay.Child{
+				Command:     spec.Command,
+				Shell:       spec.Shell,
+				Dir:         spec.Dir,
+				ExtraEnv:    spec.Env,
+				StopTimeout: spec.StopTimeout,
+			},
+			OnCrash: onCrash,
+			Drain:   o.Drain,
 		}
 		if o.Configure != nil {
 			o.Configure(spec, &rc)

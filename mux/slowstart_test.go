@@ -30,7 +30,7 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 		StartWait: 50 * time.Millisecond,
 		NewBackend: NewRelayBackends(RelayOptions{
 			NewHooks:  testHooks,
-			Configure: func(_ ServerSpec, c *relay.Config) { c.QueueTimeout = queueTimeout },
+			Configure: func(_ ServerSpec, c *relay.Config) { c.Queue.Timeout = queueTimeout },
 		}),
 	}})
 	// Several queue timeouts pass while the build runs.

@@ -83,10 +83,15 @@ func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 		r.clientNotification(msg, env)
 	case env.IsRequest():
 		r.clientRequest(msg, env)
-	case env.ID != nil:
-		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextNoKind, nil))
 	default:
-		r.log.Warn("dropped a client message that is neither request, response nor notification", "msg", abbreviate(msg, 200))
+		// Neither request, response nor notification: answered under its
+		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
+		r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", abbreviate(msg, 200))
+		id := env.ID
+		if wire.IDProblem(id) != "" {
+			id = nil
+		}
+		r.reply(wire.ErrorResponse(id, wire.CodeInvalidRequest, errTextNoKind, nil))
 	}
 }
 
@@ -307,7 +312,7 @@ func (r *switchboard) dispatchQueued(m queued) {
 
 // expireQueue answers held requests that waited longer than QueueTimeout.
 func (r *Relay) expireQueue() {
-	t := time.NewTicker(min(r.cfg.QueueTimeout/4, time.Second))
+	t := time.NewTicker(min(r.cfg.Queue.Timeout/4, time.Second))
 	defer t.Stop()
 	for {
 		select {
@@ -316,13 +321,13 @@ func (r *Relay) expireQueue() {
 		case <-t.C:
 		}
 		r.sw.mu.Lock()
-		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.QueueTimeout)) {
+		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.Queue.Timeout)) {
 			switch {
 			case !m.env.IsRequest():
 			case r.sw.health.building:
 				r.sw.reply(wire.ResultResponse(m.env.ID, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
 			default:
-				r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.QueueTimeout), nil))
+				r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.Queue.Timeout), nil))
 			}
 		}
 		r.sw.mu.Unlock()

@@ -100,11 +100,10 @@ func newHarness(t *testing.T, o hopts) *harness {
 	h.setVariant("v1")
 	logger := log.NewWithOptions(h.logs, log.Options{Level: log.DebugLevel})
 	cfg := Config{
-		Command:     append([]string{fixtureBin, "-variant-file", h.variant}, o.args...),
-		StopTimeout: 2 * time.Second,
-		Logger:      slog.New(logger),
-		Notices:     true,
-		Version:     "test",
+		Child:   Child{Command: append([]string{fixtureBin, "-variant-file", h.variant}, o.args...), StopTimeout: 2 * time.Second},
+		Logger:  slog.New(logger),
+		Notices: true,
+		Version: "test",
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)

@@ -113,7 +113,7 @@ func TestMessageCatalog(t *testing.T) {
 // answered well under a second while the first build runs, with a clear
 // sentence, and recompile is listed.
 func TestStartupGraceDefault(t *testing.T) {
-	if d := New(Config{Command: []string{"x"}}).cfg.StartupGrace; d >= time.Second {
+	if d := New(Config{Child: Child{Command: []string{"x"}}}).cfg.StartupGrace; d >= time.Second {
 		t.Fatalf("default StartupGrace %s, want well under a second", d)
 	}
 	h := newHarness(t, hopts{version: "2025-11-25", noStart: true})

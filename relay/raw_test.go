@@ -36,10 +36,9 @@ func newRawPeer(t testing.TB, cfg func(*Config), args ...string) *rawPeer {
 	os.WriteFile(variant, []byte("v1"), 0o644)
 	logs := &syncBuffer{}
 	c := Config{
-		Command:     append([]string{fixtureBin, "-variant-file", variant}, args...),
-		StopTimeout: time.Second,
-		Logger:      slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
-		Notices:     true,
+		Child:   Child{Command: append([]string{fixtureBin, "-variant-file", variant}, args...), StopTimeout: time.Second},
+		Logger:  slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
+		Notices: true,
 	}
 	if cfg != nil {
 		cfg(&c)

@@ -15,31 +15,22 @@ import (
 )
 
 // Config is what the relay needs. The zero value of every field but
-// Command has a usable default.
+// Child.Command has a usable default.
 type Config struct {
-	Command []string // argv of the child, or Command[0] as a script when Shell
-	Shell   bool     // run Command[0] with sh -c
-	Dir     string   // working directory of the child
-	Env     []string // base environment of the child; nil = os.Environ()
-	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
-	// (EnvOverridable) are added on top of both.
-	ExtraEnv map[string]string
+	Child Child // how to start and stop the child
 
 	// EnvOverridable lists the environment keys the agent may set through
 	// the recompile tool's env argument.
 	EnvOverridable []string
 
-	StopTimeout time.Duration // grace after closing stdin, and after SIGTERM; default 2s
-	Tool        string        // name of the added tool; default "recompile"
-	CallTool    string        // name of the optional call-forwarding tool; "" = off
-	MaxMessage  int           // largest message in either direction; default 64 MiB
-	Notices     bool          // add notes on failed auto-builds and crashes to the next tools/call result
+	Tool       string // name of the added tool; default "recompile"
+	CallTool   string // name of the optional call-forwarding tool; "" = off
+	MaxMessage int    // largest message in either direction; default 64 MiB
+	Notices    bool   // add notes on failed auto-builds and crashes to the next tools/call result
 
 	ServerSuffix string // appended to serverInfo.name and version
 
-	QueueSize    int           // messages held during a restart; default 256
-	QueueBytes   int           // bytes held during a restart; default 32 MiB
-	QueueTimeout time.Duration // how long a held message may wait; default 30s
+	Queue Queue // what may be held while no child can take it
 
 	// Drain is how long calls already running on a child that a restart
 	// replaces may go on before it is stopped; meanwhile new messages wait
@@ -90,6 +81,28 @@ type Config struct {
 	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").
 	ServerLogger *slog.Logger
 	Version      string // mcpflow's version, for its own serverInfo
+}
+
+// Child says how to start the child and how to stop it.
+type Child struct {
+	Command []string // argv, or Command[0] as a script when Shell
+	Shell   bool     // run Command[0] with sh -c
+	Dir     string   // working directory
+	Env     []string // base environment; nil = os.Environ()
+	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
+	// (Config.EnvOverridable) are added on top of both.
+	ExtraEnv map[string]string
+	// StopTimeout is the grace after closing its stdin, and after
+	// SIGTERM; default 2s.
+	StopTimeout time.Duration
+}
+
+// Queue bounds the client messages held while no child can take them (the
+// first build, a restart).
+type Queue struct {
+	Size    int           // messages; default 256
+	Bytes   int           // bytes; default 32 MiB
+	Timeout time.Duration // how long one may wait; default 30s
 }
 
 // Recompiler rebuilds the server and restarts it through Restart. The
@@ -151,8 +164,8 @@ const (
 
 // New returns a relay for cfg. Nothing runs until Serve.
 func New(cfg Config) *Relay {
-	if cfg.StopTimeout <= 0 {
-		cfg.StopTimeout = DefaultStopTimeout
+	if cfg.Child.StopTimeout <= 0 {
+		cfg.Child.StopTimeout = DefaultStopTimeout
 	}
 	if cfg.Tool == "" {
 		cfg.Tool = DefaultTool
@@ -160,14 +173,14 @@ func New(cfg Config) *Relay {
 	if cfg.MaxMessage <= 0 {
 		cfg.MaxMessage = DefaultMaxMessage
 	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = DefaultQueueSize
+	if cfg.Queue.Size <= 0 {
+		cfg.Queue.Size = DefaultQueueSize
 	}
-	if cfg.QueueBytes <= 0 {
-		cfg.QueueBytes = DefaultQueueBytes
+	if cfg.Queue.Bytes <= 0 {
+		cfg.Queue.Bytes = DefaultQueueBytes
 	}
-	if cfg.QueueTimeout <= 0 {
-		cfg.QueueTimeout = DefaultQueueTimeout
+	if cfg.Queue.Timeout <= 0 {
+		cfg.Queue.Timeout = DefaultQueueTimeout
 	}
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
@@ -175,8 +188,8 @@ func New(cfg Config) *Relay {
 	if cfg.StartupGrace <= 0 {
 		cfg.StartupGrace = DefaultStartupGrace
 	}
-	if cfg.Env == nil {
-		cfg.Env = os.Environ()
+	if cfg.Child.Env == nil {
+		cfg.Child.Env = os.Environ()
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -196,7 +209,7 @@ func New(cfg Config) *Relay {
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.events.tap = r.sw.stats.event
-	r.spec = childSpec{argv: cfg.Command, shell: cfg.Shell, dir: cfg.Dir, env: cfg.Env, maxMsg: cfg.MaxMessage}
+	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage}
 	return r
 }
 
@@ -271,7 +284,7 @@ func (r *Relay) shutdown() {
 	r.sw.mu.Unlock()
 	r.restarts.mu.Unlock()
 	if c != nil {
-		c.stop(r.cfg.StopTimeout)
+		c.stop(r.cfg.Child.StopTimeout)
 	}
 	r.children.Wait()
 	r.events.close()

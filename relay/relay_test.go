@@ -331,7 +331,7 @@ func TestStartupFailureThenRecover(t *testing.T) {
 }
 
 func TestQueueDuringRestart(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.StopTimeout = 300 * time.Millisecond }})
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.Child.StopTimeout = 300 * time.Millisecond }})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -409,8 +409,8 @@ func TestHeldUntilReplayed(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
 		// The old child takes a second to stop after its stdin closes, so
 		// that the calls below are held.
-		c.Command = []string{"'" + strings.Join(c.Command, "' '") + "'; sleep 1"}
-		c.Shell = true
+		c.Child.Command = []string{"'" + strings.Join(c.Child.Command, "' '") + "'; sleep 1"}
+		c.Child.Shell = true
 	}})
 	h.mustCall("echo", map[string]any{"text": "before"})
 	done := make(chan error, 1)

@@ -198,8 +198,8 @@ func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 		if cfg != nil {
 			cfg(c)
 		}
-		c.Shell = true
-		c.Command = []string{"sleep " + startDelay + "; exec " + c.Command[0] + " " + strings.Join(c.Command[1:], " ")}
+		c.Child.Shell = true
+		c.Child.Command = []string{"sleep " + startDelay + "; exec " + c.Child.Command[0] + " " + strings.Join(c.Child.Command[1:], " ")}
 	})
 	w.handshake("legacy")
 	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`) // the handshake is through
@@ -211,8 +211,8 @@ func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 
 func TestQueueOverflowAndDeadline(t *testing.T) {
 	w := newHeldWire(t, "2", func(c *Config) {
-		c.QueueSize = 2
-		c.QueueTimeout = 500 * time.Millisecond
+		c.Queue.Size = 2
+		c.Queue.Timeout = 500 * time.Millisecond
 	})
 	for i := range 5 {
 		w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 10+i))
@@ -256,7 +256,7 @@ func TestRestartMarker(t *testing.T) {
 func TestEnvOverrides(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
 		c.EnvOverridable = []string{"FOO"}
-		c.ExtraEnv = map[string]string{"FOO": "base"} // run.env
+		c.Child.ExtraEnv = map[string]string{"FOO": "base"} // run.env
 	}})
 	if got := h.mustCall("env", map[string]any{"text": "FOO"}); strings.TrimSpace(got) != "base" {
 		t.Fatalf("FOO before: %q", got)
@@ -337,7 +337,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 	if testing.Short() {
 		cycles = 50
 	}
-	w := newRawPeer(t, func(c *Config) { c.StopTimeout = time.Second })
+	w := newRawPeer(t, func(c *Config) { c.Child.StopTimeout = time.Second })
 	w.handshake("legacy")
 	// Warm up, so lazily started runtime goroutines are counted in the base.
 	for range 5 {

@@ -33,6 +33,10 @@ func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return r.restart(ctx, false)
 }
 
+// restartRun is one restart seen as its phases, which Relay.restart runs
+// in order with restarts.mu held.
+type restartRun struct{ *Relay }
+
 func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error) {
 	res := &result.Restart{}
 	t0 := time.Now()
@@ -47,56 +51,27 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.restarts.mu.Lock()
 	defer r.restarts.mu.Unlock()
 
-	r.sw.mu.Lock()
-	if r.sw.state == stateClosed {
-		r.sw.mu.Unlock()
-		return fail(errClosed)
+	run := restartRun{r}
+	old, err := run.beginRestart(ctx, auto)
+	if err != nil {
+		return fail(err)
 	}
-	old := r.sw.child
-	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && (!r.restarts.haveTools || r.sw.view.unknown())
-	r.sw.mu.Unlock()
-	if learn {
-		// Learn what the client is served now, so that the diff can be
-		// told and list_changed sent only for what changes.
-		if views, tools, err := r.fetchLists(ctx, old); err == nil {
-			r.sw.mu.Lock()
-			r.sw.view.learn(views)
-			r.sw.mu.Unlock()
-			if !r.restarts.haveTools {
-				r.restarts.baseline, r.restarts.haveTools = tools, true
-			}
-		}
-	}
-
-	r.sw.mu.Lock()
-	if r.sw.state != stateClosed {
-		r.sw.state = stateRestarting
-	}
-	r.sw.health.building = false
-	if !auto {
-		// A build (or the agent) restarts the server: the crash count, the
-		// failed build and the notices about them are over.
-		r.sw.health.restartedByBuild()
-		r.sw.tools.clearNotices()
-	}
-	r.sw.mu.Unlock()
-
 	tStop := time.Now()
 	if old != nil {
-		r.drain(old)
-		old.stop(r.cfg.StopTimeout)
+		run.drain(old)
+		old.stop(r.cfg.Child.StopTimeout)
 		<-old.reaped
 	}
 	res.Stop = time.Since(tStop)
 
 	tStart := time.Now()
-	c, err := r.spawn()
+	c, err := run.spawn()
 	if err != nil {
 		if errors.Is(err, errClosed) {
 			return fail(err)
 		}
 		report := msgNoStart(err)
-		r.goDown(report)
+		run.goDown(report)
 		return fail(errors.New(report))
 	}
 	res.Gen, res.Pid = c.gen, c.pid
@@ -108,48 +83,112 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	defer cancel2()
 
 	tReplay := time.Now()
-	changes, err := r.replay(ctx, c)
-	if err != nil {
-		return fail(r.failStart(c, err))
+	if res.Handshake, err = run.replay(ctx, c); err != nil {
+		return fail(run.failStart(c, err))
 	}
-	res.Handshake = changes
 	res.Replay = time.Since(tReplay)
 
 	tTools := time.Now()
-	r.sw.mu.Lock()
-	ready := r.sw.sess.ready(r.sw.child)
-	r.sw.mu.Unlock()
-	var views map[string]listView
-	if ready {
-		var tools []toolInfo
-		views, tools, err = r.fetchLists(ctx, c)
-		if err != nil {
-			return fail(r.failStart(c, err))
-		}
-		r.sw.mu.Lock()
-		base, known := r.sw.view.tools, r.sw.view.toolsKnown
-		r.sw.mu.Unlock()
-		if !known {
-			// The client never listed tools: compare with the tools it had
-			// when its session began.
-			base, known = r.restarts.baseline, r.restarts.haveTools
-		}
-		res.Tools = diffTools(base, tools, known)
-		if !r.restarts.haveTools {
-			r.restarts.baseline, r.restarts.haveTools = tools, true
-		}
+	views, err := run.newTools(ctx, c, res)
+	if err != nil {
+		return fail(run.failStart(c, err))
 	}
 	res.ToolsList = time.Since(tTools)
 
+	probe, err := run.goUp(c, views)
+	if err != nil {
+		return fail(err)
+	}
+	if err := run.awaitAnswer(ctx, c, probe); err != nil {
+		return fail(err)
+	}
+	res.Duration = time.Since(t0)
+	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
+
+	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
+		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
+	return res, nil
+}
+
+// beginRestart holds client messages for the next child and returns the
+// current one, if any. When the relay does not know yet what the client
+// is served, it first reads the current child's lists, so that the tool
+// diff can be told and list_changed sent only for what changes.
+// restarts.mu is held.
+func (r restartRun) beginRestart(ctx context.Context, auto bool) (*child, error) {
 	r.sw.mu.Lock()
 	if r.sw.state == stateClosed {
 		r.sw.mu.Unlock()
-		return fail(errClosed)
+		return nil, errClosed
+	}
+	old := r.sw.child
+	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && (!r.restarts.haveTools || r.sw.view.unknown())
+	r.sw.mu.Unlock()
+	if learn {
+		if views, tools, err := r.fetchLists(ctx, old); err == nil {
+			r.sw.mu.Lock()
+			r.sw.view.learn(views)
+			r.sw.mu.Unlock()
+			if !r.restarts.haveTools {
+				r.restarts.baseline, r.restarts.haveTools = tools, true
+			}
+		}
+	}
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state != stateClosed {
+		r.sw.state = stateRestarting
+	}
+	r.sw.health.building = false
+	if !auto {
+		// A build (or the agent) restarts the server: the crash count, the
+		// failed build and the notices about them are over.
+		r.sw.health.restartedByBuild()
+		r.sw.tools.clearNotices()
+	}
+	return old, nil
+}
+
+// newTools reads the new child's lists, when the session lets the relay
+// ask, and puts the tool diff in res. restarts.mu is held.
+func (r restartRun) newTools(ctx context.Context, c *child, res *result.Restart) (map[string]listView, error) {
+	r.sw.mu.Lock()
+	ready := r.sw.sess.ready(r.sw.child)
+	r.sw.mu.Unlock()
+	if !ready {
+		return nil, nil
+	}
+	views, tools, err := r.fetchLists(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	r.sw.mu.Lock()
+	base, known := r.sw.view.tools, r.sw.view.toolsKnown
+	r.sw.mu.Unlock()
+	if !known {
+		// The client never listed tools: compare with the tools it had
+		// when its session began.
+		base, known = r.restarts.baseline, r.restarts.haveTools
+	}
+	res.Tools = diffTools(base, tools, known)
+	if !r.restarts.haveTools {
+		r.restarts.baseline, r.restarts.haveTools = tools, true
+	}
+	return views, nil
+}
+
+// goUp makes c the serving child: the held messages go to it and the
+// client hears of the lists that changed (views; nil: not read). It
+// returns the params of a ping to send when c has answered nothing yet
+// and no handshake of the client's is on its way to it (nil: none).
+func (r restartRun) goUp(c *child, views map[string]listView) (probe []byte, err error) {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	if r.sw.state == stateClosed {
+		return nil, errClosed
 	}
 	if r.sw.child != c {
-		report := r.sw.health.describe()
-		r.sw.mu.Unlock()
-		return fail(errors.New(report))
+		return nil, errors.New(r.sw.health.describe())
 	}
 	r.sw.state = stateUp
 	r.sw.health.downReport = ""
@@ -162,45 +201,40 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		r.sw.view.forget()
 	}
 	r.sw.flushQueue()
-	// The child is up once it answered a request: the client's held
-	// handshake, just sent, or else a ping of the relay's (allowed before
-	// initialize). A child that ignores a ping is taken as up after
-	// probeTimeout.
-	wait := !c.hasAnswered()
-	probe := wait && !r.sw.ids.handshakePending(c.gen)
-	var pingParams []byte
-	if probe {
-		pingParams = r.sw.sess.withMeta(nil)
+	if !c.hasAnswered() && !r.sw.ids.handshakePending(c.gen) {
+		return r.sw.sess.withMeta(nil), nil
 	}
-	r.sw.mu.Unlock()
-	if wait {
-		var probeTimer <-chan time.Time
-		if probe {
-			go r.call(ctx, c, "ping", pingParams)
-			t := time.NewTimer(probeTimeout)
-			defer t.Stop()
-			probeTimer = t.C
-		}
-		select {
-		case <-c.answered:
-		case <-probeTimer:
-			r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(probeTimeout))
-		case <-c.done:
-			<-c.reaped
-			r.sw.mu.Lock()
-			report := r.sw.health.describe()
-			r.sw.mu.Unlock()
-			return fail(errors.New(report))
-		case <-ctx.Done():
-			return fail(fmt.Errorf("the server did not answer its handshake within %s", result.Dur(handshakeTimeout)))
-		}
-	}
-	res.Duration = time.Since(t0)
-	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
+	return nil, nil
+}
 
-	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
-		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
-	return res, nil
+// awaitAnswer waits until c answered a request: the client's held
+// handshake, just sent, or else a ping of the relay's (probe, allowed
+// before initialize). A child that ignores a ping is taken as up after
+// probeTimeout.
+func (r restartRun) awaitAnswer(ctx context.Context, c *child, probe []byte) error {
+	if c.hasAnswered() {
+		return nil
+	}
+	var probeTimer <-chan time.Time
+	if probe != nil {
+		go r.call(ctx, c, "ping", probe)
+		t := time.NewTimer(probeTimeout)
+		defer t.Stop()
+		probeTimer = t.C
+	}
+	select {
+	case <-c.answered:
+	case <-probeTimer:
+		r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(probeTimeout))
+	case <-c.done:
+		<-c.reaped
+		r.sw.mu.Lock()
+		defer r.sw.mu.Unlock()
+		return errors.New(r.sw.health.describe())
+	case <-ctx.Done():
+		return fmt.Errorf("the server did not answer its handshake within %s", result.Dur(handshakeTimeout))
+	}
+	return nil
 }
 
 // drain lets the calls in flight on old, a child about to be replaced,
@@ -208,7 +242,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 // successor. It returns when none is left, at the end of Drain, when old
 // exits or when the relay shuts down; what still runs then gets the
 // restart error as old is stopped.
-func (r *Relay) drain(old *child) {
+func (r restartRun) drain(old *child) {
 	if r.cfg.Drain <= 0 || old.exited() {
 		return
 	}
@@ -311,7 +345,7 @@ func (r *Relay) recompileInBackground(why string) {
 
 // spawn starts the next generation and makes it current. The state stays
 // as it is (restarting), so client messages keep waiting.
-func (r *Relay) spawn() (*child, error) {
+func (r restartRun) spawn() (*child, error) {
 	r.sw.mu.Lock()
 	if r.sw.state == stateClosed {
 		r.sw.mu.Unlock()
@@ -320,7 +354,7 @@ func (r *Relay) spawn() (*child, error) {
 	r.sw.gen++
 	gen := r.sw.gen
 	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.ExtraEnv), r.sw.tools.env)
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.Child.ExtraEnv), r.sw.tools.env)
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
 	c, err := startChild(spec, gen, r.sw)
@@ -347,7 +381,7 @@ func (r *Relay) spawn() (*child, error) {
 // replay brings a new child to where the client's session is: the legacy
 // handshake and session state, or the modern listen streams. It returns
 // what differs from the previous child's answer.
-func (r *Relay) replay(ctx context.Context, c *child) ([]string, error) {
+func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 	r.sw.mu.Lock()
 	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
 	if r.sw.sess.selfInit {
@@ -413,10 +447,10 @@ func compareInit(prev, cur []byte) []string {
 
 // failStart stops a child that came up broken and leaves the relay down.
 // It returns the report the agent reads.
-func (r *Relay) failStart(c *child, err error) error {
+func (r restartRun) failStart(c *child, err error) error {
 	stopped := false
 	if !c.exited() {
-		c.stop(r.cfg.StopTimeout)
+		c.stop(r.cfg.Child.StopTimeout)
 		stopped = true
 	}
 	<-c.reaped
@@ -437,7 +471,7 @@ func (r *Relay) failStart(c *child, err error) error {
 
 // goDown leaves the relay without a child, unless it is down already for a
 // reason of its own (a crash report says more).
-func (r *Relay) goDown(report string) {
+func (r restartRun) goDown(report string) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	r.sw.down(report, r.sw.state != stateDown || r.sw.health.downReport == "")

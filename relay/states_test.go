@@ -307,8 +307,8 @@ done`
 // request it answers gets an error, and the stream goes on.
 func TestInvalidServerLinesNotForwarded(t *testing.T) {
 	w := newRawPeer(t, func(c *Config) {
-		c.Command = []string{badJSONServer}
-		c.Shell = true
+		c.Child.Command = []string{badJSONServer}
+		c.Child.Shell = true
 	})
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x"}}`)
 	if m := w.recvID(5); errCode(m) != wire.CodeInternalError || !strings.Contains(errMessage(m), "not valid JSON") {

@@ -113,7 +113,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsBeforeAndAfterServe(t *testing.T) {
-	r := New(Config{Command: []string{fixtureBin}})
+	r := New(Config{Child: Child{Command: []string{fixtureBin}}})
 	if st := r.Stats(); st.State != "starting" || st.Gen != 0 || st.Pid != 0 || st.ToolsKnown {
 		t.Fatalf("before Serve: %+v", st)
 	}

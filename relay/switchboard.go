@@ -70,7 +70,7 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		shell:      sh,
 		out:        newOutbox(),
 		health:     health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
-		held:       holdQueue{maxLen: cfg.QueueSize, maxBytes: cfg.QueueBytes},
+		held:       holdQueue{maxLen: cfg.Queue.Size, maxBytes: cfg.Queue.Bytes},
 		sess:       newSession(),
 		view:       newClientView(),
 		ids:        newRouter(),

@@ -36,7 +36,7 @@ func TestTransparencyEverythingServer(t *testing.T) {
 		}
 		defer direct.Close()
 
-		r := New(Config{Command: []string{bin}})
+		r := New(Config{Child: Child{Command: []string{bin}}})
 		c2rR, c2rW := io.Pipe()
 		r2cR, r2cW := io.Pipe()
 		served := make(chan struct{})

@@ -123,17 +123,27 @@ type muxStream struct{ h *handoff }
 
 func (m muxStream) Next() ([]byte, error) {
 	h := m.h
-	h.readMu.Lock() // a read of the relay's under way ends first
-	defer h.readMu.Unlock()
-	h.mu.Lock()
-	if len(h.taken) > 0 {
-		r := h.taken[0]
-		h.taken = h.taken[1:]
-		h.mu.Unlock()
+	if r, ok := h.next(); ok {
 		return r.msg, r.err
 	}
-	h.mu.Unlock()
+	h.readMu.Lock() // a read of the relay's under way ends first: it may be taken
+	defer h.readMu.Unlock()
+	if r, ok := h.next(); ok {
+		return r.msg, r.err
+	}
 	return h.in.Next()
+}
+
+// next returns the first message taken for the mux engine, if any.
+func (h *handoff) next() (read, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.taken) == 0 {
+		return read{}, false
+	}
+	r := h.taken[0]
+	h.taken = h.taken[1:]
+	return r, true
 }
 
 // serveSingleMux serves cfg's one server through the mux engine in single

@@ -911,7 +911,7 @@ func TestMuxTarget(t *testing.T) {
 	}}
 	tg := newMuxTarget()
 	tg.m = fm
-	tg.addRelay("notes", relay.New(relay.Config{Command: []string{"true"}}))
+	tg.addRelay("notes", relay.New(relay.Config{Child: relay.Child{Command: []string{"true"}}}))
 	tg.builds("notes").note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
 
 	st := tg.Status()

@@ -194,9 +194,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 		return
 	}
 	rc.MaxMessage = int(r.MaxMessage)
-	rc.QueueSize = r.QueueSize
-	rc.QueueBytes = int(r.QueueBytes)
-	rc.QueueTimeout = r.QueueTimeout
+	rc.Queue = relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout}
 	rc.RestartMarker = r.RestartMarker
 	rc.EnvOverridable = run.EnvOverridable
 	rc.Drain = r.Drain

@@ -194,20 +194,20 @@ func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.R
 	}
 	defer run.close() // every way serve returns removes the control socket
 	rl := relay.New(relay.Config{
-		Command:        cfg.Run.Command.Argv,
-		Shell:          cfg.Run.Command.Shell,
-		Dir:            cfg.Run.Cwd,
-		ExtraEnv:       cfg.Run.Env,
+		Child: relay.Child{
+			Command:     cfg.Run.Command.Argv,
+			Shell:       cfg.Run.Command.Shell,
+			Dir:         cfg.Run.Cwd,
+			ExtraEnv:    cfg.Run.Env,
+			StopTimeout: cfg.Run.StopTimeout,
+		},
 		EnvOverridable: cfg.Run.EnvOverridable,
-		StopTimeout:    cfg.Run.StopTimeout,
 		Tool:           cfg.Relay.Tool,
 		CallTool:       cfg.Relay.CallTool,
 		MaxMessage:     int(cfg.Relay.MaxMessage),
 		Notices:        cfg.Relay.Notices,
 		ServerSuffix:   cfg.Relay.ServerSuffix,
-		QueueSize:      cfg.Relay.QueueSize,
-		QueueBytes:     int(cfg.Relay.QueueBytes),
-		QueueTimeout:   cfg.Relay.QueueTimeout,
+		Queue:          relay.Queue{Size: cfg.Relay.QueueSize, Bytes: int(cfg.Relay.QueueBytes), Timeout: cfg.Relay.QueueTimeout},
 		Drain:          cfg.Relay.Drain,
 		StartupGrace:   cfg.Relay.StartupGrace,
 		OnCrash:        cfg.Relay.OnCrash,
