@@ -224,7 +224,7 @@ func (b *Builder) poke() {
 // Paths are relative to Config.Dir. Changed drops the build's own
 // output: a path whose file was written while a build ran (its
 // modification time lies within the build's time window) and that lies
-// under DefaultOutputDirs, or that a build was seen writing before. Any
+// under OutputDirs(), or that a build was seen writing before. Any
 // other path written during a build still starts a build (it may be a
 // save), and if the next good build writes it again it is known as output
 // from then on. A known output changed outside every build is an edit and

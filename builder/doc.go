@@ -61,7 +61,7 @@
 // just before Config.Prepare to the build's exit), and a changed path
 // whose file was modified within a window (or a deleted path, while a
 // build runs or just after) was written during a build. Such a path is
-// dropped when it lies under DefaultOutputDirs (dist, build, out,
+// dropped when it lies under OutputDirs() (dist, build, out,
 // target, bin, .next, .output) or is a known output (Config.Outputs, or
 // learned); any other path still starts a build, and becomes a known
 // output when the next good build writes it again. A known output

@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// DefaultOutputDirs are the folders (relative to Config.Dir) whose files,
+// OutputDirs are the folders (relative to Config.Dir) whose files,
 // when written while a build runs, are taken as that build's output at
 // once, before the builder has seen the build write them.
-var DefaultOutputDirs = []string{"dist", "build", "out", "target", "bin", ".next", ".output"}
+func OutputDirs() []string {
+	return []string{"dist", "build", "out", "target", "bin", ".next", ".output"}
+}
 
 const (
 	// mtimeSlack moves the start of a build's time window earlier when
@@ -196,7 +198,7 @@ func (w window) strictlyHolds(mt time.Time) bool {
 }
 
 func (g *guard) underOutDir(p string) bool {
-	for _, d := range DefaultOutputDirs {
+	for _, d := range OutputDirs() {
 		if strings.HasPrefix(p, d+"/") {
 			return true
 		}

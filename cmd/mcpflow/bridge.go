@@ -36,7 +36,7 @@ import (
 // such a server.
 
 // serveBridging is serve with the era bridge (single-server configs only).
-func serveBridging(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+func serveBridging(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	if cfg.Mode() != config.Single {
 		return serve(ctx, cfg, logger, ring, in, stdout, nil)
 	}
@@ -148,7 +148,7 @@ func (h *handoff) next() (read, bool) {
 
 // serveSingleMux serves cfg's one server through the mux engine in single
 // mode on stdin/stdout until the client leaves or ctx ends.
-func serveSingleMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+func serveSingleMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err

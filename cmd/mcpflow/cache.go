@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/buildcache"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -23,7 +24,7 @@ import (
 // the last good build and that build's output is still in place. It also
 // keeps the files the builder learned as build output across runs.
 type buildCache struct {
-	cfg    *Config
+	cfg    *config.Config
 	dir    string // the cache folder
 	file   string // this configuration's state file
 	output string // the file the server runs that the build writes; "" if unknown
@@ -35,7 +36,7 @@ type buildCache struct {
 
 // withBuildCache returns bc with the build cache attached, or bc as it is
 // when there is no build command.
-func withBuildCache(cfg *Config, logger *slog.Logger, bc builder.Config) builder.Config {
+func withBuildCache(cfg *config.Config, logger *slog.Logger, bc builder.Config) builder.Config {
 	if cfg.Build.Command.IsZero() {
 		return bc
 	}
@@ -51,7 +52,7 @@ func withBuildCache(cfg *Config, logger *slog.Logger, bc builder.Config) builder
 	return bc
 }
 
-func newBuildCache(cfg *Config, logger *slog.Logger) *buildCache {
+func newBuildCache(cfg *config.Config, logger *slog.Logger) *buildCache {
 	dir := buildcache.Dir(cfg.Dir)
 	return &buildCache{
 		cfg:    cfg,
@@ -63,7 +64,7 @@ func newBuildCache(cfg *Config, logger *slog.Logger) *buildCache {
 }
 
 // buildIdentity is what makes two builds of one folder the same build.
-func buildIdentity(cfg *Config) []string {
+func buildIdentity(cfg *config.Config) []string {
 	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
 	return append(id, cfg.Build.Command.Argv...)
 }
@@ -153,7 +154,7 @@ func (c *buildCache) key() (string, bool) {
 	skip[c.show(c.output)] = true
 	keep := files[:0]
 	for _, f := range files {
-		if !skip[f] && !underAny(builder.DefaultOutputDirs, f) {
+		if !skip[f] && !underAny(builder.OutputDirs(), f) {
 			keep = append(keep, f)
 		}
 	}
@@ -172,7 +173,7 @@ func (c *buildCache) show(p string) string {
 // runOutput is the file the server runs, when the build writes it: the run
 // binary given as a path, or the script given to node or python. "" when
 // run.command names no such file (a shell script, a program on PATH).
-func runOutput(cfg *Config) string {
+func runOutput(cfg *config.Config) string {
 	argv := cfg.Run.Command.Argv
 	if cfg.Run.Command.Shell || len(argv) == 0 {
 		return ""

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // The cache tests run the real mcpflow binary on a project whose build
@@ -280,8 +282,8 @@ func TestRunOutput(t *testing.T) {
 		{[]string{"npm", "start"}, false, ""},
 		{[]string{"./bin/server"}, true, ""},
 	} {
-		cfg := defaultConfig(dir)
-		cfg.Run.Command = Command{Argv: c.argv, Shell: c.shell}
+		cfg := config.Default(dir)
+		cfg.Run.Command = config.Command{Argv: c.argv, Shell: c.shell}
 		if got := runOutput(cfg); got != c.want {
 			t.Errorf("runOutput(%q, shell %v) = %q, want %q", c.argv, c.shell, got, c.want)
 		}

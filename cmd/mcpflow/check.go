@@ -71,10 +71,10 @@ func cmdCheck(e env, args []string) int {
 // a mux a copy whose build, run, cli and watch are one server's.
 type checkView struct {
 	prefix string // "" or "servers.NAME: "
-	cfg    *Config
+	cfg    *config.Config
 }
 
-func checkViews(cfg *Config) []checkView {
+func checkViews(cfg *config.Config) []checkView {
 	if cfg.Mode() != config.Mux {
 		return []checkView{{cfg: cfg}}
 	}
@@ -87,7 +87,7 @@ func checkViews(cfg *Config) []checkView {
 	return views
 }
 
-func watchConfigOf(cfg *Config) watcher.Config {
+func watchConfigOf(cfg *config.Config) watcher.Config {
 	return watcher.Config{
 		Root:      cfg.Dir,
 		Paths:     cfg.Watch.Paths,
@@ -101,7 +101,7 @@ func watchConfigOf(cfg *Config) watcher.Config {
 }
 
 // checkWarnings finds setups that parse but will misbehave.
-func checkWarnings(cfg *Config, files []string) []string {
+func checkWarnings(cfg *config.Config, files []string) []string {
 	var out []string
 	// A run binary or build output matched by the globs would rebuild in a
 	// loop, were it not ignored; say so, since the user may rely on it.
@@ -156,10 +156,10 @@ func checkWarnings(cfg *Config, files []string) []string {
 // the usual output folders, and files mcpflow saw the build write (kept in
 // the build cache). mcpflow drops the build's own writes, so they never
 // start a build; the warning makes the config say so.
-func watchedBuildOutputs(cfg *Config, files []string) []string {
+func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, d := range builder.DefaultOutputDirs {
+	for _, d := range builder.OutputDirs() {
 		for _, f := range files {
 			if strings.HasPrefix(f, d+"/") && !seen[d] {
 				seen[d] = true
@@ -173,7 +173,7 @@ func watchedBuildOutputs(cfg *Config, files []string) []string {
 		watched[f] = true
 	}
 	for _, o := range st.Outputs {
-		if watched[o] && !underAny(builder.DefaultOutputDirs, o) {
+		if watched[o] && !underAny(builder.OutputDirs(), o) {
 			out = append(out, fmt.Sprintf("%s is written by the build (mcpflow saw it) and matches the watch globs: mcpflow ignores the build's own writes to it, but add it to watch.exclude to make that explicit", o))
 		}
 	}
@@ -183,7 +183,7 @@ func watchedBuildOutputs(cfg *Config, files []string) []string {
 // noEmitOnErrorWarning warns when the build runs tsc without
 // noEmitOnError: tsc then writes its JavaScript even when type-checking
 // fails, and the next restart would run code that did not compile.
-func noEmitOnErrorWarning(cfg *Config) string {
+func noEmitOnErrorWarning(cfg *config.Config) string {
 	c := cfg.Build.Command
 	if c.IsZero() {
 		return ""
@@ -235,7 +235,7 @@ func hasWord(s, w string) bool {
 
 // candidateOutputs are the paths a build writes and the run binary (the
 // log file, which mcpflow writes itself, is not the user's concern).
-func candidateOutputs(cfg *Config) []string {
+func candidateOutputs(cfg *config.Config) []string {
 	out := ignoredOutputs(cfg)
 	if cfg.Log.File != "" && len(out) > 0 && out[0] == cfg.Log.File {
 		out = out[1:]
@@ -262,7 +262,7 @@ func anyMatch(glob string, files []string) bool {
 }
 
 // runCommandProblem warns when run.command cannot be found.
-func runCommandProblem(cfg *Config) string {
+func runCommandProblem(cfg *config.Config) string {
 	c := cfg.Run.Command
 	if c.Shell || len(c.Argv) == 0 {
 		return ""
@@ -273,7 +273,7 @@ func runCommandProblem(cfg *Config) string {
 // programProblem warns when the program named by key cannot be found. A
 // program the build produces may legitimately be missing before the first
 // build.
-func programProblem(cfg *Config, key, name, cwd string) string {
+func programProblem(cfg *config.Config, key, name, cwd string) string {
 	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
 		p := absFrom(cwd, name)
 		if _, err := os.Stat(p); err != nil {

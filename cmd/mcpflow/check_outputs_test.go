@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpflow/mcpflow/internal/buildcache"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -21,9 +22,9 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := defaultConfig(dir)
-	cfg.Build.Command = Command{Argv: []string{"sh build.sh"}, Shell: true}
-	cfg.Run.Command = Command{Argv: []string{"./bin/server"}}
+	cfg := config.Default(dir)
+	cfg.Build.Command = config.Command{Argv: []string{"sh build.sh"}, Shell: true}
+	cfg.Run.Command = config.Command{Argv: []string{"./bin/server"}}
 	files, err := watcher.Scan(watchConfigOf(cfg))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
@@ -31,7 +32,7 @@ import (
 // relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
 // while the build or the schema is broken answers with why. It returns
 // after every call's process group, the build and the watch have stopped.
-func serveCLI(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err
@@ -324,15 +325,15 @@ func renderCLIConfig(p project, schemaCmd string) (string, []string, error) {
 	b.WriteString("# Run by sh -c at start and on every change, before the schema is re-read.\n")
 	if p.Build != "" {
 		b.WriteString("# Detected; uncomment it once it writes the program the schema command runs:\n")
-		fmt.Fprintf(&b, "# command = %s\n", tomlString(p.Build))
+		fmt.Fprintf(&b, "# command = %s\n", config.TOMLString(p.Build))
 	} else {
 		b.WriteString("# command = \"go build -o bin/tool ./cmd/tool\"\n")
 	}
 	b.WriteString("timeout = \"10m\"\n\n")
 	b.WriteString("[cli]\n")
 	b.WriteString("# Prints {\"tools\": [...]}: each tool's name, parameters and cli_command.\n")
-	fmt.Fprintf(&b, "schema = %s\n", tomlStrings(schema))
-	fmt.Fprintf(&b, "# command = %s   # prefix of every call; default: the schema's program\n", tomlStrings(schema[:1]))
+	fmt.Fprintf(&b, "schema = %s\n", config.TOMLStrings(schema))
+	fmt.Fprintf(&b, "# command = %s   # prefix of every call; default: the schema's program\n", config.TOMLStrings(schema[:1]))
 	b.WriteString("# append = [\"--json\"]   # added to every call\n")
 	b.WriteString("timeout = \"60s\"        # per call; the call's process group is killed after it\n")
 	b.WriteString("max_output = \"4MiB\"    # stdout kept per call; more kills the call\n")
@@ -342,10 +343,10 @@ func renderCLIConfig(p project, schemaCmd string) (string, []string, error) {
 	b.WriteString("# Saving a matching file rebuilds and re-reads the schema.\n")
 	b.WriteString("paths = [\".\"]\n")
 	if len(p.Include) > 0 {
-		fmt.Fprintf(&b, "include = %s\n", tomlStrings(p.Include))
+		fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
 	}
 	if len(p.Exclude) > 0 {
-		fmt.Fprintf(&b, "exclude = %s\n", tomlStrings(p.Exclude))
+		fmt.Fprintf(&b, "exclude = %s\n", config.TOMLStrings(p.Exclude))
 	}
 	b.WriteString("gitignore = true\n")
 	b.WriteString("debounce = \"100ms\"\n\n")

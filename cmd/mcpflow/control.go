@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
@@ -55,7 +56,7 @@ func (t *ringTee) Write(p []byte) (int, error) {
 // serves, the traffic capture, and, in single-server mode, the last build
 // for status.
 type instanceRun struct {
-	cfg     *Config
+	cfg     *config.Config
 	ring    *logring.Ring
 	log     *slog.Logger
 	traffic *traffic.Writer // nil: no capture
@@ -65,7 +66,7 @@ type instanceRun struct {
 
 // openRun opens the traffic capture when [log] traffic is set. A capture
 // file that cannot be opened is an error: the person asked for it.
-func openRun(cfg *Config, ring *logring.Ring, logger *slog.Logger) (*instanceRun, error) {
+func openRun(cfg *config.Config, ring *logring.Ring, logger *slog.Logger) (*instanceRun, error) {
 	w := &instanceRun{cfg: cfg, ring: ring, log: logger}
 	if cfg.Log.Traffic != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.Log.Traffic), 0o755); err != nil {
@@ -198,7 +199,7 @@ func (t *singleTarget) Rebuild(ctx context.Context, name string) (result.Build, 
 
 // serverName is what status calls the server of a watch run: its project
 // folder's name.
-func serverName(cfg *Config) string {
+func serverName(cfg *config.Config) string {
 	if n := filepath.Base(cfg.Dir); n != "" && n != "." && n != string(filepath.Separator) {
 		return n
 	}

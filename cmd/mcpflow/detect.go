@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/mcpflow/mcpflow/internal/config"
 	toml "github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/modfile"
 )
@@ -442,7 +443,7 @@ func tsSources(dir string, ts tsConfig) []string {
 // tsconfig.json) will not write it either; "" when it exists or will. dir
 // is the folder run paths are relative to. mcpflow check calls it with the
 // resolved run command.
-func nodeEntryWarning(dir string, run Command) string {
+func nodeEntryWarning(dir string, run config.Command) string {
 	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
@@ -569,7 +570,7 @@ func detectNode(dir string) project {
 				"failed build leaves the last good output, so a restart never runs code that did not",
 				`compile. Setting "noEmitOnError": true in tsconfig.json does the same.`)
 		}
-		if w := nodeEntryWarning(dir, Command{Argv: p.Run}); w != "" {
+		if w := nodeEntryWarning(dir, config.Command{Argv: p.Run}); w != "" {
 			p.Notes = append(p.Notes, w+".")
 		}
 	} else if !exists(dir, entry) && p.Build == "" {
@@ -775,11 +776,11 @@ func scriptFileRank(name string) int {
 
 // zeroConfig is the config of "mcpflow watch -- CMD": the command is the
 // server, build is optional, the watch set comes from detection.
-func zeroConfig(dir string, argv []string, build string) *Config {
-	c := defaultConfig(dir)
-	c.Run.Command = Command{Argv: argv}
+func zeroConfig(dir string, argv []string, build string) *config.Config {
+	c := config.Default(dir)
+	c.Run.Command = config.Command{Argv: argv}
 	if build != "" {
-		c.Build.Command = Command{Argv: []string{build}, Shell: true}
+		c.Build.Command = config.Command{Argv: []string{build}, Shell: true}
 	}
 	p := detect(c.Dir)
 	if p.Kind != "" {
@@ -792,7 +793,7 @@ func zeroConfig(dir string, argv []string, build string) *Config {
 // projectWarnings is what mcpflow check adds for the project's own
 // layout: a node entry point that neither exists nor will be built, and a
 // build output folder (tsconfig.json's outDir) that the watch globs cover.
-func projectWarnings(cfg *Config) []string {
+func projectWarnings(cfg *config.Config) []string {
 	var out []string
 	if w := nodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" {
 		out = append(out, w)

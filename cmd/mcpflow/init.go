@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 const initUsage = `Usage:
@@ -62,7 +64,7 @@ func cmdInit(e env, args []string) int {
 		p.Build, p.Notes = "", nil // the build is only suggested, in a comment
 	}
 	// What init writes must pass check.
-	if _, err := parseConfig("mcpflow.toml", []byte(text), dir); err != nil {
+	if _, err := config.Parse("mcpflow.toml", []byte(text), dir); err != nil {
 		fmt.Fprintf(e.stderr, "mcpflow init: internal error: the generated config does not parse: %v\n", err)
 		return exitFailure
 	}
@@ -118,7 +120,7 @@ func renderConfig(p project) string {
 		for _, n := range p.BuildNotes {
 			fmt.Fprintf(&b, "# %s\n", n)
 		}
-		fmt.Fprintf(&b, "command = %s\n", tomlString(p.Build))
+		fmt.Fprintf(&b, "command = %s\n", config.TOMLString(p.Build))
 		b.WriteString("timeout = \"10m\"\n\n")
 	}
 	b.WriteString("[run]\n")
@@ -126,7 +128,7 @@ func renderConfig(p project) string {
 	if p.RunWhy != "" {
 		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
 	}
-	fmt.Fprintf(&b, "command = %s\n", tomlStrings(p.Run))
+	fmt.Fprintf(&b, "command = %s\n", config.TOMLStrings(p.Run))
 	if len(p.Env) > 0 {
 		keys := make([]string, 0, len(p.Env))
 		for k := range p.Env {
@@ -135,7 +137,7 @@ func renderConfig(p project) string {
 		sort.Strings(keys)
 		pairs := make([]string, len(keys))
 		for i, k := range keys {
-			pairs[i] = k + " = " + tomlString(p.Env[k])
+			pairs[i] = k + " = " + config.TOMLString(p.Env[k])
 		}
 		fmt.Fprintf(&b, "env = { %s }   # added to the inherited environment\n", strings.Join(pairs, ", "))
 	} else {
@@ -145,8 +147,8 @@ func renderConfig(p project) string {
 	b.WriteString("[watch]\n")
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
 	b.WriteString("paths = [\".\"]\n")
-	fmt.Fprintf(&b, "include = %s\n", tomlStrings(p.Include))
-	fmt.Fprintf(&b, "exclude = %s\n", tomlStrings(p.Exclude))
+	fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
+	fmt.Fprintf(&b, "exclude = %s\n", config.TOMLStrings(p.Exclude))
 	b.WriteString("gitignore = true\n")
 	b.WriteString("debounce = \"100ms\"\n\n")
 	b.WriteString("[relay]\n")

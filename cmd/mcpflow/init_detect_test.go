@@ -74,7 +74,7 @@ func TestNodeEntryWarning(t *testing.T) {
 		{[]string{"./server"}, ""},
 		{[]string{"node", "index.js"}, "run.command starts index.js, which does not exist, and tsc will not write it (tsconfig.json: outDir \"dist\", rootDir \"src\"); the build writes src/index.ts → dist/index.js"},
 	} {
-		if got := nodeEntryWarning(dir, Command{Argv: c.argv}); got != c.want {
+		if got := nodeEntryWarning(dir, config.Command{Argv: c.argv}); got != c.want {
 			t.Errorf("%q: %q, want %q", c.argv, got, c.want)
 		}
 	}
@@ -82,7 +82,7 @@ func TestNodeEntryWarning(t *testing.T) {
 		t.Errorf("projectOutputs = %q", got)
 	}
 	plain := t.TempDir()
-	if got := nodeEntryWarning(plain, Command{Argv: []string{"node", "index.js"}}); !strings.Contains(got, "no tsconfig.json") {
+	if got := nodeEntryWarning(plain, config.Command{Argv: []string{"node", "index.js"}}); !strings.Contains(got, "no tsconfig.json") {
 		t.Errorf("without tsconfig.json: %q", got)
 	}
 	if got := projectOutputs(plain); got != nil {
@@ -135,7 +135,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 
 // runInit runs "mcpflow init DIR" in-process and returns its output; the
 // generated config must load.
-func runInit(t *testing.T, dir string) (string, *Config) {
+func runInit(t *testing.T, dir string) (string, *config.Config) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}

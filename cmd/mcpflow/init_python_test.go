@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +26,7 @@ func pyFixture(t *testing.T) string {
 // startGenerated starts the run command of cfg as mcpflow would (in
 // run.cwd, with run.env added) under the Go SDK client, and returns the
 // session; the process group is killed at cleanup.
-func startGenerated(t *testing.T, cfg *Config) *mcp.ClientSession {
+func startGenerated(t *testing.T, cfg *config.Config) *mcp.ClientSession {
 	t.Helper()
 	argv := cfg.Run.Command.Argv
 	if cfg.Run.Command.Shell {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // tscDeps returns the folder holding the TypeScript compiler and SDK the
@@ -171,7 +173,7 @@ func TestInitTypeScript(t *testing.T) {
 			}
 			toml := readFile(t, filepath.Join(dir, "mcpflow.toml"))
 			for _, want := range []string{
-				"command = " + tomlString(c.build),
+				"command = " + config.TOMLString(c.build),
 				"command = " + c.run,
 				"exclude = [" + c.exclude + "]",
 				"--noEmitOnError: tsc writes its JavaScript even when type-checking fails",

@@ -53,7 +53,7 @@ func cmdMux(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcpflow mux: unexpected argument %q: servers come from -c FILE or from the agent's add_server\n", rest[0])
 		return exitUsage
 	}
-	var cfg *Config
+	var cfg *config.Config
 	var err error
 	if *cfgPath != "" {
 		cfg, err = config.Load(*cfgPath)
@@ -61,7 +61,7 @@ func cmdMux(e env, args []string) int {
 			err = fmt.Errorf("%s serves one server (mode %s), not a mux: add [servers.NAME] tables or [mux], or run \"mcpflow watch -c %s\"", *cfgPath, cfg.Mode(), *cfgPath)
 		}
 	} else {
-		cfg = defaultConfig(mustGetwd(e))
+		cfg = config.Default(mustGetwd(e))
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
@@ -75,7 +75,7 @@ func cmdMux(e env, args []string) int {
 // serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout
 // until the client leaves or ctx ends; it returns after every server's
 // child, build and watch has stopped.
-func serveMux(ctx context.Context, cfg *Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err
@@ -144,9 +144,9 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 // muxWiring gives each server behind the mux what a single-server run
 // has: its builder, its watcher and its relay settings.
 type muxWiring struct {
-	cfg        *Config
+	cfg        *config.Config
 	configured map[string]*config.ServerConfig
-	single     *Config // set: the one server of single mode (the era bridge)
+	single     *config.Config // set: the one server of single mode (the era bridge)
 	logger     *slog.Logger
 	run        *instanceRun // the control socket and the traffic capture
 	target     *muxTarget   // what mcpflow status and rebuild see
@@ -155,18 +155,18 @@ type muxWiring struct {
 // serverConfig is the single-server config of one server: a configured
 // server's own sections, or those an agent gave to add_server over the
 // defaults (paths relative to the server's cwd, else mcpflow's folder).
-func (w *muxWiring) serverConfig(spec mux.ServerSpec) *Config {
+func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	if w.single != nil {
 		return w.single
 	}
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
-		return &Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
+		return &config.Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {
 		dir = absFrom(w.cfg.Dir, spec.Dir)
 	}
-	sc := defaultConfig(dir)
+	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
 	sc.Run.Command = config.Command{Argv: spec.Command, Shell: spec.Shell}
 	sc.Run.Cwd = dir

@@ -80,7 +80,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 // return, which stops every child, its group and any running build first:
 // stdin EOF (nil), a fatal error, or x's context (a signal, a broken
 // stdout or stderr, the parent exiting: a clean shutdown).
-func runSession(e env, x *exitWatch, cfg *Config, f runFlags, serve func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error) int {
+func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error) int {
 	if *f.logFile != "" {
 		cfg.Log.File = absFrom(mustGetwd(e), *f.logFile)
 	}
@@ -114,7 +114,7 @@ func runSession(e env, x *exitWatch, cfg *Config, f runFlags, serve func(ctx con
 
 // watchConfig loads the config file, or builds one from the command line
 // after "--".
-func watchConfig(e env, path, build string, cmdArgs []string) (*Config, error) {
+func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, error) {
 	if len(cmdArgs) > 0 {
 		if path != "" {
 			return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
@@ -184,7 +184,7 @@ func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), er
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 // handoff, when set, is the relay's Config.Handoff (the era bridge).
-func serve(ctx context.Context, cfg *Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func([][]byte)) error {
+func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func([][]byte)) error {
 	if cfg.Mode() == config.Mux {
 		return serveMux(ctx, cfg, slog.New(logger), ring, in, stdout)
 	}
@@ -264,7 +264,7 @@ func orFlags(file string) string {
 // buildConfig is the builder of cfg's [build] in cfg's folder, logging to
 // buildLog; each cycle's result is logged to logger (logCycle), then given
 // to note.
-func buildConfig(cfg *Config, buildLog *slog.Logger, logger *log.Logger, note func(result.Build)) builder.Config {
+func buildConfig(cfg *config.Config, buildLog *slog.Logger, logger *log.Logger, note func(result.Build)) builder.Config {
 	return builder.Config{
 		Command: cfg.Build.Command.Argv,
 		Shell:   cfg.Build.Command.Shell,
@@ -329,7 +329,7 @@ func firstLine(s string) string {
 // ignoredOutputs lists what a build writes or mcpflow itself writes inside
 // the tree, so that they never trigger a build: the run binary, a Go
 // build's -o output, the log file.
-func ignoredOutputs(cfg *Config) []string {
+func ignoredOutputs(cfg *config.Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
 		out = append(out, cfg.Log.File)
@@ -349,7 +349,7 @@ func ignoredOutputs(cfg *Config) []string {
 
 // buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
 // command.
-func buildOutputs(c Command) []string {
+func buildOutputs(c config.Command) []string {
 	var words []string
 	if c.Shell && len(c.Argv) > 0 {
 		words = strings.Fields(c.Argv[0])

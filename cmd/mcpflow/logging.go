@@ -12,26 +12,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
-
-	"github.com/mcpflow/mcpflow/internal/config"
 )
-
-// The config file lives in internal/config; these names are how the
-// command's files (init, detect, watch) refer to it.
-type (
-	Config  = config.Config
-	Command = config.Command
-)
-
-func parseConfig(name string, data []byte, dir string) (*Config, error) {
-	return config.Parse(name, data, dir)
-}
-
-func defaultConfig(dir string) *Config { return config.Default(dir) }
-
-func tomlString(s string) string { return config.TOMLString(s) }
-
-func tomlStrings(ss []string) string { return config.TOMLStrings(ss) }
 
 // logOutput is where the log goes: the log file when one is set, and
 // stderr. Each record arrives in one Write (both handlers newLogger
