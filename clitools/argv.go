@@ -362,7 +362,7 @@ func (x *expander) checkDash(n node, s string) error {
 		return nil
 	}
 	return &argError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
-		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, AllowDashKey)}
+		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, allowDashKey)}
 }
 
 // render gives a scalar's argv text: a string as is, a number in its JSON

@@ -17,7 +17,7 @@ const testParams = `{"type":"object","properties":{
 // compileT parses a one-tool schema with testParams and template tpl.
 func compileT(t testing.TB, tpl string) (*Tool, error) {
 	t.Helper()
-	sch, err := Parse([]byte(`{"tools":[{"name":"t","parameters":` + testParams + `,"cli_command":` + tpl + `}]}`))
+	sch, err := parseSchema([]byte(`{"tools":[{"name":"t","parameters":` + testParams + `,"cli_command":` + tpl + `}]}`))
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +124,9 @@ func TestTemplateErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := compileT(t, c.tpl)
-			var se *SchemaError
+			var se *schemaError
 			if !errors.As(err, &se) {
-				t.Fatalf("got %v, want a SchemaError", err)
+				t.Fatalf("got %v, want a schemaError", err)
 			}
 			doc := `{"tools":[{"name":"t","parameters":` + testParams + `,"cli_command":` + c.tpl + `}]}`
 			if se.Pointer != c.ptr || !strings.Contains(se.Msg, c.err) || se.Offset < 0 || !strings.HasPrefix(doc[se.Offset:], c.at) {

@@ -5,11 +5,11 @@
 //
 // # Contract
 //
-//   - Parse accepts {"tools": [{name, description, title?, parameters |
+//   - parseSchema accepts {"tools": [{name, description, title?, parameters |
 //     inputSchema, outputSchema?, annotations?, cli_command, input?}]}.
 //     Names are 1-128 characters of A-Za-z0-9_.- and unique, the input
 //     schema is an object schema, every placeholder of cli_command names a
-//     declared parameter. Any problem is a *SchemaError with the JSON
+//     declared parameter. Any problem is a *schemaError with the JSON
 //     pointer, byte offset, line and column of the offending value.
 //   - The argv of a call is Config.Command, then cli_command expanded, then
 //     Config.Append. Template rules: a literal element is copied; "{p}" as

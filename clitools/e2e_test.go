@@ -312,7 +312,7 @@ func TestBadArgumentsRunNothing(t *testing.T) {
 		}
 	}
 	r := h.call("args", map[string]any{"s": "-rf"})
-	if !r.IsError || !strings.Contains(text(r), `starts with "-"`) || !strings.Contains(text(r), AllowDashKey) {
+	if !r.IsError || !strings.Contains(text(r), `starts with "-"`) || !strings.Contains(text(r), allowDashKey) {
 		t.Errorf("dash positional: %q", text(r))
 	}
 	if pids := h.statePids(); len(pids) != 0 {
@@ -516,7 +516,7 @@ func TestBrokenSchemaKeepsTools(t *testing.T) {
 		// A template naming an undeclared parameter, on line 2.
 		os.WriteFile(path, []byte("{\"tools\": [\n  {\"name\": \"greet\", \"parameters\": {\"type\": \"object\"}, \"cli_command\": [\"greet\", \"{nme}\"]}]}\n"), 0o644)
 		_, err := h.srv.Refresh(context.Background())
-		se, ok := err.(*SchemaError)
+		se, ok := err.(*schemaError)
 		if !ok || se.Line != 2 || se.Col != 80 || se.Pointer != "/tools/0/cli_command/1" {
 			t.Fatalf("got %#v", err)
 		}
@@ -651,7 +651,7 @@ func TestRecompileNameTaken(t *testing.T) {
 	s := New(Config{Schema: []string{"cat", path}})
 	defer s.Close()
 	_, err := s.Refresh(context.Background())
-	if se, ok := err.(*SchemaError); !ok || !strings.Contains(se.Msg, "taken") || se.Line == 0 {
+	if se, ok := err.(*schemaError); !ok || !strings.Contains(se.Msg, "taken") || se.Line == 0 {
 		t.Fatalf("%v", err)
 	}
 }

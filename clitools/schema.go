@@ -14,10 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// AllowDashKey is the schema extension keyword, set to true in a
+// allowDashKey is the schema extension keyword, set to true in a
 // parameter's property schema, that lets a value starting with "-" fill a
 // positional slot.
-const AllowDashKey = "x-cli-allow-dash"
+const allowDashKey = "x-cli-allow-dash"
 
 // inputStdin is the value of a tool's "input" that sends its arguments to
 // the process as one JSON object on stdin.
@@ -80,9 +80,9 @@ func (s *Schema) Tool(name string) *Tool {
 	return nil
 }
 
-// SchemaError is a schema that cannot be served, with where in the schema
+// schemaError is a schema that cannot be served, with where in the schema
 // JSON the problem is.
-type SchemaError struct {
+type schemaError struct {
 	Pointer string // JSON pointer (RFC 6901) of the offending value; "" = the document
 	Offset  int64  // byte offset in the schema output; -1 when unknown
 	Line    int    // 1-based; 0 when unknown
@@ -90,7 +90,7 @@ type SchemaError struct {
 	Msg     string
 }
 
-func (e *SchemaError) Error() string {
+func (e *schemaError) Error() string {
 	var b strings.Builder
 	b.WriteString("schema")
 	if e.Line > 0 {
@@ -119,8 +119,8 @@ type rawTool struct {
 // Parse parses and validates a schema command's output:
 // {"tools": [{name, description, title?, parameters | inputSchema,
 // outputSchema?, annotations?, cli_command, input?}]}. Any problem is a
-// *SchemaError that locates it in data.
-func Parse(data []byte) (*Schema, error) {
+// *schemaError that locates it in data.
+func parseSchema(data []byte) (*Schema, error) {
 	fail := func(ptr []string, format string, args ...any) error {
 		return newSchemaError(data, ptr, fmt.Sprintf(format, args...))
 	}
@@ -131,7 +131,7 @@ func Parse(data []byte) (*Schema, error) {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			// se.Offset counts the bytes read, the offending one included.
-			e := &SchemaError{Offset: max(se.Offset-1, 0), Msg: "invalid JSON: " + se.Error()}
+			e := &schemaError{Offset: max(se.Offset-1, 0), Msg: "invalid JSON: " + se.Error()}
 			e.Line, e.Col = lineCol(data, e.Offset)
 			return nil, e
 		}
@@ -246,7 +246,7 @@ func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, [
 		}
 		var p param
 		_ = json.Unmarshal(pm["type"], &p.typ)
-		_ = json.Unmarshal(pm[AllowDashKey], &p.allowDash)
+		_ = json.Unmarshal(pm[allowDashKey], &p.allowDash)
 		params[name] = p
 	}
 	// Arguments are validated with draft 2020-12 rules whatever "$schema"
@@ -264,8 +264,8 @@ func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, [
 	return params, rs, nil, nil
 }
 
-func newSchemaError(data []byte, ptr []string, msg string) *SchemaError {
-	e := &SchemaError{Pointer: pointer(ptr), Offset: -1, Msg: msg}
+func newSchemaError(data []byte, ptr []string, msg string) *schemaError {
+	e := &schemaError{Pointer: pointer(ptr), Offset: -1, Msg: msg}
 	if off, ok := locate(data, ptr); ok {
 		e.Offset = off
 		e.Line, e.Col = lineCol(data, off)

@@ -30,10 +30,10 @@ func TestParseErrors(t *testing.T) {
 		{"unresolvable schema", `{"tools": [{"name": "a", "cli_command": [], "parameters": {"type": "object", "properties": {"x": {"$ref": "#/nope"}}}}]}`, "/tools/0/parameters", 1, 59, "input schema"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse([]byte(c.doc))
-			var se *SchemaError
+			_, err := parseSchema([]byte(c.doc))
+			var se *schemaError
 			if !errors.As(err, &se) {
-				t.Fatalf("got %v, want a SchemaError", err)
+				t.Fatalf("got %v, want a schemaError", err)
 			}
 			if se.Pointer != c.ptr || se.Line != c.line || se.Col != c.col || !strings.Contains(se.Msg, c.msg) {
 				t.Fatalf("got %q (%+v), want %s line %d col %d %q", se.Error(), se, c.ptr, c.line, c.col, c.msg)
@@ -43,7 +43,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseGood(t *testing.T) {
-	sch, err := Parse([]byte(`{"tools": [
+	sch, err := parseSchema([]byte(`{"tools": [
 	  {"name": "b.x-y_z", "description": "d", "title": "T", "inputSchema": {"type": "object"}, "cli_command": ["b"],
 	   "annotations": {"readOnlyHint": true}, "outputSchema": {"type": "object"}},
 	  {"name": "a", "input": "stdin"}]}`))
@@ -68,7 +68,7 @@ func TestParseGood(t *testing.T) {
 }
 
 func TestParseOlderDraft(t *testing.T) {
-	sch, err := Parse([]byte(`{"tools": [{"name": "a", "cli_command": ["{x}"], "parameters":
+	sch, err := parseSchema([]byte(`{"tools": [{"name": "a", "cli_command": ["{x}"], "parameters":
 	  {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"x": {"type": "integer"}}}}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +85,18 @@ func TestParseOlderDraft(t *testing.T) {
 	}
 }
 
-// FuzzParse: no panic; a bad schema is a *SchemaError whose position lies
+// FuzzParse: no panic; a bad schema is a *schemaError whose position lies
 // inside the document; a good one has unique, valid tool names.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"tools": [{"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}, "cli_command": ["a", "{x}", ["--y", "{x}"]]}]}`))
 	f.Add([]byte("{\"tools\": [\n  {\"name\": \"a\",,}\n]}"))
 	f.Add([]byte(`{"tools": [{"name": "a", "input": "stdin", "cli_command": []}, {"name": "a", "cli_command": []}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		sch, err := Parse(doc)
+		sch, err := parseSchema(doc)
 		if err != nil {
-			var se *SchemaError
+			var se *schemaError
 			if !errors.As(err, &se) {
-				t.Fatalf("%T %v, want a *SchemaError", err, err)
+				t.Fatalf("%T %v, want a *schemaError", err, err)
 			}
 			if se.Offset > int64(len(doc)) || se.Line < 0 || se.Col < 0 {
 				t.Fatalf("position outside the document (%d bytes): %+v", len(doc), se)

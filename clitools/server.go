@@ -251,7 +251,7 @@ func (s *Server) readSchema(o outcome) (*Schema, error) {
 	case o.exitCode != 0:
 		return nil, fmt.Errorf("schema command %q exited with status %d%s", cmd, o.exitCode, section("stderr", o.stderr))
 	}
-	sch, err := Parse(o.stdout)
+	sch, err := parseSchema(o.stdout)
 	if err != nil {
 		return nil, err
 	}

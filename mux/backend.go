@@ -98,8 +98,8 @@ type Backend interface {
 // backend's events to the mux; it does not block.
 type BackendFactory func(spec ServerSpec, emit func(Event)) (Backend, error)
 
-// HandshakeChecker is an optional Backend method: it tells whether the
+// handshakeChecker is an optional Backend method: it tells whether the
 // handshake result came from a live child, and if not, why not.
-type HandshakeChecker interface {
+type handshakeChecker interface {
 	CheckHandshake(*mcp.InitializeResult) error
 }

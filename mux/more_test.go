@@ -398,14 +398,14 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 func testHooks(name string, spec ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (Hooks, error) {
 	build := func(ctx context.Context) result.Build {
 		if spec.Build == "" {
-			return RestartOnly(ctx, r)
+			return restartOnly(ctx, r)
 		}
 		t0 := time.Now()
 		out, err := exec.CommandContext(ctx, "sh", "-c", spec.Build).CombinedOutput()
 		if err != nil {
 			return result.Build{Seq: 1, Err: err, Output: string(out), Errors: string(out), Duration: time.Since(t0)}
 		}
-		res := RestartOnly(ctx, r)
+		res := restartOnly(ctx, r)
 		res.Seq, res.Skipped, res.Duration, res.Output = 1, false, time.Since(t0), string(out)
 		return res
 	}

@@ -152,7 +152,7 @@ func New(cfg Config) *Mux {
 		cfg.Separator = DefaultSeparator
 	}
 	if cfg.SingleTool == "" {
-		cfg.SingleTool = DefaultSingleTool
+		cfg.SingleTool = defaultSingleTool
 	}
 	if cfg.StartWait <= 0 {
 		cfg.StartWait = 10 * time.Second
@@ -339,7 +339,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}
 	}
 	cs, cerr := client.Connect(ctx, b.Transport(), opts)
-	if hc, ok := b.(HandshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
+	if hc, ok := b.(handshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
 		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
 			res.Restart = &result.Restart{Err: err}
 		}

@@ -94,9 +94,9 @@ func TestNameRules(t *testing.T) {
 		}
 	}
 	for _, full := range []string{"a__b", "a__b__c", "a____", "x__ü"} {
-		s, n, ok := Split(full, "__")
-		if !ok || Join(s, "__", n) != full || strings.Contains(s, "__") {
-			t.Errorf("Split(%q) = %q %q %v", full, s, n, ok)
+		s, n, ok := splitName(full, "__")
+		if !ok || joinName(s, "__", n) != full || strings.Contains(s, "__") {
+			t.Errorf("splitName(%q) = %q %q %v", full, s, n, ok)
 		}
 	}
 	e := start(t, envOpts{})

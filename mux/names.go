@@ -36,12 +36,12 @@ func ValidateName(name, sep string) error {
 	return nil
 }
 
-// Join returns the name a client sees for a child's tool or prompt.
-func Join(server, sep, name string) string { return server + sep + name }
+// joinName returns the name a client sees for a child's tool or prompt.
+func joinName(server, sep, name string) string { return server + sep + name }
 
-// Split splits a client-visible name on the first separator into the
+// splitName splits a client-visible name on the first separator into the
 // server's name and the child's own name (which may contain the
 // separator itself).
-func Split(full, sep string) (server, name string, ok bool) {
+func splitName(full, sep string) (server, name string, ok bool) {
 	return strings.Cut(full, sep)
 }

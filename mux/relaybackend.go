@@ -230,7 +230,7 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	if hook != nil {
 		res = hook(ctx)
 	} else {
-		res = RestartOnly(ctx, b.r)
+		res = restartOnly(ctx, b.r)
 	}
 	ev := eventOf(res)
 	b.emit(ev)
@@ -254,10 +254,10 @@ func eventOf(res result.Build) Event {
 	return ev
 }
 
-// RestartOnly restarts r without a build and reports it as a skipped
+// restartOnly restarts r without a build and reports it as a skipped
 // build followed by the restart: what a server without a build step does
 // on start and reload.
-func RestartOnly(ctx context.Context, r *relay.Relay) result.Build {
+func restartOnly(ctx context.Context, r *relay.Relay) result.Build {
 	rs, _ := r.Restart(ctx)
 	return result.Build{Skipped: true, OK: true, Restart: rs}
 }

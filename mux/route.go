@@ -125,7 +125,7 @@ func (m front) unknownTool(name string) *mcp.CallToolResult {
 	if m.cfg.Single {
 		return errResult(m.singleUnknownTool(name))
 	}
-	srvName, tool, ok := Split(name, m.sep)
+	srvName, tool, ok := splitName(name, m.sep)
 	var msg string
 	switch s, exists := m.servers[srvName]; {
 	case name == "add_server":

@@ -17,15 +17,15 @@ import (
 // toward the child, so a legacy client can use a child that refuses the
 // legacy handshake (and the reverse).
 
-// DefaultSingleTool is the rebuild tool's name in single mode.
-const DefaultSingleTool = "recompile"
+// defaultSingleTool is the rebuild tool's name in single mode.
+const defaultSingleTool = "recompile"
 
 // join is the name the client sees for a child's tool or prompt.
 func (m *Mux) join(server, name string) string {
 	if m.cfg.Single {
 		return name
 	}
-	return Join(server, m.sep, name)
+	return joinName(server, m.sep, name)
 }
 
 // only is the single server's name.

@@ -69,7 +69,7 @@ func TestSingleMode(t *testing.T) {
 		}}},
 	}})
 	tools := e.toolNames()
-	for _, want := range []string{"echo", "slow", DefaultSingleTool} {
+	for _, want := range []string{"echo", "slow", defaultSingleTool} {
 		if tools[want] == nil {
 			t.Fatalf("tools/list lacks %s: %v", want, tools)
 		}
@@ -86,7 +86,7 @@ func TestSingleMode(t *testing.T) {
 		t.Errorf("instructions: %q", got)
 	}
 	pid := e.server("server").Pid
-	if out := e.mustOK(DefaultSingleTool, map[string]any{}); !strings.Contains(out, "restarted") {
+	if out := e.mustOK(defaultSingleTool, map[string]any{}); !strings.Contains(out, "restarted") {
 		t.Errorf("recompile: %s", out)
 	}
 	if e.server("server").Pid == pid {

@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// AddServerArgs are add_server's arguments.
-type AddServerArgs struct {
+// addServerArgs are add_server's arguments.
+type addServerArgs struct {
 	Name    string            `json:"name" jsonschema:"the server's name: letters, digits, '-' and '_'; its tools appear as NAME__tool"`
 	Command string            `json:"command,omitempty" jsonschema:"the program to run (found on PATH or relative to cwd); with cli_schema: the prefix of every call (default: cli_schema's program)"`
 	Args    []string          `json:"args,omitempty" jsonschema:"its arguments"`
@@ -27,18 +27,18 @@ type AddServerArgs struct {
 	CLISchema []string `json:"cli_schema,omitempty" jsonschema:"instead of an MCP server: serve a command-line program, whose tool list this command prints as JSON ({\"tools\": [{name, description, parameters, cli_command}]}); each call runs the program once"`
 }
 
-// NameArgs are remove_server's and reload_server's arguments.
-type NameArgs struct {
+// nameArgs are remove_server's and reload_server's arguments.
+type nameArgs struct {
 	Name string `json:"name" jsonschema:"the server's name, as list_servers shows it"`
 }
 
-// ListArgs are list_servers' arguments.
-type ListArgs struct {
+// listArgs are list_servers' arguments.
+type listArgs struct {
 	Verbose bool `json:"verbose,omitempty" jsonschema:"also show every tool with its input schema"`
 }
 
-// CallArgs are the call tool's arguments.
-type CallArgs struct {
+// callArgs are the call tool's arguments.
+type callArgs struct {
 	Name      string         `json:"name" jsonschema:"the tool's full name, SERVER__tool"`
 	Arguments map[string]any `json:"arguments,omitempty" jsonschema:"the tool's arguments"`
 }
@@ -110,7 +110,7 @@ func textResult(isErr bool, structured any, format string, args ...any) *mcp.Cal
 	return &mcp.CallToolResult{IsError: isErr, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
 
-func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a AddServerArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addServerArgs) (*mcp.CallToolResult, any, error) {
 	program := a.Command
 	if len(a.CLISchema) > 0 {
 		program = a.CLISchema[0]
@@ -167,7 +167,7 @@ func (m admin) allowed(cmd string) bool {
 	return false
 }
 
-func (m admin) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
 	if err := m.remove(a.Name); err != nil {
 		return textResult(true, nil, "remove_server: %v", err), nil, nil
 	}
@@ -262,7 +262,7 @@ func toolKey(t *mcp.Tool) string {
 	return string(b)
 }
 
-func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a NameArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
 	out, err := m.Reload(ctx, a.Name)
 	if err != nil {
 		return textResult(true, out, "reload_server %s: %v", a.Name, err), nil, nil
@@ -297,7 +297,7 @@ func (m *Mux) reloadText(head, server string, out Outcome) string {
 	return b.String()
 }
 
-func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a ListArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a listArgs) (*mcp.CallToolResult, any, error) {
 	list := m.List(a.Verbose)
 	if len(list) == 0 {
 		return textResult(false, map[string]any{"servers": list}, "no servers (add one with add_server)"), nil, nil
@@ -341,7 +341,7 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a CallArgs) (*mcp.CallToolResult, any, error) {
+func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a callArgs) (*mcp.CallToolResult, any, error) {
 	m.mu.Lock()
 	r, ok := m.cat.tools[a.Name]
 	m.mu.Unlock()
@@ -394,7 +394,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 		info.Uptime = result.Dur(time.Since(s.started))
 	}
 	for _, t := range s.tools {
-		full := Join(sp.Name, m.sep, t.Name)
+		full := joinName(sp.Name, m.sep, t.Name)
 		if _, ok := m.cat.tools[full]; !ok {
 			continue
 		}
@@ -404,7 +404,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 		}
 	}
 	for _, p := range s.prompts {
-		info.Prompts = append(info.Prompts, Join(sp.Name, m.sep, p.Name))
+		info.Prompts = append(info.Prompts, joinName(sp.Name, m.sep, p.Name))
 	}
 	info.LastBuild = buildInfo(s.lastBuild)
 	return info

@@ -154,7 +154,7 @@ type restarts struct {
 const (
 	DefaultStopTimeout  = 2 * time.Second
 	DefaultTool         = "recompile"
-	DefaultMaxMessage   = 64 << 20
+	DefaultMaxMessage   = wire.DefaultMaxMessage
 	DefaultQueueSize    = 256
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second

@@ -16,7 +16,7 @@ import (
 // Defaults for the zero values of Config.Debounce and Config.MaxWait.
 const (
 	DefaultDebounce = 100 * time.Millisecond
-	DefaultMaxWait  = 3 * time.Second
+	defaultMaxWait  = 3 * time.Second
 )
 
 // Config says what to watch and how to batch changes.
@@ -48,7 +48,7 @@ type Config struct {
 	Debounce time.Duration
 	// MaxWait caps the wait from the first event of a batch, so an
 	// endless stream of events still yields batches; default
-	// DefaultMaxWait.
+	// defaultMaxWait.
 	MaxWait time.Duration
 	// Poll, when > 0, replaces fsnotify by a walk of the tree at this
 	// interval.
@@ -130,7 +130,7 @@ func newSettings(cfg Config) (*settings, error) {
 		s.debounce = DefaultDebounce
 	}
 	if s.maxWait == 0 {
-		s.maxWait = DefaultMaxWait
+		s.maxWait = defaultMaxWait
 	}
 	return s, nil
 }

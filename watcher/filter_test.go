@@ -64,7 +64,7 @@ func TestSettingsNormalize(t *testing.T) {
 	if got := strings.Join(s.ignore, ","); got != "bin/app,out" {
 		t.Errorf("ignore = %q", got)
 	}
-	if s.debounce != DefaultDebounce || s.maxWait != DefaultMaxWait {
+	if s.debounce != DefaultDebounce || s.maxWait != defaultMaxWait {
 		t.Errorf("defaults not applied: %v %v", s.debounce, s.maxWait)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/traffic"
+	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 )
@@ -37,11 +39,11 @@ const (
 	defaultTrafficMaxMessage = traffic.DefaultMaxMessage
 	defaultTrafficMaxSize    = traffic.DefaultMaxFile
 
-	defaultCLITimeout     = 60 * time.Second
-	defaultCLIMaxOutput   = 4 * mib
-	defaultCLIMaxParallel = 4
+	defaultCLITimeout     = clitools.DefaultTimeout
+	defaultCLIMaxOutput   = clitools.DefaultMaxOutput
+	defaultCLIMaxParallel = clitools.DefaultMaxParallel
 
-	defaultSeparator = "__"
+	defaultSeparator = mux.DefaultSeparator
 	defaultAddServer = true
 )
 

@@ -32,7 +32,7 @@ type Instance struct {
 // Filter selects instances. The zero Filter selects every instance of
 // this user.
 type Filter struct {
-	Dir     string // runtime folder; "" = RuntimeDir()
+	Dir     string // runtime folder; "" = runtimeDir()
 	Config  string // only instances of this config file
 	Project string // only instances whose project folder is this folder or holds it
 }
@@ -81,7 +81,7 @@ func Instances(f Filter) ([]Instance, error) {
 	}
 	dir := f.Dir
 	if dir == "" {
-		d, err := RuntimeDir()
+		d, err := runtimeDir()
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func Instances(f Filter) ([]Instance, error) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, err := DialSocket(ctx, path)
+			c, err := dialSocket(ctx, path)
 			if err != nil {
 				return
 			}
@@ -147,7 +147,7 @@ type Client struct {
 
 // Dial connects to an instance found by Instances.
 func Dial(ctx context.Context, inst Instance) (*Client, error) {
-	c, err := DialSocket(ctx, inst.Socket)
+	c, err := dialSocket(ctx, inst.Socket)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +155,8 @@ func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	return c, nil
 }
 
-// DialSocket connects to the control socket at path.
-func DialSocket(ctx context.Context, path string) (*Client, error) {
+// dialSocket connects to the control socket at path.
+func dialSocket(ctx context.Context, path string) (*Client, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {

@@ -208,7 +208,7 @@ func TestRebuildReturnsTheInstanceResult(t *testing.T) {
 	ft := &fakeTarget{name: "notes", build: want}
 	s := listenT(t, Info{Dir: dir, Target: ft})
 	ctx := ctxT(t)
-	c, err := DialSocket(ctx, s.Path())
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestLogsAndFollow(t *testing.T) {
 	s := listenT(t, Info{Dir: dir, Target: &fakeTarget{}, Logs: ring})
 	ctx := ctxT(t)
 
-	c, err := DialSocket(ctx, s.Path())
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestLogsAndFollow(t *testing.T) {
 	c.Close()
 
 	// Follow: the backlog, then lines written later, until ctx ends.
-	c, err = DialSocket(ctx, s.Path())
+	c, err = dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestLogsAndFollow(t *testing.T) {
 	}
 
 	// A follower ends cleanly when the instance closes.
-	c2, err := DialSocket(ctx, s.Path())
+	c2, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestLogsAndFollow(t *testing.T) {
 
 	// No ring: a clear error.
 	s2 := listenT(t, Info{Dir: dir, Target: &fakeTarget{}})
-	c3, _ := DialSocket(ctx, s2.Path())
+	c3, _ := dialSocket(ctx, s2.Path())
 	defer c3.Close()
 	if err := c3.Logs(ctx, &buf, false, 0); err == nil || !strings.Contains(err.Error(), "keeps no log") {
 		t.Fatalf("logs without a ring: %v", err)
@@ -563,7 +563,7 @@ func TestPeerOfAnotherUidRefused(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := ctxT(t)
-	c, err := DialSocket(ctx, s.Path())
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +633,7 @@ func TestGarbageAndOversizedRequests(t *testing.T) {
 	}
 	// Other connections were never affected.
 	ctx := ctxT(t)
-	c2, err := DialSocket(ctx, s.Path())
+	c2, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,7 +663,7 @@ func TestStuckFollowerDoesNotBlock(t *testing.T) {
 	}
 	// Other peers are still served.
 	ctx := ctxT(t)
-	c2, err := DialSocket(ctx, s.Path())
+	c2, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,9 +736,9 @@ func TestRuntimeDirDefault(t *testing.T) {
 	}
 	defer os.RemoveAll(base)
 	t.Setenv("XDG_RUNTIME_DIR", base)
-	d, err := RuntimeDir()
+	d, err := runtimeDir()
 	if err != nil || d != filepath.Join(base, "mcpflow") {
-		t.Fatalf("RuntimeDir = %q, %v", d, err)
+		t.Fatalf("runtimeDir = %q, %v", d, err)
 	}
 	if got, err := Instances(Filter{}); err != nil || len(got) != 0 {
 		t.Fatalf("no folder yet: %+v, %v", got, err)
@@ -752,7 +752,7 @@ func TestRuntimeDirDefault(t *testing.T) {
 	}
 
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "missing"))
-	d, _ = RuntimeDir()
+	d, _ = runtimeDir()
 	if want := filepath.Join(os.TempDir(), fmt.Sprintf("mcpflow-%d", os.Geteuid())); d != want {
 		t.Fatalf("with a missing XDG_RUNTIME_DIR: %q, want %q", d, want)
 	}

@@ -4,8 +4,8 @@ package control
 
 import "net"
 
-// RuntimeDir reports ErrUnsupported on this system.
-func RuntimeDir() (string, error) { return "", ErrUnsupported }
+// runtimeDir reports ErrUnsupported on this system.
+func runtimeDir() (string, error) { return "", ErrUnsupported }
 
 func prepareDir(string, bool) error { return ErrUnsupported }
 

@@ -14,11 +14,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RuntimeDir is where this user's instances put their sockets:
+// runtimeDir is where this user's instances put their sockets:
 // $XDG_RUNTIME_DIR/mcpflow when XDG_RUNTIME_DIR names an existing folder,
 // else <temp>/mcpflow-<uid>. Instances and the commands that look for
 // them agree as long as they share these two variables.
-func RuntimeDir() (string, error) {
+func runtimeDir() (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
 			return filepath.Join(d, "mcpflow"), nil

@@ -31,8 +31,8 @@
 // unknown method, a request over MaxRequest bytes (the rest of that line
 // is skipped) and an error of the instance all get one, and the connection
 // goes on. None of it reaches the MCP session. A peer never blocks the
-// instance: each response must be taken within WriteTimeout, an idle
-// connection is closed after IdleTimeout, at most MaxConns connections are
+// instance: each response must be taken within writeTimeout, an idle
+// connection is closed after idleTimeout, at most maxConns connections are
 // served at once, and the log ring never waits for a follower.
 //
 // The instance provides a Target (its Status and Rebuild) and, for logs, a

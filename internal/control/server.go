@@ -23,9 +23,9 @@ import (
 // Limits of a Server.
 const (
 	MaxRequest   = 64 << 10         // bytes in one request line
-	MaxConns     = 32               // connections served at once
-	WriteTimeout = 10 * time.Second // for a peer to take a response
-	IdleTimeout  = 5 * time.Minute  // between requests
+	maxConns     = 32               // connections served at once
+	writeTimeout = 10 * time.Second // for a peer to take a response
+	idleTimeout  = 5 * time.Minute  // between requests
 	closeGrace   = 500 * time.Millisecond
 
 	maxSocketPath = 103 // sun_path holds 104 bytes on macOS and BSDs (108 on Linux), with its NUL
@@ -36,7 +36,7 @@ var ErrUnsupported = errors.New("the control socket (mcpflow status, rebuild, lo
 
 // Info is what Listen needs from the instance.
 type Info struct {
-	Dir     string        // runtime folder; "" = RuntimeDir()
+	Dir     string        // runtime folder; "" = runtimeDir()
 	Config  string        // absolute path of the config file; "" when started from the command line
 	Project string        // absolute project folder
 	Mode    string        // ModeSingle, ModeMux or ModeCLI
@@ -79,7 +79,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 		return nil, errors.New("control: Listen needs a Target")
 	}
 	if info.Dir == "" {
-		d, err := RuntimeDir()
+		d, err := runtimeDir()
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 	}
 	s := &Server{
 		info: info, path: path, started: time.Now(), ln: ln, wantUID: wantUID,
-		sem: make(chan struct{}, MaxConns), conns: make(map[*net.UnixConn]struct{}),
+		sem: make(chan struct{}, maxConns), conns: make(map[*net.UnixConn]struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
@@ -238,7 +238,7 @@ func (s *Server) accept() {
 		case s.sem <- struct{}{}:
 		default:
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			c.Write(errLine(fmt.Sprintf("too many control connections (%d): try again later", MaxConns)))
+			c.Write(errLine(fmt.Sprintf("too many control connections (%d): try again later", maxConns)))
 			c.Close()
 			continue
 		}
@@ -332,7 +332,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		<-readerDone
 	}()
 
-	idle := time.NewTimer(IdleTimeout)
+	idle := time.NewTimer(idleTimeout)
 	defer idle.Stop()
 	for {
 		select {
@@ -346,7 +346,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 			if !cn.handle(ctx, it) || cn.bad {
 				return
 			}
-			idle.Reset(IdleTimeout)
+			idle.Reset(idleTimeout)
 		}
 	}
 }
@@ -390,7 +390,7 @@ func (cn *conn) send(r response) {
 	}
 	b = append(b, '\n')
 	if cn.out.Available() < len(b) {
-		cn.c.SetWriteDeadline(time.Now().Add(WriteTimeout))
+		cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	}
 	if _, err := cn.out.Write(b); err != nil {
 		cn.bad = true
@@ -401,7 +401,7 @@ func (cn *conn) flush() {
 	if cn.bad {
 		return
 	}
-	cn.c.SetWriteDeadline(time.Now().Add(WriteTimeout))
+	cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if err := cn.out.Flush(); err != nil {
 		cn.bad = true
 	}

@@ -42,7 +42,7 @@ func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, erro
 		if i >= len(msg) || msg[i] != '"' {
 			return 0, errors.New("expected object key")
 		}
-		ke, err := SkipString(msg, i)
+		ke, err := skipString(msg, i)
 		if err != nil {
 			return 0, err
 		}
@@ -59,7 +59,7 @@ func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, erro
 			return 0, errors.New("expected ':' after object key")
 		}
 		vs := SkipSpace(msg, i+1)
-		ve, err := SkipValue(msg, vs)
+		ve, err := skipValue(msg, vs)
 		if err != nil {
 			return 0, err
 		}
@@ -125,14 +125,14 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
-// SkipValue returns the offset just after the JSON value starting at b[i].
-func SkipValue(b []byte, i int) (int, error) {
+// skipValue returns the offset just after the JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
 	if i >= len(b) {
 		return 0, errors.New("unexpected end of message")
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return SkipString(b, i)
+		return skipString(b, i)
 	case c == '{':
 		return Object(b, i, nil)
 	case c == '[':
@@ -141,7 +141,7 @@ func SkipValue(b []byte, i int) (int, error) {
 			return i + 1, nil
 		}
 		for {
-			end, err := SkipValue(b, SkipSpace(b, i))
+			end, err := skipValue(b, SkipSpace(b, i))
 			if err != nil {
 				return 0, err
 			}
@@ -182,10 +182,10 @@ func literal(b []byte, i int, lit string) (int, error) {
 	return 0, errors.New("invalid literal")
 }
 
-// SkipString returns the offset after the string starting at b[i] (a quote).
+// skipString returns the offset after the string starting at b[i] (a quote).
 // It jumps from quote to quote with bytes.IndexByte, which is what keeps
 // large payloads cheap.
-func SkipString(b []byte, i int) (int, error) {
+func skipString(b []byte, i int) (int, error) {
 	j := i + 1
 	for {
 		k := bytes.IndexByte(b[j:], '"')

@@ -52,14 +52,14 @@ func TestMembersRejects(t *testing.T) {
 	}
 }
 
-// TestSkipValueAgreesWithEncodingJSON: on valid JSON, SkipValue ends each
+// TestSkipValueAgreesWithEncodingJSON: on valid JSON, skipValue ends each
 // value where encoding/json's decoder does.
 func TestSkipValueAgreesWithEncodingJSON(t *testing.T) {
 	for _, v := range []string{`"a\\"`, `"\\\""`, `-1.5e+3`, `[]`, `[ [ ], { } ]`, `{"k":[true,false,null]}`, `"é"`} {
 		b := []byte(v + ` ,`)
-		end, err := SkipValue(b, 0)
+		end, err := skipValue(b, 0)
 		if err != nil || end != len(v) {
-			t.Errorf("SkipValue(%s) = %d, %v; want %d", v, end, err, len(v))
+			t.Errorf("skipValue(%s) = %d, %v; want %d", v, end, err, len(v))
 		}
 		if !json.Valid(b[:end]) {
 			t.Errorf("%s: the span is not one JSON value", v)

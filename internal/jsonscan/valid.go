@@ -2,8 +2,8 @@ package jsonscan
 
 import "unicode/utf8"
 
-// MaxDepth is encoding/json's limit on nested arrays and objects.
-const MaxDepth = 10000
+// maxDepth is encoding/json's limit on nested arrays and objects.
+const maxDepth = 10000
 
 // Valid reports whether b is exactly one JSON value (RFC 8259), with
 // optional white space around it, in valid UTF-8: json.Valid(b) &&
@@ -23,7 +23,7 @@ value:
 	}
 	switch c := b[i]; c {
 	case '{', '[':
-		if len(stack)+1 > MaxDepth {
+		if len(stack)+1 > maxDepth {
 			return false
 		}
 		i = skipWS(b, i+1)
@@ -41,19 +41,19 @@ value:
 			return false
 		}
 	case 't':
-		if i, ok = ValidLiteral(b, i, "true"); !ok {
+		if i, ok = validLiteral(b, i, "true"); !ok {
 			return false
 		}
 	case 'f':
-		if i, ok = ValidLiteral(b, i, "false"); !ok {
+		if i, ok = validLiteral(b, i, "false"); !ok {
 			return false
 		}
 	case 'n':
-		if i, ok = ValidLiteral(b, i, "null"); !ok {
+		if i, ok = validLiteral(b, i, "null"); !ok {
 			return false
 		}
 	default:
-		if i, ok = ValidNumber(b, i); !ok {
+		if i, ok = validNumber(b, i); !ok {
 			return false
 		}
 	}
@@ -105,9 +105,9 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// ValidLiteral checks that b[i:] starts with lit and returns the index
+// validLiteral checks that b[i:] starts with lit and returns the index
 // after it.
-func ValidLiteral(b []byte, i int, lit string) (int, bool) {
+func validLiteral(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return i, false
 	}
@@ -136,7 +136,7 @@ func validString(b []byte, i int) (int, bool) {
 					return i, false
 				}
 				for _, h := range b[i+2 : i+6] {
-					if !IsHex(h) {
+					if !isHex(h) {
 						return i, false
 					}
 				}
@@ -159,14 +159,14 @@ func validString(b []byte, i int) (int, bool) {
 	return i, false
 }
 
-// IsHex reports whether c is a hexadecimal digit.
-func IsHex(c byte) bool {
+// isHex reports whether c is a hexadecimal digit.
+func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// ValidNumber checks the number starting at b[i]:
+// validNumber checks the number starting at b[i]:
 // -? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
-func ValidNumber(b []byte, i int) (int, bool) {
+func validNumber(b []byte, i int) (int, bool) {
 	n := len(b)
 	if i < n && b[i] == '-' {
 		i++

@@ -24,7 +24,7 @@ func FuzzValid(f *testing.F) {
 }
 
 func TestValidDepth(t *testing.T) {
-	for _, depth := range []int{MaxDepth, MaxDepth + 1} {
+	for _, depth := range []int{maxDepth, maxDepth + 1} {
 		for _, open := range []string{"[", `{"a":`} {
 			closeTo := map[string]string{"[": "]", `{"a":`: "}"}[open]
 			for _, inner := range []string{"1", "[]", "{}"} {

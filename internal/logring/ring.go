@@ -5,7 +5,7 @@
 // A Ring is an io.Writer: put it beside stderr in an io.MultiWriter. It
 // splits what it is given into lines and keeps each line whole: a line
 // written in several pieces is stored once its newline arrives (a line
-// longer than MaxLine is stored in MaxLine pieces). It keeps the newest
+// longer than maxLine is stored in maxLine pieces). It keeps the newest
 // lines up to its capacity and drops the oldest.
 //
 // Follow hands out the lines kept so far and, from the same instant, every
@@ -21,15 +21,15 @@ import (
 	"sync"
 )
 
-// DefaultLines is the capacity of a Ring made with New(0).
-const DefaultLines = 5000
+// defaultLines is the capacity of a Ring made with New(0).
+const defaultLines = 5000
 
-// MaxLine is the longest line kept whole; longer ones are cut into pieces
+// maxLine is the longest line kept whole; longer ones are cut into pieces
 // of this size.
-const MaxLine = 64 << 10
+const maxLine = 64 << 10
 
-// DefaultBuffer is the channel capacity of a Follow made with buffer 0.
-const DefaultBuffer = 1024
+// defaultBuffer is the channel capacity of a Follow made with buffer 0.
+const defaultBuffer = 1024
 
 // Ring is an in-memory tail of a log. The zero value is not usable; call
 // New.
@@ -43,10 +43,10 @@ type Ring struct {
 	subs    map[*Sub]struct{}
 }
 
-// New returns a Ring that keeps the last n lines (DefaultLines if n <= 0).
+// New returns a Ring that keeps the last n lines (defaultLines if n <= 0).
 func New(n int) *Ring {
 	if n <= 0 {
-		n = DefaultLines
+		n = defaultLines
 	}
 	return &Ring{cap: n, subs: make(map[*Sub]struct{})}
 }
@@ -61,13 +61,13 @@ func (r *Ring) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			room := MaxLine - len(r.partial)
+			room := maxLine - len(r.partial)
 			for len(p) > room {
 				r.partial = append(r.partial, p[:room]...)
 				p = p[room:]
 				r.addLocked(string(r.partial))
 				r.partial = r.partial[:0]
-				room = MaxLine
+				room = maxLine
 			}
 			r.partial = append(r.partial, p...)
 			break
@@ -81,16 +81,16 @@ func (r *Ring) Write(p []byte) (int, error) {
 			line = string(p[:i])
 		}
 		p = p[i+1:]
-		for len(line) > MaxLine {
-			r.addLocked(line[:MaxLine])
-			line = line[MaxLine:]
+		for len(line) > maxLine {
+			r.addLocked(line[:maxLine])
+			line = line[maxLine:]
 		}
 		if len(line) > 0 && line[len(line)-1] == '\r' {
 			line = line[:len(line)-1]
 		}
 		r.addLocked(line)
 	}
-	if cap(r.partial) > MaxLine && len(r.partial) == 0 {
+	if cap(r.partial) > maxLine && len(r.partial) == 0 {
 		r.partial = nil
 	}
 	return n, nil
@@ -134,10 +134,10 @@ func (r *Ring) snapshotLocked() []string {
 
 // Follow returns the kept lines, oldest first, and a subscription that
 // receives every line stored after them. buffer is the channel's capacity
-// (DefaultBuffer if <= 0). The caller must Close the subscription.
+// (defaultBuffer if <= 0). The caller must Close the subscription.
 func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 	if buffer <= 0 {
-		buffer = DefaultBuffer
+		buffer = defaultBuffer
 	}
 	s := &Sub{r: r, c: make(chan string, buffer)}
 	s.C = s.c

@@ -26,20 +26,20 @@ func TestKeepsLastLinesWhole(t *testing.T) {
 
 func TestDefaultCapacityAndLongLines(t *testing.T) {
 	r := New(0)
-	for i := range DefaultLines + 10 {
+	for i := range defaultLines + 10 {
 		fmt.Fprintf(r, "line %d\n", i)
 	}
 	got := r.Lines()
-	if len(got) != DefaultLines || got[0] != "line 10" || got[len(got)-1] != fmt.Sprintf("line %d", DefaultLines+9) {
+	if len(got) != defaultLines || got[0] != "line 10" || got[len(got)-1] != fmt.Sprintf("line %d", defaultLines+9) {
 		t.Fatalf("kept %d lines, first %q last %q", len(got), got[0], got[len(got)-1])
 	}
 	r = New(10)
-	long := strings.Repeat("x", MaxLine+5)
+	long := strings.Repeat("x", maxLine+5)
 	r.Write([]byte(long[:100]))
 	r.Write([]byte(long[100:]))
 	r.Write([]byte("\n"))
 	got = r.Lines()
-	if len(got) != 2 || len(got[0]) != MaxLine || got[1] != "xxxxx" {
+	if len(got) != 2 || len(got[0]) != maxLine || got[1] != "xxxxx" {
 		t.Fatalf("long line kept as %d pieces", len(got))
 	}
 }

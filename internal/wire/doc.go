@@ -15,6 +15,6 @@
 //   - Transport puts a Go SDK peer on a Reader and a writer, answering what
 //     the SDK's own stdio connection would end the session on and keeping
 //     every request id exactly as the peer wrote it.
-//   - ModernVersion and IsModern tell the protocol eras apart; the _meta
+//   - modernVersion and IsModern tell the protocol eras apart; the _meta
 //     keys are the SDK's (mcp.MetaKey*).
 package wire

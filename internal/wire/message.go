@@ -97,10 +97,10 @@ func Splice(msg []byte, start, end int, repl []byte) []byte {
 	return append(out, msg[end:]...)
 }
 
-// ModernVersion is the first protocol revision of the modern era
+// modernVersion is the first protocol revision of the modern era
 // (2026-07-28): no initialize, and every request carries its session in
 // _meta. The _meta keys themselves are the SDK's (mcp.MetaKey*).
-const ModernVersion = "2026-07-28"
+const modernVersion = "2026-07-28"
 
 // IsModern reports whether a protocol version belongs to the modern era.
-func IsModern(version string) bool { return version >= ModernVersion }
+func IsModern(version string) bool { return version >= modernVersion }

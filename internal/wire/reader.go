@@ -15,9 +15,9 @@ import (
 // configured (relay.max_message).
 const DefaultMaxMessage = 64 << 20
 
-// HeadSize is how much of an over-long line a TooLargeError keeps: enough
+// headSize is how much of an over-long line a TooLargeError keeps: enough
 // for the id of any message that puts it first, as SDKs do.
-const HeadSize = 4096
+const headSize = 4096
 
 // bufSize is the read buffer. A line that fits is copied out of it once; a
 // longer one is gathered in a slice that doubles as it grows.
@@ -52,7 +52,7 @@ func NewReader(r io.Reader, max int) *Reader {
 type TooLargeError struct {
 	Size int    // the line's length (at least; a line cut by the end of input may be longer)
 	Max  int    // the limit
-	Head []byte // the line's first HeadSize bytes
+	Head []byte // the line's first headSize bytes
 }
 
 func (e *TooLargeError) Error() string {
@@ -164,4 +164,4 @@ func (r *Reader) skip(size int, head []byte) error {
 	}
 }
 
-func head(b []byte) []byte { return bytes.Clone(b[:min(len(b), HeadSize)]) }
+func head(b []byte) []byte { return bytes.Clone(b[:min(len(b), headSize)]) }

@@ -89,7 +89,7 @@ func FuzzReader(f *testing.F) {
 			var bad *InvalidError
 			switch {
 			case w.tooLarge > 0:
-				if !errors.As(err, &tl) || tl.Size < w.tooLarge-1 || tl.Max != max || !bytes.HasPrefix(w.raw, tl.Head) || len(tl.Head) > HeadSize {
+				if !errors.As(err, &tl) || tl.Size < w.tooLarge-1 || tl.Max != max || !bytes.HasPrefix(w.raw, tl.Head) || len(tl.Head) > headSize {
 					t.Fatalf("line %d: want a TooLargeError of %d bytes with a prefix of %q, got %q, %v", i, w.tooLarge, w.raw, got, err)
 				}
 			case w.invalid:
