@@ -47,7 +47,7 @@ func memory(b *bench) (res *result, err error) {
 	if err := writeFile(filepath.Join(proj, "main.go"), "package main\n\nfunc main() {}\n"); err != nil {
 		return res, err
 	}
-	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s]\n\n[watch]\ninclude = [\"**/*.go\"]\n", tomlStr(b.fixture))); err != nil {
+	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s, \"-variant-file\", \"variant\"]\n\n[watch]\ninclude = [\"**/*.go\"]\n", tomlStr(b.fixture))); err != nil {
 		return res, err
 	}
 	mcp, err := b.start("mcpflow", proj, b.mcpflow, "watch", "-c", cfg)
@@ -88,7 +88,7 @@ func memory(b *bench) (res *result, err error) {
 	tenth := max(1, b.opt.leakRestarts/10)
 	var mid procSnap
 	for i := range b.opt.leakRestarts {
-		if _, _, _, err := recompile(mcp); err != nil {
+		if _, _, _, err := recompile(mcp, proj); err != nil {
 			return res, err
 		}
 		if i+1 == tenth {

@@ -4,8 +4,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -32,8 +34,19 @@ func parseRestart(text string) (restartTimes, error) {
 	return restartTimes{d[0], d[1], d[2], d[3], d[4]}, nil
 }
 
-// recompile calls the recompile tool and waits for list_changed too.
-func recompile(p *peer) (rt restartTimes, wall, toList time.Duration, err error) {
+// recompile flips the fixture's variant in dir (v1 has no reverse tool,
+// v2 has it), so the restart changes the tools, calls the recompile tool,
+// and waits for list_changed too: mcpflow sends it only for a list that
+// changed.
+func recompile(p *peer, dir string) (rt restartTimes, wall, toList time.Duration, err error) {
+	variant := filepath.Join(dir, "variant")
+	next := "v2"
+	if b, _ := os.ReadFile(variant); strings.TrimSpace(string(b)) == "v2" {
+		next = "v1"
+	}
+	if err := writeFile(variant, next); err != nil {
+		return rt, 0, 0, err
+	}
 	p.notes = nil
 	t0 := time.Now()
 	rep, err := p.call("tools/call", `{"name":"recompile","arguments":{}}`, time.Minute)
@@ -65,7 +78,7 @@ func restartCost(b *bench) (res *result, err error) {
 		return res, err
 	}
 	cfg := filepath.Join(dir, "mcpflow.toml")
-	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s]\n\n[watch]\nenabled = false\n", tomlStr(b.fixture))); err != nil {
+	if err := writeFile(cfg, fmt.Sprintf("[run]\ncommand = [%s, \"-variant-file\", \"variant\"]\n\n[watch]\nenabled = false\n", tomlStr(b.fixture))); err != nil {
 		return res, err
 	}
 	mcp, err := b.start("mcpflow", dir, b.mcpflow, "watch", "-c", cfg)
@@ -77,7 +90,7 @@ func restartCost(b *bench) (res *result, err error) {
 		return res, err
 	}
 	for range 3 { // warm up; the first one also learns the tool baseline
-		if _, _, _, err := recompile(mcp); err != nil {
+		if _, _, _, err := recompile(mcp, dir); err != nil {
 			return res, err
 		}
 	}
@@ -89,7 +102,7 @@ func restartCost(b *bench) (res *result, err error) {
 		for k := range 2 {
 			if (r+k)%2 == 0 {
 				var w, l time.Duration
-				if rt, w, l, err = recompile(mcp); err != nil {
+				if rt, w, l, err = recompile(mcp, dir); err != nil {
 					return res, err
 				}
 				total.addDur(rt.total)
@@ -127,7 +140,7 @@ func restartCost(b *bench) (res *result, err error) {
 		judge("≤ 15ms (median)", own.median() <= float64(15*time.Millisecond)))
 	res.add(stat("own share − child's tools/list and stop", uDur, &ownNet))
 	res.note("own share is paired per round: mcpflow's reported total minus the start-up of a fixture started alone in the same round")
-	res.note("mcpflow runs with no [build] and watch off, so recompile is stop + start + handshake replay + tools/list; 3 warm-up recompiles not counted")
+	res.note("mcpflow runs with no [build] and watch off, so recompile is stop + start + handshake replay + tools/list; each recompile flips the fixture between v1 and v2 (tools +reverse / -reverse), since list_changed is sent only for a list that changed; 3 warm-up recompiles not counted")
 	return res, nil
 }
 

@@ -125,8 +125,11 @@ func (c *conn) handle(msg []byte) bool {
 	}
 	if !env.IsArray {
 		m, refusal := c.prepare(msg, env)
-		if refusal != nil {
+		switch {
+		case refusal != nil:
 			return c.writeLine(refusal) == nil
+		case m == nil:
+			return true
 		}
 		return c.deliver(m)
 	}
@@ -145,6 +148,9 @@ func (c *conn) handle(msg []byte) bool {
 		m, refusal := c.prepare(el, env)
 		if refusal != nil {
 			refusals = append(refusals, refusal)
+			continue
+		}
+		if m == nil {
 			continue
 		}
 		if env.IsRequest() {
@@ -171,29 +177,39 @@ func (c *conn) deliver(m jsonrpc.Message) bool {
 	}
 }
 
-// prepare decodes one message for the SDK, renumbering a request; or it
-// returns the error answer the message gets instead.
+// prepare makes one message into the SDK's form, renumbering a request
+// (the envelope has what it needs: nothing is decoded twice); or it
+// returns the error answer the message gets instead. A response that is
+// no answer to the SDK's requests is dropped (nil, nil): a response gets
+// no answer.
 func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
-	if env.Method != "" && env.ID != nil {
-		if p := IDProblem(env.ID); p != "" {
-			return nil, ErrorResponse(nil, CodeInvalidRequest, p, nil)
+	if env.Method == "" && (env.Result != nil || env.HasError) {
+		m, err := c.response(env)
+		if err != nil {
+			c.log.Warn("dropped a response that is not an answer to a request of mcpflow's", "err", err, "msg", abbreviate(msg, 200))
 		}
-	}
-	m, err := jsonrpc.DecodeMessage(msg)
-	if err != nil {
-		id := env.ID
-		if IDProblem(id) != "" {
-			id = nil
-		}
-		return nil, ErrorResponse(id, CodeInvalidRequest, "Invalid Request: "+err.Error(), nil)
-	}
-	req, ok := m.(*jsonrpc.Request)
-	if !ok {
 		return m, nil
+	}
+	id := env.ID
+	if IDProblem(id) != "" {
+		id = nil
+	}
+	invalid := func(why string) []byte { return ErrorResponse(id, CodeInvalidRequest, "Invalid Request: "+why, nil) }
+	switch {
+	case env.ID != nil && IDProblem(env.ID) != "":
+		return nil, ErrorResponse(nil, CodeInvalidRequest, IDProblem(env.ID), nil)
+	case string(env.Version) != `"2.0"`:
+		return nil, invalid(`"jsonrpc" must be "2.0"`)
+	case env.Method == "":
+		return nil, invalid("a message needs a method, a result or an error")
+	}
+	req := &jsonrpc.Request{Method: env.Method, Params: env.Params}
+	if req.Method == "" {
+		return nil, invalid("the method is empty")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if req.IsCall() {
+	if env.ID != nil {
 		key := string(env.ID)
 		if _, dup := c.inFlight[key]; dup {
 			return nil, ErrorResponse(env.ID, CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
@@ -216,6 +232,28 @@ func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
 		}
 	}
 	return req, nil
+}
+
+// response is the SDK's form of a response to one of its requests (its
+// own ids: nothing to map).
+func (c *conn) response(env Envelope) (jsonrpc.Message, error) {
+	var raw any
+	if err := json.Unmarshal(env.ID, &raw); err != nil || raw == nil {
+		return nil, errors.New("a response needs the id of a request")
+	}
+	id, err := jsonrpc.MakeID(raw)
+	if err != nil {
+		return nil, err
+	}
+	res := &jsonrpc.Response{ID: id, Result: env.Result}
+	if env.HasError {
+		var werr jsonrpc.Error
+		if err := json.Unmarshal(env.Error, &werr); err != nil {
+			werr = jsonrpc.Error{Code: CodeInternalError, Message: "malformed error: " + string(env.Error)}
+		}
+		res.Error, res.Result = &werr, nil
+	}
+	return res, nil
 }
 
 func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -20,8 +20,10 @@ type Envelope struct {
 	ParStart int    // offset of params in the message
 	Result   []byte // raw JSON of "result"; nil when absent
 	ResStart int    // offset of result in the message
-	HasError bool
-	IsArray  bool // a batch: the other fields are unset
+	Error    []byte // raw JSON of "error"; nil when absent
+	HasError bool   // Error != nil
+	Version  []byte // raw JSON of "jsonrpc" (`"2.0"`); nil when absent
+	IsArray  bool   // a batch: the other fields are unset
 }
 
 // IsRequest reports whether the message is a request (method and id).
@@ -88,7 +90,9 @@ func Peek(msg []byte) (Envelope, error) {
 			e.Result = msg[vs:ve]
 			e.ResStart = vs
 		case "error":
-			e.HasError = true
+			e.Error, e.HasError = msg[vs:ve], true
+		case "jsonrpc":
+			e.Version = msg[vs:ve]
 		}
 		return nil
 	})

@@ -20,8 +20,14 @@ const DefaultMaxMessage = 64 << 20
 const headSize = 4096
 
 // bufSize is the read buffer. A line that fits is copied out of it once; a
-// longer one is gathered in a slice that doubles as it grows.
-const bufSize = 64 << 10
+// longer one is gathered in chunks, then copied into one slice of its exact
+// size, so its memory peaks at twice its size. The first chunk is as large
+// as the last long line (and an eighth): long lines tend to come alike, and
+// one that fits in it is returned as it is, without a second copy.
+const (
+	bufSize   = 64 << 10
+	chunkSize = 1 << 20
+)
 
 // Stream is a source of messages: a Reader, or whatever hands a Reader's
 // messages on (cmd's era bridge).
@@ -33,9 +39,10 @@ type Stream interface {
 // It is the only framer in mcpflow: every stream, from a client or from a
 // child, in every mode, is read by one.
 type Reader struct {
-	br  *bufio.Reader
-	max int
-	err error // the read error that ended the last line, returned next
+	br   *bufio.Reader
+	max  int
+	err  error // the read error that ended the last line, returned next
+	last int   // the size of the last long line
 }
 
 // NewReader reads messages of at most max bytes from r (max <= 0 means
@@ -122,28 +129,41 @@ func (r *Reader) line() ([]byte, error) {
 		}
 		return bytes.Clone(b), err
 	}
-	buf := append(make([]byte, 0, 2*len(b)), b...)
+	chunks := [][]byte{append(make([]byte, 0, max(chunkSize, r.last+r.last/8)), b...)}
+	size := len(b)
 	for errors.Is(err, bufio.ErrBufferFull) {
-		if len(buf) > r.max {
-			return nil, r.skip(len(buf), head(buf))
+		if size > r.max {
+			return nil, r.skip(size, head(chunks[0]))
 		}
 		b, err = r.br.ReadSlice('\n')
-		if len(buf)+len(b) > cap(buf) {
-			// Double by hand: the copies stay under twice the line's size.
-			grown := make([]byte, len(buf), max(2*cap(buf), len(buf)+len(b)))
-			copy(grown, buf)
-			buf = grown
+		size += len(b)
+		for len(b) > 0 {
+			last := &chunks[len(chunks)-1]
+			if len(*last) == cap(*last) {
+				chunks = append(chunks, make([]byte, 0, chunkSize))
+				last = &chunks[len(chunks)-1]
+			}
+			n := min(len(b), cap(*last)-len(*last))
+			*last = append(*last, b[:n]...)
+			b = b[n:]
 		}
-		buf = append(buf, b...)
-	}
-	buf = bytes.TrimSuffix(buf, []byte{'\n'})
-	if len(buf) > r.max {
-		return nil, &TooLargeError{Size: len(buf), Max: r.max, Head: head(buf)}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err // a read error cut the line: it is no message
 	}
-	return buf, err
+	r.last = size
+	line := chunks[0]
+	if len(chunks) > 1 {
+		line = make([]byte, 0, size)
+		for _, c := range chunks {
+			line = append(line, c...)
+		}
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	if len(line) > r.max {
+		return nil, &TooLargeError{Size: len(line), Max: r.max, Head: head(line)}
+	}
+	return line, err
 }
 
 // skip discards the rest of an over-long line, size bytes of which were read.
