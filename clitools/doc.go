@@ -38,12 +38,10 @@
 //     other stdout is text. A non-zero exit gives isError with the status,
 //     stdout and the stderr tail. With a progress token, stderr lines are
 //     sent as progress notifications, at most ten a second.
-//   - Serve and Connect answer the calls of the CLI's tools (those
-//     Config.Claim takes) off the SDK server's request path, through
-//     internal/fastlane: the same results, errors, notes, progress,
-//     cancellation and limits, without the SDK's per-request decode and
-//     dispatch. Other requests, and every request on a connection made on
-//     MCPServer directly, go through the MCP server and its middleware.
+//   - Serve serves one client on stdio through wire.Transport (a bad line
+//     is answered and the session goes on; ids come back exactly); the
+//     mux connects MCPServer in memory. Every call goes through the MCP
+//     server, its middleware and the tool's handler.
 //   - Refresh runs the schema command and updates the served tools only
 //     where the client's view differs; the SDK's server then sends
 //     tools/list_changed. A failed refresh changes nothing served; its

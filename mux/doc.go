@@ -48,20 +48,14 @@
 //   - Config.Single serves one server as if it were that server (no
 //     prefix, no management tools, a rebuild tool): cmd's era bridge for
 //     a single-server session whose child refuses the legacy handshake.
-//   - A tools/call of a child's tool, when the client and the child speak
-//     the same era and the call carries no progress token, skips the SDK
-//     on both sides (package internal/fastlane, lane.go): the front's
-//     lane takes it off the front server's path, renames it, swaps the
-//     client's session _meta for the child's, and sends it through the
-//     backend's side door (RawCaller: relay.Deliver, under an id of the
-//     mux's); the child's answer goes back as it is, with the same crash,
-//     removal and cancel handling as the SDK path. Under RunStdio the
-//     call crosses no goroutine of the mux's: the goroutine that read it
-//     from stdin writes it to the child's stdin, and the relay's goroutine
-//     that read the answer from the child's stdout writes it to stdout,
-//     which makes the mux one stage, like the relay alone. tools/list
-//     pages are answered from the front server's own earlier answer until
-//     the catalog changes (catalog.gen).
+//   - Every call takes one path: the front server's handler, the mux's
+//     MCP client toward the child's relay. A 2026-07-28 child is told the
+//     client's own capabilities (its input_required requests reach the
+//     client as they are), under the mux's session otherwise.
+//   - The client is served through the transport Run is given; mcpflow
+//     serves its stdio through wire.Transport (bad lines answered, ids
+//     kept exactly, batches). The mux's client reaches each relay over two
+//     pipes, framed by wire.Reader on both ends.
 //   - Every request gets exactly one response. Close (and the end of Run)
 //     stops every backend and waits for it: no child, no process group
 //     survives the mux.
@@ -74,7 +68,6 @@
 // catalog. The rest is split by job:
 //   - catalog (catalog.go): what the front server lists and who owns it;
 //   - front (route.go): the client's requests, routed to the children;
-//     lane.go: the pass-through path for calls and the side door;
 //   - childSide (route.go): a child's requests and notifications, passed
 //     to the client;
 //   - admin (tools.go): the management tools;

@@ -39,6 +39,14 @@
 // current one: a late answer meant for a replaced child is dropped, never
 // handed to its successor, even when the child-side ids coincide.
 //
+// The client's answer carries its id exactly as the client wrote it. A
+// client id that not every peer echoes back byte for byte (a fraction, an
+// integer a float64 does not hold, a string with escapes or with
+// characters an encoder escapes) reaches the child as one of the relay's
+// ("mcpflow:c<n>"); the answer gets the client's back, and a cancel naming
+// it is mapped the same way. A request whose id is not a string or a
+// number gets -32600 and is never forwarded.
+//
 // # Eras
 //
 // The era is decided by the first client message that decides it:
@@ -84,10 +92,9 @@
 // # Embedding
 //
 // A program that embeds the relay (mcpflow watch, the mux) uses:
-//   - New(Config) and Serve(ctx, in, out): one client on in/out.
-//   - Deliver(msg): one client message handed over in memory, handled on
-//     the caller's goroutine as if read from in (the mux's pass-through
-//     calls); answers go to out as usual.
+//   - New(Config) and Serve(ctx, in, out): one client whose messages come
+//     from in (a wire.Stream: a wire.Reader of the client's stdin, with
+//     Config.MaxMessage as its limit) and whose answers go to out.
 //   - Restart(ctx): start or replace the child; it returns a
 //     *result.Restart (timings, tool diff, handshake differences, error).
 //   - Config.Recompiler (or SetRecompiler): what the recompile tool runs;
@@ -100,13 +107,16 @@
 //   - Config.Traffic: every message as read from either peer, called on
 //     the hot path with no lock held; the callee must not keep msg (nor
 //     write to it) after it returns. Nil costs nothing.
+//   - Config.Handoff: the era bridge's way out (cmd's single mode): when
+//     the child refuses the client's first initialize, the session is
+//     handed over with what the relay held.
 //   - Config.Logger: a *slog.Logger (nil discards).
 //
 // # Parts
 //
 // Relay is the shell: it owns the pipes, the children and the goroutines,
 // and runs restarts (serialized by restarts.mu, which also guards the tool
-// baseline). The switchboard routes messages: it holds the routing lock
+// baseline; restartRun holds a restart's phases). The switchboard routes messages: it holds the routing lock
 // and everything that lock guards, as parts with no lock of their own:
 //   - router (router.go): client ids in flight, renumbered server→client
 //     ids, the relay's own requests, and the drain of a child being
@@ -126,11 +136,12 @@
 //     restart with backoff, or stop on a crash loop.
 //
 // Other parts: child (child.go: one process, started and stopped through
-// internal/proc), outbox (outbox.go: ordered writes to one peer), batches
-// (batch.go: client batches, own lock), eventQueue (events.go), the framing
-// (framing.go, chunks.go, pool.go) and the envelope scanner (envelope.go,
-// internal/jsonscan). Lock order: restarts.mu, then switchboard.mu, then the
-// outboxes', batches' and eventQueue's own.
+// internal/proc, its stderr's tail in an internal/tail buffer), outbox
+// (outbox.go: ordered writes to one peer), eventQueue (events.go). The
+// framing, the envelope, the message builders, the error codes and the
+// client's batches are package wire's, shared with every mode. Lock order:
+// restarts.mu, then switchboard.mu, then the outboxes', the batches' and
+// eventQueue's own.
 //
 // # Writing
 //
@@ -144,22 +155,10 @@
 // Messages are stored and forwarded whole, not streamed: the relay must see
 // a whole line to enforce MaxMessage, to know it is JSON-RPC, and to answer
 // a request with an error instead of handing the client a truncated line
-// when the child dies mid-message. To keep that cheap:
-//   - a line longer than the read buffer is read straight from the pipe
-//     into 1 MiB chunks (framing.go): one copy, no growing slice;
-//   - the chunks come from a pool (pool.go) and go back to it once written
-//     or joined; the pool empties after 5 s without a long line and the
-//     memory goes back to the OS;
-//   - the envelope scanner (chunks.go) is fed as the line arrives, so only
-//     the last read is scanned after the last byte;
-//   - a response passed on unchanged is written from its chunks;
-//   - the pipes are grown to 1 MiB on Linux.
-//
-// Every line, from either peer, is checked with jsonscan.Valid (internal/jsonscan),
-// one pass for JSON and UTF-8; a long child line kept in chunks is checked
-// piece by piece as it is read, with jsonStream (jsonstream.go) beside the
-// envelope scanner. Both are held by fuzz
-// tests to json.Valid && utf8.Valid. BENCHMARKS.md has the figures.
+// when the child dies mid-message. Both peers' streams are read by
+// wire.Reader (one JSON and UTF-8 check per line, jsonscan.Valid); a large
+// message costs about twice its size while it is read, then its size until
+// it is written. On Linux the pipes are grown to 1 MiB.
 //
 // The relay defines Recompiler, which the builder satisfies; the builder
 // calls back Restart through its Restarter interface. Neither package
