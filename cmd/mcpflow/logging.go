@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // logOutput is where the log goes: the log file when one is set, and
@@ -121,4 +123,43 @@ func jsonAttr(key string, v any) slog.Attr {
 	default:
 		return slog.Any(key, v)
 	}
+}
+
+// newLogger returns mcpflow's logger, configured by [log]: charmbracelet's
+// handler for format "text", slog's JSON handler for "json". Every record
+// names its mcpflow process with mcpflow_pid (the relay's "pid" names the
+// child), since several instances may share a log file: an attribute in
+// JSON, the end of the record in text. It writes to stderr and, when file
+// is set, to that file too (see logOutput); stdout belongs to the protocol
+// and is never written. The returned function closes the file.
+func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
+	out := &logOutput{stderr: stderr}
+	closeFn := func() {}
+	if cfg.File != "" {
+		if err := os.MkdirAll(filepath.Dir(cfg.File), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		f, err := os.OpenFile(cfg.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		out.file = f
+		closeFn = func() { f.Close() }
+	}
+	lvl, err := log.ParseLevel(cfg.Level)
+	if err != nil {
+		lvl = log.InfoLevel
+	}
+	if cfg.Format == "json" {
+		h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.Level(lvl)})
+		return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
+	}
+	out.tag = fmt.Appendf(nil, " mcpflow_pid=%d", os.Getpid())
+	h := log.NewWithOptions(out, log.Options{
+		Level:           lvl,
+		ReportTimestamp: true,
+		TimeFormat:      "15:04:05.000",
+		Prefix:          "mcpflow",
+	})
+	return slog.New(h), closeFn, nil
 }
