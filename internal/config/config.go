@@ -159,6 +159,8 @@ type LogConfig struct {
 	Level  string // debug, info, warn or error
 	Format string // text or json
 	File   string // absolute; "" = stderr only
+	// MaxSize: the log file is rotated to FILE.1 past this size
+	MaxSize int64
 
 	Traffic           string // absolute; "" = no traffic capture
 	TrafficMaxMessage int64  // longer messages are truncated in the capture

@@ -278,6 +278,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Watch.Debounce = 100 * time.Millisecond
 	want.Log.Level = "info"
 	want.Log.Format = "text"
+	want.Log.MaxSize = 16 << 20
 	want.Log.TrafficMaxMessage = 64 << 10
 	want.Log.TrafficMaxSize = 16 << 20
 	want.Mux = MuxConfig{Separator: "__", AddServer: true, AllowedCommands: []string{}, Drain: 5 * time.Second}
@@ -644,7 +645,7 @@ func TestSchemaTables(t *testing.T) {
 			t.Errorf("schema lacks %s: %q", want, paths)
 		}
 	}
-	if len(paths) != 2+5+8+12+7+6+4+(2+5+8+7+7) {
+	if len(paths) != 2+5+8+12+7+7+4+(2+5+8+7+7) {
 		t.Errorf("schema has %d keys: %q", len(paths), paths)
 	}
 }

@@ -36,6 +36,7 @@ const (
 
 	defaultLogLevel          = "info"
 	defaultLogFormat         = "text"
+	defaultLogMaxSize        = traffic.DefaultMaxFile // rotated like the traffic file
 	defaultTrafficMaxMessage = traffic.DefaultMaxMessage
 	defaultTrafficMaxSize    = traffic.DefaultMaxFile
 
@@ -77,6 +78,7 @@ func Default(dir string) *Config {
 	c.Log = LogConfig{
 		Level:             defaultLogLevel,
 		Format:            defaultLogFormat,
+		MaxSize:           defaultLogMaxSize,
 		TrafficMaxMessage: defaultTrafficMaxMessage,
 		TrafficMaxSize:    defaultTrafficMaxSize,
 	}

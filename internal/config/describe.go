@@ -57,6 +57,7 @@ func (c *Config) Describe() string {
 	d.kv("level", TOMLString(l.Level), "")
 	d.kv("format", TOMLString(l.Format), "")
 	d.kv("file", TOMLString(l.File), off(l.File, "stderr only"))
+	d.kv("max_size", TOMLString(sizeText(l.MaxSize)), "")
 	d.kv("traffic", TOMLString(l.Traffic), off(l.Traffic, "off"))
 	d.kv("traffic_max_message", TOMLString(sizeText(l.TrafficMaxMessage)), "")
 	d.kv("traffic_max_size", TOMLString(sizeText(l.TrafficMaxSize)), "")

@@ -217,6 +217,10 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:4:23: log.traffic_max_message: must be at least 1KiB, got 10`},
 		{"traffic_max_size", minimal + "[log]\ntraffic_max_size = \"lots\"\n",
 			`mcpflow.toml:4:20: log.traffic_max_size: expected a size like "64MiB"`},
+		{"log max_size small", minimal + "[log]\nfile = \"m.log\"\nmax_size = 100\n",
+			`mcpflow.toml:5:12: log.max_size: must be at least 1KiB, got 100`},
+		{"log max_size word", minimal + "[log]\nmax_size = \"big\"\n",
+			`mcpflow.toml:4:12: log.max_size: expected a size like "64MiB"`},
 		{"startup_grace", minimal + "[relay]\nstartup_grace = \"0s\"\n",
 			`mcpflow.toml:4:17: relay.startup_grace: must be more than 0, got "0s"`},
 		{"relay drain", minimal + "[relay]\ndrain = 5\n",
@@ -245,6 +249,12 @@ func TestNewKeys(t *testing.T) {
 	if c.Relay.StartupGrace != 10*time.Second || c.Relay.Drain != 0 || c.Log.Format != "json" ||
 		c.Log.Traffic != "/proj/logs/traffic.jsonl" || c.Log.TrafficMaxMessage != 1<<20 || c.Log.TrafficMaxSize != 1<<30 {
 		t.Errorf("%+v %+v", c.Relay, c.Log)
+	}
+	if c.Log.MaxSize != 16<<20 {
+		t.Errorf("log.max_size default: %d", c.Log.MaxSize)
+	}
+	if c := mustParse(t, minimal+"[log]\nfile = \"m.log\"\nmax_size = \"1MiB\"\n"); c.Log.MaxSize != 1<<20 || c.Log.File != "/proj/m.log" {
+		t.Errorf("log.max_size: %+v", c.Log)
 	}
 	d := Default("/proj")
 	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != defaultStartupGrace || d.Mux.Separator != "__" {

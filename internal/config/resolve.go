@@ -47,6 +47,7 @@ func (c *Config) apply(fc *fileConfig) []error {
 	if l.File != nil && *l.File != "" {
 		c.Log.File = c.abs(*l.File)
 	}
+	r.size(&c.Log.MaxSize, l.MaxSize)
 	if l.Traffic != nil && *l.Traffic != "" {
 		c.Log.Traffic = c.abs(*l.Traffic)
 	}

@@ -103,6 +103,7 @@ type fileLog struct {
 	Level             *string `toml:"level"`
 	Format            *string `toml:"format"`
 	File              *string `toml:"file"`
+	MaxSize           *size   `toml:"max_size"`
 	Traffic           *string `toml:"traffic"`
 	TrafficMaxMessage *size   `toml:"traffic_max_message"`
 	TrafficMaxSize    *size   `toml:"traffic_max_size"`

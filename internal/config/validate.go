@@ -243,6 +243,7 @@ func (v *validator) log() {
 	if !slices.Contains(logFormatValues, l.Format) {
 		v.bad("log.format", "%s", enumProblem(l.Format, logFormatValues))
 	}
+	v.atLeast("log.max_size", l.MaxSize, minMaxMessage, sizeText)
 	if l.Traffic != "" && l.Traffic == l.File {
 		v.bad("log.traffic", "must differ from log.file (both are %s): the capture has a file of its own", TOMLString(l.File))
 	}

@@ -16,10 +16,11 @@
 // are recorded as "invalid":true and "msg_text".
 //
 // Lines are written in the order the hook is called. Writes are buffered
-// and flushed at least every 200 ms and on Close. The file is rotated by
-// size: when a line would take it past Options.MaxFile, FILE is renamed
-// FILE.1 (replacing an older FILE.1) and a new FILE started. The file is
-// created 0600: messages may hold secrets.
+// (whole lines, at most 64 KiB or half of Options.MaxFile at once) and
+// flushed at least every 200 ms and on Close. The file is a File: rotated
+// by size, when a write would take it past Options.MaxFile, to FILE.1
+// (replacing an older FILE.1), and created 0600, since messages may hold
+// secrets. File is also the rotating file of mcpflow's log.
 //
 // The hook copies what it keeps, so the caller may reuse msg as soon as it
 // returns. A Writer is safe for concurrent use. A write error stops the
@@ -27,11 +28,9 @@
 package traffic
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -59,9 +58,9 @@ type Writer struct {
 	opts Options
 
 	mu      sync.Mutex
-	f       *os.File
-	bw      *bufio.Writer
-	size    int64
+	f       *File
+	buf     []byte // whole lines not yet written
+	bufMax  int    // written once buf would grow past it
 	line    []byte // scratch
 	err     error
 	closed  bool
@@ -77,17 +76,12 @@ func Open(path string, opts Options) (*Writer, error) {
 	if opts.MaxFile <= 0 {
 		opts.MaxFile = DefaultMaxFile
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := OpenFile(path, opts.MaxFile)
 	if err != nil {
-		return nil, fmt.Errorf("traffic file: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("traffic file: %w", err)
 	}
 	w := &Writer{
-		path: path, opts: opts, f: f, bw: bufio.NewWriterSize(f, 64<<10), size: st.Size(),
+		path: path, opts: opts, f: f, bufMax: int(min(64<<10, opts.MaxFile/2)),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go w.flusher()
@@ -152,36 +146,28 @@ func (w *Writer) record(serverFrag []byte, fromClient bool, gen int, msg []byte)
 	if len(w.line) > 1<<20 {
 		defer func() { w.line = nil }()
 	}
-	if w.size > 0 && w.size+int64(len(b)) > w.opts.MaxFile {
-		if err := w.rotateLocked(); err != nil {
-			w.err = err
-			return
-		}
+	if len(w.buf)+len(b) > w.bufMax {
+		w.flushLocked()
 	}
-	n, err := w.bw.Write(b)
-	w.size += int64(n)
-	if err != nil {
-		w.err = fmt.Errorf("traffic file: %w", err)
+	if len(b) > w.bufMax {
+		w.writeLocked(b) // a long line, written alone
+		return
 	}
+	w.buf = append(w.buf, b...)
 }
 
-// rotateLocked moves FILE to FILE.1 and starts a new FILE.
-func (w *Writer) rotateLocked() error {
-	if err := w.bw.Flush(); err != nil {
-		return fmt.Errorf("traffic file: %w", err)
+// flushLocked writes the buffered lines out, in one write.
+func (w *Writer) flushLocked() {
+	if len(w.buf) > 0 && w.err == nil {
+		w.writeLocked(w.buf)
 	}
-	w.f.Close()
-	if err := os.Rename(w.path, w.path+".1"); err != nil {
-		return fmt.Errorf("traffic file: rotate: %w", err)
+	w.buf = w.buf[:0]
+}
+
+func (w *Writer) writeLocked(b []byte) {
+	if _, err := w.f.Write(b); err != nil {
+		w.err = fmt.Errorf("traffic file: %w", err)
 	}
-	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("traffic file: rotate: %w", err)
-	}
-	w.f = f
-	w.bw.Reset(f)
-	w.size = 0
-	return nil
 }
 
 func (w *Writer) flusher() {
@@ -205,11 +191,7 @@ func (w *Writer) flush() error {
 	if w.closed || w.err != nil {
 		return w.err
 	}
-	if w.bw.Buffered() > 0 {
-		if err := w.bw.Flush(); err != nil {
-			w.err = fmt.Errorf("traffic file: %w", err)
-		}
-	}
+	w.flushLocked()
 	return w.err
 }
 
@@ -222,11 +204,7 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.closed = true
-	if w.err == nil {
-		if err := w.bw.Flush(); err != nil {
-			w.err = fmt.Errorf("traffic file: %w", err)
-		}
-	}
+	w.flushLocked()
 	if err := w.f.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("traffic file: %w", err)
 	}

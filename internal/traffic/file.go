@@ -1,0 +1,139 @@
+package traffic
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// File is a file that is appended to and rotated by size: when a write
+// would take it past its maximum, FILE is renamed FILE.1 (replacing an
+// older FILE.1) and a new FILE is started, so the two hold at most twice
+// the maximum. A write larger than the maximum gets a file of its own.
+// FILE is created 0600. The traffic capture writes through one, and so
+// does mcpflow's log file (log.file, log.max_size).
+//
+// Several processes may append to one FILE, each through its own File,
+// as several mcpflow instances sharing a log file do. Each write lands
+// whole (O_APPEND, one write call). The first to find the file full
+// rotates it, holding a lock on the file (flock on Unix) and only if FILE
+// is still the file it writes to, so one rotation happens, never two in a
+// row; the others move to the new FILE at their next write that finds the
+// old one full or removed. A write that still fits may land in FILE.1
+// before that. Nothing is truncated, and no write is lost unless FILE.1
+// is replaced while a lagging process still writes to it.
+//
+// A File is safe for concurrent use.
+type File struct {
+	path string
+	max  int64
+
+	mu     sync.Mutex
+	f      *os.File // nil after a failed reopen (Windows) or Close
+	closed bool
+}
+
+// OpenFile opens path for appending, creating it 0600, rotated past
+// maxSize bytes (DefaultMaxFile when maxSize <= 0).
+func OpenFile(path string, maxSize int64) (*File, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxFile
+	}
+	f, err := openAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	return &File{path: path, max: maxSize, f: f}, nil
+}
+
+func openAppend(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+}
+
+// Write appends p in one write call, rotating the file first when p
+// would take it past its maximum. A failed rotation is returned, but p
+// is still written (to the file as it is).
+func (r *File) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, os.ErrClosed
+	}
+	var rerr error
+	if r.f == nil {
+		f, err := openAppend(r.path)
+		if err != nil {
+			return 0, err
+		}
+		r.f = f
+	}
+	// The size as it is on disk: other processes append too.
+	if fi, err := r.f.Stat(); err == nil && (unlinked(fi) || fi.Size() > 0 && fi.Size()+int64(len(p)) > r.max) {
+		rerr = r.rotateLocked()
+		if r.f == nil {
+			return 0, rerr
+		}
+	}
+	n, err := r.f.Write(p)
+	if err == nil && rerr != nil {
+		err = rerr
+	}
+	return n, err
+}
+
+// rotateLocked renames FILE to FILE.1, unless another process did it
+// already, and moves to the new FILE.
+func (r *File) rotateLocked() error {
+	var rerr error
+	unlock := lockFile(r.f)
+	if r.isCurrent() {
+		if closeBeforeRename {
+			unlock()
+			unlock = func() {}
+			r.f.Close()
+			r.f = nil
+		}
+		if err := os.Rename(r.path, r.path+".1"); err != nil {
+			rerr = fmt.Errorf("rotate: %w", err)
+		}
+	}
+	unlock()
+	f, err := openAppend(r.path)
+	if err != nil {
+		if rerr == nil {
+			rerr = fmt.Errorf("rotate: %w", err)
+		}
+		return rerr // a file still open goes on being written
+	}
+	if r.f != nil {
+		r.f.Close()
+	}
+	r.f = f
+	return rerr
+}
+
+// isCurrent reports whether the path still names the open file.
+func (r *File) isCurrent() bool {
+	cur, err := os.Stat(r.path)
+	if err != nil {
+		return false
+	}
+	me, err := r.f.Stat()
+	return err == nil && os.SameFile(cur, me)
+}
+
+// Close closes the file; later writes fail with os.ErrClosed.
+func (r *File) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
