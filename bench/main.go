@@ -1,10 +1,14 @@
 //go:build linux
 
-// Command bench measures mcpflow against the goals of issue #6: per-call
-// overhead, large messages, restart cost, save → list_changed, memory and
-// leaks, and the watcher. Timing goals live here, not in tests: a missed
-// goal is reported (✗ miss), and the exit status is 0 unless something
-// broke (a call failed, a process outlived its parent).
+// Command bench measures mcpflow against the goals of issue #23, beside
+// the floor in one run: the latency a small call gains through mcpflow
+// watch, mcpflow mux and [cli]; large results through watch and the mux,
+// and the memory they take; the mux's memory and tools/list over 20
+// servers × 50 tools. It also keeps what users feel of the earlier rounds:
+// restart cost, save → list_changed, memory and leaks over restarts, and
+// the watcher. Timing goals live here, not in tests: a missed goal is
+// reported (✗ miss), and the exit status is 0 unless something broke (a
+// call failed, a process outlived its parent).
 //
 // Usage:
 //
@@ -23,8 +27,9 @@
 //	bench -floor -- CMD ARGS   the floor: two io.Copy loops between the client and CMD
 //	bench -canned              a raw MCP server whose big tool writes prebuilt results
 //
-// The test server is the relay's fixture (relay/testdata/fixture), built
-// into a temporary directory at start. The benchmark makes itself a child
+// The test servers are the relay's fixture (echo, big, variants) and the
+// mux's (grow), built into a temporary directory at start; a [cli] way
+// serves /bin/echo. The benchmark makes itself a child
 // subreaper, so a server that outlives mcpflow is found, reported and
 // killed at the end; every process runs in its own process group, and the
 // temporary directory is removed.
@@ -51,8 +56,9 @@ type options struct {
 	md            string
 	quick         bool
 	only          string
-	rounds        int // per-call rounds
+	rounds        int // per-call rounds, per era
 	bigRounds     int
+	listRounds    int
 	restartRounds int
 	saveRounds    int
 	leakRestarts  int
@@ -62,12 +68,14 @@ type options struct {
 }
 
 type bench struct {
-	opt     options
-	tmp     string
-	fixture string
-	mcpflow string
-	self    string
-	seq     int
+	opt        options
+	tmp        string
+	root       string // the module's directory
+	fixture    string // the relay's fixture: echo, big, -variant-file
+	muxFixture string // the mux's fixture: grow
+	mcpflow    string
+	self       string
+	seq        int
 
 	mu    sync.Mutex
 	peers []*peer
@@ -100,13 +108,13 @@ type section struct {
 }
 
 var sections = []section{
-	{"overhead", "1. Per-call overhead: echo tools/call round trip", overhead},
-	{"large", "2. Large messages: big tool results", large},
-	{"restart", "3. Restart cost: recompile with no build step", restartCost},
-	{"save", "4. Save → notifications/tools/list_changed", saveToList},
-	{"memory", "5. Memory and leaks", memory},
-	{"watcher", "6. Watcher: start-up on a large tree, idle CPU", watcherBench},
-	{"mux", "7. Mux: per-call overhead through mcpflow mux", muxOverhead},
+	{"overhead", "1. Added latency per small call: watch, mux, [cli]", overhead},
+	{"large", "2. Large messages: big tool results through watch and the mux", large},
+	{"mux", "3. Mux: memory, add_server, tools/list over 20 servers × 50 tools", muxBench},
+	{"restart", "4. Restart cost: recompile with no build step; [cli] refresh", restartCost},
+	{"save", "5. Save → notifications/tools/list_changed", saveToList},
+	{"memory", "6. Memory and leaks over restarts", memory},
+	{"watcher", "7. Watcher: start-up on a large tree, idle CPU", watcherBench},
 }
 
 func numCPU() int { return runtime.NumCPU() }
@@ -121,8 +129,9 @@ func run() int {
 	flag.StringVar(&o.md, "md", "bench-results.md", "write markdown tables for BENCHMARKS.md to this file")
 	flag.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run under a minute")
 	flag.StringVar(&o.only, "only", "", "comma-separated sections to run: "+sectionKeys())
-	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the per-call overhead test (default 10000, quick 300)")
+	flag.IntVar(&o.rounds, "rounds", 0, "rounds of the per-call test, per protocol era (default 5000, quick 300)")
 	flag.IntVar(&o.bigRounds, "big-rounds", 0, "rounds of the large-message test with the canned server; the fixture gets a third (default 12, quick 3)")
+	flag.IntVar(&o.listRounds, "list-rounds", 0, "rounds of the mux's tools/list test (default 300, quick 20)")
 	flag.IntVar(&o.restartRounds, "restart-rounds", 0, "rounds of the restart-cost test (default 200, quick 15)")
 	flag.IntVar(&o.saveRounds, "save-rounds", 0, "rounds of the save → list_changed test (default 30, quick 5)")
 	flag.IntVar(&o.leakRestarts, "leak-restarts", 0, "restarts between the memory/leak samples (default 1000, quick 100)")
@@ -149,8 +158,9 @@ func run() int {
 			}
 		}
 	}
-	def(&o.rounds, 10000, 300)
+	def(&o.rounds, 5000, 300)
 	def(&o.bigRounds, 12, 3)
+	def(&o.listRounds, 300, 20)
 	def(&o.restartRounds, 200, 15)
 	def(&o.saveRounds, 30, 5)
 	def(&o.leakRestarts, 1000, 100)
@@ -226,7 +236,7 @@ func (b *bench) main(want map[string]bool) int {
 	}()
 
 	fmt.Println("mcpflow benchmark")
-	if err := b.buildFixture(); err != nil {
+	if err := b.buildFixtures(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
@@ -299,8 +309,16 @@ func or(s, d string) string {
 	return s
 }
 
-// buildFixture builds relay/testdata/fixture into the work dir.
-func (b *bench) buildFixture() error {
+// Where the fixtures live: the first that exists is built (the test kit
+// may gather them in one place).
+var (
+	relayFixtureDirs = []string{"relay/testdata/fixture", "internal/testkit/fixture"}
+	muxFixtureDirs   = []string{"mux/testdata/fixture", "internal/testkit/fixture"}
+)
+
+// buildFixtures builds the relay's and the mux's fixture servers into the
+// work dir.
+func (b *bench) buildFixtures() error {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return fmt.Errorf("go env GOMOD: %w", err)
@@ -309,14 +327,28 @@ func (b *bench) buildFixture() error {
 	if gomod == "" || gomod == os.DevNull {
 		return fmt.Errorf("run the benchmark from inside the mcpflow module")
 	}
-	root := filepath.Dir(gomod)
-	b.fixture = filepath.Join(b.tmp, "fixture")
-	cmd := exec.Command("go", "build", "-o", b.fixture, "./relay/testdata/fixture")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the fixture: %v\n%s", err, out)
+	b.root = filepath.Dir(gomod)
+	if b.fixture, err = b.buildFirst("fixture", relayFixtureDirs); err != nil {
+		return err
 	}
-	return nil
+	b.muxFixture, err = b.buildFirst("muxfixture", muxFixtureDirs)
+	return err
+}
+
+func (b *bench) buildFirst(name string, dirs []string) (string, error) {
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(b.root, d, "main.go")); err != nil {
+			continue
+		}
+		bin := filepath.Join(b.tmp, name)
+		cmd := exec.Command("go", "build", "-o", bin, "./"+d)
+		cmd.Dir = b.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build %s: %v\n%s", d, err, out)
+		}
+		return bin, nil
+	}
+	return "", fmt.Errorf("no fixture server found (looked in %s)", strings.Join(dirs, ", "))
 }
 
 // header describes the machine and the binaries.
@@ -327,8 +359,11 @@ func (b *bench) header() []string {
 	h = append(h, "mcpflow: "+strings.TrimSpace(string(v)))
 	args := append([]string{"go run ./bench"}, os.Args[1:]...)
 	h = append(h, "command: `"+strings.Join(args, " ")+"`")
-	h = append(h, fmt.Sprintf("counts: per-call %d rounds, large %d canned + %d fixture rounds, restart %d rounds, save %d rounds, leak %d restarts, watcher %d rounds (tree ×%g), idle window %s",
-		b.opt.rounds, b.opt.bigRounds, fixtureRounds(b.opt.bigRounds), b.opt.restartRounds, b.opt.saveRounds, b.opt.leakRestarts, b.opt.watchRounds, b.opt.treeScale, b.opt.idle))
+	h = append(h, fmt.Sprintf("counts: per-call %d rounds per era, large %d canned + %d fixture rounds, tools/list %d rounds, restart %d rounds, save %d rounds, leak %d restarts, watcher %d rounds (tree ×%g), idle window %s",
+		b.opt.rounds, b.opt.bigRounds, fixtureRounds(b.opt.bigRounds), b.opt.listRounds, b.opt.restartRounds, b.opt.saveRounds, b.opt.leakRestarts, b.opt.watchRounds, b.opt.treeScale, b.opt.idle))
+	if ld, err := os.ReadFile("/proc/loadavg"); err == nil {
+		h = append(h, "load average at start: "+strings.Join(strings.Fields(string(ld))[:3], " "))
+	}
 	return h
 }
 

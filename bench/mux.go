@@ -3,114 +3,255 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
-// modernMeta is the session _meta of a 2026-07-28 request: the mux's
-// pass-through applies when the client and the child speak the same era,
-// and the fixture (a Go SDK server) speaks 2026-07-28 to the mux.
-const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcpflow-bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+const (
+	muxServers     = 20
+	toolsPerServer = 50
+)
 
-// muxOverhead times a small tools/call (echo) four ways, every request in
-// the 2026-07-28 era: straight to the fixture, through the floor relay,
-// through mcpflow's mux serving the fixture as server fx (fx__echo), and,
-// for scale, through mcpflow watch (the relay alone, which the mux puts
-// behind its front).
-// Issue 11's goal: the mux's added latency ≤ 2× the floor's at p50.
-func muxOverhead(b *bench) (*result, error) {
-	res := &result{}
+// muxBench measures `mcpflow mux` as an agent uses it: its RSS idle, 20
+// servers added with add_server (each timed against the server's own
+// start), its RSS with the 20 idle servers, then, with every server grown
+// to 50 tools, tools/list over the 1,000 tools at the client.
+func muxBench(b *bench) (res *result, err error) {
+	res = &result{}
 	dir, err := b.dir("mux")
 	if err != nil {
 		return res, err
 	}
-	cfg := fmt.Sprintf("[servers.fx.run]\ncommand = [%q]\n[servers.fx.watch]\nenabled = false\n[log]\nlevel = \"warn\"\n", b.fixture)
-	if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(cfg), 0o644); err != nil {
+	// A config with [mux] only: the mux with no servers, as `mcpflow mux`
+	// with no -c starts (which takes no -log-level: it then asks for
+	// run.command).
+	cfg := filepath.Join(dir, "mux.toml")
+	if err := writeFile(cfg, "[mux]\nadd_server = true\n\n[log]\nlevel = \"warn\"\n"); err != nil {
 		return res, err
 	}
-	ways := []struct {
-		name, params string
-		argv         []string
-	}{
-		{"direct", `{"name":"echo","arguments":{"text":"hello"},` + modernMeta + `}`, []string{b.fixture}},
-		{"floor", `{"name":"echo","arguments":{"text":"hello"},` + modernMeta + `}`, []string{b.self, "-floor", "--", b.fixture}},
-		{"mux", `{"name":"fx__echo","arguments":{"text":"hello"},` + modernMeta + `}`, []string{b.mcpflow, "mux", "-c", filepath.Join(dir, "mcpflow.toml")}},
-		{"watch", `{"name":"echo","arguments":{"text":"hello"},` + modernMeta + `}`, []string{b.mcpflow, "watch", "--", b.fixture}},
+	mux, err := b.start("mux", dir, b.mcpflow, "mux", "-c", cfg)
+	if err != nil {
+		return res, err
 	}
-	var ps []*peer
-	defer func() { closeAll(res, ps...) }()
-	for _, w := range ways {
-		p, err := b.start(w.name, dir, w.argv...)
+	defer func() { closeAll(res, mux) }()
+	if _, err := mux.handshake(30 * time.Second); err != nil {
+		return res, err
+	}
+	if _, err := listAll(mux); err != nil {
+		return res, err
+	}
+	const settle = 2 * time.Second
+	time.Sleep(settle)
+	idle, err := procKB(mux.pid, "VmRSS")
+	if err != nil {
+		return res, mux.fail("read VmRSS: %v", err)
+	}
+
+	// add_server, each beside the server's own start (spawn, handshake,
+	// tools/list) by the bench, alternating which goes first.
+	var add, alone, own sample
+	for i := range muxServers {
+		var a, c time.Duration
+		for k := range 2 {
+			if (i+k)%2 == 0 {
+				t0 := time.Now()
+				rep, err := mux.call("tools/call", fmt.Sprintf(`{"name":"add_server","arguments":{"name":"s%d","command":%s}}`, i, tomlStr(b.muxFixture)), time.Minute)
+				if err != nil {
+					return res, err
+				}
+				a = rep.at.Sub(t0)
+				if txt, isErr, err := toolText(rep.result); err != nil || isErr {
+					return res, mux.fail("add_server s%d: %s (%v)", i, txt, err)
+				}
+				continue
+			}
+			ready, tools, _, err := startAlone(b, dir, b.muxFixture)
+			if err != nil {
+				return res, err
+			}
+			c = ready + tools
+		}
+		add.addDur(a)
+		alone.addDur(c)
+		own.addDur(a - c)
+	}
+	mux.notes = nil
+	time.Sleep(settle)
+	with20, err := procKB(mux.pid, "VmRSS")
+	if err != nil {
+		return res, mux.fail("read VmRSS: %v", err)
+	}
+
+	// Grow every server to 50 tools (the fixture's grow tool adds dyn_N
+	// tools, one list_changed each) and wait until the mux lists them all.
+	tools, err := listAll(mux)
+	if err != nil {
+		return res, err
+	}
+	have := 0
+	for _, t := range tools {
+		if strings.HasPrefix(t, "s0__") {
+			have++
+		}
+	}
+	grow := toolsPerServer - have
+	if grow > 0 {
+		for i := range muxServers {
+			if _, err := mux.call("tools/call", fmt.Sprintf(`{"name":"s%d__grow","arguments":{"n":%d}}`, i, grow), time.Minute); err != nil {
+				return res, err
+			}
+		}
+	}
+	want := muxServers * toolsPerServer
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if tools, err = listAll(mux); err != nil {
+			return res, err
+		}
+		n := 0
+		for _, t := range tools {
+			if strings.HasPrefix(t, "s") && strings.Contains(t, "__") {
+				n++
+			}
+		}
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, mux.fail("only %d of %d server tools listed a minute after grow", n, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mux.notes = nil
+
+	// tools/list, every page, as a client reads it.
+	var list sample
+	var pages, size int
+	for range 3 { // warm up
+		if _, err := listTimed(mux, nil, nil); err != nil {
+			return res, err
+		}
+	}
+	for range b.opt.listRounds {
+		d, err := listTimed(mux, &pages, &size)
 		if err != nil {
 			return res, err
 		}
-		ps = append(ps, p)
+		list.addDur(d)
 	}
-	call := func(j int) (time.Duration, error) {
+	mux.notes = nil
+	time.Sleep(settle)
+	with1000, err := procKB(mux.pid, "VmRSS")
+	if err != nil {
+		return res, mux.fail("read VmRSS: %v", err)
+	}
+
+	res.add(single("mux RSS idle, no servers (VmRSS)", uBytes, idle).judge("≤ 15 MB", idle <= 15e6))
+	res.add(single(fmt.Sprintf("mux RSS with %d idle servers (VmRSS)", muxServers), uBytes, with20).
+		withRatio(fmt.Sprintf("+%s per server", fmtBytes((with20-idle)/muxServers))).
+		judge("≤ 35 MB", with20 <= 35e6))
+	res.add(stat("add_server → result (tools listed)", uDur, &add))
+	res.add(stat("the server's own start: spawn → initialize → tools/list", uDur, &alone))
+	res.add(stat("add_server − the server's own start (paired)", uDur, &own).
+		judge("≤ 30ms (median; issue 11)", own.median() <= float64(30*time.Millisecond)))
+	res.add(stat(fmt.Sprintf("tools/list, %d servers × %d tools, every page, at the client", muxServers, toolsPerServer), uDur, &list).
+		withRatio(fmt.Sprintf("%d tools, %.0f pages, %s", len(tools), float64(pages)/float64(max(1, list.n())), fmtBytes(float64(size)/float64(max(1, list.n()))))).
+		judge("≤ 5ms (median)", list.median() <= float64(5*time.Millisecond)))
+	res.add(single(fmt.Sprintf("mux RSS with %d servers × %d tools, after the tools/list rounds (VmRSS)", muxServers, toolsPerServer), uBytes, with1000))
+	res.note("`mcpflow mux -c mux.toml`, a config with [mux] and [log] level = \"warn\" only (no servers); the servers are the mux's fixture (a Go SDK server), added by the bench with add_server; RSS read %s after the last call", settle)
+	res.note("add_server's result comes once the server has started and its tools are listed; the server's own start is the fixture started by the bench and asked initialize and tools/list, alternating with add_server")
+	res.note("tools/list: the fixture's grow tool brings each server to %d tools; time = each page's request written → its last byte read, summed over the pages, by the raw client (which decodes nothing on the clock)", toolsPerServer)
+	return res, nil
+}
+
+// startAlone starts server by itself and times spawn → initialize result,
+// tools/list, and stop (stdin closed → exit reaped).
+func startAlone(b *bench, dir string, server ...string) (ready, tools, stop time.Duration, err error) {
+	t0 := time.Now()
+	p, err := b.start("server alone", dir, server...)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer p.kill()
+	rep, err := p.handshake(30 * time.Second)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	ready = rep.at.Sub(t0)
+	t1 := time.Now()
+	rep, err = p.call("tools/list", "{}", 30*time.Second)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	tools = rep.at.Sub(t1)
+	t2 := time.Now()
+	if exit, killed := p.close(10 * time.Second); killed {
+		return 0, 0, 0, p.fail("did not exit after stdin closed (%s)", exit)
+	}
+	stop = time.Since(t2)
+	return ready, tools, stop, nil
+}
+
+// toolsPage is the part of a tools/list result the bench reads.
+type toolsPage struct {
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	NextCursor string `json:"nextCursor"`
+}
+
+// listTimed reads every page of tools/list and returns the time spent
+// waiting for the pages (decoding a page to find the next cursor is off
+// the clock). pages and size, when not nil, are added to.
+func listTimed(p *peer, pages, size *int) (time.Duration, error) {
+	var total time.Duration
+	params := "{}"
+	for {
 		t0 := time.Now()
-		rep, err := ps[j].call("tools/call", ways[j].params, 30*time.Second)
+		rep, err := p.call("tools/list", params, 30*time.Second)
 		if err != nil {
 			return 0, err
 		}
-		if txt, isErr, err := toolText(rep.result); err != nil || isErr || txt != "hello" {
-			return 0, ps[j].fail("echo returned %q (isError %v, %v)", txt, isErr, err)
+		total += rep.at.Sub(t0)
+		if pages != nil {
+			*pages++
+			*size += rep.size
 		}
-		return rep.at.Sub(t0), nil
-	}
-	warm := min(300, b.opt.rounds/5+20)
-	for range warm {
-		for j := range ps {
-			if _, err := call(j); err != nil {
-				return res, err
-			}
+		var pg toolsPage
+		if err := json.Unmarshal(rep.result, &pg); err != nil {
+			return 0, p.fail("tools/list: %v", err)
 		}
-	}
-	const nways = 4
-	var s [nways]sample
-	var pairF, pairM sample
-	var cpu [nways]time.Duration
-	for j, p := range ps {
-		c, _ := procCPU(p.pid)
-		cpu[j] = -c
-	}
-	for r := range b.opt.rounds {
-		var d [nways]time.Duration
-		for k := range nways {
-			j := (r + k) % nways
-			if d[j], err = call(j); err != nil {
-				return res, err
-			}
-			s[j].addDur(d[j])
+		if pg.NextCursor == "" {
+			return total, nil
 		}
-		pairF.addDur(d[1] - d[0])
-		pairM.addDur(d[2] - d[0])
+		c, _ := json.Marshal(pg.NextCursor)
+		params = `{"cursor":` + string(c) + `}`
 	}
-	for j, p := range ps {
-		c, err := procCPU(p.pid)
+}
+
+// listAll returns the names of every tool, every page.
+func listAll(p *peer) ([]string, error) {
+	var names []string
+	params := "{}"
+	for {
+		rep, err := p.call("tools/list", params, 30*time.Second)
 		if err != nil {
-			return res, p.fail("read /proc: %v", err)
+			return nil, err
 		}
-		cpu[j] += c
+		var pg toolsPage
+		if err := json.Unmarshal(rep.result, &pg); err != nil {
+			return nil, p.fail("tools/list: %v", err)
+		}
+		for _, t := range pg.Tools {
+			names = append(names, t.Name)
+		}
+		if pg.NextCursor == "" {
+			return names, nil
+		}
+		c, _ := json.Marshal(pg.NextCursor)
+		params = `{"cursor":` + string(c) + `}`
 	}
-	direct, floor, mux, watch := &s[0], &s[1], &s[2], &s[3]
-	res.add(stat("direct to the server (2026-07-28)", uDur, direct))
-	res.add(stat("floor (2× io.Copy relay)", uDur, floor))
-	res.add(stat("mcpflow watch (the relay alone, for scale)", uDur, watch))
-	res.add(stat("mcpflow mux (fx__echo)", uDur, mux).withRatio(ratio(mux.median(), direct.median()) + " of direct"))
-	fa := floor.median() - direct.median()
-	ma := mux.median() - direct.median()
-	wa := watch.median() - direct.median()
-	res.add(row{name: "added by floor", n: fmt.Sprint(floor.n()), med: fmtDur(fa), p99: fmtDur(floor.p99() - direct.p99())})
-	res.add(row{name: "added by the relay alone", n: fmt.Sprint(watch.n()), med: fmtDur(wa), p99: fmtDur(watch.p99() - direct.p99()), ratio: "p50 " + addedRatio(wa, fa)})
-	res.add(row{name: "added by the mux", n: fmt.Sprint(mux.n()), med: fmtDur(ma), p99: fmtDur(mux.p99() - direct.p99()),
-		ratio: "p50 " + addedRatio(ma, fa)}.judge("p50 ≤2× floor's", addedOK(ma, fa, 2)))
-	n := float64(b.opt.rounds)
-	res.add(row{name: "CPU per call: floor / relay alone / mux process", n: fmt.Sprint(b.opt.rounds),
-		med: fmtDur(float64(cpu[1])/n) + " / " + fmtDur(float64(cpu[3])/n) + " / " + fmtDur(float64(cpu[2])/n), ratio: ratio(float64(cpu[2]), float64(cpu[1])) + " of floor's"})
-	res.note("paired per round (same round, adjacent calls): median added by floor %s, by the mux %s (%s)",
-		fmtDur(pairF.median()), fmtDur(pairM.median()), ratio(pairM.median(), pairF.median()))
-	res.note("every request carries the 2026-07-28 session _meta (no handshake), so the mux passes the call through to the fixture (same era on both sides); %d warm-up calls per way, then one call per way per round, order rotating", warm)
-	return res, nil
 }

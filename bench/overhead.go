@@ -4,156 +4,248 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"time"
 )
 
 const echoParams = `{"name":"echo","arguments":{"text":"hello"}}`
 
-// overhead times a small tools/call (echo) three ways: straight to the
-// fixture, through the floor relay, and through mcpflow (watch -- fixture,
-// watching an empty directory).
-func overhead(b *bench) (res *result, err error) {
-	res = &result{}
-	if err := overheadWith(b, res, "", b.fixture); err != nil {
-		return res, err
-	}
-	err = overheadWith(b, res, "canned: ", b.self, "-canned")
-	res.note("first block: the relay fixture (a Go SDK server); \"canned:\" rows: bench -canned, a raw stdio server whose echo costs ~0, so the relays' own cost is a larger share of the round trip")
-	return res, err
+// modernMeta is the session _meta of a 2026-07-28 request (no handshake).
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"mcpflow-bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// era is how the bench client speaks: the legacy handshake (initialize,
+// then plain requests) or 2026-07-28 (no handshake, every request carries
+// its session _meta).
+type era struct {
+	label  string // row prefix
+	name   string
+	modern bool
 }
 
-// overheadWith measures one server three ways and adds its rows to res,
-// each name prefixed by label.
-func overheadWith(b *bench, res *result, label string, server ...string) (err error) {
+var eras = []era{
+	{"", "2025-06-18 (initialize handshake)", false},
+	{"2026-07-28: ", "2026-07-28 (session _meta on every request)", true},
+}
+
+// echoCall is the params of an echo call of tool in e.
+func (e era) echoCall(tool string) string {
+	if e.modern {
+		return `{"name":"` + tool + `","arguments":{"text":"hello"},` + modernMeta + `}`
+	}
+	return `{"name":"` + tool + `","arguments":{"text":"hello"}}`
+}
+
+// cliSchema is the [cli] way's tool list: echo runs /bin/echo TEXT.
+const cliSchema = `{"tools":[{"name":"echo","description":"Echo the text.","parameters":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},"cli_command":["{text}"]}]}`
+
+// callWay is one way a small call is made in the per-call section: a peer
+// (direct, floor, watch, mux, [cli]) or, for the [cli] way's floor, the
+// same command run directly by the bench.
+type callWay struct {
+	name   string
+	p      *peer
+	params string
+	want   string   // the echo's text
+	argv   []string // run directly instead of a call
+	dir    string
+}
+
+func (w *callWay) call() (time.Duration, error) {
+	t0 := time.Now()
+	if w.argv != nil {
+		cmd := exec.Command(w.argv[0], w.argv[1:]...)
+		cmd.Dir = w.dir
+		out, err := cmd.Output()
+		d := time.Since(t0)
+		if err != nil || string(out) != w.want {
+			return 0, fmt.Errorf("%s: %q, %v", w.name, out, err)
+		}
+		return d, nil
+	}
+	rep, err := w.p.call("tools/call", w.params, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	if txt, isErr, err := toolText(rep.result); err != nil || isErr || txt != w.want {
+		return 0, w.p.fail("echo returned %q (isError %v, %v)", txt, isErr, err)
+	}
+	return rep.at.Sub(t0), nil
+}
+
+// overhead times a small tools/call (echo), once per protocol era, six
+// ways interleaved: straight to the relay fixture, through the floor
+// relay, through mcpflow watch, through mcpflow mux (the fixture as server
+// fx: fx__echo), /bin/echo run directly, and a [cli] config serving the
+// same /bin/echo through mcpflow watch.
+func overhead(b *bench) (res *result, err error) {
+	res = &result{}
+	for _, e := range eras {
+		if err := overheadEra(b, res, e); err != nil {
+			return res, err
+		}
+	}
+	res.note("added = quantile(way) − quantile(its direct way) at p50: the relays' against the fixture called directly, [cli]'s against /bin/echo run directly by the bench; each judged against the floor's added in the same era and run")
+	res.note("goals (issue 23): watch ≤ 2× the floor's added; the mux and [cli] ≤ max(8× the floor's added, the floor's + 0.5 ms)")
+	res.note("raw JSON-RPC client (one line out, one line in) for every way; one call per way per round, order rotating; CPU = sum of /proc/PID/task/*/schedstat run time of the relay process itself (not its children), over the measured rounds")
+	return res, nil
+}
+
+func overheadEra(b *bench, res *result, e era) (err error) {
 	dir, err := b.dir("overhead")
 	if err != nil {
 		return err
 	}
+	muxCfg := filepath.Join(dir, "mux.toml")
+	if err := writeFile(muxCfg, fmt.Sprintf("[servers.fx.run]\ncommand = [%s]\n[servers.fx.watch]\nenabled = false\n[log]\nlevel = \"warn\"\n", tomlStr(b.fixture))); err != nil {
+		return err
+	}
+	echo, err := exec.LookPath("echo")
+	if err != nil {
+		return err
+	}
+	if echo, err = filepath.Abs(echo); err != nil {
+		return err
+	}
+	cliDir := filepath.Join(dir, "cli")
+	if err := writeFile(filepath.Join(cliDir, "schema.json"), cliSchema); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(cliDir, "mcpflow.toml"), fmt.Sprintf("[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [%s]\n[watch]\nenabled = false\n[log]\nlevel = \"warn\"\n", tomlStr(echo))); err != nil {
+		return err
+	}
+	const (
+		direct = iota
+		floor
+		watch
+		mux
+		exe
+		cli
+		nways
+	)
+	ways := [nways]callWay{
+		{name: "direct to the fixture", params: e.echoCall("echo"), want: "hello"},
+		{name: "floor (2× io.Copy relay)", params: e.echoCall("echo"), want: "hello"},
+		{name: "mcpflow watch", params: e.echoCall("echo"), want: "hello"},
+		{name: "mcpflow mux (fx__echo)", params: e.echoCall("fx__echo"), want: "hello"},
+		{name: "/bin/echo run directly", argv: []string{echo, "hello"}, dir: cliDir, want: "hello\n"},
+		{name: "[cli] through mcpflow watch (/bin/echo)", params: e.echoCall("echo"), want: "hello\n"},
+	}
+	argv := [nways][]string{
+		direct: {b.fixture},
+		floor:  {b.self, "-floor", "--", b.fixture},
+		watch:  {b.mcpflow, "watch", "--", b.fixture},
+		mux:    {b.mcpflow, "mux", "-c", muxCfg},
+		cli:    {b.mcpflow, "watch"},
+	}
 	var ps []*peer
 	defer func() { closeAll(res, ps...) }()
-	for _, w := range []struct {
-		name string
-		argv []string
-	}{
-		{"direct", server},
-		{"floor", append([]string{b.self, "-floor", "--"}, server...)},
-		{"mcpflow", append([]string{b.mcpflow, "watch", "--"}, server...)},
-	} {
-		p, err := b.start(w.name, dir, w.argv...)
+	for j := range ways {
+		if argv[j] == nil {
+			continue
+		}
+		wd := dir
+		if j == cli {
+			wd = cliDir
+		}
+		p, err := b.start(ways[j].name, wd, argv[j]...)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, p)
+		ways[j].p = p
 	}
-	for _, p := range ps {
-		if _, err := p.handshake(30 * time.Second); err != nil {
-			return err
+	if !e.modern {
+		for _, p := range ps {
+			if _, err := p.handshake(30 * time.Second); err != nil {
+				return err
+			}
 		}
 	}
-	// Warm up every way (page faults, goroutine stacks, buffers).
+	// Warm up every way (page faults, goroutine stacks, buffers; the mux
+	// starts its server meanwhile).
 	warm := min(300, b.opt.rounds/5+20)
 	for range warm {
-		for _, p := range ps {
-			if _, err := p.call("tools/call", echoParams, 10*time.Second); err != nil {
+		for j := range ways {
+			if _, err := ways[j].call(); err != nil {
 				return err
 			}
 		}
 	}
-	var s [3]sample
-	var pairM, pairF sample // per-round differences against direct
-	var cpu0 [3]time.Duration
-	var sw0 [3]float64
-	for j, p := range ps {
-		cpu0[j], _ = procCPU(p.pid)
-		sw0[j], _ = procSwitches(p.pid)
+	for _, p := range ps {
+		p.notes = nil
+	}
+	var s [nways]sample
+	var pair [nways]sample // per-round differences against the way's direct one
+	var cpu [nways]time.Duration
+	for j := range ways {
+		if ways[j].p != nil {
+			c, _ := procCPU(ways[j].p.pid)
+			cpu[j] = -c
+		}
 	}
 	for r := range b.opt.rounds {
-		var d [3]time.Duration
-		for k := range 3 {
-			j := (r + k) % 3
-			t0 := time.Now()
-			rep, err := ps[j].call("tools/call", echoParams, 10*time.Second)
-			if err != nil {
+		var d [nways]time.Duration
+		for k := range nways {
+			j := (r + k) % nways
+			if d[j], err = ways[j].call(); err != nil {
 				return err
 			}
-			d[j] = rep.at.Sub(t0)
 			s[j].addDur(d[j])
 		}
-		pairF.addDur(d[1] - d[0])
-		pairM.addDur(d[2] - d[0])
-	}
-	var cpu [3]time.Duration
-	var sw [3]float64
-	for j, p := range ps {
-		c, err1 := procCPU(p.pid)
-		x, err2 := procSwitches(p.pid)
-		if err1 != nil || err2 != nil {
-			return p.fail("read /proc: %v %v", err1, err2)
+		for _, j := range []int{floor, watch, mux} {
+			pair[j].addDur(d[j] - d[direct])
 		}
-		cpu[j], sw[j] = c-cpu0[j], x-sw0[j]
+		pair[cli].addDur(d[cli] - d[exe])
 	}
-	// The answers must be the same through every way.
-	for _, p := range ps {
-		rep, err := p.call("tools/call", echoParams, 10*time.Second)
-		if err != nil {
-			return err
-		}
-		if txt, isErr, err := toolText(rep.result); err != nil || isErr || txt != "hello" {
-			return p.fail("echo returned %q (isError %v, %v)", txt, isErr, err)
+	for j := range ways {
+		if p := ways[j].p; p != nil {
+			c, err := procCPU(p.pid)
+			if err != nil {
+				return p.fail("read /proc: %v", err)
+			}
+			cpu[j] += c
 		}
 	}
 
-	direct, floor, mcp := &s[0], &s[1], &s[2]
-	res.add(stat(label+"direct to the server", uDur, direct))
-	res.add(stat(label+"floor (2× io.Copy relay)", uDur, floor))
-	res.add(stat(label+"mcpflow", uDur, mcp).withRatio(ratio(mcp.median(), floor.median()) + " of floor"))
-	fa := [3]float64{floor.median() - direct.median(), floor.p99() - direct.p99(), floor.min() - direct.min()}
-	ma := [3]float64{mcp.median() - direct.median(), mcp.p99() - direct.p99(), mcp.min() - direct.min()}
-	res.add(row{name: label + "added by floor", n: fmt.Sprint(floor.n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
-	ok50, ok99 := addedOK(ma[0], fa[0], 1.25), addedOK(ma[1], fa[1], 1.5)
-	added := row{name: label + "added by mcpflow", n: fmt.Sprint(mcp.n()), med: fmtDur(ma[0]), p99: fmtDur(ma[1]), min: fmtDur(ma[2]),
-		ratio: "p50 " + addedRatio(ma[0], fa[0]) + " · p99 " + addedRatio(ma[1], fa[1])}
-	added = added.judge("p50 ≤1.25× · p99 ≤1.5× floor's", ok50 && ok99)
-	if !ok50 || !ok99 {
-		switch {
-		case !ok50 && !ok99:
-			added.verdict = "✗ miss (p50, p99)"
-		case !ok50:
-			added.verdict = "✗ miss (p50)"
-		default:
-			added.verdict = "✗ miss (p99)"
+	for j := range ways {
+		row := stat(e.label+ways[j].name, uDur, &s[j])
+		if j == cli {
+			row = row.withRatio(ratio(s[cli].median(), s[exe].median()) + " of direct")
+		} else if j != direct && j != exe {
+			row = row.withRatio(ratio(s[j].median(), s[direct].median()) + " of direct")
 		}
+		res.add(row)
 	}
-	res.add(added)
+	added := func(j, base int) [3]float64 {
+		return [3]float64{s[j].median() - s[base].median(), s[j].p99() - s[base].p99(), s[j].min() - s[base].min()}
+	}
+	fa := added(floor, direct)
+	res.add(row{name: e.label + "added by the floor", n: fmt.Sprint(s[floor].n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
+	eight := max(8*fa[0], fa[0]+float64(500*time.Microsecond))
+	for _, x := range []struct {
+		name    string
+		j, base int
+		limit   float64
+		goal    string
+	}{
+		{"added by mcpflow watch", watch, direct, 2 * fa[0], "p50 ≤ 2× floor's = " + fmtDur(2*fa[0])},
+		{"added by the mux", mux, direct, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
+		{"added by [cli] (over /bin/echo run directly)", cli, exe, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
+	} {
+		a := added(x.j, x.base)
+		res.add(row{name: e.label + x.name, n: fmt.Sprint(s[x.j].n()), med: fmtDur(a[0]), p99: fmtDur(a[1]), min: fmtDur(a[2]),
+			ratio: addedRatio(a[0], fa[0]) + " of floor's"}.judge(x.goal, a[0] <= x.limit))
+	}
 	n := float64(b.opt.rounds)
-	res.add(row{name: label + "CPU per call: floor process / mcpflow process", n: fmt.Sprint(b.opt.rounds),
-		med: fmtDur(float64(cpu[1])/n) + " / " + fmtDur(float64(cpu[2])/n), ratio: ratio(float64(cpu[2]), float64(cpu[1]))})
-	res.add(row{name: label + "context switches per call: floor / mcpflow", n: fmt.Sprint(b.opt.rounds),
-		med: fmt.Sprintf("%.1f / %.1f", sw[1]/n, sw[2]/n), ratio: ratio(sw[2], sw[1])})
-	res.note(label+"paired per round (same round, adjacent calls): median added by floor %s, by mcpflow %s (%s)",
-		fmtDur(pairF.median()), fmtDur(pairM.median()), ratio(pairM.median(), pairF.median()))
-	if label != "" {
-		return nil
-	}
-	res.note("added = quantile(way) − quantile(direct); ratio = mcpflow's added ÷ the floor's added at the same quantile")
-	res.note("CPU (sum of /proc/PID/task/*/schedstat run time) and context switches (all threads) are the relay process's own, not its child's, over the measured rounds")
-	res.note("raw JSON-RPC client (one line out, one line in) for all three ways; one call per way per round, order rotating; %d warm-up calls per way", warm)
+	res.add(row{name: e.label + "CPU per call: floor / watch / mux / [cli] process", n: fmt.Sprint(b.opt.rounds),
+		med: fmtDur(float64(cpu[floor])/n) + " / " + fmtDur(float64(cpu[watch])/n) + " / " + fmtDur(float64(cpu[mux])/n) + " / " + fmtDur(float64(cpu[cli])/n)})
+	res.note("%s%s: paired per round (adjacent calls), median added by the floor %s, watch %s, the mux %s, [cli] %s; %d warm-up calls per way",
+		e.label, e.name, fmtDur(pair[floor].median()), fmtDur(pair[watch].median()), fmtDur(pair[mux].median()), fmtDur(pair[cli].median()), warm)
 	return nil
 }
 
-// addedOK: mcpflow's added cost m is within limit × the floor's added
-// cost f. When the floor adds nothing measurable (f ≤ 0), only an mcpflow
-// that adds nothing either passes.
-func addedOK(m, f, limit float64) bool {
-	switch {
-	case m <= 0:
-		return true
-	case f <= 0:
-		return false
-	}
-	return m/f <= limit
-}
-
+// addedRatio is m ÷ f, for added costs that may be ≤ 0.
 func addedRatio(m, f float64) string {
 	switch {
 	case m <= 0:

@@ -71,7 +71,13 @@ func (b *bench) start(name, dir string, argv ...string) (*peer, error) {
 	setPipeSize(inW, clientPipeSize)
 	setPipeSize(outR, clientPipeSize)
 	b.seq++
-	errPath := fmt.Sprintf("%s/%s-%d.stderr", b.tmp, strings.ReplaceAll(name, " ", "_"), b.seq)
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, name)
+	errPath := fmt.Sprintf("%s/%s-%d.stderr", b.tmp, safe, b.seq)
 	errF, err := os.Create(errPath)
 	if err != nil {
 		inR.Close()
