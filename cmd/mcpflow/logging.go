@@ -14,20 +14,27 @@ import (
 
 	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/traffic"
 )
 
-// logOutput is where the log goes: the log file when one is set, and
-// stderr. Each record arrives in one Write (both handlers newLogger
-// installs write a record at once) and reaches the file, opened with
-// O_APPEND, in one write call, so the records of several mcpflow instances
-// sharing a file never interleave. stderr is written after the file; after
-// its first error (EPIPE once the client that read it is gone) it is
-// dropped, and the file log carries on. When tag is set, it is written at
-// the end of each record, before its final newline.
+// logOutput is where the log goes: the log file when one is set, the
+// in-memory ring (a run's, for "mcpflow logs"), and stderr. Each record
+// arrives in one Write (both handlers newLogger installs write a record at
+// once) and reaches the file, opened with O_APPEND and rotated by size
+// (log.max_size, traffic.File), in one write call, so the records of
+// several mcpflow instances sharing a file never interleave. The file and
+// the ring get every record, in the caller's goroutine. stderr is written
+// after them: at once (newLogger), or through a stderrQueue (a run's
+// logger, newRunLogger), so that a reader that stalls never stalls
+// mcpflow. After stderr's first error (EPIPE once the client that read it
+// is gone) it is dropped, and the file log carries on. When tag is set, it
+// is written at the end of each record, before its final newline.
 type logOutput struct {
 	mu     sync.Mutex
-	file   *os.File  // nil: stderr only
-	stderr io.Writer // nil after its first error
+	file   *traffic.File // nil: no log file
+	ring   io.Writer     // nil: no ring
+	stderr io.Writer     // written at once; nil after its first error
+	queue  *stderrQueue  // instead of stderr: written by its goroutine
 	tag    []byte
 }
 
@@ -42,12 +49,148 @@ func (o *logOutput) Write(p []byte) (int, error) {
 	if o.file != nil {
 		_, err = o.file.Write(p)
 	}
+	if o.ring != nil {
+		o.ring.Write(p)
+	}
+	if o.queue != nil {
+		o.queue.add(p)
+	}
 	if o.stderr != nil {
 		if _, serr := o.stderr.Write(p); serr != nil {
 			o.stderr = nil
 		}
 	}
 	return n, err
+}
+
+// The bounds of a stderrQueue.
+const (
+	stderrQueueRecords = 1024
+	stderrQueueBytes   = 256 << 10
+	// stderrCloseWait bounds how long closing the log waits for the
+	// queued records to reach stderr.
+	stderrCloseWait = 500 * time.Millisecond
+)
+
+// stderrQueue writes the log's records to stderr from one goroutine, so
+// that no logger ever waits on stderr's reader. While the queue is full
+// (stderrQueueRecords or stderrQueueBytes), records are dropped and
+// counted; once a write to stderr goes through again, notice logs how
+// many ("N log lines were dropped: stderr was not read"), to the log file
+// and the ring too. After stderr's first error it is dropped, records are
+// discarded uncounted, and the file log carries on. close waits at most
+// stderrCloseWait, then reports what never reached stderr to the file.
+type stderrQueue struct {
+	w      io.Writer
+	notice func(dropped int)
+	wake   chan struct{} // capacity 1
+	done   chan struct{} // closed when the goroutine returns
+
+	mu      sync.Mutex
+	recs    [][]byte
+	bytes   int
+	writing int // records the goroutine is writing now
+	dropped int // since the last notice
+	gone    bool
+	closed  bool
+}
+
+// newStderrQueue starts the goroutine writing to w; notice logs a count
+// of dropped records.
+func newStderrQueue(w io.Writer, notice func(dropped int)) *stderrQueue {
+	q := &stderrQueue{w: w, notice: notice, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+// add queues a copy of p, or counts it as dropped when the queue is full.
+func (q *stderrQueue) add(p []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.gone || q.closed:
+		return
+	case len(q.recs) >= stderrQueueRecords || q.bytes+len(p) > stderrQueueBytes:
+		q.dropped++
+		return
+	}
+	q.recs = append(q.recs, bytes.Clone(p))
+	q.bytes += len(p)
+	q.signal()
+}
+
+func (q *stderrQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *stderrQueue) run() {
+	defer close(q.done)
+	var buf []byte
+	for range q.wake {
+		q.mu.Lock()
+		recs, closed := q.recs, q.closed
+		q.recs, q.bytes, q.writing = nil, 0, len(recs)
+		q.mu.Unlock()
+		if len(recs) > 0 {
+			buf = buf[:0]
+			for _, r := range recs {
+				buf = append(buf, r...)
+			}
+			_, err := q.w.Write(buf)
+			if cap(buf) > stderrQueueBytes {
+				buf = nil
+			}
+			q.mu.Lock()
+			q.writing = 0
+			dropped := 0
+			if err != nil {
+				q.gone, q.recs, q.bytes, q.dropped = true, nil, 0, 0
+			} else if !q.closed {
+				dropped, q.dropped = q.dropped, 0
+			}
+			q.mu.Unlock()
+			if dropped > 0 {
+				q.notice(dropped) // a record, queued like any other
+			}
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// close stops the queue: records queued until now still go to stderr,
+// for stderrCloseWait at most; those that did not, and those dropped
+// since the last notice, are counted in a last notice, which reaches the
+// file and the ring only.
+func (q *stderrQueue) close() {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	q.closed = true
+	q.signal()
+	q.mu.Unlock()
+	t := time.NewTimer(stderrCloseWait)
+	defer t.Stop()
+	select {
+	case <-q.done:
+	case <-t.C: // stderr's reader stalls: the goroutine stays blocked in its write
+	}
+	q.mu.Lock()
+	lost := 0
+	if !q.gone {
+		lost = q.dropped + len(q.recs) + q.writing
+	}
+	q.dropped, q.recs = 0, nil
+	q.mu.Unlock()
+	if lost > 0 {
+		q.notice(lost)
+	}
 }
 
 // charmLogger returns a charmbracelet logger that logs through l, for the
@@ -129,17 +272,43 @@ func jsonAttr(key string, v any) slog.Attr {
 // handler for format "text", slog's JSON handler for "json". Every record
 // names its mcpflow process with mcpflow_pid (the relay's "pid" names the
 // child), since several instances may share a log file: an attribute in
-// JSON, the end of the record in text. It writes to stderr and, when file
-// is set, to that file too (see logOutput); stdout belongs to the protocol
-// and is never written. The returned function closes the file.
+// JSON, the end of the record in text. It writes to stderr, at once, and,
+// when file is set, to that file too (see logOutput); stdout belongs to the
+// protocol and is never written. The returned function closes the file.
 func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
-	out := &logOutput{stderr: stderr}
+	return openLogger(&logOutput{stderr: stderr}, cfg)
+}
+
+// newRunLogger is newLogger for a run: ring gets every record with the log
+// file, and stderr is written through a stderrQueue, never waited on. The
+// returned function closes the queue (waiting stderrCloseWait at most),
+// then the file.
+func newRunLogger(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
+	out := &logOutput{ring: ring}
+	logger, closeFile, err := openLogger(out, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := newStderrQueue(stderr, func(n int) {
+		logger.Warn(fmt.Sprintf("%d log lines were dropped: stderr was not read", n))
+	})
+	out.mu.Lock()
+	out.queue = q
+	out.mu.Unlock()
+	return logger, func() {
+		q.close()
+		closeFile()
+	}, nil
+}
+
+// openLogger installs the handler of cfg on out, opening the log file.
+func openLogger(out *logOutput, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	closeFn := func() {}
 	if cfg.File != "" {
 		if err := os.MkdirAll(filepath.Dir(cfg.File), 0o755); err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}
-		f, err := os.OpenFile(cfg.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
 		if err != nil {
 			return nil, nil, fmt.Errorf("log file: %w", err)
 		}

@@ -95,7 +95,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 		}
 	}
 	ring := logring.New(0)
-	logger, closeLog, err := newLogger(newRingTee(ring, x.stderr), cfg.Log)
+	logger, closeLog, err := newRunLogger(x.stderr, ring, cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
