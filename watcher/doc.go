@@ -63,4 +63,7 @@
 //   - Run never blocks on a slow receiver: later changes merge into the
 //     waiting Batch. Run does not close its channel, and every goroutine
 //     it starts has stopped when it returns.
+//   - Run returns as soon as its context is done, also while the initial
+//     scan lists a large tree or hashes large files: shutdown never waits
+//     for the scan.
 package watcher

@@ -10,6 +10,7 @@ import (
 // differ, its content hash. Changes found go through the same debounce.
 func (w *Watcher) runPoll(ctx context.Context, out chan<- Batch) error {
 	t := newTree(newFilter(w.s), nil, true)
+	t.done = ctx.Done()
 	if err := w.scan(ctx, t); err != nil || ctx.Err() != nil {
 		return err
 	}
@@ -30,6 +31,9 @@ func (w *Watcher) runPoll(ctx context.Context, out chan<- Batch) error {
 				// A vanished root is forgotten by sync and found again
 				// here once it is back.
 				if err := t.sync(r, found); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
 					return err
 				}
 			}

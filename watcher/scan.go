@@ -54,12 +54,17 @@ type dirWatcher interface {
 	Remove(name string) error
 }
 
+// errStopped is what sync returns when the tree's done channel closed
+// while it ran; the tree may then lack what sync had not reached yet.
+var errStopped = errors.New("watcher: stopped")
+
 // tree is the watcher's view of the files: the directories entered, the
 // matching files and their fingerprints. Only the Run goroutine uses it.
 type tree struct {
 	f        *filter
-	watch    dirWatcher // nil: no watches (poll mode, Scan)
-	hash     bool       // false: fingerprint by size and mtime only (Scan)
+	watch    dirWatcher      // nil: no watches (poll mode, Scan)
+	hash     bool            // false: fingerprint by size and mtime only (Scan)
+	done     <-chan struct{} // closed: stop scanning and hashing at once (Run's ctx); nil: never
 	seed     maphash.Seed
 	buf      []byte
 	dirs     map[string]*dirState
@@ -77,6 +82,16 @@ func newTree(f *filter, watch dirWatcher, hash bool) *tree {
 	}
 }
 
+// stopped reports whether the tree's done channel is closed.
+func (t *tree) stopped() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (t *tree) stats() Stats {
 	return Stats{Dirs: len(t.dirs), Files: t.nFiles, Watches: t.nWatches}
 }
@@ -86,8 +101,13 @@ func (t *tree) stats() Stats {
 // nothing created meanwhile is missed), vanished ones forgotten, files
 // fingerprinted. Paths whose content changed go to changed (nil: record
 // silently, as the initial scan does). The caller has decided that rel
-// itself is kept. Only a failure to set a watch is returned.
+// itself is kept. Only a failure to set a watch is returned, and
+// errStopped when the done channel closes meanwhile: then sync returns at
+// once, leaving the rest of rel as it was.
 func (t *tree) sync(rel string, changed pathSet) error {
+	if t.stopped() {
+		return errStopped
+	}
 	abs := t.f.osPath(rel)
 	ds := t.dirs[rel]
 	if ds == nil {
@@ -121,6 +141,9 @@ func (t *tree) sync(rel string, changed pathSet) error {
 	seenFiles := make(map[string]bool, len(ds.files))
 	seenDirs := make(map[string]bool, len(ds.subdirs))
 	for _, e := range entries {
+		if t.stopped() {
+			return errStopped
+		}
 		name := e.Name()
 		child := path.Join(rel, name)
 		if e.IsDir() {
@@ -211,7 +234,8 @@ func (t *tree) drop(rel string, changed pathSet) {
 // check fingerprints the file rel (whose directory the tree holds) and
 // reports whether its content differs from what was known: created,
 // modified, or deleted. Without force, an unchanged size and mtime
-// short-cut the hash.
+// short-cut the hash. When the done channel closes during the hash, the
+// file is left as it was and check reports false.
 func (t *tree) check(rel string, force bool) bool {
 	ds := t.dirs[path.Dir(rel)]
 	if ds == nil {
@@ -235,6 +259,8 @@ func (t *tree) check(rel string, force bool) bool {
 	if !st.big {
 		sum, err := t.sum(abs)
 		switch {
+		case err == errStopped:
+			return false
 		case errors.Is(err, fs.ErrNotExist):
 			if known {
 				delete(ds.files, name)
@@ -259,7 +285,8 @@ func (t *tree) check(rel string, force bool) bool {
 	return st.sum != old.sum
 }
 
-// sum hashes a file's content, streaming.
+// sum hashes a file's content, streaming; it returns errStopped as soon
+// as the done channel closes.
 func (t *tree) sum(abs string) (uint64, error) {
 	f, err := os.Open(abs)
 	if err != nil {
@@ -272,6 +299,9 @@ func (t *tree) sum(abs string) (uint64, error) {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	for {
+		if t.stopped() {
+			return 0, errStopped
+		}
 		n, err := f.Read(t.buf)
 		_, _ = h.Write(t.buf[:n])
 		if err == io.EOF {

@@ -69,8 +69,9 @@ func (w *Watcher) setStats(s Stats) {
 
 // Run scans the tree, sets its watches, closes Ready, then sends a Batch
 // on out after each debounced window with real changes, until ctx is
-// done. It returns nil when ctx is done, or an error if the watches
-// cannot be set up. It does not close out. When the receiver is slow,
+// done. It returns nil as soon as ctx is done, also in the middle of the
+// initial scan (between two files of a listing, between two chunks of a
+// file's hash), or an error if the watches cannot be set up. It does not close out. When the receiver is slow,
 // later changes merge into the batch waiting to be sent. Every goroutine
 // Run starts has stopped when it returns. Run may be called only once.
 func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
@@ -87,13 +88,15 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 }
 
 // scan is the initial scan: it records (and watches) every watch root,
-// reporting nothing. It stops early, without error, when ctx is done.
+// reporting nothing. It stops at once, without error, when ctx is done
+// (t's done channel is ctx's), in the middle of a directory listing or of
+// a file's hash.
 func (w *Watcher) scan(ctx context.Context, t *tree) error {
 	for _, r := range w.s.roots {
-		if ctx.Err() != nil {
-			return nil // Run returns nil too
-		}
 		if err := t.sync(r, nil); err != nil {
+			if ctx.Err() != nil {
+				return nil // Run returns nil too
+			}
 			return fmt.Errorf("watcher: %w%s", err, watchHint(err))
 		}
 		if t.dirs[r] == nil {
@@ -119,6 +122,7 @@ func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
 	}
 	defer fw.Close() // stops fsnotify's reader goroutine
 	t := newTree(newFilter(w.s), fw, true)
+	t.done = ctx.Done()
 	if err := w.scan(ctx, t); err != nil || ctx.Err() != nil {
 		return err
 	}
@@ -216,7 +220,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 }
 
 func (n *notifier) syncDir(rel string) {
-	if err := n.t.sync(rel, n.b.pending); err != nil {
+	if err := n.t.sync(rel, n.b.pending); err != nil && err != errStopped {
 		n.t.f.s.log.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
 	}
 }
@@ -232,6 +236,9 @@ func (n *notifier) evaluate() {
 		}
 	}
 	for p := range n.dirty {
+		if t.stopped() {
+			break
+		}
 		if t.dirs[path.Dir(p)] == nil {
 			continue // forgotten with its directory, which reported it
 		}
