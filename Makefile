@@ -101,21 +101,15 @@ demo: build
 	$(GO) run ./examples/demo -mcpflow $(BIN)
 	$(GO) run ./examples/demo -mcpflow $(BIN) -mux
 
-# Timing goals live here, not in tests.
+# Timing goals live here, not in tests. bench/ measures issue 23's goals
+# through the binary beside the floor (per-call latency of watch, the mux
+# and [cli]; large results; the mux's memory, add_server and tools/list over
+# 20 x 50 tools) and the restart, save, memory and watcher figures; see
+# BENCHMARKS.md. Then, in process: the start of N configured servers behind
+# the mux against the children's own start.
 bench: build
 	$(GO) run ./bench -mcpflow $(BIN)
-	# [cli]: per-call overhead over running the CLI directly, and refresh →
-	# list_changed over the schema command alone; in-process, then through
-	# the binary.
-	$(GO) test -run '^$$' -bench . -benchtime 300x ./clitools
-	MCPFLOW_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench BenchmarkE2ECLI -benchtime 300x ./cmd/mcpflow
-	# mux: per-call latency beside its floor (direct, through a relay),
-	# tools/list with 20 x 50 tools, start-up and add_server; then the real
-	# binary's RSS idle and with 20 idle servers.
-	$(GO) test -run '^$$' -bench '^BenchmarkCall' -benchtime 2000x -count 3 ./mux
-	$(GO) test -run '^$$' -bench 'Start|AddServer' -benchtime 20x ./mux
-	$(GO) test -run '^$$' -bench 'ToolsList' -benchtime 100x ./mux
-	MCPFLOW_MUX_RSS=1 $(GO) test -count=1 -run '^TestMuxRSS$$' -v ./cmd/mcpflow
+	$(GO) test -run '^$$' -bench 'StartServers|ChildStart' -benchtime 20x ./mux
 
 # Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
 # internal/clientcheck/package.json) connect through mcpflow without an API
