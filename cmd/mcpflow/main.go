@@ -107,6 +107,8 @@ func run(e env, args []string) int {
 		return cmdRebuild(e, rest)
 	case "logs":
 		return cmdLogs(e, rest)
+	case guardCommand:
+		return cmdGuard(e, rest)
 	case "version", "--version", "-v":
 		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
 		return exitOK

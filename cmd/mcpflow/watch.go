@@ -105,6 +105,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
 	}
 	x.start(logger)
+	defer startGuard(logger)()
 	if err := serve(x.ctx, logger, ring); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
+)
+
+// guardCommand is the hidden subcommand that runs the guard (see
+// internal/proc's guard.go): "mcpflow __guard PID".
+const guardCommand = "__guard"
+
+// startGuard starts this binary as the guard of the run, which kills every
+// process group the run started should mcpflow die without stopping them
+// (SIGKILL); call the result when the run is over. In a test binary, where
+// commands run in-process and the executable is the test, it starts
+// nothing.
+func startGuard(logger *slog.Logger) (stop func()) {
+	if testing.Testing() {
+		return func() {}
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		stop, err = proc.StartGuard([]string{exe, guardCommand})
+	}
+	if err != nil {
+		logger.Warn("no guard: should mcpflow be killed, what it started may outlive it", "err", err)
+		return func() {}
+	}
+	return stop
+}
+
+// cmdGuard is "mcpflow __guard PID", started by startGuard: it watches
+// mcpflow (PID) until its stdin closes.
+func cmdGuard(e env, args []string) int {
+	if len(args) != 1 {
+		return exitUsage
+	}
+	pid, err := strconv.Atoi(args[0])
+	if err != nil {
+		return exitUsage
+	}
+	runtime.GOMAXPROCS(1)
+	proc.RunGuard(e.stdin, pid, proc.GuardInterval)
+	return exitOK
+}

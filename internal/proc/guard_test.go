@@ -1,0 +1,152 @@
+//go:build linux || darwin
+
+package proc
+
+import (
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The guard tests run the test binary itself as the guard
+// (TestGuardProcess), with this test process in mcpflow's place: they end
+// it the way a clean exit does (closing the pipe). What a SIGKILL of
+// mcpflow does is tested end to end in cmd/mcpflow (guard_e2e_test.go).
+
+// TestGuardProcess is the guard when the test binary is started as one
+// (startTestGuard): the arguments after "--" are a file to create once it
+// runs, then mcpflow's pid. Otherwise it does nothing.
+func TestGuardProcess(t *testing.T) {
+	if flag.NArg() != 2 {
+		t.Skip("run as the guard by the other tests")
+	}
+	pid, err := strconv.Atoi(flag.Arg(1))
+	if err != nil || os.WriteFile(flag.Arg(0), nil, 0o644) != nil {
+		os.Exit(2)
+	}
+	RunGuard(os.Stdin, pid, 10*time.Millisecond)
+	os.Exit(0)
+}
+
+// startTestGuard starts the test binary as this process's guard, waits
+// for it to run, and returns its stop function and pid.
+func startTestGuard(t *testing.T) (stop func(), pid int) {
+	t.Helper()
+	before := children(os.Getpid())
+	ready := filepath.Join(t.TempDir(), "ready")
+	stop, err := StartGuard([]string{os.Args[0], "-test.run=^TestGuardProcess$", "-test.count=1", "--", ready})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	for _, c := range children(os.Getpid()) {
+		if !slices.Contains(before, c) {
+			pid = c
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no guard among the children")
+	}
+	eventually(t, "the guard did not start", func() bool {
+		_, err := os.Stat(ready)
+		return err == nil
+	})
+	return stop, pid
+}
+
+// startGroup starts script as a group of its own and returns its leader's
+// pid; the leader is waited in the background.
+func startGroup(t *testing.T, script string) int {
+	t.Helper()
+	cmd := shell(script)
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	t.Cleanup(g.Kill)
+	return g.Pid()
+}
+
+// eventually waits up to 5 s for ok.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestGuardKillsGroups: once its pipe closes, the guard kills the groups
+// led by its parent's children, a group whose leader runs and one whose
+// leader exited and left a process behind, and only those: not a child in
+// its parent's own group, nor a group led by a grandchild. Then it exits.
+func TestGuardKillsGroups(t *testing.T) {
+	stop, guard := startTestGuard(t)
+	running := startGroup(t, "sleep 60 & wait")
+	orphaned := startGroup(t, "sleep 60 & exec sleep 0.3")
+	// A child in this process's group, and a grandchild leading a group
+	// (and session) of its own: neither is the guard's to kill.
+	plain := exec.Command("sleep", "60")
+	if err := plain.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Process.Kill(); _ = plain.Wait() })
+	out, err := exec.Command("sh", "-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("%q", out)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(other, syscall.SIGKILL) })
+	// The second group's leader lives long enough for the guard to see it
+	// among its parent's children, then leaves its sleep behind.
+	eventually(t, "the second group's leader did not exit", func() bool {
+		return syscall.Kill(orphaned, 0) != nil
+	})
+	if !GroupAlive(running) || !GroupAlive(orphaned) {
+		t.Fatal("a group died before the guard acted")
+	}
+	stop()
+	for _, g := range []int{running, orphaned} {
+		eventually(t, "the guard left group "+strconv.Itoa(g), func() bool { return !GroupAlive(g) })
+	}
+	if syscall.Kill(guard, 0) == nil {
+		t.Fatal("the guard is still there after stop")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if syscall.Kill(plain.Process.Pid, 0) != nil {
+		t.Error("the guard killed a child in its parent's own group")
+	}
+	if syscall.Kill(other, 0) != nil {
+		t.Error("the guard killed a group its parent's child did not lead")
+	}
+}
+
+// TestGuardNotOurParent: a guard whose given parent is not its parent
+// (that parent died before the guard started, say) kills nothing.
+func TestGuardNotOurParent(t *testing.T) {
+	g := startGroup(t, "sleep 60")
+	done := make(chan []int)
+	go func() { done <- RunGuard(strings.NewReader(""), os.Getpid(), 10*time.Millisecond) }()
+	select {
+	case killed := <-done:
+		if len(killed) > 0 || !GroupAlive(g) {
+			t.Fatalf("killed %v", killed)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunGuard did not return")
+	}
+}
