@@ -1,0 +1,286 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
+)
+
+// The guard tests SIGKILL the real mcpflow binary while its process
+// groups hold a grandchild each (a build's, a server's, a [cli] call's)
+// and check that within a few seconds no process of any group mcpflow
+// started is left, the guard included. Without the guard the grandchildren
+// survive: the parent-death signal reaches only mcpflow's direct children.
+
+// guardRun is mcpflow started by a guard test, a raw MCP client on its
+// stdin and stdout.
+type guardRun struct {
+	t      *testing.T
+	dir    string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // mcpflow's stdout, closed at EOF
+	stderr *lockedBuffer
+	exited chan error
+}
+
+// startGuarded writes files into a new temp dir and starts "mcpflow watch"
+// there, in a group of its own (as a client starts it).
+func startGuarded(t *testing.T, files map[string]string) *guardRun {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &guardRun{t: t, dir: dir, lines: make(chan string, 64), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	r.cmd = exec.Command(mcpflowBin, "watch")
+	r.cmd.Dir = dir
+	r.cmd.Stderr = r.stderr
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var err error
+	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			select {
+			case r.lines <- sc.Text():
+			default: // nobody waits for it
+			}
+		}
+		close(r.lines)
+	}()
+	go func() { r.exited <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+		r.exited <- nil
+		killGroupsIn(dir)
+		if t.Failed() {
+			t.Logf("mcpflow stderr:\n%s", r.stderr.String())
+		}
+	})
+	return r
+}
+
+// send writes one JSON-RPC message to mcpflow.
+func (r *guardRun) send(msg string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.stdin, msg+"\n"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// initialize opens the session and waits for mcpflow's answer.
+func (r *guardRun) initialize() {
+	r.t.Helper()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"guard-test","version":"1"}}}`)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("stdout closed before the initialize answer\nstderr:\n%s", r.stderr.String())
+			}
+			if strings.Contains(line, `"id":1`) {
+				r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				return
+			}
+		case <-timeout:
+			r.t.Fatalf("no answer to initialize\nstderr:\n%s", r.stderr.String())
+		}
+	}
+}
+
+// call sends a tools/call without waiting for its answer.
+func (r *guardRun) call(id int, tool, args string) {
+	r.t.Helper()
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args))
+}
+
+// pidFile waits for dir/name to hold a pid and returns it.
+func (r *guardRun) pidFile(name string) int {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(r.dir, name))
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no %s\nstderr:\n%s", name, r.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// killAndCheck notes the groups mcpflow started (those its children lead,
+// but the guard's), checks that grandchild is in one of them, SIGKILLs
+// mcpflow's group (mcpflow alone: the guard has a session of its own), and
+// checks that within a few seconds mcpflow's stdout is closed (the guard
+// holds none of the client's pipes), no process of those groups is left,
+// and the guard has exited.
+func (r *guardRun) killAndCheck(grandchild int) {
+	r.t.Helper()
+	// The guard learns a group within GuardInterval of its start; a group
+	// younger than that at mcpflow's death is what it cannot catch.
+	time.Sleep(3 * proc.GuardInterval)
+	pid := r.cmd.Process.Pid
+	groups, guard := startedGroups(pid)
+	if pg, err := syscall.Getpgid(grandchild); err != nil || !slices.Contains(groups, pg) {
+		r.t.Fatalf("grandchild %d (group %d, %v) is in none of mcpflow's groups %v", grandchild, pg, err, groups)
+	}
+	if guard == 0 {
+		r.t.Error("mcpflow has no guard among its children")
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		r.t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-r.lines:
+		case <-deadline:
+			r.t.Fatal("mcpflow's stdout is still open after it was killed")
+		}
+	}
+	select {
+	case <-r.exited:
+		r.exited <- nil
+	case <-deadline:
+		r.t.Fatal("mcpflow's stderr is still open after it was killed")
+	}
+	for {
+		left := groupMembers(groups)
+		guardLeft := guard != 0 && alive(guard)
+		if len(left) == 0 && !guardLeft {
+			return
+		}
+		select {
+		case <-deadline:
+			var desc []string
+			for _, p := range left {
+				desc = append(desc, describePID(p))
+			}
+			if guardLeft {
+				desc = append(desc, "the guard: "+describePID(guard))
+			}
+			r.t.Fatalf("left after mcpflow was killed: %s", strings.Join(desc, "; "))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startedGroups lists the groups led by pid's children, and the child that
+// is the guard (0 if none).
+func startedGroups(pid int) (groups []int, guard int) {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			c, _ := strconv.Atoi(f)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+			switch pg, err := syscall.Getpgid(c); {
+			case bytes.Contains(cmdline, []byte("\x00"+guardCommand+"\x00")):
+				guard = c
+			case err == nil && pg == c:
+				groups = append(groups, c)
+			}
+		}
+	}
+	return groups, guard
+}
+
+// groupMembers lists the live processes (zombies do not count) whose
+// group is one of groups.
+func groupMembers(groups []int) []int {
+	var left []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pg, err := syscall.Getpgid(p); err == nil && slices.Contains(groups, pg) && alive(p) {
+			left = append(left, p)
+		}
+	}
+	return left
+}
+
+// alive reports whether pid runs (a zombie has exited).
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil && !zombie(pid) }
+
+// killGroupsIn kills what a failed test left: every process working in
+// dir, and its group.
+func killGroupsIn(dir string) {
+	for _, l := range leftovers(dir, nil) {
+		var pid int
+		fmt.Sscanf(l, "pid %d", &pid)
+		if pg, err := syscall.Getpgid(pid); err == nil && pg > 1 {
+			syscall.Kill(-pg, syscall.SIGKILL)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// TestGuardKillDuringBuild: mcpflow is killed while its first build runs
+// and has started a background child.
+func TestGuardKillDuringBuild(t *testing.T) {
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": "[build]\ncommand = \"sh build.sh\"\n[run]\ncommand = [\"sh\", \"-c\", \"exec sleep 300\"]\n[watch]\nenabled = false\n",
+		"build.sh":     "sleep 300 &\necho $! > build.pid\nwait\n",
+	})
+	r.killAndCheck(r.pidFile("build.pid"))
+}
+
+// TestGuardKillDuringCall: mcpflow is killed during a tool call, after a
+// call of the server's spawn tool started a grandchild in its group.
+func TestGuardKillDuringCall(t *testing.T) {
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": fmt.Sprintf("[run]\ncommand = [%q]\n[watch]\nenabled = false\n", fixtureBin),
+	})
+	r.initialize()
+	r.call(2, "spawn", fmt.Sprintf(`{"path":%q}`, filepath.Join(r.dir, "spawn.pid")))
+	grandchild := r.pidFile("spawn.pid")
+	r.call(3, "slow", `{"ms":60000}`) // in flight when mcpflow is killed
+	r.killAndCheck(grandchild)
+}
+
+// TestGuardKillDuringCLICall: in [cli] mode, mcpflow is killed while a
+// call runs whose process started a child.
+func TestGuardKillDuringCLICall(t *testing.T) {
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": "[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [\"sh\", \"tool.sh\"]\ntimeout = \"5m\"\n[watch]\nenabled = false\n",
+		"schema.json":  `{"tools": [{"name": "hold", "description": "Start a child, then wait.", "parameters": {"type": "object", "properties": {}}, "cli_command": ["hold"]}]}`,
+		"tool.sh":      "sleep 300 &\necho $! > child.pid\nwait\n",
+	})
+	r.initialize()
+	r.call(2, "hold", `{}`)
+	r.killAndCheck(r.pidFile("child.pid"))
+}
