@@ -214,7 +214,9 @@ const statusUsage = `Usage:
 Shows every running mcpflow of yours: its pid, config file and mode, the
 client, and for each server its state, pid, uptime, restarts, last build,
 tool count and calls. Run in a project folder (or with -c FILE), it shows
-that project's instances only; --all shows them all.
+that project's instances only; --all shows them all. With --json,
+durations are whole milliseconds (fields ending in _ms), as in every
+--json output.
 
 Flags:
 `
@@ -225,7 +227,8 @@ const rebuildUsage = `Usage:
 Rebuilds and restarts the server of a running mcpflow, as the agent's
 recompile tool does (in a mux, NAME picks the server), and prints the build
 result and the tool diff. Exit status 0 when the new server serves, 1 when
-the build or restart failed.
+the build or restart failed. With --json, durations are whole milliseconds
+(fields ending in _ms), as in every --json output.
 
 Flags:
 `

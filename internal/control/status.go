@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"strings"
@@ -32,8 +33,10 @@ const (
 	ModeCLI    = "cli"    // CLI tools only
 )
 
-// Status is one instance as mcpflow status shows it. Durations are in
-// nanoseconds in JSON (the _ns fields).
+// Status is one instance as mcpflow status shows it. In JSON, durations
+// are whole milliseconds in fields ending in _ms, as in every --json
+// output of mcpflow (rebuild --json, the recompile tool's
+// structuredContent).
 type Status struct {
 	Pid     int            `json:"pid"`
 	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
@@ -41,7 +44,7 @@ type Status struct {
 	Mode    string         `json:"mode"`              // ModeSingle, ModeMux or ModeCLI
 	Version string         `json:"version,omitempty"` // mcpflow's version
 	Started time.Time      `json:"started"`
-	Uptime  time.Duration  `json:"uptime_ns"`
+	Uptime  time.Duration  `json:"-"` // uptime_ms
 	Client  ClientInfo     `json:"client"`
 	Servers []ServerStatus `json:"servers"`
 }
@@ -61,7 +64,7 @@ type ServerStatus struct {
 	Pid      int           `json:"pid,omitempty"` // the child's pid; 0 when none runs
 	Gen      int           `json:"gen"`           // child generation, from 1
 	Started  time.Time     `json:"started,omitzero"`
-	Uptime   time.Duration `json:"uptime_ns"` // filled from Started when zero
+	Uptime   time.Duration `json:"-"` // uptime_ms; filled from Started when zero
 	Restarts int           `json:"restarts"`
 	Crashes  int           `json:"crashes"`              // times the server exited on its own
 	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
@@ -76,11 +79,93 @@ type BuildStatus struct {
 	Skipped      bool          `json:"skipped,omitempty"` // no build ran: only a restart
 	Cached       bool          `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
 	Canceled     bool          `json:"canceled,omitempty"`
-	Trigger      string        `json:"trigger,omitempty"` // "startup" | "watch" | "recompile"
-	At           time.Time     `json:"at,omitzero"`       // when it ended
-	Duration     time.Duration `json:"duration_ns"`
+	Trigger      string        `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
+	At           time.Time     `json:"at,omitzero"`             // when it ended
+	Duration     time.Duration `json:"-"`                       // duration_ms
 	FirstError   string        `json:"first_error,omitempty"`   // first line of what went wrong
 	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
+}
+
+// The JSON forms of Status, ServerStatus and BuildStatus carry their
+// durations as whole milliseconds. They read the nanoseconds of an older
+// mcpflow (uptime_ns, duration_ns) too, so that status shows instances
+// started before an upgrade.
+
+func (s Status) MarshalJSON() ([]byte, error) {
+	type plain Status
+	return json.Marshal(struct {
+		plain
+		Uptime int64 `json:"uptime_ms"`
+	}{plain(s), s.Uptime.Milliseconds()})
+}
+
+func (s *Status) UnmarshalJSON(b []byte) error {
+	type plain Status
+	w := struct {
+		*plain
+		MS *int64 `json:"uptime_ms"`
+		NS *int64 `json:"uptime_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Uptime = durationOf(w.MS, w.NS)
+	return nil
+}
+
+func (s ServerStatus) MarshalJSON() ([]byte, error) {
+	type plain ServerStatus
+	return json.Marshal(struct {
+		plain
+		Uptime int64 `json:"uptime_ms"`
+	}{plain(s), s.Uptime.Milliseconds()})
+}
+
+func (s *ServerStatus) UnmarshalJSON(b []byte) error {
+	type plain ServerStatus
+	w := struct {
+		*plain
+		MS *int64 `json:"uptime_ms"`
+		NS *int64 `json:"uptime_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Uptime = durationOf(w.MS, w.NS)
+	return nil
+}
+
+func (s BuildStatus) MarshalJSON() ([]byte, error) {
+	type plain BuildStatus
+	return json.Marshal(struct {
+		plain
+		Duration int64 `json:"duration_ms"`
+	}{plain(s), s.Duration.Milliseconds()})
+}
+
+func (s *BuildStatus) UnmarshalJSON(b []byte) error {
+	type plain BuildStatus
+	w := struct {
+		*plain
+		MS *int64 `json:"duration_ms"`
+		NS *int64 `json:"duration_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Duration = durationOf(w.MS, w.NS)
+	return nil
+}
+
+// durationOf is a duration read as milliseconds, else as nanoseconds.
+func durationOf(ms, ns *int64) time.Duration {
+	switch {
+	case ms != nil:
+		return time.Duration(*ms) * time.Millisecond
+	case ns != nil:
+		return time.Duration(*ns)
+	}
+	return 0
 }
 
 // BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
