@@ -92,7 +92,7 @@ func watchConfigOf(cfg *config.Config) watcher.Config {
 		Root:      cfg.Dir,
 		Paths:     cfg.Watch.Paths,
 		Include:   cfg.Watch.Include,
-		Exclude:   cfg.Watch.Exclude,
+		Exclude:   cfg.Watch.Excludes(cfg.Dir),
 		GitIgnore: cfg.Watch.GitIgnore,
 		Ignore:    ignoredOutputs(cfg),
 		Debounce:  cfg.Watch.Debounce,

@@ -152,6 +152,10 @@ type WatchConfig struct {
 	Include, Exclude []string // doublestar globs on slash paths relative to Dir
 	GitIgnore        bool
 	Debounce, Poll   time.Duration // Poll 0: use fsnotify
+	// Ignore are globs never watched, whatever Include says, unless the
+	// config names files in them (Excludes): ClientFiles by default. No
+	// key sets it.
+	Ignore []string
 }
 
 // LogConfig is [log].

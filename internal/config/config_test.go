@@ -276,6 +276,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Watch.Exclude = []string{}
 	want.Watch.GitIgnore = true
 	want.Watch.Debounce = 100 * time.Millisecond
+	want.Watch.Ignore = ClientFiles()
 	want.Log.Level = "info"
 	want.Log.Format = "text"
 	want.Log.MaxSize = 16 << 20

@@ -141,5 +141,6 @@ func defaultWatch(dir string) WatchConfig {
 		Exclude:   []string{},
 		GitIgnore: defaultGitIgnore,
 		Debounce:  defaultDebounce,
+		Ignore:    ClientFiles(),
 	}
 }

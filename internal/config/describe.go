@@ -12,7 +12,7 @@ import (
 // Describe returns the resolved settings as TOML, one key a line, for
 // `mcpflow check`. The text parses back into the same settings.
 func (c *Config) Describe() string {
-	d := describer{}
+	d := describer{dir: c.Dir}
 	b := &d.b
 	if c.File != "" {
 		fmt.Fprintf(b, "# config: %s\n", c.File)
@@ -97,7 +97,10 @@ func (c *Config) Describe() string {
 }
 
 // describer writes TOML, one key a line with an optional note.
-type describer struct{ b strings.Builder }
+type describer struct {
+	b   strings.Builder
+	dir string // the folder watch globs are relative to
+}
 
 func (d *describer) table(name string) { fmt.Fprintf(&d.b, "\n[%s]\n", name) }
 
@@ -154,6 +157,9 @@ func (d *describer) watch(table string, w *WatchConfig) {
 	d.kv("paths", TOMLStrings(w.Paths), "")
 	d.kv("include", TOMLStrings(w.Include), "")
 	d.kv("exclude", TOMLStrings(w.Exclude), "")
+	if ig := w.Excludes(d.dir)[len(w.Exclude):]; len(ig) > 0 {
+		fmt.Fprintf(&d.b, "# never watched either (clients' and editors' files): %s\n", strings.Join(ig, ", "))
+	}
 	d.kv("gitignore", strconv.FormatBool(w.GitIgnore), "")
 	d.kv("debounce", TOMLString(durationText(w.Debounce)), "")
 	poll, pollNote := "", "off: fsnotify"

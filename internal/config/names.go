@@ -1,0 +1,20 @@
+package config
+
+// Tool names in a mux: a server's tool is listed as NAME + separator +
+// tool, and clients refuse long names.
+const (
+	// MaxJoinedToolName is the longest tool name clients accept: MCP
+	// allows 128 characters, Claude Code and OpenAI's function names 64.
+	// mcpflow check warns about names a mux would list past it; the mux
+	// leaves such tools out.
+	MaxJoinedToolName = 64
+	// MaxServerName is the longest server name a mux accepts, so that
+	// NAME + separator + tool stays within MaxJoinedToolName for tools of
+	// common lengths.
+	MaxServerName = 32
+)
+
+// ManagementTools are the tools a mux serves itself, besides relay.call_tool.
+func ManagementTools() []string {
+	return []string{"add_server", "remove_server", "reload_server", "list_servers"}
+}
