@@ -77,7 +77,7 @@ const (
 // (stderrQueueRecords or stderrQueueBytes), records are dropped and
 // counted; once a write to stderr goes through again, notice logs how
 // many ("N log lines were dropped: stderr was not read"), to the log file
-// and the ring too. After stderr's first error it is dropped, records are
+// and the ring too; that record is queued even when the queue is full. After stderr's first error it is dropped, records are
 // discarded uncounted, and the file log carries on. close waits at most
 // stderrCloseWait, then reports what never reached stderr to the file.
 type stderrQueue struct {
@@ -86,13 +86,14 @@ type stderrQueue struct {
 	wake   chan struct{} // capacity 1
 	done   chan struct{} // closed when the goroutine returns
 
-	mu      sync.Mutex
-	recs    [][]byte
-	bytes   int
-	writing int // records the goroutine is writing now
-	dropped int // since the last notice
-	gone    bool
-	closed  bool
+	mu       sync.Mutex
+	recs     [][]byte
+	bytes    int
+	writing  int  // records the goroutine is writing now
+	dropped  int  // since the last notice
+	noticing bool // the notice is being logged: queued even when full
+	gone     bool
+	closed   bool
 }
 
 // newStderrQueue starts the goroutine writing to w; notice logs a count
@@ -110,7 +111,7 @@ func (q *stderrQueue) add(p []byte) {
 	switch {
 	case q.gone || q.closed:
 		return
-	case len(q.recs) >= stderrQueueRecords || q.bytes+len(p) > stderrQueueBytes:
+	case (len(q.recs) >= stderrQueueRecords || q.bytes+len(p) > stderrQueueBytes) && !q.noticing:
 		q.dropped++
 		return
 	}
@@ -124,6 +125,12 @@ func (q *stderrQueue) signal() {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+func (q *stderrQueue) setNoticing(on bool) {
+	q.mu.Lock()
+	q.noticing = on
+	q.mu.Unlock()
 }
 
 func (q *stderrQueue) run() {
@@ -153,7 +160,9 @@ func (q *stderrQueue) run() {
 			}
 			q.mu.Unlock()
 			if dropped > 0 {
-				q.notice(dropped) // a record, queued like any other
+				q.setNoticing(true)
+				q.notice(dropped) // a record, queued even when the queue is full
+				q.setNoticing(false)
 			}
 		}
 		if closed {
@@ -290,6 +299,10 @@ func newRunLogger(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, f
 		return nil, nil, err
 	}
 	q := newStderrQueue(stderr, func(n int) {
+		if n == 1 {
+			logger.Warn("1 log line was dropped: stderr was not read")
+			return
+		}
 		logger.Warn(fmt.Sprintf("%d log lines were dropped: stderr was not read", n))
 	})
 	out.mu.Lock()

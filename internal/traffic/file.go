@@ -20,8 +20,10 @@ import (
 // is still the file it writes to, so one rotation happens, never two in a
 // row; the others move to the new FILE at their next write that finds the
 // old one full or removed. A write that still fits may land in FILE.1
-// before that. Nothing is truncated, and no write is lost unless FILE.1
-// is replaced while a lagging process still writes to it.
+// before that, and writes that raced the one that found the file full
+// take it past the maximum, by one write per other process at most.
+// Nothing is truncated, and no write is lost unless FILE.1 is replaced
+// while a lagging process still writes to it.
 //
 // A File is safe for concurrent use.
 type File struct {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+)
+
+// gateWriter is a stderr whose reader stalls until open is closed.
+type gateWriter struct {
+	open chan struct{}
+	mu   sync.Mutex
+	b    bytes.Buffer
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.Write(p)
+}
+
+func (g *gateWriter) String() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.b.String()
+}
+
+// TestRunLoggerStalledStderr: while stderr's reader stalls, logging never
+// waits; the file and the ring get every record; once stderr is read
+// again, one line says how many lines it missed.
+func TestRunLoggerStalledStderr(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mcpflow.log")
+	stderr := &gateWriter{open: make(chan struct{})}
+	var ring lockedBuffer
+	logger, closeLog, err := newRunLogger(stderr, &ring, config.LogConfig{Level: "info", Format: "text", File: file, MaxSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	start := time.Now()
+	for i := range n {
+		logger.Info("line", "i", i)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("logging %d lines took %v with stderr stalled", n, d)
+	}
+	close(stderr.open)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(stderr.String(), " dropped: stderr was not read") {
+		if time.Now().After(deadline) {
+			t.Fatalf("stderr never says how many lines it missed:\n%.2000s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	closeLog()
+	got := stderr.String()
+	shown := strings.Count(got, " line i=")
+	var dropped, notices int
+	for _, l := range strings.Split(got, "\n") {
+		if _, rest, ok := strings.Cut(l, "WARN mcpflow: "); ok {
+			var d int
+			fmt.Sscanf(rest, "%d log lines were dropped", &d)
+			dropped += d
+			notices++
+		}
+	}
+	// Every line logged while stderr stalled, and none after: one notice.
+	if shown+dropped != n || dropped == 0 || notices != 1 {
+		t.Errorf("stderr shows %d lines and %d notices saying %d were dropped; want %d lines in all, one notice", shown, notices, dropped, n)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"the file": string(data), "the ring": ring.String()} {
+		if c := strings.Count(text, " line i="); c != n {
+			t.Errorf("%s has %d lines, want %d", name, c, n)
+		}
+		if !strings.Contains(text, fmt.Sprintf("%d log lines were dropped: stderr was not read", dropped)) {
+			t.Errorf("%s does not say how many lines stderr missed", name)
+		}
+	}
+}
+
+// TestRunLoggerCloseStalled: closing the log while stderr's reader stalls
+// takes stderrCloseWait at most; the file says how many lines stderr
+// missed.
+func TestRunLoggerCloseStalled(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mcpflow.log")
+	stderr := &gateWriter{open: make(chan struct{})}
+	defer close(stderr.open)
+	logger, closeLog, err := newRunLogger(stderr, nil, config.LogConfig{Level: "info", Format: "json", File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		logger.Info("line", "i", i)
+	}
+	start := time.Now()
+	closeLog()
+	if d := time.Since(start); d > stderrCloseWait+time.Second {
+		t.Errorf("closing the log took %v", d)
+	}
+	data, _ := os.ReadFile(file)
+	if c := strings.Count(string(data), `"msg":"line"`); c != 3000 {
+		t.Errorf("the file has %d lines, want 3000", c)
+	}
+	// Every line missed stderr: the one being written, the queued ones,
+	// the dropped ones.
+	if !strings.Contains(string(data), `"msg":"3000 log lines were dropped: stderr was not read"`) {
+		t.Errorf("the file does not say that 3000 lines missed stderr:\n%s", data[max(0, len(data)-500):])
+	}
+}
