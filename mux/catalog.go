@@ -60,8 +60,12 @@ func (c *catalog) publish(s *server) {
 	var tools, prompts, res, tmpls []string
 	for _, t := range s.tools {
 		full := c.h.join(name, t.Name)
-		if len(full) > maxToolName {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than MCP's %d-character limit", t.Name, full, maxToolName))
+		if len(full) > MaxToolName {
+			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than the %d characters clients accept", t.Name, full, MaxToolName))
+			continue
+		}
+		if own := c.h.ownTool(full); own != "" {
+			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: as %q it would take the place of mcpflow's %s tool (change mux.separator, or rename the tool)", t.Name, full, own))
 			continue
 		}
 		if !objectSchema(t.InputSchema) {

@@ -21,7 +21,8 @@ type Config struct {
 	Separator string       // between server and tool names; default "__"
 
 	DisableAddServer bool     // [mux] add_server = false
-	AllowedCommands  []string // when set, add_server accepts only these programs (argv[0])
+	AllowedCommands  []string // when set, add_server accepts only these programs (argv[0]), and no build
+	AllowedEnv       []string // with AllowedCommands: the env keys add_server accepts
 	CallTool         string   // name of the tool that calls NAME__tool for clients that ignore list_changed; "" = off
 
 	// NewBackend makes each server's backend; nil = NewRelayBackends with

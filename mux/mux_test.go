@@ -66,11 +66,11 @@ func TestNamespacingEdgeCases(t *testing.T) {
 	}
 	long := strings.Repeat("x", 126)
 	if e.toolNames()["a__"+long] != nil {
-		t.Errorf("a tool name over 128 characters was listed")
+		t.Errorf("a tool name over 64 characters was listed")
 	}
 	warned := false
 	for _, w := range e.server("a").Warnings {
-		warned = warned || strings.Contains(w, "128")
+		warned = warned || strings.Contains(w, "64 characters")
 	}
 	if !warned {
 		t.Errorf("list_servers has no warning for the long name: %v", e.server("a").Warnings)
@@ -104,6 +104,7 @@ func TestNameRules(t *testing.T) {
 	e.mustFail("add_server", addArgs("dup", fixtureV1), "exists already")
 	e.mustFail("add_server", addArgs("bad_", fixtureV1), "ends in")
 	e.mustFail("add_server", addArgs("", fixtureV1), "empty")
+	e.mustFail("add_server", addArgs(strings.Repeat("n", 33), fixtureV1), "at most 32")
 	e.mustFail("remove_server", map[string]any{"name": "ghost"}, `no server named "ghost"`, "dup")
 	e.mustFail("reload_server", map[string]any{"name": "ghost"}, `no server named "ghost"`)
 	e.mustFail("ghost__echo", map[string]any{}, `no server named "ghost"`, "dup")
@@ -119,8 +120,20 @@ func TestAddServerFailsWithStderr(t *testing.T) {
 }
 
 func TestAddServerPolicy(t *testing.T) {
-	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{fixtureV1}}})
+	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{fixtureV1}, AllowedEnv: []string{"FIXTURE_NAME"}}})
 	e.mustFail("add_server", map[string]any{"name": "x", "command": "sh"}, "not an allowed command")
+	// An allowed program may not bring a build (a shell command) nor set
+	// an env key that is not listed.
+	args := addArgs("x", fixtureV1)
+	args["build"] = "id > pwned"
+	e.mustFail("add_server", args, "build is not accepted")
+	args = addArgs("x", fixtureV1)
+	args["env"] = map[string]string{"LD_PRELOAD": "/tmp/evil.so"}
+	e.mustFail("add_server", args, "env keys not allowed: LD_PRELOAD")
+	e.mustFail("add_server", map[string]any{"name": "c", "cli_schema": []string{fixtureV1, "schema"}, "command": "sh"}, `"sh" is not an allowed command`)
+	if len(e.m.List(false)) != 0 {
+		t.Errorf("a refused server was started: %+v", e.m.List(false))
+	}
 	e.mustOK("add_server", addArgs("x", fixtureV1))
 
 	d := start(t, envOpts{cfg: Config{DisableAddServer: true}})
@@ -143,5 +156,31 @@ func TestChildSeesTheClientsCapabilities(t *testing.T) {
 				t.Errorf("whoami: %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// No server's tool takes the name of one of mcpflow's own: with separator
+// "_", a server "list" whose tool is "servers" would be list_servers, and
+// in single mode a tool named like the rebuild tool would replace it.
+func TestOwnToolsCannotBeShadowed(t *testing.T) {
+	e := start(t, envOpts{cfg: Config{Separator: "_"}})
+	e.mustOK("add_server", map[string]any{"name": "list", "command": fixtureV1, "env": map[string]string{"FIXTURE_NAME": "list", "FIXTURE_EXTRA_TOOL": "servers"}})
+	warned := false
+	for _, w := range e.server("list").Warnings {
+		warned = warned || strings.Contains(w, `"list_servers"`) && strings.Contains(w, "list_servers tool")
+	}
+	if !warned {
+		t.Errorf("no warning for the shadowing tool: %v", e.server("list").Warnings)
+	}
+	if got := e.mustOK("list_servers", map[string]any{}); !strings.Contains(got, "list [running") {
+		t.Errorf("list_servers is no longer mcpflow's: %q", got)
+	}
+
+	s := start(t, envOpts{version: "2025-11-25", cfg: Config{
+		Single: true, SingleTool: "echo",
+		Servers: []ServerSpec{{Name: "server", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "s"}}},
+	}})
+	if out := s.mustOK("echo", map[string]any{}); !strings.Contains(out, "restarted") {
+		t.Errorf("echo is not the rebuild tool: %q", out)
 	}
 }

@@ -8,8 +8,18 @@ import (
 // DefaultSeparator joins a server's name and a tool's or prompt's name.
 const DefaultSeparator = "__"
 
-// maxToolName is MCP's limit on a tool name's length.
-const maxToolName = 128
+// MaxToolName is the longest tool name the mux lists: MCP allows 128
+// characters, but clients accept 64 (Claude Code, OpenAI's function
+// names); a longer joined name is left out with a warning.
+const MaxToolName = 64
+
+// MaxServerName is the longest server name, so that NAME + separator +
+// tool stays within MaxToolName for tools of common lengths.
+const MaxServerName = 32
+
+// managementTools are the mux's own tools: no server's tool may take
+// their names.
+var managementTools = []string{"add_server", "remove_server", "reload_server", "list_servers"}
 
 // ValidateName checks a server name against the mux's rules: non-empty,
 // letters, digits, '-' and '_' only (some clients reject other characters
@@ -21,6 +31,9 @@ func ValidateName(name, sep string) error {
 	}
 	if name == "" {
 		return fmt.Errorf("server name is empty")
+	}
+	if len(name) > MaxServerName {
+		return fmt.Errorf("server name %q is %d characters long: use at most %d, so that its tools' names (NAME%sTOOL) stay within the %d characters clients accept", name, len(name), MaxServerName, sep, MaxToolName)
 	}
 	for _, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {

@@ -118,6 +118,20 @@ func (m front) knownTool(name string) bool {
 	return m.cfg.CallTool != "" && name == m.cfg.CallTool
 }
 
+// ownTool returns name when it is the name of one of mcpflow's own tools
+// (the management tools, the call tool; in single mode, the rebuild tool),
+// else "". m.mu is held or not needed: it reads only the config.
+func (m front) ownTool(name string) string {
+	own := managementTools
+	if m.cfg.Single {
+		own = []string{m.cfg.SingleTool}
+	}
+	if slices.Contains(own, name) || m.cfg.CallTool != "" && name == m.cfg.CallTool {
+		return name
+	}
+	return ""
+}
+
 // unknownTool explains a call to a tool the mux does not list.
 func (m front) unknownTool(name string) *mcp.CallToolResult {
 	m.mu.Lock()

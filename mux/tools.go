@@ -94,7 +94,7 @@ func (m admin) addManagementTools(srv *mcp.Server) {
 	if !m.cfg.DisableAddServer {
 		desc := "Start an MCP server behind mcpflow; its tools appear as NAME" + m.sep + "tool. Give build (and watch) to have it rebuilt on reload_server (and on save)."
 		if len(m.cfg.AllowedCommands) > 0 {
-			desc += " Allowed commands: " + strings.Join(m.cfg.AllowedCommands, ", ") + "."
+			desc += " Allowed commands: " + strings.Join(m.cfg.AllowedCommands, ", ") + " (no build command here)."
 		}
 		mcp.AddTool(srv, &mcp.Tool{Name: "add_server", Description: desc}, m.addServerTool)
 	}
@@ -115,8 +115,8 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 	if len(a.CLISchema) > 0 {
 		program = a.CLISchema[0]
 	}
-	if len(m.cfg.AllowedCommands) > 0 && !m.allowed(program) {
-		return textResult(true, nil, "add_server: %q is not an allowed command; allowed_commands in [mux] lists: %s", program, strings.Join(m.cfg.AllowedCommands, ", ")), nil, nil
+	if refusal := m.refusal(a, program); refusal != "" {
+		return textResult(true, nil, "add_server: %s", refusal), nil, nil
 	}
 	if a.Command == "" && len(a.CLISchema) == 0 {
 		return textResult(true, nil, "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)"), nil, nil
@@ -138,7 +138,7 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 	} else {
 		spec.Command = append([]string{a.Command}, a.Args...)
 	}
-	s, res, err := m.add(m.ctx, spec)
+	s, res, err := m.addFor(ctx, spec)
 	if err != nil {
 		return textResult(true, nil, "add_server: %v", err), nil, nil
 	}
@@ -158,6 +158,41 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 	return textResult(false, out, "%s", text), nil, nil
 }
 
+// refusal says why add_server may not start what a asks for under
+// [mux] allowed_commands, or "": every program it would run must be
+// listed (the server's, and a CLI's call prefix), it may not give a
+// build (a shell command, which no list of programs can check), and it
+// may set only the env keys of allowed_env.
+func (m admin) refusal(a addServerArgs, program string) string {
+	if len(m.cfg.AllowedCommands) == 0 {
+		return ""
+	}
+	allowed := strings.Join(m.cfg.AllowedCommands, ", ")
+	for _, p := range []string{program, a.Command} {
+		if p != "" && !m.allowed(p) {
+			return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", p, allowed)
+		}
+	}
+	if a.Build != "" {
+		return "build is not accepted here: a build is a shell command, and only the programs " + allowed + " may be started. Build the server before add_server, or ask the user to configure it with its build in mcpflow.toml"
+	}
+	var refused []string
+	for k := range a.Env {
+		if !slices.Contains(m.cfg.AllowedEnv, k) {
+			refused = append(refused, k)
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		ok := "none"
+		if len(m.cfg.AllowedEnv) > 0 {
+			ok = strings.Join(m.cfg.AllowedEnv, ", ")
+		}
+		return fmt.Sprintf("env keys not allowed: %s; the keys add_server may set are: %s", strings.Join(refused, ", "), ok)
+	}
+	return ""
+}
+
 func (m admin) allowed(cmd string) bool {
 	for _, c := range m.cfg.AllowedCommands {
 		if cmd == c || filepath.Base(cmd) == c && !strings.ContainsRune(c, filepath.Separator) && cmd == filepath.Base(cmd) {
@@ -172,6 +207,16 @@ func (m admin) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a nam
 		return textResult(true, nil, "remove_server: %v", err), nil, nil
 	}
 	return textResult(false, map[string]any{"removed": a.Name}, "server %q removed and stopped; %s", a.Name, m.existing()), nil, nil
+}
+
+// addFor adds a server for a call whose context is ctx: the start ends
+// with the mux, or with the call while it runs (the client canceled it,
+// or left). The server's session lives on the context it was connected
+// with, so once added, only the mux ends it.
+func (m *Mux) addFor(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
+	addCtx, cancel := context.WithCancel(m.ctx)
+	defer context.AfterFunc(ctx, cancel)()
+	return m.add(addCtx, spec)
 }
 
 // Reload rebuilds (when a build is configured) and restarts the server
@@ -201,7 +246,7 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	if !connected {
 		// The first start failed before the handshake: start afresh.
 		m.remove(name)
-		ns, r, err := m.add(ctx, s.spec)
+		ns, r, err := m.addFor(ctx, s.spec)
 		if err != nil {
 			return Outcome{Build: buildInfo(&r)}, err
 		}

@@ -29,8 +29,9 @@ type child struct {
 	in    *outbox
 	tail  *tail.Buffer
 
-	stopping atomic.Bool // set before the relay stops it on purpose
-	started  time.Time
+	stopping     atomic.Bool // set before the relay stops it on purpose
+	closedStdout atomic.Bool // it closed its stdout and kept running: the relay stopped it
+	started      time.Time
 	// answered is closed when the child first answers a request (its
 	// handshake, as a rule); a child that exits before is a failed start.
 	answered     chan struct{}
@@ -39,6 +40,10 @@ type child struct {
 	// started the child has completed: it served.
 	settled bool
 	endedAt time.Time // when it exited; valid after done
+	// failed, set under the switchboard's lock before the relay kills a
+	// child that is up but of no use (no answer to its handshake, stdout
+	// closed), is the report its exit is given.
+	failed string
 
 	reaped chan struct{} // closed after the relay handled its exit
 
@@ -53,7 +58,12 @@ type childSpec struct {
 	dir    string
 	env    []string
 	maxMsg int
+	grace  time.Duration // StopTimeout
 }
+
+// stdoutGrace is how long a child that closed its stdout may take to exit
+// before the relay stops it: with its stdout gone it can answer nothing.
+const stdoutGrace = 500 * time.Millisecond
 
 // childPeer is what a child's reader goroutines report to: every message
 // the child writes on stdout, the lines that are too large or not JSON,
@@ -125,6 +135,7 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	}
 	go c.in.run(inW, func() { inW.Close() })
 
+	waited := make(chan struct{}) // closed once the process was waited
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() {
@@ -140,6 +151,14 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 			case errors.As(err, &bad):
 				peer.childJunk(c, bad.Line, true)
 			case err != nil:
+				// Its stdout is closed: a child that does not exit with it
+				// can answer nothing more and is stopped.
+				select {
+				case <-waited:
+				case <-time.After(stdoutGrace):
+					c.closedStdout.Store(true)
+					c.group.Stop(closerFunc(c.in.close), waited, spec.grace)
+				}
 				return
 			default:
 				peer.fromChild(c, msg)
@@ -168,6 +187,10 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		err := cmd.Wait()
 		c.endedAt = time.Now()
 		c.exitDesc = describeExit(err, cmd.ProcessState)
+		if c.closedStdout.Load() {
+			c.exitDesc = "it closed its stdout, so mcpflow stopped it"
+		}
+		close(waited)
 		// The leader is gone: nothing of its group may outlive it, and the
 		// pipes reach EOF only when every holder is gone.
 		c.group.Release()
@@ -199,6 +222,12 @@ func waitOrClose(wg *sync.WaitGroup, d time.Duration, files ...io.Closer) {
 // grace again, then SIGKILL. It returns when the child is fully gone.
 func (c *child) stop(grace time.Duration) {
 	c.stopping.Store(true)
+	c.group.Stop(closerFunc(c.in.close), c.done, grace)
+}
+
+// kill stops a child that failed (c.failed says why) as stop does, but
+// its exit is handled as a failure, not as a stop the relay asked for.
+func (c *child) kill(grace time.Duration) {
 	c.group.Stop(closerFunc(c.in.close), c.done, grace)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
@@ -186,6 +187,7 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	}
 	if k == kindInitialize || k == kindDiscover {
 		p.msg = msg
+		r.boundHandshake(c, p)
 	}
 	key := string(env.ID)
 	if k != kindListen && !plainID(env.ID) {
@@ -199,6 +201,28 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	}
 	r.ids.track(key, p)
 	c.in.send(msg)
+}
+
+// boundHandshake gives child c HandshakeTimeout to answer the client's
+// handshake p; a child that does not is stopped, and the relay answers
+// the handshake itself, saying why (msgNoHandshake). sw.mu is held.
+func (r *switchboard) boundHandshake(c *child, p *pending) {
+	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
+		r.mu.Lock()
+		pending := false
+		for _, q := range r.ids.pending {
+			pending = pending || q == p
+		}
+		stale := !pending || r.child != c || c.exited() || c.failed != ""
+		if !stale {
+			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+		}
+		r.mu.Unlock()
+		if !stale {
+			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
+			c.kill(r.cfg.Child.StopTimeout)
+		}
+	})
 }
 
 func (r *switchboard) clientNotification(msg []byte, env wire.Envelope) {

@@ -27,6 +27,11 @@ func (c *child) exitInfo() exitInfo {
 	return exitInfo{status: c.exitDesc, uptime: c.ranFor(), stderr: strings.TrimSpace(c.tail.String())}
 }
 
+// stderrInfo is what is known of a child that may still run: its stderr.
+func (c *child) stderrInfo() exitInfo {
+	return exitInfo{stderr: strings.TrimSpace(c.tail.String())}
+}
+
 // withStderr appends the tail of a child's stderr to a message.
 func withStderr(msg string, e exitInfo) string {
 	if e.stderr == "" {
@@ -60,6 +65,12 @@ func msgBuildFailed(err error, errors, tool string) string {
 // msgFailedStart: a new server exited before answering its handshake.
 func msgFailedStart(e exitInfo, tool string) string {
 	return withStderr(fmt.Sprintf("The server exited (%s) before answering its handshake, so it is not running. Fix the code, then save or call %s.", e.status, tool), e)
+}
+
+// msgNoHandshake: the server runs but did not answer the client's
+// handshake in time, so mcpflow stopped it.
+func msgNoHandshake(cmd string, d time.Duration, e exitInfo, tool string) string {
+	return withStderr(fmt.Sprintf("The server (%s) did not answer its MCP handshake within %s, so mcpflow stopped it. Is it an MCP server on stdio? A server that serves HTTP by default, or one started with the wrong arguments, waits forever. Fix run.command (or relay.handshake_timeout for a server that is slow to start) in mcpflow.toml, or the server, then save or call %s.", cmd, result.Dur(d), tool), e)
 }
 
 // msgNoStart: the server's process could not be started at all.

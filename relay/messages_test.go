@@ -45,6 +45,7 @@ func TestMessageCatalog(t *testing.T) {
 		{"build failed", msgBuildFailed(buildErr, "src/index.ts(3,1): error TS1005: ';' expected.\n", tool)},
 		{"failed start", msgFailedStart(e, tool)},
 		{"no start", msgNoStart(errors.New(`start "./server": no such file or directory`))},
+		{"no handshake", msgNoHandshake(`"python3 server.py"`, 30*time.Second, exitInfo{stderr: "Uvicorn running on http://127.0.0.1:8000"}, tool)},
 		{"bad start", msgBadStart(errors.New("tools/list: server answered error -32603: boom"), tool)},
 		{"crash, restarting", msgCrashRestarting(e)},
 		{"crash, restarting, no stderr", msgCrashRestarting(bare)},

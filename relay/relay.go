@@ -32,6 +32,13 @@ type Config struct {
 
 	Queue Queue // what may be held while no child can take it
 
+	// HandshakeTimeout bounds a child's answer to a handshake (the
+	// client's initialize or server/discover, the relay's replay): a child
+	// that does not answer in time is stopped and reported, its stderr
+	// shown (a server that serves HTTP by default, or one given the wrong
+	// arguments, waits forever). Default 30s.
+	HandshakeTimeout time.Duration
+
 	// Drain is how long calls already running on a child that a restart
 	// replaces may go on before it is stopped; meanwhile new messages wait
 	// in the hold queue for the new child. What still runs when Drain is
@@ -160,6 +167,7 @@ const (
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
 	DefaultStartupGrace = 300 * time.Millisecond
+	DefaultHandshake    = 30 * time.Second
 )
 
 // New returns a relay for cfg. Nothing runs until Serve.
@@ -185,6 +193,9 @@ func New(cfg Config) *Relay {
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
 	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshake
+	}
 	if cfg.StartupGrace <= 0 {
 		cfg.StartupGrace = DefaultStartupGrace
 	}
@@ -209,7 +220,7 @@ func New(cfg Config) *Relay {
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.events.tap = r.sw.stats.event
-	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage}
+	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout}
 	return r
 }
 

@@ -14,9 +14,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// handshakeTimeout bounds each step of bringing a new child up.
-const handshakeTimeout = 30 * time.Second
-
 // probeTimeout bounds the wait for an answer to the relay's ping to a new
 // child that no client request reached yet.
 const probeTimeout = 5 * time.Second
@@ -77,7 +74,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	res.Gen, res.Pid = c.gen, c.pid
 	res.Start = time.Since(tStart)
 
-	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
 	defer cancel()
 	ctx, cancel2 := mergeCancel(ctx, r.ctx)
 	defer cancel2()
@@ -216,23 +213,24 @@ func (r restartRun) awaitAnswer(ctx context.Context, c *child, probe []byte) err
 		return nil
 	}
 	var probeTimer <-chan time.Time
+	wait := min(probeTimeout, r.cfg.HandshakeTimeout/2)
 	if probe != nil {
 		go r.call(ctx, c, "ping", probe)
-		t := time.NewTimer(probeTimeout)
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		probeTimer = t.C
 	}
 	select {
 	case <-c.answered:
 	case <-probeTimer:
-		r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(probeTimeout))
+		r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(wait))
 	case <-c.done:
 		<-c.reaped
 		r.sw.mu.Lock()
 		defer r.sw.mu.Unlock()
 		return errors.New(r.sw.health.describe())
 	case <-ctx.Done():
-		return fmt.Errorf("the server did not answer its handshake within %s", result.Dur(handshakeTimeout))
+		return r.failStart(c, ctx.Err())
 	}
 	return nil
 }
@@ -448,19 +446,21 @@ func compareInit(prev, cur []byte) []string {
 // failStart stops a child that came up broken and leaves the relay down.
 // It returns the report the agent reads.
 func (r restartRun) failStart(c *child, err error) error {
-	stopped := false
-	if !c.exited() {
-		c.stop(r.cfg.Child.StopTimeout)
-		stopped = true
+	report := msgBadStart(err, r.cfg.Tool)
+	if errors.Is(err, context.DeadlineExceeded) {
+		report = msgNoHandshake(describeCommand(r.spec), r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+	}
+	r.sw.mu.Lock()
+	alive := !c.exited()
+	if alive {
+		c.failed = report // childExited goes down with it, answering a held handshake itself
+	}
+	r.sw.mu.Unlock()
+	if alive {
+		c.kill(r.cfg.Child.StopTimeout)
 	}
 	<-c.reaped
-	var report string
-	if stopped {
-		report = msgBadStart(err, r.cfg.Tool)
-		r.sw.mu.Lock()
-		r.sw.down(report, true)
-		r.sw.mu.Unlock()
-	} else {
+	if !alive {
 		// It exited on its own: childExited reported the failed start.
 		report = msgFailedStart(c.exitInfo(), r.cfg.Tool)
 		r.goDown(report)

@@ -208,6 +208,9 @@ func (r *Relay) childExited(c *child) {
 	case restarted:
 	case replacing:
 		report = msgCrashRestarting(e)
+	case c.failed != "":
+		failedStart = true
+		report = c.failed
 	case !c.hasAnswered() || !c.settled:
 		failedStart = true
 		report = msgFailedStart(e, tool)

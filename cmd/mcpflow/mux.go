@@ -101,6 +101,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		Separator:        cfg.Mux.Separator,
 		DisableAddServer: !cfg.Mux.AddServer,
 		AllowedCommands:  cfg.Mux.AllowedCommands,
+		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
 		NewBackend: func(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
 			if spec.CLI != nil {
@@ -196,6 +197,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	rc.MaxMessage = int(r.MaxMessage)
 	rc.Queue = relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout}
 	rc.RestartMarker = r.RestartMarker
+	rc.HandshakeTimeout = r.Handshake
 	rc.EnvOverridable = run.EnvOverridable
 	rc.Drain = r.Drain
 }

@@ -142,6 +142,7 @@ type RelayConfig struct {
 	QueueBytes    int64
 	QueueTimeout  time.Duration
 	StartupGrace  time.Duration // how long a starting child may take to answer
+	Handshake     time.Duration // how long a child may take to answer a handshake
 	Drain         time.Duration // calls running on a replaced child may finish within this
 }
 
@@ -176,6 +177,7 @@ type MuxConfig struct {
 	Separator       string   // between a server's name and its tool's: NAME__tool
 	AddServer       bool     // the agent may start servers with add_server
 	AllowedCommands []string // when not empty, add_server accepts only these programs
+	AllowedEnv      []string // with AllowedCommands: the env keys add_server accepts
 	Drain           time.Duration
 }
 

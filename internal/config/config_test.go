@@ -269,6 +269,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second
 	want.Relay.StartupGrace = defaultStartupGrace
+	want.Relay.Handshake = 30 * time.Second
 	want.Relay.Drain = 5 * time.Second
 	want.Watch.Enabled = true
 	want.Watch.Paths = []string{"/proj"}
@@ -282,7 +283,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Log.MaxSize = 16 << 20
 	want.Log.TrafficMaxMessage = 64 << 10
 	want.Log.TrafficMaxSize = 16 << 20
-	want.Mux = MuxConfig{Separator: "__", AddServer: true, AllowedCommands: []string{}, Drain: 5 * time.Second}
+	want.Mux = MuxConfig{Separator: "__", AddServer: true, AllowedCommands: []string{}, AllowedEnv: []string{}, Drain: 5 * time.Second}
 	if !reflect.DeepEqual(plain(c), want) {
 		t.Errorf("defaultConfig:\n got %+v\nwant %+v", plain(c), want)
 	}
@@ -646,7 +647,7 @@ func TestSchemaTables(t *testing.T) {
 			t.Errorf("schema lacks %s: %q", want, paths)
 		}
 	}
-	if len(paths) != 2+5+8+12+7+7+4+(2+5+8+7+7) {
+	if len(paths) != 2+5+8+13+7+7+5+(2+5+8+8+7) {
 		t.Errorf("schema has %d keys: %q", len(paths), paths)
 	}
 }

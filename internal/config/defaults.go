@@ -27,6 +27,7 @@ const (
 	defaultQueueBytes   = relay.DefaultQueueBytes
 	defaultQueueTimeout = relay.DefaultQueueTimeout
 	defaultStartupGrace = relay.DefaultStartupGrace
+	defaultHandshake    = relay.DefaultHandshake
 	defaultDrain        = 5 * time.Second
 
 	defaultWatchEnabled = true
@@ -86,6 +87,7 @@ func Default(dir string) *Config {
 		Separator:       defaultSeparator,
 		AddServer:       defaultAddServer,
 		AllowedCommands: []string{},
+		AllowedEnv:      []string{},
 		Drain:           defaultDrain,
 	}
 	return c
@@ -129,6 +131,7 @@ func defaultRelay() RelayConfig {
 		QueueBytes:   defaultQueueBytes,
 		QueueTimeout: defaultQueueTimeout,
 		StartupGrace: defaultStartupGrace,
+		Handshake:    defaultHandshake,
 		Drain:        defaultDrain,
 	}
 }

@@ -44,6 +44,7 @@ func (c *Config) Describe() string {
 	d.kv("queue_bytes", TOMLString(sizeText(r.QueueBytes)), "")
 	d.kv("queue_timeout", TOMLString(durationText(r.QueueTimeout)), "")
 	d.kv("startup_grace", TOMLString(durationText(r.StartupGrace)), "")
+	d.kv("handshake_timeout", TOMLString(durationText(r.Handshake)), "")
 	if c.Mode() != Mux {
 		d.kv("drain", TOMLString(durationText(r.Drain)), "")
 	}
@@ -68,6 +69,7 @@ func (c *Config) Describe() string {
 		d.kv("separator", TOMLString(m.Separator), "")
 		d.kv("add_server", strconv.FormatBool(m.AddServer), "")
 		d.kv("allowed_commands", TOMLStrings(m.AllowedCommands), off(strings.Join(m.AllowedCommands, ""), "any command"))
+		d.kv("allowed_env", TOMLStrings(m.AllowedEnv), off(strings.Join(m.AllowedEnv, ""), "none, when allowed_commands is set"))
 		d.kv("drain", TOMLString(durationText(m.Drain)), "")
 		if len(c.Servers) == 0 {
 			b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
@@ -90,6 +92,7 @@ func (c *Config) Describe() string {
 			d.kv("queue_bytes", TOMLString(sizeText(sr.QueueBytes)), "")
 			d.kv("queue_timeout", TOMLString(durationText(sr.QueueTimeout)), "")
 			d.kv("startup_grace", TOMLString(durationText(sr.StartupGrace)), "")
+			d.kv("handshake_timeout", TOMLString(durationText(sr.Handshake)), "")
 			d.watch(t+".watch", &s.Watch)
 		}
 	}

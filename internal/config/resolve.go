@@ -58,6 +58,7 @@ func (c *Config) apply(fc *fileConfig) []error {
 	r.set(&c.Mux.Separator, m.Separator)
 	r.flag(&c.Mux.AddServer, m.AddServer)
 	r.list(&c.Mux.AllowedCommands, m.AllowedCommands)
+	r.list(&c.Mux.AllowedEnv, m.AllowedEnv)
 	r.dur("mux.drain", m.Drain, &c.Mux.Drain, false)
 
 	for _, name := range c.serverNames(fc.Servers) {
@@ -90,6 +91,7 @@ func (c *Config) apply(fc *fileConfig) []error {
 		r.size(&s.Relay.QueueBytes, sr.QueueBytes)
 		r.dur(prefix+"relay.queue_timeout", sr.QueueTimeout, &s.Relay.QueueTimeout, false)
 		r.dur(prefix+"relay.startup_grace", sr.StartupGrace, &s.Relay.StartupGrace, false)
+		r.dur(prefix+"relay.handshake_timeout", sr.Handshake, &s.Relay.Handshake, false)
 		s.Relay.Drain = c.Mux.Drain
 		r.watch(prefix+"watch", &fs.Watch, &s.Watch)
 		c.Servers = append(c.Servers, s)
@@ -205,6 +207,7 @@ func (r *resolver) relay(f *fileRelay, rl *RelayConfig) {
 	r.size(&rl.QueueBytes, f.QueueBytes)
 	r.dur("relay.queue_timeout", f.QueueTimeout, &rl.QueueTimeout, false)
 	r.dur("relay.startup_grace", f.StartupGrace, &rl.StartupGrace, false)
+	r.dur("relay.handshake_timeout", f.Handshake, &rl.Handshake, false)
 	r.dur("relay.drain", f.Drain, &rl.Drain, false)
 }
 

@@ -56,6 +56,7 @@ type fileRelay struct {
 	QueueBytes    *size     `toml:"queue_bytes"`
 	QueueTimeout  *duration `toml:"queue_timeout"`
 	StartupGrace  *duration `toml:"startup_grace"`
+	Handshake     *duration `toml:"handshake_timeout"`
 	Drain         *duration `toml:"drain"`
 }
 
@@ -69,6 +70,7 @@ type fileServerRelay struct {
 	QueueBytes    *size     `toml:"queue_bytes"`
 	QueueTimeout  *duration `toml:"queue_timeout"`
 	StartupGrace  *duration `toml:"startup_grace"`
+	Handshake     *duration `toml:"handshake_timeout"`
 }
 
 type fileCLI struct {
@@ -86,6 +88,7 @@ type fileMux struct {
 	Separator       *string   `toml:"separator"`
 	AddServer       *bool     `toml:"add_server"`
 	AllowedCommands *[]string `toml:"allowed_commands"`
+	AllowedEnv      *[]string `toml:"allowed_env"`
 	Drain           *duration `toml:"drain"`
 }
 

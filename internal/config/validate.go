@@ -201,6 +201,7 @@ func (v *validator) childRelay(table string, r *RelayConfig) {
 	v.atLeast(key(table, "queue_bytes"), r.QueueBytes, minMaxMessage, sizeText)
 	v.positive(key(table, "queue_timeout"), r.QueueTimeout)
 	v.positive(key(table, "startup_grace"), r.StartupGrace)
+	v.positive(key(table, "handshake_timeout"), r.Handshake)
 }
 
 func (v *validator) watch(table string, w *WatchConfig) {
@@ -259,6 +260,11 @@ func (v *validator) mux() {
 	for i, cmd := range m.AllowedCommands {
 		if cmd == "" {
 			v.badItem("mux.allowed_commands", i, "item %d is empty", i+1)
+		}
+	}
+	for i, k := range m.AllowedEnv {
+		if k == "" || strings.ContainsAny(k, "= ") {
+			v.badItem("mux.allowed_env", i, "item %d is not an environment variable's name", i+1)
 		}
 	}
 	v.notNegative("mux.drain", m.Drain)
