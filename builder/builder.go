@@ -83,6 +83,7 @@ type Builder struct {
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
 	guard   *guard
+	intents *intents
 
 	mu      sync.Mutex
 	seq     uint64
@@ -141,6 +142,7 @@ func New(cfg Config, r Restarter) *Builder {
 		cmdline: commandLine(cfg.Command, cfg.Shell),
 		wake:    make(chan struct{}, 1),
 		guard:   newGuard(cfg, lg),
+		intents: newIntents(cfg.Dir, lg),
 	}
 }
 
@@ -230,6 +232,9 @@ func (b *Builder) poke() {
 // from then on. A known output changed outside every build is an edit and
 // starts a build. When every path is dropped, Changed does nothing.
 func (b *Builder) Changed(paths []string) {
+	if paths = b.intents.filter(paths); len(paths) == 0 {
+		return
+	}
 	if len(b.cfg.Command) > 0 {
 		paths = b.guard.filter(paths)
 		if len(paths) == 0 {

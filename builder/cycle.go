@@ -15,6 +15,7 @@ import (
 func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	res := result.Build{Seq: c.seq, Trigger: c.trigger, Changed: c.paths}
 	lg := b.log.With("build", c.seq, "trigger", c.trigger)
+	b.intents.cycleStarted()
 
 	var out buildOutcome
 	if len(b.cfg.Command) == 0 {
@@ -130,6 +131,7 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	}
 	lg.Debug("restarted", "in", result.Dur(rs.Duration))
 	b.say(c, "restarted in "+result.Dur(rs.Duration))
+	b.intents.restarted(start.Add(rs.Stop))
 }
 
 // explain turns a failed build into an error that says what to do.
