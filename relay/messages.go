@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // This file is the catalog of every text the relay sends the agent: the
@@ -145,6 +146,7 @@ func errTextDown(state string) string { return "mcpflow: " + state }
 
 const (
 	errTextRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
+	errTextShuttingDown  = wire.TextShuttingDown
 	errTextNoDiscover    = "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize"
 	errTextEmptyBatch    = "Invalid Request: empty batch"
 	errTextBatchElem     = "Invalid Request: batch element is not a JSON-RPC object"

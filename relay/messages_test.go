@@ -60,6 +60,7 @@ func TestMessageCatalog(t *testing.T) {
 		{"error: down", errTextDown(msgBuilding(tool))},
 		{"error: crashed", errTextCrashed(msgCrashRestarting(bare))},
 		{"error: restarted", errTextRestarted},
+		{"error: shutting down", errTextShuttingDown},
 		{"error: no discover", errTextNoDiscover},
 		{"error: bad UTF-8", wire.TextBadUTF8},
 		{"error: bad JSON", wire.TextBadJSON},

@@ -270,6 +270,9 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	case err = <-readErr:
 		if errors.Is(err, io.EOF) {
 			err = nil
+			// A one-shot client writes its requests and closes its input
+			// before it reads: it gets its answers first.
+			r.awaitAnswers(ctx, inputGrace)
 			r.log.Info("shutting down", "reason", "client closed stdin")
 		} else {
 			r.log.Error("reading from client", "err", err)
@@ -279,12 +282,68 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	return err
 }
 
-// shutdown stops everything the relay started.
+// inputGrace is how long the requests read before the client's input ended
+// may take to be answered before the relay shuts down: clients send
+// SIGTERM soon after closing stdin, and mcpflow is gone within 5 s.
+const inputGrace = 4 * time.Second
+
+// awaitAnswers waits, at most d or until ctx ends, until every request the
+// client sent has its answer.
+func (r *Relay) awaitAnswers(ctx context.Context, d time.Duration) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		sw := r.sw
+		sw.mu.Lock()
+		n := len(sw.recompiles)
+		for _, p := range sw.ids.pending {
+			if p.kind != kindListen {
+				n++
+			}
+		}
+		for _, m := range sw.held.q {
+			if m.env.IsRequest() {
+				n++
+			}
+		}
+		sw.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			r.log.Warn("the client's input ended; requests still unanswered get an error", "requests", n)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// shutdown stops everything the relay started. Every request of the
+// client's still waiting (held, in flight, a recompile) is answered with
+// errTextShuttingDown first.
 func (r *Relay) shutdown() {
 	r.sw.mu.Lock()
 	r.sw.state = stateClosed
-	for _, cancel := range r.sw.recompiles {
+	for key, cancel := range r.sw.recompiles {
 		cancel()
+		delete(r.sw.recompiles, key)
+		r.sw.reply(wire.ErrorResponse([]byte(key), wire.CodeServerDown, errTextShuttingDown, nil))
+	}
+	for _, m := range r.sw.held.take() {
+		if m.env.IsRequest() {
+			r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeServerDown, errTextShuttingDown, nil))
+		}
+	}
+	for key, p := range r.sw.ids.pending {
+		if p.kind != kindListen {
+			r.sw.ids.forget(key)
+			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerDown, errTextShuttingDown, nil))
+		}
 	}
 	r.sw.mu.Unlock()
 	r.cancel()

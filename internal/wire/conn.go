@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -107,6 +108,9 @@ func (c *conn) read(in Stream) {
 			_ = c.writeLine(ErrorResponse(nil, CodeParseError, text, nil))
 			continue
 		case err != nil:
+			if errors.Is(err, io.EOF) {
+				c.awaitAnswers()
+			}
 			c.readErr = err
 			return
 		}
@@ -114,6 +118,60 @@ func (c *conn) read(in Stream) {
 			return
 		}
 	}
+}
+
+// InputGrace is how long the requests read before a peer's input ended may
+// take to be answered: a one-shot client writes its requests and closes
+// its input before it reads, and clients send SIGTERM soon after closing
+// it (mcpflow is gone within 5 s).
+const InputGrace = 4 * time.Second
+
+// TextShuttingDown answers a request still unanswered when mcpflow stops.
+const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
+
+// awaitAnswers waits, at most InputGrace, until every request read has its
+// answer; those still waiting then get TextShuttingDown, and the SDK's
+// later answers to them are dropped.
+func (c *conn) awaitAnswers() {
+	deadline := time.NewTimer(InputGrace)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for c.unanswered() > 0 {
+		select {
+		case <-tick.C:
+			continue
+		case <-deadline.C:
+		case <-c.closed:
+		}
+		c.mu.Lock()
+		var open []*call
+		for _, cl := range c.ids {
+			if !cl.canceled {
+				cl.canceled = true
+				delete(c.inFlight, string(cl.id))
+				open = append(open, cl)
+			}
+		}
+		c.mu.Unlock()
+		for _, cl := range open {
+			_ = c.writeLine(ErrorResponse(cl.id, CodeServerDown, TextShuttingDown, nil))
+		}
+		return
+	}
+}
+
+// unanswered counts the requests read that have no answer yet.
+func (c *conn) unanswered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, cl := range c.ids {
+		if !cl.canceled {
+			n++
+		}
+	}
+	return n
 }
 
 // handle delivers one message (or a batch's elements) to Read; it reports
@@ -285,9 +343,8 @@ func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
 			}
 			c.mu.Unlock()
 			switch {
-			case cl == nil:
-			case cl.canceled:
-				return nil // the peer gave up on it
+			case cl == nil, cl.canceled:
+				return nil // answered already, or given up by the peer
 			default:
 				env, err := Peek(data)
 				if err == nil && env.ID != nil {

@@ -2,13 +2,17 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -125,4 +129,117 @@ func TestTransportKeepsPromises(t *testing.T) {
 		t.Errorf("unexpected line (an answer to the canceled call?): %s", l)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// A request read before the input ended is answered before the session
+// ends (a one-shot client closes its input, then reads).
+func TestTransportAnswersAfterTheInputEnds(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		time.Sleep(300 * time.Millisecond)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	in := strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"slow"}}`,
+	}, "\n"))
+	var out strings.Builder
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Run(context.Background(), &Transport{In: NewReader(in, 0), Out: &syncWriter{w: &out}})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not end after its input did")
+	}
+	if !strings.Contains(out.String(), `{"jsonrpc":"2.0","id":"s","result":`) || !strings.Contains(out.String(), "done") {
+		t.Errorf("the call read before the end of input got no answer:\n%s", out.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// FuzzTransport: whatever bytes a client writes, a Go SDK server behind
+// Transport neither panics nor hangs, writes only JSON lines, and answers
+// every request line that has a valid id, under that id, at most once per
+// time the id was sent.
+func FuzzTransport(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}` + "\n" + `{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"ping"}` + "\n{not json\n" + `[{"jsonrpc":"2.0","id":3,"method":"ping"},7]`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9007199254740993}}`,
+		"\"\xff\"\n{}\n[]\n" + `{"jsonrpc":"2.0","id":{},"method":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+		var out strings.Builder
+		done := make(chan error, 1)
+		go func() {
+			done <- srv.Run(context.Background(), &Transport{In: NewReader(bytes.NewReader(b), 1<<16), Out: &syncWriter{w: &out}})
+		}()
+		select {
+		case <-done:
+		case <-time.After(InputGrace + 5*time.Second):
+			t.Fatalf("the session did not end after its input did: %q", b)
+		}
+		answers := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			if !json.Valid([]byte(line)) {
+				t.Fatalf("wrote a line that is not JSON: %q", line)
+			}
+			msgs := []json.RawMessage{json.RawMessage(line)}
+			if line[0] == '[' {
+				_ = json.Unmarshal([]byte(line), &msgs)
+			}
+			for _, m := range msgs {
+				if env, err := Peek(m); err == nil && env.IsResponse() && env.ID != nil {
+					answers[string(env.ID)]++
+				}
+			}
+		}
+		sent := map[string]int{}
+		canceled := map[string]bool{} // a canceled request gets no answer
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 || len(line) > 1<<16 || line[0] != '{' || !json.Valid(line) || !utf8.Valid(line) {
+				continue
+			}
+			env, err := Peek(line)
+			if err == nil && env.IsRequest() && IDProblem(env.ID) == "" && string(env.Version) == `"2.0"` {
+				sent[string(env.ID)]++
+			}
+			if err == nil && env.Method == "notifications/cancelled" {
+				canceled[string(jsonscan.Member(env.Params, "requestId"))] = true
+			}
+		}
+		for id, n := range sent {
+			if answers[id] == 0 && !canceled[id] {
+				t.Fatalf("request id %s sent %d times got no answer:\ninput %q\noutput %q", id, n, b, out.String())
+			}
+			if answers[id] > n {
+				t.Fatalf("request id %s sent %d times got %d answers:\ninput %q\noutput %q", id, n, answers[id], b, out.String())
+			}
+		}
+	})
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A one-shot client writes its requests and closes its input before it
+// reads: every request gets its answer, in every mode, and mcpflow exits
+// soon after (within 5 s of the end of its input).
+func TestOneShotPipeIsAnswered(t *testing.T) {
+	modes := []struct {
+		name   string
+		args   []string
+		config string
+	}{
+		{"watch", []string{"watch", "--", fixtureBin}, ""},
+		{"mux", []string{"mux"}, ""},
+		{"cli", []string{"watch"}, "[cli]\nschema = [\"echo\", '{\"tools\":[]}']\n"},
+	}
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping"}`,
+	}, "\n") + "\n"
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if mode.config != "" {
+				if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(mode.config), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(mcpflowBin, mode.args...)
+			cmd.Dir = dir
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Stdin = strings.NewReader(input)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			t0 := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("exit: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+				t.Fatalf("mcpflow %s did not exit after its input ended\n%s", mode.name, stderr.String())
+			}
+			if d := time.Since(t0); d > 8*time.Second {
+				t.Errorf("mcpflow %s took %s to answer and exit", mode.name, d)
+			}
+			out := stdout.String()
+			for _, id := range []string{`"id":1,"result"`, `"id":2,"result"`, `"id":3,"result"`} {
+				if strings.Count(out, id) != 1 {
+					t.Errorf("mcpflow %s: want one %s in its output:\n%s\nstderr:\n%s", mode.name, id, out, stderr.String())
+				}
+			}
+		})
+	}
+}
