@@ -69,7 +69,7 @@ const (
 	stderrQueueBytes   = 256 << 10
 	// stderrCloseWait bounds how long closing the log waits for the
 	// queued records to reach stderr.
-	stderrCloseWait = 500 * time.Millisecond
+	stderrCloseWait = 250 * time.Millisecond
 )
 
 // stderrQueue writes the log's records to stderr from one goroutine, so

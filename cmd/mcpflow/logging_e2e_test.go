@@ -128,7 +128,7 @@ func TestLogFileRotatesUnderFlood(t *testing.T) {
 	const limit = 1 << 20
 	dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
-stop_timeout = "1s"
+stop_timeout = "300ms"
 [watch]
 enabled = false
 [log]
@@ -182,14 +182,17 @@ max_size = "1MiB"
 	t.Logf("after the flood: %d bytes logged at least, the largest file %d bytes (cap %d)", written, largest, limit)
 }
 
-// floodScript writes "flood N" for N = 1, 2, ... to stderr until killed.
-// Each line is one write, so the fixture's own stderr line cannot split
-// one.
-const floodScript = `awk 'BEGIN { for (i = 1; ; i++) { print "flood " i; fflush() } }' >&2 &
+// chattyScript writes "flood N" for N = 1, 2, ... to stderr until killed,
+// about 5000 lines a second: far more than a stalled stderr holds, and
+// little enough for mcpflow (built with -race) to log as they come, so that
+// stopping the server does not wait for a backlog of its stderr to be
+// logged. Each line is one write, so the fixture's own stderr line cannot
+// split one.
+const chattyScript = `awk 'BEGIN { for (i = 1; ; i++) { print "flood " i; fflush(); if (i % 100 == 0) system("sleep 0.02") } }' >&2 &
 `
 
 // TestStderrNeverRead: mcpflow's stderr is a pipe nobody reads, and the
-// server floods its stderr. mcpflow still exits within 5 s of stdin EOF or
+// server is chatty on its stderr. mcpflow still exits within 5 s of stdin EOF or
 // SIGTERM; the log file has every line the server wrote, in order, and
 // says how many log lines stderr missed.
 func TestStderrNeverRead(t *testing.T) {
@@ -197,13 +200,13 @@ func TestStderrNeverRead(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
-stop_timeout = "1s"
+stop_timeout = "300ms"
 [watch]
 enabled = false
 [log]
 file = ".mcpflow/mcpflow.log"
 max_size = "64MiB"
-`, floodScript)
+`, chattyScript)
 			pr, pw, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
@@ -266,7 +269,7 @@ func checkFloodLines(t *testing.T, log string) int {
 func TestExitDuringScan(t *testing.T) {
 	dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
-stop_timeout = "1s"
+stop_timeout = "300ms"
 [watch]
 paths = ["big"]
 [log]
