@@ -28,11 +28,11 @@
 //	bench -canned              a raw MCP server whose big tool writes prebuilt results
 //
 // The test servers are the relay's fixture (echo, big, variants) and the
-// mux's (grow), built into a temporary directory at start; a [cli] way
-// serves /bin/echo. The benchmark makes itself a child
-// subreaper, so a server that outlives mcpflow is found, reported and
-// killed at the end; every process runs in its own process group, and the
-// temporary directory is removed.
+// mux's (grow), built into a temporary directory at start; the [cli] ways
+// serve /bin/echo. The benchmark makes itself a child subreaper, so a
+// server that outlives mcpflow is found, reported and killed at the end;
+// every process runs in its own process group, and the temporary
+// directory is removed.
 package main
 
 import (

@@ -87,7 +87,7 @@ func overhead(b *bench) (res *result, err error) {
 	}
 	res.note("added = quantile(way) − quantile(its direct way) at p50: the relays' against the fixture called directly, [cli]'s against /bin/echo run directly by the bench; each judged against the floor's added in the same era and run")
 	res.note("goals (issue 23): watch ≤ 2× the floor's added; the mux and [cli] ≤ max(8× the floor's added, the floor's + 0.5 ms)")
-	res.note("raw JSON-RPC client (one line out, one line in) for every way; one call per way per round, order rotating; CPU = sum of /proc/PID/task/*/schedstat run time of the relay process itself (not its children), over the measured rounds")
+	res.note("raw JSON-RPC client (one line out, one line in) for every way; one call per way per round, order rotating; CPU (sum of /proc/PID/task/*/schedstat run time) and context switches (all threads) are the relay process's own, not its children's, over the measured rounds")
 	return res, nil
 }
 
@@ -178,10 +178,12 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 	var s [nways]sample
 	var pair [nways]sample // per-round differences against the way's direct one
 	var cpu [nways]time.Duration
+	var sw [nways]float64
 	for j := range ways {
-		if ways[j].p != nil {
-			c, _ := procCPU(ways[j].p.pid)
-			cpu[j] = -c
+		if p := ways[j].p; p != nil {
+			c, _ := procCPU(p.pid)
+			x, _ := procSwitches(p.pid)
+			cpu[j], sw[j] = -c, -x
 		}
 	}
 	for r := range b.opt.rounds {
@@ -200,11 +202,13 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 	}
 	for j := range ways {
 		if p := ways[j].p; p != nil {
-			c, err := procCPU(p.pid)
-			if err != nil {
-				return p.fail("read /proc: %v", err)
+			c, err1 := procCPU(p.pid)
+			x, err2 := procSwitches(p.pid)
+			if err1 != nil || err2 != nil {
+				return p.fail("read /proc: %v %v", err1, err2)
 			}
 			cpu[j] += c
+			sw[j] += x
 		}
 	}
 
@@ -240,6 +244,8 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 	n := float64(b.opt.rounds)
 	res.add(row{name: e.label + "CPU per call: floor / watch / mux / [cli] process", n: fmt.Sprint(b.opt.rounds),
 		med: fmtDur(float64(cpu[floor])/n) + " / " + fmtDur(float64(cpu[watch])/n) + " / " + fmtDur(float64(cpu[mux])/n) + " / " + fmtDur(float64(cpu[cli])/n)})
+	res.add(row{name: e.label + "context switches per call: floor / watch / mux / [cli] process", n: fmt.Sprint(b.opt.rounds),
+		med: fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", sw[floor]/n, sw[watch]/n, sw[mux]/n, sw[cli]/n)})
 	res.note("%s%s: paired per round (adjacent calls), median added by the floor %s, watch %s, the mux %s, [cli] %s; %d warm-up calls per way",
 		e.label, e.name, fmtDur(pair[floor].median()), fmtDur(pair[watch].median()), fmtDur(pair[mux].median()), fmtDur(pair[cli].median()), warm)
 	return nil

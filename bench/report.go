@@ -59,6 +59,9 @@ func (x row) judge(goal string, ok bool) row {
 
 func (x row) withRatio(r string) row { x.ratio = r; return x }
 
+// withGoal sets a goal that is reported, not judged.
+func (x row) withGoal(g string) row { x.goal = g; return x }
+
 var header = []string{"measurement", "n", "median", "p99", "min", "ratio", "goal", "verdict"}
 
 func (x row) cells() []string {
