@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,10 +53,13 @@ func cmdCheck(e env, args []string) int {
 			}
 			fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", v.prefix, len(files), result.Dur(time.Since(start)))
 		}
-		for _, w := range checkWarnings(v.cfg, files) {
-			warnings = append(warnings, v.prefix+w)
+		for _, w := range checkWarningsAt(v, files) {
+			if !slices.Contains(warnings, w) { // a mux's servers share [log]
+				warnings = append(warnings, w)
+			}
 		}
 	}
+	warnings = append(warnings, muxNameWarnings(cfg)...)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stdout, "warning: %s\n", w)
 	}
@@ -71,7 +73,14 @@ func cmdCheck(e env, args []string) int {
 // a mux a copy whose build, run, cli and watch are one server's.
 type checkView struct {
 	prefix string // "" or "servers.NAME: "
+	table  string // "" or "servers.NAME.": where the server's keys are
 	cfg    *config.Config
+}
+
+// at words a warning about the server's key (run.command), located at the
+// place the file sets it, as config errors are.
+func (v checkView) at(key, format string, args ...any) string {
+	return v.cfg.At(v.table+key, format, args...)
 }
 
 func checkViews(cfg *config.Config) []checkView {
@@ -82,7 +91,7 @@ func checkViews(cfg *config.Config) []checkView {
 	for _, s := range cfg.Servers {
 		v := *cfg
 		v.Build, v.Run, v.CLI, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Watch, nil
-		views = append(views, checkView{prefix: "servers." + s.Name + ": ", cfg: &v})
+		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: &v})
 	}
 	return views
 }
@@ -102,7 +111,20 @@ func watchConfigOf(cfg *config.Config) watcher.Config {
 
 // checkWarnings finds setups that parse but will misbehave.
 func checkWarnings(cfg *config.Config, files []string) []string {
+	return checkWarningsAt(checkView{cfg: cfg}, files)
+}
+
+// checkWarningsAt is checkWarnings for one server of a view, with files
+// the watched files: each warning names the server, or the place in the
+// file to fix.
+func checkWarningsAt(v checkView, files []string) []string {
+	cfg := v.cfg
 	var out []string
+	add := func(ws ...string) {
+		for _, w := range ws {
+			out = append(out, v.prefix+w)
+		}
+	}
 	// A run binary or build output matched by the globs would rebuild in a
 	// loop, were it not ignored; say so, since the user may rely on it.
 	if cfg.Watch.Enabled {
@@ -117,37 +139,32 @@ func checkWarnings(cfg *config.Config, files []string) []string {
 			}
 			rel = filepath.ToSlash(rel)
 			if matchesAny(cfg.Watch.Include, rel) && !matchesAny(cfg.Watch.Exclude, rel) {
-				out = append(out, fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
+				add(fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
 			}
 		}
 		if len(files) == 0 {
-			out = append(out, fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
+			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
 		}
 		for _, g := range cfg.Watch.Include {
 			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") {
-				out = append(out, fmt.Sprintf("watch.include %q matches no file", g))
+				add(fmt.Sprintf("watch.include %q matches no file", g))
 			}
 		}
 	}
-	if w := runCommandProblem(cfg); w != "" {
-		out = append(out, w)
-	}
-	if cfg.CLI != nil {
-		if w := programProblem(cfg, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd); w != "" {
-			out = append(out, w)
-		}
-		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
-			if w := programProblem(cfg, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd); w != "" {
-				out = append(out, w)
-			}
-		}
-	}
-	out = append(out, projectWarnings(cfg)...)
+	out = append(out, commandWarnings(v)...)
+	add(projectWarnings(cfg)...)
 	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
-		out = append(out, watchedBuildOutputs(cfg, files)...)
+		add(watchedBuildOutputs(cfg, files)...)
 	}
 	if w := noEmitOnErrorWarning(cfg); w != "" {
+		add(w)
+	}
+	if w := watchModeWarning(v); w != "" {
 		out = append(out, w)
+	}
+	if cfg.Watch.Enabled {
+		out = append(out, dataFileWarnings(v, files)...)
+		out = append(out, logFileWarnings(v, files)...)
 	}
 	return out
 }
@@ -234,13 +251,11 @@ func hasWord(s, w string) bool {
 }
 
 // candidateOutputs are the paths a build writes and the run binary (the
-// log file, which mcpflow writes itself, is not the user's concern).
+// log and traffic files, which mcpflow writes itself, are
+// logFileWarnings').
 func candidateOutputs(cfg *config.Config) []string {
-	out := ignoredOutputs(cfg)
-	if cfg.Log.File != "" && len(out) > 0 && out[0] == cfg.Log.File {
-		out = out[1:]
-	}
-	return out
+	own := []string{cfg.Log.File, cfg.Log.File + ".1", cfg.Log.Traffic, cfg.Log.Traffic + ".1"}
+	return slices.DeleteFunc(ignoredOutputs(cfg), func(p string) bool { return slices.Contains(own, p) })
 }
 
 func matchesAny(globs []string, rel string) bool {
@@ -259,33 +274,4 @@ func anyMatch(glob string, files []string) bool {
 		}
 	}
 	return false
-}
-
-// runCommandProblem warns when run.command cannot be found.
-func runCommandProblem(cfg *config.Config) string {
-	c := cfg.Run.Command
-	if c.Shell || len(c.Argv) == 0 {
-		return ""
-	}
-	return programProblem(cfg, "run.command", c.Argv[0], cfg.Run.Cwd)
-}
-
-// programProblem warns when the program named by key cannot be found. A
-// program the build produces may legitimately be missing before the first
-// build.
-func programProblem(cfg *config.Config, key, name, cwd string) string {
-	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
-		p := absFrom(cwd, name)
-		if _, err := os.Stat(p); err != nil {
-			if !cfg.Build.Command.IsZero() {
-				return fmt.Sprintf("%s %q does not exist yet (%s); fine if the build writes it", key, name, p)
-			}
-			return fmt.Sprintf("%s %q not found (%s) and there is no build step to make it", key, name, p)
-		}
-		return ""
-	}
-	if _, err := exec.LookPath(name); err != nil {
-		return fmt.Sprintf("%s %q is not on PATH", key, name)
-	}
-	return ""
 }

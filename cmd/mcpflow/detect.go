@@ -447,20 +447,12 @@ func nodeEntryWarning(dir string, run config.Command) string {
 	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
-	script := ""
-	for _, a := range run.Argv[1:] {
-		if !strings.HasPrefix(a, "-") {
-			script = a
-			break
-		}
-	}
-	if script == "" {
+	sr, ok := scriptOf(run.Argv, dir)
+	if !ok {
 		return ""
 	}
-	abs := script
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(dir, script)
-	}
+	script := sr.script
+	abs := absFrom(sr.dir, script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
@@ -518,6 +510,17 @@ func detectNode(dir string) project {
 	buildScript, hasBuild := m.Scripts["build"]
 	if hasBuild {
 		p.Build = "npm run build"
+	}
+	// A build script in watch mode never exits: every start would wait on
+	// it. TypeScript builds with tsc once instead; otherwise the user says
+	// how.
+	if w := watchModeBuild(dir, config.Command{Argv: []string{p.Build}, Shell: true}); hasBuild && w != nil {
+		buildScript, hasBuild, p.Build = "", false, ""
+		if ts.Found {
+			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init builds with tsc, once, instead.", w.part))
+		} else {
+			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init wrote no build.command; add one that builds once (%s).", w.part, w.instead))
+		}
 	}
 
 	// The entry point, the way the project says it: bin, then what tsc

@@ -148,7 +148,7 @@ func renderConfig(p project) string {
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
 	b.WriteString("paths = [\".\"]\n")
 	fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
-	fmt.Fprintf(&b, "exclude = %s\n", config.TOMLStrings(p.Exclude))
+	b.WriteString(excludeLines(p.Exclude))
 	b.WriteString("gitignore = true\n")
 	b.WriteString("debounce = \"100ms\"\n\n")
 	b.WriteString("[relay]\n")
@@ -157,6 +157,34 @@ func renderConfig(p project) string {
 	b.WriteString("level = \"info\"\n")
 	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
 	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String()
+}
+
+// excludeLines writes watch.exclude: the project's globs, then the files
+// of the MCP clients and editors (config.ClientFiles), one array over
+// several lines.
+func excludeLines(project []string) string {
+	var b strings.Builder
+	b.WriteString("exclude = [\n")
+	line := func(globs []string) {
+		cur := " "
+		for _, g := range globs {
+			q := " " + config.TOMLString(g) + ","
+			if len(cur)+len(q) > 78 && cur != " " {
+				b.WriteString(cur + "\n")
+				cur = " "
+			}
+			cur += q
+		}
+		if cur != " " {
+			b.WriteString(cur + "\n")
+		}
+	}
+	line(project)
+	b.WriteString("  # Your MCP clients' and editors' files: editing them never restarts the server\n")
+	b.WriteString("  # (mcpflow leaves them out even when this list does not name them).\n")
+	line(config.ClientFiles())
+	b.WriteString("]\n")
 	return b.String()
 }
 

@@ -17,8 +17,8 @@ func TestClientFilesIgnoredByDefault(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, doc string
-		watch   func(*Config) *WatchConfig
-		exclude []string
+		watch     func(*Config) *WatchConfig
+		exclude   []string
 	}{
 		{"defaults", minimal, func(c *Config) *WatchConfig { return &c.Watch }, nil},
 		{"a TypeScript config written before", minimal + "[watch]\ninclude = [\"**/*.ts\", \"**/*.json\"]\nexclude = [\"node_modules/**\", \"dist/**\"]\n",

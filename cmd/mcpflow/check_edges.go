@@ -1,0 +1,385 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/mux"
+)
+
+// commandWarnings checks that what run.command (or [cli]) starts can
+// start: its working folder, its program, and the script an interpreter
+// is given (python3 server.py). Each warning points at the key to fix.
+func commandWarnings(v checkView) []string {
+	cfg := v.cfg
+	var out []string
+	add := func(w string) {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	switch {
+	case cfg.CLI != nil:
+		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
+			return []string{w}
+		}
+		add(programProblem(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
+		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
+			add(programProblem(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
+		}
+		add(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
+	case !cfg.Run.Command.IsZero():
+		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
+			return []string{w}
+		}
+		if c := cfg.Run.Command; !c.Shell {
+			add(programProblem(v, "run.command", c.Argv[0], cfg.Run.Cwd))
+			add(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
+		}
+	}
+	return out
+}
+
+// cwdProblem warns when the working folder set by key does not exist (the
+// server could not start: every program would look missing) or is no
+// folder. A build may create it.
+func cwdProblem(v checkView, key, dir string) string {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && st.IsDir():
+		return ""
+	case err == nil:
+		return v.at(key, "%s is not a folder; the server starts in this folder: set %s to a folder (relative to the config file)", dir, key)
+	case !v.cfg.Build.Command.IsZero():
+		return v.at(key, "%s does not exist yet: fine if build.command creates it; otherwise the server cannot start there: fix %s", dir, key)
+	}
+	return v.at(key, "%s does not exist, so the server cannot start there (every program would look missing): fix %s, or create the folder", dir, key)
+}
+
+// programProblem warns when the program named by key cannot be found. A
+// program the build produces may legitimately be missing before the first
+// build.
+func programProblem(v checkView, key, name, cwd string) string {
+	full := v.table + key
+	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
+		p := absFrom(cwd, name)
+		if _, err := os.Stat(p); err != nil {
+			if !v.cfg.Build.Command.IsZero() {
+				return v.at(key, "%s %q does not exist yet (%s); fine if the build writes it", full, name, p)
+			}
+			return v.at(key, "%s %q not found (%s) and there is no build step to make it", full, name, p)
+		}
+		return ""
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return v.at(key, "%s %q is not on PATH", full, name)
+	}
+	return ""
+}
+
+// scriptProblem warns when argv gives an interpreter (python3, ruby, bash,
+// deno, bun, uv run ...) a script that does not exist. node's script is
+// nodeEntryWarning's, which knows what tsc will write; for the others a
+// file in a build's output folder, or any file when there is a build that
+// might write it, is only mentioned.
+func scriptProblem(v checkView, key string, argv []string, cwd string) string {
+	sr, ok := scriptOf(argv, cwd)
+	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
+		return ""
+	}
+	abs := absFrom(sr.dir, sr.script)
+	if _, err := os.Stat(abs); err == nil {
+		return ""
+	}
+	hint := ""
+	if entries, err := os.ReadDir(filepath.Dir(abs)); err == nil {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if s := config.Suggest(filepath.Base(abs), names); s != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(sr.script), s))
+		}
+	}
+	if !v.cfg.Build.Command.IsZero() {
+		if inAny(outputFolders(v.cfg), abs) {
+			return ""
+		}
+		return v.at(key, "%s runs %s, which does not exist yet (%s): fine if build.command writes it; otherwise fix the file name in %s%s", sr.prog, sr.script, abs, key, hint)
+	}
+	return v.at(key, "%s runs %s, which does not exist (%s), so the server would exit at once: fix the file name in %s%s", sr.prog, sr.script, abs, key, hint)
+}
+
+// outputFolders are the absolute folders a build writes: the usual ones
+// (dist/, build/, ...), tsconfig.json's outDir and the build command's
+// -o/--outdir.
+func outputFolders(cfg *config.Config) []string {
+	var out []string
+	for _, d := range builder.OutputDirs() {
+		out = append(out, filepath.Join(cfg.Dir, filepath.FromSlash(d)))
+	}
+	out = append(out, projectOutputs(cfg.Dir)...)
+	for _, o := range buildOutputs(cfg.Build.Command) {
+		out = append(out, absFrom(cfg.Dir, o))
+	}
+	return out
+}
+
+// watchModeWarning warns about a build that runs in watch mode: it never
+// exits, so every start, and so every call, would wait on it.
+func watchModeWarning(v checkView) string {
+	w := watchModeBuild(v.cfg.Dir, v.cfg.Build.Command)
+	if w == nil {
+		return ""
+	}
+	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), settingText(v.cfg.Build.Timeout), w.instead)
+}
+
+// dataFileWarnings warns about watched files that look like what a
+// server writes as it runs (logs, databases, JSON data) rather than
+// source or config a build reads: if the server writes one, each write
+// rebuilds and restarts it, in a loop.
+func dataFileWarnings(v checkView, files []string) []string {
+	outs := outputFolders(v.cfg)
+	var found, globs []string
+	for _, f := range files {
+		if inAny(outs, filepath.Join(v.cfg.Dir, filepath.FromSlash(f))) {
+			continue // a build's output: watchedBuildOutputs names those
+		}
+		g, ok := dataFile(f)
+		if !ok {
+			continue
+		}
+		found = append(found, f)
+		if !slices.Contains(globs, g) {
+			globs = append(globs, g)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	list := strings.Join(found[:min(len(found), 3)], ", ")
+	if len(found) > 3 {
+		list += fmt.Sprintf(" and %d more", len(found)-3)
+	}
+	return []string{v.at("watch.include", "covers %s, which look like data a server writes, not source: if the server writes them, each write rebuilds and restarts it, in a loop; add %s to watch.exclude, or keep the data outside the watched folders (under .mcpflow/, which is never watched)", list, config.TOMLStrings(globs))}
+}
+
+// dataFile reports whether the watched file f (relative, slash-separated)
+// looks like data written at run time, and the exclude glob that leaves it
+// out: a log, a database, JSON Lines, a pid file; a file other than
+// source under a data folder (data/, tmp/, logs/, ...); a JSON file at the
+// top that is no known config.
+func dataFile(f string) (string, bool) {
+	base := strings.ToLower(path.Base(f))
+	ext := path.Ext(base)
+	dirs := strings.Split(path.Dir(f), "/")
+	for i, d := range dirs {
+		switch strings.ToLower(d) {
+		case "data", "tmp", "temp", "logs", "log", "storage", "cache", ".cache", "uploads", "db", "var":
+			if !isSourceFile(ext) {
+				return strings.Join(dirs[:i+1], "/") + "/**", true
+			}
+		}
+	}
+	switch {
+	case ext == ".log":
+		return "**/*.log", true
+	case slices.Contains([]string{".db", ".sqlite", ".sqlite3", ".db3", ".jsonl", ".ndjson", ".pid", ".rdb", ".aof", ".pickle", ".pkl", ".parquet"}, ext),
+		strings.HasSuffix(base, "-wal"), strings.HasSuffix(base, "-shm"), strings.HasSuffix(base, "-journal"),
+		strings.Contains(base, ".log."): // server.log.1
+		return f, true
+	case ext == ".json" && !strings.Contains(f, "/") && !isConfigJSON(base):
+		return f, true
+	}
+	return "", false
+}
+
+// isSourceFile reports a source file's extension: a file under data/ with
+// one is code (a package named data), not data.
+func isSourceFile(ext string) bool {
+	return slices.Contains([]string{
+		".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
+		".php", ".java", ".kt", ".swift", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".lua", ".sh",
+		".pl", ".ex", ".exs", ".zig", ".dart", ".scala", ".sql", ".proto", ".graphql", ".prisma",
+	}, ext)
+}
+
+// isConfigJSON reports the JSON files projects keep at the top as config
+// (read by their tools, not written by a server).
+func isConfigJSON(base string) bool {
+	switch base {
+	case "package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
+		"lerna.json", "vercel.json", "renovate.json", "app.json", "manifest.json", "angular.json",
+		"project.json", "components.json", "wrangler.json", "firebase.json", "server.json",
+		"smithery.json", "cspell.json", "typedoc.json", "api-extractor.json", "nodemon.json",
+		"dprint.json", "knip.json", "pyrightconfig.json", "devcontainer.json", ".devcontainer.json",
+		"global.json", "appsettings.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json":
+		return true
+	}
+	return strings.HasPrefix(base, "tsconfig") || strings.HasPrefix(base, "jsconfig") ||
+		strings.HasPrefix(base, "appsettings.") || strings.HasPrefix(base, ".") ||
+		strings.HasSuffix(base, "config.json") || strings.HasSuffix(base, "rc.json") ||
+		strings.HasSuffix(base, "-lock.json") || strings.HasSuffix(base, ".lock.json") ||
+		strings.HasSuffix(base, ".schema.json") || strings.HasSuffix(base, "manifest.json")
+}
+
+// logFileWarnings warns when mcpflow's own log or traffic file (or the
+// FILE.1 it moves a full one to) lies in the watched folders, matches
+// watch.include and is not excluded. The watcher ignores some of them
+// itself (ignoredOutputs): those are only worth making explicit; one it
+// does not ignore would rebuild and restart the server at each line
+// mcpflow writes.
+func logFileWarnings(v checkView, files []string) []string {
+	cfg := v.cfg
+	ignored := ignoredOutputs(cfg)
+	watched := map[string]bool{}
+	for _, f := range files {
+		watched[f] = true
+	}
+	var out []string
+	for _, lf := range []struct{ key, file string }{{"log.file", cfg.Log.File}, {"log.traffic", cfg.Log.Traffic}} {
+		if lf.file == "" {
+			continue
+		}
+		var hit, loop []string
+		for _, p := range []string{lf.file, lf.file + ".1"} {
+			rel, ok := watchedPath(cfg, p, watched)
+			if !ok {
+				continue
+			}
+			hit = append(hit, rel)
+			if !slices.Contains(ignored, p) {
+				loop = append(loop, rel)
+			}
+		}
+		if len(hit) == 0 {
+			continue
+		}
+		rel := hit[0]
+		what := rel + " lies in the watched folders and watch.include covers it"
+		if len(hit) > 1 {
+			what = strings.Join(hit, " and ") + " lie in the watched folders and watch.include covers them"
+		}
+		if len(loop) > 0 {
+			out = append(out, v.at(lf.key, "%s: each time mcpflow writes %s the server would rebuild and restart, in a loop; put the file under .mcpflow/ (never watched), e.g. %q, or add %q to watch.exclude", what, strings.Join(loop, " or "), ".mcpflow/"+path.Base(rel), rel+"*"))
+		} else {
+			out = append(out, v.at(lf.key, "%s: mcpflow ignores its own writes there, but put the file under .mcpflow/ (never watched), e.g. %q, or add %q to watch.exclude to make that explicit", what, ".mcpflow/"+path.Base(rel), rel+"*"))
+		}
+	}
+	return out
+}
+
+// watchedPath reports whether the file p (absolute) would be watched:
+// under a watch path, not in a folder the watcher never enters, matched by
+// include and not excluded; one that exists must be among the scanned
+// files (which honours .gitignore). It returns p relative to the config's
+// folder.
+func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string, bool) {
+	rel, err := filepath.Rel(cfg.Dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	rel = filepath.ToSlash(rel)
+	if !inAny(cfg.Watch.Paths, p) {
+		return "", false
+	}
+	for _, d := range strings.Split(path.Dir(rel), "/") {
+		switch d {
+		case ".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow":
+			return "", false
+		}
+	}
+	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
+		return "", false
+	}
+	if _, err := os.Stat(p); err == nil && !scanned[rel] {
+		return "", false
+	}
+	return rel, true
+}
+
+// muxNameWarnings warns about a mux's names: a separator with which a
+// server's tool can take a management tool's name (with "_", a server
+// "add" with a tool "server" is listed as add_server), and server names so
+// long that the mux refuses them (NAME + separator + tool would pass what
+// clients accept).
+func muxNameWarnings(cfg *config.Config) []string {
+	if cfg.Mode() != config.Mux {
+		return nil
+	}
+	sep := cfg.Mux.Separator
+	own := config.ManagementTools()
+	if cfg.Relay.CallTool != "" {
+		own = append(own, cfg.Relay.CallTool)
+	}
+	type clash struct{ server, tool, name string }
+	var clashes []clash
+	for _, name := range own {
+		for i := 0; ; {
+			j := strings.Index(name[i:], sep)
+			if j < 0 {
+				break
+			}
+			j += i
+			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
+				clashes = append(clashes, clash{server, tool, name})
+			}
+			i = j + 1
+		}
+	}
+	var out []string
+	if len(clashes) > 0 {
+		var eg []string
+		for _, c := range clashes {
+			eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", c.server, c.tool, c.name))
+		}
+		out = append(out, cfg.At("mux.separator", "%q makes a server's tools able to take the names of mcpflow's own tools: %s; the mux refuses such a server, but choose a separator these names do not contain, such as %q (the default)", sep, strings.Join(eg, "; "), "__"))
+	}
+	for _, s := range cfg.Servers {
+		key := "servers." + s.Name
+		for _, c := range clashes {
+			if c.server == s.Name {
+				out = append(out, cfg.At(key, "with mux.separator %q, this server's tool %q would be listed as %s, the name of mcpflow's own tool: rename the server or change mux.separator", sep, c.tool, c.name))
+			}
+		}
+		switch room := config.MaxJoinedToolName - len(s.Name) - len(sep); {
+		case len(s.Name) > config.MaxServerName:
+			out = append(out, cfg.At(key, "the server name %q is %d characters long: the mux refuses names over %d, so that its tools' names (%s%sTOOL) stay within the %d characters clients accept; shorten it", s.Name, len(s.Name), config.MaxServerName, s.Name, sep, config.MaxJoinedToolName))
+		case room < 16:
+			out = append(out, cfg.At(key, "the server name %q with mux.separator %q leaves %d characters for its tools' names, within the %d clients accept: longer tools are left out; shorten the name or the separator", s.Name, sep, max(room, 0), config.MaxJoinedToolName))
+		}
+	}
+	return out
+}
+
+// inAny reports whether the absolute path p is one of dirs or lies under
+// one.
+func inAny(dirs []string, p string) bool {
+	for _, d := range dirs {
+		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// settingText writes a duration as a setting is written: "10m", "2s".
+func settingText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

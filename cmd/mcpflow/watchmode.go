@@ -1,0 +1,357 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+)
+
+// A build in watch mode (tsc --watch, nodemon, cargo watch, ...) never
+// exits: mcpflow would wait on it before every start, so every call would
+// hang until build.timeout. init and check look for one in the build
+// command and, through npm, pnpm, yarn and bun, in the package.json
+// scripts it runs.
+
+// watchingBuild is a build command part that watches instead of building
+// once.
+type watchingBuild struct {
+	part    string // the simple command that watches: "tsc --watch"
+	via     string // where it comes from: `package.json's "build" script`; "" when in the command itself
+	instead string // what to build with instead
+}
+
+// describe says what watches: "tsc -w (package.json's "build" script)".
+func (w *watchingBuild) describe() string {
+	if w.via == "" {
+		return w.part
+	}
+	return w.part + " (" + w.via + ")"
+}
+
+// watchModeBuild finds the part of the build command c that runs in
+// watch mode, following the package.json scripts of dir it runs; nil when
+// none does.
+func watchModeBuild(dir string, c config.Command) *watchingBuild {
+	if c.IsZero() {
+		return nil
+	}
+	var m packageJSON
+	if b, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	for _, words := range commandWords(c) {
+		if w := watchingPart(words, m.Scripts, nil, 0); w != nil {
+			return w
+		}
+	}
+	return nil
+}
+
+// commandWords splits a command into its simple commands' words.
+func commandWords(c config.Command) [][]string {
+	if c.Shell && len(c.Argv) > 0 {
+		return shellCommands(c.Argv[0])
+	}
+	return [][]string{c.Argv}
+}
+
+// shellCommands splits a shell script into its simple commands (at ;, &,
+// |, newlines and parentheses), each as words with quotes removed: a rough
+// reading, enough to recognize programs and their flags.
+func shellCommands(script string) [][]string {
+	var cmds [][]string
+	var words []string
+	var word strings.Builder
+	inWord := false
+	endWord := func() {
+		if inWord {
+			words = append(words, word.String())
+			word.Reset()
+			inWord = false
+		}
+	}
+	endCmd := func() {
+		endWord()
+		if len(words) > 0 {
+			cmds = append(cmds, words)
+			words = nil
+		}
+	}
+	for i := 0; i < len(script); i++ {
+		switch c := script[i]; c {
+		case ' ', '\t':
+			endWord()
+		case ';', '&', '|', '\n', '(', ')':
+			endCmd()
+		case '\\':
+			if i+1 < len(script) {
+				i++
+				word.WriteByte(script[i])
+				inWord = true
+			}
+		case '\'', '"':
+			j := strings.IndexByte(script[i+1:], c)
+			if j < 0 {
+				j = len(script) - i - 1
+			}
+			word.WriteString(script[i+1 : i+1+j])
+			inWord = true
+			i += j + 1
+		default:
+			word.WriteByte(c)
+			inWord = true
+		}
+	}
+	endCmd()
+	return cmds
+}
+
+// watchingPart reports whether the simple command words watches, following
+// the package.json scripts it runs (via lists the scripts on the way).
+func watchingPart(words []string, scripts map[string]string, via []string, depth int) *watchingBuild {
+	words = unwrapRunner(words)
+	if len(words) == 0 || depth > 4 {
+		return nil
+	}
+	hit := func(instead string) *watchingBuild {
+		w := &watchingBuild{part: strings.Join(words, " "), instead: instead}
+		if len(via) > 0 {
+			w.via = "package.json's " + strings.Join(via, " → ") + " script"
+			if len(via) > 1 {
+				w.via += "s"
+			}
+		}
+		return w
+	}
+	if name, args, ok := packageScript(words, scripts); ok {
+		if isWatchScriptName(name) {
+			return hit("a script that builds once, without watching")
+		}
+		script, found := scripts[name]
+		if !found {
+			return nil
+		}
+		if len(args) > 0 {
+			script += " " + strings.Join(args, " ")
+		}
+		for _, sub := range shellCommands(script) {
+			if w := watchingPart(sub, scripts, append(slices.Clip(via), `"`+name+`"`), depth+1); w != nil {
+				return w
+			}
+		}
+		return nil
+	}
+	prog := strings.TrimSuffix(path.Base(filepath.ToSlash(words[0])), ".cmd")
+	args := words[1:]
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+	}
+	flag := func(names ...string) bool {
+		for _, a := range args {
+			if a == "--" {
+				return false
+			}
+			for _, n := range names {
+				if a == n || strings.HasPrefix(a, n+"=") && !strings.HasSuffix(a, "=false") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	const restarter = `mcpflow restarts the server itself: drop the watcher from the build (or have no build) and put the server in run.command, e.g. ["node", "dist/index.js"]`
+	switch {
+	case prog == "tsc" && flag("--watch", "-w"):
+		return hit(`tsc without --watch, e.g. build.command = "npx --no -- tsc --noEmitOnError"`)
+	case prog == "tsc-watch":
+		return hit(`tsc, e.g. build.command = "npx --no -- tsc --noEmitOnError"`)
+	case slices.Contains([]string{"nodemon", "ts-node-dev", "tsnd", "node-dev", "supervisor", "forever", "pm2-dev"}, prog),
+		prog == "tsx" && (first == "watch" || flag("--watch")),
+		(prog == "node" || prog == "deno" || prog == "bun") && flag("--watch", "--watch-path", "--hot"):
+		return hit(restarter)
+	case prog == "cargo" && first == "watch", prog == "cargo-watch":
+		return hit(`cargo build`)
+	case prog == "go" && first == "run" && goWatcher(args[1:]):
+		return hit(`go build -o .mcpflow/server .`)
+	case slices.Contains([]string{"air", "reflex", "gow", "CompileDaemon", "modd", "realize", "fresh"}, prog):
+		return hit(`go build -o .mcpflow/server .`)
+	case slices.Contains([]string{"watchexec", "entr", "chokidar", "onchange", "npm-watch", "watch", "when-changed", "watchmedo"}, prog):
+		return hit("the command it runs on each change, once")
+	case prog == "dotnet" && first == "watch":
+		return hit("dotnet build")
+	case (prog == "gradle" || prog == "gradlew") && flag("-t", "--continuous"):
+		return hit("the same gradle command without --continuous")
+	case prog == "vite" && (first == "" || first == "dev" || first == "serve" || strings.HasPrefix(first, "-") && !flag("build")),
+		slices.Contains([]string{"next", "nuxt", "nuxi", "astro", "remix"}, prog) && first == "dev",
+		prog == "webpack-dev-server", prog == "webpack" && (first == "serve" || first == "watch"):
+		return hit(prog + " build")
+	case slices.Contains([]string{"make", "just", "task", "gulp", "grunt", "mage"}, prog) && slices.Contains(args, "watch"):
+		return hit("a target that builds once")
+	case flag("--watch", "--watchAll"):
+		return hit("the same without --watch: " + without(words, "--watch", "--watchAll"))
+	case slices.Contains(shortWatchFlag(), prog) && flag("-w"):
+		return hit("the same without -w: " + without(words, "-w"))
+	}
+	return nil
+}
+
+// without is the command line words without the flags named.
+func without(words []string, flags ...string) string {
+	var out []string
+	for _, w := range words {
+		name, _, _ := strings.Cut(w, "=")
+		if !slices.Contains(flags, name) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// shortWatchFlag lists the builders whose -w means --watch.
+func shortWatchFlag() []string {
+	return []string{"rollup", "webpack", "rspack", "rolldown", "tsup", "babel", "swc", "vite", "sass", "microbundle", "ncc", "tailwindcss", "postcss", "tsc-alias", "coffee"}
+}
+
+// goWatcher reports whether the arguments of "go run" name a file
+// watcher: github.com/air-verse/air@latest and the like.
+func goWatcher(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		pkg, _, _ := strings.Cut(a, "@")
+		switch path.Base(pkg) {
+		case "air", "reflex", "gow", "CompileDaemon", "modd", "realize", "fresh", "watchexec":
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// isWatchScriptName reports a package.json script named for watching.
+func isWatchScriptName(name string) bool {
+	return name == "watch" || strings.HasPrefix(name, "watch:") || strings.HasSuffix(name, ":watch")
+}
+
+// unwrapRunner drops what runs a command without changing it: variable
+// assignments, env, exec, time, nice, nohup, cross-env, npx, bunx, pnpm
+// exec, pnpm dlx, yarn dlx, bun x.
+func unwrapRunner(words []string) []string {
+	for len(words) > 0 {
+		w := words[0]
+		switch base := path.Base(filepath.ToSlash(w)); {
+		case isAssignment(w):
+			words = words[1:]
+		case base == "env" || base == "exec" || base == "time" || base == "nice" || base == "nohup" || base == "command" || base == "cross-env":
+			words = words[1:]
+			for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+				words = words[1:]
+			}
+		case base == "npx" || base == "bunx" || base == "pnpx":
+			words = skipOptions(words[1:], "-p", "--package", "-c", "--call")
+		case (base == "pnpm" || base == "yarn" || base == "bun") && len(words) > 1 && (words[1] == "exec" || words[1] == "dlx" || words[1] == "x"):
+			words = skipOptions(words[2:])
+		default:
+			return words
+		}
+	}
+	return words
+}
+
+// skipOptions drops leading options (valued ones with their value) and a
+// "--".
+func skipOptions(words []string, valued ...string) []string {
+	for len(words) > 0 && strings.HasPrefix(words[0], "-") {
+		if words[0] == "--" {
+			return words[1:]
+		}
+		if slices.Contains(valued, words[0]) && len(words) > 1 {
+			words = words[1:]
+		}
+		words = words[1:]
+	}
+	return words
+}
+
+func isAssignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// packageScript recognizes a command that runs a package.json script:
+// npm run NAME [-- ARGS], npm start, pnpm [run] NAME, yarn [run] NAME,
+// bun run NAME. It returns the script's name and the arguments passed on
+// to it.
+func packageScript(words []string, scripts map[string]string) (string, []string, bool) {
+	prog := strings.TrimSuffix(path.Base(filepath.ToSlash(words[0])), ".cmd")
+	rest := skipOptions(words[1:], "--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
+	if len(rest) == 0 {
+		return "", nil, false
+	}
+	args := func(after []string) []string {
+		if prog == "npm" {
+			if i := slices.Index(after, "--"); i >= 0 {
+				return after[i+1:]
+			}
+			return nil
+		}
+		return slices.DeleteFunc(slices.Clone(after), func(s string) bool { return s == "--" })
+	}
+	switch prog {
+	case "npm":
+		switch rest[0] {
+		case "run", "run-script", "rum", "urn":
+			r := skipOptions(rest[1:])
+			if len(r) == 0 {
+				return "", nil, false
+			}
+			return r[0], args(r[1:]), true
+		case "start", "restart":
+			return "start", args(rest[1:]), true
+		}
+	case "pnpm", "yarn", "bun":
+		if rest[0] == "run" || rest[0] == "run-script" {
+			r := skipOptions(rest[1:])
+			if len(r) == 0 {
+				return "", nil, false
+			}
+			if _, ok := scripts[r[0]]; ok || prog != "bun" || !looksLikeFile(r[0]) {
+				return r[0], args(r[1:]), true
+			}
+			return "", nil, false
+		}
+		if _, ok := scripts[rest[0]]; ok && prog != "bun" {
+			return rest[0], args(rest[1:]), true
+		}
+	}
+	return "", nil, false
+}
+
+// looksLikeFile reports an argument that names a script file rather than
+// a package.json script or a command: it has a path or a script's
+// extension.
+func looksLikeFile(a string) bool {
+	if strings.ContainsAny(a, `/\`) {
+		return true
+	}
+	switch strings.ToLower(path.Ext(a)) {
+	case ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".py", ".rb", ".sh", ".php", ".pl":
+		return true
+	}
+	return false
+}
