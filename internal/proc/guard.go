@@ -41,7 +41,3 @@ import "time"
 
 // GuardInterval is how often the guard reads mcpflow's children.
 const GuardInterval = 100 * time.Millisecond
-
-// guardStopWait bounds how long the stop function of StartGuard waits for
-// the guard to exit before killing it.
-const guardStopWait = 2 * time.Second

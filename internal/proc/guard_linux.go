@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 )
@@ -12,62 +13,92 @@ import (
 // kernel lacks the children files (CONFIG_PROC_CHILDREN, on in the kernels
 // of the common distributions).
 func guardable() error {
-	pid := strconv.Itoa(os.Getpid())
-	if _, err := readProc("/proc/"+pid+"/task/"+pid+"/children", make([]byte, 512)); err != nil {
+	path := "/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"
+	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("the kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): %w", err)
 	}
 	return nil
 }
 
-// children lists the processes whose parent is pid, from the children
-// file of each of pid's threads (a child belongs to the thread that
-// forked it). The guard calls it every GuardInterval, so it reads with
-// plain system calls into one buffer.
-func children(pid int) []int {
-	buf := make([]byte, 4096)
-	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+// childLister lists a process's children from the children file of each
+// of its threads (a child belongs to the thread that forked it). The guard
+// looks every GuardInterval, so the files stay open between looks: reading
+// a /proc file again costs a tenth of opening it.
+type childLister struct {
+	dir   string         // /proc/PID/task/
+	dirFD int            // dir, open; -1 once it cannot be opened
+	files map[string]int // thread id → its children file, open
+	buf   []byte
+}
+
+func newChildLister(pid int) *childLister {
+	l := &childLister{dir: "/proc/" + strconv.Itoa(pid) + "/task/", files: map[string]int{}, buf: make([]byte, 4096)}
+	var err error
+	if l.dirFD, err = syscall.Open(l.dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0); err != nil {
+		l.dirFD = -1
+	}
+	return l
+}
+
+// list returns the process's children now (none once it is gone).
+func (l *childLister) list() []int {
+	if l.dirFD < 0 {
+		return nil
+	}
+	var tids []string
+	if _, err := syscall.Seek(l.dirFD, 0, 0); err != nil {
+		return nil
+	}
+	for {
+		n, err := syscall.ReadDirent(l.dirFD, l.buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		_, _, tids = syscall.ParseDirent(l.buf[:n], -1, tids)
+	}
+	for tid, fd := range l.files { // threads that exited
+		if !slices.Contains(tids, tid) {
+			_ = syscall.Close(fd)
+			delete(l.files, tid)
+		}
+	}
 	var kids []int
-	for _, tid := range dirNames(dir, buf) {
-		b, _ := readProc(dir+tid+"/children", buf)
-		kids = appendInts(kids, b)
+	for _, tid := range tids {
+		fd, ok := l.files[tid]
+		if !ok {
+			var err error
+			if fd, err = syscall.Open(l.dir+tid+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
+				continue
+			}
+			l.files[tid] = fd
+		}
+		kids = appendInts(kids, l.read(fd))
 	}
 	return kids
 }
 
-// readProc reads a small /proc file whole, into buf when it fits.
-func readProc(path string, buf []byte) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer syscall.Close(fd)
-	b := buf[:0]
+// read reads an open /proc file from its start.
+func (l *childLister) read(fd int) []byte {
+	n := 0
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+		if n == len(l.buf) {
+			l.buf = append(l.buf, make([]byte, len(l.buf))...)
 		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
-		if n <= 0 || err != nil {
-			return b, err
+		m, err := syscall.Pread(fd, l.buf[n:], int64(n))
+		if m <= 0 || err != nil {
+			return l.buf[:n]
 		}
-		b = b[:len(b)+n]
+		n += m
 	}
 }
 
-// dirNames lists a directory's names, using buf for the system call.
-func dirNames(dir string, buf []byte) []string {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return nil
+// close closes the files.
+func (l *childLister) close() {
+	for _, fd := range l.files {
+		_ = syscall.Close(fd)
 	}
-	defer syscall.Close(fd)
-	var names []string
-	for {
-		n, err := syscall.ReadDirent(fd, buf)
-		if n <= 0 || err != nil {
-			return names
-		}
-		_, _, names = syscall.ParseDirent(buf[:n], -1, names)
+	if l.dirFD >= 0 {
+		_ = syscall.Close(l.dirFD)
 	}
 }
 

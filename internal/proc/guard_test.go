@@ -39,14 +39,16 @@ func TestGuardProcess(t *testing.T) {
 // for it to run, and returns its stop function and pid.
 func startTestGuard(t *testing.T) (stop func(), pid int) {
 	t.Helper()
-	before := children(os.Getpid())
+	kids := newChildLister(os.Getpid())
+	defer kids.close()
+	before := kids.list()
 	ready := filepath.Join(t.TempDir(), "ready")
 	stop, err := StartGuard([]string{os.Args[0], "-test.run=^TestGuardProcess$", "-test.count=1", "--", ready})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
-	for _, c := range children(os.Getpid()) {
+	for _, c := range kids.list() {
 		if !slices.Contains(before, c) {
 			pid = c
 		}
@@ -148,5 +150,27 @@ func TestGuardNotOurParent(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("RunGuard did not return")
+	}
+}
+
+// TestChildLister: a lister kept from one look to the next sees children
+// come and go.
+func TestChildLister(t *testing.T) {
+	l := newChildLister(os.Getpid())
+	defer l.close()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(l.list(), cmd.Process.Pid) {
+		t.Fatalf("the new child %d is not among %v", cmd.Process.Pid, l.list())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if slices.Contains(l.list(), cmd.Process.Pid) {
+		t.Fatalf("the reaped child %d is still among %v", cmd.Process.Pid, l.list())
+	}
+	if got := newChildLister(1 << 30).list(); got != nil {
+		t.Fatalf("a process that does not exist has children %v", got)
 	}
 }

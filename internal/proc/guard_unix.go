@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// guardStopWait bounds how long the stop function of StartGuard waits for
+// the guard to exit before killing it.
+const guardStopWait = 2 * time.Second
+
 // StartGuard starts argv, with the calling process's pid appended, as the
 // calling process's guard (a program whose whole work is RunGuard on its
 // stdin and that pid). It returns the function that ends the guard at the
@@ -58,6 +62,8 @@ func RunGuard(r io.Reader, parent int, every time.Duration) (killed []int) {
 	eof := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, r); close(eof) }()
 	self := os.Getpid()
+	kids := newChildLister(parent)
+	defer kids.close()
 	groups := map[int]bool{}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -67,7 +73,7 @@ func RunGuard(r io.Reader, parent int, every time.Duration) (killed []int) {
 				delete(groups, g)
 			}
 		}
-		for _, c := range children(parent) {
+		for _, c := range kids.list() {
 			// A child that leads its group is one proc.Start started; the
 			// rest are in mcpflow's own group, which is not ours to kill.
 			if pgid, err := syscall.Getpgid(c); err == nil && pgid == c && c != self {
