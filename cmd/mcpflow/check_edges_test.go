@@ -254,3 +254,27 @@ func TestMuxNameWarnings(t *testing.T) {
 		}
 	}
 }
+
+// node's script is missing before the build: fine when a build other
+// than tsc writes it (esbuild's --outfile, a dist/ folder), named when
+// there is no build to write it.
+func TestNodeScriptOfOtherBuilds(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		warn bool
+	}{
+		{"[build]\ncommand = \"esbuild src/x.js --bundle --outfile=out/server.js\"\n[run]\ncommand = [\"node\", \"out/server.js\"]\n", false},
+		{"[build]\ncommand = \"npm run bundle\"\n[run]\ncommand = [\"node\", \"dist/index.js\"]\n", false},
+		{"[build]\ncommand = \"make\"\n[run]\ncommand = [\"node\", \"server.js\"]\n", true},
+		{"[run]\ncommand = [\"node\", \"dist/index.js\"]\n", true},
+	} {
+		cfg, err := config.Parse("mcpflow.toml", []byte(c.doc), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(projectWarnings(cfg), "\n")
+		if c.warn != strings.Contains(got, "which does not exist") {
+			t.Errorf("%s: warnings %q", c.doc, got)
+		}
+	}
+}

@@ -798,7 +798,7 @@ func zeroConfig(dir string, argv []string, build string) *config.Config {
 // build output folder (tsconfig.json's outDir) that the watch globs cover.
 func projectWarnings(cfg *config.Config) []string {
 	var out []string
-	if w := nodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" {
+	if w := nodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
 		out = append(out, w)
 	}
 	if cfg.Watch.Enabled {
@@ -807,6 +807,36 @@ func projectWarnings(cfg *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// builtByOther reports whether the script node runs, missing now, is
+// what a build other than tsc writes: the project has no tsconfig.json,
+// and the script lies in a build output folder (dist/, ...) or is the
+// build command's -o, --outdir or --outfile.
+func builtByOther(cfg *config.Config) bool {
+	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
+	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
+		return false
+	}
+	abs := absFrom(sr.dir, sr.script)
+	if inAny(outputFolders(cfg), abs) {
+		return true
+	}
+	for _, words := range commandWords(cfg.Build.Command) {
+		for i, w := range words {
+			name, v, attached := strings.Cut(w, "=")
+			if name != "--outfile" && name != "--out-file" && name != "-o" {
+				continue
+			}
+			if !attached && i+1 < len(words) {
+				v = words[i+1]
+			}
+			if v != "" && absFrom(cfg.Dir, v) == abs {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // watchedOutputDirs lists the project's build output folders (relative to
