@@ -57,6 +57,15 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+	// The test kit is for _test.go files only (go list's Deps leave the
+	// tests' imports out).
+	for pkg, d := range deps {
+		for _, dep := range d {
+			if dep == module+"internal/testkit" {
+				t.Errorf("%s imports internal/testkit: only tests may", pkg)
+			}
+		}
+	}
 	for pkg, d := range deps {
 		// internal/config takes its defaults from the packages that
 		// consume the options; every other internal package is a leaf.
