@@ -371,6 +371,15 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	case res.Restart != nil && res.Restart.Err != nil:
 		fail = fmt.Errorf("server %q: %v", spec.Name, res.Restart.Err)
 	}
+	if fail != nil {
+		// The relay's texts name its own rebuild tool, which the mux hides;
+		// an agent's server that failed is forgotten, to be added again.
+		hint := m.reloadHint(spec.Name)
+		if spec.Source != "config" {
+			hint = "add_server"
+		}
+		fail = errors.New(strings.ReplaceAll(fail.Error(), relayTool, hint))
+	}
 	if fail != nil && (spec.Source != "config" || cerr != nil) {
 		m.mu.Lock()
 		if spec.Source == "config" {

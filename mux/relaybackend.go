@@ -76,6 +76,10 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if onCrash == "" && spec.Source == "agent" {
 			onCrash = "wait"
 		}
+		setting := fmt.Sprintf("servers.%s.run.command in mcpflow.toml", spec.Name)
+		if spec.Source == "agent" {
+			setting = "the command and args given to add_server"
+		}
 		rc := relay.Config{
 			Child: relay.Child{
 				Command:     spec.Command,
@@ -83,6 +87,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 				Dir:         spec.Dir,
 				ExtraEnv:    spec.Env,
 				StopTimeout: spec.StopTimeout,
+				Setting:     setting,
 			},
 			OnCrash: onCrash,
 			Drain:   o.Drain,

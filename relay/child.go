@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -149,7 +150,9 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 			case errors.As(err, &tl):
 				peer.childTooLarge(c, tl)
 			case errors.As(err, &bad):
-				peer.childJunk(c, bad.Line, true)
+				// A line cut by the child's death is no answer: the call
+				// it was for gets the crash report.
+				peer.childJunk(c, bad.Line, !rd.Cut())
 			case err != nil:
 				// Its stdout is closed: a child that does not exit with it
 				// can answer nothing more and is stopped.
@@ -220,14 +223,17 @@ func waitOrClose(wg *sync.WaitGroup, d time.Duration, files ...io.Closer) {
 
 // stop stops the child: close its stdin, wait grace, SIGTERM its group, wait
 // grace again, then SIGKILL. It returns when the child is fully gone.
-func (c *child) stop(grace time.Duration) {
+// When relay ends (the relay shuts down), what is left of the stop is cut
+// short: the group gets SIGKILL.
+func (c *child) stop(grace time.Duration, relay context.Context) {
 	c.stopping.Store(true)
-	c.group.Stop(closerFunc(c.in.close), c.done, grace)
+	c.kill(grace, relay)
 }
 
 // kill stops a child that failed (c.failed says why) as stop does, but
 // its exit is handled as a failure, not as a stop the relay asked for.
-func (c *child) kill(grace time.Duration) {
+func (c *child) kill(grace time.Duration, relay context.Context) {
+	defer context.AfterFunc(relay, c.group.Kill)()
 	c.group.Stop(closerFunc(c.in.close), c.done, grace)
 }
 

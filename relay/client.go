@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -215,12 +216,12 @@ func (r *switchboard) boundHandshake(c *child, p *pending) {
 		}
 		stale := !pending || r.child != c || c.exited() || c.failed != ""
 		if !stale {
-			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
 		}
 		r.mu.Unlock()
 		if !stale {
 			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
-			c.kill(r.cfg.Child.StopTimeout)
+			c.kill(r.cfg.Child.StopTimeout, context.Background())
 		}
 	})
 }

@@ -70,13 +70,13 @@ func msgFailedStart(e exitInfo, tool string) string {
 
 // msgNoHandshake: the server runs but did not answer the client's
 // handshake in time, so mcpflow stopped it.
-func msgNoHandshake(cmd string, d time.Duration, e exitInfo, tool string) string {
-	return withStderr(fmt.Sprintf("The server (%s) did not answer its MCP handshake within %s, so mcpflow stopped it. Is it an MCP server on stdio? A server that serves HTTP by default, or one started with the wrong arguments, waits forever. Fix run.command (or relay.handshake_timeout for a server that is slow to start) in mcpflow.toml, or the server, then save or call %s.", cmd, result.Dur(d), tool), e)
+func msgNoHandshake(cmd, setting string, d time.Duration, e exitInfo, tool string) string {
+	return withStderr(fmt.Sprintf("The server (%s) did not answer its MCP handshake within %s, so mcpflow stopped it. Is it an MCP server on stdio? A server that serves HTTP by default, or one started with the wrong arguments, waits forever. Fix %s (or relay.handshake_timeout, for a server that is slow to start), or the server, then save or call %s.", cmd, result.Dur(d), setting, tool), e)
 }
 
 // msgNoStart: the server's process could not be started at all.
-func msgNoStart(err error) string {
-	return fmt.Sprintf("The server could not be started: %v. Check run.command in mcpflow.toml.", err)
+func msgNoStart(err error, setting string) string {
+	return fmt.Sprintf("The server could not be started: %v. Check %s.", err, setting)
 }
 
 // msgBadStart: a new server ran but did not complete its start (an error

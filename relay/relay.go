@@ -102,6 +102,9 @@ type Child struct {
 	// StopTimeout is the grace after closing its stdin, and after
 	// SIGTERM; default 2s.
 	StopTimeout time.Duration
+	// Setting says where the command is set, for the messages that tell
+	// the agent to fix it; default "run.command in mcpflow.toml".
+	Setting string
 }
 
 // Queue bounds the client messages held while no child can take them (the
@@ -192,6 +195,9 @@ func New(cfg Config) *Relay {
 	}
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
+	}
+	if cfg.Child.Setting == "" {
+		cfg.Child.Setting = "run.command in mcpflow.toml"
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshake
@@ -285,7 +291,10 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 // inputGrace is how long the requests read before the client's input ended
 // may take to be answered before the relay shuts down: clients send
 // SIGTERM soon after closing stdin, and mcpflow is gone within 5 s.
-const inputGrace = 4 * time.Second
+const inputGrace = 2 * time.Second
+
+// shutdownStep bounds each step of stopping the child at shutdown.
+const shutdownStep = time.Second
 
 // awaitAnswers waits, at most d or until ctx ends, until every request the
 // client sent has its answer.
@@ -354,7 +363,9 @@ func (r *Relay) shutdown() {
 	r.sw.mu.Unlock()
 	r.restarts.mu.Unlock()
 	if c != nil {
-		c.stop(r.cfg.Child.StopTimeout)
+		// mcpflow is on its way out (within 5 s of the client's leaving):
+		// each step of the stop waits at most shutdownStep.
+		c.stop(min(r.cfg.Child.StopTimeout, shutdownStep), context.Background())
 	}
 	r.children.Wait()
 	r.events.close()

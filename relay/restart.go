@@ -56,7 +56,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	tStop := time.Now()
 	if old != nil {
 		run.drain(old)
-		old.stop(r.cfg.Child.StopTimeout)
+		old.stop(r.cfg.Child.StopTimeout, r.ctx)
 		<-old.reaped
 	}
 	res.Stop = time.Since(tStop)
@@ -67,7 +67,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		if errors.Is(err, errClosed) {
 			return fail(err)
 		}
-		report := msgNoStart(err)
+		report := msgNoStart(err, r.cfg.Child.Setting)
 		run.goDown(report)
 		return fail(errors.New(report))
 	}
@@ -448,7 +448,7 @@ func compareInit(prev, cur []byte) []string {
 func (r restartRun) failStart(c *child, err error) error {
 	report := msgBadStart(err, r.cfg.Tool)
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = msgNoHandshake(describeCommand(r.spec), r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
 	}
 	r.sw.mu.Lock()
 	alive := !c.exited()
@@ -457,7 +457,7 @@ func (r restartRun) failStart(c *child, err error) error {
 	}
 	r.sw.mu.Unlock()
 	if alive {
-		c.kill(r.cfg.Child.StopTimeout)
+		c.kill(r.cfg.Child.StopTimeout, r.ctx)
 	}
 	<-c.reaped
 	if !alive {

@@ -192,6 +192,8 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	} else if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		r, run = s.Relay, s.Run
 	} else {
+		// An agent's server: the [relay] table's bound on handshakes.
+		rc.HandshakeTimeout = w.cfg.Relay.Handshake
 		return
 	}
 	rc.MaxMessage = int(r.MaxMessage)

@@ -74,6 +74,8 @@ type conn struct {
 	close    sync.Once
 
 	mu       sync.Mutex
+	ready    bool // the peer sent notifications/initialized, or a request of the modern era
+	initSeen bool // the peer sent initialize
 	next     int64
 	ids      map[int64]*call  // the connection's number -> the peer's request
 	inFlight map[string]int64 // the peer's raw id -> the connection's number
@@ -124,7 +126,7 @@ func (c *conn) read(in Stream) {
 // take to be answered: a one-shot client writes its requests and closes
 // its input before it reads, and clients send SIGTERM soon after closing
 // it (mcpflow is gone within 5 s).
-const InputGrace = 4 * time.Second
+const InputGrace = 2 * time.Second
 
 // TextShuttingDown answers a request still unanswered when mcpflow stops.
 const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
@@ -159,6 +161,20 @@ func (c *conn) awaitAnswers() {
 		}
 		return
 	}
+}
+
+// serverListChanged are the notifications a server sends when a list
+// changes; a legacy client may get them only once it is initialized.
+var serverListChanged = map[string]bool{
+	"notifications/tools/list_changed":     true,
+	"notifications/prompts/list_changed":   true,
+	"notifications/resources/list_changed": true,
+}
+
+func (c *conn) isReady() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
 }
 
 // unanswered counts the requests read that have no answer yet.
@@ -266,6 +282,15 @@ func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
 		return nil, invalid("the method is empty")
 	}
 	c.mu.Lock()
+	switch req.Method {
+	case "initialize":
+		c.initSeen = true
+	case "notifications/initialized":
+		c.ready = true
+	case "ping":
+	default:
+		c.ready = c.ready || !c.initSeen && env.ID != nil
+	}
 	defer c.mu.Unlock()
 	if env.ID != nil {
 		key := string(env.ID)
@@ -329,6 +354,16 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // Write sends the SDK's message, an answer under the peer's own id.
 func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
+	if res, ok := m.(*jsonrpc.Response); ok {
+		if werr, ok := res.Error.(*jsonrpc.Error); ok && werr.Code == 0 {
+			// The SDK answers some requests (one before initialize) with
+			// no code: every JSON-RPC error has one.
+			werr.Code = CodeInvalidRequest
+		}
+	}
+	if req, ok := m.(*jsonrpc.Request); ok && serverListChanged[req.Method] && !c.isReady() {
+		return nil // a legacy client hears of changes once it is initialized
+	}
 	data, err := jsonrpc.EncodeMessage(m)
 	if err != nil {
 		return err

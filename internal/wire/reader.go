@@ -43,7 +43,13 @@ type Reader struct {
 	max  int
 	err  error // the read error that ended the last line, returned next
 	last int   // the size of the last long line
+	cut  bool  // the last line ended with the input, not with a newline
 }
+
+// Cut reports whether the line Next returned last (as a message or in an
+// InvalidError) ended with the input instead of a newline: a peer that
+// died while writing it, as a rule.
+func (r *Reader) Cut() bool { return r.cut }
 
 // NewReader reads messages of at most max bytes from r (max <= 0 means
 // DefaultMaxMessage).
@@ -96,6 +102,7 @@ func (r *Reader) Next() ([]byte, error) {
 			return nil, r.err
 		}
 		line, err := r.line()
+		r.cut = err != nil
 		if err != nil {
 			var tl *TooLargeError
 			if errors.As(err, &tl) {
