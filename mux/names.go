@@ -17,9 +17,11 @@ const MaxToolName = 64
 // tool stays within MaxToolName for tools of common lengths.
 const MaxServerName = 32
 
-// managementTools are the mux's own tools: no server's tool may take
-// their names.
-var managementTools = []string{"add_server", "remove_server", "reload_server", "list_servers"}
+// ManagementTools are the mux's own tools, besides the call tool: no
+// server's tool may take their names.
+func ManagementTools() []string {
+	return []string{"add_server", "remove_server", "reload_server", "list_servers"}
+}
 
 // ValidateName checks a server name against the mux's rules: non-empty,
 // letters, digits, '-' and '_' only (some clients reject other characters

@@ -122,7 +122,7 @@ func (m front) knownTool(name string) bool {
 // (the management tools, the call tool; in single mode, the rebuild tool),
 // else "". m.mu is held or not needed: it reads only the config.
 func (m front) ownTool(name string) string {
-	own := managementTools
+	own := ManagementTools()
 	if m.cfg.Single {
 		own = []string{m.cfg.SingleTool}
 	}

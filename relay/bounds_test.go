@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // A child that never answers its handshake (a server that serves HTTP by
@@ -64,5 +66,15 @@ func TestChildClosingStdoutIsGone(t *testing.T) {
 	w.send(toolCall(2, "", "echo", `{"text":"back"}`))
 	if s := mustMarshal(w.recvID(2)); !strings.Contains(s, "back") {
 		t.Errorf("echo after the restart: %s", s)
+	}
+}
+
+// A working directory that does not exist is named as such, not taken for
+// a missing program.
+func TestMissingWorkingDirectory(t *testing.T) {
+	r := New(Config{Child: Child{Command: []string{testkit.Fixture(t)}, Dir: "/nonexistent/srv"}})
+	_, err := r.Restart(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "working directory does not exist: /nonexistent/srv") || strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Restart in a missing directory: %v", err)
 	}
 }

@@ -82,6 +82,11 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
+	if spec.dir != "" {
+		if fi, err := os.Stat(spec.dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s", errNoDir, spec.dir)
+		}
+	}
 	argv := spec.argv
 	if spec.shell {
 		argv = argv[:1] // the script; Config.Command has no positional arguments

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -64,8 +65,10 @@ func msgBuildFailed(err error, errors, tool string) string {
 }
 
 // msgFailedStart: a new server exited before answering its handshake.
-func msgFailedStart(e exitInfo, tool string) string {
-	return withStderr(fmt.Sprintf("The server exited (%s) before answering its handshake, so it is not running. Fix the code, then save or call %s.", e.status, tool), e)
+// setting is where its command is set: the command may be what is wrong
+// (a script that does not exist, say).
+func msgFailedStart(e exitInfo, setting, tool string) string {
+	return withStderr(fmt.Sprintf("The server exited (%s) before answering its handshake, so it is not running. Fix the code, or %s if the command is wrong, then save or call %s.", e.status, setting, tool), e)
 }
 
 // msgNoHandshake: the server runs but did not answer the client's
@@ -76,8 +79,14 @@ func msgNoHandshake(cmd, setting string, d time.Duration, e exitInfo, tool strin
 
 // msgNoStart: the server's process could not be started at all.
 func msgNoStart(err error, setting string) string {
+	if errors.Is(err, errNoDir) {
+		return fmt.Sprintf("The server could not be started: %v. Fix the working directory set beside %s.", err, setting)
+	}
 	return fmt.Sprintf("The server could not be started: %v. Check %s.", err, setting)
 }
+
+// errNoDir: the child's working directory does not exist.
+var errNoDir = errors.New("its working directory does not exist")
 
 // msgBadStart: a new server ran but did not complete its start (an error
 // answer to its handshake or tools/list, or no answer in time).

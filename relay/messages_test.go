@@ -35,7 +35,7 @@ func TestMessageCatalog(t *testing.T) {
 		Handshake: []string{msgHandshakeChanged("instructions", `"b"`, `"a"`)}}
 	same := &result.Restart{Duration: 40 * time.Millisecond, Tools: result.ToolDiff{Known: true, Current: []string{"echo"}}}
 	first := &result.Restart{Duration: 40 * time.Millisecond, Tools: result.ToolDiff{Current: []string{"echo"}}}
-	failed := &result.Restart{Err: errors.New(msgFailedStart(e, tool))}
+	failed := &result.Restart{Err: errors.New(msgFailedStart(e, "run.command in mcpflow.toml", tool))}
 	outcome := func(o result.Build, running bool) string {
 		text, isErr := formatOutcome(o, tool, running)
 		return fmt.Sprintf("isError=%v\n%s", isErr, text)
@@ -43,8 +43,9 @@ func TestMessageCatalog(t *testing.T) {
 	cases := []struct{ name, text string }{
 		{"building", msgBuilding(tool)},
 		{"build failed", msgBuildFailed(buildErr, "src/index.ts(3,1): error TS1005: ';' expected.\n", tool)},
-		{"failed start", msgFailedStart(e, tool)},
+		{"failed start", msgFailedStart(e, "run.command in mcpflow.toml", tool)},
 		{"no start", msgNoStart(errors.New(`start "./server": no such file or directory`), "run.command in mcpflow.toml")},
+		{"no start: no working directory", msgNoStart(fmt.Errorf("%w: /proj/srv", errNoDir), "run.command in mcpflow.toml")},
 		{"no handshake", msgNoHandshake(`"python3 server.py"`, "run.command in mcpflow.toml", 30*time.Second, exitInfo{stderr: "Uvicorn running on http://127.0.0.1:8000"}, tool)},
 		{"bad start", msgBadStart(errors.New("tools/list: server answered error -32603: boom"), tool)},
 		{"crash, restarting", msgCrashRestarting(e)},

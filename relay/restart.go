@@ -462,7 +462,7 @@ func (r restartRun) failStart(c *child, err error) error {
 	<-c.reaped
 	if !alive {
 		// It exited on its own: childExited reported the failed start.
-		report = msgFailedStart(c.exitInfo(), r.cfg.Tool)
+		report = msgFailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.Tool)
 		r.goDown(report)
 	}
 	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Tool, "err", firstLine(report))

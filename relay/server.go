@@ -213,7 +213,7 @@ func (r *Relay) childExited(c *child) {
 		report = c.failed
 	case !c.hasAnswered() || !c.settled:
 		failedStart = true
-		report = msgFailedStart(e, tool)
+		report = msgFailedStart(e, r.cfg.Child.Setting, tool)
 	case !current:
 		report = msgCrashWait(e, tool)
 	case r.sw.health.lastBuildFailed:

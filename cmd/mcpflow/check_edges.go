@@ -317,7 +317,7 @@ func muxNameWarnings(cfg *config.Config) []string {
 		return nil
 	}
 	sep := cfg.Mux.Separator
-	own := config.ManagementTools()
+	own := mux.ManagementTools()
 	if cfg.Relay.CallTool != "" {
 		own = append(own, cfg.Relay.CallTool)
 	}

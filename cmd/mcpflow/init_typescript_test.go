@@ -175,7 +175,7 @@ func TestInitTypeScript(t *testing.T) {
 			for _, want := range []string{
 				"command = " + config.TOMLString(c.build),
 				"command = " + c.run,
-				"exclude = [" + c.exclude + "]",
+				"exclude = [\n  " + c.exclude + ",\n  # Your MCP clients'",
 				"--noEmitOnError: tsc writes its JavaScript even when type-checking fails",
 			} {
 				if !strings.Contains(toml, want) {

@@ -292,10 +292,27 @@ func firstLine(s string) string {
 // ignoredOutputs lists what a build writes or mcpflow itself writes inside
 // the tree, so that they never trigger a build: the run binary, a Go
 // build's -o output, the log file.
+// stderrFile is the regular file mcpflow's stderr goes to, if it does
+// (Linux: /proc/self/fd/2), else "".
+func stderrFile() string {
+	fi, err := os.Stderr.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	p, err := os.Readlink("/proc/self/fd/2")
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
+}
+
 func ignoredOutputs(cfg *config.Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
-		out = append(out, cfg.Log.File)
+		out = append(out, cfg.Log.File, cfg.Log.File+".1")
+	}
+	if f := stderrFile(); f != "" {
+		out = append(out, f) // a client that sends mcpflow's stderr to a file in the tree
 	}
 	if cfg.Log.Traffic != "" {
 		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")

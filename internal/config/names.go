@@ -15,9 +15,3 @@ const (
 	// common lengths.
 	MaxServerName = mux.MaxServerName
 )
-
-// ManagementTools are the tools a mux serves itself, besides
-// relay.call_tool: no server's tool may take their names.
-func ManagementTools() []string {
-	return []string{"add_server", "remove_server", "reload_server", "list_servers"}
-}
