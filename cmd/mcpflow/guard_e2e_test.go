@@ -284,3 +284,12 @@ func TestGuardKillDuringCLICall(t *testing.T) {
 	r.call(2, "hold", `{}`)
 	r.killAndCheck(r.pidFile("child.pid"))
 }
+
+// TestGuardKillMux: in a mux, mcpflow is killed while a server's shell
+// has left a background child in the server's group.
+func TestGuardKillMux(t *testing.T) {
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": fmt.Sprintf("[servers.a.run]\ncommand = [\"sh\", \"-c\", \"sleep 300 & echo $! > a.pid; exec %s\"]\n[servers.a.watch]\nenabled = false\n", fixtureBin),
+	})
+	r.killAndCheck(r.pidFile("a.pid"))
+}

@@ -40,4 +40,4 @@ package proc
 import "time"
 
 // GuardInterval is how often the guard reads mcpflow's children.
-const GuardInterval = 100 * time.Millisecond
+const GuardInterval = 200 * time.Millisecond
