@@ -16,7 +16,8 @@ package proc
 // reaches EOF, mcpflow is gone, whatever ended it: the guard kills every
 // remembered group (SIGKILL to the group, which reaches what a leader that
 // already exited left behind) and exits. After a clean exit mcpflow has
-// stopped everything already, and the guard finds nothing to kill.
+// stopped everything already (closing the pipe is its last act of the
+// run), and the guard finds nothing to kill.
 //
 // The guard never kills a group that mcpflow did not start: it only
 // remembers groups led by mcpflow's own children (never mcpflow's own
@@ -33,9 +34,9 @@ package proc
 //
 // Platforms: Linux reads /proc/PID/task/*/children (where the kernel
 // lacks them, CONFIG_PROC_CHILDREN off, StartGuard says so); macOS asks
-// sysctl (kern.proc.all); elsewhere StartGuard starts nothing. Windows needs no
-// guard: each group is a kill-on-close Job Object, closed when mcpflow
-// dies.
+// sysctl (kern.proc.all); elsewhere StartGuard starts nothing. Windows
+// needs no guard: each group is a kill-on-close Job Object, closed when
+// mcpflow dies.
 
 import "time"
 
