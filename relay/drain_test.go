@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
@@ -82,9 +83,9 @@ func goCall(h *harness, name string, args map[string]any) chan callOut {
 // A restart lets a call in flight finish with its real result; a call sent
 // meanwhile waits and is answered by the new child.
 func TestDrainLetsCallsFinish(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			h := newHarness(t, hopts{version: era.version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
+			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 			oldPid := statePid(t, h.mustCall("state", nil))
 			h.r.sw.mu.Lock()
 			oldGen := h.r.sw.child.gen
@@ -119,9 +120,9 @@ func TestDrainLetsCallsFinish(t *testing.T) {
 // A call that outlasts the drain gets the restart error, once; the new
 // child serves afterwards.
 func TestDrainTimeOver(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			h := newHarness(t, hopts{version: era.version, cfg: func(c *Config) { c.Drain = 100 * time.Millisecond }})
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
+			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 100 * time.Millisecond }})
 			oldPid := statePid(t, h.mustCall("state", nil))
 			slow := goCall(h, "slow", map[string]any{"ms": 600000})
 			waitStats(t, h.r, "the slow call in flight", func(s Stats) bool { return s.InFlight == 1 })
@@ -147,9 +148,9 @@ func TestDrainTimeOver(t *testing.T) {
 // A call canceled by the client during the drain ends it: the restart goes
 // on without waiting out Drain.
 func TestDrainEndsOnCancel(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			h := newHarness(t, hopts{version: era.version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
+			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 			h.r.sw.mu.Lock()
 			oldGen := h.r.sw.child.gen
 			h.r.sw.mu.Unlock()

@@ -1,16 +1,12 @@
 package relay
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,37 +14,11 @@ import (
 	"github.com/charmbracelet/log"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-var fixtureBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpflow-fixture")
-	if err != nil {
-		panic(err)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	out, err := exec.Command("go", "build", "-o", fixtureBin, "./testdata/fixture").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building the fixture: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// eras are the two protocol eras every scenario runs in: the Go SDK
-// client's default (modern, server/discover first) and legacy.
-var eras = []struct {
-	name    string
-	version string
-}{
-	{"modern", ""},
-	{"legacy", "2025-11-25"},
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // harness runs a Relay in-process with a real fixture child and a real Go
 // SDK client on the other end of two pipes.
@@ -63,26 +33,8 @@ type harness struct {
 	// notifications the client received.
 	toolsChanged   atomic.Int32
 	promptsChanged atomic.Int32
-	served         chan error
-	logs           *syncBuffer
-	closeIn        func()
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs           *testkit.Buffer
+	served         chan struct{} // closed when Serve returns
 }
 
 type hopts struct {
@@ -95,12 +47,12 @@ type hopts struct {
 
 func newHarness(t *testing.T, o hopts) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), listChanged: make(chan struct{}, 16), served: make(chan error, 1), logs: &syncBuffer{}}
+	h := &harness{t: t, dir: t.TempDir(), listChanged: make(chan struct{}, 16), logs: &testkit.Buffer{}, served: make(chan struct{})}
 	h.variant = filepath.Join(h.dir, "variant")
 	h.setVariant("v1")
 	logger := log.NewWithOptions(h.logs, log.Options{Level: log.DebugLevel})
 	cfg := Config{
-		Child:   Child{Command: append([]string{fixtureBin, "-variant-file", h.variant}, o.args...), StopTimeout: 2 * time.Second},
+		Child:   Child{Command: append([]string{testkit.Fixture(t), "-variant-file", h.variant}, o.args...), StopTimeout: 2 * time.Second},
 		Logger:  slog.New(logger),
 		Notices: true,
 		Version: "test",
@@ -109,21 +61,12 @@ func newHarness(t *testing.T, o hopts) *harness {
 		o.cfg(&cfg)
 	}
 	h.r = New(cfg)
-	c2rR, c2rW := io.Pipe()
-	r2cR, r2cW := io.Pipe()
-	h.closeIn = func() { c2rW.Close() }
-	go func() {
-		err := h.r.Serve(context.Background(), wire.NewReader(c2rR, 0), r2cW)
-		r2cW.Close()
-		h.served <- err
-	}()
+	transport := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
+		err := h.r.Serve(context.Background(), wire.NewReader(in, 0), out)
+		close(h.served)
+		return err
+	})
 	t.Cleanup(func() {
-		c2rW.Close()
-		select {
-		case <-h.served:
-		case <-time.After(20 * time.Second):
-			t.Error("relay did not shut down")
-		}
 		if t.Failed() {
 			t.Logf("relay log:\n%s", h.logs.String())
 		}
@@ -154,14 +97,8 @@ func newHarness(t *testing.T, o hopts) *harness {
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: r2cR, Writer: c2rW, MaxLineLength: -1}, &mcp.ClientSessionOptions{ProtocolVersion: o.version})
-	if err != nil {
-		t.Fatalf("connect: %v\nlog:\n%s", err, h.logs.String())
-	}
+	cs := testkit.Connect(t, o.version, client, transport)
 	h.cs = cs
-	t.Cleanup(func() { cs.Close() })
 	return h
 }
 
@@ -184,14 +121,7 @@ func (h *harness) call(name string, args map[string]any) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-			b.WriteString("\n")
-		}
-	}
-	return b.String(), res.IsError, nil
+	return testkit.Text(res), res.IsError, nil
 }
 
 func (h *harness) mustCall(name string, args map[string]any) string {
@@ -230,13 +160,7 @@ func (h *harness) waitListChanged() {
 // groupGone waits until no process of the group led by pid is alive.
 func groupGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for proc.GroupAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still alive", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.NoLeftovers(t, testkit.Procs{Groups: []int{pid}})
 }
 
 func (h *harness) childPID() int {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // TestOutboxOrderUnderBacklog: messages pushed while the writer is behind
@@ -155,7 +157,7 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 // endInline itself, before it returns, when no other writer holds the
 // token: the hot path needs no hand-off to run.
 func TestOutboxEndInlineWrites(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.Buffer
 	o := newOutbox()
 	go o.run(&buf, nil)
 	defer o.close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
@@ -23,7 +24,7 @@ type rawPeer struct {
 	r     *Relay
 	w     io.WriteCloser
 	lines chan string
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 	done  chan struct{}
 	// variant is the fixture's variant file: writing v2 adds a tool.
 	variant string
@@ -34,9 +35,9 @@ func newRawPeer(t testing.TB, cfg func(*Config), args ...string) *rawPeer {
 	dir := t.TempDir()
 	variant := filepath.Join(dir, "variant")
 	os.WriteFile(variant, []byte("v1"), 0o644)
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	c := Config{
-		Child:   Child{Command: append([]string{fixtureBin, "-variant-file", variant}, args...), StopTimeout: time.Second},
+		Child:   Child{Command: append([]string{testkit.Fixture(t), "-variant-file", variant}, args...), StopTimeout: time.Second},
 		Logger:  slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
 		Notices: true,
 	}

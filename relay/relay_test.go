@@ -9,22 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func forEachEra(t *testing.T, f func(t *testing.T, version string)) {
-	for _, e := range eras {
-		t.Run(e.name, func(t *testing.T) { f(t, e.version) })
-	}
-}
-
 func TestRecompileAddsToolAndNotifies(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		names := h.toolNames()
 		if !slices.Contains(names, "recompile") || !slices.Contains(names, "echo") || slices.Contains(names, "reverse") {
 			t.Fatalf("tools before: %v", names)
@@ -67,8 +61,8 @@ func count(s []string, v string) int {
 }
 
 func TestCapabilitiesForced(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, args: []string{"-no-list-changed", "-prompts"}})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, args: []string{"-no-list-changed", "-no-resources"}})
 		caps := h.cs.InitializeResult().Capabilities
 		if caps.Tools == nil || !caps.Tools.ListChanged {
 			t.Fatalf("tools.listChanged not forced: %+v", caps.Tools)
@@ -79,7 +73,7 @@ func TestCapabilitiesForced(t *testing.T) {
 		if caps.Resources != nil {
 			t.Fatalf("resources capability invented: %+v", caps.Resources)
 		}
-		if got := h.cs.InitializeResult().Instructions; got != "fixture v1" {
+		if got := h.cs.InitializeResult().Instructions; got != "instructions of fixture v1" {
 			t.Fatalf("instructions changed: %q", got)
 		}
 		// The child declared no listChanged, yet the client hears of restarts.
@@ -93,8 +87,8 @@ func TestCapabilitiesForced(t *testing.T) {
 }
 
 func TestCrashDuringSlowCalls(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.OnCrash = "wait" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		const n = 8
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -186,8 +180,8 @@ func TestCrashLoopStops(t *testing.T) {
 }
 
 func TestLargeResultIntact(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		got := h.mustCall("big", map[string]any{"mib": 20})
 		want := bigText(20 << 20)
 		if strings.TrimSuffix(got, "\n") != want {
@@ -200,8 +194,8 @@ func TestLargeResultIntact(t *testing.T) {
 // MiB argument) reaches the server whole, its answer (as long) comes back
 // whole, and the stream goes on.
 func TestLargeRequestIntact(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		text := bigText(3 << 20)
 		if got := strings.TrimSuffix(h.mustCall("echo", map[string]any{"text": text}), "\n"); got != text {
 			t.Fatalf("3 MiB echo altered: got %d bytes, want %d", len(got), len(text))
@@ -223,8 +217,8 @@ func bigText(n int) string {
 }
 
 func TestJunkOnStdoutIgnored(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, args: []string{"-junk-at-start"}})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, args: []string{"-junk-at-start"}})
 		if got := h.mustCall("junk", map[string]any{"text": "xyz"}); !strings.Contains(got, "ok") {
 			t.Fatalf("junk call: %q", got)
 		}
@@ -236,26 +230,24 @@ func TestJunkOnStdoutIgnored(t *testing.T) {
 }
 
 func TestNoOrphansAfterClientCloses(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		pidFile := filepath.Join(h.dir, "grandchild.pid")
 		h.mustCall("spawn", map[string]any{"path": pidFile})
 		b, _ := os.ReadFile(pidFile)
 		gpid, _ := strconv.Atoi(string(b))
 		leader := h.childPID()
-		if gpid == 0 || syscall.Kill(gpid, 0) != nil {
+		if gpid == 0 || !testkit.Alive(gpid) {
 			t.Fatalf("grandchild %d not running", gpid)
 		}
-		h.cs.Close()
-		h.closeIn()
+		h.cs.Close() // and with it the relay's stdin
 		select {
 		case <-h.served:
 		case <-time.After(20 * time.Second):
 			t.Fatal("relay did not exit on stdin EOF")
 		}
-		h.served <- nil // for the cleanup
 		groupGone(t, leader)
-		if syscall.Kill(gpid, 0) == nil {
+		if testkit.Alive(gpid) {
 			t.Fatalf("grandchild %d survived", gpid)
 		}
 	})
@@ -270,14 +262,14 @@ func TestRestartKillsGrandchildren(t *testing.T) {
 	leader := h.childPID()
 	h.mustCall("recompile", nil)
 	groupGone(t, leader)
-	if syscall.Kill(gpid, 0) == nil {
+	if testkit.Alive(gpid) {
 		t.Fatalf("grandchild %d survived a restart", gpid)
 	}
 }
 
 func TestPendingCallsGetRestartError(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		errc := make(chan error, 1)
 		go func() {
 			_, _, err := h.call("slow", map[string]any{"ms": 30000})
@@ -298,19 +290,19 @@ func TestPendingCallsGetRestartError(t *testing.T) {
 
 func TestSamplingRoundTrip(t *testing.T) {
 	h := newHarness(t, hopts{version: "2025-11-25", sampling: true})
-	if got := h.mustCall("sample", map[string]any{"text": "hello"}); !strings.Contains(got, "sampled: HELLO") {
+	if got := h.mustCall("legacy_sample", map[string]any{"text": "hello"}); !strings.Contains(got, "model said: HELLO") {
 		t.Fatalf("sample: %q", got)
 	}
 	// And again after a restart, when the new child numbers from 0 again.
 	h.mustCall("recompile", nil)
-	if got := h.mustCall("sample", map[string]any{"text": "again"}); !strings.Contains(got, "sampled: AGAIN") {
+	if got := h.mustCall("legacy_sample", map[string]any{"text": "again"}); !strings.Contains(got, "model said: AGAIN") {
 		t.Fatalf("sample after restart: %q", got)
 	}
 }
 
 func TestStartupFailureThenRecover(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, args: []string{"-crash-at-start"}, cfg: func(c *Config) { c.OnCrash = "wait" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, args: []string{"-crash-at-start"}, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 		if err != nil || !isErr || !strings.Contains(text, "crash-at-start") {
 			t.Fatalf("call while down: %q %v %v", text, isErr, err)
@@ -359,9 +351,9 @@ func TestQueueDuringRestart(t *testing.T) {
 var _ = mcp.Implementation{}
 
 func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		// No server for now: the first build is "still running".
-		h := newHarness(t, hopts{version: version, noStart: true, cfg: func(c *Config) { c.StartupGrace = 200 * time.Millisecond }})
+		h := newHarness(t, hopts{version: era.Version, noStart: true, cfg: func(c *Config) { c.StartupGrace = 200 * time.Millisecond }})
 		if info := h.cs.InitializeResult().ServerInfo; info == nil || info.Name != "mcpflow" {
 			t.Fatalf("want mcpflow's own initialize answer, got %+v", info)
 		}
@@ -372,7 +364,7 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 		called := make(chan string, 1)
 		go func() {
 			text, isErr, err := h.call("echo", map[string]any{"text": "waited"})
-			called <- fmt.Sprint(text, isErr, err)
+			called <- fmt.Sprintln(text, isErr, err)
 		}()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -392,7 +384,7 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 		if _, err := h.r.Restart(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if got := <-called; got != "waited\nfalse <nil>" {
+		if got := <-called; got != "waited false <nil>\n" {
 			t.Fatalf("call held for the first build: %q", got)
 		}
 		h.waitListChanged()

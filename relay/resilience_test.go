@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -110,7 +111,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 	w.recvID(0)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
-	w.send(toolCall(1, "", "sample", `{"text":"first"}`))
+	w.send(toolCall(1, "", "legacy_sample", `{"text":"first"}`))
 	old := w.recv()
 	if old["method"] != "sampling/createMessage" {
 		t.Fatalf("want a sampling request, got %v", old)
@@ -140,7 +141,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 		}
 	}
 
-	w.send(toolCall(2, "", "sample", `{"text":"second"}`))
+	w.send(toolCall(2, "", "legacy_sample", `{"text":"second"}`))
 	fresh := w.recv()
 	if fresh["method"] != "sampling/createMessage" {
 		t.Fatalf("want a sampling request, got %v", fresh)
@@ -156,7 +157,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 	w.send(answer(oldID, "STALE"))
 	w.send(answer(mustMarshal(fresh["id"]), "FRESH"))
 	res := w.recvID(2)
-	if s := mustMarshal(res); !strings.Contains(s, "sampled: FRESH") {
+	if s := mustMarshal(res); !strings.Contains(s, "model said: FRESH") {
 		t.Fatalf("result: %s", s)
 	}
 	if !strings.Contains(w.logs.String(), "replaced") && !strings.Contains(w.logs.String(), "unknown request id") {
@@ -165,7 +166,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 }
 
 func TestSessionReplayLegacy(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-resources"}})
+	h := newHarness(t, hopts{version: "2025-11-25"})
 	ctx := h.ctx()
 	if err := h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 		t.Fatal(err)
@@ -276,8 +277,8 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestServerSuffix(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.ServerSuffix = "-dev" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.ServerSuffix = "-dev" }})
 		info := h.cs.InitializeResult().ServerInfo
 		if info == nil || info.Name != "fixture-dev" || info.Version != "v1-dev" {
 			t.Fatalf("serverInfo: %+v", info)
@@ -286,8 +287,8 @@ func TestServerSuffix(t *testing.T) {
 }
 
 func TestCallToolForwards(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.CallTool = "call" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.CallTool = "call" }})
 		if !slices.Contains(h.toolNames(), "call") {
 			t.Fatal("call tool not listed")
 		}

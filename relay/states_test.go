@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
@@ -48,9 +49,9 @@ func (s *starts) waitStarts(t *testing.T, n int) {
 // handshake right after a build is started once, reported once, and left
 // down until the next build or recompile: no crash restarts.
 func TestFailedStartAfterBuild(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		var s starts
-		h := newHarness(t, hopts{version: version, cfg: s.cfg})
+		h := newHarness(t, hopts{version: era.Version, cfg: s.cfg})
 		s.waitStarts(t, 1)
 		h.mustCall("echo", map[string]any{"text": "up"})
 
@@ -91,9 +92,9 @@ func TestFailedStartAfterBuild(t *testing.T) {
 // TestFailedFirstStart: the first server exits before its handshake: the
 // relay answers the client alone and does not restart it.
 func TestFailedFirstStart(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		var s starts
-		h := newHarness(t, hopts{version: version, args: []string{"-crash-at-start"}, cfg: s.cfg})
+		h := newHarness(t, hopts{version: era.Version, args: []string{"-crash-at-start"}, cfg: s.cfg})
 		if n := s.settle(); n != 1 {
 			t.Fatalf("%d children started, want 1", n)
 		}
@@ -157,8 +158,8 @@ func TestNoticesOncePerState(t *testing.T) {
 // it would get changes (a new tool, the server down, the server back), and
 // not after a restart that changed nothing.
 func TestListChangedOnlyOnChange(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.OnCrash = "wait" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		h.toolNames()
 		quiet := func(what string, want int32) {
 			t.Helper()
@@ -196,7 +197,7 @@ func TestListChangedOnlyOnChange(t *testing.T) {
 
 // TestPromptsListChangedOnlyOnChange: prompts are compared by content too.
 func TestPromptsListChangedOnlyOnChange(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-prompts"}, cfg: func(c *Config) { c.OnCrash = "wait" }})
+	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.OnCrash = "wait" }})
 	if _, err := h.r.Restart(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +219,8 @@ func TestPromptsListChangedOnlyOnChange(t *testing.T) {
 // TestRecompileDiffAgainstClientView: recompile reports the tools changed
 // since the client last listed them, and names the current tools.
 func TestRecompileDiffAgainstClientView(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		h.toolNames()
 		h.setVariant("v2")
 		if text := h.mustCall("recompile", nil); !strings.Contains(text, "+reverse") {
@@ -358,8 +359,8 @@ func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
 // TestRecompileDiffSinceSessionStart: a client that never lists tools is
 // told what changed since its session began.
 func TestRecompileDiffSinceSessionStart(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version})
 		h.setVariant("v2")
 		h.mustCall("recompile", nil)
 		if text := h.mustCall("recompile", nil); !strings.Contains(text, "Tools changed since your last tools/list: +reverse") {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // waitStats polls Stats until ok accepts them; failing after 20s.
@@ -30,8 +31,8 @@ func waitStats(t *testing.T, r *Relay, what string, ok func(Stats) bool) Stats {
 }
 
 func TestStats(t *testing.T) {
-	forEachEra(t, func(t *testing.T, version string) {
-		h := newHarness(t, hopts{version: version, cfg: func(c *Config) { c.OnCrash = "wait" }})
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 
 		// Stats is read all along, from another goroutine: -race checks it.
 		stop := make(chan struct{})
@@ -56,15 +57,8 @@ func TestStats(t *testing.T) {
 		if st.State != "running" || st.Gen != 1 || st.Pid != h.childPID() || st.Pid == 0 || st.Started.IsZero() || st.Restarts != 0 {
 			t.Fatalf("after start: %+v", st)
 		}
-		wantEra := "modern"
-		if version != "" {
-			wantEra = "legacy"
-		}
-		if c := st.Client; c.Name != "test-client" || c.Version != "1" || c.Era != wantEra || c.Protocol == "" {
+		if c := st.Client; c.Name != "test-client" || c.Version != "1" || c.Era != era.Name || c.Protocol != era.Protocol {
 			t.Fatalf("client: %+v", c)
-		}
-		if version != "" && st.Client.Protocol != version {
-			t.Fatalf("protocol %q, want %q", st.Client.Protocol, version)
 		}
 		if !st.ToolsKnown || st.Tools != len(names)-1 { // recompile is the relay's
 			t.Fatalf("tools: %d known=%v, listed %v", st.Tools, st.ToolsKnown, names)
@@ -113,18 +107,17 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsBeforeAndAfterServe(t *testing.T) {
-	r := New(Config{Child: Child{Command: []string{fixtureBin}}})
+	r := New(Config{Child: Child{Command: []string{testkit.Fixture(t)}}})
 	if st := r.Stats(); st.State != "starting" || st.Gen != 0 || st.Pid != 0 || st.ToolsKnown {
 		t.Fatalf("before Serve: %+v", st)
 	}
 	h := newHarness(t, hopts{version: "2025-11-25"})
-	h.closeIn()
+	h.cs.Close() // and with it the relay's stdin
 	select {
 	case <-h.served:
 	case <-time.After(20 * time.Second):
 		t.Fatal("relay did not stop")
 	}
-	h.served <- nil // for the harness's cleanup
 	if st := h.r.Stats(); st.State != "stopped" || st.Pid != 0 {
 		t.Fatalf("after Serve: %+v", st)
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,15 +20,12 @@ import (
 // questions with the same client, and requires the same answers, apart
 // from what the relay documents it changes (its own tool, listChanged).
 func TestTransparencyEverythingServer(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "everything")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").CombinedOutput(); err != nil {
-		t.Fatalf("building the everything server: %v\n%s", err, out)
-	}
-	forEachEra(t, func(t *testing.T, version string) {
+	bin := testkit.Build(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		client := mcp.NewClient(&mcp.Implementation{Name: "transparency", Version: "1"}, nil)
-		copts := &mcp.ClientSessionOptions{ProtocolVersion: version}
+		copts := &mcp.ClientSessionOptions{ProtocolVersion: era.Version}
 
 		direct, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, copts)
 		if err != nil {
