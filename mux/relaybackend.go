@@ -98,7 +98,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// The mux's client waits for the first build itself (add_server's
 		// caller, or Run's StartWait): the relay must not answer the
 		// handshake alone meanwhile.
-		rc.StartupGrace = 24 * time.Hour
+		rc.First = relay.First{Grace: 24 * time.Hour}
 		rc.Tool = relayTool
 		rc.CallTool = ""
 		rc.OnEvent = b.onEvent

@@ -75,8 +75,8 @@ func (r *switchboard) clientBatch(msg []byte) {
 // dispatchClient routes one client message. sw.mu is held.
 func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 	switch {
-	case r.handedOff:
-		r.cfg.Handoff([][]byte{msg})
+	case r.sess.handedOff:
+		r.cfg.Handoff([][]byte{msg}, nil)
 	case r.sess.initID != nil && !(env.IsRequest() && env.Method == "initialize"):
 		r.hold(msg, env) // until initialize is answered (Config.Handoff)
 	case env.IsResponse():
@@ -132,6 +132,9 @@ func (r *switchboard) clientRequest(msg []byte, env wire.Envelope) {
 		}
 	}
 
+	if r.state == stateStarting && firstAnswer(r, msg, env) {
+		return
+	}
 	switch {
 	case r.state == stateStarting || r.state == stateRestarting || r.health.waitsForFirstBuild(r.state, env):
 		r.hold(msg, env)
@@ -183,7 +186,7 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	if r.trace != nil {
 		p.sent = time.Now()
 	}
-	if k == kindToolsList {
+	if strings.HasSuffix(env.Method, "/list") {
 		p.firstPage = jsonscan.Member(env.Params, "cursor") == nil
 	}
 	if k == kindInitialize || k == kindDiscover {
@@ -229,14 +232,17 @@ func (r *switchboard) boundHandshake(c *child, p *pending) {
 func (r *switchboard) clientNotification(msg []byte, env wire.Envelope) {
 	switch env.Method {
 	case "notifications/initialized":
+		if r.sess.selfInit {
+			// The relay answered initialize: the session exists now; the
+			// child gets its own notifications/initialized when replayed.
+			r.sess.clientInit = true
+			return
+		}
 		if r.state == stateStarting || r.state == stateRestarting {
 			r.hold(msg, env) // counted when it is delivered
 			return
 		}
 		r.sess.clientInit = true
-		if r.sess.selfInit {
-			return // the relay answered initialize; the child gets its own later
-		}
 	case "notifications/cancelled":
 		id := jsonscan.Member(env.Params, "requestId")
 		key := string(id)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // answerDown answers a client request while no child runs (the first build
@@ -37,8 +38,22 @@ func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
 		r.view.beginEmpty()
 		ok(result)
 	case "server/discover":
-		// Clients fall back to initialize, which the relay can answer alone.
-		r.reply(wire.ErrorResponse(id, wire.CodeMethodNotFound, errTextNoDiscover, nil))
+		// Answered, not declined, so that a 2026-07-28 client stays in its
+		// era: mcpflow can serve it whatever the server turns out to speak
+		// (a legacy-only server is bridged). The record's answer when there
+		// is one.
+		r.sess.selfDiscover = true
+		if res, ok := r.rec.answer(env, nil); ok {
+			r.reply(wire.ResultResponse(id, res))
+			return
+		}
+		ok(map[string]any{
+			"resultType":        "complete",
+			"_meta":             map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": "mcpflow", "version": r.cfg.Version}},
+			"supportedVersions": mcp.SupportedProtocolVersions(),
+			"capabilities":      map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"instructions":      msgInstructions(r.health.describe()),
+		})
 	case "tools/list":
 		r.view.noteToolsDown()
 		r.reply(wire.ResultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))

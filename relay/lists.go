@@ -201,6 +201,7 @@ func (r *Relay) fetchLists(ctx context.Context, c *child) (map[string]listView, 
 	views["tools"] = viewOf(tools)
 	r.sw.mu.Lock()
 	caps, modern := r.sw.sess.childCaps, r.sw.sess.era == eraModern
+	keepInRecord(r.sw, "tools/list", true, listResult("tools", tools))
 	r.sw.mu.Unlock()
 	for _, k := range []struct {
 		kind     string
@@ -218,8 +219,19 @@ func (r *Relay) fetchLists(ctx context.Context, c *child) (map[string]listView, 
 			items = nil
 		}
 		views[k.kind] = viewOf(items)
+		r.sw.mu.Lock()
+		keepInRecord(r.sw, k.kind+"/list", true, listResult(k.kind, items))
+		r.sw.mu.Unlock()
 	}
 	return views, toolInfos(tools), nil
+}
+
+// listResult is a */list result holding items.
+func listResult(field string, items []json.RawMessage) []byte {
+	if items == nil {
+		items = []json.RawMessage{}
+	}
+	return mustJSON(map[string]any{field: items})
 }
 
 // fetchList reads every page of one list.

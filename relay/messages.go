@@ -156,7 +156,6 @@ func errTextDown(state string) string { return "mcpflow: " + state }
 const (
 	errTextRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
 	errTextShuttingDown  = wire.TextShuttingDown
-	errTextNoDiscover    = "mcpflow: no MCP server is running yet, so server/discover is not available; use initialize"
 	errTextEmptyBatch    = "Invalid Request: empty batch"
 	errTextBatchElem     = "Invalid Request: batch element is not a JSON-RPC object"
 	errTextNoKind        = "Invalid Request: a message with an id needs a method, a result or an error"

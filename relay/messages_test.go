@@ -62,7 +62,6 @@ func TestMessageCatalog(t *testing.T) {
 		{"error: crashed", errTextCrashed(msgCrashRestarting(bare))},
 		{"error: restarted", errTextRestarted},
 		{"error: shutting down", errTextShuttingDown},
-		{"error: no discover", errTextNoDiscover},
 		{"error: bad UTF-8", wire.TextBadUTF8},
 		{"error: bad JSON", wire.TextBadJSON},
 		{"error: empty batch", errTextEmptyBatch},
@@ -112,12 +111,13 @@ func TestMessageCatalog(t *testing.T) {
 	}
 }
 
-// TestStartupGraceDefault: by default the client's first request is
-// answered well under a second while the first build runs, with a clear
-// sentence, and recompile is listed.
+// TestStartupGraceDefault: by default the client's first request waits for
+// the first build as long as the client waits for a server (4 s for one
+// the relay does not know), then is answered with a clear sentence, and
+// recompile is listed.
 func TestStartupGraceDefault(t *testing.T) {
-	if d := New(Config{Child: Child{Command: []string{"x"}}}).cfg.StartupGrace; d >= time.Second {
-		t.Fatalf("default StartupGrace %s, want well under a second", d)
+	if d := New(Config{Child: Child{Command: []string{"x"}}}).cfg.First.Grace; d != 0 {
+		t.Fatalf("default First.Grace %s, want 0 (by client)", d)
 	}
 	h := newHarness(t, hopts{version: "2025-11-25", noStart: true})
 	want := "mcpflow is answering for the MCP server until it runs. The server's first build is still running; its tools appear when it finishes. Call recompile to wait for it and see the result."

@@ -52,13 +52,10 @@ type Config struct {
 	// for a rebuild and restart.
 	RestartMarker string
 
-	// StartupGrace is how long client messages wait for the first server
-	// before the relay answers on its own (initialize included, listing
-	// its own tools) and tells the agent the first build is still running;
-	// the client gets list_changed once the server is up. Default 300ms:
-	// some clients show a server that has not answered in 5 s as broken
-	// (Gemini CLI), and a cold cargo or go build can take minutes.
-	StartupGrace time.Duration
+	// First says how the client is served before the first server is up:
+	// how long its messages wait for it, and the record of the server's
+	// last good start that answers them at once.
+	First First
 
 	// OnEvent, when set, is told what happens to the child (see Event), in
 	// order, from a goroutine of the relay's that holds no relay lock. A
@@ -74,14 +71,19 @@ type Config struct {
 	Traffic func(fromClient bool, gen int, msg []byte)
 
 	// Handoff, when set, lets the embedder serve a session whose child
-	// refuses the legacy handshake another way (cmd's era bridge): the
-	// client's messages after its first initialize are held until that
-	// initialize is answered, and if the child answers it with an error,
-	// the relay sends nothing more to the client and calls Handoff, with
-	// its lock held, with the initialize and the messages held behind it;
-	// then with every client message it reads, until Serve returns. The
-	// embedder ends Serve (cancels its context) and serves the messages.
-	Handoff func(msgs [][]byte)
+	// speaks the other protocol era another way (cmd's era bridge): a
+	// child that refuses the client's first initialize (forwarded to it,
+	// or replayed after the relay answered it), or one that does not speak
+	// 2026-07-28 when the relay answered the client's server/discover
+	// itself. The client's messages after its first initialize are held
+	// until it is answered. The relay then sends nothing more to the client
+	// and calls Handoff, with its lock held, with the messages that opened
+	// the session (the initialize, the listen streams) and those held;
+	// answered are the ids of the requests among them the client has its
+	// answers to already. Then it calls it with every client message it
+	// reads, until Serve returns. The embedder ends Serve (cancels its
+	// context) and serves the messages.
+	Handoff func(msgs, answered [][]byte)
 
 	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *slog.Logger // nil = discard
@@ -169,7 +171,7 @@ const (
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
-	DefaultStartupGrace = 300 * time.Millisecond
+	DefaultStartupGrace = 0 // as long as the client waits: ClientWait
 	DefaultHandshake    = 30 * time.Second
 )
 
@@ -202,9 +204,6 @@ func New(cfg Config) *Relay {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = DefaultHandshake
 	}
-	if cfg.StartupGrace <= 0 {
-		cfg.StartupGrace = DefaultStartupGrace
-	}
 	if cfg.Child.Env == nil {
 		cfg.Child.Env = os.Environ()
 	}
@@ -225,6 +224,7 @@ func New(cfg Config) *Relay {
 		events:   newEventQueue(cfg.OnEvent),
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
+	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key)
 	r.events.tap = r.sw.stats.event
 	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout}
 	return r
@@ -268,7 +268,6 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 		}
 	}()
 	go r.expireQueue()
-	go r.startupGrace()
 	var err error
 	select {
 	case <-ctx.Done():
@@ -381,23 +380,17 @@ func (r *Relay) shutdown() {
 // is set after both exist. Call it before Serve.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
-// startupGrace stops holding client messages when the first server takes
-// longer than StartupGrace to come up: the relay answers alone until it
-// does, and the first good build then replays the session as after a crash.
-func (r *Relay) startupGrace() {
-	t := time.NewTimer(r.cfg.StartupGrace)
-	defer t.Stop()
-	select {
-	case <-r.ctx.Done():
-		return
-	case <-t.C:
-	}
+// firstServerLate stops holding client messages when the first server is
+// not up after the grace the client's first request armed (see First): the
+// relay answers alone until it is, and the first good build then replays
+// the session as after a crash.
+func (r *Relay) firstServerLate(grace time.Duration) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	if r.sw.state != stateStarting {
 		return
 	}
-	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(r.cfg.StartupGrace))
+	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
 	r.sw.health.building = true
 	r.sw.down(msgBuilding(r.cfg.Tool), true)
 }

@@ -353,7 +353,7 @@ var _ = mcp.Implementation{}
 func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		// No server for now: the first build is "still running".
-		h := newHarness(t, hopts{version: era.Version, noStart: true, cfg: func(c *Config) { c.StartupGrace = 200 * time.Millisecond }})
+		h := newHarness(t, hopts{version: era.Version, noStart: true, cfg: func(c *Config) { c.First.Grace = 200 * time.Millisecond }})
 		if info := h.cs.InitializeResult().ServerInfo; info == nil || info.Name != "mcpflow" {
 			t.Fatalf("want mcpflow's own initialize answer, got %+v", info)
 		}

@@ -81,6 +81,9 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 
 	tReplay := time.Now()
 	if res.Handshake, err = run.replay(ctx, c); err != nil {
+		if errors.Is(err, errOtherEra) {
+			return fail(run.handOff(c))
+		}
 		return fail(run.failStart(c, err))
 	}
 	res.Replay = time.Since(tReplay)
@@ -172,6 +175,42 @@ func (r restartRun) newTools(ctx context.Context, c *child, res *result.Restart)
 		r.restarts.baseline, r.restarts.haveTools = tools, true
 	}
 	return views, nil
+}
+
+// speaksModern reports whether a server/discover result names a version
+// of the 2026-07-28 era among the server's.
+func speaksModern(result []byte) bool {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
+}
+
+// handOff stops c, which speaks the other era than the client's session,
+// and hands the session to Config.Handoff: what the client opened (its
+// initialize, which the relay answered, or its listen streams) and what
+// is held.
+func (r restartRun) handOff(c *child) error {
+	c.kill(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
+	<-c.reaped
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	var first, answered [][]byte
+	if r.sw.sess.era == eraLegacy && r.sw.sess.initReq != nil {
+		first = append(first, r.sw.sess.initReq)
+		if env, err := wire.Peek(r.sw.sess.initReq); err == nil {
+			answered = append(answered, env.ID)
+		}
+		if r.sw.sess.clientInit {
+			first = append(first, wire.Request(nil, "notifications/initialized", nil))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
+		first = append(first, r.sw.sess.listens[k].msg)
+	}
+	r.sw.handOff(first, answered)
+	return errors.New("the server speaks the other protocol era: the session went to the era bridge")
 }
 
 // goUp makes c the serving child: the held messages go to it and the
@@ -399,6 +438,10 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 			return nil, err
 		}
 		res, err := r.call(ctx, c, "initialize", env.Params)
+		var refused *callError
+		if errors.As(err, &refused) && r.cfg.Handoff != nil {
+			return nil, errOtherEra // a server of 2026-07-28 only
+		}
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
@@ -414,10 +457,27 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 		r.sw.sess.selfInit = false // the child holds the session from now on
 		r.sw.sess.childCaps = declaredCaps(res)
 		r.sw.sess.initResult = forced
+		r.sw.sess.childInitResult = forced
 		changes = compareInit(prevResult, forced)
 	default:
 		r.sw.mu.Lock()
+		probe, params := r.sw.sess.selfDiscover, r.sw.sess.withMeta(nil)
+		r.sw.mu.Unlock()
+		if probe {
+			// The relay answered server/discover itself: does this server
+			// speak 2026-07-28?
+			res, err := r.call(ctx, c, "server/discover", params)
+			var refused *callError
+			if (errors.As(err, &refused) || err == nil && !speaksModern(res)) && r.cfg.Handoff != nil {
+				return nil, errOtherEra
+			}
+			if err != nil {
+				return nil, fmt.Errorf("asking the server's era: %w", err)
+			}
+		}
+		r.sw.mu.Lock()
 		defer r.sw.mu.Unlock()
+		r.sw.sess.selfDiscover = false
 	}
 	for _, m := range st.replay(&r.sw.sess, r.sw.ids, c.gen) {
 		c.in.send(m)
@@ -536,14 +596,9 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 			return nil, err
 		}
 		if env.HasError {
-			var e struct {
-				Error struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
-			}
-			_ = json.Unmarshal(msg, &e)
-			return nil, fmt.Errorf("%s: server answered error %d: %s", method, e.Error.Code, e.Error.Message)
+			e := &callError{method: method}
+			_ = json.Unmarshal(env.Error, e)
+			return nil, e
 		}
 		return env.Result, nil
 	case <-c.done:
@@ -552,6 +607,23 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 		return nil, fmt.Errorf("%s: no answer: %w", method, ctx.Err())
 	}
 }
+
+// callError is a child's error answer to a request of the relay's own.
+type callError struct {
+	method  string
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *callError) Error() string {
+	return fmt.Sprintf("%s: server answered error %d: %s", e.method, e.Code, e.Message)
+}
+
+// errOtherEra: the new child does not speak the era of the client's
+// session, which the relay answered itself (from the record, or for
+// mcpflow, while no server ran): the session is handed to Config.Handoff,
+// which bridges the eras.
+var errOtherEra = errors.New("the server does not speak the client's protocol era")
 
 // mergeCancel returns a context canceled when either parent is.
 func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {

@@ -35,6 +35,11 @@ func (r *switchboard) forceResult(c *child, msg []byte, env wire.Envelope, isIni
 	}
 	r.sess.childCaps = declaredCaps(env.Result)
 	r.sess.initResult = res
+	if isInit {
+		r.sess.childInitResult = res
+	} else {
+		r.sess.childDiscoverResult = res
+	}
 	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }
 

@@ -94,8 +94,11 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 		}
 		delete(r.sess.listens, key)
 	}
-	if p.kind == kindInitialize && env.HasError && r.handoff(p) {
+	if p.kind == kindInitialize && env.HasError && r.cfg.Handoff != nil && !r.sess.initDecided {
+		// The child refused the client's first initialize: a server of
+		// 2026-07-28 only, which the era bridge serves.
 		r.ids.forget(key)
+		r.handOff([][]byte{p.msg}, nil)
 		return
 	}
 	r.ids.forget(key)
@@ -110,6 +113,13 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 		msg = r.tools.inject(msg, env)
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
+	}
+	if !env.HasError {
+		result := env.Result
+		if p.kind == kindInitialize || p.kind == kindDiscover {
+			result = r.sess.initResult // forced, as the client gets it
+		}
+		keepInRecord(r, p.method, p.firstPage, result)
 	}
 	if p.clientID != nil {
 		if e, err := wire.Peek(msg); err == nil {

@@ -34,6 +34,16 @@ type session struct {
 	// once it was answered.
 	initID      []byte
 	initDecided bool
+	handedOff   bool // the session went to Config.Handoff
+	// selfDiscover: the relay answered server/discover itself (from the
+	// record, or for mcpflow), so the next child's era is unknown.
+	selfDiscover bool
+	// childInitResult and childDiscoverResult are the child's answers to
+	// the handshake, as the client got them, for the record.
+	childInitResult     []byte
+	childDiscoverResult []byte
+	// firstGrace: the grace for the first server is armed.
+	firstGrace  bool
 	lastMeta    []byte // the _meta triple of the client's latest modern request
 	lastMetaRaw []byte // that request's whole _meta, to skip recomputing it
 	logLevel    []byte // params of the last logging/setLevel

@@ -247,7 +247,7 @@ func TestRecompileDiffAgainstClientView(t *testing.T) {
 func TestRestartDoneOnlyWhenAnswered(t *testing.T) {
 	l := &eventLog{}
 	newHarness(t, hopts{version: "2025-11-25", args: []string{"-crash-at-start"}, cfg: func(c *Config) {
-		c.StartupGrace = time.Minute // the client's initialize is held for the first server
+		c.First.Grace = time.Minute // the client's initialize is held for the first server
 		c.OnEvent = func(e Event) {
 			l.mu.Lock()
 			l.events = append(l.events, e)
@@ -331,7 +331,7 @@ func TestInvalidServerLinesNotForwarded(t *testing.T) {
 // TestFirstBuildFailsWhileCallHeld: a tool call waiting for the first
 // build is answered with the build's errors when it fails.
 func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.StartupGrace = 100 * time.Millisecond }})
+	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.First.Grace = 100 * time.Millisecond }})
 	called := make(chan string, 1)
 	go func() {
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})

@@ -126,7 +126,7 @@ func TestStatsBeforeAndAfterServe(t *testing.T) {
 // While the first build outlasts StartupGrace the relay answers the client
 // alone, yet the server is still starting; a failed first build is down.
 func TestStatsSlowFirstBuild(t *testing.T) {
-	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.StartupGrace = 50 * time.Millisecond }})
+	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.First.Grace = 50 * time.Millisecond }})
 	h.toolNames() // answered by the relay alone: the grace is over
 	if st := h.r.Stats(); st.State != "starting" || st.Gen != 0 {
 		t.Fatalf("during a slow first build: %+v", st)

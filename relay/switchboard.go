@@ -40,7 +40,7 @@ type switchboard struct {
 	view       clientView
 	tools      *toolset
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
-	handedOff  bool                          // the session went to Config.Handoff
+	rec        *record                       // the server's last good start (First.Record); nil when none
 }
 
 // junkLog logs the lines a child writes on stdout that are not JSON-RPC:
@@ -60,6 +60,8 @@ type shell interface {
 	startRecompile(env wire.Envelope)
 	// recompileInBackground rebuilds and restarts, for why.
 	recompileInBackground(why string)
+	// firstServerLate: the first server is not up after grace.
+	firstServerLate(grace time.Duration)
 }
 
 func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchboard {
@@ -99,22 +101,19 @@ func (r *switchboard) reply(msg []byte) {
 	}
 }
 
-// handoff hands the session to Config.Handoff when the child refused the
-// client's first initialize (p): it reports whether it did. sw.mu is held.
-func (r *switchboard) handoff(p *pending) bool {
-	if r.cfg.Handoff == nil || r.sess.initDecided {
-		return false
-	}
-	msgs := [][]byte{p.msg}
+// handOff gives the session to Config.Handoff: first, then what is held;
+// answered are the ids of requests among them the client has its answer
+// to. sw.mu is held.
+func (r *switchboard) handOff(first, answered [][]byte) {
+	msgs := first
 	for _, m := range r.held.take() {
 		msgs = append(msgs, m.msg)
 	}
-	r.handedOff = true
+	r.sess.handedOff = true
 	r.sess.initID = nil
 	r.out.close() // what was sent before goes out; nothing after
-	r.log.Info("the server refused initialize: the session is handed over (era bridge)")
-	r.cfg.Handoff(msgs)
-	return true
+	r.log.Info("the server speaks the other protocol era: the session is handed to the era bridge")
+	r.cfg.Handoff(msgs, answered)
 }
 
 // msgTrace writes the debug line for each message read from a peer.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/charmbracelet/log"
@@ -50,10 +52,10 @@ func serveBridging(ctx context.Context, cfg *config.Config, logger *log.Logger, 
 		return err
 	case <-h.switched:
 	}
-	logger.Warn("the server refused the legacy handshake (initialize): serving it through the mux engine, which speaks 2026-07-28 to it and the legacy protocol to the client")
+	logger.Warn("the server speaks the other protocol era than the client: serving it through the mux engine, which speaks each side's")
 	cancel()
 	<-served
-	return serveSingleMux(ctx, cfg, slog.New(logger), ring, muxStream{h}, stdout)
+	return serveSingleMux(ctx, cfg, slog.New(logger), ring, muxStream{h}, &answeredOnce{w: stdout, ids: h.answeredIDs()})
 }
 
 // handoff is the client's message stream, read by the relay until the
@@ -67,8 +69,9 @@ type handoff struct {
 
 	readMu sync.Mutex // held during each read of in
 
-	mu    sync.Mutex
-	taken []read // handed over by the relay, or read for it after the switch
+	mu       sync.Mutex
+	taken    []read   // handed over by the relay, or read for it after the switch
+	answered [][]byte // ids of taken requests the client has its answers to
 }
 
 // read is one result of a stream's Next.
@@ -87,9 +90,10 @@ func (h *handoff) isSwitched() bool {
 }
 
 // take is the relay's Config.Handoff.
-func (h *handoff) take(msgs [][]byte) {
+func (h *handoff) take(msgs, answered [][]byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.answered = append(h.answered, answered...)
 	for _, m := range msgs {
 		h.taken = append(h.taken, read{msg: m})
 	}
@@ -132,6 +136,35 @@ func (m muxStream) Next() ([]byte, error) {
 		return r.msg, r.err
 	}
 	return h.in.Next()
+}
+
+func (h *handoff) answeredIDs() [][]byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.answered
+}
+
+// answeredOnce is the mux engine's stdout after a switch: it drops the
+// engine's answers to the requests the relay answered before (an
+// initialize answered from the record), once each. wire.Transport writes
+// one message per Write.
+type answeredOnce struct {
+	w   io.Writer
+	ids [][]byte
+}
+
+func (a *answeredOnce) Write(p []byte) (int, error) {
+	if len(a.ids) > 0 {
+		if env, err := wire.Peek(bytes.TrimSpace(p)); err == nil && env.IsResponse() {
+			for i, id := range a.ids {
+				if bytes.Equal(env.ID, id) {
+					a.ids = slices.Delete(a.ids, i, i+1)
+					return len(p), nil
+				}
+			}
+		}
+	}
+	return a.w.Write(p)
 }
 
 // next returns the first message taken for the mux engine, if any.

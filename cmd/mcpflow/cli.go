@@ -20,6 +20,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/relay"
 	"github.com/mcpflow/mcpflow/watcher"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -147,16 +148,22 @@ type cliState struct {
 	lastBuild *result.Build // the last cycle that was not canceled
 }
 
-// waitReady waits for the startup cycle, at most st.grace (so that a slow
-// first build never makes the client give up on a silent server); it
+// waitReady waits for the startup cycle, at most st.grace, or as long as
+// the client waits for a server when it is 0 (relay.ClientWait), so that a
+// slow first build never makes the client give up on a silent server; it
 // reports whether the cycle is over.
-func (st *cliState) waitReady(ctx context.Context) (bool, error) {
-	var timeout <-chan time.Time
-	if st.grace > 0 {
-		t := time.NewTimer(st.grace)
-		defer t.Stop()
-		timeout = t.C
+func (st *cliState) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
+	grace := st.grace
+	if grace <= 0 {
+		name := ""
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss.InitializeParams() != nil && ss.InitializeParams().ClientInfo != nil {
+			name = ss.InitializeParams().ClientInfo.Name
+		}
+		grace = relay.ClientWait(name)
 	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	timeout := t.C
 	select {
 	case <-st.ready:
 		return true, nil
@@ -209,7 +216,7 @@ func (st *cliState) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "tools/list" && method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		ready, err := st.waitReady(ctx)
+		ready, err := st.waitReady(ctx, req)
 		if err != nil {
 			return nil, err
 		}

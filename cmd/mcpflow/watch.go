@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -146,7 +150,7 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 // serve composes the parts and runs until the client leaves or a signal
 // arrives; it returns after every child, build and watch has stopped.
 // handoff, when set, is the relay's Config.Handoff (the era bridge).
-func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func([][]byte)) error {
+func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func(msgs, answered [][]byte)) error {
 	if cfg.Mode() == config.Mux {
 		return serveMux(ctx, cfg, slog.New(logger), ring, in, stdout)
 	}
@@ -171,7 +175,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *lo
 		ServerSuffix:     cfg.Relay.ServerSuffix,
 		Queue:            relay.Queue{Size: cfg.Relay.QueueSize, Bytes: int(cfg.Relay.QueueBytes), Timeout: cfg.Relay.QueueTimeout},
 		Drain:            cfg.Relay.Drain,
-		StartupGrace:     cfg.Relay.StartupGrace,
+		First:            relay.First{Grace: cfg.Relay.StartupGrace, Record: recordFile(cfg), Key: recordKey(cfg)},
 		HandshakeTimeout: cfg.Relay.Handshake,
 		OnCrash:          cfg.Relay.OnCrash,
 		RestartMarker:    cfg.Relay.RestartMarker,
@@ -292,6 +296,29 @@ func firstLine(s string) string {
 // ignoredOutputs lists what a build writes or mcpflow itself writes inside
 // the tree, so that they never trigger a build: the run binary, a Go
 // build's -o output, the log file.
+// recordFile is where the relay keeps what the server said at its last
+// good start (relay.First): in the project's .mcpflow folder.
+func recordFile(cfg *config.Config) string {
+	return filepath.Join(cfg.Dir, ".mcpflow", "last-start.json")
+}
+
+// recordKey names what a record was written for: the run command, its
+// folder and environment, the build, and the config file's contents. A
+// change of any makes an older record unusable.
+func recordKey(cfg *config.Config) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
+	for _, k := range slices.Sorted(maps.Keys(cfg.Run.Env)) {
+		fmt.Fprintf(h, "%q=%q\n", k, cfg.Run.Env[k])
+	}
+	if cfg.File != "" {
+		if b, err := os.ReadFile(absFrom(cfg.Dir, cfg.File)); err == nil {
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // stderrFile is the regular file mcpflow's stderr goes to, if it does
 // (Linux: /proc/self/fd/2), else "".
 func stderrFile() string {

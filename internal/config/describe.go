@@ -43,7 +43,8 @@ func (c *Config) Describe() string {
 	d.kv("queue_size", strconv.Itoa(r.QueueSize), "")
 	d.kv("queue_bytes", TOMLString(sizeText(r.QueueBytes)), "")
 	d.kv("queue_timeout", TOMLString(durationText(r.QueueTimeout)), "")
-	d.kv("startup_grace", TOMLString(durationText(r.StartupGrace)), "")
+	grace, note := graceText(r.StartupGrace)
+	d.kv("startup_grace", grace, note)
 	d.kv("handshake_timeout", TOMLString(durationText(r.Handshake)), "")
 	if c.Mode() != Mux {
 		d.kv("drain", TOMLString(durationText(r.Drain)), "")
@@ -91,7 +92,8 @@ func (c *Config) Describe() string {
 			d.kv("queue_size", strconv.Itoa(sr.QueueSize), "")
 			d.kv("queue_bytes", TOMLString(sizeText(sr.QueueBytes)), "")
 			d.kv("queue_timeout", TOMLString(durationText(sr.QueueTimeout)), "")
-			d.kv("startup_grace", TOMLString(durationText(sr.StartupGrace)), "")
+			grace, note := graceText(sr.StartupGrace)
+			d.kv("startup_grace", grace, note)
 			d.kv("handshake_timeout", TOMLString(durationText(sr.Handshake)), "")
 			d.watch(t+".watch", &s.Watch)
 		}
@@ -193,6 +195,15 @@ func cmdNote(cmd Command, none string) string {
 // durationText writes d exactly, as a TOML duration value the way people
 // write it: "10m", "1h30m", "100ms". (Durations shown as measurements use
 // result.Dur, which rounds; a setting is shown as written.)
+// graceText is relay.startup_grace as the file says it, and a note: ""
+// (0) waits as long as the client does.
+func graceText(d time.Duration) (string, string) {
+	if d == 0 {
+		return `""`, "as long as the client waits: Claude Code 25s, Codex 8s, others 4s"
+	}
+	return TOMLString(durationText(d)), ""
+}
+
 func durationText(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {

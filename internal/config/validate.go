@@ -200,7 +200,7 @@ func (v *validator) childRelay(table string, r *RelayConfig) {
 	}
 	v.atLeast(key(table, "queue_bytes"), r.QueueBytes, minMaxMessage, sizeText)
 	v.positive(key(table, "queue_timeout"), r.QueueTimeout)
-	v.positive(key(table, "startup_grace"), r.StartupGrace)
+	v.notNegative(key(table, "startup_grace"), r.StartupGrace)
 	v.positive(key(table, "handshake_timeout"), r.Handshake)
 }
 

@@ -1,0 +1,248 @@
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// First says how the relay serves the client before the first server is
+// up (the first build runs, as a rule).
+type First struct {
+	// Grace is how long the client's messages wait for the first server
+	// when no record answers them, from the client's first request; then
+	// the relay answers alone and sends list_changed once the server is
+	// up. 0 = as long as the client waits for a server (ClientWait).
+	Grace time.Duration
+	// Record is the file holding what the server said at its last good
+	// start ("" = none): the relay answers the handshake and the lists
+	// from it at once, holds calls until the server is up, then sends
+	// list_changed for each list that differs. It is written after every
+	// good start, and used only when its Key is Key.
+	Record string
+	Key    string // what the record must have been written for: the run command and config
+}
+
+// ClientWait is how long a client gives a server to answer before it
+// gives up on it, less a margin, by the name the client gives itself
+// (clientInfo.name): Claude Code waits 30 s, Codex 10 s, Gemini CLI 5 s;
+// others 4 s.
+func ClientWait(name string) time.Duration {
+	name = strings.ToLower(name)
+	switch {
+	case strings.Contains(name, "claude"):
+		return 25 * time.Second
+	case strings.Contains(name, "codex"):
+		return 8 * time.Second
+	default:
+		return 4 * time.Second
+	}
+}
+
+// record is what the server said at its last good start: its answer to
+// initialize and to server/discover (as the client got them: listChanged
+// forced), and its lists.
+type record struct {
+	Key        string                     `json:"key"`
+	Initialize json.RawMessage            `json:"initialize,omitempty"`
+	Discover   json.RawMessage            `json:"discover,omitempty"`
+	Lists      map[string]json.RawMessage `json:"lists,omitempty"` // list field -> JSON array
+}
+
+// The list methods a record answers, and the field of their results.
+var recordLists = map[string]string{
+	"tools/list":               "tools",
+	"prompts/list":             "prompts",
+	"resources/list":           "resources",
+	"resources/templates/list": "resourceTemplates",
+}
+
+// loadRecord reads the record at path, if it is one written for key.
+func loadRecord(path, key string) *record {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var rec record
+	if json.Unmarshal(b, &rec) != nil || rec.Key != key {
+		return nil
+	}
+	return &rec
+}
+
+// save writes rec to path whole or not at all.
+func (rec *record) save(path string) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// answer is the record's result for a request, if it has one: the
+// handshake (initialize, with the client's protocol version when the SDKs
+// know it; server/discover) and the lists (the first page holds them all,
+// with the relay's own tools on it). ownTools is the relay's tools,
+// comma-separated JSON.
+func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
+	if rec == nil {
+		return nil, false
+	}
+	switch env.Method {
+	case "initialize":
+		if rec.Initialize == nil {
+			return nil, false
+		}
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(env.Params, &p)
+		var res map[string]json.RawMessage
+		if json.Unmarshal(rec.Initialize, &res) != nil {
+			return nil, false
+		}
+		if slices.Contains(mcp.SupportedProtocolVersions(), p.ProtocolVersion) && !wire.IsModern(p.ProtocolVersion) {
+			res["protocolVersion"] = mustJSON(p.ProtocolVersion)
+		}
+		return mustJSON(res), true
+	case "server/discover":
+		return rec.Discover, rec.Discover != nil
+	}
+	field, ok := recordLists[env.Method]
+	if !ok || rec.Lists[field] == nil || env.Params != nil && bytes.Contains(env.Params, []byte(`"cursor"`)) {
+		return nil, false
+	}
+	items := rec.Lists[field]
+	if field == "tools" && len(ownTools) > 0 {
+		items = appendItems(items, ownTools)
+	}
+	return []byte(`{"` + field + `":` + string(items) + `}`), true
+}
+
+// appendItems appends comma-separated JSON values to a JSON array.
+func appendItems(arr, items []byte) []byte {
+	arr = bytes.TrimSpace(arr)
+	out := append([]byte(nil), arr[:len(arr)-1]...)
+	if len(bytes.TrimSpace(arr[1:len(arr)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, items...)
+	return append(out, ']')
+}
+
+// firstAnswer serves a request that comes before the first server is up:
+// from the record when it has the answer (the handshake, the lists);
+// otherwise the request is held, and the first request that is not a call
+// arms First.Grace (the client's own wait when it is 0), past which the
+// relay answers alone. It reports whether it answered. sw.mu is held.
+func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
+	if r.rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
+		r.answerDown(msg, env) // taken, as while no server runs; replayed to the server
+		return true
+	}
+	res, ok := r.rec.answer(env, r.tools.defs)
+	if !ok {
+		if !r.sess.firstGrace && env.Method != "tools/call" {
+			r.sess.firstGrace = true
+			grace := r.cfg.First.Grace
+			if grace <= 0 {
+				grace = ClientWait(clientName(env))
+			}
+			time.AfterFunc(grace, func() { r.shell.firstServerLate(grace) })
+		}
+		return false
+	}
+	switch env.Method {
+	case "initialize":
+		r.sess.initReq, r.sess.selfInit, r.sess.initResult = msg, true, res
+	case "server/discover":
+		r.sess.selfDiscover = true
+		r.reply(wire.ResultResponse(env.ID, res))
+		return true
+	case "tools/list":
+		r.view.noteTools(true, []byte(`{"tools":`+string(r.rec.Lists["tools"])+`}`))
+	default:
+		if items := r.rec.Lists[recordLists[env.Method]]; items != nil {
+			var list []json.RawMessage
+			_ = json.Unmarshal(items, &list)
+			r.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
+		}
+	}
+	r.log.Debug("answered from the record of the server's last start", "method", env.Method)
+	r.reply(wire.ResultResponse(env.ID, r.sess.withResultType(res)))
+	return true
+}
+
+// clientName is the name a client gives itself in a request: initialize's
+// clientInfo, or a 2026-07-28 request's _meta.
+func clientName(env wire.Envelope) string {
+	var p struct {
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &p)
+	if p.ClientInfo.Name != "" {
+		return p.ClientInfo.Name
+	}
+	var ci struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &ci)
+	return ci.Name
+}
+
+// keepInRecord records the child's answer to a request of the client's
+// (method; firstPage: it had no cursor) in the record, when the answer
+// holds a whole list or the handshake, and writes the record. The answer
+// is the child's, so it is from a good start. sw.mu is held.
+func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) {
+	if r.cfg.First.Record == "" || result == nil {
+		return
+	}
+	rec := &record{Key: r.cfg.First.Key, Lists: map[string]json.RawMessage{}}
+	if old := r.rec; old != nil {
+		*rec = *old
+		rec.Lists = maps.Clone(old.Lists)
+	}
+	switch method {
+	case "initialize":
+		rec.Initialize = result
+	case "server/discover":
+		rec.Discover = result
+	default:
+		field, ok := recordLists[method]
+		if !ok || !firstPage || jsonscan.Member(result, "nextCursor") != nil {
+			return
+		}
+		items := jsonscan.Member(result, field)
+		if items == nil || items[0] != '[' {
+			return
+		}
+		rec.Lists[field] = bytes.Clone(items)
+	}
+	r.rec = rec
+	if err := rec.save(r.cfg.First.Record); err != nil {
+		r.log.Warn("could not write the record of the server's answers", "file", r.cfg.First.Record, "err", err)
+	}
+}

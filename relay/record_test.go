@@ -1,0 +1,91 @@
+package relay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
+)
+
+func TestClientWait(t *testing.T) {
+	for name, want := range map[string]time.Duration{"claude-code": 25 * time.Second, "codex-mcp-client": 8 * time.Second, "gemini-cli-mcp-client": 4 * time.Second, "": 4 * time.Second} {
+		if got := ClientWait(name); got != want {
+			t.Errorf("ClientWait(%q) = %s, want %s", name, got, want)
+		}
+	}
+}
+
+// With the record of the server's last good start, a client that connects
+// while the next build runs is answered at once, in its era, with the
+// server's name and tools; a call it makes at once waits for the server
+// and is served by it; list_changed then tells it what changed.
+func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		version := era.Version
+		file := filepath.Join(t.TempDir(), "last-start.json")
+		first := func(c *Config) { c.First = First{Record: file, Key: "k1"} }
+		// The first start: the client's answers are recorded.
+		h := newHarness(t, hopts{version: version, cfg: first})
+		h.mustCall("echo", map[string]any{"text": "x"})
+		if _, err := h.cs.ListTools(h.ctx(), nil); err != nil {
+			t.Fatal(err)
+		}
+		h.cs.Close()
+		<-h.served
+		if _, err := os.Stat(file); err != nil {
+			t.Fatalf("no record after a good start: %v", err)
+		}
+
+		// The next start: the build runs (no Restart yet).
+		h = newHarness(t, hopts{version: version, cfg: first, noStart: true})
+		t0 := time.Now()
+		if got := h.cs.InitializeResult().ServerInfo.Name; got != "fixture" {
+			t.Errorf("answered as %q, want the server's name", got)
+		}
+		tools, err := h.cs.ListTools(h.ctx(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(t0); d > 2*time.Second {
+			t.Errorf("the handshake and the tools took %s", d)
+		}
+		names := []string{}
+		for _, tl := range tools.Tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Contains(names, "echo") || !slices.Contains(names, "recompile") || slices.Contains(names, "reverse") {
+			t.Errorf("tools from the record: %q", names)
+		}
+		// A call made now waits for the server, which starts as v2 (a
+		// changed source): the call is served by it, then list_changed.
+		h.setVariant("v2")
+		done := make(chan string, 1)
+		go func() { done <- h.mustCall("reverse", map[string]any{"text": "ab"}) }()
+		time.Sleep(300 * time.Millisecond)
+		if _, err := h.r.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-done:
+			if got != "ba" {
+				t.Errorf("the held call: %q", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the held call got no answer")
+		}
+		select {
+		case <-h.listChanged:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no list_changed after the server came up with other tools")
+		}
+		// A record written for another config is never used.
+		h = newHarness(t, hopts{version: version, cfg: func(c *Config) { c.First = First{Record: file, Key: "k2", Grace: 200 * time.Millisecond} }, noStart: true})
+		if got := h.cs.InitializeResult().ServerInfo.Name; got == "fixture" {
+			t.Errorf("a record of another config answered the handshake")
+		}
+	})
+}
