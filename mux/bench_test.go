@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,7 +63,7 @@ func (bm *benchMux) call(b *testing.B, name string, args any) *mcp.CallToolResul
 	b.Helper()
 	res, err := bm.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil || res.IsError {
-		b.Fatalf("%s: %v %s", name, err, text(res))
+		b.Fatalf("%s: %v %s", name, err, testkit.Text(res))
 	}
 	return res
 }
@@ -74,7 +75,7 @@ func BenchmarkStartServers(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			var specs []ServerSpec
 			for i := range n {
-				specs = append(specs, ServerSpec{Name: fmt.Sprintf("s%d", i), Command: []string{fixtureV1}})
+				specs = append(specs, ServerSpec{Name: fmt.Sprintf("s%d", i), Command: []string{testkit.Fixture(b)}})
 			}
 			for range b.N {
 				bm := newBenchMux(b, Config{Servers: specs})
@@ -109,7 +110,7 @@ func BenchmarkChildStart(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						cs := benchClient(b, &mcp.CommandTransport{Command: exec.Command(fixtureV1)})
+						cs := benchClient(b, &mcp.CommandTransport{Command: exec.Command(testkit.Fixture(b))})
 						for _, err := range cs.Tools(context.Background(), nil) {
 							if err != nil {
 								b.Error(err)
@@ -136,7 +137,7 @@ func BenchmarkAddServer(b *testing.B) {
 	defer bm.close()
 	for i := range b.N {
 		name := fmt.Sprintf("a%d", i)
-		bm.call(b, "add_server", map[string]any{"name": name, "command": fixtureV1})
+		bm.call(b, "add_server", map[string]any{"name": name, "command": testkit.Fixture(b)})
 		b.StopTimer()
 		bm.call(b, "remove_server", map[string]any{"name": name})
 		b.StartTimer()
@@ -218,7 +219,7 @@ func BenchmarkToolsList20x50(b *testing.B) {
 
 // fill20x50 adds 20 fixture servers with 50 listed tools each.
 func fill20x50(b *testing.B, m *Mux, call func(name string, args map[string]any)) {
-	call("add_server", map[string]any{"name": "s0", "command": fixtureV1})
+	call("add_server", map[string]any{"name": "s0", "command": testkit.Fixture(b)})
 	grow := 50 - len(m.List(false)[0].Tools) // to 50 listed tools each
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -227,7 +228,7 @@ func fill20x50(b *testing.B, m *Mux, call func(name string, args map[string]any)
 			defer wg.Done()
 			name := fmt.Sprintf("s%d", i)
 			if i > 0 {
-				call("add_server", map[string]any{"name": name, "command": fixtureV1})
+				call("add_server", map[string]any{"name": name, "command": testkit.Fixture(b)})
 			}
 			call(name+"__grow", map[string]any{"n": grow})
 		}()

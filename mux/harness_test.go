@@ -3,45 +3,18 @@ package mux
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"io"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var fixtureV1, fixtureV2 string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "muxtest")
-	if err != nil {
-		panic(err)
-	}
-	fixtureV1 = filepath.Join(dir, "fixture")
-	fixtureV2 = filepath.Join(dir, "fixture-v2")
-	for _, b := range [][]string{
-		{"build", "-o", fixtureV1, "./testdata/fixture"},
-		{"build", "-ldflags", "-X main.version=2", "-o", fixtureV2, "./testdata/fixture"},
-	} {
-		cmd := exec.Command("go", b...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the fixture:", err)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // env is one mux serving one SDK client in memory.
 type env struct {
@@ -72,18 +45,10 @@ func start(t *testing.T, o envOpts) *env {
 	e.cancel = cancel
 	// The client talks to the mux over two OS pipes, through the transport
 	// mcpflow mux serves its stdio with.
-	inR, inW, err1 := os.Pipe()   // client to mux
-	outR, outW, err2 := os.Pipe() // mux to client
-	if err := errors.Join(err1, err2); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := e.m.Run(ctx, &wire.Transport{In: wire.NewReader(inR, 0), Out: outW})
-		outW.Close()
-		inR.Close()
-		e.done <- err
-	}()
-	ct := &mcp.IOTransport{Reader: outR, Writer: inW}
+	ct := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
+		e.done <- e.m.Run(ctx, &wire.Transport{In: wire.NewReader(in, 0), Out: out})
+		return nil // shutdown checks Run's error
+	})
 	copts := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			e.mu.Lock()
@@ -109,15 +74,7 @@ func start(t *testing.T, o envOpts) *env {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
 	client.AddRoots(&mcp.Root{URI: "file:///proj", Name: "proj"})
-	var sopts *mcp.ClientSessionOptions
-	if o.version != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: o.version}
-	}
-	cs, err := client.Connect(ctx, ct, sopts)
-	if err != nil {
-		t.Fatalf("connecting to the mux: %v", err)
-	}
-	e.cs = cs
+	e.cs = testkit.Connect(t, o.version, client, ct)
 	t.Cleanup(func() { e.shutdown() })
 	return e
 }
@@ -150,15 +107,12 @@ func (e *env) doShutdown() {
 	}
 	e.cancel()
 	for _, pid := range pids {
-		if alive(pid) {
+		if testkit.Alive(pid) {
 			e.t.Errorf("child %d is still running after shutdown", pid)
 		}
 	}
-}
-
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	// Nor anything in their process groups, once killed ones are reaped.
+	testkit.NoLeftovers(e.t, testkit.Procs{Groups: pids})
 }
 
 func (e *env) call(name string, args any) *mcp.CallToolResult {
@@ -170,38 +124,28 @@ func (e *env) call(name string, args any) *mcp.CallToolResult {
 	return res
 }
 
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
-}
-
 // mustOK calls a tool and fails the test on a tool error.
 func (e *env) mustOK(name string, args any) string {
 	e.t.Helper()
 	res := e.call(name, args)
 	if res.IsError {
-		e.t.Fatalf("%s: tool error: %s", name, text(res))
+		e.t.Fatalf("%s: tool error: %s", name, testkit.Text(res))
 	}
-	return text(res)
+	return testkit.Text(res)
 }
 
 func (e *env) mustFail(name string, args any, want ...string) string {
 	e.t.Helper()
 	res := e.call(name, args)
 	if !res.IsError {
-		e.t.Fatalf("%s succeeded, want a tool error: %s", name, text(res))
+		e.t.Fatalf("%s succeeded, want a tool error: %s", name, testkit.Text(res))
 	}
 	for _, w := range want {
-		if !strings.Contains(text(res), w) {
-			e.t.Errorf("%s: error %q does not mention %q", name, text(res), w)
+		if !strings.Contains(testkit.Text(res), w) {
+			e.t.Errorf("%s: error %q does not mention %q", name, testkit.Text(res), w)
 		}
 	}
-	return text(res)
+	return testkit.Text(res)
 }
 
 func (e *env) toolNames() map[string]*mcp.Tool {
@@ -214,18 +158,6 @@ func (e *env) toolNames() map[string]*mcp.Tool {
 		out[t.Name] = t
 	}
 	return out
-}
-
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func addArgs(name, bin string, extra ...string) map[string]any {

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"log/slog"
 )
 
 // copyFile installs src at dst (atomically, as a build would).
@@ -36,26 +38,26 @@ func copyFile(t *testing.T, src, dst string) {
 
 func TestReloadAfterSwappingBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "srv")
-	copyFile(t, fixtureV1, bin)
+	copyFile(t, testkit.Fixture(t), bin)
 	e := start(t, envOpts{})
 	e.mustOK("add_server", addArgs("s", bin))
 	pid1 := e.server("s").Pid
-	if e.toolNames()["s__v2_only"] != nil {
-		t.Fatalf("v1 lists v2_only")
+	if e.toolNames()["s__reverse"] != nil {
+		t.Fatalf("v1 lists reverse")
 	}
-	copyFile(t, fixtureV2, bin)
+	copyFile(t, testkit.Fixture(t, testkit.FixtureV2), bin)
 	out := e.mustOK("reload_server", map[string]any{"name": "s"})
-	if !strings.Contains(out, "added: s__v2_only") {
+	if !strings.Contains(out, "added: s__reverse") {
 		t.Errorf("reload_server does not report the new tool: %s", out)
 	}
-	if e.toolNames()["s__v2_only"] == nil {
-		t.Errorf("s__v2_only not listed after reload")
+	if e.toolNames()["s__reverse"] == nil {
+		t.Errorf("s__reverse not listed after reload")
 	}
-	if got := e.mustOK("s__v2_only", map[string]any{}); got != "v2 here" {
-		t.Errorf("s__v2_only = %q", got)
+	if got := e.mustOK("s__reverse", map[string]any{"text": "abc"}); got != "cba" {
+		t.Errorf("s__reverse = %q", got)
 	}
 	info := e.server("s")
-	if info.Pid == pid1 || alive(pid1) {
+	if info.Pid == pid1 || testkit.Alive(pid1) {
 		t.Errorf("the old child %d was not replaced (now %d)", pid1, info.Pid)
 	}
 	if info.Restarts != 1 {
@@ -65,7 +67,7 @@ func TestReloadAfterSwappingBinary(t *testing.T) {
 
 func TestCallsDuringRemove(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	var wg sync.WaitGroup
 	results := make(chan string, 10)
 	for range 10 {
@@ -77,9 +79,9 @@ func TestCallsDuringRemove(t *testing.T) {
 			case err != nil:
 				results <- "protocol error: " + err.Error()
 			case res.IsError:
-				results <- "tool error: " + text(res)
+				results <- "tool error: " + testkit.Text(res)
 			default:
-				results <- text(res)
+				results <- testkit.Text(res)
 			}
 		}()
 	}
@@ -96,7 +98,7 @@ func TestCallsDuringRemove(t *testing.T) {
 	n := 0
 	for r := range results {
 		n++
-		if r != "slept" && !strings.Contains(r, `server "s"`) && !strings.Contains(r, `server named "s"`) {
+		if r != "slept 100" && !strings.Contains(r, `server "s"`) && !strings.Contains(r, `server named "s"`) {
 			t.Errorf("call result is neither the answer nor a clean error naming the server: %s", r)
 		}
 	}
@@ -114,14 +116,14 @@ func TestConcurrentAddRemoveReload(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 2 {
-				if res := e.call("add_server", addArgs(name, fixtureV1)); res.IsError {
-					t.Errorf("add %s: %s", name, text(res))
+				if res := e.call("add_server", addArgs(name, testkit.Fixture(t))); res.IsError {
+					t.Errorf("add %s: %s", name, testkit.Text(res))
 					return
 				}
 				e.call("reload_server", map[string]any{"name": name})
 				e.call(name+"__echo", map[string]any{"text": "x"})
 				if res := e.call("remove_server", map[string]any{"name": name}); res.IsError {
-					t.Errorf("remove %s: %s", name, text(res))
+					t.Errorf("remove %s: %s", name, testkit.Text(res))
 				}
 			}
 		}()
@@ -132,7 +134,7 @@ func TestConcurrentAddRemoveReload(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wins <- !e.call("add_server", addArgs("dup", fixtureV1)).IsError
+			wins <- !e.call("add_server", addArgs("dup", testkit.Fixture(t))).IsError
 		}()
 	}
 	wg.Wait()
@@ -153,8 +155,8 @@ func TestConcurrentAddRemoveReload(t *testing.T) {
 
 func TestCrashThenReload(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
-	e.mustOK("add_server", addArgs("other", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+	e.mustOK("add_server", addArgs("other", testkit.Fixture(t)))
 	pid := e.server("s").Pid
 	e.mu.Lock()
 	before := e.changed
@@ -162,11 +164,11 @@ func TestCrashThenReload(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
+	testkit.Eventually(t, 10*time.Second, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
 	if e.toolNames()["s__echo"] != nil {
 		t.Errorf("a crashed server's tools are still listed")
 	}
-	eventually(t, "list_changed after the crash", func() bool {
+	testkit.Eventually(t, 10*time.Second, "list_changed after the crash", func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return e.changed > before
@@ -189,9 +191,9 @@ func TestCrashThenReload(t *testing.T) {
 
 func TestCrashDuringCall(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	e.mustFail("s__exit", map[string]any{"code": 7}, "crashed", "exit status 7", "reload_server")
-	eventually(t, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
+	testkit.Eventually(t, 10*time.Second, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
 }
 
 func TestSamplingProgressAndLogsBothEras(t *testing.T) {
@@ -209,9 +211,9 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			if got := e.cs.InitializeResult().ProtocolVersion; got != want {
 				t.Fatalf("front negotiated %q, want %q", got, want)
 			}
-			e.mustOK("add_server", addArgs("s", fixtureV1))
-			eventually(t, "the child to see the client's roots", func() bool {
-				return text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
+			e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+			testkit.Eventually(t, 10*time.Second, "the child to see the client's roots", func() bool {
+				return testkit.Text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
 			})
 			if got := e.mustOK("s__sample", map[string]any{"text": "question"}); got != "model said: echo of question" {
 				t.Errorf("sampling through the mux: %q", got)
@@ -222,7 +224,7 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("progress: %v %v", err, res)
 			}
-			eventually(t, "3 progress notifications", func() bool {
+			testkit.Eventually(t, 10*time.Second, "3 progress notifications", func() bool {
 				e.mu.Lock()
 				defer e.mu.Unlock()
 				return len(e.progress) == 3
@@ -231,7 +233,7 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.mustOK("s__log", map[string]any{"text": "careful"})
-			eventually(t, "the child's log message", func() bool {
+			testkit.Eventually(t, 10*time.Second, "the child's log message", func() bool {
 				e.mu.Lock()
 				defer e.mu.Unlock()
 				for _, l := range e.logs {
@@ -252,27 +254,10 @@ func orLatest(v string) string {
 	return v
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestCancellationReachesChild(t *testing.T) {
-	var logs syncBuf
+	var logs testkit.Buffer
 	e := start(t, envOpts{cfg: Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := e.cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__slow", Arguments: map[string]any{"ms": 20000}})
@@ -280,15 +265,15 @@ func TestCancellationReachesChild(t *testing.T) {
 		t.Fatal("a canceled call succeeded")
 	}
 	// The fixture says so on stderr when its handler's context ends.
-	eventually(t, "the child to see the cancellation", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the child to see the cancellation", func() bool {
 		return strings.Contains(logs.String(), "slow canceled")
 	})
 }
 
 func TestPromptsResourcesCompletion(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("a", fixtureV1))
-	e.mustOK("add_server", addArgs("b", fixtureV1))
+	e.mustOK("add_server", addArgs("a", testkit.Fixture(t)))
+	e.mustOK("add_server", addArgs("b", testkit.Fixture(t)))
 	ctx := context.Background()
 	pr, err := e.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "b__greet", Arguments: map[string]string{"who": "you"}})
 	if err != nil || pr.Messages[0].Content.(*mcp.TextContent).Text != "hello you from b" {
@@ -318,11 +303,11 @@ func TestPromptsResourcesCompletion(t *testing.T) {
 
 func TestInstructionsCombined(t *testing.T) {
 	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{
-		{Name: "one", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "one"}},
-		{Name: "two", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "two"}},
+		{Name: "one", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "one"}},
+		{Name: "two", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "two"}},
 	}}})
 	in := e.cs.InitializeResult().Instructions
-	for _, want := range []string{"## one\ninstructions of one", "## two\ninstructions of two"} {
+	for _, want := range []string{"## one\ninstructions of one v1", "## two\ninstructions of two v1"} {
 		if !strings.Contains(in, want) {
 			t.Errorf("instructions lack %q:\n%s", want, in)
 		}
@@ -337,21 +322,21 @@ func TestInstructionsCombined(t *testing.T) {
 
 func TestCallToolAndVerboseList(t *testing.T) {
 	e := start(t, envOpts{cfg: Config{CallTool: "call_tool"}})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	if got := e.mustOK("call_tool", map[string]any{"name": "s__echo", "arguments": map[string]any{"text": "via"}}); got != "s:via" {
 		t.Errorf("call_tool = %q", got)
 	}
 	e.mustFail("call_tool", map[string]any{"name": "t__echo"}, `no server named "t"`)
 	out := e.mustOK("list_servers", map[string]any{"verbose": true})
-	if !strings.Contains(out, "s__echo: echoes text") || !strings.Contains(out, `"text"`) {
+	if !strings.Contains(out, "s__echo: Echo the text.") || !strings.Contains(out, `"text"`) {
 		t.Errorf("verbose list_servers lacks schemas:\n%s", out)
 	}
 }
 
 func TestShutdownLeavesNoProcess(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", map[string]any{"name": "sh", "command": "sh", "args": []string{"-c", "sleep 300 & exec " + fixtureV1}})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
+	e.mustOK("add_server", map[string]any{"name": "sh", "command": "sh", "args": []string{"-c", "sleep 300 & exec " + testkit.Fixture(t)}})
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	var pids []int
 	for _, s := range e.m.List(false) {
 		pids = append(pids, s.Pid)
@@ -360,12 +345,12 @@ func TestShutdownLeavesNoProcess(t *testing.T) {
 	e.shutdown()
 	e.cs = nil
 	for _, p := range pids {
-		if alive(p) {
+		if testkit.Alive(p) {
 			t.Errorf("child %d survived the mux", p)
 		}
 	}
 	// The grandchild (sleep) was in the child's process group.
-	if err := syscall.Kill(-pgid, 0); err == nil {
+	if testkit.GroupAlive(pgid) {
 		t.Errorf("process group %d survived the mux", pgid)
 	}
 }
@@ -421,7 +406,7 @@ func TestReloadWithBuildHooks(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "srv")
 	src := filepath.Join(dir, "src")
-	copyFile(t, fixtureV1, src)
+	copyFile(t, testkit.Fixture(t), src)
 	e := start(t, envOpts{cfg: Config{NewBackend: NewRelayBackends(RelayOptions{NewHooks: testHooks})}})
 	build := fmt.Sprintf("if [ -e %[1]s/broken ]; then echo 'main.go:3: syntax error' >&2; exit 1; fi; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", dir, src, bin)
 	e.mustOK("add_server", map[string]any{"name": "b", "command": bin, "build": build, "env": map[string]string{"FIXTURE_NAME": "b"}})
@@ -439,23 +424,25 @@ func TestReloadWithBuildHooks(t *testing.T) {
 	}
 
 	os.Remove(filepath.Join(dir, "broken"))
-	copyFile(t, fixtureV2, src)
+	copyFile(t, testkit.Fixture(t, testkit.FixtureV2), src)
 	out := e.mustOK("reload_server", map[string]any{"name": "b"})
-	if !strings.Contains(out, "built in") || !strings.Contains(out, "added: b__v2_only") {
+	if !strings.Contains(out, "built in") || !strings.Contains(out, "added: b__reverse") {
 		t.Errorf("reload_server after a good build: %s", out)
 	}
-	e.mustOK("b__v2_only", map[string]any{})
+	if got := e.mustOK("b__reverse", map[string]any{"text": "ab"}); got != "ba" {
+		t.Errorf("b__reverse = %q", got)
+	}
 }
 
 func TestBuildNeedsHooks(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustFail("add_server", map[string]any{"name": "b", "command": fixtureV1, "build": "true"}, "build and watch are not available")
+	e.mustFail("add_server", map[string]any{"name": "b", "command": testkit.Fixture(t), "build": "true"}, "build and watch are not available")
 }
 
 func TestChildListChangedBurst(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("s", fixtureV1))
-	e.mustOK("add_server", addArgs("o", fixtureV1))
+	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+	e.mustOK("add_server", addArgs("o", testkit.Fixture(t)))
 	e.mustOK("s__grow", map[string]any{"n": 40})
 	// Calls keep being answered while the re-lists run.
 	for range 5 {
@@ -463,7 +450,7 @@ func TestChildListChangedBurst(t *testing.T) {
 			t.Fatalf("o__echo during the burst: %q", got)
 		}
 	}
-	eventually(t, "the child's new tools on the front", func() bool { return e.toolNames()["s__dyn_39"] != nil })
+	testkit.Eventually(t, 10*time.Second, "the child's new tools on the front", func() bool { return e.toolNames()["s__dyn_39"] != nil })
 	if got := e.mustOK("s__dyn_39", map[string]any{}); got != "called dyn_39" {
 		t.Errorf("s__dyn_39 = %q", got)
 	}
@@ -481,15 +468,15 @@ func TestChildListChangedBurst(t *testing.T) {
 // child gets an error and the call one clean tool error.
 func TestLegacyChildSamplingRequest(t *testing.T) {
 	legacy := start(t, envOpts{version: "2025-06-18", sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
-	legacy.mustOK("add_server", addArgs("s", fixtureV1))
+	legacy.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	if got := legacy.mustOK("s__legacy_sample", map[string]any{"text": "q"}); got != "model said: echo of q" {
 		t.Errorf("legacy client, legacy child: %q", got)
 	}
 	modern := start(t, envOpts{sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
-	modern.mustOK("add_server", addArgs("s", fixtureV1))
+	modern.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	res, err := modern.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__legacy_sample", Arguments: map[string]any{"text": "q"}})
 	if err == nil && !res.IsError {
-		t.Errorf("modern client, legacy child's sampling request: unexpected success %q", text(res))
+		t.Errorf("modern client, legacy child's sampling request: unexpected success %q", testkit.Text(res))
 	}
 	if got := modern.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
 		t.Errorf("after the refused request: %q", got)
@@ -506,7 +493,7 @@ func TestErasIndependently(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := start(t, envOpts{version: c.client})
-			args := addArgs("s", fixtureV1)
+			args := addArgs("s", testkit.Fixture(t))
 			args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": c.child}
 			e.mustOK("add_server", args)
 			if got := e.mustOK("s__echo", map[string]any{"text": "x"}); got != "s:x" {
@@ -531,7 +518,7 @@ func TestConfiguredServerBrokenAtStart(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "srv")
 	src := filepath.Join(dir, "src")
-	copyFile(t, fixtureV1, src)
+	copyFile(t, testkit.Fixture(t), src)
 	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -563,13 +550,13 @@ func TestConfiguredServerBrokenAtStart(t *testing.T) {
 // on_crash ("restart" by default): it comes back by itself, counted in
 // restarts, with its tools published again.
 func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
-	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{{Name: "c", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "c"}}}}})
+	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{{Name: "c", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "c"}}}}})
 	before := e.server("c")
 	if before.Status != StatusRunning || before.Pid == 0 {
 		t.Fatalf("configured server: %+v", before)
 	}
 	e.call("c__exit", map[string]any{"code": 3}) // the call itself may fail: the child exits
-	eventually(t, "the server to come back with a new pid", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the server to come back with a new pid", func() bool {
 		s := e.server("c")
 		return s.Status == StatusRunning && s.Pid != 0 && s.Pid != before.Pid && s.Restarts == before.Restarts+1 && len(s.Tools) > 0
 	})

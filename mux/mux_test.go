@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 func TestEndToEndAddListCallRemove(t *testing.T) {
 	e := start(t, envOpts{})
-	out := e.mustOK("add_server", addArgs("alpha", fixtureV1))
+	out := e.mustOK("add_server", addArgs("alpha", testkit.Fixture(t)))
 	if !strings.Contains(out, "alpha__echo") {
 		t.Errorf("add_server result lacks the tools found: %s", out)
 	}
@@ -33,7 +35,7 @@ func TestEndToEndAddListCallRemove(t *testing.T) {
 		t.Fatalf("list_servers structured: %v %+v", err, res.StructuredContent)
 	}
 	s := list.Servers[0]
-	if s.Name != "alpha" || s.Status != StatusRunning || s.Source != "agent" || s.Pid == 0 || s.Command != fixtureV1 {
+	if s.Name != "alpha" || s.Status != StatusRunning || s.Source != "agent" || s.Pid == 0 || s.Command != testkit.Fixture(t) {
 		t.Errorf("list_servers entry: %+v", s)
 	}
 	pid := s.Pid
@@ -41,7 +43,7 @@ func TestEndToEndAddListCallRemove(t *testing.T) {
 	if len(e.m.List(false)) != 0 {
 		t.Errorf("alpha still listed after remove_server")
 	}
-	if alive(pid) {
+	if testkit.Alive(pid) {
 		t.Errorf("alpha's child %d still runs after remove_server", pid)
 	}
 	e.mustFail("alpha__echo", map[string]any{"text": "hi"}, `no server named "alpha"`)
@@ -52,8 +54,8 @@ func TestEndToEndAddListCallRemove(t *testing.T) {
 
 func TestNamespacingEdgeCases(t *testing.T) {
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("a", fixtureV1))
-	e.mustOK("add_server", addArgs("b-2", fixtureV1))
+	e.mustOK("add_server", addArgs("a", testkit.Fixture(t)))
+	e.mustOK("add_server", addArgs("b-2", testkit.Fixture(t)))
 	for _, srv := range []string{"a", "b-2"} {
 		if got := e.mustOK(srv+"__echo", map[string]any{"text": "x"}); got != srv+":x" {
 			t.Errorf("%s__echo routed to the wrong server: %q", srv, got)
@@ -100,11 +102,11 @@ func TestNameRules(t *testing.T) {
 		}
 	}
 	e := start(t, envOpts{})
-	e.mustOK("add_server", addArgs("dup", fixtureV1))
-	e.mustFail("add_server", addArgs("dup", fixtureV1), "exists already")
-	e.mustFail("add_server", addArgs("bad_", fixtureV1), "ends in")
-	e.mustFail("add_server", addArgs("", fixtureV1), "empty")
-	e.mustFail("add_server", addArgs(strings.Repeat("n", 33), fixtureV1), "at most 32")
+	e.mustOK("add_server", addArgs("dup", testkit.Fixture(t)))
+	e.mustFail("add_server", addArgs("dup", testkit.Fixture(t)), "exists already")
+	e.mustFail("add_server", addArgs("bad_", testkit.Fixture(t)), "ends in")
+	e.mustFail("add_server", addArgs("", testkit.Fixture(t)), "empty")
+	e.mustFail("add_server", addArgs(strings.Repeat("n", 33), testkit.Fixture(t)), "at most 32")
 	e.mustFail("remove_server", map[string]any{"name": "ghost"}, `no server named "ghost"`, "dup")
 	e.mustFail("reload_server", map[string]any{"name": "ghost"}, `no server named "ghost"`)
 	e.mustFail("ghost__echo", map[string]any{}, `no server named "ghost"`, "dup")
@@ -120,27 +122,27 @@ func TestAddServerFailsWithStderr(t *testing.T) {
 }
 
 func TestAddServerPolicy(t *testing.T) {
-	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{fixtureV1}, AllowedEnv: []string{"FIXTURE_NAME"}}})
+	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{testkit.Fixture(t)}, AllowedEnv: []string{"FIXTURE_NAME"}}})
 	e.mustFail("add_server", map[string]any{"name": "x", "command": "sh"}, "not an allowed command")
 	// An allowed program may not bring a build (a shell command) nor set
 	// an env key that is not listed.
-	args := addArgs("x", fixtureV1)
+	args := addArgs("x", testkit.Fixture(t))
 	args["build"] = "id > pwned"
 	e.mustFail("add_server", args, "build is not accepted")
-	args = addArgs("x", fixtureV1)
+	args = addArgs("x", testkit.Fixture(t))
 	args["env"] = map[string]string{"LD_PRELOAD": "/tmp/evil.so"}
 	e.mustFail("add_server", args, "env keys not allowed: LD_PRELOAD")
-	e.mustFail("add_server", map[string]any{"name": "c", "cli_schema": []string{fixtureV1, "schema"}, "command": "sh"}, `"sh" is not an allowed command`)
+	e.mustFail("add_server", map[string]any{"name": "c", "cli_schema": []string{testkit.Fixture(t), "schema"}, "command": "sh"}, `"sh" is not an allowed command`)
 	if len(e.m.List(false)) != 0 {
 		t.Errorf("a refused server was started: %+v", e.m.List(false))
 	}
-	e.mustOK("add_server", addArgs("x", fixtureV1))
+	e.mustOK("add_server", addArgs("x", testkit.Fixture(t)))
 
 	d := start(t, envOpts{cfg: Config{DisableAddServer: true}})
 	if d.toolNames()["add_server"] != nil {
 		t.Errorf("add_server listed with add_server disabled")
 	}
-	d.mustFail("add_server", addArgs("x", fixtureV1))
+	d.mustFail("add_server", addArgs("x", testkit.Fixture(t)))
 }
 
 // A call tells a 2026-07-28 child the client's own capabilities (its
@@ -150,7 +152,7 @@ func TestChildSeesTheClientsCapabilities(t *testing.T) {
 	for _, sampling := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sampling=%v", sampling), func(t *testing.T) {
 			e := start(t, envOpts{sampling: sampling})
-			e.mustOK("add_server", addArgs("s", fixtureV1))
+			e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 			want := fmt.Sprintf("client=mcpflow-mux sampling=%v", sampling)
 			if got := e.mustOK("s__whoami", map[string]any{}); got != want {
 				t.Errorf("whoami: %q, want %q", got, want)
@@ -164,7 +166,7 @@ func TestChildSeesTheClientsCapabilities(t *testing.T) {
 // in single mode a tool named like the rebuild tool would replace it.
 func TestOwnToolsCannotBeShadowed(t *testing.T) {
 	e := start(t, envOpts{cfg: Config{Separator: "_"}})
-	e.mustOK("add_server", map[string]any{"name": "list", "command": fixtureV1, "env": map[string]string{"FIXTURE_NAME": "list", "FIXTURE_EXTRA_TOOL": "servers"}})
+	e.mustOK("add_server", map[string]any{"name": "list", "command": testkit.Fixture(t), "env": map[string]string{"FIXTURE_NAME": "list", "FIXTURE_EXTRA_TOOL": "servers"}})
 	warned := false
 	for _, w := range e.server("list").Warnings {
 		warned = warned || strings.Contains(w, `"list_servers"`) && strings.Contains(w, "list_servers tool")
@@ -178,7 +180,7 @@ func TestOwnToolsCannotBeShadowed(t *testing.T) {
 
 	s := start(t, envOpts{version: "2025-11-25", cfg: Config{
 		Single: true, SingleTool: "echo",
-		Servers: []ServerSpec{{Name: "server", Command: []string{fixtureV1}, Env: map[string]string{"FIXTURE_NAME": "s"}}},
+		Servers: []ServerSpec{{Name: "server", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "s"}}},
 	}})
 	if out := s.mustOK("echo", map[string]any{}); !strings.Contains(out, "restarted") {
 		t.Errorf("echo is not the rebuild tool: %q", out)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,7 +25,7 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 	release := filepath.Join(dir, "release")
 	// The build ends when the test creates release: its length is the
 	// test's to choose, not the machine's.
-	build := fmt.Sprintf("while [ ! -e %[1]s ]; do sleep 0.02; done; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", release, fixtureV1, bin)
+	build := fmt.Sprintf("while [ ! -e %[1]s ]; do sleep 0.02; done; cp %[2]s %[3]s.tmp && mv %[3]s.tmp %[3]s", release, testkit.Fixture(t), bin)
 	e := start(t, envOpts{cfg: Config{
 		Servers:   []ServerSpec{{Name: "slow", Command: []string{bin}, Build: build, Env: map[string]string{"FIXTURE_NAME": "slow"}}},
 		StartWait: 50 * time.Millisecond,
@@ -43,14 +44,14 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the server to come up after its long build", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the server to come up after its long build", func() bool {
 		s := e.server("slow")
 		return s.Status == StatusRunning && len(s.Tools) > 0
 	})
 	if got := e.mustOK("slow__echo", map[string]any{"text": "x"}); got != "slow:x" {
 		t.Fatalf("slow__echo after the build: %q", got)
 	}
-	eventually(t, "tools/list_changed when the server came up", func() bool {
+	testkit.Eventually(t, 10*time.Second, "tools/list_changed when the server came up", func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return e.changed > 0
@@ -64,7 +65,7 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 func TestSingleMode(t *testing.T) {
 	e := start(t, envOpts{version: "2025-11-25", cfg: Config{
 		Single: true,
-		Servers: []ServerSpec{{Name: "server", Command: []string{fixtureV1}, Env: map[string]string{
+		Servers: []ServerSpec{{Name: "server", Command: []string{testkit.Fixture(t)}, Env: map[string]string{
 			"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": "2026-07-28", "FIXTURE_REFUSE_INITIALIZE": "1",
 		}}},
 	}})
@@ -82,7 +83,7 @@ func TestSingleMode(t *testing.T) {
 	if got := e.mustOK("echo", map[string]any{"text": "x"}); got != "s:x" {
 		t.Fatalf("echo: %q", got)
 	}
-	if got := e.cs.InitializeResult().Instructions; got != "instructions of s" {
+	if got := e.cs.InitializeResult().Instructions; got != "instructions of s v1" {
 		t.Errorf("instructions: %q", got)
 	}
 	pid := e.server("server").Pid
