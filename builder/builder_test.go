@@ -3,7 +3,6 @@
 package builder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // long bounds every wait in these tests: generous, for a busy machine. No
@@ -223,27 +223,9 @@ func (h *harness) noOverlap() {
 	}
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist) || !procMounted()
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return !(i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z')
-}
-
-func procMounted() bool {
-	_, err := os.Stat("/proc/self/stat")
-	return err == nil
-}
-
 func (h *harness) gone(pid int) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("process %d to die", pid), func() bool { return !alive(pid) })
+	h.eventually(fmt.Sprintf("process %d to die", pid), func() bool { return !testkit.Alive(pid) })
 }
 
 // recompile calls Recompile in a goroutine, recording its progress.
@@ -627,7 +609,7 @@ func TestRunCancelLeavesNoProcess(t *testing.T) {
 	h.b.Changed([]string{"a.go"})
 	sleepPID := h.pidFile("sleep.pid")
 	shellPID := h.builds()[0]
-	if !alive(sleepPID) || !alive(shellPID) {
+	if !testkit.Alive(sleepPID) || !testkit.Alive(shellPID) {
 		t.Fatal("the build is not running")
 	}
 	call := h.recompile(context.Background())
@@ -639,7 +621,7 @@ func TestRunCancelLeavesNoProcess(t *testing.T) {
 	case <-time.After(long):
 		t.Fatal("Run did not return")
 	}
-	if alive(shellPID) {
+	if testkit.Alive(shellPID) {
 		t.Error("the build's shell survived Run")
 	}
 	h.gone(sleepPID)
@@ -719,7 +701,7 @@ func TestCancelKillsProcessThatIgnoresSIGTERM(t *testing.T) {
 	}, nil, true)
 	h.b.Changed([]string{"a.go"})
 	stubborn := h.pidFile("sleep.pid")
-	if !alive(stubborn) {
+	if !testkit.Alive(stubborn) {
 		t.Fatal("the build is not running")
 	}
 	h.cancel()
@@ -770,7 +752,7 @@ echo built`},
 	if !res.OK || res.Err != nil || !strings.Contains(res.Output, "built") {
 		t.Fatalf("result: %+v", res)
 	}
-	if !alive(outsider) {
+	if !testkit.Alive(outsider) {
 		t.Error("the process outside the build's group was killed; only the group is the build's")
 	}
 }

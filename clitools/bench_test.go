@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,20 +45,20 @@ func med(ds []time.Duration) float64 {
 // (Go SDK client, on pipes as on stdio) with running the command it runs
 // directly; fork/exec is in both.
 func BenchmarkCallOverhead(b *testing.B) {
-	for _, era := range eras {
-		b.Run(era, func(b *testing.B) {
-			_, cs := benchClient(b, era, Config{Schema: []string{exampleBin, "schema", "--json"}}, nil)
+	for _, era := range testkit.Eras {
+		b.Run(era.Name, func(b *testing.B) {
+			_, cs := benchClient(b, era, Config{Schema: []string{testkit.ExampleCLI(b), "schema", "--json"}}, nil)
 			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}
 			var p pairs
 			for b.Loop() {
 				t0 := time.Now()
-				if _, err := exec.Command(exampleBin, "add", "--", "1", "2").Output(); err != nil {
+				if _, err := exec.Command(testkit.ExampleCLI(b), "add", "--", "1", "2").Output(); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
 				res, err := cs.CallTool(context.Background(), params)
 				if err != nil || res.IsError {
-					b.Fatal(err, text(res))
+					b.Fatal(err, testkit.Text(res))
 				}
 				p.add(t1.Sub(t0), time.Since(t1))
 			}
@@ -70,8 +71,8 @@ func BenchmarkCallOverhead(b *testing.B) {
 // the client has tools/list_changed, with running the schema command
 // directly.
 func BenchmarkRefreshListChanged(b *testing.B) {
-	for _, era := range eras {
-		b.Run(era, func(b *testing.B) {
+	for _, era := range testkit.Eras {
+		b.Run(era.Name, func(b *testing.B) {
 			dir := b.TempDir()
 			versions := [2]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
 			orig, err := os.ReadFile("../examples/cli/schema.json")
@@ -117,10 +118,10 @@ func BenchmarkRefreshListChanged(b *testing.B) {
 	}
 }
 
-func benchClient(b *testing.B, era string, cfg Config, onChange func()) (*Server, *mcp.ClientSession) {
+func benchClient(b *testing.B, era testkit.Era, cfg Config, onChange func()) (*Server, *mcp.ClientSession) {
 	b.Helper()
 	if cfg.Command == nil {
-		cfg.Command = []string{exampleBin}
+		cfg.Command = []string{testkit.ExampleCLI(b)}
 	}
 	s := New(cfg)
 	b.Cleanup(s.Close)
@@ -133,7 +134,7 @@ func benchClient(b *testing.B, era string, cfg Config, onChange func()) (*Server
 	if onChange != nil {
 		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { onChange() }
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: era.Version})
 	if err != nil {
 		b.Fatal(err)
 	}

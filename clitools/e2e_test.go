@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,34 +18,12 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// exampleBin is examples/cli, built once for the package's tests.
-var exampleBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "clitools-test")
-	if err != nil {
-		panic(err)
-	}
-	exampleBin = filepath.Join(dir, "tool")
-	if out, err := exec.Command("go", "build", "-o", exampleBin, "../examples/cli").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building examples/cli: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-const (
-	legacy = "2025-11-25"
-	modern = "2026-07-28"
-)
-
-var eras = []string{legacy, modern}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // harness is a Server serving a Go SDK client on two pipes, as mcpflow
 // serves its stdio.
@@ -61,9 +38,10 @@ type harness struct {
 
 // start serves cfg (Command defaults to the example CLI, Schema to its
 // schema command) to a client speaking era.
-func start(t *testing.T, era string, cfg Config) *harness {
+func start(t *testing.T, era testkit.Era, cfg Config) *harness {
 	t.Helper()
 	h := &harness{t: t, state: t.TempDir(), changed: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 256)}
+	exampleBin := testkit.ExampleCLI(t)
 	if cfg.Schema == nil {
 		cfg.Schema = []string{exampleBin, "schema", "--json"}
 	}
@@ -94,35 +72,18 @@ func start(t *testing.T, era string, cfg Config) *harness {
 			}
 		},
 	})
-	var err error
-	h.cs, err = client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.cs.Close() })
-	if got := h.cs.InitializeResult().ProtocolVersion; got != era {
-		t.Fatalf("negotiated %s, want %s", got, era)
+	h.cs = testkit.Connect(t, era.Version, client, ct)
+	if got := h.cs.InitializeResult().ProtocolVersion; got != era.Protocol {
+		t.Fatalf("negotiated %s, want %s", got, era.Protocol)
 	}
 	return h
 }
 
-// serve runs s.Serve on two pipes and returns the client's transport; the
-// test's cleanup waits for Serve to return.
+// serve runs s.Serve on two pipes and returns the client's transport.
 func serve(t testing.TB, s *Server) mcp.Transport {
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- s.Serve(context.Background(), wire.NewReader(sr, 0), sw)
-		sw.Close()
-	}()
-	t.Cleanup(func() {
-		cw.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	return testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
+		return s.Serve(context.Background(), wire.NewReader(in, 0), out)
 	})
-	return &mcp.IOTransport{Reader: cr, Writer: cw}
 }
 
 func (h *harness) call(name string, args any) *mcp.CallToolResult {
@@ -134,21 +95,10 @@ func (h *harness) call(name string, args any) *mcp.CallToolResult {
 	return res
 }
 
-func text(r *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
-}
-
 func structured(t *testing.T, r *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	if r.IsError {
-		t.Fatalf("tool error: %s", text(r))
+		t.Fatalf("tool error: %s", testkit.Text(r))
 	}
 	b, err := json.Marshal(r.StructuredContent)
 	if err != nil {
@@ -183,17 +133,6 @@ func (h *harness) waitChanged() {
 	}
 }
 
-// processAlive reports whether pid is a live (not zombie) process.
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // statePids returns the pids the example CLI recorded, its left-behind
 // child included.
 func (h *harness) statePids() []int {
@@ -212,22 +151,11 @@ func (h *harness) statePids() []int {
 
 func (h *harness) assertNoProcessLeft() {
 	h.t.Helper()
-	if runtime.GOOS != "linux" {
-		return
-	}
 	pids := h.statePids()
 	if len(pids) == 0 {
 		h.t.Fatal("the CLI recorded no process")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, p := range pids {
-		for processAlive(p) {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("process %d survived", p)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	testkit.NoLeftovers(h.t, testkit.Procs{Pids: pids})
 }
 
 // waitFile waits until path exists.
@@ -245,14 +173,8 @@ func waitFile(t *testing.T, path string) {
 	}
 }
 
-func forEra(t *testing.T, f func(t *testing.T, era string)) {
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) { f(t, era) })
-	}
-}
-
 func TestCallParameterTypes(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		if got, want := h.toolNames(), []string{"add", "args", "big", "count", "fail", "greet", "recompile", "slow"}; !slices.Equal(got, want) {
 			t.Fatalf("tools %v, want %v", got, want)
@@ -283,18 +205,18 @@ func TestCallParameterTypes(t *testing.T) {
 			t.Fatalf("count (stdin): %v", c)
 		}
 		r := h.call("big", map[string]any{"bytes": 5})
-		if r.IsError || r.StructuredContent != nil || text(r) != "xxxxx\n" {
-			t.Fatalf("plain text output: %+v %q", r, text(r))
+		if r.IsError || r.StructuredContent != nil || len(r.Content) != 1 || testkit.Text(r) != "xxxxx" {
+			t.Fatalf("plain text output: %+v %q", r, testkit.Text(r))
 		}
 		// The JSON object also comes as a text block.
-		if r := h.call("add", map[string]any{"a": 1, "b": 2}); !strings.Contains(text(r), `{"sum":3}`) {
-			t.Fatalf("add text %q", text(r))
+		if r := h.call("add", map[string]any{"a": 1, "b": 2}); !strings.Contains(testkit.Text(r), `{"sum":3}`) {
+			t.Fatalf("add text %q", testkit.Text(r))
 		}
 	})
 }
 
 func TestBadArgumentsRunNothing(t *testing.T) {
-	h := start(t, modern, Config{})
+	h := start(t, testkit.Modern, Config{})
 	for _, c := range []struct {
 		args any
 		want string
@@ -307,13 +229,13 @@ func TestBadArgumentsRunNothing(t *testing.T) {
 		{map[string]any{"name": "a", "loud": "yes"}, "loud"},    // string for boolean
 	} {
 		r := h.call("greet", c.args)
-		if !r.IsError || !strings.Contains(text(r), "invalid arguments") || !strings.Contains(text(r), c.want) {
-			t.Errorf("%v: got %q", c.args, text(r))
+		if !r.IsError || !strings.Contains(testkit.Text(r), "invalid arguments") || !strings.Contains(testkit.Text(r), c.want) {
+			t.Errorf("%v: got %q", c.args, testkit.Text(r))
 		}
 	}
 	r := h.call("args", map[string]any{"s": "-rf"})
-	if !r.IsError || !strings.Contains(text(r), `starts with "-"`) || !strings.Contains(text(r), allowDashKey) {
-		t.Errorf("dash positional: %q", text(r))
+	if !r.IsError || !strings.Contains(testkit.Text(r), `starts with "-"`) || !strings.Contains(testkit.Text(r), allowDashKey) {
+		t.Errorf("dash positional: %q", testkit.Text(r))
 	}
 	if pids := h.statePids(); len(pids) != 0 {
 		t.Fatalf("a bad call started processes %v", pids)
@@ -321,10 +243,10 @@ func TestBadArgumentsRunNothing(t *testing.T) {
 }
 
 func TestNonZeroExit(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		r := h.call("fail", map[string]any{"status": 3})
-		s := text(r)
+		s := testkit.Text(r)
 		if !r.IsError || !strings.Contains(s, "exited with status 3") || !strings.Contains(s, "partial output") || !strings.Contains(s, "something went wrong") {
 			t.Fatalf("got %v %q", r.IsError, s)
 		}
@@ -332,16 +254,16 @@ func TestNonZeroExit(t *testing.T) {
 }
 
 func TestTimeoutKillsTheGroup(t *testing.T) {
-	h := start(t, modern, Config{Timeout: 500 * time.Millisecond})
+	h := start(t, testkit.Modern, Config{Timeout: 500 * time.Millisecond})
 	r := h.call("slow", map[string]any{"seconds": 60, "child": true})
-	if !r.IsError || !strings.Contains(text(r), "timed out after 500ms") {
-		t.Fatalf("got %q", text(r))
+	if !r.IsError || !strings.Contains(testkit.Text(r), "timed out after 500ms") {
+		t.Fatalf("got %q", testkit.Text(r))
 	}
 	h.assertNoProcessLeft()
 }
 
 func TestCancelKillsTheGroup(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -368,32 +290,32 @@ func TestCancelKillsTheGroup(t *testing.T) {
 }
 
 func TestCloseKillsRunningCalls(t *testing.T) {
-	h := start(t, legacy, Config{})
+	h := start(t, testkit.Legacy, Config{})
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() { done <- h.call("slow", map[string]any{"seconds": 60, "child": true}) }()
 	waitFile(t, filepath.Join(h.state, "child.pid"))
 	h.srv.Close()
 	r := <-done
-	if !r.IsError || !strings.Contains(text(r), "shutting down") {
-		t.Fatalf("got %q", text(r))
+	if !r.IsError || !strings.Contains(testkit.Text(r), "shutting down") {
+		t.Fatalf("got %q", testkit.Text(r))
 	}
 	h.assertNoProcessLeft()
 }
 
 func TestOversizeOutput(t *testing.T) {
-	h := start(t, modern, Config{MaxOutput: 1000})
+	h := start(t, testkit.Modern, Config{MaxOutput: 1000})
 	r := h.call("big", map[string]any{"bytes": 1 << 20})
-	if !r.IsError || !strings.Contains(text(r), "more than max_output (1000 bytes)") {
-		t.Fatalf("got %q", text(r))
+	if !r.IsError || !strings.Contains(testkit.Text(r), "more than max_output (1000 bytes)") {
+		t.Fatalf("got %q", testkit.Text(r))
 	}
 	if r := h.call("big", map[string]any{"bytes": 1000}); r.IsError {
-		t.Fatalf("exactly max_output: %q", text(r))
+		t.Fatalf("exactly max_output: %q", testkit.Text(r))
 	}
 	h.assertNoProcessLeft()
 }
 
 func TestParallelCallsWait(t *testing.T) {
-	h := start(t, modern, Config{MaxParallel: 4})
+	h := start(t, testkit.Modern, Config{MaxParallel: 4})
 	var wg sync.WaitGroup
 	var ok atomic.Int32
 	for range 20 {
@@ -402,7 +324,7 @@ func TestParallelCallsWait(t *testing.T) {
 			if err == nil && !res.IsError {
 				ok.Add(1)
 			} else if err == nil {
-				t.Errorf("call failed: %s", text(res))
+				t.Errorf("call failed: %s", testkit.Text(res))
 			} else {
 				t.Error(err)
 			}
@@ -428,13 +350,13 @@ func TestParallelCallsWait(t *testing.T) {
 }
 
 func TestProgressFromStderr(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		p := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 0.6}}
 		p.SetProgressToken("tok")
 		res, err := h.cs.CallTool(context.Background(), p)
 		if err != nil || res.IsError {
-			t.Fatal(err, text(res))
+			t.Fatal(err, testkit.Text(res))
 		}
 		var got []*mcp.ProgressNotificationParams
 		for len(h.progress) > 0 {
@@ -468,7 +390,7 @@ func writeSchema(t *testing.T, path string, extra ...string) {
 }
 
 func TestSchemaEditAddsTool(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
 		h := start(t, era, Config{Schema: []string{"cat", path}})
@@ -508,7 +430,7 @@ func TestSchemaEditAddsTool(t *testing.T) {
 }
 
 func TestBrokenSchemaKeepsTools(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
 		h := start(t, era, Config{Schema: []string{"cat", path}})
@@ -527,12 +449,12 @@ func TestBrokenSchemaKeepsTools(t *testing.T) {
 		if g := structured(t, r); g["greeting"] != "Hello, Bob!" {
 			t.Fatal(g)
 		}
-		if !strings.Contains(text(r), "could not be re-read") || !strings.Contains(text(r), "line 2 col 80") {
-			t.Fatalf("the agent is not told: %q", text(r))
+		if !strings.Contains(testkit.Text(r), "could not be re-read") || !strings.Contains(testkit.Text(r), "line 2 col 80") {
+			t.Fatalf("the agent is not told: %q", testkit.Text(r))
 		}
 		rc := h.call("recompile", nil)
-		if !rc.IsError || !strings.Contains(text(rc), "line 2 col 80 at /tools/0/cli_command/1") || !strings.Contains(text(rc), "nme") {
-			t.Fatalf("recompile: %q", text(rc))
+		if !rc.IsError || !strings.Contains(testkit.Text(rc), "line 2 col 80 at /tools/0/cli_command/1") || !strings.Contains(testkit.Text(rc), "nme") {
+			t.Fatalf("recompile: %q", testkit.Text(rc))
 		}
 		// Invalid JSON, a failing and a hanging schema command keep them too.
 		os.WriteFile(path, []byte(`{"tools": [`), 0o644)
@@ -549,8 +471,8 @@ func TestBrokenSchemaKeepsTools(t *testing.T) {
 		if err != nil || !diff.Empty() {
 			t.Fatalf("fixed: %+v %v", diff, err)
 		}
-		if r := h.call("greet", map[string]any{"name": "Bob"}); strings.Contains(text(r), "could not be re-read") {
-			t.Fatalf("stale note: %q", text(r))
+		if r := h.call("greet", map[string]any{"name": "Bob"}); strings.Contains(testkit.Text(r), "could not be re-read") {
+			t.Fatalf("stale note: %q", testkit.Text(r))
 		}
 		select {
 		case <-h.changed:
@@ -561,7 +483,7 @@ func TestBrokenSchemaKeepsTools(t *testing.T) {
 }
 
 func TestSchemaCommandTimeout(t *testing.T) {
-	s := New(Config{Schema: []string{exampleBin, "slow", "--seconds", "60", "--child"}, SchemaTimeout: 300 * time.Millisecond})
+	s := New(Config{Schema: []string{testkit.ExampleCLI(t), "slow", "--seconds", "60", "--child"}, SchemaTimeout: 300 * time.Millisecond})
 	defer s.Close()
 	diff, err := s.Refresh(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "timed out after 300ms") || diff.Known {
@@ -590,7 +512,7 @@ func TestImplementationEdit(t *testing.T) {
 		}
 	}
 	build()
-	h := start(t, modern, Config{Schema: []string{bin, "schema", "--json"}, Command: []string{bin}})
+	h := start(t, testkit.Modern, Config{Schema: []string{bin, "schema", "--json"}, Command: []string{bin}})
 	if g := structured(t, h.call("greet", map[string]any{"name": "Bob"})); g["greeting"] != "Hello, Bob!" {
 		t.Fatal(g)
 	}
@@ -621,7 +543,7 @@ func (f *fakeRecompiler) Recompile(ctx context.Context, _ func(string)) result.B
 }
 
 func TestRecompileTool(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
 		rc := &fakeRecompiler{ok: true}
@@ -629,14 +551,14 @@ func TestRecompileTool(t *testing.T) {
 		rc.srv = h.srv
 		writeSchema(t, path, `{"name": "hi", "parameters": {"type": "object"}, "cli_command": ["greet", "--name", "x"]}`)
 		r := h.call("recompile", nil)
-		if r.IsError || !strings.Contains(text(r), "build: ok") || !strings.Contains(text(r), "+hi") || rc.calls.Load() != 1 {
-			t.Fatalf("recompile: %q", text(r))
+		if r.IsError || !strings.Contains(testkit.Text(r), "build: ok") || !strings.Contains(testkit.Text(r), "+hi") || rc.calls.Load() != 1 {
+			t.Fatalf("recompile: %q", testkit.Text(r))
 		}
 		h.waitChanged()
 		rc.ok = false
 		r = h.call("recompile", nil)
-		if !r.IsError || !strings.Contains(text(r), "build: FAILED") || !strings.Contains(text(r), "syntax error") || !strings.Contains(text(r), "unchanged") {
-			t.Fatalf("failed build: %q", text(r))
+		if !r.IsError || !strings.Contains(testkit.Text(r), "build: FAILED") || !strings.Contains(testkit.Text(r), "syntax error") || !strings.Contains(testkit.Text(r), "unchanged") {
+			t.Fatalf("failed build: %q", testkit.Text(r))
 		}
 		restart, err := h.srv.Restart(context.Background())
 		if err != nil || restart.Gen != 3 || !restart.OK() || !restart.Tools.Empty() {
@@ -660,9 +582,9 @@ func TestRecompileNameTaken(t *testing.T) {
 // client died) while a call runs; the call's process group is killed and
 // Serve returns.
 func TestClientGoneKillsTheGroup(t *testing.T) {
-	forEra(t, func(t *testing.T, era string) {
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		state := t.TempDir()
-		s := New(Config{Schema: []string{exampleBin, "schema", "--json"}, Env: append(os.Environ(), "EXAMPLE_CLI_STATE="+state)})
+		s := New(Config{Schema: []string{testkit.ExampleCLI(t), "schema", "--json"}, Env: append(os.Environ(), "EXAMPLE_CLI_STATE="+state)})
 		if _, err := s.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -670,7 +592,7 @@ func TestClientGoneKillsTheGroup(t *testing.T) {
 		sr, cw := io.Pipe()
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(context.Background(), wire.NewReader(sr, 0), sw) }()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: era.Version})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -689,14 +611,14 @@ func TestClientGoneKillsTheGroup(t *testing.T) {
 }
 
 func TestLogs(t *testing.T) {
-	var buf syncBuffer
+	var buf testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := start(t, modern, Config{Logger: log})
+	h := start(t, testkit.Modern, Config{Logger: log})
 	h.call("fail", map[string]any{"status": 4})
 	out := buf.String()
 	for _, want := range []string{
 		`level=INFO msg="cli schema refreshed" tools=7 added="[add args big count fail greet slow]"`,
-		`level=DEBUG msg="cli call" tool=fail argv="[` + exampleBin + ` fail 4]" exit=4 err=<nil> duration=`,
+		`level=DEBUG msg="cli call" tool=fail argv="[` + testkit.ExampleCLI(t) + ` fail 4]" exit=4 err=<nil> duration=`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
@@ -704,27 +626,10 @@ func TestLogs(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestKilledBySignal(t *testing.T) {
-	h := start(t, legacy, Config{Command: []string{"sh", "-c", "echo out; echo err >&2; kill -KILL $$", "sh"}})
+	h := start(t, testkit.Legacy, Config{Command: []string{"sh", "-c", "echo out; echo err >&2; kill -KILL $$", "sh"}})
 	r := h.call("fail", map[string]any{"status": 1})
-	if s := text(r); !r.IsError || !strings.Contains(s, "signal: killed") || !strings.Contains(s, "out") || !strings.Contains(s, "err") {
+	if s := testkit.Text(r); !r.IsError || !strings.Contains(s, "signal: killed") || !strings.Contains(s, "out") || !strings.Contains(s, "err") {
 		t.Fatalf("got %v %q", r.IsError, s)
 	}
 }

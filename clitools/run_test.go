@@ -5,14 +5,14 @@ package clitools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
@@ -81,7 +81,7 @@ func TestRunCutShortKillsTheGroup(t *testing.T) {
 			}
 			pid := waitPidFile(t, childPid)
 			deadline := time.Now().Add(5 * time.Second)
-			for alive(pid) {
+			for testkit.Alive(pid) {
 				if time.Now().After(deadline) {
 					t.Fatalf("the call's child %d survived", pid)
 				}
@@ -89,20 +89,6 @@ func TestRunCutShortKillsTheGroup(t *testing.T) {
 			}
 		})
 	}
-}
-
-// alive reports whether pid is a live process: a zombie (dead, not yet
-// reaped by whoever adopted it) is not.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // no /proc: the signal test is all there is
-	}
-	_, rest, _ := strings.Cut(string(stat), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 func TestRunStartError(t *testing.T) {
