@@ -124,6 +124,11 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	}
 	res.Restart = rs
 	lg := b.log.With("build", c.seq)
+	if rs.Err != nil && ctx.Err() != nil {
+		// Shutting down: the restart was cut short, nothing failed.
+		res.Canceled, res.Err = true, fmt.Errorf("restart canceled: shutting down: %w", ctx.Err())
+		return
+	}
 	if rs.Err != nil {
 		lg.Debug("restart failed", "after", result.Dur(rs.Duration), "err", rs.Err)
 		b.say(c, fmt.Sprintf("restart failed after %s: %v", result.Dur(rs.Duration), rs.Err))

@@ -146,12 +146,15 @@ func New(cfg Config) *Server {
 // to connect.
 func (s *Server) MCPServer() *mcp.Server { return s.srv }
 
-// Serve serves one client whose messages come from in (a wire.Reader of
-// its stdin, as a rule) and whose answers go to out, until ctx ends or
-// the client goes, then Closes s.
-func (s *Server) Serve(ctx context.Context, in wire.Stream, out io.Writer) error {
+// Serve serves one client on t (its stdin and stdout, as a rule; bad
+// lines are logged to the server's logger when t.Log is nil) until ctx
+// ends or the client goes, then Closes s.
+func (s *Server) Serve(ctx context.Context, t *wire.Transport) error {
 	defer s.Close()
-	err := s.srv.Run(ctx, &wire.Transport{In: in, Out: out, Log: s.log})
+	if t.Log == nil {
+		t.Log = s.log
+	}
+	err := s.srv.Run(ctx, t)
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}

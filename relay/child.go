@@ -60,6 +60,8 @@ type childSpec struct {
 	env    []string
 	maxMsg int
 	grace  time.Duration // StopTimeout
+	// traffic is Config.Traffic: what is sent to the child is recorded.
+	traffic func(hop string, toServer bool, gen int, msg []byte)
 }
 
 // stdoutGrace is how long a child that closed its stdout may take to exit
@@ -138,6 +140,9 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		done:     make(chan struct{}),
 		reaped:   make(chan struct{}),
 		answered: make(chan struct{}),
+	}
+	if spec.traffic != nil {
+		c.in.sent = func(msg []byte) { spec.traffic("server", true, gen, msg) }
 	}
 	go c.in.run(inW, func() { inW.Close() })
 

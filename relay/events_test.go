@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // eventLog records what OnEvent and Traffic receive.
@@ -23,9 +24,31 @@ type eventLog struct {
 }
 
 type tapped struct {
-	fromClient bool
-	gen        int
-	msg        string
+	hop      string
+	toServer bool
+	gen      int
+	msg      string
+}
+
+// seen counts the recorded messages on hop in direction toServer of
+// generation gen that contain every one of parts.
+func (l *eventLog) seen(hop string, toServer bool, gen int, parts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+next:
+	for _, m := range l.traffic {
+		if m.hop != hop || m.toServer != toServer || m.gen != gen {
+			continue
+		}
+		for _, p := range parts {
+			if !strings.Contains(m.msg, p) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
 }
 
 func (l *eventLog) kinds() []EventKind {
@@ -74,9 +97,9 @@ func TestEventsAndTraffic(t *testing.T) {
 			l.events = append(l.events, e)
 			l.mu.Unlock()
 		}
-		c.Traffic = func(fromClient bool, gen int, msg []byte) {
+		c.Traffic = func(hop string, toServer bool, gen int, msg []byte) {
 			l.mu.Lock()
-			l.traffic = append(l.traffic, tapped{fromClient, gen, string(msg)})
+			l.traffic = append(l.traffic, tapped{hop, toServer, gen, string(msg)})
 			l.mu.Unlock()
 		}
 	}})
@@ -86,19 +109,14 @@ func TestEventsAndTraffic(t *testing.T) {
 		t.Fatalf("startup events: %+v", up)
 	}
 	h.mustCall("echo", map[string]any{"text": "tapped-text"})
-	l.mu.Lock()
-	var in, out bool
-	for _, m := range l.traffic {
-		if strings.Contains(m.msg, "tapped-text") && strings.Contains(m.msg, `"method":"tools/call"`) {
-			in = in || m.fromClient && m.gen == 1
+	// A forwarded call and its answer: once on each hop, each way.
+	for _, hop := range []string{"client", "server"} {
+		if n := l.seen(hop, true, 1, "tapped-text", `"method":"tools/call"`); n != 1 {
+			t.Errorf("call recorded %d times on the %s hop, want 1", n, hop)
 		}
-		if strings.Contains(m.msg, "tapped-text") && strings.Contains(m.msg, `"result"`) {
-			out = out || !m.fromClient && m.gen == 1
+		if n := l.seen(hop, false, 1, "tapped-text", `"result"`); n != 1 {
+			t.Errorf("answer recorded %d times on the %s hop, want 1", n, hop)
 		}
-	}
-	l.mu.Unlock()
-	if !in || !out {
-		t.Fatalf("traffic tap missed the call (in %v, out %v)", in, out)
 	}
 
 	h.setVariant("v2")
@@ -110,6 +128,17 @@ func TestEventsAndTraffic(t *testing.T) {
 	if rs := evs[2].Restart; rs == nil || !slices.Equal(rs.Tools.Added, []string{"reverse"}) {
 		t.Fatalf("Up carries no tool diff: %+v", rs)
 	}
+	// mcpflow's own messages: the handshake replayed into the new child
+	// (server hop only) and the list_changed it tells the client.
+	if n := l.seen("server", true, 2, `"method":"initialize"`); n != 1 {
+		t.Errorf("replayed initialize recorded %d times on the server hop, want 1", n)
+	}
+	if n := l.seen("client", true, 2, `"method":"initialize"`); n != 0 {
+		t.Errorf("replayed initialize recorded on the client hop")
+	}
+	testkit.Eventually(t, 5*time.Second, "list_changed recorded on the client hop", func() bool {
+		return l.seen("client", false, 2, `"notifications/tools/list_changed"`) > 0
+	})
 
 	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil {
 		t.Fatal("exit call succeeded")

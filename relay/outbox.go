@@ -31,6 +31,9 @@ type outbox struct {
 	inline  int  // goroutines between beginInline and endInline
 	bw      *bufio.Writer
 	done    chan struct{}
+	// sent, when set, sees every message sent (Config.Traffic); set it
+	// before the first send.
+	sent func(msg []byte)
 }
 
 func newOutbox() *outbox {
@@ -46,6 +49,9 @@ func (o *outbox) send(m []byte) bool {
 	defer o.mu.Unlock()
 	if o.closed || o.err != nil {
 		return false
+	}
+	if o.sent != nil {
+		o.sent(m)
 	}
 	if o.head > 0 && o.head >= o.queued() {
 		// As many slots written as queued: move the queue to the front of

@@ -61,14 +61,15 @@ type Config struct {
 	// order, from a goroutine of the relay's that holds no relay lock. A
 	// slow callback delays later events, never the relay.
 	OnEvent func(Event)
-	// Traffic, when set, is called with every message as read from either
-	// peer, before the relay rewrites it: fromClient is true for the
-	// client's messages, gen is the generation of the child the message
-	// came from or (client messages) of the current child, 0 if none.
-	// Messages the relay makes itself are not shown. It is called on the
-	// relay's hot path, with no relay lock held: it must return quickly,
-	// and must not keep msg (or write to it) after it returns.
-	Traffic func(fromClient bool, gen int, msg []byte)
+	// Traffic, when set, is called with every message on both hops, as
+	// read from a peer and as sent to one, mcpflow's own messages included
+	// (so a forwarded message is seen once per hop): hop is "client" (the
+	// client and mcpflow) or "server" (mcpflow and the child), toServer
+	// the direction, gen the generation of the child the message went to
+	// or came from (0 if none). It is called on the relay's hot path, at
+	// times with a relay lock held: it must return quickly, call nothing of
+	// the relay's, and not keep msg (nor write to it) after it returns.
+	Traffic func(hop string, toServer bool, gen int, msg []byte)
 
 	// Handoff, when set, lets the embedder serve a session whose child
 	// speaks the other protocol era another way (cmd's era bridge): a
@@ -225,8 +226,11 @@ func New(cfg Config) *Relay {
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key)
+	if cfg.Traffic != nil {
+		r.sw.out.sent = func(msg []byte) { cfg.Traffic("client", false, int(r.curGen.Load()), msg) }
+	}
 	r.events.tap = r.sw.stats.event
-	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout}
+	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic}
 	return r
 }
 
@@ -262,7 +266,7 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 				return
 			}
 			if r.cfg.Traffic != nil {
-				r.cfg.Traffic(true, int(r.curGen.Load()), msg)
+				r.cfg.Traffic("client", true, int(r.curGen.Load()), msg)
 			}
 			r.sw.fromClient(msg)
 		}

@@ -506,6 +506,12 @@ func compareInit(prev, cur []byte) []string {
 // failStart stops a child that came up broken and leaves the relay down.
 // It returns the report the agent reads.
 func (r restartRun) failStart(c *child, err error) error {
+	if r.ctx.Err() != nil {
+		// The relay shuts down: the start was cut short, nothing failed.
+		c.kill(shutdownStep, r.ctx)
+		<-c.reaped
+		return errClosed
+	}
 	report := msgBadStart(err, r.cfg.Tool)
 	if errors.Is(err, context.DeadlineExceeded) {
 		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)

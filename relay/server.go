@@ -13,7 +13,7 @@ import (
 // the reader checked).
 func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.cfg.Traffic != nil {
-		r.cfg.Traffic(false, c.gen, msg)
+		r.cfg.Traffic("server", false, c.gen, msg)
 	}
 	env, err := wire.Peek(msg)
 	if err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError) {

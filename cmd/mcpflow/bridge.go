@@ -19,23 +19,23 @@ import (
 
 // The era bridge of single-server mode.
 //
-// A legacy client opens its session with initialize; a child that serves
-// only 2026-07-28 may refuse it. serveBridging runs the relay (serve) as
-// usual, with relay.Config.Handoff set: when the child answers the
-// client's first initialize with an error, the client never sees it; the
-// relay hands the session over, mcpflow stops the relay (and its child)
-// and serves the same server through the mux engine in single mode
-// instead: a real MCP server toward the client, a real MCP client toward
-// the child (which negotiates 2026-07-28 with it), the server's tools
-// under their own names, its build and watch as configured, and
-// relay.tool as the rebuild tool. The client's initialize is handed to it
-// unchanged. Every other session (a modern client, a child that accepts
-// initialize) stays on the relay, untouched.
-//
-// The refusal is seen when the child answers the client's initialize
-// itself: when the first build outlasts relay.startup_grace, the relay
-// answers alone and the bridge is not engaged; raise startup_grace for
-// such a server.
+// The client and the child may speak different protocol eras: a legacy
+// client opens its session with initialize, which a child that serves
+// only 2026-07-28 may refuse; a modern client opens it with
+// server/discover, which a legacy-only child does not know. serveBridging
+// runs the relay (serve) as usual, with relay.Config.Handoff set: when
+// the child refuses the client's initialize (forwarded to it, or replayed
+// after the relay answered it during the first build), or does not speak
+// 2026-07-28 when the relay answered the client's server/discover
+// itself, the client never sees the refusal; the relay hands the session
+// over, mcpflow stops the relay (and its child) and serves the same
+// server through the mux engine in single mode instead: a real MCP server
+// toward the client, a real MCP client toward the child (which negotiates
+// the child's era), the server's tools under their own names, its build
+// and watch as configured, and relay.tool as the rebuild tool. The
+// messages that opened the session are handed to it unchanged; answers
+// the client already has (the relay's own, during the first build) are
+// not sent twice. Every other session stays on the relay, untouched.
 
 // serveBridging is serve with the era bridge (single-server configs only).
 func serveBridging(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
@@ -216,5 +216,5 @@ func serveSingleMux(ctx context.Context, cfg *config.Config, logger *slog.Logger
 	})
 	w.target.m = m
 	run.listen(control.ModeSingle, w.target)
-	return m.Run(ctx, &wire.Transport{In: in, Out: stdout, Log: logger})
+	return m.Run(ctx, run.front(in, stdout, logger))
 }

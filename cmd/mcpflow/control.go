@@ -22,6 +22,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/traffic"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -88,11 +89,22 @@ func openRun(cfg *config.Config, ring *logring.Ring, logger *slog.Logger) (*inst
 // trafficHook is relay.Config.Traffic for the server called server (""
 // in single-server mode; a mux names each server's relay): nil when
 // nothing is recorded.
-func (w *instanceRun) trafficHook(server string) func(fromClient bool, gen int, msg []byte) {
+func (w *instanceRun) trafficHook(server string) func(hop string, toServer bool, gen int, msg []byte) {
 	if w.traffic == nil {
 		return nil
 	}
 	return w.traffic.Hook(server)
+}
+
+// front is the transport to the client on in and out: what crosses it is
+// recorded as the client hop when log.traffic is set.
+func (w *instanceRun) front(in wire.Stream, out io.Writer, logger *slog.Logger) *wire.Transport {
+	t := &wire.Transport{In: in, Out: out, Log: logger}
+	if w.traffic != nil {
+		hook := w.traffic.Hook("")
+		t.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
+	}
+	return t
 }
 
 // listen opens the control socket with t as its Target. Failing to is a

@@ -115,7 +115,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	w.target.m = m
 	run.listen(control.ModeMux, w.target)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return m.Run(ctx, &wire.Transport{In: in, Out: stdout, Log: logger})
+	return m.Run(ctx, run.front(in, stdout, logger))
 }
 
 // specOf is the mux's view of a configured server.
@@ -184,7 +184,15 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 
 // configureRelay applies a configured server's [servers.NAME.relay].
 func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
-	rc.Traffic = w.run.trafficHook(spec.Name)
+	if hook := w.run.trafficHook(spec.Name); hook != nil {
+		// The client hop is the mux's front (run.front); between the mux
+		// and this relay is mcpflow inside itself.
+		rc.Traffic = func(hop string, toServer bool, gen int, msg []byte) {
+			if hop == "server" {
+				hook(hop, toServer, gen, msg)
+			}
+		}
+	}
 	var r config.RelayConfig
 	var run config.RunConfig
 	if c := w.single; c != nil {

@@ -239,7 +239,9 @@ func buildConfig(cfg *config.Config, buildLog *slog.Logger, logger *log.Logger, 
 		Timeout: cfg.Build.Timeout,
 		Logger:  buildLog,
 		OnResult: func(res result.Build) {
-			logCycle(logger, res)
+			if !res.Canceled || !errors.Is(res.Err, context.Canceled) {
+				logCycle(logger, res) // a cycle cut short by the end of the run says nothing
+			}
 			note(res)
 		},
 	}

@@ -221,8 +221,8 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:5:12: log.max_size: must be at least 1KiB, got 100`},
 		{"log max_size word", minimal + "[log]\nmax_size = \"big\"\n",
 			`mcpflow.toml:4:12: log.max_size: expected a size like "64MiB"`},
-		{"startup_grace", minimal + "[relay]\nstartup_grace = \"0s\"\n",
-			`mcpflow.toml:4:17: relay.startup_grace: must be more than 0, got "0s"`},
+		{"startup_grace", minimal + "[relay]\nstartup_grace = \"-1s\"\n",
+			`mcpflow.toml:4:17: relay.startup_grace: must not be negative, got "-1s"`},
 		{"relay drain", minimal + "[relay]\ndrain = 5\n",
 			`mcpflow.toml:4:9: relay.drain: expected a duration like "2s", got integer 5`},
 	}

@@ -90,7 +90,7 @@ func (c *Config) apply(fc *fileConfig) []error {
 		r.int(&s.Relay.QueueSize, sr.QueueSize)
 		r.size(&s.Relay.QueueBytes, sr.QueueBytes)
 		r.dur(prefix+"relay.queue_timeout", sr.QueueTimeout, &s.Relay.QueueTimeout, false)
-		r.dur(prefix+"relay.startup_grace", sr.StartupGrace, &s.Relay.StartupGrace, false)
+		r.dur(prefix+"relay.startup_grace", sr.StartupGrace, &s.Relay.StartupGrace, true)
 		r.dur(prefix+"relay.handshake_timeout", sr.Handshake, &s.Relay.Handshake, false)
 		s.Relay.Drain = c.Mux.Drain
 		r.watch(prefix+"watch", &fs.Watch, &s.Watch)
@@ -206,7 +206,7 @@ func (r *resolver) relay(f *fileRelay, rl *RelayConfig) {
 	r.int(&rl.QueueSize, f.QueueSize)
 	r.size(&rl.QueueBytes, f.QueueBytes)
 	r.dur("relay.queue_timeout", f.QueueTimeout, &rl.QueueTimeout, false)
-	r.dur("relay.startup_grace", f.StartupGrace, &rl.StartupGrace, false)
+	r.dur("relay.startup_grace", f.StartupGrace, &rl.StartupGrace, true)
 	r.dur("relay.handshake_timeout", f.Handshake, &rl.Handshake, false)
 	r.dur("relay.drain", f.Drain, &rl.Drain, false)
 }

@@ -4,13 +4,18 @@
 //
 // Each line is one message:
 //
-//	{"t":"2026-11-23T09:14:03.123456789Z","dir":"c2s","gen":2,"server":"notes","msg":{...}}
+//	{"t":"2026-11-23T09:14:03.123456789Z","hop":"client","dir":"c2s","gen":2,"server":"notes","msg":{...}}
 //
-// t is the time of recording (RFC 3339, UTC, nanoseconds); dir is "c2s"
-// (client to server) or "s2c"; gen is the child generation the message
-// went to or came from (0 when none was running); server is the server's
-// name, only when one was given (a mux); msg is the message itself, as it
-// travelled. A message larger than Options.MaxMessage is recorded as
+// t is the time of recording (RFC 3339, UTC, nanoseconds); hop is
+// "client" (between the client and mcpflow) or "server" (between mcpflow
+// and the child): a message mcpflow forwards is recorded on each hop, and
+// one mcpflow makes itself (a list_changed, an answer of its own, a
+// replayed handshake) on the hop it goes over; dir is "c2s" (toward the
+// server) or "s2c"; gen is the child generation the message went to or
+// came from (0 when none was running); server is the server's name, only
+// when one was given (a mux's server hop: its client hop is the mux's
+// front, with no server); msg is the message itself, as it travelled. A
+// message larger than Options.MaxMessage is recorded as
 // "truncated":true, "size" (its length) and "msg_prefix" (its first
 // MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
 // are recorded as "invalid":true and "msg_text".
@@ -90,9 +95,9 @@ func Open(path string, opts Options) (*Writer, error) {
 
 // Hook returns the function the relay calls for every message; server is
 // the server's name in a mux, "" otherwise.
-func (w *Writer) Hook(server string) func(fromClient bool, gen int, msg []byte) {
+func (w *Writer) Hook(server string) func(hop string, toServer bool, gen int, msg []byte) {
 	frag := serverFrag(server)
-	return func(fromClient bool, gen int, msg []byte) { w.record(frag, fromClient, gen, msg) }
+	return func(hop string, toServer bool, gen int, msg []byte) { w.record(frag, hop, toServer, gen, msg) }
 }
 
 func serverFrag(server string) []byte {
@@ -102,7 +107,7 @@ func serverFrag(server string) []byte {
 	return appendString([]byte(`,"server":`), server)
 }
 
-func (w *Writer) record(serverFrag []byte, fromClient bool, gen int, msg []byte) {
+func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, msg []byte) {
 	now := time.Now().UTC()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -111,10 +116,12 @@ func (w *Writer) record(serverFrag []byte, fromClient bool, gen int, msg []byte)
 	}
 	b := append(w.line[:0], `{"t":"`...)
 	b = now.AppendFormat(b, time.RFC3339Nano)
-	if fromClient {
-		b = append(b, `","dir":"c2s","gen":`...)
+	b = append(b, `","hop":`...)
+	b = appendString(b, hop)
+	if toServer {
+		b = append(b, `,"dir":"c2s","gen":`...)
 	} else {
-		b = append(b, `","dir":"s2c","gen":`...)
+		b = append(b, `,"dir":"s2c","gen":`...)
 	}
 	b = strconv.AppendInt(b, int64(gen), 10)
 	b = append(b, serverFrag...)

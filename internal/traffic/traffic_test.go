@@ -14,6 +14,7 @@ import (
 
 type line struct {
 	T         time.Time       `json:"t"`
+	Hop       string          `json:"hop"`
 	Dir       string          `json:"dir"`
 	Gen       int             `json:"gen"`
 	Server    string          `json:"server"`
@@ -58,7 +59,7 @@ func TestEveryMessageInOrderAcrossRotation(t *testing.T) {
 	const n = 60 // about 80 bytes a line: the file rotates several times
 	for i := range n {
 		buf = fmt.Appendf(buf[:0], `{"jsonrpc":"2.0","id":%d,"method":"tools/call"}`, i)
-		hook(i%2 == 0, 1+i/20, buf)
+		hook("client", i%2 == 0, 1+i/20, buf)
 		for j := range buf {
 			buf[j] = 'X' // the caller reuses its buffer at once
 		}
@@ -93,8 +94,8 @@ func TestEveryMessageInOrderAcrossRotation(t *testing.T) {
 		if i%2 == 0 {
 			wantDir = "c2s"
 		}
-		if l.Dir != wantDir || l.Gen != 1+i/20 || l.Server != "" {
-			t.Fatalf("line %d: dir %q gen %d server %q", k, l.Dir, l.Gen, l.Server)
+		if l.Hop != "client" || l.Dir != wantDir || l.Gen != 1+i/20 || l.Server != "" {
+			t.Fatalf("line %d: hop %q dir %q gen %d server %q", k, l.Hop, l.Dir, l.Gen, l.Server)
 		}
 		if l.T.Before(prev) || l.T.IsZero() {
 			t.Fatalf("line %d: time %v before %v", k, l.T, prev)
@@ -111,14 +112,14 @@ func TestTruncatedInvalidAndNamed(t *testing.T) {
 	}
 	big := `{"result":"` + strings.Repeat("é", 40) + `"}`
 	notes, odd, single := w.Hook("notes"), w.Hook("a\"b"), w.Hook("")
-	notes(false, 3, []byte(big))
-	notes(true, 3, []byte("not json\n"))
-	odd(true, 0, []byte("{\n  \"id\": 1\n}"))
-	single(true, 0, []byte(`{"id":"<&>"}`))
+	notes("server", false, 3, []byte(big))
+	notes("client", true, 3, []byte("not json\n"))
+	odd("server", true, 0, []byte("{\n  \"id\": 1\n}"))
+	single("client", true, 0, []byte(`{"id":"<&>"}`))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	single(true, 0, []byte(`{}`)) // after Close: ignored, no panic
+	single("client", true, 0, []byte(`{}`)) // after Close: ignored, no panic
 	ls := readLines(t, path)
 	if len(ls) != 4 {
 		t.Fatalf("%d lines", len(ls))
@@ -127,7 +128,10 @@ func TestTruncatedInvalidAndNamed(t *testing.T) {
 		len(l.Prefix) > 32 || !strings.HasPrefix(big, l.Prefix) || len(l.Prefix) < 29 {
 		t.Errorf("truncated line: %+v", l)
 	}
-	if l := ls[1]; !l.Invalid || l.Text != "not json" || l.Dir != "c2s" {
+	if l := ls[0]; l.Hop != "server" || l.Dir != "s2c" {
+		t.Errorf("hop and direction: %+v", l)
+	}
+	if l := ls[1]; !l.Invalid || l.Text != "not json" || l.Dir != "c2s" || l.Hop != "client" {
 		t.Errorf("invalid line: %+v", l)
 	}
 	if l := ls[2]; string(l.Msg) != `{"id":1}` || l.Server != `a"b` {
@@ -152,7 +156,7 @@ func TestConcurrentRecordsAndPeriodicFlush(t *testing.T) {
 			defer wg.Done()
 			h := w.Hook(fmt.Sprint("s", g))
 			for i := range 500 {
-				h(true, g, fmt.Appendf(nil, `{"id":%d}`, i))
+				h("client", true, g, fmt.Appendf(nil, `{"id":%d}`, i))
 			}
 		}()
 	}
@@ -192,6 +196,6 @@ func BenchmarkRecord(b *testing.B) {
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for b.Loop() {
-		hook(false, 1, msg)
+		hook("server", false, 1, msg)
 	}
 }

@@ -39,6 +39,10 @@ type Transport struct {
 	In  Stream
 	Out io.Writer
 	Log *slog.Logger // bad lines are logged here; nil = discard
+	// Traffic, when set, sees every message read from In (toServer) and
+	// written to Out, as it travelled; it must return quickly and not
+	// keep msg.
+	Traffic func(toServer bool, msg []byte)
 }
 
 // Connect implements mcp.Transport.
@@ -50,6 +54,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	c := &conn{
 		out:      t.Out,
 		log:      log,
+		traffic:  t.Traffic,
 		incoming: make(chan jsonrpc.Message),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
@@ -64,7 +69,8 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 type conn struct {
 	out     io.Writer
 	log     *slog.Logger
-	wmu     sync.Mutex // one line at a time on out
+	traffic func(toServer bool, msg []byte) // Transport.Traffic
+	wmu     sync.Mutex                      // one line at a time on out
 	batches *Batches
 
 	incoming chan jsonrpc.Message
@@ -115,6 +121,9 @@ func (c *conn) read(in Stream) {
 			}
 			c.readErr = err
 			return
+		}
+		if c.traffic != nil {
+			c.traffic(true, msg)
 		}
 		if !c.handle(msg) {
 			return
@@ -401,6 +410,9 @@ func (c *conn) writeLine(msg []byte) error {
 	case <-c.closed:
 		return mcp.ErrConnectionClosed
 	default:
+	}
+	if c.traffic != nil {
+		c.traffic(false, msg)
 	}
 	_, err := c.out.Write(append(msg, '\n'))
 	return err
