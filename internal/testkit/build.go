@@ -60,6 +60,22 @@ func Build(tb testing.TB, pkg string, flags ...string) string {
 	return b.path
 }
 
+// MustBuild is Build for the setup of Main: a failure ends the test
+// binary.
+func MustBuild(pkg string, flags ...string) string {
+	b, err := builds.get(pkg, flags)
+	if err == nil {
+		b.once.Do(func() { b.path, b.err = builds.build(b.n, pkg, flags) })
+		err = b.err
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testkit.MustBuild %s %s: %v\n", pkg, strings.Join(flags, " "), err)
+		builds.remove()
+		os.Exit(1)
+	}
+	return b.path
+}
+
 // Root is the module's root folder.
 func Root(tb testing.TB) string {
 	tb.Helper()

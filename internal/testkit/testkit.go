@@ -30,10 +30,11 @@ import (
 // nothing).
 const RunKey = "MCPFLOW_TESTKIT_RUN"
 
-// Main runs the tests, removes the binaries Build made, and fails the run
-// if a process started by a test (one that inherited RunKey) is still
-// alive a few seconds after the last test ended.
-func Main(m *testing.M) {
+// Main runs setup (where MustBuild may build what every test of the
+// package needs), then the tests; it removes the binaries Build made, and
+// fails the run if a process started by a test (one that inherited RunKey)
+// is still alive a few seconds after the last test ended.
+func Main(m *testing.M, setup ...func()) {
 	run := RunKey + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	k, v, _ := strings.Cut(run, "=")
 	// The one environment change of the kit: a test binary's own.
@@ -42,6 +43,9 @@ func Main(m *testing.M) {
 		os.Exit(1)
 	}
 	builds.start()
+	for _, f := range setup {
+		f()
+	}
 	code := m.Run()
 	builds.remove()
 	if left := waitGone(Procs{Tag: run}, 10*time.Second); len(left) > 0 {
