@@ -27,12 +27,12 @@
 //	bench -floor -- CMD ARGS   the floor: two io.Copy loops between the client and CMD
 //	bench -canned              a raw MCP server whose big tool writes prebuilt results
 //
-// The test servers are the relay's fixture (echo, big, variants) and the
-// mux's (grow), built into a temporary directory at start; the [cli] ways
-// serve /bin/echo. The benchmark makes itself a child subreaper, so a
-// server that outlives mcpflow is found, reported and killed at the end;
-// every process runs in its own process group, and the temporary
-// directory is removed.
+// The test server is the test kit's fixture (echo, big, grow, variants;
+// before the kit, the relay's and the mux's), built into a temporary
+// directory at start; the [cli] ways serve /bin/echo. The benchmark makes
+// itself a child subreaper, so a server that outlives mcpflow is found,
+// reported and killed at the end; every process runs in its own process
+// group, and the temporary directory is removed.
 package main
 
 import (
@@ -68,14 +68,16 @@ type options struct {
 }
 
 type bench struct {
-	opt        options
-	tmp        string
-	root       string // the module's directory
-	fixture    string // the relay's fixture: echo, big, -variant-file
-	muxFixture string // the mux's fixture: grow
-	mcpflow    string
-	self       string
-	seq        int
+	opt         options
+	tmp         string
+	root        string // the module's directory
+	fixture     string // the relay's fixture: echo, big, -variant-file
+	muxFixture  string // the mux's fixture: grow
+	built       map[string]string
+	fixtureDirs []string
+	mcpflow     string
+	self        string
+	seq         int
 
 	mu    sync.Mutex
 	peers []*peer
@@ -267,7 +269,8 @@ func (b *bench) main(want map[string]bool) int {
 			res.note("FAILED: %v", err)
 		}
 		printTable(os.Stdout, s.title, res)
-		fmt.Printf("   (%s took %.1fs)\n", s.key, time.Since(t).Seconds())
+		fmt.Printf("   (%s took %.1fs; load average after it: %s)\n", s.key, time.Since(t).Seconds(), loadAvg())
+		res.note("took %.0fs; load average (1, 5, 15 min) after it: %s", time.Since(t).Seconds(), loadAvg())
 		writeMarkdown(&md, s.title, res)
 		for _, r := range res.rows {
 			if strings.HasPrefix(r.verdict, "✗") {
@@ -309,11 +312,11 @@ func or(s, d string) string {
 	return s
 }
 
-// Where the fixtures live: the first that exists is built (the test kit
-// may gather them in one place).
+// Where the fixtures live: the first that exists is built. The test kit's
+// one fixture plays both parts; the others are where they were before it.
 var (
-	relayFixtureDirs = []string{"relay/testdata/fixture", "internal/testkit/fixture"}
-	muxFixtureDirs   = []string{"mux/testdata/fixture", "internal/testkit/fixture"}
+	relayFixtureDirs = []string{"internal/testkit/testdata/fixture", "relay/testdata/fixture"}
+	muxFixtureDirs   = []string{"internal/testkit/testdata/fixture", "mux/testdata/fixture"}
 )
 
 // buildFixtures builds the relay's and the mux's fixture servers into the
@@ -340,12 +343,20 @@ func (b *bench) buildFirst(name string, dirs []string) (string, error) {
 		if _, err := os.Stat(filepath.Join(b.root, d, "main.go")); err != nil {
 			continue
 		}
+		if b.built == nil {
+			b.built = map[string]string{}
+		}
+		if bin, ok := b.built[d]; ok {
+			return bin, nil
+		}
 		bin := filepath.Join(b.tmp, name)
 		cmd := exec.Command("go", "build", "-o", bin, "./"+d)
 		cmd.Dir = b.root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("build %s: %v\n%s", d, err, out)
 		}
+		b.built[d] = bin
+		b.fixtureDirs = append(b.fixtureDirs, d)
 		return bin, nil
 	}
 	return "", fmt.Errorf("no fixture server found (looked in %s)", strings.Join(dirs, ", "))
@@ -357,14 +368,22 @@ func (b *bench) header() []string {
 	h = append(h, "Go: "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
 	v, _ := exec.Command(b.mcpflow, "version").Output()
 	h = append(h, "mcpflow: "+strings.TrimSpace(string(v)))
+	h = append(h, "fixture: "+strings.Join(b.fixtureDirs, ", "))
 	args := append([]string{"go run ./bench"}, os.Args[1:]...)
 	h = append(h, "command: `"+strings.Join(args, " ")+"`")
 	h = append(h, fmt.Sprintf("counts: per-call %d rounds per era, large %d canned + %d fixture rounds, tools/list %d rounds, restart %d rounds, save %d rounds, leak %d restarts, watcher %d rounds (tree ×%g), idle window %s",
 		b.opt.rounds, b.opt.bigRounds, fixtureRounds(b.opt.bigRounds), b.opt.listRounds, b.opt.restartRounds, b.opt.saveRounds, b.opt.leakRestarts, b.opt.watchRounds, b.opt.treeScale, b.opt.idle))
-	if ld, err := os.ReadFile("/proc/loadavg"); err == nil {
-		h = append(h, "load average at start: "+strings.Join(strings.Fields(string(ld))[:3], " "))
-	}
+	h = append(h, "load average at start: "+loadAvg())
 	return h
+}
+
+// loadAvg is the machine's load average over 1, 5 and 15 minutes.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // tomlStr quotes s as a TOML basic string.

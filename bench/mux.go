@@ -80,6 +80,7 @@ func muxBench(b *bench) (res *result, err error) {
 	}
 	mux.notes = nil
 	time.Sleep(settle)
+	guardRSS, guardPriv := guardMem(mux.pid)
 	with20, err := procKB(mux.pid, "VmRSS")
 	if err != nil {
 		return res, mux.fail("read VmRSS: %v", err)
@@ -153,6 +154,11 @@ func muxBench(b *bench) (res *result, err error) {
 	res.add(single(fmt.Sprintf("mux RSS with %d idle servers (VmRSS)", muxServers), uBytes, with20).
 		withRatio(fmt.Sprintf("+%s per server", fmtBytes((with20-idle)/muxServers))).
 		judge("≤ 35 MB", with20 <= 35e6))
+	if guardRSS > 0 {
+		res.add(row{name: "its guard (mcpflow __guard): VmRSS / private memory", n: "1",
+			med:   fmtBytes(guardRSS) + " / " + fmtBytes(guardPriv),
+			ratio: fmt.Sprintf("mux + guard's private = %s idle, %s with %d servers", fmtBytes(idle+guardPriv), fmtBytes(with20+guardPriv), muxServers)})
+	}
 	res.add(stat("add_server → result (tools listed)", uDur, &add))
 	res.add(stat("the server's own start: spawn → initialize → tools/list", uDur, &alone))
 	res.add(stat("add_server − the server's own start (paired)", uDur, &own).

@@ -84,6 +84,74 @@ func procChildren(pid int) []int {
 	return out
 }
 
+// guardOf is the pid of mcpflow's guard ("mcpflow __guard PID", a child
+// that kills what mcpflow started should mcpflow die without stopping it),
+// or 0.
+func guardOf(pid int) int {
+	for _, c := range procChildren(pid) {
+		if strings.Contains(procCmdline(c), " __guard ") {
+			return c
+		}
+	}
+	return 0
+}
+
+// servers are pid's children but its guard.
+func servers(pid int) []int {
+	var out []int
+	g := guardOf(pid)
+	for _, c := range procChildren(pid) {
+		if c != g {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// procFDList describes pid's open fds (number → target), for a report of
+// fds that were not closed.
+func procFDList(pid int) map[string]string {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	m := map[string]string{}
+	for _, e := range ents {
+		t, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		m[e.Name()] = t
+	}
+	return m
+}
+
+// procPrivate is the memory pid does not share with another process
+// (Private_Clean + Private_Dirty of /proc/PID/smaps_rollup), in bytes.
+func procPrivate(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, err
+	}
+	var kb float64
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				return 0, err
+			}
+			kb += v
+		}
+	}
+	return kb * 1024, nil
+}
+
+// guardMem is pid's guard's VmRSS and private memory (0, 0 without one).
+// The guard is mcpflow's own binary: most of its RSS is the binary's pages
+// it shares with mcpflow; the pair takes mcpflow's RSS plus the guard's
+// private memory.
+func guardMem(pid int) (rss, private float64) {
+	if g := guardOf(pid); g != 0 {
+		rss, _ = procKB(g, "VmRSS")
+		private, _ = procPrivate(g)
+	}
+	return rss, private
+}
+
 func procCmdline(pid int) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
