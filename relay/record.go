@@ -109,15 +109,12 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	}
 	switch env.Method {
 	case "initialize":
-		if rec.Initialize == nil {
-			return nil, false
-		}
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(env.Params, &p)
-		var res map[string]json.RawMessage
-		if json.Unmarshal(rec.Initialize, &res) != nil {
+		res := rec.initializeResult(p.ProtocolVersion)
+		if res == nil {
 			return nil, false
 		}
 		if slices.Contains(mcp.SupportedProtocolVersions(), p.ProtocolVersion) && !wire.IsModern(p.ProtocolVersion) {
@@ -136,6 +133,44 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 		items = appendItems(items, ownTools)
 	}
 	return []byte(`{"` + field + `":` + string(items) + `}`), true
+}
+
+// initializeResult is the recorded answer to initialize, or one made
+// from the recorded server/discover answer when the last start was of a
+// modern session and the server said it speaks a legacy version too (the
+// one the client asks for, else its newest): the same capabilities,
+// instructions and serverInfo. nil when the record has neither.
+func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
+	var res map[string]json.RawMessage
+	if rec.Initialize != nil {
+		if json.Unmarshal(rec.Initialize, &res) != nil {
+			return nil
+		}
+		return res
+	}
+	var d struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      json.RawMessage            `json:"capabilities"`
+		Instructions      string                     `json:"instructions"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+	}
+	if rec.Discover == nil || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
+		return nil
+	}
+	info := d.Meta["io.modelcontextprotocol/serverInfo"]
+	legacy := slices.DeleteFunc(d.SupportedVersions, wire.IsModern)
+	if info == nil || len(legacy) == 0 {
+		return nil // a server of 2026-07-28 only: the era bridge serves a legacy client
+	}
+	version := slices.Max(legacy)
+	if slices.Contains(legacy, asked) {
+		version = asked
+	}
+	res = map[string]json.RawMessage{"protocolVersion": mustJSON(version), "capabilities": d.Capabilities, "serverInfo": info}
+	if d.Instructions != "" {
+		res["instructions"] = mustJSON(d.Instructions)
+	}
+	return res
 }
 
 // appendItems appends comma-separated JSON values to a JSON array.

@@ -89,3 +89,39 @@ func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
 		}
 	})
 }
+
+// A record written in a modern session answers a legacy client's
+// initialize too (the server's name, the version asked), as long as the
+// server said it speaks that era; one of a server of 2026-07-28 only does
+// not answer it (the client waits for the server, and the era bridge).
+func TestRecordOfTheOtherEra(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		answered bool
+	}{
+		{"both eras", nil, true},
+		{"modern only", []string{"-versions", "2026-07-28"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "last-start.json")
+			first := func(c *Config) { c.First = First{Record: file, Key: "k", Grace: 500 * time.Millisecond} }
+			h := newHarness(t, hopts{version: testkit.Modern.Version, args: tc.args, cfg: first})
+			if _, err := h.cs.ListTools(h.ctx(), nil); err != nil {
+				t.Fatal(err)
+			}
+			h.cs.Close()
+			<-h.served
+
+			h = newHarness(t, hopts{version: testkit.Legacy.Version, args: tc.args, cfg: first, noStart: true})
+			init := h.cs.InitializeResult()
+			fromRecord := init.ServerInfo.Name == "fixture"
+			if fromRecord != tc.answered {
+				t.Fatalf("initialize answered from the record: %v, want %v (serverInfo %+v)", fromRecord, tc.answered, init.ServerInfo)
+			}
+			if fromRecord && init.ProtocolVersion != testkit.Legacy.Protocol {
+				t.Fatalf("answered with protocol %s, want the one asked, %s", init.ProtocolVersion, testkit.Legacy.Protocol)
+			}
+		})
+	}
+}

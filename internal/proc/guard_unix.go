@@ -26,7 +26,12 @@ func StartGuard(argv []string) (stop func(), err error) {
 	}
 	cmd := exec.Command(argv[0], append(argv[1:], strconv.Itoa(os.Getpid()))...)
 	cmd.Dir = "/"
-	cmd.Env = []string{} // it needs none (nor a profile file to share, say)
+	// It needs no environment (nor a profile file to share, say) but the
+	// race detector's settings, for a -race build.
+	cmd.Env = []string{}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		cmd.Env = append(cmd.Env, "GORACE="+v)
+	}
 	// A session of its own: neither the client killing mcpflow's group
 	// nor a terminal's hangup reaches it. Stdout and stderr are /dev/null
 	// (nil), so it holds none of the client's pipes.
