@@ -22,6 +22,13 @@
 //     init event per user message; a tool added by a save must show up in
 //     a later one, in the same session.
 //
+// Each check runs on a project mcpflow has already built once (a warm-up
+// under the Go SDK client), and the -cold ones (claude-cold, gemini-cold,
+// codex-cold) on one never built (no .mcpflow, no binary): the client's
+// first look must already show the server (Claude's init event lists its
+// tools, Codex's first status lists them, Gemini says Connected), as a
+// new user's first session does.
+//
 // After each check no process may be left in the project's folder. The
 // exit status is 0 when every check passed.
 package main
@@ -73,7 +80,7 @@ func main() {
 	flag.StringVar(&c.echo, "echo", "examples/echo", "the example server")
 	flag.StringVar(&c.mux, "mux", "examples/mux", "the mux example (its servers build examples/echo)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary projects")
-	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux)")
+	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux,claude-cold,gemini-cold,codex-cold)")
 	flag.Parse()
 	for _, p := range []*string{&c.mcpflow, clients, &c.echo, &c.mux} {
 		abs, err := filepath.Abs(*p)
@@ -90,6 +97,9 @@ func main() {
 		mux  bool
 		fn   func(p *project) error
 	}{
+		{"claude-cold", false, c.claude},
+		{"gemini-cold", false, c.gemini},
+		{"codex-cold", false, c.codex},
 		{"claude", false, c.claude},
 		{"gemini", false, c.gemini},
 		{"codex", false, c.codex},
@@ -123,12 +133,13 @@ type project struct {
 	dir, home, name string
 	want            []string
 	env             []string
+	cold            bool // never built: the client's first look must show the tools
 }
 
 func (c *checker) run(name string, mux bool, fn func(p *project) error) {
 	start := time.Now()
 	p, err := c.newProject(name, mux)
-	if err == nil {
+	if err == nil && !p.cold {
 		err = c.warm(p)
 	}
 	if err == nil {
@@ -161,7 +172,7 @@ func (c *checker) newProject(name string, mux bool) (*project, error) {
 		return nil, err
 	}
 	p := &project{dir: filepath.Join(root, "echo"), home: filepath.Join(root, "home"), name: "echo",
-		want: []string{"echo", "shout", "recompile"}}
+		want: []string{"echo", "shout", "recompile"}, cold: strings.HasSuffix(name, "-cold")}
 	if err := os.CopyFS(filepath.Join(root, "echo"), os.DirFS(c.echo)); err != nil {
 		return p, err
 	}
@@ -422,7 +433,7 @@ func (c *checker) codex(p *project) error {
 					fmt.Printf("✓ codex   Codex CLI connected (%s); tools %v\n", p.name, names)
 					return nil
 				}
-				if time.Now().After(deadline) {
+				if p.cold || time.Now().After(deadline) {
 					return fmt.Errorf("codex sees tools %v (error: %v)", names, s.ToolsError)
 				}
 			}

@@ -24,4 +24,8 @@
 //     (the rest of Argv as $1, $2, ...) on Unix, cmd /S /C on Windows.
 //   - GroupAlive reports whether a group still has a process (zombies
 //     count); on Windows it cannot tell and reports false.
+//   - StartGuard starts the guard of a run (guard.go): should mcpflow die
+//     without stopping its groups (SIGKILL, an OOM kill), every group led
+//     by one of its children is killed within GuardInterval. Its stop
+//     function, called last, waits for the guard to exit.
 package proc
