@@ -95,39 +95,21 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	}
 	cmd := proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}.Cmd()
 
-	// os.Pipe rather than cmd.StdoutPipe: Wait must not close our read
-	// ends before we have read everything the child wrote.
-	inR, inW, err := os.Pipe()
+	p, err := newPipes()
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	growPipe(outR)
-	growPipe(inW)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
 	group, err := proc.Start(cmd)
 	if err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW, errR, errW} {
-			f.Close()
-		}
+		p.close()
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
-	inR.Close()
-	outW.Close()
-	errW.Close()
+	// The child's ends are the child's now.
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
+	inW, outR, errR := p.inW, p.outR, p.errR
 
 	c := &child{
 		gen:      gen,
@@ -151,49 +133,11 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	readers.Add(2)
 	go func() {
 		defer readers.Done()
-		rd := wire.NewReader(outR, spec.maxMsg)
-		for {
-			msg, err := rd.Next()
-			var tl *wire.TooLargeError
-			var bad *wire.InvalidError
-			switch {
-			case errors.As(err, &tl):
-				peer.childTooLarge(c, tl)
-			case errors.As(err, &bad):
-				// A line cut by the child's death is no answer: the call
-				// it was for gets the crash report.
-				peer.childJunk(c, bad.Line, !rd.Cut())
-			case err != nil:
-				// Its stdout is closed: a child that does not exit with it
-				// can answer nothing more and is stopped.
-				select {
-				case <-waited:
-				case <-time.After(stdoutGrace):
-					c.closedStdout.Store(true)
-					c.group.Stop(closerFunc(c.in.close), waited, spec.grace)
-				}
-				return
-			default:
-				peer.fromChild(c, msg)
-			}
-		}
+		c.readStdout(outR, spec, peer, waited)
 	}()
 	go func() {
 		defer readers.Done()
-		sc := bufio.NewReaderSize(errR, 64<<10)
-		for {
-			line, err := sc.ReadString('\n')
-			if line != "" {
-				c.tail.Write([]byte(line))
-				if !strings.HasSuffix(line, "\n") {
-					c.tail.Write([]byte("\n"))
-				}
-				peer.childStderr(c, strings.TrimRight(line, "\r\n"))
-			}
-			if err != nil {
-				return
-			}
-		}
+		c.readStderr(errR, peer)
 	}()
 
 	go func() {
@@ -214,6 +158,83 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// pipes are the child's stdin, stdout and stderr: os.Pipe rather than
+// cmd.StdoutPipe, so that Wait does not close the read ends before
+// everything the child wrote was read.
+type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+func newPipes() (*pipes, error) {
+	var p pipes
+	for _, ends := range [][2]**os.File{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		*ends[0], *ends[1] = r, w
+	}
+	growPipe(p.outR)
+	growPipe(p.inW)
+	return &p, nil
+}
+
+func (p *pipes) close() {
+	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// readStdout hands each message of the child's stdout to peer until it
+// closes; a child that does not exit within stdoutGrace of closing it
+// (waited is closed when it did) can answer nothing more and is stopped.
+func (c *child) readStdout(outR *os.File, spec childSpec, peer childPeer, waited <-chan struct{}) {
+	rd := wire.NewReader(outR, spec.maxMsg)
+	for {
+		msg, err := rd.Next()
+		var tl *wire.TooLargeError
+		var bad *wire.InvalidError
+		switch {
+		case errors.As(err, &tl):
+			peer.childTooLarge(c, tl)
+		case errors.As(err, &bad):
+			// A line cut by the child's death is no answer: the call it
+			// was for gets the crash report.
+			peer.childJunk(c, bad.Line, !rd.Cut())
+		case err != nil:
+			select {
+			case <-waited:
+			case <-time.After(stdoutGrace):
+				c.closedStdout.Store(true)
+				c.group.Stop(closerFunc(c.in.close), waited, spec.grace)
+			}
+			return
+		default:
+			peer.fromChild(c, msg)
+		}
+	}
+}
+
+// readStderr keeps the tail of the child's stderr and hands each line to
+// peer until it closes.
+func (c *child) readStderr(errR *os.File, peer childPeer) {
+	sc := bufio.NewReaderSize(errR, 64<<10)
+	for {
+		line, err := sc.ReadString('\n')
+		if line != "" {
+			c.tail.Write([]byte(line))
+			if !strings.HasSuffix(line, "\n") {
+				c.tail.Write([]byte("\n"))
+			}
+			peer.childStderr(c, strings.TrimRight(line, "\r\n"))
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // waitOrClose waits for the readers; if a process outside the group still

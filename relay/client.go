@@ -88,7 +88,7 @@ func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 	default:
 		// Neither request, response nor notification: answered under its
 		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
-		r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", abbreviate(msg, 200))
+		r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", wire.Abbreviate(msg, 200))
 		id := env.ID
 		if wire.IDProblem(id) != "" {
 			id = nil
@@ -365,27 +365,6 @@ func (r *Relay) expireQueue() {
 	}
 }
 
-// clientTooLarge answers an over-long client line under its own id.
-func (r *switchboard) clientTooLarge(tl *wire.TooLargeError) {
-	id := tl.ID()
-	r.log.Warn("client message too large; not forwarded", "bytes", tl.Size, "limit", tl.Max)
-	if id == nil || wire.IDProblem(id) != "" {
-		return
-	}
-	r.reply(wire.ErrorResponse(id, wire.CodeInvalidRequest, wire.TextTooLarge(tl.Size, tl.Max), nil))
-}
-
-// clientInvalid answers a client line that is not JSON in UTF-8.
-func (r *switchboard) clientInvalid(bad *wire.InvalidError) {
-	if bad.BadUTF8 {
-		r.log.Warn("client sent invalid UTF-8; answered with a parse error")
-		r.reply(wire.ErrorResponse(nil, wire.CodeParseError, wire.TextBadUTF8, nil))
-		return
-	}
-	r.log.Warn("client sent a line that is not JSON; answered with a parse error", "line", abbreviate(bad.Line, 200))
-	r.reply(wire.ErrorResponse(nil, wire.CodeParseError, wire.TextBadJSON, nil))
-}
-
 func toolName(params []byte) string {
 	v := jsonscan.Member(params, "name")
 	if len(v) == 0 || v[0] != '"' {
@@ -399,11 +378,4 @@ func uriOf(params []byte) string {
 	v := jsonscan.Member(params, "uri")
 	s, _ := jsonscan.Unquote(v)
 	return s
-}
-
-func abbreviate(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "…"
 }

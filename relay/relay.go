@@ -250,18 +250,16 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	go r.sw.out.run(out, nil)
 	readErr := make(chan error, 1)
 	go func() {
+		log := r.log.With("from", "client")
 		for {
 			msg, err := in.Next()
-			var tl *wire.TooLargeError
-			var bad *wire.InvalidError
-			switch {
-			case errors.As(err, &tl):
-				r.sw.clientTooLarge(tl)
+			if answer, refused := wire.Refusal(err, log); refused {
+				if answer != nil {
+					r.sw.reply(answer)
+				}
 				continue
-			case errors.As(err, &bad):
-				r.sw.clientInvalid(bad)
-				continue
-			case err != nil:
+			}
+			if err != nil {
 				readErr <- err
 				return
 			}

@@ -44,7 +44,7 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 // (badJSON: not even valid JSON): forwarding it would corrupt the client's
 // stream. A request the line seems to answer gets an error instead.
 func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
-	c.tail.Write([]byte("[stdout] " + abbreviate(msg, 2000) + "\n"))
+	c.tail.Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if badJSON {
@@ -63,9 +63,9 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 		what = "not valid JSON"
 	}
 	if first {
-		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", abbreviate(msg, 200))
+		r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", wire.Abbreviate(msg, 200))
 	} else {
-		r.junk.child.Debug("stdout ("+what+"): "+abbreviate(msg, 500), "bytes", len(msg))
+		r.junk.child.Debug("stdout ("+what+"): "+wire.Abbreviate(msg, 500), "bytes", len(msg))
 	}
 }
 

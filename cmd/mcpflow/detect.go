@@ -634,103 +634,25 @@ func detectPython(dir string) project {
 
 	// The interpreter: uv's when the project is managed by uv, else the
 	// project's virtual environment, else python3 from PATH.
-	uv := exists(dir, "uv.lock")
-	venv := !uv && exists(dir, ".venv/bin/python")
-	py := []string{"python3"}
+	e := pyEnv{dir: dir, uv: exists(dir, "uv.lock"), py: []string{"python3"}}
+	e.venv = !e.uv && exists(dir, ".venv/bin/python")
 	switch {
-	case uv:
-		py = []string{"uv", "run", "python"}
-	case venv:
-		py = []string{".venv/bin/python"}
+	case e.uv:
+		e.py = []string{"uv", "run", "python"}
+	case e.venv:
+		e.py = []string{".venv/bin/python"}
 	}
 	// uv installs the project itself (and its scripts) when it has a
 	// build system.
-	installed := uv && m.BuildSystem != nil
+	e.installed = e.uv && m.BuildSystem != nil
 
-	type candidate struct {
-		run  []string
-		env  map[string]string
-		what string
-		why  string
-	}
-	var cands []candidate
-	srcPath := func(pkg string) map[string]string {
-		if !installed && !exists(dir, pkg) && exists(dir, "src/"+pkg) {
-			return map[string]string{"PYTHONPATH": "src"}
-		}
-		return nil
-	}
-
-	// 1. [project.scripts]: how the project says it is run.
-	keys := make([]string, 0, len(m.Project.Scripts))
-	for k := range m.Project.Scripts {
-		keys = append(keys, k)
-	}
-	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], p.Name) < scriptRank(keys[j], p.Name) })
-	for _, k := range keys {
-		target := strings.TrimSpace(m.Project.Scripts[k])
-		mod, fn, _ := strings.Cut(target, ":")
-		mod, fn = strings.TrimSpace(mod), strings.TrimSpace(fn)
-		c := candidate{what: "the script " + k + " (" + target + ")", why: "[project.scripts] is how the project says it is run"}
-		switch {
-		case installed:
-			c.run = []string{"uv", "run", k}
-		case venv && exists(dir, ".venv/bin/"+k):
-			c.run = []string{".venv/bin/" + k}
-		case fn == "":
-			c.run = append(slices.Clone(py), "-m", mod)
-		default:
-			obj, _, _ := strings.Cut(fn, ".")
-			c.run = append(slices.Clone(py), "-c", fmt.Sprintf("import sys; from %s import %s; sys.exit(%s())", mod, obj, fn))
-		}
-		if !installed && !(venv && exists(dir, ".venv/bin/"+k)) {
-			top, _, _ := strings.Cut(mod, ".")
-			c.env = srcPath(top)
-		}
-		cands = append(cands, c)
-	}
-	// 2. A package with __main__.py runs with -m.
-	for _, root := range []string{".", "src"} {
-		entries, _ := os.ReadDir(filepath.Join(dir, root))
-		for _, e := range entries {
-			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && exists(dir, filepath.Join(root, e.Name(), "__main__.py")) {
-				cands = append(cands, candidate{
-					run:  append(slices.Clone(py), "-m", e.Name()),
-					env:  srcPath(e.Name()),
-					what: "the package " + e.Name(),
-					why:  "it has a __main__.py",
-				})
-			}
-		}
-	}
-	// 3. A top-level script: server.py, main.py, app.py, or the only one.
-	var scripts []string
-	top, _ := filepath.Glob(filepath.Join(dir, "*.py"))
-	for _, f := range top {
-		switch base := filepath.Base(f); base {
-		case "setup.py", "conftest.py", "noxfile.py", "__init__.py":
-		default:
-			scripts = append(scripts, base)
-		}
-	}
-	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
-	for i, s := range scripts {
-		why := "it is the only top-level script"
-		if len(scripts) > 1 {
-			why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
-		}
-		if i > 0 {
-			why = ""
-		}
-		run := append(slices.Clone(py), s)
-		if uv {
-			run = []string{"uv", "run", s}
-		}
-		cands = append(cands, candidate{run: run, what: s, why: why})
-	}
-
+	// How the project says it is run ([project.scripts]), then a package
+	// with __main__.py, then a top-level script.
+	cands := e.scripts(m.Project.Scripts, p.Name)
+	cands = append(cands, e.mainPackages()...)
+	cands = append(cands, e.topScripts()...)
 	if len(cands) == 0 {
-		p.Run = append(slices.Clone(py), "server.py")
+		p.Run = append(slices.Clone(e.py), "server.py")
 		p.Notes = append(p.Notes, "No [project.scripts], package with __main__.py or top-level script found: set run.command to your server.")
 		return p
 	}
@@ -748,6 +670,116 @@ func detectPython(dir string) project {
 		p.Notes = append(p.Notes, fmt.Sprintf("Picked %s: %s. Also found: %s. Change run.command if the server is another one.", pick.what, pick.why, strings.Join(others, ", ")))
 	}
 	return p
+}
+
+// pyEnv is how a Python project's code is run.
+type pyEnv struct {
+	dir       string
+	py        []string // the interpreter
+	uv, venv  bool     // managed by uv; has .venv (and not uv)
+	installed bool     // uv installs the project and its scripts
+}
+
+// pyCandidate is one way to run a Python server, and why.
+type pyCandidate struct {
+	run  []string
+	env  map[string]string
+	what string
+	why  string
+}
+
+// srcPath is the environment that lets pkg be imported from src/.
+func (e pyEnv) srcPath(pkg string) map[string]string {
+	if !e.installed && !exists(e.dir, pkg) && exists(e.dir, "src/"+pkg) {
+		return map[string]string{"PYTHONPATH": "src"}
+	}
+	return nil
+}
+
+// scripts are the [project.scripts] of the project called name, the most
+// likely server first.
+func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
+	keys := make([]string, 0, len(scripts))
+	for k := range scripts {
+		keys = append(keys, k)
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], name) < scriptRank(keys[j], name) })
+	var cands []pyCandidate
+	for _, k := range keys {
+		target := strings.TrimSpace(scripts[k])
+		mod, fn, _ := strings.Cut(target, ":")
+		mod, fn = strings.TrimSpace(mod), strings.TrimSpace(fn)
+		c := pyCandidate{what: "the script " + k + " (" + target + ")", why: "[project.scripts] is how the project says it is run"}
+		inVenv := e.venv && exists(e.dir, ".venv/bin/"+k)
+		switch {
+		case e.installed:
+			c.run = []string{"uv", "run", k}
+		case inVenv:
+			c.run = []string{".venv/bin/" + k}
+		case fn == "":
+			c.run = append(slices.Clone(e.py), "-m", mod)
+		default:
+			obj, _, _ := strings.Cut(fn, ".")
+			c.run = append(slices.Clone(e.py), "-c", fmt.Sprintf("import sys; from %s import %s; sys.exit(%s())", mod, obj, fn))
+		}
+		if !e.installed && !inVenv {
+			top, _, _ := strings.Cut(mod, ".")
+			c.env = e.srcPath(top)
+		}
+		cands = append(cands, c)
+	}
+	return cands
+}
+
+// mainPackages are the packages with a __main__.py (run with -m), at the
+// top or under src/.
+func (e pyEnv) mainPackages() []pyCandidate {
+	var cands []pyCandidate
+	for _, root := range []string{".", "src"} {
+		entries, _ := os.ReadDir(filepath.Join(e.dir, root))
+		for _, d := range entries {
+			if d.IsDir() && !strings.HasPrefix(d.Name(), ".") && exists(e.dir, filepath.Join(root, d.Name(), "__main__.py")) {
+				cands = append(cands, pyCandidate{
+					run:  append(slices.Clone(e.py), "-m", d.Name()),
+					env:  e.srcPath(d.Name()),
+					what: "the package " + d.Name(),
+					why:  "it has a __main__.py",
+				})
+			}
+		}
+	}
+	return cands
+}
+
+// topScripts are the top-level scripts: server.py, main.py, app.py, or
+// the only one first.
+func (e pyEnv) topScripts() []pyCandidate {
+	var scripts []string
+	top, _ := filepath.Glob(filepath.Join(e.dir, "*.py"))
+	for _, f := range top {
+		switch base := filepath.Base(f); base {
+		case "setup.py", "conftest.py", "noxfile.py", "__init__.py":
+		default:
+			scripts = append(scripts, base)
+		}
+	}
+	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
+	var cands []pyCandidate
+	for i, s := range scripts {
+		why := "it is the only top-level script"
+		if len(scripts) > 1 {
+			why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
+		}
+		if i > 0 {
+			why = ""
+		}
+		run := append(slices.Clone(e.py), s)
+		if e.uv {
+			run = []string{"uv", "run", s}
+		}
+		cands = append(cands, pyCandidate{run: run, what: s, why: why})
+	}
+	return cands
 }
 
 // scriptRank orders console scripts: the one named like the project, then

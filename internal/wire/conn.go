@@ -98,24 +98,13 @@ func (c *conn) read(in Stream) {
 	defer close(c.done)
 	for {
 		msg, err := in.Next()
-		var tl *TooLargeError
-		var bad *InvalidError
-		switch {
-		case errors.As(err, &tl):
-			c.log.Warn("message too large; not read", "bytes", tl.Size, "limit", tl.Max)
-			if id := tl.ID(); id != nil && IDProblem(id) == "" && string(id) != "null" {
-				_ = c.writeLine(ErrorResponse(id, CodeInvalidRequest, TextTooLarge(tl.Size, tl.Max), nil))
+		if answer, refused := Refusal(err, c.log); refused {
+			if answer != nil {
+				_ = c.writeLine(answer)
 			}
 			continue
-		case errors.As(err, &bad):
-			text := TextBadJSON
-			if bad.BadUTF8 {
-				text = TextBadUTF8
-			}
-			c.log.Warn("a line is not a JSON-RPC message; answered with a parse error", "line", abbreviate(bad.Line, 200))
-			_ = c.writeLine(ErrorResponse(nil, CodeParseError, text, nil))
-			continue
-		case err != nil:
+		}
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				c.awaitAnswers()
 			}
@@ -269,7 +258,7 @@ func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
 	if env.Method == "" && (env.Result != nil || env.HasError) {
 		m, err := c.response(env)
 		if err != nil {
-			c.log.Warn("dropped a response that is not an answer to a request of mcpflow's", "err", err, "msg", abbreviate(msg, 200))
+			c.log.Warn("dropped a response that is not an answer to a request of mcpflow's", "err", err, "msg", Abbreviate(msg, 200))
 		}
 		return m, nil
 	}
@@ -425,9 +414,36 @@ func (c *conn) Close() error {
 
 func (c *conn) SessionID() string { return "" }
 
-func abbreviate(b []byte, n int) string {
+// Abbreviate is b for a log line: its first n bytes, and "…" when it is
+// longer.
+func Abbreviate(b []byte, n int) string {
 	if len(b) <= n {
 		return string(b)
 	}
 	return string(b[:n]) + "…"
+}
+
+// Refusal reports whether err, from a Stream's Next, is a line that is no
+// message (a *TooLargeError, an *InvalidError); then it logs it and
+// returns the answer the peer gets: a parse error, or an invalid-request
+// error under the id of a line too large (nil when that id cannot be
+// read: a notification, or a line cut before its id).
+func Refusal(err error, log *slog.Logger) (answer []byte, refused bool) {
+	var tl *TooLargeError
+	var bad *InvalidError
+	switch {
+	case errors.As(err, &tl):
+		log.Warn("message too large; not read", "bytes", tl.Size, "limit", tl.Max)
+		if id := tl.ID(); id != nil && IDProblem(id) == "" && string(id) != "null" {
+			return ErrorResponse(id, CodeInvalidRequest, TextTooLarge(tl.Size, tl.Max), nil), true
+		}
+		return nil, true
+	case errors.As(err, &bad) && bad.BadUTF8:
+		log.Warn("a line is not valid UTF-8; answered with a parse error")
+		return ErrorResponse(nil, CodeParseError, TextBadUTF8, nil), true
+	case errors.As(err, &bad):
+		log.Warn("a line is not JSON; answered with a parse error", "line", Abbreviate(bad.Line, 200))
+		return ErrorResponse(nil, CodeParseError, TextBadJSON, nil), true
+	}
+	return nil, false
 }
