@@ -29,8 +29,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestPackaging builds the host platform's release artifacts with
 // packaging/dist (as make dist does for every platform), twice, and checks
@@ -72,8 +75,7 @@ func TestPackaging(t *testing.T) {
 	if got := runOut(t, bin, "version"); got != want {
 		t.Fatalf("the archive's binary prints %q, want %q", got, want)
 	}
-	fixture := filepath.Join(tmp, "fixture")
-	goBuild(t, fixture, "../relay/testdata/fixture")
+	fixture := testkit.Fixture(t)
 
 	t.Run("npm", func(t *testing.T) {
 		for _, tool := range []string{"node", "npm"} {
@@ -126,7 +128,7 @@ func TestPackaging(t *testing.T) {
 		})
 		t.Run("session, binary killed", func(t *testing.T) {
 			s := startSession(t, cfg, entry)
-			kids := children(s.cmd.Process.Pid)
+			kids := testkit.Children(s.cmd.Process.Pid)
 			if len(kids) != 1 {
 				t.Fatalf("the entry point has children %v, want one (mcpflow)", kids)
 			}
@@ -487,22 +489,22 @@ file = "mcpflow.log"
 }
 
 // session is an MCP client session with `ENTRY watch -c CFG`. Every
-// process started for it has MCPFLOW_PACKAGING_TEST=token in its
+// process started for it has the test's tag (testkit.Tag) in its
 // environment, which mcpflow passes on to its server: that is how
 // noneLeft finds them, whoever their parent is by then.
 type session struct {
 	cmd       *exec.Cmd
 	cs        *mcp.ClientSession
-	token     string
+	tag       string
 	stderrLog string
 }
 
 func startSession(t *testing.T, cfg, entry string) *session {
 	t.Helper()
-	s := &session{token: fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())}
+	s := &session{tag: testkit.Tag(t)}
 	s.cmd = exec.Command(entry, "watch", "-c", cfg)
 	s.cmd.Dir = filepath.Dir(cfg)
-	s.cmd.Env = append(os.Environ(), markerKey+"="+s.token)
+	s.cmd.Env = append(os.Environ(), s.tag)
 	// A file, not a pipe the test copies: Wait must not wait for a
 	// process that outlives the entry point.
 	s.stderrLog = filepath.Join(t.TempDir(), "stderr")
@@ -513,9 +515,10 @@ func startSession(t *testing.T, cfg, entry string) *session {
 	defer f.Close()
 	s.cmd.Stderr = f
 	t.Cleanup(func() {
-		for _, pid := range marked(s.token) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("entry point's stderr:\n%s", s.stderr())
 		}
+		testkit.Procs{Tag: s.tag}.Kill()
 		if s.cmd.ProcessState == nil && s.cmd.Process != nil {
 			s.cmd.Process.Kill()
 		}
@@ -536,8 +539,8 @@ func startSession(t *testing.T, cfg, entry string) *session {
 	if text, _ := res.Content[0].(*mcp.TextContent); text == nil || text.Text != "through "+filepath.Base(entry) {
 		t.Fatalf("tools/call echo answered %+v", res.Content[0])
 	}
-	if len(marked(s.token)) < 2 {
-		t.Fatalf("processes of the session: %v; want at least mcpflow and its server", marked(s.token))
+	if live := (testkit.Procs{Tag: s.tag}).Live(); len(live) < 2 {
+		t.Fatalf("processes of the session: %v; want at least mcpflow and its server", live)
 	}
 	return s
 }
@@ -550,93 +553,14 @@ func (s *session) stderr() string {
 // noneLeft waits until no process of the session is left.
 func (s *session) noneLeft(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := marked(s.token)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			var desc []string
-			for _, pid := range left {
-				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-				desc = append(desc, fmt.Sprintf("%d (%s)", pid, strings.TrimSpace(string(comm))))
-			}
-			t.Fatalf("processes left: %s\nentry point's stderr:\n%s", strings.Join(desc, ", "), s.stderr())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-const markerKey = "MCPFLOW_PACKAGING_TEST"
-
-// marked lists the live processes whose environment has the marker (a
-// zombie's environment reads empty).
-func marked(token string) []int {
-	want := []byte(markerKey + "=" + token + "\x00")
-	var pids []int
-	for _, pid := range procs() {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err == nil && (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func procs() []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// stat reads a process's state and parent from /proc/PID/stat.
-func stat(pid int) (state byte, ppid int, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, 0, errors.New("short stat")
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return f[0][0], ppid, err
-}
-
-// children lists pid's live children.
-func children(pid int) []int {
-	var kids []int
-	for _, p := range procs() {
-		if state, ppid, err := stat(p); err == nil && ppid == pid && state != 'Z' {
-			kids = append(kids, p)
-		}
-	}
-	return kids
+	testkit.NoLeftovers(t, testkit.Procs{Tag: s.tag})
 }
 
 // waitExited waits until pid (a child of the test, not yet reaped) has
 // exited.
 func waitExited(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		state, _, err := stat(pid)
-		if err != nil || state == 'Z' || state == 'X' {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d did not exit (state %c)", pid, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("process %d to exit", pid), func() bool { return !testkit.Alive(pid) })
 }
 
 // readTree reads every file under dir, by slash path relative to dir.
@@ -682,13 +606,6 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func goBuild(t *testing.T, out, pkg string) {
-	t.Helper()
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 }
 

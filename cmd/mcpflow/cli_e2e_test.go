@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -77,7 +78,7 @@ func cliProject(t *testing.T, schema, timeout string) (dir, state string) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { killLeftovers(dir) })
+	t.Cleanup(func() { testkit.Procs{Dir: dir}.Kill() })
 	return dir, state
 }
 
@@ -109,22 +110,18 @@ func callPids(t *testing.T, state string) []int {
 }
 
 // noLeftovers fails unless, within a few seconds, none of pids lives and
-// no process but mcpflow (pid self, 0 once it has exited) works in dir.
-func noLeftovers(t *testing.T, dir string, self int, pids []int) {
+// no process but mcpflow (h.cmd, until it has exited) works in dir or
+// descends from it.
+func noLeftovers(t *testing.T, h *e2e, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := slices.DeleteFunc(leftovers(dir, pids), func(l string) bool {
-			return self != 0 && strings.HasPrefix(l, fmt.Sprintf("pid %d ", self))
-		})
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes survived: %s", strings.Join(left, "; "))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var self []int
+	select {
+	case err := <-h.exited:
+		h.exited <- err
+	default:
+		self = []int{h.cmd.Process.Pid}
 	}
+	testkit.NoLeftovers(t, testkit.Procs{Pids: pids, Dir: h.dir, Tag: h.tag, Except: self})
 }
 
 func waitForFile(t *testing.T, path string) {
@@ -145,12 +142,12 @@ func waitForFile(t *testing.T, path string) {
 // absent optional, a non-zero exit, an oversize output, a timeout and a
 // cancel that leave no process, 20 parallel calls with max_parallel 4.
 func TestE2ECLICalls(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir, state := cliProject(t, "", "8s")
 			var mu sync.Mutex
 			var progress []string
-			h := startE2EWith(t, dir, era.version, &mcp.ClientOptions{
+			h := startE2EWith(t, dir, era.Version, &mcp.ClientOptions{
 				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 					mu.Lock()
 					progress = append(progress, r.Params.Message)
@@ -167,7 +164,7 @@ func TestE2ECLICalls(t *testing.T) {
 			res := h.callRaw(ctx, "greet", map[string]any{"name": "Bob $(rm -rf /) \"x\"", "times": 2, "loud": true, "tags": []string{"a b", "c"}})
 			sc, _ := res.StructuredContent.(map[string]any)
 			if res.IsError || sc["greeting"] != `HELLO, BOB $(RM -RF /) "X"! HELLO, BOB $(RM -RF /) "X"!` || fmt.Sprint(sc["tags"]) != "[a b c]" {
-				t.Fatalf("greet: %v %#v %v", res.IsError, res.StructuredContent, text(res))
+				t.Fatalf("greet: %v %#v %v", res.IsError, res.StructuredContent, testkit.Text(res))
 			}
 			// An absent optional removes its flag.
 			res = h.callRaw(ctx, "args", map[string]any{"s": "x y", "i": 3, "n": 1.5, "b": false, "list": []any{"p", 2}})
@@ -201,7 +198,7 @@ func TestE2ECLICalls(t *testing.T) {
 			if !isErr || !strings.Contains(got, "timed out after 8s") {
 				t.Fatalf("timeout: %v %q", isErr, got)
 			}
-			noLeftovers(t, dir, h.cmd.Process.Pid, callPids(t, state))
+			noLeftovers(t, h, callPids(t, state))
 
 			// A cancel (notifications/cancelled) kills it too.
 			os.Remove(filepath.Join(state, "child.pid"))
@@ -216,7 +213,7 @@ func TestE2ECLICalls(t *testing.T) {
 			if err := <-errc; err == nil {
 				t.Fatal("canceled call returned no error")
 			}
-			noLeftovers(t, dir, h.cmd.Process.Pid, callPids(t, state))
+			noLeftovers(t, h, callPids(t, state))
 
 			// Progress from stderr, with a progress token.
 			res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 0.5}, Meta: mcp.Meta{"progressToken": "p1"}})
@@ -309,16 +306,6 @@ func sortedCopy(s []string) []string {
 	return s
 }
 
-func text(r *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // editFile rewrites dir/name as an editor does (temp file, rename).
 func editFile(t *testing.T, dir, name string, edit func(string) string) {
 	t.Helper()
@@ -351,10 +338,10 @@ const shoutTool = `
 // keeps the old tools and tells the agent where, and a broken build does
 // too.
 func TestE2ECLIEdits(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir, _ := cliProject(t, "", "60s")
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
 				t.Fatalf("greet: %v %q", isErr, got)
 			}
@@ -455,10 +442,10 @@ func TestE2ECLIEdits(t *testing.T) {
 
 // TestE2ECLISchemaCommandFails: the agent sees why no CLI tool is served.
 func TestE2ECLISchemaCommandFails(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir, _ := cliProject(t, `[".mcpflow/tool", "nosuch"]`, "60s")
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
 				t.Fatalf("tools: %v", got)
 			}
@@ -538,7 +525,7 @@ func TestE2ECLIExitLeavesNothing(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("mcpflow did not exit")
 			}
-			noLeftovers(t, dir, 0, pids)
+			noLeftovers(t, h, pids)
 		})
 	}
 }
@@ -620,16 +607,16 @@ func BenchmarkE2ECLI(b *testing.B) {
 	os.WriteFile(schema, v0, 0o644)
 	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [\"./tool\"]\n[watch]\nenabled = false\n[log]\nlevel = \"warn\"\n"), 0o644)
 
-	for _, era := range eras {
+	for _, era := range testkit.Eras {
 		changed := make(chan time.Time, 1)
-		cs := benchCLI(b, bin, dir, era.version, func() {
+		cs := benchCLI(b, bin, dir, era.Version, func() {
 			select {
 			case changed <- time.Now():
 			default:
 			}
 		})
 		ctx := context.Background()
-		b.Run(era.name+"/call", func(b *testing.B) {
+		b.Run(era.Name+"/call", func(b *testing.B) {
 			var base, over []time.Duration
 			params := &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 2}}
 			for b.Loop() {
@@ -649,7 +636,7 @@ func BenchmarkE2ECLI(b *testing.B) {
 			}
 			reportMedians(b, base, over)
 		})
-		b.Run(era.name+"/refresh", func(b *testing.B) {
+		b.Run(era.Name+"/refresh", func(b *testing.B) {
 			var base, over []time.Duration
 			i := 0
 			for b.Loop() {

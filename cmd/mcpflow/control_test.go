@@ -29,6 +29,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -84,7 +85,7 @@ type ctlRun struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	stdout  io.ReadCloser
-	stderr  *lockedBuffer
+	stderr  *testkit.Buffer
 	exited  chan error
 	cs      *mcp.ClientSession
 	changed chan struct{}
@@ -95,12 +96,10 @@ type ctlRun struct {
 // startCtl starts mcpflow watch in dir with the runtime folder xdg.
 func startCtl(t *testing.T, xdg, dir string, args ...string) *ctlRun {
 	t.Helper()
-	r := &ctlRun{t: t, stderr: &lockedBuffer{}, exited: make(chan error, 1), changed: make(chan struct{}, 16)}
-	r.cmd = exec.Command(mcpflowBin, append([]string{"watch"}, args...)...)
+	r := &ctlRun{t: t, stderr: &testkit.Buffer{}, exited: make(chan error, 1), changed: make(chan struct{}, 16)}
+	r.cmd = testkit.Command(testkit.Tag(t), []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, append([]string{"watch"}, args...)...)
 	r.cmd.Dir = dir
-	r.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	r.cmd.Stderr = r.stderr
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -408,11 +407,11 @@ func TestControlLogs(t *testing.T) {
 		t.Errorf("logs -n 1 printed:\n%s", out)
 	}
 
-	follow := func() (*exec.Cmd, *lockedBuffer, chan error) {
+	follow := func() (*exec.Cmd, *testkit.Buffer, chan error) {
 		cmd := exec.Command(mcpflowBin, "logs", "-f")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-		out := &lockedBuffer{}
+		out := &testkit.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -512,11 +511,9 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 		xdg := runtimeDir(t)
 		dir := fixtureDir(t)
 		f, reset := tcpStdin(t)
-		cmd := exec.Command(mcpflowBin, "watch")
+		cmd := testkit.Command(testkit.Tag(t), []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, "watch")
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 		cmd.Stdin = f
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -564,12 +561,10 @@ func startCtlStderrPipe(t *testing.T, xdg, dir string) *ctlRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ctlRun{t: t, stderr: &lockedBuffer{}, exited: make(chan error, 1), stderrReader: pr}
-	r.cmd = exec.Command(mcpflowBin, "watch")
+	r := &ctlRun{t: t, stderr: &testkit.Buffer{}, exited: make(chan error, 1), stderrReader: pr}
+	r.cmd = testkit.Command(testkit.Tag(t), []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, "watch")
 	r.cmd.Dir = dir
-	r.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	r.cmd.Stderr = pw
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -752,14 +747,14 @@ func (l *lineRecorder) Write(p []byte) (int, error) {
 // the client sent, in order and byte for byte, and every message of both
 // server generations, across a restart.
 func TestControlTrafficCapture(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			xdg := runtimeDir(t)
 			dir := fixtureDir(t)
 			file := filepath.Join(t.TempDir(), "traffic.jsonl")
 			r := startCtl(t, xdg, dir, "--traffic", file)
 			sent := &lineRecorder{}
-			r.connect(era.version, sent)
+			r.connect(era.Version, sent)
 			r.call("echo", map[string]any{"text": "before"})
 			drain(r.changed)
 			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644) // a rebuild and restart

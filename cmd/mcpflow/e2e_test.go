@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,58 +23,26 @@ import (
 // examples/echo (a real Go build of a real Go SDK server), edit its real
 // source files, and talk to it with the Go SDK client, in both eras.
 
+// mcpflowBin (with the race detector) and fixtureBin (the kit's fixture
+// server) are built once, before the tests.
 var mcpflowBin, fixtureBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mcpflow-e2e")
-	if err != nil {
-		panic(err)
-	}
-	mcpflowBin = filepath.Join(dir, "mcpflow")
-	if out, err := exec.Command("go", "build", "-race", "-o", mcpflowBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building mcpflow: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	fixtureBin = filepath.Join(dir, "fixture")
-	if out, err := exec.Command("go", "build", "-o", fixtureBin, "../../relay/testdata/fixture").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the fixture: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-var eras = []struct{ name, version string }{
-	{"modern", ""},
-	{"legacy", "2025-11-25"},
+	testkit.Main(m, func() {
+		mcpflowBin = testkit.MustBuild(testkit.MCPFlowPkg, "-race")
+		fixtureBin = testkit.MustBuild(testkit.FixturePkg)
+	})
 }
 
 type e2e struct {
 	t           *testing.T
 	dir         string
+	tag         string // in the environment of mcpflow and all it starts
 	cmd         *exec.Cmd
 	cs          *mcp.ClientSession
 	listChanged chan struct{}
-	stderr      *lockedBuffer
+	stderr      *testkit.Buffer
 	exited      chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // copyExample copies examples/echo into a temp dir.
@@ -107,11 +72,16 @@ func startE2E(t *testing.T, dir, version string, args ...string) *e2e {
 // is always installed).
 func startE2EWith(t *testing.T, dir, version string, copts *mcp.ClientOptions, args ...string) *e2e {
 	t.Helper()
-	h := &e2e{t: t, dir: dir, listChanged: make(chan struct{}, 16), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	h.cmd = exec.Command(mcpflowBin, args...)
+	return startE2EBin(t, mcpflowBin, dir, version, copts, args...)
+}
+
+// startE2EBin is startE2EWith with the mcpflow binary bin.
+func startE2EBin(t *testing.T, bin, dir, version string, copts *mcp.ClientOptions, args ...string) *e2e {
+	t.Helper()
+	h := &e2e{t: t, dir: dir, tag: testkit.Tag(t), listChanged: make(chan struct{}, 16), stderr: &testkit.Buffer{}, exited: make(chan error, 1)}
+	h.cmd = testkit.Command(h.tag, nil, bin, args...)
 	h.cmd.Dir = dir
 	h.cmd.Stderr = h.stderr
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := h.cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -146,13 +116,7 @@ func startE2EWith(t *testing.T, dir, version string, copts *mcp.ClientOptions, a
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, copts)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, h.stderr.String())
-	}
-	h.cs = cs
+	h.cs = testkit.Connect(t, version, client, testkit.Stdio(stdout, stdin))
 	return h
 }
 
@@ -168,13 +132,7 @@ func (h *e2e) call(name string, args map[string]any) (string, bool) {
 	if err != nil {
 		h.t.Fatalf("call %s: %v\nstderr:\n%s", name, err, h.stderr.String())
 	}
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n"), res.IsError
+	return testkit.Text(res), res.IsError
 }
 
 func (h *e2e) tools() []string {
@@ -255,10 +213,10 @@ func breakBuild(src string) string {
 }
 
 func TestE2ESaveAddsToolWithoutAnyCall(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := copyExample(t)
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo")
 			if got, _ := h.call("echo", map[string]any{"text": "hello"}); got != "hello" {
 				t.Fatalf("echo: %q", got)
@@ -290,10 +248,10 @@ func drain(ch chan struct{}) {
 }
 
 func TestE2EBrokenBuildKeepsOldServer(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := copyExample(t)
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo")
 			editSource(t, dir, breakBuild)
 			// The automatic build fails; the old server keeps serving, and
@@ -324,11 +282,11 @@ func TestE2EBrokenBuildKeepsOldServer(t *testing.T) {
 }
 
 func TestE2EBrokenAtStartupThenFixed(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := copyExample(t)
 			editSource(t, dir, breakBuild)
-			h := startE2E(t, dir, era.version, "watch", "-c", "mcpflow.toml")
+			h := startE2E(t, dir, era.Version, "watch", "-c", "mcpflow.toml")
 			if names := h.tools(); !slices.Equal(names, []string{"recompile"}) {
 				t.Fatalf("tools with a broken first build: %v", names)
 			}
@@ -398,16 +356,7 @@ func TestE2EShutdownLeavesNoProcess(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("mcpflow did not exit")
 			}
-			// SIGKILLed processes take a moment to be reaped.
-			deadline := time.Now().Add(5 * time.Second)
-			for _, pid := range pids {
-				for syscall.Kill(-pid, 0) == nil {
-					if time.Now().After(deadline) {
-						t.Fatalf("process group %d survived mcpflow", pid)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
+			testkit.NoLeftovers(t, testkit.Procs{Groups: pids, Tag: h.tag})
 		})
 	}
 }
@@ -421,14 +370,12 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-var _ = io.EOF
-
 func TestE2EZeroConfigWatch(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
-			h := startE2E(t, dir, era.version, "watch", "--build", "cp src.txt variant", "--", fixtureBin, "-variant-file", "variant")
+			h := startE2E(t, dir, era.Version, "watch", "--build", "cp src.txt variant", "--", fixtureBin, "-variant-file", "variant")
 			h.waitTools("echo")
 			if slices.Contains(h.tools(), "reverse") {
 				t.Fatal("reverse before the change")
@@ -489,12 +436,14 @@ func nodePeers(t *testing.T) string {
 // a non-Go peer sees the recompile, the notification and the new tool.
 func TestE2ETypeScriptClient(t *testing.T) {
 	dir := nodePeers(t)
-	cmd := exec.Command("node", "client.mjs", mcpflowBin, fixtureBin, filepath.Join(t.TempDir(), "variant"))
+	tag := testkit.Tag(t)
+	cmd := testkit.Command(tag, nil, "node", "client.mjs", mcpflowBin, fixtureBin, filepath.Join(t.TempDir(), "variant"))
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK") {
 		t.Fatalf("TypeScript client: %v\n%s", err, out)
 	}
+	testkit.NoLeftovers(t, testkit.Procs{Tag: tag})
 }
 
 // TestE2ETypeScriptModernClient drives mcpflow with the TypeScript SDK 2.x
@@ -505,26 +454,24 @@ func TestE2ETypeScriptClient(t *testing.T) {
 func TestE2ETypeScriptModernClient(t *testing.T) {
 	dir := nodePeers(t)
 	variant := filepath.Join(t.TempDir(), "variant")
-	cmd := exec.Command("node", "client2.mjs", mcpflowBin, fixtureBin, variant)
+	tag := testkit.Tag(t)
+	cmd := testkit.Command(tag, nil, "node", "client2.mjs", mcpflowBin, fixtureBin, variant)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "OK modern 2026-07-28") {
 		t.Fatalf("TypeScript 2.x client: %v\n%s", err, out)
 	}
 	// The probe's sibling mcpflow and its server are gone too.
-	time.Sleep(200 * time.Millisecond)
-	if out, _ := exec.Command("pgrep", "-f", variant).Output(); len(out) > 0 {
-		t.Fatalf("processes left behind: %s", out)
-	}
+	testkit.NoLeftovers(t, testkit.Procs{Tag: tag})
 }
 
 // TestE2ETypeScriptServer relays a TypeScript SDK server, which writes its
 // results before their ids, to the Go SDK client in both eras.
 func TestE2ETypeScriptServer(t *testing.T) {
 	dir := nodePeers(t)
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			h := startE2E(t, dir, era.version, "watch", "--", "node", "server.mjs")
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
+			h := startE2E(t, dir, era.Version, "watch", "--", "node", "server.mjs")
 			h.waitTools("hello")
 			if got, isErr := h.call("hello", map[string]any{"name": "go"}); isErr || got != "hello, go" {
 				t.Fatalf("hello: %q %v", got, isErr)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The exit tests run the real mcpflow binary on a project whose server
@@ -70,6 +72,7 @@ func exitProject(t *testing.T) string {
 type exitRun struct {
 	t      *testing.T
 	dir    string
+	tag    string // in the environment of mcpflow and all it starts
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
@@ -80,12 +83,11 @@ type exitRun struct {
 // by the test, stderr nil a buffer.
 func startExit(t *testing.T, dir string, stdin *os.File, stderr io.Writer) *exitRun {
 	t.Helper()
-	r := &exitRun{t: t, dir: dir, exited: make(chan error, 1)}
-	r.cmd = exec.Command(mcpflowBin, "watch")
+	r := &exitRun{t: t, dir: dir, tag: testkit.Tag(t), exited: make(chan error, 1)}
+	r.cmd = testkit.Command(r.tag, nil, mcpflowBin, "watch")
 	r.cmd.Dir = dir
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if stderr == nil {
-		stderr = &lockedBuffer{}
+		stderr = &testkit.Buffer{}
 	}
 	r.cmd.Stderr = stderr
 	var err error
@@ -108,7 +110,7 @@ func startExit(t *testing.T, dir string, stdin *os.File, stderr io.Writer) *exit
 			r.cmd.Process.Signal(syscall.SIGKILL)
 			<-r.exited
 		}
-		killLeftovers(dir)
+		testkit.Procs{Dir: dir, Tag: r.tag}.Kill()
 		if t.Failed() {
 			t.Logf("mcpflow log:\n%s", readLog(dir))
 		}
@@ -191,7 +193,7 @@ func (r *exitRun) expectExit(want int) {
 	if got := r.wait(); got != want {
 		r.t.Errorf("exit status %d, want %d", got, want)
 	}
-	checkNoLeftovers(r.t, r.dir)
+	checkNoLeftovers(r.t, r.dir, r.tag)
 }
 
 // recordedPIDs are the pids the server, its grandchild and the builds
@@ -212,78 +214,15 @@ func recordedPIDs(t *testing.T, dir string) []int {
 }
 
 // checkNoLeftovers fails unless, within a few seconds (SIGKILLed
-// processes take a moment to be reaped), no recorded pid is alive and no
-// process works in dir.
-func checkNoLeftovers(t *testing.T, dir string) {
+// processes take a moment to be reaped), no recorded pid is alive, no
+// process works in dir and none has tag in its environment.
+func checkNoLeftovers(t *testing.T, dir, tag string) {
 	t.Helper()
 	pids := recordedPIDs(t, dir)
 	if len(pids) < 3 {
 		t.Fatalf("expected the server, grandchild and build pids, got %v", pids)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := leftovers(dir, pids)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes survived mcpflow: %s\nlog:\n%s", strings.Join(left, "; "), readLog(dir))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// leftovers describes the live processes among pids and, where /proc
-// exists, every live process whose working directory is in dir. Zombies
-// do not count.
-func leftovers(dir string, pids []int) []string {
-	var left []string
-	seen := map[int]bool{}
-	for _, pid := range pids {
-		if syscall.Kill(pid, 0) == nil && !zombie(pid) {
-			seen[pid] = true
-			left = append(left, describePID(pid))
-		}
-	}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || seen[pid] {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) || zombie(pid) {
-			continue
-		}
-		left = append(left, describePID(pid))
-	}
-	return left
-}
-
-// zombie reports whether pid has exited and waits to be reaped (Linux;
-// false elsewhere).
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, ok := strings.Cut(string(b), ") ")
-	return ok && strings.HasPrefix(rest, "Z")
-}
-
-func describePID(pid int) string {
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return fmt.Sprintf("pid %d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))
-}
-
-// killLeftovers kills what a failed test left behind, so that one failure
-// does not leave minutes of sleeping processes.
-func killLeftovers(dir string) {
-	for _, l := range leftovers(dir, nil) {
-		var pid int
-		fmt.Sscanf(l, "pid %d", &pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
+	testkit.NoLeftovers(t, testkit.Procs{Pids: pids, Dir: dir, Tag: tag})
 }
 
 func TestExitStdinEOF(t *testing.T) {
@@ -355,9 +294,9 @@ func TestExitParentDies(t *testing.T) {
 	dir := exitProject(t)
 	// The parent shell runs mcpflow in the background with the test's
 	// stdin (a background job's stdin would be /dev/null) and waits.
-	parent := exec.Command("sh", "-c", `exec 3<&0; "$0" watch <&3 3<&- & echo $! > mcpflow.pid; wait`, mcpflowBin)
+	tag := testkit.Tag(t)
+	parent := testkit.Command(tag, nil, "sh", "-c", `exec 3<&0; "$0" watch <&3 3<&- & echo $! > mcpflow.pid; wait`, mcpflowBin)
 	parent.Dir = dir
-	parent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Plain files and pipes, so that waiting for the parent does not wait
 	// for mcpflow, which inherits them.
 	stdinR, stdinW, err := os.Pipe()
@@ -386,7 +325,7 @@ func TestExitParentDies(t *testing.T) {
 	pid, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, dir, "mcpflow.pid")))
 	t.Cleanup(func() {
 		syscall.Kill(pid, syscall.SIGKILL)
-		killLeftovers(dir)
+		testkit.Procs{Dir: dir}.Kill()
 	})
 	r := &exitRun{t: t, dir: dir}
 	r.busy()
@@ -395,13 +334,13 @@ func TestExitParentDies(t *testing.T) {
 	// mcpflow is no longer the test's child: it has exited once it is
 	// gone or a zombie.
 	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+	for testkit.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("mcpflow did not exit when its parent died\nlog:\n%s", readLog(dir))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	checkNoLeftovers(t, dir)
+	checkNoLeftovers(t, dir, tag)
 	if log := readLog(dir); !strings.Contains(log, "stopping reason=\"the parent process exited") {
 		t.Fatalf("the log file lacks the reason:\n%s", log)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The guard tests SIGKILL the real mcpflow binary while its process
@@ -31,10 +32,11 @@ import (
 type guardRun struct {
 	t      *testing.T
 	dir    string
+	tag    string // in the environment of mcpflow and all it starts
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string // mcpflow's stdout, closed at EOF
-	stderr *lockedBuffer
+	stderr *testkit.Buffer
 	exited chan error
 }
 
@@ -48,11 +50,10 @@ func startGuarded(t *testing.T, files map[string]string) *guardRun {
 			t.Fatal(err)
 		}
 	}
-	r := &guardRun{t: t, dir: dir, lines: make(chan string, 64), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	r.cmd = exec.Command(mcpflowBin, "watch")
+	r := &guardRun{t: t, dir: dir, tag: testkit.Tag(t), lines: make(chan string, 64), stderr: &testkit.Buffer{}, exited: make(chan error, 1)}
+	r.cmd = testkit.Command(r.tag, nil, mcpflowBin, "watch")
 	r.cmd.Dir = dir
 	r.cmd.Stderr = r.stderr
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func startGuarded(t *testing.T, files map[string]string) *guardRun {
 		_ = r.cmd.Process.Kill()
 		<-r.exited
 		r.exited <- nil
-		killGroupsIn(dir)
+		testkit.Procs{Dir: dir, Tag: r.tag}.Kill()
 		if t.Failed() {
 			t.Logf("mcpflow stderr:\n%s", r.stderr.String())
 		}
@@ -175,25 +176,11 @@ func (r *guardRun) killAndCheck(grandchild int) {
 	case <-deadline:
 		r.t.Fatal("mcpflow's stderr is still open after it was killed")
 	}
-	for {
-		left := groupMembers(groups)
-		guardLeft := guard != 0 && alive(guard)
-		if len(left) == 0 && !guardLeft {
-			return
-		}
-		select {
-		case <-deadline:
-			var desc []string
-			for _, p := range left {
-				desc = append(desc, describePID(p))
-			}
-			if guardLeft {
-				desc = append(desc, "the guard: "+describePID(guard))
-			}
-			r.t.Fatalf("left after mcpflow was killed: %s", strings.Join(desc, "; "))
-		case <-time.After(20 * time.Millisecond):
-		}
+	left := testkit.Procs{Groups: groups}
+	if guard != 0 {
+		left.Pids = []int{guard}
 	}
+	testkit.NoLeftovers(r.t, left)
 }
 
 // startedGroups lists the groups led by pid's children, and the child that
@@ -214,39 +201,6 @@ func startedGroups(pid int) (groups []int, guard int) {
 		}
 	}
 	return groups, guard
-}
-
-// groupMembers lists the live processes (zombies do not count) whose
-// group is one of groups.
-func groupMembers(groups []int) []int {
-	var left []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pg, err := syscall.Getpgid(p); err == nil && slices.Contains(groups, pg) && alive(p) {
-			left = append(left, p)
-		}
-	}
-	return left
-}
-
-// alive reports whether pid runs (a zombie has exited).
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil && !zombie(pid) }
-
-// killGroupsIn kills what a failed test left: every process working in
-// dir, and its group.
-func killGroupsIn(dir string) {
-	for _, l := range leftovers(dir, nil) {
-		var pid int
-		fmt.Sscanf(l, "pid %d", &pid)
-		if pg, err := syscall.Getpgid(pid); err == nil && pg > 1 {
-			syscall.Kill(-pg, syscall.SIGKILL)
-		}
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
 
 // TestGuardKillDuringBuild: mcpflow is killed while its first build runs

@@ -6,12 +6,13 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // add_server of a program that never answers the MCP handshake (a server
@@ -30,10 +31,9 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[mux]\nadd_server = true\n\n[relay]\nhandshake_timeout = \"2s\"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(mcpflowBin, "mux", "-c", "mcpflow.toml")
+			cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, "mux", "-c", "mcpflow.toml")
 			cmd.Dir = dir
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			var stderr lockedBuffer
+			var stderr testkit.Buffer
 			cmd.Stderr = &stderr
 			stdin, _ := cmd.StdinPipe()
 			stdout, _ := cmd.StdoutPipe()

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The tests of issue 24's items 5, 7 and 8 run the real mcpflow binary
@@ -53,9 +55,8 @@ func boundProject(t *testing.T, config, script string) string {
 func startBound(t *testing.T, dir string, stderr io.Writer) *boundRun {
 	t.Helper()
 	r := &boundRun{t: t, dir: dir, exited: make(chan struct{})}
-	r.cmd = exec.Command(mcpflowBin, "watch")
+	r.cmd = testkit.Command(testkit.Tag(t), nil, mcpflowBin, "watch")
 	r.cmd.Dir = dir
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	r.cmd.Stderr = stderr
 	r.cmd.Stdout = io.Discard
 	var err error
@@ -74,11 +75,7 @@ func startBound(t *testing.T, dir string, stderr io.Writer) *boundRun {
 			<-r.exited
 		}
 		// What a failed test left: the server's group and its flood.
-		for _, l := range leftovers(dir, nil) {
-			var pid int
-			fmt.Sscanf(l, "pid %d", &pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
+		testkit.Procs{Dir: dir}.Kill()
 	})
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // gateWriter is a stderr whose reader stalls until open is closed.
@@ -39,7 +40,7 @@ func (g *gateWriter) String() string {
 func TestRunLoggerStalledStderr(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mcpflow.log")
 	stderr := &gateWriter{open: make(chan struct{})}
-	var ring lockedBuffer
+	var ring testkit.Buffer
 	logger, closeLog, err := newRunLogger(stderr, &ring, config.LogConfig{Level: "info", Format: "text", File: file, MaxSize: 64 << 20})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/mux"
 )
 
@@ -76,31 +76,21 @@ func (h *e2e) callResult(name string, args any) *mcp.CallToolResult {
 	return res
 }
 
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // mustCall calls a tool that must succeed and returns its text.
 func (h *e2e) mustCall(name string, args any) string {
 	h.t.Helper()
 	res := h.callResult(name, args)
 	if res.IsError {
-		h.t.Fatalf("%s failed: %s\nstderr:\n%s", name, resultText(res), h.stderr.String())
+		h.t.Fatalf("%s failed: %s\nstderr:\n%s", name, testkit.Text(res), h.stderr.String())
 	}
-	return resultText(res)
+	return testkit.Text(res)
 }
 
 // mustFail calls a tool that must fail with a text containing each of want.
 func (h *e2e) mustFail(name string, args any, want ...string) string {
 	h.t.Helper()
 	res := h.callResult(name, args)
-	text := resultText(res)
+	text := testkit.Text(res)
 	if !res.IsError {
 		h.t.Fatalf("%s succeeded: %s", name, text)
 	}
@@ -117,7 +107,7 @@ func (h *e2e) servers() map[string]mux.ServerInfo {
 	h.t.Helper()
 	res := h.callResult("list_servers", map[string]any{})
 	if res.IsError {
-		h.t.Fatalf("list_servers: %s", resultText(res))
+		h.t.Fatalf("list_servers: %s", testkit.Text(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out struct{ Servers []mux.ServerInfo }
@@ -144,7 +134,8 @@ func (h *e2e) eventually(what string, cond func() bool) {
 }
 
 // stopAndCheckGroups closes the client's side, waits for mcpflow to exit
-// and checks that no process group of pids survives it.
+// and checks that no process group of pids survives it, nor any process
+// working in the project or started by mcpflow.
 func (h *e2e) stopAndCheckGroups(pids []int) {
 	h.t.Helper()
 	h.cs.Close()
@@ -157,22 +148,14 @@ func (h *e2e) stopAndCheckGroups(pids []int) {
 	case <-time.After(30 * time.Second):
 		h.t.Fatal("mcpflow did not exit after stdin closed")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for syscall.Kill(-pid, 0) == nil {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("process group %d survived mcpflow", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	testkit.NoLeftovers(h.t, testkit.Procs{Groups: pids, Dir: h.dir, Tag: h.tag})
 }
 
 func TestMuxE2EConfiguredServers(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := muxProject(t)
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo__echo")
 			h.waitTools("notes__add_note")
 			tools := h.tools()
@@ -268,9 +251,9 @@ func TestMuxE2EConfiguredServers(t *testing.T) {
 }
 
 func TestMuxE2EEmptyMuxForTheAgent(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			h := startE2E(t, t.TempDir(), era.version, "mux")
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
+			h := startE2E(t, t.TempDir(), era.Version, "mux")
 			tools := h.tools()
 			slices.Sort(tools)
 			if want := []string{"add_server", "list_servers", "reload_server", "remove_server"}; !slices.Equal(tools, want) {
@@ -329,8 +312,8 @@ const cliShout = `, {"name": "shout", "description": "Say it twice.",
   "cli_command": ["{text}", "{text}"]}`
 
 func TestMuxE2ECLIServers(t *testing.T) {
-	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
+	for _, era := range testkit.Eras {
+		t.Run(era.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "tools.json"), fmt.Sprintf(cliTools, ""))
 			writeFile(t, filepath.Join(dir, "mcpflow.toml"), `[servers.words.cli]
@@ -343,7 +326,7 @@ include = ["tools.json"]
 [log]
 level = "debug"
 `)
-			h := startE2E(t, dir, era.version, "watch")
+			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("words__say")
 			if got := h.mustCall("words__say", map[string]any{"text": "hello"}); !strings.Contains(got, "hello") {
 				t.Fatalf("words__say: %q", got)
@@ -440,14 +423,8 @@ func TestMuxRSS(t *testing.T) {
 	if os.Getenv("MCPFLOW_MUX_RSS") == "" {
 		t.Skip("set MCPFLOW_MUX_RSS=1 to measure")
 	}
-	bin := filepath.Join(t.TempDir(), "mcpflow")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("building mcpflow without -race: %v\n%s", err, out)
-	}
-	saved := mcpflowBin
-	mcpflowBin = bin
-	defer func() { mcpflowBin = saved }()
-	h := startE2E(t, t.TempDir(), "", "mux")
+	bin := testkit.Build(t, testkit.MCPFlowPkg) // without the race detector
+	h := startE2EBin(t, bin, t.TempDir(), "", nil, "mux")
 	rss := func() string {
 		time.Sleep(2 * time.Second)
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", h.cmd.Process.Pid))

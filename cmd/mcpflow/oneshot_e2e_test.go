@@ -5,12 +5,13 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // A one-shot client writes its requests and closes its input before it
@@ -40,9 +41,8 @@ func TestOneShotPipeIsAnswered(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command(mcpflowBin, mode.args...)
+			cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, mode.args...)
 			cmd.Dir = dir
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Stdin = strings.NewReader(input)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -6,12 +6,13 @@ import (
 	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // In every mode (watch, mux, [cli]) the binary answers what a client
@@ -37,10 +38,9 @@ func TestEveryModeKeepsIDsAndSurvivesBadLines(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command(mcpflowBin, mode.args...)
+			cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, mode.args...)
 			cmd.Dir = dir
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			var stderr lockedBuffer
+			var stderr testkit.Buffer
 			cmd.Stderr = &stderr
 			stdin, err := cmd.StdinPipe()
 			if err != nil {

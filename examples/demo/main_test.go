@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
+
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestDemo runs the whole demo, both parts (single server, mux) in both eras, against an mcpflow built
 // from this tree: the demo is the README's first command, so a change to
@@ -15,11 +18,8 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mcpflow and the example server")
 	}
+	bin := testkit.Build(t, testkit.MCPFlowPkg)
 	t.Chdir(filepath.Join("..", ".."))
-	bin := filepath.Join(t.TempDir(), "mcpflow")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/mcpflow").CombinedOutput(); err != nil {
-		t.Fatalf("build mcpflow: %v\n%s", err, out)
-	}
 	for _, part := range []struct {
 		era string
 		mux bool
