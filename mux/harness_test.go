@@ -35,6 +35,7 @@ type envOpts struct {
 	cfg      Config
 	version  string // client protocol version; "" = SDK latest
 	sampling bool
+	client   string // the client's name; "" = "test"
 }
 
 func start(t *testing.T, o envOpts) *env {
@@ -72,7 +73,11 @@ func start(t *testing.T, o envOpts) *env {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "echo of " + in}}, nil
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
+	name := o.client
+	if name == "" {
+		name = "test"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, copts)
 	client.AddRoots(&mcp.Root{URI: "file:///proj", Name: "proj"})
 	e.cs = testkit.Connect(t, o.version, client, ct)
 	t.Cleanup(func() { e.shutdown() })

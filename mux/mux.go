@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,9 +31,11 @@ type Config struct {
 	// Logger and Version (no build, no watch).
 	NewBackend BackendFactory
 
-	// StartWait is how long Run waits for the configured servers before it
-	// answers the client (their instructions are only combined if they are
-	// up by then); the rest appear through list_changed. Default 10s.
+	// StartWait is how long Run holds the client's first message while
+	// the configured servers start, so that the first answers hold their
+	// tools and instructions; those still starting then appear through
+	// list_changed. 0 = as long as the client waits for a server, by the
+	// name in that message (relay.ClientWait).
 	StartWait time.Duration
 	// ChildProtocolVersion is the version the mux asks of each child; ""
 	// = the SDK's latest (2026-07-28, falling back to the legacy
@@ -155,9 +159,6 @@ func New(cfg Config) *Mux {
 	if cfg.SingleTool == "" {
 		cfg.SingleTool = defaultSingleTool
 	}
-	if cfg.StartWait <= 0 {
-		cfg.StartWait = 10 * time.Second
-	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -193,14 +194,9 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 			}
 		}()
 	}
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(m.cfg.StartWait):
-		m.log.Warn("some servers are still starting; their tools appear when they are up", "after", m.cfg.StartWait)
-	case <-ctx.Done():
-	}
+	started := make(chan struct{})
+	go func() { wg.Wait(); close(started) }()
+	t = m.awaitStart(ctx, t, started)
 	srv := front{m}.newFront()
 	m.mu.Lock()
 	m.cat.srv = srv
@@ -228,6 +224,76 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 		m.log.Info("client session ended", "err", err)
 	}
 	return nil
+}
+
+// awaitStart returns once the configured servers are up (started is
+// closed), or the client waited as long as it waits for a server, counted
+// from its first message: StartWait, else relay.ClientWait of the name in
+// that message. On a wire.Transport it reads that message to learn the
+// name, and returns the transport that hands it on first.
+func (m *Mux) awaitStart(ctx context.Context, t mcp.Transport, started <-chan struct{}) mcp.Transport {
+	wt, ok := t.(*wire.Transport)
+	if !ok {
+		wait := m.cfg.StartWait
+		if wait <= 0 {
+			wait = relay.ClientWait("")
+		}
+		m.waitStarted(ctx, started, wait)
+		return t
+	}
+	first := make(chan peeked, 1)
+	go func() {
+		msg, err := wt.In.Next()
+		first <- peeked{msg, err}
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+	case p := <-first:
+		first <- p // for the transport
+		wait := m.cfg.StartWait
+		if env, err := wire.Peek(p.msg); wait <= 0 && err == nil {
+			wait = relay.ClientWait(env.ClientName())
+		}
+		if p.err == nil {
+			m.waitStarted(ctx, started, wait)
+		}
+	}
+	nt := *wt
+	nt.In = &prepended{first: first, in: wt.In}
+	return &nt
+}
+
+func (m *Mux) waitStarted(ctx context.Context, started <-chan struct{}, wait time.Duration) {
+	select {
+	case <-started:
+	case <-ctx.Done():
+	case <-time.After(wait):
+		m.log.Warn("some servers are still starting; their tools appear when they are up", "after", wait)
+	}
+}
+
+// peeked is the result of a Stream's Next.
+type peeked struct {
+	msg []byte
+	err error
+}
+
+// prepended is a Stream whose first message comes from first, the rest
+// from in.
+type prepended struct {
+	first <-chan peeked
+	in    wire.Stream
+	done  bool
+}
+
+func (p *prepended) Next() ([]byte, error) {
+	if !p.done {
+		p.done = true
+		r := <-p.first
+		return r.msg, r.err
+	}
+	return p.in.Next()
 }
 
 // Close stops every server (children and their process groups) and waits

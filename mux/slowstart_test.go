@@ -58,6 +58,36 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 	})
 }
 
+// TestStartWaitsAsLongAsTheClient: the client's first messages wait for
+// the configured servers as long as the client waits for a server (Codex:
+// 8 s, by its name), so a build of a second and a half is invisible: the
+// first tools/list holds the server's tools. With StartWait shorter than
+// the build, the first list goes without them.
+func TestStartWaitsAsLongAsTheClient(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		startWait time.Duration
+		listed    bool
+	}{
+		{"by the client", 0, true},
+		{"StartWait", 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "srv")
+			build := fmt.Sprintf("sleep 1.5; cp %[1]s %[2]s.tmp && mv %[2]s.tmp %[2]s", testkit.Fixture(t), bin)
+			e := start(t, envOpts{client: "codex-mcp-client", cfg: Config{
+				Servers:    []ServerSpec{{Name: "slow", Command: []string{bin}, Build: build}},
+				StartWait:  tc.startWait,
+				NewBackend: NewRelayBackends(RelayOptions{NewHooks: testHooks}),
+			}})
+			if listed := e.toolNames()["slow__echo"] != nil; listed != tc.listed {
+				t.Fatalf("the first tools/list has slow__echo: %v, want %v", listed, tc.listed)
+			}
+		})
+	}
+}
+
 // TestSingleMode: one server served as itself (the era bridge): a legacy
 // client in front of a child that refuses initialize sees the child's
 // tools and prompts under their own names, the rebuild tool and no

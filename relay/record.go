@@ -200,7 +200,7 @@ func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
 			r.sess.firstGrace = true
 			grace := r.cfg.First.Grace
 			if grace <= 0 {
-				grace = ClientWait(clientName(env))
+				grace = ClientWait(env.ClientName())
 			}
 			time.AfterFunc(grace, func() { r.shell.firstServerLate(grace) })
 		}
@@ -225,26 +225,6 @@ func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
 	r.log.Debug("answered from the record of the server's last start", "method", env.Method)
 	r.reply(wire.ResultResponse(env.ID, r.sess.withResultType(res)))
 	return true
-}
-
-// clientName is the name a client gives itself in a request: initialize's
-// clientInfo, or a 2026-07-28 request's _meta.
-func clientName(env wire.Envelope) string {
-	var p struct {
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"clientInfo"`
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	_ = json.Unmarshal(env.Params, &p)
-	if p.ClientInfo.Name != "" {
-		return p.ClientInfo.Name
-	}
-	var ci struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &ci)
-	return ci.Name
 }
 
 // keepInRecord records the child's answer to a request of the client's

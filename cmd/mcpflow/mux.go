@@ -103,6 +103,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		AllowedCommands:  cfg.Mux.AllowedCommands,
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
+		StartWait:        cfg.Relay.StartupGrace,
 		NewBackend: func(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
 			if spec.CLI != nil {
 				return w.cliBackend(spec, emit)

@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Envelope is what routing a JSON-RPC message needs: its id, its method,
@@ -31,6 +33,26 @@ func (e *Envelope) IsRequest() bool { return e.Method != "" && e.ID != nil }
 
 // IsNotification reports whether the message is a notification.
 func (e *Envelope) IsNotification() bool { return e.Method != "" && e.ID == nil }
+
+// ClientName is the name a client gives itself in a request: initialize's
+// clientInfo, or a 2026-07-28 request's _meta; "" when it gives none.
+func (e *Envelope) ClientName() string {
+	var p struct {
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(e.Params, &p)
+	if p.ClientInfo.Name != "" {
+		return p.ClientInfo.Name
+	}
+	var ci struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &ci)
+	return ci.Name
+}
 
 // IsResponse reports whether the message is a response (result or error,
 // no method).
