@@ -24,10 +24,12 @@
 //
 // Each check runs on a project mcpflow has already built once (a warm-up
 // under the Go SDK client), and the -cold ones (claude-cold, gemini-cold,
-// codex-cold) on one never built (no .mcpflow, no binary): the client's
-// first look must already show the server (Claude's init event lists its
-// tools, Codex's first status lists them, Gemini says Connected), as a
-// new user's first session does.
+// codex-cold) on one never built (no .mcpflow, no binary), as a new
+// user's first session is: Codex's first status must list the server's
+// tools, Gemini must say Connected, and a Claude Code session's init
+// events must list the tools within Claude's own wait for a server (its
+// first one comes a few hundred milliseconds after it starts, before any
+// build could end).
 //
 // After each check no process may be left in the project's folder. The
 // exit status is 0 when every check passed.
@@ -195,6 +197,22 @@ func (c *checker) newProject(name string, mux bool) (*project, error) {
 		p.env = append(p.env, kv)
 	}
 	p.env = append(p.env, "HOME="+p.home, "PATH="+c.path, "CODEX_HOME="+filepath.Join(p.home, ".codex"), "GEMINI_CLI_TRUST_WORKSPACE=true")
+	// Go's caches stay the user's: a project is cold, not the toolchain.
+	// They are where Go looks under the new HOME (links), as a client
+	// may pass its server only some of the environment (Codex does).
+	for k, under := range map[string]string{"GOCACHE": ".cache/go-build", "GOMODCACHE": "go/pkg/mod"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			continue
+		}
+		link := filepath.Join(p.home, under)
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return p, err
+		}
+		if err := os.Symlink(strings.TrimSpace(string(out)), link); err != nil {
+			return p, err
+		}
+	}
 	return p, nil
 }
 
@@ -308,6 +326,9 @@ func mcpTools(all []string) []string {
 func (c *checker) claude(p *project) error {
 	if err := c.writeClaudeConfig(p); err != nil {
 		return err
+	}
+	if p.cold || p.name == "dev" {
+		return c.claudeSession(p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -458,51 +479,13 @@ func (c *checker) claudeLive(p *project) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := c.command(ctx, p, "claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
-	stdin, err := cmd.StdinPipe()
+	cs, err := c.startClaude(ctx, p)
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	defer cs.close()
+	if _, _, err := cs.until(p, 10); err != nil {
 		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	inits := make(chan claudeInit, 16)
-	go func() {
-		defer close(inits)
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var in claudeInit
-			if json.Unmarshal(sc.Bytes(), &in) == nil && in.Type == "system" && in.Subtype == "init" {
-				inits <- in
-			}
-		}
-	}()
-	say := func() { fmt.Fprintln(stdin, `{"type":"user","message":{"role":"user","content":"hi"}}`) }
-	// The first init event may come before the server answered (Claude
-	// Code does not wait long); a session goes on, so ask again.
-	for tries := 0; ; tries++ {
-		say()
-		in, ok := <-inits
-		if !ok {
-			return errors.New("claude printed no init event")
-		}
-		err := in.check(p.name, p.want...)
-		if err == nil {
-			break
-		}
-		if tries == 10 {
-			return err
-		}
-		time.Sleep(time.Second)
 	}
 	src := filepath.Join(p.dir, "main.go")
 	b, err := os.ReadFile(src)
@@ -521,8 +504,7 @@ func (c *checker) claudeLive(p *project) error {
 			return errors.New("the saved tool never reached Claude Code's session")
 		case <-time.After(2 * time.Second):
 		}
-		say()
-		in, ok := <-inits
+		in, ok := cs.ask()
 		if !ok {
 			return errors.New("claude ended the session")
 		}
@@ -531,6 +513,104 @@ func (c *checker) claudeLive(p *project) error {
 			return nil
 		}
 	}
+}
+
+// claudeSession opens a Claude Code session on a project (one never
+// built, or a mux) and says "hi" until an init event lists the server's
+// tools, at most 30 s (Claude Code's own wait for a server). A -p run
+// prints its one init event within a few hundred milliseconds, before any
+// server slower than that answers (a server that takes half a second for
+// tools/list is "pending" in it): a session, which prints an init event
+// per message, shows when the tools reach Claude.
+func (c *checker) claudeSession(p *project) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cs, err := c.startClaude(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer cs.close()
+	start := time.Now()
+	in, first, err := cs.until(p, 30)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("✓ claude  Claude Code connected; tools %v (%s after the session started; its first init event: %s)\n",
+		mcpTools(in.Tools), time.Since(start).Round(100*time.Millisecond), first)
+	return nil
+}
+
+// claudeRun is a Claude Code session in stream-json.
+type claudeRun struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	inits chan claudeInit
+}
+
+func (c *checker) startClaude(ctx context.Context, p *project) (*claudeRun, error) {
+	cmd := c.command(ctx, p, "claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	cs := &claudeRun{cmd: cmd, stdin: stdin, inits: make(chan claudeInit, 16)}
+	go func() {
+		defer close(cs.inits)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var in claudeInit
+			if json.Unmarshal(sc.Bytes(), &in) == nil && in.Type == "system" && in.Subtype == "init" {
+				cs.inits <- in
+			}
+		}
+	}()
+	return cs, nil
+}
+
+// ask sends a user message and returns the init event it brings.
+func (cs *claudeRun) ask() (claudeInit, bool) {
+	fmt.Fprintln(cs.stdin, `{"type":"user","message":{"role":"user","content":"hi"}}`)
+	in, ok := <-cs.inits
+	return in, ok
+}
+
+// until asks once a second, at most tries times, until an init event
+// lists p's tools; first describes the first init event's view of the
+// server.
+func (cs *claudeRun) until(p *project, tries int) (in claudeInit, first string, err error) {
+	for try := 0; ; try++ {
+		in, ok := cs.ask()
+		if !ok {
+			return in, first, errors.New("claude printed no init event")
+		}
+		err := in.check(p.name, p.want...)
+		if try == 0 {
+			first = "the tools listed"
+			if err != nil {
+				first = err.Error()
+			}
+		}
+		if err == nil {
+			return in, first, nil
+		}
+		if try == tries {
+			return in, first, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func (cs *claudeRun) close() {
+	cs.stdin.Close()
+	_ = cs.cmd.Wait()
 }
 
 // leftovers reports processes still running in dir (their working folder

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -366,6 +367,9 @@ func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	if req, ok := m.(*jsonrpc.Request); ok && !req.ID.IsValid() {
+		data = c.restoreSubscriptionID(data)
+	}
 	if res, ok := m.(*jsonrpc.Response); ok {
 		if n, ok := res.ID.Raw().(int64); ok {
 			c.mu.Lock()
@@ -390,6 +394,37 @@ func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
 		}
 	}
 	return c.writeLine(data)
+}
+
+// restoreSubscriptionID gives a notification of a subscriptions/listen
+// stream (its acknowledgement, a list_changed) the listen request's id as
+// the peer sent it, byte for byte: the SDK tags it with the number it knew
+// the request by.
+func (c *conn) restoreSubscriptionID(note []byte) []byte {
+	ps, pe, ok := jsonscan.MemberSpan(note, "params")
+	if !ok {
+		return note
+	}
+	ms, me, ok := jsonscan.MemberSpan(note[ps:pe], "_meta")
+	if !ok {
+		return note
+	}
+	meta := note[ps+ms : ps+me]
+	vs, ve, ok := jsonscan.MemberSpan(meta, mcp.MetaKeySubscriptionID)
+	if !ok {
+		return note
+	}
+	num, err := strconv.ParseInt(string(meta[vs:ve]), 10, 64)
+	if err != nil {
+		return note
+	}
+	c.mu.Lock()
+	cl := c.ids[num]
+	c.mu.Unlock()
+	if cl == nil {
+		return note
+	}
+	return Splice(note, ps+ms+vs, ps+ms+ve, cl.id)
 }
 
 func (c *conn) writeLine(msg []byte) error {

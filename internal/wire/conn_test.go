@@ -243,3 +243,21 @@ func FuzzTransport(f *testing.F) {
 		}
 	})
 }
+
+// A subscriptions/listen stream's notifications carry the listen
+// request's id as the client sent it (Claude Code 2.1.330's "listen:0"),
+// not the number the SDK knew it by: the client waits for that
+// acknowledgement before it lists anything.
+func TestTransportKeepsListenIDs(t *testing.T) {
+	in, lines := rawServer(t, 1<<20)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.330"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}`
+	io.WriteString(in, `{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{`+meta+`}}`+"\n")
+	if got := nextLine(t, lines); !strings.Contains(got, `"id":"server-discover-probe-1","result"`) {
+		t.Fatalf("discover: %s", got)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":"listen:0","method":"subscriptions/listen","params":{`+meta+`,"notifications":{"toolsListChanged":true}}}`+"\n")
+	got := nextLine(t, lines)
+	if !strings.Contains(got, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":"listen:0"`) {
+		t.Fatalf("acknowledgement: %s", got)
+	}
+}
