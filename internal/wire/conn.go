@@ -92,6 +92,7 @@ type conn struct {
 type call struct {
 	id       []byte // raw, as the peer wrote it
 	canceled bool   // the peer canceled it: no answer goes out
+	stream   bool   // a subscriptions/listen stream: answered only when it ends
 }
 
 // read hands every message of in to Read, answering the lines it cannot.
@@ -176,13 +177,14 @@ func (c *conn) isReady() bool {
 	return c.ready
 }
 
-// unanswered counts the requests read that have no answer yet.
+// unanswered counts the requests read that have no answer yet, listen
+// streams aside (they last as long as the session).
 func (c *conn) unanswered() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
 	for _, cl := range c.ids {
-		if !cl.canceled {
+		if !cl.canceled && !cl.stream {
 			n++
 		}
 	}
@@ -297,7 +299,7 @@ func (c *conn) prepare(msg []byte, env Envelope) (jsonrpc.Message, []byte) {
 			return nil, ErrorResponse(env.ID, CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
 		}
 		c.next++
-		c.ids[c.next] = &call{id: append([]byte(nil), env.ID...)}
+		c.ids[c.next] = &call{id: append([]byte(nil), env.ID...), stream: env.Method == "subscriptions/listen"}
 		c.inFlight[key] = c.next
 		req.ID, _ = jsonrpc.MakeID(float64(c.next)) // the SDK's way to an int64 id
 		return req, nil

@@ -260,4 +260,12 @@ func TestTransportKeepsListenIDs(t *testing.T) {
 	if !strings.Contains(got, `"notifications/subscriptions/acknowledged"`) || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":"listen:0"`) {
 		t.Fatalf("acknowledgement: %s", got)
 	}
+	// The input ends with only the stream open: nothing waits for it to
+	// be answered, so no shutting-down error ends it.
+	in.Close()
+	for l := range lines {
+		if strings.Contains(l, `"id":"listen:0"`) {
+			t.Fatalf("the listen stream was answered at the end of input: %s", l)
+		}
+	}
 }
