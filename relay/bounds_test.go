@@ -13,6 +13,7 @@ import (
 // is answered by the relay, whose instructions and tool results say why,
 // with the child's stderr.
 func TestHandshakeTimeoutStopsTheChild(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, func(c *Config) {
 		c.Child = Child{Command: []string{"echo listening on http://127.0.0.1:8080 >&2; exec sleep 1000"}, Shell: true, StopTimeout: time.Second}
 		c.HandshakeTimeout = time.Second
@@ -44,6 +45,7 @@ func TestHandshakeTimeoutStopsTheChild(t *testing.T) {
 // is stopped, the call pending on it gets the true reason, and on_crash
 // brings a new one.
 func TestChildClosingStdoutIsGone(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.handshake("legacy")
 	pid := w.r.Stats().Pid
@@ -72,6 +74,7 @@ func TestChildClosingStdoutIsGone(t *testing.T) {
 // A working directory that does not exist is named as such, not taken for
 // a missing program.
 func TestMissingWorkingDirectory(t *testing.T) {
+	t.Parallel()
 	r := New(Config{Child: Child{Command: []string{testkit.Fixture(t)}, Dir: "/nonexistent/srv"}})
 	_, err := r.Restart(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "working directory does not exist: /nonexistent/srv") || strings.Contains(err.Error(), "no such file") {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCrashPolicy(t *testing.T) {
+	t.Parallel()
 	p := crashPolicy{restart: true}
 	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
 		if a, d := p.crashed(time.Second); a != crashRestart || d != want {

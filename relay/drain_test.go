@@ -83,8 +83,10 @@ func goCall(h *harness, name string, args map[string]any) chan callOut {
 // A restart lets a call in flight finish with its real result; a call sent
 // meanwhile waits and is answered by the new child.
 func TestDrainLetsCallsFinish(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 			oldPid := statePid(t, h.mustCall("state", nil))
 			h.r.sw.mu.Lock()
@@ -120,8 +122,10 @@ func TestDrainLetsCallsFinish(t *testing.T) {
 // A call that outlasts the drain gets the restart error, once; the new
 // child serves afterwards.
 func TestDrainTimeOver(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 100 * time.Millisecond }})
 			oldPid := statePid(t, h.mustCall("state", nil))
 			slow := goCall(h, "slow", map[string]any{"ms": 600000})
@@ -148,8 +152,10 @@ func TestDrainTimeOver(t *testing.T) {
 // A call canceled by the client during the drain ends it: the restart goes
 // on without waiting out Drain.
 func TestDrainEndsOnCancel(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 			h.r.sw.mu.Lock()
 			oldGen := h.r.sw.child.gen
@@ -181,6 +187,7 @@ func TestDrainEndsOnCancel(t *testing.T) {
 // Without Drain a restart stops the child at once: the call in flight gets
 // the restart error.
 func TestNoDrain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{})
 	slow := goCall(h, "slow", map[string]any{"ms": 600000})
 	waitStats(t, h.r, "the slow call in flight", func(s Stats) bool { return s.InFlight == 1 })
@@ -201,6 +208,7 @@ func TestNoDrain(t *testing.T) {
 // call gets the crash report once, the restart goes on, and a call held
 // meanwhile is answered by the new child.
 func TestDrainChildDies(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 	oldPid := statePid(t, h.mustCall("state", nil))
 	h.r.sw.mu.Lock()

@@ -84,6 +84,7 @@ func (l *eventLog) waitFor(t *testing.T, want ...EventKind) []Event {
 }
 
 func TestEventsAndTraffic(t *testing.T) {
+	t.Parallel()
 	l := &eventLog{}
 	var relay atomic.Pointer[Relay]
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
@@ -170,6 +171,7 @@ func TestEventsAndTraffic(t *testing.T) {
 }
 
 func TestRecompileStructuredContent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	h.setVariant("v2")
 	res, err := h.cs.CallTool(h.ctx(), &mcp.CallToolParams{Name: "recompile"})

@@ -9,6 +9,7 @@ import (
 )
 
 func TestClientView(t *testing.T) {
+	t.Parallel()
 	v := newClientView()
 	if !v.unknown() {
 		t.Fatal("a new view knows its lists")
@@ -59,6 +60,7 @@ func TestClientView(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	h := health{crashes: crashPolicy{restart: true}}
 	if h.describe() != msgNotRunning {
 		t.Fatal("describe without a report")

@@ -18,6 +18,7 @@ func heldMsg(t *testing.T, s string) ([]byte, wire.Envelope) {
 }
 
 func TestHoldQueue(t *testing.T) {
+	t.Parallel()
 	h := holdQueue{maxLen: 3, maxBytes: 1000}
 	t0 := time.Unix(1000, 0)
 	m1, e1 := heldMsg(t, `{"jsonrpc":"2.0","id":1,"method":"a"}`)
@@ -69,6 +70,7 @@ func TestHoldQueue(t *testing.T) {
 
 // TestHoldQueueKeepsOrder: take returns the messages in arrival order.
 func TestHoldQueueKeepsOrder(t *testing.T) {
+	t.Parallel()
 	h := holdQueue{maxLen: 100, maxBytes: 1 << 20}
 	for i := range 50 {
 		m, e := heldMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x"}`, i))

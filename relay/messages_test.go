@@ -20,6 +20,7 @@ var update = flag.Bool("update", false, "rewrite testdata/messages.golden")
 // go test -run TestMessageCatalog -update ./relay rewrites it after a
 // deliberate change.
 func TestMessageCatalog(t *testing.T) {
+	t.Parallel()
 	e := exitInfo{status: "exit status 3", uptime: 64*time.Millisecond + 310*time.Microsecond, stderr: "fatal: cannot open db.sqlite\npanic: boom"}
 	bare := exitInfo{status: "killed by SIGKILL", uptime: 12*time.Second + 345*time.Millisecond}
 	const tool = "recompile"
@@ -116,6 +117,7 @@ func TestMessageCatalog(t *testing.T) {
 // the relay does not know), then is answered with a clear sentence, and
 // recompile is listed.
 func TestStartupGraceDefault(t *testing.T) {
+	t.Parallel()
 	if d := New(Config{Child: Child{Command: []string{"x"}}}).cfg.First.Grace; d != 0 {
 		t.Fatalf("default First.Grace %s, want 0 (by client)", d)
 	}

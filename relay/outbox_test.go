@@ -16,6 +16,7 @@ import (
 // TestOutboxOrderUnderBacklog: messages pushed while the writer is behind
 // come out whole, once, in order.
 func TestOutboxOrderUnderBacklog(t *testing.T) {
+	t.Parallel()
 	pr, pw := io.Pipe()
 	o := newOutbox()
 	go o.run(pw, func() { pw.Close() })
@@ -45,6 +46,7 @@ func TestOutboxOrderUnderBacklog(t *testing.T) {
 // TestOutboxBacklogBounded: a queue that never drains (the writer always a
 // hundred messages behind) does not keep the slots of what it wrote.
 func TestOutboxBacklogBounded(t *testing.T) {
+	t.Parallel()
 	g := &gateWriter{gate: make(chan struct{})}
 	o := newOutbox()
 	go o.run(g, nil)
@@ -101,6 +103,7 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 // message comes out once, whole, in the order the sends happened, while a
 // slow reader keeps the writers contending for the token.
 func TestOutboxInlineAndQueuedOrder(t *testing.T) {
+	t.Parallel()
 	pr, pw := io.Pipe()
 	o := newOutbox()
 	go o.run(pw, func() { pw.Close() })
@@ -157,6 +160,7 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 // endInline itself, before it returns, when no other writer holds the
 // token: the hot path needs no hand-off to run.
 func TestOutboxEndInlineWrites(t *testing.T) {
+	t.Parallel()
 	var buf testkit.Buffer
 	o := newOutbox()
 	go o.run(&buf, nil)

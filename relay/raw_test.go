@@ -154,6 +154,7 @@ func errCode(m map[string]any) int {
 }
 
 func TestWireDiscoverThenInitialize(t *testing.T) {
+	t.Parallel()
 	// Claude Code sends initialize after a successful server/discover; a Go
 	// SDK server refuses that, so the relay hands it to a fresh child.
 	w := newRawPeer(t, nil)
@@ -181,6 +182,7 @@ func mustMarshal(v any) string {
 }
 
 func TestWireModernListenSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
 	w.recvID("d")
@@ -208,6 +210,7 @@ func TestWireModernListenSurvivesRestart(t *testing.T) {
 }
 
 func TestWireBadInput(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, func(c *Config) { c.MaxMessage = 4096 })
 	w.send(legacyInit)
 	w.recvID(0)
@@ -269,6 +272,7 @@ func TestWireBadInput(t *testing.T) {
 }
 
 func TestWireDuplicateID(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.send(legacyInit)
 	w.recvID(0)
@@ -285,6 +289,7 @@ func TestWireDuplicateID(t *testing.T) {
 }
 
 func TestWireLegacyReplaysSessionState(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.send(legacyInit)
 	w.recvID(0)
@@ -311,6 +316,7 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 }
 
 func TestWireUnknownPassesThrough(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{"legacy", "modern"} {
 		t.Run(era, func(t *testing.T) {
 			w := newRawPeer(t, nil)
@@ -334,6 +340,7 @@ func TestWireUnknownPassesThrough(t *testing.T) {
 // unchanged and without a warning, and the client's fallback initialize
 // goes to that same child.
 func TestWireLegacyServerRefusesDiscover(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil, "-no-discover")
 	pid := w.r.Stats().Pid
 	w.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta() + `}}`)
@@ -359,6 +366,7 @@ func TestWireLegacyServerRefusesDiscover(t *testing.T) {
 // child under ids of the relay's. A cancel of one reaches the call it
 // names; an id that is no string or number is refused.
 func TestWireIDsKeptExactly(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.send(legacyInit)
 	w.recvID(0)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestClientWait(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]time.Duration{"claude-code": 25 * time.Second, "codex-mcp-client": 8 * time.Second, "gemini-cli-mcp-client": 4 * time.Second, "": 4 * time.Second} {
 		if got := ClientWait(name); got != want {
 			t.Errorf("ClientWait(%q) = %s, want %s", name, got, want)
@@ -24,7 +25,9 @@ func TestClientWait(t *testing.T) {
 // server's name and tools; a call it makes at once waits for the server
 // and is served by it; list_changed then tells it what changed.
 func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		version := era.Version
 		file := filepath.Join(t.TempDir(), "last-start.json")
 		first := func(c *Config) { c.First = First{Record: file, Key: "k1"} }
@@ -95,6 +98,7 @@ func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
 // server said it speaks that era; one of a server of 2026-07-28 only does
 // not answer it (the client waits for the server, and the era bridge).
 func TestRecordOfTheOtherEra(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		args     []string

@@ -17,7 +17,9 @@ import (
 )
 
 func TestRecompileAddsToolAndNotifies(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		names := h.toolNames()
 		if !slices.Contains(names, "recompile") || !slices.Contains(names, "echo") || slices.Contains(names, "reverse") {
@@ -61,7 +63,9 @@ func count(s []string, v string) int {
 }
 
 func TestCapabilitiesForced(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, args: []string{"-no-list-changed", "-no-resources"}})
 		caps := h.cs.InitializeResult().Capabilities
 		if caps.Tools == nil || !caps.Tools.ListChanged {
@@ -87,7 +91,9 @@ func TestCapabilitiesForced(t *testing.T) {
 }
 
 func TestCrashDuringSlowCalls(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		const n = 8
 		var wg sync.WaitGroup
@@ -126,6 +132,7 @@ func TestCrashDuringSlowCalls(t *testing.T) {
 }
 
 func TestCrashAutoRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	first := h.childPID()
 	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil || !strings.Contains(err.Error(), "exit status 7") {
@@ -148,6 +155,7 @@ func TestCrashAutoRestart(t *testing.T) {
 }
 
 func TestCrashLoopStops(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	// Every new child serves, then crashes soon after starting.
 	h.r.sw.mu.Lock()
@@ -180,7 +188,9 @@ func TestCrashLoopStops(t *testing.T) {
 }
 
 func TestLargeResultIntact(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		got := h.mustCall("big", map[string]any{"mib": 20})
 		want := bigText(20 << 20)
@@ -194,7 +204,9 @@ func TestLargeResultIntact(t *testing.T) {
 // MiB argument) reaches the server whole, its answer (as long) comes back
 // whole, and the stream goes on.
 func TestLargeRequestIntact(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		text := bigText(3 << 20)
 		if got := strings.TrimSuffix(h.mustCall("echo", map[string]any{"text": text}), "\n"); got != text {
@@ -217,7 +229,9 @@ func bigText(n int) string {
 }
 
 func TestJunkOnStdoutIgnored(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, args: []string{"-junk-at-start"}})
 		if got := h.mustCall("junk", map[string]any{"text": "xyz"}); !strings.Contains(got, "ok") {
 			t.Fatalf("junk call: %q", got)
@@ -230,7 +244,9 @@ func TestJunkOnStdoutIgnored(t *testing.T) {
 }
 
 func TestNoOrphansAfterClientCloses(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		pidFile := filepath.Join(h.dir, "grandchild.pid")
 		h.mustCall("spawn", map[string]any{"path": pidFile})
@@ -254,6 +270,7 @@ func TestNoOrphansAfterClientCloses(t *testing.T) {
 }
 
 func TestRestartKillsGrandchildren(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	pidFile := filepath.Join(h.dir, "grandchild.pid")
 	h.mustCall("spawn", map[string]any{"path": pidFile})
@@ -268,7 +285,9 @@ func TestRestartKillsGrandchildren(t *testing.T) {
 }
 
 func TestPendingCallsGetRestartError(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		errc := make(chan error, 1)
 		go func() {
@@ -289,6 +308,7 @@ func TestPendingCallsGetRestartError(t *testing.T) {
 }
 
 func TestSamplingRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", sampling: true})
 	if got := h.mustCall("legacy_sample", map[string]any{"text": "hello"}); !strings.Contains(got, "model said: HELLO") {
 		t.Fatalf("sample: %q", got)
@@ -301,7 +321,9 @@ func TestSamplingRoundTrip(t *testing.T) {
 }
 
 func TestStartupFailureThenRecover(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, args: []string{"-crash-at-start"}, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 		if err != nil || !isErr || !strings.Contains(text, "crash-at-start") {
@@ -323,6 +345,7 @@ func TestStartupFailureThenRecover(t *testing.T) {
 }
 
 func TestQueueDuringRestart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.Child.StopTimeout = 300 * time.Millisecond }})
 	done := make(chan struct{})
 	go func() {
@@ -351,7 +374,9 @@ func TestQueueDuringRestart(t *testing.T) {
 var _ = mcp.Implementation{}
 
 func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		// No server for now: the first build is "still running".
 		h := newHarness(t, hopts{version: era.Version, noStart: true, cfg: func(c *Config) { c.First.Grace = 200 * time.Millisecond }})
 		if info := h.cs.InitializeResult().ServerInfo; info == nil || info.Name != "mcpflow" {
@@ -398,6 +423,7 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 // new child only after its session was replayed (a legacy server refuses
 // requests before initialize).
 func TestHeldUntilReplayed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
 		// The old child takes a second to stop after its stdin closes, so
 		// that the calls below are held.

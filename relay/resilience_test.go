@@ -68,6 +68,7 @@ func (w *rawPeer) collect(d time.Duration, until func(map[string]int) bool) map[
 }
 
 func TestChaosEveryIDAnsweredOnce(t *testing.T) {
+	t.Parallel()
 	for _, era := range []string{"modern", "legacy"} {
 		for _, how := range []string{"crash", "recompile"} {
 			t.Run(era+"/"+how, func(t *testing.T) {
@@ -106,6 +107,7 @@ func TestChaosEveryIDAnsweredOnce(t *testing.T) {
 }
 
 func TestStaleSamplingAnswerDropped(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, nil)
 	w.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	w.recvID(0)
@@ -166,6 +168,7 @@ func TestStaleSamplingAnswerDropped(t *testing.T) {
 }
 
 func TestSessionReplayLegacy(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	ctx := h.ctx()
 	if err := h.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
@@ -211,6 +214,7 @@ func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 }
 
 func TestQueueOverflowAndDeadline(t *testing.T) {
+	t.Parallel()
 	w := newHeldWire(t, "2", func(c *Config) {
 		c.Queue.Size = 2
 		c.Queue.Timeout = 500 * time.Millisecond
@@ -239,6 +243,7 @@ func TestQueueOverflowAndDeadline(t *testing.T) {
 }
 
 func TestRestartMarker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-marker", "MCPFLOW-RESTART"}, cfg: func(c *Config) { c.RestartMarker = "MCPFLOW-RESTART" }})
 	before := h.childPID()
 	h.setVariant("v2") // a new tool: the client is told
@@ -255,6 +260,7 @@ func TestRestartMarker(t *testing.T) {
 }
 
 func TestEnvOverrides(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
 		c.EnvOverridable = []string{"FOO"}
 		c.Child.ExtraEnv = map[string]string{"FOO": "base"} // run.env
@@ -277,7 +283,9 @@ func TestEnvOverrides(t *testing.T) {
 }
 
 func TestServerSuffix(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.ServerSuffix = "-dev" }})
 		info := h.cs.InitializeResult().ServerInfo
 		if info == nil || info.Name != "fixture-dev" || info.Version != "v1-dev" {
@@ -287,7 +295,9 @@ func TestServerSuffix(t *testing.T) {
 }
 
 func TestCallToolForwards(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.CallTool = "call" }})
 		if !slices.Contains(h.toolNames(), "call") {
 			t.Fatal("call tool not listed")
@@ -305,6 +315,7 @@ func TestCallToolForwards(t *testing.T) {
 }
 
 func TestCrashBetweenCallsNotice(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	first := h.childPID()
 	h.mustCall("die", map[string]any{"ms": 100})
@@ -381,6 +392,7 @@ func openFDs(t *testing.T) int {
 }
 
 func TestDuplicateIDWhileHeld(t *testing.T) {
+	t.Parallel()
 	w := newHeldWire(t, "1", nil)
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	w.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
@@ -400,6 +412,7 @@ func TestDuplicateIDWhileHeld(t *testing.T) {
 }
 
 func TestCancelWhileHeld(t *testing.T) {
+	t.Parallel()
 	w := newHeldWire(t, "1", nil)
 	w.send(toolCall(7, "", "echo", `{"text":"canceled"}`))
 	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)

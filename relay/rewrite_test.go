@@ -15,6 +15,7 @@ func testRelay(cfg Config) *Relay {
 }
 
 func TestInjectToolsPagination(t *testing.T) {
+	t.Parallel()
 	r := testRelay(Config{Tool: "recompile"})
 	cases := []struct {
 		name   string
@@ -56,6 +57,7 @@ func TestInjectToolsPagination(t *testing.T) {
 }
 
 func TestForcedResult(t *testing.T) {
+	t.Parallel()
 	in := `{"protocolVersion":"2025-11-25","capabilities":{"prompts":{},"logging":{},"x-custom":{"a":1}},"serverInfo":{"name":"s","version":"1.0"},"instructions":"hi","extra":[1]}`
 	out, err := forcedResult([]byte(in), true, "-dev")
 	if err != nil {
@@ -82,6 +84,7 @@ func TestForcedResult(t *testing.T) {
 }
 
 func TestDiffTools(t *testing.T) {
+	t.Parallel()
 	old := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}, {Name: "old"}}
 	cur := []toolInfo{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{}}}`)}, {Name: "reverse"}}
 	d := diffTools(old, cur, true)

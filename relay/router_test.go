@@ -6,6 +6,7 @@ import (
 )
 
 func TestRouterPending(t *testing.T) {
+	t.Parallel()
 	rt := newRouter()
 	rt.track("1", &pending{kind: kindPlain, gen: 1})
 	rt.track("2", &pending{kind: kindListen, gen: 1})
@@ -36,6 +37,7 @@ func TestRouterPending(t *testing.T) {
 }
 
 func TestRouterServerRequests(t *testing.T) {
+	t.Parallel()
 	rt := newRouter()
 	// Two children that both use id 1 for their requests to the client.
 	a := rt.renumber(1, []byte("1"))
@@ -66,6 +68,7 @@ func TestRouterServerRequests(t *testing.T) {
 }
 
 func TestRouterWaiters(t *testing.T) {
+	t.Parallel()
 	rt := newRouter()
 	id := rt.newID("")
 	ch := rt.wait(id)
@@ -93,6 +96,7 @@ func closed(ch <-chan struct{}) bool {
 }
 
 func TestRouterDrain(t *testing.T) {
+	t.Parallel()
 	rt := newRouter()
 	rt.track("1", &pending{kind: kindToolsCall, gen: 1})
 	rt.track("2", &pending{kind: kindPlain, gen: 1})

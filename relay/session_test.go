@@ -18,6 +18,7 @@ func envOf(t *testing.T, s string) wire.Envelope {
 }
 
 func TestSessionEra(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
 	modern := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
 	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
@@ -44,6 +45,7 @@ func TestSessionEra(t *testing.T) {
 }
 
 func TestLegacyReplay(t *testing.T) {
+	t.Parallel()
 	s := newSession()
 	s.era = eraLegacy
 	rt := newRouter()
@@ -75,6 +77,7 @@ func TestLegacyReplay(t *testing.T) {
 }
 
 func TestModernReplay(t *testing.T) {
+	t.Parallel()
 	s := newSession()
 	s.era = eraModern
 	rt := newRouter()

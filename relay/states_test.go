@@ -49,7 +49,9 @@ func (s *starts) waitStarts(t *testing.T, n int) {
 // handshake right after a build is started once, reported once, and left
 // down until the next build or recompile: no crash restarts.
 func TestFailedStartAfterBuild(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		var s starts
 		h := newHarness(t, hopts{version: era.Version, cfg: s.cfg})
 		s.waitStarts(t, 1)
@@ -92,7 +94,9 @@ func TestFailedStartAfterBuild(t *testing.T) {
 // TestFailedFirstStart: the first server exits before its handshake: the
 // relay answers the client alone and does not restart it.
 func TestFailedFirstStart(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		var s starts
 		h := newHarness(t, hopts{version: era.Version, args: []string{"-crash-at-start"}, cfg: s.cfg})
 		if n := s.settle(); n != 1 {
@@ -111,6 +115,7 @@ func TestFailedFirstStart(t *testing.T) {
 // TestCrashAfterFailedBuildWaits: after a failed build, a crash of the old
 // server does not start the files on disk; the agent is told why.
 func TestCrashAfterFailedBuildWaits(t *testing.T) {
+	t.Parallel()
 	var s starts
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: s.cfg})
 	s.waitStarts(t, 1)
@@ -136,6 +141,7 @@ func TestCrashAfterFailedBuildWaits(t *testing.T) {
 // TestNoticesOncePerState: a failed rebuild's notice is given once, even
 // after two failures, and withdrawn by a good build.
 func TestNoticesOncePerState(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	fail := result.Build{Trigger: "watch", Err: errors.New("exit status 1")}
 	h.r.NoteBuild(fail)
@@ -158,7 +164,9 @@ func TestNoticesOncePerState(t *testing.T) {
 // it would get changes (a new tool, the server down, the server back), and
 // not after a restart that changed nothing.
 func TestListChangedOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 		h.toolNames()
 		quiet := func(what string, want int32) {
@@ -197,6 +205,7 @@ func TestListChangedOnlyOnChange(t *testing.T) {
 
 // TestPromptsListChangedOnlyOnChange: prompts are compared by content too.
 func TestPromptsListChangedOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) { c.OnCrash = "wait" }})
 	if _, err := h.r.Restart(context.Background()); err != nil {
 		t.Fatal(err)
@@ -219,7 +228,9 @@ func TestPromptsListChangedOnlyOnChange(t *testing.T) {
 // TestRecompileDiffAgainstClientView: recompile reports the tools changed
 // since the client last listed them, and names the current tools.
 func TestRecompileDiffAgainstClientView(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		h.toolNames()
 		h.setVariant("v2")
@@ -245,6 +256,7 @@ func TestRecompileDiffAgainstClientView(t *testing.T) {
 // TestRestartDoneOnlyWhenAnswered: a first start whose held handshake the
 // child never answers is not reported up.
 func TestRestartDoneOnlyWhenAnswered(t *testing.T) {
+	t.Parallel()
 	l := &eventLog{}
 	newHarness(t, hopts{version: "2025-11-25", args: []string{"-crash-at-start"}, cfg: func(c *Config) {
 		c.First.Grace = time.Minute // the client's initialize is held for the first server
@@ -268,6 +280,7 @@ func TestRestartDoneOnlyWhenAnswered(t *testing.T) {
 // TestDebugLogOneLinePerMessage: at debug level each message gets one
 // line: where from, method or id, size, and latency for responses.
 func TestDebugLogOneLinePerMessage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	h.mustCall("echo", map[string]any{"text": "logged"})
 	var calls, answers int
@@ -307,6 +320,7 @@ done`
 // but is not valid JSON never reaches the client, short or long; the
 // request it answers gets an error, and the stream goes on.
 func TestInvalidServerLinesNotForwarded(t *testing.T) {
+	t.Parallel()
 	w := newRawPeer(t, func(c *Config) {
 		c.Child.Command = []string{badJSONServer}
 		c.Child.Shell = true
@@ -331,6 +345,7 @@ func TestInvalidServerLinesNotForwarded(t *testing.T) {
 // TestFirstBuildFailsWhileCallHeld: a tool call waiting for the first
 // build is answered with the build's errors when it fails.
 func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.First.Grace = 100 * time.Millisecond }})
 	called := make(chan string, 1)
 	go func() {
@@ -359,7 +374,9 @@ func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
 // TestRecompileDiffSinceSessionStart: a client that never lists tools is
 // told what changed since its session began.
 func TestRecompileDiffSinceSessionStart(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version})
 		h.setVariant("v2")
 		h.mustCall("recompile", nil)

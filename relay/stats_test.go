@@ -31,7 +31,9 @@ func waitStats(t *testing.T, r *Relay, what string, ok func(Stats) bool) Stats {
 }
 
 func TestStats(t *testing.T) {
+	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.OnCrash = "wait" }})
 
 		// Stats is read all along, from another goroutine: -race checks it.
@@ -107,6 +109,7 @@ func TestStats(t *testing.T) {
 }
 
 func TestStatsBeforeAndAfterServe(t *testing.T) {
+	t.Parallel()
 	r := New(Config{Child: Child{Command: []string{testkit.Fixture(t)}}})
 	if st := r.Stats(); st.State != "starting" || st.Gen != 0 || st.Pid != 0 || st.ToolsKnown {
 		t.Fatalf("before Serve: %+v", st)
@@ -126,6 +129,7 @@ func TestStatsBeforeAndAfterServe(t *testing.T) {
 // While the first build outlasts StartupGrace the relay answers the client
 // alone, yet the server is still starting; a failed first build is down.
 func TestStatsSlowFirstBuild(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", noStart: true, cfg: func(c *Config) { c.First.Grace = 50 * time.Millisecond }})
 	h.toolNames() // answered by the relay alone: the grace is over
 	if st := h.r.Stats(); st.State != "starting" || st.Gen != 0 {

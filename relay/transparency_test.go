@@ -20,8 +20,10 @@ import (
 // questions with the same client, and requires the same answers, apart
 // from what the relay documents it changes (its own tool, listChanged).
 func TestTransparencyEverythingServer(t *testing.T) {
+	t.Parallel()
 	bin := testkit.Build(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		client := mcp.NewClient(&mcp.Implementation{Name: "transparency", Version: "1"}, nil)

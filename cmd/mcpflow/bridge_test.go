@@ -19,8 +19,10 @@ import (
 // its rebuild tool restarts it; a modern client in front of the same child
 // stays on the relay. No process is left after either.
 func TestE2ELegacyClientModernOnlyChild(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			// A build step (a copy of the fixture) and a watch, so that the
 			// bridged engine's builder and watcher are the configured ones.

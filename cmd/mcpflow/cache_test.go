@@ -113,8 +113,10 @@ func noOverlap(t *testing.T, dir string) {
 // (dist) or one the builder learned (gen: learned in a first run, where it
 // may cost one more build, once, and kept in the build cache).
 func TestOneSaveOneBuild(t *testing.T) {
+	t.Parallel()
 	for _, out := range []string{"dist", "gen"} {
 		t.Run(out, func(t *testing.T) {
+			t.Parallel()
 			dir := cacheProject(t, out)
 			save := func(text string) {
 				if err := os.WriteFile(filepath.Join(dir, "src.txt"), []byte(text+"\n"), 0o644); err != nil {
@@ -149,6 +151,7 @@ func TestOneSaveOneBuild(t *testing.T) {
 }
 
 func TestCacheSecondStartRunsNoBuild(t *testing.T) {
+	t.Parallel()
 	dir := cacheProject(t, "dist")
 	start := time.Now()
 	h := startE2E(t, dir, "", "watch")
@@ -204,6 +207,7 @@ func TestCacheSecondStartRunsNoBuild(t *testing.T) {
 }
 
 func TestCacheFailedBuildIsNeverReused(t *testing.T) {
+	t.Parallel()
 	dir := cacheProject(t, "dist")
 	h := startE2E(t, dir, "", "watch")
 	waitLog(t, dir, "startup →", 1)
@@ -236,6 +240,7 @@ func TestCacheFailedBuildIsNeverReused(t *testing.T) {
 }
 
 func TestTwoInstancesBuildOnce(t *testing.T) {
+	t.Parallel()
 	dir := cacheProject(t, "dist")
 	if err := os.WriteFile(filepath.Join(dir, "slow"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -269,6 +274,7 @@ func TestTwoInstancesBuildOnce(t *testing.T) {
 }
 
 func TestRunOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		argv  []string

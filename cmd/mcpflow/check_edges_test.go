@@ -16,6 +16,7 @@ import (
 // A build in watch mode is found in the command, through runners, and
 // through the package.json scripts it runs; one that builds once is not.
 func TestWatchModeBuild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"package.json": `{"scripts": {
 		"build": "tsc", "build:w": "tsc -b -w", "dev": "tsx watch src/index.ts", "watch": "node build.mjs",
@@ -75,6 +76,7 @@ func TestWatchModeBuild(t *testing.T) {
 // The script file an interpreter runs, through the runners that start it,
 // with the folder it is relative to.
 func TestScriptOf(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		argv        []string
 		script, dir string // "" script: none
@@ -117,6 +119,7 @@ func TestScriptOf(t *testing.T) {
 // Data files in the watched tree: logs, databases, JSON that is no
 // config; source and config are not.
 func TestDataFile(t *testing.T) {
+	t.Parallel()
 	for f, glob := range map[string]string{
 		"notes.json":          "notes.json",
 		"server.log":          "**/*.log",
@@ -146,6 +149,7 @@ func TestDataFile(t *testing.T) {
 // before init excluded them (a TypeScript project's "**/*.json"); a
 // project file still does.
 func TestClientFilesNeverWatched(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"mcpflow.toml": "[run]\ncommand = [\"node\", \"dist/index.js\"]\n[watch]\ninclude = [\"**/*.ts\", \"**/*.json\"]\nexclude = [\"node_modules/**\", \"dist/**\"]\ndebounce = \"20ms\"\n",
@@ -192,6 +196,7 @@ func TestClientFilesNeverWatched(t *testing.T) {
 // The warnings of run.cwd and of an interpreter's script, at the key to
 // fix; a build that may write them softens them.
 func TestCommandWarnings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"server.py": "", "file": ""})
 	load := func(doc string) checkView {
@@ -227,6 +232,7 @@ func TestCommandWarnings(t *testing.T) {
 // A mux's names: a separator that lets a server's tool take a management
 // tool's name, and server names past what the mux accepts.
 func TestMuxNameWarnings(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		doc  string
 		want []string
@@ -259,6 +265,7 @@ func TestMuxNameWarnings(t *testing.T) {
 // than tsc writes it (esbuild's --outfile, a dist/ folder), named when
 // there is no build to write it.
 func TestNodeScriptOfOtherBuilds(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		doc  string
 		warn bool

@@ -14,6 +14,7 @@ import (
 // check names a watched file that mcpflow saw the build write (kept in the
 // build cache), outside the usual output folders.
 func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, f := range []string{"src.txt", "gen/out.txt"} {
 		p := filepath.Join(dir, filepath.FromSlash(f))

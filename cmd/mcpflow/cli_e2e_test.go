@@ -142,9 +142,11 @@ func waitForFile(t *testing.T, path string) {
 // absent optional, a non-zero exit, an oversize output, a timeout and a
 // cancel that leave no process, 20 parallel calls with max_parallel 4.
 func TestE2ECLICalls(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
-			dir, state := cliProject(t, "", "8s")
+			t.Parallel()
+			dir, state := cliProject(t, "", "4s")
 			var mu sync.Mutex
 			var progress []string
 			h := startE2EWith(t, dir, era.Version, &mcp.ClientOptions{
@@ -195,7 +197,7 @@ func TestE2ECLICalls(t *testing.T) {
 			// A timeout kills the call's whole process group.
 			os.Remove(filepath.Join(state, "child.pid"))
 			got, isErr = h.call("slow", map[string]any{"seconds": 120, "child": true})
-			if !isErr || !strings.Contains(got, "timed out after 8s") {
+			if !isErr || !strings.Contains(got, "timed out after 4s") {
 				t.Fatalf("timeout: %v %q", isErr, got)
 			}
 			noLeftovers(t, h, callPids(t, state))
@@ -338,8 +340,10 @@ const shoutTool = `
 // keeps the old tools and tells the agent where, and a broken build does
 // too.
 func TestE2ECLIEdits(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir, _ := cliProject(t, "", "60s")
 			h := startE2E(t, dir, era.Version, "watch")
 			if got, isErr := h.call("greet", map[string]any{"name": "Ann"}); isErr || !strings.Contains(got, "Hello, Ann!") {
@@ -442,8 +446,10 @@ func TestE2ECLIEdits(t *testing.T) {
 
 // TestE2ECLISchemaCommandFails: the agent sees why no CLI tool is served.
 func TestE2ECLISchemaCommandFails(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir, _ := cliProject(t, `[".mcpflow/tool", "nosuch"]`, "60s")
 			h := startE2E(t, dir, era.Version, "watch")
 			if got := h.tools(); !slices.Equal(got, []string{"recompile"}) {
@@ -466,6 +472,7 @@ func TestE2ECLISchemaCommandFails(t *testing.T) {
 // then list_changed and the tools when the build is done. The build waits
 // for the test's go-ahead.
 func TestE2ECLISlowFirstBuild(t *testing.T) {
+	t.Parallel()
 	dir, _ := cliProject(t, "", "60s")
 	path := filepath.Join(dir, "mcpflow.toml")
 	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
@@ -498,6 +505,7 @@ func TestE2ECLISlowFirstBuild(t *testing.T) {
 // TestE2ECLIExitLeavesNothing: however mcpflow ends, a running call's
 // process and its grandchild go with it.
 func TestE2ECLIExitLeavesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		stop func(h *e2e)
@@ -507,7 +515,10 @@ func TestE2ECLIExitLeavesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir, state := cliProject(t, "", "60s")
+			t.Parallel()
+			// The call's timeout bounds how long mcpflow waits for it once
+			// stdin is closed (as it does today): the call outlives it.
+			dir, state := cliProject(t, "", "10s")
 			h := startE2E(t, dir, "", "watch")
 			go h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"seconds": 120, "child": true}})
 			waitForFile(t, filepath.Join(state, "child.pid"))
@@ -532,6 +543,7 @@ func TestE2ECLIExitLeavesNothing(t *testing.T) {
 
 // TestSplitCommandLine: words as a shell splits them, with no expansion.
 func TestSplitCommandLine(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]string{
 		`./bin/tool schema --json`:       {"./bin/tool", "schema", "--json"},
 		`  a   'b c'  "d \"e\" $x" f\ g`: {"a", "b c", `d "e" $x`, "f g"},
@@ -555,6 +567,7 @@ func TestSplitCommandLine(t *testing.T) {
 // TestInitCLI: init --cli writes a [cli] config that loads, and check
 // shows it.
 func TestInitCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.22\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // mcpflow binary (built in TestMain): init, check, help, version and their
 // errors, each with its exit status.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestWatchConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e := env{getwd: func() (string, error) { return dir, nil }}
 
@@ -54,6 +55,7 @@ func TestWatchConfig(t *testing.T) {
 }
 
 func TestNewLoggerText(t *testing.T) {
+	t.Parallel()
 	var stderr strings.Builder
 	logger, closeLog, err := newLogger(&stderr, config.LogConfig{Level: "info", Format: "text"})
 	if err != nil {
@@ -74,6 +76,7 @@ func TestNewLoggerText(t *testing.T) {
 }
 
 func TestNewLoggerJSON(t *testing.T) {
+	t.Parallel()
 	var stderr strings.Builder
 	logger, closeLog, err := newLogger(&stderr, config.LogConfig{Level: "info", Format: "json"})
 	if err != nil {
@@ -119,6 +122,7 @@ type failWriter struct{ n int }
 func (w *failWriter) Write([]byte) (int, error) { w.n++; return 0, errors.New("broken pipe") }
 
 func TestLoggerStderrGone(t *testing.T) {
+	t.Parallel()
 	// A real pipe whose reader is gone: writes fail with EPIPE.
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -151,6 +155,7 @@ func TestLoggerStderrGone(t *testing.T) {
 }
 
 func TestLogFileSharedByInstances(t *testing.T) {
+	t.Parallel()
 	// Several loggers (as several mcpflow instances would) append records
 	// of many lines to one file at once: every record arrives whole.
 	file := filepath.Join(t.TempDir(), "shared.log")

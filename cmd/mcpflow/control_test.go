@@ -241,6 +241,7 @@ func mcpflow(t *testing.T, xdg, dir string, args ...string) (stdout, stderr stri
 }
 
 func TestControlStatusTwoInstances(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir1, dir2 := fixtureDir(t), fixtureDir(t)
 	r1 := startCtl(t, xdg, dir1)
@@ -328,6 +329,7 @@ enabled = false
 // compiler's error and leaves the old server serving; on a good one it
 // shows the tool diff, and the client is told its tools changed.
 func TestControlRebuild(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir := copyExample(t)
 	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(rebuildConfig), 0o644)
@@ -394,6 +396,7 @@ func TestControlRebuild(t *testing.T) {
 // set), and logs -f follows new ones until interrupted or until the
 // instance stops.
 func TestControlLogs(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir := fixtureDir(t)
 	r := startCtl(t, xdg, dir)
@@ -460,6 +463,7 @@ func TestControlLogs(t *testing.T) {
 // checks that its control socket is gone; a killed instance's socket is
 // skipped by status and removed by the next instance.
 func TestControlSocketRemovedOnExit(t *testing.T) {
+	t.Parallel()
 	type way struct {
 		name string
 		end  func(r *ctlRun, dir string)
@@ -478,6 +482,7 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 	}
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
 			xdg := runtimeDir(t)
 			dir := fixtureDir(t)
 			var r *ctlRun
@@ -508,6 +513,7 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 	}
 
 	t.Run("fatal error", func(t *testing.T) {
+		t.Parallel()
 		xdg := runtimeDir(t)
 		dir := fixtureDir(t)
 		f, reset := tcpStdin(t)
@@ -532,6 +538,7 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 	})
 
 	t.Run("SIGKILL", func(t *testing.T) {
+		t.Parallel()
 		xdg := runtimeDir(t)
 		dir := fixtureDir(t)
 		r := startCtl(t, xdg, dir)
@@ -594,6 +601,7 @@ func startCtlStderrPipe(t *testing.T, xdg, dir string) *ctlRun {
 // can be tried) another user can neither reach the socket through the
 // folder nor, with the permissions opened, be served by it.
 func TestControlOtherUsers(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir := fixtureDir(t)
 	r := startCtl(t, xdg, dir)
@@ -673,6 +681,7 @@ print(s.makefile().readline())`
 // size limit, are answered with errors; the connection, the control socket
 // and the MCP session carry on.
 func TestControlGarbage(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir := fixtureDir(t)
 	r := startCtl(t, xdg, dir)
@@ -836,6 +845,7 @@ func TestControlTrafficCapture(t *testing.T) {
 // The ring keeps every line when stderr is gone, and stderr is not tried
 // again after it failed.
 func TestRingTeeOutlivesStderr(t *testing.T) {
+	t.Parallel()
 	ring := logring.New(10)
 	fw := &failWriter{}
 	tee := newRingTee(ring, fw)
@@ -850,6 +860,7 @@ func TestRingTeeOutlivesStderr(t *testing.T) {
 }
 
 func TestCLITarget(t *testing.T) {
+	t.Parallel()
 	var sch *clitools.Schema
 	var schErr error
 	builds := &buildLog{}
@@ -900,6 +911,7 @@ func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, error) {
 }
 
 func TestMuxTarget(t *testing.T) {
+	t.Parallel()
 	fm := &fakeMux{list: []mux.ServerInfo{
 		{Name: "notes", Status: "running", Pid: 11, Restarts: 2, Tools: []string{"a", "b"}},
 		{Name: "search", Status: "crashed", Tools: []string{}, LastBuild: &mux.BuildInfo{OK: false, Duration: "380ms", Errors: "# pkg\n./main.go:12:3: undefined: x"}},
@@ -962,6 +974,7 @@ func TestMuxTarget(t *testing.T) {
 // cli with the schema's tool count, and rebuild builds and re-reads the
 // schema.
 func TestControlCLI(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir, _ := cliProject(t, "", "30s")
 	r := startCtl(t, xdg, dir)
@@ -988,6 +1001,7 @@ func TestControlCLI(t *testing.T) {
 // required with several), and the traffic file names each message's
 // server.
 func TestControlMux(t *testing.T) {
+	t.Parallel()
 	xdg := runtimeDir(t)
 	dir := muxProject(t)
 	traffic := filepath.Join(dir, "traffic.jsonl")

@@ -213,8 +213,10 @@ func breakBuild(src string) string {
 }
 
 func TestE2ESaveAddsToolWithoutAnyCall(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := copyExample(t)
 			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo")
@@ -248,8 +250,10 @@ func drain(ch chan struct{}) {
 }
 
 func TestE2EBrokenBuildKeepsOldServer(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := copyExample(t)
 			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo")
@@ -282,8 +286,10 @@ func TestE2EBrokenBuildKeepsOldServer(t *testing.T) {
 }
 
 func TestE2EBrokenAtStartupThenFixed(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := copyExample(t)
 			editSource(t, dir, breakBuild)
 			h := startE2E(t, dir, era.Version, "watch", "-c", "mcpflow.toml")
@@ -325,6 +331,7 @@ func (h *e2e) serverPIDs() []int {
 }
 
 func TestE2EShutdownLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		stop func(h *e2e)
@@ -335,6 +342,7 @@ func TestE2EShutdownLeavesNoProcess(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := copyExample(t)
 			// The server is started through sh -c, which leaves a
 			// grandchild: the whole group must go.
@@ -371,8 +379,10 @@ func readFile(t *testing.T, path string) string {
 }
 
 func TestE2EZeroConfigWatch(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
 			h := startE2E(t, dir, era.Version, "watch", "--build", "cp src.txt variant", "--", fixtureBin, "-variant-file", "variant")
@@ -392,6 +402,7 @@ func TestE2EZeroConfigWatch(t *testing.T) {
 }
 
 func TestE2ERecompileReportsProgress(t *testing.T) {
+	t.Parallel()
 	dir := copyExample(t)
 	progress := make(chan string, 32)
 	h := startE2EWith(t, dir, "", &mcp.ClientOptions{
@@ -435,6 +446,7 @@ func nodePeers(t *testing.T) string {
 // TestE2ETypeScriptClient drives mcpflow with the TypeScript SDK's client:
 // a non-Go peer sees the recompile, the notification and the new tool.
 func TestE2ETypeScriptClient(t *testing.T) {
+	// Not parallel: the TypeScript tests share testdata/node as the project.
 	dir := nodePeers(t)
 	tag := testkit.Tag(t)
 	cmd := testkit.Command(tag, nil, "node", "client.mjs", mcpflowBin, fixtureBin, filepath.Join(t.TempDir(), "variant"))
@@ -452,6 +464,7 @@ func TestE2ETypeScriptClient(t *testing.T) {
 // mcpflow it then kills, and must end up in the 2026-07-28 era with a
 // working reload.
 func TestE2ETypeScriptModernClient(t *testing.T) {
+	// Not parallel: the TypeScript tests share testdata/node as the project.
 	dir := nodePeers(t)
 	variant := filepath.Join(t.TempDir(), "variant")
 	tag := testkit.Tag(t)
@@ -468,6 +481,7 @@ func TestE2ETypeScriptModernClient(t *testing.T) {
 // TestE2ETypeScriptServer relays a TypeScript SDK server, which writes its
 // results before their ids, to the Go SDK client in both eras.
 func TestE2ETypeScriptServer(t *testing.T) {
+	// Not parallel: the TypeScript tests share testdata/node as the project.
 	dir := nodePeers(t)
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {

@@ -226,6 +226,7 @@ func checkNoLeftovers(t *testing.T, dir, tag string) {
 }
 
 func TestExitStdinEOF(t *testing.T) {
+	t.Parallel()
 	dir := exitProject(t)
 	r := startExit(t, dir, nil, nil)
 	r.busy()
@@ -234,8 +235,10 @@ func TestExitStdinEOF(t *testing.T) {
 }
 
 func TestExitSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
 			dir := exitProject(t)
 			r := startExit(t, dir, nil, nil)
 			r.busy()
@@ -249,6 +252,7 @@ func TestExitSignal(t *testing.T) {
 // next log line must not kill mcpflow with SIGPIPE but shut it down
 // cleanly, with the log file still written.
 func TestExitStderrClosed(t *testing.T) {
+	t.Parallel()
 	dir := exitProject(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -274,6 +278,7 @@ func TestExitStderrClosed(t *testing.T) {
 // TestExitStdoutClosed: the client closed its end of mcpflow's stdout
 // while stdin stays open; the answer to its request finds the pipe broken.
 func TestExitStdoutClosed(t *testing.T) {
+	t.Parallel()
 	dir := exitProject(t)
 	r := startExit(t, dir, nil, nil)
 	r.busy()
@@ -291,6 +296,7 @@ func TestExitStdoutClosed(t *testing.T) {
 // and stdout stay open (the test holds them), as when a client dies
 // without closing its pipes for everyone who holds them.
 func TestExitParentDies(t *testing.T) {
+	t.Parallel()
 	dir := exitProject(t)
 	// The parent shell runs mcpflow in the background with the test's
 	// stdin (a background job's stdin would be /dev/null) and waits.
@@ -378,6 +384,7 @@ func tcpStdin(t *testing.T) (f *os.File, reset func()) {
 // TestExitFatalError: reading from the client fails (a TCP connection as
 // stdin, reset by the peer): mcpflow exits 1, after stopping everything.
 func TestExitFatalError(t *testing.T) {
+	t.Parallel()
 	dir := exitProject(t)
 	f, reset := tcpStdin(t)
 	r := startExit(t, dir, f, nil)

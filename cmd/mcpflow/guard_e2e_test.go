@@ -206,6 +206,7 @@ func startedGroups(pid int) (groups []int, guard int) {
 // TestGuardKillDuringBuild: mcpflow is killed while its first build runs
 // and has started a background child.
 func TestGuardKillDuringBuild(t *testing.T) {
+	t.Parallel()
 	r := startGuarded(t, map[string]string{
 		"mcpflow.toml": "[build]\ncommand = \"sh build.sh\"\n[run]\ncommand = [\"sh\", \"-c\", \"exec sleep 300\"]\n[watch]\nenabled = false\n",
 		"build.sh":     "sleep 300 &\necho $! > build.pid\nwait\n",
@@ -216,6 +217,7 @@ func TestGuardKillDuringBuild(t *testing.T) {
 // TestGuardKillDuringCall: mcpflow is killed during a tool call, after a
 // call of the server's spawn tool started a grandchild in its group.
 func TestGuardKillDuringCall(t *testing.T) {
+	t.Parallel()
 	r := startGuarded(t, map[string]string{
 		"mcpflow.toml": fmt.Sprintf("[run]\ncommand = [%q]\n[watch]\nenabled = false\n", fixtureBin),
 	})
@@ -229,6 +231,7 @@ func TestGuardKillDuringCall(t *testing.T) {
 // TestGuardKillDuringCLICall: in [cli] mode, mcpflow is killed while a
 // call runs whose process started a child.
 func TestGuardKillDuringCLICall(t *testing.T) {
+	t.Parallel()
 	r := startGuarded(t, map[string]string{
 		"mcpflow.toml": "[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [\"sh\", \"tool.sh\"]\ntimeout = \"5m\"\n[watch]\nenabled = false\n",
 		"schema.json":  `{"tools": [{"name": "hold", "description": "Start a child, then wait.", "parameters": {"type": "object", "properties": {}}, "cli_command": ["hold"]}]}`,
@@ -242,6 +245,7 @@ func TestGuardKillDuringCLICall(t *testing.T) {
 // TestGuardKillMux: in a mux, mcpflow is killed while a server's shell
 // has left a background child in the server's group.
 func TestGuardKillMux(t *testing.T) {
+	t.Parallel()
 	r := startGuarded(t, map[string]string{
 		"mcpflow.toml": fmt.Sprintf("[servers.a.run]\ncommand = [\"sh\", \"-c\", \"sleep 300 & echo $! > a.pid; exec %s\"]\n[servers.a.watch]\nenabled = false\n", fixtureBin),
 	})

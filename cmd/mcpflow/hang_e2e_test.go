@@ -21,12 +21,14 @@ import (
 // the agent what it can do, and mcpflow mux exits within 5 s of the end of
 // its input, also while such an add_server is under way.
 func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
+	t.Parallel()
 	for _, closeEarly := range []bool{false, true} {
 		name := "answered"
 		if closeEarly {
 			name = "input ends during add_server"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[mux]\nadd_server = true\n\n[relay]\nhandshake_timeout = \"2s\"\n"), 0o644); err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 // TestStripJSONC: comments and trailing commas go, strings stay whole.
 func TestStripJSONC(t *testing.T) {
+	t.Parallel()
 	in := `{
   // a comment with "quotes", and a comma,
   "a": "http://x/*y*/", /* block
@@ -34,6 +35,7 @@ func TestStripJSONC(t *testing.T) {
 
 // TestTSOutput: a source maps through rootDir into outDir.
 func TestTSOutput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		ts   tsConfig
 		src  string
@@ -58,6 +60,7 @@ func TestTSOutput(t *testing.T) {
 // TestNodeEntryWarning is what mcpflow check reports for a node entry point
 // that neither exists nor will be built.
 func TestNodeEntryWarning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"tsconfig.json": `{"compilerOptions": {"rootDir": "./src", "outDir": "./dist",},}`,
@@ -94,6 +97,7 @@ func TestNodeEntryWarning(t *testing.T) {
 // config runs a file tsc never writes and watches tsc's output; the config
 // init writes for it has neither problem.
 func TestProjectWarnings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"package.json":  `{"name": "n", "main": "index.js", "scripts": {"build": "tsc"}}`,

@@ -13,6 +13,7 @@ import (
 // TestParseFlags: flags before, between and after positional arguments;
 // "--" ends the flags and keeps what follows as given.
 func TestParseFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args    []string
 		force   bool
@@ -58,6 +59,7 @@ func TestParseFlags(t *testing.T) {
 // TestIsTerminalNotForFilesAndPipes: /dev/null, a file and a pipe are not
 // terminals (a character device is not enough).
 func TestIsTerminalNotForFilesAndPipes(t *testing.T) {
+	t.Parallel()
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)

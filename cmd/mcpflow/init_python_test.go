@@ -75,6 +75,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // run command it picked, then starts that command under the Go SDK client
 // and calls its tools.
 func TestInitPython(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}

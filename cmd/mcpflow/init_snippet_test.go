@@ -12,6 +12,7 @@ import (
 // Python, this binary's absolute path otherwise), in JSON that parses, and
 // says how to use mcpflow from PATH instead.
 func TestInitSnippet(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		files   map[string]string
@@ -89,6 +90,7 @@ func snippetLine(t *testing.T, out, prefix string) string {
 // TestLauncherFor: the form follows the project, and a binary that npx or
 // uvx unpacked into a cache is named by their form, not its path.
 func TestLauncherFor(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ kind, exe, command string }{
 		{"typescript", "/usr/local/bin/mcpflow", "npx"},
 		{"node", "/usr/local/bin/mcpflow", "npx"},

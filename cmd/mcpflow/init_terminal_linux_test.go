@@ -10,6 +10,7 @@ import (
 
 // TestIsTerminalPTY: the secondary side of a pseudo-terminal is one.
 func TestIsTerminalPTY(t *testing.T) {
+	t.Parallel()
 	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)

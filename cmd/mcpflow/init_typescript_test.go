@@ -113,6 +113,7 @@ func shellIn(dir, script string) (string, error) {
 // new tool, and checks that the generated build command emits nothing on a
 // type error.
 func TestInitTypeScript(t *testing.T) {
+	t.Parallel()
 	deps := tscDeps(t)
 	cases := []struct {
 		name      string
@@ -227,6 +228,7 @@ func TestInitTypeScript(t *testing.T) {
 // project as npm leaves it (main: index.js, no build) start their server
 // under mcpflow, and a Go SDK client calls a tool.
 func TestInitStartsGoAndJavaScript(t *testing.T) {
+	t.Parallel()
 	t.Run("go", func(t *testing.T) {
 		dir := copyExample(t)
 		if err := os.Remove(filepath.Join(dir, "mcpflow.toml")); err != nil {

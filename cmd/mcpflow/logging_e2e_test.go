@@ -122,6 +122,7 @@ func (r *boundRun) exitWithin(d time.Duration) time.Duration {
 // line of which mcpflow logs; the log file and its one predecessor each
 // stay under log.max_size all along, and both are 0600.
 func TestLogFileRotatesUnderFlood(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
@@ -193,8 +194,10 @@ const chattyScript = `awk 'BEGIN { for (i = 1; ; i++) { print "flood " i; fflush
 // SIGTERM; the log file has every line the server wrote, in order, and
 // says how many log lines stderr missed.
 func TestStderrNeverRead(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"stdin EOF", "SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
 stop_timeout = "300ms"
@@ -264,6 +267,7 @@ func checkFloodLines(t *testing.T, log string) int {
 // MiB, 12 GB to hash) is running when stdin closes; mcpflow exits within
 // 5 s all the same.
 func TestExitDuringScan(t *testing.T) {
+	t.Parallel()
 	dir := boundProject(t, `[run]
 command = ["sh", "server.sh"]
 stop_timeout = "300ms"

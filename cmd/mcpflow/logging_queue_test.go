@@ -38,6 +38,7 @@ func (g *gateWriter) String() string {
 // waits; the file and the ring get every record; once stderr is read
 // again, one line says how many lines it missed.
 func TestRunLoggerStalledStderr(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "mcpflow.log")
 	stderr := &gateWriter{open: make(chan struct{})}
 	var ring testkit.Buffer
@@ -95,6 +96,7 @@ func TestRunLoggerStalledStderr(t *testing.T) {
 // takes stderrCloseWait at most; the file says how many lines stderr
 // missed.
 func TestRunLoggerCloseStalled(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "mcpflow.log")
 	stderr := &gateWriter{open: make(chan struct{})}
 	defer close(stderr.open)

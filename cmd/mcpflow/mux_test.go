@@ -152,8 +152,10 @@ func (h *e2e) stopAndCheckGroups(pids []int) {
 }
 
 func TestMuxE2EConfiguredServers(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := muxProject(t)
 			h := startE2E(t, dir, era.Version, "watch")
 			h.waitTools("echo__echo")
@@ -312,8 +314,10 @@ const cliShout = `, {"name": "shout", "description": "Say it twice.",
   "cli_command": ["{text}", "{text}"]}`
 
 func TestMuxE2ECLIServers(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "tools.json"), fmt.Sprintf(cliTools, ""))
 			writeFile(t, filepath.Join(dir, "mcpflow.toml"), `[servers.words.cli]
@@ -394,8 +398,10 @@ file = "mcpflow.log"
 // TestMuxExit: however a mux run ends, no server, grandchild or running
 // build survives it.
 func TestMuxExit(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"stdin closed", "SIGTERM", "SIGHUP"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			dir := exitProject(t)
 			writeFile(t, filepath.Join(dir, "mcpflow.toml"), fmt.Sprintf(muxExitConfig, fixtureBin))
 			r := startExit(t, dir, nil, nil)
@@ -447,6 +453,7 @@ func TestMuxRSS(t *testing.T) {
 // watch is built first, rebuilt and restarted on a save, and keeps serving
 // on a failed build, as a configured one is.
 func TestMuxE2EAgentServerHotReloads(t *testing.T) {
+	t.Parallel()
 	dir := muxProject(t)
 	os.Remove(filepath.Join(dir, "mcpflow.toml"))
 	h := startE2E(t, t.TempDir(), "", "mux")
@@ -478,6 +485,7 @@ func TestMuxE2EAgentServerHotReloads(t *testing.T) {
 // fails; the others serve, list_servers shows the compiler output, and
 // fixing the source brings the server up with its tools.
 func TestMuxE2EBrokenAtStartThenFixed(t *testing.T) {
+	t.Parallel()
 	dir := muxProject(t)
 	editSource(t, filepath.Join(dir, "echo"), breakBuild)
 	h := startE2E(t, dir, "", "watch")
@@ -506,6 +514,7 @@ func TestMuxE2EBrokenAtStartThenFixed(t *testing.T) {
 // takes longer than its relay.queue_timeout (cold caches) is listed as
 // starting meanwhile and comes up when the build ends.
 func TestMuxE2EFirstBuildLongerThanQueueTimeout(t *testing.T) {
+	t.Parallel()
 	dir := muxProject(t)
 	cfg := strings.Replace(muxConfig, `command = "cd echo && go build -o ../bin/echo ."`,
 		`command = "while [ ! -e release ]; do sleep 0.05; done; cd echo && go build -o ../bin/echo ."`, 1)

@@ -18,6 +18,7 @@ import (
 // reads: every request gets its answer, in every mode, and mcpflow exits
 // soon after (within 5 s of the end of its input).
 func TestOneShotPipeIsAnswered(t *testing.T) {
+	t.Parallel()
 	modes := []struct {
 		name   string
 		args   []string
@@ -35,6 +36,7 @@ func TestOneShotPipeIsAnswered(t *testing.T) {
 	}, "\n") + "\n"
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			if mode.config != "" {
 				if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(mode.config), 0o644); err != nil {

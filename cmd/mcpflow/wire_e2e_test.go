@@ -21,6 +21,7 @@ import (
 // fractions, integers past 2^53, escapes (the Go SDK, on either side of
 // mcpflow, would change them).
 func TestEveryModeKeepsIDsAndSurvivesBadLines(t *testing.T) {
+	t.Parallel()
 	modes := []struct {
 		name   string
 		args   []string
@@ -32,6 +33,7 @@ func TestEveryModeKeepsIDsAndSurvivesBadLines(t *testing.T) {
 	}
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			if mode.config != "" {
 				if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(mode.config), 0o644); err != nil {

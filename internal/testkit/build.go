@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,9 +110,11 @@ func moduleRoot() (string, error) {
 }
 
 type buildSet struct {
-	mu    sync.Mutex
-	dir   string // where the binaries go; "" outside Main
-	byKey map[string]*binary
+	mu  sync.Mutex
+	dir string // where the binaries go; "" outside Main
+	// goflags is GOFLAGS as go test set it, before Main added BuildFlags.
+	goflags string
+	byKey   map[string]*binary
 }
 
 type binary struct {
@@ -166,6 +169,9 @@ func (s *buildSet) build(n int, pkg string, flags []string) (string, error) {
 	args := append(append([]string{"build", "-o", out}, flags...), pkg)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
+	if slices.Contains(flags, "-race") {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS="+s.goflags)
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%v\n%s", err, b)
 	}

@@ -30,17 +30,39 @@ import (
 // nothing).
 const RunKey = "MCPFLOW_TESTKIT_RUN"
 
-// Main runs setup (where MustBuild may build what every test of the
+// BuildFlags are added to GOFLAGS in the test binary's environment (Main):
+// release-like (-trimpath) and quick to link (no DWARF).
+const BuildFlags = "-trimpath -ldflags=-w"
+
+// Main sets the test binary's environment for the Go builds the tests
+// start (Build's, and those mcpflow runs for them) to the configuration of
+// the release build (CGO_ENABLED=0, -trimpath: packaging/dist builds so),
+// so that the compile cache holds the standard library and the modules
+// once for all of them, and links them without DWARF (-ldflags=-w), which
+// makes a link faster. Builds with the race detector keep the
+// environment go test had (CGO_ENABLED=1, GOFLAGS as they were), so that
+// they share the race-instrumented packages with the test binaries.
+// It runs setup (where MustBuild may build what every test of the
 // package needs), then the tests; it removes the binaries Build made, and
 // fails the run if a process started by a test (one that inherited RunKey)
 // is still alive a few seconds after the last test ended.
 func Main(m *testing.M, setup ...func()) {
 	run := RunKey + "=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	k, v, _ := strings.Cut(run, "=")
-	// The one environment change of the kit: a test binary's own.
-	if err := os.Setenv(k, v); err != nil {
-		fmt.Fprintln(os.Stderr, "testkit:", err)
-		os.Exit(1)
+	builds.goflags = os.Getenv("GOFLAGS")
+	// The environment changes of the kit, inherited by every process a
+	// test starts: the run's key, and no second of sleep at the exit of a
+	// binary built with -race (the race runtime's default), which would
+	// add one to every mcpflow exit a test waits for.
+	env := [][2]string{{k, v}}
+	if _, set := os.LookupEnv("GORACE"); !set {
+		env = append(env, [2]string{"GORACE", "atexit_sleep_ms=0"})
+	}
+	for _, e := range env {
+		if err := os.Setenv(e[0], e[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "testkit:", err)
+			os.Exit(1)
+		}
 	}
 	builds.start()
 	for _, f := range setup {
