@@ -239,9 +239,6 @@ func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) 
 	if old := r.rec; old != nil {
 		*rec = *old
 		rec.Lists = maps.Clone(old.Lists)
-		if rec.Lists == nil {
-			rec.Lists = map[string]json.RawMessage{}
-		}
 	}
 	switch method {
 	case "initialize":
