@@ -240,6 +240,9 @@ func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) 
 		*rec = *old
 		rec.Lists = maps.Clone(old.Lists)
 	}
+	if rec.Lists == nil { // a record read from a file without lists
+		rec.Lists = map[string]json.RawMessage{}
+	}
 	switch method {
 	case "initialize":
 		rec.Initialize = result
