@@ -752,12 +752,16 @@ func (l *lineRecorder) Write(p []byte) (int, error) {
 	}
 }
 
-// TestControlTrafficCapture: with --traffic, the file holds every message
-// the client sent, in order and byte for byte, and every message of both
-// server generations, across a restart.
+// TestControlTrafficCapture: with --traffic, the file's client hop holds
+// every message the client sent, in order and byte for byte; its server
+// hop every answer of both server generations, across a restart, and the
+// handshake mcpflow replayed into the second; the list_changed mcpflow
+// sent is on the client hop.
 func TestControlTrafficCapture(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
+			t.Parallel()
 			xdg := runtimeDir(t)
 			dir := fixtureDir(t)
 			file := filepath.Join(t.TempDir(), "traffic.jsonl")
@@ -782,6 +786,7 @@ func TestControlTrafficCapture(t *testing.T) {
 
 			type rec struct {
 				T   time.Time       `json:"t"`
+				Hop string          `json:"hop"`
 				Dir string          `json:"dir"`
 				Gen int             `json:"gen"`
 				Msg json.RawMessage `json:"msg"`
@@ -804,7 +809,7 @@ func TestControlTrafficCapture(t *testing.T) {
 			// Every client message, in order, as sent.
 			var c2s [][]byte
 			for _, x := range recs {
-				if x.Dir == "c2s" {
+				if x.Hop == "client" && x.Dir == "c2s" {
 					c2s = append(c2s, x.Msg)
 				}
 			}
@@ -821,20 +826,33 @@ func TestControlTrafficCapture(t *testing.T) {
 			}
 			// The server's answers: echo from generation 1, reverse from 2.
 			answered := map[int]string{}
+			replayed, changed := 0, 0
 			for _, x := range recs {
-				if x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"before"`)) {
+				if x.Hop == "server" && x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"before"`)) {
 					answered[x.Gen] += "echo "
 				}
-				if x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"retfa"`)) {
+				if x.Hop == "server" && x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"retfa"`)) {
 					answered[x.Gen] += "reverse "
 				}
+				if x.Hop == "server" && x.Dir == "c2s" && x.Gen == 2 && bytes.Contains(x.Msg, []byte(`"method":"initialize"`)) {
+					replayed++
+				}
+				if x.Hop == "client" && x.Dir == "s2c" && bytes.Contains(x.Msg, []byte(`"notifications/tools/list_changed"`)) {
+					changed++
+				}
+			}
+			if era.Name == "legacy" && replayed != 1 {
+				t.Errorf("the handshake replayed into generation 2 is recorded %d times on the server hop, want 1", replayed)
+			}
+			if changed == 0 {
+				t.Errorf("no tools/list_changed on the client hop\n%s", data)
 			}
 			if answered[1] != "echo " || answered[2] != "reverse " {
 				t.Fatalf("server answers by generation: %v\n%s", answered, data)
 			}
 			// The reverse call went to generation 2.
 			for _, x := range recs {
-				if x.Dir == "c2s" && bytes.Contains(x.Msg, []byte(`"after"`)) && x.Gen != 2 {
+				if x.Hop == "server" && x.Dir == "c2s" && bytes.Contains(x.Msg, []byte(`"after"`)) && x.Gen != 2 {
 					t.Fatalf("the reverse call is recorded for generation %d", x.Gen)
 				}
 			}

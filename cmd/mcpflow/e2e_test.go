@@ -78,6 +78,12 @@ func startE2EWith(t *testing.T, dir, version string, copts *mcp.ClientOptions, a
 // startE2EBin is startE2EWith with the mcpflow binary bin.
 func startE2EBin(t *testing.T, bin, dir, version string, copts *mcp.ClientOptions, args ...string) *e2e {
 	t.Helper()
+	return startE2EAs(t, "e2e", bin, dir, version, copts, args...)
+}
+
+// startE2EAs is startE2EBin with a client that calls itself name.
+func startE2EAs(t *testing.T, name, bin, dir, version string, copts *mcp.ClientOptions, args ...string) *e2e {
+	t.Helper()
 	h := &e2e{t: t, dir: dir, tag: testkit.Tag(t), listChanged: make(chan struct{}, 16), stderr: &testkit.Buffer{}, exited: make(chan error, 1)}
 	h.cmd = testkit.Command(h.tag, nil, bin, args...)
 	h.cmd.Dir = dir
@@ -115,7 +121,7 @@ func startE2EBin(t *testing.T, bin, dir, version string, copts *mcp.ClientOption
 		default:
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, copts)
 	h.cs = testkit.Connect(t, version, client, testkit.Stdio(stdout, stdin))
 	return h
 }
@@ -440,6 +446,11 @@ func nodePeers(t *testing.T) string {
 		}
 		t.Skip("TypeScript SDK peers not installed: run make node-deps")
 	}
+	// mcpflow keeps its record of the server's answers in the project's
+	// .mcpflow/; a record left by another test would be served first.
+	forget := func() { os.RemoveAll(filepath.Join(dir, ".mcpflow")) }
+	forget()
+	t.Cleanup(forget)
 	return dir
 }
 

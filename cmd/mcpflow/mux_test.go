@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -253,9 +254,12 @@ func TestMuxE2EConfiguredServers(t *testing.T) {
 }
 
 func TestMuxE2EEmptyMuxForTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, era := range testkit.Eras {
 		t.Run(era.Name, func(t *testing.T) {
-			h := startE2E(t, t.TempDir(), era.Version, "mux")
+			t.Parallel()
+			traffic := filepath.Join(t.TempDir(), "traffic.jsonl")
+			h := startE2E(t, t.TempDir(), era.Version, "mux", "--traffic", traffic)
 			tools := h.tools()
 			slices.Sort(tools)
 			if want := []string{"add_server", "list_servers", "reload_server", "remove_server"}; !slices.Equal(tools, want) {
@@ -284,11 +288,48 @@ func TestMuxE2EEmptyMuxForTheAgent(t *testing.T) {
 			h.mustFail("add_server", map[string]any{"name": "bad_", "command": fixtureBin}, "ends in")
 			h.mustFail("nobody__echo", map[string]any{}, "fx")
 			h.stopAndCheckGroups([]int{pid, pid2})
+			checkMuxTraffic(t, traffic)
 		})
 	}
 }
 
+// checkMuxTraffic: a mux records its front as the client hop, with no
+// server, and each server's child as that server's server hop; never the
+// hop between the mux and a server's relay inside mcpflow.
+func checkMuxTraffic(t *testing.T, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var front, child int
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var x struct {
+			Hop, Dir, Server string
+			Msg              json.RawMessage
+		}
+		if err := json.Unmarshal(l, &x); err != nil {
+			t.Fatalf("not a record: %v\n%s", err, l)
+		}
+		call := x.Dir == "c2s" && bytes.Contains(x.Msg, []byte(`"hi"`))
+		switch {
+		case x.Hop == "client" && x.Server != "":
+			t.Errorf("a client hop record names a server: %s", l)
+		case x.Hop == "client" && call && bytes.Contains(x.Msg, []byte(`"fx__echo"`)):
+			front++
+		case x.Hop == "server" && x.Server == "fx" && call && bytes.Contains(x.Msg, []byte(`"name":"echo"`)):
+			child++
+		case x.Hop == "server" && call:
+			t.Errorf("the call went to the child as %s", l)
+		}
+	}
+	if front != 1 || child != 1 {
+		t.Fatalf("fx__echo recorded %d times at the front, %d at the child; want 1 and 1\n%s", front, child, data)
+	}
+}
+
 func TestMuxCommandFlags(t *testing.T) {
+	t.Parallel()
 	var stderr strings.Builder
 	e := env{stdin: strings.NewReader(""), stdout: &strings.Builder{}, stderr: &stderr, getwd: func() (string, error) { return t.TempDir(), nil }}
 	if code := run(e, []string{"mux", "extra"}); code != exitUsage || !strings.Contains(stderr.String(), "unexpected argument") {
