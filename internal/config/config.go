@@ -85,6 +85,7 @@ type Config struct {
 	Relay   RelayConfig
 	Watch   WatchConfig
 	Log     LogConfig
+	HTTP    HTTPConfig
 	Mux     MuxConfig
 	Servers []ServerConfig // Mux mode only, ordered as in the file
 
@@ -114,6 +115,17 @@ type RunConfig struct {
 	Env            map[string]string // added to the inherited environment
 	EnvOverridable []string          // keys the agent may set through recompile
 	StopTimeout    time.Duration     // after closing stdin, before SIGTERM
+	// URL, when set, is where the server serves Streamable HTTP once it
+	// runs (http://127.0.0.1:PORT/PATH); "{port}" in it is a free port
+	// mcpflow picks for each start and passes as $PORT. "" = stdio.
+	URL string
+}
+
+// HTTPConfig is [http]: the Streamable HTTP front.
+type HTTPConfig struct {
+	// Listen is the address mcpflow serves Streamable HTTP on, at /mcp
+	// (host:port); "" = the client is on stdin and stdout.
+	Listen string
 }
 
 // CLIConfig is [cli]: a command-line program served as MCP tools, one

@@ -647,7 +647,7 @@ func TestSchemaTables(t *testing.T) {
 			t.Errorf("schema lacks %s: %q", want, paths)
 		}
 	}
-	if len(paths) != 2+5+8+13+7+7+5+(2+5+8+8+7) {
+	if len(paths) != 2+6+8+13+7+7+1+5+(2+6+8+8+7) {
 		t.Errorf("schema has %d keys: %q", len(paths), paths)
 	}
 }

@@ -64,6 +64,9 @@ func (c *Config) Describe() string {
 	d.kv("traffic_max_message", TOMLString(sizeText(l.TrafficMaxMessage)), "")
 	d.kv("traffic_max_size", TOMLString(sizeText(l.TrafficMaxSize)), "")
 
+	d.table("http")
+	d.kv("listen", TOMLString(c.HTTP.Listen), off(c.HTTP.Listen, "off: the client is on stdin and stdout"))
+
 	if c.Mode() == Mux {
 		m := &c.Mux
 		d.table("mux")
@@ -142,6 +145,7 @@ func (d *describer) run(table string, r *RunConfig) {
 	d.env(r.Env)
 	d.kv("env_overridable", TOMLStrings(r.EnvOverridable), "")
 	d.kv("stop_timeout", TOMLString(durationText(r.StopTimeout)), "")
+	d.kv("url", TOMLString(r.URL), off(r.URL, "stdio: the server speaks on its stdin and stdout"))
 }
 
 func (d *describer) cli(table string, c *CLIConfig) {

@@ -54,6 +54,8 @@ func (c *Config) apply(fc *fileConfig) []error {
 	r.size(&c.Log.TrafficMaxMessage, l.TrafficMaxMessage)
 	r.size(&c.Log.TrafficMaxSize, l.TrafficMaxSize)
 
+	r.set(&c.HTTP.Listen, fc.HTTP.Listen)
+
 	m := &fc.Mux
 	r.set(&c.Mux.Separator, m.Separator)
 	r.flag(&c.Mux.AddServer, m.AddServer)
@@ -177,6 +179,7 @@ func (r *resolver) run(key string, f *fileRun, run *RunConfig) {
 	r.env(run.Env, f.Env)
 	r.list(&run.EnvOverridable, f.EnvOverridable)
 	r.dur(key+".stop_timeout", f.StopTimeout, &run.StopTimeout, false)
+	r.set(&run.URL, f.URL)
 }
 
 func (r *resolver) cli(key string, f *fileCLI, cli *CLIConfig) {

@@ -17,6 +17,7 @@ type fileConfig struct {
 	Relay   fileRelay              `toml:"relay"`
 	Watch   fileWatch              `toml:"watch"`
 	Log     fileLog                `toml:"log"`
+	HTTP    fileHTTP               `toml:"http"`
 	Mux     fileMux                `toml:"mux"`
 	Servers map[string]*fileServer `toml:"servers"`
 }
@@ -42,6 +43,11 @@ type fileRun struct {
 	Env            map[string]string `toml:"env"`
 	EnvOverridable *[]string         `toml:"env_overridable"`
 	StopTimeout    *duration         `toml:"stop_timeout"`
+	URL            *string           `toml:"url"`
+}
+
+type fileHTTP struct {
+	Listen *string `toml:"listen"`
 }
 
 type fileRelay struct {

@@ -28,6 +28,11 @@ func (c *Config) Validate() error {
 		v.watch("watch", &c.Watch)
 	}
 	v.log()
+	if c.HTTP.Listen != "" {
+		if msg := ListenProblem(c.HTTP.Listen); msg != "" {
+			v.bad("http.listen", "%s", msg)
+		}
+	}
 	if c.Mode() == Mux {
 		v.mux()
 	}
@@ -131,6 +136,11 @@ func (v *validator) run(table string, r *RunConfig, required bool) {
 		}
 	}
 	v.notNegative(key(table, "stop_timeout"), r.StopTimeout)
+	if r.URL != "" {
+		if msg := URLProblem(r.URL); msg != "" {
+			v.bad(key(table, "url"), "%s", msg)
+		}
+	}
 }
 
 func (v *validator) argv(k string, argv []string, required bool, what string) {
