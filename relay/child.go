@@ -30,8 +30,10 @@ type child struct {
 	in    *outbox
 	tail  *tail.Buffer
 
+	link         Link        // how its messages travel
 	stopping     atomic.Bool // set before the relay stops it on purpose
-	closedStdout atomic.Bool // it closed its stdout and kept running: the relay stopped it
+	ending       atomic.Bool // set when the relay begins to stop or kill it
+	closedStdout atomic.Bool // its link ended while it kept running: the relay stopped it
 	started      time.Time
 	// answered is closed when the child first answers a request (its
 	// handshake, as a rule); a child that exits before is a failed start.
@@ -62,6 +64,85 @@ type childSpec struct {
 	grace  time.Duration // StopTimeout
 	// traffic is Config.Traffic: what is sent to the child is recorded.
 	traffic func(hop string, toServer bool, gen int, msg []byte)
+	// link is Child.Link: the link of each new child; nil = its stdio.
+	link func() Link
+}
+
+// Link carries the messages between the relay and one child process. The
+// child's own stdin and stdout are one (the default); Child.Link makes
+// another for each start, such as a connection to a server that serves
+// Streamable HTTP (internal/httpmcp). A Link is used for one start only;
+// making one has no effect until Attach.
+//
+// Contract:
+//   - Attach is called before the process starts. It sets the command's
+//     Stdin, Stdout and Stderr (and may add to its Env and Args), and
+//     returns the relay's ends: in, where the relay writes each message
+//     for the child as one line; out, where the child's messages come
+//     from, one per line (read by a wire.Reader, with the relay's
+//     max_message); logs, the lines the process writes for a person (its
+//     stderr), whose tail goes into crash reports. out and logs end once
+//     the child can send nothing more.
+//   - Started is called once, after the start: with nil, the process
+//     runs and the link lets go of what the process holds now; with an
+//     error, it did not start and the link frees everything.
+//   - Closing in is the first step of stopping the child, and out must
+//     then end soon. The relay also closes in once the process has
+//     exited, so that out ends then.
+//   - Kind names the transport ("stdio", "http") in the log. A stdio
+//     child is given Child.StopTimeout to exit at the end of its input
+//     before SIGTERM; any other kind gets SIGTERM at once, since a server
+//     does not exit when its connection ends.
+//   - Lost says, for the report of its stop, what ended out while the
+//     process kept running ("it closed its stdout").
+type Link interface {
+	Attach(cmd *exec.Cmd) (in io.WriteCloser, out, logs io.ReadCloser, err error)
+	Started(err error)
+	Kind() string
+	Lost() string
+}
+
+// stdioLink is the default Link: the child's stdin, stdout and stderr.
+// They are os.Pipe rather than cmd.StdoutPipe, so that Wait does not
+// close the read ends before everything the child wrote was read.
+type stdioLink struct{ inR, inW, outR, outW, errR, errW *os.File }
+
+func (p *stdioLink) Attach(cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
+	for _, ends := range [][2]**os.File{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			p.close()
+			return nil, nil, nil, err
+		}
+		*ends[0], *ends[1] = r, w
+	}
+	growPipe(p.outR)
+	growPipe(p.inW)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
+	return p.inW, p.outR, p.errR, nil
+}
+
+func (p *stdioLink) Started(err error) {
+	if err != nil {
+		p.close()
+		return
+	}
+	// The child's ends are the child's now.
+	p.inR.Close()
+	p.outW.Close()
+	p.errW.Close()
+}
+
+func (p *stdioLink) Kind() string { return "stdio" }
+
+func (p *stdioLink) Lost() string { return "it closed its stdout" }
+
+func (p *stdioLink) close() {
+	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // stdoutGrace is how long a child that closed its stdout may take to exit
@@ -95,27 +176,26 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	}
 	cmd := proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}.Cmd()
 
-	p, err := newPipes()
-	if err != nil {
-		return nil, err
+	var link Link = &stdioLink{}
+	if spec.link != nil {
+		link = spec.link()
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
-	group, err := proc.Start(cmd)
+	inW, outR, errR, err := link.Attach(cmd)
 	if err != nil {
-		p.close()
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
-	// The child's ends are the child's now.
-	p.inR.Close()
-	p.outW.Close()
-	p.errW.Close()
-	inW, outR, errR := p.inW, p.outR, p.errR
+	group, err := proc.Start(cmd)
+	link.Started(err)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
+	}
 
 	c := &child{
 		gen:      gen,
 		pid:      cmd.Process.Pid,
 		cmd:      cmd,
 		group:    group,
+		link:     link,
 		in:       newOutbox(),
 		tail:     tail.New(0, 64<<10, nil),
 		started:  time.Now(),
@@ -145,53 +225,26 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		c.endedAt = time.Now()
 		c.exitDesc = describeExit(err, cmd.ProcessState)
 		if c.closedStdout.Load() {
-			c.exitDesc = "it closed its stdout, so mcpflow stopped it"
+			c.exitDesc = link.Lost() + ", so mcpflow stopped it"
 		}
 		close(waited)
 		// The leader is gone: nothing of its group may outlive it, and the
-		// pipes reach EOF only when every holder is gone.
+		// pipes reach EOF only when every holder is gone; a link of
+		// another kind ends once its input does.
 		c.group.Release()
+		c.in.close()
 		waitOrClose(&readers, 2*time.Second, outR, errR)
 		outR.Close()
 		errR.Close()
-		c.in.close()
 		close(c.done)
 	}()
 	return c, nil
 }
 
-// pipes are the child's stdin, stdout and stderr: os.Pipe rather than
-// cmd.StdoutPipe, so that Wait does not close the read ends before
-// everything the child wrote was read.
-type pipes struct{ inR, inW, outR, outW, errR, errW *os.File }
-
-func newPipes() (*pipes, error) {
-	var p pipes
-	for _, ends := range [][2]**os.File{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		*ends[0], *ends[1] = r, w
-	}
-	growPipe(p.outR)
-	growPipe(p.inW)
-	return &p, nil
-}
-
-func (p *pipes) close() {
-	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
 // readStdout hands each message of the child's stdout to peer until it
 // closes; a child that does not exit within stdoutGrace of closing it
 // (waited is closed when it did) can answer nothing more and is stopped.
-func (c *child) readStdout(outR *os.File, spec childSpec, peer childPeer, waited <-chan struct{}) {
+func (c *child) readStdout(outR io.Reader, spec childSpec, peer childPeer, waited <-chan struct{}) {
 	rd := wire.NewReader(outR, spec.maxMsg)
 	for {
 		msg, err := rd.Next()
@@ -208,8 +261,11 @@ func (c *child) readStdout(outR *os.File, spec childSpec, peer childPeer, waited
 			select {
 			case <-waited:
 			case <-time.After(stdoutGrace):
+				if c.ending.Load() {
+					return // the relay is stopping it already
+				}
 				c.closedStdout.Store(true)
-				c.group.Stop(closerFunc(c.in.close), waited, spec.grace)
+				c.stopGroup(waited, spec.grace)
 			}
 			return
 		default:
@@ -220,7 +276,7 @@ func (c *child) readStdout(outR *os.File, spec childSpec, peer childPeer, waited
 
 // readStderr keeps the tail of the child's stderr and hands each line to
 // peer until it closes.
-func (c *child) readStderr(errR *os.File, peer childPeer) {
+func (c *child) readStderr(errR io.Reader, peer childPeer) {
 	sc := bufio.NewReaderSize(errR, 64<<10)
 	for {
 		line, err := sc.ReadString('\n')
@@ -264,8 +320,21 @@ func (c *child) stop(grace time.Duration, relay context.Context) {
 // kill stops a child that failed (c.failed says why) as stop does, but
 // its exit is handled as a failure, not as a stop the relay asked for.
 func (c *child) kill(grace time.Duration, relay context.Context) {
+	c.ending.Store(true)
 	defer context.AfterFunc(relay, c.group.Kill)()
-	c.group.Stop(closerFunc(c.in.close), c.done, grace)
+	c.stopGroup(c.done, grace)
+}
+
+// stopGroup stops the child's group (proc.Group.Stop) once done is
+// closed: the end of its input first, given grace for a stdio child; a
+// child of another kind is signalled at once once its link is closed.
+func (c *child) stopGroup(done <-chan struct{}, grace time.Duration) {
+	if c.link.Kind() == "stdio" {
+		c.group.Stop(closerFunc(c.in.close), done, grace)
+		return
+	}
+	c.in.close()
+	c.group.Stop(nil, done, grace)
 }
 
 type closerFunc func()

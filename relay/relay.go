@@ -108,6 +108,10 @@ type Child struct {
 	// Setting says where the command is set, for the messages that tell
 	// the agent to fix it; default "run.command in mcpflow.toml".
 	Setting string
+	// Link, when set, makes the Link of each new child: how the relay
+	// exchanges messages with it (internal/httpmcp's, for a server that
+	// serves Streamable HTTP). nil = the child's stdin and stdout.
+	Link func() Link
 }
 
 // Queue bounds the client messages held while no child can take them (the
@@ -230,7 +234,7 @@ func New(cfg Config) *Relay {
 		r.sw.out.sent = func(msg []byte) { cfg.Traffic("client", false, int(r.curGen.Load()), msg) }
 	}
 	r.events.tap = r.sw.stats.event
-	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic}
+	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic, link: cfg.Child.Link}
 	return r
 }
 

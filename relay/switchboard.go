@@ -80,7 +80,10 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		recompiles: map[string]context.CancelFunc{},
 	}
 	if log.Enabled(context.Background(), slog.LevelDebug) {
-		sw.trace = &msgTrace{log: log}
+		sw.trace = &msgTrace{log: log, via: "stdio"}
+		if cfg.Child.Link != nil {
+			sw.trace.via = cfg.Child.Link().Kind()
+		}
 	}
 	sw.batches = wire.NewBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
@@ -117,13 +120,19 @@ func (r *switchboard) handOff(first, answered [][]byte) {
 }
 
 // msgTrace writes the debug line for each message read from a peer.
-type msgTrace struct{ log *slog.Logger }
+type msgTrace struct {
+	log *slog.Logger
+	via string // the child's Link's kind: the server hop's transport
+}
 
-// msg writes the line for one message: where from, its method (or, for a
-// response, its id), its size and, for a response to a client request,
-// how long the server took.
+// msg writes the line for one message: where from (the hop; for the
+// server's, its transport), its method (or, for a response, its id), its
+// size and, for a response to a client request, how long the server took.
 func (r *msgTrace) msg(from string, env *wire.Envelope, size int, p *pending) {
 	args := []any{"bytes", size}
+	if from == "server" {
+		args = append(args, "via", r.via)
+	}
 	switch {
 	case env.Method != "" && env.ID != nil:
 		args = append(args, "method", env.Method, "id", string(env.ID))
