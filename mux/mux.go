@@ -75,10 +75,11 @@ type Mux struct {
 	closed  bool
 	servers map[string]*server
 	cat     catalog
-	front   *mcp.ServerSession
 	level   *mcp.SetLoggingLevelParams
 	roots   []*mcp.Root // the client's roots, given to every child
 	rootsMu sync.Mutex  // one roots sync at a time
+
+	sess sessions // the client sessions (route.go)
 }
 
 // server is one server behind the mux: its spec, backend and session,
@@ -170,6 +171,7 @@ func New(cfg Config) *Mux {
 		servers: map[string]*server{},
 	}
 	m.cat = newCatalog(m)
+	m.sess.ended = m.rootsEnded
 	m.newB = cfg.NewBackend
 	if m.newB == nil {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
@@ -183,34 +185,14 @@ func New(cfg Config) *Mux {
 // mcpflow serves its stdin and stdout through a wire.Transport.
 func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 	defer m.Close()
-	var wg sync.WaitGroup
-	for _, spec := range m.cfg.Servers {
-		spec.Source = "config"
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, _, err := m.add(m.ctx, spec); err != nil {
-				m.log.Error("server did not start", "server", spec.Name, "err", err)
-			}
-		}()
-	}
-	started := make(chan struct{})
-	go func() { wg.Wait(); close(started) }()
+	started := m.startServers()
 	t = m.awaitStart(ctx, t, started)
-	srv := front{m}.newFront()
-	m.mu.Lock()
-	m.cat.srv = srv
-	for _, s := range m.servers {
-		m.cat.publish(s)
-	}
-	m.mu.Unlock()
+	srv := m.frontServer()
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.front = ss
-	m.mu.Unlock()
+	m.sess.touch(ss, "", nil)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 	select {
@@ -224,6 +206,71 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 		m.log.Info("client session ended", "err", err)
 	}
 	return nil
+}
+
+// Front serves the mux's MCP server to any number of client sessions:
+// internal/httpmcp's Streamable HTTP front. Serve returns when ctx ends
+// (after closing every session) or serving fails.
+type Front interface {
+	Serve(ctx context.Context, srv *mcp.Server) error
+}
+
+// Serve starts the configured servers and serves every client that f
+// brings until ctx ends or f fails, then stops every server and waits for
+// them. Before f serves, it waits for the configured servers as long as a
+// client waits for a server (StartWait, else relay.ClientWait("")), so that
+// the first answers hold their tools and instructions: f may already
+// accept connections meanwhile (they wait). The sessions are told apart
+// as the package documentation says.
+func (m *Mux) Serve(ctx context.Context, f Front) error {
+	defer m.Close()
+	m.sess.multi = true
+	started := m.startServers()
+	wait := m.cfg.StartWait
+	if wait <= 0 {
+		wait = relay.ClientWait("")
+	}
+	m.waitStarted(ctx, started, wait)
+	if ctx.Err() != nil {
+		return nil
+	}
+	err := f.Serve(ctx, m.frontServer())
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// startServers starts the configured servers; the channel is closed when
+// every one is up or failed.
+func (m *Mux) startServers() <-chan struct{} {
+	var wg sync.WaitGroup
+	for _, spec := range m.cfg.Servers {
+		spec.Source = "config"
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, _, err := m.add(m.ctx, spec); err != nil {
+				m.log.Error("server did not start", "server", spec.Name, "err", err)
+			}
+		}()
+	}
+	started := make(chan struct{})
+	go func() { wg.Wait(); close(started) }()
+	return started
+}
+
+// frontServer makes the front server and publishes what the servers up
+// now list on it.
+func (m *Mux) frontServer() *mcp.Server {
+	srv := front{m}.newFront()
+	m.mu.Lock()
+	m.cat.srv = srv
+	for _, s := range m.servers {
+		m.cat.publish(s)
+	}
+	m.mu.Unlock()
+	return srv
 }
 
 // awaitStart returns once the configured servers are up (started is
@@ -736,28 +783,30 @@ func (m *Mux) sdkLogger() *slog.Logger {
 	return m.log.With("component", "sdk")
 }
 
-// ClientInfo is what the mux knows of its client: name, version and
-// protocol revision from a legacy initialize; all empty before the client
-// connected, and for a 2026-07-28 client, which sends no initialize.
+// ClientInfo is what the mux knows of a client: name, version and
+// protocol revision, from a legacy initialize or a 2026-07-28 request's
+// _meta; all empty before the client said.
 type ClientInfo struct {
 	Name, Version, Protocol string
 }
 
-// Client reports the client connected to the mux.
+// Client reports the client of the most recently active session (Run's
+// one client).
 func (m *Mux) Client() ClientInfo {
-	m.mu.Lock()
-	ss := m.front
-	m.mu.Unlock()
-	if ss == nil {
-		return ClientInfo{}
+	info, _ := m.sess.latest()
+	return info.Client
+}
+
+// Sessions reports the front's client sessions, oldest first, then the
+// session-less (2026-07-28 HTTP) clients seen in the last ten minutes.
+func (m *Mux) Sessions() []SessionInfo {
+	return m.sess.list()
+}
+
+// rootsEnded takes the children's roots from the most recently active
+// session that has roots, when the session they came from ended.
+func (m *Mux) rootsEnded(*mcp.ServerSession) {
+	if ss := m.sess.rootsCandidate(); ss != nil {
+		go childSide{m}.syncRoots(ss)
 	}
-	ip := ss.InitializeParams()
-	if ip == nil {
-		return ClientInfo{}
-	}
-	ci := ClientInfo{Protocol: ip.ProtocolVersion}
-	if ip.ClientInfo != nil {
-		ci.Name, ci.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
-	}
-	return ci
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -86,6 +88,9 @@ func (m front) instructions() string {
 // child.
 func (m front) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			m.sess.touch(ss, method, req)
+		}
 		switch method {
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !m.knownTool(p.Name) {
@@ -202,16 +207,18 @@ func (m front) downText(s *server) string {
 // toolHandler forwards a call to the child's own tool name.
 func (m front) toolHandler(server, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return m.callChild(ctx, server, tool, req.Params)
+		return m.callChild(ctx, req.Session, server, tool, req.Params)
 	}
 }
 
-func (m front) callChild(ctx context.Context, server, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+// callChild calls tool on server for the client session ss.
+func (m front) callChild(ctx context.Context, ss *mcp.ServerSession, server, tool string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
 	cs, bad := m.session(server)
 	if bad != nil {
 		return bad, nil
 	}
-	meta := childMeta(p.Meta)
+	meta, end := m.sess.begin(ctx, ss, server, childMeta(p.Meta))
+	defer end()
 	if caps, ok := p.Meta[mcp.MetaKeyClientCapabilities]; ok && modernSession(cs) {
 		// The child's input_required requests reach the client as they
 		// are: it must ask only for what the client can do, not for what
@@ -351,7 +358,10 @@ func (m front) promptHandler(server, prompt string) mcp.PromptHandler {
 			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
 		}
 		p := *req.Params
-		p.Name, p.Meta = prompt, childMeta(p.Meta)
+		var end func()
+		p.Name = prompt
+		p.Meta, end = m.sess.begin(ctx, req.Session, server, childMeta(p.Meta))
+		defer end()
 		return cs.GetPrompt(ctx, &p)
 	}
 }
@@ -363,7 +373,9 @@ func (m front) resourceHandler(server string) mcp.ResourceHandler {
 			return nil, fmt.Errorf("%s", bad.Content[0].(*mcp.TextContent).Text)
 		}
 		p := *req.Params
-		p.Meta = childMeta(p.Meta)
+		var end func()
+		p.Meta, end = m.sess.begin(ctx, req.Session, server, childMeta(p.Meta))
+		defer end()
 		return cs.ReadResource(ctx, &p)
 	}
 }
@@ -470,35 +482,29 @@ func (m front) resourceSession(uri string) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// frontSession is the client's session, once it connected.
-func (m childSide) frontSession() (*mcp.ServerSession, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.front == nil {
-		return nil, errors.New("mcpflow: no client is connected yet")
-	}
-	return m.front, nil
-}
-
 // clientOptions are the handlers of the mux's client toward one child:
-// requests from the child go to the client, notifications are passed on.
+// requests from the child go to the client session route picks (with the
+// context of the call they belong to, so that an HTTP front sends them on
+// that call's stream), notifications are passed on.
 func (m childSide) clientOptions(s *server) *mcp.ClientOptions {
 	name := s.spec.Name
 	return &mcp.ClientOptions{
 		Logger: m.sdkLogger().With("server", name),
 		CreateMessageWithToolsHandler: func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			ss, err := m.frontSession()
+			ss, rctx, done, err := m.sess.routeRequest(ctx, name)
 			if err != nil {
 				return nil, err
 			}
-			return ss.CreateMessageWithTools(ctx, req.Params)
+			defer done()
+			return ss.CreateMessageWithTools(rctx, req.Params)
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ss, err := m.frontSession()
+			ss, rctx, done, err := m.sess.routeRequest(ctx, name)
 			if err != nil {
 				return nil, err
 			}
-			return ss.Elicit(ctx, req.Params)
+			defer done()
+			return ss.Elicit(rctx, req.Params)
 		},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { s.markRelist() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.markRelist() },
@@ -512,20 +518,27 @@ func (m childSide) clientOptions(s *server) *mcp.ClientOptions {
 			}
 		},
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			ss, err := m.frontSession()
-			if err != nil {
+			ss, rctx, ok := m.sess.route(name)
+			if !ok {
 				return
+			}
+			if !m.sess.multi {
+				// One stream: the level is the session's, as the client set
+				// it, not a 2026-07-28 call's _meta (which may not say).
+				rctx = ctx
 			}
 			p := *req.Params
 			p.Logger = name + loggerSuffix(p.Logger)
-			_ = ss.Log(ctx, &p)
+			_ = ss.Log(rctx, &p)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			ss, err := m.frontSession()
-			if err != nil {
+			ss, rctx, token, ok := m.sess.progress(name, req.Params.ProgressToken)
+			if !ok {
 				return
 			}
-			_ = ss.NotifyProgress(ctx, req.Params)
+			p := *req.Params
+			p.ProgressToken = token
+			_ = ss.NotifyProgress(rctx, &p)
 		},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
@@ -556,6 +569,7 @@ func (m childSide) syncRoots(ss *mcp.ServerSession) {
 		m.log.Warn("asking the client for its roots failed", "err", err)
 		return
 	}
+	m.sess.setRootsFrom(ss)
 	m.mu.Lock()
 	old := m.roots
 	m.roots = res.Roots
@@ -576,4 +590,311 @@ func (m childSide) syncRoots(ss *mcp.ServerSession) {
 		}
 		c.AddRoots(res.Roots...)
 	}
+}
+
+// sessions are the front server's client sessions: Run's one (stdio), or
+// the many an HTTP front brings (Serve), with the calls each has in flight
+// on each server, so that what a child sends the client reaches the
+// session it belongs to. It has its own lock, never held while calling
+// out.
+type sessions struct {
+	multi bool                     // Serve: many sessions; set before any
+	ended func(*mcp.ServerSession) // after a session ends (the mux's roots rule)
+
+	mu          sync.Mutex
+	all         map[*mcp.ServerSession]*session
+	calls       []*call          // in flight, oldest first
+	tokens      map[string]*call // the progress tokens children were given
+	sessionless map[string]*SessionInfo
+	rootsFrom   *mcp.ServerSession
+	seq         uint64
+}
+
+// session is one client session the front server has.
+type session struct {
+	info SessionInfo
+	seen uint64 // sessions.seq at its last request: recency
+}
+
+// call is a client request in flight on a server.
+type call struct {
+	server string
+	ss     *mcp.ServerSession
+	ctx    context.Context // the front handler's: an HTTP front answers on its stream
+	token  any             // the client's progress token, restored on the way back
+}
+
+// SessionInfo is one client session of the front, as status shows it.
+type SessionInfo struct {
+	ID       string     // Mcp-Session-Id; "" on stdio and for a session-less (2026-07-28 HTTP) client
+	Client   ClientInfo // as the client said: initialize, or each request's _meta
+	Era      string     // "legacy" (initialize) or "modern"
+	Started  time.Time
+	LastSeen time.Time
+	Requests uint64 // requests received
+	InFlight int    // of them, calls to servers not answered yet
+}
+
+// sessionlessKeep is how long a session-less client stays in Sessions
+// after its last request.
+const sessionlessKeep = 10 * time.Minute
+
+// touch notes a request of ss (method "" when Run connects it). A new
+// session is watched until it ends; the requests of a session-less HTTP
+// client (each its own short session) count under its name instead.
+func (s *sessions) touch(ss *mcp.ServerSession, method string, req mcp.Request) {
+	now := time.Now()
+	var meta mcp.Meta
+	if req != nil {
+		if p := req.GetParams(); p != nil {
+			meta = p.GetMeta()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	if s.all == nil {
+		s.all = map[*mcp.ServerSession]*session{}
+	}
+	if x, ok := s.all[ss]; ok {
+		x.seen, x.info.LastSeen = s.seq, now
+		if method != "" {
+			x.info.Requests++
+		}
+		fillClient(&x.info, ss, meta)
+		return
+	}
+	if s.multi && ss.ID() == "" {
+		info := SessionInfo{Era: "modern", Started: now}
+		fillClient(&info, ss, meta)
+		key := info.Client.Name + "/" + info.Client.Version
+		if s.sessionless == nil {
+			s.sessionless = map[string]*SessionInfo{}
+		}
+		if old, ok := s.sessionless[key]; ok {
+			info.Started, info.Requests = old.Started, old.Requests
+		}
+		info.LastSeen = now
+		if method != "" {
+			info.Requests++
+		}
+		s.sessionless[key] = &info
+		for k, v := range s.sessionless {
+			if now.Sub(v.LastSeen) > sessionlessKeep {
+				delete(s.sessionless, k)
+			}
+		}
+		return
+	}
+	x := &session{info: SessionInfo{ID: ss.ID(), Started: now, LastSeen: now}, seen: s.seq}
+	if method != "" {
+		x.info.Requests++
+	}
+	fillClient(&x.info, ss, meta)
+	s.all[ss] = x
+	go func() {
+		ss.Wait()
+		s.drop(ss)
+	}()
+}
+
+// fillClient completes what info says of the client from its session's
+// initialize or a request's _meta.
+func fillClient(info *SessionInfo, ss *mcp.ServerSession, meta mcp.Meta) {
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
+		info.Era, info.Client.Protocol = "legacy", ip.ProtocolVersion
+		if ip.ClientInfo != nil {
+			info.Client.Name, info.Client.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
+		}
+		return
+	}
+	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); ok && v != "" {
+		info.Era, info.Client.Protocol = "modern", v
+	}
+	if ci, ok := meta[mcp.MetaKeyClientInfo].(map[string]any); ok {
+		if n, ok := ci["name"].(string); ok {
+			info.Client.Name = n
+		}
+		if v, ok := ci["version"].(string); ok {
+			info.Client.Version = v
+		}
+	}
+}
+
+// drop forgets an ended session.
+func (s *sessions) drop(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	delete(s.all, ss)
+	wasRoots := s.rootsFrom == ss
+	if wasRoots {
+		s.rootsFrom = nil
+	}
+	s.mu.Unlock()
+	if wasRoots && s.ended != nil {
+		s.ended(ss)
+	}
+}
+
+// begin records a call of ss on server until end is called, and returns
+// meta as the child gets it: a progress token is replaced by one of the
+// mux's own (two sessions may use the same token), restored on the
+// progress notifications that come back.
+func (s *sessions) begin(ctx context.Context, ss *mcp.ServerSession, server string, meta mcp.Meta) (mcp.Meta, func()) {
+	c := &call{server: server, ss: ss, ctx: ctx}
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	if x := s.all[ss]; x != nil {
+		x.info.InFlight++
+	}
+	var key string
+	if tok, ok := meta["progressToken"]; ok && tok != nil {
+		s.seq++
+		key = fmt.Sprintf("mcpflow-%d", s.seq)
+		c.token = tok
+		if s.tokens == nil {
+			s.tokens = map[string]*call{}
+		}
+		s.tokens[key] = c
+		meta = withKey(meta, "progressToken", key)
+	}
+	s.mu.Unlock()
+	return meta, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if i := slices.Index(s.calls, c); i >= 0 {
+			s.calls = slices.Delete(s.calls, i, i+1)
+		}
+		if x := s.all[ss]; x != nil {
+			x.info.InFlight--
+		}
+		if key != "" {
+			delete(s.tokens, key)
+		}
+	}
+}
+
+// route picks the session for what server's child sends the client, and
+// the context to send it with: the session of the newest call in flight
+// on server, with that call's context; else the most recently active
+// session that opened with initialize (the one kind that takes requests
+// outside a call), else the most recently active one.
+func (s *sessions) route(server string) (*mcp.ServerSession, context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.calls) - 1; i >= 0; i-- {
+		if c := s.calls[i]; c.server == server {
+			return c.ss, c.ctx, true
+		}
+	}
+	var best *session
+	var bestSS *mcp.ServerSession
+	for ss, x := range s.all {
+		if best != nil {
+			legacy, bestLegacy := ss.InitializeParams() != nil, bestSS.InitializeParams() != nil
+			if legacy != bestLegacy && !legacy || legacy == bestLegacy && x.seen < best.seen {
+				continue
+			}
+		}
+		best, bestSS = x, ss
+	}
+	if best == nil {
+		return nil, nil, false
+	}
+	return bestSS, context.Background(), true
+}
+
+// routeRequest is route for a child's request handled under ctx: the
+// context it returns ends when ctx does, and done releases it.
+func (s *sessions) routeRequest(ctx context.Context, server string) (*mcp.ServerSession, context.Context, func(), error) {
+	ss, rctx, ok := s.route(server)
+	if !ok {
+		return nil, nil, nil, errors.New("mcpflow: no client is connected yet")
+	}
+	rctx, cancel := context.WithCancel(rctx)
+	stop := context.AfterFunc(ctx, cancel)
+	return ss, rctx, func() { stop(); cancel() }, nil
+}
+
+// progress finds the call a child's progress token belongs to: its
+// session, context and the client's own token. A token the mux did not
+// give (a child's own) goes where route sends it, unchanged.
+func (s *sessions) progress(server string, token any) (*mcp.ServerSession, context.Context, any, bool) {
+	if key, ok := token.(string); ok {
+		s.mu.Lock()
+		c := s.tokens[key]
+		s.mu.Unlock()
+		if c != nil {
+			return c.ss, c.ctx, c.token, true
+		}
+	}
+	ss, ctx, ok := s.route(server)
+	return ss, ctx, token, ok
+}
+
+// setRootsFrom notes the session the children's roots came from.
+func (s *sessions) setRootsFrom(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	s.rootsFrom = ss
+	s.mu.Unlock()
+}
+
+// rootsCandidate is the most recently active session that has roots, for
+// when the one they came from ends.
+func (s *sessions) rootsCandidate() *mcp.ServerSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *session
+	var bestSS *mcp.ServerSession
+	for ss, x := range s.all {
+		if !hasRoots(ss) || best != nil && x.seen < best.seen {
+			continue
+		}
+		best, bestSS = x, ss
+	}
+	return bestSS
+}
+
+func hasRoots(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && (ip.Capabilities.RootsV2 != nil || ip.Capabilities.Roots.ListChanged)
+}
+
+// list is every session, oldest first, then the session-less clients.
+func (s *sessions) list() []SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SessionInfo
+	for ss, x := range s.all {
+		info := x.info
+		fillClient(&info, ss, nil)
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	var less []SessionInfo
+	for _, v := range s.sessionless {
+		if time.Since(v.LastSeen) <= sessionlessKeep {
+			less = append(less, *v)
+		}
+	}
+	sort.Slice(less, func(i, j int) bool { return less[i].Started.Before(less[j].Started) })
+	return append(out, less...)
+}
+
+// latest is the most recently active session's info.
+func (s *sessions) latest() (SessionInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best *session
+	var bestSS *mcp.ServerSession
+	for ss, x := range s.all {
+		if best == nil || x.seen > best.seen {
+			best, bestSS = x, ss
+		}
+	}
+	if best == nil {
+		return SessionInfo{}, false
+	}
+	info := best.info
+	fillClient(&info, bestSS, nil)
+	return info, true
 }

@@ -397,7 +397,7 @@ func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a callArg
 	if a.Arguments == nil {
 		args = []byte("{}")
 	}
-	res, err := front(m).callChild(ctx, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
+	res, err := front(m).callChild(ctx, req.Session, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
 	return res, nil, err
 }
 
