@@ -60,6 +60,7 @@ func cmdCheck(e env, args []string) int {
 		}
 	}
 	warnings = append(warnings, muxNameWarnings(cfg)...)
+	warnings = append(warnings, listenWarnings(cfg, checkViews(cfg))...)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stdout, "warning: %s\n", w)
 	}
@@ -152,6 +153,7 @@ func checkWarningsAt(v checkView, files []string) []string {
 		}
 	}
 	out = append(out, commandWarnings(v)...)
+	out = append(out, servingWarnings(v)...)
 	add(projectWarnings(cfg)...)
 	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
 		add(watchedBuildOutputs(cfg, files)...)

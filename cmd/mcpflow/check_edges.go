@@ -1,13 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpflow/mcpflow/builder"
@@ -382,4 +387,148 @@ func settingText(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// servingWarnings compares run.url with what the server's sources say
+// (scanServing): a url for a server that only speaks stdio, no url for
+// one that only serves Streamable HTTP, {port} for a server that reads no
+// $PORT and names a fixed port; and warns when the url's fixed port is
+// taken on this machine. Each warning is at run.url.
+func servingWarnings(v checkView) []string {
+	cfg := v.cfg
+	if cfg.CLI != nil || cfg.Run.Command.IsZero() {
+		return nil
+	}
+	root := cfg.Run.Cwd
+	kind := projectKind(root)
+	if kind == "" && root != cfg.Dir {
+		root, kind = cfg.Dir, projectKind(cfg.Dir)
+	}
+	s := scanServing(root, kind)
+	u := cfg.Run.URL
+	var out []string
+	switch {
+	case u == "" && s.OnlyHTTP():
+		want, _, _ := s.URL()
+		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
+	case u != "" && s.OnlyStdio():
+		out = append(out, v.at("run.url", "set, but the server looks like a stdio server (%s; no Streamable HTTP transport found): mcpflow would wait in vain for it to answer at %s; remove run.url, or make the server serve Streamable HTTP there", s.Stdio, u))
+	case strings.Contains(u, config.PortPlaceholder) && s.HTTP != "" && s.Env == "" && s.Port != 0:
+		fixed := strings.Replace(u, config.PortPlaceholder, strconv.Itoa(s.Port), 1)
+		out = append(out, v.at("run.url", "{port} gives the server a free port as $PORT, but its source reads no PORT and listens on port %d (at %s): unless it listens on $PORT, write url = %s, or make the server listen on $PORT", s.Port, s.PortAt, config.TOMLString(fixed)))
+	}
+	if host, port := fixedPort(u); port != 0 {
+		if taken := portTaken(host, port); taken != "" {
+			out = append(out, v.at("run.url", "port %d %s: the server could not listen there, and mcpflow would talk to whatever answers; stop that process, or use {port} in run.url if the server listens on $PORT", port, taken))
+		}
+	}
+	return out
+}
+
+// fixedPort is the host and port of a run.url that names a port; 0 for
+// none, {port} or a URL that does not parse.
+func fixedPort(raw string) (string, int) {
+	if raw == "" || strings.Contains(raw, config.PortPlaceholder) {
+		return "", 0
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", 0
+	}
+	p, _ := strconv.Atoi(u.Port())
+	return u.Hostname(), p
+}
+
+// listenWarnings checks the ports mcpflow and its servers listen on:
+// [http] listen taken on this machine or open to other machines, and a
+// fixed port that [http] listen and a run.url, or two servers' run.url,
+// share.
+func listenWarnings(cfg *config.Config, views []checkView) []string {
+	var out []string
+	listenPort := 0
+	if addr := cfg.HTTP.Listen; addr != "" {
+		host, port, err := net.SplitHostPort(addr)
+		listenPort, _ = strconv.Atoi(port)
+		if err == nil && listenPort != 0 {
+			if taken := portTaken(host, listenPort); taken != "" {
+				out = append(out, cfg.At("http.listen", "%s: port %d %s, so mcpflow watch could not serve there; stop that process (an mcpflow already serving this config?), or choose another port", addr, listenPort, taken))
+			}
+		}
+		if err == nil && !config.Loopback(host) {
+			out = append(out, cfg.At("http.listen", "%s is open to other machines: whoever reaches it can call the server's tools and recompile it; use 127.0.0.1 unless you mean that", addr))
+		}
+	}
+	owner := map[int]string{} // fixed port → the first key that names it
+	for _, v := range views {
+		_, p := fixedPort(v.cfg.Run.URL)
+		if p == 0 {
+			continue
+		}
+		key := v.table + "run.url"
+		switch {
+		case p == listenPort:
+			out = append(out, v.at("run.url", "port %d is also [http] listen's: mcpflow serves its clients there, so the server cannot listen on it; give one of them another port (or {port} in run.url)", p))
+		case owner[p] != "":
+			out = append(out, v.at("run.url", "port %d is also %s's: the two servers cannot both listen on it; give one another port (or {port})", p, owner[p]))
+		default:
+			owner[p] = key
+		}
+	}
+	return out
+}
+
+// portTaken says who holds port on host, when a listener there fails:
+// "is in use by pid 123 (node)", "is in use by another process", or why
+// it cannot be listened on; "" when it is free.
+func portTaken(host string, port int) string {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err == nil {
+		ln.Close()
+		return ""
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		if who := portOwner(port); who != "" {
+			return "is in use by " + who
+		}
+		return "is in use by another process"
+	}
+	return fmt.Sprintf("cannot be listened on (%v)", err)
+}
+
+// portOwner names the process listening on the TCP port, as "pid N
+// (NAME)", from Linux's /proc; "" when unknown (another OS, or another
+// user's process).
+func portOwner(port int) string {
+	sockets := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			i := strings.LastIndexByte(f[1], ':')
+			if p, err := strconv.ParseUint(f[1][i+1:], 16, 32); err == nil && int(p) == port {
+				sockets["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(sockets) == 0 {
+		return ""
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, d := range procs {
+		pid := d.Name()
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + pid + "/fd")
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + pid + "/fd/" + fd.Name()); err == nil && sockets[l] {
+				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+				return fmt.Sprintf("pid %s (%s)", pid, strings.TrimSpace(string(comm)))
+			}
+		}
+	}
+	return ""
 }

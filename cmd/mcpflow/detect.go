@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -32,10 +35,59 @@ type project struct {
 	BuildNotes []string
 	// Advice is printed by init after the summary, one "Note:" line each.
 	Advice []string
+	// URL is run.url for a server that serves Streamable HTTP, "" for
+	// stdio; URLWhy says what init found.
+	URL, URLWhy string
+	// Serving is what the sources say about how the server speaks.
+	Serving serving
 }
 
-// detect looks at dir and guesses the project's kind from its manifest.
+// detect looks at dir, guesses the project's kind from its manifest, and
+// how its server speaks from its sources: a server that serves only
+// Streamable HTTP gets run.url.
 func detect(dir string) project {
+	p := detectManifest(dir)
+	p.Serving = scanServing(dir, p.Kind)
+	s := p.Serving
+	switch {
+	case s.OnlyHTTP():
+		url, why, sure := s.URL()
+		p.URL = url
+		p.URLWhy = s.HTTP + " serves Streamable HTTP; " + why
+		if !sure {
+			p.Notes = append(p.Notes, "The server serves Streamable HTTP ("+s.HTTP+"), but init found no port in the source: "+
+				"run.url's {port} works only if the server listens on $PORT; otherwise write its port in run.url.")
+		}
+	case s.HTTP != "":
+		url, _, _ := s.URL()
+		p.Advice = append(p.Advice, fmt.Sprintf("the source has both a stdio transport (%s) and a Streamable HTTP one (%s); init set mcpflow up for stdio. To run the server over HTTP, make run.command start it that way and add url = %s to [run].", s.Stdio, s.HTTP, config.TOMLString(url)))
+	}
+	return p
+}
+
+// projectKind is the kind detect gives the project in dir, from its
+// manifest alone.
+func projectKind(dir string) string {
+	switch {
+	case exists(dir, "go.mod"):
+		return "go"
+	case exists(dir, "Cargo.toml"):
+		return "rust"
+	case exists(dir, "package.json"):
+		if exists(dir, "tsconfig.json") {
+			return "typescript"
+		}
+		return "node"
+	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
+		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
+		return "python"
+	}
+	return ""
+}
+
+// detectManifest is detect without the sources' search: the project's
+// kind, build, run command and watch set.
+func detectManifest(dir string) project {
 	switch {
 	case exists(dir, "go.mod"):
 		return detectGo(dir)
@@ -817,7 +869,7 @@ func zeroConfig(dir string, argv []string, build string) *config.Config {
 	if build != "" {
 		c.Build.Command = config.Command{Argv: []string{build}, Shell: true}
 	}
-	p := detect(c.Dir)
+	p := detectManifest(c.Dir)
 	if p.Kind != "" {
 		c.Watch.Include = p.Include
 		c.Watch.Exclude = p.Exclude
@@ -907,4 +959,286 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 		}
 	}
 	return out
+}
+
+// serving is what a text search of a project's sources tells about how
+// its MCP server speaks: a Streamable HTTP transport or a stdio one, and
+// where an HTTP server listens. Each mark is what was found and where,
+// relative to the project, e.g. "StreamableHTTPServerTransport at
+// src/index.ts:3"; PortAt and PathAt are "file:line"; "" when not found. The search is rough by design:
+// init writes what it found with where it found it, and check only
+// warns when the source's evidence points one way.
+type serving struct {
+	HTTP   string // a Streamable HTTP server transport
+	Stdio  string // a stdio server transport
+	Env    string // a read of the PORT environment variable
+	Port   int    // a literal port where the server listens; 0 if none
+	PortAt string
+	Path   string // the URL path it serves, when the source names one; "" unknown
+	PathAt string
+	// DefaultPort is the port the framework listens on when the source
+	// names none (FastMCP's 8000); 0 if none.
+	DefaultPort int
+}
+
+// OnlyHTTP reports a server that serves Streamable HTTP and has no stdio
+// transport: one that needs run.url.
+func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
+
+// OnlyStdio reports a server that has a stdio transport and no HTTP one:
+// one that run.url would wait on in vain.
+func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
+
+// URL is the run.url for an HTTP server: {port} when it reads $PORT,
+// else the literal port it listens on, else the framework's default port,
+// else {port}. sure is false in that last case (the port is a guess),
+// and why says where each part comes from.
+func (s serving) URL() (url, why string, sure bool) {
+	path := s.Path
+	if path == "" {
+		path = "/mcp"
+	}
+	sure = true
+	switch {
+	case s.Env != "":
+		url = "http://127.0.0.1:" + config.PortPlaceholder + path
+		why = fmt.Sprintf("it reads $PORT (%s)", s.Env)
+	case s.Port != 0:
+		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.Port, path)
+		why = fmt.Sprintf("it listens on port %d (at %s)", s.Port, s.PortAt)
+	case s.DefaultPort != 0:
+		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.DefaultPort, path)
+		why = fmt.Sprintf("the source names no port: %d is FastMCP's default", s.DefaultPort)
+	default:
+		url = "http://127.0.0.1:" + config.PortPlaceholder + path
+		why = "init found no port in the source: {port} works if the server listens on $PORT; otherwise write its port in run.url"
+		sure = false
+	}
+	if s.PathAt != "" {
+		why += fmt.Sprintf("; path %s (at %s)", s.Path, s.PathAt)
+	}
+	return url, why, sure
+}
+
+// servingMark is a pattern that marks a transport or a PORT read; when
+// needs is set, it counts only in a file that also contains needs.
+type servingMark struct {
+	re    *regexp.Regexp
+	needs string
+}
+
+// servingLang is how to search one language's sources.
+type servingLang struct {
+	exts        []string
+	isTest      func(base string) bool
+	http, stdio []servingMark
+	env         []servingMark
+	port        []*regexp.Regexp // group 1: the port
+	path        []*regexp.Regexp // group 1: the path
+	defaultPort int
+}
+
+func marks(needs string, res ...string) []servingMark {
+	out := make([]servingMark, len(res))
+	for i, r := range res {
+		out[i] = servingMark{regexp.MustCompile(r), needs}
+	}
+	return out
+}
+
+func regexps(res ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(res))
+	for i, r := range res {
+		out[i] = regexp.MustCompile(r)
+	}
+	return out
+}
+
+// servingLangs are the languages scanServing reads, by project kind.
+var servingLangs = func() map[string]*servingLang {
+	js := &servingLang{
+		exts: []string{".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs"},
+		isTest: func(b string) bool {
+			return strings.HasSuffix(b, ".d.ts") || strings.Contains(b, ".test.") || strings.Contains(b, ".spec.")
+		},
+		// StreamableHTTPServerTransport (SDK 1.x, server/streamableHttp.js),
+		// WebStandard… and NodeStreamableHTTPServerTransport (2.x).
+		http:  marks("", `\w*StreamableHTTPServerTransport\b`),
+		stdio: marks("", `\bStdioServerTransport\b`),
+		env: marks("", `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
+			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
+		port: regexps(`\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path: regexps("\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
+	}
+	py := &servingLang{
+		exts: []string{".py"},
+		isTest: func(b string) bool {
+			return strings.HasPrefix(b, "test_") || strings.HasSuffix(b, "_test.py") || b == "conftest.py"
+		},
+		http: marks("", `\btransport\s*=\s*['"](?:http|streamable-http|streamable_http)['"]`,
+			`\.run\(\s*['"](?:http|streamable-http)['"]`, `\b(?:streamable_)?http_app\(`,
+			`\brun_(?:streamable_)?http_async\b`, `\bStreamableHTTPSessionManager\b`),
+		stdio: append(marks("", `\btransport\s*=\s*['"]stdio['"]`, `\.run\(\s*['"]stdio['"]`,
+			`\bstdio_server\(`, `\brun_stdio_async\b`),
+			marks("FastMCP", `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
+		env:         marks("", `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
+		port:        regexps(`(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path:        regexps(`\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
+		defaultPort: 8000,
+	}
+	goLang := &servingLang{
+		exts:   []string{".go"},
+		isTest: func(b string) bool { return strings.HasSuffix(b, "_test.go") },
+		// The Go SDK's handler, and mark3labs/mcp-go's server.
+		http:  marks("", `\bNewStreamableHTTPHandler\b`, `\bNewStreamableHTTPServer\b`),
+		stdio: marks("", `\bStdioTransport\b`, `\bNewStdioTransport\b`, `\bServeStdio\b`),
+		env:   marks("", `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
+		port:  regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
+		path:  regexps(`\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
+	}
+	rust := &servingLang{
+		exts:   []string{".rs"},
+		isTest: func(string) bool { return false },
+		http:   marks("", `\bStreamableHttpService\b`),
+		stdio:  marks("rmcp", `\bstdio\(\)`),
+		env:    marks("", `\bvar\(\s*"PORT"\s*\)`),
+		port:   regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
+		path:   regexps(`\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
+	}
+	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
+}()
+
+// Bounds of scanServing: the files it reads, and how much of each.
+const (
+	servingMaxFiles = 400
+	servingMaxBytes = 512 << 10
+)
+
+// scanServing searches the sources of the project in dir, of kind (as
+// detect names it), for how its server speaks. It reads at most
+// servingMaxFiles source files, skipping dependencies, build outputs,
+// tests and examples.
+func scanServing(dir, kind string) serving {
+	lang := servingLangs[kind]
+	if lang == nil {
+		return serving{}
+	}
+	outDir := readTSConfig(dir).OutDir
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return filepath.SkipDir
+		}
+		if len(files) >= servingMaxFiles {
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			switch name {
+			case "node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
+				"test", "tests", "__tests__", "example", "examples", "site-packages":
+				return filepath.SkipDir
+			}
+			if strings.HasPrefix(name, ".") || rel == outDir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if slices.Contains(lang.exts, path.Ext(name)) && !lang.isTest(name) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	var s serving
+	texts := map[string]string{}
+	httpFile := ""
+	for _, f := range files {
+		text := readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
+		texts[f] = text
+		if s.HTTP == "" {
+			if s.HTTP = findMark(lang.http, f, text); s.HTTP != "" {
+				httpFile = f
+			}
+		}
+		if s.Stdio == "" {
+			s.Stdio = findMark(lang.stdio, f, text)
+		}
+		if s.Env == "" {
+			s.Env = findMark(lang.env, f, text)
+		}
+	}
+	if s.HTTP == "" {
+		return s
+	}
+	s.DefaultPort = lang.defaultPort
+	// Where it listens: the file with the transport first, then the rest.
+	order := append([]string{httpFile}, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == httpFile })...)
+	for _, f := range order {
+		if s.Port == 0 {
+			for _, re := range lang.port {
+				if m := re.FindStringSubmatchIndex(texts[f]); m != nil {
+					if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
+						s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
+						break
+					}
+				}
+			}
+		}
+	}
+	// The path: one with "mcp" in it, else the only one named.
+	var paths, ats []string
+	for _, f := range order {
+		for _, re := range lang.path {
+			for _, m := range re.FindAllStringSubmatchIndex(texts[f], 20) {
+				if p := texts[f][m[2]:m[3]]; !slices.Contains(paths, p) {
+					paths, ats = append(paths, p), append(ats, lineOf(f, texts[f], m[0]))
+				}
+			}
+		}
+	}
+	for i, p := range paths {
+		if strings.Contains(strings.ToLower(p), "mcp") {
+			s.Path, s.PathAt = p, ats[i]
+			break
+		}
+	}
+	if s.Path == "" && len(paths) == 1 {
+		s.Path, s.PathAt = paths[0], ats[0]
+	}
+	return s
+}
+
+// findMark is the first of marks found in text (the file f), as "MATCH
+// at f:LINE"; "" when none is.
+func findMark(ms []servingMark, f, text string) string {
+	for _, m := range ms {
+		if m.needs != "" && !strings.Contains(text, m.needs) {
+			continue
+		}
+		if loc := m.re.FindStringIndex(text); loc != nil {
+			return strings.TrimLeft(text[loc[0]:loc[1]], ".") + " at " + lineOf(f, text, loc[0])
+		}
+	}
+	return ""
+}
+
+// lineOf is "f:LINE" for the byte offset at in text.
+func lineOf(f, text string, at int) string {
+	return fmt.Sprintf("%s:%d", f, strings.Count(text[:at], "\n")+1)
+}
+
+// readHead is the first max bytes of the file at p; "" if unreadable.
+func readHead(p string, max int64) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, max))
+	return string(b)
 }

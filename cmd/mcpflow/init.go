@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,6 +63,7 @@ func cmdInit(e env, args []string) int {
 		}
 		p.RunWhy = "the CLI's schema command (--cli); each tool call runs the CLI once"
 		p.Build, p.Notes = "", nil // the build is only suggested, in a comment
+		p.URL, p.URLWhy = "", ""
 	}
 	// What init writes must pass check.
 	if _, err := config.Parse("mcpflow.toml", []byte(text), dir); err != nil {
@@ -87,6 +89,10 @@ func cmdInit(e env, args []string) int {
 	fmt.Fprintf(e.stdout, "  run:   %s\n", strings.Join(p.Run, " "))
 	if p.RunWhy != "" {
 		fmt.Fprintf(e.stdout, "  why:   %s\n", p.RunWhy)
+	}
+	if p.URL != "" {
+		fmt.Fprintf(e.stdout, "  url:   %s (the server serves Streamable HTTP)\n", p.URL)
+		fmt.Fprintf(e.stdout, "  why:   %s. Change run.url in mcpflow.toml if that is wrong; remove it if the server speaks stdio.\n", p.URLWhy)
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(e.stdout, "Check: %s\n", n)
@@ -124,11 +130,23 @@ func renderConfig(p project) string {
 		b.WriteString("timeout = \"10m\"\n\n")
 	}
 	b.WriteString("[run]\n")
-	b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	if p.URL != "" {
+		b.WriteString("# The MCP server, serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.\n")
+	} else {
+		b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	}
 	if p.RunWhy != "" {
 		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
 	}
 	fmt.Fprintf(&b, "command = %s\n", config.TOMLStrings(p.Run))
+	if p.URL != "" {
+		b.WriteString(comment("Why this url: " + p.URLWhy + ". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."))
+		fmt.Fprintf(&b, "url = %s\n", config.TOMLString(p.URL))
+	} else {
+		b.WriteString("# For a server that serves Streamable HTTP instead ({port}: a free port for each\n")
+		b.WriteString("# start, passed as $PORT):\n")
+		b.WriteString("# url = \"http://127.0.0.1:{port}/mcp\"\n")
+	}
 	if len(p.Env) > 0 {
 		keys := make([]string, 0, len(p.Env))
 		for k := range p.Env {
@@ -157,6 +175,22 @@ func renderConfig(p project) string {
 	b.WriteString("level = \"info\"\n")
 	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
 	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String()
+}
+
+// comment is text as "# " lines of at most 80 columns (a longer word
+// keeps its own line).
+func comment(text string) string {
+	var b strings.Builder
+	line := "#"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 80 && line != "#" {
+			b.WriteString(line + "\n")
+			line = "#"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
 	return b.String()
 }
 
@@ -288,10 +322,24 @@ func clientSnippet(name, configPath string, l launcher) string {
 
   (%[6]s)
 
+  Over HTTP instead: run mcpflow yourself,
+    %[7]s
+  then: claude mcp add --transport http %[1]s %[8]s
+  or in .mcp.json's "mcpServers" or .vscode/mcp.json's "servers":
+    %[3]s: { "type": "http", "url": %[9]s }
+
 Then edit your server's code: mcpflow rebuilds and restarts it, and the agent
 sees the new tools (or calls the "recompile" tool itself).
-`, name, strings.Join(shell, " "), jsonString(name), jsonString(l.command), jsonList(args), note)
+`, name, strings.Join(shell, " "), jsonString(name), jsonString(l.command), jsonList(args), note,
+		strings.Join(slices.Insert(slices.Clone(shell), len(shell)-2, "--http", snippetListen), " "), snippetURL, jsonString(snippetURL))
 }
+
+// The address the HTTP snippet has mcpflow listen on, and the URL a
+// client connects to there.
+const (
+	snippetListen = "127.0.0.1:8931"
+	snippetURL    = "http://" + snippetListen + "/mcp"
+)
 
 // jsonString is s as a JSON string (no HTML escapes: a path stays
 // readable).

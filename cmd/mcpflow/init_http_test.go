@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+)
+
+// A TypeScript SDK 1.x server over Streamable HTTP, with Express; port
+// is how it picks its port.
+func tsHTTPServer(port string) string {
+	return `import express from "express";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+
+const server = new McpServer({ name: "notes", version: "1.0.0" });
+const app = express();
+app.use(express.json());
+app.post("/mcp", async (req, res) => {
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, req.body);
+});
+app.get("/health", (_req, res) => res.send("ok"));
+` + port + "\n"
+}
+
+const goHTTPMain = `package main
+
+import (
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	server := mcp.NewServer(&mcp.Implementation{Name: "notes"}, nil)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	http.Handle("/rpc/mcp", handler)
+	%s
+}
+`
+
+const goStdioMain = `package main
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	server := mcp.NewServer(&mcp.Implementation{Name: "notes"}, nil)
+	server.Run(context.Background(), &mcp.StdioTransport{})
+}
+`
+
+const pyProject = "[project]\nname = \"notes\"\nversion = \"0.1.0\"\n"
+
+// fastMCP is a FastMCP server whose last line is run.
+func fastMCP(run string) string {
+	return "import os\nfrom fastmcp import FastMCP\n\nmcp = FastMCP(\"notes\")\n\n@mcp.tool\ndef add(a: int, b: int) -> int:\n    return a + b\n\nif __name__ == \"__main__\":\n    " + run + "\n"
+}
+
+// TestInitHTTP: init writes run.url for a server that serves only
+// Streamable HTTP (TypeScript and JavaScript SDK transports, FastMCP run
+// over http, the Go SDK's handler): {port} when the source reads $PORT,
+// else the port it names (FastMCP's 8000 when none), else {port} with a
+// note; and no url for a stdio server, one with both transports, or one
+// whose HTTP mention is only in a test, an example or a dependency.
+func TestInitHTTP(t *testing.T) {
+	t.Parallel()
+	goMod := "module example.com/notes\n\ngo 1.26\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		url   string // "" = stdio
+		says  string // in init's output
+	}{
+		{"ts reads PORT", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts": tsHTTPServer(`app.listen(Number(process.env.PORT ?? 3000));`)},
+			"http://127.0.0.1:{port}/mcp", "StreamableHTTPServerTransport at src/index.ts:3 serves Streamable HTTP; it reads $PORT (process.env.PORT at src/index.ts:14)"},
+		{"ts destructures PORT", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts": tsHTTPServer("const { PORT = \"3000\" } = process.env;\napp.listen(Number(PORT));")},
+			"http://127.0.0.1:{port}/mcp", "it reads $PORT"},
+		{"ts literal port", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts": tsHTTPServer(`app.listen(3000, () => console.error("listening"));`)},
+			"http://127.0.0.1:3000/mcp", "it listens on port 3000 (at src/index.ts:14); path /mcp (at src/index.ts:8)"},
+		{"js sdk 2 no port", map[string]string{"package.json": `{"name": "notes", "type": "module", "main": "server.mjs"}`,
+			"server.mjs": "import { NodeStreamableHTTPServerTransport } from \"@modelcontextprotocol/node\";\nimport { createServer } from \"node:http\";\nconst opts = JSON.parse(process.argv[2]);\ncreateServer(handle).listen(opts.port);\n"},
+			"http://127.0.0.1:{port}/mcp", "Check: The server serves Streamable HTTP (NodeStreamableHTTPServerTransport at server.mjs:1), but init found no port"},
+		{"ts stdio", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig, "src/index.ts": tsServer(false)}, "", ""},
+		{"ts both", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"},
+			"", "Note: the source has both a stdio transport (StdioServerTransport at src/index.ts:2) and a Streamable HTTP one"},
+		{"ts http only in tests and node_modules", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts":      "import { McpServer } from \"@modelcontextprotocol/sdk/server/mcp.js\";\n",
+			"src/http.test.ts":  tsHTTPServer("app.listen(3000);"),
+			"examples/http.ts":  tsHTTPServer("app.listen(3000);"),
+			"node_modules/x.js": tsHTTPServer("app.listen(3000);")}, "", ""},
+		{"python http, port", map[string]string{"pyproject.toml": pyProject,
+			"server.py": fastMCP(`mcp.run(transport="http", host="127.0.0.1", port=9000)`)},
+			"http://127.0.0.1:9000/mcp", `transport="http" at server.py:11 serves Streamable HTTP; it listens on port 9000 (at server.py:11)`},
+		{"python streamable-http, PORT", map[string]string{"pyproject.toml": pyProject,
+			"server.py": fastMCP(`mcp.run(transport="streamable-http", port=int(os.environ.get("PORT", "8000")), path="/api/mcp")`)},
+			"http://127.0.0.1:{port}/api/mcp", `it reads $PORT (environ.get("PORT" at server.py:11)`},
+		{"python http, default port", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="http")`)},
+			"http://127.0.0.1:8000/mcp", "8000 is FastMCP's default"},
+		{"python stdio run()", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run()`)}, "", ""},
+		{"python stdio", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="stdio")`)}, "", ""},
+		{"python stdlib", map[string]string{"server.py": pyFixture(t)}, "", ""},
+		{"go literal port", map[string]string{"go.mod": goMod, "main.go": fmt.Sprintf(goHTTPMain, `http.ListenAndServe("localhost:8080", nil)`)},
+			"http://127.0.0.1:8080/rpc/mcp", "NewStreamableHTTPHandler at main.go:11 serves Streamable HTTP; it listens on port 8080 (at main.go:13); path /rpc/mcp (at main.go:12)"},
+		{"go reads PORT", map[string]string{"go.mod": goMod, "main.go": strings.Replace(fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":"+os.Getenv("PORT"), nil)`), `"net/http"`, "\"net/http\"\n\t\"os\"", 1)},
+			"http://127.0.0.1:{port}/rpc/mcp", `it reads $PORT (Getenv("PORT") at main.go:`},
+		{"go stdio", map[string]string{"go.mod": goMod, "main.go": goStdioMain}, "", ""},
+		{"go http only in a test", map[string]string{"go.mod": goMod, "main.go": goStdioMain,
+			"main_test.go": fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":8080", nil)`)}, "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeFiles(t, dir, c.files)
+			out, cfg := runInit(t, dir)
+			if cfg.Run.URL != c.url {
+				t.Errorf("run.url = %q, want %q\n%s", cfg.Run.URL, c.url, out)
+			}
+			if c.says != "" && !strings.Contains(out, c.says) {
+				t.Errorf("init's output lacks %q:\n%s", c.says, out)
+			}
+			toml := readFile(t, filepath.Join(dir, "mcpflow.toml"))
+			if c.url == "" {
+				if strings.Contains(out, "  url:") || !strings.Contains(toml, "# The MCP server, speaking stdio.") || !strings.Contains(toml, "\n# url = \"http://127.0.0.1:{port}/mcp\"\n") {
+					t.Errorf("a stdio server's config:\n%s\n%s", out, toml)
+				}
+				return
+			}
+			if !strings.Contains(out, "  url:   "+c.url+" (the server serves Streamable HTTP)") || !strings.Contains(out, "remove it if the server speaks stdio") {
+				t.Errorf("init does not say the url and how to change it:\n%s", out)
+			}
+			if !strings.Contains(toml, "# Why this url: ") || !strings.Contains(toml, "\nurl = "+config.TOMLString(c.url)+"\n") {
+				t.Errorf("mcpflow.toml:\n%s", toml)
+			}
+			// What init wrote raises no warning of check's about it.
+			for _, w := range servingWarnings(checkView{cfg: cfg}) {
+				t.Errorf("check warns about what init wrote: %s", w)
+			}
+		})
+	}
+}
+
+// TestInitHTTPSnippet: the snippet says how to connect a client to
+// mcpflow over HTTP: the watch --http command, Claude Code's line, and
+// the .mcp.json / VS Code entry, in JSON that parses.
+func TestInitHTTPSnippet(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig})
+	out, _ := runInit(t, dir)
+	cfg := filepath.Join(dir, "mcpflow.toml")
+	if got, want := snippetLine(t, out, "npx -y mcpflow watch --http"), "npx -y mcpflow watch --http 127.0.0.1:8931 -c "+shellQuote(cfg); got != want {
+		t.Errorf("watch line %q, want %q", got, want)
+	}
+	if got := snippetLine(t, out, "then: claude mcp add --transport http"); got != "then: claude mcp add --transport http notes-server http://127.0.0.1:8931/mcp" {
+		t.Errorf("Claude Code line: %s", got)
+	}
+	var entry map[string]struct{ Type, URL string }
+	line := snippetLine(t, out, `"notes-server": { "type": "http"`)
+	if err := json.Unmarshal([]byte("{"+line+"}"), &entry); err != nil || entry["notes-server"].Type != "http" || entry["notes-server"].URL != "http://127.0.0.1:8931/mcp" {
+		t.Errorf("HTTP entry %s: %v %+v", line, err, entry)
+	}
+}
+
+// TestCheckHTTP: check's warnings about run.url and [http] listen: a url
+// the source contradicts, a missing url, {port} for a server that reads no
+// PORT, a port another process holds (named), a listen address open to
+// the network, a port two listeners share; and none for a config that
+// fits.
+func TestCheckHTTP(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	port := busy.Addr().(*net.TCPAddr).Port
+	holder := "is in use by "
+	if runtime.GOOS == "linux" {
+		holder += fmt.Sprintf("pid %d (", os.Getpid())
+	}
+	ts := map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig}
+	with := func(files map[string]string, more map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range files {
+			out[k] = v
+		}
+		for k, v := range more {
+			out[k] = v
+		}
+		return out
+	}
+	run := "[run]\ncommand = [\"node\", \"dist/index.js\"]\n"
+	cases := []struct {
+		name  string
+		files map[string]string
+		toml  string
+		want  []string // each in the warnings; none = no warning about HTTP
+	}{
+		{"url on a stdio server", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
+			[]string{"mcpflow.toml:3:7: run.url: set, but the server looks like a stdio server (StdioServerTransport at src/index.ts:2; no Streamable HTTP transport found)", "remove run.url"}},
+		{"no url on an HTTP server", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}), run,
+			[]string{"run.url: not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (StreamableHTTPServerTransport at src/index.ts:3)", `add url = "http://127.0.0.1:{port}/mcp" to [run]`}},
+		{"{port} on a fixed port", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(3000);")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
+			[]string{"its source reads no PORT and listens on port 3000 (at src/index.ts:14)", `write url = "http://127.0.0.1:3000/mcp"`}},
+		{"url port in use", with(ts, map[string]string{"src/index.ts": tsHTTPServer(fmt.Sprintf("app.listen(%d);", port))}), run + fmt.Sprintf("url = \"http://127.0.0.1:%d/mcp\"\n", port),
+			[]string{fmt.Sprintf("mcpflow.toml:3:7: run.url: port %d %s", port, holder), "stop that process"}},
+		{"listen port in use", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + fmt.Sprintf("[http]\nlisten = \"127.0.0.1:%d\"\n", port),
+			[]string{fmt.Sprintf("mcpflow.toml:4:10: http.listen: 127.0.0.1:%d: port %d %s", port, port, holder), "mcpflow watch could not serve there"}},
+		{"listen open to the network", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + "[http]\nlisten = \"0.0.0.0:0\"\n",
+			[]string{"http.listen: 0.0.0.0:0 is open to other machines"}},
+		{"listen and url share a port", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(8931);")}), run + "url = \"http://127.0.0.1:8931/mcp\"\n[http]\nlisten = \"127.0.0.1:8931\"\n",
+			[]string{"run.url: port 8931 is also [http] listen's"}},
+		{"mux servers share a port", with(ts, map[string]string{"src/index.ts": tsServer(false)}),
+			"[servers.a.run]\ncommand = [\"node\", \"a.js\"]\nurl = \"http://127.0.0.1:8932/mcp\"\n[servers.b.run]\ncommand = [\"node\", \"b.js\"]\nurl = \"http://localhost:8932/mcp\"\n",
+			[]string{"servers.b.run.url: port 8932 is also servers.a.run.url's"}},
+		{"fits: HTTP server with {port}", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n[http]\nlisten = \"127.0.0.1:0\"\n", nil},
+		{"fits: both transports, url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n", nil},
+		{"fits: both transports, no url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run, nil},
+		{"fits: cli", map[string]string{"tool.sh": ""}, "[cli]\nschema = [\"sh\", \"tool.sh\", \"schema\"]\n", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeFiles(t, dir, with(c.files, map[string]string{"mcpflow.toml": c.toml}))
+			var out, errOut bytes.Buffer
+			e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+			if code := cmdCheck(e, []string{"-c", filepath.Join(dir, "mcpflow.toml")}); code != exitOK {
+				t.Fatalf("check: exit %d\n%s%s", code, out.String(), errOut.String())
+			}
+			var warnings []string
+			for _, l := range strings.Split(out.String(), "\n") {
+				if w, ok := strings.CutPrefix(l, "warning: "); ok && (strings.Contains(w, "url") || strings.Contains(w, "listen") || strings.Contains(w, "HTTP")) {
+					warnings = append(warnings, strings.TrimPrefix(w, dir+string(filepath.Separator)))
+				}
+			}
+			got := strings.Join(warnings, "\n")
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warnings lack %q:\n%s", w, got)
+				}
+			}
+			if len(c.want) > 0 && got == "" {
+				t.Logf("check:\n%s", out.String())
+			}
+			if len(c.want) == 0 && got != "" {
+				t.Errorf("warnings about a config that fits:\n%s", got)
+			}
+		})
+	}
+}
+
+// TestInitCheckHTTPCold: on a TypeScript HTTP project as a user has it
+// before any install or build, the real binary's init writes run.url and
+// its check passes with no warning.
+func TestInitCheckHTTPCold(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json":  npmInitPackage(`"dependencies": {"@modelcontextprotocol/sdk": "^1.32.0", "express": "^5.1.0"},`),
+		"tsconfig.json": tscInitConfig,
+		"src/index.ts":  tsHTTPServer(`app.listen(Number(process.env.PORT ?? 3000), "127.0.0.1");`),
+	})
+	mcpflow := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(mcpflowBin, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcpflow %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := mcpflow("init")
+	if !strings.Contains(out, "  url:   http://127.0.0.1:{port}/mcp") {
+		t.Errorf("init:\n%s", out)
+	}
+	out = mcpflow("check")
+	if !strings.Contains(out, `url = "http://127.0.0.1:{port}/mcp"`) || !strings.Contains(out, "# no warnings") {
+		t.Errorf("check:\n%s", out)
+	}
+}
