@@ -406,8 +406,16 @@ func servingWarnings(v checkView) []string {
 	}
 	s := scanServing(root, kind)
 	u := cfg.Run.URL
+	// The run command's choice, when it makes one, outweighs the source's.
+	chosen, by := commandTransport(cfg.Run.Command, cfg.Run.Env)
 	var out []string
 	switch {
+	case u == "" && chosen == "http":
+		want, _, _ := s.URL()
+		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the run command asks for Streamable HTTP (%s): add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT), or have the server speak stdio", by, config.TOMLString(want)))
+	case u != "" && chosen == "stdio":
+		out = append(out, v.at("run.url", "set, but the run command asks for stdio (%s): mcpflow would wait in vain for the server to answer at %s; remove run.url, or have the server serve Streamable HTTP there", by, u))
+	case chosen != "":
 	case u == "" && s.OnlyHTTP():
 		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
@@ -423,6 +431,53 @@ func servingWarnings(v checkView) []string {
 		}
 	}
 	return out
+}
+
+// commandTransport is the transport a run command asks its server for,
+// "http" or "stdio", and the words that ask: a --transport flag
+// (--transport http, --transport=streamable-http, --stdio, --http) or a
+// TRANSPORT or MCP_TRANSPORT variable in env or on the command line; ""
+// when it asks for none.
+func commandTransport(c config.Command, env map[string]string) (string, string) {
+	kind := func(v string) string {
+		switch strings.ToLower(v) {
+		case "http", "streamable-http", "streamable_http", "streamablehttp":
+			return "http"
+		case "stdio":
+			return "stdio"
+		}
+		return ""
+	}
+	for _, name := range []string{"TRANSPORT", "MCP_TRANSPORT"} {
+		if t := kind(env[name]); t != "" {
+			return t, "run.env " + name + " = " + config.TOMLString(env[name])
+		}
+	}
+	for _, words := range commandWords(c) {
+		for i, w := range words {
+			name, val, eq := strings.Cut(w, "=")
+			n := 1 // words that ask
+			switch {
+			case (name == "TRANSPORT" || name == "MCP_TRANSPORT") && eq:
+			case name == "--transport" && eq:
+			case name == "--transport" && i+1 < len(words):
+				val, n = words[i+1], 2
+			case w == "--stdio":
+				val = "stdio"
+			case name == "--http" || name == "-http": // --http, -http ADDR (Go's flag)
+				val, n = "http", min(2, len(words)-i)
+				if eq || w == "--http" {
+					n = 1
+				}
+			default:
+				continue
+			}
+			if t := kind(val); t != "" {
+				return t, strings.Join(words[i:i+n], " ")
+			}
+		}
+	}
+	return "", ""
 }
 
 // fixedPort is the host and port of a run.url that names a port; 0 for

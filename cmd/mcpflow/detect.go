@@ -1093,8 +1093,10 @@ var servingLangs = func() map[string]*servingLang {
 		http:  marks("", `\bNewStreamableHTTPHandler\b`, `\bNewStreamableHTTPServer\b`),
 		stdio: marks("", `\bStdioTransport\b`, `\bNewStdioTransport\b`, `\bServeStdio\b`),
 		env:   marks("", `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
-		port:  regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
-		path:  regexps(`\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
+		// Where it listens first: a DSN's "host:5432" is no server's.
+		port: regexps(`(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
+			`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
+		path: regexps(`\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
 	}
 	rust := &servingLang{
 		exts:   []string{".rs"},

@@ -122,7 +122,13 @@ func TestInitHTTP(t *testing.T) {
 			"http://127.0.0.1:8080/rpc/mcp", "NewStreamableHTTPHandler at main.go:11 serves Streamable HTTP; it listens on port 8080 (at main.go:13); path /rpc/mcp (at main.go:12)"},
 		{"go reads PORT", map[string]string{"go.mod": goMod, "main.go": strings.Replace(fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":"+os.Getenv("PORT"), nil)`), `"net/http"`, "\"net/http\"\n\t\"os\"", 1)},
 			"http://127.0.0.1:{port}/rpc/mcp", `it reads $PORT (Getenv("PORT") at main.go:`},
+		{"go port after a DSN", map[string]string{"go.mod": goMod, "main.go": fmt.Sprintf(goHTTPMain, "db := \"localhost:5432\"\n\t_ = db\n\tsrv := &http.Server{Addr: \":9090\"}\n\tsrv.ListenAndServe()")},
+			"http://127.0.0.1:9090/rpc/mcp", "it listens on port 9090 (at main.go:15)"},
 		{"go stdio", map[string]string{"go.mod": goMod, "main.go": goStdioMain}, "", ""},
+		{"ts stdio proxy with an HTTP client", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPClientTransport } from \"@modelcontextprotocol/sdk/client/streamableHttp.js\";\nconst port = 3000;\n"}, "", ""},
+		{"python stdio with an HTTP client", map[string]string{"pyproject.toml": pyProject,
+			"server.py": "from mcp.client.streamable_http import streamablehttp_client\n" + fastMCP(`mcp.run()`)}, "", ""},
 		{"go http only in a test", map[string]string{"go.mod": goMod, "main.go": goStdioMain,
 			"main_test.go": fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":8080", nil)`)}, "", ""},
 	}
@@ -236,6 +242,14 @@ func TestCheckHTTP(t *testing.T) {
 		{"fits: HTTP server with {port}", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n[http]\nlisten = \"127.0.0.1:0\"\n", nil},
 		{"fits: both transports, url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n", nil},
 		{"fits: both transports, no url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run, nil},
+		{"run command asks for HTTP", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}),
+			"[run]\ncommand = [\"node\", \"dist/index.js\", \"--transport\", \"http\"]\n",
+			[]string{"run.url: not set, so mcpflow talks to the server on its stdin and stdout, but the run command asks for Streamable HTTP (--transport http)"}},
+		{"run env asks for stdio", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}),
+			run + "url = \"http://127.0.0.1:{port}/mcp\"\nenv = { MCP_TRANSPORT = \"stdio\" }\n",
+			[]string{`run.url: set, but the run command asks for stdio (run.env MCP_TRANSPORT = "stdio")`}},
+		{"fits: run command asks for HTTP, url", with(ts, map[string]string{"src/index.ts": tsServer(false)}),
+			"[run]\ncommand = \"TRANSPORT=http node dist/index.js\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n", nil},
 		{"fits: cli", map[string]string{"tool.sh": ""}, "[cli]\nschema = [\"sh\", \"tool.sh\", \"schema\"]\n", nil},
 	}
 	for _, c := range cases {
@@ -298,5 +312,32 @@ func TestInitCheckHTTPCold(t *testing.T) {
 	out = mcpflow("check")
 	if !strings.Contains(out, `url = "http://127.0.0.1:{port}/mcp"`) || !strings.Contains(out, "# no warnings") {
 		t.Errorf("check:\n%s", out)
+	}
+}
+
+// The transport a run command asks for, and the words that ask.
+func TestCommandTransport(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		argv      []string
+		shell     bool
+		env       map[string]string
+		want, why string
+	}{
+		{argv: []string{"node", "dist/index.js", "--transport", "http"}, want: "http", why: "--transport http"},
+		{argv: []string{"uv", "run", "server.py", "--transport=streamable-http"}, want: "http", why: "--transport=streamable-http"},
+		{argv: []string{"./server", "-http", ":8080"}, want: "http", why: "-http :8080"},
+		{argv: []string{"./server", "--http=:8080"}, want: "http", why: "--http=:8080"},
+		{argv: []string{"node", "index.js", "--stdio"}, want: "stdio", why: "--stdio"},
+		{argv: []string{"MCP_TRANSPORT=stdio node index.js && echo"}, shell: true, want: "stdio", why: "MCP_TRANSPORT=stdio"},
+		{argv: []string{"node", "index.js"}, env: map[string]string{"TRANSPORT": "HTTP"}, want: "http", why: `run.env TRANSPORT = "HTTP"`},
+		{argv: []string{"node", "index.js", "--transport", "sse"}},
+		{argv: []string{"node", "index.js", "--transport"}},
+		{argv: []string{"node", "index.js", "--port", "3000"}},
+	} {
+		got, why := commandTransport(config.Command{Argv: c.argv, Shell: c.shell}, c.env)
+		if got != c.want || why != c.why {
+			t.Errorf("%q %v: %q (%q), want %q (%q)", c.argv, c.env, got, why, c.want, c.why)
+		}
 	}
 }
