@@ -161,6 +161,19 @@ func (s *Server) Serve(ctx context.Context, t *wire.Transport) error {
 	return err
 }
 
+// ServeFront serves s's MCP server through f (the HTTP front: many
+// client sessions) until ctx ends or f fails, then Closes s.
+func (s *Server) ServeFront(ctx context.Context, f interface {
+	Serve(context.Context, *mcp.Server) error
+}) error {
+	defer s.Close()
+	err := f.Serve(ctx, s.srv)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // Close kills every call's process group (and a running schema command's)
 // and returns once all of them are reaped; their calls answer that the
 // server is shutting down. Later calls fail the same way at once.

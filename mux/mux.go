@@ -80,6 +80,9 @@ type Mux struct {
 	rootsMu sync.Mutex  // one roots sync at a time
 
 	sess sessions // the client sessions (route.go)
+	// served ends when serving the client(s) ends (Run's or Serve's ctx),
+	// before the sessions close: what the mux asks a client ends with it.
+	served context.Context
 }
 
 // server is one server behind the mux: its spec, backend and session,
@@ -177,14 +180,20 @@ func New(cfg Config) *Mux {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.served = m.ctx
 	return m
 }
 
 // Run starts the configured servers, serves the client on t until it
 // leaves or ctx is canceled, then stops every server and waits for them.
-// mcpflow serves its stdin and stdout through a wire.Transport.
+// mcpflow serves its stdin and stdout through a wire.Transport. A t that
+// is also a Front (mcpflow's HTTP front) is served as Serve serves it.
 func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
+	if f, ok := t.(Front); ok {
+		return m.Serve(ctx, f)
+	}
 	defer m.Close()
+	m.served = ctx
 	started := m.startServers()
 	t = m.awaitStart(ctx, t, started)
 	srv := m.frontServer()
@@ -225,6 +234,7 @@ type Front interface {
 func (m *Mux) Serve(ctx context.Context, f Front) error {
 	defer m.Close()
 	m.sess.multi = true
+	m.served = ctx
 	started := m.startServers()
 	wait := m.cfg.StartWait
 	if wait <= 0 {

@@ -551,6 +551,9 @@ func loggerSuffix(l string) string {
 	return "/" + l
 }
 
+// rootsTimeout bounds a roots/list request to a client.
+const rootsTimeout = 5 * time.Second
+
 // syncRoots copies a legacy client's roots to every child client, which
 // answers its child's roots/list from them (and tells it when they
 // change). A 2026-07-28 client's roots reach children through their
@@ -562,8 +565,12 @@ func (m childSide) syncRoots(ss *mcp.ServerSession) {
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil && !ip.Capabilities.Roots.ListChanged {
 		return
 	}
-	ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+	// A session that closes meanwhile waits for this call to end: bounded,
+	// and ended with the serving.
+	ctx, cancel := context.WithTimeout(m.served, rootsTimeout)
 	defer cancel()
+	stop := context.AfterFunc(m.ctx, cancel)
+	defer stop()
 	res, err := ss.ListRoots(ctx, nil)
 	if err != nil {
 		m.log.Warn("asking the client for its roots failed", "err", err)

@@ -105,7 +105,12 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
 	// Serve closes srv before it returns: every running call's process
 	// group is killed and reaped.
-	err = srv.Serve(ctx, run.front(in, stdout, nil))
+	switch t := run.front(in, stdout, nil).(type) {
+	case httpFront:
+		err = srv.ServeFront(ctx, t)
+	case *wire.Transport:
+		err = srv.Serve(ctx, t)
+	}
 	cancel()
 	wg.Wait()
 	return err

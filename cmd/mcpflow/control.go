@@ -19,12 +19,14 @@ import (
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/httpmcp"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/traffic"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ringTee is the log's way to stderr with a copy of every line kept in
@@ -63,6 +65,7 @@ type instanceRun struct {
 	traffic *traffic.Writer // nil: no capture
 	builds  buildLog
 	srv     *control.Server // nil: no socket
+	http    *httpmcp.Front  // the HTTP front ([http] listen); nil: stdio
 }
 
 // openRun opens the traffic capture when [log] traffic is set. A capture
@@ -83,6 +86,12 @@ func openRun(cfg *config.Config, ring *logring.Ring, logger *slog.Logger) (*inst
 		w.traffic = tw
 		logger.Info("recording traffic", "file", cfg.Log.Traffic)
 	}
+	if cfg.HTTP.Listen != "" {
+		if err := w.openFront(cfg.HTTP.Listen); err != nil {
+			w.close()
+			return nil, fmt.Errorf("http front ([http] listen, --http): %w", err)
+		}
+	}
 	return w, nil
 }
 
@@ -97,8 +106,12 @@ func (w *instanceRun) trafficHook(server string) func(hop string, toServer bool,
 }
 
 // front is the transport to the client on in and out: what crosses it is
-// recorded as the client hop when log.traffic is set.
-func (w *instanceRun) front(in wire.Stream, out io.Writer, logger *slog.Logger) *wire.Transport {
+// recorded as the client hop when log.traffic is set. With an HTTP front
+// it is the front (an httpFront), and in and out are not used.
+func (w *instanceRun) front(in wire.Stream, out io.Writer, logger *slog.Logger) mcp.Transport {
+	if w.http != nil {
+		return httpFront{w.http}
+	}
 	t := &wire.Transport{In: in, Out: out, Log: logger}
 	if w.traffic != nil {
 		hook := w.traffic.Hook("")
@@ -113,6 +126,9 @@ func (w *instanceRun) listen(mode string, t control.Target) {
 	cfgFile := w.cfg.File
 	if cfgFile != "" {
 		cfgFile = absFrom(w.cfg.Dir, cfgFile)
+	}
+	if w.http != nil {
+		t = frontTarget{Target: t, run: w}
 	}
 	srv, err := control.Listen(control.Info{
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: version(), Target: t, Logs: w.ring,
@@ -129,10 +145,14 @@ func (w *instanceRun) listen(mode string, t control.Target) {
 	w.log.Debug("control socket", "path", srv.Path())
 }
 
-// close removes the control socket and flushes and closes the capture.
+// close removes the control socket, releases the HTTP front's address
+// and flushes and closes the capture.
 func (w *instanceRun) close() {
 	if w.srv != nil {
 		w.srv.Close()
+	}
+	if w.http != nil {
+		w.http.Close()
 	}
 	if w.traffic != nil {
 		if err := w.traffic.Close(); err != nil {

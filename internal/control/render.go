@@ -39,7 +39,11 @@ func writeInstance(b *strings.Builder, st Status) {
 	if st.Project != "" && (st.Config == "" || !strings.HasPrefix(st.Config, st.Project)) {
 		fmt.Fprintf(b, "  project  %s\n", st.Project)
 	}
-	fmt.Fprintf(b, "  client   %s\n", clientLine(st.Client))
+	if h := st.HTTP; h != nil {
+		writeHTTP(b, h)
+	} else {
+		fmt.Fprintf(b, "  client   %s\n", clientLine(st.Client))
+	}
 	if len(st.Servers) == 0 {
 		b.WriteString("  (no servers)\n")
 		return
@@ -83,6 +87,30 @@ func writeInstance(b *strings.Builder, st Status) {
 	for _, n := range notes {
 		b.WriteString(n + "\n")
 	}
+}
+
+// writeHTTP renders the HTTP front: its URL and a line per session.
+func writeHTTP(b *strings.Builder, h *HTTPStatus) {
+	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions)))
+	now := time.Now()
+	for _, s := range h.Sessions {
+		id := s.ID
+		if id == "" {
+			id = "(session-less)"
+		}
+		line := fmt.Sprintf("    %s  %s  %d request%s, last %s ago", id, clientLine(s.Client), s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+		if s.InFlight > 0 {
+			line += fmt.Sprintf(", %d in flight", s.InFlight)
+		}
+		b.WriteString(line + "\n")
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func clientLine(c ClientInfo) string {

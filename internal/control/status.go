@@ -46,7 +46,26 @@ type Status struct {
 	Started time.Time      `json:"started"`
 	Uptime  time.Duration  `json:"-"` // uptime_ms
 	Client  ClientInfo     `json:"client"`
+	HTTP    *HTTPStatus    `json:"http,omitempty"` // the HTTP front; nil when the client is on stdin/stdout
 	Servers []ServerStatus `json:"servers"`
+}
+
+// HTTPStatus is an instance's Streamable HTTP front (--http, [http]
+// listen): where it serves and its client sessions.
+type HTTPStatus struct {
+	URL      string          `json:"url"`      // e.g. http://127.0.0.1:8931/mcp
+	Sessions []SessionStatus `json:"sessions"` // oldest first; session-less clients last
+}
+
+// SessionStatus is one client session of the HTTP front. A 2026-07-28
+// client is session-less: one row per client name, ID "".
+type SessionStatus struct {
+	ID       string     `json:"id,omitempty"` // Mcp-Session-Id
+	Client   ClientInfo `json:"client"`
+	Started  time.Time  `json:"started"`
+	LastSeen time.Time  `json:"last_seen"`
+	Requests uint64     `json:"requests"`
+	InFlight int        `json:"calls_in_flight"`
 }
 
 // ClientInfo is the MCP client on the other end of stdin/stdout.

@@ -14,7 +14,10 @@
 // server) or "s2c"; gen is the child generation the message went to or
 // came from (0 when none was running); server is the server's name, only
 // when one was given (a mux's server hop: its client hop is the mux's
-// front, with no server); msg is the message itself, as it travelled. A
+// front, with no server); session is the HTTP front's Mcp-Session-Id of
+// the client the message came from or went to, only on the client hop of
+// an HTTP front and only when the session has one (a 2026-07-28 client is
+// session-less); msg is the message itself, as it travelled. A
 // message larger than Options.MaxMessage is recorded as
 // "truncated":true, "size" (its length) and "msg_prefix" (its first
 // MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
@@ -98,6 +101,20 @@ func Open(path string, opts Options) (*Writer, error) {
 func (w *Writer) Hook(server string) func(hop string, toServer bool, gen int, msg []byte) {
 	frag := serverFrag(server)
 	return func(hop string, toServer bool, gen int, msg []byte) { w.record(frag, hop, toServer, gen, msg) }
+}
+
+// SessionHook is Hook for the HTTP front's client hop, where each message
+// belongs to a client session: session is its Mcp-Session-Id ("" =
+// none, and then the line has no session).
+func (w *Writer) SessionHook(server string) func(hop, session string, toServer bool, gen int, msg []byte) {
+	frag := serverFrag(server)
+	return func(hop, session string, toServer bool, gen int, msg []byte) {
+		f := frag
+		if session != "" {
+			f = appendString(append(append([]byte(nil), frag...), `,"session":`...), session)
+		}
+		w.record(f, hop, toServer, gen, msg)
+	}
 }
 
 func serverFrag(server string) []byte {
