@@ -161,7 +161,11 @@ func renderConfig(p project) string {
 	} else {
 		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
 	}
-	b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
+	if p.URL != "" {
+		b.WriteString("stop_timeout = \"2s\"   # after SIGTERM, before SIGKILL\n\n")
+	} else {
+		b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
+	}
 	b.WriteString("[watch]\n")
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
 	b.WriteString("paths = [\".\"]\n")

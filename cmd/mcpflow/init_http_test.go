@@ -125,6 +125,9 @@ func TestInitHTTP(t *testing.T) {
 		{"go port after a DSN", map[string]string{"go.mod": goMod, "main.go": fmt.Sprintf(goHTTPMain, "db := \"localhost:5432\"\n\t_ = db\n\tsrv := &http.Server{Addr: \":9090\"}\n\tsrv.ListenAndServe()")},
 			"http://127.0.0.1:9090/rpc/mcp", "it listens on port 9090 (at main.go:15)"},
 		{"go stdio", map[string]string{"go.mod": goMod, "main.go": goStdioMain}, "", ""},
+		{"rust rmcp http", map[string]string{"Cargo.toml": "[package]\nname = \"notes\"\n", "src/main.rs": "use rmcp::transport::streamable_http_server::StreamableHttpService;\nasync fn main() {\n    let router = axum::Router::new().nest_service(\"/mcp\", service);\n    let listener = tokio::net::TcpListener::bind(\"127.0.0.1:8000\").await;\n}\n"},
+			"http://127.0.0.1:8000/mcp", "StreamableHttpService at src/main.rs:1 serves Streamable HTTP; it listens on port 8000 (at src/main.rs:4)"},
+		{"rust rmcp stdio", map[string]string{"Cargo.toml": "[package]\nname = \"notes\"\n", "src/main.rs": "use rmcp::{ServiceExt, transport::stdio};\nasync fn main() {\n    Counter::new().serve(stdio()).await;\n}\n"}, "", ""},
 		{"ts stdio proxy with an HTTP client", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
 			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPClientTransport } from \"@modelcontextprotocol/sdk/client/streamableHttp.js\";\nconst port = 3000;\n"}, "", ""},
 		{"python stdio with an HTTP client", map[string]string{"pyproject.toml": pyProject,
@@ -154,7 +157,7 @@ func TestInitHTTP(t *testing.T) {
 			if !strings.Contains(out, "  url:   "+c.url+" (the server serves Streamable HTTP)") || !strings.Contains(out, "remove it if the server speaks stdio") {
 				t.Errorf("init does not say the url and how to change it:\n%s", out)
 			}
-			if !strings.Contains(toml, "# Why this url: ") || !strings.Contains(toml, "\nurl = "+config.TOMLString(c.url)+"\n") {
+			if !strings.Contains(toml, "# Why this url: ") || !strings.Contains(toml, "\nurl = "+config.TOMLString(c.url)+"\n") || !strings.Contains(toml, "# after SIGTERM, before SIGKILL") {
 				t.Errorf("mcpflow.toml:\n%s", toml)
 			}
 			// What init wrote raises no warning of check's about it.
