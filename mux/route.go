@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -653,7 +654,8 @@ func (s *sessions) touch(ss *mcp.ServerSession, method string, req mcp.Request) 
 	now := time.Now()
 	var meta mcp.Meta
 	if req != nil {
-		if p := req.GetParams(); p != nil {
+		// A notification without params holds a nil pointer.
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
 			meta = p.GetMeta()
 		}
 	}
