@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,10 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A TypeScript SDK 1.x server over Streamable HTTP, with Express; port
@@ -342,5 +347,81 @@ func TestCommandTransport(t *testing.T) {
 		if got != c.want || why != c.why {
 			t.Errorf("%q %v: %q (%q), want %q (%q)", c.argv, c.env, got, why, c.want, c.why)
 		}
+	}
+}
+
+// jsHTTPServer is a TypeScript SDK 1.x server over Streamable HTTP
+// (stateless, with Express) with the tool add, listening on $PORT.
+const jsHTTPServer = `import express from "express";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+const app = express();
+app.use(express.json());
+app.post("/mcp", async (req, res) => {
+  const server = new McpServer({ name: "notes", version: "1.0.0" });
+  server.registerTool("add", { description: "a+b", inputSchema: { a: z.number(), b: z.number() } },
+    async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }));
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  res.on("close", () => { transport.close(); server.close(); });
+  await server.connect(transport);
+  await transport.handleRequest(req, res, req.body);
+});
+app.listen(Number(process.env.PORT ?? 3000), "127.0.0.1", () => console.error("listening"));
+`
+
+// TestInitHTTPReachesServer: the url init writes for a real TypeScript
+// SDK server over Streamable HTTP is where it answers: started as mcpflow
+// starts it ({port} a free port, passed as $PORT), a Go SDK client at the
+// url lists and calls its tool.
+func TestInitHTTPReachesServer(t *testing.T) {
+	t.Parallel()
+	deps := tscDeps(t)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json": `{"name": "notes-http", "version": "1.0.0", "type": "module", "main": "server.js"}`,
+		"server.js":    jsHTTPServer,
+	})
+	if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	_, cfg := runInit(t, dir)
+	if cfg.Run.URL != "http://127.0.0.1:{port}/mcp" || strings.Join(cfg.Run.Command.Argv, " ") != "node server.js" {
+		t.Fatalf("init: run %q, url %q", cfg.Run.Command.Argv, cfg.Run.URL)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cfg.Run.Command.Argv[0], cfg.Run.Command.Argv[1:]...)
+	cmd.Dir = cfg.Run.Cwd
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening") {
+		t.Fatalf("the server did not start: %q %v", line, err)
+	}
+	url := strings.Replace(cfg.Run.URL, config.PortPlaceholder, port, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "init-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "add", Arguments: map[string]any{"a": 2, "b": 3}})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "5" {
+		t.Fatalf("add at %s: %v %+v", url, err, res)
 	}
 }
