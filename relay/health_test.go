@@ -36,8 +36,13 @@ func TestClientView(t *testing.T) {
 	if !v.unknown() {
 		t.Fatal("forgetKind")
 	}
+	if got := v.update(emptyViews(), all); len(got) != 0 {
+		t.Fatalf("an unknown list the client never got is announced: got %v", got)
+	}
+	v.hear("prompts/list")
+	v.forgetKind("prompts")
 	if got := v.update(emptyViews(), all); !slices.Equal(got, []string{"prompts"}) {
-		t.Fatalf("an unknown list is announced: got %v", got)
+		t.Fatalf("an unknown list the client got is not announced: got %v", got)
 	}
 	v.forget()
 	if !v.unknown() {

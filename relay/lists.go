@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
@@ -46,6 +47,10 @@ func emptyViews() map[string]listView {
 // the switchboard's. It has no lock: its owner's lock guards it.
 type clientView struct {
 	served map[string]listView
+	// heard holds the kinds of list the client has been given an answer
+	// for, by a child, the record or mcpflow alone: of a list it never
+	// got, nothing changed for it.
+	heard map[string]bool
 	// tools is the tool list the client last fetched whole (the child's
 	// tools, without the relay's); toolsKnown once it did.
 	tools      []toolInfo
@@ -53,7 +58,15 @@ type clientView struct {
 	fetching   []json.RawMessage // the pages of a tools/list in progress
 }
 
-func newClientView() clientView { return clientView{served: map[string]listView{}} }
+func newClientView() clientView {
+	return clientView{served: map[string]listView{}, heard: map[string]bool{}}
+}
+
+// hear records that the client got an answer to method (a */list).
+func (v *clientView) hear(method string) {
+	kind, _, _ := strings.Cut(method, "/")
+	v.heard[kind] = true
+}
 
 // unknown reports whether the relay does not know what some list holds.
 func (v *clientView) unknown() bool {
@@ -94,7 +107,7 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 		}
 		old := v.served[k]
 		v.served[k] = lv
-		if old.known && lv.known && old.sum == lv.sum {
+		if old.known && lv.known && old.sum == lv.sum || !old.known && !v.heard[k] {
 			continue
 		}
 		if k != "tools" && !hears(k) {
@@ -125,6 +138,7 @@ func (v *clientView) noteTools(firstPage bool, result []byte) {
 	}
 	v.tools, v.toolsKnown = toolInfos(v.fetching), true
 	v.served["tools"] = viewOf(v.fetching)
+	v.heard["tools"] = true
 	v.fetching = nil
 }
 
@@ -133,6 +147,7 @@ func (v *clientView) noteTools(firstPage bool, result []byte) {
 func (v *clientView) noteToolsDown() {
 	v.tools, v.toolsKnown = []toolInfo{}, true
 	v.served["tools"] = viewOf(nil)
+	v.heard["tools"] = true
 }
 
 // beginEmpty records a session that begins with no child: no list but
@@ -140,6 +155,7 @@ func (v *clientView) noteToolsDown() {
 func (v *clientView) beginEmpty() {
 	for k, lv := range emptyViews() {
 		v.served[k] = lv
+		v.heard[k] = true
 	}
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }

@@ -220,6 +220,7 @@ func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
 			var list []json.RawMessage
 			_ = json.Unmarshal(items, &list)
 			r.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
+			r.view.hear(env.Method)
 		}
 	}
 	r.log.Debug("answered from the record of the server's last start", "method", env.Method)

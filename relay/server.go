@@ -114,6 +114,9 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
 	}
+	if _, ok := recordLists[p.method]; ok && p.kind != kindToolsList {
+		r.view.hear(p.method)
+	}
 	if !env.HasError {
 		result := env.Result
 		if p.kind == kindInitialize || p.kind == kindDiscover {

@@ -211,6 +211,18 @@ func TestPromptsListChangedOnlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustCall("echo", map[string]any{"text": "sync"})
+	// A client that never listed the prompts is told of no change to them.
+	time.Sleep(300 * time.Millisecond)
+	if n := h.promptsChanged.Load(); n != 0 {
+		t.Fatalf("%d prompts/list_changed before the client listed them", n)
+	}
+	if _, err := h.cs.ListPrompts(h.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.r.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.mustCall("echo", map[string]any{"text": "sync"})
 	time.Sleep(300 * time.Millisecond)
 	if n := h.promptsChanged.Load(); n != 0 {
 		t.Fatalf("%d prompts/list_changed after a restart that changed nothing", n)
