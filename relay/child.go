@@ -95,11 +95,16 @@ type childSpec struct {
 //     does not exit when its connection ends.
 //   - Lost says, for the report of its stop, what ended out while the
 //     process kept running ("it closed its stdout").
+//   - Waiting says what keeps the link from reaching the server, such as
+//     an HTTP server that does not answer at its URL yet: a report that
+//     names the command and where it waits, or "" once nothing does. A
+//     child that did not answer its handshake in time is reported so.
 type Link interface {
 	Attach(cmd *exec.Cmd) (in io.WriteCloser, out, logs io.ReadCloser, err error)
 	Started(err error)
 	Kind() string
 	Lost() string
+	Waiting() string
 }
 
 // stdioLink is the default Link: the child's stdin, stdout and stderr.
@@ -136,6 +141,8 @@ func (p *stdioLink) Started(err error) {
 func (p *stdioLink) Kind() string { return "stdio" }
 
 func (p *stdioLink) Lost() string { return "it closed its stdout" }
+
+func (p *stdioLink) Waiting() string { return "" }
 
 func (p *stdioLink) close() {
 	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {

@@ -515,6 +515,10 @@ func (r restartRun) failStart(c *child, err error) error {
 	report := msgBadStart(err, r.cfg.Tool)
 	if errors.Is(err, context.DeadlineExceeded) {
 		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+		if w := c.link.Waiting(); w != "" {
+			// It never got the handshake: say where the link waits.
+			report = withStderr(msgBadStart(errors.New(w), r.cfg.Tool), c.stderrInfo())
+		}
 	}
 	r.sw.mu.Lock()
 	alive := !c.exited()
