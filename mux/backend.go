@@ -22,6 +22,10 @@ type ServerSpec struct {
 	CLI     *CLISpec          // set: a command-line program served as MCP tools (Command unused)
 
 	StopTimeout time.Duration // grace per stop step; 0 = relay's default
+	// URL is where the server serves Streamable HTTP ([servers.NAME.run]
+	// url); "" = stdio. The relay's Child.Link carries its messages, which
+	// RelayOptions.Configure sets.
+	URL string
 
 	Source string // "config" or "agent"; set by the mux
 }

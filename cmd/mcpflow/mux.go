@@ -15,6 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
+	"github.com/mcpflow/mcpflow/internal/httpmcp"
 	"github.com/mcpflow/mcpflow/internal/logring"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -129,6 +130,7 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 		Env:         s.Run.Env,
 		OnCrash:     s.Relay.OnCrash,
 		StopTimeout: s.Run.StopTimeout,
+		URL:         s.Run.URL,
 	}
 	if !s.Build.Command.IsZero() {
 		spec.Build = strings.Join(s.Build.Command.Argv, " ") // for show: the hooks build from s itself
@@ -211,6 +213,17 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	rc.HandshakeTimeout = r.Handshake
 	rc.EnvOverridable = run.EnvOverridable
 	rc.Drain = r.Drain
+	rc.Child.Link = childLink(run, r)
+}
+
+// childLink is the relay's Child.Link for a server of run: nil (its
+// stdio) unless run.url says it serves Streamable HTTP.
+func childLink(run config.RunConfig, r config.RelayConfig) func() relay.Link {
+	if run.URL == "" {
+		return nil
+	}
+	c := httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage)}
+	return func() relay.Link { return c.Link() }
 }
 
 // hooks attaches a builder and, when the server is watched, a watcher to
