@@ -37,8 +37,34 @@ dist:
 	rm -rf dist
 	$(GO) run ./packaging/dist -out dist
 
-# The test command the README gives and .ci/run calls.
-test: lint node-deps unit fuzz cross
+# The test command the README gives and .ci/run calls: lint (beside
+# node-deps), then the unit tests with the fuzz targets and the cross builds
+# beside them at a lower CPU priority: the unit tests spend much of their
+# time waiting on the processes they start, and the others fill the cores
+# meanwhile. What runs beside is shown once it is done; any failure fails
+# the whole.
+test:
+	@$(call beside,node-deps,lint)
+	@$(call beside,fuzz cross,unit,NICE='$(BESIDE)')
+
+# $(call beside,BG,FG[,VARS]): make FG while the targets BG run in the
+# background, their output kept and shown after FG's, then fail if any did.
+define beside
+tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+for t in $(1); do \
+	{ $(MAKE) --no-print-directory $$t $(3) > "$$tmp/$$t.out" 2>&1; echo $$? > "$$tmp/$$t.rc"; } & \
+done; \
+$(MAKE) --no-print-directory $(2); rc=$$?; wait; \
+for t in $(1); do \
+	echo "--- make $$t"; cat "$$tmp/$$t.out"; \
+	[ "$$(cat "$$tmp/$$t.rc")" = 0 ] || { echo "--- make $$t: FAILED"; rc=1; }; \
+done; exit $$rc
+endef
+
+# The priority of what runs beside the unit tests in make test (NICE
+# prefixes the commands of fuzz and cross).
+BESIDE := nice -n 10
+NICE   ?=
 
 # TypeScript SDK peers for the end-to-end tests (from the npm registry).
 NODE_PEERS := cmd/mcpflow/testdata/node
@@ -53,8 +79,10 @@ $(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/packag
 	cd $(TSC_DEPS) && npm ci --no-audit --no-fund
 	touch $@
 
+# No DWARF in the test binaries (-ldflags=-w): quicker links; the race
+# detector's reports do not need it.
 unit:
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m -ldflags=-w $(PKGS)
 
 # Each fuzz target for a fixed number of inputs (the seed corpus also runs
 # in unit), printing the fuzzer's last line: how many inputs it ran in how
@@ -64,13 +92,14 @@ unit:
 # interesting inputs are minimized for at most a second, so that the time
 # goes to fuzzing.
 define fuzz1
-	@out=$$($(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $(2) 2>&1) || { echo "$$out"; exit 1; }; \
+	@out=$$($(NICE) $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $(2) 2>&1) || { echo "$$out"; exit 1; }; \
 	echo "$(1) ($(2)): $$(echo "$$out" | grep 'execs: [0-9]' | tail -n 1)"
 endef
 
 fuzz:
 	$(call fuzz1,FuzzReader,./internal/wire)
 	$(call fuzz1,FuzzPeek,./internal/wire)
+	$(call fuzz1,FuzzTransport,./internal/wire)
 	$(call fuzz1,FuzzValid,./internal/jsonscan)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
 	$(call fuzz1,FuzzExpand,./clitools)
@@ -80,19 +109,25 @@ fuzz:
 # architecture is enough to compile every darwin file; the two builds run
 # at once (from a cold cache each compiles the standard library).
 cross:
-	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/mcpflow & mac=$$!; \
-	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/mcpflow & win=$$!; \
+	GOOS=darwin GOARCH=arm64 $(NICE) $(GO) build -o /dev/null ./cmd/mcpflow & mac=$$!; \
+	GOOS=windows GOARCH=amd64 $(NICE) $(GO) build -o /dev/null ./cmd/mcpflow & win=$$!; \
 	wait $$mac && wait $$win
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# go vet and staticcheck compile what they check (its export data) with
+# the configuration of the release build, which the tests' own Go builds
+# use too (internal/testkit) and packaging's test makes: the compile cache
+# then holds the standard library and the modules once for all three.
+RELEASE_ENV := CGO_ENABLED=0 GOFLAGS='$(strip $(GOFLAGS) -trimpath)'
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
+	$(RELEASE_ENV) $(GO) vet $(PKGS)
 	# The tests use legacy-era features (sampling, logging/setLevel) on
 	# purpose: their deprecation notices (SA1019) are expected.
-	$(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
+	$(RELEASE_ENV) $(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
 
 # Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
 # source to add a tool, and shows each step; then the mux: examples/mux,
