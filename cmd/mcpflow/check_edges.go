@@ -416,6 +416,8 @@ func servingWarnings(v checkView) []string {
 	case u != "" && chosen == "stdio":
 		out = append(out, v.at("run.url", "set, but the run command asks for stdio (%s): mcpflow would wait in vain for the server to answer at %s; remove run.url, or have the server serve Streamable HTTP there", by, u))
 	case chosen != "":
+	case s.OnlySSE():
+		out = append(out, v.at("run.url", "the server serves the legacy HTTP+SSE transport (%s), which mcpflow does not speak, on stdio or with run.url: make it serve stdio, or Streamable HTTP and set run.url", s.SSE))
 	case u == "" && s.OnlyHTTP():
 		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -58,6 +59,8 @@ func detect(dir string) project {
 			p.Notes = append(p.Notes, "The server serves Streamable HTTP ("+s.HTTP+"), but init found no port in the source: "+
 				"run.url's {port} works only if the server listens on $PORT; otherwise write its port in run.url.")
 		}
+	case s.OnlySSE():
+		p.Notes = append(p.Notes, "The server serves the legacy HTTP+SSE transport ("+s.SSE+"), which mcpflow does not speak: make it serve stdio (init wrote a stdio config) or Streamable HTTP (then add run.url).")
 	case s.HTTP != "":
 		url, _, _ := s.URL()
 		p.Advice = append(p.Advice, fmt.Sprintf("the source has both a stdio transport (%s) and a Streamable HTTP one (%s); init set mcpflow up for stdio. To run the server over HTTP, make run.command start it that way and add url = %s to [run].", s.Stdio, s.HTTP, config.TOMLString(url)))
@@ -971,6 +974,7 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 type serving struct {
 	HTTP   string // a Streamable HTTP server transport
 	Stdio  string // a stdio server transport
+	SSE    string // the legacy HTTP+SSE server transport, which mcpflow does not speak
 	Env    string // a read of the PORT environment variable
 	Port   int    // a literal port where the server listens; 0 if none
 	PortAt string
@@ -984,6 +988,10 @@ type serving struct {
 // OnlyHTTP reports a server that serves Streamable HTTP and has no stdio
 // transport: one that needs run.url.
 func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
+
+// OnlySSE reports a server that serves only the legacy HTTP+SSE
+// transport (2024-11-05), which mcpflow does not speak.
+func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio == "" }
 
 // OnlyStdio reports a server that has a stdio transport and no HTTP one:
 // one that run.url would wait on in vain.
@@ -1032,6 +1040,7 @@ type servingLang struct {
 	exts        []string
 	isTest      func(base string) bool
 	http, stdio []servingMark
+	sse         []servingMark
 	env         []servingMark
 	port        []*regexp.Regexp // group 1: the port
 	path        []*regexp.Regexp // group 1: the path
@@ -1054,8 +1063,9 @@ func regexps(res ...string) []*regexp.Regexp {
 	return out
 }
 
-// servingLangs are the languages scanServing reads, by project kind.
-var servingLangs = func() map[string]*servingLang {
+// servingLangs are the languages scanServing reads, by project kind
+// (compiled on first use: most commands never search sources).
+var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 	js := &servingLang{
 		exts: []string{".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs"},
 		isTest: func(b string) bool {
@@ -1065,6 +1075,7 @@ var servingLangs = func() map[string]*servingLang {
 		// WebStandard… and NodeStreamableHTTPServerTransport (2.x).
 		http:  marks("", `\w*StreamableHTTPServerTransport\b`),
 		stdio: marks("", `\bStdioServerTransport\b`),
+		sse:   marks("", `\bSSEServerTransport\b`),
 		env: marks("", `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
 			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
 		port: regexps(`\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
@@ -1081,6 +1092,7 @@ var servingLangs = func() map[string]*servingLang {
 		stdio: append(marks("", `\btransport\s*=\s*['"]stdio['"]`, `\.run\(\s*['"]stdio['"]`,
 			`\bstdio_server\(`, `\brun_stdio_async\b`),
 			marks("FastMCP", `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
+		sse:         marks("", `\btransport\s*=\s*['"]sse['"]`, `\.run\(\s*['"]sse['"]`, `\bsse_app\(`, `\brun_sse_async\b`),
 		env:         marks("", `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
 		port:        regexps(`(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
 		path:        regexps(`\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
@@ -1092,6 +1104,7 @@ var servingLangs = func() map[string]*servingLang {
 		// The Go SDK's handler, and mark3labs/mcp-go's server.
 		http:  marks("", `\bNewStreamableHTTPHandler\b`, `\bNewStreamableHTTPServer\b`),
 		stdio: marks("", `\bStdioTransport\b`, `\bNewStdioTransport\b`, `\bServeStdio\b`),
+		sse:   marks("", `\bNewSSEHandler\b`, `\bNewSSEServer\b`),
 		env:   marks("", `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
 		// Where it listens first: a DSN's "host:5432" is no server's.
 		port: regexps(`(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
@@ -1108,7 +1121,7 @@ var servingLangs = func() map[string]*servingLang {
 		path:   regexps(`\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
 	}
 	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
-}()
+})
 
 // Bounds of scanServing: the files it reads, and how much of each.
 const (
@@ -1121,7 +1134,7 @@ const (
 // servingMaxFiles source files, skipping dependencies, build outputs,
 // tests and examples.
 func scanServing(dir, kind string) serving {
-	lang := servingLangs[kind]
+	lang := servingLangs()[kind]
 	if lang == nil {
 		return serving{}
 	}
@@ -1169,6 +1182,9 @@ func scanServing(dir, kind string) serving {
 		}
 		if s.Stdio == "" {
 			s.Stdio = findMark(lang.stdio, f, text)
+		}
+		if s.SSE == "" {
+			s.SSE = findMark(lang.sse, f, text)
 		}
 		if s.Env == "" {
 			s.Env = findMark(lang.env, f, text)

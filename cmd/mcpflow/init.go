@@ -22,6 +22,10 @@ Cargo.toml, package.json (with tsconfig.json) or pyproject.toml, writes a
 commented DIR/mcpflow.toml and DIR/.mcpflow/.gitignore, and prints the
 snippet to paste into your MCP client. Flags may come before or after DIR.
 It never overwrites an existing mcpflow.toml unless --force is given.
+A server whose source serves Streamable HTTP (the TypeScript SDK's
+StreamableHTTPServerTransport, FastMCP run with transport="http", the Go
+SDK's NewStreamableHTTPHandler) gets run.url: {port} when it reads $PORT,
+else the port it listens on.
 With --cli, the config serves a command-line program as MCP tools: its
 schema command (e.g. --cli "./bin/tool schema --json") lists the tools.
 

@@ -120,6 +120,8 @@ func TestInitHTTP(t *testing.T) {
 			"http://127.0.0.1:{port}/api/mcp", `it reads $PORT (environ.get("PORT" at server.py:11)`},
 		{"python http, default port", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="http")`)},
 			"http://127.0.0.1:8000/mcp", "8000 is FastMCP's default"},
+		{"python sse", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="sse", port=8000)`)},
+			"", `Check: The server serves the legacy HTTP+SSE transport (transport="sse" at server.py:11), which mcpflow does not speak`},
 		{"python stdio run()", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run()`)}, "", ""},
 		{"python stdio", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="stdio")`)}, "", ""},
 		{"python stdlib", map[string]string{"server.py": pyFixture(t)}, "", ""},
@@ -258,6 +260,8 @@ func TestCheckHTTP(t *testing.T) {
 			[]string{`run.url: set, but the run command asks for stdio (run.env MCP_TRANSPORT = "stdio")`}},
 		{"fits: run command asks for HTTP, url", with(ts, map[string]string{"src/index.ts": tsServer(false)}),
 			"[run]\ncommand = \"TRANSPORT=http node dist/index.js\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n", nil},
+		{"sse server", with(ts, map[string]string{"src/index.ts": "import { SSEServerTransport } from \"@modelcontextprotocol/sdk/server/sse.js\";\n"}), run,
+			[]string{"run.url: the server serves the legacy HTTP+SSE transport (SSEServerTransport at src/index.ts:1), which mcpflow does not speak"}},
 		{"fits: cli", map[string]string{"tool.sh": ""}, "[cli]\nschema = [\"sh\", \"tool.sh\", \"schema\"]\n", nil},
 	}
 	for _, c := range cases {
