@@ -612,6 +612,7 @@ type sessions struct {
 	mu          sync.Mutex
 	all         map[*mcp.ServerSession]*session
 	calls       []*call          // in flight, oldest first
+	recent      []*call          // ended within callLinger, oldest first
 	tokens      map[string]*call // the progress tokens children were given
 	sessionless map[string]*SessionInfo
 	rootsFrom   *mcp.ServerSession
@@ -630,6 +631,7 @@ type call struct {
 	ss     *mcp.ServerSession
 	ctx    context.Context // the front handler's: an HTTP front answers on its stream
 	token  any             // the client's progress token, restored on the way back
+	ended  time.Time
 }
 
 // SessionInfo is one client session of the front, as status shows it.
@@ -673,7 +675,7 @@ func (s *sessions) touch(ss *mcp.ServerSession, method string, req mcp.Request) 
 		fillClient(&x.info, ss, meta)
 		return
 	}
-	if s.multi && ss.ID() == "" {
+	if s.multi && ss.ID() == "" && modernRequest(method, meta) {
 		info := SessionInfo{Era: "modern", Started: now}
 		fillClient(&info, ss, meta)
 		key := info.Client.Name + "/" + info.Client.Version
@@ -705,6 +707,13 @@ func (s *sessions) touch(ss *mcp.ServerSession, method string, req mcp.Request) 
 		ss.Wait()
 		s.drop(ss)
 	}()
+}
+
+// modernRequest reports whether a request is of the 2026-07-28 era,
+// where each request says its version in _meta.
+func modernRequest(method string, meta mcp.Meta) bool {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	return method == "server/discover" || wire.IsModern(v)
 }
 
 // fillClient completes what info says of the client from its session's
@@ -749,7 +758,10 @@ func (s *sessions) drop(ss *mcp.ServerSession) {
 // mux's own (two sessions may use the same token), restored on the
 // progress notifications that come back.
 func (s *sessions) begin(ctx context.Context, ss *mcp.ServerSession, server string, meta mcp.Meta) (mcp.Meta, func()) {
-	c := &call{server: server, ss: ss, ctx: ctx}
+	// What is sent for the call keeps its context's values (an HTTP
+	// front's stream) but not its end: a child's progress may arrive after
+	// the call's answer.
+	c := &call{server: server, ss: ss, ctx: context.WithoutCancel(ctx)}
 	s.mu.Lock()
 	s.calls = append(s.calls, c)
 	if x := s.all[ss]; x != nil {
@@ -758,7 +770,7 @@ func (s *sessions) begin(ctx context.Context, ss *mcp.ServerSession, server stri
 	var key string
 	if tok, ok := meta["progressToken"]; ok && tok != nil {
 		s.seq++
-		key = fmt.Sprintf("mcpflow-%d", s.seq)
+		key = fmt.Sprintf("%s%d", tokenPrefix, s.seq)
 		c.token = tok
 		if s.tokens == nil {
 			s.tokens = map[string]*call{}
@@ -773,18 +785,45 @@ func (s *sessions) begin(ctx context.Context, ss *mcp.ServerSession, server stri
 		if i := slices.Index(s.calls, c); i >= 0 {
 			s.calls = slices.Delete(s.calls, i, i+1)
 		}
+		c.ended = time.Now()
+		s.recent = append(s.recent, c)
+		if len(s.recent) > maxRecent {
+			s.recent = slices.Delete(s.recent, 0, len(s.recent)-maxRecent)
+		}
 		if x := s.all[ss]; x != nil {
 			x.info.InFlight--
 		}
 		if key != "" {
-			delete(s.tokens, key)
+			time.AfterFunc(tokenLinger, func() {
+				s.mu.Lock()
+				delete(s.tokens, key)
+				s.mu.Unlock()
+			})
 		}
 	}
 }
 
+// tokenLinger is how long a progress token given to a child is still
+// known after its call ended: the mux's client may handle a child's
+// notification after the answer it preceded.
+const tokenLinger = 10 * time.Second
+
+// callLinger is how long after its answer a call still counts as the
+// one what its child sends belongs to; maxRecent bounds how many are kept.
+const (
+	callLinger = 2 * time.Second
+	maxRecent  = 16
+)
+
+// tokenPrefix starts the progress tokens the mux gives children.
+const tokenPrefix = "mcpflow-"
+
 // route picks the session for what server's child sends the client, and
 // the context to send it with: the session of the newest call in flight
-// on server, with that call's context; else the most recently active
+// on server, with that call's context; else of the newest call on server
+// answered less than callLinger ago (the mux's client may handle a
+// child's notification after the answer it preceded); else the most
+// recently active
 // session that opened with initialize (the one kind that takes requests
 // outside a call), else the most recently active one.
 func (s *sessions) route(server string) (*mcp.ServerSession, context.Context, bool) {
@@ -792,6 +831,11 @@ func (s *sessions) route(server string) (*mcp.ServerSession, context.Context, bo
 	defer s.mu.Unlock()
 	for i := len(s.calls) - 1; i >= 0; i-- {
 		if c := s.calls[i]; c.server == server {
+			return c.ss, c.ctx, true
+		}
+	}
+	for i := len(s.recent) - 1; i >= 0; i-- {
+		if c := s.recent[i]; c.server == server && time.Since(c.ended) < callLinger {
 			return c.ss, c.ctx, true
 		}
 	}
@@ -826,7 +870,8 @@ func (s *sessions) routeRequest(ctx context.Context, server string) (*mcp.Server
 
 // progress finds the call a child's progress token belongs to: its
 // session, context and the client's own token. A token the mux did not
-// give (a child's own) goes where route sends it, unchanged.
+// give (a child's own) goes where route sends it, unchanged; one it gave
+// for a call over for longer than tokenLinger is dropped.
 func (s *sessions) progress(server string, token any) (*mcp.ServerSession, context.Context, any, bool) {
 	if key, ok := token.(string); ok {
 		s.mu.Lock()
@@ -834,6 +879,9 @@ func (s *sessions) progress(server string, token any) (*mcp.ServerSession, conte
 		s.mu.Unlock()
 		if c != nil {
 			return c.ss, c.ctx, c.token, true
+		}
+		if strings.HasPrefix(key, tokenPrefix) {
+			return nil, nil, nil, false // a call long over
 		}
 	}
 	ss, ctx, ok := s.route(server)
