@@ -1,6 +1,6 @@
 // Package mux serves several MCP servers to one client as one MCP server.
 //
-//	client <-stdio-> Mux: mcp.Server (front: both eras, paging, coalesced list_changed)
+//	client(s) <-stdio or HTTP-> Mux: mcp.Server (front: both eras, paging, coalesced list_changed)
 //	                  |-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child A
 //	                  '-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child B
 //
@@ -56,6 +56,24 @@
 //     serves its stdio through wire.Transport (bad lines answered, ids
 //     kept exactly, batches). The mux's client reaches each relay over two
 //     pipes, framed by wire.Reader on both ends.
+//   - Many clients: Serve hands the front server to a Front (mcpflow's
+//     Streamable HTTP front, internal/httpmcp), which connects a session
+//     per client; this package knows it only through that interface. The
+//     front server lives as long as the mux, so sessions outlive every
+//     child's restart; list_changed and resources/updated go to every
+//     session (the SDK's). What a child sends the client goes to one
+//     session: a sampling or elicitation request, a log message, a
+//     progress notification reach the session whose call to that server
+//     is in flight (the newest, or one answered less than 2 s ago), sent
+//     with that call's context so that an HTTP front puts it on the call's
+//     stream; else the most recently active session that opened with
+//     initialize, else the most recently active one. A client's progress
+//     token is replaced by one of the mux's own toward the child (two
+//     sessions may use the same token) and restored on the way back.
+//     Roots: the children are given the roots of the session that most
+//     recently said them (initialized, or roots list_changed); when it
+//     ends, those of the most recently active session that has roots.
+//     Sessions lists the sessions for status.
 //   - Every request gets exactly one response. Close (and the end of Run)
 //     stops every backend and waits for it: no child, no process group
 //     survives the mux.
