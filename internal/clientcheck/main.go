@@ -82,7 +82,7 @@ func main() {
 	flag.StringVar(&c.echo, "echo", "examples/echo", "the example server")
 	flag.StringVar(&c.mux, "mux", "examples/mux", "the mux example (its servers build examples/echo)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary projects")
-	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux,claude-cold,gemini-cold,codex-cold)")
+	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux,claude-cold,gemini-cold,codex-cold,claude-http,inspector-http)")
 	flag.Parse()
 	for _, p := range []*string{&c.mcpflow, clients, &c.echo, &c.mux} {
 		abs, err := filepath.Abs(*p)
@@ -109,6 +109,8 @@ func main() {
 		{"claude-mux", true, c.claude},
 		{"gemini-mux", true, c.gemini},
 		{"codex-mux", true, c.codex},
+		{"claude-http", false, c.claudeHTTP},
+		{"inspector-http", false, c.inspectorHTTP},
 	}
 	for _, ch := range checks {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), ch.name) {
