@@ -164,6 +164,9 @@ func checkWarningsAt(v checkView, files []string) []string {
 	if w := watchModeWarning(v); w != "" {
 		out = append(out, w)
 	}
+	if w := runRestarterWarning(v); w != "" {
+		out = append(out, w)
+	}
 	if cfg.Watch.Enabled {
 		out = append(out, dataFileWarnings(v, files)...)
 		out = append(out, logFileWarnings(v, files)...)

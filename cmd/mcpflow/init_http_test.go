@@ -262,6 +262,16 @@ func TestCheckHTTP(t *testing.T) {
 			"[run]\ncommand = \"TRANSPORT=http node dist/index.js\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n", nil},
 		{"sse server", with(ts, map[string]string{"src/index.ts": "import { SSEServerTransport } from \"@modelcontextprotocol/sdk/server/sse.js\";\n"}), run,
 			[]string{"run.url: the server serves the legacy HTTP+SSE transport (SSEServerTransport at src/index.ts:1), which mcpflow does not speak"}},
+		{"run under uvicorn --reload", map[string]string{"pyproject.toml": pyProject, "server.py": fastMCP(`mcp.run(transport="http")`)},
+			"[run]\ncommand = [\"uv\", \"run\", \"--with\", \"uvicorn\", \"uvicorn\", \"server:app\", \"--reload\"]\nurl = \"http://127.0.0.1:8000/mcp\"\n",
+			[]string{"mcpflow.toml:2:11: run.command: restarts the server itself on each change: uvicorn server:app --reload;", "drop an HTTP client's session; run instead the same without --reload: uvicorn server:app"}},
+		{"run under python -m uvicorn --reload", map[string]string{"server.py": fastMCP(`mcp.run(transport="http")`)},
+			"[run]\ncommand = [\"python3\", \"-m\", \"uvicorn\", \"server:app\", \"--reload\", \"--port\", \"8000\"]\nurl = \"http://127.0.0.1:8000/mcp\"\n",
+			[]string{"restarts the server itself on each change: python3 -m uvicorn server:app --reload --port 8000;"}},
+		{"run a script that restarts", with(ts, map[string]string{"package.json": `{"name": "notes", "scripts": {"dev": "tsx watch src/index.ts"}}`, "src/index.ts": tsServer(false)}),
+			"[run]\ncommand = \"npm run dev\"\n",
+			[]string{`run.command: restarts the server itself on each change: tsx watch src/index.ts (package.json's "dev" script)`, `run instead the program it restarts, e.g. ["node", "dist/index.js"]`}},
+		{"fits: node with flags", with(ts, map[string]string{"src/index.ts": tsServer(false)}), "[run]\ncommand = [\"node\", \"--enable-source-maps\", \"dist/index.js\"]\n", nil},
 		{"fits: cli", map[string]string{"tool.sh": ""}, "[cli]\nschema = [\"sh\", \"tool.sh\", \"schema\"]\n", nil},
 	}
 	for _, c := range cases {

@@ -23,6 +23,10 @@ type watchingBuild struct {
 	part    string // the simple command that watches: "tsc --watch"
 	via     string // where it comes from: `package.json's "build" script`; "" when in the command itself
 	instead string // what to build with instead
+	// insteadRun, set when the part (re)starts a program on each change
+	// (nodemon, air, uvicorn --reload, ...), is what to put in
+	// run.command instead.
+	insteadRun string
 }
 
 // describe says what watches: "tsc -w (package.json's "build" script)".
@@ -166,6 +170,21 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 		return false
 	}
 	const restarter = `mcpflow restarts the server itself: drop the watcher from the build (or have no build) and put the server in run.command, e.g. ["node", "dist/index.js"]`
+	restart := func(instead, insteadRun string) *watchingBuild {
+		w := hit(instead)
+		w.insteadRun = insteadRun
+		return w
+	}
+	const runIt = `the program it restarts, e.g. ["node", "dist/index.js"]`
+	const goRun = `the built server, e.g. [".mcpflow/server"] with build.command = "go build -o .mcpflow/server ."`
+	const anyRun = "the command it runs on each change, once"
+	if (prog == "python" || prog == "python3") && first == "-m" && len(args) > 1 {
+		prog, args = args[1], args[2:] // python -m uvicorn ...
+		first = ""
+		if len(args) > 0 {
+			first = args[0]
+		}
+	}
 	switch {
 	case prog == "tsc" && flag("--watch", "-w"):
 		return hit(`tsc without --watch, e.g. build.command = "npx --no -- tsc --noEmitOnError"`)
@@ -174,17 +193,21 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 	case slices.Contains([]string{"nodemon", "ts-node-dev", "tsnd", "node-dev", "supervisor", "forever", "pm2-dev"}, prog),
 		prog == "tsx" && (first == "watch" || flag("--watch")),
 		(prog == "node" || prog == "deno" || prog == "bun") && flag("--watch", "--watch-path", "--hot"):
-		return hit(restarter)
+		return restart(restarter, runIt)
+	case slices.Contains([]string{"uvicorn", "hypercorn", "fastmcp", "gunicorn", "flask"}, prog) && flag("--reload"):
+		return restart("the same without --reload: "+without(words, "--reload"), "the same without --reload: "+without(words, "--reload"))
+	case prog == "watchfiles":
+		return restart(anyRun, anyRun)
 	case prog == "cargo" && first == "watch", prog == "cargo-watch":
-		return hit(`cargo build`)
+		return restart(`cargo build`, `the built server, e.g. ["target/debug/NAME"] with build.command = "cargo build"`)
 	case prog == "go" && first == "run" && goWatcher(args[1:]):
-		return hit(`go build -o .mcpflow/server .`)
+		return restart(`go build -o .mcpflow/server .`, goRun)
 	case slices.Contains([]string{"air", "reflex", "gow", "CompileDaemon", "modd", "realize", "fresh"}, prog):
-		return hit(`go build -o .mcpflow/server .`)
+		return restart(`go build -o .mcpflow/server .`, goRun)
 	case slices.Contains([]string{"watchexec", "entr", "chokidar", "onchange", "npm-watch", "watch", "when-changed", "watchmedo"}, prog):
-		return hit("the command it runs on each change, once")
+		return restart(anyRun, anyRun)
 	case prog == "dotnet" && first == "watch":
-		return hit("dotnet build")
+		return restart("dotnet build", `the built server, with build.command = "dotnet build"`)
 	case (prog == "gradle" || prog == "gradlew") && flag("-t", "--continuous"):
 		return hit("the same gradle command without --continuous")
 	case prog == "vite" && (first == "" || first == "dev" || first == "serve" || strings.HasPrefix(first, "-") && !flag("build")),
@@ -242,7 +265,8 @@ func isWatchScriptName(name string) bool {
 
 // unwrapRunner drops what runs a command without changing it: variable
 // assignments, env, exec, time, nice, nohup, cross-env, npx, bunx, pnpm
-// exec, pnpm dlx, yarn dlx, bun x.
+// exec, pnpm dlx, yarn dlx, bun x, uv run, uvx, poetry run, pipenv run,
+// pdm run.
 func unwrapRunner(words []string) []string {
 	for len(words) > 0 {
 		w := words[0]
@@ -258,6 +282,10 @@ func unwrapRunner(words []string) []string {
 			words = skipOptions(words[1:], "-p", "--package", "-c", "--call")
 		case (base == "pnpm" || base == "yarn" || base == "bun") && len(words) > 1 && (words[1] == "exec" || words[1] == "dlx" || words[1] == "x"):
 			words = skipOptions(words[2:])
+		case (base == "uv" || base == "poetry" || base == "pipenv" || base == "pdm") && len(words) > 1 && words[1] == "run":
+			words = skipOptions(words[2:], "--with", "--python", "-p", "--project", "--directory", "--package", "--extra", "--group", "--env-file", "--from")
+		case base == "uvx":
+			words = skipOptions(words[1:], "--with", "--python", "-p", "--from")
 		default:
 			return words
 		}
@@ -354,4 +382,20 @@ func looksLikeFile(a string) bool {
 		return true
 	}
 	return false
+}
+
+// runRestarterWarning warns about a run command that restarts the server
+// itself on each change (nodemon, tsx watch, air, uvicorn --reload, also
+// inside the package.json scripts it runs): mcpflow restarts it too, after
+// building, and keeps the client's session across its own restarts; the
+// watcher's restarts race with them and, over HTTP, drop the session.
+func runRestarterWarning(v checkView) string {
+	if v.cfg.CLI != nil {
+		return ""
+	}
+	w := watchModeBuild(v.cfg.Dir, v.cfg.Run.Command)
+	if w == nil || w.insteadRun == "" {
+		return ""
+	}
+	return v.at("run.command", "restarts the server itself on each change: %s; mcpflow already restarts it, after building, and keeps the client's session across its restarts, while the watcher's restarts race with mcpflow's and drop an HTTP client's session; run instead %s", w.describe(), w.insteadRun)
 }
