@@ -677,7 +677,7 @@ func (s *sessions) touch(ss *mcp.ServerSession, method string, req mcp.Request) 
 	}
 	if s.multi && ss.ID() == "" && modernRequest(method, meta) {
 		info := SessionInfo{Era: "modern", Started: now}
-		fillClient(&info, ss, meta)
+		fillClient(&info, nil, meta)
 		key := info.Client.Name + "/" + info.Client.Version
 		if s.sessionless == nil {
 			s.sessionless = map[string]*SessionInfo{}
@@ -717,9 +717,11 @@ func modernRequest(method string, meta mcp.Meta) bool {
 }
 
 // fillClient completes what info says of the client from its session's
-// initialize or a request's _meta.
+// initialize (ss nil: none) or a request's _meta.
 func fillClient(info *SessionInfo, ss *mcp.ServerSession, meta mcp.Meta) {
-	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
+	if ss == nil {
+		// A session-less request's short session: what its _meta says.
+	} else if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
 		info.Era, info.Client.Protocol = "legacy", ip.ProtocolVersion
 		if ip.ClientInfo != nil {
 			info.Client.Name, info.Client.Version = ip.ClientInfo.Name, ip.ClientInfo.Version

@@ -439,7 +439,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 		info.Uptime = result.Dur(time.Since(s.started))
 	}
 	for _, t := range s.tools {
-		full := joinName(sp.Name, m.sep, t.Name)
+		full := m.join(sp.Name, t.Name) // unprefixed in single mode
 		if _, ok := m.cat.tools[full]; !ok {
 			continue
 		}
@@ -449,7 +449,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 		}
 	}
 	for _, p := range s.prompts {
-		info.Prompts = append(info.Prompts, joinName(sp.Name, m.sep, p.Name))
+		info.Prompts = append(info.Prompts, m.join(sp.Name, p.Name))
 	}
 	info.LastBuild = buildInfo(s.lastBuild)
 	return info
