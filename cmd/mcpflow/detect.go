@@ -1072,9 +1072,10 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 			return strings.HasSuffix(b, ".d.ts") || strings.Contains(b, ".test.") || strings.Contains(b, ".spec.")
 		},
 		// StreamableHTTPServerTransport (SDK 1.x, server/streamableHttp.js),
-		// WebStandard… and NodeStreamableHTTPServerTransport (2.x).
-		http:  marks("", `\w*StreamableHTTPServerTransport\b`),
-		stdio: marks("", `\bStdioServerTransport\b`),
+		// WebStandard… and NodeStreamableHTTPServerTransport (2.x), and
+		// the fastmcp package's start({ transportType: "httpStream" }).
+		http:  marks("", `\w*StreamableHTTPServerTransport\b`, `\btransportType:\s*['"]httpStream['"]`),
+		stdio: marks("", `\bStdioServerTransport\b`, `\btransportType:\s*['"]stdio['"]`),
 		sse:   marks("", `\bSSEServerTransport\b`),
 		env: marks("", `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
 			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
