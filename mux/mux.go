@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
@@ -77,7 +78,11 @@ type Mux struct {
 	cat     catalog
 	level   *mcp.SetLoggingLevelParams
 	roots   []*mcp.Root // the client's roots, given to every child
-	rootsMu sync.Mutex  // one roots sync at a time
+	rootsMu sync.Mutex  // one roots update at a time
+	// rootsSeq numbers the events that sync roots; rootsApplied (under
+	// rootsMu) is the latest applied.
+	rootsSeq     atomic.Uint64
+	rootsApplied uint64
 
 	sess sessions // the client sessions (route.go)
 	// served ends when serving the client(s) ends (Run's or Serve's ctx),
@@ -817,6 +822,6 @@ func (m *Mux) Sessions() []SessionInfo {
 // session that has roots, when the session they came from ended.
 func (m *Mux) rootsEnded(*mcp.ServerSession) {
 	if ss := m.sess.rootsCandidate(); ss != nil {
-		go childSide{m}.syncRoots(ss)
+		childSide{m}.rootsChanged(ss)
 	}
 }

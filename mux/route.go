@@ -38,10 +38,10 @@ func (m front) newFront() *mcp.Server {
 		},
 		CompletionHandler: m.complete,
 		InitializedHandler: func(ctx context.Context, req *mcp.InitializedRequest) {
-			go childSide(m).syncRoots(req.Session)
+			childSide(m).rootsChanged(req.Session)
 		},
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
-			go childSide(m).syncRoots(req.Session)
+			childSide(m).rootsChanged(req.Session)
 		},
 		SubscribeHandler:   m.subscribe,
 		UnsubscribeHandler: m.unsubscribe,
@@ -555,13 +555,20 @@ func loggerSuffix(l string) string {
 // rootsTimeout bounds a roots/list request to a client.
 const rootsTimeout = 5 * time.Second
 
+// rootsChanged syncs the children's roots from ss (syncRoots), in the
+// order the events came: a sync that finishes after a later one's is
+// dropped.
+func (m childSide) rootsChanged(ss *mcp.ServerSession) {
+	seq := m.rootsSeq.Add(1)
+	go m.syncRoots(ss, seq)
+}
+
 // syncRoots copies a legacy client's roots to every child client, which
 // answers its child's roots/list from them (and tells it when they
-// change). A 2026-07-28 client's roots reach children through their
-// input_required results instead.
-func (m childSide) syncRoots(ss *mcp.ServerSession) {
-	m.rootsMu.Lock()
-	defer m.rootsMu.Unlock()
+// change), unless a sync of a later event (seq) was applied first. A
+// 2026-07-28 client's roots reach children through their input_required
+// results instead.
+func (m childSide) syncRoots(ss *mcp.ServerSession, seq uint64) {
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil && !ip.Capabilities.Roots.ListChanged {
 		return
@@ -577,6 +584,12 @@ func (m childSide) syncRoots(ss *mcp.ServerSession) {
 		m.log.Warn("asking the client for its roots failed", "err", err)
 		return
 	}
+	m.rootsMu.Lock()
+	defer m.rootsMu.Unlock()
+	if seq < m.rootsApplied {
+		return // a later event's roots are in place
+	}
+	m.rootsApplied = seq
 	m.sess.setRootsFrom(ss)
 	m.mu.Lock()
 	old := m.roots
