@@ -49,7 +49,7 @@ func (h httpFront) Serve(ctx context.Context, srv *mcp.Server) error { return h.
 // openFront binds cfg's [http] listen for w, with w's traffic capture
 // (the client hop, with each message's session id) and the log.
 func (w *instanceRun) openFront(addr string) error {
-	fc := httpmcp.FrontConfig{Logger: w.log}
+	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage}
 	if w.traffic != nil {
 		hook := w.traffic.SessionHook("")
 		fc.Traffic = func(session string, toServer bool, msg []byte) { hook("client", session, toServer, 0, msg) }

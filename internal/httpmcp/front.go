@@ -60,6 +60,9 @@ type FrontConfig struct {
 	Traffic func(session string, toServer bool, msg []byte)
 	// ShutdownTimeout bounds the graceful shutdown; 0 = DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// MaxMessage bounds a request's body (413 beyond); 0 = the SDK's
+	// default (mcp.DefaultMaxRequestBodyBytes).
+	MaxMessage int64
 }
 
 // Front is a Streamable HTTP front. Make it with Listen; Serve it once.
@@ -105,8 +108,8 @@ func (f *Front) Serve(ctx context.Context, srv *mcp.Server) error {
 	get := func(*http.Request) *mcp.Server { return srv }
 	h := &frontHandler{
 		f:         f,
-		stateful:  mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: f.log}),
-		stateless: mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: f.log, Stateless: true}),
+		stateful:  mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: f.log, MaxRequestBodyBytes: f.cfg.MaxMessage}),
+		stateless: mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: f.log, MaxRequestBodyBytes: f.cfg.MaxMessage, Stateless: true}),
 	}
 	hs := &http.Server{
 		Handler:           h,
@@ -169,7 +172,11 @@ func (h *frontHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &recorder{ResponseWriter: w, h: h, session: r.Header.Get("Mcp-Session-Id"), method: r.Method}
 	if r.Method == http.MethodPost && r.Body != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+		limit := h.f.cfg.MaxMessage
+		if limit <= 0 {
+			limit = mcp.DefaultMaxRequestBodyBytes
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		r.Body.Close()
 		if err != nil {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
