@@ -1029,10 +1029,12 @@ func (s serving) URL() (url, why string, sure bool) {
 }
 
 // servingMark is a pattern that marks a transport or a PORT read; when
-// needs is set, it counts only in a file that also contains needs.
+// needs is set, it counts only in a file that also contains one of
+// needs (the SDK's import: a name in a usage text or a comment of a
+// program that is no MCP server is no transport).
 type servingMark struct {
 	re    *regexp.Regexp
-	needs string
+	needs []string
 }
 
 // servingLang is how to search one language's sources.
@@ -1047,7 +1049,7 @@ type servingLang struct {
 	defaultPort int
 }
 
-func marks(needs string, res ...string) []servingMark {
+func marks(needs []string, res ...string) []servingMark {
 	out := make([]servingMark, len(res))
 	for i, r := range res {
 		out[i] = servingMark{regexp.MustCompile(r), needs}
@@ -1066,6 +1068,9 @@ func regexps(res ...string) []*regexp.Regexp {
 // servingLangs are the languages scanServing reads, by project kind
 // (compiled on first use: most commands never search sources).
 var servingLangs = sync.OnceValue(func() map[string]*servingLang {
+	jsSDK := []string{"@modelcontextprotocol/", "fastmcp"}
+	pySDK := []string{"mcp"} // mcp, fastmcp, FastMCP
+	goSDK := []string{"modelcontextprotocol/go-sdk", "mark3labs/mcp-go"}
 	js := &servingLang{
 		exts: []string{".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs"},
 		isTest: func(b string) bool {
@@ -1074,10 +1079,10 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		// StreamableHTTPServerTransport (SDK 1.x, server/streamableHttp.js),
 		// WebStandard… and NodeStreamableHTTPServerTransport (2.x), and
 		// the fastmcp package's start({ transportType: "httpStream" }).
-		http:  marks("", `\w*StreamableHTTPServerTransport\b`, `\btransportType:\s*['"]httpStream['"]`),
-		stdio: marks("", `\bStdioServerTransport\b`, `\btransportType:\s*['"]stdio['"]`),
-		sse:   marks("", `\bSSEServerTransport\b`),
-		env: marks("", `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
+		http:  marks(jsSDK, `\w*StreamableHTTPServerTransport\b`, `\btransportType:\s*['"]httpStream['"]`),
+		stdio: marks(jsSDK, `\bStdioServerTransport\b`, `\btransportType:\s*['"]stdio['"]`),
+		sse:   marks(jsSDK, `\bSSEServerTransport\b`),
+		env: marks(nil, `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
 			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
 		port: regexps(`\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
 		path: regexps("\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
@@ -1087,14 +1092,14 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		isTest: func(b string) bool {
 			return strings.HasPrefix(b, "test_") || strings.HasSuffix(b, "_test.py") || b == "conftest.py"
 		},
-		http: marks("", `\btransport\s*=\s*['"](?:http|streamable-http|streamable_http)['"]`,
+		http: marks(pySDK, `\btransport\s*=\s*['"](?:http|streamable-http|streamable_http)['"]`,
 			`\.run\(\s*['"](?:http|streamable-http)['"]`, `\b(?:streamable_)?http_app\(`,
 			`\brun_(?:streamable_)?http_async\b`, `\bStreamableHTTPSessionManager\b`),
-		stdio: append(marks("", `\btransport\s*=\s*['"]stdio['"]`, `\.run\(\s*['"]stdio['"]`,
+		stdio: append(marks(pySDK, `\btransport\s*=\s*['"]stdio['"]`, `\.run\(\s*['"]stdio['"]`,
 			`\bstdio_server\(`, `\brun_stdio_async\b`),
-			marks("FastMCP", `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
-		sse:         marks("", `\btransport\s*=\s*['"]sse['"]`, `\.run\(\s*['"]sse['"]`, `\bsse_app\(`, `\brun_sse_async\b`),
-		env:         marks("", `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
+			marks([]string{"FastMCP"}, `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
+		sse:         marks(pySDK, `\btransport\s*=\s*['"]sse['"]`, `\.run\(\s*['"]sse['"]`, `\bsse_app\(`, `\brun_sse_async\b`),
+		env:         marks(nil, `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
 		port:        regexps(`(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
 		path:        regexps(`\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
 		defaultPort: 8000,
@@ -1103,10 +1108,10 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		exts:   []string{".go"},
 		isTest: func(b string) bool { return strings.HasSuffix(b, "_test.go") },
 		// The Go SDK's handler, and mark3labs/mcp-go's server.
-		http:  marks("", `\bNewStreamableHTTPHandler\b`, `\bNewStreamableHTTPServer\b`),
-		stdio: marks("", `\bStdioTransport\b`, `\bNewStdioTransport\b`, `\bServeStdio\b`),
-		sse:   marks("", `\bNewSSEHandler\b`, `\bNewSSEServer\b`),
-		env:   marks("", `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
+		http:  marks(goSDK, `\bNewStreamableHTTPHandler\b`, `\bNewStreamableHTTPServer\b`),
+		stdio: marks(goSDK, `\bStdioTransport\b`, `\bNewStdioTransport\b`, `\bServeStdio\b`),
+		sse:   marks(goSDK, `\bNewSSEHandler\b`, `\bNewSSEServer\b`),
+		env:   marks(nil, `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
 		// Where it listens first: a DSN's "host:5432" is no server's.
 		port: regexps(`(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
 			`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
@@ -1115,19 +1120,21 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 	rust := &servingLang{
 		exts:   []string{".rs"},
 		isTest: func(string) bool { return false },
-		http:   marks("", `\bStreamableHttpService\b`),
-		stdio:  marks("rmcp", `\bstdio\(\)`),
-		env:    marks("", `\bvar\(\s*"PORT"\s*\)`),
+		http:   marks([]string{"rmcp"}, `\bStreamableHttpService\b`),
+		stdio:  marks([]string{"rmcp"}, `\bstdio\(\)`),
+		env:    marks(nil, `\bvar\(\s*"PORT"\s*\)`),
 		port:   regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
 		path:   regexps(`\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
 	}
 	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
 })
 
-// Bounds of scanServing: the files it reads, and how much of each.
+// Bounds of scanServing: the source files it reads, how much of each,
+// and the entries it walks through to find them.
 const (
-	servingMaxFiles = 400
-	servingMaxBytes = 512 << 10
+	servingMaxFiles   = 400
+	servingMaxBytes   = 512 << 10
+	servingMaxEntries = 20000
 )
 
 // scanServing searches the sources of the project in dir, of kind (as
@@ -1141,11 +1148,12 @@ func scanServing(dir, kind string) serving {
 	}
 	outDir := readTSConfig(dir).OutDir
 	var files []string
+	seen := 0
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return filepath.SkipDir
 		}
-		if len(files) >= servingMaxFiles {
+		if seen++; len(files) >= servingMaxFiles || seen > servingMaxEntries {
 			return filepath.SkipAll
 		}
 		rel, _ := filepath.Rel(dir, p)
@@ -1170,25 +1178,51 @@ func scanServing(dir, kind string) serving {
 		}
 		return nil
 	})
-	var s serving
 	texts := map[string]string{}
-	httpFile := ""
 	for _, f := range files {
-		text := readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
-		texts[f] = text
-		if s.HTTP == "" {
-			if s.HTTP = findMark(lang.http, f, text); s.HTTP != "" {
-				httpFile = f
+		texts[f] = readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
+	}
+	// The transports: in a Go module, its main packages' choice when they
+	// make one (another package may hold a transport main does not use).
+	var s serving
+	httpFile := ""
+	find := func(files []string) {
+		for _, f := range files {
+			text := texts[f]
+			if s.HTTP == "" {
+				if s.HTTP = findMark(lang.http, f, text); s.HTTP != "" {
+					httpFile = f
+				}
+			}
+			if s.Stdio == "" {
+				s.Stdio = findMark(lang.stdio, f, text)
+			}
+			if s.SSE == "" {
+				s.SSE = findMark(lang.sse, f, text)
 			}
 		}
-		if s.Stdio == "" {
-			s.Stdio = findMark(lang.stdio, f, text)
-		}
-		if s.SSE == "" {
-			s.SSE = findMark(lang.sse, f, text)
-		}
+	}
+	if kind == "go" {
+		mains := map[string]bool{}
+		find(slices.DeleteFunc(slices.Clone(files), func(f string) bool {
+			d := path.Dir(f)
+			if d != "." && path.Dir(d) != "cmd" {
+				return true
+			}
+			isMain, ok := mains[d]
+			if !ok {
+				isMain = isGoMain(filepath.Join(dir, filepath.FromSlash(d)))
+				mains[d] = isMain
+			}
+			return !isMain
+		}))
+	}
+	if s.HTTP == "" && s.Stdio == "" && s.SSE == "" {
+		find(files)
+	}
+	for _, f := range files {
 		if s.Env == "" {
-			s.Env = findMark(lang.env, f, text)
+			s.Env = findMark(lang.env, f, texts[f])
 		}
 	}
 	if s.HTTP == "" {
@@ -1236,7 +1270,7 @@ func scanServing(dir, kind string) serving {
 // at f:LINE"; "" when none is.
 func findMark(ms []servingMark, f, text string) string {
 	for _, m := range ms {
-		if m.needs != "" && !strings.Contains(text, m.needs) {
+		if m.needs != nil && !slices.ContainsFunc(m.needs, func(n string) bool { return strings.Contains(text, n) }) {
 			continue
 		}
 		if loc := m.re.FindStringIndex(text); loc != nil {

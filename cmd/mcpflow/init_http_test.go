@@ -142,6 +142,13 @@ func TestInitHTTP(t *testing.T) {
 			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPClientTransport } from \"@modelcontextprotocol/sdk/client/streamableHttp.js\";\nconst port = 3000;\n"}, "", ""},
 		{"python stdio with an HTTP client", map[string]string{"pyproject.toml": pyProject,
 			"server.py": "from mcp.client.streamable_http import streamablehttp_client\n" + fastMCP(`mcp.run()`)}, "", ""},
+		{"go names the handler without the SDK", map[string]string{"go.mod": goMod,
+			"main.go": "package main\n\n// Serves stdio; see mcp.NewStreamableHTTPHandler for HTTP.\nconst usage = `proxy to NewStreamableHTTPHandler servers on \":8080\"`\n\nfunc main() {}\n"}, "", ""},
+		{"go main chooses stdio", map[string]string{"go.mod": goMod, "main.go": goStdioMain,
+			"internal/web/web.go": strings.Replace(fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":8080", nil)`), "package main", "package web", 1)}, "", ""},
+		{"go main in cmd, handler elsewhere", map[string]string{"go.mod": goMod, "cmd/notes/main.go": "package main\n\nimport \"example.com/notes/internal/web\"\n\nfunc main() { web.Serve() }\n",
+			"internal/web/web.go": strings.Replace(fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":8080", nil)`), "package main", "package web", 1)},
+			"http://127.0.0.1:8080/rpc/mcp", "NewStreamableHTTPHandler at internal/web/web.go:11"},
 		{"go http only in a test", map[string]string{"go.mod": goMod, "main.go": goStdioMain,
 			"main_test.go": fmt.Sprintf(goHTTPMain, `http.ListenAndServe(":8080", nil)`)}, "", ""},
 	}
