@@ -59,79 +59,14 @@ func large(b *bench) (res *result, err error) {
 	var all []*peer
 	defer func() { closeAll(res, all...) }()
 	for _, st := range sets {
-		var argv []string
-		for _, a := range st.server {
-			argv = append(argv, tomlStr(a))
-		}
-		cmd := strings.Join(argv, ", ")
-		single := filepath.Join(dir, st.label+".toml")
-		if err := writeFile(single, fmt.Sprintf("[run]\ncommand = [%s]\n\n[relay]\nmax_message = \"128MiB\"\n\n[watch]\nenabled = false\n", cmd)); err != nil {
+		if err := st.start(b, dir, &all); err != nil {
 			return res, err
-		}
-		mux := filepath.Join(dir, st.label+"-mux.toml")
-		if err := writeFile(mux, fmt.Sprintf("[relay]\nmax_message = \"128MiB\"\n\n[servers.fx.run]\ncommand = [%s]\n\n[servers.fx.watch]\nenabled = false\n\n[log]\nlevel = \"warn\"\n", cmd)); err != nil {
-			return res, err
-		}
-		argvs := [bigWays][]string{
-			bigDirect: st.server,
-			bigFloor:  append([]string{b.self, "-floor", "--"}, st.server...),
-			bigWatch:  {b.mcpflow, "watch", "-c", single},
-			bigMux:    {b.mcpflow, "mux", "-c", mux},
-		}
-		for j, a := range argvs {
-			p, err := b.start(st.label+" "+bigWayNames[j], dir, a...)
-			if err != nil {
-				return res, err
-			}
-			st.ps[j] = p
-			all = append(all, p)
-		}
-		for _, p := range st.ps {
-			if _, err := p.handshake(30 * time.Second); err != nil {
-				return res, err
-			}
-		}
-		// Warm up every way with the largest call: servers, relays and the
-		// client's line buffers fault their memory in once, not in round 1.
-		for j, p := range st.ps {
-			if _, err := p.call("tools/call", bigParams(j, 64), 5*time.Minute); err != nil {
-				return res, err
-			}
-			if st.first[j], err = procKB(p.pid, "VmHWM"); err != nil {
-				return res, p.fail("read VmHWM: %v", err)
-			}
 		}
 	}
 
 	for _, st := range sets {
-		for r := range st.rounds {
-			for si, mib := range bigSizes {
-				for k := range bigWays {
-					j := (r + si + k) % bigWays
-					t0 := time.Now()
-					rep, err := st.ps[j].call("tools/call", bigParams(j, mib), 5*time.Minute)
-					if err != nil {
-						return res, err
-					}
-					st.s[si][j].addDur(rep.at.Sub(t0))
-					if err := st.checkSize(si, j, mib, rep.size); err != nil {
-						return res, err
-					}
-				}
-			}
-			for _, j := range []int{bigWatch, bigMux} {
-				v, err := procKB(st.ps[j].pid, "VmRSS")
-				if err != nil {
-					return res, st.ps[j].fail("read VmRSS: %v", err)
-				}
-				st.rss[j] = append(st.rss[j], v)
-			}
-		}
-		st.at = time.Now()
-		for j, p := range st.ps {
-			if st.hwm[j], err = procKB(p.pid, "VmHWM"); err != nil {
-				return res, p.fail("read VmHWM: %v", err)
-			}
+		if err := st.run(); err != nil {
+			return res, err
 		}
 	}
 	// What watch and the mux keep once large messages stop: the canned
@@ -159,37 +94,7 @@ func large(b *bench) (res *result, err error) {
 	}
 
 	for _, st := range sets {
-		for si, mib := range bigSizes {
-			s := &st.s[si]
-			tag := fmt.Sprintf("%s %d MiB", st.label, mib)
-			for j := range bigWays {
-				r := stat(tag+": "+bigWayNames[j], uDur, &s[j])
-				if j != bigDirect {
-					r = r.withRatio(ratio(s[j].median(), s[bigFloor].median()) + " of floor")
-				}
-				res.add(r)
-			}
-			added := func(j int) [3]float64 {
-				return [3]float64{s[j].median() - s[bigDirect].median(), s[j].p99() - s[bigDirect].p99(), s[j].min() - s[bigDirect].min()}
-			}
-			fa := added(bigFloor)
-			res.add(row{name: tag + ": added by the floor", n: fmt.Sprint(s[bigFloor].n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
-			limit := max(4*fa[0], fa[0]+float64(50*time.Millisecond))
-			for _, j := range []int{bigWatch, bigMux} {
-				a := added(j)
-				x := row{name: tag + ": added by " + bigWayNames[j], n: fmt.Sprint(s[j].n()), med: fmtDur(a[0]), p99: fmtDur(a[1]), min: fmtDur(a[2]),
-					ratio: addedRatio(a[0], fa[0]) + " of floor's"}
-				switch {
-				case st.label == "canned" && mib == 16:
-					x = x.judge("≤ max(4× floor's, floor's + 50ms) = "+fmtDur(limit), a[0] <= limit)
-				case st.label == "canned":
-					x.goal = "(passes; no time goal)"
-				default:
-					x.goal = "(judged on canned)"
-				}
-				res.add(x)
-			}
-		}
+		st.report(res)
 	}
 	largest := float64(sets[0].wire[1])
 	res.add(row{name: fmt.Sprintf("64 MiB result (%s line) through watch and the mux, canned and fixture", fmtBytes(largest)), n: fmt.Sprint(2 * (sets[0].rounds + sets[1].rounds + 2)),
@@ -264,3 +169,126 @@ func bigParams(j, mib int) string {
 // fixtureRounds: the fixture's big tool costs seconds per call, so it
 // gets a third of the canned server's rounds.
 func fixtureRounds(canned int) int { return max(1, (canned+2)/3) }
+
+// start writes the set's configs and starts its four ways in dir
+// (appending them to all), each handshaken and warmed up with one 64 MiB
+// call, whose peak RSS is the way's first.
+func (st *bigSet) start(b *bench, dir string, all *[]*peer) error {
+	var argv []string
+	for _, a := range st.server {
+		argv = append(argv, tomlStr(a))
+	}
+	cmd := strings.Join(argv, ", ")
+	single := filepath.Join(dir, st.label+".toml")
+	if err := writeFile(single, fmt.Sprintf("[run]\ncommand = [%s]\n\n[relay]\nmax_message = \"128MiB\"\n\n[watch]\nenabled = false\n", cmd)); err != nil {
+		return err
+	}
+	mux := filepath.Join(dir, st.label+"-mux.toml")
+	if err := writeFile(mux, fmt.Sprintf("[relay]\nmax_message = \"128MiB\"\n\n[servers.fx.run]\ncommand = [%s]\n\n[servers.fx.watch]\nenabled = false\n\n[log]\nlevel = \"warn\"\n", cmd)); err != nil {
+		return err
+	}
+	argvs := [bigWays][]string{
+		bigDirect: st.server,
+		bigFloor:  append([]string{b.self, "-floor", "--"}, st.server...),
+		bigWatch:  {b.mcpflow, "watch", "-c", single},
+		bigMux:    {b.mcpflow, "mux", "-c", mux},
+	}
+	for j, a := range argvs {
+		p, err := b.start(st.label+" "+bigWayNames[j], dir, a...)
+		if err != nil {
+			return err
+		}
+		st.ps[j] = p
+		*all = append(*all, p)
+	}
+	for _, p := range st.ps {
+		if _, err := p.handshake(30 * time.Second); err != nil {
+			return err
+		}
+	}
+	// Warm up every way with the largest call: servers, relays and the
+	// client's line buffers fault their memory in once, not in round 1.
+	for j, p := range st.ps {
+		if _, err := p.call("tools/call", bigParams(j, 64), 5*time.Minute); err != nil {
+			return err
+		}
+		var err error
+		if st.first[j], err = procKB(p.pid, "VmHWM"); err != nil {
+			return p.fail("read VmHWM: %v", err)
+		}
+	}
+	return nil
+}
+
+// run times the set's rounds, each 16 then 64 MiB every way, the order
+// rotating, and reads the RSS of watch and the mux after each round and
+// every way's peak at the end.
+func (st *bigSet) run() error {
+	for r := range st.rounds {
+		for si, mib := range bigSizes {
+			for k := range bigWays {
+				j := (r + si + k) % bigWays
+				t0 := time.Now()
+				rep, err := st.ps[j].call("tools/call", bigParams(j, mib), 5*time.Minute)
+				if err != nil {
+					return err
+				}
+				st.s[si][j].addDur(rep.at.Sub(t0))
+				if err := st.checkSize(si, j, mib, rep.size); err != nil {
+					return err
+				}
+			}
+		}
+		for _, j := range []int{bigWatch, bigMux} {
+			v, err := procKB(st.ps[j].pid, "VmRSS")
+			if err != nil {
+				return st.ps[j].fail("read VmRSS: %v", err)
+			}
+			st.rss[j] = append(st.rss[j], v)
+		}
+	}
+	st.at = time.Now()
+	for j, p := range st.ps {
+		var err error
+		if st.hwm[j], err = procKB(p.pid, "VmHWM"); err != nil {
+			return p.fail("read VmHWM: %v", err)
+		}
+	}
+	return nil
+}
+
+// report adds the set's timing rows: each way, and what the floor, watch
+// and the mux add to the direct way.
+func (st *bigSet) report(res *result) {
+	for si, mib := range bigSizes {
+		s := &st.s[si]
+		tag := fmt.Sprintf("%s %d MiB", st.label, mib)
+		for j := range bigWays {
+			r := stat(tag+": "+bigWayNames[j], uDur, &s[j])
+			if j != bigDirect {
+				r = r.withRatio(ratio(s[j].median(), s[bigFloor].median()) + " of floor")
+			}
+			res.add(r)
+		}
+		added := func(j int) [3]float64 {
+			return [3]float64{s[j].median() - s[bigDirect].median(), s[j].p99() - s[bigDirect].p99(), s[j].min() - s[bigDirect].min()}
+		}
+		fa := added(bigFloor)
+		res.add(row{name: tag + ": added by the floor", n: fmt.Sprint(s[bigFloor].n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
+		limit := max(4*fa[0], fa[0]+float64(50*time.Millisecond))
+		for _, j := range []int{bigWatch, bigMux} {
+			a := added(j)
+			x := row{name: tag + ": added by " + bigWayNames[j], n: fmt.Sprint(s[j].n()), med: fmtDur(a[0]), p99: fmtDur(a[1]), min: fmtDur(a[2]),
+				ratio: addedRatio(a[0], fa[0]) + " of floor's"}
+			switch {
+			case st.label == "canned" && mib == 16:
+				x = x.judge("≤ max(4× floor's, floor's + 50ms) = "+fmtDur(limit), a[0] <= limit)
+			case st.label == "canned":
+				x.goal = "(passes; no time goal)"
+			default:
+				x.goal = "(judged on canned)"
+			}
+			res.add(x)
+		}
+	}
+}

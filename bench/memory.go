@@ -104,28 +104,10 @@ func memory(b *bench) (res *result, err error) {
 		fixtureRSS, _ = procKB(kids[0], "VmRSS")
 	}
 
-	t0 := time.Now()
 	tenth := max(1, b.opt.leakRestarts/10)
-	var mid procSnap
-	for i := range b.opt.leakRestarts {
-		if _, _, _, err := recompile(mcp, proj); err != nil {
-			return res, err
-		}
-		if i+1 == tenth {
-			if mid, err = snap(mcp.pid); err != nil {
-				return res, mcp.fail("read /proc: %v", err)
-			}
-		}
-	}
-	restarts := time.Since(t0)
-	// Calls still work, then let it settle.
-	if _, err := mcp.call("tools/call", echoParams, 30*time.Second); err != nil {
-		return res, err
-	}
-	time.Sleep(time.Second)
-	after, err := snap(mcp.pid)
+	mid, after, restarts, err := restartMany(b, mcp, proj, tenth)
 	if err != nil {
-		return res, mcp.fail("read /proc: %v", err)
+		return res, err
 	}
 
 	res.add(single("mcpflow idle RSS after start (VmRSS)", uBytes, before.rss).
@@ -173,4 +155,33 @@ func memory(b *bench) (res *result, err error) {
 	res.note("goroutines cannot be seen from outside the process: the thread count (/proc/PID/status Threads) is only a proxy; Go parks goroutines without threads, so a goroutine leak shows in RSS before it shows here")
 	res.note("mcpflow watches a one-file project (include **/*.go) and has served initialize, tools/list and one echo call before the idle sample, taken after 1s idle")
 	return res, nil
+}
+
+// restartMany restarts mcpflow's server b.opt.leakRestarts times through
+// recompile, taking a snapshot after the first tenth and one after the
+// last (a call made and a second idle first), and says how long the
+// restarts took.
+func restartMany(b *bench, mcp *peer, proj string, tenth int) (mid, after procSnap, took time.Duration, err error) {
+	t0 := time.Now()
+	for i := range b.opt.leakRestarts {
+		if _, _, _, err := recompile(mcp, proj); err != nil {
+			return mid, after, 0, err
+		}
+		if i+1 == tenth {
+			if mid, err = snap(mcp.pid); err != nil {
+				return mid, after, 0, mcp.fail("read /proc: %v", err)
+			}
+		}
+	}
+	took = time.Since(t0)
+	// Calls still work, then let it settle.
+	if _, err := mcp.call("tools/call", echoParams, 30*time.Second); err != nil {
+		return mid, after, 0, err
+	}
+	time.Sleep(time.Second)
+	after, err = snap(mcp.pid)
+	if err != nil {
+		return mid, after, 0, mcp.fail("read /proc: %v", err)
+	}
+	return mid, after, took, nil
 }

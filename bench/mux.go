@@ -50,33 +50,9 @@ func muxBench(b *bench) (res *result, err error) {
 		return res, mux.fail("read VmRSS: %v", err)
 	}
 
-	// add_server, each beside the server's own start (spawn, handshake,
-	// tools/list) by the bench, alternating which goes first.
-	var add, alone, own sample
-	for i := range muxServers {
-		var a, c time.Duration
-		for k := range 2 {
-			if (i+k)%2 == 0 {
-				t0 := time.Now()
-				rep, err := mux.call("tools/call", fmt.Sprintf(`{"name":"add_server","arguments":{"name":"s%d","command":%s}}`, i, tomlStr(b.muxFixture)), time.Minute)
-				if err != nil {
-					return res, err
-				}
-				a = rep.at.Sub(t0)
-				if txt, isErr, err := toolText(rep.result); err != nil || isErr {
-					return res, mux.fail("add_server s%d: %s (%v)", i, txt, err)
-				}
-				continue
-			}
-			ready, tools, _, err := startAlone(b, dir, b.muxFixture)
-			if err != nil {
-				return res, err
-			}
-			c = ready + tools
-		}
-		add.addDur(a)
-		alone.addDur(c)
-		own.addDur(a - c)
+	add, alone, own, err := addServers(b, mux, dir)
+	if err != nil {
+		return res, err
 	}
 	mux.notes = nil
 	time.Sleep(settle)
@@ -86,45 +62,9 @@ func muxBench(b *bench) (res *result, err error) {
 		return res, mux.fail("read VmRSS: %v", err)
 	}
 
-	// Grow every server to 50 tools (the fixture's grow tool adds dyn_N
-	// tools, one list_changed each) and wait until the mux lists them all.
-	tools, err := listAll(mux)
+	tools, err := growTo(mux)
 	if err != nil {
 		return res, err
-	}
-	have := 0
-	for _, t := range tools {
-		if strings.HasPrefix(t, "s0__") {
-			have++
-		}
-	}
-	grow := toolsPerServer - have
-	if grow > 0 {
-		for i := range muxServers {
-			if _, err := mux.call("tools/call", fmt.Sprintf(`{"name":"s%d__grow","arguments":{"n":%d}}`, i, grow), time.Minute); err != nil {
-				return res, err
-			}
-		}
-	}
-	want := muxServers * toolsPerServer
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if tools, err = listAll(mux); err != nil {
-			return res, err
-		}
-		n := 0
-		for _, t := range tools {
-			if strings.HasPrefix(t, "s") && strings.Contains(t, "__") {
-				n++
-			}
-		}
-		if n >= want {
-			break
-		}
-		if time.Now().After(deadline) {
-			return res, mux.fail("only %d of %d server tools listed a minute after grow", n, want)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	mux.notes = nil
 
@@ -171,6 +111,83 @@ func muxBench(b *bench) (res *result, err error) {
 	res.note("add_server's result comes once the server has started and its tools are listed; the server's own start is the fixture started by the bench and asked initialize and tools/list, alternating with add_server")
 	res.note("tools/list: the fixture's grow tool brings each server to %d tools; time = each page's request written → its last byte read, summed over the pages, by the raw client (which decodes nothing on the clock)", toolsPerServer)
 	return res, nil
+}
+
+// addServers adds the servers with add_server, each beside the server's
+// own start (spawn, handshake, tools/list) by the bench, alternating
+// which goes first; own is each add_server less its pair.
+func addServers(b *bench, mux *peer, dir string) (add, alone, own sample, err error) {
+	for i := range muxServers {
+		var a, c time.Duration
+		for k := range 2 {
+			if (i+k)%2 == 0 {
+				t0 := time.Now()
+				rep, err := mux.call("tools/call", fmt.Sprintf(`{"name":"add_server","arguments":{"name":"s%d","command":%s}}`, i, tomlStr(b.muxFixture)), time.Minute)
+				if err != nil {
+					return add, alone, own, err
+				}
+				a = rep.at.Sub(t0)
+				if txt, isErr, err := toolText(rep.result); err != nil || isErr {
+					return add, alone, own, mux.fail("add_server s%d: %s (%v)", i, txt, err)
+				}
+				continue
+			}
+			ready, tools, _, err := startAlone(b, dir, b.muxFixture)
+			if err != nil {
+				return add, alone, own, err
+			}
+			c = ready + tools
+		}
+		add.addDur(a)
+		alone.addDur(c)
+		own.addDur(a - c)
+	}
+	return add, alone, own, nil
+}
+
+// growTo brings every server to toolsPerServer tools and waits until the
+// mux lists them all; it returns the tool names listed.
+func growTo(mux *peer) ([]string, error) {
+	// The fixture's grow tool adds dyn_N tools, one list_changed each.
+	tools, err := listAll(mux)
+	if err != nil {
+		return nil, err
+	}
+	have := 0
+	for _, t := range tools {
+		if strings.HasPrefix(t, "s0__") {
+			have++
+		}
+	}
+	grow := toolsPerServer - have
+	if grow > 0 {
+		for i := range muxServers {
+			if _, err := mux.call("tools/call", fmt.Sprintf(`{"name":"s%d__grow","arguments":{"n":%d}}`, i, grow), time.Minute); err != nil {
+				return nil, err
+			}
+		}
+	}
+	want := muxServers * toolsPerServer
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if tools, err = listAll(mux); err != nil {
+			return nil, err
+		}
+		n := 0
+		for _, t := range tools {
+			if strings.HasPrefix(t, "s") && strings.Contains(t, "__") {
+				n++
+			}
+		}
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, mux.fail("only %d of %d server tools listed a minute after grow", n, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return tools, nil
 }
 
 // startAlone starts server by itself and times spawn → initialize result,

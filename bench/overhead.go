@@ -91,6 +91,17 @@ func overhead(b *bench) (res *result, err error) {
 	return res, nil
 }
 
+// The ways of the per-call section.
+const (
+	owDirect = iota
+	owFloor
+	owWatch
+	owMux
+	owExe // /bin/echo run directly: the [cli] way's floor
+	owCli
+	owNways
+)
+
 func overheadEra(b *bench, res *result, e era) (err error) {
 	dir, err := b.dir("overhead")
 	if err != nil {
@@ -114,16 +125,7 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 	if err := writeFile(filepath.Join(cliDir, "mcpflow.toml"), fmt.Sprintf("[cli]\nschema = [\"cat\", \"schema.json\"]\ncommand = [%s]\n[watch]\nenabled = false\n[log]\nlevel = \"warn\"\n", tomlStr(echo))); err != nil {
 		return err
 	}
-	const (
-		direct = iota
-		floor
-		watch
-		mux
-		exe
-		cli
-		nways
-	)
-	ways := [nways]callWay{
+	ways := [owNways]callWay{
 		{name: "direct to the fixture", params: e.echoCall("echo"), want: "hello"},
 		{name: "floor (2× io.Copy relay)", params: e.echoCall("echo"), want: "hello"},
 		{name: "mcpflow watch", params: e.echoCall("echo"), want: "hello"},
@@ -131,12 +133,12 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 		{name: "/bin/echo run directly", argv: []string{echo, "hello"}, dir: cliDir, want: "hello\n"},
 		{name: "[cli] through mcpflow watch (/bin/echo)", params: e.echoCall("echo"), want: "hello\n"},
 	}
-	argv := [nways][]string{
-		direct: {b.fixture},
-		floor:  {b.self, "-floor", "--", b.fixture},
-		watch:  {b.mcpflow, "watch", "--", b.fixture},
-		mux:    {b.mcpflow, "mux", "-c", muxCfg},
-		cli:    {b.mcpflow, "watch"},
+	argv := [owNways][]string{
+		owDirect: {b.fixture},
+		owFloor:  {b.self, "-floor", "--", b.fixture},
+		owWatch:  {b.mcpflow, "watch", "--", b.fixture},
+		owMux:    {b.mcpflow, "mux", "-c", muxCfg},
+		owCli:    {b.mcpflow, "watch"},
 	}
 	var ps []*peer
 	defer func() { closeAll(res, ps...) }()
@@ -145,7 +147,7 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 			continue
 		}
 		wd := dir
-		if j == cli {
+		if j == owCli {
 			wd = cliDir
 		}
 		p, err := b.start(ways[j].name, wd, argv[j]...)
@@ -175,10 +177,28 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 	for _, p := range ps {
 		p.notes = nil
 	}
-	var s [nways]sample
-	var pair [nways]sample // per-round differences against the way's direct one
-	var cpu [nways]time.Duration
-	var sw [nways]float64
+	m, err := measureWays(&ways, b.opt.rounds)
+	if err != nil {
+		return err
+	}
+	m.report(res, e, &ways, b.opt.rounds, warm)
+	return nil
+}
+
+// owRun is what the per-call section measured of each way: call times,
+// the per-round differences against the way's direct one, and the CPU
+// time and context switches of its process.
+type owRun struct {
+	s, pair [owNways]sample
+	cpu     [owNways]time.Duration
+	sw      [owNways]float64
+}
+
+// measureWays makes rounds calls each way, one a round, the order
+// rotating.
+func measureWays(ways *[owNways]callWay, rounds int) (*owRun, error) {
+	m := &owRun{}
+	s, pair, cpu, sw := &m.s, &m.pair, &m.cpu, &m.sw
 	for j := range ways {
 		if p := ways[j].p; p != nil {
 			c, _ := procCPU(p.pid)
@@ -186,46 +206,53 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 			cpu[j], sw[j] = -c, -x
 		}
 	}
-	for r := range b.opt.rounds {
-		var d [nways]time.Duration
-		for k := range nways {
-			j := (r + k) % nways
+	for r := range rounds {
+		var d [owNways]time.Duration
+		for k := range owNways {
+			j := (r + k) % owNways
+			var err error
 			if d[j], err = ways[j].call(); err != nil {
-				return err
+				return nil, err
 			}
 			s[j].addDur(d[j])
 		}
-		for _, j := range []int{floor, watch, mux} {
-			pair[j].addDur(d[j] - d[direct])
+		for _, j := range []int{owFloor, owWatch, owMux} {
+			pair[j].addDur(d[j] - d[owDirect])
 		}
-		pair[cli].addDur(d[cli] - d[exe])
+		pair[owCli].addDur(d[owCli] - d[owExe])
 	}
 	for j := range ways {
 		if p := ways[j].p; p != nil {
 			c, err1 := procCPU(p.pid)
 			x, err2 := procSwitches(p.pid)
 			if err1 != nil || err2 != nil {
-				return p.fail("read /proc: %v %v", err1, err2)
+				return nil, p.fail("read /proc: %v %v", err1, err2)
 			}
 			cpu[j] += c
 			sw[j] += x
 		}
 	}
 
+	return m, nil
+}
+
+// report adds the per-call rows of era e.
+func (m *owRun) report(res *result, e era, ways *[owNways]callWay, rounds, warm int) {
+	s, pair, cpu, sw := &m.s, &m.pair, &m.cpu, &m.sw
 	for j := range ways {
 		row := stat(e.label+ways[j].name, uDur, &s[j])
-		if j == cli {
-			row = row.withRatio(ratio(s[cli].median(), s[exe].median()) + " of direct")
-		} else if j != direct && j != exe {
-			row = row.withRatio(ratio(s[j].median(), s[direct].median()) + " of direct")
+		if j == owCli {
+			row = row.withRatio(ratio(s[owCli].median(), s[owExe].median()) + " of direct")
+		} else if j != owDirect && j != owExe {
+			row = row.withRatio(ratio(s[j].median(), s[owDirect].median()) + " of direct")
 		}
 		res.add(row)
 	}
 	added := func(j, base int) [3]float64 {
 		return [3]float64{s[j].median() - s[base].median(), s[j].p99() - s[base].p99(), s[j].min() - s[base].min()}
 	}
-	fa := added(floor, direct)
-	res.add(row{name: e.label + "added by the floor", n: fmt.Sprint(s[floor].n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
+	fa := added(owFloor, owDirect)
+	res.add(row{name: e.label + "added by the floor", n: fmt.Sprint(s[owFloor].n()), med: fmtDur(fa[0]), p99: fmtDur(fa[1]), min: fmtDur(fa[2])})
 	eight := max(8*fa[0], fa[0]+float64(500*time.Microsecond))
 	for _, x := range []struct {
 		name    string
@@ -233,22 +260,21 @@ func overheadEra(b *bench, res *result, e era) (err error) {
 		limit   float64
 		goal    string
 	}{
-		{"added by mcpflow watch", watch, direct, 2 * fa[0], "p50 ≤ 2× floor's = " + fmtDur(2*fa[0])},
-		{"added by the mux", mux, direct, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
-		{"added by [cli] (over /bin/echo run directly)", cli, exe, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
+		{"added by mcpflow watch", owWatch, owDirect, 2 * fa[0], "p50 ≤ 2× floor's = " + fmtDur(2*fa[0])},
+		{"added by the mux", owMux, owDirect, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
+		{"added by [cli] (over /bin/echo run directly)", owCli, owExe, eight, "p50 ≤ max(8× floor's, floor's + 0.5ms) = " + fmtDur(eight)},
 	} {
 		a := added(x.j, x.base)
 		res.add(row{name: e.label + x.name, n: fmt.Sprint(s[x.j].n()), med: fmtDur(a[0]), p99: fmtDur(a[1]), min: fmtDur(a[2]),
 			ratio: addedRatio(a[0], fa[0]) + " of floor's"}.judge(x.goal, a[0] <= x.limit))
 	}
-	n := float64(b.opt.rounds)
-	res.add(row{name: e.label + "CPU per call: floor / watch / mux / [cli] process", n: fmt.Sprint(b.opt.rounds),
-		med: fmtDur(float64(cpu[floor])/n) + " / " + fmtDur(float64(cpu[watch])/n) + " / " + fmtDur(float64(cpu[mux])/n) + " / " + fmtDur(float64(cpu[cli])/n)})
-	res.add(row{name: e.label + "context switches per call: floor / watch / mux / [cli] process", n: fmt.Sprint(b.opt.rounds),
-		med: fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", sw[floor]/n, sw[watch]/n, sw[mux]/n, sw[cli]/n)})
+	n := float64(rounds)
+	res.add(row{name: e.label + "CPU per call: floor / watch / mux / [cli] process", n: fmt.Sprint(rounds),
+		med: fmtDur(float64(cpu[owFloor])/n) + " / " + fmtDur(float64(cpu[owWatch])/n) + " / " + fmtDur(float64(cpu[owMux])/n) + " / " + fmtDur(float64(cpu[owCli])/n)})
+	res.add(row{name: e.label + "context switches per call: floor / watch / mux / [cli] process", n: fmt.Sprint(rounds),
+		med: fmt.Sprintf("%.1f / %.1f / %.1f / %.1f", sw[owFloor]/n, sw[owWatch]/n, sw[owMux]/n, sw[owCli]/n)})
 	res.note("%s%s: paired per round (adjacent calls), median added by the floor %s, watch %s, the mux %s, [cli] %s; %d warm-up calls per way",
-		e.label, e.name, fmtDur(pair[floor].median()), fmtDur(pair[watch].median()), fmtDur(pair[mux].median()), fmtDur(pair[cli].median()), warm)
-	return nil
+		e.label, e.name, fmtDur(pair[owFloor].median()), fmtDur(pair[owWatch].median()), fmtDur(pair[owMux].median()), fmtDur(pair[owCli].median()), warm)
 }
 
 // addedRatio is m ÷ f, for added costs that may be ≤ 0.
