@@ -74,6 +74,13 @@ func (w *instanceRun) httpStatus(sl sessionLister) *control.HTTPStatus {
 	}
 	hs := &control.HTTPStatus{URL: w.http.URL(), Sessions: []control.SessionStatus{}}
 	if sl == nil {
+		// [cli]: the open sessions the front knows, without the mux's counts.
+		for _, s := range w.http.Sessions() {
+			hs.Sessions = append(hs.Sessions, control.SessionStatus{
+				ID:     s.ID,
+				Client: control.ClientInfo{Name: s.Name, Version: s.Version, Protocol: s.Protocol, Era: "legacy"},
+			})
+		}
 		return hs
 	}
 	for _, s := range sl.Sessions() {

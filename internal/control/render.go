@@ -98,7 +98,10 @@ func writeHTTP(b *strings.Builder, h *HTTPStatus) {
 		if id == "" {
 			id = "(session-less)"
 		}
-		line := fmt.Sprintf("    %s  %s  %d request%s, last %s ago", id, clientLine(s.Client), s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+		line := fmt.Sprintf("    %s  %s", id, clientLine(s.Client))
+		if !s.LastSeen.IsZero() {
+			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+		}
 		if s.InFlight > 0 {
 			line += fmt.Sprintf(", %d in flight", s.InFlight)
 		}

@@ -62,8 +62,8 @@ type HTTPStatus struct {
 type SessionStatus struct {
 	ID       string     `json:"id,omitempty"` // Mcp-Session-Id
 	Client   ClientInfo `json:"client"`
-	Started  time.Time  `json:"started"`
-	LastSeen time.Time  `json:"last_seen"`
+	Started  time.Time  `json:"started,omitzero"`   // zero when not known ([cli])
+	LastSeen time.Time  `json:"last_seen,omitzero"` // zero when not known ([cli])
 	Requests uint64     `json:"requests"`
 	InFlight int        `json:"calls_in_flight"`
 }

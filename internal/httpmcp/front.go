@@ -73,6 +73,43 @@ type Front struct {
 	url string
 
 	closeOnce sync.Once
+
+	mu  sync.Mutex
+	srv *mcp.Server // while Serve runs
+}
+
+// Session is a client session of the front that has an id (a legacy
+// client's), as its initialize described it.
+type Session struct {
+	ID                      string
+	Name, Version, Protocol string
+}
+
+// Sessions lists the open sessions with an id. A session-less
+// (2026-07-28) client has none between its requests.
+func (f *Front) Sessions() []Session {
+	f.mu.Lock()
+	srv := f.srv
+	f.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	var out []Session
+	for ss := range srv.Sessions() {
+		if ss.ID() == "" {
+			continue
+		}
+		s := Session{ID: ss.ID()}
+		if ip := ss.InitializeParams(); ip != nil {
+			s.Protocol = ip.ProtocolVersion
+			if ip.ClientInfo != nil {
+				s.Name, s.Version = ip.ClientInfo.Name, ip.ClientInfo.Version
+			}
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Session) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // Listen binds addr (host:port; port 0 = a free port) and returns the
@@ -105,6 +142,9 @@ func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
 
 // Serve serves srv until ctx ends (nil) or the listener fails.
 func (f *Front) Serve(ctx context.Context, srv *mcp.Server) error {
+	f.mu.Lock()
+	f.srv = srv
+	f.mu.Unlock()
 	get := func(*http.Request) *mcp.Server { return srv }
 	h := &frontHandler{
 		f:         f,
