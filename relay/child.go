@@ -167,8 +167,31 @@ type childPeer interface {
 	childStderr(c *child, line string)
 }
 
-// startChild starts a new generation whose output goes to peer.
-func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
+// launched is a started process whose link the relay has not yet read:
+// the next generation, started while the current one drains (see
+// Overlapper), or just started by startChild.
+type launched struct {
+	cmd   *exec.Cmd
+	group *proc.Group
+	link  Link
+	in    io.WriteCloser
+	out   io.ReadCloser
+	logs  io.ReadCloser
+	at    time.Time
+}
+
+// Overlapper is a Link that may say that its process can run beside the
+// one it replaces, because nothing of theirs is shared (an HTTP server
+// on a port of its own per start). The relay then starts it while the
+// calls of the old child drain, and makes it the current child once the
+// old one stopped. Any other Link's process starts only once the old one
+// is gone.
+type Overlapper interface {
+	Overlaps() bool
+}
+
+// launch starts the process of spec with its link.
+func launch(spec childSpec) (*launched, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
 	}
@@ -196,7 +219,33 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
+	return &launched{cmd: cmd, group: group, link: link, in: inW, out: outR, logs: errR, at: time.Now()}, nil
+}
 
+// abort stops a launched process that never became a child: its whole
+// group, at once.
+func (l *launched) abort() {
+	l.in.Close()
+	l.group.Kill()
+	_ = l.cmd.Wait()
+	l.group.Release()
+	l.out.Close()
+	l.logs.Close()
+}
+
+// startChild starts a new generation whose output goes to peer.
+func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
+	l, err := launch(spec)
+	if err != nil {
+		return nil, err
+	}
+	return adopt(l, spec, gen, peer), nil
+}
+
+// adopt makes the launched process l the generation gen, whose output
+// goes to peer.
+func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
+	cmd, group, link, inW, outR, errR := l.cmd, l.group, l.link, l.in, l.out, l.logs
 	c := &child{
 		gen:      gen,
 		pid:      cmd.Process.Pid,
@@ -205,7 +254,7 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		link:     link,
 		in:       newOutbox(),
 		tail:     tail.New(0, 64<<10, nil),
-		started:  time.Now(),
+		started:  l.at,
 		done:     make(chan struct{}),
 		reaped:   make(chan struct{}),
 		answered: make(chan struct{}),
@@ -245,7 +294,7 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 		errR.Close()
 		close(c.done)
 	}()
-	return c, nil
+	return c
 }
 
 // readStdout hands each message of the child's stdout to peer until it

@@ -54,7 +54,9 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		return fail(err)
 	}
 	tStop := time.Now()
+	var pre *launched
 	if old != nil {
+		pre = run.prelaunch(old)
 		run.drain(old)
 		old.stop(r.cfg.Child.StopTimeout, r.ctx)
 		<-old.reaped
@@ -62,7 +64,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	res.Stop = time.Since(tStop)
 
 	tStart := time.Now()
-	c, err := run.spawn()
+	c, err := run.spawn(pre)
 	if err != nil {
 		if errors.Is(err, errClosed) {
 			return fail(err)
@@ -380,22 +382,65 @@ func (r *Relay) recompileInBackground(why string) {
 	}
 }
 
-// spawn starts the next generation and makes it current. The state stays
-// as it is (restarting), so client messages keep waiting.
-func (r restartRun) spawn() (*child, error) {
+// prelaunch starts the process of the next child while the calls in
+// flight on old drain, when its Link overlaps (Overlapper): spawn then
+// makes it the child once old is gone. It returns nil when there is
+// nothing to drain, when the process must wait until old is gone, or
+// when it did not start (spawn tries again, and reports).
+func (r restartRun) prelaunch(old *child) *launched {
+	if r.cfg.Drain <= 0 || r.spec.link == nil || old.exited() {
+		return nil
+	}
+	link := r.spec.link()
+	if o, ok := link.(Overlapper); !ok || !o.Overlaps() {
+		return nil
+	}
+	r.sw.mu.Lock()
+	n := r.sw.ids.calls(old.gen)
+	spec := r.nextSpec()
+	r.sw.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	spec.link = func() Link { return link }
+	l, err := launch(spec)
+	if err != nil {
+		return nil
+	}
+	r.log.Info("starting the next server while the calls in flight finish", "pid", l.cmd.Process.Pid)
+	return l
+}
+
+// nextSpec is how the next child starts: its environment with the
+// overrides of the moment. sw.mu is held.
+func (r restartRun) nextSpec() childSpec {
+	spec := r.spec
+	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.Child.ExtraEnv), r.sw.tools.env)
+	return spec
+}
+
+// spawn starts the next generation, or adopts pre, a process prelaunch
+// started, and makes it current. The state stays as it is (restarting),
+// so client messages keep waiting.
+func (r restartRun) spawn(pre *launched) (*child, error) {
 	r.sw.mu.Lock()
 	if r.sw.state == stateClosed {
 		r.sw.mu.Unlock()
+		if pre != nil {
+			pre.abort()
+		}
 		return nil, errClosed
 	}
 	r.sw.gen++
 	gen := r.sw.gen
-	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.Child.ExtraEnv), r.sw.tools.env)
+	spec := r.nextSpec()
 	// Start under the lock: the child's first messages and a crash at once
 	// must find it already current.
-	c, err := startChild(spec, gen, r.sw)
-	if err != nil {
+	var c *child
+	var err error
+	if pre != nil {
+		c = adopt(pre, spec, gen, r.sw)
+	} else if c, err = startChild(spec, gen, r.sw); err != nil {
 		r.sw.mu.Unlock()
 		return nil, err
 	}

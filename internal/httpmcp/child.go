@@ -88,6 +88,8 @@ const failGrace = time.Second
 //     the HTTP answer carried one), after failGrace.
 //   - When the connection as a whole fails (the SDK's connection reports
 //     a failure, such as the session gone), out ends and Lost says why.
+//   - With a placeholder URL it overlaps (relay.Overlapper): the relay
+//     may start it while the calls of the child it replaces drain.
 //   - Closing in (the relay stops the child, or it exited) closes the
 //     connection without a DELETE (the process is being stopped) and
 //     ends out.
@@ -119,6 +121,13 @@ type Link struct {
 
 // Kind names the transport in the log.
 func (l *Link) Kind() string { return "http" }
+
+// Overlaps reports whether this start's process may run beside the one
+// it replaces (relay.Overlapper): with a placeholder URL each start has a
+// port of its own.
+func (l *Link) Overlaps() bool {
+	return l.cfg.Placeholder != "" && strings.Contains(l.cfg.URL, l.cfg.Placeholder)
+}
 
 // URL is where this start of the child serves (valid after Attach).
 func (l *Link) URL() string { return l.url }

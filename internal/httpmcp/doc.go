@@ -12,8 +12,11 @@
 // the first message goes out (bounded); a call's POST does not hold up
 // the messages behind it; the server's session id stays inside the link,
 // so each new child gets a session of its own while the client keeps its
-// one. The child's stdout and stderr both go to the log: an HTTP server's
-// stdout is not protocol.
+// one. With "{port}" in the URL each start gets a free port (PORT in its
+// environment), so the relay may start the next child while the calls of
+// the old one drain (relay.Overlapper); with a fixed port the old child
+// is gone before the next starts. The child's stdout and stderr both go
+// to the log: an HTTP server's stdout is not protocol.
 //
 // The SDK's client connection opens the legacy era's standalone GET
 // stream only for an mcp.ClientSession, never for a raw Connection. The
