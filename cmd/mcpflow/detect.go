@@ -39,8 +39,6 @@ type project struct {
 	// URL is run.url for a server that serves Streamable HTTP, "" for
 	// stdio; URLWhy says what init found.
 	URL, URLWhy string
-	// Serving is what the sources say about how the server speaks.
-	Serving serving
 }
 
 // detect looks at dir, guesses the project's kind from its manifest, and
@@ -48,8 +46,7 @@ type project struct {
 // Streamable HTTP gets run.url.
 func detect(dir string) project {
 	p := detectManifest(dir)
-	p.Serving = scanServing(dir, p.Kind)
-	s := p.Serving
+	s := scanServing(dir, p.Kind)
 	switch {
 	case s.OnlyHTTP():
 		url, why, sure := s.URL()
@@ -968,9 +965,9 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 // its MCP server speaks: a Streamable HTTP transport or a stdio one, and
 // where an HTTP server listens. Each mark is what was found and where,
 // relative to the project, e.g. "StreamableHTTPServerTransport at
-// src/index.ts:3"; PortAt and PathAt are "file:line"; "" when not found. The search is rough by design:
-// init writes what it found with where it found it, and check only
-// warns when the source's evidence points one way.
+// src/index.ts:3"; PortAt and PathAt are "file:line"; "" when not found.
+// The search is rough by design: init writes what it found with where it
+// found it, and check only warns when the evidence points one way.
 type serving struct {
 	HTTP   string // a Streamable HTTP server transport
 	Stdio  string // a stdio server transport
@@ -1139,8 +1136,8 @@ const (
 
 // scanServing searches the sources of the project in dir, of kind (as
 // detect names it), for how its server speaks. It reads at most
-// servingMaxFiles source files, skipping dependencies, build outputs,
-// tests and examples.
+// servingMaxFiles source files among the first servingMaxEntries it
+// walks, skipping dependencies, build outputs, tests and examples.
 func scanServing(dir, kind string) serving {
 	lang := servingLangs()[kind]
 	if lang == nil {
