@@ -389,11 +389,13 @@ func settingText(d time.Duration) string {
 	return s
 }
 
-// servingWarnings compares run.url with what the server's sources say
-// (scanServing): a url for a server that only speaks stdio, no url for
-// one that only serves Streamable HTTP, {port} for a server that reads no
-// $PORT and names a fixed port; and warns when the url's fixed port is
-// taken on this machine. Each warning is at run.url.
+// servingWarnings compares run.url with the transport the run command
+// asks for (commandTransport) or, when it asks for none, with what the
+// server's sources say (scanServing): a url for a server that only
+// speaks stdio, no url for one that only serves Streamable HTTP, a server
+// that only serves the legacy HTTP+SSE transport, {port} for a server
+// that reads no $PORT and names a fixed port; and warns when the url's
+// fixed port is taken on this machine. Each warning is at run.url.
 func servingWarnings(v checkView) []string {
 	cfg := v.cfg
 	if cfg.CLI != nil || cfg.Run.Command.IsZero() {
