@@ -239,11 +239,13 @@ func (h *frontHandler) note(session string, toServer bool, msg []byte) {
 		h.f.cfg.Traffic(session, toServer, msg)
 	}
 	if h.f.log.Enabled(context.Background(), slog.LevelDebug) {
-		from := "client (http)"
+		// As the relay's line per message, with the hop's transport and
+		// the client's session.
+		what := "from client"
 		if !toServer {
-			from = "mcpflow to client (http)"
+			what = "to client"
 		}
-		args := []any{"hop", "client-http"}
+		args := []any{"bytes", len(msg), "via", "http"}
 		if session != "" {
 			args = append(args, "session", session)
 		}
@@ -251,11 +253,11 @@ func (h *frontHandler) note(session string, toServer bool, msg []byte) {
 			if env.Method != "" {
 				args = append(args, "method", env.Method)
 			}
-			if len(env.ID) > 0 {
+			if env.ID != nil {
 				args = append(args, "id", string(env.ID))
 			}
 		}
-		h.f.log.Debug("from "+from+": "+wire.Abbreviate(msg, 300), args...)
+		h.f.log.Debug(what, args...)
 	}
 }
 
