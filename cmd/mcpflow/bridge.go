@@ -38,7 +38,12 @@ import (
 // not sent twice. Every other session stays on the relay, untouched.
 
 // serveBridging is serve with the era bridge (single-server configs only).
+// With an HTTP front ([http] listen, --http) it is serveHTTP: each client
+// session is served by the mux engine, which speaks each side's era.
 func serveBridging(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+	if cfg.HTTP.Listen != "" {
+		return serveHTTP(ctx, cfg, slog.New(logger), ring)
+	}
 	if cfg.Mode() != config.Single {
 		return serve(ctx, cfg, logger, ring, in, stdout, nil)
 	}
