@@ -526,7 +526,11 @@ func (t *muxTarget) builds(name string) *buildLog {
 func (t *muxTarget) Status() control.Status {
 	var st control.Status
 	if c := t.m.Client(); c.Protocol != "" {
-		st.Client = control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: "legacy"}
+		era := "legacy"
+		if wire.IsModern(c.Protocol) {
+			era = "modern"
+		}
+		st.Client = control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: era}
 	}
 	for _, info := range t.m.List(false) {
 		t.mu.Lock()
