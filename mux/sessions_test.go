@@ -16,8 +16,7 @@ import (
 // memFront is a Front that serves the mux's server to in-memory clients,
 // as many as connect() makes, until ctx ends (as the HTTP front does).
 type memFront struct {
-	srv   chan *mcp.Server
-	ready chan struct{}
+	srv chan *mcp.Server
 }
 
 func (f *memFront) Serve(ctx context.Context, srv *mcp.Server) error {
