@@ -149,7 +149,7 @@ func (l *Link) Waiting() string {
 	if p := l.lost.Load(); p != nil {
 		return *p
 	}
-	return fmt.Sprintf("%s did not answer at %s yet", l.desc, l.url)
+	return fmt.Sprintf("%s did not answer at %s (is run.url where it listens?)", l.desc, l.url)
 }
 
 // Attach makes the link's pipes and sets the command's stdout, stderr
