@@ -690,11 +690,11 @@ func (m *Mux) applyLocked(s *server, ev Event) bool {
 		if ev.Gen != 0 {
 			s.gen = ev.Gen
 		}
-		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
+		s.status, s.pid, s.report = StatusCrashed, 0, m.agentText(s.spec.Name, ev.Report)
 		s.crashes++
 		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
 		m.cat.unpublish(s)
-		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(ev.Report))
+		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(s.report))
 	case EventBuilt:
 		s.lastBuild = ev.Build
 	case EventBuildFailed:
@@ -702,10 +702,17 @@ func (m *Mux) applyLocked(s *server, ev Event) bool {
 			s.lastBuild = ev.Build
 		}
 		if s.status != StatusRunning {
-			s.status, s.report = StatusBuildFailed, ev.Report
+			s.status, s.report = StatusBuildFailed, m.agentText(s.spec.Name, ev.Report)
 		}
 	}
 	return false
+}
+
+// agentText is a relay's report as the agent reads it: the relay names
+// its own rebuild tool, which the mux hides, where the agent calls the
+// mux's (reload_server, or the single tool).
+func (m *Mux) agentText(server, report string) string {
+	return strings.ReplaceAll(report, relayTool, m.reloadHint(server))
 }
 
 func firstLine(s string) string {

@@ -95,7 +95,7 @@ func TestStartWaitsAsLongAsTheClient(t *testing.T) {
 func TestSingleMode(t *testing.T) {
 	e := start(t, envOpts{version: "2025-11-25", cfg: Config{
 		Single: true,
-		Servers: []ServerSpec{{Name: "server", Command: []string{testkit.Fixture(t)}, Env: map[string]string{
+		Servers: []ServerSpec{{Name: "server", Command: []string{testkit.Fixture(t)}, OnCrash: "wait", Env: map[string]string{
 			"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": "2026-07-28", "FIXTURE_REFUSE_INITIALIZE": "1",
 		}}},
 	}})
@@ -126,5 +126,12 @@ func TestSingleMode(t *testing.T) {
 	e.mustFail("nope", map[string]any{}, "unknown tool", "echo")
 	if _, err := e.cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "you"}}); err != nil {
 		t.Errorf("greet: %v", err)
+	}
+	// A crash report names the rebuild tool the client has, never the
+	// relay's own, which single mode hides too.
+	e.call("exit", map[string]any{"code": 3})
+	testkit.Eventually(t, 10*time.Second, "the crash noted", func() bool { return e.server("server").Status == StatusCrashed })
+	if text := e.mustFail("echo", map[string]any{"text": "x"}, "call "+defaultSingleTool); strings.Contains(text, relayTool) {
+		t.Errorf("the report names the relay's hidden tool: %s", text)
 	}
 }
