@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -375,4 +376,40 @@ func TestHTTPFrontTypeScriptClient(t *testing.T) {
 			t.Logf("%s", strings.TrimSpace(string(out)))
 		})
 	}
+}
+
+// TestHTTPFrontFlag: mcpflow watch --http ADDR -- CMD (no config file)
+// and mcpflow mux --http ADDR serve HTTP; an ADDR that is no host:port is
+// a usage error.
+func TestHTTPFrontFlag(t *testing.T) {
+	t.Parallel()
+	t.Run("watch", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+		h := startHTTP(t, dir, "watch", "--http", "127.0.0.1:0", "--build", "cp src.txt variant", "--", fixtureBin, "-variant-file", "variant")
+		c := h.connect("flag", testkit.Legacy.Version)
+		if got, _ := c.call("echo", map[string]any{"text": "x"}); got != "x" {
+			t.Fatalf("echo: %q", got)
+		}
+		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
+		c.waitTool("reverse")
+	})
+	t.Run("mux", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cfg := "[servers.a.run]\ncommand = [\"" + fixtureBin + "\", \"-name\", \"a\"]\n"
+		os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(cfg), 0o644)
+		h := startHTTP(t, dir, "mux", "-c", "mcpflow.toml", "--http", "127.0.0.1:0")
+		c := h.connect("flag-mux", testkit.Modern.Version)
+		testkit.Eventually(t, 30*time.Second, "a__echo", func() bool { return slices.Contains(c.tools(), "a__echo") })
+	})
+	t.Run("bad", func(t *testing.T) {
+		t.Parallel()
+		out, err := testkit.Command(testkit.Tag(t), nil, mcpflowBin, "watch", "--http", "8931", "--", fixtureBin).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "--http") {
+			t.Fatalf("--http 8931: %v\n%s", err, out)
+		}
+	})
 }

@@ -29,14 +29,20 @@ import (
 )
 
 const watchUsage = `Usage:
-  mcpflow watch [-c FILE]
-  mcpflow watch [--build CMD] [--log-file FILE] -- CMD [ARGS...]
+  mcpflow watch [-c FILE] [--http ADDR]
+  mcpflow watch [--build CMD] [--log-file FILE] [--http ADDR] -- CMD [ARGS...]
 
 Relays the MCP client on stdin/stdout to your server, rebuilding and
 restarting it when its sources change or the agent calls the recompile tool.
 Without a config file, CMD is the server, there is no build step unless
 --build gives one, and the watched files come from the same project
 detection as "mcpflow init".
+
+With --http ADDR (or [http] listen), clients connect over Streamable HTTP
+at http://ADDR/mcp instead, as many as like, each its own session, kept
+across every restart of the server; stdin is not read, and mcpflow runs
+until Ctrl-C or SIGTERM. ADDR is host:port (127.0.0.1:0 = a free port;
+the URL is logged at start).
 
 Flags:
 `
@@ -68,13 +74,14 @@ func cmdWatch(e env, args []string) int {
 }
 
 // runFlags are the flags every serving command (watch, mux) takes.
-type runFlags struct{ logFile, logLevel, traffic *string }
+type runFlags struct{ logFile, logLevel, traffic, http *string }
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
 		logFile:  fs.String("log-file", "", "also write the log to this file"),
 		logLevel: fs.String("log-level", "", "debug | info | warn | error (overrides log.level)"),
 		traffic:  fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)"),
+		http:     httpFlag(fs),
 	}
 }
 
@@ -98,6 +105,13 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 			return exitUsage
 		}
 	}
+	if *f.http != "" {
+		if msg := config.ListenProblem(*f.http); msg != "" {
+			fmt.Fprintln(e.stderr, "mcpflow: --http:", msg)
+			return exitUsage
+		}
+		cfg.HTTP.Listen = *f.http
+	}
 	ring := logring.New(0)
 	logger, closeLog, err := newRunLogger(x.stderr, ring, cfg.Log)
 	if err != nil {
@@ -105,7 +119,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 		return exitFailure
 	}
 	defer closeLog()
-	if isTerminal(e.stdin) {
+	if isTerminal(e.stdin) && cfg.HTTP.Listen == "" {
 		logger.Warn("stdin is a terminal: mcpflow speaks MCP on stdin/stdout, so start it from your MCP client (\"mcpflow init\" prints the setup) or run \"make demo\" to see it work")
 	}
 	x.start(logger)
@@ -166,6 +180,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *lo
 			Dir:         cfg.Run.Cwd,
 			ExtraEnv:    cfg.Run.Env,
 			StopTimeout: cfg.Run.StopTimeout,
+			Link:        childLink(cfg.Run, cfg.Relay),
 		},
 		EnvOverridable:   cfg.Run.EnvOverridable,
 		Tool:             cfg.Relay.Tool,
