@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -433,5 +434,54 @@ func TestHTTPChildLostSession(t *testing.T) {
 	t.Logf("the call's answer: %v", err)
 	testkit.Eventually(t, 30*time.Second, "the server back", func() bool {
 		return h.try("echo", map[string]any{"text": "again"}) == "again"
+	})
+}
+
+// TestHTTPFrontToTypeScriptHTTPChild: HTTP on both sides with a
+// TypeScript SDK 1.x server written as its README shows (a session per
+// initialize, 400 to anything else without a session): mcpflow's own
+// first requests (its ping, the era's server/discover) must not take the
+// server for a dead one; an edit brings the new tool to the HTTP client.
+func TestHTTPFrontToTypeScriptHTTPChild(t *testing.T) {
+	t.Parallel()
+	script, _ := filepath.Abs(filepath.Join("testdata", "node", "httpserver.mjs"))
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("TypeScript SDK peers not installed: make node-deps")
+		}
+		t.Skip("TypeScript SDK peers not installed: run make node-deps")
+	}
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
+		dir := t.TempDir()
+		toml := fmt.Sprintf(`[build]
+command = "cp src.txt variant"
+[run]
+command = ["node", %q, "variant"]
+url = "http://127.0.0.1:{port}/mcp"
+stop_timeout = "1s"
+[watch]
+paths = ["."]
+include = ["src.txt"]
+debounce = "50ms"
+[http]
+listen = "127.0.0.1:0"
+`, script)
+		os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
+		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+		h := startHTTP(t, dir, "watch")
+		c := h.connect("front-client", era.Version)
+		testkit.Eventually(t, 30*time.Second, "the server's tools", func() bool { return slices.Contains(c.tools(), "hello") })
+		if got, isErr := c.call("hello", map[string]any{"name": "http"}); isErr || got != "hello, http" {
+			t.Fatalf("hello: %q %v\n%s", got, isErr, h.stderr)
+		}
+		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
+		c.waitTool("reverse")
+		if got, isErr := c.call("reverse", map[string]any{"text": "abc"}); isErr || got != "cba" {
+			t.Fatalf("reverse: %q %v", got, isErr)
+		}
+		if strings.Contains(h.stderr.String(), "ERRO") {
+			t.Errorf("errors in the log:\n%s", h.stderr)
+		}
 	})
 }

@@ -86,6 +86,13 @@ const failGrace = time.Second
 //     (an error status, a stream that ends without the answer) gets an
 //     error answer from the link (the server's own JSON-RPC error when
 //     the HTTP answer carried one), after failGrace.
+//   - Until the server first answers a request, the link answers a ping
+//     itself (the URL answered, which is what a ping asks): a server may
+//     know no session of this client before its handshake and refuse
+//     anything else (the TypeScript SDK's servers answer 400, and the
+//     SDK's client connection then fails for good). A server/discover
+//     refused at the HTTP level gets "method not found": the server
+//     speaks the legacy handshake.
 //   - When the connection as a whole fails (the SDK's connection reports
 //     a failure, such as the session gone), out ends and Lost says why.
 //   - With a placeholder URL it overlaps (relay.Overlapper): the relay
@@ -112,6 +119,7 @@ type Link struct {
 	version  atomic.Pointer[string] // the legacy era's negotiated version, for the headers
 	closing  atomic.Bool
 	reached  atomic.Bool // the URL answered
+	greeted  atomic.Bool // the server answered a request: it knows this client
 	wg       sync.WaitGroup
 	outMu    sync.Mutex
 	initMu   sync.Mutex
@@ -323,13 +331,17 @@ func (l *Link) send(conn mcp.Connection, msg jsonrpc.Message) {
 		_ = conn.Write(l.ctx, msg) // a notification or an answer: one quick POST
 		return
 	}
+	if req.Method == "ping" && !l.greeted.Load() {
+		l.emitMsg(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
+		return
+	}
 	if req.Method == "initialize" {
 		l.initMu.Lock()
 		id := req.ID
 		l.initID = &id
 		l.initMu.Unlock()
 		if err := conn.Write(l.ctx, msg); err != nil {
-			l.failCall(req.ID, err)
+			l.failCall(req, err)
 		}
 		return
 	}
@@ -342,7 +354,7 @@ func (l *Link) send(conn mcp.Connection, msg jsonrpc.Message) {
 		defer l.wg.Done()
 		defer close(done)
 		if err := conn.Write(ctx, msg); err != nil {
-			l.failCall(req.ID, err)
+			l.failCall(req, err)
 		}
 	}()
 	select {
@@ -354,13 +366,19 @@ func (l *Link) send(conn mcp.Connection, msg jsonrpc.Message) {
 
 // failCall answers a call whose HTTP exchange failed, unless the link
 // ends within failGrace (the process exited: the relay reports it).
-func (l *Link) failCall(id jsonrpc.ID, err error) {
+func (l *Link) failCall(req *jsonrpc.Request, err error) {
 	if l.ctx.Err() != nil {
 		return
 	}
+	id := req.ID
 	if werr := serverError(err); werr != nil {
 		// The server's own answer, sent with an error status.
 		l.emitMsg(&jsonrpc.Response{ID: id, Error: werr})
+		return
+	}
+	if req.Method == "server/discover" && l.reached.Load() {
+		l.emitMsg(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: "Method not found: the server refused server/discover over HTTP (" + err.Error() + "); it speaks the legacy handshake"}})
 		return
 	}
 	answer := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpflow could not reach the server over HTTP: " + err.Error()}}
@@ -419,8 +437,11 @@ func (l *Link) readConn(conn mcp.Connection) {
 			if resp.Error != nil && !errors.As(resp.Error, &werr) {
 				// The SDK's own answer to a call whose stream ended
 				// without the server's: most likely it died.
-				l.failCall(resp.ID, resp.Error)
+				l.failCall(&jsonrpc.Request{ID: resp.ID}, resp.Error)
 				continue
+			}
+			if resp.Error == nil {
+				l.greeted.Store(true)
 			}
 			l.initialized(conn, resp)
 		}
