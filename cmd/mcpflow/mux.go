@@ -200,6 +200,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	var run config.RunConfig
 	if c := w.single; c != nil {
 		r, run = c.Relay, c.Run
+		rc.Child.Setting = "" // the relay's own wording: run.command in the config
 	} else if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		r, run = s.Relay, s.Run
 	} else {
