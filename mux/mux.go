@@ -199,9 +199,9 @@ func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
 	}
 	defer m.Close()
 	m.served = ctx
-	started := m.startServers()
-	t = m.awaitStart(ctx, t, started)
-	srv := m.frontServer()
+	started := startup{m}.startServers()
+	t = startup{m}.awaitStart(ctx, t, started)
+	srv := startup{m}.frontServer()
 	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		return err
@@ -240,25 +240,29 @@ func (m *Mux) Serve(ctx context.Context, f Front) error {
 	defer m.Close()
 	m.sess.multi = true
 	m.served = ctx
-	started := m.startServers()
+	started := startup{m}.startServers()
 	wait := m.cfg.StartWait
 	if wait <= 0 {
 		wait = relay.ClientWait("")
 	}
-	m.waitStarted(ctx, started, wait)
+	startup{m}.waitStarted(ctx, started, wait)
 	if ctx.Err() != nil {
 		return nil
 	}
-	err := f.Serve(ctx, m.frontServer())
+	err := f.Serve(ctx, startup{m}.frontServer())
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
 
+// startup is the mux as it starts its configured servers and waits for
+// them before serving its clients.
+type startup struct{ *Mux }
+
 // startServers starts the configured servers; the channel is closed when
 // every one is up or failed.
-func (m *Mux) startServers() <-chan struct{} {
+func (m startup) startServers() <-chan struct{} {
 	var wg sync.WaitGroup
 	for _, spec := range m.cfg.Servers {
 		spec.Source = "config"
@@ -277,8 +281,8 @@ func (m *Mux) startServers() <-chan struct{} {
 
 // frontServer makes the front server and publishes what the servers up
 // now list on it.
-func (m *Mux) frontServer() *mcp.Server {
-	srv := front{m}.newFront()
+func (m startup) frontServer() *mcp.Server {
+	srv := front{m.Mux}.newFront()
 	m.mu.Lock()
 	m.cat.srv = srv
 	for _, s := range m.servers {
@@ -293,7 +297,7 @@ func (m *Mux) frontServer() *mcp.Server {
 // from its first message: StartWait, else relay.ClientWait of the name in
 // that message. On a wire.Transport it reads that message to learn the
 // name, and returns the transport that hands it on first.
-func (m *Mux) awaitStart(ctx context.Context, t mcp.Transport, started <-chan struct{}) mcp.Transport {
+func (m startup) awaitStart(ctx context.Context, t mcp.Transport, started <-chan struct{}) mcp.Transport {
 	wt, ok := t.(*wire.Transport)
 	if !ok {
 		wait := m.cfg.StartWait
@@ -326,7 +330,7 @@ func (m *Mux) awaitStart(ctx context.Context, t mcp.Transport, started <-chan st
 	return &nt
 }
 
-func (m *Mux) waitStarted(ctx context.Context, started <-chan struct{}, wait time.Duration) {
+func (m startup) waitStarted(ctx context.Context, started <-chan struct{}, wait time.Duration) {
 	select {
 	case <-started:
 	case <-ctx.Done():
@@ -432,7 +436,7 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	m.servers[spec.Name] = s
 	m.wg.Add(1)
 	m.mu.Unlock()
-	go m.worker(s)
+	go lifecycle{m}.worker(s)
 
 	b, err := m.newB(spec, s.emit)
 	if err != nil {
@@ -520,9 +524,9 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 		return nil, res, fail
 	}
 	if fail == nil {
-		m.applyResult(s, res)
+		lifecycle{m}.applyResult(s, res)
 	}
-	if err := m.relist(ctx, s); err != nil && fail == nil {
+	if err := (lifecycle{m}).relist(ctx, s); err != nil && fail == nil {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
 	}
 	return s, res, fail
@@ -605,9 +609,13 @@ func (s *inbox) markRelist() {
 	s.poke()
 }
 
+// lifecycle is the mux as it follows each server's life: its events
+// applied in order, its lists read again after a change.
+type lifecycle struct{ *Mux }
+
 // worker applies a server's events and re-lists it after list_changed,
 // off every read loop: a burst of notifications costs one re-list.
-func (m *Mux) worker(s *server) {
+func (m lifecycle) worker(s *server) {
 	defer m.wg.Done()
 	for {
 		select {
@@ -640,7 +648,7 @@ func (m *Mux) worker(s *server) {
 }
 
 // apply records one event; it reports whether the lists must be fetched.
-func (m *Mux) apply(s *server, ev Event) bool {
+func (m lifecycle) apply(s *server, ev Event) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.applyLocked(s, ev)
@@ -649,14 +657,14 @@ func (m *Mux) apply(s *server, ev Event) bool {
 // applyResult records what a start or reload did at once, so that its
 // caller reports the new state; the same event, arriving later through the
 // worker, changes nothing.
-func (m *Mux) applyResult(s *server, res result.Build) {
+func (m lifecycle) applyResult(s *server, res result.Build) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applyLocked(s, eventOf(res))
 }
 
 // applyLocked is apply with m.mu held.
-func (m *Mux) applyLocked(s *server, ev Event) bool {
+func (m lifecycle) applyLocked(s *server, ev Event) bool {
 	if s.removed {
 		return false
 	}
@@ -721,7 +729,7 @@ func firstLine(s string) string {
 }
 
 // relist fetches a child's lists and publishes them on the front server.
-func (m *Mux) relist(ctx context.Context, s *server) error {
+func (m lifecycle) relist(ctx context.Context, s *server) error {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	m.mu.Lock()

@@ -253,8 +253,8 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 		s, res = ns, r
 	} else {
 		res = s.b.Reload(ctx)
-		m.applyResult(s, res)
-		if err := m.relist(ctx, s); err != nil {
+		lifecycle{m}.applyResult(s, res)
+		if err := (lifecycle{m}).relist(ctx, s); err != nil {
 			m.log.Warn("re-listing after reload failed", "server", name, "err", err)
 		}
 	}

@@ -1143,38 +1143,7 @@ func scanServing(dir, kind string) serving {
 	if lang == nil {
 		return serving{}
 	}
-	outDir := readTSConfig(dir).OutDir
-	var files []string
-	seen := 0
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return filepath.SkipDir
-		}
-		if seen++; len(files) >= servingMaxFiles || seen > servingMaxEntries {
-			return filepath.SkipAll
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
-		name := d.Name()
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			switch name {
-			case "node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
-				"test", "tests", "__tests__", "example", "examples", "site-packages":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(name, ".") || rel == outDir {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if slices.Contains(lang.exts, path.Ext(name)) && !lang.isTest(name) {
-			files = append(files, rel)
-		}
-		return nil
-	})
+	files := servingFiles(dir, lang)
 	texts := map[string]string{}
 	for _, f := range files {
 		texts[f] = readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
@@ -1261,6 +1230,44 @@ func scanServing(dir, kind string) serving {
 		s.Path, s.PathAt = paths[0], ats[0]
 	}
 	return s
+}
+
+// servingFiles lists the source files of lang in dir that scanServing
+// reads (slash paths relative to dir), within its bounds.
+func servingFiles(dir string, lang *servingLang) []string {
+	outDir := readTSConfig(dir).OutDir
+	var files []string
+	seen := 0
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return filepath.SkipDir
+		}
+		if seen++; len(files) >= servingMaxFiles || seen > servingMaxEntries {
+			return filepath.SkipAll
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			switch name {
+			case "node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
+				"test", "tests", "__tests__", "example", "examples", "site-packages":
+				return filepath.SkipDir
+			}
+			if strings.HasPrefix(name, ".") || rel == outDir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if slices.Contains(lang.exts, path.Ext(name)) && !lang.isTest(name) {
+			files = append(files, rel)
+		}
+		return nil
+	})
+	return files
 }
 
 // findMark is the first of marks found in text (the file f), as "MATCH

@@ -105,11 +105,7 @@ type Link struct {
 	url  string // the URL of this start (the placeholder replaced)
 	desc string // the command, for messages
 
-	logR, logW *os.File
-	inR        *io.PipeReader
-	inW        *io.PipeWriter
-	outR       *io.PipeReader
-	outW       *io.PipeWriter
+	linkPipes
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -125,6 +121,16 @@ type Link struct {
 	initMu   sync.Mutex
 	initID   *jsonrpc.ID // the initialize in flight
 	getStart sync.Once
+}
+
+// linkPipes are a Link's ends: the process's output (stdout and stderr
+// both) for the log, and the relay's two pipes.
+type linkPipes struct {
+	logR, logW *os.File
+	inR        *io.PipeReader
+	inW        *io.PipeWriter
+	outR       *io.PipeReader
+	outW       *io.PipeWriter
 }
 
 // Kind names the transport in the log.
