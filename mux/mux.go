@@ -282,7 +282,7 @@ func (m startup) startServers() <-chan struct{} {
 // frontServer makes the front server and publishes what the servers up
 // now list on it.
 func (m startup) frontServer() *mcp.Server {
-	srv := front{m.Mux}.newFront()
+	srv := front(m).newFront()
 	m.mu.Lock()
 	m.cat.srv = srv
 	for _, s := range m.servers {
