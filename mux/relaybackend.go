@@ -52,6 +52,10 @@ type RelayOptions struct {
 	Drain time.Duration
 }
 
+// closeWait bounds how long Close waits for the relay to finish writing
+// to the mux's client before it closes that pipe under it.
+const closeWait = 2 * time.Second
+
 // relayTool is the name under which each relay lists its own recompile
 // tool; the mux hides it (reload_server replaces it).
 const relayTool = "mcpflow_mux_internal_recompile"
@@ -117,7 +121,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// ends by wire.Reader like any other stream.
 		c2rR, c2rW := io.Pipe()
 		r2cR, r2cW := io.Pipe()
-		b.c2rW = c2rW
+		b.c2rW, b.r2cR = c2rW, r2cR
 		b.transport = &wire.Transport{In: wire.NewReader(r2cR, rc.MaxMessage), Out: c2rW, Log: logger}
 		b.ctx, b.cancel = context.WithCancel(context.Background())
 		go func() {
@@ -150,6 +154,7 @@ type relayBackend struct {
 	once   sync.Once
 
 	c2rW      *io.PipeWriter  // the relay's input
+	r2cR      *io.PipeReader  // the relay's output, read by the mux's client
 	transport *wire.Transport // the MCP client's connection to the relay
 
 	mu    sync.Mutex
@@ -285,7 +290,15 @@ func (b *relayBackend) Close() {
 		b.cancel()
 		b.wg.Wait()
 		b.c2rW.Close()
-		<-b.done
+		select {
+		case <-b.done:
+		case <-time.After(closeWait):
+			// The relay is stuck writing to the mux's client, which no
+			// longer reads (its session is closing): its last answers have
+			// nobody to reach.
+			b.r2cR.CloseWithError(io.ErrClosedPipe)
+			<-b.done
+		}
 		b.emit(Event{Kind: EventStopped})
 	})
 }
