@@ -261,31 +261,10 @@ func TestHTTPChildSIGTERM(t *testing.T) {
 // session crosses the era bridge: the server speaks the legacy versions).
 func TestHTTPChildTypeScriptServer(t *testing.T) {
 	t.Parallel()
-	script, _ := filepath.Abs(filepath.Join("testdata", "node", "httpserver.mjs"))
-	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TypeScript SDK peers not installed: make node-deps")
-		}
-		t.Skip("TypeScript SDK peers not installed: run make node-deps")
-	}
+	tsHTTPServerScript(t)
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		t.Parallel()
-		dir := t.TempDir()
-		toml := fmt.Sprintf(`[build]
-command = "cp src.txt variant"
-[run]
-command = ["node", %q, "variant"]
-url = "http://127.0.0.1:{port}/mcp"
-stop_timeout = "1s"
-[watch]
-paths = ["."]
-include = ["src.txt"]
-debounce = "50ms"
-[log]
-level = "debug"
-`, script)
-		os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
-		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+		dir := tsHTTPProject(t, "[log]\nlevel = \"debug\"\n")
 		h := startE2E(t, dir, era.Version, "watch")
 		h.waitTools("hello")
 		if got, isErr := h.call("hello", map[string]any{"name": "go"}); isErr || got != "hello, go" {
@@ -444,31 +423,10 @@ func TestHTTPChildLostSession(t *testing.T) {
 // server for a dead one; an edit brings the new tool to the HTTP client.
 func TestHTTPFrontToTypeScriptHTTPChild(t *testing.T) {
 	t.Parallel()
-	script, _ := filepath.Abs(filepath.Join("testdata", "node", "httpserver.mjs"))
-	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("TypeScript SDK peers not installed: make node-deps")
-		}
-		t.Skip("TypeScript SDK peers not installed: run make node-deps")
-	}
+	tsHTTPServerScript(t)
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		t.Parallel()
-		dir := t.TempDir()
-		toml := fmt.Sprintf(`[build]
-command = "cp src.txt variant"
-[run]
-command = ["node", %q, "variant"]
-url = "http://127.0.0.1:{port}/mcp"
-stop_timeout = "1s"
-[watch]
-paths = ["."]
-include = ["src.txt"]
-debounce = "50ms"
-[http]
-listen = "127.0.0.1:0"
-`, script)
-		os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
-		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+		dir := tsHTTPProject(t, "[http]\nlisten = \"127.0.0.1:0\"\n")
 		h := startHTTP(t, dir, "watch")
 		c := h.connect("front-client", era.Version)
 		testkit.Eventually(t, 30*time.Second, "the server's tools", func() bool { return slices.Contains(c.tools(), "hello") })
@@ -484,4 +442,44 @@ listen = "127.0.0.1:0"
 			t.Errorf("errors in the log:\n%s", h.stderr)
 		}
 	})
+}
+
+// tsHTTPServerScript is testdata/node/httpserver.mjs, skipping the test (failing
+// it in CI) when the TypeScript SDK peers are not installed.
+func tsHTTPServerScript(t *testing.T) string {
+	t.Helper()
+	script, _ := filepath.Abs(filepath.Join("testdata", "node", "httpserver.mjs"))
+	if _, err := os.Stat(filepath.Join(filepath.Dir(script), "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("TypeScript SDK peers not installed: make node-deps")
+		}
+		t.Skip("TypeScript SDK peers not installed: run make node-deps")
+	}
+	return script
+}
+
+// tsHTTPProject is a project whose server is httpserver.mjs on {port},
+// built by copying src.txt (v1; v2 adds reverse) to its variant file,
+// with more appended to its mcpflow.toml.
+func tsHTTPProject(t *testing.T, more string) string {
+	t.Helper()
+	dir := t.TempDir()
+	toml := fmt.Sprintf(`[build]
+command = "cp src.txt variant"
+[run]
+command = ["node", %q, "variant"]
+url = "http://127.0.0.1:{port}/mcp"
+stop_timeout = "1s"
+[watch]
+paths = ["."]
+include = ["src.txt"]
+debounce = "50ms"
+`, tsHTTPServerScript(t))
+	if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml+more), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
