@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -145,7 +144,7 @@ func watchModeWarning(v checkView) string {
 	if w == nil {
 		return ""
 	}
-	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), settingText(v.cfg.Build.Timeout), w.instead)
+	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), config.DurationText(v.cfg.Build.Timeout), w.instead)
 }
 
 // dataFileWarnings warns about watched files that look like what a
@@ -375,18 +374,6 @@ func inAny(dirs []string, p string) bool {
 		}
 	}
 	return false
-}
-
-// settingText writes a duration as a setting is written: "10m", "2s".
-func settingText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // servingWarnings compares run.url with the transport the run command

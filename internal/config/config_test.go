@@ -850,8 +850,8 @@ func TestFormatters(t *testing.T) {
 		10 * time.Minute: "10m", time.Hour: "1h", 90 * time.Minute: "1h30m", 2 * time.Second: "2s",
 		100 * time.Millisecond: "100ms", 90 * time.Second: "1m30s", 0: "0s", time.Hour + time.Second: "1h0m1s",
 	} {
-		if got := durationText(d); got != want {
-			t.Errorf("durationText(%v) = %q, want %q", d, got, want)
+		if got := DurationText(d); got != want {
+			t.Errorf("DurationText(%v) = %q, want %q", d, got, want)
 		}
 	}
 	for n, want := range map[int64]string{64 << 20: "64MiB", 1 << 10: "1KiB", 1000: "1000", 0: "0", 3 << 30: "3GiB", 1<<20 + 1: "1048577"} {

@@ -42,12 +42,12 @@ func (c *Config) Describe() string {
 	d.kv("call_tool", TOMLString(r.CallTool), off(r.CallTool, "off"))
 	d.kv("queue_size", strconv.Itoa(r.QueueSize), "")
 	d.kv("queue_bytes", TOMLString(sizeText(r.QueueBytes)), "")
-	d.kv("queue_timeout", TOMLString(durationText(r.QueueTimeout)), "")
+	d.kv("queue_timeout", TOMLString(DurationText(r.QueueTimeout)), "")
 	grace, note := graceText(r.StartupGrace)
 	d.kv("startup_grace", grace, note)
-	d.kv("handshake_timeout", TOMLString(durationText(r.Handshake)), "")
+	d.kv("handshake_timeout", TOMLString(DurationText(r.Handshake)), "")
 	if c.Mode() != Mux {
-		d.kv("drain", TOMLString(durationText(r.Drain)), "")
+		d.kv("drain", TOMLString(DurationText(r.Drain)), "")
 	}
 
 	if c.Mode() != Mux {
@@ -74,7 +74,7 @@ func (c *Config) Describe() string {
 		d.kv("add_server", strconv.FormatBool(m.AddServer), "")
 		d.kv("allowed_commands", TOMLStrings(m.AllowedCommands), off(strings.Join(m.AllowedCommands, ""), "any command"))
 		d.kv("allowed_env", TOMLStrings(m.AllowedEnv), off(strings.Join(m.AllowedEnv, ""), "none, when allowed_commands is set"))
-		d.kv("drain", TOMLString(durationText(m.Drain)), "")
+		d.kv("drain", TOMLString(DurationText(m.Drain)), "")
 		if len(c.Servers) == 0 {
 			b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
 		}
@@ -94,10 +94,10 @@ func (c *Config) Describe() string {
 			d.kv("restart_marker", TOMLString(sr.RestartMarker), off(sr.RestartMarker, "off"))
 			d.kv("queue_size", strconv.Itoa(sr.QueueSize), "")
 			d.kv("queue_bytes", TOMLString(sizeText(sr.QueueBytes)), "")
-			d.kv("queue_timeout", TOMLString(durationText(sr.QueueTimeout)), "")
+			d.kv("queue_timeout", TOMLString(DurationText(sr.QueueTimeout)), "")
 			grace, note := graceText(sr.StartupGrace)
 			d.kv("startup_grace", grace, note)
-			d.kv("handshake_timeout", TOMLString(durationText(sr.Handshake)), "")
+			d.kv("handshake_timeout", TOMLString(DurationText(sr.Handshake)), "")
 			d.watch(t+".watch", &s.Watch)
 		}
 	}
@@ -135,7 +135,7 @@ func (d *describer) env(env map[string]string) {
 func (d *describer) build(table string, b *BuildConfig) {
 	d.table(table)
 	d.kv("command", tomlCommand(b.Command), cmdNote(b.Command, "no build step"))
-	d.kv("timeout", TOMLString(durationText(b.Timeout)), "")
+	d.kv("timeout", TOMLString(DurationText(b.Timeout)), "")
 }
 
 func (d *describer) run(table string, r *RunConfig) {
@@ -144,7 +144,7 @@ func (d *describer) run(table string, r *RunConfig) {
 	d.kv("cwd", TOMLString(r.Cwd), "")
 	d.env(r.Env)
 	d.kv("env_overridable", TOMLStrings(r.EnvOverridable), "")
-	d.kv("stop_timeout", TOMLString(durationText(r.StopTimeout)), "")
+	d.kv("stop_timeout", TOMLString(DurationText(r.StopTimeout)), "")
 	d.kv("url", TOMLString(r.URL), off(r.URL, "stdio: the server speaks on its stdin and stdout"))
 }
 
@@ -153,7 +153,7 @@ func (d *describer) cli(table string, c *CLIConfig) {
 	d.kv("schema", TOMLStrings(c.Schema), "")
 	d.kv("command", TOMLStrings(c.Command), "")
 	d.kv("append", TOMLStrings(c.Append), "")
-	d.kv("timeout", TOMLString(durationText(c.Timeout)), "")
+	d.kv("timeout", TOMLString(DurationText(c.Timeout)), "")
 	d.kv("max_output", TOMLString(sizeText(c.MaxOutput)), "")
 	d.kv("max_parallel", strconv.Itoa(c.MaxParallel), "")
 	d.kv("cwd", TOMLString(c.Cwd), "")
@@ -170,10 +170,10 @@ func (d *describer) watch(table string, w *WatchConfig) {
 		fmt.Fprintf(&d.b, "# never watched either (clients' and editors' files): %s\n", strings.Join(ig, ", "))
 	}
 	d.kv("gitignore", strconv.FormatBool(w.GitIgnore), "")
-	d.kv("debounce", TOMLString(durationText(w.Debounce)), "")
+	d.kv("debounce", TOMLString(DurationText(w.Debounce)), "")
 	poll, pollNote := "", "off: fsnotify"
 	if w.Poll > 0 {
-		poll, pollNote = durationText(w.Poll), ""
+		poll, pollNote = DurationText(w.Poll), ""
 	}
 	d.kv("poll", TOMLString(poll), pollNote)
 }
@@ -205,10 +205,11 @@ func graceText(d time.Duration) (string, string) {
 	if d == 0 {
 		return `""`, "as long as the client waits: Claude Code 25s, Codex 8s, others 4s"
 	}
-	return TOMLString(durationText(d)), ""
+	return TOMLString(DurationText(d)), ""
 }
 
-func durationText(d time.Duration) string {
+// DurationText writes a duration as a setting is written: "10m", "2s".
+func DurationText(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

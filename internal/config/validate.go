@@ -59,13 +59,13 @@ func (v *validator) badItem(key string, i int, format string, args ...any) {
 
 func (v *validator) positive(key string, d time.Duration) {
 	if d <= 0 {
-		v.bad(key, "must be more than 0, got %q", durationText(d))
+		v.bad(key, "must be more than 0, got %q", DurationText(d))
 	}
 }
 
 func (v *validator) notNegative(key string, d time.Duration) {
 	if d < 0 {
-		v.bad(key, "must not be negative, got %q", durationText(d))
+		v.bad(key, "must not be negative, got %q", DurationText(d))
 	}
 }
 
