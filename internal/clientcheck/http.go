@@ -6,11 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,9 +22,11 @@ var frontURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/mcp`)
 
 // httpFront is a running `mcpflow watch --http`.
 type httpFront struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan error
+	cmd     *exec.Cmd
+	url     string
+	done    chan error
+	once    sync.Once
+	stopErr error
 }
 
 // startFront starts mcpflow serving p over HTTP on a free loopback port
@@ -67,8 +68,14 @@ func (c *checker) startFront(p *project) (*httpFront, error) {
 	}
 }
 
-// stop sends SIGTERM and waits for mcpflow to exit, at most 10 s.
+// stop sends SIGTERM and waits for mcpflow to exit, at most 10 s; later
+// calls return the first one's result.
 func (f *httpFront) stop() error {
+	f.once.Do(func() { f.stopErr = f.terminate() })
+	return f.stopErr
+}
+
+func (f *httpFront) terminate() error {
 	_ = f.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-f.done:
@@ -97,10 +104,7 @@ func (c *checker) claudeHTTP(p *project) error {
 	if out, err := c.command(ctx, p, "claude", "mcp", "add", "--transport", "http", "--scope", "project", p.name, f.url).CombinedOutput(); err != nil {
 		return fmt.Errorf("claude mcp add --transport http: %v: %s", err, out)
 	}
-	if err := os.MkdirAll(filepath.Join(p.home, ".claude"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(p.home, ".claude", "settings.json"), []byte(`{"enabledMcpjsonServers":["`+p.name+`"]}`), 0o644); err != nil {
+	if err := enableClaudeServer(p); err != nil {
 		return err
 	}
 	if err := c.claudeSession(p); err != nil {

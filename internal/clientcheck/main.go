@@ -280,6 +280,12 @@ func (c *checker) writeClaudeConfig(p *project) error {
 	if err := os.WriteFile(filepath.Join(p.dir, ".mcp.json"), mcpJSON, 0o644); err != nil {
 		return err
 	}
+	return enableClaudeServer(p)
+}
+
+// enableClaudeServer allows p's server in the project's .mcp.json, as a
+// user does once, through Claude Code's settings in p's HOME.
+func enableClaudeServer(p *project) error {
 	if err := os.MkdirAll(filepath.Join(p.home, ".claude"), 0o755); err != nil {
 		return err
 	}
