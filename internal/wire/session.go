@@ -76,7 +76,7 @@ func (f ClientFunc) Deliver(msg, rel []byte) { f(msg, rel) }
 //     once the process's output ends.
 //   - Start is called once after the start: with a nil error the process
 //     runs, and the link begins carrying messages, each message from the
-//     child going to rcv in order, from one goroutine of the link's; with
+//     child going to rcv in the order it arrived, one call at a time; with
 //     an error the process did not start, and the link frees what Attach
 //     made.
 //   - Send queues one message for the child. It never blocks on the child.
@@ -107,7 +107,7 @@ type Link interface {
 	Waiting() string
 }
 
-// LinkReceiver is told what a child sends, from one goroutine, in order.
+// LinkReceiver is told what a child sends, one call at a time, in order.
 type LinkReceiver interface {
 	// Message is one message from the child. rel is the id, as sent to the
 	// child, of the request whose exchange carried it (an HTTP child's
