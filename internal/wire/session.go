@@ -29,8 +29,10 @@ type Opener interface {
 //   - Send hands over one message from the client, in the order the client
 //     sent them: a request, a notification, or its answer to a request
 //     the serving side sent it. A batch is split by the front, which
-//     answers it with one array (Batches). Send never blocks on a peer and
-//     never calls the Client back before it returns.
+//     answers it with one array (Batches). Send holds no lock while a peer
+//     is slow to take what it is given (it may then wait: back-pressure),
+//     never waits for an answer, and never calls the Client back before it
+//     returns.
 //   - Every request sent gets exactly one response through the Client,
 //     carrying the request's id byte for byte as the client wrote it, until
 //     Close.
@@ -48,11 +50,10 @@ type Session interface {
 // with no lock of the serving side held; it may block (the serving side
 // then waits: back-pressure) but must not call the Session. rel is the id
 // of the client's request the message belongs to, as the client wrote it:
-// for a notification or a request sent while that request ran (a
-// progress notification, a log message, a sampling request), on a
-// Streamable HTTP front the stream it goes on; nil when it belongs to none
-// or that is not known. A response carries its own id and comes with rel
-// nil.
+// for a response, the request it answers (its own id); for a notification
+// or a request sent while that request ran (a progress notification, a
+// log message, a sampling request), that request, whose stream it goes on
+// over Streamable HTTP; nil when it belongs to none or that is not known.
 type Client interface {
 	Deliver(msg, rel []byte)
 }
