@@ -20,20 +20,20 @@ import (
 )
 
 // child is one generation of the MCP server process. It owns the process,
-// its three pipes and the goroutines that serve them; done is closed once
-// the process was waited, its group killed and its stdout read to the end.
+// its link and the goroutines that serve them; done is closed once the
+// process was waited, its group killed and its link and output ended.
 type child struct {
 	gen   int
 	pid   int
 	cmd   *exec.Cmd
 	group *proc.Group
-	in    *outbox
 	tail  *tail.Buffer
 
-	link         Link        // how its messages travel
-	stopping     atomic.Bool // set before the relay stops it on purpose
-	ending       atomic.Bool // set when the relay begins to stop or kill it
-	closedStdout atomic.Bool // its link ended while it kept running: the relay stopped it
+	link         Link             // how its messages travel
+	traffic      func(msg []byte) // Config.Traffic for what is sent to it; nil = none
+	stopping     atomic.Bool      // set before the relay stops it on purpose
+	ending       atomic.Bool      // set when the relay begins to stop or kill it
+	closedStdout atomic.Bool      // its link ended while it kept running: the relay stopped it
 	started      time.Time
 	// answered is closed when the child first answers a request (its
 	// handshake, as a rule); a child that exits before is a failed start.
@@ -68,129 +68,56 @@ type childSpec struct {
 	link func() Link
 }
 
-// Link carries the messages between the relay and one child process. The
-// child's own stdin and stdout are one (the default); Child.Link makes
-// another for each start, such as a connection to a server that serves
-// Streamable HTTP (internal/httpmcp). A Link is used for one start only;
-// making one has no effect until Attach.
-//
-// Contract:
-//   - Attach is called before the process starts. It sets the command's
-//     Stdin, Stdout and Stderr (and may add to its Env and Args), and
-//     returns the relay's ends: in, where the relay writes each message
-//     for the child as one line; out, where the child's messages come
-//     from, one per line (read by a wire.Reader, with the relay's
-//     max_message); logs, the lines the process writes for a person (its
-//     stderr), whose tail goes into crash reports. out and logs end once
-//     the child can send nothing more.
-//   - Started is called once, after the start: with nil, the process
-//     runs and the link lets go of what the process holds now; with an
-//     error, it did not start and the link frees everything.
-//   - Closing in is the first step of stopping the child, and out must
-//     then end soon. The relay also closes in once the process has
-//     exited, so that out ends then.
-//   - Kind names the transport ("stdio", "http") in the log. A stdio
-//     child is given Child.StopTimeout to exit at the end of its input
-//     before SIGTERM; any other kind gets SIGTERM at once, since a server
-//     does not exit when its connection ends.
-//   - Lost says, for the report of its stop, what ended out while the
-//     process kept running ("it closed its stdout").
-//   - Waiting says what keeps the link from reaching the server, such as
-//     an HTTP server that does not answer at its URL yet: a report that
-//     names the command and where it waits, or "" once nothing does. A
-//     child that did not answer its handshake in time is reported so.
-type Link interface {
-	Attach(cmd *exec.Cmd) (in io.WriteCloser, out, logs io.ReadCloser, err error)
-	Started(err error)
-	Kind() string
-	Lost() string
-	Waiting() string
-}
-
-// stdioLink is the default Link: the child's stdin, stdout and stderr.
-// They are os.Pipe rather than cmd.StdoutPipe, so that Wait does not
-// close the read ends before everything the child wrote was read.
-type stdioLink struct{ inR, inW, outR, outW, errR, errW *os.File }
-
-func (p *stdioLink) Attach(cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
-	for _, ends := range [][2]**os.File{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			p.close()
-			return nil, nil, nil, err
-		}
-		*ends[0], *ends[1] = r, w
+// newLink makes the link of one start.
+func (s childSpec) newLink() Link {
+	if s.link != nil {
+		return s.link()
 	}
-	growPipe(p.outR)
-	growPipe(p.inW)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
-	return p.inW, p.outR, p.errR, nil
+	return newStdioLink(s.maxMsg)
 }
 
-func (p *stdioLink) Started(err error) {
-	if err != nil {
-		p.close()
-		return
-	}
-	// The child's ends are the child's now.
-	p.inR.Close()
-	p.outW.Close()
-	p.errW.Close()
-}
-
-func (p *stdioLink) Kind() string { return "stdio" }
-
-func (p *stdioLink) Lost() string { return "it closed its stdout" }
-
-func (p *stdioLink) Waiting() string { return "" }
-
-func (p *stdioLink) close() {
-	for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
-// stdoutGrace is how long a child that closed its stdout may take to exit
-// before the relay stops it: with its stdout gone it can answer nothing.
+// stdoutGrace is how long a child whose link ended (it closed its stdout,
+// its HTTP session was lost) may take to exit before the relay stops it:
+// it can answer nothing more.
 const stdoutGrace = 500 * time.Millisecond
 
-// childPeer is what a child's reader goroutines report to: every message
-// the child writes on stdout, the lines that are too large or not JSON,
-// and each stderr line. They are called from the child's goroutines, in
-// the order the child wrote.
+// childPeer is what a child's link reports to: every message the child
+// sends (rel: see wire.LinkReceiver), the lines that are too large or no
+// JSON-RPC, and each line of its stderr.
 type childPeer interface {
-	fromChild(c *child, msg []byte)
+	fromChild(c *child, msg, rel []byte)
 	childTooLarge(c *child, tl *wire.TooLargeError)
 	childJunk(c *child, line []byte, badJSON bool)
 	childStderr(c *child, line string)
 }
 
-// launched is a started process whose link the relay has not yet read:
+// receiver is a child's wire.LinkReceiver: it hands what the link
+// receives to the peer, with the child it came from.
+type receiver struct {
+	c    *child
+	peer childPeer
+}
+
+func (r receiver) Message(msg, rel []byte)         { r.peer.fromChild(r.c, msg, rel) }
+func (r receiver) TooLarge(tl *wire.TooLargeError) { r.peer.childTooLarge(r.c, tl) }
+func (r receiver) Junk(line []byte, badJSON bool)  { r.peer.childJunk(r.c, line, badJSON) }
+
+// launched is a started process whose link the relay has not yet started:
 // the next generation, started while the current one drains (see
 // Overlapper), or just started by startChild.
 type launched struct {
 	cmd   *exec.Cmd
 	group *proc.Group
 	link  Link
-	in    io.WriteCloser
-	out   io.ReadCloser
 	logs  io.ReadCloser
 	at    time.Time
 }
 
-// Overlapper is a Link that may say that its process can run beside the
-// one it replaces, because nothing of theirs is shared (an HTTP server
-// on a port of its own per start). The relay then starts it while the
-// calls of the old child drain, and makes it the current child once the
-// old one stopped. Any other Link's process starts only once the old one
-// is gone.
-type Overlapper interface {
-	Overlaps() bool
-}
+// errAborted is what a launched process's link is started with when the
+// relay gives it up before it became a child.
+var errAborted = errors.New("stopped before it served")
 
-// launch starts the process of spec with its link.
+// launch starts the process of spec with a new link.
 func launch(spec childSpec) (*launched, error) {
 	if len(spec.argv) == 0 {
 		return nil, errors.New("run.command is empty")
@@ -205,31 +132,27 @@ func launch(spec childSpec) (*launched, error) {
 		argv = argv[:1] // the script; Config.Command has no positional arguments
 	}
 	cmd := proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}.Cmd()
-
-	var link Link = &stdioLink{}
-	if spec.link != nil {
-		link = spec.link()
-	}
-	inW, outR, errR, err := link.Attach(cmd)
+	link := spec.newLink()
+	logs, err := link.Attach(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
 	group, err := proc.Start(cmd)
-	link.Started(err)
 	if err != nil {
+		link.Start(err, nil)
+		logs.Close()
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
-	return &launched{cmd: cmd, group: group, link: link, in: inW, out: outR, logs: errR, at: time.Now()}, nil
+	return &launched{cmd: cmd, group: group, link: link, logs: logs, at: time.Now()}, nil
 }
 
 // abort stops a launched process that never became a child: its whole
 // group, at once.
 func (l *launched) abort() {
-	l.in.Close()
+	l.link.Start(errAborted, nil)
 	l.group.Kill()
 	_ = l.cmd.Wait()
 	l.group.Release()
-	l.out.Close()
 	l.logs.Close()
 }
 
@@ -245,14 +168,13 @@ func startChild(spec childSpec, gen int, peer childPeer) (*child, error) {
 // adopt makes the launched process l the generation gen, whose output
 // goes to peer.
 func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
-	cmd, group, link, inW, outR, errR := l.cmd, l.group, l.link, l.in, l.out, l.logs
+	cmd := l.cmd
 	c := &child{
 		gen:      gen,
 		pid:      cmd.Process.Pid,
 		cmd:      cmd,
-		group:    group,
-		link:     link,
-		in:       newOutbox(),
+		group:    l.group,
+		link:     l.link,
 		tail:     tail.New(0, 64<<10, nil),
 		started:  l.at,
 		done:     make(chan struct{}),
@@ -260,73 +182,70 @@ func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
 		answered: make(chan struct{}),
 	}
 	if spec.traffic != nil {
-		c.in.sent = func(msg []byte) { spec.traffic("server", true, gen, msg) }
+		c.traffic = func(msg []byte) { spec.traffic("server", true, gen, msg) }
 	}
-	go c.in.run(inW, func() { inW.Close() })
+	c.link.Start(nil, receiver{c, peer})
 
 	waited := make(chan struct{}) // closed once the process was waited
-	var readers sync.WaitGroup
-	readers.Add(2)
+	logsDone := make(chan struct{})
 	go func() {
-		defer readers.Done()
-		c.readStdout(outR, spec, peer, waited)
+		defer close(logsDone)
+		c.readStderr(l.logs, peer)
 	}()
-	go func() {
-		defer readers.Done()
-		c.readStderr(errR, peer)
-	}()
-
+	go c.watchLink(waited, spec.grace)
 	go func() {
 		err := cmd.Wait()
 		c.endedAt = time.Now()
 		c.exitDesc = describeExit(err, cmd.ProcessState)
 		if c.closedStdout.Load() {
-			c.exitDesc = link.Lost() + ", so mcpflow stopped it"
+			c.exitDesc = c.link.Lost() + ", so mcpflow stopped it"
 		}
 		close(waited)
 		// The leader is gone: nothing of its group may outlive it, and the
 		// pipes reach EOF only when every holder is gone; a link of
-		// another kind ends once its input does.
+		// another kind ends once it is closed.
 		c.group.Release()
-		c.in.close()
-		waitOrClose(&readers, 2*time.Second, outR, errR)
-		outR.Close()
-		errR.Close()
+		c.link.Close()
+		if !waitBoth(c.link.Done(), logsDone, 2*time.Second) {
+			// A process outside the group holds the pipes: stop waiting.
+			if a, ok := c.link.(interface{ abandon() }); ok {
+				a.abandon()
+			}
+			l.logs.Close()
+			<-c.link.Done()
+			<-logsDone
+		}
+		l.logs.Close()
 		close(c.done)
 	}()
 	return c
 }
 
-// readStdout hands each message of the child's stdout to peer until it
-// closes; a child that does not exit within stdoutGrace of closing it
-// (waited is closed when it did) can answer nothing more and is stopped.
-func (c *child) readStdout(outR io.Reader, spec childSpec, peer childPeer, waited <-chan struct{}) {
-	rd := wire.NewReader(outR, spec.maxMsg)
-	for {
-		msg, err := rd.Next()
-		var tl *wire.TooLargeError
-		var bad *wire.InvalidError
-		switch {
-		case errors.As(err, &tl):
-			peer.childTooLarge(c, tl)
-		case errors.As(err, &bad):
-			// A line cut by the child's death is no answer: the call it
-			// was for gets the crash report.
-			peer.childJunk(c, bad.Line, !rd.Cut())
-		case err != nil:
-			select {
-			case <-waited:
-			case <-time.After(stdoutGrace):
-				if c.ending.Load() {
-					return // the relay is stopping it already
-				}
-				c.closedStdout.Store(true)
-				c.stopGroup(waited, spec.grace)
-			}
-			return
-		default:
-			peer.fromChild(c, msg)
+// send sends one message to the child.
+func (c *child) send(msg []byte) {
+	if c.traffic != nil {
+		c.traffic(msg)
+	}
+	c.link.Send(msg)
+}
+
+// watchLink stops a child whose link ended while it runs: a child that
+// does not exit within stdoutGrace of that (waited is closed when it did)
+// can answer nothing more.
+func (c *child) watchLink(waited <-chan struct{}, grace time.Duration) {
+	select {
+	case <-waited:
+		return
+	case <-c.link.Done():
+	}
+	select {
+	case <-waited:
+	case <-time.After(stdoutGrace):
+		if c.ending.Load() {
+			return // the relay is stopping it already
 		}
+		c.closedStdout.Store(true)
+		c.stopGroup(waited, grace)
 	}
 }
 
@@ -349,19 +268,22 @@ func (c *child) readStderr(errR io.Reader, peer childPeer) {
 	}
 }
 
-// waitOrClose waits for the readers; if a process outside the group still
-// holds the pipes after d, it closes them to unblock the readers.
-func waitOrClose(wg *sync.WaitGroup, d time.Duration, files ...io.Closer) {
-	ch := make(chan struct{})
-	go func() { wg.Wait(); close(ch) }()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		for _, f := range files {
-			f.Close()
+// waitBoth waits for a and b to be closed, at most d; it reports whether
+// both were.
+func waitBoth(a, b <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for a != nil || b != nil {
+		select {
+		case <-a:
+			a = nil
+		case <-b:
+			b = nil
+		case <-t.C:
+			return false
 		}
-		<-ch
 	}
+	return true
 }
 
 // stop stops the child: close its stdin, wait grace, SIGTERM its group, wait
@@ -386,10 +308,10 @@ func (c *child) kill(grace time.Duration, relay context.Context) {
 // child of another kind is signalled at once once its link is closed.
 func (c *child) stopGroup(done <-chan struct{}, grace time.Duration) {
 	if c.link.Kind() == "stdio" {
-		c.group.Stop(closerFunc(c.in.close), done, grace)
+		c.group.Stop(closerFunc(c.link.Close), done, grace)
 		return
 	}
-	c.in.close()
+	c.link.Close()
 	c.group.Stop(nil, done, grace)
 }
 

@@ -12,79 +12,50 @@ import (
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// fromClient handles one line read from the client.
-// The message is valid JSON (the reader checked).
-func (r *switchboard) fromClient(msg []byte) {
+// fromClient handles one message from port p's client: valid JSON (its
+// front checked), one JSON-RPC object (its front split batches).
+func (r *switchboard) fromClient(p *Port, msg []byte) {
 	env, err := wire.Peek(msg)
-	if err != nil {
-		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil))
+	if err != nil || env.IsArray {
+		r.mu.Lock()
+		p.deliver(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil), nil)
+		r.mu.Unlock()
 		return
 	}
 	if r.trace != nil {
 		r.trace.msg("client", &env, len(msg), nil)
 	}
-	if env.IsArray {
-		r.clientBatch(msg)
-		return
-	}
 	r.mu.Lock()
-	c := r.child
-	if c != nil {
-		c.in.beginInline() // written by this goroutine once the lock is free
+	var in inliner
+	if c := r.child; c != nil {
+		if in, _ = c.link.(inliner); in != nil {
+			in.beginInline() // written by this goroutine once the lock is free
+		}
 	}
-	r.dispatchClient(msg, env)
+	r.dispatchClient(p, msg, env)
 	r.mu.Unlock()
-	if c != nil {
-		c.in.endInline()
+	if in != nil {
+		in.endInline()
 	}
-}
-
-// clientBatch handles a JSON-RPC batch (protocol 2025-03-26): each element
-// is handled as a message of its own, and the answers go back as one array.
-func (r *switchboard) clientBatch(msg []byte) {
-	var elems []json.RawMessage
-	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
-		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, errTextEmptyBatch, nil))
-		return
-	}
-	envs := make([]wire.Envelope, len(elems))
-	var ids, refused [][]byte
-	for i, el := range elems {
-		env, err := wire.Peek(el)
-		if err != nil || env.IsArray {
-			envs[i].IsArray = true // not a JSON-RPC object: answered at once, skipped below
-			refused = append(refused, wire.ErrorResponse(nil, wire.CodeInvalidRequest, errTextBatchElem, nil))
-			continue
-		}
-		envs[i] = env
-		if env.IsRequest() {
-			ids = append(ids, env.ID)
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b := r.batches.Begin(ids, refused)
-	for i, el := range elems {
-		if !envs[i].IsArray {
-			r.dispatchClient(el, envs[i])
-		}
-	}
-	r.batches.Dispatched(b)
 }
 
 // dispatchClient routes one client message. sw.mu is held.
-func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
+func (r *switchboard) dispatchClient(p *Port, msg []byte, env wire.Envelope) {
+	if p.closed {
+		return
+	}
+	r.touch(p)
 	switch {
-	case r.sess.handedOff:
-		r.cfg.Handoff([][]byte{msg}, nil)
-	case r.sess.initID != nil && !(env.IsRequest() && env.Method == "initialize"):
-		r.hold(msg, env) // until initialize is answered (Config.Handoff)
+	case p.handedOff:
+		p.hand.send(msg, nil)
+	case p.initID != nil && !(env.IsRequest() && env.Method == "initialize"):
+		r.hold(p, msg, env) // until initialize is answered (PortOptions.Handoff)
 	case env.IsResponse():
-		r.clientResponse(msg, env)
+		r.clientResponse(p, msg, env)
 	case env.IsNotification():
-		r.clientNotification(msg, env)
+		r.clientNotification(p, msg, env)
 	case env.IsRequest():
-		r.clientRequest(msg, env)
+		r.clientRequest(p, msg, env)
 	default:
 		// Neither request, response nor notification: answered under its
 		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
@@ -93,37 +64,41 @@ func (r *switchboard) dispatchClient(msg []byte, env wire.Envelope) {
 		if wire.IDProblem(id) != "" {
 			id = nil
 		}
-		r.reply(wire.ErrorResponse(id, wire.CodeInvalidRequest, errTextNoKind, nil))
+		p.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, errTextNoKind, nil), id)
 	}
 }
 
-func (r *switchboard) clientRequest(msg []byte, env wire.Envelope) {
+func (r *switchboard) clientRequest(p *Port, msg []byte, env wire.Envelope) {
 	key := string(env.ID)
 	switch {
 	case wire.IDProblem(env.ID) != "":
-		r.reply(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil))
+		p.deliver(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil), nil)
 		return
-	case strings.HasPrefix(key, reservedPrefix):
-		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextReservedID, nil))
-		return
-	}
-	if r.ids.inFlight(key) {
-		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+	case strings.HasPrefix(key, reservedPrefix) && p.opts.KeepIDs && !strings.HasPrefix(key, embedderPrefix):
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextReservedID, nil))
 		return
 	}
-	if _, dup := r.recompiles[key]; dup {
-		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+	if r.ids.inFlight(p, env.ID) {
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
 		return
 	}
+	if _, dup := r.recompiles[p.key(env.ID)]; dup {
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+		return
+	}
+	r.notePort(p, env)
 	r.sess.note(env, r.log)
-	if env.Method == "initialize" && r.cfg.Handoff != nil && !r.sess.initDecided && r.sess.initID == nil {
-		r.sess.initID = bytes.Clone(env.ID)
+	if env.Method == "initialize" && p.initReq == nil {
+		p.initReq = msg
+	}
+	if env.Method == "initialize" && p.opts.Handoff != nil && !p.initDecided && p.initID == nil {
+		p.initID = bytes.Clone(env.ID)
 	}
 
-	if env.Method == "tools/call" {
+	if env.Method == "tools/call" && r.cfg.Tool != "" {
 		switch toolName(env.Params) {
 		case r.cfg.Tool:
-			r.shell.startRecompile(env)
+			r.shell.startRecompile(p, env)
 			return
 		case r.cfg.CallTool:
 			if r.cfg.CallTool != "" {
@@ -132,23 +107,62 @@ func (r *switchboard) clientRequest(msg []byte, env wire.Envelope) {
 		}
 	}
 
-	if r.state == stateStarting && firstAnswer(r, msg, env) {
+	if env.Method == "initialize" && r.sess.initReq != nil && !p.answeredOwn {
+		// The child's session is open already (another client opened it):
+		// this client is answered from it.
+		if r.sess.initResult == nil {
+			r.hold(p, msg, env) // its first answer is on its way
+			return
+		}
+		r.answerInitialize(p, env, r.sess.initResult)
+		return
+	}
+	if r.state == stateStarting && firstAnswer(r, p, msg, env) {
 		return
 	}
 	switch {
 	case r.state == stateStarting || r.state == stateRestarting || r.health.waitsForFirstBuild(r.state, env):
-		r.hold(msg, env)
+		r.hold(p, msg, env)
 	case r.state == stateDown:
-		r.answerDown(msg, env)
+		r.answerDown(p, msg, env)
 	case r.state == stateUp:
-		r.forward(msg, env)
+		r.forward(p, msg, env)
 	}
+}
+
+// notePort records what a request says of port p's client: its era and
+// who it is (initialize, or a 2026-07-28 request's _meta). sw.mu is held.
+func (r *switchboard) notePort(p *Port, env wire.Envelope) {
+	e := eraOf(env)
+	if e == eraUnknown {
+		return
+	}
+	if p.era == eraUnknown {
+		p.era = e
+	}
+	if e == eraLegacy || p.client.Name == "" {
+		p.client = clientOf(env, e)
+	}
+}
+
+// answerInitialize answers port p's initialize with result, an initialize
+// result of the child's session, under the version the client asked for
+// when it is one of the legacy versions. sw.mu is held.
+func (r *switchboard) answerInitialize(p *Port, env wire.Envelope, result []byte) {
+	var asked struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(env.Params, &asked)
+	res := withVersion(result, asked.ProtocolVersion)
+	p.answeredOwn = true
+	p.reply(env.ID, wire.ResultResponse(env.ID, res))
 }
 
 // forward sends a client request to the current child. sw.mu is held and a
 // child is up.
-func (r *switchboard) forward(msg []byte, env wire.Envelope) {
+func (r *switchboard) forward(p *Port, msg []byte, env wire.Envelope) {
 	c := r.child
+	orig := msg
 	k := kindPlain
 	switch env.Method {
 	case "initialize":
@@ -156,7 +170,7 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 			// A Go SDK server that answered server/discover refuses a later
 			// initialize; the relay owns the child, so it starts a fresh one.
 			r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
-			r.hold(msg, env)
+			r.hold(p, msg, env)
 			r.state = stateRestarting
 			go r.shell.respawn()
 			return
@@ -173,7 +187,6 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	case "tools/call":
 		k = kindToolsCall
 	case "subscriptions/listen":
-		r.sess.listens[string(env.ID)] = newListen(msg, env.Params)
 		k = kindListen
 	case "logging/setLevel":
 		r.sess.logLevel = bytes.Clone(env.Params)
@@ -182,44 +195,56 @@ func (r *switchboard) forward(msg []byte, env wire.Envelope) {
 	case "resources/unsubscribe":
 		delete(r.sess.subs, uriOf(env.Params))
 	}
-	p := &pending{kind: k, gen: c.gen, method: env.Method}
+	pd := &pending{kind: k, gen: c.gen, method: env.Method, port: p}
 	if r.trace != nil {
-		p.sent = time.Now()
+		pd.sent = time.Now()
 	}
 	if strings.HasSuffix(env.Method, "/list") {
-		p.firstPage = jsonscan.Member(env.Params, "cursor") == nil
+		pd.firstPage = jsonscan.Member(env.Params, "cursor") == nil
 	}
 	if k == kindInitialize || k == kindDiscover {
-		p.msg = msg
-		r.boundHandshake(c, p)
+		pd.msg = orig // as the client sent it: answered by the relay should the child die
+		r.boundHandshake(c, pd)
 	}
 	key := string(env.ID)
-	if k != kindListen && !plainID(env.ID) {
+	if !p.opts.KeepIDs || !plainID(env.ID) {
 		// The child might not echo this id byte for byte (6.5 comes back
-		// as 6 from some SDKs): it gets one of the relay's instead, and
-		// the answer the client's own.
+		// as 6 from some SDKs), or another client may use it too: the
+		// child gets one of the relay's instead, and the answer the
+		// client's own.
 		id := r.ids.newID("c")
-		p.clientID = bytes.Clone(env.ID)
+		pd.clientID = bytes.Clone(env.ID)
 		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
 		key = string(id)
+		if env2, err := wire.Peek(msg); err == nil {
+			env = env2
+		}
 	}
-	r.ids.track(key, p)
-	c.in.send(msg)
+	r.ids.track(p, key, pd)
+	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
+		msg = r.ids.trackToken(p, msg, env, tok, key)
+	}
+	if k == kindListen {
+		l := newListen(msg, env.Params)
+		l.port, l.clientID, l.orig = p, pd.clientID, orig
+		r.sess.listens[key] = l
+	}
+	c.send(msg)
 }
 
 // boundHandshake gives child c HandshakeTimeout to answer the client's
-// handshake p; a child that does not is stopped, and the relay answers
+// handshake pd; a child that does not is stopped, and the relay answers
 // the handshake itself, saying why (msgNoHandshake). sw.mu is held.
-func (r *switchboard) boundHandshake(c *child, p *pending) {
+func (r *switchboard) boundHandshake(c *child, pd *pending) {
 	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
 		r.mu.Lock()
 		pending := false
 		for _, q := range r.ids.pending {
-			pending = pending || q == p
+			pending = pending || q == pd
 		}
 		stale := !pending || r.child != c || c.exited() || c.failed != ""
 		if !stale {
-			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
 		}
 		r.mu.Unlock()
 		if !stale {
@@ -229,59 +254,62 @@ func (r *switchboard) boundHandshake(c *child, p *pending) {
 	})
 }
 
-func (r *switchboard) clientNotification(msg []byte, env wire.Envelope) {
+func (r *switchboard) clientNotification(p *Port, msg []byte, env wire.Envelope) {
 	switch env.Method {
 	case "notifications/initialized":
-		if r.sess.selfInit {
+		p.initialized = true
+		switch {
+		case p.answeredOwn:
+			return // answered from the child's open session: it was told
+		case r.sess.selfInit:
 			// The relay answered initialize: the session exists now; the
 			// child gets its own notifications/initialized when replayed.
 			r.sess.clientInit = true
 			return
-		}
-		if r.state == stateStarting || r.state == stateRestarting {
-			r.hold(msg, env) // counted when it is delivered
+		case r.state == stateStarting || r.state == stateRestarting:
+			r.hold(p, msg, env) // counted when it is delivered
 			return
 		}
 		r.sess.clientInit = true
 	case "notifications/cancelled":
 		id := jsonscan.Member(env.Params, "requestId")
-		key := string(id)
-		r.batches.Forget(id)
-		if cancel, ok := r.recompiles[key]; ok {
+		if cancel, ok := r.recompiles[p.key(id)]; ok {
 			cancel()
 			return
 		}
-		delete(r.sess.listens, key)
-		childKey := r.ids.childKey(key)
-		p, ok := r.ids.forget(childKey)
+		childKey := r.ids.childKey(p, id)
+		pd, ok := r.ids.forget(childKey)
 		if !ok {
-			if r.held.remove(id) {
+			if r.held.remove(p, id) {
 				return // canceled while held: it is never sent
 			}
-			r.log.Debug("dropped a cancel for a request that is not in flight", "id", key)
+			r.log.Debug("dropped a cancel for a request that is not in flight", "id", string(id))
 			return
+		}
+		if pd.kind == kindListen {
+			delete(r.sess.listens, childKey)
 		}
 		// The request is over for the client: a late answer is dropped.
 		// A child being replaced may still run it (the drain).
-		if (r.state == stateUp || r.state == stateRestarting) && r.child != nil && r.child.gen == p.gen {
-			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && childKey != key {
+		if (r.state == stateUp || r.state == stateRestarting) && r.child != nil && r.child.gen == pd.gen {
+			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && childKey != string(id) {
 				msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(childKey))
 			}
-			r.child.in.send(msg)
+			r.child.send(msg)
 		}
 		return
 	}
 	switch r.state {
 	case stateStarting, stateRestarting:
-		r.hold(msg, env)
+		r.hold(p, msg, env)
 	case stateUp:
-		r.child.in.send(msg)
+		r.child.send(msg)
 	}
 }
 
 // clientResponse maps the client's answer to a server→client request back
 // to the child that asked, if that child is still the current one.
-func (r *switchboard) clientResponse(msg []byte, env wire.Envelope) {
+func (r *switchboard) clientResponse(p *Port, msg []byte, env wire.Envelope) {
 	key := string(env.ID)
 	sr, ok := r.ids.mapBack(key)
 	if !ok {
@@ -292,19 +320,19 @@ func (r *switchboard) clientResponse(msg []byte, env wire.Envelope) {
 		r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", key)
 		return
 	}
-	r.child.in.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
+	r.child.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
 // hold queues a client message while a restart or the first build runs.
-func (r *switchboard) hold(msg []byte, env wire.Envelope) {
-	switch r.held.add(msg, env, time.Now()) {
+func (r *switchboard) hold(p *Port, msg []byte, env wire.Envelope) {
+	switch r.held.add(p, msg, env, time.Now()) {
 	case duplicate:
-		r.reply(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
 	case full:
 		reason := errTextQueueFull(r.held.len(), r.held.bytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
-			r.reply(wire.ErrorResponse(env.ID, wire.CodeQueueFull, reason, nil))
+			p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, reason, nil))
 		}
 	}
 }
@@ -314,8 +342,10 @@ func (r *switchboard) hold(msg []byte, env wire.Envelope) {
 // none of the others, so order is kept.
 func (r *switchboard) flushQueue() {
 	for _, m := range r.held.take() {
-		if r.state == stateStarting || r.state == stateRestarting {
-			r.held.put(m)
+		if r.state == stateStarting || r.state == stateRestarting || m.port.closed {
+			if !m.port.closed {
+				r.held.put(m)
+			}
 			continue
 		}
 		r.dispatchQueued(m)
@@ -323,21 +353,29 @@ func (r *switchboard) flushQueue() {
 }
 
 func (r *switchboard) dispatchQueued(m queued) {
-	env := m.env
+	env, p := m.env, m.port
 	switch {
-	case r.sess.initID != nil && !bytes.Equal(env.ID, r.sess.initID):
-		r.held.put(m) // until initialize is answered (Config.Handoff)
+	case p.handedOff:
+		p.hand.send(m.msg, nil)
+	case p.initID != nil && !bytes.Equal(env.ID, p.initID):
+		r.held.put(m) // until initialize is answered (PortOptions.Handoff)
 	case env.IsRequest():
 		switch {
+		case env.Method == "initialize" && r.sess.initReq != nil && !bytes.Equal(r.sess.initReq, m.msg):
+			if r.sess.initResult == nil {
+				r.held.put(m)
+				return
+			}
+			r.answerInitialize(p, env, r.sess.initResult)
 		case r.health.waitsForFirstBuild(r.state, env):
 			r.held.put(m)
 		case r.state == stateDown:
-			r.answerDown(m.msg, env)
+			r.answerDown(p, m.msg, env)
 		case r.state == stateUp:
-			r.forward(m.msg, env)
+			r.forward(p, m.msg, env)
 		}
 	case env.IsNotification():
-		r.clientNotification(m.msg, env)
+		r.clientNotification(p, m.msg, env)
 	}
 }
 
@@ -356,9 +394,9 @@ func (r *Relay) expireQueue() {
 			switch {
 			case !m.env.IsRequest():
 			case r.sw.health.building:
-				r.sw.reply(wire.ResultResponse(m.env.ID, toolResult(errTextDown(msgBuilding(r.cfg.Tool)), true, nil, r.sw.sess.era == eraModern)))
+				m.port.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(errTextDown(msgBuilding(r.cfg.rebuild())), true, nil, m.port.era == eraModern)))
 			default:
-				r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.Queue.Timeout), nil))
+				m.port.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.Queue.Timeout), nil))
 			}
 		}
 		r.sw.mu.Unlock()

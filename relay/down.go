@@ -8,34 +8,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// answerDown answers a client request while no child runs (the first build
-// failed, or the child crashed): the relay stands in for the server so the
-// client's session survives, and tells the agent what to do. sw.mu is held.
-func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
+// answerDown answers port p's request while no child runs (the first
+// build failed, or the child crashed): the relay stands in for the server
+// so the client's session survives, and tells the agent what to do.
+// sw.mu is held.
+func (r *switchboard) answerDown(p *Port, msg []byte, env wire.Envelope) {
 	id := env.ID
 	if env.Method == "tools/call" {
 		r.stats.callServed()
 	}
-	ok := func(result any) { r.reply(wire.ResultResponse(id, r.sess.withResultType(mustJSON(result)))) }
+	modern := p.era == eraModern
+	ok := func(result any) { p.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
 	switch env.Method {
 	case "initialize":
 		r.sess.initReq = msg
 		r.sess.selfInit = true
-		var p struct {
+		var pv struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		_ = json.Unmarshal(env.Params, &p)
-		if p.ProtocolVersion == "" {
-			p.ProtocolVersion = "2025-06-18"
+		_ = json.Unmarshal(env.Params, &pv)
+		if pv.ProtocolVersion == "" {
+			pv.ProtocolVersion = "2025-06-18"
 		}
 		result := map[string]any{
-			"protocolVersion": p.ProtocolVersion,
+			"protocolVersion": pv.ProtocolVersion,
 			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
 			"instructions":    msgInstructions(r.health.describe()),
 		}
 		r.sess.initResult = mustJSON(result)
-		r.view.beginEmpty()
+		p.view.beginEmpty()
 		ok(result)
 	case "server/discover":
 		// Answered, not declined, so that a 2026-07-28 client stays in its
@@ -43,8 +45,8 @@ func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
 		// (a legacy-only server is bridged). The record's answer when there
 		// is one.
 		r.sess.selfDiscover = true
-		if res, ok := r.rec.answer(env, nil); ok {
-			r.reply(wire.ResultResponse(id, res))
+		if res, found := r.rec.answer(env, nil); found {
+			p.reply(id, wire.ResultResponse(id, res))
 			return
 		}
 		ok(map[string]any{
@@ -55,8 +57,8 @@ func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
 			"instructions":      msgInstructions(r.health.describe()),
 		})
 	case "tools/list":
-		r.view.noteToolsDown()
-		r.reply(wire.ResultResponse(id, r.sess.withResultType([]byte(`{"tools":[`+string(r.tools.defs)+`]}`))))
+		p.view.noteToolsDown()
+		p.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools())+`]}`), modern)))
 	case "prompts/list":
 		ok(map[string]any{"prompts": []any{}})
 	case "resources/list":
@@ -65,7 +67,7 @@ func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
 		ok(map[string]any{"resourceTemplates": []any{}})
 	case "tools/call":
 		r.tools.clearNotices()
-		r.reply(wire.ResultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, r.sess.era == eraModern)))
+		p.reply(id, wire.ResultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, modern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
@@ -78,13 +80,32 @@ func (r *switchboard) answerDown(msg []byte, env wire.Envelope) {
 		delete(r.sess.subs, uriOf(env.Params))
 		ok(map[string]any{})
 	case "subscriptions/listen":
+		// Held by the relay: sent to the next child under an id of its own
+		// when the client's could be another client's too.
+		key := string(id)
 		l := newListen(msg, env.Params)
-		r.sess.listens[string(id)] = l
-		r.ids.track(string(id), &pending{kind: kindListen, gen: -1, method: env.Method})
-		r.out.send(selfAck(id, l))
+		l.port, l.orig = p, msg
+		if !p.opts.KeepIDs || !plainID(id) {
+			mine := r.ids.newID("c")
+			l.msg = wire.Splice(msg, env.IDStart, env.IDEnd, mine)
+			l.clientID = bytes.Clone(id)
+			key = string(mine)
+		}
+		r.sess.listens[key] = l
+		r.ids.track(p, key, &pending{kind: kindListen, gen: -1, method: env.Method, port: p, clientID: l.clientID})
+		p.deliver(selfAck(id, l), id)
 	default:
-		r.reply(wire.ErrorResponse(id, wire.CodeServerDown, errTextDown(r.health.describe()), nil))
+		p.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, errTextDown(r.health.describe()), nil))
 	}
+}
+
+// ownTools is the relay's own tools as a tools/list lists them (none when
+// Config.NoOwnTools).
+func (r *switchboard) ownTools() []byte {
+	if r.cfg.NoOwnTools {
+		return nil
+	}
+	return r.tools.defs
 }
 
 func firstLine(s string) string {

@@ -17,9 +17,10 @@ type holdQueue struct {
 }
 
 type queued struct {
-	msg []byte
-	env wire.Envelope
-	at  time.Time
+	msg  []byte
+	env  wire.Envelope
+	at   time.Time
+	port *Port // whose message it is
 }
 
 // holdResult says what add did with a message.
@@ -31,34 +32,35 @@ const (
 	full                 // the count or byte limit would be passed
 )
 
-// add holds msg, unless a held request has its id or the queue is full.
-func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
-	if env.IsRequest() && h.holds(env.ID) {
+// add holds port p's msg, unless a held request of p's has its id or the
+// queue is full.
+func (h *holdQueue) add(p *Port, msg []byte, env wire.Envelope, now time.Time) holdResult {
+	if env.IsRequest() && h.holds(p, env.ID) {
 		return duplicate
 	}
 	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
 		return full
 	}
-	h.q = append(h.q, queued{msg: msg, env: env, at: now})
+	h.q = append(h.q, queued{msg: msg, env: env, at: now, port: p})
 	h.bytes += len(msg)
 	return held
 }
 
-// holds reports whether a request with this id is held.
-func (h *holdQueue) holds(id []byte) bool {
+// holds reports whether a request of port p's with this id is held.
+func (h *holdQueue) holds(p *Port, id []byte) bool {
 	for _, m := range h.q {
-		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
+		if m.port == p && m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
 			return true
 		}
 	}
 	return false
 }
 
-// remove drops the held request with this id; it reports whether there was
-// one.
-func (h *holdQueue) remove(id []byte) bool {
+// remove drops port p's held request with this id; it reports whether
+// there was one.
+func (h *holdQueue) remove(p *Port, id []byte) bool {
 	for i, m := range h.q {
-		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
+		if m.port == p && m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
 			h.bytes -= len(m.msg)
 			h.q = append(h.q[:i], h.q[i+1:]...)
 			return true
@@ -66,6 +68,26 @@ func (h *holdQueue) remove(id []byte) bool {
 	}
 	return false
 }
+
+// takePort removes and returns port p's held messages, oldest first.
+func (h *holdQueue) takePort(p *Port) []queued {
+	var out []queued
+	keep := h.q[:0]
+	for _, m := range h.q {
+		if m.port == p {
+			h.bytes -= len(m.msg)
+			out = append(out, m)
+			continue
+		}
+		keep = append(keep, m)
+	}
+	clear(h.q[len(keep):])
+	h.q = keep
+	return out
+}
+
+// removePort drops port p's held messages.
+func (h *holdQueue) removePort(p *Port) { h.takePort(p) }
 
 // take empties the queue and returns what it held, oldest first.
 func (h *holdQueue) take() []queued {

@@ -18,7 +18,7 @@ import (
 
 // overlapLink is the stdio link of a child that may run beside the one
 // it replaces (Overlapper), as an HTTP child on a port of its own does.
-type overlapLink struct{ stdioLink }
+type overlapLink struct{ *stdioLink }
 
 func (*overlapLink) Overlaps() bool { return true }
 
@@ -35,7 +35,7 @@ func TestLinkOverlapStartsDuringDrain(t *testing.T) {
 			h := newHarness(t, hopts{version: testkit.Legacy.Version, cfg: func(c *Config) {
 				c.Drain = 10 * time.Minute
 				if overlap {
-					c.Child.Link = func() Link { return &overlapLink{} }
+					c.Child.Link = func() Link { return &overlapLink{newStdioLink(DefaultMaxMessage)} }
 				}
 			}})
 			oldPid := statePid(t, h.mustCall("state", nil))
@@ -94,7 +94,7 @@ func TestLinkOverlapShutdownDuringDrain(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	r := New(Config{
-		Child:  Child{Command: []string{testkit.Fixture(t)}, StopTimeout: 2 * time.Second, Link: func() Link { return &overlapLink{} }},
+		Child:  Child{Command: []string{testkit.Fixture(t)}, StopTimeout: 2 * time.Second, Link: func() Link { return &overlapLink{newStdioLink(DefaultMaxMessage)} }},
 		Drain:  10 * time.Minute,
 		Logger: slog.New(log.NewWithOptions(logs, log.Options{Level: log.DebugLevel})),
 	})

@@ -160,27 +160,29 @@ func (v *clientView) beginEmpty() {
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
-// announce records what the client is served now and sends list_changed
-// for each kind whose contents changed (or were unknown), if the client's
-// session existed before. sw.mu is held.
+// announce records what the clients are served now and sends each
+// list_changed for each kind whose contents changed for it (or were
+// unknown), if its session existed before. sw.mu is held.
 func (r *switchboard) announce(views map[string]listView) {
-	changed := r.view.update(views, r.sess.hearsOf)
 	st := r.sess.strategy()
-	if len(changed) == 0 || st == nil || !st.established(&r.sess) {
-		return
-	}
-	msgs := st.listChanged(&r.sess, changed)
-	for _, m := range msgs {
-		r.out.send(m)
-	}
-	if len(msgs) > 0 {
-		r.log.Debug("told the client its lists changed", "lists", changed)
-	}
+	r.eachPort(func(p *Port) {
+		changed := p.view.update(views, r.sess.hearsOf)
+		if len(changed) == 0 || st == nil || !st.established(&r.sess, p) {
+			return
+		}
+		msgs := st.listChanged(&r.sess, p, changed)
+		for _, m := range msgs {
+			p.deliver(m.msg, m.rel)
+		}
+		if len(msgs) > 0 {
+			r.log.Debug("told a client its lists changed", "lists", changed)
+		}
+	})
 }
 
 // down leaves the relay without a child: report says why (when override,
-// or when none was said), held requests are answered, and the client is
-// told its lists are now empty. sw.mu is held.
+// or when none was said), held requests are answered, and the clients are
+// told their lists are now empty. sw.mu is held.
 func (r *switchboard) down(report string, override bool) {
 	if r.state == stateClosed {
 		return

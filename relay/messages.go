@@ -281,3 +281,7 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// errTextNoClient answers a server's request while no client is connected
+// to take it.
+const errTextNoClient = "mcpflow: no client is connected to answer this request"

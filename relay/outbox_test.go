@@ -18,12 +18,12 @@ import (
 func TestOutboxOrderUnderBacklog(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
-	o := newOutbox()
-	go o.run(pw, func() { pw.Close() })
+	o := lineOutbox(pw)
+	go o.run(func() { pw.Close() })
 	const n = 20000
 	go func() {
 		for i := range n {
-			o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+			o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
 		}
 		o.close()
 	}()
@@ -48,12 +48,12 @@ func TestOutboxOrderUnderBacklog(t *testing.T) {
 func TestOutboxBacklogBounded(t *testing.T) {
 	t.Parallel()
 	g := &gateWriter{gate: make(chan struct{})}
-	o := newOutbox()
-	go o.run(g, nil)
+	o := lineOutbox(g)
+	go o.run(nil)
 	msg := bytes.Repeat([]byte("x"), 100<<10) // larger than the writer's buffer: every message reaches g
 	const behind, more = 100, 5000
 	for range behind {
-		o.send(msg)
+		o.send(msg, nil)
 	}
 	for k := range more {
 		// Let the writer through until it has written one more message,
@@ -61,7 +61,7 @@ func TestOutboxBacklogBounded(t *testing.T) {
 		for g.n.Load() < int64(k+1)*int64(len(msg)+1) {
 			g.gate <- struct{}{}
 		}
-		o.send(msg)
+		o.send(msg, nil)
 	}
 	o.mu.Lock()
 	slots, queued := cap(o.q), o.queued()
@@ -105,8 +105,8 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
-	o := newOutbox()
-	go o.run(pw, func() { pw.Close() })
+	o := lineOutbox(pw)
+	go o.run(func() { pw.Close() })
 
 	var lock sync.Mutex // plays the relay's lock: it orders the sends
 	seq := 0
@@ -122,7 +122,7 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 					o.beginInline()
 				}
 				lock.Lock()
-				o.send([]byte(fmt.Sprintf(`{"n":%d}`, seq)))
+				o.send([]byte(fmt.Sprintf(`{"n":%d}`, seq)), nil)
 				seq++
 				lock.Unlock()
 				if inline {
@@ -162,14 +162,14 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 func TestOutboxEndInlineWrites(t *testing.T) {
 	t.Parallel()
 	var buf testkit.Buffer
-	o := newOutbox()
-	go o.run(&buf, nil)
+	o := lineOutbox(&buf)
+	go o.run(nil)
 	defer o.close()
 	// Wait for run to own the writer, so endInline may write.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		o.mu.Lock()
-		ready := o.bw != nil
+		ready := o.started
 		o.mu.Unlock()
 		if ready {
 			break
@@ -181,7 +181,7 @@ func TestOutboxEndInlineWrites(t *testing.T) {
 	}
 	for i := range 100 {
 		o.beginInline()
-		o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)))
+		o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
 		o.endInline()
 		if want := fmt.Sprintf("{\"n\":%d}\n", i); !bytes.HasSuffix([]byte(buf.String()), []byte(want)) {
 			t.Fatalf("after endInline %d the output ends with %q", i, lastN(buf.String(), 20))
@@ -194,4 +194,16 @@ func lastN(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// lineOutbox is an outbox that writes each message to w as one line, as a
+// stdio link's does.
+func lineOutbox(w io.Writer) *outbox {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return newOutbox(func(it item) error {
+		if _, err := bw.Write(it.msg); err != nil {
+			return err
+		}
+		return bw.WriteByte('\n')
+	}, bw.Flush)
 }

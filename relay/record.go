@@ -189,12 +189,12 @@ func appendItems(arr, items []byte) []byte {
 // otherwise the request is held, and the first request that is not a call
 // arms First.Grace (the client's own wait when it is 0), past which the
 // relay answers alone. It reports whether it answered. sw.mu is held.
-func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
+func firstAnswer(r *switchboard, p *Port, msg []byte, env wire.Envelope) bool {
 	if r.rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
-		r.answerDown(msg, env) // taken, as while no server runs; replayed to the server
+		r.answerDown(p, msg, env) // taken, as while no server runs; replayed to the server
 		return true
 	}
-	res, ok := r.rec.answer(env, r.tools.defs)
+	res, ok := r.rec.answer(env, r.ownTools())
 	if !ok {
 		if !r.sess.firstGrace && env.Method != "tools/call" {
 			r.sess.firstGrace = true
@@ -211,20 +211,20 @@ func firstAnswer(r *switchboard, msg []byte, env wire.Envelope) bool {
 		r.sess.initReq, r.sess.selfInit, r.sess.initResult = msg, true, res
 	case "server/discover":
 		r.sess.selfDiscover = true
-		r.reply(wire.ResultResponse(env.ID, res))
+		p.reply(env.ID, wire.ResultResponse(env.ID, res))
 		return true
 	case "tools/list":
-		r.view.noteTools(true, []byte(`{"tools":`+string(r.rec.Lists["tools"])+`}`))
+		p.view.noteTools(true, []byte(`{"tools":`+string(r.rec.Lists["tools"])+`}`))
 	default:
 		if items := r.rec.Lists[recordLists[env.Method]]; items != nil {
 			var list []json.RawMessage
 			_ = json.Unmarshal(items, &list)
-			r.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
-			r.view.hear(env.Method)
+			p.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
+			p.view.hear(env.Method)
 		}
 	}
 	r.log.Debug("answered from the record of the server's last start", "method", env.Method)
-	r.reply(wire.ResultResponse(env.ID, r.sess.withResultType(res)))
+	p.reply(env.ID, wire.ResultResponse(env.ID, withResultType(res, p.era == eraModern)))
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,13 @@ type Config struct {
 	CallTool   string // name of the optional call-forwarding tool; "" = off
 	MaxMessage int    // largest message in either direction; default 64 MiB
 	Notices    bool   // add notes on failed auto-builds and crashes to the next tools/call result
+	// NoOwnTools: tools/list lists the child's tools only (the mux, whose
+	// reload_server rebuilds the server, lists its own); Tool and CallTool
+	// are then not served either.
+	NoOwnTools bool
+	// Rebuild is how the texts the agent reads name what rebuilds the
+	// server ("reload_server {\"name\": \"x\"}" in the mux); default Tool.
+	Rebuild string
 
 	ServerSuffix string // appended to serverInfo.name and version
 
@@ -71,20 +79,11 @@ type Config struct {
 	// the relay's, and not keep msg (nor write to it) after it returns.
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
 
-	// Handoff, when set, lets the embedder serve a session whose child
-	// speaks the other protocol era another way (cmd's era bridge): a
-	// child that refuses the client's first initialize (forwarded to it,
-	// or replayed after the relay answered it), or one that does not speak
-	// 2026-07-28 when the relay answered the client's server/discover
-	// itself. The client's messages after its first initialize are held
-	// until it is answered. The relay then sends nothing more to the client
-	// and calls Handoff, with its lock held, with the messages that opened
-	// the session (the initialize, the listen streams) and those held;
-	// answered are the ids of the requests among them the client has its
-	// answers to already. Then it calls it with every client message it
-	// reads, until Serve returns. The embedder ends Serve (cancels its
-	// context) and serves the messages.
-	Handoff func(msgs, answered [][]byte)
+	// Bridge, when set, serves a client whose era the child does not speak
+	// (see PortOptions.Handoff): Open's sessions go to a session of the
+	// bridge's (internal/bridge: a translator that is a client of the
+	// relay in the child's era) from then on.
+	Bridge func(upstream wire.Opener, c wire.Client) wire.Session
 
 	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *slog.Logger // nil = discard
@@ -138,10 +137,10 @@ const (
 	stateClosed
 )
 
-// Relay carries JSON-RPC between one client and a succession of child
-// servers. See the package documentation for its guarantees. It owns the
-// lifecycle (Serve, Restart, the children and the goroutines); the routing
-// of messages and its state are the switchboard's.
+// Relay carries JSON-RPC between its clients (ports) and a succession of
+// child servers. See the package documentation for its guarantees. It owns
+// the lifecycle (Restart, Close, the children and the goroutines); the
+// routing of messages and its state are the switchboard's.
 type Relay struct {
 	cfg      Config
 	log      *slog.Logger
@@ -154,16 +153,9 @@ type Relay struct {
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
 
-	restarts restarts
-	children sync.WaitGroup // every child until reaped
-}
-
-// restarts serializes restarts; its mutex also guards the tool baseline
-// a restart's diff is made against when the client never listed tools.
-type restarts struct {
-	mu        sync.Mutex
-	baseline  []toolInfo // the tools when the client's session began
-	haveTools bool       // baseline is a real list
+	restarts  sync.Mutex     // one restart at a time
+	children  sync.WaitGroup // every child until reaped
+	closeOnce sync.Once
 }
 
 // The defaults of Config's zero values. The config file's defaults are
@@ -203,6 +195,9 @@ func New(cfg Config) *Relay {
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
 	}
+	if cfg.Rebuild == "" {
+		cfg.Rebuild = cfg.Tool
+	}
 	if cfg.Child.Setting == "" {
 		cfg.Child.Setting = "run.command in mcpflow.toml"
 	}
@@ -230,143 +225,84 @@ func New(cfg Config) *Relay {
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
 	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key)
-	if cfg.Traffic != nil {
-		r.sw.out.sent = func(msg []byte) { cfg.Traffic("client", false, int(r.curGen.Load()), msg) }
-	}
 	r.events.tap = r.sw.stats.event
+	go r.expireQueue()
 	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic, link: cfg.Child.Link}
 	return r
 }
 
 var errClosed = errors.New("relay is shut down")
 
-// Serve relays between the client, whose messages come from in (a
-// wire.Reader of its stdin, as a rule, with Config.MaxMessage as its
-// limit) and whose answers go to out, and the child, until in ends or ctx
-// is canceled. It then stops the child (and its whole process group) and
-// returns nil. Serve starts no child by itself: the first Restart
-// (normally the builder's startup cycle) does; until then, client messages
-// wait in the queue.
+// rebuild is how the agent is told to rebuild the server.
+func (c *Config) rebuild() string { return c.Rebuild }
+
+// Serve is the relay for one client on a byte stream (mcpflow watch on
+// its stdin and stdout): it serves the client through wire.Serve, whose
+// messages come from in (a wire.Reader, as a rule, with
+// Config.MaxMessage as its limit) and whose answers go to out, until in
+// ends or ctx is canceled; then it closes the relay (Close). Serve starts
+// no child by itself: the first Restart (normally the builder's startup
+// cycle) does; until then, client messages wait in the queue.
 func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error {
 	if f, ok := out.(*os.File); ok {
 		growPipe(f)
 	}
-	go r.sw.out.run(out, nil)
-	readErr := make(chan error, 1)
-	go func() {
-		log := r.log.With("from", "client")
-		for {
-			msg, err := in.Next()
-			if answer, refused := wire.Refusal(err, log); refused {
-				if answer != nil {
-					r.sw.reply(answer)
-				}
-				continue
-			}
-			if err != nil {
-				readErr <- err
-				return
-			}
-			if r.cfg.Traffic != nil {
-				r.cfg.Traffic("client", true, int(r.curGen.Load()), msg)
-			}
-			r.sw.fromClient(msg)
-		}
-	}()
-	go r.expireQueue()
-	var err error
-	select {
-	case <-ctx.Done():
-		r.log.Info("shutting down", "reason", "signal")
-	case err = <-readErr:
-		if errors.Is(err, io.EOF) {
-			err = nil
-			// A one-shot client writes its requests and closes its input
-			// before it reads: it gets its answers first.
-			r.awaitAnswers(ctx, inputGrace)
-			r.log.Info("shutting down", "reason", "client closed stdin")
-		} else {
-			r.log.Error("reading from client", "err", err)
-		}
+	o := wire.ServeOptions{Log: r.log.With("from", "client")}
+	if r.cfg.Traffic != nil {
+		o.Traffic = func(toServer bool, msg []byte) { r.cfg.Traffic("client", toServer, int(r.curGen.Load()), msg) }
 	}
-	r.shutdown()
+	err := wire.Serve(ctx, in, out, openerFunc(r.openStdio), o)
+	if ctx.Err() != nil {
+		r.log.Info("shutting down", "reason", "signal")
+	} else if err == nil {
+		r.log.Info("shutting down", "reason", "client closed stdin")
+	} else {
+		r.log.Error("reading from client", "err", err)
+	}
+	r.Close()
 	return err
 }
 
-// inputGrace is how long the requests read before the client's input ended
-// may take to be answered before the relay shuts down: clients send
-// SIGTERM soon after closing stdin, and mcpflow is gone within 5 s.
-const inputGrace = 2 * time.Second
+// openStdio opens the one client of Serve: its ids reach the child as
+// they are.
+func (r *Relay) openStdio(c wire.Client) wire.Session {
+	return r.open(c, PortOptions{KeepIDs: true})
+}
+
+type openerFunc func(c wire.Client) wire.Session
+
+func (f openerFunc) Open(c wire.Client) wire.Session { return f(c) }
 
 // shutdownStep bounds each step of stopping the child at shutdown.
 const shutdownStep = time.Second
 
-// awaitAnswers waits, at most d or until ctx ends, until every request the
-// client sent has its answer.
-func (r *Relay) awaitAnswers(ctx context.Context, d time.Duration) {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		sw := r.sw
-		sw.mu.Lock()
-		n := len(sw.recompiles)
-		for _, p := range sw.ids.pending {
-			if p.kind != kindListen {
-				n++
-			}
-		}
-		for _, m := range sw.held.q {
-			if m.env.IsRequest() {
-				n++
-			}
-		}
-		sw.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			r.log.Warn("the client's input ended; requests still unanswered get an error", "requests", n)
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+// Close stops everything the relay started: every port is closed (its
+// requests still waiting are its front's to answer), the child stopped
+// with its process group, every goroutine ended. It is safe to call more
+// than once.
+func (r *Relay) Close() {
+	r.closeOnce.Do(r.shutdown)
 }
 
-// shutdown stops everything the relay started. Every request of the
-// client's still waiting (held, in flight, a recompile) is answered with
-// errTextShuttingDown first.
 func (r *Relay) shutdown() {
 	r.sw.mu.Lock()
 	r.sw.state = stateClosed
 	for key, cancel := range r.sw.recompiles {
 		cancel()
 		delete(r.sw.recompiles, key)
-		r.sw.reply(wire.ErrorResponse([]byte(key), wire.CodeServerDown, errTextShuttingDown, nil))
 	}
-	for _, m := range r.sw.held.take() {
-		if m.env.IsRequest() {
-			r.sw.reply(wire.ErrorResponse(m.env.ID, wire.CodeServerDown, errTextShuttingDown, nil))
-		}
-	}
-	for key, p := range r.sw.ids.pending {
-		if p.kind != kindListen {
-			r.sw.ids.forget(key)
-			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerDown, errTextShuttingDown, nil))
-		}
-	}
+	ports := slices.Clone(r.sw.ports)
 	r.sw.mu.Unlock()
+	for _, p := range ports {
+		p.Close()
+	}
 	r.cancel()
-	r.restarts.mu.Lock() // wait out a restart in progress
+	r.restarts.Lock() // wait out a restart in progress
 	r.sw.mu.Lock()
 	c := r.sw.child
 	r.sw.child = nil
 	r.sw.mu.Unlock()
-	r.restarts.mu.Unlock()
+	r.restarts.Unlock()
 	if c != nil {
 		// mcpflow is on its way out (within 5 s of the client's leaving):
 		// each step of the stop waits at most shutdownStep.
@@ -374,11 +310,6 @@ func (r *Relay) shutdown() {
 	}
 	r.children.Wait()
 	r.events.close()
-	r.sw.out.close()
-	select {
-	case <-r.sw.out.done:
-	case <-time.After(time.Second):
-	}
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the
@@ -398,5 +329,5 @@ func (r *Relay) firstServerLate(grace time.Duration) {
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
 	r.sw.health.building = true
-	r.sw.down(msgBuilding(r.cfg.Tool), true)
+	r.sw.down(msgBuilding(r.cfg.rebuild()), true)
 }

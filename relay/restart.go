@@ -31,7 +31,7 @@ func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 }
 
 // restartRun is one restart seen as its phases, which Relay.restart runs
-// in order with restarts.mu held.
+// in order with Relay.restarts held.
 type restartRun struct{ *Relay }
 
 func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error) {
@@ -45,8 +45,8 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		}
 		return res, err
 	}
-	r.restarts.mu.Lock()
-	defer r.restarts.mu.Unlock()
+	r.restarts.Lock()
+	defer r.restarts.Unlock()
 
 	run := restartRun{r}
 	old, err := run.beginRestart(ctx, auto)
@@ -113,10 +113,10 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 }
 
 // beginRestart holds client messages for the next child and returns the
-// current one, if any. When the relay does not know yet what the client
-// is served, it first reads the current child's lists, so that the tool
+// current one, if any. When the relay does not know yet what a client is
+// served, it first reads the current child's lists, so that the tool
 // diff can be told and list_changed sent only for what changes.
-// restarts.mu is held.
+// Relay.restarts is held.
 func (r restartRun) beginRestart(ctx context.Context, auto bool) (*child, error) {
 	r.sw.mu.Lock()
 	if r.sw.state == stateClosed {
@@ -124,16 +124,18 @@ func (r restartRun) beginRestart(ctx context.Context, auto bool) (*child, error)
 		return nil, errClosed
 	}
 	old := r.sw.child
-	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && (!r.restarts.haveTools || r.sw.view.unknown())
+	unknown := !r.sw.haveTools
+	r.sw.eachPort(func(p *Port) { unknown = unknown || p.view.unknown() })
+	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && unknown
 	r.sw.mu.Unlock()
 	if learn {
 		if views, tools, err := r.fetchLists(ctx, old); err == nil {
 			r.sw.mu.Lock()
-			r.sw.view.learn(views)
-			r.sw.mu.Unlock()
-			if !r.restarts.haveTools {
-				r.restarts.baseline, r.restarts.haveTools = tools, true
+			r.sw.eachPort(func(p *Port) { p.view.learn(views) })
+			if !r.sw.haveTools {
+				r.sw.baseline, r.sw.haveTools = tools, true
 			}
+			r.sw.mu.Unlock()
 		}
 	}
 	r.sw.mu.Lock()
@@ -152,7 +154,9 @@ func (r restartRun) beginRestart(ctx context.Context, auto bool) (*child, error)
 }
 
 // newTools reads the new child's lists, when the session lets the relay
-// ask, and puts the tool diff in res. restarts.mu is held.
+// ask, and puts the tool diff in res: against the tools the most recently
+// active client last listed, else those of the first child that listed
+// them. Relay.restarts is held.
 func (r restartRun) newTools(ctx context.Context, c *child, res *result.Restart) (map[string]listView, error) {
 	r.sw.mu.Lock()
 	ready := r.sw.sess.ready(r.sw.child)
@@ -165,16 +169,20 @@ func (r restartRun) newTools(ctx context.Context, c *child, res *result.Restart)
 		return nil, err
 	}
 	r.sw.mu.Lock()
-	base, known := r.sw.view.tools, r.sw.view.toolsKnown
-	r.sw.mu.Unlock()
+	defer r.sw.mu.Unlock()
+	var base []toolInfo
+	known := false
+	if p := r.sw.latestPort(); p != nil {
+		base, known = p.view.tools, p.view.toolsKnown
+	}
 	if !known {
 		// The client never listed tools: compare with the tools it had
 		// when its session began.
-		base, known = r.restarts.baseline, r.restarts.haveTools
+		base, known = r.sw.baseline, r.sw.haveTools
 	}
 	res.Tools = diffTools(base, tools, known)
-	if !r.restarts.haveTools {
-		r.restarts.baseline, r.restarts.haveTools = tools, true
+	if !r.sw.haveTools {
+		r.sw.baseline, r.sw.haveTools = tools, true
 	}
 	return views, nil
 }
@@ -189,29 +197,38 @@ func speaksModern(result []byte) bool {
 	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
 }
 
-// handOff stops c, which speaks the other era than the client's session,
-// and hands the session to Config.Handoff: what the client opened (its
-// initialize, which the relay answered, or its listen streams) and what
-// is held.
+// handOff stops c, which speaks the other era than the session the relay
+// opened for its clients (answering their initialize or server/discover
+// itself), and hands every client with a Handoff to it: what each opened
+// (its initialize, which the relay answered, or its listen streams) and
+// what it has held.
 func (r restartRun) handOff(c *child) error {
 	c.kill(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
 	<-c.reaped
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
-	var first, answered [][]byte
-	if r.sw.sess.era == eraLegacy && r.sw.sess.initReq != nil {
-		first = append(first, r.sw.sess.initReq)
-		if env, err := wire.Peek(r.sw.sess.initReq); err == nil {
-			answered = append(answered, env.ID)
+	r.sw.eachPort(func(p *Port) {
+		if p.opts.Handoff == nil {
+			return
 		}
-		if r.sw.sess.clientInit {
-			first = append(first, wire.Request(nil, "notifications/initialized", nil))
+		var first, answered [][]byte
+		if p.initReq != nil {
+			first = append(first, p.initReq)
+			if env, err := wire.Peek(p.initReq); err == nil {
+				answered = append(answered, env.ID)
+			}
+			if p.initialized {
+				first = append(first, wire.Request(nil, "notifications/initialized", nil))
+			}
 		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
-		first = append(first, r.sw.sess.listens[k].msg)
-	}
-	r.sw.handOff(first, answered)
+		for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
+			if l := r.sw.sess.listens[k]; l.port == p {
+				first = append(first, l.clientMsg(k))
+			}
+		}
+		r.sw.handOff(p, first, answered)
+	})
+	r.sw.bridged()
 	return errors.New("the server speaks the other protocol era: the session went to the era bridge")
 }
 
@@ -236,7 +253,7 @@ func (r restartRun) goUp(c *child, views map[string]listView) (probe []byte, err
 		// change: held messages may be the client's very first handshake.
 		r.sw.announce(views)
 	} else {
-		r.sw.view.forget()
+		r.sw.eachPort(func(p *Port) { p.view.forget() })
 	}
 	r.sw.flushQueue()
 	if !c.hasAnswered() && !r.sw.ids.handshakePending(c.gen) {
@@ -334,7 +351,7 @@ func (r *Relay) respawn() {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	if r.sw.health.lastBuildFailed {
-		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.Tool))
+		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.rebuild()))
 	}
 }
 
@@ -376,7 +393,7 @@ func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls b
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
 	o := r.runRecompile(r.ctx, nil)
-	text, isErr := formatOutcome(o, r.cfg.Tool, r.running())
+	text, isErr := formatOutcome(o, r.cfg.rebuild(), r.running())
 	if isErr {
 		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
 	}
@@ -484,7 +501,7 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 		}
 		res, err := r.call(ctx, c, "initialize", env.Params)
 		var refused *callError
-		if errors.As(err, &refused) && r.cfg.Handoff != nil {
+		if errors.As(err, &refused) && r.bridges() {
 			return nil, errOtherEra // a server of 2026-07-28 only
 		}
 		if err != nil {
@@ -513,7 +530,7 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 			// speak 2026-07-28?
 			res, err := r.call(ctx, c, "server/discover", params)
 			var refused *callError
-			if (errors.As(err, &refused) || err == nil && !speaksModern(res)) && r.cfg.Handoff != nil {
+			if (errors.As(err, &refused) || err == nil && !speaksModern(res)) && r.bridges() {
 				return nil, errOtherEra
 			}
 			if err != nil {
@@ -525,7 +542,7 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 		r.sw.sess.selfDiscover = false
 	}
 	for _, m := range st.replay(&r.sw.sess, r.sw.ids, c.gen) {
-		c.in.send(m)
+		c.send(m)
 	}
 	return changes, nil
 }
@@ -557,12 +574,12 @@ func (r restartRun) failStart(c *child, err error) error {
 		<-c.reaped
 		return errClosed
 	}
-	report := msgBadStart(err, r.cfg.Tool)
+	report := msgBadStart(err, r.cfg.rebuild())
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tool)
+		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
 		if w := c.link.Waiting(); w != "" {
 			// It never got the handshake: say where the link waits.
-			report = withStderr(msgBadStart(errors.New(w), r.cfg.Tool), c.stderrInfo())
+			report = withStderr(msgBadStart(errors.New(w), r.cfg.rebuild()), c.stderrInfo())
 		}
 	}
 	r.sw.mu.Lock()
@@ -577,10 +594,10 @@ func (r restartRun) failStart(c *child, err error) error {
 	<-c.reaped
 	if !alive {
 		// It exited on its own: childExited reported the failed start.
-		report = msgFailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.Tool)
+		report = msgFailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.rebuild())
 		r.goDown(report)
 	}
-	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Tool, "err", firstLine(report))
+	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.rebuild(), "err", firstLine(report))
 	return errors.New(report)
 }
 
@@ -618,7 +635,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		return
 	}
 	r.sw.health.lastBuildFailed = true
-	report := msgBuildFailed(o.Err, o.Errors, r.cfg.Tool)
+	report := msgBuildFailed(o.Err, o.Errors, r.cfg.rebuild())
 	r.events.post(Event{Kind: BuildFailed, Report: report})
 	switch r.sw.state {
 	case stateStarting:
@@ -627,7 +644,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		r.sw.down(report, true) // tool calls held for the first build are answered
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.Tool))
+			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.rebuild()))
 		}
 	}
 }
@@ -643,7 +660,7 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 		r.sw.ids.unwait(id)
 		r.sw.mu.Unlock()
 	}()
-	c.in.send(wire.Request(id, method, params))
+	c.send(wire.Request(id, method, params))
 	select {
 	case msg := <-ch:
 		env, err := wire.Peek(msg)
@@ -674,10 +691,10 @@ func (e *callError) Error() string {
 	return fmt.Sprintf("%s: server answered error %d: %s", e.method, e.Code, e.Message)
 }
 
-// errOtherEra: the new child does not speak the era of the client's
+// errOtherEra: the new child does not speak the era of the clients'
 // session, which the relay answered itself (from the record, or for
-// mcpflow, while no server ran): the session is handed to Config.Handoff,
-// which bridges the eras.
+// mcpflow, while no server ran): the clients are handed to their
+// Handoff, which bridges the eras.
 var errOtherEra = errors.New("the server does not speak the client's protocol era")
 
 // mergeCancel returns a context canceled when either parent is.

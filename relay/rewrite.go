@@ -196,3 +196,21 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// withVersion is an initialize result with its protocolVersion set to
+// asked, when asked is a legacy version the SDKs know (a client asked the
+// session another client opened for a version of its own).
+func withVersion(result []byte, asked string) []byte {
+	if asked == "" || wire.IsModern(asked) || !slices.Contains(mcp.SupportedProtocolVersions(), asked) {
+		return result
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil {
+		return result
+	}
+	res["protocolVersion"] = mustJSON(asked)
+	return mustJSON(res)
+}
+
+// rawJSON is raw JSON that marshals as itself.
+func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }

@@ -5,14 +5,21 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// router keeps the id mappings between the client and the children:
-//   - client requests in flight, each tied to the generation of the child
-//     it was sent to (pending);
-//   - requests a child sent to the client, renumbered to ids the relay owns
+// router keeps the id mappings between the clients (ports) and the
+// children:
+//   - client requests in flight, each tied to the port it came from and
+//     the generation of the child it was sent to (pending), by the id the
+//     child knows; byClient finds them by the client's own;
+//   - requests a child sent to a client, renumbered to ids the relay owns
 //     ("mcpflow:s<gen>-<n>") so that an answer goes back only to the child
 //     that asked (serverReqs);
+//   - progress tokens of requests in flight, renamed toward the child for
+//     the ports whose ids are (tokens);
 //   - the relay's own requests to a child, each with a channel waiting for
 //     its answer (waiters).
 //
@@ -21,10 +28,20 @@ import (
 type router struct {
 	seq        atomic.Int64
 	pending    map[string]*pending // by the id the child knows
-	clientKeys map[string]string   // client id -> the relay's id, for renamed requests
+	byClient   map[string]string   // port-qualified client id -> the id the child knows
 	serverReqs map[string]serverReq
+	tokens     map[string]token // progress token the child knows (raw JSON) -> whose it is
 	waiters    map[string]chan []byte
 	drain      drain
+}
+
+// token is a progress token of a request in flight: the port and request
+// (the id the child knows) it belongs to, and the client's own token when
+// the child knows another.
+type token struct {
+	port   *Port
+	key    string
+	client []byte // nil: the child knows the client's own
 }
 
 // drain is the generation whose calls in flight may finish before its
@@ -37,6 +54,7 @@ type drain struct {
 type pending struct {
 	kind   kind
 	gen    int
+	port   *Port // whose request it is
 	method string
 	msg    []byte // the request, kept for initialize and server/discover only
 	// firstPage: a tools/list without a cursor.
@@ -45,6 +63,8 @@ type pending struct {
 	// clientID is the client's id of a request the child knows under one
 	// of the relay's (see plainID); nil when the child got the client's own.
 	clientID []byte
+	tokenKey string // the progress token the child knows, if any
+	seq      int64  // the order in which requests were sent
 }
 
 // replyID is the id the client's answer to p carries; key is the id the
@@ -96,13 +116,19 @@ const (
 )
 
 // reservedPrefix starts every id the relay invents, in both directions.
-// Client requests whose string id starts with it are refused, so relay ids
-// can never collide with the client's.
-const reservedPrefix = `"mcpflow:`
+// A port whose ids reach the child as they are (KeepIDs) may not use it,
+// so relay ids can never collide with a client's, except for
+// embedderPrefix: the namespace of an embedder's own requests (the mux's),
+// which the relay never uses.
+const (
+	reservedPrefix = `"mcpflow:`
+	embedderPrefix = `"mcpflow:m`
+)
 
 type serverReq struct {
 	gen    int
 	origID []byte
+	port   *Port // the client it was sent to
 }
 
 // pendingReq is one request taken from the router by takeGen.
@@ -114,7 +140,8 @@ type pendingReq struct {
 func newRouter() *router {
 	return &router{
 		pending:    map[string]*pending{},
-		clientKeys: map[string]string{},
+		byClient:   map[string]string{},
+		tokens:     map[string]token{},
 		serverReqs: map[string]serverReq{},
 		waiters:    map[string]chan []byte{},
 	}
@@ -125,26 +152,55 @@ func (rt *router) newID(tag string) []byte {
 	return []byte(reservedPrefix + tag + strconv.FormatInt(rt.seq.Add(1), 10) + `"`)
 }
 
-// track records a client request sent to a child under key.
-func (rt *router) track(key string, p *pending) {
-	rt.pending[key] = p
-	if p.clientID != nil {
-		rt.clientKeys[string(p.clientID)] = key
-	}
+// track records port p's request sent to a child under key.
+func (rt *router) track(p *Port, key string, pd *pending) {
+	pd.seq = rt.seq.Add(1)
+	rt.pending[key] = pd
+	rt.byClient[p.key(pd.replyID(key))] = key
 }
 
-// childKey is the id the child knows the client's request clientKey by.
-func (rt *router) childKey(clientKey string) string {
-	if k, ok := rt.clientKeys[clientKey]; ok {
-		return k
-	}
-	return clientKey
+// childKey is the id the child knows port p's request id by; "" when it
+// is not in flight.
+func (rt *router) childKey(p *Port, id []byte) string {
+	return rt.byClient[p.key(id)]
 }
 
-// inFlight reports whether a client request with this id awaits an answer.
-func (rt *router) inFlight(clientKey string) bool {
-	_, ok := rt.pending[rt.childKey(clientKey)]
+// inFlight reports whether port p's request with this id awaits an answer.
+func (rt *router) inFlight(p *Port, id []byte) bool {
+	_, ok := rt.byClient[p.key(id)]
 	return ok
+}
+
+// trackToken records the progress token tok of port p's request msg
+// (env), which the child knows as key (tracked already); for a port whose ids the child
+// does not see, the child gets a token of the relay's instead. It
+// returns the request as the child gets it.
+func (rt *router) trackToken(p *Port, msg []byte, env wire.Envelope, tok []byte, key string) []byte {
+	t := token{port: p, key: key}
+	child := string(tok)
+	if !p.opts.KeepIDs {
+		ms, me, ok := jsonscan.MemberSpan(env.Params, "_meta")
+		if !ok {
+			return msg
+		}
+		ts, te, ok := jsonscan.MemberSpan(env.Params[ms:me], "progressToken")
+		if !ok {
+			return msg
+		}
+		mine := rt.newID("t")
+		t.client = bytes.Clone(tok)
+		at := env.ParStart + ms
+		msg = wire.Splice(msg, at+ts, at+te, mine)
+		child = string(mine)
+	}
+	if _, taken := rt.tokens[child]; taken {
+		return msg // a client that reuses a token in flight: the first keeps it
+	}
+	rt.tokens[child] = t
+	if pd := rt.pending[key]; pd != nil {
+		pd.tokenKey = child
+	}
+	return msg
 }
 
 // lookup returns the request a response from generation gen answers, if
@@ -170,15 +226,24 @@ func (rt *router) handshakePending(gen int) bool {
 
 // forget ends a client request: its answer, if one comes, is dropped.
 func (rt *router) forget(key string) (*pending, bool) {
-	p, ok := rt.pending[key]
-	delete(rt.pending, key)
-	if ok && p.clientID != nil {
-		delete(rt.clientKeys, string(p.clientID))
+	pd, ok := rt.pending[key]
+	if !ok {
+		return nil, false
 	}
-	if ok && rt.drain.gen != 0 && p.gen == rt.drain.gen && rt.calls(p.gen) == 0 {
+	rt.untrack(key, pd)
+	if rt.drain.gen != 0 && pd.gen == rt.drain.gen && rt.calls(pd.gen) == 0 {
 		rt.endDrain()
 	}
-	return p, ok
+	return pd, true
+}
+
+// untrack removes what track and trackToken recorded of pd, known as key.
+func (rt *router) untrack(key string, pd *pending) {
+	delete(rt.pending, key)
+	delete(rt.byClient, pd.port.key(pd.replyID(key)))
+	if pd.tokenKey != "" {
+		delete(rt.tokens, pd.tokenKey)
+	}
 }
 
 // calls counts the client requests in flight on generation gen, listens
@@ -217,18 +282,15 @@ func (rt *router) draining(gen int) bool { return gen != 0 && rt.drain.gen == ge
 
 // takeGen removes and returns the requests pending on generation gen,
 // listens excepted (they outlive children), and forgets that generation's
-// requests to the client.
+// requests to the clients.
 func (rt *router) takeGen(gen int) []pendingReq {
 	var out []pendingReq
-	for key, p := range rt.pending {
-		if p.gen != gen || p.kind == kindListen {
+	for key, pd := range rt.pending {
+		if pd.gen != gen || pd.kind == kindListen {
 			continue
 		}
-		delete(rt.pending, key)
-		if p.clientID != nil {
-			delete(rt.clientKeys, string(p.clientID))
-		}
-		out = append(out, pendingReq{key, p})
+		rt.untrack(key, pd)
+		out = append(out, pendingReq{key, pd})
 	}
 	for id, sr := range rt.serverReqs {
 		if sr.gen == gen {
@@ -238,11 +300,11 @@ func (rt *router) takeGen(gen int) []pendingReq {
 	return out
 }
 
-// renumber records a request of generation gen to the client and returns
-// the id to send it under.
-func (rt *router) renumber(gen int, origID []byte) []byte {
+// renumber records a request of generation gen to port p's client and
+// returns the id to send it under.
+func (rt *router) renumber(gen int, origID []byte, p *Port) []byte {
 	id := rt.newID("s" + strconv.Itoa(gen) + "-")
-	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: bytes.Clone(origID)}
+	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: bytes.Clone(origID), port: p}
 	return id
 }
 
@@ -254,16 +316,29 @@ func (rt *router) mapBack(key string) (serverReq, bool) {
 	return sr, ok
 }
 
-// cancelServerReq forgets generation gen's request to the client with the
-// child's id orig, and returns the id the client knows it by.
-func (rt *router) cancelServerReq(gen int, orig []byte) (string, bool) {
+// cancelServerReq forgets generation gen's request to a client with the
+// child's id orig, and returns the id the client knows it by and its port.
+func (rt *router) cancelServerReq(gen int, orig []byte) (string, *Port, bool) {
 	for id, sr := range rt.serverReqs {
 		if sr.gen == gen && string(sr.origID) == string(orig) {
 			delete(rt.serverReqs, id)
-			return id, true
+			return id, sr.port, true
 		}
 	}
-	return "", false
+	return "", nil, false
+}
+
+// newest is the request in flight on generation gen most recently sent
+// (listens aside), and the id the child knows it by; nil when none.
+func (rt *router) newest(gen int) (string, *pending) {
+	var key string
+	var best *pending
+	for k, pd := range rt.pending {
+		if pd.gen == gen && pd.kind != kindListen && (best == nil || pd.seq > best.seq) {
+			key, best = k, pd
+		}
+	}
+	return key, best
 }
 
 // wait registers a request of the relay's own; its answer goes to the

@@ -8,10 +8,11 @@ import (
 func TestRouterPending(t *testing.T) {
 	t.Parallel()
 	rt := newRouter()
-	rt.track("1", &pending{kind: kindPlain, gen: 1})
-	rt.track("2", &pending{kind: kindListen, gen: 1})
-	rt.track("3", &pending{kind: kindToolsCall, gen: 2})
-	if !rt.inFlight("1") || rt.inFlight("9") {
+	tp := &Port{id: 1}
+	rt.track(tp, "1", &pending{port: tp, kind: kindPlain, gen: 1})
+	rt.track(tp, "2", &pending{port: tp, kind: kindListen, gen: 1})
+	rt.track(tp, "3", &pending{port: tp, kind: kindToolsCall, gen: 2})
+	if !rt.inFlight(tp, []byte("1")) || rt.inFlight(tp, []byte("9")) {
 		t.Fatal("inFlight")
 	}
 	if _, ok := rt.lookup("1", 2); ok {
@@ -20,18 +21,18 @@ func TestRouterPending(t *testing.T) {
 	if p, ok := rt.lookup("1", 1); !ok || p.kind != kindPlain {
 		t.Fatal("lookup")
 	}
-	if _, ok := rt.forget("1"); !ok || rt.inFlight("1") {
+	if _, ok := rt.forget("1"); !ok || rt.inFlight(tp, []byte("1")) {
 		t.Fatal("forget")
 	}
 	if _, ok := rt.forget("1"); ok {
 		t.Fatal("forgotten twice")
 	}
-	rt.track("4", &pending{kind: kindPlain, gen: 1})
+	rt.track(tp, "4", &pending{port: tp, kind: kindPlain, gen: 1})
 	got := rt.takeGen(1)
 	if len(got) != 1 || got[0].key != "4" {
 		t.Fatalf("takeGen(1) = %v, want only 4 (the listen outlives its child)", got)
 	}
-	if !rt.inFlight("2") || !rt.inFlight("3") {
+	if !rt.inFlight(tp, []byte("2")) || !rt.inFlight(tp, []byte("3")) {
 		t.Fatal("takeGen took too much")
 	}
 }
@@ -40,8 +41,8 @@ func TestRouterServerRequests(t *testing.T) {
 	t.Parallel()
 	rt := newRouter()
 	// Two children that both use id 1 for their requests to the client.
-	a := rt.renumber(1, []byte("1"))
-	b := rt.renumber(2, []byte("1"))
+	a := rt.renumber(1, []byte("1"), nil)
+	b := rt.renumber(2, []byte("1"), nil)
 	if string(a) == string(b) || !strings.HasPrefix(string(a), reservedPrefix+"s1-") || !strings.HasPrefix(string(b), reservedPrefix+"s2-") {
 		t.Fatalf("renumbered ids %s %s", a, b)
 	}
@@ -54,13 +55,13 @@ func TestRouterServerRequests(t *testing.T) {
 	}
 	// The child cancels its own request: the client hears of it under the
 	// id it knows.
-	if id, ok := rt.cancelServerReq(1, []byte("1")); !ok || id != string(a) {
+	if id, _, ok := rt.cancelServerReq(1, []byte("1")); !ok || id != string(a) {
 		t.Fatalf("cancelServerReq = %q %v", id, ok)
 	}
 	if _, ok := rt.mapBack(string(a)); ok {
 		t.Fatal("a canceled request still maps back")
 	}
-	c := rt.renumber(3, []byte(`"x"`))
+	c := rt.renumber(3, []byte(`"x"`), nil)
 	rt.takeGen(3)
 	if _, ok := rt.mapBack(string(c)); ok {
 		t.Fatal("a request of a gone child still maps back")
@@ -98,10 +99,11 @@ func closed(ch <-chan struct{}) bool {
 func TestRouterDrain(t *testing.T) {
 	t.Parallel()
 	rt := newRouter()
-	rt.track("1", &pending{kind: kindToolsCall, gen: 1})
-	rt.track("2", &pending{kind: kindPlain, gen: 1})
-	rt.track("l", &pending{kind: kindListen, gen: 1})
-	rt.track("3", &pending{kind: kindToolsCall, gen: 2})
+	tp := &Port{id: 1}
+	rt.track(tp, "1", &pending{port: tp, kind: kindToolsCall, gen: 1})
+	rt.track(tp, "2", &pending{port: tp, kind: kindPlain, gen: 1})
+	rt.track(tp, "l", &pending{port: tp, kind: kindListen, gen: 1})
+	rt.track(tp, "3", &pending{port: tp, kind: kindToolsCall, gen: 2})
 	done := rt.startDrain(1)
 	if !rt.draining(1) || rt.draining(2) || closed(done) {
 		t.Fatal("a drain with two calls in flight ended at once")
@@ -120,7 +122,7 @@ func TestRouterDrain(t *testing.T) {
 	if d := rt.startDrain(1); !closed(d) {
 		t.Fatal("a drain with no call in flight must end at once")
 	}
-	rt.track("4", &pending{kind: kindToolsCall, gen: 2})
+	rt.track(tp, "4", &pending{port: tp, kind: kindToolsCall, gen: 2})
 	d := rt.startDrain(2)
 	rt.endDrain()
 	if !closed(d) || rt.draining(2) {

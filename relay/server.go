@@ -9,9 +9,10 @@ import (
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// fromChild handles one message the child wrote on stdout (valid JSON:
-// the reader checked).
-func (r *switchboard) fromChild(c *child, msg []byte) {
+// fromChild handles one message the child sent (valid JSON: the link's
+// framer checked); rel is the id (as the child knows it) of the request
+// whose exchange carried it, when the link knows (see wire.LinkReceiver).
+func (r *switchboard) fromChild(c *child, msg, rel []byte) {
 	if r.cfg.Traffic != nil {
 		r.cfg.Traffic("server", false, c.gen, msg)
 	}
@@ -26,17 +27,26 @@ func (r *switchboard) fromChild(c *child, msg []byte) {
 	if r.trace != nil && !env.IsResponse() {
 		r.trace.msg("server", &env, len(msg), nil)
 	}
-	r.out.beginInline() // written by this goroutine once the lock is free
-	defer r.out.endInline()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var only *Port
+	if len(r.ports) == 1 {
+		// One client: what goes to it is written by this goroutine once
+		// the lock is free. Its pace is the child's (back-pressure), and no
+		// hand-off is paid.
+		only = r.ports[0]
+		only.out.beginInline()
+	}
 	switch {
 	case env.IsResponse():
 		r.childResponse(c, msg, env)
 	case env.IsRequest():
-		r.childRequest(c, msg, env)
+		r.childRequest(c, msg, env, rel)
 	case env.IsNotification():
-		r.childNotification(c, msg, env)
+		r.childNotification(c, msg, env, rel)
+	}
+	r.mu.Unlock()
+	if only != nil {
+		only.out.endInline()
 	}
 }
 
@@ -50,9 +60,10 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	if badJSON {
 		id := wire.PartialID(msg)
 		if id != nil && !r.ids.deliver(string(id), wire.ErrorResponse(id, wire.CodeInternalError, errTextServerBadJSON, nil)) {
-			if p, ok := r.ids.lookup(string(id), c.gen); ok && p.kind != kindListen {
+			if pd, ok := r.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen {
 				r.ids.forget(string(id))
-				r.reply(wire.ErrorResponse(p.replyID(string(id)), wire.CodeInternalError, errTextServerBadJSON, nil))
+				rid := pd.replyID(string(id))
+				pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, errTextServerBadJSON, nil))
 			}
 		}
 	}
@@ -69,6 +80,8 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	}
 }
 
+// childResponse hands the child's answer to the client whose request it
+// answers. sw.mu is held.
 func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 	key := string(env.ID)
 	if strings.HasPrefix(key, reservedPrefix) && r.ids.deliver(key, msg) {
@@ -77,15 +90,16 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 		}
 		return
 	}
-	p, ok := r.ids.lookup(key, c.gen)
+	pd, ok := r.ids.lookup(key, c.gen)
 	if r.trace != nil {
-		r.trace.msg("server", &env, len(msg), p)
+		r.trace.msg("server", &env, len(msg), pd)
 	}
 	if !ok {
 		r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return
 	}
-	if p.kind == kindListen {
+	p := pd.port
+	if pd.kind == kindListen {
 		if l := r.sess.listens[key]; l != nil && l.tools {
 			// The relay keeps this stream open: it sends tools/list_changed
 			// itself after each restart.
@@ -94,65 +108,124 @@ func (r *switchboard) childResponse(c *child, msg []byte, env wire.Envelope) {
 		}
 		delete(r.sess.listens, key)
 	}
-	if p.kind == kindInitialize && env.HasError && r.cfg.Handoff != nil && !r.sess.initDecided {
+	if pd.kind == kindInitialize && env.HasError && p.opts.Handoff != nil && !p.initDecided {
 		// The child refused the client's first initialize: a server of
 		// 2026-07-28 only, which the era bridge serves.
 		r.ids.forget(key)
-		r.handOff([][]byte{p.msg}, nil)
+		p.initReq = nil
+		r.handOff(p, [][]byte{pd.msg}, nil)
+		r.bridged()
 		return
 	}
 	r.ids.forget(key)
-	r.stats.answered(p.kind, env.Result)
-	switch p.kind {
+	r.stats.answered(pd.kind, env.Result)
+	switch pd.kind {
 	case kindInitialize:
 		msg = r.forceResult(c, msg, env, true)
+		defer r.flushQueue() // other clients' initialize waited for this answer
 	case kindDiscover:
 		msg = r.forceResult(c, msg, env, false)
 	case kindToolsList:
-		r.view.noteTools(p.firstPage, env.Result)
-		msg = r.tools.inject(msg, env)
+		p.view.noteTools(pd.firstPage, env.Result)
+		if !r.cfg.NoOwnTools {
+			msg = r.tools.inject(msg, env)
+		}
 	case kindToolsCall:
 		msg = r.tools.attach(msg, env)
 	}
-	if _, ok := recordLists[p.method]; ok && p.kind != kindToolsList {
-		r.view.hear(p.method)
+	if _, ok := recordLists[pd.method]; ok && pd.kind != kindToolsList {
+		p.view.hear(pd.method)
 	}
 	if !env.HasError {
 		result := env.Result
-		if p.kind == kindInitialize || p.kind == kindDiscover {
+		if pd.kind == kindInitialize || pd.kind == kindDiscover {
 			result = r.sess.initResult // forced, as the client gets it
 		}
-		keepInRecord(r, p.method, p.firstPage, result)
+		keepInRecord(r, pd.method, pd.firstPage, result)
 	}
-	if p.clientID != nil {
+	id := pd.replyID(key)
+	if pd.clientID != nil {
 		if e, err := wire.Peek(msg); err == nil {
-			msg = wire.Splice(msg, e.IDStart, e.IDEnd, p.clientID)
+			msg = wire.Splice(msg, e.IDStart, e.IDEnd, pd.clientID)
 		}
 	}
-	r.reply(msg)
+	p.reply(id, msg)
 }
 
-// childRequest renumbers a server→client request so that a late answer can
-// be told apart from one meant for the next child.
-func (r *switchboard) childRequest(c *child, msg []byte, env wire.Envelope) {
+// childRequest sends a server→client request to the client it belongs to
+// (see route), renumbered so that a late answer can be told apart from
+// one meant for the next child. sw.mu is held.
+func (r *switchboard) childRequest(c *child, msg []byte, env wire.Envelope, rel []byte) {
 	if c != r.child || r.state == stateClosed {
 		return
 	}
-	id := r.ids.renumber(c.gen, env.ID)
-	r.out.send(wire.Splice(msg, env.IDStart, env.IDEnd, id))
+	p, prel := r.route(c, env, rel)
+	if p == nil {
+		r.log.Warn("the server sent a request while no client is connected; it was answered with an error", "method", env.Method)
+		c.send(wire.ErrorResponse(env.ID, wire.CodeInternalError, errTextNoClient, nil))
+		return
+	}
+	id := r.ids.renumber(c.gen, env.ID, p)
+	p.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), prel)
 }
 
-func (r *switchboard) childNotification(c *child, msg []byte, env wire.Envelope) {
+// route finds the client a child's request or notification belongs to,
+// and the client's id of the request it belongs to (rel for Deliver):
+// the request whose exchange carried it (rel, from an HTTP link), else
+// the request its progress token names, else the listen stream its
+// subscription id names, else the request most recently sent to the
+// child; else, with nothing in flight, the most recently active client
+// and no request. sw.mu is held.
+func (r *switchboard) route(c *child, env wire.Envelope, rel []byte) (*Port, []byte) {
+	if rel != nil {
+		if pd, ok := r.ids.lookup(string(rel), c.gen); ok {
+			return pd.port, pd.replyID(string(rel))
+		}
+	}
+	if tok := jsonscan.Member(env.Params, "progressToken"); tok != nil {
+		if t, ok := r.ids.tokens[string(tok)]; ok {
+			if pd, ok := r.ids.pending[t.key]; ok {
+				return t.port, pd.replyID(t.key)
+			}
+			return t.port, nil
+		}
+	}
+	if sub := subscriptionID(env.Params); sub != nil {
+		if l := r.sess.listens[string(sub)]; l != nil && l.port != nil {
+			return l.port, l.replyID(string(sub))
+		}
+	}
+	if key, pd := r.ids.newest(c.gen); pd != nil {
+		return pd.port, pd.replyID(key)
+	}
+	return r.latestPort(), nil
+}
+
+// childNotification passes a notification of the child's to the client it
+// belongs to (see route), or to every client when it belongs to no
+// request. sw.mu is held.
+func (r *switchboard) childNotification(c *child, msg []byte, env wire.Envelope, rel []byte) {
 	if c != r.child {
 		return
 	}
 	switch env.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		// The child changed a list itself: what the client is served is
+		// The child changed a list itself: what the clients are served is
 		// no longer known.
-		r.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed"))
+		kind := strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed")
+		r.eachPort(func(p *Port) { p.view.forgetKind(kind) })
+		if subscriptionID(env.Params) == nil {
+			r.eachPort(func(p *Port) { p.deliver(msg, nil) })
+			return
+		}
+	case "notifications/resources/updated":
+		if subscriptionID(env.Params) == nil {
+			r.eachPort(func(p *Port) { p.deliver(msg, nil) })
+			return
+		}
 	case "notifications/subscriptions/acknowledged":
-		l := r.sess.listens[string(subscriptionID(env.Params))]
+		sub := subscriptionID(env.Params)
+		l := r.sess.listens[string(sub)]
 		if l != nil && l.awaitingAck {
 			l.awaitingAck = false
 			return
@@ -160,16 +233,47 @@ func (r *switchboard) childNotification(c *child, msg []byte, env wire.Envelope)
 		if l != nil && l.tools {
 			msg = forceAck(msg, env)
 		}
+		if l != nil && l.port != nil {
+			l.port.deliver(l.restore(msg), l.replyID(string(sub)))
+			return
+		}
 	case "notifications/cancelled":
-		// The child cancels one of its own requests to the client.
-		if id, ok := r.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId")); ok {
+		// The child cancels one of its own requests to a client.
+		if id, p, ok := r.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId")); ok {
 			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok {
-				r.out.send(wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(id)))
+				p.deliver(wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(id)), nil)
 			}
+			return
 		}
 		return
+	case "notifications/progress":
+		tok := jsonscan.Member(env.Params, "progressToken")
+		if t, ok := r.ids.tokens[string(tok)]; ok {
+			if t.client != nil {
+				if vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken"); ok {
+					msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, t.client)
+				}
+			}
+			var prel []byte
+			if pd, ok := r.ids.pending[t.key]; ok {
+				prel = pd.replyID(t.key)
+			}
+			t.port.deliver(msg, prel)
+			return
+		}
 	}
-	r.out.send(msg)
+	p, prel := r.route(c, env, rel)
+	if prel == nil {
+		// It belongs to no request: every client hears it.
+		r.eachPort(func(q *Port) { q.deliver(msg, nil) })
+		return
+	}
+	if sub := subscriptionID(env.Params); sub != nil {
+		if l := r.sess.listens[string(sub)]; l != nil && l.port == p {
+			msg = l.restore(msg)
+		}
+	}
+	p.deliver(msg, prel)
 }
 
 // childTooLarge handles an over-long line from the child: it is dropped,
@@ -183,9 +287,10 @@ func (r *switchboard) childTooLarge(c *child, tl *wire.TooLargeError) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := string(id)
-	if p, ok := r.ids.lookup(key, c.gen); ok && p.kind != kindListen {
+	if pd, ok := r.ids.lookup(key, c.gen); ok && pd.kind != kindListen {
 		r.ids.forget(key)
-		r.reply(wire.ErrorResponse(p.replyID(key), wire.CodeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
+		rid := pd.replyID(key)
+		pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
 	}
 }
 
@@ -213,7 +318,7 @@ func (r *Relay) childExited(c *child) {
 	replacing := !restarted && r.sw.ids.draining(c.gen)
 	current := !restarted && !replacing && r.sw.child == c && r.sw.state != stateClosed
 	e := c.exitInfo()
-	tool := r.cfg.Tool
+	tool := r.cfg.rebuild()
 	var report string
 	action, backoff := crashWait, time.Duration(0)
 	failedStart := false
@@ -250,20 +355,21 @@ func (r *Relay) childExited(c *child) {
 	failed := 0
 	var handshake []queued
 	for _, pr := range r.sw.ids.takeGen(c.gen) {
-		key, p := pr.key, pr.p
-		if !restarted && (p.kind == kindInitialize || p.kind == kindDiscover) {
+		key, pd := pr.key, pr.p
+		if !restarted && (pd.kind == kindInitialize || pd.kind == kindDiscover) {
 			// The session must survive a server that dies at once: the
 			// relay answers the handshake itself, once it is down.
-			if env, err := wire.Peek(p.msg); err == nil {
-				handshake = append(handshake, queued{msg: p.msg, env: env})
+			if env, err := wire.Peek(pd.msg); err == nil {
+				handshake = append(handshake, queued{msg: pd.msg, env: env, port: pd.port})
 				continue
 			}
 		}
 		failed++
+		id := pd.replyID(key)
 		if restarted {
-			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerRestarted, errTextRestarted, nil))
+			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerRestarted, errTextRestarted, nil))
 		} else {
-			r.sw.reply(wire.ErrorResponse(p.replyID(key), wire.CodeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
 	if replacing {
@@ -277,7 +383,9 @@ func (r *Relay) childExited(c *child) {
 	r.sw.state = stateDown
 	r.sw.health.downReport = report
 	for _, m := range handshake {
-		r.sw.answerDown(m.msg, m.env)
+		if !m.port.closed {
+			r.sw.answerDown(m.port, m.msg, m.env)
+		}
 	}
 	r.sw.down(report, true)
 	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))

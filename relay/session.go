@@ -12,29 +12,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// session is the client's side of the conversation as the relay must
-// replay it to each new child: the protocol era, the legacy handshake and
-// state (initialize, initialized, logging level, resource subscriptions)
-// and the modern listen streams. What differs between the eras is in two
-// strategies, legacyEra and modernEra. It has no lock: its owner's lock
-// guards it.
+// session is the relay's session with the child, as it must replay it to
+// each new child: the protocol era, the legacy handshake and state
+// (initialize, initialized, logging level, resource subscriptions) and
+// the modern listen streams. The clients (ports) share it: the first
+// client's initialize opens it, the others are answered from it; every
+// client's setLevel, subscriptions and listens go into it. What differs
+// between the eras is in two strategies, legacyEra and modernEra. It has
+// no lock: its owner's lock guards it.
 type session struct {
 	era        era
-	initReq    []byte // the client's initialize request, as sent
+	initReq    []byte // the initialize request that opened the session, as sent
 	initResult []byte // the child's initialize (or discover) result, forced
-	selfInit   bool   // the relay answered initialize itself
-	clientInit bool   // the client sent notifications/initialized
+	selfInit   bool   // the relay answered initialize itself (no child did yet)
+	clientInit bool   // notifications/initialized is part of the session
 	childCaps  caps   // what the current child declared
 	childInit  bool   // the current child was sent initialize
 	// childDiscover: the current child answered (or is answering)
 	// server/discover.
 	childDiscover bool
-	// initID is the id of the client's first initialize while it is
-	// unanswered and Config.Handoff may take the session; initDecided
-	// once it was answered.
-	initID      []byte
-	initDecided bool
-	handedOff   bool // the session went to Config.Handoff
 	// selfDiscover: the relay answered server/discover itself (from the
 	// record, or for mcpflow), so the next child's era is unknown.
 	selfDiscover bool
@@ -44,11 +40,11 @@ type session struct {
 	childDiscoverResult []byte
 	// firstGrace: the grace for the first server is armed.
 	firstGrace  bool
-	lastMeta    []byte // the _meta triple of the client's latest modern request
+	lastMeta    []byte // the _meta triple of the latest modern request of any client
 	lastMetaRaw []byte // that request's whole _meta, to skip recomputing it
 	logLevel    []byte // params of the last logging/setLevel
 	subs        map[string][]byte
-	listens     map[string]*listen
+	listens     map[string]*listen // by the id the child knows
 }
 
 type era int
@@ -63,11 +59,52 @@ type caps struct{ prompts, resources bool }
 
 // listen is an open subscriptions/listen request (modern era).
 type listen struct {
-	msg         []byte
+	msg         []byte // as the child gets it
+	orig        []byte // as the client sent it
+	port        *Port  // the client's; nil for one the relay holds itself
+	clientID    []byte // the client's id when the child knows another; nil: the same
 	tools       bool
 	prompts     bool
 	resources   bool
 	awaitingAck bool // re-sent to a new child: its ack is consumed
+}
+
+// clientMsg is the listen request as the client sent it.
+func (l *listen) clientMsg(key string) []byte {
+	if l.orig != nil {
+		return l.orig
+	}
+	return l.msg
+}
+
+// replyID is the client's id of the listen the child knows as key.
+func (l *listen) replyID(key string) []byte {
+	if l.clientID != nil {
+		return l.clientID
+	}
+	return []byte(key)
+}
+
+// restore puts the client's own listen id in a notification's subscription
+// id, where the child wrote the one it knows.
+func (l *listen) restore(msg []byte) []byte {
+	if l.clientID == nil {
+		return msg
+	}
+	env, err := wire.Peek(msg)
+	if err != nil {
+		return msg
+	}
+	ms, me, ok := jsonscan.MemberSpan(env.Params, "_meta")
+	if !ok {
+		return msg
+	}
+	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], mcp.MetaKeySubscriptionID)
+	if !ok {
+		return msg
+	}
+	at := env.ParStart + ms
+	return wire.Splice(msg, at+vs, at+ve, l.clientID)
 }
 
 func newSession() session {
@@ -75,20 +112,21 @@ func newSession() session {
 }
 
 // eraStrategy is the era-specific part of bringing a child into the
-// client's session and telling the client about a new child.
+// session and telling a client about a new child.
 type eraStrategy interface {
 	// ready reports whether the session lets the relay send requests of
 	// its own to child c (c may be nil).
 	ready(s *session, c *child) bool
-	// established reports whether a session existed before a new child,
-	// so that the client is told its lists changed.
-	established(s *session) bool
+	// established reports whether port p's session existed before a new
+	// child, so that it is told its lists changed.
+	established(s *session, p *Port) bool
 	// replay returns the messages that bring child gen to the session's
 	// state, after its handshake, registering in rt what they expect back.
 	replay(s *session, rt *router, gen int) [][]byte
-	// listChanged returns the notifications that tell the client the
-	// lists of these kinds changed.
-	listChanged(s *session, kinds []string) [][]byte
+	// listChanged returns the notifications that tell port p's client the
+	// lists of these kinds changed, each with the id of the request it
+	// belongs to (its listen stream's; nil: none).
+	listChanged(s *session, p *Port, kinds []string) []item
 }
 
 // strategy returns the era's strategy; nil while the era is unknown.
@@ -102,10 +140,33 @@ func (s *session) strategy() eraStrategy {
 	return nil
 }
 
-// note decides the protocol era on the first client request that decides
-// it (initialize: legacy; _meta protocolVersion of the modern era on a
-// request other than server/discover: modern) and remembers the _meta
-// triple of modern requests.
+// eraOf is the era a client request decides: initialize, legacy; one
+// whose _meta names a protocol version of 2026-07-28 or later (other than
+// server/discover, which a client sends before it knows), modern.
+func eraOf(env wire.Envelope) era {
+	if env.Method == "initialize" {
+		return eraLegacy
+	}
+	if env.Method == "server/discover" || !wire.IsModern(metaVersion(env.Params)) {
+		return eraUnknown
+	}
+	return eraModern
+}
+
+// metaVersion is the protocol version a request's _meta names; "" when
+// none.
+func metaVersion(params []byte) string {
+	pv := jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeyProtocolVersion)
+	if len(pv) == 0 || pv[0] != '"' {
+		return ""
+	}
+	v, _ := jsonscan.Unquote(pv)
+	return v
+}
+
+// note decides the session's era on the first client request that
+// decides it (see eraOf) and remembers the _meta triple of modern
+// requests.
 func (s *session) note(env wire.Envelope, log *slog.Logger) {
 	if env.Method == "initialize" {
 		if s.era == eraUnknown {
@@ -114,17 +175,10 @@ func (s *session) note(env wire.Envelope, log *slog.Logger) {
 		}
 		return
 	}
+	if !wire.IsModern(metaVersion(env.Params)) {
+		return
+	}
 	meta := jsonscan.Member(env.Params, "_meta")
-	if meta == nil {
-		return
-	}
-	pv := jsonscan.Member(meta, mcp.MetaKeyProtocolVersion)
-	if len(pv) == 0 || pv[0] != '"' {
-		return
-	}
-	if v, _ := jsonscan.Unquote(pv); !wire.IsModern(v) {
-		return
-	}
 	if !bytes.Equal(meta, s.lastMetaRaw) { // the same on every request, as a rule
 		s.lastMetaRaw = bytes.Clone(meta)
 		s.lastMeta = metaTriple(meta)
@@ -174,9 +228,9 @@ func (s *session) withMeta(params map[string]any) []byte {
 	return mustJSON(params)
 }
 
-// withResultType marks a result complete for modern-era clients.
-func (s *session) withResultType(result []byte) []byte {
-	if s.era != eraModern || len(result) < 2 {
+// withResultType marks a result complete for a modern-era client.
+func withResultType(result []byte, modern bool) []byte {
+	if !modern || len(result) < 2 {
 		return result
 	}
 	if len(result) == 2 {
@@ -192,7 +246,7 @@ func (legacyEra) ready(s *session, c *child) bool {
 	return s.initReq != nil && s.clientInit && !s.selfInit || c != nil && s.childInit && s.clientInit
 }
 
-func (legacyEra) established(s *session) bool { return s.clientInit }
+func (legacyEra) established(_ *session, p *Port) bool { return p.initialized }
 
 func (legacyEra) replay(s *session, rt *router, _ int) [][]byte {
 	var out [][]byte
@@ -208,13 +262,13 @@ func (legacyEra) replay(s *session, rt *router, _ int) [][]byte {
 	return out
 }
 
-func (legacyEra) listChanged(s *session, kinds []string) [][]byte {
-	if !s.clientInit {
+func (legacyEra) listChanged(_ *session, p *Port, kinds []string) []item {
+	if !p.initialized {
 		return nil
 	}
-	var out [][]byte
+	var out []item
 	for _, k := range kinds {
-		out = append(out, wire.Request(nil, "notifications/"+k+"/list_changed", nil))
+		out = append(out, item{msg: wire.Request(nil, "notifications/"+k+"/list_changed", nil)})
 	}
 	return out
 }
@@ -224,27 +278,40 @@ type modernEra struct{}
 
 func (modernEra) ready(s *session, _ *child) bool { return s.lastMeta != nil }
 
-func (modernEra) established(s *session) bool { return len(s.listens) > 0 }
+func (modernEra) established(s *session, p *Port) bool {
+	for _, l := range s.listens {
+		if l.port == p {
+			return true
+		}
+	}
+	return false
+}
 
 func (modernEra) replay(s *session, rt *router, gen int) [][]byte {
 	var out [][]byte
 	for _, k := range slices.Sorted(maps.Keys(s.listens)) {
 		l := s.listens[k]
 		l.awaitingAck = true
-		rt.track(k, &pending{kind: kindListen, gen: gen, method: "subscriptions/listen"})
+		if l.port != nil {
+			rt.track(l.port, k, &pending{kind: kindListen, gen: gen, method: "subscriptions/listen", port: l.port, clientID: l.clientID})
+		}
 		out = append(out, l.msg)
 	}
 	return out
 }
 
-func (modernEra) listChanged(s *session, kinds []string) [][]byte {
-	var out [][]byte
+func (modernEra) listChanged(s *session, p *Port, kinds []string) []item {
+	var out []item
 	for _, key := range slices.Sorted(maps.Keys(s.listens)) {
 		l := s.listens[key]
+		if l.port != p {
+			continue
+		}
+		id := l.replyID(key)
 		for _, k := range kinds {
 			if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
-				p := map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: json.RawMessage(key)}}
-				out = append(out, wire.Request(nil, "notifications/"+k+"/list_changed", mustJSON(p)))
+				params := map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: json.RawMessage(id)}}
+				out = append(out, item{msg: wire.Request(nil, "notifications/"+k+"/list_changed", mustJSON(params)), rel: id})
 			}
 		}
 	}

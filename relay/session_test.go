@@ -50,7 +50,8 @@ func TestLegacyReplay(t *testing.T) {
 	s.era = eraLegacy
 	rt := newRouter()
 	st := s.strategy()
-	if got := st.replay(&s, rt, 2); len(got) != 0 || st.established(&s) || st.ready(&s, nil) {
+	p := &Port{id: 1}
+	if got := st.replay(&s, rt, 2); len(got) != 0 || st.established(&s, p) || st.ready(&s, nil) {
 		t.Fatalf("a session without initialized replayed %q", got)
 	}
 	s.initReq = []byte(`{}`)
@@ -68,10 +69,14 @@ func TestLegacyReplay(t *testing.T) {
 			t.Errorf("replay[%d] = %s, want %s", i, got[i], w)
 		}
 	}
-	if !st.established(&s) || !st.ready(&s, nil) {
+	if st.established(&s, p) {
+		t.Fatal("a client that did not send notifications/initialized is established")
+	}
+	p.initialized = true
+	if !st.established(&s, p) || !st.ready(&s, nil) {
 		t.Fatal("an initialized session is not established")
 	}
-	if n := len(st.listChanged(&s, []string{"tools", "prompts"})); n != 2 {
+	if n := len(st.listChanged(&s, p, []string{"tools", "prompts"})); n != 2 {
 		t.Fatalf("%d list_changed, want 2", n)
 	}
 }
@@ -82,11 +87,13 @@ func TestModernReplay(t *testing.T) {
 	s.era = eraModern
 	rt := newRouter()
 	st := s.strategy()
-	if st.established(&s) {
+	p := &Port{id: 1}
+	if st.established(&s, p) {
 		t.Fatal("established without a listen")
 	}
 	msg := []byte(`{"jsonrpc":"2.0","id":"L1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)
 	s.listens[`"L1"`] = newListen(msg, envOf(t, string(msg)).Params)
+	s.listens[`"L1"`].port = p
 	got := st.replay(&s, rt, 3)
 	if len(got) != 1 || string(got[0]) != string(msg) {
 		t.Fatalf("replay = %q", got)
@@ -97,8 +104,11 @@ func TestModernReplay(t *testing.T) {
 	if !s.listens[`"L1"`].awaitingAck {
 		t.Fatal("the new child's ack would reach the client")
 	}
-	lc := st.listChanged(&s, []string{"tools", "prompts"})
-	if len(lc) != 1 || !strings.Contains(string(lc[0]), `"L1"`) || !strings.Contains(string(lc[0]), "tools/list_changed") {
+	if st.established(&s, &Port{id: 2}) {
+		t.Fatal("another client's listen established a client")
+	}
+	lc := st.listChanged(&s, p, []string{"tools", "prompts"})
+	if len(lc) != 1 || !strings.Contains(string(lc[0].msg), `"L1"`) || !strings.Contains(string(lc[0].msg), "tools/list_changed") || string(lc[0].rel) != `"L1"` {
 		t.Fatalf("listChanged = %q (only tools was opted into)", lc)
 	}
 }

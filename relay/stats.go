@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,7 +113,10 @@ func (r *Relay) Stats() Stats {
 	sw := r.sw
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
-	st := Stats{Gen: sw.gen, Client: clientStats(&sw.sess)}
+	st := Stats{Gen: sw.gen}
+	if p := sw.latestPort(); p != nil {
+		st.Client = p.client
+	}
 	if sw.gen > 1 {
 		st.Restarts = sw.gen - 1
 	}
@@ -156,40 +161,32 @@ func (r *Relay) Stats() Stats {
 	return st
 }
 
-// clientStats reads the client's name and protocol from the session: the
-// initialize request (legacy) or the latest request's _meta (modern).
-func clientStats(s *session) ClientStats {
+// clientOf reads the client's name and protocol from a request that
+// decides era e: the initialize request (legacy) or the request's _meta
+// (modern).
+func clientOf(env wire.Envelope, e era) ClientStats {
 	var cs ClientStats
-	switch s.era {
-	case eraLegacy:
-		cs.Era = "legacy"
-	case eraModern:
-		cs.Era = "modern"
-	}
 	type info struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	}
-	if s.era == eraModern && s.lastMeta != nil {
+	switch e {
+	case eraLegacy:
+		cs.Era = "legacy"
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+			ClientInfo      info   `json:"clientInfo"`
+		}
+		_ = json.Unmarshal(env.Params, &p)
+		cs.Name, cs.Version, cs.Protocol = p.ClientInfo.Name, p.ClientInfo.Version, p.ProtocolVersion
+	case eraModern:
+		cs.Era = "modern"
 		var m map[string]json.RawMessage
-		if json.Unmarshal(s.lastMeta, &m) == nil {
-			var in info
-			_ = json.Unmarshal(m[mcp.MetaKeyClientInfo], &in)
-			_ = json.Unmarshal(m[mcp.MetaKeyProtocolVersion], &cs.Protocol)
-			cs.Name, cs.Version = in.Name, in.Version
-		}
-		return cs
-	}
-	if s.initReq != nil {
-		var req struct {
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-				ClientInfo      info   `json:"clientInfo"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(s.initReq, &req) == nil {
-			cs.Name, cs.Version, cs.Protocol = req.Params.ClientInfo.Name, req.Params.ClientInfo.Version, req.Params.ProtocolVersion
-		}
+		_ = json.Unmarshal(jsonscan.Member(env.Params, "_meta"), &m)
+		var in info
+		_ = json.Unmarshal(m[mcp.MetaKeyClientInfo], &in)
+		_ = json.Unmarshal(m[mcp.MetaKeyProtocolVersion], &cs.Protocol)
+		cs.Name, cs.Version = in.Name, in.Version
 	}
 	return cs
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,21 +12,20 @@ import (
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// switchboard routes messages between the client and the current child:
-// a message in (from either peer) becomes messages out (to either peer,
-// through the outboxes) and changes to the routing state. Its mutex guards
-// that state and the parts that hold it (router, hold queue, session,
+// switchboard routes messages between the relay's clients (its ports)
+// and the current child: a message in (from either side) becomes messages
+// out (to either side, through the ports' outboxes and the child's link)
+// and changes to the routing state. Its mutex guards that state and the
+// parts that hold it (router, hold queue, session, the ports' sessions,
 // toolset, crash policy); none of them has a lock of its own. It never
 // blocks on a peer: writes only queue. It starts no process and runs no
 // goroutine of its own; what needs one goes to the shell (the Relay).
 type switchboard struct {
-	cfg     *Config
-	log     *slog.Logger
-	junk    junkLog
-	trace   *msgTrace // nil unless the logger takes debug lines: one per message
-	shell   shell
-	out     *outbox       // to the client
-	batches *wire.Batches // client batches; own lock
+	cfg   *Config
+	log   *slog.Logger
+	junk  junkLog
+	trace *msgTrace // nil unless the logger takes debug lines: one per message
+	shell shell
 
 	stats relayStats // for Stats; own lock
 
@@ -36,11 +36,17 @@ type switchboard struct {
 	health     health
 	ids        *router
 	held       holdQueue
-	sess       session
-	view       clientView
+	sess       session // the session with the child, shared by every port
+	ports      []*Port
+	nextPort   int
+	activity   uint64 // counts the ports' messages: their recency
 	tools      *toolset
-	recompiles map[string]context.CancelFunc // recompile calls in progress, by client id
+	recompiles map[string]context.CancelFunc // recompile calls in progress, by port-qualified client id
 	rec        *record                       // the server's last good start (First.Record); nil when none
+	// baseline is the tools of the first child that listed them: what a
+	// tool diff is against for a client that never listed tools.
+	baseline  []toolInfo
+	haveTools bool
 }
 
 // junkLog logs the lines a child writes on stdout that are not JSON-RPC:
@@ -55,9 +61,9 @@ type junkLog struct {
 type shell interface {
 	// respawn starts a fresh child in the background.
 	respawn()
-	// startRecompile runs the recompile tool for the request env in the
-	// background; sw.mu is held.
-	startRecompile(env wire.Envelope)
+	// startRecompile runs the recompile tool for port p's request env in
+	// the background; sw.mu is held.
+	startRecompile(p *Port, env wire.Envelope)
 	// recompileInBackground rebuilds and restarts, for why.
 	recompileInBackground(why string)
 	// firstServerLate: the first server is not up after grace.
@@ -70,11 +76,9 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		log:        log,
 		junk:       junkLog{child: childLog},
 		shell:      sh,
-		out:        newOutbox(),
 		health:     health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
 		held:       holdQueue{maxLen: cfg.Queue.Size, maxBytes: cfg.Queue.Bytes},
 		sess:       newSession(),
-		view:       newClientView(),
 		ids:        newRouter(),
 		tools:      newToolset(cfg),
 		recompiles: map[string]context.CancelFunc{},
@@ -85,38 +89,52 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 			sw.trace.via = cfg.Child.Link().Kind()
 		}
 	}
-	sw.batches = wire.NewBatches(func(msg []byte) { sw.out.send(msg) })
 	return sw
 }
 
-// reply sends a response to the client, or adds it to its batch. sw.mu
-// is held.
-func (r *switchboard) reply(msg []byte) {
-	if r.sess.initID != nil {
-		if e, err := wire.Peek(msg); err == nil && bytes.Equal(e.ID, r.sess.initID) {
-			// The client's initialize is answered: what it held back goes on.
-			r.sess.initID, r.sess.initDecided = nil, true
-			defer r.flushQueue()
+// eachPort calls f for every port that is served. sw.mu is held.
+func (r *switchboard) eachPort(f func(p *Port)) {
+	for _, p := range r.ports {
+		if !p.handedOff && !p.closed {
+			f(p)
 		}
-	}
-	if !r.batches.Collect(msg) {
-		r.out.send(msg)
 	}
 }
 
-// handOff gives the session to Config.Handoff: first, then what is held;
-// answered are the ids of requests among them the client has its answer
-// to. sw.mu is held.
-func (r *switchboard) handOff(first, answered [][]byte) {
+// handOff takes port p off the relay for its Handoff: first, then what p
+// has held; answered are the ids of requests among them the client has
+// its answer to. sw.mu is held.
+func (r *switchboard) handOff(p *Port, first [][]byte, answered [][]byte) {
 	msgs := first
-	for _, m := range r.held.take() {
+	for _, m := range r.held.takePort(p) {
 		msgs = append(msgs, m.msg)
 	}
-	r.sess.handedOff = true
-	r.sess.initID = nil
-	r.out.close() // what was sent before goes out; nothing after
+	p.handedOff = true
+	p.initID = nil
+	p.hand = newOutbox(func(it item) error {
+		p.opts.Handoff(it.msg, it.rel != nil)
+		return nil
+	}, nil)
+	go p.hand.run(nil)
+	for _, m := range msgs {
+		var done []byte
+		if env, err := wire.Peek(m); err == nil && env.ID != nil && slices.ContainsFunc(answered, func(id []byte) bool { return bytes.Equal(id, env.ID) }) {
+			done = env.ID // marks it answered
+		}
+		p.hand.send(m, done)
+	}
 	r.log.Info("the server speaks the other protocol era: the session is handed to the era bridge")
-	r.cfg.Handoff(msgs, answered)
+}
+
+// bridged forgets the session the clients handed to the bridge opened
+// with the child, and starts a fresh child for the bridge's own. sw.mu is
+// held.
+func (r *switchboard) bridged() {
+	r.sess = newSession()
+	if r.state != stateClosed {
+		r.state = stateRestarting
+		go r.shell.respawn()
+	}
 }
 
 // msgTrace writes the debug line for each message read from a peer.

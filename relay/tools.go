@@ -101,13 +101,14 @@ func toolDefs(cfg *Config) []byte {
 	return b
 }
 
-// startRecompile runs the recompile tool in the background and answers
-// the call when it is done. r.sw.mu is held.
-func (r *Relay) startRecompile(env wire.Envelope) {
+// startRecompile runs the recompile tool for port p's request env in the
+// background and answers the call when it is done. r.sw.mu is held.
+func (r *Relay) startRecompile(p *Port, env wire.Envelope) {
 	id := bytes.Clone(env.ID)
-	key := string(id)
+	key := p.key(id)
+	modern := p.era == eraModern
 	if err := r.sw.tools.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
-		r.sw.reply(wire.ResultResponse(id, toolResult(err.Error(), true, nil, r.sw.sess.era == eraModern)))
+		p.reply(id, wire.ResultResponse(id, toolResult(err.Error(), true, nil, modern)))
 		return
 	}
 	token := bytes.Clone(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
@@ -120,21 +121,25 @@ func (r *Relay) startRecompile(env wire.Envelope) {
 			n := 0
 			progress = func(msg string) {
 				n++
-				p := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
-				r.sw.out.send(wire.Request(nil, "notifications/progress", mustJSON(p)))
+				params := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
+				r.sw.mu.Lock()
+				if _, ok := r.sw.recompiles[key]; ok {
+					p.deliver(wire.Request(nil, "notifications/progress", mustJSON(params)), id)
+				}
+				r.sw.mu.Unlock()
 			}
 		}
 		o := r.runRecompile(ctx, progress)
 		r.sw.mu.Lock()
 		defer r.sw.mu.Unlock()
-		text, isErr := formatOutcome(o, r.cfg.Tool, r.sw.state == stateUp && r.sw.child != nil)
+		text, isErr := formatOutcome(o, r.cfg.rebuild(), r.sw.state == stateUp && r.sw.child != nil)
 		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}
 		r.sw.stats.callServed()
 		delete(r.sw.recompiles, key)
 		r.sw.tools.clearNotices() // the result says it all
-		r.sw.reply(wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), r.sw.sess.era == eraModern)))
+		p.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
 	}()
 }
 

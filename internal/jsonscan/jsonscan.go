@@ -214,3 +214,48 @@ func Unquote(b []byte) (string, error) {
 	err := json.Unmarshal(b, &s)
 	return s, err
 }
+
+// FirstKey returns the first member name of the object obj, at its top
+// level, that is one of keys, without walking that member's value (so a
+// large value after it costs nothing); "" when none is, or obj is no
+// object.
+func FirstKey(obj []byte, keys ...string) string {
+	i := SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return ""
+	}
+	i = SkipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		ke, err := skipString(obj, i)
+		if err != nil {
+			return ""
+		}
+		key := obj[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			k, err := Unquote(obj[i:ke])
+			if err != nil {
+				return ""
+			}
+			key = []byte(k)
+		}
+		for _, k := range keys {
+			if string(key) == k {
+				return k
+			}
+		}
+		i = SkipSpace(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return ""
+		}
+		ve, err := skipValue(obj, SkipSpace(obj, i+1))
+		if err != nil {
+			return ""
+		}
+		i = SkipSpace(obj, ve)
+		if i >= len(obj) || obj[i] != ',' {
+			return ""
+		}
+		i = SkipSpace(obj, i+1)
+	}
+	return ""
+}

@@ -66,3 +66,23 @@ func TestSkipValueAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstKey(t *testing.T) {
+	for _, c := range []struct {
+		obj  string
+		want string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"x":[1,2]}}`, "result"},
+		{`{"jsonrpc":"2.0","method":"m","params":{"result":1}}`, "method"},
+		{` { "id" : "a" , "error" : {} } `, "error"},
+		{`{"id":1,"res\u0075lt":{}}`, "result"},
+		{`{"id":1,"params":{"method":"x"}}`, ""},
+		{`{"id":1,"result":{"unterminated`, "result"}, // its value is never walked
+		{`[1]`, ""},
+		{`{"id":{"broken`, ""},
+	} {
+		if got := FirstKey([]byte(c.obj), "method", "result", "error"); got != c.want {
+			t.Errorf("FirstKey(%s) = %q, want %q", c.obj, got, c.want)
+		}
+	}
+}

@@ -138,3 +138,12 @@ func PartialID(head []byte) []byte {
 	})
 	return id
 }
+
+// IsResponse reports whether msg, a JSON-RPC message, is a response: the
+// first of "method", "result" and "error" among its members is one of the
+// latter two. It walks the members only until one of them, so a large
+// result is not walked.
+func IsResponse(msg []byte) bool {
+	k := jsonscan.FirstKey(msg, "method", "result", "error")
+	return k == "result" || k == "error"
+}
