@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/relay"
 )
 
 // ServerSpec is one server behind the mux, as configured ([servers.NAME])
@@ -79,31 +80,30 @@ type Event struct {
 	Build  *result.Build // for EventUp after a build, and EventBuildFailed
 }
 
-// Backend is one server behind the mux: something the mux connects an MCP
-// client to, starts, reloads and closes. The default is a relay.Relay
-// (see NewRelayBackend); tests supply fakes.
+// Backend is one server behind the mux: what serves its part of each
+// client session, and its life. The default is a relay.Relay (see
+// NewRelayBackends); cmd serves CLI tools with one of its own.
 //
-// Contract: Transport is called once, before Start. Start brings up the
-// first child and Reload replaces it (building first when a build is
-// configured; on a failed build the old child keeps serving); both may run
-// while the transport carries calls. Close stops the child and its process
-// group and returns once everything the backend started has ended; it is
-// safe to call more than once. Events are delivered through the emit
-// function given to the backend's factory, never while a Backend method
-// holds a lock the mux might need, and in order.
+// Contract: Open serves one mux session's messages to the server
+// (wire.Opener; keepIDs as relay.PortOptions.KeepIDs: the mux has one
+// client and ids of its own namespace). Start brings up the first child
+// and Reload replaces it (building first when a build is configured; on a
+// failed build the old child keeps serving). Lists reads what the server
+// lists now, once a session's handshake reached it (meta: a 2026-07-28
+// client's _meta, for a server whose session is of that era). Close stops the
+// child and its process group and returns once everything the backend
+// started has ended; it is safe to call more than once. Events are
+// delivered through the emit function given to the backend's factory,
+// never while a Backend method holds a lock the mux might need, and in
+// order.
 type Backend interface {
-	Transport() mcp.Transport
+	Open(c wire.Client, keepIDs bool) wire.Session
 	Start(ctx context.Context) result.Build
 	Reload(ctx context.Context) result.Build
+	Lists(ctx context.Context, meta []byte) (relay.Lists, error)
 	Close()
 }
 
 // BackendFactory makes the backend for one server. emit reports the
 // backend's events to the mux; it does not block.
 type BackendFactory func(spec ServerSpec, emit func(Event)) (Backend, error)
-
-// handshakeChecker is an optional Backend method: it tells whether the
-// handshake result came from a live child, and if not, why not.
-type handshakeChecker interface {
-	CheckHandshake(*mcp.InitializeResult) error
-}

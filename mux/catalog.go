@@ -1,19 +1,23 @@
 package mux
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
-// catalog is what the front server lists: each published tool, prompt,
-// resource and template, and the server that owns it. It has no lock of
-// its own: Mux.mu guards it.
+// catalog is what the mux lists to its clients: each published tool,
+// prompt, resource and template, and the server that owns it. Items are
+// the child's own JSON, untouched but for the name the mux prefixes. It
+// has no lock of its own: Mux.mu guards it.
 type catalog struct {
 	sep     string
-	h       front       // makes the handlers of what is published
-	srv     *mcp.Server // nil until Run makes the front server
+	own     []string // the mux's own tool names: no child's may take them
 	tools   map[string]route
 	prompts map[string]route
 	res     map[string]string // resource URI -> server name
@@ -22,15 +26,22 @@ type catalog struct {
 
 type route struct{ server, name string }
 
-func newCatalog(m *Mux) catalog {
-	return catalog{
-		sep:     m.sep,
-		h:       front{m},
-		tools:   map[string]route{},
-		prompts: map[string]route{},
-		res:     map[string]string{},
-		tmpls:   map[string]string{},
-	}
+// published is what the catalog lists of one server, as its clients get
+// it, and what it left out. Mux.mu guards it.
+type published struct {
+	warnings []string
+	tools    [][]byte // tool items, names prefixed
+	prompts  [][]byte // prompt items, names prefixed
+	res      [][]byte // resource items
+	tmpls    [][]byte // resource template items
+	names    []string // tool names as clients see them
+	pnames   []string // prompt names as clients see them
+	uris     []string
+	tURIs    []string
+}
+
+func newCatalog(sep string) catalog {
+	return catalog{sep: sep, tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}}
 }
 
 // owner finds the server that listed a resource URI, or whose template
@@ -50,144 +61,188 @@ func (c *catalog) owner(uri string) (string, bool) {
 	return "", false
 }
 
-// publish replaces what the front server lists for s.
-func (c *catalog) publish(s *server) {
-	if c.srv == nil {
-		return
-	}
+// publish replaces what the catalog lists for s with its lists; it
+// reports whether what clients are listed changed.
+func (c *catalog) publish(s *server) bool {
+	old := s.published
+	c.unpublish(s)
 	name := s.spec.Name
-	s.warnings = nil
-	var tools, prompts, res, tmpls []string
-	for _, t := range s.tools {
-		full := c.h.join(name, t.Name)
-		if len(full) > MaxToolName {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %q is longer than the %d characters clients accept", t.Name, full, MaxToolName))
+	p := published{}
+	for _, item := range s.lists.Tools {
+		own := itemName(item)
+		full := joinName(name, c.sep, own)
+		switch {
+		case own == "":
+			p.warnings = append(p.warnings, "a tool without a name left out")
+			continue
+		case len(full) > MaxToolName:
+			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: %q is longer than the %d characters clients accept", own, full, MaxToolName))
+			continue
+		case slices.Contains(c.own, full):
+			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: as %q it would take the place of mcpflow's %s tool (change mux.separator, or rename the tool)", own, full, full))
+			continue
+		case !objectSchema(item):
+			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: its input schema is not an object schema", own))
 			continue
 		}
-		if own := c.h.ownTool(full); own != "" {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: as %q it would take the place of mcpflow's %s tool (change mux.separator, or rename the tool)", t.Name, full, own))
+		if _, taken := c.tools[full]; taken {
 			continue
 		}
-		if !objectSchema(t.InputSchema) {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: its input schema is not an object schema", t.Name))
+		p.tools = append(p.tools, renamed(item, full))
+		p.names = append(p.names, full)
+		c.tools[full] = route{name, own}
+	}
+	for _, item := range s.lists.Prompts {
+		own := itemName(item)
+		if own == "" {
 			continue
 		}
-		ft := *t
-		ft.Name = full
-		if err := safeAdd(func() { c.srv.AddTool(&ft, c.h.toolHandler(name, t.Name)) }); err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("tool %q left out: %v", t.Name, err))
-			continue
+		full := joinName(name, c.sep, own)
+		p.prompts = append(p.prompts, renamed(item, full))
+		p.pnames = append(p.pnames, full)
+		c.prompts[full] = route{name, own}
+	}
+	for _, item := range s.lists.Resources {
+		uri := stringMember(item, "uri")
+		if owner, ok := c.res[uri]; ok && owner != name {
+			p.warnings = append(p.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", uri, owner))
 		}
-		c.tools[full] = route{name, t.Name}
-		tools = append(tools, full)
+		p.res = append(p.res, item)
+		p.uris = append(p.uris, uri)
+		c.res[uri] = name
 	}
-	for _, p := range s.prompts {
-		full := c.h.join(name, p.Name)
-		fp := *p
-		fp.Name = full
-		c.srv.AddPrompt(&fp, c.h.promptHandler(name, p.Name))
-		c.prompts[full] = route{name, p.Name}
-		prompts = append(prompts, full)
+	for _, item := range s.lists.Templates {
+		t := stringMember(item, "uriTemplate")
+		p.tmpls = append(p.tmpls, item)
+		p.tURIs = append(p.tURIs, t)
+		c.tmpls[t] = name
 	}
-	for _, r := range s.resources {
-		if owner, ok := c.res[r.URI]; ok && owner != name {
-			s.warnings = append(s.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", r.URI, owner))
-		}
-		fr := *r
-		c.srv.AddResource(&fr, c.h.resourceHandler(name))
-		c.res[r.URI] = name
-		res = append(res, r.URI)
-	}
-	for _, t := range s.templates {
-		ft := *t
-		if err := safeAdd(func() { c.srv.AddResourceTemplate(&ft, c.h.resourceHandler(name)) }); err != nil {
-			s.warnings = append(s.warnings, fmt.Sprintf("resource template %q left out: %v", t.URITemplate, err))
-			continue
-		}
-		c.tmpls[t.URITemplate] = name
-		tmpls = append(tmpls, t.URITemplate)
-	}
-	drop := func(old, cur []string) []string {
-		var gone []string
-		for _, n := range old {
-			if !slices.Contains(cur, n) {
-				gone = append(gone, n)
-			}
-		}
-		return gone
-	}
-	if gone := drop(s.front, tools); len(gone) > 0 {
-		c.srv.RemoveTools(gone...)
-		for _, n := range gone {
+	s.published = p
+	return !sameItems(old.tools, p.tools) || !sameItems(old.prompts, p.prompts) || !sameItems(old.res, p.res) || !sameItems(old.tmpls, p.tmpls)
+}
+
+// unpublish takes everything of s out of the catalog.
+func (c *catalog) unpublish(s *server) {
+	name := s.spec.Name
+	for _, n := range s.names {
+		if c.tools[n].server == name {
 			delete(c.tools, n)
 		}
 	}
-	if gone := drop(s.frontP, prompts); len(gone) > 0 {
-		c.srv.RemovePrompts(gone...)
-		for _, n := range gone {
+	for _, n := range s.pnames {
+		if c.prompts[n].server == name {
 			delete(c.prompts, n)
 		}
 	}
-	if gone := drop(s.frontR, res); len(gone) > 0 {
-		var mine []string
-		for _, u := range gone {
-			if c.res[u] == name {
-				delete(c.res, u)
-				mine = append(mine, u)
-			}
-		}
-		c.srv.RemoveResources(mine...)
-	}
-	if gone := drop(s.frontT, tmpls); len(gone) > 0 {
-		var mine []string
-		for _, u := range gone {
-			if c.tmpls[u] == name {
-				delete(c.tmpls, u)
-				mine = append(mine, u)
-			}
-		}
-		c.srv.RemoveResourceTemplates(mine...)
-	}
-	s.front, s.frontP, s.frontR, s.frontT = tools, prompts, res, tmpls
-}
-
-// unpublish takes everything of s off the front server.
-func (c *catalog) unpublish(s *server) {
-	name := s.spec.Name
-	if c.srv != nil {
-		if len(s.front) > 0 {
-			c.srv.RemoveTools(s.front...)
-		}
-		if len(s.frontP) > 0 {
-			c.srv.RemovePrompts(s.frontP...)
-		}
-	}
-	for _, n := range s.front {
-		delete(c.tools, n)
-	}
-	for _, n := range s.frontP {
-		delete(c.prompts, n)
-	}
-	var res, tmpls []string
-	for _, u := range s.frontR {
+	for _, u := range s.uris {
 		if c.res[u] == name {
 			delete(c.res, u)
-			res = append(res, u)
 		}
 	}
-	for _, u := range s.frontT {
+	for _, u := range s.tURIs {
 		if c.tmpls[u] == name {
 			delete(c.tmpls, u)
-			tmpls = append(tmpls, u)
 		}
 	}
-	if c.srv != nil {
-		if len(res) > 0 {
-			c.srv.RemoveResources(res...)
+	s.published = published{warnings: s.warnings}
+}
+
+func sameItems(a, b [][]byte) bool {
+	return slices.EqualFunc(a, b, bytes.Equal)
+}
+
+// itemName is the "name" of a tool or prompt item; "" when it has none.
+func itemName(item []byte) string { return stringMember(item, "name") }
+
+func stringMember(obj []byte, key string) string {
+	v := jsonscan.Member(obj, key)
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _ := jsonscan.Unquote(v)
+	return s
+}
+
+// renamed is a tool or prompt item with its name replaced by full, the
+// rest as the child wrote it.
+func renamed(item []byte, full string) []byte {
+	vs, ve, ok := jsonscan.MemberSpan(item, "name")
+	if !ok {
+		return item
+	}
+	q, _ := json.Marshal(full)
+	return wire.Splice(item, vs, ve, q)
+}
+
+// objectSchema reports whether a tool item's inputSchema is an object
+// schema, which clients require.
+func objectSchema(item []byte) bool {
+	schema := jsonscan.Member(item, "inputSchema")
+	return len(schema) > 0 && schema[0] == '{' && string(jsonscan.Member(schema, "type")) == `"object"`
+}
+
+// list is the result of a */list request over every server's items of
+// field ("tools", "prompts", "resources", "resourceTemplates"), servers in
+// name order, own appended (the mux's tools). m.mu is held.
+func (m *Mux) list(field string, own [][]byte) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"` + field + `":[`)
+	n := 0
+	add := func(item []byte) {
+		if n > 0 {
+			b.WriteByte(',')
 		}
-		if len(tmpls) > 0 {
-			c.srv.RemoveResourceTemplates(tmpls...)
+		b.Write(item)
+		n++
+	}
+	for _, name := range m.namesLocked() {
+		s := m.servers[name]
+		var items [][]byte
+		switch field {
+		case "tools":
+			items = s.published.tools
+		case "prompts":
+			items = s.published.prompts
+		case "resources":
+			items = s.published.res
+		case "resourceTemplates":
+			items = s.published.tmpls
+		}
+		for _, it := range items {
+			add(it)
 		}
 	}
-	s.front, s.frontP, s.frontR, s.frontT = nil, nil, nil, nil
+	for _, it := range own {
+		add(it)
+	}
+	b.WriteString("]}")
+	return b.Bytes()
+}
+
+// matchTemplate reports whether uri fits an RFC 6570 template's literal
+// parts, in order.
+func matchTemplate(tmpl, uri string) bool {
+	rest := uri
+	first := true
+	for tmpl != "" {
+		lit, after, _ := strings.Cut(tmpl, "{")
+		if first {
+			if !strings.HasPrefix(rest, lit) {
+				return false
+			}
+			rest = rest[len(lit):]
+			first = false
+		} else if lit != "" {
+			i := strings.Index(rest, lit)
+			if i < 0 {
+				return false
+			}
+			rest = rest[i+len(lit):]
+		}
+		_, tmpl, _ = strings.Cut(after, "}")
+		if after == "" {
+			return rest == ""
+		}
+	}
+	return true
 }

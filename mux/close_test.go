@@ -11,8 +11,8 @@ import (
 )
 
 // TestBackendCloseWhenTheClientStopsReading: a relay backend whose client
-// no longer reads its output (the mux's session closing under load) still
-// closes, within a bound, and stops its child.
+// takes no more messages (its Deliver blocks: the mux's session closing
+// under load) still closes, within a bound, and stops its child.
 func TestBackendCloseWhenTheClientStopsReading(t *testing.T) {
 	t.Parallel()
 	f := NewRelayBackends(RelayOptions{})
@@ -23,19 +23,28 @@ func TestBackendCloseWhenTheClientStopsReading(t *testing.T) {
 	if res := b.Start(context.Background()); !res.OK {
 		t.Fatalf("start: %+v", res)
 	}
-	out := b.Transport().(*wire.Transport).Out
-	// Requests whose answers nobody reads: the relay blocks writing them.
-	fmt.Fprintln(out, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	release := make(chan struct{})
+	defer close(release)
+	delivered := make(chan struct{}, 16)
+	s := b.Open(wire.ClientFunc(func(msg, rel []byte) {
+		delivered <- struct{}{}
+		<-release // a client that takes one message and no more
+	}), true)
+	s.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	for i := 2; i < 6; i++ {
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
+		s.Send([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))
 	}
-	fmt.Fprintln(out, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`)
-	time.Sleep(300 * time.Millisecond)
+	s.Send([]byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`))
+	select {
+	case <-delivered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no answer was delivered")
+	}
 	closed := make(chan struct{})
-	go func() { b.Close(); close(closed) }()
+	go func() { s.Close(); b.Close(); close(closed) }()
 	select {
 	case <-closed:
 	case <-time.After(15 * time.Second):
-		t.Fatal("Close did not return within 15 s while nobody read the relay's output")
+		t.Fatal("Close did not return within 15 s while the client took nothing")
 	}
 }

@@ -47,7 +47,7 @@ func start(t *testing.T, o envOpts) *env {
 	// The client talks to the mux over two OS pipes, through the transport
 	// mcpflow mux serves its stdio with.
 	ct := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		e.done <- e.m.Run(ctx, &wire.Transport{In: wire.NewReader(in, 0), Out: out})
+		e.done <- e.m.Serve(ctx, wire.NewReader(in, 0), out, wire.ServeOptions{})
 		return nil // shutdown checks Run's error
 	})
 	copts := &mcp.ClientOptions{
@@ -141,16 +141,22 @@ func (e *env) mustOK(name string, args any) string {
 
 func (e *env) mustFail(name string, args any, want ...string) string {
 	e.t.Helper()
-	res := e.call(name, args)
-	if !res.IsError {
-		e.t.Fatalf("%s succeeded, want a tool error: %s", name, testkit.Text(res))
+	var text string
+	res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	switch {
+	case err != nil:
+		text = err.Error() // an error answer: the relay's for a call its server died under
+	case !res.IsError:
+		e.t.Fatalf("%s succeeded, want an error: %s", name, testkit.Text(res))
+	default:
+		text = testkit.Text(res)
 	}
 	for _, w := range want {
-		if !strings.Contains(testkit.Text(res), w) {
-			e.t.Errorf("%s: error %q does not mention %q", name, testkit.Text(res), w)
+		if !strings.Contains(text, w) {
+			e.t.Errorf("%s: error %q does not mention %q", name, text, w)
 		}
 	}
-	return testkit.Text(res)
+	return text
 }
 
 func (e *env) toolNames() map[string]*mcp.Tool {

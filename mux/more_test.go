@@ -203,7 +203,7 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			continue
 		}
 		t.Run("client="+orLatest(version)+",child="+orLatest(child), func(t *testing.T) {
-			e := start(t, envOpts{version: version, sampling: true, cfg: Config{ChildProtocolVersion: child}})
+			e := start(t, envOpts{version: version, sampling: true})
 			want := version
 			if want == "" {
 				want = "2026-07-28"
@@ -211,7 +211,11 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			if got := e.cs.InitializeResult().ProtocolVersion; got != want {
 				t.Fatalf("front negotiated %q, want %q", got, want)
 			}
-			e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+			args := addArgs("s", testkit.Fixture(t))
+			if child != "" {
+				args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": child}
+			}
+			e.mustOK("add_server", args)
 			testkit.Eventually(t, 10*time.Second, "the child to see the client's roots", func() bool {
 				return testkit.Text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
 			})
@@ -232,12 +236,19 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			if err := e.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
 				t.Fatal(err)
 			}
-			e.mustOK("s__log", map[string]any{"text": "careful"})
+			// A 2026-07-28 request says the level it wants logs at in its
+			// _meta (the session's level is of the legacy era).
+			res, err = e.cs.CallTool(context.Background(), &mcp.CallToolParams{
+				Meta: mcp.Meta{mcp.MetaKeyLogLevel: "debug"}, Name: "s__log", Arguments: map[string]any{"text": "careful"},
+			})
+			if err != nil || res.IsError {
+				t.Fatalf("log: %v %v", err, res)
+			}
 			testkit.Eventually(t, 10*time.Second, "the child's log message", func() bool {
 				e.mu.Lock()
 				defer e.mu.Unlock()
 				for _, l := range e.logs {
-					if l.Logger == "s/fx" && l.Level == "warning" && fmt.Sprint(l.Data) == "careful" {
+					if l.Logger == "fx" && l.Level == "warning" && fmt.Sprint(l.Data) == "careful" {
 						return true
 					}
 				}
@@ -383,14 +394,14 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 func testHooks(name string, spec ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (Hooks, error) {
 	build := func(ctx context.Context) result.Build {
 		if spec.Build == "" {
-			return restartOnly(ctx, r)
+			return restart(ctx, r)
 		}
 		t0 := time.Now()
 		out, err := exec.CommandContext(ctx, "sh", "-c", spec.Build).CombinedOutput()
 		if err != nil {
 			return result.Build{Seq: 1, Err: err, Output: string(out), Errors: string(out), Duration: time.Since(t0)}
 		}
-		res := restartOnly(ctx, r)
+		res := restart(ctx, r)
 		res.Seq, res.Skipped, res.Duration, res.Output = 1, false, time.Since(t0), string(out)
 		return res
 	}
@@ -467,12 +478,14 @@ func TestChildListChangedBurst(t *testing.T) {
 // reaches a legacy client; a 2026-07-28 client may not be sent one, so the
 // child gets an error and the call one clean tool error.
 func TestLegacyChildSamplingRequest(t *testing.T) {
-	legacy := start(t, envOpts{version: "2025-06-18", sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
-	legacy.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+	legacyOnly := addArgs("s", testkit.Fixture(t))
+	legacyOnly["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": "2025-06-18"}
+	legacy := start(t, envOpts{version: "2025-06-18", sampling: true})
+	legacy.mustOK("add_server", legacyOnly)
 	if got := legacy.mustOK("s__legacy_sample", map[string]any{"text": "q"}); got != "model said: echo of q" {
 		t.Errorf("legacy client, legacy child: %q", got)
 	}
-	modern := start(t, envOpts{sampling: true, cfg: Config{ChildProtocolVersion: "2025-06-18"}})
+	modern := start(t, envOpts{sampling: true})
 	modern.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	res, err := modern.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__legacy_sample", Arguments: map[string]any{"text": "q"}})
 	if err == nil && !res.IsError {
@@ -555,7 +568,8 @@ func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
 	if before.Status != StatusRunning || before.Pid == 0 {
 		t.Fatalf("configured server: %+v", before)
 	}
-	e.call("c__exit", map[string]any{"code": 3}) // the call itself may fail: the child exits
+	res, err := e.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "c__exit", Arguments: map[string]any{"code": 3}}) // the call itself fails: the child exits
+	t.Logf("exit: %s %v", testkit.Text(res), err)
 	testkit.Eventually(t, 10*time.Second, "the server to come back with a new pid", func() bool {
 		s := e.server("c")
 		return s.Status == StatusRunning && s.Pid != 0 && s.Pid != before.Pid && s.Restarts == before.Restarts+1 && len(s.Tools) > 0
@@ -563,4 +577,10 @@ func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
 	if got := e.mustOK("c__echo", map[string]any{"text": "x"}); got != "c:x" {
 		t.Fatalf("c__echo after the automatic restart: %q", got)
 	}
+}
+
+// restart restarts r without a build, reported as a skipped build.
+func restart(ctx context.Context, r *relay.Relay) result.Build {
+	rs, _ := r.Restart(ctx)
+	return result.Build{Skipped: true, OK: true, Restart: rs}
 }

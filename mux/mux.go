@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -14,13 +15,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Config is what a Mux needs. The zero value serves no servers, allows
 // add_server without restriction and uses the relay backends.
 type Config struct {
-	Servers   []ServerSpec // configured servers, started by Run
+	Servers   []ServerSpec // configured servers, started by Start
 	Separator string       // between server and tool names; default "__"
 
 	DisableAddServer bool     // [mux] add_server = false
@@ -32,22 +32,12 @@ type Config struct {
 	// Logger and Version (no build, no watch).
 	NewBackend BackendFactory
 
-	// StartWait is how long Run holds the client's first message while
-	// the configured servers start, so that the first answers hold their
-	// tools and instructions; those still starting then appear through
+	// StartWait is how long a client's handshake waits for the servers
+	// still starting, so that the first answers hold their tools and
+	// instructions; those still starting then appear through
 	// list_changed. 0 = as long as the client waits for a server, by the
-	// name in that message (relay.ClientWait).
+	// name it gives (relay.ClientWait).
 	StartWait time.Duration
-	// ChildProtocolVersion is the version the mux asks of each child; ""
-	// = the SDK's latest (2026-07-28, falling back to the legacy
-	// handshake).
-	ChildProtocolVersion string
-
-	// Single serves Servers[0] alone, unprefixed, without management
-	// tools (see single.go); SingleTool names its rebuild tool (default
-	// "recompile").
-	Single     bool
-	SingleTool string
 
 	Logger  *slog.Logger // nil = discard
 	Version string       // mcpflow's version, for serverInfo
@@ -71,42 +61,34 @@ type Mux struct {
 	ctx    context.Context // canceled at shutdown
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // server workers and teardowns
+	seq    atomic.Int64   // the mux's own ids
 
-	mu      sync.Mutex
-	closed  bool
-	servers map[string]*server
-	cat     catalog
-	level   *mcp.SetLoggingLevelParams
-	roots   []*mcp.Root // the client's roots, given to every child
-	rootsMu sync.Mutex  // one roots update at a time
-	// rootsSeq numbers the events that sync roots; rootsApplied (under
-	// rootsMu) is the latest applied.
-	rootsSeq     atomic.Uint64
-	rootsApplied uint64
-
-	sess sessions // the client sessions (route.go)
-	// served ends when serving the client(s) ends (Run's or Serve's ctx),
-	// before the sessions close: what the mux asks a client ends with it.
-	served context.Context
+	mu       sync.Mutex // guards what follows, and each server's state
+	closed   bool
+	servers  map[string]*server
+	cat      catalog
+	sessions map[*session]struct{}
+	one      bool          // the mux serves one client (stdio): its ids reach the servers as they are
+	listed   chan struct{} // closed the next time a server's lists are read
+	meta     []byte        // the latest 2026-07-28 client _meta, for reading a server's lists
 }
 
-// server is one server behind the mux: its spec, backend and session,
-// and the parts below, grouped by job.
+// server is one server behind the mux: its spec and backend, and the
+// parts below, grouped by job.
 type server struct {
-	spec   ServerSpec
-	b      Backend
-	cs     *mcp.ClientSession
-	client *mcp.Client
+	spec ServerSpec
+	b    Backend
 
-	opMu   sync.Mutex // one reload at a time
-	listMu sync.Mutex // one re-list at a time
+	opMu sync.Mutex // one reload at a time
 
 	// guarded by Mux.mu
 	health
-	childLists
-	published
-	removed  bool
-	starting bool // add has not connected to it yet (its first build may run)
+	lists     relay.Lists // the child's own lists, under its own names
+	listed    bool        // lists were read since the child came up
+	published             // what the catalog lists of it
+	removed   bool
+	starting  bool          // its first start is running
+	up        chan struct{} // closed when its first start ended (up or not)
 
 	inbox
 }
@@ -122,25 +104,6 @@ type health struct {
 	crashes   int
 	lastBuild *result.Build
 	report    string
-}
-
-// childLists are the child's own lists, under its own names. Mux.mu
-// guards them.
-type childLists struct {
-	tools     []*mcp.Tool
-	prompts   []*mcp.Prompt
-	resources []*mcp.Resource
-	templates []*mcp.ResourceTemplate
-}
-
-// published is what the catalog lists for a server, under front names,
-// and what it left out. Mux.mu guards it.
-type published struct {
-	warnings []string
-	front    []string // tool names
-	frontP   []string // prompt names
-	frontR   []string // resource URIs
-	frontT   []string // resource templates
 }
 
 // inbox queues a server's backend events and re-list requests for its
@@ -160,210 +123,83 @@ func newInbox() inbox {
 
 func (s *inbox) halt() { s.stopOnce.Do(func() { close(s.stop) }) }
 
-// New returns a mux for cfg. Nothing runs until Run.
+// New returns a mux for cfg. Nothing runs until Start.
 func New(cfg Config) *Mux {
 	if cfg.Separator == "" {
 		cfg.Separator = DefaultSeparator
-	}
-	if cfg.SingleTool == "" {
-		cfg.SingleTool = defaultSingleTool
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Mux{
-		cfg:     cfg,
-		sep:     cfg.Separator,
-		log:     logger,
-		servers: map[string]*server{},
+		cfg:      cfg,
+		sep:      cfg.Separator,
+		log:      logger,
+		servers:  map[string]*server{},
+		sessions: map[*session]struct{}{},
 	}
-	m.cat = newCatalog(m)
-	m.sess.ended = m.rootsEnded
+	m.cat = newCatalog(m.sep)
+	for _, t := range m.ownToolList() {
+		m.cat.own = append(m.cat.own, t.name)
+	}
 	m.newB = cfg.NewBackend
 	if m.newB == nil {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.served = m.ctx
 	return m
 }
 
-// Run starts the configured servers, serves the client on t until it
-// leaves or ctx is canceled, then stops every server and waits for them.
-// mcpflow serves its stdin and stdout through a wire.Transport. A t that
-// is also a Front (mcpflow's HTTP front) is served as Serve serves it.
-func (m *Mux) Run(ctx context.Context, t mcp.Transport) error {
-	if f, ok := t.(Front); ok {
-		return m.Serve(ctx, f)
-	}
-	defer m.Close()
-	m.served = ctx
-	started := startup{m}.startServers()
-	t = startup{m}.awaitStart(ctx, t, started)
-	srv := startup{m}.frontServer()
-	ss, err := srv.Connect(ctx, t, nil)
-	if err != nil {
-		return err
-	}
-	m.sess.touch(ss, "", nil)
-	done := make(chan error, 1)
-	go func() { done <- ss.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		ss.Close()
-		<-done
-		err = nil
-	}
-	if err != nil {
-		m.log.Info("client session ended", "err", err)
-	}
-	return nil
-}
-
-// Front serves the mux's MCP server to any number of client sessions:
-// internal/httpmcp's Streamable HTTP front. Serve returns when ctx ends
-// (after closing every session) or serving fails.
-type Front interface {
-	Serve(ctx context.Context, srv *mcp.Server) error
-}
-
-// Serve starts the configured servers and serves every client that f
-// brings until ctx ends or f fails, then stops every server and waits for
-// them. Before f serves, it waits for the configured servers as long as a
-// client waits for a server (StartWait, else relay.ClientWait("")), so that
-// the first answers hold their tools and instructions: f may already
-// accept connections meanwhile (they wait). The sessions are told apart
-// as the package documentation says.
-func (m *Mux) Serve(ctx context.Context, f Front) error {
-	defer m.Close()
-	m.sess.multi = true
-	m.served = ctx
-	started := startup{m}.startServers()
-	wait := m.cfg.StartWait
-	if wait <= 0 {
-		wait = relay.ClientWait("")
-	}
-	startup{m}.waitStarted(ctx, started, wait)
-	if ctx.Err() != nil {
-		return nil
-	}
-	err := f.Serve(ctx, startup{m}.frontServer())
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// startup is the mux as it starts its configured servers and waits for
-// them before serving its clients.
-type startup struct{ *Mux }
-
-// startServers starts the configured servers; the channel is closed when
-// every one is up or failed.
-func (m startup) startServers() <-chan struct{} {
-	var wg sync.WaitGroup
+// Start registers the configured servers (listed as starting at once)
+// and starts them in the background.
+func (m *Mux) Start() {
 	for _, spec := range m.cfg.Servers {
 		spec.Source = "config"
-		wg.Add(1)
+		s, err := m.register(spec)
+		if err != nil {
+			m.log.Error("server did not start", "server", spec.Name, "err", err)
+			continue
+		}
 		go func() {
-			defer wg.Done()
-			if _, _, err := m.add(m.ctx, spec); err != nil {
+			if _, err := m.start(m.ctx, s); err != nil {
 				m.log.Error("server did not start", "server", spec.Name, "err", err)
 			}
 		}()
 	}
-	started := make(chan struct{})
-	go func() { wg.Wait(); close(started) }()
-	return started
 }
 
-// frontServer makes the front server and publishes what the servers up
-// now list on it.
-func (m startup) frontServer() *mcp.Server {
-	srv := front(m).newFront()
+// Serve serves one client on a byte stream (stdin and stdout) with
+// wire.Serve until in ends or ctx does, having started the configured
+// servers; then it stops every server and waits for them. The client's
+// ids reach the servers as it wrote them.
+func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
+	defer m.Close()
 	m.mu.Lock()
-	m.cat.srv = srv
-	for _, s := range m.servers {
-		m.cat.publish(s)
-	}
+	m.one = true
 	m.mu.Unlock()
-	return srv
+	m.Start()
+	return wire.Serve(ctx, in, out, m, o)
 }
 
-// awaitStart returns once the configured servers are up (started is
-// closed), or the client waited as long as it waits for a server, counted
-// from its first message: StartWait, else relay.ClientWait of the name in
-// that message. On a wire.Transport it reads that message to learn the
-// name, and returns the transport that hands it on first.
-func (m startup) awaitStart(ctx context.Context, t mcp.Transport, started <-chan struct{}) mcp.Transport {
-	wt, ok := t.(*wire.Transport)
-	if !ok {
-		wait := m.cfg.StartWait
-		if wait <= 0 {
-			wait = relay.ClientWait("")
-		}
-		m.waitStarted(ctx, started, wait)
-		return t
+// Open opens a session for one client (a wire.Opener: the HTTP front
+// opens one per client session).
+func (m *Mux) Open(c wire.Client) wire.Session {
+	s := newSession(m, c)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		s.closed = true
+		return s
 	}
-	first := make(chan peeked, 1)
-	go func() {
-		msg, err := wt.In.Next()
-		first <- peeked{msg, err}
-	}()
-	select {
-	case <-started:
-	case <-ctx.Done():
-	case p := <-first:
-		first <- p // for the transport
-		wait := m.cfg.StartWait
-		if env, err := wire.Peek(p.msg); wait <= 0 && err == nil {
-			wait = relay.ClientWait(env.ClientName())
-		}
-		if p.err == nil {
-			m.waitStarted(ctx, started, wait)
-		}
-	}
-	nt := *wt
-	nt.In = &prepended{first: first, in: wt.In}
-	return &nt
-}
-
-func (m startup) waitStarted(ctx context.Context, started <-chan struct{}, wait time.Duration) {
-	select {
-	case <-started:
-	case <-ctx.Done():
-	case <-time.After(wait):
-		m.log.Warn("some servers are still starting; their tools appear when they are up", "after", wait)
-	}
-}
-
-// peeked is the result of a Stream's Next.
-type peeked struct {
-	msg []byte
-	err error
-}
-
-// prepended is a Stream whose first message comes from first, the rest
-// from in.
-type prepended struct {
-	first <-chan peeked
-	in    wire.Stream
-	done  bool
-}
-
-func (p *prepended) Next() ([]byte, error) {
-	if !p.done {
-		p.done = true
-		r := <-p.first
-		return r.msg, r.err
-	}
-	return p.in.Next()
+	m.sessions[s] = struct{}{}
+	s.keep = m.one
+	m.mu.Unlock()
+	return s
 }
 
 // Close stops every server (children and their process groups) and waits
-// for them. It is safe to call more than once.
+// for them; every session is closed. It is safe to call more than once.
 func (m *Mux) Close() {
 	m.mu.Lock()
 	if m.closed {
@@ -377,7 +213,14 @@ func (m *Mux) Close() {
 		all = append(all, s)
 	}
 	m.servers = map[string]*server{}
+	var sessions []*session
+	for s := range m.sessions {
+		sessions = append(sessions, s)
+	}
 	m.mu.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
 	m.cancel()
 	// All at once: a child that ignores its closed stdin costs its own
 	// stop timeout, not every other server's too.
@@ -393,7 +236,7 @@ func (m *Mux) Close() {
 	m.wg.Wait()
 }
 
-// names lists the servers that exist, sorted. m.mu is held.
+// namesLocked lists the servers that exist, sorted. m.mu is held.
 func (m *Mux) namesLocked() []string {
 	names := make([]string, 0, len(m.servers))
 	for n := range m.servers {
@@ -406,6 +249,10 @@ func (m *Mux) namesLocked() []string {
 func (m *Mux) existing() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.existingLocked()
+}
+
+func (m *Mux) existingLocked() string {
 	names := m.namesLocked()
 	if len(names) == 0 {
 		return "no servers are running (add one with add_server)"
@@ -413,35 +260,49 @@ func (m *Mux) existing() string {
 	return "the servers are: " + strings.Join(names, ", ")
 }
 
-// add registers spec, starts its backend and connects to it. On failure
-// an agent-added server is forgotten; a configured one stays, down, for
-// reload_server.
+// add registers spec and starts it (see start).
 func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
-	if err := ValidateName(spec.Name, m.sep); err != nil {
+	s, err := m.register(spec)
+	if err != nil {
 		return nil, result.Build{}, err
 	}
-	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
-		return nil, result.Build{}, fmt.Errorf("server %q: command is empty", spec.Name)
+	res, err := m.start(ctx, s)
+	return s, res, err
+}
+
+// register adds spec to the servers, starting.
+func (m *Mux) register(spec ServerSpec) (*server, error) {
+	if err := ValidateName(spec.Name, m.sep); err != nil {
+		return nil, err
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true}
+	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
+		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
+	}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, up: make(chan struct{})}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
-		return nil, result.Build{}, errors.New("mcpflow is shutting down")
+		return nil, errors.New("mcpflow is shutting down")
 	}
 	if _, ok := m.servers[spec.Name]; ok {
-		m.mu.Unlock()
-		return nil, result.Build{}, fmt.Errorf("a server named %q exists already: pick another name, or remove_server it first", spec.Name)
+		return nil, fmt.Errorf("a server named %q exists already: pick another name, or remove_server it first", spec.Name)
 	}
 	m.servers[spec.Name] = s
 	m.wg.Add(1)
-	m.mu.Unlock()
 	go lifecycle{m}.worker(s)
+	return s, nil
+}
 
+// start makes s's backend, starts it and, once up, opens the sessions on
+// it and reads its lists. On failure an agent-added server is forgotten;
+// a configured one stays, down, for reload_server.
+func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
+	spec := s.spec
 	b, err := m.newB(spec, s.emit)
 	if err != nil {
 		m.forget(s)
-		return nil, result.Build{}, fmt.Errorf("server %q: %w", spec.Name, err)
+		close(s.up)
+		return result.Build{}, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
 	m.mu.Lock()
 	s.b = b
@@ -449,87 +310,53 @@ func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, 
 	m.mu.Unlock()
 	if removed {
 		b.Close()
-		return nil, result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
+		close(s.up)
+		return result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
-	// The handshake waits for the start: a first build may take minutes,
-	// and a handshake sent meanwhile would wait in the relay's queue,
-	// which expires after relay.queue_timeout and would lose the server.
-	// The server is listed as starting until then.
 	res := b.Start(ctx)
+	lifecycle{m}.applyResult(s, res)
 	m.mu.Lock()
-	removed = s.removed
-	m.mu.Unlock()
-	if removed {
-		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-mux", Version: m.cfg.Version}, childSide{m}.clientOptions(s))
-	m.mu.Lock()
-	s.client = client
-	client.AddRoots(m.roots...)
-	m.mu.Unlock()
-	var opts *mcp.ClientSessionOptions
-	if m.cfg.ChildProtocolVersion != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: m.cfg.ChildProtocolVersion}
-	}
-	cs, cerr := client.Connect(ctx, b.Transport(), opts)
-	if hc, ok := b.(handshakeChecker); ok && cerr == nil && res.OK && (res.Restart == nil || res.Restart.Err == nil) {
-		if err := hc.CheckHandshake(cs.InitializeResult()); err != nil {
-			res.Restart = &result.Restart{Err: err}
-		}
-	}
-	m.mu.Lock()
-	s.cs = cs
 	s.starting = false
 	s.lastBuild = &res
-	level := m.level
 	removed = s.removed
+	close(s.up)
 	m.mu.Unlock()
 	if removed {
-		// remove_server ran during the start and found no session to close.
-		if cs != nil {
-			cs.Close()
-		}
-		return nil, res, fmt.Errorf("server %q was removed while it started", spec.Name)
-	}
-	if cerr == nil && level != nil {
-		_ = cs.SetLoggingLevel(ctx, level)
+		return res, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
 	var fail error
 	switch {
-	case cerr != nil:
-		fail = fmt.Errorf("server %q: the MCP handshake failed: %v", spec.Name, cerr)
 	case !res.OK:
 		fail = fmt.Errorf("server %q: %s", spec.Name, buildReport(res))
 	case res.Restart != nil && res.Restart.Err != nil:
 		fail = fmt.Errorf("server %q: %v", spec.Name, res.Restart.Err)
 	}
 	if fail != nil {
-		// The relay's texts name its own rebuild tool, which the mux hides;
-		// an agent's server that failed is forgotten, to be added again.
-		hint := m.reloadHint(spec.Name)
 		if spec.Source != "config" {
-			hint = "add_server"
+			// An agent's server that failed is forgotten, to be added again.
+			m.remove(spec.Name)
 		}
-		fail = errors.New(strings.ReplaceAll(fail.Error(), relayTool, hint))
+		return res, fail
 	}
-	if fail != nil && (spec.Source != "config" || cerr != nil) {
-		m.mu.Lock()
-		if spec.Source == "config" {
-			s.status, s.report = StatusCrashed, fail.Error()
-			m.mu.Unlock()
-			return s, res, fail
-		}
-		m.mu.Unlock()
-		m.remove(spec.Name)
-		return nil, res, fail
-	}
-	if fail == nil {
-		lifecycle{m}.applyResult(s, res)
-	}
-	if err := (lifecycle{m}).relist(ctx, s); err != nil && fail == nil {
+	// The sessions open it (their handshake) and it is listed.
+	m.eachSession(func(ss *session) { ss.serverUp(s) })
+	if err := (lifecycle{m}).relist(ctx, s); err != nil && !errors.Is(err, relay.ErrNotReady) {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
 	}
-	return s, res, fail
+	return res, nil
+}
+
+// eachSession calls f for every open session, with no lock held.
+func (m *Mux) eachSession(f func(*session)) {
+	m.mu.Lock()
+	all := make([]*session, 0, len(m.sessions))
+	for s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	for _, s := range all {
+		f(s)
+	}
 }
 
 // forget drops a server that never got a backend.
@@ -555,35 +382,21 @@ func (m *Mux) remove(name string) error {
 	s.removed = true
 	m.cat.unpublish(s)
 	m.mu.Unlock()
+	m.eachSession(func(ss *session) { ss.serverGone(s) })
 	m.teardown(s)
+	m.listsChanged()
 	return nil
 }
 
-func (m *Mux) existingLocked() string {
-	names := m.namesLocked()
-	if len(names) == 0 {
-		return "no servers are running (add one with add_server)"
-	}
-	return "the servers are: " + strings.Join(names, ", ")
-}
-
-// teardown closes the client session and the backend and waits for both.
+// teardown closes the backend and waits for it.
 func (m *Mux) teardown(s *server) {
 	m.mu.Lock()
 	s.removed = true
-	cs, b := s.cs, s.b
+	b := s.b
 	m.mu.Unlock()
-	csDone := make(chan struct{})
-	go func() {
-		if cs != nil {
-			cs.Close()
-		}
-		close(csDone)
-	}()
 	if b != nil {
 		b.Close()
 	}
-	<-csDone
 	s.halt()
 }
 
@@ -627,18 +440,22 @@ func (m lifecycle) worker(s *server) {
 		evs, relist := s.events, s.relist
 		s.events, s.relist = nil, false
 		s.evMu.Unlock()
+		up := false
 		for _, ev := range evs {
 			if m.apply(s, ev) {
-				relist = true
+				relist, up = true, true
 			}
+		}
+		if up {
+			m.eachSession(func(ss *session) { ss.serverUp(s) })
 		}
 		if relist {
 			m.mu.Lock()
-			ready := s.cs != nil && !s.removed && s.status == StatusRunning
+			ready := s.b != nil && !s.removed && s.status == StatusRunning
 			m.mu.Unlock()
 			if ready {
 				ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-				if err := m.relist(ctx, s); err != nil {
+				if err := m.relist(ctx, s); err != nil && !errors.Is(err, relay.ErrNotReady) {
 					m.log.Warn("re-listing a server failed", "server", s.spec.Name, "err", err)
 				}
 				cancel()
@@ -647,26 +464,29 @@ func (m lifecycle) worker(s *server) {
 	}
 }
 
-// apply records one event; it reports whether the lists must be fetched.
+// apply records one event; it reports whether the server came up (its
+// lists must be read).
 func (m lifecycle) apply(s *server, ev Event) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.applyLocked(s, ev)
+	up, changed := m.applyLocked(s, ev)
+	m.mu.Unlock()
+	if changed {
+		m.listsChanged()
+	}
+	return up
 }
 
 // applyResult records what a start or reload did at once, so that its
 // caller reports the new state; the same event, arriving later through the
 // worker, changes nothing.
 func (m lifecycle) applyResult(s *server, res result.Build) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.applyLocked(s, eventOf(res))
+	m.apply(s, eventOf(res))
 }
 
-// applyLocked is apply with m.mu held.
-func (m lifecycle) applyLocked(s *server, ev Event) bool {
+// applyLocked is apply with m.mu held; changed says the catalog changed.
+func (m lifecycle) applyLocked(s *server, ev Event) (up, changed bool) {
 	if s.removed {
-		return false
+		return false, false
 	}
 	switch ev.Kind {
 	case EventStarting:
@@ -675,13 +495,13 @@ func (m lifecycle) applyLocked(s *server, ev Event) bool {
 		}
 	case EventUp:
 		if ev.Gen != 0 && ev.Gen < s.gen {
-			return false // a late report about an earlier child
+			return false, false // a late report about an earlier child
 		}
 		if ev.Build != nil {
 			s.lastBuild = ev.Build
 		}
 		if ev.Gen != 0 && ev.Gen == s.gen && s.status == StatusRunning {
-			return false // the same start, reported by the relay and by the cycle
+			return false, false // the same start, reported by the relay and by the cycle
 		}
 		if !s.started.IsZero() {
 			s.restarts++
@@ -690,19 +510,22 @@ func (m lifecycle) applyLocked(s *server, ev Event) bool {
 		if ev.Gen != 0 {
 			s.gen = ev.Gen
 		}
-		return true
+		s.listed = false
+		return true, false
 	case EventCrashed:
 		if ev.Gen != 0 && ev.Gen < s.gen || s.status == StatusCrashed && (ev.Gen == 0 || ev.Gen == s.gen) {
-			return false // stale, or the same crash reported twice
+			return false, false // stale, or the same crash reported twice
 		}
 		if ev.Gen != 0 {
 			s.gen = ev.Gen
 		}
-		s.status, s.pid, s.report = StatusCrashed, 0, m.agentText(s.spec.Name, ev.Report)
+		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
 		s.crashes++
-		s.tools, s.prompts, s.resources, s.templates = nil, nil, nil, nil
+		s.lists, s.listed = relay.Lists{}, false
 		m.cat.unpublish(s)
+		m.noteListed()
 		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(s.report))
+		return false, true
 	case EventBuilt:
 		s.lastBuild = ev.Build
 	case EventBuildFailed:
@@ -710,17 +533,10 @@ func (m lifecycle) applyLocked(s *server, ev Event) bool {
 			s.lastBuild = ev.Build
 		}
 		if s.status != StatusRunning {
-			s.status, s.report = StatusBuildFailed, m.agentText(s.spec.Name, ev.Report)
+			s.status, s.report = StatusBuildFailed, ev.Report
 		}
 	}
-	return false
-}
-
-// agentText is a relay's report as the agent reads it: the relay names
-// its own rebuild tool, which the mux hides, where the agent calls the
-// mux's (reload_server, or the single tool).
-func (m *Mux) agentText(server, report string) string {
-	return strings.ReplaceAll(report, relayTool, m.reloadHint(server))
+	return false, false
 }
 
 func firstLine(s string) string {
@@ -728,89 +544,40 @@ func firstLine(s string) string {
 	return line
 }
 
-// relist fetches a child's lists and publishes them on the front server.
+// relist reads a server's lists and publishes them in the catalog; the
+// sessions hear of what changed.
 func (m lifecycle) relist(ctx context.Context, s *server) error {
-	s.listMu.Lock()
-	defer s.listMu.Unlock()
 	m.mu.Lock()
-	cs := s.cs
+	b := s.b
 	m.mu.Unlock()
-	if cs == nil {
-		return errors.New("not connected")
-	}
-	var tools []*mcp.Tool
-	var prompts []*mcp.Prompt
-	var resources []*mcp.Resource
-	var templates []*mcp.ResourceTemplate
-	caps := cs.InitializeResult().Capabilities
-	if standIn(cs.InitializeResult()) {
-		// The child's own capabilities are unknown: ask for everything.
-		caps = &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}
-	}
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return err
-		}
-		if t.Name != relayTool {
-			tools = append(tools, t)
-		}
-	}
-	if caps != nil && caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				break
-			}
-			prompts = append(prompts, p)
-		}
-	}
-	if caps != nil && caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				break
-			}
-			resources = append(resources, r)
-		}
-		for r, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				break
-			}
-			templates = append(templates, r)
-		}
+	if b == nil {
+		return relay.ErrNotReady
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	meta := m.meta
+	m.mu.Unlock()
+	l, err := b.Lists(ctx, meta)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
 	if s.removed || s.status == StatusCrashed {
+		m.mu.Unlock()
 		return nil
 	}
-	s.tools, s.prompts, s.resources, s.templates = tools, prompts, resources, templates
-	m.cat.publish(s)
-	return nil
-}
-
-func objectSchema(schema any) bool {
-	switch v := schema.(type) {
-	case map[string]any:
-		return v["type"] == "object"
-	case nil:
-		return false
+	s.lists, s.listed = l, true
+	changed := m.cat.publish(s)
+	m.noteListed()
+	m.mu.Unlock()
+	if changed {
+		m.listsChanged()
 	}
-	return true // the SDK checks other forms and safeAdd catches its panic
-}
-
-// safeAdd runs an SDK registration that panics on input it rejects.
-func safeAdd(f func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	f()
 	return nil
 }
 
-// sdkLogger routes the SDK's own logging to the mux's logger.
-func (m *Mux) sdkLogger() *slog.Logger {
-	return m.log.With("component", "sdk")
+// listsChanged tells every session that the catalog changed.
+func (m *Mux) listsChanged() {
+	m.eachSession(func(ss *session) { ss.catalogChanged() })
 }
 
 // ClientInfo is what the mux knows of a client: name, version and
@@ -820,23 +587,18 @@ type ClientInfo struct {
 	Name, Version, Protocol string
 }
 
-// Client reports the client of the most recently active session (Run's
-// one client).
+// Client reports the client of the most recently active session.
 func (m *Mux) Client() ClientInfo {
-	info, _ := m.sess.latest()
-	return info.Client
-}
-
-// Sessions reports the front's client sessions, oldest first, then the
-// session-less (2026-07-28 HTTP) clients seen in the last ten minutes.
-func (m *Mux) Sessions() []SessionInfo {
-	return m.sess.list()
-}
-
-// rootsEnded takes the children's roots from the most recently active
-// session that has roots, when the session they came from ended.
-func (m *Mux) rootsEnded(*mcp.ServerSession) {
-	if ss := m.sess.rootsCandidate(); ss != nil {
-		childSide{m}.rootsChanged(ss)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *session
+	for s := range m.sessions {
+		if best == nil || s.lastSeen() > best.lastSeen() {
+			best = s
+		}
 	}
+	if best == nil {
+		return ClientInfo{}
+	}
+	return best.clientInfo()
 }

@@ -1,12 +1,11 @@
 package mux
 
-// This file is the mux's only contact with package relay.
+// This file is the mux's only contact with package relay's engine.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Hooks attach a server's builder and watcher to its relay. Every field is
@@ -43,8 +41,9 @@ type HooksFactory func(name string, spec ServerSpec, r *relay.Relay, noteBuild f
 type RelayOptions struct {
 	NewHooks HooksFactory // nil = no build, no watch
 	// Configure, when set, adjusts the relay.Config of each server before
-	// its relay is made (cmd sets [servers.NAME.relay] here). Command,
-	// Tool, OnEvent and the loggers are the mux's and are set afterwards.
+	// its relay is made (cmd sets [servers.NAME.relay] and the era bridge
+	// here). Command, the texts' rebuild hint, OnEvent and the loggers are
+	// the mux's and are set afterwards.
 	Configure func(spec ServerSpec, c *relay.Config)
 	Logger    *slog.Logger // nil = discard; each server's records carry server=NAME
 	Version   string       // mcpflow's version
@@ -52,16 +51,9 @@ type RelayOptions struct {
 	Drain time.Duration
 }
 
-// closeWait bounds how long Close waits for the relay to finish writing
-// to the mux's client before it closes that pipe under it.
-const closeWait = 2 * time.Second
-
-// relayTool is the name under which each relay lists its own recompile
-// tool; the mux hides it (reload_server replaces it).
-const relayTool = "mcpflow_mux_internal_recompile"
-
 // NewRelayBackends returns the default factory: each server is a
-// relay.Relay that owns the child process, served over two in-memory pipes.
+// relay.Relay that owns the child process; each mux session is a client
+// of it (a port), in memory.
 func NewRelayBackends(o RelayOptions) BackendFactory {
 	return func(spec ServerSpec, emit func(Event)) (Backend, error) {
 		if spec.CLI != nil {
@@ -75,7 +67,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			logger = slog.New(slog.DiscardHandler)
 		}
 		logger = logger.With("server", spec.Name)
-		b := &relayBackend{emit: emit, log: logger, done: make(chan struct{})}
+		b := &relayBackend{emit: emit}
 		onCrash := spec.OnCrash
 		if onCrash == "" && spec.Source == "agent" {
 			onCrash = "wait"
@@ -99,12 +91,12 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.Configure != nil {
 			o.Configure(spec, &rc)
 		}
-		// The mux's client waits for the first build itself (add_server's
-		// caller, or Run's StartWait): the relay must not answer the
-		// handshake alone meanwhile.
+		// The mux opens a server's session with its client's handshake
+		// only once the server is up: the relay never answers a handshake
+		// alone meanwhile.
 		rc.First = relay.First{Grace: 24 * time.Hour}
-		rc.Tool = relayTool
-		rc.CallTool = ""
+		rc.NoOwnTools = true
+		rc.Rebuild = reloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")
@@ -113,23 +105,12 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.NewHooks != nil {
 			h, err := o.NewHooks(spec.Name, spec, b.r, b.noteBuild)
 			if err != nil {
+				b.r.Close()
 				return nil, err
 			}
 			b.hooks = h
 		}
-		// The MCP client talks to the relay over two pipes, framed on both
-		// ends by wire.Reader like any other stream.
-		c2rR, c2rW := io.Pipe()
-		r2cR, r2cW := io.Pipe()
-		b.c2rW, b.r2cR = c2rW, r2cR
-		b.transport = &wire.Transport{In: wire.NewReader(r2cR, rc.MaxMessage), Out: c2rW, Log: logger}
 		b.ctx, b.cancel = context.WithCancel(context.Background())
-		go func() {
-			defer close(b.done)
-			_ = b.r.Serve(b.ctx, wire.NewReader(c2rR, rc.MaxMessage), r2cW)
-			c2rR.Close()
-			r2cW.Close()
-		}()
 		if b.hooks.Run != nil {
 			b.wg.Add(1)
 			go func() {
@@ -141,24 +122,19 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 	}
 }
 
+// reloadHint is what rebuilds server name, as the texts the agent reads
+// name it.
+func reloadHint(name string) string { return `reload_server {"name": "` + name + `"}` }
+
 type relayBackend struct {
 	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
-	log   *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	done   chan struct{}
 	once   sync.Once
-
-	c2rW      *io.PipeWriter  // the relay's input
-	r2cR      *io.PipeReader  // the relay's output, read by the mux's client
-	transport *wire.Transport // the MCP client's connection to the relay
-
-	mu    sync.Mutex
-	crash string // the report of the child's crash, until the next starts
 }
 
 // onEvent turns the relay's events into the mux's. It runs on the relay's
@@ -166,16 +142,10 @@ type relayBackend struct {
 func (b *relayBackend) onEvent(ev relay.Event) {
 	switch ev.Kind {
 	case relay.Starting:
-		b.mu.Lock()
-		b.crash = ""
-		b.mu.Unlock()
 		b.emit(Event{Kind: EventStarting, Gen: ev.Gen, Pid: ev.Pid})
 	case relay.Up:
 		b.emit(Event{Kind: EventUp, Gen: ev.Gen, Pid: ev.Pid})
 	case relay.Crashed, relay.RestartFailed:
-		b.mu.Lock()
-		b.crash = ev.Report
-		b.mu.Unlock()
 		b.emit(Event{Kind: EventCrashed, Gen: ev.Gen, Report: ev.Report})
 	}
 	// relay.BuildFailed comes from noteBuild, which reports it with the
@@ -195,36 +165,13 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	b.emit(ev)
 }
 
-// standIn reports whether a handshake result is the relay's own answer,
-// given when no child could answer (a failed first build, a child that
-// died at once): it describes the relay, not the child that serves later.
-func standIn(init *mcp.InitializeResult) bool {
-	return init != nil && init.ServerInfo != nil && init.ServerInfo.Name == "mcpflow" && strings.Contains(init.Instructions, relayTool)
+func (b *relayBackend) Open(c wire.Client, keepIDs bool) wire.Session {
+	return b.r.Connect(c, relay.PortOptions{KeepIDs: keepIDs})
 }
 
-// CheckHandshake tells a child's handshake from the relay's stand-in
-// answer (the child died before it could answer) and returns the crash
-// report then.
-func (b *relayBackend) CheckHandshake(init *mcp.InitializeResult) error {
-	if !standIn(init) {
-		return nil
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		b.mu.Lock()
-		report := b.crash
-		b.mu.Unlock()
-		if report != "" {
-			return errors.New(report)
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the MCP server is not running (it exited before the handshake)")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+func (b *relayBackend) Lists(ctx context.Context, meta []byte) (relay.Lists, error) {
+	return b.r.Lists(ctx, meta)
 }
-
-func (b *relayBackend) Transport() mcp.Transport { return b.transport }
 
 func (b *relayBackend) Start(ctx context.Context) result.Build {
 	return b.cycle(ctx, b.hooks.Start)
@@ -240,10 +187,10 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	if hook != nil {
 		res = hook(ctx)
 	} else {
-		res = restartOnly(ctx, b.r)
+		rs, _ := b.r.Restart(ctx)
+		res = result.Build{Skipped: true, OK: true, Restart: rs}
 	}
-	ev := eventOf(res)
-	b.emit(ev)
+	b.emit(eventOf(res))
 	return res
 }
 
@@ -264,14 +211,6 @@ func eventOf(res result.Build) Event {
 	return ev
 }
 
-// restartOnly restarts r without a build and reports it as a skipped
-// build followed by the restart: what a server without a build step does
-// on start and reload.
-func restartOnly(ctx context.Context, r *relay.Relay) result.Build {
-	rs, _ := r.Restart(ctx)
-	return result.Build{Skipped: true, OK: true, Restart: rs}
-}
-
 func buildReport(res result.Build) string {
 	s := "the build failed"
 	if res.Err != nil {
@@ -289,16 +228,7 @@ func (b *relayBackend) Close() {
 	b.once.Do(func() {
 		b.cancel()
 		b.wg.Wait()
-		b.c2rW.Close()
-		select {
-		case <-b.done:
-		case <-time.After(closeWait):
-			// The relay is stuck writing to the mux's client, which no
-			// longer reads (its session is closing): its last answers have
-			// nobody to reach.
-			b.r2cR.CloseWithError(io.ErrClosedPipe)
-			<-b.done
-		}
+		b.r.Close()
 		b.emit(Event{Kind: EventStopped})
 	})
 }

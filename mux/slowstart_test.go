@@ -1,17 +1,14 @@
 package mux
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestFirstBuildLongerThanQueueTimeout: a configured server whose first
@@ -85,53 +82,5 @@ func TestStartWaitsAsLongAsTheClient(t *testing.T) {
 				t.Fatalf("the first tools/list has slow__echo: %v, want %v", listed, tc.listed)
 			}
 		})
-	}
-}
-
-// TestSingleMode: one server served as itself (the era bridge): a legacy
-// client in front of a child that refuses initialize sees the child's
-// tools and prompts under their own names, the rebuild tool and no
-// management tool; an unknown tool gets a clear error.
-func TestSingleMode(t *testing.T) {
-	e := start(t, envOpts{version: "2025-11-25", cfg: Config{
-		Single: true,
-		Servers: []ServerSpec{{Name: "server", Command: []string{testkit.Fixture(t)}, OnCrash: "wait", Env: map[string]string{
-			"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": "2026-07-28", "FIXTURE_REFUSE_INITIALIZE": "1",
-		}}},
-	}})
-	tools := e.toolNames()
-	for _, want := range []string{"echo", "slow", defaultSingleTool} {
-		if tools[want] == nil {
-			t.Fatalf("tools/list lacks %s: %v", want, tools)
-		}
-	}
-	for _, not := range []string{"list_servers", "add_server", "server__echo"} {
-		if tools[not] != nil {
-			t.Fatalf("single mode lists %s", not)
-		}
-	}
-	if got := e.mustOK("echo", map[string]any{"text": "x"}); got != "s:x" {
-		t.Fatalf("echo: %q", got)
-	}
-	if got := e.cs.InitializeResult().Instructions; got != "instructions of s v1" {
-		t.Errorf("instructions: %q", got)
-	}
-	pid := e.server("server").Pid
-	if out := e.mustOK(defaultSingleTool, map[string]any{}); !strings.Contains(out, "restarted") {
-		t.Errorf("recompile: %s", out)
-	}
-	if e.server("server").Pid == pid {
-		t.Errorf("recompile did not restart the server")
-	}
-	e.mustFail("nope", map[string]any{}, "unknown tool", "echo")
-	if _, err := e.cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "you"}}); err != nil {
-		t.Errorf("greet: %v", err)
-	}
-	// A crash report names the rebuild tool the client has, never the
-	// relay's own, which single mode hides too.
-	e.call("exit", map[string]any{"code": 3})
-	testkit.Eventually(t, 10*time.Second, "the crash noted", func() bool { return e.server("server").Status == StatusCrashed })
-	if text := e.mustFail("echo", map[string]any{"text": "x"}, "call "+defaultSingleTool); strings.Contains(text, relayTool) {
-		t.Errorf("the report names the relay's hidden tool: %s", text)
 	}
 }

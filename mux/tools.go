@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // addServerArgs are add_server's arguments.
@@ -86,49 +87,121 @@ type Outcome struct {
 	Build   *BuildInfo `json:"build,omitempty"`
 }
 
-// admin serves the management tools: add_server, remove_server,
-// reload_server, list_servers and the call tool.
-type admin struct{ *Mux }
+// The mux's own tools: add_server (unless Config.DisableAddServer;
+// AllowedCommands restricts it), remove_server, reload_server,
+// list_servers, and Config.CallTool when set. Their definitions are made
+// once from their argument types; their results are built here, as
+// bytes, like every answer the mux makes.
 
-func (m admin) addManagementTools(srv *mcp.Server) {
+// ownTool is one of the mux's tools: its definition and what runs it.
+type ownTool struct {
+	name, desc string
+	schema     any
+	run        func(m *Mux, ctx context.Context, args []byte) (text string, structured any, isErr bool)
+}
+
+func (m *Mux) ownToolList() []ownTool {
+	var out []ownTool
 	if !m.cfg.DisableAddServer {
 		desc := "Start an MCP server behind mcpflow; its tools appear as NAME" + m.sep + "tool. Give build (and watch) to have it rebuilt on reload_server (and on save)."
 		if len(m.cfg.AllowedCommands) > 0 {
 			desc += " Allowed commands: " + strings.Join(m.cfg.AllowedCommands, ", ") + " (no build command here)."
 		}
-		mcp.AddTool(srv, &mcp.Tool{Name: "add_server", Description: desc}, m.addServerTool)
+		out = append(out, ownTool{"add_server", desc, schemaOf[addServerArgs](), (*Mux).addServerTool})
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "remove_server", Description: "Stop an MCP server and remove its tools."}, m.removeServerTool)
-	mcp.AddTool(srv, &mcp.Tool{Name: "reload_server", Description: "Rebuild (when it has a build) and restart an MCP server; on a failed build the running one keeps serving. Reports the compiler output or the tool changes."}, m.reloadServerTool)
-	mcp.AddTool(srv, &mcp.Tool{Name: "list_servers", Description: "List the MCP servers behind mcpflow: status, pid, uptime, tools, restarts, last build. verbose: every tool with its input schema."}, m.listServersTool)
+	out = append(out,
+		ownTool{"remove_server", "Stop an MCP server and remove its tools.", schemaOf[nameArgs](), (*Mux).removeServerTool},
+		ownTool{"reload_server", "Rebuild (when it has a build) and restart an MCP server; on a failed build the running one keeps serving. Reports the compiler output or the tool changes.", schemaOf[nameArgs](), (*Mux).reloadServerTool},
+		ownTool{"list_servers", "List the MCP servers behind mcpflow: status, pid, uptime, tools, restarts, last build. verbose: every tool with its input schema.", schemaOf[listArgs](), (*Mux).listServersTool},
+	)
 	if m.cfg.CallTool != "" {
-		mcp.AddTool(srv, &mcp.Tool{Name: m.cfg.CallTool, Description: "Call the tool NAME of a server behind mcpflow (for clients that do not refresh their tool list)."}, m.callTool)
+		out = append(out, ownTool{m.cfg.CallTool, "Call the tool NAME of a server behind mcpflow (for clients that do not refresh their tool list).", schemaOf[callArgs](), nil})
 	}
+	return out
 }
 
-func textResult(isErr bool, structured any, format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: isErr, StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+// schemaOf is the input schema of a tool whose arguments are a T.
+func schemaOf[T any]() any {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(err) // the argument types are the package's own
+	}
+	return s
 }
 
-func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addServerArgs) (*mcp.CallToolResult, any, error) {
+// ownTools are the mux's tools as tools/list lists them.
+func (m *Mux) ownTools() [][]byte {
+	var out [][]byte
+	for _, t := range m.ownToolList() {
+		b, _ := json.Marshal(map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema})
+		out = append(out, b)
+	}
+	return out
+}
+
+// isOwnTool reports whether name is one of the mux's tools.
+func (m *Mux) isOwnTool(name string) bool {
+	for _, t := range m.ownToolList() {
+		if t.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// runOwnTool runs one of the mux's tools and returns its result.
+func (m *Mux) runOwnTool(ctx context.Context, name string, args []byte, modern bool) []byte {
+	for _, t := range m.ownToolList() {
+		if t.name == name && t.run != nil {
+			text, structured, isErr := t.run(m, ctx, args)
+			return toolResult(text, structured, isErr, modern)
+		}
+	}
+	return errToolResult(m.unknownTool(name), modern)
+}
+
+// toolResult is a CallToolResult with one text item and, when structured
+// is not nil, its structuredContent.
+func toolResult(text string, structured any, isErr bool, modern bool) []byte {
+	res := map[string]any{"content": []map[string]string{{"type": "text", "text": text}}, "isError": isErr}
+	if structured != nil {
+		res["structuredContent"] = structured
+	}
+	if modern {
+		res["resultType"] = "complete"
+	}
+	b, _ := json.Marshal(res)
+	return b
+}
+
+// decodeArgs reads a tool's arguments into a; an error says what is
+// wrong with them.
+func decodeArgs(args []byte, a any) error {
+	if len(args) == 0 || string(args) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(args, a); err != nil {
+		return fmt.Errorf("invalid arguments: %v", err)
+	}
+	return nil
+}
+
+func (m *Mux) addServerTool(ctx context.Context, args []byte) (string, any, bool) {
+	var a addServerArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "add_server: " + err.Error(), nil, true
+	}
 	program := a.Command
 	if len(a.CLISchema) > 0 {
 		program = a.CLISchema[0]
 	}
 	if refusal := m.refusal(a, program); refusal != "" {
-		return textResult(true, nil, "add_server: %s", refusal), nil, nil
+		return "add_server: " + refusal, nil, true
 	}
 	if a.Command == "" && len(a.CLISchema) == 0 {
-		return textResult(true, nil, "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)"), nil, nil
+		return "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)", nil, true
 	}
-	spec := ServerSpec{
-		Name:   a.Name,
-		Dir:    a.Cwd,
-		Env:    a.Env,
-		Build:  a.Build,
-		Watch:  a.Watch,
-		Source: "agent",
-	}
+	spec := ServerSpec{Name: a.Name, Dir: a.Cwd, Env: a.Env, Build: a.Build, Watch: a.Watch, Source: "agent"}
 	if len(a.CLISchema) > 0 {
 		spec.CLI = &CLISpec{Schema: a.CLISchema}
 		if a.Command != "" {
@@ -140,7 +213,7 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 	}
 	s, res, err := m.addFor(ctx, spec)
 	if err != nil {
-		return textResult(true, nil, "add_server: %v", err), nil, nil
+		return "add_server: " + err.Error(), nil, true
 	}
 	info := m.info(s, false)
 	out := Outcome{Server: info, Build: buildInfo(&res)}
@@ -155,7 +228,7 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 	if len(info.Warnings) > 0 {
 		text += "\nwarnings:\n- " + strings.Join(info.Warnings, "\n- ")
 	}
-	return textResult(false, out, "%s", text), nil, nil
+	return text, out, false
 }
 
 // refusal says why add_server may not start what a asks for under
@@ -163,7 +236,7 @@ func (m admin) addServerTool(ctx context.Context, _ *mcp.CallToolRequest, a addS
 // listed (the server's, and a CLI's call prefix), it may not give a
 // build (a shell command, which no list of programs can check), and it
 // may set only the env keys of allowed_env.
-func (m admin) refusal(a addServerArgs, program string) string {
+func (m *Mux) refusal(a addServerArgs, program string) string {
 	if len(m.cfg.AllowedCommands) == 0 {
 		return ""
 	}
@@ -193,7 +266,7 @@ func (m admin) refusal(a addServerArgs, program string) string {
 	return ""
 }
 
-func (m admin) allowed(cmd string) bool {
+func (m *Mux) allowed(cmd string) bool {
 	for _, c := range m.cfg.AllowedCommands {
 		if cmd == c || filepath.Base(cmd) == c && !strings.ContainsRune(c, filepath.Separator) && cmd == filepath.Base(cmd) {
 			return true
@@ -202,21 +275,50 @@ func (m admin) allowed(cmd string) bool {
 	return false
 }
 
-func (m admin) removeServerTool(_ context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
-	if err := m.remove(a.Name); err != nil {
-		return textResult(true, nil, "remove_server: %v", err), nil, nil
+func (m *Mux) removeServerTool(_ context.Context, args []byte) (string, any, bool) {
+	var a nameArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "remove_server: " + err.Error(), nil, true
 	}
-	return textResult(false, map[string]any{"removed": a.Name}, "server %q removed and stopped; %s", a.Name, m.existing()), nil, nil
+	if err := m.remove(a.Name); err != nil {
+		return "remove_server: " + err.Error(), nil, true
+	}
+	return fmt.Sprintf("server %q removed and stopped; %s", a.Name, m.existing()), map[string]any{"removed": a.Name}, false
 }
 
 // addFor adds a server for a call whose context is ctx: the start ends
 // with the mux, or with the call while it runs (the client canceled it,
-// or left). The server's session lives on the context it was connected
-// with, so once added, only the mux ends it.
+// or left).
 func (m *Mux) addFor(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
 	addCtx, cancel := context.WithCancel(m.ctx)
 	defer context.AfterFunc(ctx, cancel)()
-	return m.add(addCtx, spec)
+	s, res, err := m.add(addCtx, spec)
+	if err == nil {
+		m.waitListed(ctx, s)
+	}
+	return s, res, err
+}
+
+// waitListed waits, at most listWait, until s's lists were read.
+func (m *Mux) waitListed(ctx context.Context, s *server) {
+	deadline := time.NewTimer(listWait)
+	defer deadline.Stop()
+	for {
+		m.mu.Lock()
+		done := s.listed || s.removed || s.status != StatusRunning
+		ch := m.listedCh()
+		m.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Reload rebuilds (when a build is configured) and restarts the server
@@ -235,49 +337,41 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 		m.mu.Unlock()
 		return Outcome{}, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
 	}
-	before := toolNames(s.tools)
 	old := map[string]string{}
-	for _, t := range s.tools {
-		old[t.Name] = toolKey(t)
+	for _, item := range s.lists.Tools {
+		old[itemName(item)] = toolKey(item)
 	}
-	connected := s.cs != nil
 	m.mu.Unlock()
-	var res result.Build
-	if !connected {
-		// The first start failed before the handshake: start afresh.
-		m.remove(name)
-		ns, r, err := m.addFor(ctx, s.spec)
-		if err != nil {
-			return Outcome{Build: buildInfo(&r)}, err
-		}
-		s, res = ns, r
-	} else {
-		res = s.b.Reload(ctx)
-		lifecycle{m}.applyResult(s, res)
-		if err := (lifecycle{m}).relist(ctx, s); err != nil {
-			m.log.Warn("re-listing after reload failed", "server", name, "err", err)
-		}
+	res := s.b.Reload(ctx)
+	lifecycle{m}.applyResult(s, res)
+	m.eachSession(func(ss *session) { ss.serverUp(s) })
+	if err := (lifecycle{m}).relist(ctx, s); err != nil {
+		m.log.Debug("re-listing after reload", "server", name, "err", err)
 	}
 	m.mu.Lock()
 	s.lastBuild = &res
 	var diff result.ToolDiff
 	diff.Known = true
-	for _, t := range s.tools {
-		k, was := old[t.Name]
+	now := map[string]bool{}
+	for _, item := range s.lists.Tools {
+		n := itemName(item)
+		now[n] = true
+		k, was := old[n]
 		switch {
 		case !was:
-			diff.Added = append(diff.Added, t.Name)
-		case k != toolKey(t):
-			diff.Changed = append(diff.Changed, t.Name)
+			diff.Added = append(diff.Added, n)
+		case k != toolKey(item):
+			diff.Changed = append(diff.Changed, n)
 		}
 	}
-	now := toolNames(s.tools)
-	for _, n := range before {
-		if !slices.Contains(now, n) {
+	for n := range old {
+		if !now[n] {
 			diff.Removed = append(diff.Removed, n)
 		}
 	}
-	diff.Current = now
+	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed} {
+		sort.Strings(l)
+	}
 	m.mu.Unlock()
 	out := Outcome{Server: m.info(s, false), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
 	if !res.OK {
@@ -289,30 +383,27 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	return out, nil
 }
 
-func toolNames(ts []*mcp.Tool) []string {
-	var n []string
-	for _, t := range ts {
-		n = append(n, t.Name)
+// toolKey is what a tool diff compares of a tool item: all but its name.
+func toolKey(item []byte) string {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(item, &t) != nil {
+		return string(item)
 	}
-	sort.Strings(n)
-	return n
-}
-
-func toolKey(t *mcp.Tool) string {
-	b, _ := json.Marshal(struct {
-		D string
-		S any
-		A any
-	}{t.Description, t.InputSchema, t.Annotations})
+	delete(t, "name")
+	b, _ := json.Marshal(t)
 	return string(b)
 }
 
-func (m admin) reloadServerTool(ctx context.Context, _ *mcp.CallToolRequest, a nameArgs) (*mcp.CallToolResult, any, error) {
+func (m *Mux) reloadServerTool(ctx context.Context, args []byte) (string, any, bool) {
+	var a nameArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "reload_server: " + err.Error(), nil, true
+	}
 	out, err := m.Reload(ctx, a.Name)
 	if err != nil {
-		return textResult(true, out, "reload_server %s: %v", a.Name, err), nil, nil
+		return fmt.Sprintf("reload_server %s: %v", a.Name, err), out, true
 	}
-	return textResult(false, out, "%s", m.reloadText(fmt.Sprintf("server %q reloaded", a.Name), a.Name, out)), nil, nil
+	return m.reloadText(fmt.Sprintf("server %q reloaded", a.Name), a.Name, out), out, false
 }
 
 // reloadText is a reload's result for the agent: head, the new pid, the
@@ -335,17 +426,21 @@ func (m *Mux) reloadText(head, server string, out Outcome) string {
 		}
 		shown := make([]string, len(x.names))
 		for i, n := range x.names {
-			shown[i] = m.join(server, n)
+			shown[i] = joinName(server, m.sep, n)
 		}
 		fmt.Fprintf(&b, "\n%s: %s", x.label, strings.Join(shown, ", "))
 	}
 	return b.String()
 }
 
-func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a listArgs) (*mcp.CallToolResult, any, error) {
+func (m *Mux) listServersTool(_ context.Context, args []byte) (string, any, bool) {
+	var a listArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "list_servers: " + err.Error(), nil, true
+	}
 	list := m.List(a.Verbose)
 	if len(list) == 0 {
-		return textResult(false, map[string]any{"servers": list}, "no servers (add one with add_server)"), nil, nil
+		return "no servers (add one with add_server)", map[string]any{"servers": list}, false
 	}
 	var b strings.Builder
 	for _, s := range list {
@@ -372,7 +467,7 @@ func (m admin) listServersTool(_ context.Context, _ *mcp.CallToolRequest, a list
 			fmt.Fprintf(&b, "  - %s: %s\n    input: %s\n", t.Name, t.Description, schema)
 		}
 	}
-	return textResult(false, map[string]any{"servers": list}, "%s", strings.TrimRight(b.String(), "\n")), nil, nil
+	return strings.TrimRight(b.String(), "\n"), map[string]any{"servers": list}, false
 }
 
 func orNone(s []string) string {
@@ -384,21 +479,6 @@ func orNone(s []string) string {
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
-}
-
-func (m admin) callTool(ctx context.Context, req *mcp.CallToolRequest, a callArgs) (*mcp.CallToolResult, any, error) {
-	m.mu.Lock()
-	r, ok := m.cat.tools[a.Name]
-	m.mu.Unlock()
-	if !ok {
-		return front(m).unknownTool(a.Name), nil, nil
-	}
-	args, _ := json.Marshal(a.Arguments)
-	if a.Arguments == nil {
-		args = []byte("{}")
-	}
-	res, err := front(m).callChild(ctx, req.Session, r.server, r.name, &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: r.name, Arguments: args})
-	return res, nil, err
 }
 
 // List reports every server, sorted by name.
@@ -438,19 +518,15 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 	if s.status == StatusRunning && !s.started.IsZero() {
 		info.Uptime = result.Dur(time.Since(s.started))
 	}
-	for _, t := range s.tools {
-		full := m.join(sp.Name, t.Name) // unprefixed in single mode
-		if _, ok := m.cat.tools[full]; !ok {
-			continue
-		}
-		info.Tools = append(info.Tools, full)
-		if verbose {
-			info.Schemas = append(info.Schemas, ToolInfo{Name: full, Description: t.Description, InputSchema: t.InputSchema})
+	info.Tools = append(info.Tools, s.published.names...)
+	if verbose {
+		for _, item := range s.published.tools {
+			var t ToolInfo
+			_ = json.Unmarshal(item, &t)
+			info.Schemas = append(info.Schemas, t)
 		}
 	}
-	for _, p := range s.prompts {
-		info.Prompts = append(info.Prompts, m.join(sp.Name, p.Name))
-	}
+	info.Prompts = append(info.Prompts, s.published.pnames...)
 	info.LastBuild = buildInfo(s.lastBuild)
 	return info
 }

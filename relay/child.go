@@ -212,8 +212,9 @@ func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
 				a.abandon()
 			}
 			l.logs.Close()
-			<-c.link.Done()
-			<-logsDone
+			// A reader still held by a client that takes nothing (its
+			// Deliver blocked) is left to end with it.
+			waitBoth(c.link.Done(), logsDone, 2*time.Second)
 		}
 		l.logs.Close()
 		close(c.done)

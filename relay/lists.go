@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -287,4 +288,57 @@ func (r *Relay) fetchList(ctx context.Context, c *child, method, field string) (
 		cursor = lr.NextCursor
 	}
 	return all, nil
+}
+
+// Lists is what a server lists, each list its items as the child wrote
+// them (JSON objects); the relay's own tools are not among them.
+type Lists struct {
+	Tools, Prompts, Resources, Templates []json.RawMessage
+	// Instructions is the child's instructions, from its handshake.
+	Instructions string
+}
+
+// ErrNotReady is Lists' error while no child serves or no client's
+// session lets the relay ask it (a legacy session before its client's
+// initialize reached the child).
+var ErrNotReady = errors.New("the server is not ready to be asked for its lists")
+
+// Lists reads what the current child lists, every page of each list:
+// the tools always, prompts and resources when it declared them (or may
+// have them, in the 2026-07-28 era), resource templates with resources.
+// The mux serves its catalog from it; meta, when the relay's session has
+// none yet, is a 2026-07-28 client's _meta for the requests (the session
+// is then of that era).
+func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
+	r.sw.mu.Lock()
+	if meta != nil && r.sw.sess.era != eraLegacy && r.sw.sess.lastMeta == nil {
+		r.sw.sess.era, r.sw.sess.lastMeta = eraModern, metaTriple(meta)
+	}
+	c := r.sw.child
+	ready := c != nil && r.sw.state == stateUp && r.sw.sess.ready(c)
+	caps, modern := r.sw.sess.childCaps, r.sw.sess.era == eraModern
+	instr := jsonscan.Member(r.sw.sess.initResult, "instructions")
+	r.sw.mu.Unlock()
+	if !ready {
+		return Lists{}, ErrNotReady
+	}
+	var l Lists
+	if len(instr) > 0 && instr[0] == '"' {
+		l.Instructions, _ = jsonscan.Unquote(instr)
+	}
+	var err error
+	if l.Tools, err = r.fetchList(ctx, c, "tools/list", "tools"); err != nil {
+		return Lists{}, err
+	}
+	if caps.prompts || modern {
+		l.Prompts, _ = r.fetchList(ctx, c, "prompts/list", "prompts")
+	}
+	if caps.resources || modern {
+		l.Resources, _ = r.fetchList(ctx, c, "resources/list", "resources")
+		l.Templates, _ = r.fetchList(ctx, c, "resources/templates/list", "resourceTemplates")
+	}
+	if c.exited() {
+		return Lists{}, ErrNotReady
+	}
+	return l, nil
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
@@ -82,11 +83,11 @@ func (r *Relay) Attach(c wire.Client, o PortOptions) *Port {
 // Open attaches c as one of many clients (a wire.Opener for an HTTP
 // front): its ids are renamed toward the child; with Config.Bridge, a
 // client whose era the child does not speak is served by the bridge.
-func (r *Relay) Open(c wire.Client) wire.Session { return r.open(c, PortOptions{}) }
+func (r *Relay) Open(c wire.Client) wire.Session { return r.Connect(c, PortOptions{}) }
 
-// open attaches c with o, through the era bridge when Config.Bridge is
-// set.
-func (r *Relay) open(c wire.Client, o PortOptions) wire.Session {
+// Connect attaches c with o, through the era bridge when Config.Bridge
+// is set (o.Handoff is then the bridge's).
+func (r *Relay) Connect(c wire.Client, o PortOptions) wire.Session {
 	if r.cfg.Bridge == nil {
 		return r.Attach(c, o)
 	}
@@ -178,7 +179,9 @@ func (p *Port) Send(msg []byte) { p.sw.fromClient(p, msg) }
 
 // Close ends the client's session: its requests in flight are canceled
 // toward the child, its held messages and listen streams are dropped, and
-// nothing more is delivered to it once Close returns.
+// nothing more is delivered to it once Close returns, but for the one
+// message whose Deliver is under way, should the client not take it
+// within closeWait (Close does not wait longer).
 func (p *Port) Close() {
 	sw := p.sw
 	sw.mu.Lock()
@@ -190,12 +193,20 @@ func (p *Port) Close() {
 	sw.closePort(p)
 	sw.mu.Unlock()
 	p.out.drop()
-	<-p.out.done
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-p.out.done:
+	case <-t.C:
+		sw.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	}
 	if p.hand != nil {
 		p.hand.close()
-		<-p.hand.done
 	}
 }
+
+// closeWait bounds how long Close waits for a delivery under way.
+const closeWait = 2 * time.Second
 
 // key is the port-qualified form of one of its client's request ids.
 func (p *Port) key(id []byte) string { return strconv.Itoa(p.id) + "\x00" + string(id) }

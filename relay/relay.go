@@ -266,7 +266,7 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 // openStdio opens the one client of Serve: its ids reach the child as
 // they are.
 func (r *Relay) openStdio(c wire.Client) wire.Session {
-	return r.open(c, PortOptions{KeepIDs: true})
+	return r.Connect(c, PortOptions{KeepIDs: true})
 }
 
 type openerFunc func(c wire.Client) wire.Session

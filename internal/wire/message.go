@@ -15,6 +15,7 @@ const (
 	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
 	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
 	CodeInternalError  = jsonrpc.CodeInternalError
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
 
 	// CodeServerRestarted: the child was replaced before it answered.
 	CodeServerRestarted = -32001

@@ -69,10 +69,18 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	case <-ctx.Done():
 	case <-f.broken:
 	}
+	// A client that takes nothing more must not hold the way out: the
+	// writes left get a deadline, where out has them (a pipe, a socket).
+	if d, ok := out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
+	}
 	s.Close()
 	f.shutDown()
 	return err
 }
+
+// shutdownWrite bounds each write to the client once Serve is ending.
+const shutdownWrite = time.Second
 
 // stdioFront is Serve's Client and its bookkeeping.
 type stdioFront struct {

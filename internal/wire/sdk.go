@@ -1,0 +1,182 @@
+package wire
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Where mcpflow terminates the protocol with the Go SDK (it answers for
+// itself: [cli]'s tools; or it translates between the eras: the bridge),
+// the SDK's peer meets the message-level seams here, in memory: no pipe,
+// no second framer. Both directions keep Transport's promises (ids exactly
+// as the other side wrote them, a bad message answered).
+
+// SDKServer is an Opener whose sessions a Go SDK server serves: each Open
+// connects srv to the client on a Transport of its own.
+type SDKServer struct {
+	Server *mcp.Server
+	Log    *slog.Logger // nil = discard
+}
+
+// Open connects a session of the SDK server to c.
+func (s SDKServer) Open(c Client) Session {
+	q := newQueue()
+	w := &deliverWriter{c: c}
+	t := &Transport{In: q, Out: w, Log: s.Log}
+	ss, err := s.Server.Connect(context.Background(), t, nil)
+	if err != nil {
+		q.close()
+		return closedSession{}
+	}
+	return &sdkSession{q: q, w: w, close: func() { ss.Close() }}
+}
+
+// SessionTransport is an mcp.Transport on which a Go SDK peer (the
+// bridge's client) talks to a session of o: what the peer writes is the
+// session's Send, what the session delivers the peer reads. Each Connect
+// opens a session; closing the connection closes it.
+func SessionTransport(o Opener, log *slog.Logger) mcp.Transport {
+	return sessionTransport{o: o, log: log}
+}
+
+type sessionTransport struct {
+	o   Opener
+	log *slog.Logger
+}
+
+func (st sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	q := newQueue()
+	s := st.o.Open(ClientFunc(func(msg, _ []byte) { q.push(msg) }))
+	out := writerFunc(func(p []byte) (int, error) {
+		s.Send(bytes.Clone(bytes.TrimSuffix(p, []byte{'\n'})))
+		return len(p), nil
+	})
+	conn, err := (&Transport{In: q, Out: out, Log: st.log}).Connect(ctx)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &closingConn{Connection: conn, close: func() { s.Close(); q.close() }}, nil
+}
+
+// closingConn is a connection whose Close also closes its session.
+type closingConn struct {
+	mcp.Connection
+	once  sync.Once
+	close func()
+}
+
+func (c *closingConn) Close() error {
+	err := c.Connection.Close()
+	c.once.Do(c.close)
+	return err
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// sdkSession is a session an SDK server serves.
+type sdkSession struct {
+	q     *queue
+	w     *deliverWriter
+	once  sync.Once
+	close func()
+}
+
+func (s *sdkSession) Send(msg []byte) { s.q.push(msg) }
+
+func (s *sdkSession) Close() {
+	s.once.Do(func() {
+		s.w.stop()
+		s.q.close()
+		s.close()
+	})
+}
+
+type closedSession struct{}
+
+func (closedSession) Send([]byte) {}
+func (closedSession) Close()      {}
+
+// deliverWriter delivers each line a Transport writes (one message per
+// Write) to a Client; a response is delivered with its own id as rel.
+type deliverWriter struct {
+	mu      sync.Mutex
+	c       Client
+	stopped bool
+}
+
+func (w *deliverWriter) Write(p []byte) (int, error) {
+	msg := bytes.Clone(bytes.TrimSuffix(p, []byte{'\n'}))
+	var rel []byte
+	if IsResponse(msg) {
+		if env, err := Peek(msg); err == nil {
+			rel = env.ID
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return 0, io.ErrClosedPipe
+	}
+	w.c.Deliver(msg, rel)
+	return len(p), nil
+}
+
+func (w *deliverWriter) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+}
+
+// queue is a Stream of the messages pushed to it, in order, never
+// blocking the pusher; Next returns io.EOF once it is closed and empty.
+type queue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	msgs   [][]byte
+	closed bool
+}
+
+func newQueue() *queue {
+	q := &queue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) push(msg []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.msgs = append(q.msgs, msg)
+		q.cond.Signal()
+	}
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	q.cond.Broadcast()
+}
+
+func (q *queue) Next() ([]byte, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.msgs) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.msgs) == 0 {
+		return nil, io.EOF
+	}
+	msg := q.msgs[0]
+	q.msgs[0] = nil
+	q.msgs = q.msgs[1:]
+	return msg, nil
+}
