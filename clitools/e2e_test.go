@@ -82,7 +82,7 @@ func start(t *testing.T, era testkit.Era, cfg Config) *harness {
 // serve runs s.Serve on two pipes and returns the client's transport.
 func serve(t testing.TB, s *Server) mcp.Transport {
 	return testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		return s.Serve(context.Background(), &wire.Transport{In: wire.NewReader(in, 0), Out: out})
+		return s.Serve(context.Background(), wire.NewReader(in, 0), out, wire.ServeOptions{})
 	})
 }
 
@@ -591,7 +591,7 @@ func TestClientGoneKillsTheGroup(t *testing.T) {
 		cr, sw := io.Pipe()
 		sr, cw := io.Pipe()
 		served := make(chan error, 1)
-		go func() { served <- s.Serve(context.Background(), &wire.Transport{In: wire.NewReader(sr, 0), Out: sw}) }()
+		go func() { served <- s.Serve(context.Background(), wire.NewReader(sr, 0), sw, wire.ServeOptions{}) }()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: era.Version})
 		if err != nil {
 			t.Fatal(err)

@@ -142,36 +142,42 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// MCPServer is the MCP server toward the client, for a transport or a mux
-// to connect.
+// MCPServer is the MCP server toward the client.
 func (s *Server) MCPServer() *mcp.Server { return s.srv }
 
-// Serve serves one client on t (its stdin and stdout, as a rule; bad
-// lines are logged to the server's logger when t.Log is nil) until ctx
-// ends or the client goes, then Closes s.
-func (s *Server) Serve(ctx context.Context, t *wire.Transport) error {
-	defer s.Close()
-	if t.Log == nil {
-		t.Log = s.log
-	}
-	err := s.srv.Run(ctx, t)
-	if ctx.Err() != nil || errors.Is(err, io.EOF) {
-		return nil
-	}
-	return err
+// Open serves one client session (a wire.Opener: stdio's one client, an
+// HTTP front's sessions, a mux session's part): mcpflow answers for
+// itself here, through the Go SDK's server.
+func (s *Server) Open(c wire.Client) wire.Session {
+	return wire.SDKServer{Server: s.srv, Log: s.log}.Open(c)
 }
 
-// ServeFront serves s's MCP server through f (the HTTP front: many
-// client sessions) until ctx ends or f fails, then Closes s.
-func (s *Server) ServeFront(ctx context.Context, f interface {
-	Serve(context.Context, *mcp.Server) error
-}) error {
+// Serve serves one client on a byte stream (stdin and stdout) with
+// wire.Serve until in ends or ctx does, then Closes s.
+func (s *Server) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
 	defer s.Close()
-	err := f.Serve(ctx, s.srv)
-	if ctx.Err() != nil {
+	if o.Log == nil {
+		o.Log = s.log
+	}
+	return wire.Serve(ctx, in, out, s, o)
+}
+
+// Tools is the CLI's tools as a tools/list lists them (the recompile tool
+// not among them): the mux's catalog of a CLI server.
+func (s *Server) Tools() []json.RawMessage {
+	s.mu.Lock()
+	sch := s.schema
+	s.mu.Unlock()
+	if sch == nil {
 		return nil
 	}
-	return err
+	out := make([]json.RawMessage, 0, len(sch.Tools))
+	for _, t := range sch.Tools {
+		if b, err := json.Marshal(t.MCPTool()); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Close kills every call's process group (and a running schema command's)

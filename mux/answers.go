@@ -301,7 +301,7 @@ func (s *session) call(msg []byte, env wire.Envelope) {
 			s.callTool(msg, env, args)
 			return
 		}
-		s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.runOwnTool(ctx, name, args, s.isModern())) })
+		s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.runOwnTool(ctx, s, name, args, s.isModern())) })
 		return
 	}
 	r, ok := s.m.route(name)
@@ -461,4 +461,54 @@ func (m *Mux) route(name string) (route, bool) {
 	defer m.mu.Unlock()
 	r, ok := m.cat.tools[name]
 	return r, ok
+}
+
+// opened waits until srv, just added, answered this session's handshake
+// (at most relay.DefaultHandshake) and was read; it returns the report of
+// a server that went down meanwhile: one that never answers is stopped
+// by its relay (relay.handshake_timeout) and reported.
+func (s *session) opened(ctx context.Context, srv *server) error {
+	name := srv.spec.Name
+	s.port(name)
+	s.mu.Lock()
+	done := s.pending[name]
+	s.mu.Unlock()
+	if done != nil {
+		t := time.NewTimer(relay.DefaultHandshake)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, relay.DefaultHandshake)
+	err := (lifecycle{s.m}).relist(lctx, srv)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	// Not ready: it went down; its report comes with the crash event.
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.m.mu.Lock()
+		status, report := srv.status, srv.report
+		ch := s.m.listedCh()
+		s.m.mu.Unlock()
+		if status == StatusCrashed || status == StatusBuildFailed {
+			if srv.spec.Source != "config" {
+				s.m.remove(name)
+			}
+			return fmt.Errorf("server %q: %s", name, report)
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -63,7 +63,10 @@ type Mux struct {
 	wg     sync.WaitGroup // server workers and teardowns
 	seq    atomic.Int64   // the mux's own ids
 
-	mu       sync.Mutex // guards what follows, and each server's state
+	// mu guards what follows, and each server's state. A session's own
+	// lock and mu are never held together: each is taken, used and let
+	// go before the other.
+	mu       sync.Mutex
 	closed   bool
 	servers  map[string]*server
 	cat      catalog
@@ -589,16 +592,33 @@ type ClientInfo struct {
 
 // Client reports the client of the most recently active session.
 func (m *Mux) Client() ClientInfo {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var best *session
-	for s := range m.sessions {
-		if best == nil || s.lastSeen() > best.lastSeen() {
-			best = s
+	var seen int64
+	m.eachSession(func(s *session) {
+		if t := s.lastSeen(); best == nil || t > seen {
+			best, seen = s, t
 		}
-	}
+	})
 	if best == nil {
 		return ClientInfo{}
 	}
 	return best.clientInfo()
+}
+
+// metaFrom keeps a 2026-07-28 client's _meta, with which the mux reads the
+// servers' lists; the first one lets the mux read those not read yet.
+func (m *Mux) metaFrom(meta []byte) {
+	m.mu.Lock()
+	first := m.meta == nil
+	m.meta = meta
+	var unlisted []*server
+	for _, srv := range m.servers {
+		if first && !srv.listed {
+			unlisted = append(unlisted, srv)
+		}
+	}
+	m.mu.Unlock()
+	for _, srv := range unlisted {
+		srv.markRelist()
+	}
 }

@@ -201,6 +201,14 @@ func (s *session) clientInfo() ClientInfo {
 // note records what a request says of the client: its era, who it is,
 // its _meta.
 func (s *session) note(env wire.Envelope) {
+	if meta := s.noteLocked(env); meta != nil {
+		s.m.metaFrom(meta)
+	}
+}
+
+// noteLocked is note's part under s.mu; it returns the _meta of a
+// 2026-07-28 client's request (nil: none).
+func (s *session) noteLocked(env wire.Envelope) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if env.Method == "initialize" {
@@ -216,34 +224,25 @@ func (s *session) note(env wire.Envelope) {
 		}
 		_ = json.Unmarshal(env.Params, &p)
 		s.client = ClientInfo{Name: p.ClientInfo.Name, Version: p.ClientInfo.Version, Protocol: p.ProtocolVersion}
-		return
+		return nil
 	}
 	meta := jsonscan.Member(env.Params, "_meta")
 	v := stringMember(meta, mcp.MetaKeyProtocolVersion)
-	if !wire.IsModern(v) {
-		return
+	if !wire.IsModern(v) || env.Method == "server/discover" {
+		return nil // server/discover decides nothing: the client may fall back
 	}
 	s.meta = bytes.Clone(meta)
-	s.m.mu.Lock()
-	first := s.m.meta == nil
-	s.m.meta = s.meta
-	var unlisted []*server
-	for _, srv := range s.m.servers {
-		if first && !srv.listed {
-			unlisted = append(unlisted, srv)
-		}
-	}
-	s.m.mu.Unlock()
-	for _, srv := range unlisted {
-		srv.markRelist() // the first 2026-07-28 client: its _meta lets the mux ask
-	}
-	if s.era == eraUnknown && env.Method != "server/discover" {
+	if s.era == eraUnknown {
 		s.era = eraModern
 	}
 	s.client.Protocol = v
 	if ci := jsonscan.Member(meta, mcp.MetaKeyClientInfo); ci != nil {
 		s.client.Name, s.client.Version = stringMember(ci, "name"), stringMember(ci, "version")
 	}
+	if s.era != eraModern {
+		return nil
+	}
+	return s.meta
 }
 
 func (s *session) clientRequest(msg []byte, env wire.Envelope) {
@@ -554,24 +553,35 @@ func (s *session) serverUp(srv *server) {
 	}
 }
 
-// serverGone closes the session's part on a server that was removed.
+// serverGone closes the session's part on a server that was removed; its
+// calls in flight are answered.
 func (s *session) serverGone(srv *server) {
+	name := srv.spec.Name
 	s.mu.Lock()
-	p := s.ports[srv.spec.Name]
+	p := s.ports[name]
 	if p != nil && p.srv == srv {
-		delete(s.ports, srv.spec.Name)
+		delete(s.ports, name)
 	} else {
 		p = nil
 	}
-	for id, name := range s.calls {
-		if name == srv.spec.Name {
+	var ids []string
+	for id, n := range s.calls {
+		if n == name {
 			delete(s.calls, id)
-			defer s.deliver(wire.ResultResponse([]byte(id), errToolResult(fmt.Sprintf("server %q was removed before it answered: %s", name, s.m.existing()), s.era == eraModern)), []byte(id))
+			ids = append(ids, id)
 		}
 	}
+	modern := s.era == eraModern
 	s.mu.Unlock()
 	if p != nil {
 		p.sess.Close()
+	}
+	if len(ids) == 0 {
+		return
+	}
+	text := fmt.Sprintf("server %q was removed before it answered: %s", name, s.m.existing())
+	for _, id := range ids {
+		s.deliver(wire.ResultResponse([]byte(id), errToolResult(text, modern)), []byte(id))
 	}
 }
 

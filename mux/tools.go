@@ -97,7 +97,7 @@ type Outcome struct {
 type ownTool struct {
 	name, desc string
 	schema     any
-	run        func(m *Mux, ctx context.Context, args []byte) (text string, structured any, isErr bool)
+	run        func(m *Mux, ctx context.Context, s *session, args []byte) (text string, structured any, isErr bool)
 }
 
 func (m *Mux) ownToolList() []ownTool {
@@ -149,11 +149,12 @@ func (m *Mux) isOwnTool(name string) bool {
 	return false
 }
 
-// runOwnTool runs one of the mux's tools and returns its result.
-func (m *Mux) runOwnTool(ctx context.Context, name string, args []byte, modern bool) []byte {
+// runOwnTool runs one of the mux's tools for session s and returns its
+// result.
+func (m *Mux) runOwnTool(ctx context.Context, s *session, name string, args []byte, modern bool) []byte {
 	for _, t := range m.ownToolList() {
 		if t.name == name && t.run != nil {
-			text, structured, isErr := t.run(m, ctx, args)
+			text, structured, isErr := t.run(m, ctx, s, args)
 			return toolResult(text, structured, isErr, modern)
 		}
 	}
@@ -186,7 +187,7 @@ func decodeArgs(args []byte, a any) error {
 	return nil
 }
 
-func (m *Mux) addServerTool(ctx context.Context, args []byte) (string, any, bool) {
+func (m *Mux) addServerTool(ctx context.Context, caller *session, args []byte) (string, any, bool) {
 	var a addServerArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "add_server: " + err.Error(), nil, true
@@ -212,6 +213,9 @@ func (m *Mux) addServerTool(ctx context.Context, args []byte) (string, any, bool
 		spec.Command = append([]string{a.Command}, a.Args...)
 	}
 	s, res, err := m.addFor(ctx, spec)
+	if err == nil {
+		err = caller.opened(ctx, s)
+	}
 	if err != nil {
 		return "add_server: " + err.Error(), nil, true
 	}
@@ -275,7 +279,7 @@ func (m *Mux) allowed(cmd string) bool {
 	return false
 }
 
-func (m *Mux) removeServerTool(_ context.Context, args []byte) (string, any, bool) {
+func (m *Mux) removeServerTool(_ context.Context, _ *session, args []byte) (string, any, bool) {
 	var a nameArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "remove_server: " + err.Error(), nil, true
@@ -394,7 +398,7 @@ func toolKey(item []byte) string {
 	return string(b)
 }
 
-func (m *Mux) reloadServerTool(ctx context.Context, args []byte) (string, any, bool) {
+func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (string, any, bool) {
 	var a nameArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "reload_server: " + err.Error(), nil, true
@@ -433,7 +437,7 @@ func (m *Mux) reloadText(head, server string, out Outcome) string {
 	return b.String()
 }
 
-func (m *Mux) listServersTool(_ context.Context, args []byte) (string, any, bool) {
+func (m *Mux) listServersTool(_ context.Context, _ *session, args []byte) (string, any, bool) {
 	var a listArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "list_servers: " + err.Error(), nil, true

@@ -39,6 +39,9 @@ type child struct {
 	// handshake, as a rule); a child that exits before is a failed start.
 	answered     chan struct{}
 	answeredOnce sync.Once
+	// speaks is the era the child was seen to speak (its answer to a
+	// handshake); eraUnknown until then. Guarded by the switchboard's lock.
+	speaks era
 	// settled is set (under the switchboard's lock) once the restart that
 	// started the child has completed: it served.
 	settled bool

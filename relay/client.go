@@ -125,9 +125,28 @@ func (r *switchboard) clientRequest(p *Port, msg []byte, env wire.Envelope) {
 		r.hold(p, msg, env)
 	case r.state == stateDown:
 		r.answerDown(p, msg, env)
+	case r.state == stateUp && r.probeFirst(p, env):
+		r.hold(p, msg, env)
 	case r.state == stateUp:
 		r.forward(p, msg, env)
 	}
+}
+
+// probeFirst reports whether port p's request must wait while the relay
+// asks the child whether it speaks 2026-07-28 (see probeEra): a modern
+// client's request, to a child that said nothing of its era yet, when a
+// client could be handed to the era bridge should it not. sw.mu is held.
+func (r *switchboard) probeFirst(p *Port, env wire.Envelope) bool {
+	c := r.child
+	if r.probing {
+		return true
+	}
+	if p.era != eraModern || env.Method == "server/discover" || c.speaks != eraUnknown || r.cfg.Bridge == nil || p.opts.Handoff == nil {
+		return false
+	}
+	r.probing = true
+	go r.shell.probeEra(c)
+	return true
 }
 
 // notePort records what a request says of port p's client: its era and
@@ -371,6 +390,8 @@ func (r *switchboard) dispatchQueued(m queued) {
 			r.held.put(m)
 		case r.state == stateDown:
 			r.answerDown(p, m.msg, env)
+		case r.state == stateUp && r.probeFirst(p, env):
+			r.held.put(m)
 		case r.state == stateUp:
 			r.forward(p, m.msg, env)
 		}

@@ -338,6 +338,54 @@ func diffOr(d result.ToolDiff) string {
 	return d.String()
 }
 
+// probeEra asks child c, with a server/discover of the relay's own, whether
+// it speaks 2026-07-28, for the modern clients whose requests wait
+// (probeFirst): if it does, they go on; if not, every modern client with
+// a Handoff goes to the era bridge, and the others' requests go on to it
+// as they are.
+func (r *Relay) probeEra(c *child) {
+	r.sw.mu.Lock()
+	params := r.sw.sess.withMeta(nil)
+	r.sw.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.HandshakeTimeout)
+	defer cancel()
+	res, err := r.call(ctx, c, "server/discover", params)
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	r.sw.probing = false
+	if r.sw.child != c || r.sw.state == stateClosed {
+		r.sw.flushQueue()
+		return
+	}
+	if err == nil && speaksModern(res) {
+		c.speaks = eraModern
+		r.sw.sess.childDiscover = true
+		r.sw.flushQueue()
+		return
+	}
+	c.speaks = eraLegacy
+	r.log.Info("the server does not speak the 2026-07-28 era of its client: the client goes to the era bridge", "err", err)
+	handed := false
+	r.sw.eachPort(func(p *Port) {
+		if p.era != eraModern || p.opts.Handoff == nil {
+			return
+		}
+		var first [][]byte
+		for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
+			if l := r.sw.sess.listens[k]; l.port == p {
+				first = append(first, l.clientMsg(k))
+			}
+		}
+		r.sw.handOff(p, first, nil)
+		handed = true
+	})
+	if handed {
+		r.sw.bridged()
+		return
+	}
+	r.sw.flushQueue()
+}
+
 // respawn starts a fresh child without a build (initialize after discover).
 // After a failed build that child runs that build's output: the agent is
 // told so.

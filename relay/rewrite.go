@@ -37,8 +37,12 @@ func (r *switchboard) forceResult(c *child, msg []byte, env wire.Envelope, isIni
 	r.sess.initResult = res
 	if isInit {
 		r.sess.childInitResult = res
+		c.speaks = eraLegacy
 	} else {
 		r.sess.childDiscoverResult = res
+		if speaksModern(env.Result) {
+			c.speaks = eraModern
+		}
 	}
 	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }

@@ -43,6 +43,7 @@ type switchboard struct {
 	tools      *toolset
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by port-qualified client id
 	rec        *record                       // the server's last good start (First.Record); nil when none
+	probing    bool                          // the relay asks the child its era (probeEra)
 	// baseline is the tools of the first child that listed them: what a
 	// tool diff is against for a client that never listed tools.
 	baseline  []toolInfo
@@ -68,6 +69,8 @@ type shell interface {
 	recompileInBackground(why string)
 	// firstServerLate: the first server is not up after grace.
 	firstServerLate(grace time.Duration)
+	// probeEra asks child c whether it speaks 2026-07-28.
+	probeEra(c *child)
 }
 
 func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchboard {

@@ -103,14 +103,8 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		b.Startup(ctx)
 	}()
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
-	// Serve closes srv before it returns: every running call's process
-	// group is killed and reaped.
-	switch t := run.front(in, stdout, nil).(type) {
-	case httpFront:
-		err = srv.ServeFront(ctx, t)
-	case *wire.Transport:
-		err = srv.Serve(ctx, t)
-	}
+	err = run.serveFront(ctx, srv, in, stdout)
+	srv.Close() // every running call's process group is killed and reaped
 	cancel()
 	wg.Wait()
 	return err

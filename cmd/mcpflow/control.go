@@ -26,7 +26,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ringTee is the log's way to stderr with a copy of every line kept in
@@ -108,16 +107,25 @@ func (w *instanceRun) trafficHook(server string) func(hop string, toServer bool,
 // front is the transport to the client on in and out: what crosses it is
 // recorded as the client hop when log.traffic is set. With an HTTP front
 // it is the front (an httpFront), and in and out are not used.
-func (w *instanceRun) front(in wire.Stream, out io.Writer, logger *slog.Logger) mcp.Transport {
+// serveFront serves o to the client(s): the HTTP front's when there is
+// one, else the one client on in and out (wire.Serve, with the traffic
+// capture of the client hop).
+func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Stream, out io.Writer) error {
 	if w.http != nil {
-		return httpFront{w.http}
+		return w.http.Serve(ctx, o)
 	}
-	t := &wire.Transport{In: in, Out: out, Log: logger}
+	return wire.Serve(ctx, in, out, o, w.stdio())
+}
+
+// stdio is the stdio front's options: the log, the traffic capture of
+// the client hop.
+func (w *instanceRun) stdio() wire.ServeOptions {
+	o := wire.ServeOptions{Log: w.log.With("from", "client")}
 	if w.traffic != nil {
 		hook := w.traffic.Hook("")
-		t.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
+		o.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
 	}
-	return t
+	return o
 }
 
 // listen opens the control socket with t as its Target. Failing to is a

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -117,7 +115,12 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	w.target.m = m
 	run.listen(control.ModeMux, w.target)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return m.Run(ctx, run.front(in, stdout, logger))
+	if run.http != nil {
+		m.Start()
+		defer m.Close()
+		return run.http.Serve(ctx, m)
+	}
+	return m.Serve(ctx, in, stdout, run.stdio())
 }
 
 // specOf is the mux's view of a configured server.
@@ -150,7 +153,6 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 type muxWiring struct {
 	cfg        *config.Config
 	configured map[string]*config.ServerConfig
-	single     *config.Config // set: the one server of single mode (the era bridge)
 	logger     *slog.Logger
 	run        *instanceRun // the control socket and the traffic capture
 	target     *muxTarget   // what mcpflow status and rebuild see
@@ -160,9 +162,6 @@ type muxWiring struct {
 // server's own sections, or those an agent gave to add_server over the
 // defaults (paths relative to the server's cwd, else mcpflow's folder).
 func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
-	if w.single != nil {
-		return w.single
-	}
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		return &config.Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
 	}
@@ -185,36 +184,30 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	return sc
 }
 
-// configureRelay applies a configured server's [servers.NAME.relay].
+// configureRelay applies a configured server's [servers.NAME.run] and
+// [servers.NAME.relay] (an agent's server: the [relay] table's bounds),
+// through the one mapping, relayConfig; the mux sets what is its own.
 func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
+	var traffic func(hop string, toServer bool, gen int, msg []byte)
 	if hook := w.run.trafficHook(spec.Name); hook != nil {
-		// The client hop is the mux's front (run.front); between the mux
-		// and this relay is mcpflow inside itself.
-		rc.Traffic = func(hop string, toServer bool, gen int, msg []byte) {
+		// The client hop is the mux's front; between the mux and this
+		// relay is mcpflow inside itself.
+		traffic = func(hop string, toServer bool, gen int, msg []byte) {
 			if hop == "server" {
 				hook(hop, toServer, gen, msg)
 			}
 		}
 	}
-	var r config.RelayConfig
-	var run config.RunConfig
-	if c := w.single; c != nil {
-		r, run = c.Relay, c.Run
-		rc.Child.Setting = "" // the relay's own wording: run.command in the config
-	} else if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
-		r, run = s.Relay, s.Run
-	} else {
-		// An agent's server: the [relay] table's bound on handshakes.
-		rc.HandshakeTimeout = w.cfg.Relay.Handshake
-		return
+	run, r := config.RunConfig{Command: config.Command{Argv: spec.Command, Shell: spec.Shell}, Cwd: spec.Dir, Env: spec.Env, StopTimeout: spec.StopTimeout, URL: spec.URL}, w.cfg.Relay
+	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
+		run, r = s.Run, s.Relay
 	}
-	rc.MaxMessage = int(r.MaxMessage)
-	rc.Queue = relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout}
-	rc.RestartMarker = r.RestartMarker
-	rc.HandshakeTimeout = r.Handshake
-	rc.EnvOverridable = run.EnvOverridable
-	rc.Drain = r.Drain
-	rc.Child.Link = childLink(run, r)
+	c := relayConfig(run, r, traffic)
+	c.Child.Setting, c.OnCrash = rc.Child.Setting, rc.OnCrash
+	if spec.Source != "config" {
+		c.Drain = rc.Drain // mux.drain
+	}
+	*rc = c
 }
 
 // childLink is the relay's Child.Link for a server of run: nil (its
@@ -266,15 +259,13 @@ func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, not
 }
 
 // cliBackend serves a command-line program ([servers.NAME.cli], or
-// add_server's cli_schema) behind the mux: a clitools.Server connected
-// to the mux's client in memory, refreshed (after its build, when one is
+// add_server's cli_schema) behind the mux: a clitools.Server, each mux
+// session a session of it, refreshed (after its build, when one is
 // configured) on start, reload and watched changes.
 type cliBackend struct {
 	srv   *clitools.Server
 	emit  func(mux.Event)
 	hooks mux.Hooks
-	ct    mcp.Transport
-	ss    *mcp.ServerSession
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -309,13 +300,6 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 		}
 		b.hooks = h
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := b.srv.MCPServer().Connect(b.ctx, st, nil)
-	if err != nil {
-		b.cancel()
-		return nil, err
-	}
-	b.ct, b.ss = ct, ss
 	if b.hooks.Run != nil {
 		b.wg.Add(1)
 		go func() {
@@ -339,7 +323,11 @@ func mergedEnv(extra map[string]string) []string {
 	return env
 }
 
-func (b *cliBackend) Transport() mcp.Transport { return b.ct }
+func (b *cliBackend) Open(c wire.Client, _ bool) wire.Session { return b.srv.Open(c) }
+
+func (b *cliBackend) Lists(context.Context, []byte) (relay.Lists, error) {
+	return relay.Lists{Tools: b.srv.Tools()}, nil
+}
 
 func (b *cliBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
 
@@ -396,7 +384,6 @@ func (b *cliBackend) Close() {
 		b.cancel()
 		b.wg.Wait()
 		b.srv.Close()
-		b.ss.Close()
 		b.emit(mux.Event{Kind: mux.EventStopped})
 	})
 }

@@ -66,10 +66,7 @@ func cmdWatch(e env, args []string) int {
 		return exitUsage
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		if cfg.Mode() == config.CLI {
-			return serveCLI(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
-		}
-		return serveBridging(ctx, cfg, charmLogger(logger), ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+		return serve(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
@@ -161,47 +158,29 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 	return config.Load(path)
 }
 
-// serve composes the parts and runs until the client leaves or a signal
-// arrives; it returns after every child, build and watch has stopped.
-// handoff, when set, is the relay's Config.Handoff (the era bridge).
-func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer, handoff func(msgs, answered [][]byte)) error {
-	if cfg.Mode() == config.Mux {
-		return serveMux(ctx, cfg, slog.New(logger), ring, in, stdout)
+// serve composes the parts of cfg's mode and runs until the client
+// leaves or a signal arrives: one [run] server through its relay, a mux
+// ([servers.NAME]) or a CLI ([cli]), to the client on in and stdout, or to
+// the clients of the HTTP front ([http] listen, --http). It returns after
+// every child, build and watch has stopped.
+func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+	switch cfg.Mode() {
+	case config.Mux:
+		return serveMux(ctx, cfg, logger, ring, in, stdout)
+	case config.CLI:
+		return serveCLI(ctx, cfg, logger, ring, in, stdout)
 	}
-	run, err := openRun(cfg, ring, slog.New(logger))
+	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err
 	}
 	defer run.close() // every way serve returns removes the control socket
-	rl := relay.New(relay.Config{
-		Child: relay.Child{
-			Command:     cfg.Run.Command.Argv,
-			Shell:       cfg.Run.Command.Shell,
-			Dir:         cfg.Run.Cwd,
-			ExtraEnv:    cfg.Run.Env,
-			StopTimeout: cfg.Run.StopTimeout,
-			Link:        childLink(cfg.Run, cfg.Relay),
-		},
-		EnvOverridable:   cfg.Run.EnvOverridable,
-		Tool:             cfg.Relay.Tool,
-		CallTool:         cfg.Relay.CallTool,
-		MaxMessage:       int(cfg.Relay.MaxMessage),
-		Notices:          cfg.Relay.Notices,
-		ServerSuffix:     cfg.Relay.ServerSuffix,
-		Queue:            relay.Queue{Size: cfg.Relay.QueueSize, Bytes: int(cfg.Relay.QueueBytes), Timeout: cfg.Relay.QueueTimeout},
-		Drain:            cfg.Relay.Drain,
-		First:            relay.First{Grace: cfg.Relay.StartupGrace, Record: recordFile(cfg), Key: recordKey(cfg)},
-		HandshakeTimeout: cfg.Relay.Handshake,
-		OnCrash:          cfg.Relay.OnCrash,
-		RestartMarker:    cfg.Relay.RestartMarker,
-		Logger:           slog.New(logger),
-		ServerLogger:     slog.New(logger.WithPrefix("server")),
-		Version:          version(),
-		Traffic:          run.trafficHook(""),
-		Handoff:          handoff,
-	})
-	buildLog := slog.New(logger.WithPrefix("build"))
-	b := builder.New(withBuildCache(cfg, buildLog, buildConfig(cfg, buildLog, logger, func(res result.Build) {
+	charm := charmLogger(logger)
+	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""))
+	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: recordFile(cfg), Key: recordKey(cfg)}
+	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
+	rl := relay.New(rc)
+	b := builder.New(withBuildCache(cfg, slog.New(charm.WithPrefix("build")), buildConfig(cfg, slog.New(charm.WithPrefix("build")), charm, func(res result.Build) {
 		rl.NoteBuild(res)
 		run.builds.note(res)
 	})), rl)
@@ -211,8 +190,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *lo
 	var w *watcher.Watcher
 	if cfg.Watch.Enabled {
 		wcfg := watchConfigOf(cfg)
-		wcfg.Logger = slog.New(logger.WithPrefix("watch"))
+		wcfg.Logger = slog.New(charm.WithPrefix("watch"))
 		if w, err = watcher.New(wcfg); err != nil {
+			rl.Close()
 			return fmt.Errorf("watch: %w", err)
 		}
 	}
@@ -222,7 +202,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *lo
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		buildAndWatch(ctx, b, w, slog.New(logger), "root", cfg.Dir)
+		buildAndWatch(ctx, b, w, logger, "root", cfg.Dir)
 	}()
 	wg.Add(1)
 	go func() {
@@ -230,10 +210,45 @@ func serve(ctx context.Context, cfg *config.Config, logger *log.Logger, ring *lo
 		b.Startup(ctx)
 	}()
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	err = rl.Serve(ctx, in, stdout)
+	if run.http != nil {
+		err = run.http.Serve(ctx, rl)
+		rl.Close()
+	} else {
+		err = rl.Serve(ctx, in, stdout)
+	}
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// relayConfig is the relay of a server with run and r ([run] and [relay],
+// or a mux server's [servers.NAME.run] and [servers.NAME.relay]): the one
+// mapping of the config onto relay.Config. traffic records the server hop.
+func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop string, toServer bool, gen int, msg []byte)) relay.Config {
+	return relay.Config{
+		Child: relay.Child{
+			Command:     run.Command.Argv,
+			Shell:       run.Command.Shell,
+			Dir:         run.Cwd,
+			ExtraEnv:    run.Env,
+			StopTimeout: run.StopTimeout,
+			Link:        childLink(run, r),
+		},
+		EnvOverridable:   run.EnvOverridable,
+		Tool:             r.Tool,
+		CallTool:         r.CallTool,
+		MaxMessage:       int(r.MaxMessage),
+		Notices:          r.Notices,
+		ServerSuffix:     r.ServerSuffix,
+		Queue:            relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout},
+		Drain:            r.Drain,
+		HandshakeTimeout: r.Handshake,
+		OnCrash:          r.OnCrash,
+		RestartMarker:    r.RestartMarker,
+		Version:          version(),
+		Traffic:          traffic,
+		Bridge:           newBridge,
+	}
 }
 
 func orFlags(file string) string {
