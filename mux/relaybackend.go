@@ -169,6 +169,10 @@ func (b *relayBackend) Open(c wire.Client, keepIDs bool) wire.Session {
 	return b.r.Connect(c, relay.PortOptions{KeepIDs: keepIDs})
 }
 
+// SetEnv sets the server's environment overrides for its next starts
+// ([servers.NAME.run] env_overridable; reload_server's env).
+func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }
+
 func (b *relayBackend) Lists(ctx context.Context, meta []byte) (relay.Lists, error) {
 	return b.r.Lists(ctx, meta)
 }

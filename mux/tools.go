@@ -28,9 +28,15 @@ type addServerArgs struct {
 	CLISchema []string `json:"cli_schema,omitempty" jsonschema:"instead of an MCP server: serve a command-line program, whose tool list this command prints as JSON ({\"tools\": [{name, description, parameters, cli_command}]}); each call runs the program once"`
 }
 
-// nameArgs are remove_server's and reload_server's arguments.
+// nameArgs are remove_server's arguments.
 type nameArgs struct {
 	Name string `json:"name" jsonschema:"the server's name, as list_servers shows it"`
+}
+
+// reloadArgs are reload_server's arguments.
+type reloadArgs struct {
+	Name string            `json:"name" jsonschema:"the server's name, as list_servers shows it"`
+	Env  map[string]string `json:"env,omitempty" jsonschema:"environment overrides for the restarted server, kept for later restarts; only the keys its configuration allows (run.env_overridable)"`
 }
 
 // listArgs are list_servers' arguments.
@@ -111,7 +117,7 @@ func (m *Mux) ownToolList() []ownTool {
 	}
 	out = append(out,
 		ownTool{"remove_server", "Stop an MCP server and remove its tools.", schemaOf[nameArgs](), (*Mux).removeServerTool},
-		ownTool{"reload_server", "Rebuild (when it has a build) and restart an MCP server; on a failed build the running one keeps serving. Reports the compiler output or the tool changes.", schemaOf[nameArgs](), (*Mux).reloadServerTool},
+		ownTool{"reload_server", "Rebuild (when it has a build) and restart an MCP server; on a failed build the running one keeps serving. Reports the compiler output or the tool changes.", schemaOf[reloadArgs](), (*Mux).reloadServerTool},
 		ownTool{"list_servers", "List the MCP servers behind mcpflow: status, pid, uptime, tools, restarts, last build. verbose: every tool with its input schema.", schemaOf[listArgs](), (*Mux).listServersTool},
 	)
 	if m.cfg.CallTool != "" {
@@ -325,6 +331,28 @@ func (m *Mux) waitListed(ctx context.Context, s *server) {
 	}
 }
 
+// setEnv gives server name environment overrides for its next starts.
+func (m *Mux) setEnv(name string, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	s, ok := m.servers[name]
+	var b Backend
+	if ok {
+		b = s.b
+	}
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no server named %q: %s", name, m.existing())
+	}
+	es, ok := b.(interface{ SetEnv(map[string]string) error })
+	if !ok {
+		return fmt.Errorf("server %q takes no environment overrides", name)
+	}
+	return es.SetEnv(env)
+}
+
 // Reload rebuilds (when a build is configured) and restarts the server
 // name, and reports the tool diff. It is reload_server's engine.
 func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
@@ -399,9 +427,12 @@ func toolKey(item []byte) string {
 }
 
 func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (string, any, bool) {
-	var a nameArgs
+	var a reloadArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "reload_server: " + err.Error(), nil, true
+	}
+	if err := m.setEnv(a.Name, a.Env); err != nil {
+		return fmt.Sprintf("reload_server %s: %v", a.Name, err), nil, true
 	}
 	out, err := m.Reload(ctx, a.Name)
 	if err != nil {

@@ -165,9 +165,9 @@ func (v *clientView) beginEmpty() {
 // list_changed for each kind whose contents changed for it (or were
 // unknown), if its session existed before. sw.mu is held.
 func (r *switchboard) announce(views map[string]listView) {
-	st := r.sess.strategy()
 	r.eachPort(func(p *Port) {
 		changed := p.view.update(views, r.sess.hearsOf)
+		st := strategyOf(p.era)
 		if len(changed) == 0 || st == nil || !st.established(&r.sess, p) {
 			return
 		}
@@ -311,8 +311,11 @@ var ErrNotReady = errors.New("the server is not ready to be asked for its lists"
 // is then of that era).
 func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
 	r.sw.mu.Lock()
-	if meta != nil && r.sw.sess.era != eraLegacy && r.sw.sess.lastMeta == nil {
-		r.sw.sess.era, r.sw.sess.lastMeta = eraModern, metaTriple(meta)
+	if meta != nil && r.sw.sess.era == eraUnknown {
+		r.sw.sess.era = eraModern
+		if r.sw.sess.lastMeta == nil {
+			r.sw.sess.lastMeta = metaTriple(meta)
+		}
 	}
 	c := r.sw.child
 	ready := c != nil && r.sw.state == stateUp && r.sw.sess.ready(c)

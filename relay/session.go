@@ -130,8 +130,12 @@ type eraStrategy interface {
 }
 
 // strategy returns the era's strategy; nil while the era is unknown.
-func (s *session) strategy() eraStrategy {
-	switch s.era {
+func (s *session) strategy() eraStrategy { return strategyOf(s.era) }
+
+// strategyOf is era e's strategy; nil for eraUnknown. A client is told of
+// changes in its own era's way, whatever the session with the child.
+func strategyOf(e era) eraStrategy {
+	switch e {
 	case eraLegacy:
 		return legacyEra{}
 	case eraModern:

@@ -265,3 +265,20 @@ func compactJSON(b json.RawMessage) string {
 	}
 	return buf.String()
 }
+
+// SetEnv sets environment overrides for the next starts of the child, as
+// the recompile tool's env argument does (a mux's reload_server gives
+// them): only the keys of Config.EnvOverridable; an error names the
+// others and sets nothing.
+func (r *Relay) SetEnv(env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	return r.sw.tools.acceptEnv(raw)
+}

@@ -407,7 +407,7 @@ func TestHTTPChildLostSession(t *testing.T) {
 		return strings.Contains(h.stderr.String(), "ending the session")
 	})
 	_, err := h.cs.CallTool(h.ctx(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
-	if err == nil || !strings.Contains(err.Error(), "HTTP connection") || !strings.Contains(err.Error(), "so mcpflow stopped it") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP session ended") || !strings.Contains(err.Error(), "so mcpflow stopped it") {
 		t.Fatalf("echo after the session ended: %v", err)
 	}
 	t.Logf("the call's answer: %v", err)

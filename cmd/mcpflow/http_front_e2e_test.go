@@ -203,9 +203,10 @@ func TestHTTPFrontWatch(t *testing.T) {
 		if got, _ := c.call("reverse", map[string]any{"text": "abc"}); got != "cba" {
 			t.Fatalf("reverse: %q", got)
 		}
-		// A crash: the call gets the report, the server comes back by itself.
-		if got, isErr := c.call("exit", map[string]any{"code": 3}); !isErr || !strings.Contains(got, "crash") {
-			t.Fatalf("exit: error %v, %q", isErr, got)
+		// A crash: the call gets the report (as on stdio: an error answer
+		// under its id), the server comes back by itself.
+		if _, err := c.cs.CallTool(c.ctx(), &mcp.CallToolParams{Name: "exit", Arguments: map[string]any{"code": 3}}); err == nil || !strings.Contains(err.Error(), "crash") {
+			t.Fatalf("exit: %v", err)
 		}
 		testkit.Eventually(t, 30*time.Second, "the server to be back", func() bool {
 			got, isErr := c.call("echo", map[string]any{"text": "back"})

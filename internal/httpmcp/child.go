@@ -1,16 +1,12 @@
 package httpmcp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,15 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // Child says where a child serves Streamable HTTP and how long it may
-// take to answer there. Its Link method makes the link of one start: it
-// has the relay's Link's methods (relay.Child.Link takes it).
+// take to answer there. Its Link method makes the link of one start.
 type Child struct {
 	// URL is where the server serves, http://HOST:PORT/PATH; where it
 	// holds Placeholder, each start gets a free port of HOST, given to the
@@ -38,9 +30,12 @@ type Child struct {
 	// Wait bounds the wait for the URL to answer after the start
 	// (relay.handshake_timeout); 0 = 30 s.
 	Wait time.Duration
-	// MaxMessage is the relay's max_message: the framer's bound on the
-	// relay's lines.
+	// MaxMessage bounds each message the server sends (relay.max_message);
+	// 0 = wire.DefaultMaxMessage.
 	MaxMessage int
+	// Logger receives what the link does on its own (a session check, a
+	// refused notification); nil = discard.
+	Logger *slog.Logger
 }
 
 // Link returns the link of one start of the child.
@@ -48,97 +43,167 @@ func (c Child) Link() *Link {
 	if c.Wait <= 0 {
 		c.Wait = 30 * time.Second
 	}
-	return &Link{cfg: c}
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = wire.DefaultMaxMessage
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := &http.Transport{
+		Proxy:               nil, // the child is local: no proxy from the environment
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // bytes pass as the server wrote them
+	}
+	return &Link{
+		cfg:    c,
+		log:    log,
+		ctx:    ctx,
+		cancel: cancel,
+		tr:     tr,
+		hc:     &http.Client{Transport: tr},
+		done:   make(chan struct{}),
+		wake:   make(chan struct{}, 1),
+	}
 }
 
-// failGrace is how long the link keeps to itself the news that a call's
-// HTTP exchange ended without an answer (the server's connection reset,
-// a stream cut): the process has most likely died, and its crash report
-// is the answer the call should get. A server that still runs after it
-// gets an error answer for the call from the link.
+// failGrace is how long the link keeps to itself the news that a
+// request's HTTP exchange ended without its answer (the connection
+// reset, the stream cut): the process has most likely died, and the
+// relay's crash report is the better answer. A server that still runs
+// after it gets an error answer for the request from the link.
 const failGrace = time.Second
 
-// Link carries the relay's messages to one HTTP child and back: the
-// relay's ends are pipes of newline-delimited JSON, as a stdio child's
-// are. Its contract is relay.Link's:
+// Link is the wire.Link of a child that serves Streamable HTTP: it
+// carries the relay's messages to the server at the child's URL and
+// hands each message the server sends to the relay's LinkReceiver.
 //
-//   - Attach makes the pipes; the process's stdout and stderr both end in
-//     logs (its stdin is empty). With a placeholder URL it picks a free
-//     port and adds PORT to the command's environment.
-//   - From Started on, the link waits until the URL answers an HTTP
-//     request at all (any status), within Child.Wait; only then does the
-//     first message go out. Messages the relay writes meanwhile wait in
-//     order. A server that does not answer in time ends out; Lost then
-//     says so, naming the command and the URL.
-//   - Each message is decoded (jsonrpc.DecodeMessage) and written with
-//     the SDK's Streamable HTTP client connection; each message the
-//     server sends, on a POST's response or on the standalone GET stream,
-//     comes out encoded (jsonrpc.EncodeMessage) as one line. The relay
-//     sends the child only ids that the SDK's jsonrpc.ID holds exactly
-//     (strings of printable ASCII without escapes, integers that a
-//     float64 holds: relay's plainID), so ids come back byte for byte.
-//   - A call's POST runs on its own: the next message goes out as soon
-//     as the call's request was written, not when its answer came (a
-//     JSON-answering server answers only when the call is done). An
-//     initialize is the exception: what follows it waits for its HTTP
-//     answer, which carries the session id.
-//   - A call whose HTTP exchange fails while the server keeps running
-//     (an error status, a stream that ends without the answer) gets an
-//     error answer from the link (the server's own JSON-RPC error when
-//     the HTTP answer carried one), after failGrace.
-//   - Until the server first answers a request, the link answers a ping
+// It frames Streamable HTTP itself, with net/http, rather than through
+// the Go SDK's client transport, for three reasons. The SDK's connection
+// decodes every message into a jsonrpc.Message and encodes it again, so
+// a message does not pass as the server wrote it: ids become jsonrpc.IDs
+// (1.5 turns into 1, 2^53+1 into 2^53), and fields the SDK does not
+// know are at its mercy. It fails the whole connection, for good, on one
+// error status: a TypeScript server's 400 to logging/setLevel once made
+// mcpflow kill and restart a healthy server. And it does not say which
+// request's stream a message arrived on, which a progress notification
+// or a request of the server needs to reach the client's right stream.
+// Here every byte the server sent is passed on as it came, and the link
+// reads of a message only what routing and the headers need, without
+// decoding it (the envelope, by wire.Peek; initialize's protocolVersion;
+// a 2026-07-28 request's _meta version, name and marked arguments); each
+// message comes with the id of the request whose exchange carried it;
+// and one failed exchange is an answer to that request, never the end of
+// the link.
+//
+// Contract (wire.Link's, for HTTP):
+//
+//   - Attach: the process's stdout and stderr both go to logs (an HTTP
+//     server's stdout is not protocol); its stdin is empty. With a
+//     placeholder URL it picks a free port and adds PORT to the
+//     command's environment.
+//   - Start(nil, rcv): the link waits until the URL answers an HTTP
+//     request at all (any status), within Child.Wait; messages sent
+//     meanwhile wait, in order. A URL that never answers ends the link:
+//     Done closes, and Lost (and Waiting) name the command and the URL.
+//   - Send: a request is POSTed with the message's bytes as the body, on
+//     a goroutine of its own; the next message goes out once the request
+//     was written, not once it was answered, except after an initialize,
+//     whose answer comes first (the session id in its headers, the
+//     version in its result). A
+//     notification or a response is POSTed and its 202 awaited (bounded),
+//     so the server sees the messages in the order they were sent; any
+//     other answer to it is logged, never fatal.
+//   - Each message of the server's answer (a JSON body, or each event of
+//     an event stream) is checked as the one framer checks a line: over
+//     MaxMessage it is dropped unread (rcv.TooLarge), not JSON in UTF-8 or
+//     no JSON-RPC object it is junk (rcv.Junk). A message that is no
+//     response comes with rel, the id of the request whose stream carried
+//     it; a response comes with rel nil. rcv is called one call at a time.
+//   - A request whose exchange ends without its answer (the stream cut,
+//     the connection reset) is answered by the link with a -32603 error
+//     after failGrace, unless the link ended meanwhile; an event stream
+//     whose events had ids is first resumed (GET with Last-Event-ID,
+//     bounded). An error status is that request's answer: the server's
+//     JSON-RPC response as written when the body is one for the request's
+//     id; the server's JSON-RPC error under the request's id when it
+//     wrote it under another (null: before it read the request); else a
+//     -32603 error naming the status and the start of the body. The link
+//     goes on.
+//   - A 404 to a message carrying the legacy session id (unless the body
+//     is the request's own answer), or to the GET stream, makes the link
+//     check the session with a ping of its own (one at a time; its answer
+//     stays in the link); only a 404 that does not answer that ping too
+//     ends the link, and Lost says so.
+//   - Until the server first answered a request, the link answers a ping
 //     itself (the URL answered, which is what a ping asks): a server may
-//     know no session of this client before its handshake and refuse
-//     anything else (the TypeScript SDK's servers answer 400, and the
-//     SDK's client connection then fails for good). A server/discover
-//     refused at the HTTP level gets "method not found": the server
-//     speaks the legacy handshake.
-//   - When the connection as a whole fails (the SDK's connection reports
-//     a failure, such as the session gone), out ends and Lost says why.
-//   - With a placeholder URL it overlaps (relay.Overlapper): the relay
-//     may start it while the calls of the child it replaces drain.
-//   - Closing in (the relay stops the child, or it exited) closes the
-//     connection without a DELETE (the process is being stopped) and
-//     ends out.
+//     refuse anything before its handshake (the TypeScript SDK's 1.x
+//     servers answer 400). A server/discover refused at the HTTP level
+//     gets -32601 "method not found": the server speaks the legacy
+//     handshake.
+//   - Legacy era: after an initialize answered with a version before
+//     2026-07-28, the link sends that version and the session id with
+//     each request and opens the session's standalone GET stream, whose
+//     messages come with rel nil; it reconnects (Last-Event-ID) when the
+//     server ends it. 2026-07-28: session-less, no GET stream; a
+//     subscriptions/listen request's stream stays open and its
+//     notifications come with rel = the listen request's id. Each request
+//     carries the SEP-2243 headers (Mcp-Method, Mcp-Name, Mcp-Param-*).
+//   - Close stops sending and cancels every exchange in flight (no
+//     DELETE: the process is being stopped); Done closes once every
+//     goroutine of the link ended.
 type Link struct {
 	cfg  Child
+	log  *slog.Logger
 	url  string // the URL of this start (the placeholder replaced)
-	desc string // the command, for messages
+	desc string // the command, quoted, for messages
 
-	linkPipes
+	logR, logW *os.File // the process's stdout and stderr
 
-	ctx    context.Context
+	ctx    context.Context // ends with Close or when the link ends itself
 	cancel context.CancelFunc
-	lost   atomic.Pointer[string]
+	tr     *http.Transport
+	hc     *http.Client
+	wg     sync.WaitGroup // every goroutine of the link but the one that closes done
+	done   chan struct{}
+	ended  sync.Once // closes done
 
-	hc       *http.Client
-	version  atomic.Pointer[string] // the legacy era's negotiated version, for the headers
-	closing  atomic.Bool
-	reached  atomic.Bool // the URL answered
-	greeted  atomic.Bool // the server answered a request: it knows this client
-	wg       sync.WaitGroup
-	outMu    sync.Mutex
-	initMu   sync.Mutex
-	initID   *jsonrpc.ID // the initialize in flight
-	getStart sync.Once
+	mu       sync.Mutex
+	state    linkState
+	queue    [][]byte      // messages waiting to go out
+	wake     chan struct{} // a message was queued, or the link closes
+	session  string        // the legacy session id
+	version  string        // the legacy era's negotiated protocol version
+	getOpen  bool          // the standalone GET stream was opened
+	checking bool          // a session check is in flight
+	checks   int           // session checks made (their ids)
+
+	rcvMu sync.Mutex
+	rcv   wire.LinkReceiver
+
+	reached atomic.Bool // the URL answered
+	greeted atomic.Bool // the server answered a request
+	lost    atomic.Pointer[string]
+
+	params paramHeaders // the tools' x-mcp-header bindings (SEP-2243)
 }
 
-// linkPipes are a Link's ends: the process's output (stdout and stderr
-// both) for the log, and the relay's two pipes.
-type linkPipes struct {
-	logR, logW *os.File
-	inR        *io.PipeReader
-	inW        *io.PipeWriter
-	outR       *io.PipeReader
-	outW       *io.PipeWriter
-}
+type linkState int
+
+const (
+	linkNew linkState = iota
+	linkStarted
+	linkClosed
+)
 
 // Kind names the transport in the log.
 func (l *Link) Kind() string { return "http" }
 
 // Overlaps reports whether this start's process may run beside the one
-// it replaces (relay.Overlapper): with a placeholder URL each start has a
-// port of its own.
+// it replaces: with a placeholder URL each start has a port of its own.
 func (l *Link) Overlaps() bool {
 	return l.cfg.Placeholder != "" && strings.Contains(l.cfg.URL, l.cfg.Placeholder)
 }
@@ -146,7 +211,11 @@ func (l *Link) Overlaps() bool {
 // URL is where this start of the child serves (valid after Attach).
 func (l *Link) URL() string { return l.url }
 
-// Lost says what ended out while the process kept running.
+// Done is closed once nothing more will be received.
+func (l *Link) Done() <-chan struct{} { return l.done }
+
+// Lost says why the link ended on its own: the URL never answered, or
+// the server's session ended.
 func (l *Link) Lost() string {
 	if p := l.lost.Load(); p != nil {
 		return *p
@@ -155,9 +224,9 @@ func (l *Link) Lost() string {
 }
 
 // Waiting says what keeps the link from its server: "" once the URL
-// answered (or before the start).
+// answered (and before Attach).
 func (l *Link) Waiting() string {
-	if l.reached.Load() || l.url == "" {
+	if l.url == "" || l.reached.Load() {
 		return ""
 	}
 	if p := l.lost.Load(); p != nil {
@@ -166,15 +235,15 @@ func (l *Link) Waiting() string {
 	return fmt.Sprintf("%s did not answer at %s (is run.url where it listens?)", l.desc, l.url)
 }
 
-// Attach makes the link's pipes and sets the command's stdout, stderr
-// and, with a placeholder URL, PORT.
-func (l *Link) Attach(cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
+// Attach sets the command's stdout and stderr to the pipe of logs and,
+// with a placeholder URL, PORT in its environment.
+func (l *Link) Attach(cmd *exec.Cmd) (io.ReadCloser, error) {
 	l.desc = strconv.Quote(strings.Join(cmd.Args, " "))
 	l.url = l.cfg.URL
-	if l.cfg.Placeholder != "" && strings.Contains(l.url, l.cfg.Placeholder) {
+	if l.Overlaps() {
 		port, err := freePort(strings.ReplaceAll(l.url, l.cfg.Placeholder, "0"))
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("picking a port for %s: %w", l.cfg.URL, err)
+			return nil, fmt.Errorf("picking a port for %s: %w", l.cfg.URL, err)
 		}
 		l.url = strings.ReplaceAll(l.url, l.cfg.Placeholder, port)
 		if cmd.Env == nil {
@@ -182,32 +251,15 @@ func (l *Link) Attach(cmd *exec.Cmd) (io.WriteCloser, io.ReadCloser, io.ReadClos
 		}
 		cmd.Env = append(cmd.Env, "PORT="+port)
 	}
+	if _, err := url.Parse(l.url); err != nil {
+		return nil, fmt.Errorf("run.url %s: %w", l.url, err)
+	}
 	var err error
 	if l.logR, l.logW, err = os.Pipe(); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = l.logW, l.logW
-	l.inR, l.inW = io.Pipe()
-	l.outR, l.outW = io.Pipe()
-	return l.inW, l.outR, l.logR, nil
-}
-
-// Started starts the link once the process runs; after a failed start
-// it frees what Attach made.
-func (l *Link) Started(err error) {
-	l.logW.Close() // the process's now, or nobody's
-	if err != nil {
-		l.logR.Close()
-		l.inR.Close()
-		l.outW.Close()
-		return
-	}
-	l.ctx, l.cancel = context.WithCancel(context.Background())
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, DisableCompression: true}
-	l.hc = &http.Client{Transport: &headers{l: l, next: tr}}
-	queue := make(chan jsonrpc.Message, 256)
-	go l.readRelay(queue)
-	go l.run(queue, tr)
+	return l.logR, nil
 }
 
 // freePort returns a port that was free on the host of rawURL a moment ago.
@@ -224,75 +276,123 @@ func freePort(rawURL string) (string, error) {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
-// readRelay decodes the relay's lines into queue until in ends, then
-// ends the link.
-func (l *Link) readRelay(queue chan<- jsonrpc.Message) {
-	defer close(queue)
-	defer l.cancel()
-	rd := wire.NewReader(l.inR, l.cfg.MaxMessage)
-	for {
-		line, err := rd.Next()
-		var tl *wire.TooLargeError
-		var bad *wire.InvalidError
-		switch {
-		case errors.As(err, &tl), errors.As(err, &bad):
-			continue // the relay sends none
-		case err != nil:
-			l.closing.Store(true)
-			return
+// Start starts the link once the process runs; after a failed start
+// (started != nil) it frees what Attach made, and Done closes.
+func (l *Link) Start(started error, rcv wire.LinkReceiver) {
+	if l.logW != nil {
+		l.logW.Close() // the process's now, or nobody's
+	}
+	l.mu.Lock()
+	if started != nil || l.state == linkClosed {
+		l.state = linkClosed
+		l.mu.Unlock()
+		if started != nil && l.logR != nil {
+			l.logR.Close()
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
-			if env, perr := wire.Peek(line); perr == nil && env.IsRequest() {
-				l.emit(wire.ErrorResponse(env.ID, jsonrpc.CodeInvalidRequest, "mcpflow could not send this request over HTTP: "+err.Error(), nil))
-			}
-			continue
-		}
-		select {
-		case queue <- msg:
-		case <-l.ctx.Done():
-			return
-		}
+		l.finish()
+		return
+	}
+	l.state = linkStarted
+	l.rcv = rcv
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go l.run()
+	go func() {
+		l.wg.Wait()
+		l.finish()
+	}()
+}
+
+// finish ends the link: its context, its idle connections, and Done.
+func (l *Link) finish() {
+	l.ended.Do(func() {
+		l.cancel()
+		l.tr.CloseIdleConnections()
+		close(l.done)
+	})
+}
+
+// Send queues msg for the server; the link owns msg from then on.
+func (l *Link) Send(msg []byte) {
+	l.mu.Lock()
+	if l.state == linkClosed {
+		l.mu.Unlock()
+		return
+	}
+	l.queue = append(l.queue, msg)
+	l.mu.Unlock()
+	l.signal()
+}
+
+// Close stops sending and cancels every exchange in flight; Done closes
+// once the link's goroutines ended.
+func (l *Link) Close() {
+	l.mu.Lock()
+	was := l.state
+	l.state = linkClosed
+	l.queue = nil
+	l.mu.Unlock()
+	l.cancel()
+	l.signal()
+	if was == linkNew {
+		l.finish()
 	}
 }
 
-// run waits for the URL, connects, and sends the queue's messages until
-// it closes; then it closes the connection and ends out.
-func (l *Link) run(queue <-chan jsonrpc.Message, tr *http.Transport) {
-	defer func() {
-		l.cancel()
-		l.wg.Wait()
-		tr.CloseIdleConnections()
-		l.outW.Close()
-		l.inR.Close()
-	}()
+func (l *Link) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// end ends the link on its own, for the reason why (Lost).
+func (l *Link) end(why string) {
+	if l.ctx.Err() != nil {
+		return // closed already: the relay knows why
+	}
+	l.lost.CompareAndSwap(nil, &why)
+	l.log.Warn("HTTP child link ended", "url", l.url, "why", why)
+	l.cancel()
+}
+
+// run waits for the URL, then sends the queued messages in order until
+// the link ends.
+func (l *Link) run() {
+	defer l.wg.Done()
 	if err := l.awaitURL(); err != nil {
-		if l.ctx.Err() == nil {
-			l.setLost(err.Error())
-		}
+		l.end(err.Error())
 		return
 	}
-	conn, err := (&mcp.StreamableClientTransport{Endpoint: l.url, HTTPClient: l.hc, MaxRetries: -1}).Connect(l.ctx)
-	if err != nil {
-		l.setLost(fmt.Sprintf("its HTTP connection (%s) failed: %v", l.url, err))
-		return
-	}
-	defer conn.Close()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		l.readConn(conn)
-	}()
 	l.reached.Store(true)
 	for {
-		select {
-		case msg, ok := <-queue:
-			if !ok {
-				return
-			}
-			l.send(conn, msg)
-		case <-l.ctx.Done():
+		msg, ok := l.next()
+		if !ok {
 			return
+		}
+		l.dispatch(msg)
+	}
+}
+
+// next is the next queued message; false once the link ends.
+func (l *Link) next() ([]byte, bool) {
+	for {
+		l.mu.Lock()
+		if l.state == linkClosed || l.ctx.Err() != nil {
+			l.mu.Unlock()
+			return nil, false
+		}
+		if len(l.queue) > 0 {
+			msg := l.queue[0]
+			l.queue[0] = nil
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			return msg, true
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.wake:
+		case <-l.ctx.Done():
 		}
 	}
 }
@@ -306,7 +406,7 @@ func (l *Link) awaitURL() error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodHead, l.url, nil)
 		if err != nil {
 			cancel()
-			return err
+			return fmt.Errorf("%s: run.url %s: %v", l.desc, l.url, err)
 		}
 		resp, err := l.hc.Do(req)
 		cancel()
@@ -320,280 +420,45 @@ func (l *Link) awaitURL() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not answer at %s within %s (is run.url where it listens?)", l.desc, l.url, l.cfg.Wait)
 		}
+		t := time.NewTimer(delay)
 		select {
 		case <-l.ctx.Done():
+			t.Stop()
 			return l.ctx.Err()
-		case <-time.After(delay):
+		case <-t.C:
 		}
 		delay = min(delay*2, 100*time.Millisecond)
 	}
 }
 
-// send writes one message to the server. A call runs on its own once
-// its request was written; the link answers it should its exchange fail.
-func (l *Link) send(conn mcp.Connection, msg jsonrpc.Message) {
-	req, isReq := msg.(*jsonrpc.Request)
-	if !isReq || !req.IsCall() {
-		_ = conn.Write(l.ctx, msg) // a notification or an answer: one quick POST
-		return
-	}
-	if req.Method == "ping" && !l.greeted.Load() {
-		l.emitMsg(&jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{}`)})
-		return
-	}
-	if req.Method == "initialize" {
-		l.initMu.Lock()
-		id := req.ID
-		l.initID = &id
-		l.initMu.Unlock()
-		if err := conn.Write(l.ctx, msg); err != nil {
-			l.failCall(req, err)
-		}
-		return
-	}
-	wrote := make(chan struct{})
-	var once sync.Once
-	ctx := httptrace.WithClientTrace(l.ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(wrote) }) }})
-	done := make(chan struct{})
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		defer close(done)
-		if err := conn.Write(ctx, msg); err != nil {
-			l.failCall(req, err)
-		}
-	}()
-	select {
-	case <-wrote:
-	case <-done:
-	case <-l.ctx.Done():
+// deliver hands one message to the receiver; nothing once the link ended.
+func (l *Link) deliver(msg, rel []byte) {
+	l.rcvMu.Lock()
+	defer l.rcvMu.Unlock()
+	if l.ctx.Err() == nil {
+		l.rcv.Message(msg, rel)
 	}
 }
 
-// failCall answers a call whose HTTP exchange failed, unless the link
-// ends within failGrace (the process exited: the relay reports it).
-func (l *Link) failCall(req *jsonrpc.Request, err error) {
-	if l.ctx.Err() != nil {
-		return
-	}
-	id := req.ID
-	if werr := serverError(err); werr != nil {
-		// The server's own answer, sent with an error status.
-		l.emitMsg(&jsonrpc.Response{ID: id, Error: werr})
-		return
-	}
-	if req.Method == "server/discover" && l.reached.Load() {
-		l.emitMsg(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-			Message: "Method not found: the server refused server/discover over HTTP (" + err.Error() + "); it speaks the legacy handshake"}})
-		return
-	}
-	answer := &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpflow could not reach the server over HTTP: " + err.Error()}}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		select {
-		case <-l.ctx.Done():
-		case <-time.After(failGrace):
-			l.emitMsg(answer)
-		}
-	}()
-}
-
-// serverError is the JSON-RPC error a server answered with, found in
-// err, the SDK's report of a failed exchange; nil when there is none (the
-// SDK's own "rejected by transport" is not the server's).
-func serverError(err error) *jsonrpc.Error {
-	switch e := err.(type) {
-	case nil:
-		return nil
-	case *jsonrpc.Error:
-		if e.Code == rejectedCode && e.Message == "rejected by transport" {
-			return nil
-		}
-		return e
-	case interface{ Unwrap() []error }:
-		for _, u := range e.Unwrap() {
-			if w := serverError(u); w != nil {
-				return w
-			}
-		}
-	case interface{ Unwrap() error }:
-		return serverError(e.Unwrap())
-	}
-	return nil
-}
-
-// rejectedCode is the code of the SDK's jsonrpc2.ErrRejected.
-const rejectedCode = -32005
-
-// readConn writes each message the connection reads as a line of out,
-// until it fails or closes.
-func (l *Link) readConn(conn mcp.Connection) {
-	for {
-		msg, err := conn.Read(l.ctx)
-		if err != nil {
-			if l.ctx.Err() == nil && !l.closing.Load() {
-				l.setLost(fmt.Sprintf("its HTTP connection (%s) failed: %v", l.url, err))
-				l.cancel()
-			}
-			return
-		}
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			var werr *jsonrpc.Error
-			if resp.Error != nil && !errors.As(resp.Error, &werr) {
-				// The SDK's own answer to a call whose stream ended
-				// without the server's: most likely it died.
-				l.failCall(&jsonrpc.Request{ID: resp.ID}, resp.Error)
-				continue
-			}
-			if resp.Error == nil {
-				l.greeted.Store(true)
-			}
-			l.initialized(conn, resp)
-		}
-		l.emitMsg(msg)
+func (l *Link) tooLarge(tl *wire.TooLargeError) {
+	l.rcvMu.Lock()
+	defer l.rcvMu.Unlock()
+	if l.ctx.Err() == nil {
+		l.rcv.TooLarge(tl)
 	}
 }
 
-// initialized notes the answer to a legacy initialize: the version for
-// the headers, and the standalone GET stream of the session.
-func (l *Link) initialized(conn mcp.Connection, resp *jsonrpc.Response) {
-	l.initMu.Lock()
-	isInit := l.initID != nil && *l.initID == resp.ID
-	if isInit {
-		l.initID = nil
-	}
-	l.initMu.Unlock()
-	if !isInit || resp.Error != nil {
-		return
-	}
-	var r struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if json.Unmarshal(resp.Result, &r) != nil || r.ProtocolVersion == "" || wire.IsModern(r.ProtocolVersion) {
-		return
-	}
-	l.version.Store(&r.ProtocolVersion)
-	l.getStart.Do(func() {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			l.listen(conn.SessionID())
-		}()
-	})
-}
-
-// listen reads the session's standalone GET stream (server-sent events)
-// until the link ends, reconnecting when the server ends it; a server
-// that offers no such stream (405, or no event stream) is left alone.
-func (l *Link) listen(session string) {
-	lastID := ""
-	for tries := 0; tries < 5 && l.ctx.Err() == nil; tries++ {
-		if tries > 0 {
-			select {
-			case <-l.ctx.Done():
-				return
-			case <-time.After(time.Duration(tries) * 200 * time.Millisecond):
-			}
-		}
-		req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.url, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		if lastID != "" {
-			req.Header.Set("Last-Event-ID", lastID)
-		}
-		resp, err := l.hc.Do(req)
-		if err != nil {
-			continue
-		}
-		ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
-		if resp.StatusCode != http.StatusOK || strings.TrimSpace(ct) != "text/event-stream" {
-			resp.Body.Close()
-			return
-		}
-		if id, progress := l.readEvents(resp.Body); progress {
-			lastID, tries = id, 0
-		}
-		resp.Body.Close()
+func (l *Link) junk(line []byte, badJSON bool) {
+	l.rcvMu.Lock()
+	defer l.rcvMu.Unlock()
+	if l.ctx.Err() == nil {
+		l.rcv.Junk(line, badJSON)
 	}
 }
 
-// readEvents reads server-sent events, writing each message event's data
-// to out; it returns the last event id and whether any event came.
-func (l *Link) readEvents(body io.Reader) (lastID string, progress bool) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data bytes.Buffer
-	event := ""
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return lastID, progress
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			if data.Len() > 0 && (event == "" || event == "message") {
-				if msg, err := jsonrpc.DecodeMessage(data.Bytes()); err == nil {
-					l.emitMsg(msg)
-				}
-				progress = true
-			}
-			data.Reset()
-			event = ""
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "data":
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(value)
-		case "event":
-			event = value
-		case "id":
-			lastID = value
-		}
-	}
-}
-
-// emitMsg writes msg to out as one line.
-func (l *Link) emitMsg(msg jsonrpc.Message) {
-	if b, err := jsonrpc.EncodeMessage(msg); err == nil {
-		l.emit(b)
-	}
-}
-
-// emit writes one line to out.
-func (l *Link) emit(b []byte) {
-	l.outMu.Lock()
-	defer l.outMu.Unlock()
-	_, _ = l.outW.Write(append(b, '\n'))
-}
-
-func (l *Link) setLost(s string) { l.lost.CompareAndSwap(nil, &s) }
-
-// headers is the link's HTTP client's transport: it adds the legacy
-// era's negotiated version to each request that has none (the SDK adds
-// it only for an mcp.ClientSession), and sends no DELETE once the link
-// closes, since the process is stopped anyway.
-type headers struct {
-	l    *Link
-	next http.RoundTripper
-}
-
-func (h *headers) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodDelete && (h.l.closing.Load() || h.l.ctx.Err() != nil) {
-		return nil, errors.New("the server is being stopped")
-	}
-	if v := h.l.version.Load(); v != nil && req.Header.Get("Mcp-Protocol-Version") == "" {
-		req = req.Clone(req.Context())
-		req.Header.Set("Mcp-Protocol-Version", *v)
-	}
-	return h.next.RoundTrip(req)
+// legacy returns the legacy session id and negotiated version.
+func (l *Link) legacy() (session, version string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.session, l.version
 }

@@ -1,32 +1,72 @@
-// Package httpmcp is mcpflow's Streamable HTTP: both halves of it, each
-// built on the Go SDK's transport (github.com/modelcontextprotocol/go-sdk),
-// so that no HTTP framing is written here by hand.
+// Package httpmcp is mcpflow's Streamable HTTP, both halves of it, on
+// mcpflow's own framing: messages pass as the bytes they are, checked by
+// the one validator (jsonscan.Valid) and read by their envelope
+// (wire.Peek), never decoded into the Go SDK's messages and encoded again.
 //
-// The child half (child.go) is a relay.Link for a server that serves
-// Streamable HTTP ([run] url): the relay starts the command as it starts
-// any child, and the link, rather than the child's stdin and stdout,
-// carries its messages. The link reads the relay's newline-delimited
-// messages with the one framer (wire.Reader), sends each with the SDK's
-// StreamableClientTransport connection, and writes each message the
-// server sends as one line back. It waits until the URL answers before
-// the first message goes out (bounded); a call's POST does not hold up
-// the messages behind it; the server's session id stays inside the link,
-// so each new child gets a session of its own while the client keeps its
-// one. With "{port}" in the URL each start gets a free port (PORT in its
-// environment), so the relay may start the next child while the calls of
-// the old one drain (relay.Overlapper); with a fixed port the old child
-// is gone before the next starts. The child's stdout and stderr both go
-// to the log: an HTTP server's stdout is not protocol.
+// Why not the Go SDK's transport, which serves and speaks Streamable HTTP
+// well: it decodes every message into a jsonrpc.Message and encodes it
+// again, so an id the client wrote as 1.5 comes back as 1 and 2^53+1 as
+// 2^53, and whatever the SDK's types do not hold is lost; its server side
+// checks each method against the SDK's own table, so a server's method of
+// its own is refused before it gets there; and it can put a notification
+// or a server→client request on the stream of the request it belongs to
+// only from inside the SDK's own ServerSession (the context key that says
+// which request that is is unexported), while mcpflow's serving side is
+// no ServerSession but a wire.Session that names the request (rel). A
+// proxy must pass every byte as the other side sent it and put each
+// message on the right stream, so both halves frame HTTP here; the SDK's
+// streamable.go stays the reference for status codes, headers and edge
+// cases, and the SDK's client is what the tests speak to the front with.
 //
-// The SDK's client connection opens the legacy era's standalone GET
-// stream only for an mcp.ClientSession, never for a raw Connection. The
-// link therefore opens that stream itself after a legacy handshake: a GET
-// with the session id and the negotiated version, read as server-sent
-// events, so that what the server sends outside any request (its own
-// list_changed, logs, requests to the client) reaches the relay. In the
-// 2026-07-28 era there is no such stream: the server speaks on the
-// subscriptions/listen request's response, which the SDK carries.
+// # The front
 //
-// The front half (front*.go) serves Streamable HTTP to clients in front
-// of whatever mcpflow runs.
+// Front (front.go, front_post.go, front_session.go) serves clients over
+// HTTP at /mcp: Listen binds at once, Serve serves the sessions of a
+// wire.Opener, one wire.Session per client session, until its context
+// ends. Origin and Host are checked first (403: DNS rebinding). Two eras
+// share the endpoint:
+//
+//   - Legacy (no MCP-Protocol-Version, or one before 2026-07-28, or a
+//     session id): initialize opens a session and its answer carries the
+//     id (Mcp-Session-Id); the client's other requests name it (none:
+//     400; unknown, expired or deleted: 404). A POST of notifications and
+//     answers gets 202; a POST with requests is answered as server-sent
+//     events (or one JSON body when the client takes no events), ending
+//     once each of its requests is answered, and the messages the session
+//     delivers for one of them (rel) go on it before the answer. What
+//     belongs to no open POST goes on the session's GET stream (one at a
+//     time: 409), and waits for one, bounded, while none is open. DELETE
+//     closes the session. A session without requests or open streams
+//     expires after IdleTimeout. Batches are split, and answered with one
+//     array, before protocol 2025-06-18.
+//   - 2026-07-28 (MCP-Protocol-Version 2026-07-28 or later, no session
+//     id): every POST is its own session: Open, Send, the related
+//     messages and the answer on its response, Close. A
+//     subscriptions/listen holds its POST open until the client leaves.
+//     The request's headers are checked as the SDK checks them (the
+//     protocol version against _meta, Mcp-Method, Mcp-Name, and the
+//     Mcp-Param- headers of the arguments a tool's input schema marks
+//     x-mcp-header, as the tools/list answers the front carried declared
+//     them: 400 with -32020 or -32602); an error answer -32601 goes out as
+//     HTTP 404 and -32602, -32021, -32022 as 400 (SEP-2575). GET and
+//     DELETE are 405.
+//
+// Every request of a client is answered exactly once, with its id as the
+// client wrote it: by the session, or by the front when the message is no
+// message (-32700 for a body that is not JSON in UTF-8, -32600 for one
+// that is no JSON-RPC message, has no method or an id that is no string
+// or number, or reuses the id of a request in flight), or when mcpflow
+// stops first (wire.TextShuttingDown).
+//
+// Delivering never waits for a client: each session has a bounded queue,
+// and a session whose client stays behind for StallTimeout is closed,
+// with a warning that names it, so one slow client never holds up the
+// serving side or another client. The other bounds are FrontConfig's:
+// header and body read times, open connections, open sessions, message
+// size.
+//
+// # The child
+//
+// child.go: the Link to a child serving Streamable HTTP, on the same
+// framing.
 package httpmcp
