@@ -1,7 +1,10 @@
 // A TypeScript SDK server that serves Streamable HTTP (a non-Go peer for
 // mcpflow's HTTP child): stateful, a session id per client, on
 // http://127.0.0.1:$PORT/mcp. Its variant is read from the file named by
-// its first argument when it starts: "v2" adds the reverse tool.
+// its first argument when it starts: "v2" adds the reverse tool. It also
+// has the transparency tools (tools.mjs), and it refuses logging/setLevel
+// to "emergency" with HTTP 400 (no JSON-RPC answer), as a server does that
+// answers a request it will not serve with an HTTP error.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -9,6 +12,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { registerTransparencyTools, serverOptions } from "./tools.mjs";
 
 let variant = "v1";
 try {
@@ -16,7 +20,7 @@ try {
 } catch {}
 
 function newServer() {
-  const server = new McpServer({ name: "ts-http-server", version: variant });
+  const server = new McpServer({ name: "ts-http-server", version: variant }, serverOptions);
   server.registerTool("hello", {
     description: "Greet someone.",
     inputSchema: { name: z.string() },
@@ -34,6 +38,7 @@ function newServer() {
       inputSchema: { text: z.string() },
     }, async ({ text }) => ({ content: [{ type: "text", text: [...text].reverse().join("") }] }));
   }
+  registerTransparencyTools(server);
   return server;
 }
 
@@ -54,6 +59,10 @@ http.createServer(async (req, res) => {
       return;
     }
     const body = req.method === "POST" ? await readBody(req) : undefined;
+    if (body?.method === "logging/setLevel" && body.params?.level === "emergency") {
+      res.writeHead(400, { "Content-Type": "text/plain" }).end("logging/setLevel to emergency refused");
+      return;
+    }
     const sid = req.headers["mcp-session-id"];
     let transport = sid ? transports[sid] : undefined;
     if (!transport) {
