@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/texts"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,7 +124,7 @@ func (m *Mux) capabilities() map[string]any {
 // instructions combines the servers' instructions under their names.
 func (s *session) instructions() string {
 	var b strings.Builder
-	b.WriteString("mcpflow serves several MCP servers here. Their tools and prompts are named SERVER" + s.m.sep + "NAME. list_servers shows them; reload_server rebuilds and restarts one.")
+	b.WriteString(texts.MuxInstructions(s.m.sep))
 	s.m.mu.Lock()
 	names := s.m.namesLocked()
 	s.m.mu.Unlock()
@@ -389,7 +390,7 @@ func (s *session) complete(msg []byte, env wire.Envelope) {
 		owner, ok := s.m.cat.owner(uri)
 		s.m.mu.Unlock()
 		if !ok {
-			s.fail(env.ID, wire.CodeInvalidParams, fmt.Sprintf("no server lists resource %q", uri))
+			s.fail(env.ID, wire.CodeInvalidParams, texts.NoResource(uri))
 			return
 		}
 		s.forward(owner, msg, env)
@@ -403,17 +404,10 @@ func (m *Mux) notRunning(name string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.servers[name]
-	switch {
-	case !ok:
-		return fmt.Sprintf("no server named %q (it was removed, or never added): %s", name, m.existingLocked())
-	case s.status == StatusBuildFailed:
-		return fmt.Sprintf("server %q is down (%s): %s\n\nWhat to do: fix it, then call %s.", name, s.status, s.report, reloadHint(name))
-	case s.status == StatusCrashed:
-		return fmt.Sprintf("server %q is down (%s): %s", name, s.status, s.report)
-	case s.status == StatusStarting:
-		return fmt.Sprintf("server %q is still starting; call list_servers to see when it runs, then call again", name)
+	if !ok {
+		return texts.ServerState(name, "", "", m.existingLocked(), false)
 	}
-	return fmt.Sprintf("server %q is not running (%s): call %s", name, s.status, reloadHint(name))
+	return texts.ServerState(name, s.status, s.report, "", true)
 }
 
 // unknownTool explains a call to a tool the mux does not list.
@@ -428,14 +422,12 @@ func (m *Mux) unknownTool(name string) string {
 	running := exists && s.status == StatusRunning
 	m.mu.Unlock()
 	switch {
-	case name == "add_server":
-		return "add_server is turned off here ([mux] add_server = false in mcpflow.toml); " + m.existing()
-	case !ok:
-		return fmt.Sprintf("unknown tool %q: tools of the servers behind mcpflow are named SERVER%sTOOL; %s", name, m.sep, m.existing())
+	case name == "add_server" || !ok:
+		return texts.UnknownTool(name, m.sep, m.existing())
 	case !exists || !running:
 		return m.notRunning(srvName)
 	}
-	return fmt.Sprintf("server %q has no tool %q; its tools are: %s", srvName, tool, strings.Join(front, ", "))
+	return texts.NoSuchTool(srvName, tool, front)
 }
 
 // listedCh is closed the next time a server's lists are read. m.mu is

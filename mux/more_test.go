@@ -47,7 +47,7 @@ func TestReloadAfterSwappingBinary(t *testing.T) {
 	}
 	copyFile(t, testkit.Fixture(t, testkit.FixtureV2), bin)
 	out := e.mustOK("reload_server", map[string]any{"name": "s"})
-	if !strings.Contains(out, "added: s__reverse") {
+	if !strings.Contains(out, "s__reverse (new)") {
 		t.Errorf("reload_server does not report the new tool: %s", out)
 	}
 	if e.toolNames()["s__reverse"] == nil {
@@ -426,7 +426,7 @@ func TestReloadWithBuildHooks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.mustFail("reload_server", map[string]any{"name": "b"}, "main.go:3: syntax error", "keeps serving")
+	e.mustFail("reload_server", map[string]any{"name": "b"}, "main.go:3: syntax error", "previous server is still running")
 	if got := e.mustOK("b__echo", map[string]any{"text": "x"}); got != "b:x" {
 		t.Errorf("the old child does not serve after a failed build: %q", got)
 	}
@@ -437,7 +437,7 @@ func TestReloadWithBuildHooks(t *testing.T) {
 	os.Remove(filepath.Join(dir, "broken"))
 	copyFile(t, testkit.Fixture(t, testkit.FixtureV2), src)
 	out := e.mustOK("reload_server", map[string]any{"name": "b"})
-	if !strings.Contains(out, "built in") || !strings.Contains(out, "added: b__reverse") {
+	if !strings.Contains(out, "Build succeeded in") || !strings.Contains(out, "b__reverse (new)") {
 		t.Errorf("reload_server after a good build: %s", out)
 	}
 	if got := e.mustOK("b__reverse", map[string]any{"text": "ab"}); got != "ba" {

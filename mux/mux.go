@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/texts"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -45,10 +46,10 @@ type Config struct {
 
 // Status values of a server.
 const (
-	StatusStarting    = "starting"
-	StatusRunning     = "running"
-	StatusCrashed     = "crashed"
-	StatusBuildFailed = "build-failed"
+	StatusStarting    = texts.StatusStarting
+	StatusRunning     = texts.StatusRunning
+	StatusCrashed     = texts.StatusCrashed
+	StatusBuildFailed = texts.StatusBuildFailed
 )
 
 // Mux serves several MCP servers as one. See the package documentation.
@@ -255,13 +256,7 @@ func (m *Mux) existing() string {
 	return m.existingLocked()
 }
 
-func (m *Mux) existingLocked() string {
-	names := m.namesLocked()
-	if len(names) == 0 {
-		return "no servers are running (add one with add_server)"
-	}
-	return "the servers are: " + strings.Join(names, ", ")
-}
+func (m *Mux) existingLocked() string { return texts.Existing(m.namesLocked()) }
 
 // add registers spec and starts it (see start).
 func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
@@ -330,7 +325,7 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	var fail error
 	switch {
 	case !res.OK:
-		fail = fmt.Errorf("server %q: %s", spec.Name, buildReport(res))
+		fail = fmt.Errorf("server %q: %s", spec.Name, buildReport(res, spec.Name))
 	case res.Restart != nil && res.Restart.Err != nil:
 		fail = fmt.Errorf("server %q: %v", spec.Name, res.Restart.Err)
 	}
@@ -483,7 +478,7 @@ func (m lifecycle) apply(s *server, ev Event) bool {
 // caller reports the new state; the same event, arriving later through the
 // worker, changes nothing.
 func (m lifecycle) applyResult(s *server, res result.Build) {
-	m.apply(s, eventOf(res))
+	m.apply(s, eventOf(res, s.spec.Name))
 }
 
 // applyLocked is apply with m.mu held; changed says the catalog changed.

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/texts"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -67,7 +67,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			logger = slog.New(slog.DiscardHandler)
 		}
 		logger = logger.With("server", spec.Name)
-		b := &relayBackend{emit: emit}
+		b := &relayBackend{emit: emit, name: spec.Name}
 		onCrash := spec.OnCrash
 		if onCrash == "" && spec.Source == "agent" {
 			onCrash = "wait"
@@ -124,9 +124,10 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 
 // reloadHint is what rebuilds server name, as the texts the agent reads
 // name it.
-func reloadHint(name string) string { return `reload_server {"name": "` + name + `"}` }
+func reloadHint(name string) string { return texts.ReloadHint(name) }
 
 type relayBackend struct {
+	name  string
 	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
@@ -160,7 +161,7 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	}
 	ev := Event{Kind: EventBuilt, Build: &res}
 	if !res.OK {
-		ev.Kind, ev.Report = EventBuildFailed, buildReport(res)
+		ev.Kind, ev.Report = EventBuildFailed, buildReport(res, b.name)
 	}
 	b.emit(ev)
 }
@@ -194,19 +195,20 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 		rs, _ := b.r.Restart(ctx)
 		res = result.Build{Skipped: true, OK: true, Restart: rs}
 	}
-	b.emit(eventOf(res))
+	b.emit(eventOf(res, b.name))
 	return res
 }
 
-// eventOf is the event that reports a start's or reload's result.
-func eventOf(res result.Build) Event {
+// eventOf is the event that reports a start's or reload's result of
+// server name.
+func eventOf(res result.Build, name string) Event {
 	ev := Event{Build: &res}
 	if rs := res.Restart; rs != nil {
 		ev.Gen, ev.Pid = rs.Gen, rs.Pid
 	}
 	switch {
 	case !res.OK:
-		ev.Kind, ev.Report = EventBuildFailed, buildReport(res)
+		ev.Kind, ev.Report = EventBuildFailed, buildReport(res, name)
 	case res.Restart != nil && res.Restart.Err != nil:
 		ev.Kind, ev.Report, ev.Pid = EventCrashed, res.Restart.Err.Error(), 0
 	default:
@@ -215,17 +217,13 @@ func eventOf(res result.Build) Event {
 	return ev
 }
 
-func buildReport(res result.Build) string {
-	s := "the build failed"
-	if res.Err != nil {
-		s = fmt.Sprintf("the build failed (%v)", res.Err)
+// buildReport is the agent's report of a failed build of server name.
+func buildReport(res result.Build, name string) string {
+	errs := res.Errors
+	if errs == "" {
+		errs = res.Output
 	}
-	if res.Errors != "" {
-		s += ":\n" + strings.TrimRight(res.Errors, "\n")
-	} else if res.Output != "" {
-		s += ":\n" + strings.TrimRight(res.Output, "\n")
-	}
-	return s
+	return texts.BuildFailed(res.Err, errs, reloadHint(name))
 }
 
 func (b *relayBackend) Close() {

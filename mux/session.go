@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/texts"
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -285,7 +286,7 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		r, ok := s.m.cat.prompts[name]
 		s.m.mu.Unlock()
 		if !ok {
-			s.fail(id, wire.CodeInvalidParams, fmt.Sprintf("unknown prompt %q: prompts are named SERVER%sPROMPT; %s", name, s.m.sep, s.m.existing()))
+			s.fail(id, wire.CodeInvalidParams, texts.UnknownPrompt(name, s.m.sep, s.m.existing()))
 			return
 		}
 		s.forward(r.server, withName(msg, env, r.name), env)
@@ -295,7 +296,7 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		owner, ok := s.m.cat.owner(uri)
 		s.m.mu.Unlock()
 		if !ok {
-			s.fail(id, codeResourceNotFound, fmt.Sprintf("Resource not found: no server lists %q", uri))
+			s.fail(id, codeResourceNotFound, texts.NoResource(uri))
 			return
 		}
 		s.forward(owner, msg, env)
@@ -579,7 +580,7 @@ func (s *session) serverGone(srv *server) {
 	if len(ids) == 0 {
 		return
 	}
-	text := fmt.Sprintf("server %q was removed before it answered: %s", name, s.m.existing())
+	text := texts.RemovedBeforeAnswer(name, s.m.existing())
 	for _, id := range ids {
 		s.deliver(wire.ResultResponse([]byte(id), errToolResult(text, modern)), []byte(id))
 	}

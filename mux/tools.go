@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/texts"
 )
 
 // addServerArgs are add_server's arguments.
@@ -109,19 +112,15 @@ type ownTool struct {
 func (m *Mux) ownToolList() []ownTool {
 	var out []ownTool
 	if !m.cfg.DisableAddServer {
-		desc := "Start an MCP server behind mcpflow; its tools appear as NAME" + m.sep + "tool. Give build (and watch) to have it rebuilt on reload_server (and on save)."
-		if len(m.cfg.AllowedCommands) > 0 {
-			desc += " Allowed commands: " + strings.Join(m.cfg.AllowedCommands, ", ") + " (no build command here)."
-		}
-		out = append(out, ownTool{"add_server", desc, schemaOf[addServerArgs](), (*Mux).addServerTool})
+		out = append(out, ownTool{"add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), schemaOf[addServerArgs](), (*Mux).addServerTool})
 	}
 	out = append(out,
-		ownTool{"remove_server", "Stop an MCP server and remove its tools.", schemaOf[nameArgs](), (*Mux).removeServerTool},
-		ownTool{"reload_server", "Rebuild (when it has a build) and restart an MCP server; on a failed build the running one keeps serving. Reports the compiler output or the tool changes.", schemaOf[reloadArgs](), (*Mux).reloadServerTool},
-		ownTool{"list_servers", "List the MCP servers behind mcpflow: status, pid, uptime, tools, restarts, last build. verbose: every tool with its input schema.", schemaOf[listArgs](), (*Mux).listServersTool},
+		ownTool{"remove_server", texts.RemoveServerDescription, schemaOf[nameArgs](), (*Mux).removeServerTool},
+		ownTool{"reload_server", texts.ReloadServerDescription, schemaOf[reloadArgs](), (*Mux).reloadServerTool},
+		ownTool{"list_servers", texts.ListServersDescription, schemaOf[listArgs](), (*Mux).listServersTool},
 	)
 	if m.cfg.CallTool != "" {
-		out = append(out, ownTool{m.cfg.CallTool, "Call the tool NAME of a server behind mcpflow (for clients that do not refresh their tool list).", schemaOf[callArgs](), nil})
+		out = append(out, ownTool{m.cfg.CallTool, texts.MuxCallToolDescription, schemaOf[callArgs](), nil})
 	}
 	return out
 }
@@ -354,20 +353,22 @@ func (m *Mux) setEnv(name string, env map[string]string) error {
 }
 
 // Reload rebuilds (when a build is configured) and restarts the server
-// name, and reports the tool diff. It is reload_server's engine.
-func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
+// name, and reports what it did: the outcome, and the build and restart
+// with the tool diff under the names the clients see (nil when nothing
+// ran). It is reload_server's engine.
+func (m *Mux) Reload(ctx context.Context, name string) (Outcome, *result.Build, error) {
 	m.mu.Lock()
 	s, ok := m.servers[name]
 	m.mu.Unlock()
 	if !ok {
-		return Outcome{}, fmt.Errorf("no server named %q: %s", name, m.existing())
+		return Outcome{}, nil, fmt.Errorf("no server named %q: %s", name, m.existing())
 	}
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	m.mu.Lock()
 	if s.starting {
 		m.mu.Unlock()
-		return Outcome{}, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
+		return Outcome{}, nil, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
 	}
 	old := map[string]string{}
 	for _, item := range s.lists.Tools {
@@ -382,37 +383,41 @@ func (m *Mux) Reload(ctx context.Context, name string) (Outcome, error) {
 	}
 	m.mu.Lock()
 	s.lastBuild = &res
-	var diff result.ToolDiff
-	diff.Known = true
+	diff := result.ToolDiff{Known: true, Details: map[string]result.ToolDetail{}}
 	now := map[string]bool{}
 	for _, item := range s.lists.Tools {
 		n := itemName(item)
+		full := joinName(name, m.sep, n)
 		now[n] = true
 		k, was := old[n]
+		detail := result.ToolDetail{Description: stringMember(item, "description"), InputSchema: compact(jsonscan.Member(item, "inputSchema"))}
 		switch {
 		case !was:
-			diff.Added = append(diff.Added, n)
+			diff.Added = append(diff.Added, full)
+			diff.Details[full] = detail
 		case k != toolKey(item):
-			diff.Changed = append(diff.Changed, n)
+			diff.Changed = append(diff.Changed, full)
+			detail.SchemaChanged = true
+			diff.Details[full] = detail
 		}
 	}
 	for n := range old {
 		if !now[n] {
-			diff.Removed = append(diff.Removed, n)
+			diff.Removed = append(diff.Removed, joinName(name, m.sep, n))
 		}
 	}
-	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed} {
+	diff.Current = slices.Clone(s.published.names)
+	m.mu.Unlock()
+	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed, diff.Current} {
 		sort.Strings(l)
 	}
-	m.mu.Unlock()
 	out := Outcome{Server: m.info(s, false), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
-	if !res.OK {
-		return out, fmt.Errorf("%s\nthe previous server keeps serving", buildReport(res))
+	if rs := res.Restart; rs != nil {
+		shown := *rs
+		shown.Tools = diff
+		res.Restart = &shown
 	}
-	if res.Restart != nil && res.Restart.Err != nil {
-		return out, fmt.Errorf("the server did not come back up: %v", res.Restart.Err)
-	}
-	return out, nil
+	return out, &res, nil
 }
 
 // toolKey is what a tool diff compares of a tool item: all but its name.
@@ -434,38 +439,12 @@ func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (st
 	if err := m.setEnv(a.Name, a.Env); err != nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), nil, true
 	}
-	out, err := m.Reload(ctx, a.Name)
-	if err != nil {
+	out, res, err := m.Reload(ctx, a.Name)
+	if err != nil && res == nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), out, true
 	}
-	return m.reloadText(fmt.Sprintf("server %q reloaded", a.Name), a.Name, out), out, false
-}
-
-// reloadText is a reload's result for the agent: head, the new pid, the
-// build's time and the tool changes under the names the client sees.
-func (m *Mux) reloadText(head, server string, out Outcome) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (pid %d)", head, out.Server.Pid)
-	if out.Build != nil && !out.Build.Skipped {
-		fmt.Fprintf(&b, "; built in %s", out.Build.Duration)
-	}
-	if len(out.Added)+len(out.Removed)+len(out.Changed) == 0 {
-		b.WriteString("; tools unchanged")
-	}
-	for _, x := range []struct {
-		label string
-		names []string
-	}{{"added", out.Added}, {"removed", out.Removed}, {"changed", out.Changed}} {
-		if len(x.names) == 0 {
-			continue
-		}
-		shown := make([]string, len(x.names))
-		for i, n := range x.names {
-			shown[i] = joinName(server, m.sep, n)
-		}
-		fmt.Fprintf(&b, "\n%s: %s", x.label, strings.Join(shown, ", "))
-	}
-	return b.String()
+	text, isErr := texts.Outcome(*res, texts.ReloadHint(a.Name), out.Server.Status == StatusRunning || !res.OK && out.Server.Pid != 0)
+	return text, out, isErr
 }
 
 func (m *Mux) listServersTool(_ context.Context, _ *session, args []byte) (string, any, bool) {
@@ -581,4 +560,13 @@ func buildInfo(b *result.Build) *BuildInfo {
 		}
 	}
 	return bi
+}
+
+// compact is raw JSON without white space, for a text.
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/proc"
 	"github.com/mcpflow/mcpflow/internal/tail"
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -127,7 +129,7 @@ func launch(spec childSpec) (*launched, error) {
 	}
 	if spec.dir != "" {
 		if fi, err := os.Stat(spec.dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s", errNoDir, spec.dir)
+			return nil, fmt.Errorf("%w: %s", texts.ErrNoDir, spec.dir)
 		}
 	}
 	argv := spec.argv
@@ -382,10 +384,13 @@ func (c *child) ranFor() time.Duration {
 	return time.Since(c.started)
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("… (%d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	return strings.Join(lines, "\n")
+
+// exitInfo is what the agent is told of c, which exited.
+func (c *child) exitInfo() texts.Exit {
+	return texts.Exit{Status: c.exitDesc, Uptime: c.ranFor(), Stderr: strings.TrimSpace(c.tail.String())}
+}
+
+// stderrInfo is what is known of c, which may still run: its stderr.
+func (c *child) stderrInfo() texts.Exit {
+	return texts.Exit{Stderr: strings.TrimSpace(c.tail.String())}
 }

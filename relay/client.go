@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -64,7 +66,7 @@ func (r *switchboard) dispatchClient(p *Port, msg []byte, env wire.Envelope) {
 		if wire.IDProblem(id) != "" {
 			id = nil
 		}
-		p.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, errTextNoKind, nil), id)
+		p.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, texts.ErrNoKind, nil), id)
 	}
 }
 
@@ -75,15 +77,15 @@ func (r *switchboard) clientRequest(p *Port, msg []byte, env wire.Envelope) {
 		p.deliver(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil), nil)
 		return
 	case strings.HasPrefix(key, reservedPrefix) && p.opts.KeepIDs && !strings.HasPrefix(key, embedderPrefix):
-		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextReservedID, nil))
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, texts.ErrReservedID, nil))
 		return
 	}
 	if r.ids.inFlight(p, env.ID) {
-		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, texts.ErrInFlight, nil))
 		return
 	}
 	if _, dup := r.recompiles[p.key(env.ID)]; dup {
-		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, texts.ErrInFlight, nil))
 		return
 	}
 	r.notePort(p, env)
@@ -253,7 +255,7 @@ func (r *switchboard) forward(p *Port, msg []byte, env wire.Envelope) {
 
 // boundHandshake gives child c HandshakeTimeout to answer the client's
 // handshake pd; a child that does not is stopped, and the relay answers
-// the handshake itself, saying why (msgNoHandshake). sw.mu is held.
+// the handshake itself, saying why (texts.NoHandshake). sw.mu is held.
 func (r *switchboard) boundHandshake(c *child, pd *pending) {
 	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
 		r.mu.Lock()
@@ -263,7 +265,7 @@ func (r *switchboard) boundHandshake(c *child, pd *pending) {
 		}
 		stale := !pending || r.child != c || c.exited() || c.failed != ""
 		if !stale {
-			c.failed = msgNoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
+			c.failed = texts.NoHandshake(describeCommand(childSpec{argv: r.cfg.Child.Command, shell: r.cfg.Child.Shell}), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
 		}
 		r.mu.Unlock()
 		if !stale {
@@ -346,9 +348,9 @@ func (r *switchboard) clientResponse(p *Port, msg []byte, env wire.Envelope) {
 func (r *switchboard) hold(p *Port, msg []byte, env wire.Envelope) {
 	switch r.held.add(p, msg, env, time.Now()) {
 	case duplicate:
-		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, errTextInFlight, nil))
+		p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, texts.ErrInFlight, nil))
 	case full:
-		reason := errTextQueueFull(r.held.len(), r.held.bytes)
+		reason := texts.ErrQueueFull(r.held.len(), r.held.bytes)
 		r.log.Warn("restart queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
 			p.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, reason, nil))
@@ -415,9 +417,9 @@ func (r *Relay) expireQueue() {
 			switch {
 			case !m.env.IsRequest():
 			case r.sw.health.building:
-				m.port.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(errTextDown(msgBuilding(r.cfg.rebuild())), true, nil, m.port.era == eraModern)))
+				m.port.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(r.cfg.rebuild())), true, nil, m.port.era == eraModern)))
 			default:
-				m.port.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, errTextQueueTimeout(r.cfg.Queue.Timeout), nil))
+				m.port.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(r.cfg.Queue.Timeout), nil))
 			}
 		}
 		r.sw.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -34,7 +36,7 @@ func (r *switchboard) answerDown(p *Port, msg []byte, env wire.Envelope) {
 			"protocolVersion": pv.ProtocolVersion,
 			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
-			"instructions":    msgInstructions(r.health.describe()),
+			"instructions":    texts.Instructions(r.health.describe()),
 		}
 		r.sess.initResult = mustJSON(result)
 		p.view.beginEmpty()
@@ -54,7 +56,7 @@ func (r *switchboard) answerDown(p *Port, msg []byte, env wire.Envelope) {
 			"_meta":             map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": "mcpflow", "version": r.cfg.Version}},
 			"supportedVersions": mcp.SupportedProtocolVersions(),
 			"capabilities":      map[string]any{"tools": map[string]bool{"listChanged": true}},
-			"instructions":      msgInstructions(r.health.describe()),
+			"instructions":      texts.Instructions(r.health.describe()),
 		})
 	case "tools/list":
 		p.view.noteToolsDown()
@@ -67,7 +69,7 @@ func (r *switchboard) answerDown(p *Port, msg []byte, env wire.Envelope) {
 		ok(map[string]any{"resourceTemplates": []any{}})
 	case "tools/call":
 		r.tools.clearNotices()
-		p.reply(id, wire.ResultResponse(id, toolResult(errTextDown(r.health.describe()), true, nil, modern)))
+		p.reply(id, wire.ResultResponse(id, toolResult(texts.ErrDown(r.health.describe()), true, nil, modern)))
 	case "ping":
 		ok(map[string]any{})
 	case "logging/setLevel":
@@ -95,7 +97,7 @@ func (r *switchboard) answerDown(p *Port, msg []byte, env wire.Envelope) {
 		r.ids.track(p, key, &pending{kind: kindListen, gen: -1, method: env.Method, port: p, clientID: l.clientID})
 		p.deliver(selfAck(id, l), id)
 	default:
-		p.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, errTextDown(r.health.describe()), nil))
+		p.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, texts.ErrDown(r.health.describe()), nil))
 	}
 }
 

@@ -1,6 +1,9 @@
 package relay
 
-import "github.com/mcpflow/mcpflow/internal/wire"
+import (
+	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/wire"
+)
 
 // health is what the relay knows of whether a child may serve: why none
 // serves (the report the agent reads), whether the first build still runs
@@ -22,7 +25,7 @@ func (h *health) describe() string {
 	if h.downReport != "" {
 		return h.downReport
 	}
-	return msgNotRunning
+	return texts.NotRunning
 }
 
 // waitsForFirstBuild reports whether a request waits for the first build

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
@@ -67,7 +69,7 @@ func TestClientView(t *testing.T) {
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	h := health{crashes: crashPolicy{restart: true}}
-	if h.describe() != msgNotRunning {
+	if h.describe() != texts.NotRunning {
 		t.Fatal("describe without a report")
 	}
 	h.setReport("first", false)

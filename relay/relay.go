@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
@@ -329,5 +331,5 @@ func (r *Relay) firstServerLate(grace time.Duration) {
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
 	r.sw.health.building = true
-	r.sw.down(msgBuilding(r.cfg.rebuild()), true)
+	r.sw.down(texts.Building(r.cfg.rebuild()), true)
 }

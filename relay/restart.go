@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
 )
@@ -69,7 +71,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 		if errors.Is(err, errClosed) {
 			return fail(err)
 		}
-		report := msgNoStart(err, r.cfg.Child.Setting)
+		report := texts.NoStart(err, r.cfg.Child.Setting)
 		run.goDown(report)
 		return fail(errors.New(report))
 	}
@@ -399,7 +401,7 @@ func (r *Relay) respawn() {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	if r.sw.health.lastBuildFailed {
-		r.sw.tools.notice(noticeBuild, noticeFailedBuildRunning(r.cfg.rebuild()))
+		r.sw.tools.notice(noticeBuild, texts.NoticeFailedBuildRunning(r.cfg.rebuild()))
 	}
 }
 
@@ -432,7 +434,7 @@ func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls b
 		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
 		if betweenCalls {
 			r.sw.mu.Lock()
-			r.sw.tools.notice(noticeCrash, noticeCrashRestarted(status))
+			r.sw.tools.notice(noticeCrash, texts.NoticeCrashRestarted(status))
 			r.sw.mu.Unlock()
 		}
 	}()
@@ -441,7 +443,7 @@ func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls b
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
 	o := r.runRecompile(r.ctx, nil)
-	text, isErr := formatOutcome(o, r.cfg.rebuild(), r.running())
+	text, isErr := texts.Outcome(o, r.cfg.rebuild(), r.running())
 	if isErr {
 		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
 	}
@@ -607,7 +609,7 @@ func compareInit(prev, cur []byte) []string {
 	var out []string
 	for _, k := range []string{"protocolVersion", "capabilities", "instructions", "serverInfo"} {
 		if !sameJSON(a[k], b[k]) {
-			out = append(out, msgHandshakeChanged(k, compactJSON(b[k]), compactJSON(a[k])))
+			out = append(out, texts.HandshakeChanged(k, compactJSON(b[k]), compactJSON(a[k])))
 		}
 	}
 	return out
@@ -622,12 +624,12 @@ func (r restartRun) failStart(c *child, err error) error {
 		<-c.reaped
 		return errClosed
 	}
-	report := msgBadStart(err, r.cfg.rebuild())
+	report := texts.BadStart(err, r.cfg.rebuild())
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = msgNoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
+		report = texts.NoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
 		if w := c.link.Waiting(); w != "" {
 			// It never got the handshake: say where the link waits.
-			report = withStderr(msgBadStart(errors.New(w), r.cfg.rebuild()), c.stderrInfo())
+			report = texts.WithStderr(texts.BadStart(errors.New(w), r.cfg.rebuild()), c.stderrInfo())
 		}
 	}
 	r.sw.mu.Lock()
@@ -642,7 +644,7 @@ func (r restartRun) failStart(c *child, err error) error {
 	<-c.reaped
 	if !alive {
 		// It exited on its own: childExited reported the failed start.
-		report = msgFailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.rebuild())
+		report = texts.FailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.rebuild())
 		r.goDown(report)
 	}
 	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.rebuild(), "err", firstLine(report))
@@ -683,7 +685,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		return
 	}
 	r.sw.health.lastBuildFailed = true
-	report := msgBuildFailed(o.Err, o.Errors, r.cfg.rebuild())
+	report := texts.BuildFailed(o.Err, o.Errors, r.cfg.rebuild())
 	r.events.post(Event{Kind: BuildFailed, Report: report})
 	switch r.sw.state {
 	case stateStarting:
@@ -692,7 +694,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		r.sw.down(report, true) // tool calls held for the first build are answered
 	case stateUp:
 		if o.Trigger == "watch" {
-			r.sw.tools.notice(noticeBuild, noticeBuildFailed(r.cfg.rebuild()))
+			r.sw.tools.notice(noticeBuild, texts.NoticeBuildFailed(r.cfg.rebuild()))
 		}
 	}
 }

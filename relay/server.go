@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -59,11 +61,11 @@ func (r *switchboard) childJunk(c *child, msg []byte, badJSON bool) {
 	defer r.mu.Unlock()
 	if badJSON {
 		id := wire.PartialID(msg)
-		if id != nil && !r.ids.deliver(string(id), wire.ErrorResponse(id, wire.CodeInternalError, errTextServerBadJSON, nil)) {
+		if id != nil && !r.ids.deliver(string(id), wire.ErrorResponse(id, wire.CodeInternalError, texts.ErrServerBadJSON, nil)) {
 			if pd, ok := r.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen {
 				r.ids.forget(string(id))
 				rid := pd.replyID(string(id))
-				pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, errTextServerBadJSON, nil))
+				pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerBadJSON, nil))
 			}
 		}
 	}
@@ -162,7 +164,7 @@ func (r *switchboard) childRequest(c *child, msg []byte, env wire.Envelope, rel 
 	p, prel := r.route(c, env, rel)
 	if p == nil {
 		r.log.Warn("the server sent a request while no client is connected; it was answered with an error", "method", env.Method)
-		c.send(wire.ErrorResponse(env.ID, wire.CodeInternalError, errTextNoClient, nil))
+		c.send(wire.ErrorResponse(env.ID, wire.CodeInternalError, texts.ErrNoClient, nil))
 		return
 	}
 	id := r.ids.renumber(c.gen, env.ID, p)
@@ -290,7 +292,7 @@ func (r *switchboard) childTooLarge(c *child, tl *wire.TooLargeError) {
 	if pd, ok := r.ids.lookup(key, c.gen); ok && pd.kind != kindListen {
 		r.ids.forget(key)
 		rid := pd.replyID(key)
-		pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, errTextServerTooLarge(tl.Size, tl.Max), nil))
+		pd.port.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerTooLarge(tl.Size, tl.Max), nil))
 	}
 }
 
@@ -325,26 +327,26 @@ func (r *Relay) childExited(c *child) {
 	switch {
 	case restarted:
 	case replacing:
-		report = msgCrashRestarting(e)
+		report = texts.CrashRestarting(e)
 	case c.failed != "":
 		failedStart = true
 		report = c.failed
 	case !c.hasAnswered() || !c.settled:
 		failedStart = true
-		report = msgFailedStart(e, r.cfg.Child.Setting, tool)
+		report = texts.FailedStart(e, r.cfg.Child.Setting, tool)
 	case !current:
-		report = msgCrashWait(e, tool)
+		report = texts.CrashWait(e, tool)
 	case r.sw.health.lastBuildFailed:
-		report = msgCrashAfterFailedBuild(e, tool)
+		report = texts.CrashAfterFailedBuild(e, tool)
 	default:
-		action, backoff = r.sw.health.crashes.crashed(e.uptime)
+		action, backoff = r.sw.health.crashes.crashed(e.Uptime)
 		switch action {
 		case crashWait:
-			report = msgCrashWait(e, tool)
+			report = texts.CrashWait(e, tool)
 		case crashLoopStop:
-			report = msgCrashLoop(e, r.sw.health.crashes.quick, tool)
+			report = texts.CrashLoop(e, r.sw.health.crashes.quick, tool)
 		case crashRestart:
-			report = msgCrashRestarting(e)
+			report = texts.CrashRestarting(e)
 		}
 	}
 	if restarted {
@@ -367,9 +369,9 @@ func (r *Relay) childExited(c *child) {
 		failed++
 		id := pd.replyID(key)
 		if restarted {
-			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerRestarted, errTextRestarted, nil))
+			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerRestarted, texts.ErrRestarted, nil))
 		} else {
-			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, errTextCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
+			pd.port.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, texts.ErrCrashed(report), map[string]any{"exit": c.exitDesc, "stderr": c.tail.String()}))
 		}
 	}
 	if replacing {
@@ -388,7 +390,7 @@ func (r *Relay) childExited(c *child) {
 		}
 	}
 	r.sw.down(report, true)
-	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.uptime))
+	r.log.Error("server crashed", "status", c.exitDesc, "uptime", result.Dur(e.Uptime))
 	switch {
 	case failedStart:
 		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpflow/mcpflow/internal/texts"
+
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/wire"
@@ -65,22 +67,18 @@ func toolDefs(cfg *Config) []byte {
 		props["env"] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": map[string]string{"type": "string"},
-			"description": "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys: " +
-				strings.Join(cfg.EnvOverridable, ", ") + ".",
+			"description":          texts.EnvDescription(cfg.EnvOverridable),
 		}
 	}
 	defs := []map[string]any{{
-		"name": cfg.Tool,
-		"description": "Rebuild and restart this MCP server (mcpflow hot reload). Call it after you edit the server's source code so that your changes take effect; " +
-			"your conversation continues and the tool list refreshes. If the build fails, the previous server keeps running and the result shows the compiler errors with file:line. " +
-			"Also call it when a tool reports that the server is not running.",
+		"name":        cfg.Tool,
+		"description": texts.RecompileDescription,
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
 	if cfg.CallTool != "" {
 		defs = append(defs, map[string]any{
-			"name": cfg.CallTool,
-			"description": "Call a tool of this MCP server by name. Use it for tools added after the session began, when your client does not refresh its tool list: " +
-				"the " + cfg.Tool + " result lists new tools and their input schemas.",
+			"name":        cfg.CallTool,
+			"description": texts.CallToolDescription(cfg.Tool),
 			"inputSchema": map[string]any{
 				"type":     "object",
 				"required": []string{"name"},
@@ -132,7 +130,7 @@ func (r *Relay) startRecompile(p *Port, env wire.Envelope) {
 		o := r.runRecompile(ctx, progress)
 		r.sw.mu.Lock()
 		defer r.sw.mu.Unlock()
-		text, isErr := formatOutcome(o, r.cfg.rebuild(), r.sw.state == stateUp && r.sw.child != nil)
+		text, isErr := texts.Outcome(o, r.cfg.rebuild(), r.sw.state == stateUp && r.sw.child != nil)
 		if _, ok := r.sw.recompiles[key]; !ok {
 			return // canceled by the client: no answer
 		}

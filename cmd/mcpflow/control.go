@@ -490,7 +490,7 @@ func (t *cliTarget) Rebuild(ctx context.Context, name string) (result.Build, err
 type muxServers interface {
 	Client() mux.ClientInfo
 	List(verbose bool) []mux.ServerInfo
-	Reload(ctx context.Context, name string) (mux.Outcome, error)
+	Reload(ctx context.Context, name string) (mux.Outcome, *result.Build, error)
 }
 
 // muxTarget is a mux run's control.Target: a row per server from the
@@ -573,22 +573,12 @@ func (t *muxTarget) Rebuild(ctx context.Context, name string) (result.Build, err
 	case !slices.Contains(names, name):
 		return result.Build{}, fmt.Errorf("no server named %q in this mux (servers: %s)", name, strings.Join(names, ", "))
 	}
-	out, err := t.m.Reload(ctx, name)
-	b := result.Build{Trigger: "recompile", OK: err == nil}
-	if out.Build != nil {
-		b = buildOfInfo(out.Build)
-		b.Trigger = "recompile"
+	_, res, err := t.m.Reload(ctx, name)
+	if res == nil {
+		return result.Build{Trigger: "recompile", Err: err}, err
 	}
-	if !b.OK {
-		if b.Errors == "" && err != nil {
-			b.Err = err
-		}
-		return b, nil
-	}
-	b.Restart = &result.Restart{
-		Pid: out.Server.Pid, Err: err,
-		Tools: result.ToolDiff{Known: true, Added: out.Added, Removed: out.Removed, Changed: out.Changed, Current: out.Server.Tools},
-	}
+	b := *res
+	b.Trigger = "recompile"
 	return b, nil
 }
 

@@ -912,7 +912,7 @@ func TestCLITarget(t *testing.T) {
 // fakeMux plays the mux for muxTarget.
 type fakeMux struct {
 	list    []mux.ServerInfo
-	outcome mux.Outcome
+	res     *result.Build
 	err     error
 	reloads []string
 }
@@ -923,9 +923,9 @@ func (f *fakeMux) Client() mux.ClientInfo {
 	return mux.ClientInfo{Name: "gemini-cli", Version: "0.61.0", Protocol: "2025-06-18"}
 }
 
-func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, error) {
+func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, *result.Build, error) {
 	f.reloads = append(f.reloads, name)
-	return f.outcome, f.err
+	return mux.Outcome{}, f.res, f.err
 }
 
 func TestMuxTarget(t *testing.T) {
@@ -964,21 +964,21 @@ func TestMuxTarget(t *testing.T) {
 	}
 
 	// A good reload: the diff.
-	fm.outcome = mux.Outcome{Server: mux.ServerInfo{Name: "notes", Pid: 12, Tools: []string{"a", "c"}},
-		Added: []string{"c"}, Removed: []string{"b"}, Build: &mux.BuildInfo{OK: true, Duration: "1.21s"}}
+	fm.res = &result.Build{OK: true, Duration: 1210 * time.Millisecond, Restart: &result.Restart{Pid: 12,
+		Tools: result.ToolDiff{Known: true, Added: []string{"c"}, Removed: []string{"b"}, Current: []string{"a", "c"}}}}
 	b, err := tg.Rebuild(context.Background(), "notes")
 	if err != nil || control.ExitCode(b) != 0 || b.Duration != 1210*time.Millisecond || b.Restart == nil || b.Restart.Pid != 12 ||
 		strings.Join(b.Restart.Tools.Added, ",") != "c" || strings.Join(b.Restart.Tools.Current, ",") != "a,c" {
 		t.Fatalf("good reload: %+v %v", b, err)
 	}
 	// A failed build: exit status 1, the errors.
-	fm.outcome, fm.err = mux.Outcome{Build: &mux.BuildInfo{OK: false, Duration: "380ms", Errors: "./main.go:1: bad"}}, errors.New("build failed\nthe previous server keeps serving")
+	fm.res = &result.Build{OK: false, Duration: 380 * time.Millisecond, Errors: "./main.go:1: bad", Err: errors.New("exit status 1")}
 	b, err = tg.Rebuild(context.Background(), "notes")
 	if err != nil || control.ExitCode(b) != 1 || b.Errors != "./main.go:1: bad" || b.Restart != nil {
 		t.Fatalf("failed reload: %+v %v", b, err)
 	}
 	// A restart that failed after a good build.
-	fm.outcome, fm.err = mux.Outcome{Build: &mux.BuildInfo{OK: true}}, errors.New("the server did not come back up: exit status 2")
+	fm.res = &result.Build{OK: true, Restart: &result.Restart{Err: errors.New("the server did not come back up: exit status 2")}}
 	b, _ = tg.Rebuild(context.Background(), "notes")
 	if control.ExitCode(b) != 1 || b.Restart == nil || b.Restart.Err == nil {
 		t.Fatalf("failed restart: %+v", b)

@@ -96,7 +96,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, mod
 		}
 		var elems []json.RawMessage
 		if json.Unmarshal(body, &elems) != nil || len(elems) == 0 {
-			f.refuse(w, sid, http.StatusBadRequest, wire.ErrorResponse(nil, wire.CodeInvalidRequest, "Invalid Request: an empty batch", nil))
+			f.refuse(w, sid, http.StatusBadRequest, wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextEmptyBatch, nil))
 			return
 		}
 		for _, el := range elems {

@@ -210,7 +210,7 @@ func (c *conn) handle(msg []byte) bool {
 	}
 	var elems []json.RawMessage
 	if json.Unmarshal(msg, &elems) != nil || len(elems) == 0 {
-		return c.writeLine(ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: an empty batch", nil)) == nil
+		return c.writeLine(ErrorResponse(nil, CodeInvalidRequest, TextEmptyBatch, nil)) == nil
 	}
 	var ids, refusals [][]byte
 	var ms []jsonrpc.Message

@@ -27,9 +27,10 @@ const (
 
 // The texts of the errors a bad line gets, in every mode.
 const (
-	TextBadJSON  = "Parse error: message is not valid JSON"
-	TextBadUTF8  = "Parse error: message is not valid UTF-8"
-	TextNotAnRPC = "Invalid Request: a message must be a JSON-RPC object (request, notification or response)"
+	TextBadJSON    = "Parse error: message is not valid JSON"
+	TextBadUTF8    = "Parse error: message is not valid UTF-8"
+	TextNotAnRPC   = "Invalid Request: a message must be a JSON-RPC object (request, notification or response)"
+	TextEmptyBatch = "Invalid Request: an empty batch"
 )
 
 // TextTooLarge is the error a message over the limit gets.

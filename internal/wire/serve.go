@@ -132,7 +132,7 @@ func (f *stdioFront) read(in Stream, s Session) error {
 func (f *stdioFront) batch(msg []byte, s Session) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
-		f.write(ErrorResponse(nil, CodeInvalidRequest, "Invalid Request: an empty batch", nil))
+		f.write(ErrorResponse(nil, CodeInvalidRequest, TextEmptyBatch, nil))
 		return
 	}
 	var ids, refused [][]byte
