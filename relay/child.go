@@ -384,7 +384,6 @@ func (c *child) ranFor() time.Duration {
 	return time.Since(c.started)
 }
 
-
 // exitInfo is what the agent is told of c, which exited.
 func (c *child) exitInfo() texts.Exit {
 	return texts.Exit{Status: c.exitDesc, Uptime: c.ranFor(), Stderr: strings.TrimSpace(c.tail.String())}
