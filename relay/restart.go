@@ -205,7 +205,7 @@ func speaksModern(result []byte) bool {
 // (its initialize, which the relay answered, or its listen streams) and
 // what it has held.
 func (r restartRun) handOff(c *child) error {
-	c.kill(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
+	c.stop(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
 	<-c.reaped
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
@@ -540,6 +540,23 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 	var changes []string
 	switch st.(type) {
 	case nil:
+		r.sw.mu.Lock()
+		probe, params := r.sw.sess.selfDiscover, r.sw.sess.withMeta(nil)
+		r.sw.mu.Unlock()
+		if !probe || !r.bridges() {
+			return nil, nil
+		}
+		// The relay answered server/discover itself and the client said
+		// nothing more yet: what it sends next is of 2026-07-28, so the
+		// new server must speak it.
+		res, err := r.call(ctx, c, "server/discover", params)
+		if err != nil || !speaksModern(res) {
+			return nil, errOtherEra
+		}
+		r.sw.mu.Lock()
+		c.speaks = eraModern
+		r.sw.sess.childDiscover = r.sw.child == c // a later initialize gets a fresh server
+		r.sw.mu.Unlock()
 		return nil, nil
 	case legacyEra:
 		if initReq == nil {

@@ -202,7 +202,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		run, r = s.Run, s.Relay
 	}
-	c := relayConfig(run, r, traffic)
+	c := relayConfig(run, r, traffic, w.logger.With("server", spec.Name))
 	c.Child.Setting, c.OnCrash = rc.Child.Setting, rc.OnCrash
 	if spec.Source != "config" {
 		c.Drain = rc.Drain // mux.drain

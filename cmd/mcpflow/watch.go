@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/bridge"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/control"
 	"github.com/mcpflow/mcpflow/internal/logring"
@@ -176,7 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 	}
 	defer run.close() // every way serve returns removes the control socket
 	charm := charmLogger(logger)
-	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""))
+	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
 	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: recordFile(cfg), Key: recordKey(cfg)}
 	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
 	rl := relay.New(rc)
@@ -223,8 +224,9 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 
 // relayConfig is the relay of a server with run and r ([run] and [relay],
 // or a mux server's [servers.NAME.run] and [servers.NAME.relay]): the one
-// mapping of the config onto relay.Config. traffic records the server hop.
-func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop string, toServer bool, gen int, msg []byte)) relay.Config {
+// mapping of the config onto relay.Config. traffic records the server hop;
+// the era bridge logs to logger.
+func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop string, toServer bool, gen int, msg []byte), logger *slog.Logger) relay.Config {
 	return relay.Config{
 		Child: relay.Child{
 			Command:     run.Command.Argv,
@@ -247,7 +249,7 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 		RestartMarker:    r.RestartMarker,
 		Version:          version(),
 		Traffic:          traffic,
-		Bridge:           newBridge,
+		Bridge:           bridge.Options{Log: logger.With("component", "bridge"), Handshake: r.Handshake}.New,
 	}
 }
 
