@@ -139,9 +139,11 @@ func (s *session) instructions() string {
 }
 
 // discover answers a 2026-07-28 client's server/discover: the mux speaks
-// that era when every server up does; when one does not (a legacy-only
-// server refuses server/discover), the client is told the method is not
-// found, and falls back to the legacy handshake, which every server takes.
+// that era when there are servers and every server up does; when one does
+// not (a legacy-only server refuses server/discover), or none runs yet (a
+// server added later may not), the client is told the method is not
+// found, and falls back to the legacy handshake, which every server takes
+// (one of 2026-07-28 only through the era bridge).
 func (s *session) discover(ctx context.Context, env wire.Envelope) {
 	t := time.NewTimer(s.wait(env))
 	defer t.Stop()
@@ -182,7 +184,7 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 			}
 		}()
 	}
-	modern := true
+	modern := asked > 0
 	for range asked {
 		a := <-answers
 		res := jsonscan.Member(a.msg, "result")

@@ -14,6 +14,7 @@ import (
 
 	"log/slog"
 
+	"github.com/mcpflow/mcpflow/internal/bridge"
 	"github.com/mcpflow/mcpflow/internal/result"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/relay"
@@ -203,7 +204,13 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			continue
 		}
 		t.Run("client="+orLatest(version)+",child="+orLatest(child), func(t *testing.T) {
-			e := start(t, envOpts{version: version, sampling: true})
+			env := map[string]string{"FIXTURE_NAME": "s"}
+			if child != "" {
+				env["FIXTURE_VERSIONS"] = child
+			}
+			// A configured server: the client's handshake finds it up, and
+			// a 2026-07-28 client stays in its era when the server does.
+			e := start(t, envOpts{version: version, sampling: true, cfg: Config{Servers: []ServerSpec{{Name: "s", Command: []string{testkit.Fixture(t)}, Env: env}}}})
 			want := version
 			if want == "" {
 				want = "2026-07-28"
@@ -211,11 +218,6 @@ func TestSamplingProgressAndLogsBothEras(t *testing.T) {
 			if got := e.cs.InitializeResult().ProtocolVersion; got != want {
 				t.Fatalf("front negotiated %q, want %q", got, want)
 			}
-			args := addArgs("s", testkit.Fixture(t))
-			if child != "" {
-				args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": child}
-			}
-			e.mustOK("add_server", args)
 			testkit.Eventually(t, 10*time.Second, "the child to see the client's roots", func() bool {
 				return testkit.Text(e.call("s__roots", map[string]any{})) == "roots: file:///proj"
 			})
@@ -485,8 +487,10 @@ func TestLegacyChildSamplingRequest(t *testing.T) {
 	if got := legacy.mustOK("s__legacy_sample", map[string]any{"text": "q"}); got != "model said: echo of q" {
 		t.Errorf("legacy client, legacy child: %q", got)
 	}
-	modern := start(t, envOpts{sampling: true})
-	modern.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
+	modern := start(t, envOpts{sampling: true, cfg: Config{Servers: []ServerSpec{{Name: "s", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "s"}}}}})
+	if v := modern.cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("a 2026-07-28 client with a server of both eras: %q", v)
+	}
 	res, err := modern.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "s__legacy_sample", Arguments: map[string]any{"text": "q"}})
 	if err == nil && !res.IsError {
 		t.Errorf("modern client, legacy child's sampling request: unexpected success %q", testkit.Text(res))
@@ -505,7 +509,8 @@ func TestErasIndependently(t *testing.T) {
 		{"modern client, legacy-only child", "", "2025-11-25,2025-06-18"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := start(t, envOpts{version: c.client})
+			bridged := NewRelayBackends(RelayOptions{Configure: func(_ ServerSpec, rc *relay.Config) { rc.Bridge = bridge.New }})
+			e := start(t, envOpts{version: c.client, cfg: Config{NewBackend: bridged}})
 			args := addArgs("s", testkit.Fixture(t))
 			args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": c.child}
 			e.mustOK("add_server", args)

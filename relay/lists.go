@@ -304,8 +304,8 @@ type Lists struct {
 var ErrNotReady = errors.New("the server is not ready to be asked for its lists")
 
 // Lists reads what the current child lists, every page of each list:
-// the tools always, prompts and resources when it declared them (or may
-// have them, in the 2026-07-28 era), resource templates with resources.
+// the tools, prompts, resources and resource templates (a list the child
+// refuses is empty: it has none).
 // The mux serves its catalog from it; meta, when the relay's session has
 // none yet, is a 2026-07-28 client's _meta for the requests (the session
 // is then of that era).
@@ -319,7 +319,6 @@ func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
 	}
 	c := r.sw.child
 	ready := c != nil && r.sw.state == stateUp && r.sw.sess.ready(c)
-	caps, modern := r.sw.sess.childCaps, r.sw.sess.era == eraModern
 	instr := jsonscan.Member(r.sw.sess.initResult, "instructions")
 	r.sw.mu.Unlock()
 	if !ready {
@@ -333,13 +332,9 @@ func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
 	if l.Tools, err = r.fetchList(ctx, c, "tools/list", "tools"); err != nil {
 		return Lists{}, err
 	}
-	if caps.prompts || modern {
-		l.Prompts, _ = r.fetchList(ctx, c, "prompts/list", "prompts")
-	}
-	if caps.resources || modern {
-		l.Resources, _ = r.fetchList(ctx, c, "resources/list", "resources")
-		l.Templates, _ = r.fetchList(ctx, c, "resources/templates/list", "resourceTemplates")
-	}
+	l.Prompts, _ = r.fetchList(ctx, c, "prompts/list", "prompts")
+	l.Resources, _ = r.fetchList(ctx, c, "resources/list", "resources")
+	l.Templates, _ = r.fetchList(ctx, c, "resources/templates/list", "resourceTemplates")
 	if c.exited() {
 		return Lists{}, ErrNotReady
 	}
