@@ -556,6 +556,7 @@ func (m lifecycle) relist(ctx context.Context, s *server) error {
 	m.mu.Unlock()
 	l, err := b.Lists(ctx, meta)
 	if err != nil {
+		m.log.Debug("reading a server's lists", "server", s.spec.Name, "err", err)
 		return err
 	}
 	m.mu.Lock()

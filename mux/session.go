@@ -306,10 +306,7 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		s.mu.Lock()
 		s.level = bytes.Clone(env.Params)
 		s.mu.Unlock()
-		for _, p := range s.openPorts() {
-			s.ownRequest(p, "logging/setLevel", env.Params)
-		}
-		s.reply(id, []byte(`{}`))
+		s.goOwn(id, func(ctx context.Context) { s.setLevel(ctx, env) })
 	case "subscriptions/listen":
 		s.listen(env)
 	default:
@@ -420,6 +417,34 @@ func (s *session) handshake(name string, p *port, initMsg []byte, initialized bo
 	if level != nil {
 		s.ownRequest(p, "logging/setLevel", level)
 	}
+}
+
+// setLevel gives each server the client's logging level and answers once
+// every server took it (or answered otherwise: a server that refuses it
+// keeps serving), at most listWait: a call the client makes next finds
+// the level set.
+func (s *session) setLevel(ctx context.Context, env wire.Envelope) {
+	var waits []chan []byte
+	for _, p := range s.openPorts() {
+		id := s.newID()
+		ch := make(chan []byte, 1)
+		s.mu.Lock()
+		s.waits[string(id)] = ch
+		s.mu.Unlock()
+		p.sess.Send(wire.Request(id, "logging/setLevel", env.Params))
+		waits = append(waits, ch)
+	}
+	t := time.NewTimer(listWait)
+	defer t.Stop()
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+	s.reply(env.ID, []byte(`{}`))
 }
 
 // ownRequest sends a request of the mux's own to a server; its answer is

@@ -362,6 +362,10 @@ func (r *switchboard) hold(p *Port, msg []byte, env wire.Envelope) {
 // message that finds the relay restarting again is held again, behind
 // none of the others, so order is kept.
 func (r *switchboard) flushQueue() {
+	if r.moved != nil {
+		close(r.moved)
+		r.moved = nil
+	}
 	for _, m := range r.held.take() {
 		if r.state == stateStarting || r.state == stateRestarting || m.port.closed {
 			if !m.port.closed {

@@ -1,18 +1,34 @@
-// Package relay carries newline-delimited JSON-RPC between one MCP client
-// and a succession of child MCP servers, so that the child can be rebuilt
-// and restarted while the client's session goes on.
+// Package relay is the engine of one MCP server: it carries JSON-RPC
+// between its clients and a succession of child MCP servers, so that the
+// child can be rebuilt and restarted while every client's session goes
+// on.
+//
+// Each client is a Port (a wire.Session): the one client of a stdio front
+// (Serve), each session of an HTTP front (Open), a mux session's part on
+// this server. The ports share the one session the relay holds with the
+// child: the first client's initialize opens it and is replayed into each
+// new child; a later client's initialize is answered from it; every
+// client's logging level, subscriptions and listen streams go into it.
 //
 // # Contract
 //
 //   - Every client request gets exactly one response: the child's, or one
-//     the relay makes (restart, crash, queue overflow, parse error, the
-//     relay's own tools). A response is never delivered twice.
+//     the relay makes (restart, crash, queue overflow, the relay's own
+//     tools), carrying the client's id exactly. A response is never
+//     delivered twice, nor to another client.
+//   - What the child sends a client reaches the client whose request it
+//     belongs to: the request whose exchange carried it (an HTTP child),
+//     the one its progress token or listen id names, else the request
+//     most recently sent to the child; what belongs to no request (a
+//     list_changed, a log outside any call) reaches every client.
 //   - Messages are forwarded as the original bytes. The relay reads only
 //     the envelope (id, method, result/error) with a scanner that skips
 //     values it does not need, and rewrites only: initialize and
 //     server/discover results (listChanged forced), the last page of
-//     tools/list (its own tools appended), ids it owns, subscription
-//     acknowledgements, and tools/call results that carry a notice.
+//     tools/list (its own tools appended), ids, progress tokens and listen
+//     ids of clients that share the child (renamed toward it, restored on
+//     the way back), subscription acknowledgements, and tools/call results
+//     that carry a notice.
 //   - Lines up to Config.MaxMessage are accepted in both directions; a
 //     longer one is dropped without being buffered whole, and the request
 //     it belongs to is answered with an error under its own id.
@@ -32,8 +48,11 @@
 //
 // # Ids
 //
-// Every id the relay invents is a string starting with "mcpflow:"; client
-// requests with such ids are refused, so they can never collide. Requests
+// Every id the relay invents is a string starting with "mcpflow:"; a
+// client whose ids reach the child as they are (PortOptions.KeepIDs: the
+// one client of a stdio front) may not use them, but for "mcpflow:m…",
+// the namespace of an embedder's own requests (the mux's), so they can
+// never collide. Other clients' ids are always renamed toward the child. Requests
 // the child sends to the client are renumbered ("mcpflow:s<gen>-<n>") and
 // mapped back on the answer only if the child that asked is still the
 // current one: a late answer meant for a replaced child is dropped, never
@@ -92,9 +111,10 @@
 // # Embedding
 //
 // A program that embeds the relay (mcpflow watch, the mux) uses:
-//   - New(Config) and Serve(ctx, in, out): one client whose messages come
-//     from in (a wire.Stream: a wire.Reader of the client's stdin, with
-//     Config.MaxMessage as its limit) and whose answers go to out.
+//   - New(Config); Serve(ctx, in, out) for one client on a byte stream
+//     (wire.Serve, then Close); Open (a wire.Opener: a port per client,
+//     through the era bridge when Config.Bridge is set) or Connect with
+//     PortOptions for any other front; Close to stop.
 //   - Restart(ctx): start or replace the child; it returns a
 //     *result.Restart (timings, tool diff, handshake differences, error).
 //   - Config.Recompiler (or SetRecompiler): what the recompile tool runs;
@@ -107,9 +127,13 @@
 //   - Config.Traffic: every message as read from either peer, called on
 //     the hot path with no lock held; the callee must not keep msg (nor
 //     write to it) after it returns. Nil costs nothing.
-//   - Config.Handoff: the era bridge's way out (cmd's single mode): when
-//     the child refuses the client's first initialize, the session is
-//     handed over with what the relay held.
+//   - Config.Bridge: the era bridge (internal/bridge). A client whose era
+//     the child does not speak (it refuses the client's first initialize;
+//     it does not speak 2026-07-28 when the relay answered the client's
+//     server/discover, or asked it before a 2026-07-28 client's first
+//     request) is handed over, with what the relay held, to a session of
+//     the bridge, itself a client of the relay in the child's era.
+//   - Lists(ctx, meta): what the child lists, for the mux's catalog.
 //   - Config.Logger: a *slog.Logger (nil discards).
 //
 // # Parts
@@ -135,13 +159,16 @@
 //     running, the last build failed, and the crashPolicy (crash.go):
 //     restart with backoff, or stop on a crash loop.
 //
-// Other parts: child (child.go: one process, started and stopped through
-// internal/proc, its stderr's tail in an internal/tail buffer), outbox
-// (outbox.go: ordered writes to one peer), eventQueue (events.go). The
-// framing, the envelope, the message builders, the error codes and the
-// client's batches are package wire's, shared with every mode. Lock order:
-// restarts.mu, then switchboard.mu, then the outboxes', the batches' and
-// eventQueue's own.
+// Other parts: Port (port.go: a client's session and its outbox), child
+// (child.go: one process, started and stopped through internal/proc, its
+// messages through a wire.Link: link.go's stdio link by default, its
+// stderr's tail in an internal/tail buffer), outbox (outbox.go: ordered,
+// bounded writes to one peer), eventQueue (events.go). The framing, the
+// envelope, the message builders, the error codes and the client's
+// batches are package wire's, shared with every mode; every text the agent
+// reads is package texts'. Lock order: restarts, then switchboard.mu, then
+// the outboxes' and eventQueue's own. No client's Deliver runs under
+// switchboard.mu.
 //
 // # Writing
 //

@@ -310,19 +310,35 @@ var ErrNotReady = errors.New("the server is not ready to be asked for its lists"
 // none yet, is a 2026-07-28 client's _meta for the requests (the session
 // is then of that era).
 func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
-	r.sw.mu.Lock()
-	if meta != nil && r.sw.sess.era == eraUnknown {
-		r.sw.sess.era = eraModern
-		if r.sw.sess.lastMeta == nil {
-			r.sw.sess.lastMeta = metaTriple(meta)
+	var c *child
+	var instr []byte
+	for {
+		r.sw.mu.Lock()
+		if meta != nil && r.sw.sess.era == eraUnknown {
+			r.sw.sess.era = eraModern
+			if r.sw.sess.lastMeta == nil {
+				r.sw.sess.lastMeta = metaTriple(meta)
+			}
 		}
-	}
-	c := r.sw.child
-	ready := c != nil && r.sw.state == stateUp && r.sw.sess.ready(c)
-	instr := jsonscan.Member(r.sw.sess.initResult, "instructions")
-	r.sw.mu.Unlock()
-	if !ready {
-		return Lists{}, ErrNotReady
+		c = r.sw.child
+		ready := c != nil && r.sw.state == stateUp && r.sw.sess.ready(c)
+		// A handshake on its way, or messages held behind it, will make it
+		// ready: wait for them.
+		soon := c != nil && !ready && (r.sw.ids.handshakePending(c.gen) || r.sw.held.len() > 0)
+		moved := r.sw.movedCh()
+		instr = jsonscan.Member(r.sw.sess.initResult, "instructions")
+		r.sw.mu.Unlock()
+		if ready {
+			break
+		}
+		if !soon {
+			return Lists{}, ErrNotReady
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return Lists{}, ctx.Err()
+		}
 	}
 	var l Lists
 	if len(instr) > 0 && instr[0] == '"' {

@@ -44,6 +44,7 @@ type switchboard struct {
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by port-qualified client id
 	rec        *record                       // the server's last good start (First.Record); nil when none
 	probing    bool                          // the relay asks the child its era (probeEra)
+	moved      chan struct{}                 // closed when held messages were dispatched (movedCh)
 	// baseline is the tools of the first child that listed them: what a
 	// tool diff is against for a client that never listed tools.
 	baseline  []toolInfo
@@ -93,6 +94,15 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		}
 	}
 	return sw
+}
+
+// movedCh is closed the next time held messages are dispatched (the
+// client's handshake answered, a restart done). sw.mu is held.
+func (r *switchboard) movedCh() chan struct{} {
+	if r.moved == nil {
+		r.moved = make(chan struct{})
+	}
+	return r.moved
 }
 
 // eachPort calls f for every port that is served. sw.mu is held.

@@ -234,7 +234,7 @@ func TestFirstStartBridgesALegacyServer(t *testing.T) {
 	if text, isErr := h.call("echo", map[string]any{"text": "hi"}); isErr || text != "srv:hi" {
 		t.Fatalf("echo through the bridge: %q", text)
 	}
-	if !strings.Contains(readLog(dir), "serving it through the mux engine") {
+	if !strings.Contains(readLog(dir), "handed to the era bridge") {
 		t.Fatalf("the log does not say the bridge took over:\n%s", readLog(dir))
 	}
 }

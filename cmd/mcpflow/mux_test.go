@@ -209,7 +209,7 @@ func TestMuxE2EConfiguredServers(t *testing.T) {
 			if got := h.mustCall("echo__echo", map[string]any{"text": "still here"}); !strings.HasPrefix(got, "still here") {
 				t.Fatalf("echo__echo after a failed build: %q", got)
 			}
-			h.mustFail("reload_server", map[string]any{"name": "echo"}, "undefined: undefinedThing", "keeps serving")
+			h.mustFail("reload_server", map[string]any{"name": "echo"}, "undefined: undefinedThing", "previous server is still running")
 			if s := h.servers()["echo"]; s.Status != mux.StatusRunning || s.Pid != after["echo"].Pid {
 				t.Errorf("echo after a failed reload: %+v", s)
 			}
@@ -234,7 +234,7 @@ func TestMuxE2EConfiguredServers(t *testing.T) {
 			h.mustFail("more__add_note", map[string]any{"text": "m"}, "echo", "notes")
 
 			// reload_server restarts a server without a build step.
-			if out := h.mustCall("reload_server", map[string]any{"name": "notes"}); !strings.Contains(out, "reloaded") {
+			if out := h.mustCall("reload_server", map[string]any{"name": "notes"}); !strings.Contains(out, "Server restarted") {
 				t.Fatalf("reload_server notes: %s", out)
 			}
 			s := h.servers()["notes"]
@@ -517,7 +517,7 @@ func TestMuxE2EAgentServerHotReloads(t *testing.T) {
 		t.Fatalf("e__reverse: %q", got)
 	}
 	editSource(t, filepath.Join(dir, "echo"), breakBuild)
-	h.mustFail("reload_server", map[string]any{"name": "e"}, "undefined: undefinedThing", "keeps serving")
+	h.mustFail("reload_server", map[string]any{"name": "e"}, "undefined: undefinedThing", "previous server is still running")
 	h.mustCall("e__reverse", map[string]any{"text": "still"})
 	h.stopAndCheckGroups([]int{h.servers()["e"].Pid})
 }
