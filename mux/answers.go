@@ -91,7 +91,7 @@ func (s *session) initialize(ctx context.Context, env wire.Envelope) {
 	res := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    s.m.capabilities(),
-		"serverInfo":      map[string]string{"name": "mcpflow", "version": s.m.cfg.Version},
+		"serverInfo":      s.m.serverInfo(),
 		"instructions":    s.instructions(),
 	}
 	b, _ := json.Marshal(res)
@@ -208,7 +208,7 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 		"supportedVersions": mcp.SupportedProtocolVersions(),
 		"capabilities":      s.m.capabilities(),
 		"instructions":      s.instructions(),
-		"_meta":             map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": "mcpflow", "version": s.m.cfg.Version}},
+		"_meta":             map[string]any{mcp.MetaKeyServerInfo: s.m.serverInfo()},
 	}
 	b, _ := json.Marshal(res)
 	s.reply(env.ID, b)
@@ -505,4 +505,10 @@ func (s *session) opened(ctx context.Context, srv *server) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// serverInfo is the mux's Implementation: mcpflow and its version, each
+// followed by Config.ServerSuffix.
+func (m *Mux) serverInfo() map[string]string {
+	return map[string]string{"name": "mcpflow" + m.cfg.ServerSuffix, "version": m.cfg.Version + m.cfg.ServerSuffix}
 }

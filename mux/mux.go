@@ -40,8 +40,9 @@ type Config struct {
 	// name it gives (relay.ClientWait).
 	StartWait time.Duration
 
-	Logger  *slog.Logger // nil = discard
-	Version string       // mcpflow's version, for serverInfo
+	Logger       *slog.Logger // nil = discard
+	Version      string       // mcpflow's version, for serverInfo
+	ServerSuffix string       // appended to serverInfo's name and version (relay.server_suffix)
 }
 
 // Status values of a server.

@@ -109,8 +109,9 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 			}
 			return relays(spec, emit)
 		},
-		Logger:  logger,
-		Version: version(),
+		Logger:       logger,
+		Version:      version(),
+		ServerSuffix: cfg.Relay.ServerSuffix,
 	})
 	w.target.m = m
 	run.listen(control.ModeMux, w.target)

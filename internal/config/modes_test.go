@@ -74,7 +74,7 @@ func TestMuxConfig(t *testing.T) {
 		t.Errorf("api: %+v", api)
 	}
 	// A server's relay starts from the top-level [relay]; drain is the mux's.
-	if every.Relay.QueueSize != 64 || every.Relay.Tool != "reload" || every.Relay.Drain != 10*time.Second || every.Watch.Enabled ||
+	if every.Relay.QueueSize != 64 || every.Relay.ServerSuffix != "-dev" || every.Relay.Drain != 10*time.Second || every.Watch.Enabled ||
 		every.Build.Timeout != defaultBuildTimeout || !every.Build.Command.IsZero() {
 		t.Errorf("everything: %+v", every)
 	}

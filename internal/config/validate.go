@@ -179,6 +179,8 @@ func (v *validator) cli(table string, cli *CLIConfig) {
 func (v *validator) relay(r *RelayConfig) {
 	if msg := toolNameProblem(r.Tool); msg != "" {
 		v.bad("relay.tool", "%s", msg)
+	} else if v.c.Mode() == Mux && r.Tool != defaultTool {
+		v.bad("relay.tool", "names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server {\"name\": ...}: remove relay.tool")
 	}
 	if r.CallTool != "" {
 		if msg := toolNameProblem(r.CallTool); msg != "" {
