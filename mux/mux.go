@@ -59,6 +59,7 @@ type Mux struct {
 	sep  string
 	log  *slog.Logger
 	newB BackendFactory
+	own  []ownTool // the mux's own tools, made once
 
 	ctx    context.Context // canceled at shutdown
 	cancel context.CancelFunc
@@ -145,7 +146,8 @@ func New(cfg Config) *Mux {
 		sessions: map[*session]struct{}{},
 	}
 	m.cat = newCatalog(m.sep)
-	for _, t := range m.ownToolList() {
+	m.own = m.ownToolList()
+	for _, t := range m.own {
 		m.cat.own = append(m.cat.own, t.name)
 	}
 	m.newB = cfg.NewBackend

@@ -109,6 +109,7 @@ type ownTool struct {
 	run        func(m *Mux, ctx context.Context, s *session, args []byte) (text string, structured any, isErr bool)
 }
 
+// ownToolList makes the definitions; New keeps them in m.own.
 func (m *Mux) ownToolList() []ownTool {
 	var out []ownTool
 	if !m.cfg.DisableAddServer {
@@ -137,7 +138,7 @@ func schemaOf[T any]() any {
 // ownTools are the mux's tools as tools/list lists them.
 func (m *Mux) ownTools() [][]byte {
 	var out [][]byte
-	for _, t := range m.ownToolList() {
+	for _, t := range m.own {
 		b, _ := json.Marshal(map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema})
 		out = append(out, b)
 	}
@@ -146,7 +147,7 @@ func (m *Mux) ownTools() [][]byte {
 
 // isOwnTool reports whether name is one of the mux's tools.
 func (m *Mux) isOwnTool(name string) bool {
-	for _, t := range m.ownToolList() {
+	for _, t := range m.own {
 		if t.name == name {
 			return true
 		}
@@ -157,7 +158,7 @@ func (m *Mux) isOwnTool(name string) bool {
 // runOwnTool runs one of the mux's tools for session s and returns its
 // result.
 func (m *Mux) runOwnTool(ctx context.Context, s *session, name string, args []byte, modern bool) []byte {
-	for _, t := range m.ownToolList() {
+	for _, t := range m.own {
 		if t.name == name && t.run != nil {
 			text, structured, isErr := t.run(m, ctx, s, args)
 			return toolResult(text, structured, isErr, modern)
