@@ -38,13 +38,14 @@ dist:
 	$(GO) run ./packaging/dist -out dist
 
 # The test command the README gives and .ci/run calls: lint (beside
-# node-deps), then the unit tests with the fuzz targets and the cross builds
+# node-deps and conformance-deps), then the unit tests with the fuzz targets and the cross builds
 # beside them at a lower CPU priority: the unit tests spend much of their
 # time waiting on the processes they start, and the others fill the cores
 # meanwhile. What runs beside is shown once it is done; any failure fails
 # the whole.
+test: export MCPFLOW_CONFORMANCE = 1
 test:
-	@$(call beside,node-deps,lint)
+	@$(call beside,node-deps conformance-deps,lint)
 	@$(call beside,fuzz cross,unit,NICE='$(BESIDE)')
 
 # $(call beside,BG,FG[,VARS]): make FG while the targets BG run in the
@@ -85,7 +86,9 @@ $(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/packag
 # suite repository's examples/servers/typescript, in testdata/server with
 # its own lock file), directly and through mcpflow's HTTP front, in both
 # protocol eras, before and after an edit restarts the server
-# (internal/conformance). Not part of `make test` yet. MCPFLOW_CONFORMANCE=1
+# (internal/conformance). Part of `make test`, whose unit tests run it
+# (about a minute beside the other packages); `make unit` alone skips it
+# unless the install is there. MCPFLOW_CONFORMANCE=1 (set by make test)
 # makes a missing install a failure instead of a skip.
 CONFORMANCE := internal/conformance/testdata
 conformance-deps: $(CONFORMANCE)/suite/node_modules/.installed $(CONFORMANCE)/server/node_modules/.installed

@@ -105,11 +105,8 @@ func large(b *bench) (res *result, err error) {
 		for j := bigFloor; j < bigWays; j++ {
 			x := single(st.label+": "+bigWayNames[j]+" peak RSS (VmHWM) relaying its first 64 MiB result", uBytes, st.first[j]).
 				withRatio(fmt.Sprintf("%.2f× msg", st.first[j]/largest))
-			switch j {
-			case bigWatch:
+			if j != bigFloor {
 				x = x.judge(bound, st.first[j] <= limit)
-			case bigMux:
-				x.goal = "(" + bound + " is single mode's)"
 			}
 			res.add(x)
 		}

@@ -1,95 +1,100 @@
-// Package mux serves several MCP servers to one client as one MCP server.
+// Package mux serves several MCP servers to its clients as one MCP server,
+// on the same engine as mcpflow watch: each server behind the mux is a
+// relay (package relay) that owns its child, and each client session of
+// the mux holds a session with each server (a port of its relay), in
+// memory, message by message.
 //
-//	client(s) <-stdio or HTTP-> Mux: mcp.Server (front: both eras, paging, coalesced list_changed)
-//	                  |-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child A
-//	                  '-- mcp.Client --in-memory pipes--> Backend (relay.Relay) --stdio--> child B
+//	client(s) <-stdio or HTTP-> session (wire.Session) --port--> relay A --stdio or HTTP--> child A
+//	                                                   '--port--> relay B --stdio or HTTP--> child B
 //
-// Each server behind the mux is a Backend; the default one (NewRelayBackends,
-// the only code in this package that uses package relay) is a relay.Relay
-// that owns the child process, so each child keeps the relay's guarantees:
-// build first, old child kept on a failed build, crash reports, both
-// protocol eras, no orphaned process. The relay reports its child's state
-// through relay.Config.OnEvent (Starting, Up, RestartFailed, Crashed), which
-// the backend turns into Events; build results reach it through the
-// noteBuild function its HooksFactory is given. cmd attaches a builder and a
-// watcher per server through RelayOptions.NewHooks, and serves CLI tool
-// servers (ServerSpec.CLI) with a backend of its own; this package imports
-// neither builder, watcher nor clitools. Logging is a *slog.Logger; every
-// record about a server carries server=NAME.
+// No SDK, no pipe and no second framer stand between a client and a
+// server: the front (wire.Serve for stdio, internal/httpmcp for HTTP)
+// frames the client's bytes once, the mux routes each message by its
+// envelope (wire.Peek), and the relay's link frames the child's.
 //
-// Contract toward the client:
-//   - Tools and prompts of server NAME are listed as NAME + separator +
-//     their own name ("__" by default; split on the first separator), with
-//     descriptions, schemas, annotations and _meta kept. A name over MCP's
-//     128 characters, or a tool whose input schema is not an object, is
-//     left out with a warning in list_servers.
-//   - Resources keep their URIs and are read from the server that listed
-//     them (templates: the server whose template matches); completion and
-//     resources/subscribe go to the owner; logging/setLevel to every child
-//     (and, for 2026-07-28 children, into each forwarded call's _meta).
-//   - A child's list_changed re-lists that child on its own worker
-//     goroutine (a burst costs one re-list; no read loop waits); the front
-//     server coalesces the list_changed it sends.
-//   - Sampling, elicitation: a child's input_required result is passed
-//     through unchanged (the SDK turns it into real requests for a legacy
-//     client); a legacy child's own sampling/elicitation request is sent to
-//     the client as a request, which a legacy client answers. Progress
-//     notifications keep their tokens; a canceled call cancels the child's;
-//     log messages keep their level and are named "NAME" or "NAME/logger".
-//   - Children's instructions are combined under each server's name, for
-//     the servers up when the client connects.
-//   - Management tools, always listed: add_server (unless
-//     Config.DisableAddServer; AllowedCommands restricts it), remove_server,
-//     reload_server, list_servers, and Config.CallTool when set.
-//   - A child that exits on its own: status crashed, its tools, prompts and
-//     resources removed (list_changed), calls pending on it answered once
-//     with the crash report; calls to it, to removed and to unknown servers
-//     get a tool error naming the servers that exist.
-//   - Config.Single serves one server as if it were that server (no
-//     prefix, no management tools, a rebuild tool): cmd's era bridge for
-//     a single-server session whose child refuses the legacy handshake.
-//   - Every call takes one path: the front server's handler, the mux's
-//     MCP client toward the child's relay. A 2026-07-28 child is told the
-//     client's own capabilities (its input_required requests reach the
-//     client as they are), under the mux's session otherwise.
-//   - The client is served through the transport Run is given; mcpflow
-//     serves its stdio through wire.Transport (bad lines answered, ids
-//     kept exactly, batches). The mux's client reaches each relay over two
-//     pipes, framed by wire.Reader on both ends.
-//   - Many clients: Serve hands the front server to a Front (mcpflow's
-//     Streamable HTTP front, internal/httpmcp), which connects a session
-//     per client; this package knows it only through that interface. The
-//     front server lives as long as the mux, so sessions outlive every
-//     child's restart; list_changed and resources/updated go to every
-//     session (the SDK's). What a child sends the client goes to one
-//     session: a sampling or elicitation request, a log message, a
-//     progress notification reach the session whose call to that server
-//     is in flight (the newest, or one answered less than 2 s ago), sent
-//     with that call's context so that an HTTP front puts it on the call's
-//     stream; else the most recently active session that opened with
-//     initialize, else the most recently active one. A client's progress
-//     token is replaced by one of the mux's own toward the child (two
-//     sessions may use the same token) and restored on the way back.
-//     Roots: the children are given the roots of the session that most
-//     recently said them (initialized, or roots list_changed); when it
-//     ends, those of the most recently active session that has roots.
-//     Sessions lists the sessions for status.
-//   - Every request gets exactly one response. Close (and the end of Run)
-//     stops every backend and waits for it: no child, no process group
-//     survives the mux.
+// # What the mux answers, and what it passes
+//
+// A session answers for itself what only the mux can know: the
+// handshake (initialize, or server/discover for a 2026-07-28 client),
+// ping, the merged lists (tools, prompts, resources, templates) and its
+// own tools (add_server, unless Config.DisableAddServer, restricted by
+// AllowedCommands; remove_server; reload_server; list_servers;
+// Config.CallTool when set). Its serverInfo is mcpflow's, followed by
+// Config.ServerSuffix; its instructions combine the servers' under each
+// server's name.
+//
+// Everything else passes as the server or the client wrote it, with the
+// only rewrites the mux must make:
+//   - Tool and prompt names: server NAME's tool t is listed and called as
+//     NAME + separator + t ("__" by default, split on the first
+//     separator); the item is the server's own JSON with "name" replaced.
+//     A name over MCP's 128 characters, or a tool whose input schema is no
+//     object, is left out, with a warning in list_servers.
+//   - Ids of the requests a server sends the client (sampling,
+//     elicitation, roots/list) are the mux's own ("mcpflow:…") toward the
+//     client, so that two servers' ids never meet; the client's answer
+//     goes back to the server that asked, under the server's id.
+//   - Ids and progress tokens of the client's requests are the relay's
+//     business: a stdio client's reach the servers as they are (one
+//     client), those of the HTTP front's sessions are renamed per session
+//     by each relay and restored on the way back.
+//
+// Results, errors, progress, log messages and the servers' own requests
+// are never decoded and encoded again, and never filtered: a log message
+// sent during a call goes to the session that made the call, on that
+// call's stream (rel), whatever level the client set.
+//
+// Routing: tools/call and prompts/get go to the server the name names;
+// resources/read, subscribe and unsubscribe to the server that listed the
+// URI (templates: the one whose template matches); completion/complete to
+// the prompt's or resource's owner; logging/setLevel to every server,
+// answered once every server took it (a server that refuses it keeps
+// serving); notifications (initialized, roots/list_changed, cancellations
+// of the call they name) to the servers concerned. A server's
+// list_changed re-lists that server on its own worker (a burst costs one
+// re-list) and the sessions hear one coalesced list_changed.
+//
+// # Eras
+//
+// A legacy client's handshake is answered by the mux, then given to each
+// server that is up (and to each that comes up later) as the client sent
+// it: each server session is the client's own, under its capabilities. A
+// 2026-07-28 client is served in its era only while there are servers and
+// every one of them speaks it; otherwise server/discover is refused and
+// the client falls back to the legacy handshake. A server that speaks
+// only the other era than its client is served through the era bridge
+// (relay.Config.Bridge, internal/bridge).
+//
+// # Servers
+//
+// Each server is a Backend: NewRelayBackends makes a relay per server
+// (cmd attaches a builder and a watcher through RelayOptions.NewHooks and
+// serves [cli] programs with a backend of its own; this package imports
+// neither builder, watcher nor clitools). A backend reports its state as
+// Events (starting, up, crashed with its report, build failed), which the
+// server's worker applies: a crashed server's tools leave the lists, its
+// calls in flight are answered once with the crash report, and calls to
+// it, to a removed or unknown server get a tool error naming the servers
+// that exist. reload_server rebuilds and restarts one server (its env
+// argument takes the keys of that server's run.env_overridable) and
+// answers with the same outcome text as watch's recompile.
+//
+// # Guarantees and locks
+//
+// Every request of a client gets exactly one response carrying its id.
+// Close stops every backend and waits for it: no child and no process
+// group survives the mux. Mux.mu guards the registry of servers, their
+// state and the catalog; each session has its own lock; the two are never
+// held together, and no backend call or delivery to a client runs under
+// either.
 //
 // # Parts
 //
-// Mux owns the lifecycle and the registry of servers (add, remove, the
-// per-server worker that applies backend events and re-lists after
-// list_changed); Mux.mu guards the registry, each server's state and the
-// catalog. The rest is split by job:
-//   - catalog (catalog.go): what the front server lists and who owns it;
-//   - front (route.go): the client's requests, routed to the children;
-//   - childSide (route.go): a child's requests and notifications, passed
-//     to the client;
-//   - admin (tools.go): the management tools;
-//   - server: a server's spec and session, with its health, its own lists,
-//     what the catalog published of it, and the inbox its backend's events
-//     wait in.
+//   - mux.go: the Mux, its servers and their workers;
+//   - session.go: a client's session, its routing both ways;
+//   - answers.go: what a session answers itself (handshake, lists,
+//     completion, the call tool);
+//   - catalog.go: what the sessions list and who owns it;
+//   - tools.go: the mux's own tools;
+//   - backend.go, relaybackend.go: the servers behind it.
 package mux

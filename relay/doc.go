@@ -24,7 +24,8 @@
 //   - Messages are forwarded as the original bytes. The relay reads only
 //     the envelope (id, method, result/error) with a scanner that skips
 //     values it does not need, and rewrites only: initialize and
-//     server/discover results (listChanged forced), the last page of
+//     server/discover results (listChanged forced, Config.ServerSuffix
+//     appended to serverInfo), the last page of
 //     tools/list (its own tools appended), ids, progress tokens and listen
 //     ids of clients that share the child (renamed toward it, restored on
 //     the way back), subscription acknowledgements, and tools/call results
@@ -95,7 +96,7 @@
 // build the relay never starts the files on disk by itself: a crash then
 // leaves it down, saying that the last build failed. Each state (first
 // build running, build failed, failed start, crashed, crash loop) has one
-// wording, in messages.go, which lists every text the agent can receive.
+// wording, in package texts, which holds every text the agent can receive.
 // Notices on tool results are kept one per kind, withdrawn when no longer
 // true, and say what mcpflow already did.
 //

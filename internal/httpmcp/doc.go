@@ -67,6 +67,29 @@
 //
 // # The child
 //
-// child.go: the Link to a child serving Streamable HTTP, on the same
-// framing.
+// Link (child.go, child_exchange.go, child_headers.go) is the relay's
+// wire.Link to a child that serves Streamable HTTP, on the same framing:
+// Child.Link makes the link of one start (a free port for "{port}" in the
+// URL), Start waits, bounded by Child.Wait, until the URL answers. Each
+// request the relay sends is POSTed as the bytes it is, with the headers
+// its era needs (the session id the server gave, MCP-Protocol-Version,
+// and for 2026-07-28 Mcp-Method, Mcp-Name and the Mcp-Param- headers its
+// tool declares); each message that comes back, in a JSON body or on
+// the request's event stream (sse.go: our reader, each event bounded by
+// Child.MaxMessage), is handed on with the id of the request it came on
+// (rel), so the relay gives a log, progress or a sampling request to the
+// client whose call it belongs to. A stream that ends early is resumed
+// with Last-Event-ID when its events had ids. Notifications and answers
+// are POSTed in order; the GET stream carries what belongs to no request.
+//
+// A child's HTTP answer is not a crash. An error status answers the
+// request that got it: with the server's own JSON-RPC error when the body
+// is one, else with an error naming the status and the body's start; the
+// link goes on. Only a lost session ends the link: a 404 to a request
+// that carried the session id is checked with a ping, and when the
+// server forgot the session the link ends (Lost) and the relay answers
+// the request with the report of the lost session. An exchange cut
+// without its answer (connection reset) waits failGrace for the process
+// to be seen dead (the relay's crash report is the better answer) before
+// the link answers it with the cut.
 package httpmcp
