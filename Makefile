@@ -4,10 +4,10 @@
 
 GO       ?= go
 BIN      := bin/mcpflow
-FUZZTIME ?= 20000x
+FUZZTIME ?= 10000x
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist install conformance conformance-deps
+.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist dist-check install conformance conformance-deps
 
 all: build
 
@@ -36,6 +36,11 @@ install: build
 dist:
 	rm -rf dist
 	$(GO) run ./packaging/dist -out dist
+
+# packaging's test with its second release build, which must write the
+# same bytes as the first (make test builds once).
+dist-check:
+	MCPFLOW_DIST_CHECK=1 $(GO) test -count=1 -v -run '^TestPackaging$$' ./packaging
 
 # The test command the README gives and .ci/run calls: lint (beside
 # node-deps and conformance-deps), then the unit tests with the fuzz targets and the cross builds
