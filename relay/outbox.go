@@ -35,6 +35,7 @@ type outbox struct {
 	err     error
 	writing bool // the write token is taken
 	inline  int  // goroutines between beginInline and endInline
+	roomers int  // inline writers waiting for room (endInline)
 	started bool // run is running
 	done    chan struct{}
 
@@ -113,7 +114,9 @@ func (o *outbox) endInline() {
 		o.drainLocked()
 	}
 	for o.bytes > maxQueued && o.err == nil && !o.closed {
+		o.roomers++
 		o.cond.Wait()
+		o.roomers--
 	}
 }
 
@@ -145,8 +148,13 @@ func (o *outbox) drainLocked() {
 		o.fail(err)
 	}
 	o.writing = false
-	// run, or an inline writer waiting for room, may wait for the token.
-	o.cond.Broadcast()
+	// The queue is empty or the writer failed. Wake those who wait for
+	// that: an inline writer waiting for room, run when it must stop
+	// (closing, failed). Waking run for an empty queue would cost a
+	// context switch per message for nothing.
+	if o.roomers > 0 || o.closed || o.err != nil {
+		o.cond.Broadcast()
+	}
 }
 
 // queued is the number of queued messages. o.mu is held.

@@ -628,7 +628,11 @@ func TestLinkHeaders(t *testing.T) {
 		if list.Get("Mcp-Protocol-Version") != "2026-07-28" || list.Get("Mcp-Method") != "tools/list" || list.Get("Mcp-Name") != "" || list.Get("Mcp-Session-Id") != "" {
 			t.Errorf("tools/list: %v", list)
 		}
+		// The two calls are POSTed at once: tell them by id.
 		calls := s.seen("tools/call")
+		if len(calls) == 2 && string(calls[0].env.ID) == "3" {
+			calls[0], calls[1] = calls[1], calls[0]
+		}
 		want := map[string]string{
 			"Mcp-Protocol-Version": "2026-07-28",
 			"Mcp-Method":           "tools/call",
