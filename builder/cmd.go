@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
-	"github.com/mcpflow/mcpflow/internal/tail"
+	"github.com/mcpflow/mcpflow/internal/proc/tail"
 )
 
 // buildOutcome is what one run of the build command produced.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // runCycle runs c on Run's goroutine: the build, then, if it succeeded and

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // waiter is one Recompile or Startup call waiting for a cycle. The cycle

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
-	"github.com/mcpflow/mcpflow/internal/tail"
+	"github.com/mcpflow/mcpflow/internal/proc/tail"
 )
 
 // killGrace is how long a call's process group has, after SIGTERM, before

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

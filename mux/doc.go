@@ -8,7 +8,7 @@
 //	                                                   '--port--> relay B --stdio or HTTP--> child B
 //
 // No SDK, no pipe and no second framer stand between a client and a
-// server: the front (wire.Serve for stdio, internal/httpmcp for HTTP)
+// server: the front (wire.Serve for stdio, internal/transport/httpmcp for HTTP)
 // frames the client's bytes once, the mux routes each message by its
 // envelope (wire.Peek), and the relay's link frames the child's.
 //
@@ -63,7 +63,7 @@
 // every one of them speaks it; otherwise server/discover is refused and
 // the client falls back to the legacy handshake. A server that speaks
 // only the other era than its client is served through the era bridge
-// (relay.Config.Bridge, internal/bridge).
+// (relay.Config.Bridge, internal/protocol/bridge).
 //
 // # Servers
 //

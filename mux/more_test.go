@@ -14,8 +14,8 @@ import (
 
 	"log/slog"
 
-	"github.com/mcpflow/mcpflow/internal/bridge"
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

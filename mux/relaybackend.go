@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/texts"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 	"github.com/mcpflow/mcpflow/relay"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/mcpflow/mcpflow/internal/jsonscan"
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
 // addServerArgs are add_server's arguments.

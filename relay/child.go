@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
-	"github.com/mcpflow/mcpflow/internal/tail"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/proc/tail"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // child is one generation of the MCP server process. It owns the process,

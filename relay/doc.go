@@ -128,7 +128,7 @@
 //   - Config.Traffic: every message as read from either peer, called on
 //     the hot path with no lock held; the callee must not keep msg (nor
 //     write to it) after it returns. Nil costs nothing.
-//   - Config.Bridge: the era bridge (internal/bridge). A client whose era
+//   - Config.Bridge: the era bridge (internal/protocol/bridge). A client whose era
 //     the child does not speak (it refuses the client's first initialize;
 //     it does not speak 2026-07-28 when the relay answered the client's
 //     server/discover, or asked it before a 2026-07-28 client's first
@@ -163,7 +163,7 @@
 // Other parts: Port (port.go: a client's session and its outbox), child
 // (child.go: one process, started and stopped through internal/proc, its
 // messages through a wire.Link: link.go's stdio link by default, its
-// stderr's tail in an internal/tail buffer), outbox (outbox.go: ordered,
+// stderr's tail in an internal/proc/tail buffer), outbox (outbox.go: ordered,
 // bounded writes to one peer), eventQueue (events.go). The framing, the
 // envelope, the message builders, the error codes and the client's
 // batches are package wire's, shared with every mode; every text the agent
@@ -190,5 +190,5 @@
 //
 // The relay defines Recompiler, which the builder satisfies; the builder
 // calls back Restart through its Restarter interface. Neither package
-// imports the other: they share only internal/result.
+// imports the other: they share only internal/report/result.
 package relay

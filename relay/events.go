@@ -3,7 +3,7 @@ package relay
 import (
 	"sync"
 
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // EventKind says what happened to the child.

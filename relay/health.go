@@ -1,8 +1,8 @@
 package relay
 
 import (
-	"github.com/mcpflow/mcpflow/internal/texts"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
 // health is what the relay knows of whether a child may serve: why none

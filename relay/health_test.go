@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 func TestClientView(t *testing.T) {

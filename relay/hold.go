@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // holdQueue holds client messages while no child can take them (the first

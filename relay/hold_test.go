@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 func heldMsg(t *testing.T, s string) ([]byte, wire.Envelope) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/internal/wire"
 )
 
 // wire is a raw JSON-RPC client for tests that need exact bytes.

@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // Config is what the relay needs. The zero value of every field but
@@ -83,7 +83,7 @@ type Config struct {
 
 	// Bridge, when set, serves a client whose era the child does not speak
 	// (see PortOptions.Handoff): Open's sessions go to a session of the
-	// bridge's (internal/bridge: a translator that is a client of the
+	// bridge's (internal/protocol/bridge: a translator that is a client of the
 	// relay in the child's era) from then on.
 	Bridge func(upstream wire.Opener, c wire.Client) wire.Session
 

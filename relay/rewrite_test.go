@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 func testRelay(cfg Config) *Relay {

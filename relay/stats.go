@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/jsonscan"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

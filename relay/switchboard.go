@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // switchboard routes messages between the relay's clients (its ports)

@@ -9,11 +9,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpflow/mcpflow/internal/texts"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 
-	"github.com/mcpflow/mcpflow/internal/jsonscan"
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // toolset is the relay's own tools as the client sees them: their

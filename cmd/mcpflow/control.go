@@ -18,12 +18,12 @@ import (
 
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/internal/control"
-	"github.com/mcpflow/mcpflow/internal/httpmcp"
-	"github.com/mcpflow/mcpflow/internal/logring"
-	"github.com/mcpflow/mcpflow/internal/result"
-	"github.com/mcpflow/mcpflow/internal/traffic"
-	"github.com/mcpflow/mcpflow/internal/wire"
+	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/ops/logring"
+	"github.com/mcpflow/mcpflow/internal/ops/traffic"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )

@@ -3,8 +3,8 @@ package main
 import (
 	"flag"
 
-	"github.com/mcpflow/mcpflow/internal/control"
-	"github.com/mcpflow/mcpflow/internal/httpmcp"
+	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
 
 // The HTTP front (--http ADDR, [http] listen): the client side of a run

@@ -14,7 +14,7 @@ import (
 
 	"github.com/charmbracelet/log"
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/internal/traffic"
+	"github.com/mcpflow/mcpflow/internal/ops/traffic"
 )
 
 // logOutput is where the log goes: the log file when one is set, the

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/proc"
-	"github.com/mcpflow/mcpflow/internal/result"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -410,7 +410,7 @@ func (d *demo) expectCall(ctx context.Context, tool, in, want string) error {
 }
 
 // recompile calls the recompile tool and reads its structuredContent,
-// the typed result scripts rely on (internal/result.Structured).
+// the typed result scripts rely on (internal/report/result.Structured).
 func (d *demo) recompile(ctx context.Context) (*result.Structured, bool, error) {
 	t0 := time.Now()
 	res, texts, err := d.call(ctx, buildTimeout, "recompile", nil)

@@ -1,0 +1,266 @@
+package control
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/report/result"
+)
+
+// WriteStatus renders instances for mcpflow status: one block each,
+// separated by a blank line, with a table of its servers. An empty list
+// prints a line saying so.
+func WriteStatus(w io.Writer, sts []Status) error {
+	if len(sts) == 0 {
+		_, err := fmt.Fprintln(w, "no mcpflow instance running")
+		return err
+	}
+	var b strings.Builder
+	for i, st := range sts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		writeInstance(&b, st)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeInstance(b *strings.Builder, st Status) {
+	cfg := st.Config
+	if cfg == "" {
+		cfg = "(command line)"
+	}
+	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, orDash(st.Mode), uptime(st.Uptime), cfg)
+	if st.Project != "" && (st.Config == "" || !strings.HasPrefix(st.Config, st.Project)) {
+		fmt.Fprintf(b, "  project  %s\n", st.Project)
+	}
+	if h := st.HTTP; h != nil {
+		writeHTTP(b, h)
+	} else {
+		fmt.Fprintf(b, "  client   %s\n", clientLine(st.Client))
+	}
+	if len(st.Servers) == 0 {
+		b.WriteString("  (no servers)\n")
+		return
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SERVER\tSTATE\tPID\tUP\tRESTARTS\tLAST BUILD\tTOOLS\tCALLS")
+	var notes []string
+	for _, sv := range st.Servers {
+		pid, up := "-", "-"
+		if sv.Pid > 0 {
+			pid = fmt.Sprint(sv.Pid)
+			up = uptime(sv.Uptime)
+		}
+		calls := fmt.Sprint(sv.Served)
+		if sv.InFlight > 0 {
+			calls += fmt.Sprintf(" (%d in flight)", sv.InFlight)
+		}
+		tools := "-"
+		if sv.Tools >= 0 {
+			tools = fmt.Sprint(sv.Tools)
+		}
+		restarts := fmt.Sprint(sv.Restarts)
+		switch {
+		case sv.Crashes == 1:
+			restarts += " (1 crash)"
+		case sv.Crashes > 1:
+			restarts += fmt.Sprintf(" (%d crashes)", sv.Crashes)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			sv.Name, orDash(sv.State), pid, up, restarts, buildCell(sv.Build), tools, calls)
+		if bs := sv.Build; bs != nil {
+			if bs.FirstError != "" {
+				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))
+			}
+			if bs.RestartError != "" {
+				notes = append(notes, fmt.Sprintf("  %s: restart failed: %s", sv.Name, bs.RestartError))
+			}
+		}
+	}
+	tw.Flush()
+	for _, n := range notes {
+		b.WriteString(n + "\n")
+	}
+}
+
+// writeHTTP renders the HTTP front: its URL and a line per session.
+func writeHTTP(b *strings.Builder, h *HTTPStatus) {
+	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions)))
+	now := time.Now()
+	for _, s := range h.Sessions {
+		id := s.ID
+		if id == "" {
+			id = "(session-less)"
+		}
+		line := fmt.Sprintf("    %s  %s", id, clientLine(s.Client))
+		if !s.LastSeen.IsZero() {
+			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+		}
+		if s.InFlight > 0 {
+			line += fmt.Sprintf(", %d in flight", s.InFlight)
+		}
+		b.WriteString(line + "\n")
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func clientLine(c ClientInfo) string {
+	if c.Name == "" && c.Protocol == "" && c.Era == "" {
+		return "(none yet)"
+	}
+	s := c.Name
+	if s == "" {
+		s = "(unnamed)"
+	}
+	if c.Version != "" {
+		s += " " + c.Version
+	}
+	switch {
+	case c.Protocol != "" && c.Era != "":
+		s += fmt.Sprintf(", protocol %s (%s)", c.Protocol, c.Era)
+	case c.Protocol != "":
+		s += ", protocol " + c.Protocol
+	case c.Era != "":
+		s += fmt.Sprintf(", %s era", c.Era)
+	}
+	return s
+}
+
+func buildCell(bs *BuildStatus) string {
+	switch {
+	case bs == nil:
+		return "-"
+	case bs.Canceled:
+		return "canceled " + result.Dur(bs.Duration)
+	case bs.Cached:
+		return "cached"
+	case bs.Skipped:
+		return "none"
+	case bs.OK:
+		return "ok " + result.Dur(bs.Duration)
+	}
+	return "FAILED " + result.Dur(bs.Duration)
+}
+
+// uptime renders an uptime with result.Dur, whole seconds from 10s on.
+func uptime(d time.Duration) string {
+	if d >= 10*time.Second {
+		d = d.Truncate(time.Second)
+	}
+	return result.Dur(d)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// WriteStatusJSON renders instances for mcpflow status --json: a JSON
+// array of Status, indented.
+func WriteStatusJSON(w io.Writer, sts []Status) error {
+	if sts == nil {
+		sts = []Status{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(sts)
+}
+
+// WriteBuild renders a rebuild's outcome for mcpflow rebuild: the build
+// (ok or failed, how long, its errors), the restart, the tool diff. name
+// is the server's name in a mux ("" otherwise).
+func WriteBuild(w io.Writer, name string, b result.Build) error {
+	var s strings.Builder
+	if name != "" {
+		s.WriteString(name + ": ")
+	}
+	switch {
+	case b.Canceled:
+		fmt.Fprintf(&s, "build canceled after %s", result.Dur(b.Duration))
+		if b.Err != nil {
+			fmt.Fprintf(&s, ": %v", b.Err)
+		}
+		s.WriteByte('\n')
+	case b.Cached:
+		s.WriteString("build cached: " + firstLine(b.Output) + "\n")
+	case b.Skipped:
+		s.WriteString("no build command\n")
+	case b.OK:
+		fmt.Fprintf(&s, "build ok in %s\n", result.Dur(b.Duration))
+	default:
+		fmt.Fprintf(&s, "build FAILED in %s", result.Dur(b.Duration))
+		if b.Err != nil {
+			fmt.Fprintf(&s, ": %v", b.Err)
+		}
+		s.WriteByte('\n')
+		errs := strings.TrimRight(b.Errors, "\n")
+		if errs == "" {
+			errs = strings.TrimRight(b.Output, "\n")
+		}
+		if errs != "" {
+			s.WriteString(errs + "\n")
+		}
+		if b.Restart == nil {
+			s.WriteString("the old server keeps running; fix the errors and rebuild\n")
+		}
+	}
+	if r := b.Restart; r != nil {
+		if r.Err != nil {
+			fmt.Fprintf(&s, "restart FAILED: %v\n", r.Err)
+		} else {
+			fmt.Fprintf(&s, "restart ok in %s (generation %d, pid %d)\n", result.Dur(r.Duration), r.Gen, r.Pid)
+			s.WriteString(toolsLine(r.Tools) + "\n")
+		}
+		for _, h := range r.Handshake {
+			s.WriteString("handshake: " + h + "\n")
+		}
+	}
+	_, err := io.WriteString(w, s.String())
+	return err
+}
+
+func toolsLine(d result.ToolDiff) string {
+	n := len(d.Current)
+	switch {
+	case !d.Known && n == 0:
+		return "tools: not listed yet (no client session)"
+	case !d.Known:
+		return fmt.Sprintf("tools: %d (%s)", n, strings.Join(d.Current, ", "))
+	case d.Empty():
+		return fmt.Sprintf("tools: no change (%d)", n)
+	}
+	var parts []string
+	for _, t := range d.Added {
+		parts = append(parts, "+"+t)
+	}
+	for _, t := range d.Removed {
+		parts = append(parts, "-"+t)
+	}
+	for _, t := range d.Changed {
+		parts = append(parts, "~"+t)
+	}
+	return fmt.Sprintf("tools: %s (%d now)", strings.Join(parts, " "), n)
+}
+
+// ExitCode is mcpflow rebuild's exit status for b: 0 when the build
+// succeeded (or there was none) and the new server serves, 1 otherwise.
+func ExitCode(b result.Build) int {
+	if b.OK && !b.Canceled && (b.Restart == nil || b.Restart.OK()) {
+		return 0
+	}
+	return 1
+}

@@ -1,0 +1,295 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/report/result"
+)
+
+// Target is what a running instance lets a person see and do.
+type Target interface {
+	// Status describes the instance now. Fields the Server knows itself
+	// (Pid, Config, Project, Mode, Version, Started, the uptimes) may be
+	// left zero: the Server fills them in.
+	Status() Status
+	// Rebuild runs the same cycle as the agent's recompile tool for the
+	// server called name ("" = the only one; a mux may refuse "" with an
+	// error listing the names). ctx ends when the person disconnects or
+	// the Server closes, and Rebuild should return soon after: Close
+	// waits for it. An error means no cycle ran (say, an unknown
+	// name); a failed build is a result.Build with OK false.
+	Rebuild(ctx context.Context, name string) (result.Build, error)
+}
+
+// Modes of an instance.
+const (
+	ModeSingle = "single" // one server, relayed
+	ModeMux    = "mux"    // several servers behind one front
+	ModeCLI    = "cli"    // CLI tools only
+)
+
+// Status is one instance as mcpflow status shows it. In JSON, durations
+// are whole milliseconds in fields ending in _ms, as in every --json
+// output of mcpflow (rebuild --json, the recompile tool's
+// structuredContent).
+type Status struct {
+	Pid     int            `json:"pid"`
+	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
+	Project string         `json:"project,omitempty"` // project folder
+	Mode    string         `json:"mode"`              // ModeSingle, ModeMux or ModeCLI
+	Version string         `json:"version,omitempty"` // mcpflow's version
+	Started time.Time      `json:"started"`
+	Uptime  time.Duration  `json:"-"` // uptime_ms
+	Client  ClientInfo     `json:"client"`
+	HTTP    *HTTPStatus    `json:"http,omitempty"` // the HTTP front; nil when the client is on stdin/stdout
+	Servers []ServerStatus `json:"servers"`
+}
+
+// HTTPStatus is an instance's Streamable HTTP front (--http, [http]
+// listen): where it serves and its client sessions.
+type HTTPStatus struct {
+	URL      string          `json:"url"`      // e.g. http://127.0.0.1:8931/mcp
+	Sessions []SessionStatus `json:"sessions"` // oldest first; session-less clients last
+}
+
+// SessionStatus is one client session of the HTTP front. A 2026-07-28
+// client is session-less: one row per client name, ID "".
+type SessionStatus struct {
+	ID       string     `json:"id,omitempty"` // Mcp-Session-Id
+	Client   ClientInfo `json:"client"`
+	Started  time.Time  `json:"started,omitzero"`   // zero when not known ([cli])
+	LastSeen time.Time  `json:"last_seen,omitzero"` // zero when not known ([cli])
+	Requests uint64     `json:"requests"`
+	InFlight int        `json:"calls_in_flight"`
+}
+
+// ClientInfo is the MCP client on the other end of stdin/stdout.
+type ClientInfo struct {
+	Name     string `json:"name,omitempty"`     // clientInfo.name; "" before the client said
+	Version  string `json:"version,omitempty"`  // clientInfo.version
+	Protocol string `json:"protocol,omitempty"` // protocol revision, e.g. "2025-06-18"
+	Era      string `json:"era,omitempty"`      // "legacy" | "modern"; "" until decided
+}
+
+// ServerStatus is one server (child) of an instance.
+type ServerStatus struct {
+	Name     string        `json:"name"`
+	State    string        `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
+	Pid      int           `json:"pid,omitempty"` // the child's pid; 0 when none runs
+	Gen      int           `json:"gen"`           // child generation, from 1
+	Started  time.Time     `json:"started,omitzero"`
+	Uptime   time.Duration `json:"-"` // uptime_ms; filled from Started when zero
+	Restarts int           `json:"restarts"`
+	Crashes  int           `json:"crashes"`              // times the server exited on its own
+	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
+	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
+	Served   uint64        `json:"calls_served"`
+	InFlight int           `json:"calls_in_flight"`
+}
+
+// BuildStatus is the last build of a server, in brief.
+type BuildStatus struct {
+	OK           bool          `json:"ok"`
+	Skipped      bool          `json:"skipped,omitempty"` // no build ran: only a restart
+	Cached       bool          `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
+	Canceled     bool          `json:"canceled,omitempty"`
+	Trigger      string        `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
+	At           time.Time     `json:"at,omitzero"`             // when it ended
+	Duration     time.Duration `json:"-"`                       // duration_ms
+	FirstError   string        `json:"first_error,omitempty"`   // first line of what went wrong
+	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
+}
+
+// The JSON forms of Status, ServerStatus and BuildStatus carry their
+// durations as whole milliseconds. They read the nanoseconds of an older
+// mcpflow (uptime_ns, duration_ns) too, so that status shows instances
+// started before an upgrade.
+
+func (s Status) MarshalJSON() ([]byte, error) {
+	type plain Status
+	return json.Marshal(struct {
+		plain
+		Uptime int64 `json:"uptime_ms"`
+	}{plain(s), s.Uptime.Milliseconds()})
+}
+
+func (s *Status) UnmarshalJSON(b []byte) error {
+	type plain Status
+	w := struct {
+		*plain
+		MS *int64 `json:"uptime_ms"`
+		NS *int64 `json:"uptime_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Uptime = durationOf(w.MS, w.NS)
+	return nil
+}
+
+func (s ServerStatus) MarshalJSON() ([]byte, error) {
+	type plain ServerStatus
+	return json.Marshal(struct {
+		plain
+		Uptime int64 `json:"uptime_ms"`
+	}{plain(s), s.Uptime.Milliseconds()})
+}
+
+func (s *ServerStatus) UnmarshalJSON(b []byte) error {
+	type plain ServerStatus
+	w := struct {
+		*plain
+		MS *int64 `json:"uptime_ms"`
+		NS *int64 `json:"uptime_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Uptime = durationOf(w.MS, w.NS)
+	return nil
+}
+
+func (s BuildStatus) MarshalJSON() ([]byte, error) {
+	type plain BuildStatus
+	return json.Marshal(struct {
+		plain
+		Duration int64 `json:"duration_ms"`
+	}{plain(s), s.Duration.Milliseconds()})
+}
+
+func (s *BuildStatus) UnmarshalJSON(b []byte) error {
+	type plain BuildStatus
+	w := struct {
+		*plain
+		MS *int64 `json:"duration_ms"`
+		NS *int64 `json:"duration_ns"`
+	}{plain: (*plain)(s)}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	s.Duration = durationOf(w.MS, w.NS)
+	return nil
+}
+
+// durationOf is a duration read as milliseconds, else as nanoseconds.
+func durationOf(ms, ns *int64) time.Duration {
+	switch {
+	case ms != nil:
+		return time.Duration(*ms) * time.Millisecond
+	case ns != nil:
+		return time.Duration(*ns)
+	}
+	return 0
+}
+
+// BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
+// ended.
+func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
+	s := &BuildStatus{
+		OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, Canceled: b.Canceled, Trigger: b.Trigger,
+		At: at, Duration: b.Duration,
+	}
+	if !b.OK {
+		s.FirstError = firstErrorLine(b.Errors)
+		if s.FirstError == "" && b.Err != nil {
+			s.FirstError = firstLine(b.Err.Error())
+		}
+	}
+	if b.Restart != nil && b.Restart.Err != nil {
+		s.RestartError = firstLine(b.Restart.Err.Error())
+	}
+	return s
+}
+
+// firstErrorLine returns the first line of compiler errors that names a
+// place (file:line), else the first line that is not a heading ("# pkg",
+// as go build prints), else the first line.
+func firstErrorLine(s string) string {
+	var plain, heading string
+	for l := range strings.SplitSeq(s, "\n") {
+		switch l = strings.TrimSpace(l); {
+		case l == "":
+		case placeRE.MatchString(l):
+			return l
+		case strings.HasPrefix(l, "# "):
+			if heading == "" {
+				heading = l
+			}
+		case plain == "":
+			plain = l
+		}
+	}
+	if plain != "" {
+		return plain
+	}
+	return heading
+}
+
+// placeRE matches a line that starts with file:line.
+var placeRE = regexp.MustCompile(`^[^\s:]+:\d+`)
+
+// firstLine returns the first line of s that is not blank, trimmed.
+func firstLine(s string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// BuildJSON is a rebuild's outcome on the wire: result.Structured, the
+// recompile tool's structuredContent (the same keys, so a script reads
+// mcpflow rebuild --json as it reads the tool's result), plus what a
+// person's rendering needs besides. Durations are whole milliseconds.
+type BuildJSON struct {
+	result.Structured
+	Seq      uint64   `json:"seq"`
+	Changed  []string `json:"changed,omitempty"`
+	Canceled bool     `json:"canceled,omitempty"`
+	Output   string   `json:"output,omitempty"` // the build's output when it failed with no errors picked out
+	Gen      int      `json:"gen,omitempty"`    // the new child's generation, after a restart
+	Pid      int      `json:"pid,omitempty"`    // the new child's pid, after a restart
+}
+
+// BuildToJSON converts a build for the wire.
+func BuildToJSON(b result.Build) BuildJSON {
+	j := BuildJSON{Structured: b.Structured(), Seq: b.Seq, Changed: b.Changed, Canceled: b.Canceled}
+	if !b.OK && b.Errors == "" {
+		j.Output = b.Output
+	}
+	if r := b.Restart; r != nil {
+		j.Gen, j.Pid = r.Gen, r.Pid
+	}
+	return j
+}
+
+// Result converts back; errors become errors.New of their text.
+func (j BuildJSON) Result() result.Build {
+	s := j.Structured
+	b := result.Build{
+		Seq: j.Seq, Trigger: s.Trigger, Changed: j.Changed, Skipped: s.Build.Skipped, Cached: s.Build.Cached, OK: s.Build.OK,
+		Canceled: j.Canceled, Output: j.Output, Errors: s.Build.Errors,
+		Duration: time.Duration(s.Build.DurationMS) * time.Millisecond, Err: textErr(s.Build.Error),
+	}
+	if s.Restart.Attempted {
+		b.Restart = &result.Restart{
+			Gen: j.Gen, Pid: j.Pid, Duration: time.Duration(s.Restart.DurationMS) * time.Millisecond,
+			Err: textErr(s.Restart.Error), Handshake: s.Restart.Handshake,
+			Tools: result.ToolDiff{Known: s.Tools.Known, Added: s.Tools.Added, Removed: s.Tools.Removed, Changed: s.Tools.Changed, Current: s.Tools.Current},
+		}
+	}
+	return b
+}
+
+func textErr(s string) error {
+	if s == "" {
+		return nil
+	}
+	return errors.New(s)
+}

@@ -1,0 +1,1098 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+)
+
+// DefaultHandshake bounds the opening of the bridge's session with the
+// upstream when Options.Handshake is zero: relay.DefaultHandshake's value
+// (an internal package does not import the relay).
+const DefaultHandshake = 30 * time.Second
+
+const (
+	// closeWait bounds how long Close waits for a delivery to the client
+	// under way.
+	closeWait = 2 * time.Second
+	// rootsTimeout bounds the client's answer to roots/list.
+	rootsTimeout = 5 * time.Second
+	// relistTimeout bounds one listing of the child's lists after a
+	// list_changed.
+	relistTimeout = 30 * time.Second
+	// maxHeld bounds the messages held during the handshake.
+	maxHeld = 1024
+)
+
+// Options configure a bridge; the zero value is the default.
+type Options struct {
+	Log       *slog.Logger  // nil = discard; the SDK's own logs go here at warning level and above
+	Handshake time.Duration // bounds opening the upstream session; 0 = DefaultHandshake
+}
+
+// New is Options{}.New: relay.Config.Bridge.
+func New(upstream wire.Opener, c wire.Client) wire.Session { return Options{}.New(upstream, c) }
+
+// New returns the session of a client c whose era the child does not
+// speak, served through a session of upstream in the child's era (see the
+// package documentation). Nothing is opened until the client's first
+// message.
+func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Handshake <= 0 {
+		o.Handshake = DefaultHandshake
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bridge{
+		opts:   o,
+		log:    o.Log,
+		sdkLog: slog.New(minLevel{h: o.Log.Handler(), min: slog.LevelWarn}),
+		up:     upstream,
+		ctx:    ctx,
+		cancel: cancel,
+		relist: make(chan struct{}, 1),
+		reroot: make(chan struct{}, 1),
+		cat:    catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}},
+		roots:  map[string]string{},
+	}
+	b.out = newOutbox(c, b.calls.answered)
+	go b.out.run()
+	return b
+}
+
+type phase int
+
+const (
+	holding phase = iota // the client's messages wait for the upstream session
+	live                 // the SDK server serves the client
+	failed               // the upstream session could not be opened: requests get an error
+	closed
+)
+
+// bridge is one client's session. Its goroutines open and work are
+// counted in wg and end once ctx is canceled (Close); the outbox's
+// goroutine ends when the outbox is closed.
+type bridge struct {
+	opts   Options
+	log    *slog.Logger
+	sdkLog *slog.Logger
+	up     wire.Opener
+	out    *outbox
+	calls  calls // the client's requests in flight, for rel
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	phase   phase
+	held    [][]byte
+	started bool   // open runs, or ran
+	reason  string // why the upstream session failed
+	front   wire.Session
+	cs      *mcp.ClientSession // the upstream session, once open
+	client  *mcp.Client
+	srv     *mcp.Server // once made
+	ss      *mcp.ServerSession
+	modern  bool            // the upstream session speaks 2026-07-28
+	listed  map[string]bool // the tools the SDK server lists
+
+	lmu   sync.Mutex
+	level mcp.LoggingLevel // the client's, as last said; "" = none
+
+	relist chan struct{} // a list changed (dirty says which)
+	dirty  atomic.Int32
+	reroot chan struct{} // the client's roots changed
+
+	syncMu sync.Mutex // one listing at a time; guards cat
+	cat    catalog
+	roots  map[string]string // the client's roots as the bridge's client has them: URI → JSON; work's own
+}
+
+// The lists a list_changed may concern.
+const (
+	listTools int32 = 1 << iota
+	listPrompts
+	listResources
+	listAll = listTools | listPrompts | listResources
+)
+
+// catalog is what the SDK server lists: name (or URI, URI template) → the
+// definition as added (JSON), so that an unchanged item is not added again
+// (which would tell the client its list changed).
+type catalog struct {
+	tools, prompts, resources, templates map[string]string
+}
+
+// Send takes one message of the client's (see wire.Session).
+func (b *bridge) Send(msg []byte) {
+	b.calls.sent(msg)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.phase {
+	case holding:
+		if len(b.held) >= maxHeld {
+			b.refuse(msg, wire.CodeQueueFull, "mcpflow: too many messages while the era bridge opens its session with the MCP server; this one was dropped")
+			return
+		}
+		b.held = append(b.held, msg)
+		if !b.started {
+			b.started = true
+			b.wg.Add(2)
+			go b.open(msg)
+			go b.work()
+		}
+	case live:
+		b.front.Send(msg)
+	case failed:
+		b.refuse(msg, wire.CodeServerDown, "mcpflow: the era bridge could not open a session with the MCP server: "+b.reason)
+	}
+}
+
+// refuse answers msg, when it is a request, with an error. The answer is
+// queued: it never reaches the client before Send returns.
+func (b *bridge) refuse(msg []byte, code int, text string) {
+	env, err := wire.Peek(msg)
+	if err != nil || !env.IsRequest() || wire.IDProblem(env.ID) != "" {
+		return
+	}
+	b.out.Deliver(wire.ErrorResponse(env.ID, code, text, nil), env.ID)
+}
+
+// Close ends the client's session (see the package documentation).
+func (b *bridge) Close() {
+	b.mu.Lock()
+	if b.phase == closed {
+		b.mu.Unlock()
+		return
+	}
+	b.phase = closed
+	front, cs := b.front, b.cs
+	b.held = nil
+	b.mu.Unlock()
+	b.out.close() // first: what the cancellations below answer is not delivered
+	b.cancel()
+	if front != nil {
+		front.Close()
+	}
+	if cs != nil {
+		_ = cs.Close()
+	}
+	b.wg.Wait()
+	if !b.out.wait(closeWait) {
+		b.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	}
+}
+
+// open opens the upstream session, then serves the client on it; first is
+// the client's first message.
+func (b *bridge) open(first []byte) {
+	defer b.wg.Done()
+	ctx, cancel := context.WithTimeout(b.ctx, b.opts.Handshake)
+	defer cancel()
+	err := b.connect(ctx, first)
+	if err == nil || b.ctx.Err() != nil {
+		return
+	}
+	reason := err.Error()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = fmt.Sprintf("the server did not complete the handshake within %s", b.opts.Handshake)
+	}
+	b.log.Warn("the era bridge could not open a session with the MCP server", "reason", reason)
+	b.mu.Lock()
+	if b.phase != holding {
+		b.mu.Unlock()
+		return
+	}
+	b.phase, b.reason = failed, reason
+	for _, m := range b.held {
+		b.refuse(m, wire.CodeServerDown, "mcpflow: the era bridge could not open a session with the MCP server: "+reason)
+	}
+	b.held = nil
+	cs := b.cs
+	b.cs, b.srv = nil, nil
+	b.mu.Unlock()
+	if cs != nil {
+		_ = cs.Close()
+	}
+}
+
+// connect opens the upstream session as the client described itself in
+// first, lists the child's lists, and connects the SDK server to the
+// client with what was held.
+func (b *bridge) connect(ctx context.Context, first []byte) error {
+	fc := frontOf(first)
+	client := mcp.NewClient(fc.impl(), b.clientOptions(fc))
+	client.AddReceivingMiddleware(b.bounded)
+	cs, err := client.Connect(ctx, wire.SessionTransport(upstream{b}, b.log), nil)
+	if err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	ir := cs.InitializeResult()
+	srv := b.newServer(ir)
+	b.mu.Lock()
+	if b.phase != holding {
+		b.mu.Unlock()
+		_ = cs.Close()
+		return nil
+	}
+	b.cs, b.client, b.srv = cs, client, srv
+	b.modern = ir != nil && wire.IsModern(ir.ProtocolVersion)
+	b.mu.Unlock()
+
+	b.sync(ctx, listAll)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.phase != holding {
+		return nil // Close closes cs
+	}
+	b.front = wire.SDKServer{Server: srv, Log: b.log}.Open(b.out)
+	for ss := range srv.Sessions() {
+		b.ss = ss
+	}
+	for _, m := range b.held {
+		b.front.Send(m)
+	}
+	b.held = nil
+	b.phase = live
+	b.log.Info("the era bridge serves the client", "server", implName(ir), "server_protocol", protocolOf(ir))
+	return nil
+}
+
+// work relists what changed and syncs the client's roots, until Close.
+func (b *bridge) work() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.relist:
+			ctx, cancel := context.WithTimeout(b.ctx, relistTimeout)
+			b.sync(ctx, b.dirty.Swap(0))
+			cancel()
+		case <-b.reroot:
+			b.syncRoots()
+		}
+	}
+}
+
+// changed notes that the child's lists of kind changed.
+func (b *bridge) changed(kind int32) {
+	b.dirty.Or(kind)
+	select {
+	case b.relist <- struct{}{}:
+	default:
+	}
+}
+
+// rootsChanged notes that the client's roots may have changed.
+func (b *bridge) rootsChanged() {
+	select {
+	case b.reroot <- struct{}{}:
+	default:
+	}
+}
+
+// session is the upstream session and the SDK server's session with the
+// client (nil until they exist).
+func (b *bridge) session() (*mcp.ClientSession, *mcp.ServerSession) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cs, b.ss
+}
+
+// bounded gives a handler a context that also ends when the bridge
+// closes, so that Close never waits on a peer.
+func (b *bridge) bounded(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(b.ctx, cancel)
+		defer stop()
+		return next(ctx, method, req)
+	}
+}
+
+// upstream opens the bridge client's sessions with the relay: what the
+// relay delivers goes to the SDK client, but for the progress
+// notifications and log messages, which go to the client as they are.
+type upstream struct{ b *bridge }
+
+func (u upstream) Open(c wire.Client) wire.Session {
+	b := u.b
+	return b.up.Open(wire.ClientFunc(func(msg, rel []byte) {
+		if !wire.IsResponse(msg) {
+			if env, err := wire.Peek(msg); err == nil && env.IsNotification() {
+				switch env.Method {
+				case "notifications/progress":
+					b.toClient(msg, b.calls.ofToken(jsonscan.Member(env.Params, "progressToken")))
+					return
+				case "notifications/message":
+					b.toClient(msg, b.calls.newest())
+					return
+				}
+			}
+		}
+		c.Deliver(msg, rel)
+	}))
+}
+
+// toClient delivers a message of the child's to a client the SDK server
+// serves; before that there is no request it could belong to.
+func (b *bridge) toClient(msg, rel []byte) {
+	b.mu.Lock()
+	live := b.phase == live
+	b.mu.Unlock()
+	if live {
+		b.out.Deliver(msg, rel)
+	}
+}
+
+// frontInfo is what the client's first message says of it.
+type frontInfo struct {
+	info        *mcp.Implementation
+	roots       *mcp.RootCapabilities
+	sampling    *mcp.SamplingCapabilities
+	elicitation *mcp.ElicitationCapabilities
+	legacy      bool // it opened with initialize: it may be sent requests
+}
+
+// frontOf reads the client's name and capabilities from its first
+// message: a legacy client's initialize, or a 2026-07-28 request's _meta.
+func frontOf(msg []byte) frontInfo {
+	env, err := wire.Peek(msg)
+	if err != nil {
+		return frontInfo{}
+	}
+	if env.Method == "initialize" {
+		var p struct {
+			ClientInfo   *mcp.Implementation `json:"clientInfo"`
+			Capabilities struct {
+				Roots       *mcp.RootCapabilities        `json:"roots"`
+				Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
+				Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+			} `json:"capabilities"`
+		}
+		_ = json.Unmarshal(env.Params, &p)
+		return frontInfo{info: p.ClientInfo, roots: p.Capabilities.Roots, sampling: p.Capabilities.Sampling, elicitation: p.Capabilities.Elicitation, legacy: true}
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &p)
+	var fi frontInfo
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &fi.info)
+	return fi
+}
+
+// impl is the clientInfo the bridge's client gives: the client's own.
+func (f frontInfo) impl() *mcp.Implementation {
+	if f.info == nil || f.info.Name == "" {
+		return &mcp.Implementation{Name: "mcpflow-bridge"}
+	}
+	return f.info
+}
+
+// clientOptions are the bridge client's: the client's capabilities, with
+// the handlers that carry them to the client, and the list_changed
+// handlers that relist.
+func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
+	caps := &mcp.ClientCapabilities{}
+	o := &mcp.ClientOptions{
+		Logger:                     b.sdkLog,
+		Capabilities:               caps,
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { b.changed(listTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { b.changed(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { b.changed(listResources) },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			b.mu.Lock()
+			srv := b.srv
+			b.mu.Unlock()
+			if srv != nil && req.Params != nil {
+				_ = srv.ResourceUpdated(ctx, req.Params)
+			}
+		},
+		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			if _, ss := b.session(); ss != nil && req.Params != nil {
+				_ = ss.NotifyElicitationComplete(ctx, req.Params)
+			}
+		},
+		// input_required results reach the SDK server's handlers as they
+		// are: it fulfils them with the client, in the client's era.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}
+	if !fc.legacy {
+		return o
+	}
+	caps.RootsV2 = fc.roots
+	if fc.sampling != nil {
+		caps.Sampling = fc.sampling
+		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			_, ss := b.session()
+			if ss == nil {
+				return nil, errNoClientYet
+			}
+			return ss.CreateMessageWithTools(ctx, req.Params)
+		}
+	}
+	if fc.elicitation != nil {
+		caps.Elicitation = fc.elicitation
+		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			_, ss := b.session()
+			if ss == nil {
+				return nil, errNoClientYet
+			}
+			return ss.Elicit(ctx, req.Params)
+		}
+	}
+	return o
+}
+
+var errNoClientYet = errors.New("mcpflow: the client is not connected to the era bridge yet")
+
+// newServer makes the server the client sees: the child, as the upstream
+// session's handshake described it.
+func (b *bridge) newServer(ir *mcp.InitializeResult) *mcp.Server {
+	impl := &mcp.Implementation{Name: "mcpflow-bridge"}
+	var instructions string
+	subscribe := false
+	if ir != nil {
+		if ir.ServerInfo != nil {
+			impl = ir.ServerInfo
+		}
+		instructions = ir.Instructions
+		subscribe = ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe
+	}
+	opts := &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       b.sdkLog,
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: subscribe},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler:       b.complete,
+		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { b.rootsChanged() },
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.rootsChanged() },
+	}
+	if subscribe {
+		opts.SubscribeHandler = b.subscribe
+		opts.UnsubscribeHandler = b.unsubscribe
+	}
+	srv := mcp.NewServer(impl, opts)
+	srv.AddReceivingMiddleware(b.frontMiddleware)
+	return srv
+}
+
+// frontMiddleware bounds every handler by the bridge's life, carries the
+// client's log level to the child, and relists the tools before a call to
+// one the server does not list yet.
+func (b *bridge) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return b.bounded(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		params := paramsOf(req)
+		switch p := params.(type) {
+		case *mcp.SetLoggingLevelParams:
+			if method == "logging/setLevel" {
+				if err := b.setLevel(ctx, p.Level, true); err != nil {
+					return nil, upstreamErr(ctx, err)
+				}
+			}
+		case *mcp.CallToolParamsRaw:
+			if !b.lists(p.Name) {
+				b.sync(ctx, listTools)
+			}
+		}
+		if params != nil {
+			if lvl, ok := params.GetMeta()[mcp.MetaKeyLogLevel].(string); ok && lvl != "" {
+				if err := b.setLevel(ctx, mcp.LoggingLevel(lvl), false); err != nil {
+					b.log.Warn("setting the MCP server's log level failed", "err", err)
+				}
+			}
+		}
+		return next(ctx, method, req)
+	})
+}
+
+// paramsOf is a request's params; nil when it has none.
+func paramsOf(req mcp.Request) mcp.Params {
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p
+}
+
+// setLevel notes the client's log level. A legacy child is told with
+// logging/setLevel (when it changed, or always when force: the client
+// said so itself); a 2026-07-28 child reads it in each request's _meta.
+func (b *bridge) setLevel(ctx context.Context, level mcp.LoggingLevel, force bool) error {
+	b.lmu.Lock()
+	changed := b.level != level
+	b.level = level
+	b.lmu.Unlock()
+	cs, _ := b.session()
+	b.mu.Lock()
+	modern := b.modern
+	b.mu.Unlock()
+	if cs == nil || modern || !changed && !force {
+		return nil
+	}
+	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+}
+
+// sessionMetaKeys are the _meta keys by which a 2026-07-28 peer describes
+// its session: the client's describe its session with the bridge, and the
+// bridge's client sets its own.
+var sessionMetaKeys = []string{
+	mcp.MetaKeyProtocolVersion,
+	mcp.MetaKeyClientInfo,
+	mcp.MetaKeyClientCapabilities,
+	mcp.MetaKeyServerInfo,
+	mcp.MetaKeySubscriptionID,
+	mcp.MetaKeyLogLevel,
+}
+
+// meta is a request's _meta as forwarded: without sessionMetaKeys (the
+// progress token kept), with the client's log level for a 2026-07-28
+// child.
+func (b *bridge) meta(m mcp.Meta) mcp.Meta {
+	out := mcp.Meta{}
+	for k, v := range m {
+		if !slices.Contains(sessionMetaKeys, k) {
+			out[k] = v
+		}
+	}
+	b.mu.Lock()
+	modern := b.modern
+	b.mu.Unlock()
+	if modern {
+		b.lmu.Lock()
+		if b.level != "" {
+			out[mcp.MetaKeyLogLevel] = string(b.level)
+		}
+		b.lmu.Unlock()
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// upstreamErr is the error a request gets when its forwarding failed: the
+// child's (or the relay's) protocol error as it is, the cancellation the
+// client asked for, else CodeServerDown naming what happened.
+func upstreamErr(ctx context.Context, err error) error {
+	var werr *jsonrpc.Error
+	switch {
+	case errors.As(err, &werr):
+		return werr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return &jsonrpc.Error{Code: wire.CodeServerDown, Message: "mcpflow: the era bridge could not reach the MCP server: " + err.Error()}
+}
+
+// callTool forwards a tool call to the child's tool of that name.
+func (b *bridge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cs, _ := b.session()
+	p := req.Params
+	params := &mcp.CallToolParams{Meta: b.meta(p.Meta), Name: p.Name, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	if len(p.Arguments) > 0 {
+		params.Arguments = p.Arguments
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		err = upstreamErr(ctx, err)
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == wire.CodeServerDown {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: werr.Message}}}, nil
+		}
+		return nil, err
+	}
+	// A new result: its resultType is the client's era's, set by the SDK
+	// server (a legacy client gets none).
+	return &mcp.CallToolResult{
+		Meta:              res.Meta,
+		Content:           res.Content,
+		StructuredContent: res.StructuredContent,
+		IsError:           res.IsError,
+		InputRequests:     res.InputRequests,
+		RequestState:      res.RequestState,
+	}, nil
+}
+
+// getPrompt forwards prompts/get.
+func (b *bridge) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	cs, _ := b.session()
+	p := *req.Params
+	p.Meta = b.meta(p.Meta)
+	res, err := cs.GetPrompt(ctx, &p)
+	if err != nil {
+		return nil, upstreamErr(ctx, err)
+	}
+	return &mcp.GetPromptResult{
+		Meta:          res.Meta,
+		Description:   res.Description,
+		Messages:      res.Messages,
+		InputRequests: res.InputRequests,
+		RequestState:  res.RequestState,
+	}, nil
+}
+
+// readResource forwards resources/read.
+func (b *bridge) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	cs, _ := b.session()
+	p := *req.Params
+	p.Meta = b.meta(p.Meta)
+	res, err := cs.ReadResource(ctx, &p)
+	if err != nil {
+		return nil, upstreamErr(ctx, err)
+	}
+	return &mcp.ReadResourceResult{
+		Meta:          res.Meta,
+		Cacheable:     res.Cacheable,
+		Contents:      res.Contents,
+		InputRequests: res.InputRequests,
+		RequestState:  res.RequestState,
+	}, nil
+}
+
+// complete forwards completion/complete.
+func (b *bridge) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	cs, _ := b.session()
+	p := *req.Params
+	p.Meta = b.meta(p.Meta)
+	res, err := cs.Complete(ctx, &p)
+	if err != nil {
+		return nil, upstreamErr(ctx, err)
+	}
+	return res, nil
+}
+
+// subscribe forwards resources/subscribe (a legacy client's, or a
+// 2026-07-28 client's listen stream's resource subscriptions).
+func (b *bridge) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	cs, _ := b.session()
+	p := *req.Params
+	p.Meta = b.meta(p.Meta)
+	if err := cs.Subscribe(ctx, &p); err != nil {
+		return upstreamErr(ctx, err)
+	}
+	return nil
+}
+
+// unsubscribe forwards resources/unsubscribe. The SDK server unsubscribes
+// a listen stream's resources when the stream has ended, with its
+// context: the forwarding gets a context of its own, bounded.
+func (b *bridge) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	cs, _ := b.session()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rootsTimeout)
+	defer cancel()
+	stop := context.AfterFunc(b.ctx, cancel)
+	defer stop()
+	p := *req.Params
+	p.Meta = b.meta(p.Meta)
+	if err := cs.Unsubscribe(ctx, &p); err != nil {
+		return upstreamErr(ctx, err)
+	}
+	return nil
+}
+
+// lists reports whether the SDK server lists the tool name. It does not
+// wait for a listing under way.
+func (b *bridge) lists(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.listed[name]
+}
+
+// sync lists the child's lists of kind (listTools, ...) and makes the SDK
+// server's the same. A list the child does not declare is not asked for;
+// a list that cannot be read whole is left as it was.
+func (b *bridge) sync(ctx context.Context, kind int32) {
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	b.mu.Lock()
+	cs, srv := b.cs, b.srv
+	b.mu.Unlock()
+	if cs == nil || srv == nil {
+		return
+	}
+	var caps *mcp.ServerCapabilities
+	if ir := cs.InitializeResult(); ir != nil {
+		caps = ir.Capabilities
+	}
+	if caps == nil {
+		caps = &mcp.ServerCapabilities{}
+	}
+	if kind&listTools != 0 {
+		b.warnIf("tools", syncList(b.cat.tools, cs.Tools(ctx, nil),
+			func(t *mcp.Tool) string { return t.Name },
+			func(t *mcp.Tool) error { return try(func() { srv.AddTool(t, b.callTool) }) },
+			srv.RemoveTools, b.leftOut("tool")))
+		listed := make(map[string]bool, len(b.cat.tools))
+		for name := range b.cat.tools {
+			listed[name] = true
+		}
+		b.mu.Lock()
+		b.listed = listed
+		b.mu.Unlock()
+	}
+	if kind&listPrompts != 0 && caps.Prompts != nil {
+		b.warnIf("prompts", syncList(b.cat.prompts, cs.Prompts(ctx, nil),
+			func(p *mcp.Prompt) string { return p.Name },
+			func(p *mcp.Prompt) error { return try(func() { srv.AddPrompt(p, b.getPrompt) }) },
+			srv.RemovePrompts, b.leftOut("prompt")))
+	}
+	if kind&listResources != 0 && caps.Resources != nil {
+		b.warnIf("resources", syncList(b.cat.resources, cs.Resources(ctx, nil),
+			func(r *mcp.Resource) string { return r.URI },
+			func(r *mcp.Resource) error { return try(func() { srv.AddResource(r, b.readResource) }) },
+			srv.RemoveResources, b.leftOut("resource")))
+		b.warnIf("resource templates", syncList(b.cat.templates, cs.ResourceTemplates(ctx, nil),
+			func(t *mcp.ResourceTemplate) string { return t.URITemplate },
+			func(t *mcp.ResourceTemplate) error {
+				return try(func() { srv.AddResourceTemplate(t, b.readResource) })
+			},
+			srv.RemoveResourceTemplates, b.leftOut("resource template")))
+	}
+}
+
+func (b *bridge) warnIf(list string, err error) {
+	if err != nil && b.ctx.Err() == nil {
+		b.log.Warn("listing the MCP server's "+list+" failed; the list is left as it was", "err", err)
+	}
+}
+
+func (b *bridge) leftOut(what string) func(key string, err error) {
+	return func(key string, err error) {
+		b.log.Warn("left out a "+what+" of the MCP server's that the Go SDK refuses", "name", key, "err", err)
+	}
+}
+
+// syncList reads every page of a list and makes the server's the same:
+// it adds what is new or changed (add; an item add refuses is reported to
+// refused and not listed), and removes what is gone. have maps the keys
+// listed to their definitions.
+func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func(T) string, add func(T) error, remove func(...string), refused func(string, error)) error {
+	var all []T
+	for it, err := range items {
+		if err != nil {
+			return err
+		}
+		all = append(all, it)
+	}
+	keep := map[string]bool{}
+	for _, it := range all {
+		k := key(it)
+		def, _ := json.Marshal(it)
+		if d, ok := have[k]; ok && d == string(def) {
+			keep[k] = true
+			continue
+		}
+		if err := add(it); err != nil {
+			refused(k, err)
+			continue
+		}
+		have[k] = string(def)
+		keep[k] = true
+	}
+	var gone []string
+	for k := range have {
+		if !keep[k] {
+			gone = append(gone, k)
+			delete(have, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+	}
+	return nil
+}
+
+// try runs f, turning its panic (the SDK's way to refuse a definition)
+// into an error.
+func try(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// syncRoots copies a legacy client's roots to the bridge's client, which
+// answers a legacy child's roots/list from them and tells it when they
+// change.
+func (b *bridge) syncRoots() {
+	b.mu.Lock()
+	ss, client, modern := b.ss, b.client, b.modern
+	b.mu.Unlock()
+	if ss == nil || client == nil || modern {
+		return // a 2026-07-28 child asks for roots in its results
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || wire.IsModern(ip.ProtocolVersion) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, rootsTimeout)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		if b.ctx.Err() == nil {
+			b.log.Warn("asking the client for its roots failed", "err", err)
+		}
+		return
+	}
+	now := map[string]string{}
+	var add []*mcp.Root
+	for _, r := range res.Roots {
+		def, _ := json.Marshal(r)
+		now[r.URI] = string(def)
+		if b.roots[r.URI] != string(def) {
+			add = append(add, r)
+		}
+	}
+	var gone []string
+	for uri := range b.roots {
+		if _, ok := now[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	b.roots = now
+	if len(gone) > 0 {
+		client.RemoveRoots(gone...)
+	}
+	if len(add) > 0 {
+		client.AddRoots(add...)
+	}
+}
+
+func implName(ir *mcp.InitializeResult) string {
+	if ir == nil || ir.ServerInfo == nil {
+		return ""
+	}
+	return ir.ServerInfo.Name
+}
+
+func protocolOf(ir *mcp.InitializeResult) string {
+	if ir == nil {
+		return ""
+	}
+	return ir.ProtocolVersion
+}
+
+// calls are the client's requests in flight, in the order it sent them,
+// with their progress tokens: what the child sends during a call goes on
+// that call's stream (rel).
+type calls struct {
+	mu   sync.Mutex
+	open []call
+}
+
+type call struct {
+	id     []byte // as the client wrote it
+	token  string // its progress token, normalized; "" = none
+	listen bool   // a subscriptions/listen stream
+}
+
+// sent notes a message of the client's: a request opens a call, a
+// cancellation ends one.
+func (cl *calls) sent(msg []byte) {
+	env, err := wire.Peek(msg)
+	if err != nil {
+		return
+	}
+	switch {
+	case env.IsRequest() && wire.IDProblem(env.ID) == "":
+		c := call{id: env.ID, listen: env.Method == "subscriptions/listen"}
+		c.token = normalize(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
+		cl.mu.Lock()
+		cl.open = append(cl.open, c)
+		cl.mu.Unlock()
+	case env.Method == "notifications/cancelled":
+		cl.end(jsonscan.Member(env.Params, "requestId"))
+	}
+}
+
+// answered notes a message to the client: an answer ends its call.
+func (cl *calls) answered(msg, rel []byte) {
+	if rel != nil && wire.IsResponse(msg) {
+		cl.end(rel)
+	}
+}
+
+func (cl *calls) end(id []byte) {
+	if id == nil {
+		return
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i, c := range cl.open {
+		if string(c.id) == string(id) {
+			cl.open = slices.Delete(cl.open, i, i+1)
+			return
+		}
+	}
+}
+
+// ofToken is the id of the call whose progress token is token (raw JSON);
+// nil when none.
+func (cl *calls) ofToken(token []byte) []byte {
+	t := normalize(token)
+	if t == "" {
+		return nil
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i := len(cl.open) - 1; i >= 0; i-- {
+		if cl.open[i].token == t {
+			return cl.open[i].id
+		}
+	}
+	return nil
+}
+
+// newest is the id of the newest call in flight, listen streams aside;
+// nil when none.
+func (cl *calls) newest() []byte {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for i := len(cl.open) - 1; i >= 0; i-- {
+		if !cl.open[i].listen {
+			return cl.open[i].id
+		}
+	}
+	return nil
+}
+
+// normalize is a JSON value in one spelling (1 and 1.0 alike); "" for
+// none.
+func normalize(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil || v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// outbox delivers messages to the client in order from a goroutine of its
+// own: Deliver only queues, so neither the bridge nor the SDK's peers ever
+// wait on the client.
+type outbox struct {
+	c    wire.Client
+	seen func(msg, rel []byte) // each message queued, before it is delivered
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	q      []item
+	closed bool
+	done   chan struct{} // closed when run has returned
+}
+
+type item struct{ msg, rel []byte }
+
+func newOutbox(c wire.Client, seen func(msg, rel []byte)) *outbox {
+	o := &outbox{c: c, seen: seen, done: make(chan struct{})}
+	o.cond = sync.NewCond(&o.mu)
+	return o
+}
+
+// Deliver queues msg for the client (a wire.Client); nothing once closed.
+func (o *outbox) Deliver(msg, rel []byte) {
+	o.seen(msg, rel)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.q = append(o.q, item{msg, rel})
+	o.cond.Signal()
+}
+
+// run delivers what is queued until close.
+func (o *outbox) run() {
+	defer close(o.done)
+	for {
+		o.mu.Lock()
+		for len(o.q) == 0 && !o.closed {
+			o.cond.Wait()
+		}
+		if o.closed {
+			o.mu.Unlock()
+			return
+		}
+		it := o.q[0]
+		o.q[0] = item{}
+		o.q = o.q[1:]
+		o.mu.Unlock()
+		o.c.Deliver(it.msg, it.rel)
+	}
+}
+
+// close drops what is queued and stops run after the delivery under way.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.q = nil
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// wait waits, at most d, for run to return; it reports whether it did.
+func (o *outbox) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-o.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// minLevel is a slog.Handler that passes only records of min and above.
+type minLevel struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.h.Enabled(ctx, l)
+}
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h: m.h.WithAttrs(as), min: m.min}
+}
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h: m.h.WithGroup(name), min: m.min}
+}

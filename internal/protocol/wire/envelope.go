@@ -1,0 +1,149 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Envelope is what routing a JSON-RPC message needs: its id, its method,
+// and whether it is a response. Peek reads it by scanning the top level of
+// the object and skipping every value it does not need, so a 20 MiB tool
+// result is walked once and never decoded. The slices are parts of the
+// message.
+type Envelope struct {
+	ID       []byte // raw JSON of "id"; nil when absent
+	IDStart  int    // byte offsets of the id value in the message
+	IDEnd    int
+	Method   string
+	Params   []byte // raw JSON of "params"; nil when absent
+	ParStart int    // offset of params in the message
+	Result   []byte // raw JSON of "result"; nil when absent
+	ResStart int    // offset of result in the message
+	Error    []byte // raw JSON of "error"; nil when absent
+	HasError bool   // Error != nil
+	Version  []byte // raw JSON of "jsonrpc" (`"2.0"`); nil when absent
+	IsArray  bool   // a batch: the other fields are unset
+}
+
+// IsRequest reports whether the message is a request (method and id).
+func (e *Envelope) IsRequest() bool { return e.Method != "" && e.ID != nil }
+
+// IsNotification reports whether the message is a notification.
+func (e *Envelope) IsNotification() bool { return e.Method != "" && e.ID == nil }
+
+// ClientName is the name a client gives itself in a request: initialize's
+// clientInfo, or a 2026-07-28 request's _meta; "" when it gives none.
+func (e *Envelope) ClientName() string {
+	var p struct {
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(e.Params, &p)
+	if p.ClientInfo.Name != "" {
+		return p.ClientInfo.Name
+	}
+	var ci struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &ci)
+	return ci.Name
+}
+
+// IsResponse reports whether the message is a response (result or error,
+// no method).
+func (e *Envelope) IsResponse() bool { return e.Method == "" && (e.Result != nil || e.HasError) }
+
+// IDProblem says what is wrong with a request's id, or "" when it is a
+// string or a number, the ids JSON-RPC allows a request (null is
+// discouraged, and MCP forbids it).
+func IDProblem(id []byte) string {
+	switch {
+	case len(id) == 0:
+		return ""
+	case id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9':
+		return ""
+	case string(id) == "null":
+		return "Invalid Request: a request id must not be null (MCP requires a string or a number)"
+	}
+	return "Invalid Request: a request id must be a string or a number"
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// Peek scans msg, which must be valid JSON (Reader.Next checks it), and
+// returns its envelope. A batch (a JSON array) comes back with IsArray set;
+// any other value that is not an object is an error.
+func Peek(msg []byte) (Envelope, error) {
+	var e Envelope
+	i := jsonscan.SkipSpace(msg, 0)
+	if i >= len(msg) {
+		return e, errors.New("empty message")
+	}
+	if msg[i] == '[' {
+		e.IsArray = true
+		return e, nil
+	}
+	if msg[i] != '{' {
+		return e, errNotObject
+	}
+	err := jsonscan.Members(msg, i, func(key []byte, vs, ve int) error {
+		switch string(key) {
+		case "id":
+			e.ID = msg[vs:ve]
+			e.IDStart, e.IDEnd = vs, ve
+		case "method":
+			if msg[vs] != '"' {
+				return errors.New(`"method" is not a string`)
+			}
+			m, err := jsonscan.Unquote(msg[vs:ve])
+			if err != nil {
+				return err
+			}
+			e.Method = m
+		case "params":
+			e.Params = msg[vs:ve]
+			e.ParStart = vs
+		case "result":
+			e.Result = msg[vs:ve]
+			e.ResStart = vs
+		case "error":
+			e.Error, e.HasError = msg[vs:ve], true
+		case "jsonrpc":
+			e.Version = msg[vs:ve]
+		}
+		return nil
+	})
+	return e, err
+}
+
+// PartialID returns the id of a message of which only the head is at hand
+// (an over-long line), if the id comes before the cut.
+func PartialID(head []byte) []byte {
+	i := jsonscan.SkipSpace(head, 0)
+	if i >= len(head) || head[i] != '{' {
+		return nil
+	}
+	var id []byte
+	_, _ = jsonscan.Object(head, i, func(k []byte, s, e int) error {
+		if string(k) == "id" {
+			id = append([]byte(nil), head[s:e]...)
+			return jsonscan.ErrFound
+		}
+		return nil
+	})
+	return id
+}
+
+// IsResponse reports whether msg, a JSON-RPC message, is a response: the
+// first of "method", "result" and "error" among its members is one of the
+// latter two. It walks the members only until one of them, so a large
+// result is not walked.
+func IsResponse(msg []byte) bool {
+	k := jsonscan.FirstKey(msg, "method", "result", "error")
+	return k == "result" || k == "error"
+}

@@ -1,0 +1,272 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+)
+
+// ServeOptions are Serve's; the zero value logs nothing and waits
+// InputGrace for the answers to a closed input.
+type ServeOptions struct {
+	Log *slog.Logger // bad lines are logged here; nil = discard
+	// Traffic, when set, sees every message read from the client
+	// (toServer) and written to it, as it travelled; it must return
+	// quickly and not keep msg.
+	Traffic func(toServer bool, msg []byte)
+	// Grace bounds the wait, once the client's input ended, for the
+	// answers to the requests it sent before (a one-shot client closes its
+	// input before it reads); 0 = InputGrace.
+	Grace time.Duration
+}
+
+// Serve is the front for one client on a byte stream (mcpflow's stdin and
+// stdout): it opens one session of o and carries the client's messages,
+// read from in, to it, and what the session delivers to out, one message
+// per line, until in ends or ctx is done; then it closes the session and
+// returns (nil at the end of in or of ctx, else the read error).
+//
+// Contract, in every mode (it is the one front on stdio):
+//   - A line that is no message gets its answer here (Refusal: -32700 for
+//     one that is not JSON in UTF-8, -32600 for an over-long request) and
+//     the session goes on; a line that is JSON but no JSON-RPC message (not
+//     an object, or an empty batch) gets -32600.
+//   - A batch (an array) is split; its answers go back as one array.
+//   - Once in ends, the requests read before wait for their answers for at
+//     most Grace (listen streams aside: they last as long as the session);
+//     when ctx ends, they are not waited for. Either way, every request
+//     still unanswered when the session is closed is answered with
+//     TextShuttingDown, once.
+//   - Writes to out hold no lock of the serving side: a client that does
+//     not read makes the session wait (back-pressure), and a write error
+//     ends Serve as the end of in does.
+func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOptions) error {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = InputGrace
+	}
+	f := &stdioFront{opt: opt, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, broken: make(chan struct{}), answered: make(chan struct{}, 1)}
+	f.batches = NewBatches(func(msg []byte) { f.write(msg) })
+	s := o.Open(f)
+	read := make(chan error, 1)
+	go func() { read <- f.read(in, s) }()
+	var err error
+	select {
+	case err = <-read:
+		if errors.Is(err, io.EOF) {
+			err = nil
+			f.await(ctx)
+		}
+	case <-ctx.Done():
+	case <-f.broken:
+	}
+	// A client that takes nothing more must not hold the way out: the
+	// writes left get a deadline, where out has them (a pipe, a socket).
+	if d, ok := out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
+	}
+	s.Close()
+	f.shutDown()
+	return err
+}
+
+// shutdownWrite bounds each write to the client once Serve is ending.
+const shutdownWrite = time.Second
+
+// stdioFront is Serve's Client and its bookkeeping.
+type stdioFront struct {
+	opt     ServeOptions
+	batches *Batches
+
+	wmu    sync.Mutex // one message at a time on out
+	bw     *bufio.Writer
+	werr   error
+	broken chan struct{} // closed on the first write error
+
+	mu       sync.Mutex
+	open     map[string]bool // requests read and not answered: raw id -> is a listen
+	closed   bool            // the session is closed: nothing more goes out but shutDown's
+	answered chan struct{}   // poked whenever an answer came
+}
+
+// read hands every message of in to s until in ends.
+func (f *stdioFront) read(in Stream, s Session) error {
+	for {
+		msg, err := in.Next()
+		if answer, refused := Refusal(err, f.opt.Log); refused {
+			if answer != nil {
+				f.write(answer)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if f.opt.Traffic != nil {
+			f.opt.Traffic(true, msg)
+		}
+		env, err := Peek(msg)
+		switch {
+		case err != nil:
+			f.write(ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
+		case env.IsArray:
+			f.batch(msg, s)
+		default:
+			f.note(env)
+			s.Send(msg)
+		}
+	}
+}
+
+// batch splits a batch: each element is sent on its own, the answers are
+// collected into one array.
+func (f *stdioFront) batch(msg []byte, s Session) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(msg, &elems); err != nil || len(elems) == 0 {
+		f.write(ErrorResponse(nil, CodeInvalidRequest, TextEmptyBatch, nil))
+		return
+	}
+	var ids, refused [][]byte
+	var send [][]byte
+	for _, el := range elems {
+		env, err := Peek(el)
+		if err != nil || env.IsArray {
+			refused = append(refused, ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
+			continue
+		}
+		if env.IsRequest() && IDProblem(env.ID) == "" {
+			ids = append(ids, env.ID)
+		}
+		f.note(env)
+		send = append(send, el)
+	}
+	b := f.batches.Begin(ids, refused)
+	for _, el := range send {
+		s.Send(el)
+	}
+	f.batches.Dispatched(b)
+}
+
+// note records a request read (to be answered), and forgets one the
+// client cancels.
+func (f *stdioFront) note(env Envelope) {
+	switch {
+	case env.IsRequest() && IDProblem(env.ID) == "":
+		f.mu.Lock()
+		f.open[string(env.ID)] = env.Method == "subscriptions/listen"
+		f.mu.Unlock()
+	case env.Method == "notifications/cancelled":
+		id := jsonscan.Member(env.Params, "requestId")
+		f.mu.Lock()
+		delete(f.open, string(id))
+		f.mu.Unlock()
+		f.batches.Forget(id)
+	}
+}
+
+// Deliver writes one message of the session's; a response (rel: its own
+// id) ends its request's wait.
+func (f *stdioFront) Deliver(msg, rel []byte) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return
+	}
+	if rel != nil {
+		if _, ok := f.open[string(rel)]; ok && IsResponse(msg) {
+			delete(f.open, string(rel))
+			select {
+			case f.answered <- struct{}{}:
+			default:
+			}
+		}
+	}
+	f.mu.Unlock()
+	if f.batches.Collect(msg) {
+		return
+	}
+	f.write(msg)
+}
+
+// write puts one message on out, flushed.
+func (f *stdioFront) write(msg []byte) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if f.werr != nil {
+		return
+	}
+	if f.opt.Traffic != nil {
+		f.opt.Traffic(false, msg)
+	}
+	_, err := f.bw.Write(msg)
+	if err == nil {
+		err = f.bw.WriteByte('\n')
+	}
+	if err == nil {
+		err = f.bw.Flush()
+	}
+	if err != nil {
+		f.werr = err
+		close(f.broken)
+	}
+}
+
+// await waits, at most Grace or until ctx ends, until every request read
+// (listens aside) has its answer.
+func (f *stdioFront) await(ctx context.Context) {
+	deadline := time.NewTimer(f.opt.Grace)
+	defer deadline.Stop()
+	for {
+		f.mu.Lock()
+		n := 0
+		for _, listen := range f.open {
+			if !listen {
+				n++
+			}
+		}
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-f.answered:
+		case <-deadline.C:
+			f.opt.Log.Warn("the client's input ended; requests still unanswered get an error", "requests", n)
+			return
+		case <-ctx.Done():
+			return
+		case <-f.broken:
+			return
+		}
+	}
+}
+
+// shutDown answers every request still open (listens aside) with
+// TextShuttingDown, once the session is closed.
+func (f *stdioFront) shutDown() {
+	f.mu.Lock()
+	f.closed = true
+	var ids []string
+	for id, listen := range f.open {
+		if !listen {
+			ids = append(ids, id)
+		}
+	}
+	clear(f.open)
+	f.mu.Unlock()
+	for _, id := range ids {
+		msg := ErrorResponse([]byte(id), CodeServerDown, TextShuttingDown, nil)
+		if !f.batches.Collect(msg) {
+			f.write(msg)
+		}
+	}
+}

@@ -1,0 +1,472 @@
+package httpmcp
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+)
+
+// The front: Streamable HTTP served to clients, each client session a
+// wire.Session of the Opener that Serve is given. The package doc says
+// why it frames HTTP itself; front_post.go and front_session.go hold the
+// exchanges and the sessions.
+//
+// Contract:
+//   - Only the path /mcp is served; every other path is 404.
+//   - A request whose Origin header is present and not a loopback origin
+//     (LoopbackOrigin) is answered 403 before anything else; so is one
+//     that reached a loopback address of the front under a Host that is
+//     not loopback (DNS rebinding). No Origin passes: that is what
+//     non-browser clients send.
+//   - A request with no Mcp-Session-Id whose MCP-Protocol-Version is
+//     2026-07-28 or later is session-less: each POST is its own session
+//     (Open, Send, its answer, Close), GET and DELETE are 405. Every
+//     other request belongs to the legacy era: initialize opens a session
+//     whose id comes back in Mcp-Session-Id, the other requests name it
+//     (none: 400, unknown or closed: 404), GET opens its standalone
+//     stream, DELETE closes it.
+//   - Every message passes as bytes, never decoded and re-encoded: ids,
+//     numbers and unknown fields reach the other side as they were sent.
+//   - Serve serves until ctx ends, then stops accepting, closes every
+//     session, ends every open stream and returns within ShutdownTimeout.
+//   - Traffic, when set, sees every message both ways with the session id
+//     it belongs to ("" for a session-less client).
+
+// Defaults of FrontConfig's bounds.
+const (
+	DefaultShutdownTimeout   = 2 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout       = 30 * time.Second
+	DefaultMaxConns          = 1024
+	DefaultMaxSessions       = 1000
+	DefaultIdleTimeout       = 30 * time.Minute
+	DefaultQueueBytes        = 8 << 20
+	DefaultStallTimeout      = 10 * time.Second
+)
+
+// maxClientField bounds a client's name, version and protocol as the
+// front remembers them.
+const maxClientField = 200
+
+// FrontConfig is what a Front needs; the zero value serves with the
+// defaults, logs nothing and records nothing.
+type FrontConfig struct {
+	Logger *slog.Logger // nil = discard; the debug line per message goes here
+	// Traffic, when set, is called for every message through the front,
+	// with the session id it belongs to and its direction. It must not
+	// keep or modify msg.
+	Traffic func(session string, toServer bool, msg []byte)
+	// ShutdownTimeout bounds Serve's return once its context ends;
+	// 0 = DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// MaxMessage bounds a POST's body (413 beyond); 0 = wire.DefaultMaxMessage.
+	MaxMessage int64
+	// ReadHeaderTimeout bounds reading a request's headers;
+	// 0 = DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds reading a POST's body: a body that trickles in
+	// longer is cut and answered 408; 0 = DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// MaxConns bounds the open connections; more wait to be accepted;
+	// 0 = DefaultMaxConns.
+	MaxConns int
+	// MaxSessions bounds the open sessions (a session-less POST counts
+	// while it runs); a request that would open one more is answered 503;
+	// 0 = DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout closes a legacy session with no request and no open
+	// stream for this long; its id is 404 from then on;
+	// 0 = DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// QueueBytes bounds what waits for one session's client: messages
+	// not yet written to its streams (beyond it the session is full), and
+	// messages kept for a GET stream that is not open (beyond it they are
+	// dropped, with a warning); 0 = DefaultQueueBytes.
+	QueueBytes int
+	// StallTimeout closes a session that stays full this long (its client
+	// does not read what it is sent); it also bounds the write of one
+	// event to a client. 0 = DefaultStallTimeout.
+	StallTimeout time.Duration
+}
+
+func (c *FrontConfig) fill() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.BodyTimeout, DefaultBodyTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.StallTimeout, DefaultStallTimeout)
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = wire.DefaultMaxMessage
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = DefaultQueueBytes
+	}
+}
+
+// Front is a Streamable HTTP front. Make it with Listen; Serve it once.
+type Front struct {
+	cfg FrontConfig
+	log *slog.Logger
+	ln  net.Listener
+	url string
+
+	params    paramHeaders // the tools' x-mcp-header arguments, from the tools/list answers carried
+	closeOnce sync.Once
+	stop      chan struct{} // closed once Serve's context ends
+	kick      chan struct{} // wakes the janitor: a session must be closed
+	handlers  sync.WaitGroup
+
+	mu       sync.Mutex
+	opener   wire.Opener
+	stopping bool
+	opening  int                        // sessions being opened
+	byID     map[string]*frontSession   // legacy sessions by id
+	all      map[*frontSession]struct{} // every open session
+}
+
+// SessionInfo describes an open client session, for `mcpflow status`.
+type SessionInfo struct {
+	ID string // "" for a session-less (2026-07-28) client's request
+	// Client, ClientVersion and Protocol are what the client said in its
+	// initialize or its request's _meta (Protocol: the version its
+	// requests carry once known), cut to 200 bytes.
+	Client, ClientVersion, Protocol string
+	Era                             string // "legacy" or "modern"
+	Started, LastSeen               time.Time
+	Requests                        int64 // requests received
+	InFlight                        int   // requests not answered yet
+}
+
+// Sessions lists the open sessions, oldest first.
+func (f *Front) Sessions() []SessionInfo {
+	f.mu.Lock()
+	all := make([]*frontSession, 0, len(f.all))
+	for s := range f.all {
+		all = append(all, s)
+	}
+	f.mu.Unlock()
+	out := make([]SessionInfo, 0, len(all))
+	for _, s := range all {
+		out = append(out, s.info())
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int {
+		if c := a.Started.Compare(b.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// Listen binds addr (host:port; port 0 = a free port) and returns the
+// front. Clients that connect before Serve wait for it.
+func Listen(addr string, cfg FrontConfig) (*Front, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg.fill()
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/mcp"}
+	return &Front{
+		cfg:  cfg,
+		log:  log,
+		ln:   ln,
+		url:  u.String(),
+		stop: make(chan struct{}),
+		kick: make(chan struct{}, 1),
+		byID: map[string]*frontSession{},
+		all:  map[*frontSession]struct{}{},
+	}, nil
+}
+
+// URL is where the front serves: http://HOST:PORT/mcp, with the port it
+// bound.
+func (f *Front) URL() string { return f.url }
+
+// Addr is the address the front bound.
+func (f *Front) Addr() string { return f.ln.Addr().String() }
+
+// Close releases the listener of a front that will not Serve.
+func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
+
+// Serve serves o's sessions until ctx ends, then closes every session and
+// every open stream and returns nil within ShutdownTimeout; or it returns
+// the listener's error (after closing every session).
+func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
+	f.mu.Lock()
+	f.opener = o
+	f.mu.Unlock()
+	hs := &http.Server{
+		Handler:           f,
+		ReadHeaderTimeout: f.cfg.ReadHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(newLimitListener(f.ln, f.cfg.MaxConns)) }()
+	jstop, jdone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(jdone)
+		f.janitor(jstop)
+	}()
+	defer func() {
+		close(jstop)
+		<-jdone
+		f.Close()
+	}()
+
+	var serveErr error
+	select {
+	case serveErr = <-served:
+	case <-ctx.Done():
+	}
+	deadline := time.Now().Add(f.cfg.ShutdownTimeout)
+	f.mu.Lock()
+	f.stopping = true
+	close(f.stop) // every handler returns: streams end, new requests get 503
+	f.mu.Unlock()
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() {
+		_ = hs.Shutdown(sctx)
+		close(shut)
+	}()
+	f.closeAll()
+	<-shut
+	_ = hs.Close() // what Shutdown left: connections in the middle of a write
+	if serveErr == nil {
+		<-served
+	}
+	// Handlers end at once now (their connections are closed, f.stop is);
+	// the wait is bounded all the same.
+	waited := make(chan struct{})
+	go func() {
+		f.handlers.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(time.Until(deadline)):
+		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
+	}
+	return serveErr
+}
+
+// closeAll closes every open session, all at once, and waits.
+func (f *Front) closeAll() {
+	f.mu.Lock()
+	all := make([]*frontSession, 0, len(f.all))
+	for s := range f.all {
+		all = append(all, s)
+	}
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(func() { s.close() })
+	}
+	wg.Wait()
+}
+
+// ServeHTTP serves one request at /mcp.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.handlers.Add(1)
+	defer f.handlers.Done()
+	if o := r.Header.Get("Origin"); o != "" && !LoopbackOrigin(o) {
+		f.log.Warn("refused a request from a web page's origin (not this machine)", "origin", o, "method", r.Method)
+		http.Error(w, "Forbidden: Origin "+o+" is not this machine", http.StatusForbidden)
+		return
+	}
+	if rebinding(r) {
+		f.log.Warn("refused a request to this machine under another host name (DNS rebinding)", "host", r.Host, "method", r.Method)
+		http.Error(w, "Forbidden: Host "+r.Host+" is not this machine", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path != "/mcp" {
+		http.NotFound(w, r)
+		return
+	}
+	select {
+	case <-f.stop:
+		http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
+		return
+	default:
+	}
+	sid := r.Header.Get(hdrSessionID)
+	pv := r.Header.Get(hdrProtocolVersion)
+	modern := sid == "" && wire.IsModern(pv)
+	if pv != "" && !wire.IsModern(pv) && !slices.Contains(mcp.SupportedProtocolVersions(), pv) {
+		http.Error(w, "Bad Request: Unsupported protocol version "+pv+" (supported versions: "+strings.Join(mcp.SupportedProtocolVersions(), ",")+")", http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		f.post(w, r, sid, pv, modern)
+	case http.MethodGet, http.MethodDelete:
+		if modern {
+			// 2026-07-28: no standalone stream, no sessions to end.
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "Method Not Allowed: the 2026-07-28 protocol has no "+r.Method+" (no sessions, no standalone stream)", http.StatusMethodNotAllowed)
+			return
+		}
+		if sid == "" {
+			http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		if r.Method == http.MethodGet {
+			f.get(w, r, sid)
+		} else {
+			f.delete(w, sid)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// The headers of the Streamable HTTP transport.
+const (
+	hdrSessionID       = "Mcp-Session-Id"
+	hdrProtocolVersion = "Mcp-Protocol-Version"
+	hdrMethod          = "Mcp-Method"
+	hdrName            = "Mcp-Name"
+)
+
+// rebinding reports a request that reached a loopback address of the
+// front under a Host that is not loopback: a web page whose host name an
+// attacker resolved to this machine.
+func rebinding(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !loopbackHost(local.String()) {
+		return false
+	}
+	return !loopbackHost(r.Host)
+}
+
+// loopbackHost reports whether host (with or without a port) is
+// localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LoopbackOrigin reports whether an Origin header names this machine:
+// http or https, host localhost, an address in 127.0.0.0/8 or [::1], any
+// port.
+func LoopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// note records one message: the traffic hook and the debug line.
+func (f *Front) note(session string, toServer bool, msg []byte) {
+	if f.cfg.Traffic != nil {
+		f.cfg.Traffic(session, toServer, msg)
+	}
+	if !f.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	what := "from client"
+	if !toServer {
+		what = "to client"
+	}
+	args := []any{"bytes", len(msg), "via", "http"}
+	if session != "" {
+		args = append(args, "session", session)
+	}
+	if env, err := wire.Peek(msg); err == nil {
+		if env.Method != "" {
+			args = append(args, "method", env.Method)
+		}
+		if env.ID != nil {
+			args = append(args, "id", string(env.ID))
+		}
+	}
+	f.log.Debug(what, args...)
+}
+
+// limitListener accepts at most n connections at a time; Accept waits
+// while n are open.
+type limitListener struct {
+	net.Listener
+	sem       chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn gives its slot back once closed.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

@@ -1,0 +1,688 @@
+package httpmcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+)
+
+// The first protocol revision without batches.
+const noBatchesFrom = "2025-06-18"
+
+// inMsg is one message of a POST's body, checked.
+type inMsg struct {
+	raw     []byte
+	env     wire.Envelope
+	refusal []byte // the error answer it gets instead of being sent on
+}
+
+func (m *inMsg) isRequest() bool { return m.refusal == nil && m.env.IsRequest() }
+
+// check classifies one message from the client; what is no message the
+// front passes on gets its refusal, under its id when the id is usable.
+func check(raw []byte) inMsg {
+	env, err := wire.Peek(raw)
+	m := inMsg{raw: raw, env: env}
+	id := env.ID
+	if wire.IDProblem(id) != "" {
+		id = nil
+	}
+	invalid := func(why string) []byte {
+		return wire.ErrorResponse(id, wire.CodeInvalidRequest, "Invalid Request: "+why, nil)
+	}
+	switch {
+	case err != nil || env.IsArray:
+		m.refusal = wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil)
+	case env.ID != nil && wire.IDProblem(env.ID) != "":
+		m.refusal = wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil)
+	case string(env.Version) != `"2.0"`:
+		m.refusal = invalid(`"jsonrpc" must be "2.0"`)
+	case env.Method == "" && env.ID != nil && (env.Result != nil || env.HasError):
+		// an answer to a request of the server's
+	case env.Method == "":
+		m.refusal = invalid("a message needs a method, a result or an error")
+	}
+	return m
+}
+
+// post serves a POST: one message or, before 2025-06-18, a batch.
+func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, modern bool) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		http.Error(w, "Unsupported Media Type: Content-Type must be application/json", http.StatusUnsupportedMediaType)
+		return
+	}
+	sse, ok := accepts(r.Header.Values("Accept"))
+	if !ok {
+		http.Error(w, "Not Acceptable: Accept must list application/json or text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	body, ok := f.readBody(w, r, sid)
+	if !ok {
+		return
+	}
+	if !jsonscan.Valid(body) {
+		text := wire.TextBadJSON
+		if !utf8.Valid(body) {
+			text = wire.TextBadUTF8
+		}
+		f.log.Warn("an HTTP client's POST is not JSON in UTF-8; answered with a parse error", "session", sid, "bytes", len(body))
+		f.refuse(w, sid, http.StatusBadRequest, wire.ErrorResponse(nil, wire.CodeParseError, text, nil))
+		return
+	}
+	var msgs []inMsg
+	env, _ := wire.Peek(body)
+	batch := env.IsArray
+	if batch {
+		version := pv
+		if version == "" {
+			version = "2025-03-26" // the spec's assumption when the header is absent
+		}
+		if version >= noBatchesFrom {
+			http.Error(w, "Bad Request: JSON-RPC batches are not part of protocol "+noBatchesFrom+" and later (this request: "+version+")", http.StatusBadRequest)
+			return
+		}
+		var elems []json.RawMessage
+		if json.Unmarshal(body, &elems) != nil || len(elems) == 0 {
+			f.refuse(w, sid, http.StatusBadRequest, wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextEmptyBatch, nil))
+			return
+		}
+		for _, el := range elems {
+			msgs = append(msgs, check(el))
+		}
+	} else {
+		msgs = []inMsg{check(body)}
+		if msgs[0].refusal != nil {
+			f.note(sid, true, body)
+			f.refuse(w, sid, http.StatusBadRequest, msgs[0].refusal)
+			return
+		}
+	}
+	if modern {
+		f.postModern(w, r, pv, sse, msgs[0])
+		return
+	}
+	f.postLegacy(w, r, sid, pv, sse, batch, msgs)
+}
+
+// postLegacy serves a POST of the legacy era: to the session it names, or
+// an initialize that opens one.
+func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv string, sse, batch bool, msgs []inMsg) {
+	var s *frontSession
+	var init *inMsg
+	for i := range msgs {
+		if msgs[i].isRequest() && msgs[i].env.Method == "initialize" {
+			init = &msgs[i]
+			break
+		}
+	}
+	if sid == "" {
+		if init == nil {
+			http.Error(w, "Bad Request: Mcp-Session-Id header required (send initialize first: its answer carries the session id)", http.StatusBadRequest)
+			return
+		}
+		var status int
+		var text string
+		if s, status, text = f.openSession(true); s == nil {
+			http.Error(w, text, status)
+			return
+		}
+		w.Header().Set(hdrSessionID, s.id)
+	} else if s = f.lookup(sid); s == nil {
+		http.Error(w, "Not Found: no session "+sid+" (it ended, or mcpflow restarted); initialize a new one", http.StatusNotFound)
+		return
+	}
+	defer s.begin()()
+	if init != nil {
+		s.learn(init.env, "")
+	}
+	if pv != "" {
+		s.mu.Lock()
+		s.proto = clip(pv)
+		s.mu.Unlock()
+	}
+	st := newStream(s, sse, batch)
+	st.init = init != nil
+	f.exchange(w, r, s, st, msgs, batch)
+	if st.init {
+		s.mu.Lock()
+		failed := s.initFailed
+		s.mu.Unlock()
+		if failed && s.close() {
+			f.log.Debug("HTTP session closed: its initialize failed", "session", s.id)
+		}
+	}
+}
+
+// postModern serves a 2026-07-28 POST: a session of its own, closed once
+// the POST ends.
+func (f *Front) postModern(w http.ResponseWriter, r *http.Request, pv string, sse bool, m inMsg) {
+	if refusal := f.headerProblem(r.Header, pv, m.env); refusal != nil {
+		f.note("", true, m.raw)
+		f.refuse(w, "", http.StatusBadRequest, refusal)
+		return
+	}
+	s, status, text := f.openSession(false)
+	if s == nil {
+		http.Error(w, text, status)
+		return
+	}
+	defer s.close()
+	defer s.begin()()
+	s.learn(m.env, pv)
+	st := newStream(s, sse, false)
+	st.mapStatus = true
+	s.mu.Lock()
+	s.only = st
+	s.mu.Unlock()
+	f.exchange(w, r, s, st, []inMsg{m}, false)
+}
+
+// exchange sends a POST's messages to s and answers the POST: 202 when it
+// held no request, else its stream until every request is answered.
+func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession, st *frontStream, msgs []inMsg, batch bool) {
+	// The requests are registered, and the refusals queued, before the
+	// first Send: an answer may come back before Send returns.
+	var refusals [][]byte
+	registered := 0
+	s.mu.Lock()
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.isRequest() {
+			continue
+		}
+		s.requests++
+		if _, dup := s.pending[string(m.env.ID)]; dup {
+			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
+			continue
+		}
+		s.pending[string(m.env.ID)] = st
+		st.ids[string(m.env.ID)] = struct{}{}
+		if m.env.Method == "tools/list" {
+			s.toolLists[string(m.env.ID)] = true
+		}
+		registered++
+	}
+	for i := range msgs {
+		if a := msgs[i].refusal; a != nil {
+			refusals = append(refusals, a)
+			if registered > 0 {
+				s.push(st, a)
+			}
+		}
+	}
+	s.mu.Unlock()
+	sent := 0
+	for i := range msgs {
+		m := &msgs[i]
+		if m.refusal != nil {
+			f.note(s.id, true, m.raw)
+			continue
+		}
+		if !s.send(m.raw) {
+			http.Error(w, "Not Found: the session ended", http.StatusNotFound)
+			return
+		}
+		sent++
+		if m.env.Method == "notifications/cancelled" {
+			s.forget(jsonscan.Member(m.env.Params, "requestId"))
+		}
+	}
+	switch {
+	case registered > 0:
+		st.serve(w, r)
+	case len(refusals) == 0:
+		// Notifications and answers only.
+		w.WriteHeader(http.StatusAccepted)
+	case !batch:
+		f.refuse(w, s.id, http.StatusBadRequest, refusals[0])
+	case sent == 0:
+		f.refuse(w, s.id, http.StatusBadRequest, joinBatch(refusals))
+	default:
+		f.refuse(w, s.id, http.StatusOK, joinBatch(refusals))
+	}
+}
+
+// readBody reads a POST's body, at most MaxMessage bytes within
+// BodyTimeout; on failure it answers the POST and reports false.
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{}) // a stream's connection must not time out reading
+		return body, true
+	}
+	// The rest of the body is not read. Closed under a deadline that has
+	// passed, the body is not drained: the server closes the connection
+	// after the answer.
+	_ = rc.SetReadDeadline(time.Now())
+	r.Body.Close()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		size := r.ContentLength
+		if size <= 0 {
+			size = int64(len(body)) + 1
+		}
+		id := wire.PartialID(body)
+		if wire.IDProblem(id) != "" || string(id) == "null" {
+			id = nil
+		}
+		f.log.Warn("an HTTP client's POST is over the size limit; not read", "session", sid, "bytes", size, "limit", f.cfg.MaxMessage)
+		f.refuse(w, sid, http.StatusRequestEntityTooLarge, wire.ErrorResponse(id, wire.CodeInvalidRequest, wire.TextTooLarge(int(size), int(f.cfg.MaxMessage)), nil))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		f.log.Warn("an HTTP client's POST body did not arrive in time; cut", "session", sid, "read", len(body), "timeout", f.cfg.BodyTimeout)
+		http.Error(w, "Request Timeout: the body did not arrive within "+f.cfg.BodyTimeout.String(), http.StatusRequestTimeout)
+	default:
+		http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
+	}
+	return nil, false
+}
+
+// refuse answers a request with a JSON-RPC message of the front's own.
+func (f *Front) refuse(w http.ResponseWriter, sid string, status int, msg []byte) {
+	f.note(sid, false, msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(msg)
+}
+
+// get serves a legacy session's standalone stream.
+func (f *Front) get(w http.ResponseWriter, r *http.Request, sid string) {
+	if sse, _ := accepts(r.Header.Values("Accept")); !sse {
+		http.Error(w, "Bad Request: Accept must list text/event-stream for GET", http.StatusBadRequest)
+		return
+	}
+	s := f.lookup(sid)
+	if s == nil {
+		http.Error(w, "Not Found: no session "+sid+" (it ended, or mcpflow restarted); initialize a new one", http.StatusNotFound)
+		return
+	}
+	defer s.begin()()
+	st := newStream(s, true, false)
+	st.get = true
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		http.Error(w, "Not Found: the session ended", http.StatusNotFound)
+		return
+	case s.get != nil:
+		s.mu.Unlock()
+		http.Error(w, "Conflict: this session's GET stream is open already (one at a time)", http.StatusConflict)
+		return
+	}
+	s.get = st
+	st.q, s.parked = s.parked, nil
+	s.queued += s.parkedBytes
+	s.parkedBytes = 0
+	s.mu.Unlock()
+	st.serve(w, r)
+}
+
+// delete ends a legacy session at its client's request.
+func (f *Front) delete(w http.ResponseWriter, sid string) {
+	s := f.lookup(sid)
+	if s == nil || !s.close() {
+		http.Error(w, "Not Found: no session "+sid, http.StatusNotFound)
+		return
+	}
+	f.log.Debug("HTTP session ended by its client", "session", sid)
+	w.WriteHeader(http.StatusOK)
+}
+
+// frontStream is one response the front streams to a client: a POST's
+// (until each of its requests is answered; a subscriptions/listen's until
+// the client leaves) or a session's GET stream (until the client leaves).
+type frontStream struct {
+	s         *frontSession
+	sse       bool // events; else one JSON body once every request is answered
+	batch     bool // the POST was a batch: a JSON body is an array
+	get       bool // the standalone GET stream
+	init      bool // the POST holds the initialize that opened its session
+	mapStatus bool // session-less: a protocol error answer sets the HTTP status (SEP-2575)
+	wake      chan struct{}
+
+	// under s.mu
+	ids  map[string]struct{} // raw ids of this POST's requests not answered
+	q    [][]byte            // messages to write, in order
+	gone bool                // the response ended
+}
+
+func newStream(s *frontSession, sse, batch bool) *frontStream {
+	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]struct{}{}}
+}
+
+// answered says the request id of st's needs no more waiting. s.mu is
+// held.
+func (st *frontStream) answered(id string) {
+	delete(st.ids, id)
+	delete(st.s.pending, id)
+	delete(st.s.toolLists, id)
+}
+
+// shutDown answers every request of st still unanswered with
+// wire.TextShuttingDown, as the stdio front does when mcpflow stops.
+// s.mu is held.
+func (st *frontStream) shutDown() [][]byte {
+	var out [][]byte
+	for id := range st.ids {
+		out = append(out, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
+		st.answered(id)
+	}
+	return out
+}
+
+// serve writes what is queued for st until the stream is done (every
+// request answered), the client leaves, the session closes or the front
+// stops.
+func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
+	s, f := st.s, st.s.f
+	rc := http.NewResponseController(w)
+	started := false
+	start := func() {
+		setEventHeaders(w)
+		started = true
+	}
+	defer st.end()
+	if st.get {
+		// The standalone stream may stay silent for long: its headers go
+		// out now, with a comment to carry them through proxies.
+		start()
+		_, _ = io.WriteString(w, ": ok\n\n")
+		_ = rc.Flush()
+	}
+	var answers [][]byte // JSON: the answers so far
+	for {
+		s.mu.Lock()
+		items := st.q
+		st.q = nil
+		finished := !st.get && len(st.ids) == 0
+		closed := s.closed
+		n := 0
+		for _, m := range items {
+			n += len(m)
+		}
+		s.mu.Unlock()
+		if !st.sse {
+			answers = append(answers, items...)
+			st.written(n)
+		} else if len(items) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
+			for i, m := range items {
+				if !started && st.mapStatus && finished && i == len(items)-1 {
+					if status := protocolStatus(m); status != 0 {
+						// A protocol error before any event: the answer
+						// is the HTTP response (SEP-2575).
+						st.written(n)
+						f.refuse(w, s.id, status, m)
+						return
+					}
+				}
+				if !started {
+					start()
+				}
+				f.note(s.id, false, m)
+				if err := writeEvent(w, m); err != nil {
+					st.failed(err, n)
+					return
+				}
+			}
+			if err := rc.Flush(); err != nil {
+				st.failed(err, n)
+				return
+			}
+			st.written(n)
+		}
+		if finished {
+			if st.sse {
+				if !started {
+					start()
+				}
+				return
+			}
+			status := http.StatusOK
+			var body []byte
+			switch {
+			case st.batch:
+				body = joinBatch(answers)
+			case len(answers) > 0:
+				body = answers[0]
+				if st.mapStatus {
+					status = orStatus(protocolStatus(body), http.StatusOK)
+				}
+			}
+			for _, a := range answers {
+				f.note(s.id, false, a)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
+			_, _ = w.Write(body)
+			return
+		}
+		if closed {
+			st.stopped(w, rc, started, answers)
+			return
+		}
+		select {
+		case <-st.wake:
+		case <-s.done:
+		case <-f.stop:
+			st.stopped(w, rc, started, answers)
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// stopped ends a stream whose session closed or whose front stops. When
+// the front stops, the requests still unanswered get TextShuttingDown;
+// a stream that wrote nothing yet and has nothing to say gets an HTTP
+// error instead.
+func (st *frontStream) stopped(w http.ResponseWriter, rc *http.ResponseController, started bool, answers [][]byte) {
+	s, f := st.s, st.s.f
+	var last [][]byte
+	select {
+	case <-f.stop:
+		s.mu.Lock()
+		last = st.shutDown()
+		s.mu.Unlock()
+	default:
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
+	switch {
+	case len(last) == 0 && !started:
+		select {
+		case <-f.stop:
+			http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
+		default:
+			http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
+		}
+	case len(last) == 0:
+	case st.sse:
+		if !started {
+			setEventHeaders(w)
+		}
+		for _, m := range last {
+			f.note(s.id, false, m)
+			if writeEvent(w, m) != nil {
+				return
+			}
+		}
+		_ = rc.Flush()
+	default:
+		answers = append(answers, last...)
+		for _, m := range answers {
+			f.note(s.id, false, m)
+		}
+		body := answers[0]
+		if st.batch {
+			body = joinBatch(answers)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+}
+
+// setEventHeaders starts an event stream.
+func setEventHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+// failed notes a write that failed, of n bytes taken off the queue: one
+// that did not finish within StallTimeout means the client reads nothing,
+// and its session is closed.
+func (st *frontStream) failed(err error, n int) {
+	s := st.s
+	s.mu.Lock()
+	if errors.Is(err, os.ErrDeadlineExceeded) && s.dead == "" {
+		s.dead = "its client took nothing of a write for " + s.f.cfg.StallTimeout.String()
+		s.deadBytes = s.queued
+	}
+	s.written(n)
+	s.mu.Unlock()
+	select {
+	case s.f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// written takes n bytes, written or dropped, off the session's queue.
+func (st *frontStream) written(n int) {
+	st.s.mu.Lock()
+	st.s.written(n)
+	st.s.mu.Unlock()
+}
+
+// end marks the stream gone: what is related to its requests goes to the
+// GET stream from now on; what the GET stream had not written waits for
+// the next one.
+func (st *frontStream) end() {
+	s := st.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.gone = true
+	n := 0
+	for _, m := range st.q {
+		n += len(m)
+	}
+	s.written(n)
+	if st.get && s.get == st {
+		s.get = nil
+		if !s.closed && len(st.q) > 0 {
+			s.parked = append(st.q, s.parked...)
+			s.parkedBytes += n
+		}
+	}
+	st.q = nil
+}
+
+// writeEvent writes msg as one server-sent event. A message that holds
+// line breaks (JSON white space) is split over several data lines, which
+// the client joins with "\n".
+func writeEvent(w io.Writer, msg []byte) error {
+	if !bytes.ContainsAny(msg, "\r\n") {
+		_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("event: message\n")
+	for len(msg) > 0 {
+		i := bytes.IndexAny(msg, "\r\n")
+		line := msg
+		if i >= 0 {
+			line = msg[:i]
+		}
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+		if i < 0 {
+			break
+		}
+		if msg[i] == '\r' && i+1 < len(msg) && msg[i+1] == '\n' {
+			i++
+		}
+		msg = msg[i+1:]
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// protocolStatus is the HTTP status SEP-2575 gives a JSON-RPC error
+// answer of a session-less request: 404 for an unknown method, 400 for
+// invalid params, an unsupported protocol version or missing client
+// capabilities; 0 for any other message.
+func protocolStatus(msg []byte) int {
+	if jsonscan.FirstKey(msg, "method", "result", "error") != "error" {
+		return 0 // a result is not walked
+	}
+	code, err := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64)
+	if err != nil {
+		return 0
+	}
+	switch int(code) {
+	case wire.CodeMethodNotFound:
+		return http.StatusNotFound
+	case codeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// orStatus returns a, or b when a is zero.
+func orStatus(a, b int) int {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// joinBatch makes the answers of a batch one array.
+func joinBatch(answers [][]byte) []byte {
+	return append(append([]byte{'['}, bytes.Join(answers, []byte{','})...), ']')
+}
+
+// accepts reads Accept headers: whether the client takes an event
+// stream, and whether it takes anything the front sends. No Accept
+// header takes JSON.
+func accepts(values []string) (sse, ok bool) {
+	if len(values) == 0 {
+		return false, true
+	}
+	plain := false
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				plain = true
+			case "text/event-stream", "text/*":
+				sse = true
+			case "*/*":
+				plain, sse = true, true
+			}
+		}
+	}
+	return sse, sse || plain
+}
