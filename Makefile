@@ -74,7 +74,7 @@ NICE   ?=
 
 # TypeScript SDK peers for the end-to-end tests (from the npm registry).
 NODE_PEERS := cmd/mcpflow/testdata/node
-TSC_DEPS   := cmd/mcpflow/testdata/tsc
+TSC_DEPS   := internal/project/testdata/tsc
 node-deps: $(NODE_PEERS)/node_modules/.installed $(TSC_DEPS)/node_modules/.installed
 
 $(NODE_PEERS)/node_modules/.installed: $(NODE_PEERS)/package.json $(NODE_PEERS)/package-lock.json

@@ -1,21 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/mcpflow/mcpflow/builder"
-	"github.com/mcpflow/mcpflow/internal/buildcache"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/watcher"
 )
 
 const checkUsage = `Usage:
@@ -41,26 +31,14 @@ func cmdCheck(e env, args []string) int {
 		return exitUsage
 	}
 	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", *cfgPath, cfg.Describe())
-	var warnings []string
-	for _, v := range checkViews(cfg) {
-		var files []string
-		if v.cfg.Watch.Enabled {
-			start := time.Now()
-			files, err = watcher.Scan(watchConfigOf(v.cfg))
-			if err != nil {
-				fmt.Fprintf(e.stderr, "%swatch: %v\n", v.prefix, err)
-				return exitUsage
-			}
-			fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", v.prefix, len(files), result.Dur(time.Since(start)))
-		}
-		for _, w := range checkWarningsAt(v, files) {
-			if !slices.Contains(warnings, w) { // a mux's servers share [log]
-				warnings = append(warnings, w)
-			}
-		}
+	scans, warnings, err := project.Check(cfg)
+	for _, s := range scans {
+		fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", s.Server, s.Files, result.Dur(s.Took))
 	}
-	warnings = append(warnings, muxNameWarnings(cfg)...)
-	warnings = append(warnings, listenWarnings(cfg, checkViews(cfg))...)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitUsage
+	}
 	for _, w := range warnings {
 		fmt.Fprintf(e.stdout, "warning: %s\n", w)
 	}
@@ -68,215 +46,4 @@ func cmdCheck(e env, args []string) int {
 		fmt.Fprintln(e.stdout, "# no warnings")
 	}
 	return exitOK
-}
-
-// checkView is what check inspects of one server: the config itself, or in
-// a mux a copy whose build, run, cli and watch are one server's.
-type checkView struct {
-	prefix string // "" or "servers.NAME: "
-	table  string // "" or "servers.NAME.": where the server's keys are
-	cfg    *config.Config
-}
-
-// at words a warning about the server's key (run.command), located at the
-// place the file sets it, as config errors are.
-func (v checkView) at(key, format string, args ...any) string {
-	return v.cfg.At(v.table+key, format, args...)
-}
-
-func checkViews(cfg *config.Config) []checkView {
-	if cfg.Mode() != config.Mux {
-		return []checkView{{cfg: cfg}}
-	}
-	var views []checkView
-	for _, s := range cfg.Servers {
-		v := *cfg
-		v.Build, v.Run, v.CLI, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Watch, nil
-		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: &v})
-	}
-	return views
-}
-
-func watchConfigOf(cfg *config.Config) watcher.Config {
-	return watcher.Config{
-		Root:      cfg.Dir,
-		Paths:     cfg.Watch.Paths,
-		Include:   cfg.Watch.Include,
-		Exclude:   cfg.Watch.Excludes(cfg.Dir),
-		GitIgnore: cfg.Watch.GitIgnore,
-		Ignore:    ignoredOutputs(cfg),
-		Debounce:  cfg.Watch.Debounce,
-		Poll:      cfg.Watch.Poll,
-	}
-}
-
-// checkWarnings finds setups that parse but will misbehave.
-func checkWarnings(cfg *config.Config, files []string) []string {
-	return checkWarningsAt(checkView{cfg: cfg}, files)
-}
-
-// checkWarningsAt is checkWarnings for one server of a view, with files
-// the watched files: each warning names the server, or the place in the
-// file to fix.
-func checkWarningsAt(v checkView, files []string) []string {
-	cfg := v.cfg
-	var out []string
-	add := func(ws ...string) {
-		for _, w := range ws {
-			out = append(out, v.prefix+w)
-		}
-	}
-	// A run binary or build output matched by the globs would rebuild in a
-	// loop, were it not ignored; say so, since the user may rely on it.
-	if cfg.Watch.Enabled {
-		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
-		for _, p := range candidateOutputs(cfg) {
-			if slices.Contains(outDirs, p) {
-				continue
-			}
-			rel, err := filepath.Rel(cfg.Dir, p)
-			if err != nil || strings.HasPrefix(rel, "..") {
-				continue
-			}
-			rel = filepath.ToSlash(rel)
-			if matchesAny(cfg.Watch.Include, rel) && !matchesAny(cfg.Watch.Exclude, rel) {
-				add(fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
-			}
-		}
-		if len(files) == 0 {
-			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
-		}
-		for _, g := range cfg.Watch.Include {
-			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") {
-				add(fmt.Sprintf("watch.include %q matches no file", g))
-			}
-		}
-	}
-	out = append(out, commandWarnings(v)...)
-	out = append(out, servingWarnings(v)...)
-	add(projectWarnings(cfg)...)
-	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
-		add(watchedBuildOutputs(cfg, files)...)
-	}
-	if w := noEmitOnErrorWarning(cfg); w != "" {
-		add(w)
-	}
-	if w := watchModeWarning(v); w != "" {
-		out = append(out, w)
-	}
-	if w := runRestarterWarning(v); w != "" {
-		out = append(out, w)
-	}
-	if cfg.Watch.Enabled {
-		out = append(out, dataFileWarnings(v, files)...)
-		out = append(out, logFileWarnings(v, files)...)
-	}
-	return out
-}
-
-// watchedBuildOutputs warns about watched files a build writes: files in
-// the usual output folders, and files mcpflow saw the build write (kept in
-// the build cache). mcpflow drops the build's own writes, so they never
-// start a build; the warning makes the config say so.
-func watchedBuildOutputs(cfg *config.Config, files []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, d := range builder.OutputDirs() {
-		for _, f := range files {
-			if strings.HasPrefix(f, d+"/") && !seen[d] {
-				seen[d] = true
-				out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, f, d, d))
-			}
-		}
-	}
-	st, _ := buildcache.Load(buildcache.StateFile(buildcache.Dir(cfg.Dir), buildIdentity(cfg)...))
-	watched := map[string]bool{}
-	for _, f := range files {
-		watched[f] = true
-	}
-	for _, o := range st.Outputs {
-		if watched[o] && !underAny(builder.OutputDirs(), o) {
-			out = append(out, fmt.Sprintf("%s is written by the build (mcpflow saw it) and matches the watch globs: mcpflow ignores the build's own writes to it, but add it to watch.exclude to make that explicit", o))
-		}
-	}
-	return out
-}
-
-// noEmitOnErrorWarning warns when the build runs tsc without
-// noEmitOnError: tsc then writes its JavaScript even when type-checking
-// fails, and the next restart would run code that did not compile.
-func noEmitOnErrorWarning(cfg *config.Config) string {
-	c := cfg.Build.Command
-	if c.IsZero() {
-		return ""
-	}
-	ts := readTSConfig(cfg.Dir)
-	line := strings.Join(c.Argv, " ")
-	if !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
-		return ""
-	}
-	runsTSC := hasWord(line, "tsc")
-	if !runsTSC {
-		// npm run NAME, pnpm NAME, yarn NAME: look at the script.
-		var m packageJSON
-		b, _ := os.ReadFile(filepath.Join(cfg.Dir, "package.json"))
-		_ = json.Unmarshal(b, &m)
-		for name, script := range m.Scripts {
-			if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
-				if strings.Contains(script, "noEmitOnError") {
-					return ""
-				}
-				runsTSC = true
-			}
-		}
-	}
-	if !runsTSC {
-		return ""
-	}
-	return `the build runs tsc without noEmitOnError: tsc writes its JavaScript even when type-checking fails, so the server could restart into code that did not compile; add --noEmitOnError to the build command (for "npm run build": "npm run build -- --noEmitOnError") or set "noEmitOnError": true in tsconfig.json`
-}
-
-// hasWord reports whether s holds w delimited by the start or end of s,
-// spaces, or shell punctuation.
-func hasWord(s, w string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := j == 0 || strings.ContainsRune(" \t;&|(\"'/", rune(s[j-1]))
-		end := j + len(w)
-		after := end == len(s) || strings.ContainsRune(" \t;&|)\"'", rune(s[end]))
-		if before && after {
-			return true
-		}
-		i = j + 1
-	}
-}
-
-// candidateOutputs are the paths a build writes and the run binary (the
-// log and traffic files, which mcpflow writes itself, are
-// logFileWarnings').
-func candidateOutputs(cfg *config.Config) []string {
-	own := []string{cfg.Log.File, cfg.Log.File + ".1", cfg.Log.Traffic, cfg.Log.Traffic + ".1"}
-	return slices.DeleteFunc(ignoredOutputs(cfg), func(p string) bool { return slices.Contains(own, p) })
-}
-
-func matchesAny(globs []string, rel string) bool {
-	for _, g := range globs {
-		if ok, _ := doublestar.Match(g, rel); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func anyMatch(glob string, files []string) bool {
-	for _, f := range files {
-		if ok, _ := doublestar.Match(glob, f); ok {
-			return true
-		}
-	}
-	return false
 }

@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The CLI-tools end-to-end tests run the real mcpflow binary on a copy of
@@ -475,7 +476,7 @@ func TestE2ECLISlowFirstBuild(t *testing.T) {
 	t.Parallel()
 	dir, _ := cliProject(t, "", "60s")
 	path := filepath.Join(dir, "mcpflow.toml")
-	toml := strings.Replace(readFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
+	toml := strings.Replace(testkit.ReadFile(t, path), `command = "go build`, `command = "while [ ! -e go-ahead ]; do sleep 0.05; done; go build`, 1)
 	toml = strings.Replace(toml, `startup_grace = "10m"`, `startup_grace = "300ms"`, 1)
 	if err := os.WriteFile(path, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
@@ -538,29 +539,6 @@ func TestE2ECLIExitLeavesNothing(t *testing.T) {
 			}
 			noLeftovers(t, h, pids)
 		})
-	}
-}
-
-// TestSplitCommandLine: words as a shell splits them, with no expansion.
-func TestSplitCommandLine(t *testing.T) {
-	t.Parallel()
-	cases := map[string][]string{
-		`./bin/tool schema --json`:       {"./bin/tool", "schema", "--json"},
-		`  a   'b c'  "d \"e\" $x" f\ g`: {"a", "b c", `d "e" $x`, "f g"},
-		`python3 -m tool schema`:         {"python3", "-m", "tool", "schema"},
-		`x '' ""`:                        {"x", "", ""},
-		`$(rm -rf /) ~ *`:                {"$(rm", "-rf", "/)", "~", "*"},
-	}
-	for in, want := range cases {
-		got, err := splitCommandLine(in)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{``, `   `, `a 'b`, `a "b`} {
-		if _, err := splitCommandLine(bad); err == nil {
-			t.Errorf("splitCommandLine(%q): no error", bad)
-		}
 	}
 }
 

@@ -21,37 +21,13 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
+	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )
-
-// ringTee is the log's way to stderr with a copy of every line kept in
-// ring, for mcpflow logs (also when no log file is set). The ring is
-// written first and always; w is dropped after its first error (its own
-// writer reports a broken pipe), and the error is not passed on, so that
-// the logger never stops feeding the ring.
-type ringTee struct {
-	ring *logring.Ring
-	mu   sync.Mutex
-	w    io.Writer // nil after its first error
-}
-
-func newRingTee(ring *logring.Ring, w io.Writer) *ringTee { return &ringTee{ring: ring, w: w} }
-
-func (t *ringTee) Write(p []byte) (int, error) {
-	t.ring.Write(p)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.w != nil {
-		if _, err := t.w.Write(p); err != nil {
-			t.w = nil
-		}
-	}
-	return len(p), nil
-}
 
 // instanceRun is what a run (watch; mux the same way) adds for a person:
 // the control socket (mcpflow status, rebuild, logs), the log ring it
@@ -133,7 +109,7 @@ func (w *instanceRun) stdio() wire.ServeOptions {
 func (w *instanceRun) listen(mode string, t control.Target) {
 	cfgFile := w.cfg.File
 	if cfgFile != "" {
-		cfgFile = absFrom(w.cfg.Dir, cfgFile)
+		cfgFile = project.AbsFrom(w.cfg.Dir, cfgFile)
 	}
 	if w.http != nil {
 		t = frontTarget{Target: t, run: w}
@@ -212,29 +188,42 @@ func clientInfoOf(c relay.ClientStats) control.ClientInfo {
 	return control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era}
 }
 
-// singleTarget is a watch run's control.Target: one relay, one builder.
-type singleTarget struct {
-	name      string
-	rl        *relay.Relay
-	recompile relay.Recompiler // the builder
-	builds    *buildLog
+// target is the control.Target of every mode: the servers' rows
+// (status) and rebuild of one server by name (rebuild), the name checked
+// against names first ("" names the only server).
+type target struct {
+	names   func() []string
+	status  func() control.Status
+	rebuild func(ctx context.Context, name string) (result.Build, error)
 }
 
-func (t *singleTarget) Status() control.Status {
-	st := t.rl.Stats()
-	return control.Status{
-		Client:  clientInfoOf(st.Client),
-		Servers: []control.ServerStatus{serverStatusOf(t.name, st, t.builds.lastBuild())},
+func (t target) Status() control.Status { return t.status() }
+
+// Rebuild is the agent's rebuild of server name: build, restart, the
+// client told its tools changed.
+func (t target) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	names := t.names()
+	switch {
+	case name == "" && len(names) == 1:
+		name = names[0]
+	case name == "":
+		return result.Build{}, fmt.Errorf("this instance serves %d servers: name one, e.g. mcpflow rebuild %s (servers: %s)", len(names), firstOr(names, "NAME"), strings.Join(names, ", "))
+	case len(names) == 1 && name != names[0]:
+		return result.Build{}, fmt.Errorf("this instance serves one server, %q, not %q: run mcpflow rebuild without a name", names[0], name)
+	case !slices.Contains(names, name):
+		return result.Build{}, fmt.Errorf("no server named %q here (servers: %s): run mcpflow rebuild with one of them, or without a name when there is one", name, strings.Join(names, ", "))
 	}
+	return t.rebuild(ctx, name)
 }
 
-// Rebuild runs the cycle the agent's recompile tool runs: build, restart,
-// the client told its tools changed.
-func (t *singleTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	if name != "" && name != t.name {
-		return result.Build{}, fmt.Errorf("this instance serves one server, %q, not %q: run mcpflow rebuild without a name", t.name, name)
+// oneServer is the target of an instance that serves one server, called
+// name: row is its status row, rebuild its rebuild.
+func oneServer(name string, status func() control.Status, rebuild func(context.Context) result.Build) target {
+	return target{
+		names:   func() []string { return []string{name} },
+		status:  status,
+		rebuild: func(ctx context.Context, _ string) (result.Build, error) { return rebuild(ctx), nil },
 	}
-	return t.recompile.Recompile(ctx, nil), nil
 }
 
 // serverName is what status calls the server of a watch run: its project
@@ -316,7 +305,7 @@ func addSelectFlags(fs *flag.FlagSet, withPid bool) selectFlags {
 func (s selectFlags) instances(e env) ([]control.Instance, error) {
 	var f control.Filter
 	if *s.cfg != "" {
-		f.Config = absFrom(mustGetwd(e), *s.cfg)
+		f.Config = project.AbsFrom(mustGetwd(e), *s.cfg)
 		if _, err := os.Stat(f.Config); err != nil {
 			return nil, fmt.Errorf("-c %s: %w", *s.cfg, err)
 		}
@@ -455,18 +444,11 @@ func cmdLogs(e env, args []string) int {
 	return exitOK
 }
 
-// cliTarget is a [cli] run's control.Target: no process stays up, so its
-// one row shows the schema's state, the last build and the tool count.
-type cliTarget struct {
-	name      string
-	recompile func(ctx context.Context) result.Build // the builder's Recompile
-	schema    func() (*clitools.Schema, error)       // clitools.Server.Schema
-	builds    *buildLog
-}
-
-func (t *cliTarget) Status() control.Status {
-	sv := control.ServerStatus{Name: t.name, State: "starting", Tools: -1, Build: t.builds.lastBuild()}
-	sch, err := t.schema()
+// cliStatus is a [cli] run's status: no process stays up, so its one row
+// shows the schema's state, the last build and the tool count.
+func cliStatus(name string, schema func() (*clitools.Schema, error), builds *buildLog) control.Status {
+	sv := control.ServerStatus{Name: name, State: "starting", Tools: -1, Build: builds.lastBuild()}
+	sch, err := schema()
 	switch {
 	case sch != nil && err != nil:
 		sv.State, sv.Tools = "schema failed (previous tools served)", len(sch.Tools)
@@ -476,14 +458,6 @@ func (t *cliTarget) Status() control.Status {
 		sv.State = "schema failed"
 	}
 	return control.Status{Servers: []control.ServerStatus{sv}}
-}
-
-// Rebuild is the agent's recompile: build, re-read the schema.
-func (t *cliTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	if name != "" && name != t.name {
-		return result.Build{}, fmt.Errorf("this instance serves one CLI, %q, not %q: run mcpflow rebuild without a name", t.name, name)
-	}
-	return t.recompile(ctx), nil
 }
 
 // muxServers is what a muxTarget needs of the mux; *mux.Mux has it.
@@ -519,7 +493,14 @@ func (t *muxTarget) addRelay(name string, r *relay.Relay) {
 	t.mu.Unlock()
 }
 
-// builds is server name's build log.
+// setBuilds registers the build log of server name.
+func (t *muxTarget) setBuilds(name string, b *buildLog) {
+	t.mu.Lock()
+	t.logs[name] = b
+	t.mu.Unlock()
+}
+
+// builds is server name's build log (a CLI without a build has none yet).
 func (t *muxTarget) builds(name string) *buildLog {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -531,7 +512,22 @@ func (t *muxTarget) builds(name string) *buildLog {
 	return b
 }
 
-func (t *muxTarget) Status() control.Status {
+// target is the mux's control.Target.
+func (t *muxTarget) target() target {
+	return target{
+		names: func() []string {
+			var names []string
+			for _, info := range t.m.List(false) {
+				names = append(names, info.Name)
+			}
+			return names
+		},
+		status:  t.status,
+		rebuild: t.rebuild,
+	}
+}
+
+func (t *muxTarget) status() control.Status {
 	var st control.Status
 	if c := t.m.Client(); c.Protocol != "" {
 		era := "legacy"
@@ -559,20 +555,8 @@ func (t *muxTarget) Status() control.Status {
 	return st
 }
 
-// Rebuild is reload_server NAME; "" names the only server.
-func (t *muxTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	var names []string
-	for _, info := range t.m.List(false) {
-		names = append(names, info.Name)
-	}
-	switch {
-	case name == "" && len(names) == 1:
-		name = names[0]
-	case name == "":
-		return result.Build{}, fmt.Errorf("this mux serves %d servers: name one, e.g. mcpflow rebuild %s (servers: %s)", len(names), firstOr(names, "NAME"), strings.Join(names, ", "))
-	case !slices.Contains(names, name):
-		return result.Build{}, fmt.Errorf("no server named %q in this mux (servers: %s)", name, strings.Join(names, ", "))
-	}
+// rebuild is reload_server NAME.
+func (t *muxTarget) rebuild(ctx context.Context, name string) (result.Build, error) {
 	_, res, err := t.m.Reload(ctx, name)
 	if res == nil {
 		return result.Build{Trigger: "recompile", Err: err}, err

@@ -27,7 +27,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
-	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/mux"
@@ -860,35 +859,15 @@ func TestControlTrafficCapture(t *testing.T) {
 	}
 }
 
-// The ring keeps every line when stderr is gone, and stderr is not tried
-// again after it failed.
-func TestRingTeeOutlivesStderr(t *testing.T) {
-	t.Parallel()
-	ring := logring.New(10)
-	fw := &failWriter{}
-	tee := newRingTee(ring, fw)
-	for _, l := range []string{"one\n", "two\n", "three\n"} {
-		if n, err := tee.Write([]byte(l)); err != nil || n != len(l) {
-			t.Fatalf("Write(%q) = %d, %v", l, n, err)
-		}
-	}
-	if got := strings.Join(ring.Lines(), ","); got != "one,two,three" || fw.n != 1 {
-		t.Fatalf("ring %q, stderr tried %d times", got, fw.n)
-	}
-}
-
 func TestCLITarget(t *testing.T) {
 	t.Parallel()
 	var sch *clitools.Schema
 	var schErr error
 	builds := &buildLog{}
 	calls := 0
-	tg := &cliTarget{
-		name:      "tool",
-		recompile: func(context.Context) result.Build { calls++; return result.Build{OK: true, Trigger: "recompile"} },
-		schema:    func() (*clitools.Schema, error) { return sch, schErr },
-		builds:    builds,
-	}
+	tg := oneServer("tool", func() control.Status {
+		return cliStatus("tool", func() (*clitools.Schema, error) { return sch, schErr }, builds)
+	}, func(context.Context) result.Build { calls++; return result.Build{OK: true, Trigger: "recompile"} })
 	if sv := tg.Status().Servers[0]; sv.State != "starting" || sv.Tools != -1 || sv.Build != nil {
 		t.Fatalf("before the first cycle: %+v", sv)
 	}
@@ -934,10 +913,11 @@ func TestMuxTarget(t *testing.T) {
 		{Name: "notes", Status: "running", Pid: 11, Restarts: 2, Tools: []string{"a", "b"}},
 		{Name: "search", Status: "crashed", Tools: []string{}, LastBuild: &mux.BuildInfo{OK: false, Duration: "380ms", Errors: "# pkg\n./main.go:12:3: undefined: x"}},
 	}}
-	tg := newMuxTarget()
-	tg.m = fm
-	tg.addRelay("notes", relay.New(relay.Config{Child: relay.Child{Command: []string{"true"}}}))
-	tg.builds("notes").note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
+	mt := newMuxTarget()
+	mt.m = fm
+	tg := mt.target()
+	mt.addRelay("notes", relay.New(relay.Config{Child: relay.Child{Command: []string{"true"}}}))
+	mt.builds("notes").note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
 
 	st := tg.Status()
 	if len(st.Servers) != 2 {

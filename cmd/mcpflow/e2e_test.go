@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -15,8 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The end-to-end tests run the real mcpflow binary on a copy of
@@ -352,7 +355,7 @@ func TestE2EShutdownLeavesNoProcess(t *testing.T) {
 			dir := copyExample(t)
 			// The server is started through sh -c, which leaves a
 			// grandchild: the whole group must go.
-			toml := strings.Replace(readFile(t, filepath.Join(dir, "mcpflow.toml")), `command = [".mcpflow/echo"]`, `command = "sleep 300 & exec .mcpflow/echo"`, 1)
+			toml := strings.Replace(testkit.ReadFile(t, filepath.Join(dir, "mcpflow.toml")), `command = [".mcpflow/echo"]`, `command = "sleep 300 & exec .mcpflow/echo"`, 1)
 			os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
 			h := startE2E(t, dir, "", "watch")
 			h.waitTools("echo")
@@ -373,15 +376,6 @@ func TestE2EShutdownLeavesNoProcess(t *testing.T) {
 			testkit.NoLeftovers(t, testkit.Procs{Groups: pids, Tag: h.tag})
 		})
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestE2EZeroConfigWatch(t *testing.T) {
@@ -510,4 +504,20 @@ func TestE2ETypeScriptServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runInit runs "mcpflow init DIR" in-process and returns its output; the
+// generated config must load.
+func runInit(t *testing.T, dir string) (string, *config.Config) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+	if code := cmdInit(e, []string{dir}); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
+	if err != nil {
+		t.Fatalf("the generated config does not load: %v", err)
+	}
+	return out.String(), cfg
 }

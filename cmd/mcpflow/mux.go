@@ -7,19 +7,18 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
+	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/mcpflow/mcpflow/watcher"
 )
 
 const muxUsage = `Usage:
@@ -114,7 +113,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		ServerSuffix: cfg.Relay.ServerSuffix,
 	})
 	w.target.m = m
-	run.listen(control.ModeMux, w.target)
+	run.listen(control.ModeMux, w.target.target())
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
 	if run.http != nil {
 		m.Start()
@@ -168,7 +167,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {
-		dir = absFrom(w.cfg.Dir, spec.Dir)
+		dir = project.AbsFrom(w.cfg.Dir, spec.Dir)
 	}
 	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
@@ -180,7 +179,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	sc.Watch.Enabled = len(spec.Watch) > 0
 	sc.Watch.Paths = nil
 	for _, p := range spec.Watch {
-		sc.Watch.Paths = append(sc.Watch.Paths, absFrom(dir, p))
+		sc.Watch.Paths = append(sc.Watch.Paths, project.AbsFrom(dir, p))
 	}
 	return sc
 }
@@ -232,48 +231,22 @@ func (w *muxWiring) hooks(name string, spec mux.ServerSpec, r *relay.Relay, note
 	return h, err
 }
 
-// buildAndWatch makes the builder of a server (restarting through rs
-// after each good build) and its watcher, and returns them as hooks.
+// buildAndWatch assembles a server behind the mux (restarting through
+// rs after each good build) and returns it as hooks.
 func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, note func(result.Build)) (mux.Hooks, *builder.Builder, error) {
 	sc := w.serverConfig(spec)
-	log := w.logger.With("server", spec.Name)
-	b := builder.New(buildConfig(sc, log.With("component", "build"), charmLogger(log), func(res result.Build) {
-		w.target.builds(spec.Name).note(res)
-		if note != nil {
-			note(res)
-		}
-	}), rs)
-	var wt *watcher.Watcher
-	if sc.Watch.Enabled {
-		wcfg := watchConfigOf(sc)
-		wcfg.Logger = log.With("component", "watch")
-		var err error
-		if wt, err = watcher.New(wcfg); err != nil {
-			return mux.Hooks{}, nil, fmt.Errorf("watch: %w", err)
-		}
+	s, err := assemble(sc, w.logger.With("server", spec.Name), rs, note)
+	if err != nil {
+		return mux.Hooks{}, nil, err
 	}
-	return mux.Hooks{
-		Start:  b.Startup,
-		Reload: func(ctx context.Context) result.Build { return b.Recompile(ctx, nil) },
-		Run:    func(ctx context.Context) { buildAndWatch(ctx, b, wt, log, "paths", sc.Watch.Paths) },
-	}, b, nil
+	w.target.setBuilds(spec.Name, &s.builds)
+	return mux.Hooks{Start: s.Startup, Reload: s.rebuild, Run: s.run}, s.Builder, nil
 }
 
 // cliBackend serves a command-line program ([servers.NAME.cli], or
-// add_server's cli_schema) behind the mux: a clitools.Server, each mux
-// session a session of it, refreshed (after its build, when one is
-// configured) on start, reload and watched changes.
-type cliBackend struct {
-	srv   *clitools.Server
-	emit  func(mux.Event)
-	hooks mux.Hooks
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
-}
-
+// add_server's cli_schema) behind the mux (clitools.Backend), refreshed
+// (after its build, when one is configured) on start, reload and watched
+// changes.
 func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
 	sc := w.serverConfig(spec)
 	cc := clitools.Config{
@@ -291,22 +264,14 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 		cc.Timeout, cc.MaxOutput, cc.MaxParallel = c.Timeout, c.MaxOutput, c.MaxParallel
 		cc.Dir, cc.Env = c.Cwd, mergedEnv(c.Env)
 	}
-	b := &cliBackend{srv: clitools.New(cc), emit: emit}
-	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b := clitools.NewBackend(clitools.New(cc), emit)
 	if spec.Build != "" || len(spec.Watch) > 0 {
-		h, _, err := w.buildAndWatch(spec, b.srv, b.noteBuild)
+		h, _, err := w.buildAndWatch(spec, b.Server(), b.NoteBuild)
 		if err != nil {
-			b.cancel()
+			b.Close()
 			return nil, err
 		}
-		b.hooks = h
-	}
-	if b.hooks.Run != nil {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			b.hooks.Run(b.ctx)
-		}()
+		b.Attach(h)
 	}
 	return b, nil
 }
@@ -322,69 +287,4 @@ func mergedEnv(extra map[string]string) []string {
 		env = append(env, k+"="+v)
 	}
 	return env
-}
-
-func (b *cliBackend) Open(c wire.Client, _ bool) wire.Session { return b.srv.Open(c) }
-
-func (b *cliBackend) Lists(context.Context, []byte) (relay.Lists, error) {
-	return relay.Lists{Tools: b.srv.Tools()}, nil
-}
-
-func (b *cliBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
-
-func (b *cliBackend) Reload(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Reload) }
-
-func (b *cliBackend) cycle(ctx context.Context, hook func(context.Context) result.Build) result.Build {
-	b.emit(mux.Event{Kind: mux.EventStarting})
-	var res result.Build
-	if hook != nil {
-		res = hook(ctx)
-	} else {
-		rs, _ := b.srv.Restart(ctx)
-		res = result.Build{Skipped: true, OK: true, Restart: rs}
-	}
-	if rs := res.Restart; res.OK && rs != nil && rs.Err != nil {
-		if sch, _ := b.srv.Schema(); sch != nil {
-			// The old tools keep serving: a failed refresh is reported
-			// as a failed build, not as a crash.
-			res.OK = false
-			if res.Errors == "" {
-				res.Errors = rs.Err.Error()
-			}
-		}
-	}
-	ev := mux.Event{Kind: mux.EventUp, Build: &res}
-	switch {
-	case !res.OK:
-		ev.Kind = mux.EventBuildFailed
-		ev.Report = "the build failed:\n" + res.Errors
-	case res.Restart != nil && res.Restart.Err != nil:
-		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
-	}
-	if res.Restart != nil {
-		ev.Gen = res.Restart.Gen
-	}
-	b.emit(ev)
-	return res
-}
-
-// noteBuild tells list_servers how a build cycle ended.
-func (b *cliBackend) noteBuild(res result.Build) {
-	if res.Canceled {
-		return
-	}
-	ev := mux.Event{Kind: mux.EventBuilt, Build: &res}
-	if !res.OK {
-		ev.Kind, ev.Report = mux.EventBuildFailed, "the build failed:\n"+res.Errors
-	}
-	b.emit(ev)
-}
-
-func (b *cliBackend) Close() {
-	b.once.Do(func() {
-		b.cancel()
-		b.wg.Wait()
-		b.srv.Close()
-		b.emit(mux.Event{Kind: mux.EventStopped})
-	})
 }

@@ -244,7 +244,7 @@ func TestMuxE2EConfiguredServers(t *testing.T) {
 			pids = append(pids, s.Pid)
 
 			// The log names the server each line concerns.
-			logText := readFile(t, filepath.Join(dir, ".mcpflow", "mcpflow.log"))
+			logText := testkit.ReadFile(t, filepath.Join(dir, ".mcpflow", "mcpflow.log"))
 			if !strings.Contains(logText, "server=echo") || !strings.Contains(logText, "server=notes") {
 				t.Errorf("the log does not tag lines with server=NAME:\n%s", logText)
 			}

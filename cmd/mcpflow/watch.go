@@ -2,31 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
-	"github.com/charmbracelet/log"
-
-	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
+	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/relay"
-	"github.com/mcpflow/mcpflow/watcher"
 )
 
 const watchUsage = `Usage:
@@ -91,10 +84,10 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 // stdout or stderr, the parent exiting: a clean shutdown).
 func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error) int {
 	if *f.logFile != "" {
-		cfg.Log.File = absFrom(mustGetwd(e), *f.logFile)
+		cfg.Log.File = project.AbsFrom(mustGetwd(e), *f.logFile)
 	}
 	if *f.traffic != "" {
-		cfg.Log.Traffic = absFrom(mustGetwd(e), *f.traffic)
+		cfg.Log.Traffic = project.AbsFrom(mustGetwd(e), *f.traffic)
 	}
 	if *f.logLevel != "" {
 		cfg.Log.Level = *f.logLevel
@@ -111,7 +104,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 		cfg.HTTP.Listen = *f.http
 	}
 	ring := logring.New(0)
-	logger, closeLog, err := newRunLogger(x.stderr, ring, cfg.Log)
+	logger, closeLog, err := logging.Open(x.stderr, ring, cfg.Log)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitFailure
@@ -140,7 +133,7 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 		if err != nil {
 			return nil, err
 		}
-		cfg := zeroConfig(wd, cmdArgs, build)
+		cfg := project.ZeroConfig(wd, cmdArgs, build)
 		return cfg, cfg.Validate()
 	}
 	if build != "" {
@@ -176,40 +169,28 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 		return err
 	}
 	defer run.close() // every way serve returns removes the control socket
-	charm := charmLogger(logger)
+	charm := logging.Charm(logger)
 	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
-	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: recordFile(cfg), Key: recordKey(cfg)}
+	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg)}
 	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
 	rl := relay.New(rc)
-	b := builder.New(withBuildCache(cfg, slog.New(charm.WithPrefix("build")), buildConfig(cfg, slog.New(charm.WithPrefix("build")), charm, func(res result.Build) {
-		rl.NoteBuild(res)
-		run.builds.note(res)
-	})), rl)
-	rl.SetRecompiler(b)
-	run.listen(control.ModeSingle, &singleTarget{name: serverName(cfg), rl: rl, recompile: b, builds: &run.builds})
-
-	var w *watcher.Watcher
-	if cfg.Watch.Enabled {
-		wcfg := watchConfigOf(cfg)
-		wcfg.Logger = slog.New(charm.WithPrefix("watch"))
-		if w, err = watcher.New(wcfg); err != nil {
-			rl.Close()
-			return fmt.Errorf("watch: %w", err)
-		}
+	srv, err := assemble(cfg, logger, rl, rl.NoteBuild)
+	if err != nil {
+		rl.Close()
+		return err
 	}
+	rl.SetRecompiler(srv)
+	name := serverName(cfg)
+	run.listen(control.ModeSingle, oneServer(name, func() control.Status {
+		st := rl.Stats()
+		return control.Status{Client: clientInfoOf(st.Client), Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
+	}, srv.rebuild))
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		buildAndWatch(ctx, b, w, logger, "root", cfg.Dir)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		b.Startup(ctx)
-	}()
+	wg.Go(func() { srv.run(ctx) })
+	wg.Go(func() { srv.Startup(ctx) })
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
 	if run.http != nil {
 		err = run.http.Serve(ctx, rl)
@@ -260,161 +241,9 @@ func orFlags(file string) string {
 	return file
 }
 
-// buildConfig is the builder of cfg's [build] in cfg's folder, logging to
-// buildLog; each cycle's result is logged to logger (logCycle), then given
-// to note.
-func buildConfig(cfg *config.Config, buildLog *slog.Logger, logger *log.Logger, note func(result.Build)) builder.Config {
-	return builder.Config{
-		Command: cfg.Build.Command.Argv,
-		Shell:   cfg.Build.Command.Shell,
-		Dir:     cfg.Dir,
-		Timeout: cfg.Build.Timeout,
-		Logger:  buildLog,
-		OnResult: func(res result.Build) {
-			if !res.Canceled || !errors.Is(res.Err, context.Canceled) {
-				logCycle(logger, res) // a cycle cut short by the end of the run says nothing
-			}
-			note(res)
-		},
-	}
-}
-
-// logCycle writes the one line a person reads per cycle, e.g.
-// "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
-func logCycle(logger *log.Logger, res result.Build) {
-	var parts []string
-	switch {
-	case len(res.Changed) > 0:
-		p := "changed " + res.Changed[0]
-		if len(res.Changed) > 1 {
-			p += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
-		}
-		parts = append(parts, p)
-	default:
-		parts = append(parts, res.Trigger)
-	}
-	switch {
-	case res.Skipped:
-	case res.OK:
-		parts = append(parts, fmt.Sprintf("build %s ✓", result.Dur(res.Duration)))
-	default:
-		parts = append(parts, fmt.Sprintf("build %s ✗ (%v)", result.Dur(res.Duration), res.Err))
-	}
-	rs := res.Restart
-	if rs != nil {
-		if rs.Err != nil {
-			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(rs.Err.Error())))
-		} else {
-			parts = append(parts, fmt.Sprintf("restart %s ✓", result.Dur(rs.Duration)))
-			if tools := rs.Tools.String(); tools != "" {
-				parts = append(parts, "tools "+tools)
-			}
-		}
-	}
-	line := strings.Join(parts, " → ")
-	if !res.OK || rs != nil && rs.Err != nil {
-		logger.Error(line)
-		if res.Errors != "" {
-			logger.Error("build errors:\n" + res.Errors)
-		}
-		return
-	}
-	logger.Info(line)
-}
-
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
-}
-
-// ignoredOutputs lists what a build writes or mcpflow itself writes inside
-// the tree, so that they never trigger a build: the run binary, a Go
-// build's -o output, the log file.
-// recordFile is where the relay keeps what the server said at its last
-// good start (relay.First): in the project's .mcpflow folder.
-func recordFile(cfg *config.Config) string {
-	return filepath.Join(cfg.Dir, ".mcpflow", "last-start.json")
-}
-
-// recordKey names what a record was written for: the run command, its
-// folder and environment, the build, and the config file's contents. A
-// change of any makes an older record unusable.
-func recordKey(cfg *config.Config) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
-	for _, k := range slices.Sorted(maps.Keys(cfg.Run.Env)) {
-		fmt.Fprintf(h, "%q=%q\n", k, cfg.Run.Env[k])
-	}
-	if cfg.File != "" {
-		if b, err := os.ReadFile(absFrom(cfg.Dir, cfg.File)); err == nil {
-			h.Write(b)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// stderrFile is the regular file mcpflow's stderr goes to, if it does
-// (Linux: /proc/self/fd/2), else "".
-func stderrFile() string {
-	fi, err := os.Stderr.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	p, err := os.Readlink("/proc/self/fd/2")
-	if err != nil || !filepath.IsAbs(p) {
-		return ""
-	}
-	return p
-}
-
-func ignoredOutputs(cfg *config.Config) []string {
-	var out []string
-	if cfg.Log.File != "" {
-		out = append(out, cfg.Log.File, cfg.Log.File+".1")
-	}
-	if f := stderrFile(); f != "" {
-		out = append(out, f) // a client that sends mcpflow's stderr to a file in the tree
-	}
-	if cfg.Log.Traffic != "" {
-		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
-	}
-	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
-		out = append(out, absFrom(cfg.Run.Cwd, argv[0]))
-	}
-	out = append(out, projectOutputs(cfg.Dir)...)
-	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, absFrom(cfg.Dir, o))
-	}
-	return out
-}
-
-// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
-// command.
-func buildOutputs(c config.Command) []string {
-	var words []string
-	if c.Shell && len(c.Argv) > 0 {
-		words = strings.Fields(c.Argv[0])
-	} else {
-		words = c.Argv
-	}
-	var out []string
-	for i, w := range words {
-		switch {
-		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
-			out = append(out, strings.Trim(words[i+1], `"'`))
-		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
-			_, v, _ := strings.Cut(w, "=")
-			out = append(out, strings.Trim(v, `"'`))
-		}
-	}
-	return out
-}
-
-func absFrom(dir, p string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(dir, p)
 }
 
 func mustGetwd(e env) string {

@@ -177,3 +177,44 @@ func (s *buildSet) build(n int, pkg string, flags []string) (string, error) {
 	}
 	return out, nil
 }
+
+// TSCDeps returns the folder holding the TypeScript compiler and SDK that
+// the TypeScript tests build with (internal/project/testdata/tsc), or
+// skips the test when they are not installed (make node-deps installs
+// them); under CI (the CI variable set) a missing install fails.
+func TSCDeps(tb testing.TB) string {
+	tb.Helper()
+	dir := filepath.Join(Root(tb), "internal", "project", "testdata", "tsc")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")); err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatal("tsc not installed in " + dir + ": make node-deps")
+		}
+		tb.Skip("tsc not installed in " + dir + ": run make node-deps")
+	}
+	return dir
+}
+
+// WriteFiles writes files (slash paths relative to dir → contents) under
+// dir, creating folders.
+func WriteFiles(tb testing.TB, dir string, files map[string]string) {
+	tb.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// ReadFile is the contents of path; the test fails when it cannot be read.
+func ReadFile(tb testing.TB, path string) string {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}

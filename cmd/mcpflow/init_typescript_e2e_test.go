@@ -10,94 +10,9 @@ import (
 	"testing"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/project"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
-
-// tscDeps returns the folder holding the TypeScript compiler and SDK the
-// TypeScript init tests build with, or skips when they are not installed
-// (make node-deps installs them; CI always has them).
-func tscDeps(t *testing.T) string {
-	t.Helper()
-	dir, _ := filepath.Abs(filepath.Join("testdata", "tsc"))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tsc not installed in testdata/tsc: make node-deps")
-		}
-		t.Skip("tsc not installed in testdata/tsc: run make node-deps")
-	}
-	return dir
-}
-
-// tsServer is a TypeScript SDK server with the tool add, and sub when
-// withSub: what a user writes in src/index.ts.
-func tsServer(withSub bool) string {
-	sub := ""
-	if withSub {
-		sub = `
-server.registerTool("sub", { description: "a-b", inputSchema: { a: z.number(), b: z.number() } },
-  async ({ a, b }) => ({ content: [{ type: "text", text: String(a - b) }] }));
-`
-	}
-	return `import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { z } from "zod";
-
-const server = new McpServer({ name: "notes", version: "1.0.0" });
-server.registerTool("add", { description: "a+b", inputSchema: { a: z.number(), b: z.number() } },
-  async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }));
-` + sub + `
-await server.connect(new StdioServerTransport());
-`
-}
-
-// tscInitConfig is tsconfig.json as "tsc --init" (TypeScript 5.9) writes
-// it, comments and trailing comma included, with the File Layout lines
-// uncommented as its comments suggest.
-const tscInitConfig = `{
-  // Visit https://aka.ms/tsconfig to read more about this file
-  "compilerOptions": {
-    // File Layout
-    "rootDir": "./src",
-    "outDir": "./dist",
-
-    // Environment Settings
-    // See also https://aka.ms/tsconfig/module
-    "module": "nodenext",
-    "target": "esnext",
-    "types": [],
-
-    /* Other Outputs */
-    "sourceMap": true,
-    "declaration": true,
-
-    // Recommended Options
-    "strict": true,
-    "verbatimModuleSyntax": true,
-    "isolatedModules": true,
-    "moduleDetection": "force",
-    "skipLibCheck": true,
-  }
-}
-`
-
-// npmInitPackage is package.json as "npm init -y" (npm 11) writes it, with
-// the module type the SDK needs and a build script.
-func npmInitPackage(extra string) string {
-	return `{
-  "name": "notes-server",
-  "version": "1.0.0",
-  "description": "",
-  "main": "index.js",
-  "scripts": {
-    "build": "tsc",
-    "test": "echo \"Error: no test specified\" && exit 1"
-  },` + extra + `
-  "keywords": [],
-  "author": "",
-  "license": "ISC",
-  "type": "module"
-}
-`
-}
 
 // shellIn runs script with sh -c in dir, as mcpflow runs build commands.
 func shellIn(dir, script string) (string, error) {
@@ -114,7 +29,7 @@ func shellIn(dir, script string) (string, error) {
 // type error.
 func TestInitTypeScript(t *testing.T) {
 	t.Parallel()
-	deps := tscDeps(t)
+	deps := testkit.TSCDeps(t)
 	cases := []struct {
 		name      string
 		files     map[string]string
@@ -127,7 +42,7 @@ func TestInitTypeScript(t *testing.T) {
 	}{
 		{
 			name:      "npm default",
-			files:     map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig},
+			files:     map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig},
 			build:     "npm run build -- --noEmitOnError",
 			run:       `["node", "dist/index.js"]`,
 			exclude:   `"node_modules/**", "package-lock.json", "dist/**"`,
@@ -138,8 +53,8 @@ func TestInitTypeScript(t *testing.T) {
 		{
 			name: "bin string",
 			files: map[string]string{
-				"package.json":  npmInitPackage(`"bin": "./dist/index.js",`),
-				"tsconfig.json": tscInitConfig,
+				"package.json":  testkit.NPMInitPackage(`"bin": "./dist/index.js",`),
+				"tsconfig.json": testkit.TSCInitConfig,
 			},
 			build:    "npm run build -- --noEmitOnError",
 			run:      `["node", "dist/index.js"]`,
@@ -151,7 +66,7 @@ func TestInitTypeScript(t *testing.T) {
 			files: map[string]string{
 				"package.json": `{"name": "@acme/notes-server", "type": "module", "bin": {"other": "./build/other.js", "notes-server": "./build/server.js"}}`,
 				"tsconfig.json": strings.NewReplacer(`"./dist"`, `"./build"`, `"strict": true,`, `"strict": true, "noEmitOnError": false,`).
-					Replace(tscInitConfig),
+					Replace(testkit.TSCInitConfig),
 			},
 			build:     "npx --no -- tsc --noEmitOnError",
 			run:       `["node", "build/server.js"]`,
@@ -163,8 +78,8 @@ func TestInitTypeScript(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, c.files)
-			writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(false)})
+			testkit.WriteFiles(t, dir, c.files)
+			testkit.WriteFiles(t, dir, map[string]string{c.entrySrc: testkit.TSServer(false)})
 			if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +87,7 @@ func TestInitTypeScript(t *testing.T) {
 			if !strings.Contains(out, "project: typescript") {
 				t.Errorf("init output: %s", out)
 			}
-			toml := readFile(t, filepath.Join(dir, "mcpflow.toml"))
+			toml := testkit.ReadFile(t, filepath.Join(dir, "mcpflow.toml"))
 			for _, want := range []string{
 				"command = " + config.TOMLString(c.build),
 				"command = " + c.run,
@@ -186,7 +101,7 @@ func TestInitTypeScript(t *testing.T) {
 			if strings.Contains(out, "Check:") {
 				t.Errorf("init warns about a layout that works:\n%s", out)
 			}
-			if w := nodeEntryWarning(cfg.Dir, cfg.Run.Command); w != "" {
+			if w := project.NodeEntryWarning(cfg.Dir, cfg.Run.Command); w != "" {
 				t.Errorf("nodeEntryWarning before the build: %s", w)
 			}
 
@@ -197,7 +112,7 @@ func TestInitTypeScript(t *testing.T) {
 				t.Fatalf("add: %q %v", got, isErr)
 			}
 			if c.save {
-				writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(true)})
+				testkit.WriteFiles(t, dir, map[string]string{c.entrySrc: testkit.TSServer(true)})
 				h.waitTools("sub")
 				if got, isErr := h.call("sub", map[string]any{"a": 2, "b": 3}); isErr || got != "-1" {
 					t.Fatalf("sub: %q %v", got, isErr)
@@ -210,13 +125,13 @@ func TestInitTypeScript(t *testing.T) {
 			// last good output in place (mcpflow's own build of the save runs
 			// the same command).
 			entry := filepath.Join(dir, cfg.Run.Command.Argv[1])
-			good := readFile(t, entry)
-			writeFiles(t, dir, map[string]string{c.entrySrc: tsServer(c.save) + "\nconst broken: number = \"text\";\n"})
+			good := testkit.ReadFile(t, entry)
+			testkit.WriteFiles(t, dir, map[string]string{c.entrySrc: testkit.TSServer(c.save) + "\nconst broken: number = \"text\";\n"})
 			build := cfg.Build.Command.Argv[0]
 			if out, err := shellIn(dir, build); err == nil {
 				t.Fatalf("%s passed on a type error:\n%s", build, out)
 			}
-			if got := readFile(t, entry); got != good {
+			if got := testkit.ReadFile(t, entry); got != good {
 				t.Fatalf("a failed build rewrote %s:\n%s", entry, got)
 			}
 		})
@@ -246,10 +161,10 @@ func TestInitStartsGoAndJavaScript(t *testing.T) {
 		}
 	})
 	t.Run("javascript", func(t *testing.T) {
-		deps := tscDeps(t)
+		deps := testkit.TSCDeps(t)
 		dir := t.TempDir()
-		js := strings.Replace(tsServer(false), `const server = new McpServer({ name: "notes", version: "1.0.0" });`, `const server = new McpServer({ name: "js", version: "1.0.0" });`, 1)
-		writeFiles(t, dir, map[string]string{
+		js := strings.Replace(testkit.TSServer(false), `const server = new McpServer({ name: "notes", version: "1.0.0" });`, `const server = new McpServer({ name: "js", version: "1.0.0" });`, 1)
+		testkit.WriteFiles(t, dir, map[string]string{
 			"package.json": `{"name": "js-server", "version": "1.0.0", "type": "module", "main": "index.js", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`,
 			"index.js":     js,
 		})

@@ -1,4 +1,4 @@
-package buildcache
+package cache
 
 import (
 	"context"
@@ -110,7 +110,7 @@ func TestStateRoundTripAndFresh(t *testing.T) {
 }
 
 func TestLockExcludes(t *testing.T) {
-	cache := Dir(t.TempDir())
+	cache := LockFile(StateFile(Dir(t.TempDir()), "go", "build"))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l1, err := Acquire(ctx, cache, nil)
@@ -147,7 +147,7 @@ func TestLockExcludes(t *testing.T) {
 }
 
 func TestLockWaitEndsWithCtx(t *testing.T) {
-	cache := Dir(t.TempDir())
+	cache := LockFile(StateFile(Dir(t.TempDir()), "go", "build"))
 	l1, err := Acquire(context.Background(), cache, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,19 @@
-package main
+package builder
 
 import (
 	"context"
 	"log/slog"
 	"sync"
 
-	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
-// buildAndWatch runs b's loop and, when w is not nil, feeds it w's batches
-// of changed paths, logging the watch's size (with attrs) once w is ready.
-// It returns when ctx ends, once both have stopped (a running build is
-// killed). Every mode (single server, [cli], each mux server) runs its
-// builds through it.
-func buildAndWatch(ctx context.Context, b *builder.Builder, w *watcher.Watcher, log *slog.Logger, attrs ...any) {
+// RunWatching runs b's loop (Run) and, when w is not nil, feeds it w's
+// batches of changed paths, logging the watch's size (with attrs) once w
+// is ready. It returns when ctx ends, once both have stopped (a running
+// build is killed). Every mode (single server, [cli], each mux server)
+// runs its builds through it.
+func (b *Builder) RunWatching(ctx context.Context, w *watcher.Watcher, log *slog.Logger, attrs ...any) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -1,4 +1,4 @@
-package main
+package project
 
 import (
 	"errors"
@@ -74,7 +74,7 @@ func cwdProblem(v checkView, key, dir string) string {
 func programProblem(v checkView, key, name, cwd string) string {
 	full := v.table + key
 	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
-		p := absFrom(cwd, name)
+		p := AbsFrom(cwd, name)
 		if _, err := os.Stat(p); err != nil {
 			if !v.cfg.Build.Command.IsZero() {
 				return v.at(key, "%s %q does not exist yet (%s); fine if the build writes it", full, name, p)
@@ -99,7 +99,7 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
 		return ""
 	}
-	abs := absFrom(sr.dir, sr.script)
+	abs := AbsFrom(sr.dir, sr.script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
@@ -132,7 +132,7 @@ func outputFolders(cfg *config.Config) []string {
 	}
 	out = append(out, projectOutputs(cfg.Dir)...)
 	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, absFrom(cfg.Dir, o))
+		out = append(out, AbsFrom(cfg.Dir, o))
 	}
 	return out
 }
@@ -239,12 +239,12 @@ func isConfigJSON(base string) bool {
 // logFileWarnings warns when mcpflow's own log or traffic file (or the
 // FILE.1 it moves a full one to) lies in the watched folders, matches
 // watch.include and is not excluded. The watcher ignores some of them
-// itself (ignoredOutputs): those are only worth making explicit; one it
+// itself (IgnoredOutputs): those are only worth making explicit; one it
 // does not ignore would rebuild and restart the server at each line
 // mcpflow writes.
 func logFileWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
-	ignored := ignoredOutputs(cfg)
+	ignored := IgnoredOutputs(cfg)
 	watched := map[string]bool{}
 	for _, f := range files {
 		watched[f] = true

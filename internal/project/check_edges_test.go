@@ -1,4 +1,4 @@
-package main
+package project
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestWatchModeBuild(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"package.json": `{"scripts": {
+	testkit.WriteFiles(t, dir, map[string]string{"package.json": `{"scripts": {
 		"build": "tsc", "build:w": "tsc -b -w", "dev": "tsx watch src/index.ts", "watch": "node build.mjs",
 		"both": "tsc && npm run bundle -- --watch", "bundle": "esbuild src/x.ts --bundle",
 		"serve": "vite", "ok": "vite build && rollup -c", "loop": "npm run loop"}}`})
@@ -151,7 +152,7 @@ func TestDataFile(t *testing.T) {
 func TestClientFilesNeverWatched(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"mcpflow.toml": "[run]\ncommand = [\"node\", \"dist/index.js\"]\n[watch]\ninclude = [\"**/*.ts\", \"**/*.json\"]\nexclude = [\"node_modules/**\", \"dist/**\"]\ndebounce = \"20ms\"\n",
 		"package.json": "{}", ".mcp.json": "{}", ".vscode/mcp.json": "{}", ".cursor/mcp.json": "{}",
 		".claude/settings.json": "{}", ".gemini/settings.json": "{}", ".codex/config.json": "{}",
@@ -160,14 +161,14 @@ func TestClientFilesNeverWatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := watcher.Scan(watchConfigOf(cfg))
+	files, err := watcher.Scan(WatchConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(files, []string{"package.json"}) {
 		t.Errorf("watched files %q, want only package.json", files)
 	}
-	w, err := watcher.New(watchConfigOf(cfg))
+	w, err := watcher.New(WatchConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestClientFilesNeverWatched(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFiles(t, dir, map[string]string{"src/a.json": "{}"})
+	testkit.WriteFiles(t, dir, map[string]string{"src/a.json": "{}"})
 	select {
 	case b := <-out:
 		if !slices.Equal(b.Paths, []string{"src/a.json"}) {
@@ -198,7 +199,7 @@ func TestClientFilesNeverWatched(t *testing.T) {
 func TestCommandWarnings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"server.py": "", "file": ""})
+	testkit.WriteFiles(t, dir, map[string]string{"server.py": "", "file": ""})
 	load := func(doc string) checkView {
 		t.Helper()
 		cfg, err := config.Parse("mcpflow.toml", []byte(doc), dir)

@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func TestRunLoggerStalledStderr(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mcpflow.log")
 	stderr := &gateWriter{open: make(chan struct{})}
 	var ring testkit.Buffer
-	logger, closeLog, err := newRunLogger(stderr, &ring, config.LogConfig{Level: "info", Format: "text", File: file, MaxSize: 64 << 20})
+	logger, closeLog, err := Open(stderr, &ring, config.LogConfig{Level: "info", Format: "text", File: file, MaxSize: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRunLoggerCloseStalled(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "mcpflow.log")
 	stderr := &gateWriter{open: make(chan struct{})}
 	defer close(stderr.open)
-	logger, closeLog, err := newRunLogger(stderr, nil, config.LogConfig{Level: "info", Format: "json", File: file})
+	logger, closeLog, err := Open(stderr, nil, config.LogConfig{Level: "info", Format: "json", File: file})
 	if err != nil {
 		t.Fatal(err)
 	}

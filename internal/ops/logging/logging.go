@@ -1,4 +1,4 @@
-package main
+package logging
 
 import (
 	"bytes"
@@ -9,22 +9,25 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
+
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // logOutput is where the log goes: the log file when one is set, the
 // in-memory ring (a run's, for "mcpflow logs"), and stderr. Each record
-// arrives in one Write (both handlers newLogger installs write a record at
+// arrives in one Write (both handlers New installs write a record at
 // once) and reaches the file, opened with O_APPEND and rotated by size
 // (log.max_size, traffic.File), in one write call, so the records of
 // several mcpflow instances sharing a file never interleave. The file and
 // the ring get every record, in the caller's goroutine. stderr is written
-// after them: at once (newLogger), or through a stderrQueue (a run's
+// after them: at once (New), or through a stderrQueue (a run's
 // logger, newRunLogger), so that a reader that stalls never stalls
 // mcpflow. After stderr's first error (EPIPE once the client that read it
 // is gone) it is dropped, and the file log carries on. When tag is set, it
@@ -202,12 +205,12 @@ func (q *stderrQueue) close() {
 	}
 }
 
-// charmLogger returns a charmbracelet logger that logs through l, for the
+// Charm returns a charmbracelet logger that logs through l, for the
 // parts that still take one. When l's handler is a charmbracelet logger
 // (log.format "text") it is that logger; otherwise each record is written
 // as JSON by charmbracelet and handed to l's handler as an slog record
 // with the same level, message, prefix and attributes.
-func charmLogger(l *slog.Logger) *log.Logger {
+func Charm(l *slog.Logger) *log.Logger {
 	if c, ok := l.Handler().(*log.Logger); ok {
 		return c
 	}
@@ -277,22 +280,22 @@ func jsonAttr(key string, v any) slog.Attr {
 	}
 }
 
-// newLogger returns mcpflow's logger, configured by [log]: charmbracelet's
+// New returns mcpflow's logger, configured by [log]: charmbracelet's
 // handler for format "text", slog's JSON handler for "json". Every record
 // names its mcpflow process with mcpflow_pid (the relay's "pid" names the
 // child), since several instances may share a log file: an attribute in
 // JSON, the end of the record in text. It writes to stderr, at once, and,
 // when file is set, to that file too (see logOutput); stdout belongs to the
 // protocol and is never written. The returned function closes the file.
-func newLogger(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
+func New(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	return openLogger(&logOutput{stderr: stderr}, cfg)
 }
 
-// newRunLogger is newLogger for a run: ring gets every record with the log
+// Open is New for a run: ring gets every record with the log
 // file, and stderr is written through a stderrQueue, never waited on. The
 // returned function closes the queue (waiting stderrCloseWait at most),
 // then the file.
-func newRunLogger(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
+func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{ring: ring}
 	logger, closeFile, err := openLogger(out, cfg)
 	if err != nil {
@@ -344,4 +347,52 @@ func openLogger(out *logOutput, cfg config.LogConfig) (*slog.Logger, func(), err
 		Prefix:          "mcpflow",
 	})
 	return slog.New(h), closeFn, nil
+}
+
+// Cycle writes the one line a person reads per cycle, e.g.
+// "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
+func Cycle(logger *log.Logger, res result.Build) {
+	var parts []string
+	switch {
+	case len(res.Changed) > 0:
+		p := "changed " + res.Changed[0]
+		if len(res.Changed) > 1 {
+			p += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
+		}
+		parts = append(parts, p)
+	default:
+		parts = append(parts, res.Trigger)
+	}
+	switch {
+	case res.Skipped:
+	case res.OK:
+		parts = append(parts, fmt.Sprintf("build %s ✓", result.Dur(res.Duration)))
+	default:
+		parts = append(parts, fmt.Sprintf("build %s ✗ (%v)", result.Dur(res.Duration), res.Err))
+	}
+	rs := res.Restart
+	if rs != nil {
+		if rs.Err != nil {
+			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(rs.Err.Error())))
+		} else {
+			parts = append(parts, fmt.Sprintf("restart %s ✓", result.Dur(rs.Duration)))
+			if tools := rs.Tools.String(); tools != "" {
+				parts = append(parts, "tools "+tools)
+			}
+		}
+	}
+	line := strings.Join(parts, " → ")
+	if !res.OK || rs != nil && rs.Err != nil {
+		logger.Error(line)
+		if res.Errors != "" {
+			logger.Error("build errors:\n" + res.Errors)
+		}
+		return
+	}
+	logger.Info(line)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // The cache tests run the real mcpflow binary on a project whose build
@@ -273,27 +271,4 @@ func TestTwoInstancesBuildOnce(t *testing.T) {
 		t.Errorf("one save seen by two instances ran %d builds, want 1\nlog:\n%s", n-1, readLog(dir))
 	}
 	noOverlap(t, dir)
-}
-
-func TestRunOutput(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	for _, c := range []struct {
-		argv  []string
-		shell bool
-		want  string
-	}{
-		{[]string{"./bin/server", "--stdio"}, false, filepath.Join(dir, "bin", "server")},
-		{[]string{"node", "--enable-source-maps", "dist/index.js"}, false, filepath.Join(dir, "dist", "index.js")},
-		{[]string{"python3", "server.py"}, false, filepath.Join(dir, "server.py")},
-		{[]string{"node", "-e", "1"}, false, ""},
-		{[]string{"npm", "start"}, false, ""},
-		{[]string{"./bin/server"}, true, ""},
-	} {
-		cfg := config.Default(dir)
-		cfg.Run.Command = config.Command{Argv: c.argv, Shell: c.shell}
-		if got := runOutput(cfg); got != c.want {
-			t.Errorf("runOutput(%q, shell %v) = %q, want %q", c.argv, c.shell, got, c.want)
-		}
-	}
 }

@@ -1,10 +1,11 @@
-package buildcache
+package cache
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -14,15 +15,14 @@ const pollEvery = 50 * time.Millisecond
 // Lock is a held build lock.
 type Lock struct{ f *os.File }
 
-// Acquire takes the build lock of the cache folder dir, creating the
-// folder. If another process (or another Acquire in this one) holds it,
+// Acquire takes the build lock held in the file path (LockFile), creating
+// its folder. If another process (or another Acquire in this one) holds it,
 // waiting is called once and Acquire tries again until it gets the lock
 // or ctx ends (the error is then ctx.Err()).
-func Acquire(ctx context.Context, dir string, waiting func()) (*Lock, error) {
-	if err := makeDir(dir); err != nil {
+func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
+	if err := makeDir(filepath.Dir(name)); err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
-	name := filepath.Join(dir, "build.lock")
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
@@ -56,6 +56,14 @@ func Acquire(ctx context.Context, dir string, waiting func()) (*Lock, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// LockFile is the build lock of the build whose state file is stateFile
+// (StateFile): one lock per build, so that two instances never run the
+// same build at once, while different builds of one folder (two servers
+// of a mux) run side by side.
+func LockFile(stateFile string) string {
+	return strings.TrimSuffix(stateFile, ".json") + ".lock"
 }
 
 // Release gives the lock up. It may be called more than once.

@@ -1,14 +1,13 @@
-package main
+package project
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // TestStripJSONC: comments and trailing commas go, strings stay whole.
@@ -62,7 +61,7 @@ func TestTSOutput(t *testing.T) {
 func TestNodeEntryWarning(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"tsconfig.json": `{"compilerOptions": {"rootDir": "./src", "outDir": "./dist",},}`,
 		"src/index.ts":  "export {}",
 		"server.js":     "",
@@ -77,7 +76,7 @@ func TestNodeEntryWarning(t *testing.T) {
 		{[]string{"./server"}, ""},
 		{[]string{"node", "index.js"}, "run.command starts index.js, which does not exist, and tsc will not write it (tsconfig.json: outDir \"dist\", rootDir \"src\"); the build writes src/index.ts → dist/index.js"},
 	} {
-		if got := nodeEntryWarning(dir, config.Command{Argv: c.argv}); got != c.want {
+		if got := NodeEntryWarning(dir, config.Command{Argv: c.argv}); got != c.want {
 			t.Errorf("%q: %q, want %q", c.argv, got, c.want)
 		}
 	}
@@ -85,7 +84,7 @@ func TestNodeEntryWarning(t *testing.T) {
 		t.Errorf("projectOutputs = %q", got)
 	}
 	plain := t.TempDir()
-	if got := nodeEntryWarning(plain, config.Command{Argv: []string{"node", "index.js"}}); !strings.Contains(got, "no tsconfig.json") {
+	if got := NodeEntryWarning(plain, config.Command{Argv: []string{"node", "index.js"}}); !strings.Contains(got, "no tsconfig.json") {
 		t.Errorf("without tsconfig.json: %q", got)
 	}
 	if got := projectOutputs(plain); got != nil {
@@ -99,7 +98,7 @@ func TestNodeEntryWarning(t *testing.T) {
 func TestProjectWarnings(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"package.json":  `{"name": "n", "main": "index.js", "scripts": {"build": "tsc"}}`,
 		"tsconfig.json": `{"compilerOptions": {"rootDir": "src", "outDir": "dist"}}`,
 		"src/index.ts":  "export {}",
@@ -124,31 +123,20 @@ func TestProjectWarnings(t *testing.T) {
 	}
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+// testExe is the mcpflow binary the init tests say is running.
+const testExe = "/opt/mcpflow/bin/mcpflow"
 
-// runInit runs "mcpflow init DIR" in-process and returns its output; the
-// generated config must load.
+// runInit runs init on dir (Init, as mcpflow init DIR does) and returns
+// what it tells the user; the generated config must load.
 func runInit(t *testing.T, dir string) (string, *config.Config) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
-	if code := cmdInit(e, []string{dir}); code != exitOK {
-		t.Fatalf("init: exit %d\n%s%s", code, out.String(), errOut.String())
+	out, err := Init(dir, "", testExe)
+	if err != nil {
+		t.Fatalf("init: %v", err)
 	}
 	cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
 	if err != nil {
 		t.Fatalf("the generated config does not load: %v", err)
 	}
-	return out.String(), cfg
+	return out, cfg
 }

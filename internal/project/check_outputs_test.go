@@ -1,4 +1,4 @@
-package main
+package project
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpflow/mcpflow/internal/buildcache"
+	"github.com/mcpflow/mcpflow/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/watcher"
 )
@@ -26,7 +26,7 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 	cfg := config.Default(dir)
 	cfg.Build.Command = config.Command{Argv: []string{"sh build.sh"}, Shell: true}
 	cfg.Run.Command = config.Command{Argv: []string{"./bin/server"}}
-	files, err := watcher.Scan(watchConfigOf(cfg))
+	files, err := watcher.Scan(WatchConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,15 +41,15 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 	if warned() {
 		t.Fatal("a warning before mcpflow saw the build write gen/out.txt")
 	}
-	file := buildcache.StateFile(buildcache.Dir(dir), buildIdentity(cfg)...)
-	if err := buildcache.Save(file, buildcache.State{Outputs: []string{"gen/out.txt"}}); err != nil {
+	file := cache.StateFile(cache.Dir(dir), BuildIdentity(cfg)...)
+	if err := cache.Save(file, cache.State{Outputs: []string{"gen/out.txt"}}); err != nil {
 		t.Fatal(err)
 	}
 	if !warned() {
 		t.Errorf("no warning for gen/out.txt: %q", checkWarnings(cfg, files))
 	}
 	cfg.Watch.Exclude = []string{"gen/**"}
-	if files, err = watcher.Scan(watchConfigOf(cfg)); err != nil {
+	if files, err = watcher.Scan(WatchConfig(cfg)); err != nil {
 		t.Fatal(err)
 	}
 	if warned() {

@@ -1,10 +1,12 @@
-package main
+package project
 
 import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // TestInitSnippet: the client snippet init prints starts mcpflow the way
@@ -19,15 +21,15 @@ func TestInitSnippet(t *testing.T) {
 		command string
 		args    []string
 	}{
-		{"typescript", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig}, "npx", []string{"-y", "mcpflow"}},
+		{"typescript", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig}, "npx", []string{"-y", "mcpflow"}},
 		{"javascript", map[string]string{"package.json": `{"name": "notes", "main": "index.js"}`, "index.js": "\n"}, "npx", []string{"-y", "mcpflow"}},
 		{"python", map[string]string{"pyproject.toml": "[project]\nname = \"notes\"\nversion = \"0.1.0\"\n", "server.py": "\n"}, "uvx", []string{"mcpflow"}},
-		{"go", map[string]string{"go.mod": "module example.com/notes\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"}, executable(), nil},
+		{"go", map[string]string{"go.mod": "module example.com/notes\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"}, testExe, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, c.files)
+			testkit.WriteFiles(t, dir, c.files)
 			out, _ := runInit(t, dir)
 			cfg := filepath.Join(dir, "mcpflow.toml")
 			want := append(append([]string{}, c.args...), "watch", "-c", cfg)
@@ -103,8 +105,8 @@ func TestLauncherFor(t *testing.T) {
 		{"go", "", "mcpflow"},
 	}
 	for _, c := range cases {
-		if l := launcherFor(c.kind, c.exe); l.command != c.command {
-			t.Errorf("launcherFor(%q, %q) = %q, want %q", c.kind, c.exe, l.command, c.command)
+		if l := LauncherFor(c.kind, c.exe); l.command != c.command {
+			t.Errorf("LauncherFor(%q, %q) = %q, want %q", c.kind, c.exe, l.command, c.command)
 		}
 	}
 }

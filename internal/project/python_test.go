@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package project
 
 import (
 	"context"
@@ -13,14 +13,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // pyFixture is the standard-library MCP server the Python layouts run.
 func pyFixture(t *testing.T) string {
 	t.Helper()
-	return readFile(t, filepath.Join("testdata", "python", "server.py"))
+	return testkit.ReadFile(t, filepath.Join("testdata", "python", "server.py"))
 }
 
 // startGenerated starts the run command of cfg as mcpflow would (in
@@ -34,7 +36,7 @@ func startGenerated(t *testing.T, cfg *config.Config) *mcp.ClientSession {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if strings.ContainsRune(argv[0], '/') {
-		cmd.Path = absFrom(cfg.Run.Cwd, argv[0])
+		cmd.Path = AbsFrom(cfg.Run.Cwd, argv[0])
 	}
 	cmd.Dir = cfg.Run.Cwd
 	cmd.Env = os.Environ()
@@ -151,7 +153,7 @@ func TestInitPython(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeFiles(t, dir, c.files)
+			testkit.WriteFiles(t, dir, c.files)
 			if c.venv {
 				if out, err := exec.Command("python3", "-m", "venv", "--without-pip", filepath.Join(dir, ".venv")).CombinedOutput(); err != nil {
 					t.Fatalf("python3 -m venv: %v\n%s", err, out)

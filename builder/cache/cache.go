@@ -1,4 +1,4 @@
-package buildcache
+package cache
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package main
+package project
 
 import (
 	"encoding/json"
@@ -15,14 +15,15 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"github.com/mcpflow/mcpflow/internal/config"
 	toml "github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/modfile"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // project is what detection learns about a directory: enough to write a
 // config that builds, runs and watches it.
-type project struct {
+type Project struct {
 	Kind    string   // "go", "rust", "node", "typescript", "python", "" (unknown)
 	Name    string   // server name for the client snippet
 	Build   string   // build command, run by sh -c; "" = none
@@ -44,7 +45,7 @@ type project struct {
 // detect looks at dir, guesses the project's kind from its manifest, and
 // how its server speaks from its sources: a server that serves only
 // Streamable HTTP gets run.url.
-func detect(dir string) project {
+func Detect(dir string) Project {
 	p := detectManifest(dir)
 	s := scanServing(dir, p.Kind)
 	switch {
@@ -87,7 +88,7 @@ func projectKind(dir string) string {
 
 // detectManifest is detect without the sources' search: the project's
 // kind, build, run command and watch set.
-func detectManifest(dir string) project {
+func detectManifest(dir string) Project {
 	switch {
 	case exists(dir, "go.mod"):
 		return detectGo(dir)
@@ -99,7 +100,7 @@ func detectManifest(dir string) project {
 		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
 		return detectPython(dir)
 	}
-	return project{
+	return Project{
 		Name:    filepath.Base(dir),
 		Run:     []string{"./server"},
 		Include: []string{"**/*"},
@@ -113,8 +114,8 @@ func exists(dir, name string) bool {
 	return err == nil
 }
 
-func detectGo(dir string) project {
-	p := project{
+func detectGo(dir string) Project {
+	p := Project{
 		Kind:    "go",
 		Name:    filepath.Base(dir),
 		Include: []string{"**/*.go", "go.mod", "go.sum"},
@@ -187,7 +188,7 @@ func isGoMain(dir string) bool {
 	return false
 }
 
-func detectRust(dir string) project {
+func detectRust(dir string) Project {
 	var m struct {
 		Package struct {
 			Name string `toml:"name"`
@@ -202,7 +203,7 @@ func detectRust(dir string) project {
 	if len(m.Bin) > 0 && m.Bin[0].Name != "" {
 		name = m.Bin[0].Name
 	}
-	p := project{
+	p := Project{
 		Kind:    "rust",
 		Name:    name,
 		Build:   "cargo build",
@@ -495,7 +496,7 @@ func tsSources(dir string, ts tsConfig) []string {
 // tsconfig.json) will not write it either; "" when it exists or will. dir
 // is the folder run paths are relative to. mcpflow check calls it with the
 // resolved run command.
-func nodeEntryWarning(dir string, run config.Command) string {
+func NodeEntryWarning(dir string, run config.Command) string {
 	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
@@ -504,7 +505,7 @@ func nodeEntryWarning(dir string, run config.Command) string {
 		return ""
 	}
 	script := sr.script
-	abs := absFrom(sr.dir, script)
+	abs := AbsFrom(sr.dir, script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
@@ -545,12 +546,12 @@ func projectOutputs(dir string) []string {
 	return []string{filepath.Join(dir, filepath.FromSlash(ts.OutDir))}
 }
 
-func detectNode(dir string) project {
+func detectNode(dir string) Project {
 	var m packageJSON
 	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
 	_ = json.Unmarshal(b, &m)
 	ts := readTSConfig(dir)
-	p := project{Kind: "node", Name: unscoped(m.Name)}
+	p := Project{Kind: "node", Name: unscoped(m.Name)}
 	if p.Name == "" {
 		p.Name = filepath.Base(dir)
 	}
@@ -625,7 +626,7 @@ func detectNode(dir string) project {
 				"failed build leaves the last good output, so a restart never runs code that did not",
 				`compile. Setting "noEmitOnError": true in tsconfig.json does the same.`)
 		}
-		if w := nodeEntryWarning(dir, config.Command{Argv: p.Run}); w != "" {
+		if w := NodeEntryWarning(dir, config.Command{Argv: p.Run}); w != "" {
 			p.Notes = append(p.Notes, w+".")
 		}
 	} else if !exists(dir, entry) && p.Build == "" {
@@ -664,7 +665,7 @@ func isSourceDir(d string, ts tsConfig, src string) bool {
 	return d == ts.RootDir || (src != "" && d == path.Dir(src))
 }
 
-func detectPython(dir string) project {
+func detectPython(dir string) Project {
 	var m struct {
 		Project struct {
 			Name    string            `toml:"name"`
@@ -674,7 +675,7 @@ func detectPython(dir string) project {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "pyproject.toml"))
 	_ = toml.Unmarshal(b, &m)
-	p := project{
+	p := Project{
 		Kind:    "python",
 		Name:    m.Project.Name,
 		Include: []string{"**/*.py", "pyproject.toml"},
@@ -863,7 +864,7 @@ func scriptFileRank(name string) int {
 
 // zeroConfig is the config of "mcpflow watch -- CMD": the command is the
 // server, build is optional, the watch set comes from detection.
-func zeroConfig(dir string, argv []string, build string) *config.Config {
+func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	c := config.Default(dir)
 	c.Run.Command = config.Command{Argv: argv}
 	if build != "" {
@@ -882,7 +883,7 @@ func zeroConfig(dir string, argv []string, build string) *config.Config {
 // build output folder (tsconfig.json's outDir) that the watch globs cover.
 func projectWarnings(cfg *config.Config) []string {
 	var out []string
-	if w := nodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
+	if w := NodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
 		out = append(out, w)
 	}
 	if cfg.Watch.Enabled {
@@ -902,7 +903,7 @@ func builtByOther(cfg *config.Config) bool {
 	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
 		return false
 	}
-	abs := absFrom(sr.dir, sr.script)
+	abs := AbsFrom(sr.dir, sr.script)
 	if inAny(outputFolders(cfg), abs) {
 		return true
 	}
@@ -915,7 +916,7 @@ func builtByOther(cfg *config.Config) bool {
 			if !attached && i+1 < len(words) {
 				v = words[i+1]
 			}
-			if v != "" && absFrom(cfg.Dir, v) == abs {
+			if v != "" && AbsFrom(cfg.Dir, v) == abs {
 				return true
 			}
 		}

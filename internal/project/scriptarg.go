@@ -1,4 +1,4 @@
-package main
+package project
 
 import (
 	"path"
@@ -122,7 +122,7 @@ func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 				i++
 				v = args[i]
 			}
-			cwd = absFrom(cwd, v)
+			cwd = AbsFrom(cwd, v)
 		case slices.Contains(it.valued, a):
 			i++
 		case strings.HasPrefix(a, "-") && a != "-":
@@ -164,9 +164,9 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 				case name == "--directory":
 					if attached {
 						_, v, _ := strings.Cut(rest[0], "=")
-						cwd = absFrom(cwd, v)
+						cwd = AbsFrom(cwd, v)
 					} else if len(rest) > 1 {
-						cwd = absFrom(cwd, rest[1])
+						cwd = AbsFrom(cwd, rest[1])
 						rest = rest[1:]
 					}
 				case !attached && slices.Contains(uvValued(), name) && len(rest) > 1:

@@ -1,8 +1,7 @@
-package main
+package project
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,28 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
-
-// A TypeScript SDK 1.x server over Streamable HTTP, with Express; port
-// is how it picks its port.
-func tsHTTPServer(port string) string {
-	return `import express from "express";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-
-const server = new McpServer({ name: "notes", version: "1.0.0" });
-const app = express();
-app.use(express.json());
-app.post("/mcp", async (req, res) => {
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  await server.connect(transport);
-  await transport.handleRequest(req, res, req.body);
-});
-app.get("/health", (_req, res) => res.send("ok"));
-` + port + "\n"
-}
 
 const goHTTPMain = `package main
 
@@ -91,30 +73,30 @@ func TestInitHTTP(t *testing.T) {
 		url   string // "" = stdio
 		says  string // in init's output
 	}{
-		{"ts reads PORT", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
-			"src/index.ts": tsHTTPServer(`app.listen(Number(process.env.PORT ?? 3000));`)},
+		{"ts reads PORT", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
+			"src/index.ts": testkit.TSHTTPServer(`app.listen(Number(process.env.PORT ?? 3000));`)},
 			"http://127.0.0.1:{port}/mcp", "StreamableHTTPServerTransport at src/index.ts:3 serves Streamable HTTP; it reads $PORT (process.env.PORT at src/index.ts:14)"},
-		{"ts destructures PORT", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
-			"src/index.ts": tsHTTPServer("const { PORT = \"3000\" } = process.env;\napp.listen(Number(PORT));")},
+		{"ts destructures PORT", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
+			"src/index.ts": testkit.TSHTTPServer("const { PORT = \"3000\" } = process.env;\napp.listen(Number(PORT));")},
 			"http://127.0.0.1:{port}/mcp", "it reads $PORT"},
-		{"ts literal port", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
-			"src/index.ts": tsHTTPServer(`app.listen(3000, () => console.error("listening"));`)},
+		{"ts literal port", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
+			"src/index.ts": testkit.TSHTTPServer(`app.listen(3000, () => console.error("listening"));`)},
 			"http://127.0.0.1:3000/mcp", "it listens on port 3000 (at src/index.ts:14); path /mcp (at src/index.ts:8)"},
 		{"js sdk 2 no port", map[string]string{"package.json": `{"name": "notes", "type": "module", "main": "server.mjs"}`,
 			"server.mjs": "import { NodeStreamableHTTPServerTransport } from \"@modelcontextprotocol/node\";\nimport { createServer } from \"node:http\";\nconst opts = JSON.parse(process.argv[2]);\ncreateServer(handle).listen(opts.port);\n"},
 			"http://127.0.0.1:{port}/mcp", "Check: The server serves Streamable HTTP (NodeStreamableHTTPServerTransport at server.mjs:1), but init found no port"},
-		{"ts fastmcp httpStream", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+		{"ts fastmcp httpStream", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
 			"src/index.ts": "import { FastMCP } from \"fastmcp\";\nconst server = new FastMCP({ name: \"notes\", version: \"1.0.0\" });\nserver.start({\n  transportType: \"httpStream\",\n  httpStream: { port: 8080 },\n});\n"},
 			"http://127.0.0.1:8080/mcp", `transportType: "httpStream" at src/index.ts:4 serves Streamable HTTP; it listens on port 8080 (at src/index.ts:5)`},
-		{"ts stdio", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig, "src/index.ts": tsServer(false)}, "", ""},
-		{"ts both", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
-			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"},
+		{"ts stdio", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig, "src/index.ts": testkit.TSServer(false)}, "", ""},
+		{"ts both", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
+			"src/index.ts": testkit.TSServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"},
 			"", "Note: the source has both a stdio transport (StdioServerTransport at src/index.ts:2) and a Streamable HTTP one"},
-		{"ts http only in tests and node_modules", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
+		{"ts http only in tests and node_modules", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
 			"src/index.ts":      "import { McpServer } from \"@modelcontextprotocol/sdk/server/mcp.js\";\n",
-			"src/http.test.ts":  tsHTTPServer("app.listen(3000);"),
-			"examples/http.ts":  tsHTTPServer("app.listen(3000);"),
-			"node_modules/x.js": tsHTTPServer("app.listen(3000);")}, "", ""},
+			"src/http.test.ts":  testkit.TSHTTPServer("app.listen(3000);"),
+			"examples/http.ts":  testkit.TSHTTPServer("app.listen(3000);"),
+			"node_modules/x.js": testkit.TSHTTPServer("app.listen(3000);")}, "", ""},
 		{"python http, port", map[string]string{"pyproject.toml": pyProject,
 			"server.py": fastMCP(`mcp.run(transport="http", host="127.0.0.1", port=9000)`)},
 			"http://127.0.0.1:9000/mcp", `transport="http" at server.py:11 serves Streamable HTTP; it listens on port 9000 (at server.py:11)`},
@@ -138,8 +120,8 @@ func TestInitHTTP(t *testing.T) {
 		{"rust rmcp http", map[string]string{"Cargo.toml": "[package]\nname = \"notes\"\n", "src/main.rs": "use rmcp::transport::streamable_http_server::StreamableHttpService;\nasync fn main() {\n    let router = axum::Router::new().nest_service(\"/mcp\", service);\n    let listener = tokio::net::TcpListener::bind(\"127.0.0.1:8000\").await;\n}\n"},
 			"http://127.0.0.1:8000/mcp", "StreamableHttpService at src/main.rs:1 serves Streamable HTTP; it listens on port 8000 (at src/main.rs:4)"},
 		{"rust rmcp stdio", map[string]string{"Cargo.toml": "[package]\nname = \"notes\"\n", "src/main.rs": "use rmcp::{ServiceExt, transport::stdio};\nasync fn main() {\n    Counter::new().serve(stdio()).await;\n}\n"}, "", ""},
-		{"ts stdio proxy with an HTTP client", map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig,
-			"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPClientTransport } from \"@modelcontextprotocol/sdk/client/streamableHttp.js\";\nconst port = 3000;\n"}, "", ""},
+		{"ts stdio proxy with an HTTP client", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig,
+			"src/index.ts": testkit.TSServer(false) + "\nimport { StreamableHTTPClientTransport } from \"@modelcontextprotocol/sdk/client/streamableHttp.js\";\nconst port = 3000;\n"}, "", ""},
 		{"python stdio with an HTTP client", map[string]string{"pyproject.toml": pyProject,
 			"server.py": "from mcp.client.streamable_http import streamablehttp_client\n" + fastMCP(`mcp.run()`)}, "", ""},
 		{"go names the handler without the SDK", map[string]string{"go.mod": goMod,
@@ -156,7 +138,7 @@ func TestInitHTTP(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			writeFiles(t, dir, c.files)
+			testkit.WriteFiles(t, dir, c.files)
 			out, cfg := runInit(t, dir)
 			if cfg.Run.URL != c.url {
 				t.Errorf("run.url = %q, want %q\n%s", cfg.Run.URL, c.url, out)
@@ -164,7 +146,11 @@ func TestInitHTTP(t *testing.T) {
 			if c.says != "" && !strings.Contains(out, c.says) {
 				t.Errorf("init's output lacks %q:\n%s", c.says, out)
 			}
-			toml := readFile(t, filepath.Join(dir, "mcpflow.toml"))
+			b, err := os.ReadFile(filepath.Join(dir, "mcpflow.toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			toml := string(b)
 			if c.url == "" {
 				if strings.Contains(out, "  url:") || !strings.Contains(toml, "# The MCP server, speaking stdio.") || !strings.Contains(toml, "\n# url = \"http://127.0.0.1:{port}/mcp\"\n") {
 					t.Errorf("a stdio server's config:\n%s\n%s", out, toml)
@@ -191,7 +177,7 @@ func TestInitHTTP(t *testing.T) {
 func TestInitHTTPSnippet(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig})
+	testkit.WriteFiles(t, dir, map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig})
 	out, _ := runInit(t, dir)
 	cfg := filepath.Join(dir, "mcpflow.toml")
 	if got, want := snippetLine(t, out, "npx -y mcpflow watch --http"), "npx -y mcpflow watch --http 127.0.0.1:8931 -c "+shellQuote(cfg); got != want {
@@ -224,7 +210,7 @@ func TestCheckHTTP(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		holder += fmt.Sprintf("pid %d (", os.Getpid())
 	}
-	ts := map[string]string{"package.json": npmInitPackage(""), "tsconfig.json": tscInitConfig}
+	ts := map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig}
 	with := func(files map[string]string, more map[string]string) map[string]string {
 		out := map[string]string{}
 		for k, v := range files {
@@ -242,33 +228,33 @@ func TestCheckHTTP(t *testing.T) {
 		toml  string
 		want  []string // each in the warnings; none = no warning about HTTP
 	}{
-		{"url on a stdio server", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
+		{"url on a stdio server", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
 			[]string{"mcpflow.toml:3:7: run.url: set, but the server looks like a stdio server (StdioServerTransport at src/index.ts:2; no Streamable HTTP transport found)", "remove run.url"}},
-		{"no url on an HTTP server", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}), run,
+		{"no url on an HTTP server", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer("app.listen(Number(process.env.PORT));")}), run,
 			[]string{"run.url: not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (StreamableHTTPServerTransport at src/index.ts:3)", `add url = "http://127.0.0.1:{port}/mcp" to [run]`}},
-		{"{port} on a fixed port", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(3000);")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
+		{"{port} on a fixed port", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer("app.listen(3000);")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n",
 			[]string{"its source reads no PORT and listens on port 3000 (at src/index.ts:14)", `write url = "http://127.0.0.1:3000/mcp"`}},
-		{"url port in use", with(ts, map[string]string{"src/index.ts": tsHTTPServer(fmt.Sprintf("app.listen(%d);", port))}), run + fmt.Sprintf("url = \"http://127.0.0.1:%d/mcp\"\n", port),
+		{"url port in use", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer(fmt.Sprintf("app.listen(%d);", port))}), run + fmt.Sprintf("url = \"http://127.0.0.1:%d/mcp\"\n", port),
 			[]string{fmt.Sprintf("mcpflow.toml:3:7: run.url: port %d %s", port, holder), "stop that process"}},
-		{"listen port in use", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + fmt.Sprintf("[http]\nlisten = \"127.0.0.1:%d\"\n", port),
+		{"listen port in use", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}), run + fmt.Sprintf("[http]\nlisten = \"127.0.0.1:%d\"\n", port),
 			[]string{fmt.Sprintf("mcpflow.toml:4:10: http.listen: 127.0.0.1:%d: port %d %s", port, port, holder), "mcpflow watch could not serve there"}},
-		{"listen open to the network", with(ts, map[string]string{"src/index.ts": tsServer(false)}), run + "[http]\nlisten = \"0.0.0.0:0\"\n",
+		{"listen open to the network", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}), run + "[http]\nlisten = \"0.0.0.0:0\"\n",
 			[]string{"http.listen: 0.0.0.0:0 is open to other machines"}},
-		{"listen and url share a port", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(8931);")}), run + "url = \"http://127.0.0.1:8931/mcp\"\n[http]\nlisten = \"127.0.0.1:8931\"\n",
+		{"listen and url share a port", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer("app.listen(8931);")}), run + "url = \"http://127.0.0.1:8931/mcp\"\n[http]\nlisten = \"127.0.0.1:8931\"\n",
 			[]string{"run.url: port 8931 is also [http] listen's"}},
-		{"mux servers share a port", with(ts, map[string]string{"src/index.ts": tsServer(false)}),
+		{"mux servers share a port", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}),
 			"[servers.a.run]\ncommand = [\"node\", \"a.js\"]\nurl = \"http://127.0.0.1:8932/mcp\"\n[servers.b.run]\ncommand = [\"node\", \"b.js\"]\nurl = \"http://localhost:8932/mcp\"\n",
 			[]string{"servers.b.run.url: port 8932 is also servers.a.run.url's"}},
-		{"fits: HTTP server with {port}", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n[http]\nlisten = \"127.0.0.1:0\"\n", nil},
-		{"fits: both transports, url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n", nil},
-		{"fits: both transports, no url", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run, nil},
-		{"run command asks for HTTP", with(ts, map[string]string{"src/index.ts": tsServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}),
+		{"fits: HTTP server with {port}", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer("app.listen(Number(process.env.PORT));")}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n[http]\nlisten = \"127.0.0.1:0\"\n", nil},
+		{"fits: both transports, url", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run + "url = \"http://127.0.0.1:{port}/mcp\"\n", nil},
+		{"fits: both transports, no url", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}), run, nil},
+		{"run command asks for HTTP", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false) + "\nimport { StreamableHTTPServerTransport } from \"@modelcontextprotocol/sdk/server/streamableHttp.js\";\n"}),
 			"[run]\ncommand = [\"node\", \"dist/index.js\", \"--transport\", \"http\"]\n",
 			[]string{"run.url: not set, so mcpflow talks to the server on its stdin and stdout, but the run command asks for Streamable HTTP (--transport http)"}},
-		{"run env asks for stdio", with(ts, map[string]string{"src/index.ts": tsHTTPServer("app.listen(Number(process.env.PORT));")}),
+		{"run env asks for stdio", with(ts, map[string]string{"src/index.ts": testkit.TSHTTPServer("app.listen(Number(process.env.PORT));")}),
 			run + "url = \"http://127.0.0.1:{port}/mcp\"\nenv = { MCP_TRANSPORT = \"stdio\" }\n",
 			[]string{`run.url: set, but the run command asks for stdio (run.env MCP_TRANSPORT = "stdio")`}},
-		{"fits: run command asks for HTTP, url", with(ts, map[string]string{"src/index.ts": tsServer(false)}),
+		{"fits: run command asks for HTTP, url", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}),
 			"[run]\ncommand = \"TRANSPORT=http node dist/index.js\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n", nil},
 		{"sse server", with(ts, map[string]string{"src/index.ts": "import { SSEServerTransport } from \"@modelcontextprotocol/sdk/server/sse.js\";\n"}), run,
 			[]string{"run.url: the server serves the legacy HTTP+SSE transport (SSEServerTransport at src/index.ts:1), which mcpflow does not speak"}},
@@ -278,25 +264,28 @@ func TestCheckHTTP(t *testing.T) {
 		{"run under python -m uvicorn --reload", map[string]string{"server.py": fastMCP(`mcp.run(transport="http")`)},
 			"[run]\ncommand = [\"python3\", \"-m\", \"uvicorn\", \"server:app\", \"--reload\", \"--port\", \"8000\"]\nurl = \"http://127.0.0.1:8000/mcp\"\n",
 			[]string{"restarts the server itself on each change: python3 -m uvicorn server:app --reload --port 8000;"}},
-		{"run a script that restarts", with(ts, map[string]string{"package.json": `{"name": "notes", "scripts": {"dev": "tsx watch src/index.ts"}}`, "src/index.ts": tsServer(false)}),
+		{"run a script that restarts", with(ts, map[string]string{"package.json": `{"name": "notes", "scripts": {"dev": "tsx watch src/index.ts"}}`, "src/index.ts": testkit.TSServer(false)}),
 			"[run]\ncommand = \"npm run dev\"\n",
 			[]string{`run.command: restarts the server itself on each change: tsx watch src/index.ts (package.json's "dev" script)`, `run instead the program it restarts, e.g. ["node", "dist/index.js"]`}},
-		{"fits: node with flags", with(ts, map[string]string{"src/index.ts": tsServer(false)}), "[run]\ncommand = [\"node\", \"--enable-source-maps\", \"dist/index.js\"]\n", nil},
+		{"fits: node with flags", with(ts, map[string]string{"src/index.ts": testkit.TSServer(false)}), "[run]\ncommand = [\"node\", \"--enable-source-maps\", \"dist/index.js\"]\n", nil},
 		{"fits: cli", map[string]string{"tool.sh": ""}, "[cli]\nschema = [\"sh\", \"tool.sh\", \"schema\"]\n", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			writeFiles(t, dir, with(c.files, map[string]string{"mcpflow.toml": c.toml}))
-			var out, errOut bytes.Buffer
-			e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
-			if code := cmdCheck(e, []string{"-c", filepath.Join(dir, "mcpflow.toml")}); code != exitOK {
-				t.Fatalf("check: exit %d\n%s%s", code, out.String(), errOut.String())
+			testkit.WriteFiles(t, dir, with(c.files, map[string]string{"mcpflow.toml": c.toml}))
+			cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, all, err := Check(cfg)
+			if err != nil {
+				t.Fatalf("check: %v", err)
 			}
 			var warnings []string
-			for _, l := range strings.Split(out.String(), "\n") {
-				if w, ok := strings.CutPrefix(l, "warning: "); ok && (strings.Contains(w, "url") || strings.Contains(w, "listen") || strings.Contains(w, "HTTP")) {
+			for _, w := range all {
+				if strings.Contains(w, "url") || strings.Contains(w, "listen") || strings.Contains(w, "HTTP") {
 					warnings = append(warnings, strings.TrimPrefix(w, dir+string(filepath.Separator)))
 				}
 			}
@@ -307,43 +296,12 @@ func TestCheckHTTP(t *testing.T) {
 				}
 			}
 			if len(c.want) > 0 && got == "" {
-				t.Logf("check:\n%s", out.String())
+				t.Logf("check:\n%s", strings.Join(all, "\n"))
 			}
 			if len(c.want) == 0 && got != "" {
 				t.Errorf("warnings about a config that fits:\n%s", got)
 			}
 		})
-	}
-}
-
-// TestInitCheckHTTPCold: on a TypeScript HTTP project as a user has it
-// before any install or build, the real binary's init writes run.url and
-// its check passes with no warning.
-func TestInitCheckHTTPCold(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"package.json":  npmInitPackage(`"dependencies": {"@modelcontextprotocol/sdk": "^1.32.0", "express": "^5.1.0"},`),
-		"tsconfig.json": tscInitConfig,
-		"src/index.ts":  tsHTTPServer(`app.listen(Number(process.env.PORT ?? 3000), "127.0.0.1");`),
-	})
-	mcpflow := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(mcpflowBin, args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("mcpflow %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	out := mcpflow("init")
-	if !strings.Contains(out, "  url:   http://127.0.0.1:{port}/mcp") {
-		t.Errorf("init:\n%s", out)
-	}
-	out = mcpflow("check")
-	if !strings.Contains(out, `url = "http://127.0.0.1:{port}/mcp"`) || !strings.Contains(out, "# no warnings") {
-		t.Errorf("check:\n%s", out)
 	}
 }
 
@@ -374,38 +332,17 @@ func TestCommandTransport(t *testing.T) {
 	}
 }
 
-// jsHTTPServer is a TypeScript SDK 1.x server over Streamable HTTP
-// (stateless, with Express) with the tool add, listening on $PORT.
-const jsHTTPServer = `import express from "express";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { z } from "zod";
-
-const app = express();
-app.use(express.json());
-app.post("/mcp", async (req, res) => {
-  const server = new McpServer({ name: "notes", version: "1.0.0" });
-  server.registerTool("add", { description: "a+b", inputSchema: { a: z.number(), b: z.number() } },
-    async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }));
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  res.on("close", () => { transport.close(); server.close(); });
-  await server.connect(transport);
-  await transport.handleRequest(req, res, req.body);
-});
-app.listen(Number(process.env.PORT ?? 3000), "127.0.0.1", () => console.error("listening"));
-`
-
 // TestInitHTTPReachesServer: the url init writes for a real TypeScript
 // SDK server over Streamable HTTP is where it answers: started as mcpflow
 // starts it ({port} a free port, passed as $PORT), a Go SDK client at the
 // url lists and calls its tool.
 func TestInitHTTPReachesServer(t *testing.T) {
 	t.Parallel()
-	deps := tscDeps(t)
+	deps := testkit.TSCDeps(t)
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"package.json": `{"name": "notes-http", "version": "1.0.0", "type": "module", "main": "server.js"}`,
-		"server.js":    jsHTTPServer,
+		"server.js":    testkit.JSHTTPServer,
 	})
 	if err := os.Symlink(filepath.Join(deps, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)

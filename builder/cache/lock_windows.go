@@ -1,6 +1,6 @@
 //go:build windows
 
-package buildcache
+package cache
 
 import (
 	"errors"

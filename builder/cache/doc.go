@@ -14,4 +14,4 @@
 // modification time of every source file: a save changes the modification
 // time, so an unchanged Key means unchanged sources. Content is not read,
 // so computing a Key costs one stat per file.
-package buildcache
+package cache

@@ -1,6 +1,6 @@
 //go:build unix
 
-package buildcache
+package cache
 
 import (
 	"errors"

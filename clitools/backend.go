@@ -1,0 +1,112 @@
+package clitools
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/mux"
+	"github.com/mcpflow/mcpflow/relay"
+)
+
+// Backend serves a Server behind a mux (a mux.Backend): each mux session
+// is a session of the server; its tools are the mux's to list; a start
+// or reload runs the attached hooks' cycle (build, then refresh) or, with
+// none, re-reads the schema. A refresh that fails while older tools are
+// served is a failed build, not a crash: the old tools keep serving.
+type Backend struct {
+	srv   *Server
+	emit  func(mux.Event)
+	hooks mux.Hooks
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// NewBackend is the backend of srv; emit is the mux's.
+func NewBackend(srv *Server, emit func(mux.Event)) *Backend {
+	b := &Backend{srv: srv, emit: emit}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	return b
+}
+
+// Server is the backend's server (the Restarter of its builds).
+func (b *Backend) Server() *Server { return b.srv }
+
+// Attach gives the backend its served server's hooks (build and watch)
+// and runs their loop until Close. Call it at most once, before Start.
+func (b *Backend) Attach(h mux.Hooks) {
+	b.hooks = h
+	if h.Run != nil {
+		b.wg.Go(func() { h.Run(b.ctx) })
+	}
+}
+
+func (b *Backend) Open(c wire.Client, _ bool) wire.Session { return b.srv.Open(c) }
+
+func (b *Backend) Lists(context.Context, []byte) (relay.Lists, error) {
+	return relay.Lists{Tools: b.srv.Tools()}, nil
+}
+
+func (b *Backend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
+
+func (b *Backend) Reload(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Reload) }
+
+func (b *Backend) cycle(ctx context.Context, hook func(context.Context) result.Build) result.Build {
+	b.emit(mux.Event{Kind: mux.EventStarting})
+	var res result.Build
+	if hook != nil {
+		res = hook(ctx)
+	} else {
+		rs, _ := b.srv.Restart(ctx)
+		res = result.Build{Skipped: true, OK: true, Restart: rs}
+	}
+	if rs := res.Restart; res.OK && rs != nil && rs.Err != nil {
+		if sch, _ := b.srv.Schema(); sch != nil {
+			// The old tools keep serving: a failed refresh is reported
+			// as a failed build, not as a crash.
+			res.OK = false
+			if res.Errors == "" {
+				res.Errors = rs.Err.Error()
+			}
+		}
+	}
+	ev := mux.Event{Kind: mux.EventUp, Build: &res}
+	switch {
+	case !res.OK:
+		ev.Kind = mux.EventBuildFailed
+		ev.Report = "the build failed:\n" + res.Errors
+	case res.Restart != nil && res.Restart.Err != nil:
+		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
+	}
+	if res.Restart != nil {
+		ev.Gen = res.Restart.Gen
+	}
+	b.emit(ev)
+	return res
+}
+
+// NoteBuild tells the mux how a build cycle ended (list_servers): the
+// served server's note.
+func (b *Backend) NoteBuild(res result.Build) {
+	if res.Canceled {
+		return
+	}
+	ev := mux.Event{Kind: mux.EventBuilt, Build: &res}
+	if !res.OK {
+		ev.Kind, ev.Report = mux.EventBuildFailed, "the build failed:\n"+res.Errors
+	}
+	b.emit(ev)
+}
+
+func (b *Backend) Close() {
+	b.once.Do(func() {
+		b.cancel()
+		b.wg.Wait()
+		b.srv.Close()
+		b.emit(mux.Event{Kind: mux.EventStopped})
+	})
+}

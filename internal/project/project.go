@@ -1,0 +1,181 @@
+package project
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/builder/cache"
+	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/watcher"
+)
+
+// WatchConfig is the watcher of cfg's [watch], ignoring what builds and
+// mcpflow itself write in the tree (IgnoredOutputs).
+func WatchConfig(cfg *config.Config) watcher.Config {
+	return watcher.Config{
+		Root:      cfg.Dir,
+		Paths:     cfg.Watch.Paths,
+		Include:   cfg.Watch.Include,
+		Exclude:   cfg.Watch.Excludes(cfg.Dir),
+		GitIgnore: cfg.Watch.GitIgnore,
+		Ignore:    IgnoredOutputs(cfg),
+		Debounce:  cfg.Watch.Debounce,
+		Poll:      cfg.Watch.Poll,
+	}
+}
+
+// IgnoredOutputs lists what a build writes or mcpflow itself writes inside
+// the tree, so that they never trigger a build: the run binary, a Go
+// build's -o output, the log and traffic files.
+func IgnoredOutputs(cfg *config.Config) []string {
+	var out []string
+	if cfg.Log.File != "" {
+		out = append(out, cfg.Log.File, cfg.Log.File+".1")
+	}
+	if f := stderrFile(); f != "" {
+		out = append(out, f) // a client that sends mcpflow's stderr to a file in the tree
+	}
+	if cfg.Log.Traffic != "" {
+		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
+	}
+	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
+		out = append(out, AbsFrom(cfg.Run.Cwd, argv[0]))
+	}
+	out = append(out, projectOutputs(cfg.Dir)...)
+	for _, o := range buildOutputs(cfg.Build.Command) {
+		out = append(out, AbsFrom(cfg.Dir, o))
+	}
+	return out
+}
+
+// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
+// command.
+func buildOutputs(c config.Command) []string {
+	var words []string
+	if c.Shell && len(c.Argv) > 0 {
+		words = strings.Fields(c.Argv[0])
+	} else {
+		words = c.Argv
+	}
+	var out []string
+	for i, w := range words {
+		switch {
+		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
+			out = append(out, strings.Trim(words[i+1], `"'`))
+		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
+			_, v, _ := strings.Cut(w, "=")
+			out = append(out, strings.Trim(v, `"'`))
+		}
+	}
+	return out
+}
+
+// BuildIdentity is what makes two builds of one folder the same build.
+func BuildIdentity(cfg *config.Config) []string {
+	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
+	return append(id, cfg.Build.Command.Argv...)
+}
+
+// RecordFile is where the relay keeps what the server said at its last
+// good start (relay.First): in the project's .mcpflow folder.
+func RecordFile(cfg *config.Config) string {
+	return filepath.Join(cfg.Dir, ".mcpflow", "last-start.json")
+}
+
+// RecordKey names what a record was written for: the run command, its
+// folder and environment, the build, and the config file's contents. A
+// change of any makes an older record unusable.
+func RecordKey(cfg *config.Config) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
+	for _, k := range slices.Sorted(maps.Keys(cfg.Run.Env)) {
+		fmt.Fprintf(h, "%q=%q\n", k, cfg.Run.Env[k])
+	}
+	if cfg.File != "" {
+		if b, err := os.ReadFile(AbsFrom(cfg.Dir, cfg.File)); err == nil {
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// stderrFile is the regular file mcpflow's stderr goes to, if it does
+// (Linux: /proc/self/fd/2), else "".
+func stderrFile() string {
+	fi, err := os.Stderr.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	p, err := os.Readlink("/proc/self/fd/2")
+	if err != nil || !filepath.IsAbs(p) {
+		return ""
+	}
+	return p
+}
+
+// RunOutput is the file the server runs, when the build writes it: the run
+// binary given as a path, or the script given to node or python. "" when
+// run.command names no such file (a shell script, a program on PATH).
+func RunOutput(cfg *config.Config) string {
+	argv := cfg.Run.Command.Argv
+	if cfg.Run.Command.Shell || len(argv) == 0 {
+		return ""
+	}
+	if strings.ContainsRune(argv[0], '/') || strings.ContainsRune(argv[0], filepath.Separator) {
+		return AbsFrom(cfg.Run.Cwd, argv[0])
+	}
+	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
+	case "node", "bun", "python", "python3":
+		for _, a := range argv[1:] {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			switch filepath.Ext(a) {
+			case ".js", ".mjs", ".cjs", ".py":
+				return AbsFrom(cfg.Run.Cwd, a)
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// underAny reports whether the slash path f lies under one of dirs.
+func underAny(dirs []string, f string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(f, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// AbsFrom is p, absolute: as it is when it is, else joined to dir.
+func AbsFrom(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(dir, p)
+}
+
+// CacheOptions is the build cache of cfg's build (builder/cache): keyed
+// by the build command and the watched sources, skipping the build's own
+// output folders.
+func CacheOptions(cfg *config.Config, log *slog.Logger) cache.Options {
+	return cache.Options{
+		Root:     cfg.Dir,
+		Identity: BuildIdentity(cfg),
+		Output:   RunOutput(cfg),
+		Sources:  func() ([]string, error) { return watcher.Scan(WatchConfig(cfg)) },
+		Skip:     builder.OutputDirs(),
+		Log:      log,
+	}
+}

@@ -1,0 +1,438 @@
+package project
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcpflow/mcpflow/internal/config"
+)
+
+// ErrUsage marks an Init error that is the user's to fix in the command
+// line (a --cli schema command that does not split).
+var ErrUsage = errors.New("usage")
+
+// Init writes dir/mcpflow.toml for the project Detect finds in dir, or,
+// with cliSchema, serving that CLI (its schema command line), and
+// dir/.mcpflow/.gitignore, then returns what to tell the user: what it
+// found, why, what to check, and how to start a client through mcpflow
+// (exe: the running binary, for the client snippet).
+func Init(dir, cliSchema, exe string) (string, error) {
+	path := filepath.Join(dir, "mcpflow.toml")
+	p := Detect(dir)
+	text := RenderConfig(p)
+	if cliSchema != "" {
+		var err error
+		if text, p.Run, err = RenderCLIConfig(p, cliSchema); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		p.RunWhy = "the CLI's schema command (--cli); each tool call runs the CLI once"
+		p.Build, p.Notes = "", nil // the build is only suggested, in a comment
+		p.URL, p.URLWhy = "", ""
+	}
+	// What init writes must pass check.
+	if _, err := config.Parse("mcpflow.toml", []byte(text), dir); err != nil {
+		return "", fmt.Errorf("internal error: the generated config does not parse: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return "", err
+	}
+	if err := WriteLogIgnore(dir); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	kind := p.Kind
+	if kind == "" {
+		kind = "unknown"
+	}
+	fmt.Fprintf(&b, "Wrote %s (project: %s).\n", path, kind)
+	if p.Build != "" {
+		fmt.Fprintf(&b, "  build: %s\n", p.Build)
+	}
+	fmt.Fprintf(&b, "  run:   %s\n", strings.Join(p.Run, " "))
+	if p.RunWhy != "" {
+		fmt.Fprintf(&b, "  why:   %s\n", p.RunWhy)
+	}
+	if p.URL != "" {
+		fmt.Fprintf(&b, "  url:   %s (the server serves Streamable HTTP)\n", p.URL)
+		fmt.Fprintf(&b, "  why:   %s. Change run.url in mcpflow.toml if that is wrong; remove it if the server speaks stdio.\n", p.URLWhy)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "Check: %s\n", n)
+	}
+	for _, n := range p.Advice {
+		fmt.Fprintf(&b, "Note: %s\n", n)
+	}
+	fmt.Fprintf(&b, "\n%s", ClientSnippet(p.Name, path, LauncherFor(p.Kind, exe)))
+	return b.String(), nil
+}
+
+// RenderConfig writes a commented mcpflow.toml for p.
+func RenderConfig(p Project) string {
+	var b strings.Builder
+	kind := p.Kind
+	if kind == "" {
+		kind = "unknown kind of"
+	}
+	fmt.Fprintf(&b, "# mcpflow.toml: hot reload for the %s MCP server in this folder (%s project).\n", p.Name, kind)
+	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
+	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "# CHECK: %s\n", n)
+	}
+	if len(p.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	if p.Build != "" {
+		b.WriteString("[build]\n")
+		b.WriteString("# Run by sh -c before each (re)start; the old server keeps serving while it runs.\n")
+		for _, n := range p.BuildNotes {
+			fmt.Fprintf(&b, "# %s\n", n)
+		}
+		fmt.Fprintf(&b, "command = %s\n", config.TOMLString(p.Build))
+		b.WriteString("timeout = \"10m\"\n\n")
+	}
+	b.WriteString("[run]\n")
+	if p.URL != "" {
+		b.WriteString("# The MCP server, serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.\n")
+	} else {
+		b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+	}
+	if p.RunWhy != "" {
+		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
+	}
+	fmt.Fprintf(&b, "command = %s\n", config.TOMLStrings(p.Run))
+	if p.URL != "" {
+		b.WriteString(comment("Why this url: " + p.URLWhy + ". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."))
+		fmt.Fprintf(&b, "url = %s\n", config.TOMLString(p.URL))
+	} else {
+		b.WriteString("# For a server that serves Streamable HTTP instead ({port}: a free port for each\n")
+		b.WriteString("# start, passed as $PORT):\n")
+		b.WriteString("# url = \"http://127.0.0.1:{port}/mcp\"\n")
+	}
+	if len(p.Env) > 0 {
+		keys := make([]string, 0, len(p.Env))
+		for k := range p.Env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		pairs := make([]string, len(keys))
+		for i, k := range keys {
+			pairs[i] = k + " = " + config.TOMLString(p.Env[k])
+		}
+		fmt.Fprintf(&b, "env = { %s }   # added to the inherited environment\n", strings.Join(pairs, ", "))
+	} else {
+		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
+	}
+	if p.URL != "" {
+		b.WriteString("stop_timeout = \"2s\"   # after SIGTERM, before SIGKILL\n\n")
+	} else {
+		b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
+	}
+	b.WriteString("[watch]\n")
+	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
+	b.WriteString("paths = [\".\"]\n")
+	fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
+	b.WriteString(excludeLines(p.Exclude))
+	b.WriteString("gitignore = true\n")
+	b.WriteString("debounce = \"100ms\"\n\n")
+	b.WriteString("[relay]\n")
+	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
+	b.WriteString("[log]\n")
+	b.WriteString("level = \"info\"\n")
+	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
+	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String()
+}
+
+// comment is text as "# " lines of at most 80 columns (a longer word
+// keeps its own line).
+func comment(text string) string {
+	var b strings.Builder
+	line := "#"
+	for _, w := range strings.Fields(text) {
+		if len(line)+1+len(w) > 80 && line != "#" {
+			b.WriteString(line + "\n")
+			line = "#"
+		}
+		line += " " + w
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// excludeLines writes watch.exclude: the project's globs, then the files
+// of the MCP clients and editors (config.ClientFiles), one array over
+// several lines.
+func excludeLines(project []string) string {
+	var b strings.Builder
+	b.WriteString("exclude = [\n")
+	line := func(globs []string) {
+		cur := " "
+		for _, g := range globs {
+			q := " " + config.TOMLString(g) + ","
+			if len(cur)+len(q) > 78 && cur != " " {
+				b.WriteString(cur + "\n")
+				cur = " "
+			}
+			cur += q
+		}
+		if cur != " " {
+			b.WriteString(cur + "\n")
+		}
+	}
+	line(project)
+	b.WriteString("  # Your MCP clients' and editors' files: editing them never restarts the server\n")
+	b.WriteString("  # (mcpflow leaves them out even when this list does not name them).\n")
+	line(config.ClientFiles())
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// WriteLogIgnore writes dir/.mcpflow/.gitignore, which keeps the log
+// folder out of git; an existing one is left as it is.
+func WriteLogIgnore(dir string) error {
+	folder := filepath.Join(dir, ".mcpflow")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(folder, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# mcpflow's logs and build outputs: never committed.\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Launcher is how a client starts mcpflow: a command, the arguments
+// before "watch", and what it is.
+type Launcher struct {
+	command string
+	args    []string
+	note    string
+}
+
+// LauncherFor picks the form that fits a project of kind: npx (the npm
+// package) for TypeScript and JavaScript, uvx (the PyPI package) for
+// Python, else exe, the absolute path of the running binary. An exe that
+// npx or uvx unpacked into their cache gets their form too: a cache is no
+// place to point a client at.
+func LauncherFor(kind, exe string) Launcher {
+	npx := Launcher{"npx", []string{"-y", "mcpflow"}, "npx fetches mcpflow from npm and runs it."}
+	uvx := Launcher{"uvx", []string{"mcpflow"}, "uvx fetches mcpflow from PyPI and runs it."}
+	slashed := strings.ReplaceAll(exe, `\`, "/") // a Windows path too, on any host
+	switch {
+	case kind == "typescript" || kind == "node":
+		return npx
+	case kind == "python":
+		return uvx
+	case strings.Contains(slashed, "/node_modules/"):
+		return npx
+	case strings.Contains(slashed, "/site-packages/"):
+		return uvx
+	case exe == "":
+		return Launcher{"mcpflow", nil, "mcpflow must be on the client's PATH (or give its absolute path as the command)."}
+	}
+	return Launcher{exe, nil, "The command is this mcpflow binary."}
+}
+
+// ClientSnippet tells the user how to point their client at mcpflow,
+// started as l says.
+func ClientSnippet(name, configPath string, l Launcher) string {
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, name)
+	if name == "" {
+		name = "server"
+	}
+	args := append(append([]string{}, l.args...), "watch", "-c", configPath)
+	shell := []string{shellQuote(l.command)}
+	for _, a := range args {
+		shell = append(shell, shellQuote(a))
+	}
+	note := l.note
+	if l.command != "mcpflow" {
+		note += ` mcpflow on PATH? Use "command": "mcpflow", "args": ` + jsonList([]string{"watch", "-c", configPath}) + "."
+	}
+	return fmt.Sprintf(`Next, start your MCP client through mcpflow:
+
+  Claude Code:
+    claude mcp add %[1]s -- %[2]s
+
+  .mcp.json (Claude Code), .cursor/mcp.json (Cursor), .gemini/settings.json (Gemini CLI):
+    { "mcpServers": { %[3]s: { "command": %[4]s, "args": %[5]s } } }
+
+  .vscode/mcp.json (VS Code):
+    { "servers": { %[3]s: { "type": "stdio", "command": %[4]s, "args": %[5]s } } }
+
+  (%[6]s)
+
+  Over HTTP instead: run mcpflow yourself,
+    %[7]s
+  then: claude mcp add --transport http %[1]s %[8]s
+  or in .mcp.json's "mcpServers" or .vscode/mcp.json's "servers":
+    %[3]s: { "type": "http", "url": %[9]s }
+
+Then edit your server's code: mcpflow rebuilds and restarts it, and the agent
+sees the new tools (or calls the "recompile" tool itself).
+`, name, strings.Join(shell, " "), jsonString(name), jsonString(l.command), jsonList(args), note,
+		strings.Join(slices.Insert(slices.Clone(shell), len(shell)-2, "--http", snippetListen), " "), snippetURL, jsonString(snippetURL))
+}
+
+// The address the HTTP snippet has mcpflow listen on, and the URL a
+// client connects to there.
+const (
+	snippetListen = "127.0.0.1:8931"
+	snippetURL    = "http://" + snippetListen + "/mcp"
+)
+
+// jsonString is s as a JSON string (no HTML escapes: a path stays
+// readable).
+func jsonString(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		panic(err) // a string always encodes
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// jsonList is list as a one-line JSON array, items separated by ", ".
+func jsonList(list []string) string {
+	quoted := make([]string, len(list))
+	for i, s := range list {
+		quoted[i] = jsonString(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+func shellQuote(s string) string {
+	if strings.ContainsAny(s, " '\"$`\\") {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	return s
+}
+
+// splitCommandLine splits a command line into words as a POSIX shell
+// would, without running one: blanks separate words, '...' keeps its text
+// as it is, "..." and a backslash escape the next character. No
+// expansion of any kind.
+func splitCommandLine(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, fmt.Errorf("unclosed ' in %q", s)
+			}
+			cur.WriteString(s[i+1 : i+1+j])
+			i += j + 1
+			inWord = true
+		case c == '"':
+			i++
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("unclosed \" in %q", s)
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				cur.WriteByte(s[i])
+			}
+			inWord = true
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("--cli wants the CLI's schema command, e.g. --cli \"./bin/tool schema --json\"")
+	}
+	return words, nil
+}
+
+// RenderCLIConfig writes a commented mcpflow.toml serving the CLI whose
+// schema command line is schemaCmd, with p's watch globs; p's build, when
+// detected, is suggested in a comment (it may not write the program the
+// schema command runs).
+func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
+	schema, err := splitCommandLine(schemaCmd)
+	if err != nil {
+		return "", nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# mcpflow.toml: serves the command-line program %s as MCP tools, one process per call.\n", schema[0])
+	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
+	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	b.WriteString("[build]\n")
+	b.WriteString("# Run by sh -c at start and on every change, before the schema is re-read.\n")
+	if p.Build != "" {
+		b.WriteString("# Detected; uncomment it once it writes the program the schema command runs:\n")
+		fmt.Fprintf(&b, "# command = %s\n", config.TOMLString(p.Build))
+	} else {
+		b.WriteString("# command = \"go build -o bin/tool ./cmd/tool\"\n")
+	}
+	b.WriteString("timeout = \"10m\"\n\n")
+	b.WriteString("[cli]\n")
+	b.WriteString("# Prints {\"tools\": [...]}: each tool's name, parameters and cli_command.\n")
+	fmt.Fprintf(&b, "schema = %s\n", config.TOMLStrings(schema))
+	fmt.Fprintf(&b, "# command = %s   # prefix of every call; default: the schema's program\n", config.TOMLStrings(schema[:1]))
+	b.WriteString("# append = [\"--json\"]   # added to every call\n")
+	b.WriteString("timeout = \"60s\"        # per call; the call's process group is killed after it\n")
+	b.WriteString("max_output = \"4MiB\"    # stdout kept per call; more kills the call\n")
+	b.WriteString("max_parallel = 4       # calls running at once; the others wait\n")
+	b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n\n")
+	b.WriteString("[watch]\n")
+	b.WriteString("# Saving a matching file rebuilds and re-reads the schema.\n")
+	b.WriteString("paths = [\".\"]\n")
+	if len(p.Include) > 0 {
+		fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
+	}
+	if len(p.Exclude) > 0 {
+		fmt.Fprintf(&b, "exclude = %s\n", config.TOMLStrings(p.Exclude))
+	}
+	b.WriteString("gitignore = true\n")
+	b.WriteString("debounce = \"100ms\"\n\n")
+	b.WriteString("[relay]\n")
+	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
+	b.WriteString("[log]\n")
+	b.WriteString("level = \"info\"\n")
+	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
+	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	return b.String(), schema, nil
+}
