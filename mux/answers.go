@@ -26,12 +26,52 @@ func (s *session) wait(env wire.Envelope) time.Duration {
 	if w := s.m.cfg.StartWait; w > 0 {
 		return w
 	}
-	return relay.ClientWait(env.ClientName())
+	name := env.ClientName()
+	if name == "" {
+		name = s.clientInfo().Name
+	}
+	return relay.ClientWait(name)
+}
+
+// startDeadline is closed when the session's requests stop waiting for
+// the servers still starting: wait after the session's first request that
+// waits (one deadline for the handshake and the lists read with it), or,
+// when the client's input ended by then, InputWait after it.
+func (s *session) startDeadline(wait time.Duration) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.startBy != nil {
+		return s.startBy
+	}
+	ch := make(chan struct{})
+	s.startBy = ch
+	start := time.Now()
+	go func() {
+		defer close(ch)
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.m.ctx.Done():
+			return
+		}
+		select {
+		case <-s.m.ended:
+		default:
+			return
+		}
+		t.Reset(s.m.cfg.InputWait - time.Since(start))
+		select {
+		case <-t.C:
+		case <-s.m.ctx.Done():
+		}
+	}()
+	return ch
 }
 
 // awaitStarting waits, at most until deadline, for the servers still
 // starting, and returns every server.
-func (s *session) awaitStarting(ctx context.Context, deadline <-chan time.Time) []*server {
+func (s *session) awaitStarting(ctx context.Context, deadline <-chan struct{}) []*server {
 	s.m.mu.Lock()
 	var all []*server
 	for _, n := range s.m.namesLocked() {
@@ -53,7 +93,7 @@ func (s *session) awaitStarting(ctx context.Context, deadline <-chan time.Time) 
 // openAll opens the session on every server, waiting at most until
 // deadline for those still starting, and then for the answers to the
 // handshakes sent.
-func (s *session) openAll(ctx context.Context, deadline <-chan time.Time) {
+func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
 	for _, srv := range s.awaitStarting(ctx, deadline) {
 		s.port(srv.spec.Name)
 	}
@@ -77,9 +117,7 @@ func (s *session) openAll(ctx context.Context, deadline <-chan time.Time) {
 // initialize answers a legacy client's handshake: the mux's own
 // capabilities, and the instructions of the servers up by then.
 func (s *session) initialize(ctx context.Context, env wire.Envelope) {
-	t := time.NewTimer(s.wait(env))
-	defer t.Stop()
-	s.openAll(ctx, t.C)
+	s.openAll(ctx, s.startDeadline(s.wait(env)))
 	var asked struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -145,10 +183,9 @@ func (s *session) instructions() string {
 // found, and falls back to the legacy handshake, which every server takes
 // (one of 2026-07-28 only through the era bridge).
 func (s *session) discover(ctx context.Context, env wire.Envelope) {
-	t := time.NewTimer(s.wait(env))
-	defer t.Stop()
+	deadline := s.startDeadline(s.wait(env))
 	var names []string
-	for _, srv := range s.awaitStarting(ctx, t.C) {
+	for _, srv := range s.awaitStarting(ctx, deadline) {
 		s.m.mu.Lock()
 		if srv.status == StatusRunning && !srv.removed {
 			names = append(names, srv.spec.Name)
@@ -177,7 +214,7 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 			select {
 			case msg := <-ch:
 				answers <- answer{n, msg}
-			case <-t.C:
+			case <-deadline:
 				answers <- answer{n, nil}
 			case <-ctx.Done():
 				answers <- answer{n, nil}
@@ -220,6 +257,7 @@ const listWait = 5 * time.Second
 // answerList answers a */list from the catalog, once the servers up were
 // read (at most listWait); the mux lists everything on one page.
 func (s *session) answerList(ctx context.Context, env wire.Envelope) {
+	s.awaitStarting(ctx, s.startDeadline(s.wait(env)))
 	deadline := time.Now().Add(listWait)
 	for {
 		s.m.mu.Lock()

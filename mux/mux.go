@@ -39,6 +39,11 @@ type Config struct {
 	// list_changed. 0 = as long as the client waits for a server, by the
 	// name it gives (relay.ClientWait).
 	StartWait time.Duration
+	// InputWait is how long, once the stdio client's input ended, its
+	// requests wait for the servers still starting (it reads the answers
+	// but acts on nothing sent later: no list_changed reaches it); 0 =
+	// relay.DefaultQueueTimeout.
+	InputWait time.Duration
 
 	Logger       *slog.Logger // nil = discard
 	Version      string       // mcpflow's version, for serverInfo
@@ -76,7 +81,9 @@ type Mux struct {
 	sessions map[*session]struct{}
 	one      bool          // the mux serves one client (stdio): its ids reach the servers as they are
 	listed   chan struct{} // closed the next time a server's lists are read
-	meta     []byte        // the latest 2026-07-28 client _meta, for reading a server's lists
+	ended    chan struct{} // closed once the stdio client's input ended
+	endOnce  sync.Once
+	meta     []byte // the latest 2026-07-28 client _meta, for reading a server's lists
 }
 
 // server is one server behind the mux: its spec and backend, and the
@@ -154,6 +161,10 @@ func New(cfg Config) *Mux {
 	if m.newB == nil {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
 	}
+	if m.cfg.InputWait <= 0 {
+		m.cfg.InputWait = relay.DefaultQueueTimeout
+	}
+	m.ended = make(chan struct{})
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m
 }
@@ -186,6 +197,13 @@ func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.S
 	m.one = true
 	m.mu.Unlock()
 	m.Start()
+	then := o.InputEnded
+	o.InputEnded = func() {
+		m.endOnce.Do(func() { close(m.ended) })
+		if then != nil {
+			then()
+		}
+	}
 	return wire.Serve(ctx, in, out, m, o)
 }
 

@@ -36,6 +36,7 @@ type session struct {
 	meta        json.RawMessage // the latest 2026-07-28 request's _meta
 	seen        int64
 	client      ClientInfo
+	startBy     <-chan struct{}          // closed when the session stops waiting for servers still starting (startDeadline)
 	ports       map[string]*port         // by server name
 	calls       map[string]string        // the client's requests in flight on a server: id -> server
 	own         map[string]func()        // the client's requests the mux answers itself: id -> cancel

@@ -249,7 +249,9 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	if f, ok := out.(*os.File); ok {
 		growPipe(f)
 	}
-	o := wire.ServeOptions{Log: r.log.With("from", "client")}
+	// The requests read before the client's input ended wait for their
+	// answers as held requests do (a one-shot pipe on a cold build).
+	o := wire.ServeOptions{Log: r.log.With("from", "client"), Grace: r.cfg.Queue.Timeout, InputEnded: r.inputEnded}
 	if r.cfg.Traffic != nil {
 		o.Traffic = func(toServer bool, msg []byte) { r.cfg.Traffic("client", toServer, int(r.curGen.Load()), msg) }
 	}
@@ -319,14 +321,29 @@ func (r *Relay) shutdown() {
 // is set after both exist. Call it before Serve.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
+// inputEnded: the stdio client's input ended. It will read the answers
+// but act on nothing sent later (list_changed), so its requests are held
+// for the server's real answers (bounded by the queue's timeout) rather
+// than answered for a server still starting.
+func (r *Relay) inputEnded() {
+	r.sw.mu.Lock()
+	defer r.sw.mu.Unlock()
+	r.sw.inputEnded = true
+}
+
 // firstServerLate stops holding client messages when the first server is
 // not up after the grace the client's first request armed (see First): the
 // relay answers alone until it is, and the first good build then replays
-// the session as after a crash.
+// the session as after a crash. A client whose input ended is not
+// answered alone: it waits for the server (inputEnded).
 func (r *Relay) firstServerLate(grace time.Duration) {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	if r.sw.state != stateStarting {
+		return
+	}
+	if r.sw.inputEnded {
+		r.log.Info("the first build is still running; the client's input ended, so its requests wait for the server", "after", result.Dur(grace))
 		return
 	}
 	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))

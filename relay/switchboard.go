@@ -44,6 +44,7 @@ type switchboard struct {
 	recompiles map[string]context.CancelFunc // recompile calls in progress, by port-qualified client id
 	rec        *record                       // the server's last good start (First.Record); nil when none
 	probing    bool                          // the relay asks the child its era (probeEra)
+	inputEnded bool                          // the stdio client's input ended (Relay.inputEnded)
 	moved      chan struct{}                 // closed when held messages were dispatched (movedCh)
 	// baseline is the tools of the first child that listed them: what a
 	// tool diff is against for a client that never listed tools.

@@ -94,9 +94,11 @@ func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Str
 }
 
 // stdio is the stdio front's options: the log, the traffic capture of
-// the client hop.
+// the client hop, and how long the requests read before the client's
+// input ended may wait for their answers (relay.queue_timeout: a one-shot
+// pipe on a cold build waits for the server as a held request does).
 func (w *instanceRun) stdio() wire.ServeOptions {
-	o := wire.ServeOptions{Log: w.log.With("from", "client")}
+	o := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: w.cfg.Relay.QueueTimeout}
 	if w.traffic != nil {
 		hook := w.traffic.Hook("")
 		o.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }

@@ -102,6 +102,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
 		StartWait:        cfg.Relay.StartupGrace,
+		InputWait:        cfg.Relay.QueueTimeout,
 		NewBackend: func(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
 			if spec.CLI != nil {
 				return w.cliBackend(spec, emit)

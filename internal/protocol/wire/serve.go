@@ -25,6 +25,11 @@ type ServeOptions struct {
 	// answers to the requests it sent before (a one-shot client closes its
 	// input before it reads); 0 = InputGrace.
 	Grace time.Duration
+	// InputEnded, when set, is called once the client's input ended (before
+	// the wait for those answers): the serving side then knows no client
+	// will act on what it sends later (list_changed), and holds requests
+	// for the real answers rather than answer for a server still starting.
+	InputEnded func()
 }
 
 // Serve is the front for one client on a byte stream (mcpflow's stdin and
@@ -64,6 +69,9 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	case err = <-read:
 		if errors.Is(err, io.EOF) {
 			err = nil
+			if opt.InputEnded != nil {
+				opt.InputEnded()
+			}
 			f.await(ctx)
 		}
 	case <-ctx.Done():
