@@ -2,6 +2,8 @@ package mux
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -177,4 +179,23 @@ func TestOwnToolsCannotBeShadowed(t *testing.T) {
 	if got := e.mustOK("list_servers", map[string]any{}); !strings.Contains(got, "list [running") {
 		t.Errorf("list_servers is no longer mcpflow's: %q", got)
 	}
+}
+
+// An allowed command given as a path names one file: a relative command
+// is read against the agent's cwd and must be that file, so another
+// folder's ./bin/server is refused even though its name matches.
+func TestAddServerAllowedPathIsOneFile(t *testing.T) {
+	mine, other := t.TempDir(), t.TempDir()
+	for _, dir := range []string{mine, other} {
+		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(testkit.Fixture(t), filepath.Join(dir, "bin", "server")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := start(t, envOpts{cfg: Config{AllowedCommands: []string{filepath.Join(mine, "bin", "server")}}})
+	e.mustFail("add_server", map[string]any{"name": "x", "command": "./bin/server", "cwd": other}, "not an allowed command")
+	e.mustFail("add_server", map[string]any{"name": "x", "command": "server", "cwd": mine}, "not an allowed command")
+	e.mustOK("add_server", map[string]any{"name": "x", "command": "./bin/server", "cwd": mine})
 }

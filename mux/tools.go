@@ -252,7 +252,7 @@ func (m *Mux) refusal(a addServerArgs, program string) string {
 	}
 	allowed := strings.Join(m.cfg.AllowedCommands, ", ")
 	for _, p := range []string{program, a.Command} {
-		if p != "" && !m.allowed(p) {
+		if p != "" && !m.allowed(p, a.Cwd) {
 			return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", p, allowed)
 		}
 	}
@@ -276,9 +276,24 @@ func (m *Mux) refusal(a addServerArgs, program string) string {
 	return ""
 }
 
-func (m *Mux) allowed(cmd string) bool {
+// allowed reports whether cmd, run from cwd (the agent's; "" = mcpflow's
+// working directory), is a program of AllowedCommands: a bare name only
+// as that bare name (found on PATH), a path only as the file an absolute
+// entry names, never a relative entry read against an agent's cwd.
+func (m *Mux) allowed(cmd, cwd string) bool {
+	bare := !strings.ContainsRune(cmd, '/') && !strings.ContainsRune(cmd, filepath.Separator)
+	if !bare && !filepath.IsAbs(cmd) {
+		base, err := filepath.Abs(cwd)
+		if err != nil {
+			return false
+		}
+		cmd = filepath.Join(base, cmd)
+	}
 	for _, c := range m.cfg.AllowedCommands {
-		if cmd == c || filepath.Base(cmd) == c && !strings.ContainsRune(c, filepath.Separator) && cmd == filepath.Base(cmd) {
+		switch {
+		case bare && cmd == c:
+			return true
+		case !bare && filepath.IsAbs(c) && filepath.Clean(cmd) == filepath.Clean(c):
 			return true
 		}
 	}

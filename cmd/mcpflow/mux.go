@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcpflow/mcpflow/builder"
@@ -98,7 +99,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		Servers:          specs,
 		Separator:        cfg.Mux.Separator,
 		DisableAddServer: !cfg.Mux.AddServer,
-		AllowedCommands:  cfg.Mux.AllowedCommands,
+		AllowedCommands:  allowedCommands(cfg),
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
 		StartWait:        cfg.Relay.StartupGrace,
@@ -288,4 +289,18 @@ func mergedEnv(extra map[string]string) []string {
 		env = append(env, k+"="+v)
 	}
 	return env
+}
+
+// allowedCommands is [mux] allowed_commands with each entry that names a
+// path made absolute against the config file's folder: an agent's cwd
+// never decides which file a relative entry names.
+func allowedCommands(cfg *config.Config) []string {
+	out := make([]string, 0, len(cfg.Mux.AllowedCommands))
+	for _, c := range cfg.Mux.AllowedCommands {
+		if strings.ContainsRune(c, '/') && !filepath.IsAbs(c) {
+			c = filepath.Join(cfg.Dir, c)
+		}
+		out = append(out, c)
+	}
+	return out
 }
