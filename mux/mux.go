@@ -24,15 +24,15 @@ type Config struct {
 	Servers   []ServerSpec // configured servers, started by Start
 	Separator string       // between server and tool names; default "__"
 
-	DisableAddServer bool     // [mux] add_server = false
+	DisableAddServer bool // [mux] add_server = false
 	// AllowedCommands, when set, are the only programs (argv[0])
 	// add_server accepts, and then no build: a bare name is a program
 	// found on PATH, given by that name; an entry with a path must be
 	// absolute (the config's folder resolves relative ones), and matches
 	// a command that names that file from the server's working directory.
 	AllowedCommands []string
-	AllowedEnv       []string // with AllowedCommands: the env keys add_server accepts
-	CallTool         string   // name of the tool that calls NAME__tool for clients that ignore list_changed; "" = off
+	AllowedEnv      []string // with AllowedCommands: the env keys add_server accepts
+	CallTool        string   // name of the tool that calls NAME__tool for clients that ignore list_changed; "" = off
 
 	// NewBackend makes each server's backend; nil = NewRelayBackends with
 	// Logger and Version (no build, no watch).
