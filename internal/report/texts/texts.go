@@ -296,3 +296,13 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// BrokenConfig is what the agent reads while mcpflow.toml does not load
+// (the handshake's instructions and the rebuild tool's answer): the
+// problem as mcpflow check prints it, and that mcpflow starts the server
+// once the file is fixed.
+func BrokenConfig(problem, tool string) string {
+	return "mcpflow cannot start the MCP server: its configuration does not load.\n" + problem +
+		"\nFix the file and save it: mcpflow watches it and starts the server then (its tools appear). " +
+		"mcpflow check shows the same problem; call " + tool + " to read it again."
+}
