@@ -268,7 +268,6 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.QueueSize = 256
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second
-	want.Relay.StartupGrace = defaultStartupGrace
 	want.Relay.Handshake = 30 * time.Second
 	want.Relay.Drain = 5 * time.Second
 	want.Watch.Enabled = true
@@ -596,17 +595,21 @@ func TestSuggest(t *testing.T) {
 	if got := suggest("bulid", []string{"build", "run", "relay", "watch", "log"}); got != "build" {
 		t.Errorf("suggest(bulid) = %q", got)
 	}
-	if got := suggest("warning", logLevelValues); got != "warn" {
+	if got := suggest("warning", lookup("log", "level", false).values); got != "warn" {
 		t.Errorf("suggest(warning) = %q", got)
 	}
 }
 
-// schemaKeyPaths lists every key of the schema as "table.key".
+// schemaKeyPaths lists every key of the schema as "table.key", the keys of
+// a mux's servers as "servers.NAME.table.key".
 func schemaKeyPaths() []string {
 	var paths []string
-	for _, tb := range schemaTables() {
-		for _, k := range tb.keys {
-			paths = append(paths, tb.name+"."+k)
+	for _, s := range settings {
+		paths = append(paths, s.key)
+	}
+	for _, t := range serverTables {
+		for _, k := range keysOf(t, true) {
+			paths = append(paths, "servers.NAME."+t+"."+k)
 		}
 	}
 	return paths
@@ -636,6 +639,12 @@ func modeKeyPaths(c *Config) []string {
 	}
 	return out
 }
+
+// The defaults of the sections, for tests that build a Config by hand.
+func defaultCLI(dir string) *CLIConfig    { return Default(dir).newCLI() }
+func defaultBuild() BuildConfig           { return Default("/").Build }
+func defaultRun(dir string) RunConfig     { return Default(dir).Run }
+func defaultWatch(dir string) WatchConfig { return Default(dir).Watch }
 
 func TestSchemaTables(t *testing.T) {
 	// The schema walk sees every key; a sample proves it reads the tags.

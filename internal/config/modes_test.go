@@ -75,7 +75,7 @@ func TestMuxConfig(t *testing.T) {
 	}
 	// A server's relay starts from the top-level [relay]; drain is the mux's.
 	if every.Relay.QueueSize != 64 || every.Relay.ServerSuffix != "-dev" || every.Relay.Drain != 10*time.Second || every.Watch.Enabled ||
-		every.Build.Timeout != defaultBuildTimeout || !every.Build.Command.IsZero() {
+		every.Build.Timeout != 10*time.Minute || !every.Build.Command.IsZero() {
 		t.Errorf("everything: %+v", every)
 	}
 	if tool.CLI == nil || tool.CLI.MaxParallel != 1 || !tool.Run.Command.IsZero() || !tool.Watch.Enabled {
@@ -257,7 +257,7 @@ func TestNewKeys(t *testing.T) {
 		t.Errorf("log.max_size: %+v", c.Log)
 	}
 	d := Default("/proj")
-	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != defaultStartupGrace || d.Mux.Separator != "__" {
+	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != 0 || d.Mux.Separator != "__" {
 		t.Errorf("defaults: %+v %+v", d.Log, d.Mux)
 	}
 }
