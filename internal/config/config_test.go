@@ -615,27 +615,21 @@ func schemaKeyPaths() []string {
 	return paths
 }
 
-// modeKeyPaths lists the keys of the schema that apply to c's mode.
+// modeKeyPaths lists the keys that apply to c's mode, and the keys of its
+// servers.
 func modeKeyPaths(c *Config) []string {
 	var out []string
-	for _, k := range schemaKeyPaths() {
-		table, _, _ := strings.Cut(k, ".")
-		switch c.Mode() {
-		case Single:
-			if table == "cli" || table == "mux" || table == "servers" {
-				continue
-			}
-		case CLI:
-			if table == "run" || table == "mux" || table == "servers" {
-				continue
-			}
-		case Mux:
-			if table == "build" || table == "run" || table == "cli" || table == "watch" || k == "relay.drain" ||
-				len(c.Servers) == 0 && table == "servers" {
-				continue
+	for _, s := range settings {
+		if s.modes.has(c.Mode()) {
+			out = append(out, s.key)
+		}
+	}
+	if len(c.Servers) > 0 {
+		for _, k := range schemaKeyPaths() {
+			if strings.HasPrefix(k, "servers.") {
+				out = append(out, k)
 			}
 		}
-		out = append(out, k)
 	}
 	return out
 }
@@ -910,31 +904,4 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", plain(back), plain(c))
 		}
 	})
-}
-
-// readmePending lists the keys whose README rows are written with the
-// README section of their feature (the mux, CLI tools, traffic capture,
-// log.format); a key leaves the list when its row exists.
-var readmePending = map[string]bool{}
-
-// TestReadmeDocumentsEveryKey: every key of the schema (and so of
-// mcpflow.toml.example) has a row in the README's configuration reference.
-// The keys of [servers.NAME] tables are those of the top-level tables.
-func TestReadmeDocumentsEveryKey(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range schemaKeyPaths() {
-		if strings.HasPrefix(key, "servers.NAME.") {
-			continue
-		}
-		row := strings.Contains(string(readme), "| `"+key+"` |")
-		switch {
-		case !row && !readmePending[key]:
-			t.Errorf("README.md has no configuration row for %s", key)
-		case row && readmePending[key]:
-			t.Errorf("README.md documents %s: remove it from readmePending", key)
-		}
-	}
 }

@@ -131,6 +131,8 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:3:1: watch: [watch] cannot go with [servers.NAME] tables`},
 		{"relay.drain in a mux", api + "[relay]\ndrain = \"1s\"\n",
 			`mcpflow.toml:4:9: relay.drain: in a mux the drain time is mux.drain: move it there`},
+		{"relay.tool in a mux", api + "[relay]\ntool = \"recompile\"\n",
+			`mcpflow.toml:4:8: relay.tool: names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server`},
 		{"run and cli", minimal + "[cli]\nschema = [\"t\"]\n",
 			`mcpflow.toml:1:1: run: [run] cannot go with [cli]: [cli] takes the place of [run]`},
 		{"server with run and cli", api + "[servers.api.cli]\nschema = [\"t\"]\n",

@@ -105,8 +105,9 @@ var settings = []setting{
 	{key: "cli.env", field: "CLI.Env", kind: kEnv, def: `{}`, modes: inCLI | inServer,
 		doc: "variables added to the inherited environment"},
 
-	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: everywhere, check: text(toolNameProblem),
-		doc: "name of the rebuild tool mcpflow adds (letters, digits, `_ . -`); the same over stdio, `--http` and the era bridge. A mux has no such tool (each server is rebuilt with `reload_server`), so `mcpflow check` refuses it there"},
+	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: inSingle | inCLI, check: text(toolNameProblem),
+		modeMsg: `names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server {"name": ...}: remove relay.tool`,
+		doc:     "name of the rebuild tool mcpflow adds (letters, digits, `_ . -`); the same over stdio, `--http` and the era bridge. A mux has no such tool (each server is rebuilt with `reload_server`), so `mcpflow check` refuses it there"},
 	{key: "relay.max_message", field: "Relay.MaxMessage", kind: kSize, def: `"64MiB"`, modes: everywhere | inServer, min: kib,
 		doc: "largest JSON-RPC message in either direction (at least `1KiB`). A message is relayed whole (checked before the client sees a byte), so a large one costs about its own size in memory while in flight; that memory is kept for the next large message and handed back to the OS after 5 s without one"},
 	{key: "relay.notices", field: "Relay.Notices", kind: kBool, def: `true`, modes: everywhere,
@@ -352,10 +353,4 @@ func tableApplies(table string, mode Mode) bool {
 		}
 	}
 	return false
-}
-
-// defaultOf returns the default of the setting key, decoded.
-func defaultOf(key string) any {
-	t, n, _ := strings.Cut(key, ".")
-	return defaults[lookup(t, n, false)]
 }

@@ -31,9 +31,6 @@ func (c *Config) Validate() error {
 	case CLI:
 		v.cli("cli", c.CLI)
 	case Mux:
-		if c.Relay.Tool != defaultOf("relay.tool") {
-			v.bad("relay.tool", "names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server {\"name\": ...}: remove relay.tool")
-		}
 		v.servers()
 	}
 	r := &c.Relay
