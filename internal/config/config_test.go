@@ -640,19 +640,60 @@ func defaultBuild() BuildConfig           { return Default("/").Build }
 func defaultRun(dir string) RunConfig     { return Default(dir).Run }
 func defaultWatch(dir string) WatchConfig { return Default(dir).Watch }
 
-func TestSchemaTables(t *testing.T) {
-	// The schema walk sees every key; a sample proves it reads the tags.
-	paths := schemaKeyPaths()
-	for _, want := range []string{"build.command", "run.env_overridable", "relay.queue_timeout", "watch.gitignore", "log.file",
-		"cli.max_parallel", "log.traffic_max_size", "mux.allowed_commands", "servers.NAME.run.command", "servers.NAME.cli.schema",
-		"servers.NAME.relay.startup_grace", "servers.NAME.watch.poll"} {
-		if !slices.Contains(paths, want) {
-			t.Errorf("schema lacks %s: %q", want, paths)
+// TestSettingsTable: each entry of the table names a field of the kind's
+// Go type (in ServerConfig too for a key a mux's server sets), a default
+// of that kind, and a doc that fits a row of the README.
+func TestSettingsTable(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range settings {
+		s := &settings[i]
+		if seen[s.key] || strings.Count(s.key, ".") != 1 || strings.ToLower(s.key) != s.key {
+			t.Errorf("%s: keys are unique, lowercase, table.name", s.key)
+		}
+		seen[s.key] = true
+		roots := []reflect.Value{reflect.ValueOf(&Config{CLI: &CLIConfig{}}).Elem()}
+		if s.modes&inServer != 0 {
+			roots = append(roots, reflect.ValueOf(&ServerConfig{CLI: &CLIConfig{}}).Elem())
+		}
+		for _, root := range roots {
+			if f := fieldOf(root, s); !f.IsValid() || f.Type() != goType(s.kind) {
+				t.Errorf("%s: %s has no field %s of type %v", s.key, root.Type(), s.field, goType(s.kind))
+			}
+		}
+		if reflect.TypeOf(defaults[s]) != goType(s.kind) {
+			t.Errorf("%s: default %s is not a %v", s.key, s.def, goType(s.kind))
+		}
+		if len(s.values) > 0 && !slices.Contains(s.values, defaults[s].(string)) {
+			t.Errorf("%s: default %s is not one of its values", s.key, s.def)
+		}
+		if s.modes&everywhere == 0 {
+			t.Errorf("%s applies to no mode", s.key)
+		}
+		if s.doc == "" || strings.ContainsAny(s.doc, "|\n") || strings.HasSuffix(s.doc, ".") {
+			t.Errorf("%s: the doc is one line of Markdown with no '|' and no final period: %q", s.key, s.doc)
 		}
 	}
-	if len(paths) != 2+6+8+13+7+7+1+5+(2+6+8+8+7) {
-		t.Errorf("schema has %d keys: %q", len(paths), paths)
+}
+
+// goType is the type of a field that holds a value of k.
+func goType(k kind) reflect.Type {
+	switch k {
+	case kBool:
+		return reflect.TypeFor[bool]()
+	case kInt:
+		return reflect.TypeFor[int]()
+	case kDuration:
+		return reflect.TypeFor[time.Duration]()
+	case kSize:
+		return reflect.TypeFor[int64]()
+	case kList, kPaths, kGlobs:
+		return reflect.TypeFor[[]string]()
+	case kCommand:
+		return reflect.TypeFor[Command]()
+	case kEnv:
+		return reflect.TypeFor[map[string]string]()
 	}
+	return reflect.TypeFor[string]()
 }
 
 // keysIn decodes a TOML document and lists the key paths of its values,

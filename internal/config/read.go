@@ -15,7 +15,7 @@ import (
 )
 
 // kind is the type of a setting's value: how a file writes it, the Go type
-// of its field, how it is resolved and shown.
+// of its field (config_test.go's goType), how it is resolved and shown.
 type kind int
 
 const (
@@ -51,27 +51,6 @@ func (k kind) expected() string {
 		return `a table of strings, like { KEY = "value" }`
 	}
 	return "a string"
-}
-
-// goType is the type of a field that holds a value of k.
-func (k kind) goType() reflect.Type {
-	switch k {
-	case kBool:
-		return reflect.TypeFor[bool]()
-	case kInt:
-		return reflect.TypeFor[int]()
-	case kDuration:
-		return reflect.TypeFor[time.Duration]()
-	case kSize:
-		return reflect.TypeFor[int64]()
-	case kList, kPaths, kGlobs:
-		return reflect.TypeFor[[]string]()
-	case kCommand:
-		return reflect.TypeFor[Command]()
-	case kEnv:
-		return reflect.TypeFor[map[string]string]()
-	}
-	return reflect.TypeFor[string]()
 }
 
 // value is a setting's value as a file writes it, decoded.
