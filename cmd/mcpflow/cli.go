@@ -4,10 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -42,23 +39,13 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	if tool == "" {
 		tool = "-"
 	}
-	srv := clitools.New(clitools.Config{
-		Schema:      c.Schema,
-		Command:     c.Command,
-		Append:      c.Append,
-		Timeout:     c.Timeout,
-		MaxOutput:   c.MaxOutput,
-		MaxParallel: c.MaxParallel,
-		Dir:         c.Cwd,
-		Env:         cliEnv(c.Env),
-		Logger:      slog.New(logging.Charm(logger).WithPrefix("cli")),
-		Tool:        tool,
-		Recompiler: clitools.RecompilerFunc(func(ctx context.Context, progress func(string)) result.Build {
-			return b.Recompile(ctx, progress)
-		}),
-		Name:    "mcpflow",
-		Version: version(),
+	cc := cliConfig(c)
+	cc.Logger = slog.New(logging.Charm(logger).WithPrefix("cli"))
+	cc.Tool, cc.Name, cc.Version = tool, "mcpflow", version()
+	cc.Recompiler = clitools.RecompilerFunc(func(ctx context.Context, progress func(string)) result.Build {
+		return b.Recompile(ctx, progress)
 	})
+	srv := clitools.New(cc)
 	gate := clitools.NewGate(srv, cfg.Relay.Notices, cfg.Relay.StartupGrace)
 	sv, err := assemble(cfg, logger, srv, gate.NoteBuild, cliPrograms(c.Cwd, c.Schema, c.Command)...)
 	if err != nil {
@@ -83,15 +70,6 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	cancel()
 	wg.Wait()
 	return err
-}
-
-// cliEnv is the environment of the CLI's processes: mcpflow's, plus env.
-func cliEnv(env map[string]string) []string {
-	out := os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }
 
 // cliPrograms are the CLI's program files inside the tree (a build writes

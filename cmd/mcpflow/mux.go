@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/mcpflow/mcpflow/builder"
@@ -17,7 +15,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -212,16 +209,6 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	*rc = c
 }
 
-// childLink is the relay's Child.Link for a server of run: nil (its
-// stdio) unless run.url says it serves Streamable HTTP.
-func childLink(run config.RunConfig, r config.RelayConfig) func() relay.Link {
-	if run.URL == "" {
-		return nil
-	}
-	c := httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage)}
-	return func() relay.Link { return c.Link() }
-}
-
 // hooks attaches a builder and, when the server is watched, a watcher to
 // the server's relay, as serve does for a single server.
 func (w *muxWiring) hooks(name string, spec mux.ServerSpec, r *relay.Relay, noteBuild func(result.Build)) (mux.Hooks, error) {
@@ -251,21 +238,12 @@ func (w *muxWiring) buildAndWatch(spec mux.ServerSpec, rs builder.Restarter, not
 // changes.
 func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.Backend, error) {
 	sc := w.serverConfig(spec)
-	cc := clitools.Config{
-		Schema:  spec.CLI.Schema,
-		Command: spec.CLI.Command,
-		Dir:     sc.Run.Cwd,
-		Env:     mergedEnv(spec.Env),
-		Logger:  w.logger.With("server", spec.Name),
-		Tool:    "-",
-		Name:    spec.Name,
-		Version: version(),
+	c := sc.CLI
+	if c == nil { // an agent's server: add_server's cli_schema
+		c = &config.CLIConfig{Schema: spec.CLI.Schema, Command: spec.CLI.Command, Cwd: sc.Run.Cwd, Env: spec.Env}
 	}
-	if c := sc.CLI; c != nil {
-		cc.Command, cc.Append = c.Command, c.Append
-		cc.Timeout, cc.MaxOutput, cc.MaxParallel = c.Timeout, c.MaxOutput, c.MaxParallel
-		cc.Dir, cc.Env = c.Cwd, mergedEnv(c.Env)
-	}
+	cc := cliConfig(c)
+	cc.Logger, cc.Tool, cc.Name, cc.Version = w.logger.With("server", spec.Name), "-", spec.Name, version()
 	b := clitools.NewBackend(clitools.New(cc), emit)
 	if spec.Build != "" || len(spec.Watch) > 0 {
 		h, _, err := w.buildAndWatch(spec, b.Server(), b.NoteBuild)
@@ -276,31 +254,4 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 		b.Attach(h)
 	}
 	return b, nil
-}
-
-// mergedEnv is mcpflow's environment with extra added; nil when extra is
-// empty (the caller's environment).
-func mergedEnv(extra map[string]string) []string {
-	if len(extra) == 0 {
-		return nil
-	}
-	env := os.Environ()
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
-
-// allowedCommands is [mux] allowed_commands with each entry that names a
-// path made absolute against the config file's folder: an agent's cwd
-// never decides which file a relative entry names.
-func allowedCommands(cfg *config.Config) []string {
-	out := make([]string, 0, len(cfg.Mux.AllowedCommands))
-	for _, c := range cfg.Mux.AllowedCommands {
-		if strings.ContainsRune(c, '/') && !filepath.IsAbs(c) {
-			c = filepath.Join(cfg.Dir, c)
-		}
-		out = append(out, c)
-	}
-	return out
 }

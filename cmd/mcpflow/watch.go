@@ -17,7 +17,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/project"
-	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/relay"
 )
@@ -201,37 +200,6 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 	cancel()
 	wg.Wait()
 	return err
-}
-
-// relayConfig is the relay of a server with run and r ([run] and [relay],
-// or a mux server's [servers.NAME.run] and [servers.NAME.relay]): the one
-// mapping of the config onto relay.Config. traffic records the server hop;
-// the era bridge logs to logger.
-func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop string, toServer bool, gen int, msg []byte), logger *slog.Logger) relay.Config {
-	return relay.Config{
-		Child: relay.Child{
-			Command:     run.Command.Argv,
-			Shell:       run.Command.Shell,
-			Dir:         run.Cwd,
-			ExtraEnv:    run.Env,
-			StopTimeout: run.StopTimeout,
-			Link:        childLink(run, r),
-		},
-		EnvOverridable:   run.EnvOverridable,
-		Tool:             r.Tool,
-		CallTool:         r.CallTool,
-		MaxMessage:       int(r.MaxMessage),
-		Notices:          r.Notices,
-		ServerSuffix:     r.ServerSuffix,
-		Queue:            relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout},
-		Drain:            r.Drain,
-		HandshakeTimeout: r.Handshake,
-		OnCrash:          r.OnCrash,
-		RestartMarker:    r.RestartMarker,
-		Version:          version(),
-		Traffic:          traffic,
-		Bridge:           bridge.Options{Log: logger.With("component", "bridge"), Handshake: r.Handshake}.New,
-	}
 }
 
 func orFlags(file string) string {

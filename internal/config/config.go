@@ -1,37 +1,10 @@
-// Package config reads mcpflow.toml: its schema (the file* structs of
-// schema.go are the only place the keys are spelled), its defaults
-// (defaults.go, taken from the packages that consume them), the resolved
-// Config the rest of mcpflow reads, and error messages that name the file,
-// the line and column, and the fix:
-//
-//	mcpflow.toml:4:1: unknown key "bulid" (did you mean "build"?)
-//	mcpflow.toml:7:16: run.stop_timeout: expected a duration like "2s", got integer 2; ...
-//
-// A document is parsed once, into an index (docindex.go) that records
-// where every key and value was written; it reports syntax errors and keys
-// used as tables where the schema has a plain value. go-toml's strict
-// decoder then fills the schema structs from the same bytes (the duration,
-// size and command types of values.go decode their own values); its errors
-// are located with the index and rewritten into "key: expected X, got Y"
-// (errors.go, with suggestions from suggest.go). Finally the values are
-// resolved over the defaults (resolve.go) and validated (validate.go);
-// problems found there point at the value the user wrote. Describe
-// (describe.go) writes a Config back as TOML that parses into the same
-// Config.
-//
-// A file describes one of three modes (Mode): a single MCP server ([run]),
-// a command-line program served as MCP tools ([cli]), or a mux of several
-// servers ([servers.NAME] tables and [mux]).
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/pelletier/go-toml/v2"
 )
 
 // Command is a command line from the config.
@@ -222,35 +195,5 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	c.File = abs
-	return c, nil
-}
-
-// Parse parses and validates a config document. name is how messages name
-// the document; dir is the folder relative paths are resolved against. The
-// error, when not nil, lists every problem found, one per line, each as
-// "name:line:col: message".
-func Parse(name string, data []byte, dir string) (*Config, error) {
-	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	x, err := indexDocument(name, data)
-	if err != nil {
-		return nil, err
-	}
-	if errs := x.checkShapes(); len(errs) > 0 {
-		return nil, joinErrors(errs)
-	}
-	var fc fileConfig
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().EnableUnmarshalerInterface()
-	if err := dec.Decode(&fc); err != nil {
-		return nil, x.decodeError(err)
-	}
-	c := Default(dir)
-	c.name, c.src = name, x
-	errs := c.apply(&fc)
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
-	}
 	return c, nil
 }

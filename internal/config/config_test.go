@@ -268,7 +268,6 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.QueueSize = 256
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second
-	want.Relay.StartupGrace = defaultStartupGrace
 	want.Relay.Handshake = 30 * time.Second
 	want.Relay.Drain = 5 * time.Second
 	want.Watch.Enabled = true
@@ -596,60 +595,105 @@ func TestSuggest(t *testing.T) {
 	if got := suggest("bulid", []string{"build", "run", "relay", "watch", "log"}); got != "build" {
 		t.Errorf("suggest(bulid) = %q", got)
 	}
-	if got := suggest("warning", logLevelValues); got != "warn" {
+	if got := suggest("warning", lookup("log", "level", false).values); got != "warn" {
 		t.Errorf("suggest(warning) = %q", got)
 	}
 }
 
-// schemaKeyPaths lists every key of the schema as "table.key".
+// schemaKeyPaths lists every key of the schema as "table.key", the keys of
+// a mux's servers as "servers.NAME.table.key".
 func schemaKeyPaths() []string {
 	var paths []string
-	for _, tb := range schemaTables() {
-		for _, k := range tb.keys {
-			paths = append(paths, tb.name+"."+k)
+	for _, s := range settings {
+		paths = append(paths, s.key)
+	}
+	for _, t := range serverTables {
+		for _, k := range keysOf(t, true) {
+			paths = append(paths, "servers.NAME."+t+"."+k)
 		}
 	}
 	return paths
 }
 
-// modeKeyPaths lists the keys of the schema that apply to c's mode.
+// modeKeyPaths lists the keys that apply to c's mode, and the keys of its
+// servers.
 func modeKeyPaths(c *Config) []string {
 	var out []string
-	for _, k := range schemaKeyPaths() {
-		table, _, _ := strings.Cut(k, ".")
-		switch c.Mode() {
-		case Single:
-			if table == "cli" || table == "mux" || table == "servers" {
-				continue
-			}
-		case CLI:
-			if table == "run" || table == "mux" || table == "servers" {
-				continue
-			}
-		case Mux:
-			if table == "build" || table == "run" || table == "cli" || table == "watch" || k == "relay.drain" ||
-				len(c.Servers) == 0 && table == "servers" {
-				continue
+	for _, s := range settings {
+		if s.modes.has(c.Mode()) {
+			out = append(out, s.key)
+		}
+	}
+	if len(c.Servers) > 0 {
+		for _, k := range schemaKeyPaths() {
+			if strings.HasPrefix(k, "servers.") {
+				out = append(out, k)
 			}
 		}
-		out = append(out, k)
 	}
 	return out
 }
 
-func TestSchemaTables(t *testing.T) {
-	// The schema walk sees every key; a sample proves it reads the tags.
-	paths := schemaKeyPaths()
-	for _, want := range []string{"build.command", "run.env_overridable", "relay.queue_timeout", "watch.gitignore", "log.file",
-		"cli.max_parallel", "log.traffic_max_size", "mux.allowed_commands", "servers.NAME.run.command", "servers.NAME.cli.schema",
-		"servers.NAME.relay.startup_grace", "servers.NAME.watch.poll"} {
-		if !slices.Contains(paths, want) {
-			t.Errorf("schema lacks %s: %q", want, paths)
+// The defaults of the sections, for tests that build a Config by hand.
+func defaultCLI(dir string) *CLIConfig    { return Default(dir).newCLI() }
+func defaultBuild() BuildConfig           { return Default("/").Build }
+func defaultRun(dir string) RunConfig     { return Default(dir).Run }
+func defaultWatch(dir string) WatchConfig { return Default(dir).Watch }
+
+// TestSettingsTable: each entry of the table names a field of the kind's
+// Go type (in ServerConfig too for a key a mux's server sets), a default
+// of that kind, and a doc that fits a row of the README.
+func TestSettingsTable(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range settings {
+		s := &settings[i]
+		if seen[s.key] || strings.Count(s.key, ".") != 1 || strings.ToLower(s.key) != s.key {
+			t.Errorf("%s: keys are unique, lowercase, table.name", s.key)
+		}
+		seen[s.key] = true
+		roots := []reflect.Value{reflect.ValueOf(&Config{CLI: &CLIConfig{}}).Elem()}
+		if s.modes&inServer != 0 {
+			roots = append(roots, reflect.ValueOf(&ServerConfig{CLI: &CLIConfig{}}).Elem())
+		}
+		for _, root := range roots {
+			if f := fieldOf(root, s); !f.IsValid() || f.Type() != goType(s.kind) {
+				t.Errorf("%s: %s has no field %s of type %v", s.key, root.Type(), s.field, goType(s.kind))
+			}
+		}
+		if reflect.TypeOf(defaults[s]) != goType(s.kind) {
+			t.Errorf("%s: default %s is not a %v", s.key, s.def, goType(s.kind))
+		}
+		if len(s.values) > 0 && !slices.Contains(s.values, defaults[s].(string)) {
+			t.Errorf("%s: default %s is not one of its values", s.key, s.def)
+		}
+		if s.modes&everywhere == 0 {
+			t.Errorf("%s applies to no mode", s.key)
+		}
+		if s.doc == "" || strings.ContainsAny(s.doc, "|\n") || strings.HasSuffix(s.doc, ".") {
+			t.Errorf("%s: the doc is one line of Markdown with no '|' and no final period: %q", s.key, s.doc)
 		}
 	}
-	if len(paths) != 2+6+8+13+7+7+1+5+(2+6+8+8+7) {
-		t.Errorf("schema has %d keys: %q", len(paths), paths)
+}
+
+// goType is the type of a field that holds a value of k.
+func goType(k kind) reflect.Type {
+	switch k {
+	case kBool:
+		return reflect.TypeFor[bool]()
+	case kInt:
+		return reflect.TypeFor[int]()
+	case kDuration:
+		return reflect.TypeFor[time.Duration]()
+	case kSize:
+		return reflect.TypeFor[int64]()
+	case kList, kPaths, kGlobs:
+		return reflect.TypeFor[[]string]()
+	case kCommand:
+		return reflect.TypeFor[Command]()
+	case kEnv:
+		return reflect.TypeFor[map[string]string]()
 	}
+	return reflect.TypeFor[string]()
 }
 
 // keysIn decodes a TOML document and lists the key paths of its values,
@@ -901,31 +945,4 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", plain(back), plain(c))
 		}
 	})
-}
-
-// readmePending lists the keys whose README rows are written with the
-// README section of their feature (the mux, CLI tools, traffic capture,
-// log.format); a key leaves the list when its row exists.
-var readmePending = map[string]bool{}
-
-// TestReadmeDocumentsEveryKey: every key of the schema (and so of
-// mcpflow.toml.example) has a row in the README's configuration reference.
-// The keys of [servers.NAME] tables are those of the top-level tables.
-func TestReadmeDocumentsEveryKey(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range schemaKeyPaths() {
-		if strings.HasPrefix(key, "servers.NAME.") {
-			continue
-		}
-		row := strings.Contains(string(readme), "| `"+key+"` |")
-		switch {
-		case !row && !readmePending[key]:
-			t.Errorf("README.md has no configuration row for %s", key)
-		case row && readmePending[key]:
-			t.Errorf("README.md documents %s: remove it from readmePending", key)
-		}
-	}
 }

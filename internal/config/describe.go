@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,202 +11,110 @@ import (
 )
 
 // Describe returns the resolved settings as TOML, one key a line, for
-// `mcpflow check`. The text parses back into the same settings.
+// `mcpflow check`: the keys that apply to the config's mode, in the order
+// of the settings table. The text parses back into the same settings.
 func (c *Config) Describe() string {
-	d := describer{dir: c.Dir}
-	b := &d.b
+	var b strings.Builder
 	if c.File != "" {
-		fmt.Fprintf(b, "# config: %s\n", c.File)
+		fmt.Fprintf(&b, "# config: %s\n", c.File)
 	} else {
 		b.WriteString("# config: no file (defaults and flags)\n")
 	}
-	fmt.Fprintf(b, "# relative paths resolve against %s\n", c.Dir)
-	fmt.Fprintf(b, "# mode: %s\n", c.Mode())
+	fmt.Fprintf(&b, "# relative paths resolve against %s\n", c.Dir)
+	fmt.Fprintf(&b, "# mode: %s\n", c.Mode())
 
-	switch c.Mode() {
-	case Single:
-		d.build("build", &c.Build)
-		d.run("run", &c.Run)
-	case CLI:
-		d.build("build", &c.Build)
-		d.cli("cli", c.CLI)
+	root := reflect.ValueOf(c).Elem()
+	for _, t := range tableNames {
+		describeTable(&b, t, root, c.Dir, func(s *setting) bool { return s.modes.has(c.Mode()) })
 	}
-
-	r := &c.Relay
-	d.table("relay")
-	d.kv("tool", TOMLString(r.Tool), "")
-	d.kv("max_message", TOMLString(sizeText(r.MaxMessage)), "")
-	d.kv("notices", strconv.FormatBool(r.Notices), "")
-	d.kv("on_crash", TOMLString(r.OnCrash), "")
-	d.kv("restart_marker", TOMLString(r.RestartMarker), off(r.RestartMarker, "off"))
-	d.kv("server_suffix", TOMLString(r.ServerSuffix), "")
-	d.kv("call_tool", TOMLString(r.CallTool), off(r.CallTool, "off"))
-	d.kv("queue_size", strconv.Itoa(r.QueueSize), "")
-	d.kv("queue_bytes", TOMLString(sizeText(r.QueueBytes)), "")
-	d.kv("queue_timeout", TOMLString(DurationText(r.QueueTimeout)), "")
-	grace, note := graceText(r.StartupGrace)
-	d.kv("startup_grace", grace, note)
-	d.kv("handshake_timeout", TOMLString(DurationText(r.Handshake)), "")
-	if c.Mode() != Mux {
-		d.kv("drain", TOMLString(DurationText(r.Drain)), "")
+	if c.Mode() == Mux && len(c.Servers) == 0 {
+		b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
 	}
-
-	if c.Mode() != Mux {
-		d.watch("watch", &c.Watch)
-	}
-
-	l := &c.Log
-	d.table("log")
-	d.kv("level", TOMLString(l.Level), "")
-	d.kv("format", TOMLString(l.Format), "")
-	d.kv("file", TOMLString(l.File), off(l.File, "stderr only"))
-	d.kv("max_size", TOMLString(sizeText(l.MaxSize)), "")
-	d.kv("traffic", TOMLString(l.Traffic), off(l.Traffic, "off"))
-	d.kv("traffic_max_message", TOMLString(sizeText(l.TrafficMaxMessage)), "")
-	d.kv("traffic_max_size", TOMLString(sizeText(l.TrafficMaxSize)), "")
-
-	d.table("http")
-	d.kv("listen", TOMLString(c.HTTP.Listen), off(c.HTTP.Listen, "off: the client is on stdin and stdout"))
-
-	if c.Mode() == Mux {
-		m := &c.Mux
-		d.table("mux")
-		d.kv("separator", TOMLString(m.Separator), "")
-		d.kv("add_server", strconv.FormatBool(m.AddServer), "")
-		d.kv("allowed_commands", TOMLStrings(m.AllowedCommands), off(strings.Join(m.AllowedCommands, ""), "any command"))
-		d.kv("allowed_env", TOMLStrings(m.AllowedEnv), off(strings.Join(m.AllowedEnv, ""), "none, when allowed_commands is set"))
-		d.kv("drain", TOMLString(DurationText(m.Drain)), "")
-		if len(c.Servers) == 0 {
-			b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
-		}
-		for i := range c.Servers {
-			s := &c.Servers[i]
-			t := keyString([]string{"servers", s.Name})
-			d.build(t+".build", &s.Build)
-			if s.CLI != nil {
-				d.cli(t+".cli", s.CLI)
-			} else {
-				d.run(t+".run", &s.Run)
+	for i := range c.Servers {
+		s := &c.Servers[i]
+		root := reflect.ValueOf(s).Elem()
+		for _, t := range serverTables {
+			if t == "run" && s.CLI != nil || t == "cli" && s.CLI == nil {
+				continue
 			}
-			sr := &s.Relay
-			d.table(t + ".relay")
-			d.kv("max_message", TOMLString(sizeText(sr.MaxMessage)), "")
-			d.kv("on_crash", TOMLString(sr.OnCrash), "")
-			d.kv("restart_marker", TOMLString(sr.RestartMarker), off(sr.RestartMarker, "off"))
-			d.kv("queue_size", strconv.Itoa(sr.QueueSize), "")
-			d.kv("queue_bytes", TOMLString(sizeText(sr.QueueBytes)), "")
-			d.kv("queue_timeout", TOMLString(DurationText(sr.QueueTimeout)), "")
-			grace, note := graceText(sr.StartupGrace)
-			d.kv("startup_grace", grace, note)
-			d.kv("handshake_timeout", TOMLString(DurationText(sr.Handshake)), "")
-			d.watch(t+".watch", &s.Watch)
+			describeTable(&b, keyString([]string{"servers", s.Name, t}), root, c.Dir,
+				func(st *setting) bool { return st.table() == t && st.modes&inServer != 0 })
 		}
 	}
 	return b.String()
 }
 
-// describer writes TOML, one key a line with an optional note.
-type describer struct {
-	b   strings.Builder
-	dir string // the folder watch globs are relative to
-}
-
-func (d *describer) table(name string) { fmt.Fprintf(&d.b, "\n[%s]\n", name) }
-
-func (d *describer) kv(key, value, note string) {
-	fmt.Fprintf(&d.b, "%s = %s", key, value)
-	if note != "" {
-		fmt.Fprintf(&d.b, "  # %s", note)
-	}
-	d.b.WriteString("\n")
-}
-
-func (d *describer) env(env map[string]string) {
-	kvs := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		kvs = append(kvs, tomlKey(k)+" = "+TOMLString(env[k]))
-	}
-	if len(kvs) == 0 {
-		d.kv("env", "{}", "")
-	} else {
-		d.kv("env", "{ "+strings.Join(kvs, ", ")+" }", "")
-	}
-}
-
-func (d *describer) build(table string, b *BuildConfig) {
-	d.table(table)
-	d.kv("command", tomlCommand(b.Command), cmdNote(b.Command, "no build step"))
-	d.kv("timeout", TOMLString(DurationText(b.Timeout)), "")
-}
-
-func (d *describer) run(table string, r *RunConfig) {
-	d.table(table)
-	d.kv("command", tomlCommand(r.Command), cmdNote(r.Command, "not set: required"))
-	d.kv("cwd", TOMLString(r.Cwd), "")
-	d.env(r.Env)
-	d.kv("env_overridable", TOMLStrings(r.EnvOverridable), "")
-	d.kv("stop_timeout", TOMLString(DurationText(r.StopTimeout)), "")
-	d.kv("url", TOMLString(r.URL), off(r.URL, "stdio: the server speaks on its stdin and stdout"))
-}
-
-func (d *describer) cli(table string, c *CLIConfig) {
-	d.table(table)
-	d.kv("schema", TOMLStrings(c.Schema), "")
-	d.kv("command", TOMLStrings(c.Command), "")
-	d.kv("append", TOMLStrings(c.Append), "")
-	d.kv("timeout", TOMLString(DurationText(c.Timeout)), "")
-	d.kv("max_output", TOMLString(sizeText(c.MaxOutput)), "")
-	d.kv("max_parallel", strconv.Itoa(c.MaxParallel), "")
-	d.kv("cwd", TOMLString(c.Cwd), "")
-	d.env(c.Env)
-}
-
-func (d *describer) watch(table string, w *WatchConfig) {
-	d.table(table)
-	d.kv("enabled", strconv.FormatBool(w.Enabled), "")
-	d.kv("paths", TOMLStrings(w.Paths), "")
-	d.kv("include", TOMLStrings(w.Include), "")
-	d.kv("exclude", TOMLStrings(w.Exclude), "")
-	if ig := w.Excludes(d.dir)[len(w.Exclude):]; len(ig) > 0 {
-		fmt.Fprintf(&d.b, "# never watched either (clients' and editors' files): %s\n", strings.Join(ig, ", "))
-	}
-	d.kv("gitignore", strconv.FormatBool(w.GitIgnore), "")
-	d.kv("debounce", TOMLString(DurationText(w.Debounce)), "")
-	poll, pollNote := "", "off: fsnotify"
-	if w.Poll > 0 {
-		poll, pollNote = DurationText(w.Poll), ""
-	}
-	d.kv("poll", TOMLString(poll), pollNote)
-}
-
-func off(s, note string) string {
-	if s == "" {
-		return note
-	}
-	return ""
-}
-
-func cmdNote(cmd Command, none string) string {
-	switch {
-	case cmd.IsZero():
-		return none
-	case cmd.Shell:
-		return "run by sh -c"
-	default:
-		return "executed directly"
+// describeTable writes the keys of table (its last part names the table
+// of the settings) that show says apply, with their values in root.
+func describeTable(b *strings.Builder, table string, root reflect.Value, dir string, show func(*setting) bool) {
+	name := table[strings.LastIndexByte(table, '.')+1:]
+	header := false
+	for i := range settings {
+		s := &settings[i]
+		if s.table() != name || !show(s) {
+			continue
+		}
+		f := fieldOf(root, s)
+		if !f.IsValid() {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(b, "\n[%s]\n", table)
+			header = true
+		}
+		value, note := s.text(f.Interface())
+		fmt.Fprintf(b, "%s = %s", s.name(), value)
+		if note != "" {
+			fmt.Fprintf(b, "  # %s", note)
+		}
+		b.WriteString("\n")
+		if s.also != nil {
+			if note := s.also(sectionOf(root, s).Addr().Interface(), dir); note != "" {
+				fmt.Fprintf(b, "# %s\n", note)
+			}
+		}
 	}
 }
 
-// durationText writes d exactly, as a TOML duration value the way people
-// write it: "10m", "1h30m", "100ms". (Durations shown as measurements use
-// result.Dur, which rounds; a setting is shown as written.)
-// graceText is relay.startup_grace as the file says it, and a note: ""
-// (0) waits as long as the client does.
-func graceText(d time.Duration) (string, string) {
-	if d == 0 {
-		return `""`, "as long as the client waits: Claude Code 25s, Codex 8s, others 4s"
+// text writes v, a value of s, as TOML, with a note on what it means.
+func (s *setting) text(v any) (value, note string) {
+	switch s.kind {
+	case kBool:
+		return strconv.FormatBool(v.(bool)), ""
+	case kInt:
+		return strconv.Itoa(v.(int)), ""
+	case kSize:
+		return TOMLString(sizeText(v.(int64))), ""
+	case kDuration:
+		if d := v.(time.Duration); d != 0 || s.empty == "" {
+			return TOMLString(DurationText(d)), ""
+		}
+		return `""`, s.empty
+	case kList, kPaths, kGlobs:
+		l := v.([]string)
+		return TOMLStrings(l), when(len(l) == 0, "%s", s.empty)
+	case kCommand:
+		cmd := v.(Command)
+		switch {
+		case cmd.IsZero():
+			return `""`, s.empty
+		case cmd.Shell:
+			return cmd.String(), "run by sh -c"
+		}
+		return cmd.String(), "executed directly"
+	case kEnv:
+		env := v.(map[string]string)
+		if len(env) == 0 {
+			return "{}", ""
+		}
+		kvs := make([]string, 0, len(env))
+		for _, k := range slices.Sorted(maps.Keys(env)) {
+			kvs = append(kvs, tomlKey(k)+" = "+TOMLString(env[k]))
+		}
+		return "{ " + strings.Join(kvs, ", ") + " }", ""
 	}
-	return TOMLString(DurationText(d)), ""
+	str := v.(string)
+	return TOMLString(str), when(str == "", "%s", s.empty)
 }
 
 // DurationText writes a duration as a setting is written: "10m", "2s".
@@ -290,11 +199,4 @@ func keyString(path []string) string {
 		parts[i] = tomlKey(p)
 	}
 	return strings.Join(parts, ".")
-}
-
-func tomlCommand(c Command) string {
-	if c.IsZero() {
-		return `""`
-	}
-	return c.String()
 }

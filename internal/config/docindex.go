@@ -210,14 +210,22 @@ func (x *docIndex) offset(line, col int) int {
 	return min(x.lines[line-1]+col-1, len(x.data))
 }
 
-// itemPosition returns where the document writes item i of the array at
-// path, else where it sets path.
-func (x *docIndex) itemPosition(path []string, i int) (line, col int) {
+// item returns the node of item i of the array at path, or nil.
+func (x *docIndex) item(path []string, i int) *docNode {
 	key := keyString(path)
 	for j := len(x.nodes) - 1; j >= 0; j-- {
 		if n := x.nodes[j]; n.elem == i && keyString(n.path) == key {
-			return x.lineCol(n.start)
+			return n
 		}
+	}
+	return nil
+}
+
+// itemPosition returns where the document writes item i of the array at
+// path, else where it sets path.
+func (x *docIndex) itemPosition(path []string, i int) (line, col int) {
+	if n := x.item(path, i); n != nil {
+		return x.lineCol(n.start)
 	}
 	return x.position(path)
 }

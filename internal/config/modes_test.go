@@ -75,7 +75,7 @@ func TestMuxConfig(t *testing.T) {
 	}
 	// A server's relay starts from the top-level [relay]; drain is the mux's.
 	if every.Relay.QueueSize != 64 || every.Relay.ServerSuffix != "-dev" || every.Relay.Drain != 10*time.Second || every.Watch.Enabled ||
-		every.Build.Timeout != defaultBuildTimeout || !every.Build.Command.IsZero() {
+		every.Build.Timeout != 10*time.Minute || !every.Build.Command.IsZero() {
 		t.Errorf("everything: %+v", every)
 	}
 	if tool.CLI == nil || tool.CLI.MaxParallel != 1 || !tool.Run.Command.IsZero() || !tool.Watch.Enabled {
@@ -131,6 +131,8 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:3:1: watch: [watch] cannot go with [servers.NAME] tables`},
 		{"relay.drain in a mux", api + "[relay]\ndrain = \"1s\"\n",
 			`mcpflow.toml:4:9: relay.drain: in a mux the drain time is mux.drain: move it there`},
+		{"relay.tool in a mux", api + "[relay]\ntool = \"recompile\"\n",
+			`mcpflow.toml:4:8: relay.tool: names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server`},
 		{"run and cli", minimal + "[cli]\nschema = [\"t\"]\n",
 			`mcpflow.toml:1:1: run: [run] cannot go with [cli]: [cli] takes the place of [run]`},
 		{"server with run and cli", api + "[servers.api.cli]\nschema = [\"t\"]\n",
@@ -257,7 +259,7 @@ func TestNewKeys(t *testing.T) {
 		t.Errorf("log.max_size: %+v", c.Log)
 	}
 	d := Default("/proj")
-	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != defaultStartupGrace || d.Mux.Separator != "__" {
+	if d.Log.Traffic != "" || d.Log.Format != "text" || d.Relay.StartupGrace != 0 || d.Mux.Separator != "__" {
 		t.Errorf("defaults: %+v %+v", d.Log, d.Mux)
 	}
 }

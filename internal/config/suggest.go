@@ -2,51 +2,48 @@ package config
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// unknownKeyMessage says that table (of type t) has no key word, and what
-// was probably meant.
-func unknownKeyMessage(word string, table []string, t reflect.Type) string {
+// unknownKeyMessage says that table has no key word, and what was
+// probably meant; keys are the table's.
+func unknownKeyMessage(word string, table []string, keys []string) string {
 	msg := fmt.Sprintf("unknown key %s", TOMLString(word))
 	if len(table) > 0 {
 		msg += fmt.Sprintf(" in [%s]", keyString(table))
 	}
-	if hint := suggestKey(word, table, t); hint != "" {
+	if hint := suggestKey(word, table, keys); hint != "" {
 		msg += " (did you mean " + hint + "?)"
 	}
 	return msg
 }
 
-// suggestKey finds what an unknown key in table (of type t) was probably
-// meant to be: a key of the same table (or a table name at the top level),
-// else the same key in another table: "include" under [watch].
-func suggestKey(word string, table []string, t reflect.Type) string {
-	if t.Kind() == reflect.Struct {
-		if s := suggest(word, structKeys(t)); s != "" {
-			return strconv.Quote(s)
-		}
+// suggestKey finds what an unknown key in table was probably meant to be:
+// one of keys, else, at the top level or in a top-level table, the same
+// key in another table: "include" under [watch].
+func suggestKey(word string, table []string, keys []string) string {
+	if s := suggest(word, keys); s != "" {
+		return strconv.Quote(s)
 	}
 	if len(table) > 1 {
 		return ""
 	}
 	key, score := "", -1
 	var where []string
-	for _, tb := range topTables() {
-		if len(table) == 1 && tb.name == table[0] {
+	for _, t := range tableNames {
+		if len(table) == 1 && t == table[0] {
 			continue
 		}
-		s, sc := bestMatch(word, tb.keys)
+		s, sc := bestMatch(word, keysOf(t, false))
 		switch {
 		case s == "":
 		case score < 0 || sc < score:
-			key, score, where = s, sc, []string{"[" + tb.name + "]"}
+			key, score, where = s, sc, []string{"[" + t + "]"}
 		case sc == score && s == key:
-			where = append(where, "["+tb.name+"]")
+			where = append(where, "["+t+"]")
 		}
 	}
 	if key == "" {

@@ -7,92 +7,61 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// command is a command line: a string, run with sh -c, or an array of
-// strings, executed directly.
-type command struct{ Command }
-
-func (*command) expected() string {
-	return `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`
-}
-
-func (c *command) UnmarshalTOML(raw []byte) error {
-	v, err := decodeRaw(raw)
-	if err != nil {
-		return valueError(raw, "expected %s, got %s", c.expected(), describeRaw(raw))
-	}
+// decodeCommand decodes a command: a string, run with sh -c (blank: no
+// command), or an array of strings, executed directly. got describes v as
+// written, for the message when it is neither.
+func decodeCommand(v any, got func() string) (Command, string) {
+	expected := kCommand.expected()
 	switch v := v.(type) {
 	case string:
-		c.Command = Command{Argv: []string{v}, Shell: true}
 		if strings.TrimSpace(v) == "" {
-			c.Command = Command{}
+			return Command{}, ""
 		}
+		return Command{Argv: []string{v}, Shell: true}, ""
 	case []any:
 		argv := make([]string, 0, len(v))
 		for i, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				return valueError(raw, "expected %s, got %s as item %d", c.expected(), describeValue(e), i+1)
+				return Command{}, fmt.Sprintf("expected %s, got %s as item %d", expected, describeValue(e), i+1)
 			}
 			argv = append(argv, s)
 		}
-		c.Command = Command{Argv: argv}
-	default:
-		return valueError(raw, "expected %s, got %s", c.expected(), describeRaw(raw))
+		return Command{Argv: argv}, ""
 	}
-	return nil
+	return Command{}, fmt.Sprintf("expected %s, got %s", expected, got())
 }
-
-// duration is a Go duration written as a string: "100ms", "2s", "1m30s".
-// The empty string is accepted and reported by empty; keys where it means
-// "off" accept it, the others reject it.
-type duration struct {
-	d     time.Duration
-	empty bool
-}
-
-func (*duration) expected() string { return `a duration like "2s"` }
 
 const durationForms = `write a number with a unit (ns, us, ms, s, m, h), e.g. "500ms", "2s", "1m30s"`
 
-func (d *duration) UnmarshalTOML(raw []byte) error {
-	v, err := decodeRaw(raw)
-	if err != nil {
-		return valueError(raw, "expected %s, got %s", d.expected(), describeRaw(raw))
-	}
+// decodeDuration decodes a Go duration written as a string: "100ms", "2s",
+// "1m30s". The empty string is 0 where emptyOK, else a problem.
+func decodeDuration(v any, got func() string, emptyOK bool) (time.Duration, string) {
+	expected := kDuration.expected()
 	switch v := v.(type) {
 	case string:
 		s := strings.Join(strings.Fields(v), "")
-		if s == "" {
-			*d = duration{empty: true}
-			return nil
+		switch {
+		case s == "" && emptyOK:
+			return 0, ""
+		case s == "":
+			return 0, fmt.Sprintf("expected %s, got an empty string; %s", expected, durationForms)
+		case isNumber(s) && s != "0":
+			return 0, fmt.Sprintf("expected %s, got %s with no unit; write %q or %q", expected, got(), s+"s", s+"ms")
 		}
-		if isNumber(s) && s != "0" {
-			return valueError(raw, "expected %s, got %s with no unit; write %q or %q", d.expected(), describeRaw(raw), s+"s", s+"ms")
-		}
-		pd, err := time.ParseDuration(s)
+		d, err := time.ParseDuration(s)
 		if err != nil {
-			return valueError(raw, "expected %s, got %s; %s", d.expected(), describeRaw(raw), durationForms)
+			return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
 		}
-		*d = duration{d: pd}
-		return nil
+		return d, ""
 	case int64, float64:
 		n := goValueText(v)
-		return valueError(raw, "expected %s, got %s; durations are strings with a unit: write %q or %q", d.expected(), describeRaw(raw), n+"s", n+"ms")
-	default:
-		return valueError(raw, "expected %s, got %s; %s", d.expected(), describeRaw(raw), durationForms)
+		return 0, fmt.Sprintf("expected %s, got %s; durations are strings with a unit: write %q or %q", expected, got(), n+"s", n+"ms")
 	}
+	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
 }
-
-// size is a number of bytes: a TOML integer, or a string holding a number
-// and an optional unit ("1048576", "512KiB", "64MiB", "1GB", "1.5MiB").
-type size struct{ n int64 }
-
-func (*size) expected() string { return `a size like "64MiB"` }
 
 const sizeForms = `write a number of bytes, or a number with a unit: KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. "512KiB", "64MiB", "1GB"`
 
@@ -103,33 +72,30 @@ var sizeUnits = map[string]int64{
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-func (s *size) UnmarshalTOML(raw []byte) error {
-	v, err := decodeRaw(raw)
-	if err != nil {
-		return valueError(raw, "expected %s, got %s", s.expected(), describeRaw(raw))
-	}
+// decodeSize decodes a number of bytes: a TOML integer, or a string
+// holding a number and an optional unit ("1048576", "512KiB", "64MiB",
+// "1GB", "1.5MiB").
+func decodeSize(v any, got func() string) (int64, string) {
+	expected := kSize.expected()
 	switch v := v.(type) {
 	case int64:
 		if v < 0 {
-			return valueError(raw, "expected %s, got %s; a size cannot be negative", s.expected(), describeRaw(raw))
+			return 0, fmt.Sprintf("expected %s, got %s; a size cannot be negative", expected, got())
 		}
-		s.n = v
-		return nil
+		return v, ""
 	case string:
 		n, unit, ok := parseSize(v)
 		if ok {
-			s.n = n
-			return nil
+			return n, ""
 		}
 		hint := sizeForms
 		if u := strings.ToLower(unit); u == "k" || u == "m" || u == "g" || u == "t" {
 			U := strings.ToUpper(u)
 			hint = fmt.Sprintf("%q is ambiguous: write %siB (powers of 1024) or %sB (powers of 1000)", unit, U, U)
 		}
-		return valueError(raw, "expected %s, got %s; %s", s.expected(), describeRaw(raw), hint)
-	default:
-		return valueError(raw, "expected %s, got %s; %s", s.expected(), describeRaw(raw), sizeForms)
+		return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), hint)
 	}
+	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), sizeForms)
 }
 
 // parseSize parses "64MiB", "1.5 GB", "1048576". It returns the unit it
@@ -156,27 +122,6 @@ func parseSize(s string) (n int64, unit string, ok bool) {
 		return 0, unit, false
 	}
 	return q.Int64(), unit, true
-}
-
-// decodeRaw decodes one raw TOML value.
-func decodeRaw(raw []byte) (any, error) {
-	var holder struct {
-		V any `toml:"v"`
-	}
-	doc := append([]byte("v = "), raw...)
-	if err := toml.Unmarshal(doc, &holder); err != nil {
-		return nil, err
-	}
-	return holder.V, nil
-}
-
-// valueError reports a bad value. raw must be the value's bytes as go-toml
-// handed them to UnmarshalTOML: a slice of the document, so that go-toml
-// can turn the error into a DecodeError with a position. (go-toml hands a
-// value type a buffer of its own only when the document writes it as a
-// table, and checkShapes rejects those documents before decoding.)
-func valueError(raw []byte, format string, args ...any) error {
-	return &unstable.ParserError{Highlight: raw, Message: fmt.Sprintf(format, args...)}
 }
 
 // isNumber reports whether s is a plain decimal number: "2", "-1.5".
@@ -232,16 +177,6 @@ func describeValue(v any) string {
 		return "a table"
 	}
 	return kindOf(v) + " " + goValueText(v)
-}
-
-// describeRaw renders a raw value for a message: "integer 2",
-// `string "yes"`, "array [1, 2]".
-func describeRaw(raw []byte) string {
-	v, err := decodeRaw(raw)
-	if err != nil {
-		return "a table"
-	}
-	return kindOf(v) + " " + clip(string(raw))
 }
 
 // clip shortens s to one line of at most 40 characters.

@@ -355,11 +355,11 @@ func muxNameWarnings(cfg *config.Config) []string {
 				out = append(out, cfg.At(key, "with mux.separator %q, this server's tool %q would be listed as %s, the name of mcpflow's own tool: rename the server or change mux.separator", sep, c.tool, c.name))
 			}
 		}
-		switch room := config.MaxJoinedToolName - len(s.Name) - len(sep); {
-		case len(s.Name) > config.MaxServerName:
-			out = append(out, cfg.At(key, "the server name %q is %d characters long: the mux refuses names over %d, so that its tools' names (%s%sTOOL) stay within the %d characters clients accept; shorten it", s.Name, len(s.Name), config.MaxServerName, s.Name, sep, config.MaxJoinedToolName))
+		switch room := mux.MaxToolName - len(s.Name) - len(sep); {
+		case len(s.Name) > mux.MaxServerName:
+			out = append(out, cfg.At(key, "the server name %q is %d characters long: the mux refuses names over %d, so that its tools' names (%s%sTOOL) stay within the %d characters clients accept; shorten it", s.Name, len(s.Name), mux.MaxServerName, s.Name, sep, mux.MaxToolName))
 		case room < 16:
-			out = append(out, cfg.At(key, "the server name %q with mux.separator %q leaves %d characters for its tools' names, within the %d clients accept: longer tools are left out; shorten the name or the separator", s.Name, sep, max(room, 0), config.MaxJoinedToolName))
+			out = append(out, cfg.At(key, "the server name %q with mux.separator %q leaves %d characters for its tools' names, within the %d clients accept: longer tools are left out; shorten the name or the separator", s.Name, sep, max(room, 0), mux.MaxToolName))
 		}
 	}
 	return out

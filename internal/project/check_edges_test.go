@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/testkit"
+	"github.com/mcpflow/mcpflow/mux"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -243,7 +244,7 @@ func TestMuxNameWarnings(t *testing.T) {
 		{"[mux]\nseparator = \"_\"\n[servers.api.run]\ncommand = [\"x\"]\n", []string{`mux.separator: "_" makes`, `a server "list" with a tool "servers" would be listed as list_servers`}},
 		{"[mux]\nseparator = \"_s\"\n[servers.add.run]\ncommand = [\"x\"]\n", []string{`a server "add" with a tool "erver" would be listed as add_server`, `servers.add: with mux.separator "_s", this server's tool "erver"`}},
 		{"[mux]\nseparator = \".\"\n[relay]\ncall_tool = \"call.tool\"\n[servers.call.run]\ncommand = [\"x\"]\n", []string{`servers.call: with mux.separator ".", this server's tool "tool" would be listed as call.tool`}},
-		{"[servers." + strings.Repeat("n", config.MaxServerName+1) + ".run]\ncommand = [\"x\"]\n", []string{"is 33 characters long: the mux refuses names over 32"}},
+		{"[servers." + strings.Repeat("n", mux.MaxServerName+1) + ".run]\ncommand = [\"x\"]\n", []string{"is 33 characters long: the mux refuses names over 32"}},
 		{"[mux]\nseparator = \"--------------------\"\n[servers." + strings.Repeat("n", 30) + ".run]\ncommand = [\"x\"]\n", []string{"leaves 14 characters for its tools' names"}},
 	} {
 		cfg, err := config.Parse("mcpflow.toml", []byte(c.doc), t.TempDir())

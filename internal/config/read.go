@@ -1,0 +1,551 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// kind is the type of a setting's value: how a file writes it, the Go type
+// of its field (config_test.go's goType), how it is resolved and shown.
+type kind int
+
+const (
+	kString   kind = iota // a string
+	kPath                 // a string: a path, resolved against the config's folder
+	kBool                 // true or false
+	kInt                  // an integer
+	kDuration             // a string with a unit: "2s" (values.go)
+	kSize                 // bytes: an integer, or a string with a unit: "64MiB" (values.go)
+	kList                 // an array of strings
+	kPaths                // an array of paths, each resolved as kPath's
+	kGlobs                // an array of doublestar globs on slash paths; a leading "./" is dropped
+	kCommand              // a string, run by sh -c, or an array of strings, executed directly
+	kEnv                  // a table of strings: environment variables
+)
+
+// expected says what a valid value of k looks like, for messages.
+func (k kind) expected() string {
+	switch k {
+	case kBool:
+		return "true or false"
+	case kInt:
+		return "a whole number"
+	case kDuration:
+		return `a duration like "2s"`
+	case kSize:
+		return `a size like "64MiB"`
+	case kList, kPaths, kGlobs:
+		return `an array of strings, like ["a", "b"]`
+	case kCommand:
+		return `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`
+	case kEnv:
+		return `a table of strings, like { KEY = "value" }`
+	}
+	return "a string"
+}
+
+// value is a setting's value as a file writes it, decoded.
+type value struct {
+	s      *setting
+	server string // the server of a [servers.NAME] table; "" at the top level
+	v      any
+}
+
+// reader checks a decoded document against the settings and collects its
+// values. Its problems point at what the document wrote.
+type reader struct {
+	x       *docIndex
+	top     []value
+	servers map[string][]value
+	errs    []error
+}
+
+// read walks the tables of the document.
+func (r *reader) read(doc map[string]any) {
+	for name, v := range doc {
+		path := []string{name}
+		switch {
+		case name == "servers":
+			servers, ok := r.table(path, v, "a table of servers, like [servers.NAME.run]")
+			if ok {
+				r.servers = map[string][]value{}
+			}
+			for srv, v := range servers {
+				path := []string{"servers", srv}
+				r.servers[srv] = nil // a server that sets nothing has the defaults
+				if tables, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", keyString(path))); ok {
+					r.tables(path, tables, srv)
+				}
+			}
+		case slices.Contains(tableNames, name):
+			if keys, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", name)); ok {
+				r.keys(path, keys, "")
+			}
+		default:
+			r.unknown(path, append(slices.Clone(tableNames), "servers"))
+		}
+	}
+}
+
+// tables reads a [servers.NAME] table, whose tables are those of a server.
+func (r *reader) tables(prefix []string, tables map[string]any, server string) {
+	for name, v := range tables {
+		path := append(slices.Clip(prefix), name)
+		if !slices.Contains(serverTables, name) {
+			r.unknown(path, serverTables)
+		} else if keys, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", keyString(path))); ok {
+			r.keys(path, keys, server)
+		}
+	}
+}
+
+// keys reads the keys of a table; server names the server of a
+// [servers.NAME.TABLE], whose keys are a part of the table's.
+func (r *reader) keys(table []string, keys map[string]any, server string) {
+	name := table[len(table)-1]
+	for k, v := range keys {
+		path := append(slices.Clip(table), k)
+		s := lookup(name, k, server != "")
+		if s == nil {
+			r.unknown(path, keysOf(name, server != ""))
+			continue
+		}
+		if dv, ok := r.decode(s, path, v); ok {
+			if server == "" {
+				r.top = append(r.top, value{s: s, v: dv})
+			} else {
+				r.servers[server] = append(r.servers[server], value{s: s, server: server, v: dv})
+			}
+		}
+	}
+}
+
+// table returns v when it is a table; else it reports that the key at
+// path must be one, like expected.
+func (r *reader) table(path []string, v any, expected string) (map[string]any, bool) {
+	if t, ok := v.(map[string]any); ok {
+		return t, true
+	}
+	key := keyString(path)
+	if n := r.x.paths[key]; n != nil && n.array && n.header {
+		r.bad(n, false, "%s: [[%s]] makes an array of tables; write [%s]", key, key, key)
+		return nil, false
+	}
+	r.wrong(path, expected, kEnv, v)
+	return nil, false
+}
+
+// unknown reports the key at path, which its table does not have; the
+// table's keys are candidates.
+func (r *reader) unknown(path []string, candidates []string) {
+	word := path[len(path)-1]
+	msg := unknownKeyMessage(word, path[:len(path)-1], candidates)
+	for _, c := range candidates {
+		if strings.EqualFold(c, word) {
+			msg = fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", TOMLString(word), c)
+		}
+	}
+	r.bad(r.x.firstUnder(path), false, "%s", msg)
+}
+
+// bad reports a problem at node n: its key, or with atValue its value (a
+// header's '[' either way); n nil names only the file.
+func (r *reader) bad(n *docNode, atValue bool, format string, args ...any) {
+	e := &configError{file: r.x.name, msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		off := n.keyStart
+		if n.header || atValue || off < 0 {
+			off = n.start
+		}
+		e.line, e.col = r.x.lineCol(off)
+	}
+	r.errs = append(r.errs, e)
+}
+
+// wrong reports that the value v at path is not what expected says; k is
+// the kind expected, for a hint on how to fix it.
+func (r *reader) wrong(path []string, expected string, k kind, v any) {
+	key := keyString(path)
+	n := r.x.paths[key]
+	_, table := v.(map[string]any)
+	switch {
+	case table && n == nil: // run.command.x = 1
+		n = r.x.firstUnder(path)
+		r.bad(n, false, "%s: expected %s, got a table (%s)", key, expected, keyString(n.path))
+	case n == nil:
+		r.bad(nil, false, "%s: expected %s, got %s", key, expected, describeValue(v))
+	case n.header: // [run.command], [[run.command]]
+		r.bad(n, false, "%s: expected %s, got %s", key, expected, n.got())
+	default:
+		r.bad(n, true, "%s: expected %s, got %s%s", key, expected, n.got(), hint(k, n))
+	}
+}
+
+// hint says how to fix n, a value written where one of kind k belongs.
+func hint(k kind, n *docNode) string {
+	raw := string(n.raw)
+	switch s := strings.Trim(raw, `"'`); {
+	case (k == kString || k == kPath) && n.kind != unstable.Array && n.kind != unstable.InlineTable:
+		return "; quote it: " + TOMLString(raw)
+	case k == kInt && n.kind == unstable.String && isNumber(s),
+		k == kBool && n.kind == unstable.String && (s == "true" || s == "false"):
+		return "; remove the quotes: " + s
+	case (k == kList || k == kPaths || k == kGlobs) && n.kind == unstable.String:
+		return "; write an array: [" + raw + "]"
+	}
+	return ""
+}
+
+// decode turns the value v that the document writes at path into the
+// setting's Go value (before the resolution of paths), or reports why it
+// cannot.
+func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
+	if _, table := v.(map[string]any); table && s.kind != kEnv {
+		r.wrong(path, s.kind.expected(), s.kind, v)
+		return nil, false
+	}
+	got := func() string {
+		if n := r.x.paths[keyString(path)]; n != nil {
+			return n.got()
+		}
+		return describeValue(v)
+	}
+	problem := ""
+	switch s.kind {
+	case kString, kPath:
+		if str, ok := v.(string); ok {
+			return str, true
+		}
+	case kBool:
+		if b, ok := v.(bool); ok {
+			return b, true
+		}
+	case kInt:
+		if n, ok := v.(int64); ok {
+			return int(n), true
+		}
+	case kDuration:
+		var d time.Duration
+		if d, problem = decodeDuration(v, got, s.empty != ""); problem == "" {
+			return d, true
+		}
+	case kSize:
+		var n int64
+		if n, problem = decodeSize(v, got); problem == "" {
+			return n, true
+		}
+	case kCommand:
+		var c Command
+		if c, problem = decodeCommand(v, got); problem == "" {
+			return c, true
+		}
+	case kList, kPaths, kGlobs:
+		if items, ok := v.([]any); ok {
+			return r.strings(path, items)
+		}
+	case kEnv:
+		if vars, ok := v.(map[string]any); ok {
+			env := map[string]string{}
+			good := true
+			for k, val := range vars {
+				if str, ok := val.(string); ok {
+					env[k] = str
+				} else {
+					r.wrong(append(slices.Clip(path), k), kString.expected(), kString, val)
+					good = false
+				}
+			}
+			return env, good
+		}
+	}
+	if problem != "" {
+		r.bad(r.x.paths[keyString(path)], true, "%s: %s", keyString(path), problem)
+	} else {
+		r.wrong(path, s.kind.expected(), s.kind, v)
+	}
+	return nil, false
+}
+
+// strings decodes an array of strings, reporting each item that is not one.
+func (r *reader) strings(path []string, items []any) ([]string, bool) {
+	out := make([]string, len(items))
+	good := true
+	for i, item := range items {
+		str, ok := item.(string)
+		if !ok {
+			label := fmt.Sprintf("%s[%d]: expected %s, got ", keyString(path), i, kString.expected())
+			if n := r.x.item(path, i); n != nil {
+				r.bad(n, true, "%s%s%s", label, n.got(), hint(kString, n))
+			} else { // nested arrays: the item's extent is unknown
+				r.bad(r.x.paths[keyString(path)], true, "%s%s", label, describeValue(item))
+			}
+			good = false
+		}
+		out[i] = str
+	}
+	return out, good
+}
+
+// Parse parses and validates a config document. name is how messages name
+// the document; dir is the folder relative paths are resolved against. The
+// error, when not nil, lists every problem found, one per line, each as
+// "name:line:col: message".
+//
+// The document is indexed (docindex.go: where each key and value is
+// written) and decoded by go-toml into maps, which read checks against the
+// settings: unknown keys, values of the wrong type, bad durations and
+// sizes. When it finds none, the values are applied over the defaults and
+// the result validated.
+func Parse(name string, data []byte, dir string) (*Config, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	x, err := indexDocument(name, data)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, x.decodeError(err)
+	}
+	r := reader{x: x}
+	r.read(doc)
+	if len(r.errs) > 0 {
+		return nil, joinErrors(r.errs)
+	}
+	c := Default(dir)
+	c.name, c.src = name, x
+	errs := c.apply(&r)
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return c, nil
+}
+
+// defaults are the settings' defaults, decoded as a file's values are.
+var defaults = func() map[*setting]any {
+	var doc strings.Builder
+	for i := range settings {
+		fmt.Fprintf(&doc, "%s = %s\n", settings[i].key, settings[i].def)
+	}
+	x, err := indexDocument("defaults", []byte(doc.String()))
+	if err != nil {
+		panic(err)
+	}
+	var tables map[string]map[string]any
+	if err := toml.Unmarshal([]byte(doc.String()), &tables); err != nil {
+		panic(err)
+	}
+	r := reader{x: x}
+	out := map[*setting]any{}
+	for i := range settings {
+		s := &settings[i]
+		if v, ok := r.decode(s, []string{s.table(), s.name()}, tables[s.table()][s.name()]); ok {
+			out[s] = v
+		}
+	}
+	if len(r.errs) > 0 {
+		panic(joinErrors(r.errs))
+	}
+	return out
+}()
+
+// Default returns the single-server configuration with every default and
+// no run command, its relative paths resolved against dir.
+func Default(dir string) *Config {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	c := &Config{Dir: filepath.Clean(dir)}
+	c.reset(reflect.ValueOf(c).Elem(), tableNames...)
+	c.Watch.Ignore = ClientFiles()
+	return c
+}
+
+// reset sets the keys of the tables in the sections of root (a Config or a
+// ServerConfig) to their defaults.
+func (c *Config) reset(root reflect.Value, tables ...string) {
+	for i := range settings {
+		if s := &settings[i]; slices.Contains(tables, s.table()) {
+			c.set(root, s, defaults[s])
+		}
+	}
+}
+
+// newCLI returns [cli] with its defaults.
+func (c *Config) newCLI() *CLIConfig {
+	s := ServerConfig{CLI: &CLIConfig{}}
+	c.reset(reflect.ValueOf(&s).Elem(), "cli")
+	return s.CLI
+}
+
+// deriveCommand gives cli.command its default, the schema's program.
+func (cli *CLIConfig) deriveCommand() {
+	if len(cli.Schema) > 0 {
+		cli.Command = cli.Schema[:1:1]
+	}
+}
+
+// sectionOf returns the section of root (a Config or a ServerConfig) that
+// holds s: Run, Relay...; it is not valid for a nil section (no [cli]).
+func sectionOf(root reflect.Value, s *setting) reflect.Value {
+	section, _, _ := strings.Cut(s.field, ".")
+	return reflect.Indirect(root.FieldByName(section))
+}
+
+// fieldOf returns the field of root that holds s's value; it is not valid
+// for a nil section.
+func fieldOf(root reflect.Value, s *setting) reflect.Value {
+	sec := sectionOf(root, s)
+	if !sec.IsValid() {
+		return sec
+	}
+	_, field, _ := strings.Cut(s.field, ".")
+	return sec.FieldByName(field)
+}
+
+// set resolves v, the decoded value of s, and stores it in root.
+func (c *Config) set(root reflect.Value, s *setting, v any) {
+	f := fieldOf(root, s)
+	if !f.IsValid() {
+		return
+	}
+	switch s.kind {
+	case kPath:
+		if p := v.(string); p != "" || s.empty == "" {
+			v = c.abs(p)
+		}
+	case kPaths:
+		ps := slices.Clone(v.([]string))
+		for i, p := range ps {
+			if p != "" {
+				ps[i] = c.abs(p)
+			}
+		}
+		v = ps
+	case kGlobs:
+		gs := slices.Clone(v.([]string))
+		for i, g := range gs {
+			for strings.HasPrefix(g, "./") {
+				g = strings.TrimLeft(g[2:], "/")
+			}
+			gs[i] = g
+		}
+		v = gs
+	case kList:
+		v = slices.Clone(v.([]string))
+	case kEnv:
+		v = maps.Clone(v.(map[string]string))
+	}
+	f.Set(reflect.ValueOf(v))
+}
+
+// apply sets the values the file writes over c's defaults, after deciding
+// the mode. Its errors are the sections and keys that do not go with the
+// mode.
+func (c *Config) apply(r *reader) []error {
+	var errs []error
+	switch {
+	case r.servers != nil || c.written("mux"):
+		c.mode = Mux
+	case c.written("cli"):
+		c.mode = CLI
+		c.CLI = c.newCLI()
+	}
+	for _, t := range tableNames {
+		if !c.written(t) || tableApplies(t, c.mode) {
+			continue
+		}
+		if c.mode == Mux {
+			errs = append(errs, c.errorAt(t, "[%s] cannot go with [servers.NAME] tables (a mux): move it under [servers.NAME.%s], or remove the [servers] and [mux] tables to serve one server", t, t))
+		} else {
+			errs = append(errs, c.errorAt(t, "[%s] cannot go with [%s]: [%s] takes the place of [%s]; keep one of them", t, c.mode, c.mode, t))
+		}
+	}
+
+	root := reflect.ValueOf(c).Elem()
+	for _, v := range r.top {
+		switch {
+		case !tableApplies(v.s.table(), c.mode):
+		case !v.s.modes.has(c.mode):
+			msg := v.s.modeMsg
+			if msg == "" {
+				msg = fmt.Sprintf("does not apply to a %s config: remove it", c.mode)
+			}
+			errs = append(errs, c.errorAt(v.s.key, "%s", msg))
+		default:
+			c.set(root, v.s, v.v)
+		}
+	}
+	if c.CLI != nil && !c.written("cli", "command") {
+		c.CLI.deriveCommand()
+	}
+
+	for _, name := range c.serverNames(r.servers) {
+		s := ServerConfig{Name: name, Relay: c.Relay}
+		sv := reflect.ValueOf(&s).Elem()
+		c.reset(sv, "build", "run", "watch")
+		s.Watch.Ignore = ClientFiles()
+		if c.written("servers", name, "cli") {
+			s.CLI = c.newCLI()
+			if !c.written("servers", name, "run") {
+				s.Run = RunConfig{}
+			}
+		}
+		for _, v := range r.servers[name] {
+			c.set(sv, v.s, v.v)
+		}
+		if s.CLI != nil && !c.written("servers", name, "cli", "command") {
+			s.CLI.deriveCommand()
+		}
+		s.Relay.Drain = c.Mux.Drain
+		c.Servers = append(c.Servers, s)
+	}
+
+	// The sections a mode does not use are left zero.
+	switch c.mode {
+	case CLI:
+		c.Run = RunConfig{}
+	case Mux:
+		c.Build, c.Run, c.Watch = BuildConfig{}, RunConfig{}, WatchConfig{}
+		c.Relay.Drain = c.Mux.Drain
+	}
+	return errs
+}
+
+// written reports whether the document writes anything under the key path.
+func (c *Config) written(path ...string) bool {
+	return c.src != nil && c.src.firstUnder(path) != nil
+}
+
+// serverNames returns the names of servers in the order the document
+// first writes them.
+func (c *Config) serverNames(servers map[string][]value) []string {
+	var names []string
+	for _, n := range c.src.nodes {
+		if len(n.path) >= 2 && n.path[0] == "servers" && !slices.Contains(names, n.path[1]) {
+			if _, ok := servers[n.path[1]]; ok {
+				names = append(names, n.path[1])
+			}
+		}
+	}
+	return names
+}
+
+// abs resolves p against c.Dir.
+func (c *Config) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.Dir, p)
+}
