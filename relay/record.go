@@ -29,8 +29,10 @@ type First struct {
 	// Record is the file holding what the server said at its last good
 	// start ("" = none): the relay answers the handshake and the lists
 	// from it at once, holds calls until the server is up, then sends
-	// list_changed for each list that differs. It is written after every
-	// good start, and used only when its Key is Key.
+	// list_changed for each list that differs. It is written whenever the
+	// server answers the handshake or a whole list, however long its
+	// start took (through statedir: see internal/ops/statedir), and used
+	// only when its Key is Key and it is valid in every part.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
 }
