@@ -3,13 +3,16 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +29,10 @@ type First struct {
 	// Record is the file holding what the server said at its last good
 	// start ("" = none): the relay answers the handshake and the lists
 	// from it at once, holds calls until the server is up, then sends
-	// list_changed for each list that differs. It is written after every
-	// good start, and used only when its Key is Key.
+	// list_changed for each list that differs. It is written whenever the
+	// server answers the handshake or a whole list, however long its
+	// start took (through statedir: see internal/ops/statedir), and used
+	// only when its Key is Key and it is valid in every part.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
 }
@@ -66,37 +71,106 @@ var recordLists = map[string]string{
 	"resources/templates/list": "resourceTemplates",
 }
 
-// loadRecord reads the record at path, if it is one written for key.
-func loadRecord(path, key string) *record {
+// loadRecord reads the record at path, if it is one written for key. A
+// record that cannot be read (not a regular file, say) or is not one in
+// every part (valid) is left unused, with a warning in log.
+func loadRecord(path, key string, log *slog.Logger) *record {
 	if path == "" {
 		return nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := statedir.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
+		log.Warn("the record of the server's last start is not used", "file", path, "err", err)
 		return nil
 	}
 	var rec record
-	if json.Unmarshal(b, &rec) != nil || rec.Key != key {
+	if err := json.Unmarshal(b, &rec); err != nil {
+		log.Warn("the record of the server's last start is not used: it is not JSON (it is rewritten at the next good start)", "file", path, "err", err)
+		return nil
+	}
+	if rec.Key == "" {
+		log.Warn("the record of the server's last start is not used: it is no record (it is rewritten at the next good start)", "file", path)
+		return nil
+	}
+	if rec.Key != key {
+		log.Debug("the record of the server's last start is of another config", "file", path)
+		return nil
+	}
+	if err := rec.valid(); err != nil {
+		log.Warn("the record of the server's last start is not used (it is rewritten at the next good start)", "file", path, "err", err)
 		return nil
 	}
 	return &rec
 }
 
-// save writes rec to path whole or not at all.
+// valid checks every part of a record read from a file: the handshake
+// answers are objects of the fields the record's answers use, each list
+// is an array of objects, and no other list is named.
+func (rec *record) valid() error {
+	if rec.Initialize != nil {
+		var res struct {
+			ProtocolVersion string                     `json:"protocolVersion"`
+			Capabilities    map[string]json.RawMessage `json:"capabilities"`
+			ServerInfo      *struct {
+				Name string `json:"name"`
+			} `json:"serverInfo"`
+		}
+		if !isObject(rec.Initialize) || json.Unmarshal(rec.Initialize, &res) != nil || res.ProtocolVersion == "" || res.Capabilities == nil || res.ServerInfo == nil {
+			return errors.New("initialize: not an initialize result")
+		}
+	}
+	if rec.Discover != nil {
+		var d struct {
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Capabilities      map[string]json.RawMessage `json:"capabilities"`
+			Instructions      string                     `json:"instructions"`
+			Meta              map[string]json.RawMessage `json:"_meta"`
+		}
+		if !isObject(rec.Discover) || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
+			return errors.New("discover: not a server/discover result")
+		}
+		if info := d.Meta["io.modelcontextprotocol/serverInfo"]; info != nil && !isObject(info) {
+			return errors.New("discover: serverInfo is not an object")
+		}
+	}
+	for field, items := range rec.Lists {
+		if !slices.Contains(slices.Collect(maps.Values(recordLists)), field) {
+			return fmt.Errorf("lists: %q is no list", field)
+		}
+		var list []json.RawMessage
+		if t := bytes.TrimSpace(items); len(t) == 0 || t[0] != '[' || json.Unmarshal(items, &list) != nil {
+			return fmt.Errorf("lists.%s: not an array", field)
+		}
+		for _, it := range list {
+			if !isObject(it) {
+				return fmt.Errorf("lists.%s: an item is not an object", field)
+			}
+		}
+	}
+	return nil
+}
+
+// isObject reports whether b is a JSON object (b is valid JSON).
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{'
+}
+
+// save writes rec to path whole or not at all (statedir.WriteFile).
 func (rec *record) save(path string) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return statedir.WriteFile(path, b)
 }
+
+// modernOnly are the result fields of the 2026-07-28 era alone: a
+// record's answer to a legacy client never has them.
+var modernOnly = []string{"resultType", "ttlMs", "cacheScope"}
 
 // answer is the record's result for a request, if it has one: the
 // handshake (initialize, with the client's protocol version when the SDKs
@@ -119,6 +193,9 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 		}
 		if slices.Contains(mcp.SupportedProtocolVersions(), p.ProtocolVersion) && !wire.IsModern(p.ProtocolVersion) {
 			res["protocolVersion"] = mustJSON(p.ProtocolVersion)
+		}
+		for _, k := range modernOnly {
+			delete(res, k) // initialize is of the legacy era: none of 2026-07-28's fields
 		}
 		return mustJSON(res), true
 	case "server/discover":

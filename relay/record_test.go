@@ -2,12 +2,16 @@ package relay
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
@@ -43,9 +47,10 @@ func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
 			t.Fatalf("no record after a good start: %v", err)
 		}
 
-		// The next start: the build runs (no Restart yet).
+		// The next start: the build runs (no Restart yet, so no server
+		// can have answered: every answer until the Restart below is the
+		// record's).
 		h = newHarness(t, hopts{version: version, cfg: first, noStart: true})
-		t0 := time.Now()
 		if got := h.cs.InitializeResult().ServerInfo.Name; got != "fixture" {
 			t.Errorf("answered as %q, want the server's name", got)
 		}
@@ -53,8 +58,8 @@ func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(t0); d > 2*time.Second {
-			t.Errorf("the handshake and the tools took %s", d)
+		if pid := h.childPID(); pid != 0 {
+			t.Fatalf("a server (pid %d) runs before the Restart", pid)
 		}
 		names := []string{}
 		for _, tl := range tools.Tools {
@@ -127,5 +132,97 @@ func TestRecordOfTheOtherEra(t *testing.T) {
 				t.Fatalf("answered with protocol %s, want the one asked, %s", init.ProtocolVersion, testkit.Legacy.Protocol)
 			}
 		})
+	}
+}
+
+// A first start longer than the client's wait (the relay answered the
+// handshake alone, then the server came up) still leaves a whole record:
+// the server's handshake and its lists, so the next start is answered
+// from it at once.
+func TestRecordOfASlowFirstStart(t *testing.T) {
+	t.Parallel()
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
+		file := filepath.Join(t.TempDir(), "last-start.json")
+		first := func(c *Config) { c.First = First{Record: file, Key: "k", Grace: 100 * time.Millisecond} }
+		h := newHarness(t, hopts{version: era.Version, cfg: first, noStart: true})
+		if got := h.cs.InitializeResult().ServerInfo.Name; got == "fixture" {
+			t.Fatalf("the first start was answered as the server before it ran")
+		}
+		if names := h.toolNames(); slices.Contains(names, "echo") {
+			t.Fatalf("tools before the server ran: %q", names)
+		}
+		if _, err := h.r.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h.waitListChanged()
+		h.cs.Close()
+		<-h.served
+		rec := loadRecord(file, "k", slog.New(slog.DiscardHandler))
+		if rec == nil || rec.Initialize == nil && rec.Discover == nil || rec.Lists["tools"] == nil {
+			b, _ := os.ReadFile(file)
+			t.Fatalf("the record of a slow first start lacks the handshake or the tools:\n%s", b)
+		}
+
+		h = newHarness(t, hopts{version: era.Version, cfg: first, noStart: true})
+		if got := h.cs.InitializeResult().ServerInfo.Name; got != "fixture" {
+			t.Errorf("the second start answered as %q, want the server's name from the record", got)
+		}
+		if names := h.toolNames(); !slices.Contains(names, "echo") {
+			t.Errorf("the second start's first tools/list: %q, want the server's tools from the record", names)
+		}
+		if pid := h.childPID(); pid != 0 {
+			t.Fatalf("a server (pid %d) runs before the Restart", pid)
+		}
+	})
+}
+
+// A record that is not one in every part is left unused with a warning:
+// never a panic, never an invalid answer.
+func TestCorruptRecord(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{
+		`{"key":"k","lists":{"tools":1}}`,
+		`{"key":"k","lists":{"tools":{}}}`,
+		`{"key":"k","lists":{"tools":null}}`,
+		`{"key":"k","lists":{"tools":"x"}}`,
+		`{"key":"k","lists":{"tools":true}}`,
+		`{"key":"k","lists":{"tools":[1]}}`,
+		`{"key":"k","lists":{"other":[]}}`,
+		`{"key":"k","initialize":"x"}`,
+		`{"key":"k","initialize":{}}`,
+		`{"key":"k","initialize":null,"discover":true}`,
+		`{"key":"k","discover":{"capabilities":{},"_meta":{"io.modelcontextprotocol/serverInfo":1}}}`,
+		`{}`, `null`, `"x"`, `true`, `1`, `[`,
+	} {
+		file := filepath.Join(t.TempDir(), "last-start.json")
+		if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logs := &testkit.Buffer{}
+		if rec := loadRecord(file, "k", slog.New(slog.NewTextHandler(logs, nil))); rec != nil {
+			t.Errorf("%s: used", bad)
+		}
+		if strings.Count(logs.String(), "level=WARN") != 1 {
+			t.Errorf("%s: want one warning, got:\n%s", bad, logs)
+		}
+	}
+}
+
+// A record's answer to a legacy client holds none of 2026-07-28's fields.
+func TestRecordAnswersInTheClientsEra(t *testing.T) {
+	t.Parallel()
+	rec := &record{Key: "k", Initialize: []byte(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"s","version":"1"},"resultType":"complete","ttlMs":5,"cacheScope":"public"}`)}
+	if err := rec.valid(); err != nil {
+		t.Fatal(err)
+	}
+	res, ok := rec.answer(wire.Envelope{Method: "initialize", Params: []byte(`{"protocolVersion":"2025-06-18"}`)}, nil)
+	if !ok {
+		t.Fatal("no answer")
+	}
+	for _, k := range modernOnly {
+		if jsonscan.Member(res, k) != nil {
+			t.Errorf("a legacy initialize answer has %s: %s", k, res)
+		}
 	}
 }

@@ -226,7 +226,7 @@ func New(cfg Config) *Relay {
 		events:   newEventQueue(cfg.OnEvent),
 	}
 	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
-	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key)
+	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key, logger)
 	r.events.tap = r.sw.stats.event
 	go r.expireQueue()
 	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic, link: cfg.Child.Link}

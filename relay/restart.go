@@ -553,7 +553,11 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 		if err != nil || !speaksModern(res) {
 			return nil, errOtherEra
 		}
+		forced, ferr := forcedResult(res, false, r.cfg.ServerSuffix)
 		r.sw.mu.Lock()
+		if ferr == nil {
+			keepInRecord(r.sw, "server/discover", true, forced) // the server's answer, however late it came
+		}
 		c.speaks = eraModern
 		r.sw.sess.childDiscover = r.sw.child == c // a later initialize gets a fresh server
 		r.sw.mu.Unlock()
@@ -587,6 +591,7 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 		r.sw.sess.childCaps = declaredCaps(res)
 		r.sw.sess.initResult = forced
 		r.sw.sess.childInitResult = forced
+		keepInRecord(r.sw, "initialize", true, forced) // the server's answer, however late it came
 		changes = compareInit(prevResult, forced)
 	default:
 		r.sw.mu.Lock()
@@ -602,6 +607,11 @@ func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
 			}
 			if err != nil {
 				return nil, fmt.Errorf("asking the server's era: %w", err)
+			}
+			if forced, ferr := forcedResult(res, false, r.cfg.ServerSuffix); ferr == nil {
+				r.sw.mu.Lock()
+				keepInRecord(r.sw, "server/discover", true, forced) // the server's answer, however late it came
+				r.sw.mu.Unlock()
 			}
 		}
 		r.sw.mu.Lock()

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
 // Dir returns the cache folder of the project whose root is root.
-func Dir(root string) string { return filepath.Join(root, ".mcpflow", "cache") }
+func Dir(root string) string { return filepath.Join(statedir.Of(root), "cache") }
 
 // State is what the last good build left behind.
 type State struct {
@@ -73,7 +75,7 @@ func StateFile(dir string, config ...string) string {
 // (nothing cached), with the error for the log when it is not just missing.
 func Load(file string) (State, error) {
 	var s State
-	b, err := os.ReadFile(file)
+	b, err := statedir.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
@@ -95,22 +97,7 @@ func Save(file string, s State) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".build-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), file)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
+	return statedir.WriteFile(file, append(b, '\n'))
 }
 
 // Key hashes the build's identity (command, folder, whatever the caller
@@ -135,15 +122,23 @@ func Key(build []string, root string, files []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// makeDir creates the cache folder dir with a .gitignore that keeps it
-// out of git.
+// makeDir creates the cache folder dir (statedir.MkdirFor) with a
+// .gitignore that keeps it out of git.
 func makeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	ignore := filepath.Join(dir, ".gitignore")
+	if err := statedir.MkdirFor(ignore); err != nil {
 		return err
 	}
-	ignore := filepath.Join(dir, ".gitignore")
-	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		return os.WriteFile(ignore, []byte("# mcpflow's build cache: never committed.\n*\n"), 0o644)
+	f, err := statedir.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
 	}
-	return nil
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# mcpflow's build cache: never committed.\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
 // pollEvery is how often a waiting Acquire tries the lock again.
@@ -23,7 +25,7 @@ func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
 	if err := makeDir(filepath.Dir(name)); err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := statedir.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}

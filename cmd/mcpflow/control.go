@@ -20,6 +20,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
@@ -48,7 +49,7 @@ type instanceRun struct {
 func openRun(cfg *config.Config, ring *logring.Ring, logger *slog.Logger) (*instanceRun, error) {
 	w := &instanceRun{cfg: cfg, ring: ring, log: logger}
 	if cfg.Log.Traffic != "" {
-		if err := os.MkdirAll(filepath.Dir(cfg.Log.Traffic), 0o755); err != nil {
+		if err := statedir.MkdirFor(cfg.Log.Traffic); err != nil {
 			return nil, fmt.Errorf("traffic capture: %w", err)
 		}
 		tw, err := traffic.Open(cfg.Log.Traffic, traffic.Options{

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/relay"
@@ -101,6 +102,10 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 			return exitUsage
 		}
 		cfg.HTTP.Listen = *f.http
+	}
+	if err := statedir.Check(statedir.Of(cfg.Dir)); err != nil {
+		fmt.Fprintln(e.stderr, "mcpflow:", err)
+		return exitFailure
 	}
 	ring := logring.New(0)
 	logger, closeLog, err := logging.Open(x.stderr, ring, cfg.Log)

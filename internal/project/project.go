@@ -14,6 +14,7 @@ import (
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
@@ -87,7 +88,7 @@ func BuildIdentity(cfg *config.Config) []string {
 // RecordFile is where the relay keeps what the server said at its last
 // good start (relay.First): in the project's .mcpflow folder.
 func RecordFile(cfg *config.Config) string {
-	return filepath.Join(cfg.Dir, ".mcpflow", "last-start.json")
+	return filepath.Join(statedir.Of(cfg.Dir), "last-start.json")
 }
 
 // RecordKey names what a record was written for: the run command, its

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
 // ErrUsage marks an Init error that is the user's to fix in the command
@@ -198,11 +200,11 @@ func excludeLines(project []string) string {
 // WriteLogIgnore writes dir/.mcpflow/.gitignore, which keeps the log
 // folder out of git; an existing one is left as it is.
 func WriteLogIgnore(dir string) error {
-	folder := filepath.Join(dir, ".mcpflow")
-	if err := os.MkdirAll(folder, 0o755); err != nil {
+	ignore := filepath.Join(statedir.Of(dir), ".gitignore")
+	if err := statedir.MkdirFor(ignore); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(folder, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := statedir.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}

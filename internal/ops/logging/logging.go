@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
@@ -288,7 +289,11 @@ func jsonAttr(key string, v any) slog.Attr {
 // when file is set, to that file too (see logOutput); stdout belongs to the
 // protocol and is never written. The returned function closes the file.
 func New(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
-	return openLogger(&logOutput{stderr: stderr}, cfg)
+	logger, closeFile, noFile, err := openLogger(&logOutput{stderr: stderr}, cfg)
+	if noFile != nil {
+		logger.Warn("no log file: " + noFile.Error())
+	}
+	return logger, closeFile, err
 }
 
 // Open is New for a run: ring gets every record with the log
@@ -297,7 +302,7 @@ func New(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 // then the file.
 func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{ring: ring}
-	logger, closeFile, err := openLogger(out, cfg)
+	logger, closeFile, noFile, err := openLogger(out, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -311,6 +316,9 @@ func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), e
 	out.mu.Lock()
 	out.queue = q
 	out.mu.Unlock()
+	if noFile != nil {
+		logger.Warn("no log file: " + noFile.Error())
+	}
 	return logger, func() {
 		q.close()
 		closeFile()
@@ -318,26 +326,38 @@ func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), e
 }
 
 // openLogger installs the handler of cfg on out, opening the log file.
-func openLogger(out *logOutput, cfg config.LogConfig) (*slog.Logger, func(), error) {
+// A log file that is not a regular file (a FIFO, a link) is left alone:
+// noFile says so, for the caller to log once its outputs are ready.
+func openLogger(out *logOutput, cfg config.LogConfig) (_ *slog.Logger, _ func(), noFile error, _ error) {
 	closeFn := func() {}
+	var fileErr error // the log file is not a regular file: logged once, mcpflow runs on
 	if cfg.File != "" {
-		if err := os.MkdirAll(filepath.Dir(cfg.File), 0o755); err != nil {
-			return nil, nil, fmt.Errorf("log file: %w", err)
+		if err := statedir.MkdirFor(cfg.File); err != nil {
+			return nil, nil, nil, fmt.Errorf("log file: %w", err)
 		}
 		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
-		if err != nil {
-			return nil, nil, fmt.Errorf("log file: %w", err)
+		switch {
+		case errors.Is(err, statedir.ErrNotRegular):
+			fileErr = err
+		case err != nil:
+			return nil, nil, nil, fmt.Errorf("log file: %w", err)
+		default:
+			out.file = f
+			closeFn = func() { f.Close() }
 		}
-		out.file = f
-		closeFn = func() { f.Close() }
 	}
+	return newLogger(out, cfg), closeFn, fileErr, nil
+}
+
+// newLogger is the logger of cfg's level and format on out.
+func newLogger(out *logOutput, cfg config.LogConfig) *slog.Logger {
 	lvl, err := log.ParseLevel(cfg.Level)
 	if err != nil {
 		lvl = log.InfoLevel
 	}
 	if cfg.Format == "json" {
 		h := slog.NewJSONHandler(out, &slog.HandlerOptions{Level: slog.Level(lvl)})
-		return slog.New(h).With("mcpflow_pid", os.Getpid()), closeFn, nil
+		return slog.New(h).With("mcpflow_pid", os.Getpid())
 	}
 	out.tag = fmt.Appendf(nil, " mcpflow_pid=%d", os.Getpid())
 	h := log.NewWithOptions(out, log.Options{
@@ -346,7 +366,7 @@ func openLogger(out *logOutput, cfg config.LogConfig) (*slog.Logger, func(), err
 		TimeFormat:      "15:04:05.000",
 		Prefix:          "mcpflow",
 	})
-	return slog.New(h), closeFn, nil
+	return slog.New(h)
 }
 
 // Cycle writes the one line a person reads per cycle, e.g.

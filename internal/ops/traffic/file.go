@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
 // File is a file that is appended to and rotated by size: when a write
@@ -48,8 +50,11 @@ func OpenFile(path string, maxSize int64) (*File, error) {
 	return &File{path: path, max: maxSize, f: f}, nil
 }
 
+// openAppend opens path for appending, never through a symbolic link and
+// only when it is a regular file (statedir.OpenFile): a FIFO there never
+// blocks mcpflow.
 func openAppend(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return statedir.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 // Write appends p in one write call, rotating the file first when p

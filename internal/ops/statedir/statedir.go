@@ -1,0 +1,179 @@
+// Package statedir is the one way mcpflow makes and opens what it keeps
+// in a project's .mcpflow folder (the record of the last start, the log
+// file, the build cache and its locks).
+//
+// The folder is mcpflow's own: it is created 0700, and refused (with what
+// to do about it) when it is a symbolic link, not a folder, owned by
+// another user, or writable by group or others, since what is in it
+// decides what mcpflow answers and runs. The files in it are opened
+// without following a symbolic link and only when they are regular
+// files: a FIFO or a device there never blocks the open, and there is no
+// gap between the check and the use (the check is of the open file).
+package statedir
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Name is the project folder's name for mcpflow's own folder.
+const Name = ".mcpflow"
+
+// Of is a project's .mcpflow folder.
+func Of(project string) string { return filepath.Join(project, Name) }
+
+// Check refuses dir, a .mcpflow folder, when it exists and is not
+// mcpflow's own (see the package documentation); a missing dir is fine.
+func Check(dir string) error {
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return checkDir(dir, fi)
+}
+
+// MkdirFor makes the folder that holds file. When it is, or lies in, a
+// .mcpflow folder, that folder is created 0700 (and the folders below
+// it too) or checked (Check); any other folder (a log file placed
+// elsewhere) is made as os.MkdirAll does, 0755.
+func MkdirFor(file string) error {
+	dir := filepath.Dir(file)
+	root, rest, ok := split(dir)
+	if !ok {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	if err := checkDir(root, fi); err != nil {
+		return err
+	}
+	d := root
+	for _, part := range rest {
+		d = filepath.Join(d, part)
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a folder (%s): mcpflow keeps its own files there; remove it", d, kind(fi.Mode()))
+		}
+	}
+	return nil
+}
+
+// split finds the last .mcpflow folder on dir's path: it, and the
+// folders below it on the way to dir.
+func split(dir string) (root string, rest []string, ok bool) {
+	parts := strings.Split(filepath.Clean(dir), string(filepath.Separator))
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i] == Name {
+			root = strings.Join(parts[:i+1], string(filepath.Separator))
+			if root == "" {
+				root = string(filepath.Separator)
+			}
+			return root, parts[i+1:], true
+		}
+	}
+	return "", nil, false
+}
+
+// OpenFile opens name as os.OpenFile does, except that a symbolic link
+// is not followed and anything but a regular file is refused, without
+// blocking on it (a FIFO, a device).
+func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := openNoFollow(name, flag, perm)
+	if err != nil {
+		if fi, lerr := os.Lstat(name); lerr == nil && !fi.Mode().IsRegular() && !errors.Is(err, fs.ErrExist) {
+			return nil, notRegular(name, fi.Mode())
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(name, fi.Mode())
+	}
+	return f, nil
+}
+
+// ReadFile reads the regular file name (OpenFile).
+func ReadFile(name string) ([]byte, error) {
+	f, err := OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// WriteFile writes data to name whole or not at all, 0600, making its
+// folder (MkdirFor): through a new file of a name of its own in the same
+// folder (never one that exists, link or not), renamed over name.
+func WriteFile(name string, data []byte) error {
+	if err := MkdirFor(name); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+"-*.tmp")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), name)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}
+
+// ErrNotRegular is the error of OpenFile for anything but a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+func notRegular(name string, m fs.FileMode) error {
+	return fmt.Errorf("%s is %w (%s): mcpflow leaves it alone; remove it", name, ErrNotRegular, kind(m))
+}
+
+func kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeDevice != 0, t&fs.ModeCharDevice != 0:
+		return "a device"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t.IsDir():
+		return "a folder"
+	case t == 0:
+		return "a file"
+	}
+	return "mode " + m.String()
+}
