@@ -74,7 +74,6 @@ type Mux struct {
 	servers  map[string]*server
 	cat      catalog
 	sessions map[*session]struct{}
-	one      bool          // the mux serves one client (stdio): its ids reach the servers as they are
 	listed   chan struct{} // closed the next time a server's lists are read
 	meta     []byte        // the latest 2026-07-28 client _meta, for reading a server's lists
 }
@@ -182,16 +181,21 @@ func (m *Mux) Start() {
 // ids reach the servers as it wrote them.
 func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
 	defer m.Close()
-	m.mu.Lock()
-	m.one = true
-	m.mu.Unlock()
 	m.Start()
-	return wire.Serve(ctx, in, out, m, o)
+	return wire.Serve(ctx, in, out, openerFunc(func(c wire.Client) wire.Session { return m.open(c, true) }), o)
 }
 
+type openerFunc func(c wire.Client) wire.Session
+
+func (f openerFunc) Open(c wire.Client) wire.Session { return f(c) }
+
 // Open opens a session for one client (a wire.Opener: the HTTP front
-// opens one per client session).
-func (m *Mux) Open(c wire.Client) wire.Session {
+// opens one per client session, mcpflow call one of its own).
+func (m *Mux) Open(c wire.Client) wire.Session { return m.open(c, false) }
+
+// open opens a session; keep: its ids reach the servers as the client
+// wrote them (the one client of Serve).
+func (m *Mux) open(c wire.Client, keep bool) wire.Session {
 	s := newSession(m, c)
 	m.mu.Lock()
 	if m.closed {
@@ -200,7 +204,7 @@ func (m *Mux) Open(c wire.Client) wire.Session {
 		return s
 	}
 	m.sessions[s] = struct{}{}
-	s.keep = m.one
+	s.keep = keep
 	m.mu.Unlock()
 	return s
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -178,7 +179,7 @@ func (c *Client) Close() error {
 // who it is in its refusal: that is an answer too.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
 	var inst Instance
-	err := c.call(ctx, http.MethodGet, "/instance", nil, &inst)
+	err := c.call(ctx, http.MethodGet, "/instance", nil, nil, &inst)
 	var be *busyError
 	if errors.As(err, &be) && be.inst != nil {
 		inst, err = *be.inst, nil
@@ -189,7 +190,7 @@ func (c *Client) Hello(ctx context.Context) (Instance, error) {
 // Status asks for the instance's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
-	err := c.call(ctx, http.MethodGet, "/status", nil, &st)
+	err := c.call(ctx, http.MethodGet, "/status", nil, nil, &st)
 	return st, err
 }
 
@@ -198,10 +199,26 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 // one with ErrBusy that another rebuild was running.
 func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error) {
 	var j BuildJSON
-	if err := c.call(ctx, http.MethodPost, "/rebuild", url.Values{"name": {name}}, &j); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil, &j); err != nil {
 		return result.Build{}, err
 	}
 	return j.Result(), nil
+}
+
+// Tools is the tools/list result of a session of the instance's own.
+func (c *Client) Tools(ctx context.Context) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.call(ctx, http.MethodGet, "/tools", nil, nil, &res)
+	return res, err
+}
+
+// Call is the tools/call result of tool name called with args (a JSON
+// object; nil for none) in a session of the instance's own. A tool that
+// failed is a result with isError true, not an error.
+func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.call(ctx, http.MethodPost, "/call", url.Values{"name": {name}}, args, &res)
+	return res, err
 }
 
 // Logs writes the instance's kept log lines to w, the last tail of them
@@ -210,18 +227,22 @@ func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error)
 // reader lost are noted in w as "[mcpflow: N lines dropped]".
 func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) error {
 	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}}
-	err := c.call(ctx, http.MethodGet, "/logs", q, w)
+	err := c.call(ctx, http.MethodGet, "/logs", q, nil, w)
 	if follow && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
 	return err
 }
 
-// call sends a request and reads the answer into out: a JSON answer
+// call sends a request (with body, if any) and reads the answer into out: a JSON answer
 // decoded, or a text one copied when out is an io.Writer. An answer that
 // is not 200 OK is an error saying what the instance said.
-func (c *Client) call(ctx context.Context, method, path string, q url.Values, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), nil)
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), rd)
 	if err != nil {
 		return err
 	}

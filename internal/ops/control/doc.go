@@ -1,5 +1,5 @@
 // Package control lets a person see and steer a running mcpflow from a
-// terminal: mcpflow status, mcpflow rebuild, mcpflow logs.
+// terminal: mcpflow status, rebuild, logs, tools and call.
 //
 // Each running instance listens on its own control endpoint, a Unix domain
 // socket named after its process id (<pid>.sock) in a per-user runtime
@@ -24,6 +24,9 @@
 //	GET  /logs?tail=N&follow=1     -> text: the kept lines (the last N), then with follow every
 //	                                  new one, and "[mcpflow: N lines dropped]" where a slow
 //	                                  reader lost lines, until the instance stops
+//	GET  /tools                    -> the tools/list result of a session of the CLI's own
+//	POST /call?name=NAME           -> the tools/call result of tool NAME, the body (a JSON
+//	                                  object, up to MaxArguments bytes) its arguments
 //
 // Any other answer than 200 has a JSON body {"error": "..."}: 409 for a
 // rebuild while another runs, 503 for a connection over the limit (its
@@ -32,7 +35,7 @@
 // unknown server name). The client reports 409 and 503 as ErrBusy. None
 // of it reaches the MCP session. A peer never blocks the instance: its
 // request must come within readHeaderTimeout and be at most MaxRequest
-// bytes, with no body; each part of a response must be taken within
+// bytes, with no body but /call's; each part of a response must be taken within
 // writeTimeout; an idle connection is closed after idleTimeout; at most
 // maxConns connections are served at once and as many more answered
 // busy (further ones wait to be accepted); and the log ring never waits

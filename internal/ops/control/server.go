@@ -25,6 +25,7 @@ import (
 // Limits of a Server.
 const (
 	MaxRequest        = 64 << 10         // bytes in a request's line and headers
+	MaxArguments      = 16 << 20         // bytes in the body of POST /call: the tool's arguments
 	maxConns          = 32               // connections served at once; as many more are answered busy
 	readHeaderTimeout = 10 * time.Second // for a peer to send its request
 	writeTimeout      = 10 * time.Second // for a peer to take each part of a response
@@ -46,6 +47,17 @@ type Info struct {
 	Version string        // mcpflow's version
 	Target  Target        // required
 	Logs    *logring.Ring // nil: GET /logs answers an error
+	Tools   Tools         // nil: GET /tools and POST /call answer an error
+}
+
+// Tools is what mcpflow tools and mcpflow call need of an instance: a
+// session of their own on the server it serves. Each method's result is
+// the MCP result's JSON as is; an error means there is none (the session
+// failed, or the server answered a JSON-RPC error). ctx ends when the
+// person disconnects or the Server closes.
+type Tools interface {
+	ListTools(ctx context.Context) (json.RawMessage, error)
+	CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
 // Server is one instance's control endpoint. Make it with Listen.
@@ -109,6 +121,8 @@ func listen(info Info, wantUID int) (*Server, error) {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.status()) })
 	mux.HandleFunc("POST /rebuild", s.rebuild)
 	mux.HandleFunc("GET /logs", s.logs)
+	mux.HandleFunc("GET /tools", s.tools)
+	mux.HandleFunc("POST /call", s.call)
 	s.srv = &http.Server{
 		Handler:           s.guard(mux),
 		ReadHeaderTimeout: readHeaderTimeout, // no ReadTimeout: it would end a long rebuild's context
@@ -318,7 +332,7 @@ type errorBody struct {
 // Close.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
+		if r.ContentLength != 0 && r.URL.Path != "/call" {
 			// Nothing reads the body: the connection ends instead.
 			http.NewResponseController(w).SetReadDeadline(time.Now())
 			w.Header().Set("Connection", "close")
@@ -411,6 +425,43 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	send(w, http.StatusOK, BuildToJSON(b))
+}
+
+// tools answers the tools/list result of a session of the instance's own.
+func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
+	if s.info.Tools == nil {
+		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot list its tools"})
+		return
+	}
+	res, err := s.info.Tools.ListTools(r.Context())
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, res)
+}
+
+// call answers the tools/call result of the tool named by the query's
+// name, called with the body (a JSON object, or nothing for none) as its
+// arguments, in a session of the instance's own.
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	if s.info.Tools == nil {
+		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot call its tools"})
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(readHeaderTimeout))
+	args, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxArguments))
+	if err != nil {
+		send(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("reading the arguments: %v", err)})
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	res, err := s.info.Tools.CallTool(r.Context(), r.URL.Query().Get("name"), args)
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, res)
 }
 
 // logs streams the kept lines as text, the last tail of them (query tail;
