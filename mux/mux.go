@@ -84,7 +84,6 @@ type Mux struct {
 	servers  map[string]*server
 	cat      catalog
 	sessions map[*session]struct{}
-	one      bool          // the mux serves one client (stdio): its ids reach the servers as they are
 	listed   chan struct{} // closed the next time a server's lists are read
 	ended    chan struct{} // closed once the stdio client's input ended
 	endOnce  sync.Once
@@ -198,9 +197,6 @@ func (m *Mux) Start() {
 // ids reach the servers as it wrote them.
 func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
 	defer m.Close()
-	m.mu.Lock()
-	m.one = true
-	m.mu.Unlock()
 	m.Start()
 	then := o.InputEnded
 	o.InputEnded = func() {
@@ -209,12 +205,20 @@ func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.S
 			then()
 		}
 	}
-	return wire.Serve(ctx, in, out, m, o)
+	return wire.Serve(ctx, in, out, openerFunc(func(c wire.Client) wire.Session { return m.open(c, true) }), o)
 }
 
+type openerFunc func(c wire.Client) wire.Session
+
+func (f openerFunc) Open(c wire.Client) wire.Session { return f(c) }
+
 // Open opens a session for one client (a wire.Opener: the HTTP front
-// opens one per client session).
-func (m *Mux) Open(c wire.Client) wire.Session {
+// opens one per client session, mcpflow call one of its own).
+func (m *Mux) Open(c wire.Client) wire.Session { return m.open(c, false) }
+
+// open opens a session; keep: its ids reach the servers as the client
+// wrote them (the one client of Serve).
+func (m *Mux) open(c wire.Client, keep bool) wire.Session {
 	s := newSession(m, c)
 	m.mu.Lock()
 	if m.closed {
@@ -223,7 +227,7 @@ func (m *Mux) Open(c wire.Client) wire.Session {
 		return s
 	}
 	m.sessions[s] = struct{}{}
-	s.keep = m.one
+	s.keep = keep
 	m.mu.Unlock()
 	return s
 }

@@ -54,7 +54,7 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	}
 	b = sv.Builder
 	name := serverName(cfg)
-	run.listen(control.ModeCLI, oneServer(name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild))
+	run.listen(control.ModeCLI, oneServer(name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild), srv)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

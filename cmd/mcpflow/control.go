@@ -107,9 +107,10 @@ func (w *instanceRun) stdio() wire.ServeOptions {
 	return o
 }
 
-// listen opens the control socket with t as its Target. Failing to is a
-// warning: the session goes on without it.
-func (w *instanceRun) listen(mode string, t control.Target) {
+// listen opens the control socket with t as its Target and o, the
+// server the instance serves, for mcpflow tools and call. Failing to is
+// a warning: the session goes on without it.
+func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 	cfgFile := w.cfg.File
 	if cfgFile != "" {
 		cfgFile = project.AbsFrom(w.cfg.Dir, cfgFile)
@@ -119,6 +120,7 @@ func (w *instanceRun) listen(mode string, t control.Target) {
 	}
 	srv, err := control.Listen(control.Info{
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: version(), Target: t, Logs: w.ring,
+		Tools: sessionTools{o: o, log: w.log},
 	})
 	switch {
 	case errors.Is(err, control.ErrUnsupported):

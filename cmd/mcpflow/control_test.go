@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -645,10 +646,10 @@ try:
 except OSError as e:
     print("connect:", e.strerror); sys.exit(0)
 try:
-    s.sendall(b'{"method":"status"}\n')
+    s.sendall(b'GET /status HTTP/1.1\r\nHost: mcpflow\r\n\r\n')
 except OSError:
     pass  # refused: the instance may have closed already, its answer waits to be read
-print(s.makefile().readline())`
+print(s.makefile().read())`
 		cmd := exec.Command(py, "-c", script, sock)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		out, err := cmd.CombinedOutput()
@@ -667,7 +668,7 @@ print(s.makefile().readline())`
 	out := asNobody()
 	os.Chmod(folder, 0o700)
 	os.Chmod(sock, 0o600)
-	if !strings.Contains(out, `"ok":false`) || !strings.Contains(out, fmt.Sprintf("uid %d may not control", nobody)) {
+	if !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, fmt.Sprintf("uid %d may not control", nobody)) {
 		t.Fatalf("another user was not refused: %s", out)
 	}
 	// And the instance serves its own user as before.
@@ -676,9 +677,9 @@ print(s.makefile().readline())`
 	}
 }
 
-// TestControlGarbage: lines that are not requests, and a request over the
-// size limit, are answered with errors; the connection, the control socket
-// and the MCP session carry on.
+// TestControlGarbage: requests that are not control requests, and one
+// over the size limit, are answered with errors; the control socket and
+// the MCP session carry on.
 func TestControlGarbage(t *testing.T) {
 	t.Parallel()
 	xdg := runtimeDir(t)
@@ -686,42 +687,44 @@ func TestControlGarbage(t *testing.T) {
 	r := startCtl(t, xdg, dir)
 	r.connect("2025-11-25", nil)
 	sock := r.waitSocket(xdg)
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Minute))
-	br := bufio.NewReader(c)
-	ask := func(line string) map[string]any {
+	// ask sends req on a connection of its own: the instance may end one
+	// after a bad request.
+	ask := func(req string) (int, string) {
 		t.Helper()
-		if _, err := io.WriteString(c, line+"\n"); err != nil {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := br.ReadString('\n')
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
-			t.Fatalf("no answer to %.40q: %v", line, err)
+			t.Fatalf("no answer to %.40q: %v", req, err)
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(resp), &m); err != nil {
-			t.Fatalf("answer is not JSON: %q", resp)
-		}
-		return m
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	for _, bad := range []struct{ line, want string }{
-		{"garbage \x00\xff", "bad request"},
-		{`{"method":"format_disk"}`, "unknown method"},
-		{`[1,2,3]`, "bad request"},
-		{`{"method":"rebuild","name":"nosuch"}`, `not "nosuch"`},
-		{`{"method":"status","pad":"` + strings.Repeat("x", control.MaxRequest) + `"}`, "larger than"},
+	for _, bad := range []struct {
+		req  string
+		code int
+		want string
+	}{
+		{"garbage \x00\xff\r\n\r\n", http.StatusBadRequest, ""},
+		{"{\"method\":\"status\"}\n", http.StatusBadRequest, ""},
+		{"GET /format_disk HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound, ""},
+		{"POST /rebuild?name=nosuch HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusUnprocessableEntity, `not \"nosuch\"`},
+		{"GET /status HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("x", control.MaxRequest+8<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, ""},
 	} {
-		m := ask(bad.line)
-		if m["ok"] != false || !strings.Contains(fmt.Sprint(m["error"]), bad.want) {
-			t.Errorf("%.40q answered %v, want an error with %q", bad.line, m, bad.want)
+		if code, body := ask(bad.req); code != bad.code || !strings.Contains(body, bad.want) {
+			t.Errorf("%.40q answered %d %s, want %d with %q", bad.req, code, body, bad.code, bad.want)
 		}
 	}
-	if m := ask(`{"method":"status"}`); m["ok"] != true || m["status"] == nil {
-		t.Fatalf("status after the garbage: %v", m)
+	if code, body := ask("GET /status HTTP/1.1\r\nHost: x\r\n\r\n"); code != http.StatusOK || !strings.Contains(body, `"servers":[{`) {
+		t.Fatalf("status after the garbage: %d %s", code, body)
 	}
 	if got := r.call("echo", map[string]any{"text": "still here"}); got != "still here" {
 		t.Fatalf("the MCP session after the garbage: %q", got)

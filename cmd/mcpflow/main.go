@@ -79,6 +79,8 @@ Usage:
   mcpflow status [--json] [-c FILE]       show the running instances: servers, builds, calls
   mcpflow rebuild [NAME]                  rebuild and restart a running instance's server
   mcpflow logs [-f]                       print (and follow) a running instance's log
+  mcpflow tools [--json]                  list the server's tools and their arguments
+  mcpflow call NAME [JSON]                call one tool with JSON arguments and print the result
   mcpflow version                         print the version
   mcpflow help [COMMAND]                  show help
 
@@ -107,6 +109,10 @@ func run(e env, args []string) int {
 		return cmdRebuild(e, rest)
 	case "logs":
 		return cmdLogs(e, rest)
+	case "tools":
+		return cmdTools(e, rest)
+	case "call":
+		return cmdCall(e, rest)
 	case guardCommand:
 		return cmdGuard(e, rest)
 	case "version", "--version", "-v":

@@ -112,7 +112,7 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		ServerSuffix: cfg.Relay.ServerSuffix,
 	})
 	w.target.m = m
-	run.listen(control.ModeMux, w.target.target())
+	run.listen(control.ModeMux, w.target.target(), m)
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
 	if run.http != nil {
 		m.Start()

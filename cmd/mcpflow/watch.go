@@ -188,7 +188,7 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 	run.listen(control.ModeSingle, oneServer(name, func() control.Status {
 		st := rl.Stats()
 		return control.Status{Client: clientInfoOf(st.Client), Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
-	}, srv.rebuild))
+	}, srv.rebuild), rl)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

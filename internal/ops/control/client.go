@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,9 +9,12 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -136,50 +140,49 @@ func Instances(f Filter) ([]Instance, error) {
 	return out, nil
 }
 
-// Client talks to one instance. Its methods take turns: one request at a
-// time.
+// ErrBusy is in the error of a request the instance could not take now:
+// a rebuild while another runs, or a connection over its limit.
+var ErrBusy = errors.New("busy")
+
+// Client talks to one instance over HTTP on its socket. It is safe for
+// concurrent use.
 type Client struct {
-	mu   sync.Mutex
-	c    net.Conn
-	dec  *json.Decoder
+	hc   *http.Client
 	inst Instance
 }
 
-// Dial connects to an instance found by Instances.
+// Dial makes a client of an instance found by Instances; its first
+// request connects.
 func Dial(ctx context.Context, inst Instance) (*Client, error) {
-	c, err := dialSocket(ctx, inst.Socket)
-	if err != nil {
-		return nil, err
-	}
-	c.inst = inst
-	return c, nil
-}
-
-// dialSocket connects to the control socket at path.
-func dialSocket(ctx context.Context, path string) (*Client, error) {
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("connect to mcpflow at %s: %w", path, err)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", inst.Socket)
+		},
+		DisableCompression: true,
 	}
-	return &Client{c: c, dec: json.NewDecoder(c), inst: Instance{Socket: path}}, nil
+	return &Client{hc: &http.Client{Transport: tr}, inst: inst}, nil
 }
 
-// Close ends the connection.
-func (c *Client) Close() error { return c.c.Close() }
+// dialSocket is Dial of the socket at path.
+func dialSocket(ctx context.Context, path string) (*Client, error) {
+	return Dial(ctx, Instance{Socket: path})
+}
 
-// Hello asks the instance who it is.
+// Close closes the client's idle connections.
+func (c *Client) Close() error {
+	c.hc.CloseIdleConnections()
+	return nil
+}
+
+// Hello asks the instance who it is. An instance too busy to serve says
+// who it is in its refusal: that is an answer too.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
 	var inst Instance
-	err := c.call(ctx, request{Method: "hello"}, func(r response) (bool, error) {
-		if r.Hello == nil {
-			return true, errors.New("hello: empty answer")
-		}
-		inst = *r.Hello
-		return true, nil
-	})
-	if inst.Socket == "" {
-		inst.Socket = c.inst.Socket
+	err := c.call(ctx, http.MethodGet, "/instance", nil, nil, &inst)
+	var be *busyError
+	if errors.As(err, &be) && be.inst != nil {
+		inst, err = *be.inst, nil
 	}
 	return inst, err
 }
@@ -187,28 +190,35 @@ func (c *Client) Hello(ctx context.Context) (Instance, error) {
 // Status asks for the instance's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var st Status
-	err := c.call(ctx, request{Method: "status"}, func(r response) (bool, error) {
-		if r.Status == nil {
-			return true, errors.New("status: empty answer")
-		}
-		st = *r.Status
-		return true, nil
-	})
+	err := c.call(ctx, http.MethodGet, "/status", nil, nil, &st)
 	return st, err
 }
 
 // Rebuild runs a build-and-restart cycle of the server called name ("" =
-// the only one) and returns its outcome; an error means no cycle ran.
+// the only one) and returns its outcome; an error means no cycle ran, and
+// one with ErrBusy that another rebuild was running.
 func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	var b result.Build
-	err := c.call(ctx, request{Method: "rebuild", Name: name}, func(r response) (bool, error) {
-		if r.Build == nil {
-			return true, errors.New("rebuild: empty answer")
-		}
-		b = r.Build.Result()
-		return true, nil
-	})
-	return b, err
+	var j BuildJSON
+	if err := c.call(ctx, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil, &j); err != nil {
+		return result.Build{}, err
+	}
+	return j.Result(), nil
+}
+
+// Tools is the tools/list result of a session of the instance's own.
+func (c *Client) Tools(ctx context.Context) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.call(ctx, http.MethodGet, "/tools", nil, nil, &res)
+	return res, err
+}
+
+// Call is the tools/call result of tool name called with args (a JSON
+// object; nil for none) in a session of the instance's own. A tool that
+// failed is a result with isError true, not an error.
+func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := c.call(ctx, http.MethodPost, "/call", url.Values{"name": {name}}, args, &res)
+	return res, err
 }
 
 // Logs writes the instance's kept log lines to w, the last tail of them
@@ -216,71 +226,64 @@ func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error)
 // (then it returns nil) or the instance stops (nil too). Lines a slow
 // reader lost are noted in w as "[mcpflow: N lines dropped]".
 func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) error {
-	err := c.call(ctx, request{Method: "logs", Follow: follow, Tail: tail}, func(r response) (bool, error) {
-		switch {
-		case r.Line != nil:
-			if _, err := io.WriteString(w, *r.Line+"\n"); err != nil {
-				return true, err
-			}
-		case r.Dropped > 0:
-			fmt.Fprintf(w, "[mcpflow: %d lines dropped]\n", r.Dropped)
-		case r.End:
-			return true, nil
-		}
-		return false, nil
-	})
+	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}}
+	err := c.call(ctx, http.MethodGet, "/logs", q, nil, w)
 	if follow && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
 	return err
 }
 
-// call sends req and hands each response to each until it says done. An
-// error response ends the call with that error.
-func (c *Client) call(ctx context.Context, req request, each func(response) (done bool, err error)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if dl, ok := ctx.Deadline(); ok {
-		c.c.SetDeadline(dl)
+// call sends a request (with body, if any) and reads the answer into out: a JSON answer
+// decoded, or a text one copied when out is an io.Writer. An answer that
+// is not 200 OK is an error saying what the instance said.
+func (c *Client) call(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
 	}
-	// Once ctx ends, the connection's deadline is in the past for good:
-	// the call fails and so does every later one.
-	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
-	defer func() {
-		if stop() {
-			c.c.SetDeadline(time.Time{})
-		}
-	}()
-	b, _ := json.Marshal(req)
-	if _, err := c.c.Write(append(b, '\n')); err != nil {
-		// The instance may have refused the connection and said why
-		// before closing it.
-		var r response
-		if ctx.Err() == nil && c.dec.Decode(&r) == nil && !r.OK && r.Error != "" {
-			return fmt.Errorf("mcpflow %s: %s", c.who(), r.Error)
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
 		}
 		return c.fail(ctx, err)
 	}
-	for {
-		var r response
-		if err := c.dec.Decode(&r); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the instance closed the connection")
-			}
-			return c.fail(ctx, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxRequest))
+		var e errorBody
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(resp.Status + ": " + string(b))
 		}
-		if !r.OK {
-			if r.Error == "" {
-				r.Error = "failed without saying why"
-			}
-			return fmt.Errorf("mcpflow %s: %s", c.who(), r.Error)
+		if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusServiceUnavailable {
+			return &busyError{who: c.who(), msg: e.Error, inst: e.Instance}
 		}
-		done, err := each(r)
-		if done || err != nil {
-			return err
-		}
+		return fmt.Errorf("mcpflow %s: %s", c.who(), e.Error)
 	}
+	if w, ok := out.(io.Writer); ok {
+		_, err = io.Copy(w, resp.Body)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(out)
+	}
+	if err != nil {
+		return c.fail(ctx, err)
+	}
+	return nil
 }
+
+// busyError is an instance's answer that it cannot take a request now.
+type busyError struct {
+	who, msg string
+	inst     *Instance // who is busy, when it said
+}
+
+func (e *busyError) Error() string        { return fmt.Sprintf("mcpflow %s is busy: %s", e.who, e.msg) }
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
 
 func (c *Client) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,19 @@ import (
 // killed.
 const helperEnv = "MCPFLOW_CONTROL_TEST_HELPER"
 
+// clientEnv makes the test binary a client that asks the socket the
+// variable names for its status and prints the outcome.
+const clientEnv = "MCPFLOW_CONTROL_TEST_CLIENT"
+
 func TestMain(m *testing.M) {
+	if sock := os.Getenv(clientEnv); sock != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c, _ := dialSocket(ctx, sock)
+		_, err := c.Status(ctx)
+		fmt.Println("status:", err)
+		return
+	}
 	if dir := os.Getenv(helperEnv); dir != "" {
 		s, err := Listen(Info{Dir: dir, Config: "/helper/mcpflow.toml", Project: "/helper", Mode: ModeMux, Target: &fakeTarget{}})
 		if err != nil {
@@ -47,8 +60,10 @@ type fakeTarget struct {
 	name     string
 	build    result.Build
 	rebuilds int
-	block    bool // Rebuild waits for ctx to end
-	canceled chan struct{}
+	block    bool          // Rebuild waits for ctx to end or for release
+	started  chan struct{} // a blocking Rebuild sends on it when it starts, if set
+	release  chan struct{} // closed: a blocking Rebuild returns build
+	canceled chan struct{} // closed when a blocking Rebuild's ctx ended, if set
 	panicky  bool
 }
 
@@ -77,9 +92,18 @@ func (f *fakeTarget) Rebuild(ctx context.Context, name string) (result.Build, er
 		return result.Build{}, fmt.Errorf("no server %q: servers are %s", name, f.name)
 	}
 	if block {
-		<-ctx.Done()
-		close(f.canceled)
-		return result.Build{Canceled: true, Err: ctx.Err()}, nil
+		if f.started != nil {
+			f.started <- struct{}{}
+		}
+		select {
+		case <-f.release:
+			return b, nil
+		case <-ctx.Done():
+			if f.canceled != nil {
+				close(f.canceled)
+			}
+			return result.Build{Canceled: true, Err: ctx.Err()}, nil
+		}
 	}
 	return b, nil
 }
@@ -260,27 +284,26 @@ func TestRebuildReturnsTheInstanceResult(t *testing.T) {
 
 func TestRebuildCanceledWhenThePersonLeaves(t *testing.T) {
 	dir := shortDir(t)
-	ft := &fakeTarget{name: "x", block: true, canceled: make(chan struct{})}
+	ft := &fakeTarget{name: "x", block: true, started: make(chan struct{}, 1), canceled: make(chan struct{})}
 	s := listenT(t, Info{Dir: dir, Target: ft})
-	c, err := net.Dial("unix", s.Path())
+	ctx := ctxT(t)
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(c, `{"method":"rebuild","name":"x"}`)
-	for { // wait until the rebuild runs
-		ft.mu.Lock()
-		n := ft.rebuilds
-		ft.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	c.Close()
+	defer c.Close()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := c.Rebuild(rctx, "x"); done <- err }()
+	<-ft.started
+	cancel()
 	select {
 	case <-ft.canceled:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the rebuild's context did not end when the client left")
+	}
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's rebuild ended with %v", err)
 	}
 }
 
@@ -573,110 +596,231 @@ func TestPeerOfAnotherUidRefused(t *testing.T) {
 	}
 }
 
-func TestGarbageAndOversizedRequests(t *testing.T) {
-	dir := shortDir(t)
-	ft := &fakeTarget{name: "x"}
-	s := listenT(t, Info{Dir: dir, Target: ft})
-	c, err := net.Dial("unix", s.Path())
+// ask sends a raw request on a new connection and returns the answer's
+// status code and body.
+func ask(t *testing.T, sock, req string) (int, string) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
-	br := bufio.NewReader(c)
-	ask := func(req string) response {
-		t.Helper()
-		if _, err := io.WriteString(c, req); err != nil {
-			t.Fatal(err)
-		}
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			t.Fatalf("after %.40q: %v", req, err)
-		}
-		var r response
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("response %q is not JSON", line)
-		}
-		return r
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range []struct{ req, want string }{
-		{"garbage\n", "bad request"},
-		{"\x00\xff{{\n", "bad request"},
-		{"[1,2]\n", "bad request"},
-		{`{"method":"status"` + "\n", "bad request"},
-		{`{"method":"shutdown"}` + "\n", `unknown method "shutdown"`},
-		{`{}` + "\n", `no "method"`},
-		{`{"method":"status","x":"` + strings.Repeat("a", MaxRequest) + "\"}\n", "larger than 65536 bytes"},
-		{strings.Repeat("b", 3*MaxRequest+7) + "\n", "larger than 65536 bytes"},
-	} {
-		r := ask(c.req)
-		if r.OK || !strings.Contains(r.Error, c.want) {
-			t.Errorf("%.40q: got %+v, want an error with %q", c.req, r, c.want)
-		}
-	}
-	// Blank lines are skipped; the same connection still serves.
-	if r := ask("\n\r\n" + `{"method":"status"}` + "\n"); !r.OK || r.Status == nil || r.Status.Servers[0].Name != "x" {
-		t.Fatalf("status after garbage: %+v", r)
-	}
-	// A panic in the instance is an error response, not a crash.
-	ft.mu.Lock()
-	ft.panicky = true
-	ft.mu.Unlock()
-	if r := ask(`{"method":"status"}` + "\n"); r.OK || !strings.Contains(r.Error, "internal error") {
-		t.Fatalf("panicking status: %+v", r)
-	}
-	ft.mu.Lock()
-	ft.panicky = false
-	ft.mu.Unlock()
-	if r := ask(`{"method":"hello"}` + "\n"); !r.OK || r.Hello == nil || r.Hello.Pid != os.Getpid() {
-		t.Fatalf("hello: %+v", r)
-	}
-	// Other connections were never affected.
-	ctx := ctxT(t)
-	c2, err := dialSocket(ctx, s.Path())
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("after %.40q: %v", req, err)
 	}
-	defer c2.Close()
-	if _, err := c2.Status(ctx); err != nil {
-		t.Fatal(err)
-	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
-func TestStuckFollowerDoesNotBlock(t *testing.T) {
+func TestBadRequestsAnswered(t *testing.T) {
 	dir := shortDir(t)
-	ring := logring.New(100)
-	s, err := Listen(Info{Dir: dir, Target: &fakeTarget{}, Logs: ring})
-	if err != nil {
-		t.Fatal(err)
+	ft := &fakeTarget{name: "x"}
+	s := listenT(t, Info{Dir: dir, Target: ft})
+	for _, c := range []struct {
+		req  string
+		code int
+		want string
+	}{
+		{"garbage\r\n\r\n", http.StatusBadRequest, ""},
+		{"\x00\xff{{\r\n\r\n", http.StatusBadRequest, ""},
+		{"GET /shutdown HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound, ""},
+		{"GET /rebuild HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed, ""},
+		{"POST /rebuild?name=nope HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusUnprocessableEntity, `no server \"nope\"`},
+		{"POST /rebuild?name=x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", http.StatusRequestEntityTooLarge, "no body"},
+		{"GET /logs HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound, "keeps no log"},
+		{"GET /status HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", MaxRequest+8<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, ""},
+	} {
+		code, body := ask(t, s.Path(), c.req)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("%.40q: %d %s, want %d with %q", c.req, code, body, c.code, c.want)
+		}
 	}
-	// A follower that never reads.
-	c, err := net.Dial("unix", s.Path())
+	ft.mu.Lock()
+	if ft.rebuilds != 1 {
+		t.Errorf("%d rebuilds ran, want 1 (of the unknown name)", ft.rebuilds)
+	}
+	ft.mu.Unlock()
+
+	// A panic in the instance is an error answer, not a crash.
+	ctx := ctxT(t)
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintln(c, `{"method":"logs","follow":true}`)
+	ft.mu.Lock()
+	ft.panicky = true
+	ft.mu.Unlock()
+	if _, err := c.Status(ctx); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("panicking status: %v", err)
+	}
+	ft.mu.Lock()
+	ft.panicky = false
+	ft.mu.Unlock()
+	if inst, err := c.Hello(ctx); err != nil || inst.Pid != os.Getpid() || inst.Socket != s.Path() {
+		t.Fatalf("hello: %+v %v", inst, err)
+	}
+	if st, err := c.Status(ctx); err != nil || st.Servers[0].Name != "x" {
+		t.Fatalf("status after the bad requests: %+v %v", st, err)
+	}
+}
+
+// A peer that sends half a request, a follower that never reads and a
+// rebuild that runs on do not keep others from being served, nor Close
+// from returning.
+func TestSlowPeersDoNotBlockOthers(t *testing.T) {
+	dir := shortDir(t)
+	ring := logring.New(100)
+	ft := &fakeTarget{name: "x", block: true, started: make(chan struct{}, 1)}
+	s, err := Listen(Info{Dir: dir, Target: ft, Logs: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	io.WriteString(half, "GET /status HTTP/1.1\r\nHost: x\r\n")
+
+	stuck, err := net.Dial("unix", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	io.WriteString(stuck, "GET /logs?follow=1 HTTP/1.1\r\nHost: x\r\n\r\n")
 	line := strings.Repeat("x", 1000)
 	for range 20000 { // 20 MB: far more than the socket buffers hold
 		fmt.Fprintln(ring, line)
 	}
-	// Other peers are still served.
+
 	ctx := ctxT(t)
-	c2, err := dialSocket(ctx, s.Path())
+	rebuilder, _ := dialSocket(ctx, s.Path())
+	defer rebuilder.Close()
+	go rebuilder.Rebuild(ctx, "x")
+	<-ft.started
+
+	c, err := dialSocket(ctx, s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c2.Status(ctx); err != nil {
+	defer c.Close()
+	if _, err := c.Status(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c2.Close()
+	var buf bytes.Buffer
+	if err := c.Logs(ctx, &buf, false, 1); err != nil || buf.String() != line+"\n" {
+		t.Fatalf("logs -n 1: %v %.40q", err, buf.String())
+	}
+	if _, err := c.Rebuild(ctx, "x"); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second rebuild: %v", err)
+	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	select {
 	case <-closed:
 	case <-time.After(20 * time.Second):
-		t.Fatal("Close hangs on a follower that does not read")
+		t.Fatal("Close hangs on slow peers")
+	}
+}
+
+// Concurrent rebuilds, each as mcpflow rebuild makes it (Instances, Pick
+// by pid, Dial, Rebuild): one runs, every other is told busy; none is
+// told there is no such instance.
+func TestConcurrentRebuildsOkOrBusy(t *testing.T) {
+	dir := shortDir(t)
+	ft := &fakeTarget{name: "x", build: result.Build{OK: true}, block: true, started: make(chan struct{}, 1), release: make(chan struct{})}
+	listenT(t, Info{Dir: dir, Target: ft})
+	ctx := ctxT(t)
+	const n = 50
+	results := make(chan error, n)
+	for range n {
+		go func() {
+			insts, err := Instances(Filter{Dir: dir})
+			var inst Instance
+			if err == nil {
+				inst, err = Pick(insts, os.Getpid())
+			}
+			if err != nil {
+				results <- err
+				return
+			}
+			c, _ := Dial(ctx, inst)
+			defer c.Close()
+			_, err = c.Rebuild(ctx, "x")
+			results <- err
+		}()
+	}
+	<-ft.started
+	for range n - 1 {
+		if err := <-results; !errors.Is(err, ErrBusy) {
+			t.Errorf("a rebuild while one runs: %v, want busy", err)
+		}
+	}
+	close(ft.release)
+	if err := <-results; err != nil {
+		t.Fatalf("the rebuild that ran: %v", err)
+	}
+}
+
+// maxConns followers take every connection the instance serves: the next
+// peer is told busy, and Instances still lists the instance; once a
+// follower leaves, peers are served again.
+func TestConnectionsBounded(t *testing.T) {
+	dir := shortDir(t)
+	ring := logring.New(0)
+	fmt.Fprintln(ring, "hello")
+	s := listenT(t, Info{Dir: dir, Target: &fakeTarget{name: "x"}, Logs: ring})
+	ctx := ctxT(t)
+	type follower struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+	var fs []follower
+	defer func() {
+		for _, f := range fs {
+			f.cancel()
+		}
+	}()
+	for range maxConns {
+		c, _ := dialSocket(ctx, s.Path())
+		defer c.Close()
+		fctx, cancel := context.WithCancel(ctx)
+		f := follower{cancel, make(chan error, 1)}
+		fs = append(fs, f)
+		w := newLineWaiter()
+		go func() { f.done <- c.Logs(fctx, w, true, 0) }()
+		w.waitFor(t, "hello")
+	}
+
+	c, _ := dialSocket(ctx, s.Path())
+	defer c.Close()
+	if _, err := c.Status(ctx); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "too many control connections") {
+		t.Fatalf("status over the limit: %v", err)
+	}
+	if got, err := Instances(Filter{Dir: dir}); err != nil || len(got) != 1 || got[0].Socket != s.Path() || got[0].Pid != os.Getpid() {
+		t.Fatalf("Instances over the limit: %+v %v", got, err)
+	}
+
+	fs[0].cancel()
+	if err := <-fs[0].done; err != nil {
+		t.Fatal(err)
+	}
+	for { // the instance frees the slot once it sees the follower gone
+		_, err := c.Status(ctx)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrBusy) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -1,14 +1,16 @@
 package control
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,11 +24,13 @@ import (
 
 // Limits of a Server.
 const (
-	MaxRequest   = 64 << 10         // bytes in one request line
-	maxConns     = 32               // connections served at once
-	writeTimeout = 10 * time.Second // for a peer to take a response
-	idleTimeout  = 5 * time.Minute  // between requests
-	closeGrace   = 500 * time.Millisecond
+	MaxRequest        = 64 << 10         // bytes in a request's line and headers
+	MaxArguments      = 16 << 20         // bytes in the body of POST /call: the tool's arguments
+	maxConns          = 32               // connections served at once; as many more are answered busy
+	readHeaderTimeout = 10 * time.Second // for a peer to send its request
+	writeTimeout      = 10 * time.Second // for a peer to take each part of a response
+	idleTimeout       = time.Minute      // between requests on one connection
+	closeGrace        = 500 * time.Millisecond
 
 	maxSocketPath = 103 // sun_path holds 104 bytes on macOS and BSDs (108 on Linux), with its NUL
 )
@@ -42,26 +46,35 @@ type Info struct {
 	Mode    string        // ModeSingle, ModeMux or ModeCLI
 	Version string        // mcpflow's version
 	Target  Target        // required
-	Logs    *logring.Ring // nil: the logs method answers an error
+	Logs    *logring.Ring // nil: GET /logs answers an error
+	Tools   Tools         // nil: GET /tools and POST /call answer an error
+}
+
+// Tools is what mcpflow tools and mcpflow call need of an instance: a
+// session of their own on the server it serves. Each method's result is
+// the MCP result's JSON as is; an error means there is none (the session
+// failed, or the server answered a JSON-RPC error). ctx ends when the
+// person disconnects or the Server closes.
+type Tools interface {
+	ListTools(ctx context.Context) (json.RawMessage, error)
+	CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
 // Server is one instance's control endpoint. Make it with Listen.
 type Server struct {
 	info    Info
-	path    string
-	started time.Time
-	ln      *net.UnixListener
+	hello   Instance
 	wantUID int // -1: no peer check
+	ln      *limitListener
+	srv     *http.Server
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	sem    chan struct{}
+	ctx        context.Context // ends at Close: every request's context derives from it
+	cancel     context.CancelFunc
+	rebuilding sync.Mutex // held by the one rebuild that runs
 
-	mu     sync.Mutex
-	conns  map[*net.UnixConn]struct{}
-	closed bool
-	err    error
+	mu       sync.Mutex
+	closed   bool
+	handlers sync.WaitGroup
 }
 
 // Listen opens the instance's control socket, removing stale sockets of
@@ -97,13 +110,29 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{
-		info: info, path: path, started: time.Now(), ln: ln, wantUID: wantUID,
-		sem: make(chan struct{}, maxConns), conns: make(map[*net.UnixConn]struct{}),
+	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns)}
+	s.hello = Instance{
+		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
+		Version: info.Version, Started: time.Now(), Socket: path,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.wg.Add(1)
-	go s.accept()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.hello) })
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.status()) })
+	mux.HandleFunc("POST /rebuild", s.rebuild)
+	mux.HandleFunc("GET /logs", s.logs)
+	mux.HandleFunc("GET /tools", s.tools)
+	mux.HandleFunc("POST /call", s.call)
+	s.srv = &http.Server{
+		Handler:           s.guard(mux),
+		ReadHeaderTimeout: readHeaderTimeout, // no ReadTimeout: it would end a long rebuild's context
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    MaxRequest,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ConnContext:       s.connContext,
+		ErrorLog:          log.New(io.Discard, "", 0), // the instance's stderr is the person's log
+	}
+	go s.srv.Serve(s.ln)
 	return s, nil
 }
 
@@ -180,289 +209,177 @@ func cleanStale(dir string) {
 }
 
 // Path is the socket's path.
-func (s *Server) Path() string { return s.path }
+func (s *Server) Path() string { return s.hello.Socket }
 
-// Close stops serving, ends every connection (a follower of the log gets
-// its end line), waits for the handlers and removes the socket. It may be
+// Close stops serving and removes the socket. It ends every request's
+// context (a follower of the log gets the end of its stream, a rebuild is
+// canceled), gives the requests closeGrace to finish, then closes every
+// connection, and returns once every handler has returned. It may be
 // called more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return s.err
+		return nil
 	}
 	s.closed = true
-	s.cancel()
-	s.err = s.ln.Close() // also removes the socket file
 	s.mu.Unlock()
-
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(closeGrace):
-		s.mu.Lock()
-		for c := range s.conns {
-			c.Close()
-		}
-		s.mu.Unlock()
-		<-done
+	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	if s.srv.Shutdown(ctx) != nil {
+		s.srv.Close()
 	}
-	if _, err := os.Lstat(s.path); err == nil {
-		os.Remove(s.path)
-	}
-	return s.err
+	err := s.ln.Close() // also when Serve had not started; removes the socket file
+	s.handlers.Wait()
+	return err
 }
 
-func (s *Server) accept() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.AcceptUnix()
-		if err != nil {
-			if s.ctx.Err() != nil {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			// EMFILE and friends: back off instead of spinning.
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
+// limitListener hands out at most n connections to be served at once, and
+// n more marked busy, to be answered so; beyond those, Accept waits for
+// one to close.
+type limitListener struct {
+	*net.UnixListener
+	served, busy chan struct{}
+	done         chan struct{} // closed by Close
+	once         sync.Once
+	err          error
+}
+
+func newLimitListener(ln *net.UnixListener, n int) *limitListener {
+	return &limitListener{UnixListener: ln, served: make(chan struct{}, n), busy: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+// limitedConn is an accepted connection; Close frees its slot.
+type limitedConn struct {
+	*net.UnixConn
+	busy bool // over the limit: every request is answered busy
+	slot chan struct{}
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.UnixConn.Close()
+	c.once.Do(func() { <-c.slot })
+	return err
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptUnix()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case l.served <- struct{}{}:
+		return &limitedConn{UnixConn: c, slot: l.served}, nil
+	default:
+	}
+	select {
+	case l.served <- struct{}{}:
+		return &limitedConn{UnixConn: c, slot: l.served}, nil
+	case l.busy <- struct{}{}:
+		return &limitedConn{UnixConn: c, slot: l.busy, busy: true}, nil
+	case <-l.done:
+		c.Close()
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *limitListener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		l.err = l.UnixListener.Close()
+	})
+	return l.err
+}
+
+// refusal is why every request on a connection is refused.
+type refusal struct {
+	code int
+	body errorBody
+}
+
+type refusalKey struct{}
+
+// connContext checks who connected: another uid is refused, and so is
+// any peer when the OS cannot say who it is; a connection over the limit
+// is answered busy, with who is busy.
+func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
+	c := nc.(*limitedConn)
+	var ref *refusal
+	if s.wantUID >= 0 {
+		switch uid, known, err := peerUID(c.UnixConn); {
+		case known && err != nil:
+			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}}
+		case known && uid != s.wantUID:
+			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}}
 		}
-		select {
-		case s.sem <- struct{}{}:
-		default:
-			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			c.Write(errLine(fmt.Sprintf("too many control connections (%d): try again later", maxConns)))
-			c.Close()
-			continue
+	}
+	if ref == nil && c.busy {
+		ref = &refusal{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}}
+	}
+	return context.WithValue(ctx, refusalKey{}, ref)
+}
+
+// errorBody is the answer to a request that failed.
+type errorBody struct {
+	Error    string    `json:"error"`
+	Instance *Instance `json:"instance,omitempty"` // who is busy, in a 503 of too many connections
+}
+
+// guard refuses what connContext refused and requests with a body (none
+// takes one), answers a panic with an error, and counts the handlers for
+// Close.
+func (s *Server) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 && r.URL.Path != "/call" {
+			// Nothing reads the body: the connection ends instead.
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+			send(w, http.StatusRequestEntityTooLarge, errorBody{Error: "control requests have no body"})
+			return
+		}
+		if ref, _ := r.Context().Value(refusalKey{}).(*refusal); ref != nil {
+			w.Header().Set("Connection", "close")
+			send(w, ref.code, ref.body)
+			return
 		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			c.Close()
-			<-s.sem
+			send(w, http.StatusServiceUnavailable, errorBody{Error: "the instance is stopping"})
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		s.handlers.Add(1)
 		s.mu.Unlock()
-		go s.serveConn(c)
-	}
-}
-
-func errLine(msg string) []byte {
-	b, _ := json.Marshal(response{Error: msg})
-	return append(b, '\n')
-}
-
-// request is one line a peer sends.
-type request struct {
-	Method string `json:"method"`
-	Name   string `json:"name,omitempty"`   // rebuild
-	Follow bool   `json:"follow,omitempty"` // logs
-	Tail   int    `json:"tail,omitempty"`   // logs: the last N lines only; 0 = all kept
-}
-
-// response is one line the Server sends.
-type response struct {
-	OK      bool       `json:"ok"`
-	Error   string     `json:"error,omitempty"`
-	Hello   *Instance  `json:"hello,omitempty"`
-	Status  *Status    `json:"status,omitempty"`
-	Build   *BuildJSON `json:"build,omitempty"`
-	Line    *string    `json:"line,omitempty"`
-	Dropped uint64     `json:"dropped,omitempty"`
-	End     bool       `json:"end,omitempty"`
-}
-
-// item is one line read from a peer, or the news that it was too long.
-type item struct {
-	line    []byte
-	tooLong bool
-}
-
-// conn is one peer's connection.
-type conn struct {
-	s   *Server
-	c   *net.UnixConn
-	out *bufio.Writer
-	bad bool // a write failed: stop
-}
-
-func (s *Server) serveConn(c *net.UnixConn) {
-	defer s.wg.Done()
-	defer func() { <-s.sem }()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
-	cn := &conn{s: s, c: c, out: bufio.NewWriterSize(c, 16<<10)}
-	if s.wantUID >= 0 {
-		uid, known, err := peerUID(c)
-		if known && (err != nil || uid != s.wantUID) {
-			if err != nil {
-				cn.send(response{Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)})
-			} else {
-				cn.send(response{Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)})
+		defer s.handlers.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				send(w, http.StatusInternalServerError, errorBody{Error: fmt.Sprintf("internal error in %s: %v", r.URL.Path, p)})
 			}
-			cn.flush()
-			c.Close()
-			return
-		}
-	}
-
-	ctx, cancel := context.WithCancel(s.ctx)
-	items := make(chan item)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		defer cancel() // the peer is gone: end its rebuild or follow
-		readLines(ctx, c, items)
-	}()
-	defer func() {
-		cancel()
-		c.Close()
-		<-readerDone
-	}()
-
-	idle := time.NewTimer(idleTimeout)
-	defer idle.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-idle.C:
-			cn.send(response{Error: "idle for too long: closing"})
-			cn.flush()
-			return
-		case it := <-items:
-			if !cn.handle(ctx, it) || cn.bad {
-				return
-			}
-			idle.Reset(idleTimeout)
-		}
-	}
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
-// readLines hands each line of c to items, skipping blank ones; a line
-// over MaxRequest is reported as tooLong and skipped to its end.
-func readLines(ctx context.Context, c *net.UnixConn, items chan<- item) {
-	br := bufio.NewReaderSize(c, MaxRequest)
-	for {
-		line, err := br.ReadSlice('\n')
-		it := item{line: bytes.Clone(bytes.TrimSpace(line))}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			it = item{tooLong: true}
-		}
-		if err != nil && !it.tooLong {
-			return // EOF or closed; an unterminated last line is not a request
-		}
-		if len(it.line) > 0 || it.tooLong {
-			select {
-			case items <- it:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (cn *conn) send(r response) {
-	if cn.bad {
-		return
-	}
-	b, err := json.Marshal(r)
+// send writes v as the JSON answer, to be taken within writeTimeout.
+func send(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		b, _ = json.Marshal(response{Error: "internal error: " + err.Error()})
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "internal error: " + err.Error()})
 	}
-	b = append(b, '\n')
-	if cn.out.Available() < len(b) {
-		cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	}
-	if _, err := cn.out.Write(b); err != nil {
-		cn.bad = true
-	}
-}
-
-func (cn *conn) flush() {
-	if cn.bad {
-		return
-	}
-	cn.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := cn.out.Flush(); err != nil {
-		cn.bad = true
-	}
-}
-
-// handle answers one request; false ends the connection.
-func (cn *conn) handle(ctx context.Context, it item) (keep bool) {
-	defer cn.flush()
-	if it.tooLong {
-		cn.send(response{Error: fmt.Sprintf("request larger than %d bytes: ignored", MaxRequest)})
-		return true
-	}
-	var req request
-	if err := json.Unmarshal(it.line, &req); err != nil {
-		cn.send(response{Error: fmt.Sprintf("bad request (one JSON object per line, e.g. {\"method\":\"status\"}): %v", err)})
-		return true
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			cn.send(response{Error: fmt.Sprintf("internal error in %s: %v", req.Method, p)})
-			keep = true
-		}
-	}()
-	s := cn.s
-	switch req.Method {
-	case "hello":
-		h := s.hello()
-		cn.send(response{OK: true, Hello: &h})
-	case "status":
-		st := s.status()
-		cn.send(response{OK: true, Status: &st})
-	case "rebuild":
-		b, err := s.info.Target.Rebuild(ctx, req.Name)
-		if err != nil {
-			cn.send(response{Error: err.Error()})
-			break
-		}
-		j := BuildToJSON(b)
-		cn.send(response{OK: true, Build: &j})
-	case "logs":
-		return cn.logs(ctx, req)
-	case "":
-		cn.send(response{Error: `request has no "method": use hello, status, rebuild or logs`})
-	default:
-		cn.send(response{Error: fmt.Sprintf("unknown method %q: use hello, status, rebuild or logs", req.Method)})
-	}
-	return true
-}
-
-func (s *Server) hello() Instance {
-	return Instance{
-		Pid: os.Getpid(), Config: s.info.Config, Project: s.info.Project, Mode: s.info.Mode,
-		Version: s.info.Version, Started: s.started, Socket: s.path,
-	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
 }
 
 func (s *Server) status() Status {
 	st := s.info.Target.Status()
 	now := time.Now()
 	if st.Pid == 0 {
-		st.Pid = os.Getpid()
+		st.Pid = s.hello.Pid
 	}
 	if st.Config == "" {
 		st.Config = s.info.Config
@@ -477,7 +394,7 @@ func (s *Server) status() Status {
 		st.Version = s.info.Version
 	}
 	if st.Started.IsZero() {
-		st.Started = s.started
+		st.Started = s.hello.Started
 	}
 	if st.Uptime == 0 {
 		st.Uptime = now.Sub(st.Started)
@@ -494,58 +411,120 @@ func (s *Server) status() Status {
 	return st
 }
 
-// logs sends the kept lines and, with follow, every new one until the
+// rebuild runs one cycle of the server named by the query's name; while
+// one runs, another is answered 409 busy.
+func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
+	if !s.rebuilding.TryLock() {
+		send(w, http.StatusConflict, errorBody{Error: "a rebuild is already running: try again when it ends"})
+		return
+	}
+	defer s.rebuilding.Unlock()
+	b, err := s.info.Target.Rebuild(r.Context(), r.URL.Query().Get("name"))
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, BuildToJSON(b))
+}
+
+// tools answers the tools/list result of a session of the instance's own.
+func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
+	if s.info.Tools == nil {
+		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot list its tools"})
+		return
+	}
+	res, err := s.info.Tools.ListTools(r.Context())
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, res)
+}
+
+// call answers the tools/call result of the tool named by the query's
+// name, called with the body (a JSON object, or nothing for none) as its
+// arguments, in a session of the instance's own.
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	if s.info.Tools == nil {
+		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot call its tools"})
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(readHeaderTimeout))
+	args, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxArguments))
+	if err != nil {
+		send(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("reading the arguments: %v", err)})
+		return
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	res, err := s.info.Tools.CallTool(r.Context(), r.URL.Query().Get("name"), args)
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, res)
+}
+
+// logs streams the kept lines as text, the last tail of them (query tail;
+// 0 = all), and with follow=1 every new line, and a line
+// "[mcpflow: N lines dropped]" where a slow reader lost lines, until the
 // peer leaves or the Server closes.
-func (cn *conn) logs(ctx context.Context, req request) bool {
-	ring := cn.s.info.Logs
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	ring := s.info.Logs
 	if ring == nil {
-		cn.send(response{Error: "this instance keeps no log in memory"})
-		return true
+		send(w, http.StatusNotFound, errorBody{Error: "this instance keeps no log in memory"})
+		return
 	}
-	tail := func(lines []string) []string {
-		if req.Tail > 0 && len(lines) > req.Tail {
-			return lines[len(lines)-req.Tail:]
-		}
-		return lines
+	q := r.URL.Query()
+	tail, err := strconv.Atoi(cmp.Or(q.Get("tail"), "0"))
+	follow, ferr := strconv.ParseBool(cmp.Or(q.Get("follow"), "0"))
+	if err != nil || tail < 0 || ferr != nil {
+		send(w, http.StatusBadRequest, errorBody{Error: "logs takes tail=LINES and follow=1"})
+		return
 	}
-	if !req.Follow {
-		for _, l := range tail(ring.Lines()) {
-			cn.send(response{OK: true, Line: &l})
-		}
-		cn.send(response{OK: true, End: true})
-		return true
+	var lines []string
+	var sub *logring.Sub
+	if follow {
+		lines, sub = ring.Follow(0)
+		defer sub.Close()
+	} else {
+		lines = ring.Lines()
 	}
-	backlog, sub := ring.Follow(0)
-	defer sub.Close()
-	for _, l := range tail(backlog) {
-		cn.send(response{OK: true, Line: &l})
+	if tail > 0 && len(lines) > tail {
+		lines = lines[len(lines)-tail:]
 	}
-	cn.flush()
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	for _, l := range lines {
+		io.WriteString(w, l+"\n")
+	}
+	if !follow || rc.Flush() != nil {
+		return
+	}
 	var dropped uint64
-	for !cn.bad {
+	for {
 		select {
-		case <-ctx.Done():
-			if cn.s.ctx.Err() != nil {
-				cn.send(response{OK: true, End: true})
-			}
-			return false
+		case <-r.Context().Done():
+			return
 		case l := <-sub.C:
-			cn.send(response{OK: true, Line: &l})
+			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			io.WriteString(w, l+"\n")
 		drain:
 			for range 256 {
 				select {
 				case l := <-sub.C:
-					cn.send(response{OK: true, Line: &l})
+					io.WriteString(w, l+"\n")
 				default:
 					break drain
 				}
 			}
 			if d := sub.Dropped(); d > dropped {
-				cn.send(response{OK: true, Dropped: d - dropped})
+				fmt.Fprintf(w, "[mcpflow: %d lines dropped]\n", d-dropped)
 				dropped = d
 			}
-			cn.flush()
+			if rc.Flush() != nil {
+				return
+			}
 		}
 	}
-	return false
 }

@@ -106,15 +106,13 @@ type BuildStatus struct {
 }
 
 // The JSON forms of Status, ServerStatus and BuildStatus carry their
-// durations as whole milliseconds. They read the nanoseconds of an older
-// mcpflow (uptime_ns, duration_ns) too, so that status shows instances
-// started before an upgrade.
+// durations as whole milliseconds.
 
 func (s Status) MarshalJSON() ([]byte, error) {
 	type plain Status
 	return json.Marshal(struct {
 		plain
-		Uptime int64 `json:"uptime_ms"`
+		MS int64 `json:"uptime_ms"`
 	}{plain(s), s.Uptime.Milliseconds()})
 }
 
@@ -122,21 +120,18 @@ func (s *Status) UnmarshalJSON(b []byte) error {
 	type plain Status
 	w := struct {
 		*plain
-		MS *int64 `json:"uptime_ms"`
-		NS *int64 `json:"uptime_ns"`
+		MS int64 `json:"uptime_ms"`
 	}{plain: (*plain)(s)}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	s.Uptime = durationOf(w.MS, w.NS)
-	return nil
+	err := json.Unmarshal(b, &w)
+	s.Uptime = time.Duration(w.MS) * time.Millisecond
+	return err
 }
 
 func (s ServerStatus) MarshalJSON() ([]byte, error) {
 	type plain ServerStatus
 	return json.Marshal(struct {
 		plain
-		Uptime int64 `json:"uptime_ms"`
+		MS int64 `json:"uptime_ms"`
 	}{plain(s), s.Uptime.Milliseconds()})
 }
 
@@ -144,21 +139,18 @@ func (s *ServerStatus) UnmarshalJSON(b []byte) error {
 	type plain ServerStatus
 	w := struct {
 		*plain
-		MS *int64 `json:"uptime_ms"`
-		NS *int64 `json:"uptime_ns"`
+		MS int64 `json:"uptime_ms"`
 	}{plain: (*plain)(s)}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	s.Uptime = durationOf(w.MS, w.NS)
-	return nil
+	err := json.Unmarshal(b, &w)
+	s.Uptime = time.Duration(w.MS) * time.Millisecond
+	return err
 }
 
 func (s BuildStatus) MarshalJSON() ([]byte, error) {
 	type plain BuildStatus
 	return json.Marshal(struct {
 		plain
-		Duration int64 `json:"duration_ms"`
+		MS int64 `json:"duration_ms"`
 	}{plain(s), s.Duration.Milliseconds()})
 }
 
@@ -166,25 +158,11 @@ func (s *BuildStatus) UnmarshalJSON(b []byte) error {
 	type plain BuildStatus
 	w := struct {
 		*plain
-		MS *int64 `json:"duration_ms"`
-		NS *int64 `json:"duration_ns"`
+		MS int64 `json:"duration_ms"`
 	}{plain: (*plain)(s)}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	s.Duration = durationOf(w.MS, w.NS)
-	return nil
-}
-
-// durationOf is a duration read as milliseconds, else as nanoseconds.
-func durationOf(ms, ns *int64) time.Duration {
-	switch {
-	case ms != nil:
-		return time.Duration(*ms) * time.Millisecond
-	case ns != nil:
-		return time.Duration(*ns)
-	}
-	return 0
+	err := json.Unmarshal(b, &w)
+	s.Duration = time.Duration(w.MS) * time.Millisecond
+	return err
 }
 
 // BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
