@@ -167,13 +167,7 @@ func (h *harness) builds() []int {
 // eventually waits until cond holds.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(long)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(h.t, long, what, cond)
 }
 
 // waitBuilds waits until n builds have started.
@@ -421,7 +415,7 @@ func TestNeverTwoBuildsAtOnce(t *testing.T) {
 	for i := range 15 {
 		h.write("src", fmt.Sprintf("v%d", i))
 		h.b.Changed([]string{fmt.Sprintf("f%d", i)})
-		time.Sleep(time.Duration(i%4) * 15 * time.Millisecond)
+		time.Sleep(time.Duration(i%4) * 15 * time.Millisecond) // changes at uneven gaps, some within a build, some between: the subject
 	}
 	h.write("src", "v-final")
 	h.b.Changed([]string{"last"})

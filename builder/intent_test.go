@@ -31,7 +31,7 @@ func TestSaveThenRecompileBuildsOnce(t *testing.T) {
 	// A save made while a build runs cancels it and starts one more, which
 	// reads it.
 	call = h.recompile(context.Background())
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the save comes while that build runs (it sleeps 0.2 s)
 	h.write("src", "v2")
 	h.b.Changed([]string{"src"})
 	call.wait(t)
@@ -59,7 +59,7 @@ func (w *writingRestarter) Restart(ctx context.Context) (*result.Restart, error)
 	if err := os.WriteFile(w.path, []byte(time.Now().String()), 0o644); err != nil {
 		return nil, err
 	}
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // the rest of its start-up, after the write
 	return &result.Restart{Gen: int(n)}, nil
 }
 
@@ -78,6 +78,8 @@ func TestServerWrittenFileStopsTheLoop(t *testing.T) {
 	h.expect(1, triggerStartup)
 	for range 5 {
 		h.b.Changed([]string{"server.log"}) // what the watcher reports
+		// Time for the restart it may start (no more than 3 do: no
+		// event to wait for once they stop, which is the subject).
 		time.Sleep(150 * time.Millisecond)
 	}
 	if n := w.calls.Load(); n > 3 {

@@ -234,18 +234,14 @@ func fill20x50(b *testing.B, m *Mux, call func(name string, args map[string]any)
 		}()
 	}
 	wg.Wait()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		total := 0
+	total := 0
+	if !testkit.Wait(time.Minute, func() bool {
+		total = 0
 		for _, s := range m.List(false) {
 			total += len(s.Tools)
 		}
-		if total >= 20*50 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d tools listed", total)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return total >= 20*50
+	}) {
+		b.Fatalf("only %d tools listed", total)
 	}
 }

@@ -86,6 +86,8 @@ func TestCallsDuringRemove(t *testing.T) {
 			}
 		}()
 	}
+	// Some calls are in flight, some not yet sent, when the server goes:
+	// the mix is the subject, and either outcome of each call is checked.
 	time.Sleep(30 * time.Millisecond)
 	e.mustOK("remove_server", map[string]any{"name": "s"})
 	done := make(chan struct{})

@@ -31,7 +31,8 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 			Configure: func(_ ServerSpec, c *relay.Config) { c.Queue.Timeout = queueTimeout },
 		}),
 	}})
-	// Several queue timeouts pass while the build runs.
+	// Several queue timeouts pass while the build runs: time let pass is
+	// the subject (none of them may mark the server failed).
 	time.Sleep(5 * queueTimeout)
 	if s := e.server("slow"); s.Status != StatusStarting {
 		t.Fatalf("during the first build: status %q, want %q (%s)", s.Status, StatusStarting, s.Report)

@@ -54,17 +54,9 @@ func TestChildClosingStdoutIsGone(t *testing.T) {
 	if s := mustMarshal(m); !strings.Contains(s, "closed its stdout") {
 		t.Errorf("the pending call got %s, want the true reason", s)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := w.r.Stats()
-		if st.State == "running" && st.Pid != 0 && st.Pid != pid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new server after the old one closed its stdout: %+v", st)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitStats(t, w.r, "a new server after the old one closed its stdout", func(st Stats) bool {
+		return st.State == "running" && st.Pid != 0 && st.Pid != pid
+	})
 	w.send(toolCall(2, "", "echo", `{"text":"back"}`))
 	if s := mustMarshal(w.recvID(2)); !strings.Contains(s, "back") {
 		t.Errorf("echo after the restart: %s", s)

@@ -21,19 +21,11 @@ import (
 // finish before stopping its child.
 func waitDraining(t *testing.T, r *Relay, gen int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, 30*time.Second, "the relay to drain generation "+strconv.Itoa(gen), func() bool {
 		r.sw.mu.Lock()
-		ok := r.sw.ids.draining(gen)
-		r.sw.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the relay never drained generation %d", gen)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer r.sw.mu.Unlock()
+		return r.sw.ids.draining(gen)
+	})
 }
 
 // statePid calls the fixture's state tool and returns the pid of the child

@@ -64,23 +64,21 @@ func (l *eventLog) kinds() []EventKind {
 // waitFor waits until the events end with want.
 func (l *eventLog) waitFor(t *testing.T, want ...EventKind) []Event {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var evs []Event
+	var kinds []EventKind
+	if !testkit.Wait(20*time.Second, func() bool {
 		l.mu.Lock()
-		evs := slices.Clone(l.events)
+		evs = slices.Clone(l.events)
 		l.mu.Unlock()
-		var kinds []EventKind
+		kinds = kinds[:0]
 		for _, e := range evs {
 			kinds = append(kinds, e.Kind)
 		}
-		if len(kinds) >= len(want) && slices.Equal(kinds[len(kinds)-len(want):], want) {
-			return evs[len(evs)-len(want):]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events %v, want them to end with %v", kinds, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(kinds) >= len(want) && slices.Equal(kinds[len(kinds)-len(want):], want)
+	}) {
+		t.Fatalf("events %v, want them to end with %v", kinds, want)
 	}
+	return evs[len(evs)-len(want):]
 }
 
 func TestEventsAndTraffic(t *testing.T) {
@@ -145,20 +143,16 @@ func TestEventsAndTraffic(t *testing.T) {
 		t.Fatal("exit call succeeded")
 	}
 	var crash Event
-	deadline := time.Now().Add(20 * time.Second)
-	for crash.Kind != Crashed {
+	testkit.Eventually(t, 20*time.Second, "a Crashed event", func() bool {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		for _, e := range l.events {
 			if e.Kind == Crashed {
 				crash = e
 			}
 		}
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no Crashed event: %v", l.kinds())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return crash.Kind == Crashed
+	})
 	if crash.Gen != 2 || !strings.Contains(crash.Report, "exit status 7") {
 		t.Fatalf("crash event: %+v", crash)
 	}

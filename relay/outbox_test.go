@@ -166,19 +166,11 @@ func TestOutboxEndInlineWrites(t *testing.T) {
 	go o.run(nil)
 	defer o.close()
 	// Wait for run to own the writer, so endInline may write.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testkit.Eventually(t, 5*time.Second, "run to start", func() bool {
 		o.mu.Lock()
-		ready := o.started
-		o.mu.Unlock()
-		if ready {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("run did not start")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer o.mu.Unlock()
+		return o.started
+	})
 	for i := range 100 {
 		o.beginInline()
 		o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)

@@ -383,7 +383,7 @@ func TestWireIDsKeptExactly(t *testing.T) {
 		t.Errorf("object id: %v", m)
 	}
 	w.send(`{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"slow","arguments":{"ms":30000}}}`)
-	time.Sleep(200 * time.Millisecond)
+	waitStats(t, w.r, "the slow call sent to the child", func(st Stats) bool { return st.InFlight == 1 })
 	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2.5}}`)
 	w.send(`{"jsonrpc":"2.0","id":2.5,"method":"ping"}`) // the id is free again at once
 	if line := w.line(); line != `{"jsonrpc":"2.0","id":2.5,"result":{}}` {

@@ -105,7 +105,7 @@ func TestCrashDuringSlowCalls(t *testing.T) {
 				_, _, errs[i] = h.call("slow", map[string]any{"ms": 20000})
 			}()
 		}
-		time.Sleep(300 * time.Millisecond) // let the calls reach the child
+		waitStats(t, h.r, "the calls sent to the child", func(st Stats) bool { return st.InFlight == n })
 		_, _, err := h.call("panic", map[string]any{"text": "boom"})
 		if err == nil || !strings.Contains(err.Error(), "fixture panic: boom") {
 			t.Fatalf("panic call: want the panic text in the error, got %v", err)
@@ -138,17 +138,10 @@ func TestCrashAutoRestart(t *testing.T) {
 	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil || !strings.Contains(err.Error(), "exit status 7") {
 		t.Fatalf("exit call: %v", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "the server to be restarted after the crash", func() bool {
 		text, isErr, err := h.call("echo", map[string]any{"text": "again"})
-		if err == nil && !isErr && strings.Contains(text, "again") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not restarted after crash: %q %v %v", text, isErr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && !isErr && strings.Contains(text, "again")
+	})
 	if h.childPID() == first {
 		t.Fatal("same pid after crash")
 	}
@@ -162,19 +155,11 @@ func TestCrashLoopStops(t *testing.T) {
 	h.r.spec.argv = append(h.r.spec.argv, "-exit-after-ms=1500")
 	h.r.sw.mu.Unlock()
 	h.call("exit", map[string]any{"code": 1})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "the crash loop to be detected", func() bool {
 		h.r.sw.mu.Lock()
-		stopped := h.r.sw.health.crashes.stopped
-		h.r.sw.mu.Unlock()
-		if stopped {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("crash loop not detected")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer h.r.sw.mu.Unlock()
+		return h.r.sw.health.crashes.stopped
+	})
 	text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 	if err != nil || !isErr || !strings.Contains(text, "crashed (exit status 5) 3 times") || !strings.Contains(text, "exit-after-ms") {
 		t.Fatalf("call during crash loop: %q %v %v", text, isErr, err)
@@ -294,7 +279,7 @@ func TestPendingCallsGetRestartError(t *testing.T) {
 			_, _, err := h.call("slow", map[string]any{"ms": 30000})
 			errc <- err
 		}()
-		time.Sleep(300 * time.Millisecond)
+		waitStats(t, h.r, "the slow call sent to the child", func(st Stats) bool { return st.InFlight == 1 })
 		h.mustCall("recompile", nil)
 		select {
 		case err := <-errc:
@@ -391,19 +376,11 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 			text, isErr, err := h.call("echo", map[string]any{"text": "waited"})
 			called <- fmt.Sprintln(text, isErr, err)
 		}()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testkit.Eventually(t, 20*time.Second, "the tool call to be held for the first build", func() bool {
 			h.r.sw.mu.Lock()
-			held := h.r.sw.held.len()
-			h.r.sw.mu.Unlock()
-			if held == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the tool call is not held for the first build")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			defer h.r.sw.mu.Unlock()
+			return h.r.sw.held.len() == 1
+		})
 		// The build finishes: the server gets the replayed session, the
 		// held call is answered and the client is told.
 		if _, err := h.r.Restart(context.Background()); err != nil {
@@ -436,19 +413,11 @@ func TestHeldUntilReplayed(t *testing.T) {
 		_, err := h.r.Restart(context.Background())
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "the restart to begin", func() bool {
 		h.r.sw.mu.Lock()
-		restarting := h.r.sw.state == stateRestarting
-		h.r.sw.mu.Unlock()
-		if restarting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the restart did not begin")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer h.r.sw.mu.Unlock()
+		return h.r.sw.state == stateRestarting
+	})
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Add(1)

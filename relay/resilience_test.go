@@ -78,7 +78,7 @@ func TestChaosEveryIDAnsweredOnce(t *testing.T) {
 				for i := range n {
 					w.send(toolCall(100+i, meta, "slow", `{"ms":30000}`))
 				}
-				time.Sleep(500 * time.Millisecond)
+				waitStats(t, w.r, "the calls sent to the child", func(st Stats) bool { return st.InFlight == n })
 				switch how {
 				case "crash":
 					w.send(toolCall(999, meta, "panic", `{"text":"chaos"}`))
@@ -209,7 +209,7 @@ func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 	w.send(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`) // the handshake is through
 	w.recvID("sync")
 	go w.r.Restart(context.Background())
-	time.Sleep(200 * time.Millisecond) // the restart is under way: held from now on
+	waitStats(t, w.r, "the restart under way", func(st Stats) bool { return st.State == "restarting" }) // held from now on
 	return w
 }
 
@@ -249,13 +249,10 @@ func TestRestartMarker(t *testing.T) {
 	h.setVariant("v2") // a new tool: the client is told
 	h.mustCall("marker", nil)
 	h.waitListChanged()
-	deadline := time.Now().Add(20 * time.Second)
-	for h.childPID() == before || h.childPID() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no restart after the marker line")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "a restart after the marker line", func() bool {
+		pid := h.childPID()
+		return pid != before && pid != 0
+	})
 	h.mustCall("echo", map[string]any{"text": "after marker"})
 }
 
@@ -320,19 +317,11 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 	first := h.childPID()
 	h.mustCall("die", map[string]any{"ms": 100})
 	// No call until the server is back: the crash happened between calls.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "a restart after the crash", func() bool {
 		h.r.sw.mu.Lock()
-		up := h.r.sw.state == stateUp && h.r.sw.child != nil && h.r.sw.child.pid != first
-		h.r.sw.mu.Unlock()
-		if up {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no restart after the crash")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer h.r.sw.mu.Unlock()
+		return h.r.sw.state == stateUp && h.r.sw.child != nil && h.r.sw.child.pid != first
+	})
 	// One notice, saying what mcpflow did; no call to restart what runs.
 	text := h.mustCall("echo", map[string]any{"text": "hi"})
 	if strings.Count(text, "mcpflow:") != 1 || !strings.Contains(text, "crashed (exit status 4) between calls and mcpflow restarted it") || strings.Contains(text, "to restart it") {
@@ -367,8 +356,14 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 	if r := w.recvID(1); !strings.Contains(mustMarshal(r), "still here") {
 		t.Fatalf("after %d restarts: %v", cycles, r)
 	}
-	time.Sleep(200 * time.Millisecond)
-	fdsAfter, gAfter := openFDs(t), runtime.NumGoroutine()
+	// The old children's pipes and goroutines close as each one's exit is
+	// reaped, after Restart returned: wait for that, bounded; a leak
+	// keeps them over the bound until the wait runs out.
+	var fdsAfter, gAfter int
+	testkit.Wait(10*time.Second, func() bool {
+		fdsAfter, gAfter = openFDs(t), runtime.NumGoroutine()
+		return fdsAfter <= fdsBefore+3 && gAfter <= gBefore+5
+	})
 	t.Logf("%d restarts: fds %d -> %d, goroutines %d -> %d", cycles, fdsBefore, fdsAfter, gBefore, gAfter)
 	if fdsAfter > fdsBefore+3 {
 		t.Errorf("open fds grew from %d to %d over %d restarts", fdsBefore, fdsAfter, cycles)

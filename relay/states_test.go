@@ -15,34 +15,44 @@ import (
 	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
-// starts counts the children a relay started, through OnEvent.
-type starts struct{ n atomic.Int32 }
+// starts counts, through OnEvent, the children a relay started and those
+// that exited on their own.
+type starts struct{ n, crashed atomic.Int32 }
 
 func (s *starts) cfg(c *Config) {
 	c.OnEvent = func(e Event) {
-		if e.Kind == Starting {
+		switch e.Kind {
+		case Starting:
 			s.n.Add(1)
+		case Crashed:
+			s.crashed.Add(1)
 		}
 	}
 }
 
-// settle waits long enough for a restart storm to show (the first crash
-// backoff is 100 ms), then returns the count.
-func (s *starts) settle() int {
-	time.Sleep(1500 * time.Millisecond)
+// noRestartWindow is how long settle lets pass for a restart that must
+// not come: five times the first crash backoff (100 ms), after which a
+// restart storm would have started a child.
+const noRestartWindow = 500 * time.Millisecond
+
+// settle waits until crashes children have exited on their own (what a
+// restart would follow), then lets noRestartWindow pass, and returns how
+// many children were started. Nothing announces that the relay decided
+// not to restart: the window is time let pass to show that no start
+// follows.
+func (s *starts) settle(t *testing.T, crashes int) int {
+	t.Helper()
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d children to exit on their own", crashes), func() bool {
+		return int(s.crashed.Load()) >= crashes
+	})
+	time.Sleep(noRestartWindow)
 	return int(s.n.Load())
 }
 
 // waitStarts waits until n children were started.
 func (s *starts) waitStarts(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for int(s.n.Load()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d children started, want %d", s.n.Load(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d children to start", n), func() bool { return int(s.n.Load()) >= n })
 }
 
 // TestFailedStartAfterBuild: a server that exits before answering its
@@ -62,7 +72,7 @@ func TestFailedStartAfterBuild(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "exited (exit status 3) before answering its handshake") {
 			t.Fatalf("restart: want a failed start, got %v", err)
 		}
-		if n := s.settle(); n != 2 {
+		if n := s.settle(t, 1); n != 2 {
 			t.Fatalf("%d children started for one build, want 2 (the first, the new one)", n)
 		}
 		// The child's stderr is logged once, as its own lines, not again
@@ -81,7 +91,7 @@ func TestFailedStartAfterBuild(t *testing.T) {
 		if err != nil || !isErr || !strings.Contains(text, "before answering its handshake") || strings.Contains(text, "started but") {
 			t.Fatalf("recompile of the broken server: %q %v %v", text, isErr, err)
 		}
-		if n := s.settle(); n != 3 {
+		if n := s.settle(t, 2); n != 3 {
 			t.Fatalf("%d children started after a recompile, want 3", n)
 		}
 
@@ -99,7 +109,7 @@ func TestFailedFirstStart(t *testing.T) {
 		t.Parallel()
 		var s starts
 		h := newHarness(t, hopts{version: era.Version, args: []string{"-crash-at-start"}, cfg: s.cfg})
-		if n := s.settle(); n != 1 {
+		if n := s.settle(t, 1); n != 1 {
 			t.Fatalf("%d children started, want 1", n)
 		}
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
@@ -123,7 +133,7 @@ func TestCrashAfterFailedBuildWaits(t *testing.T) {
 	if _, _, err := h.call("exit", map[string]any{"code": 7}); err == nil || !strings.Contains(err.Error(), "last build failed") {
 		t.Fatalf("the crash error does not say why the server stays down: %v", err)
 	}
-	if n := s.settle(); n != 1 {
+	if n := s.settle(t, 1); n != 1 {
 		t.Fatalf("%d children started, want 1: the failed build's output was started", n)
 	}
 	text, isErr, err := h.call("echo", map[string]any{"text": "x"})
@@ -172,6 +182,10 @@ func TestListChangedOnlyOnChange(t *testing.T) {
 		quiet := func(what string, want int32) {
 			t.Helper()
 			h.mustCall("echo", map[string]any{"text": "sync"})
+			// The SDK client runs notification handlers on a goroutine
+			// of their own: a list_changed written before the call's
+			// answer may be counted after the call returned. Time let
+			// pass to show that no other comes.
 			time.Sleep(300 * time.Millisecond)
 			if n := h.toolsChanged.Load(); n != want {
 				t.Fatalf("%s: %d tools/list_changed, want %d", what, n, want)
@@ -211,7 +225,9 @@ func TestPromptsListChangedOnlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustCall("echo", map[string]any{"text": "sync"})
-	// A client that never listed the prompts is told of no change to them.
+	// A client that never listed the prompts is told of no change to them
+	// (time let pass after the call, as in TestListChangedOnlyOnChange's
+	// quiet, to show that none comes).
 	time.Sleep(300 * time.Millisecond)
 	if n := h.promptsChanged.Load(); n != 0 {
 		t.Fatalf("%d prompts/list_changed before the client listed them", n)
@@ -223,18 +239,14 @@ func TestPromptsListChangedOnlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustCall("echo", map[string]any{"text": "sync"})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // time let pass, as above
 	if n := h.promptsChanged.Load(); n != 0 {
 		t.Fatalf("%d prompts/list_changed after a restart that changed nothing", n)
 	}
 	h.call("exit", map[string]any{"code": 9})
-	deadline := time.Now().Add(20 * time.Second)
-	for h.promptsChanged.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no prompts/list_changed when the server went down")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "prompts/list_changed when the server went down", func() bool {
+		return h.promptsChanged.Load() > 0
+	})
 }
 
 // TestRecompileDiffAgainstClientView: recompile reports the tools changed
@@ -364,19 +376,11 @@ func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
 		text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 		called <- fmt.Sprint(text, isErr, err)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testkit.Eventually(t, 20*time.Second, "the tool call to be held for the first build", func() bool {
 		h.r.sw.mu.Lock()
-		held := h.r.sw.held.len()
-		h.r.sw.mu.Unlock()
-		if held == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tool call is not held for the first build")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer h.r.sw.mu.Unlock()
+		return h.r.sw.held.len() == 1
+	})
 	h.r.NoteBuild(result.Build{Trigger: "startup", Err: errors.New("exit status 1"), Errors: "main.go:3:1: undefined: undefinedThing"})
 	if got := <-called; !strings.Contains(got, "undefinedThing") || !strings.Contains(got, "build failed") {
 		t.Fatalf("held call after the failed build: %q", got)

@@ -17,17 +17,11 @@ import (
 // waitStats polls Stats until ok accepts them; failing after 20s.
 func waitStats(t *testing.T, r *Relay, what string, ok func(Stats) bool) Stats {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st := r.Stats()
-		if ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats never showed %s: %+v", what, st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var st Stats
+	if !testkit.Wait(20*time.Second, func() bool { st = r.Stats(); return ok(st) }) {
+		t.Fatalf("stats never showed %s: %+v", what, st)
 	}
+	return st
 }
 
 func TestStats(t *testing.T) {
@@ -48,7 +42,7 @@ func TestStats(t *testing.T) {
 					return
 				default:
 					_ = h.r.Stats()
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // Stats read over and over while the relay works: -race sees any unguarded field
 				}
 			}
 		}()

@@ -10,14 +10,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // wait bounds every wait on a channel; the machine may be slow and busy.
 const wait = 10 * time.Second
 
-// settle is how long "noise" is given to (wrongly) close a window before
-// a real change is made. It only makes tests able to fail; they never
-// depend on it to pass.
+// settle is how long "noise" is given to (wrongly) close a window of its
+// own before a real change is made: a watcher that sent a batch for
+// noise alone (or an empty one) shows it only if the noise's window can
+// close before the real change opens another. Nothing announces that the
+// watcher has seen the noise, so this is time let pass to show that
+// something does not happen; tests never depend on it to pass.
 const settle = 400 * time.Millisecond
 
 type harness struct {
@@ -245,7 +250,13 @@ func TestExcludedAndGitignoredPathsDoNotTrigger(t *testing.T) {
 func TestGitignoreEditTakesEffect(t *testing.T) {
 	h := start(t, Config{GitIgnore: true, Include: []string{"**/*.go"}}, seed("gen/a.go"))
 	h.write(".gitignore", "gen/\n")
-	time.Sleep(settle) // let the window with the .gitignore edit close
+	// The window with the .gitignore edit closed: gen/ is dropped, its
+	// watch and its file with it. The regeneration below then comes in a
+	// window of its own, as after a real edit.
+	testkit.Eventually(t, wait, "the .gitignore edit to drop gen/", func() bool {
+		st := h.w.Stats()
+		return st.Watches == 1 && st.Files == 0
+	})
 	h.write("gen/a.go", "package gen // regenerated")
 	h.realChange()
 	if st := h.w.Stats(); st.Watches != 1 || st.Files != 1 {
@@ -274,6 +285,8 @@ func TestBurstOfSaves(t *testing.T) {
 	h := start(t, Config{}, seed("main.go"))
 	for i := range 30 {
 		h.write("main.go", fmt.Sprintf("package main // save %d", i))
+		// Saves spread over ~300 ms on purpose, as an editor's are: each
+		// comes within the debounce of the one before.
 		time.Sleep(10 * time.Millisecond)
 	}
 	batches := [][]string{h.next().Paths}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The cache tests run the real mcpflow binary on a project whose build
@@ -78,12 +80,8 @@ func countBuilds(t *testing.T, dir string) int {
 // waitLog waits until mcpflow.log holds n lines containing s.
 func waitLog(t *testing.T, dir, s string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for strings.Count(readLog(dir), s) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never held %d × %q:\n%s", n, s, readLog(dir))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Wait(time.Minute, func() bool { return strings.Count(readLog(dir), s) >= n }) {
+		t.Fatalf("the log never held %d × %q:\n%s", n, s, readLog(dir))
 	}
 }
 

@@ -127,16 +127,10 @@ func noLeftovers(t *testing.T, h *e2e, pids []int) {
 
 func waitForFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", path)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 30*time.Second, path+" to appear", func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && len(b) > 0
+	})
 }
 
 // TestE2ECLICalls: the tools of the schema, every parameter type, an

@@ -184,13 +184,7 @@ func (r *ctlRun) call(name string, args map[string]any) string {
 // waitFor polls cond until it holds; failing after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, time.Minute, what, cond)
 }
 
 // waitSocket waits for the run's control socket.

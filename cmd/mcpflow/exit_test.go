@@ -146,12 +146,8 @@ func (r *exitRun) busy() {
 	waitFile(r.t, r.dir, "grandchild.pid")
 	// The startup build's restart is over once its cycle line is logged;
 	// only then does a change start a new build.
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(readLog(r.dir), "startup → build") {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no startup cycle\nlog:\n%s", readLog(r.dir))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Wait(time.Minute, func() bool { return strings.Contains(readLog(r.dir), "startup → build") }) {
+		r.t.Fatalf("no startup cycle\nlog:\n%s", readLog(r.dir))
 	}
 	if err := os.WriteFile(filepath.Join(r.dir, "slow"), nil, 0o644); err != nil {
 		r.t.Fatal(err)
@@ -339,12 +335,8 @@ func TestExitParentDies(t *testing.T) {
 	<-parentExited
 	// mcpflow is no longer the test's child: it has exited once it is
 	// gone or a zombie.
-	deadline := time.Now().Add(30 * time.Second)
-	for testkit.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("mcpflow did not exit when its parent died\nlog:\n%s", readLog(dir))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Wait(30*time.Second, func() bool { return !testkit.Alive(pid) }) {
+		t.Fatalf("mcpflow did not exit when its parent died\nlog:\n%s", readLog(dir))
 	}
 	checkNoLeftovers(t, dir, tag)
 	if log := readLog(dir); !strings.Contains(log, "stopping reason=\"the parent process exited") {

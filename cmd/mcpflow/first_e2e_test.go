@@ -262,11 +262,12 @@ func TestFirstStartShortCheck(t *testing.T) {
 	}
 	closeAndWait(t, h)
 
-	// A changed source, a 6 s build, a client gone a second after its
-	// initialize.
+	// A changed source, a 6 s build, a client gone once the build began,
+	// after its initialize.
 	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
 	os.WriteFile(filepath.Join(dir, "delay"), []byte("6"), 0o644)
 	os.Remove(filepath.Join(dir, "built"))
+	builds := countBuilds(t, dir)
 	cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, "watch")
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()
@@ -277,15 +278,16 @@ func TestFirstStartShortCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}`)
-	time.Sleep(time.Second)
+	// The client leaves once the build has begun (it logs itself first).
+	testkit.Eventually(t, 30*time.Second, "the build to begin", func() bool { return countBuilds(t, dir) > builds })
 	stdin.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case <-exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		cmd.Process.Kill()
-		t.Fatal("mcpflow still running 5 s after the client left")
+		t.Fatal("mcpflow still running a minute after the client left")
 	}
 	if built(dir) {
 		t.Fatal("the build was not interrupted; the test proves nothing")

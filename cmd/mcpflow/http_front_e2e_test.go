@@ -79,7 +79,7 @@ func (h *httpRun) stop() {
 	case <-h.exited:
 	case <-time.After(20 * time.Second):
 		h.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, on stderr
-		time.Sleep(time.Second)
+		time.Sleep(time.Second)               // failing already: time for the dump to be written
 		syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		h.t.Error("mcpflow did not exit on SIGTERM")
 		<-h.exited

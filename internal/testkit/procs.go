@@ -202,6 +202,29 @@ func readStat(pid int) (stat, bool) {
 	return st, true
 }
 
+// BytesRead is how many bytes process pid has read so far, through any
+// read call (rchar in /proc/PID/io; pid 0 is the test binary itself): a
+// count a test can order events by, such as "the scan had begun" or "it
+// stopped before it had read the whole tree". ok is false where there is
+// no /proc/PID/io (not Linux, or the process is gone).
+func BytesRead(pid int) (n int64, ok bool) {
+	path := "/proc/self/io"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/io", pid)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(l, "rchar: "); found {
+			_, err := fmt.Sscan(v, &n)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 func procMounted() bool {
 	_, err := os.Stat("/proc/self/stat")
 	return err == nil

@@ -37,11 +37,22 @@ func (b *Buffer) Reset() {
 // it does not within d.
 func Eventually(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
+	if !Wait(d, cond) {
+		tb.Fatalf("timed out after %v waiting for %s", d, what)
+	}
+}
+
+// Wait polls cond every 10ms until it holds, and reports whether it did
+// within d: Eventually for a test that says itself what it did not see.
+// d bounds the wait only, so that a test that fails does not hang; it is
+// no measure of speed (timing lives in bench/).
+func Wait(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", d, what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 type line struct {
@@ -162,16 +164,13 @@ func TestConcurrentRecordsAndPeriodicFlush(t *testing.T) {
 	}
 	wg.Wait()
 	// Without Close, the lines reach the file within a few flush intervals.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	lines := 0
+	if !testkit.Wait(10*time.Second, func() bool {
 		b, _ := os.ReadFile(path)
-		if strings.Count(string(b), "\n") == 2000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 2000 lines flushed", strings.Count(string(b), "\n"))
-		}
-		time.Sleep(20 * time.Millisecond)
+		lines = strings.Count(string(b), "\n")
+		return lines == 2000
+	}) {
+		t.Fatalf("%d of 2000 lines flushed", lines)
 	}
 	next := map[string]int{}
 	for _, l := range readLines(t, path) {

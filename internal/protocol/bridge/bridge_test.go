@@ -786,7 +786,7 @@ func TestCloseBounded(t *testing.T) {
 		f.waitFor(t, "tools/call")
 		closeWithin(t, s, time.Second)
 		rec.closed.Store(true)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // time let pass to show that no delivery comes
 		if rec.after.Load() {
 			t.Fatal("a delivery came after Close returned")
 		}
@@ -815,7 +815,7 @@ func TestCloseBounded(t *testing.T) {
 		closeWithin(t, s, closeWait+time.Second)
 		c.closed.Store(true)
 		close(c.unblock)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // time let pass to show that no delivery begins
 		if c.after.Load() {
 			t.Fatal("a delivery began after Close returned")
 		}
