@@ -50,6 +50,7 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		c.restarting = true
 	}
 	b.mu.Unlock()
+	c.unhook()
 	c.cancel() // release the build's context
 
 	switch {
