@@ -131,8 +131,8 @@ type cycle struct {
 	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx (see finishFor)
 	cancel     context.CancelFunc
 	unhook     func() bool // stops finishFor's hook on Run's ctx
-	canceled   bool // superseded by a newer change
-	restarting bool // past the build: no longer cancelable
+	canceled   bool        // superseded by a newer change
+	restarting bool        // past the build: no longer cancelable
 	waiters    []*waiter
 }
 
