@@ -81,3 +81,43 @@ func TestFourInstancesBuildOnce(t *testing.T) {
 		}
 	}
 }
+
+// A closed instance finishes the build only while another waits for it:
+// once the last waiter is closed too, it kills the build and exits, and
+// no process of any instance is left.
+func TestFinishedBuildStopsWhenEveryInstanceIsGone(t *testing.T) {
+	t.Parallel()
+	dir := firstProject(t, 60, "")
+	hs := make(chan *e2e, 2)
+	for range 2 {
+		go func() { hs <- startE2E(t, dir, "", "watch") }()
+	}
+	a, b := <-hs, <-hs
+	testkit.Eventually(t, time.Minute, "the build started", func() bool { return countBuilds(t, dir) == 1 && buildHolder(dir) != 0 })
+	holder, waiter := a, b
+	if b.cmd.Process.Pid == buildHolder(dir) {
+		holder, waiter = b, a
+	}
+	waitLog(t, dir, "waiting for the build of mcpflow pid", 1)
+	holder.cs.Close()
+	waitLog(t, dir, "finishing it for them before exiting", 1)
+	select {
+	case err := <-holder.exited:
+		t.Fatalf("the building instance exited (%v) while another waited for its build", err)
+	default:
+	}
+	waiter.cs.Close()
+	for _, h := range []*e2e{waiter, holder} {
+		select {
+		case err := <-h.exited:
+			h.exited <- err
+		case <-time.After(30 * time.Second): // the build would take 60 s
+			t.Fatalf("an instance still runs 30 s after every client left\n%s", h.stderr.String())
+		}
+	}
+	if built(dir) || countBuilds(t, dir) != 1 {
+		t.Errorf("the build ran to its end (or again) with nobody waiting for it")
+	}
+	testkit.NoLeftovers(t, testkit.Procs{Tag: holder.tag})
+	testkit.NoLeftovers(t, testkit.Procs{Tag: waiter.tag})
+}
