@@ -50,7 +50,19 @@ type Config struct {
 	// called once the build command has ended (or was skipped), with
 	// whether it succeeded, before Restart.
 	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
+
+	// Awaited, when not nil, reports whether other mcpflow instances
+	// wait for the build this one runs (a lock Prepare took). When Run's
+	// ctx ends while it reports true, the build command is not killed:
+	// it runs to its end (bounded by Timeout) unless Awaited turns false
+	// first, done receives its outcome, and no restart follows. See
+	// "Shared builds" in the package documentation.
+	Awaited func() bool
 }
+
+// awaitedPoll is how often a build finished for other instances asks
+// Config.Awaited whether someone still waits for it.
+const awaitedPoll = 100 * time.Millisecond
 
 // DefaultTimeout is the config file's default build timeout (a zero
 // Config.Timeout means none).
@@ -116,10 +128,11 @@ type cycle struct {
 	seq        uint64
 	trigger    string
 	paths      []string
-	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx
+	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx (see finishFor)
 	cancel     context.CancelFunc
-	canceled   bool // superseded by a newer change
-	restarting bool // past the build: no longer cancelable
+	unhook     func() bool // stops finishFor's hook on Run's ctx
+	canceled   bool        // superseded by a newer change
+	restarting bool        // past the build: no longer cancelable
 	waiters    []*waiter
 }
 
@@ -184,9 +197,35 @@ func (b *Builder) startNext(ctx context.Context) *cycle {
 	b.next = nil
 	b.seq++
 	c := &cycle{seq: b.seq, trigger: q.trigger, paths: q.paths, waiters: q.waiters}
-	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	c.unhook = context.AfterFunc(ctx, func() { b.finishFor(c) })
 	b.cur = c
 	return c
+}
+
+// finishFor ends c's build when Run's ctx ends, unless other instances
+// wait for it (Config.Awaited): then it lets the build run until it ends
+// or nobody waits any more.
+func (b *Builder) finishFor(c *cycle) {
+	if b.cfg.Awaited == nil || !b.cfg.Awaited() {
+		c.cancel()
+		return
+	}
+	b.log.Info("mcpflow is stopping during a build that other mcpflow instances wait for: finishing it for them before exiting (at most build.timeout; it stops at once if they all leave)", "build", c.seq)
+	t := time.NewTicker(awaitedPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			if !b.cfg.Awaited() {
+				b.log.Info("no other mcpflow waits for the build any more: stopping it", "build", c.seq)
+				c.cancel()
+				return
+			}
+		}
+	}
 }
 
 // stop marks the builder stopped and releases the callers still waiting.

@@ -38,6 +38,7 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		}
 		good := out.err == nil && out.skip == "" && c.ctx.Err() == nil
 		b.guard.end(good)
+		b.intents.buildEnded()
 		if done != nil {
 			done(good)
 		}
@@ -49,6 +50,7 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		c.restarting = true
 	}
 	b.mu.Unlock()
+	c.unhook()
 	c.cancel() // release the build's context
 
 	switch {
@@ -112,7 +114,9 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	}
 	b.say(c, "restarting")
 	start := time.Now()
+	b.intents.restarting()
 	rs, err := b.r.Restart(ctx)
+	b.intents.restartEnded()
 	if rs == nil {
 		rs = &result.Restart{}
 	}
@@ -136,7 +140,6 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	}
 	lg.Debug("restarted", "in", result.Dur(rs.Duration))
 	b.say(c, "restarted in "+result.Dur(rs.Duration))
-	b.intents.restarted(start.Add(rs.Stop))
 }
 
 // explain turns a failed build into an error that says what to do.

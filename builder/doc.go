@@ -77,6 +77,16 @@
 // good build), in which case the cycle reports Skipped, with the reason
 // as its Output, and goes straight to Restart.
 //
+// # Shared builds
+//
+// Config.Awaited, when set, tells whether other mcpflow instances wait
+// for the build this one runs (see builder/cache). When Run's ctx ends
+// during such a build, the build is not killed: Run waits for it to end
+// (bounded by Config.Timeout), or kills it as soon as Awaited turns false,
+// calls Prepare's done with its outcome, and returns without a restart.
+// Otherwise, and in every other phase of a cycle, the end of Run's ctx
+// stops the build at once.
+//
 // # Processes
 //
 // With Config.Shell the build is `sh -c Command[0]` (Windows: `cmd /C`),

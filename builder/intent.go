@@ -4,12 +4,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
-// selfWriteRuns is how many restarts in a row a file must be written
-// during before it is taken as written by the server.
+// selfWriteRuns is how many restarts in a row the server must be seen
+// writing files during before its writes are taken as its own.
 const selfWriteRuns = 2
 
 // intents tells the changes that need a cycle from those that do not:
@@ -19,25 +21,38 @@ const selfWriteRuns = 2
 //     cycle read it, and then the watcher's report of the same save). One
 //     intent, one build; a change made during a cycle still starts one
 //     more.
-//   - A file the server writes itself as it starts (a log, a data file it
-//     saves): one whose modification time lay within each of the last
-//     selfWriteRuns restarts (from the old server's stop to the new one's
-//     answer), which no person's save does. It would restart the server
-//     forever; from then on it starts nothing, and the log says so once,
-//     naming it.
+//   - What the server writes into its own watched tree as it starts (a
+//     log it appends to, a data file it rewrites, a new file each time):
+//     files modified within a restart, from the old server's stop to the
+//     new one's answer (the window is open while the restart runs: the
+//     watcher may report the write before the restart returns; it never
+//     opens before the build ended, so the build's output is never the
+//     server's). Once such writes were seen during selfWriteRuns
+//     restarts in a row, the server restarts itself in a loop: from then on
+//     the files it wrote start nothing, whenever they change, and no file
+//     written within a restart does either (a new file each start); the
+//     log says so once, naming
+//     the files and the fix (watch.exclude, or writing them elsewhere).
+//     The server is so started at most selfWriteRuns+1 times by itself.
 type intents struct {
 	dir string
 	log *slog.Logger
 
-	mu         sync.Mutex
-	started    time.Time      // when the latest cycle began
-	restart    window         // the latest good restart
-	suspects   map[string]int // written during this many restarts in a row
-	selfWrites map[string]bool
+	mu       sync.Mutex
+	started  time.Time // when the latest cycle began
+	built    time.Time // when the latest build command ended
+	restart  window    // the latest restart; end zero while it runs
+	restarts int       // restarts begun
+	// wroteIn is the restart during which the server was last seen
+	// writing, runs how many restarts in a row it was, written what.
+	wroteIn, runs int
+	written       []string
+	loop          bool // the server restarts itself: drop what it writes
+	selfWrites    map[string]bool
 }
 
 func newIntents(dir string, lg *slog.Logger) *intents {
-	return &intents{dir: dir, log: lg, suspects: map[string]int{}, selfWrites: map[string]bool{}}
+	return &intents{dir: dir, log: lg, selfWrites: map[string]bool{}}
 }
 
 func (i *intents) cycleStarted() {
@@ -46,42 +61,99 @@ func (i *intents) cycleStarted() {
 	i.mu.Unlock()
 }
 
-// restarted records a good restart whose new server was started at spawn
-// and answered by now. The kernel stamps files with a clock that lags by
-// up to a tick: a file stamped within mtimeSlack of now may have been
-// written after the restart, so the window ends that much earlier.
-func (i *intents) restarted(spawn time.Time) {
+// buildEnded records that the build command of the cycle has ended.
+func (i *intents) buildEnded() {
 	i.mu.Lock()
-	i.restart = window{start: spawn, end: time.Now().Add(-mtimeSlack)}
+	i.built = time.Now()
 	i.mu.Unlock()
+}
+
+// restarting records that a restart (the old server's stop, the new
+// one's start) begins now.
+func (i *intents) restarting() {
+	i.mu.Lock()
+	i.restarts++
+	// The kernel stamps files with a clock that lags by up to a tick;
+	// what the build wrote is never the server's.
+	start := time.Now().Add(-mtimeSlack)
+	if start.Before(i.built) {
+		start = i.built
+	}
+	i.restart = window{start: start}
+	i.mu.Unlock()
+}
+
+// restartEnded records that the restart begun last has returned. The
+// kernel stamps files with a clock that lags by up to a tick: a file
+// stamped within mtimeSlack of now may have been written after it, so
+// the window ends that much earlier.
+func (i *intents) restartEnded() {
+	i.mu.Lock()
+	i.restart.end = time.Now().Add(-mtimeSlack)
+	i.mu.Unlock()
+}
+
+// duringRestart reports whether mt lies within the latest restart's
+// window. i.mu must be held.
+func (i *intents) duringRestart(mt time.Time) bool {
+	r := i.restart
+	return !r.start.IsZero() && !mt.Before(r.start) && (r.end.IsZero() || !mt.After(r.end))
 }
 
 // filter returns the paths that need a cycle.
 func (i *intents) filter(paths []string) []string {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	var keep []string
+	var keep, wrote []string
 	for _, p := range paths {
 		if i.selfWrites[p] {
 			continue
 		}
 		fi, statErr := os.Stat(i.abs(p))
-		if statErr == nil && i.restart.start.Before(i.restart.end) && !fi.ModTime().Before(i.restart.start) && !fi.ModTime().After(i.restart.end) {
-			i.suspects[p]++
-			if i.suspects[p] >= selfWriteRuns {
-				i.selfWrites[p] = true
-				i.log.Warn("the server writes this file itself: it was written while each of the last restarts ran, which would restart the server forever; changes to it no longer rebuild or restart the server (add it to watch.exclude)", "file", p, "restarts", i.suspects[p])
+		if statErr == nil && i.duringRestart(fi.ModTime()) {
+			if i.loop {
+				i.log.Debug("ignoring a file written while the server started", "file", p)
 				continue
 			}
-		} else {
-			delete(i.suspects, p)
+			wrote = append(wrote, p)
 		}
 		if statErr == nil && !i.started.IsZero() && fi.ModTime().Before(i.started.Add(-mtimeSlack)) {
 			continue // the latest cycle read it already
 		}
 		keep = append(keep, p)
 	}
-	return keep
+	if len(wrote) == 0 || i.wroteIn == i.restarts {
+		i.written = appendNew(i.written, wrote)
+		return keep
+	}
+	if i.wroteIn == i.restarts-1 {
+		i.runs++
+	} else {
+		i.runs, i.written = 1, nil
+	}
+	i.wroteIn = i.restarts
+	i.written = appendNew(i.written, wrote)
+	if i.runs < selfWriteRuns {
+		return keep
+	}
+	i.loop = true
+	for _, p := range i.written {
+		i.selfWrites[p] = true
+	}
+	i.log.Warn("the server writes "+strings.Join(i.written, ", ")+" in its watched folder each time it starts, which would restart it in a loop: "+
+		"files it writes while it starts no longer rebuild or restart it; add them to watch.exclude in mcpflow.toml, or have the server write them outside the watched folders (e.g. under .mcpflow/)",
+		"files", i.written, "restarts", i.runs)
+	return slices.DeleteFunc(keep, func(p string) bool { return i.selfWrites[p] })
+}
+
+// appendNew appends to list the elements of add it does not hold.
+func appendNew(list, add []string) []string {
+	for _, p := range add {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	return list
 }
 
 func (i *intents) abs(p string) string {

@@ -2,6 +2,7 @@ package builder
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -94,5 +95,45 @@ func TestServerWrittenFileStopsTheLoop(t *testing.T) {
 			t.Fatal("a save of another file no longer restarts the server")
 		case <-h.results:
 		}
+	}
+}
+
+// newFileRestarter is a server that writes a new file into the watched
+// tree each time it starts.
+type newFileRestarter struct {
+	dir   string
+	calls atomic.Int32
+}
+
+func (w *newFileRestarter) Restart(ctx context.Context) (*result.Restart, error) {
+	n := w.calls.Add(1)
+	if err := os.WriteFile(filepath.Join(w.dir, fmt.Sprintf("run-%d.log", n)), []byte("started\n"), 0o644); err != nil {
+		return nil, err
+	}
+	time.Sleep(20 * time.Millisecond) // the rest of its start-up
+	return &result.Restart{Gen: int(n)}, nil
+}
+
+// A server that writes a new file at each start, reported by the watcher
+// while the restart still runs or after, is started at most 3 times.
+func TestServerWritingNewFilesStopsTheLoop(t *testing.T) {
+	dir := t.TempDir()
+	w := &newFileRestarter{dir: dir}
+	h := &harness{t: t, dir: dir, results: make(chan result.Build, 100), done: make(chan struct{})}
+	h.b = New(Config{Dir: dir, OnResult: func(res result.Build) { h.results <- res }}, w)
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { h.cancel(); <-h.done })
+	h.run()
+	h.b.Startup(context.Background())
+	h.expect(1, triggerStartup)
+	for range 5 {
+		h.b.Changed([]string{fmt.Sprintf("run-%d.log", w.calls.Load())})
+		select {
+		case <-h.results:
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	if n := w.calls.Load(); n > 3 {
+		t.Errorf("the server was started %d times, want at most 3", n)
 	}
 }

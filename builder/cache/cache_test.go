@@ -117,19 +117,28 @@ func TestLockExcludes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := make(chan struct{})
+	if l1.Awaited() {
+		t.Error("Awaited with nobody waiting")
+	}
+	waiting := make(chan int)
 	got := make(chan *Lock, 1)
 	go func() {
-		l2, err := Acquire(ctx, cache, func() { close(waiting) })
+		l2, err := Acquire(ctx, cache, func(holder int) { waiting <- holder })
 		if err != nil {
 			t.Error(err)
 		}
 		got <- l2
 	}()
 	select {
-	case <-waiting:
+	case holder := <-waiting:
+		if holder != os.Getpid() {
+			t.Errorf("waiting for pid %d, want %d (the holder)", holder, os.Getpid())
+		}
 	case <-ctx.Done():
 		t.Fatal("the second Acquire never waited")
+	}
+	if !l1.Awaited() {
+		t.Error("not Awaited while another Acquire waits")
 	}
 	select {
 	case <-got:
@@ -140,6 +149,9 @@ func TestLockExcludes(t *testing.T) {
 	l1.Release()
 	select {
 	case l2 := <-got:
+		if l2.Awaited() {
+			t.Error("Awaited once the waiter got the lock")
+		}
 		l2.Release()
 	case <-ctx.Done():
 		t.Fatal("the second Acquire did not get the lock after its release")
@@ -154,7 +166,7 @@ func TestLockWaitEndsWithCtx(t *testing.T) {
 	}
 	defer l1.Release()
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err = Acquire(ctx, cache, cancel)
+	_, err = Acquire(ctx, cache, func(int) { cancel() })
 	if err != context.Canceled {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,14 +15,26 @@ import (
 // pollEvery is how often a waiting Acquire tries the lock again.
 const pollEvery = 50 * time.Millisecond
 
+// holderPolls is how many polls a waiting Acquire gives the holder to
+// write its pid before it says it waits without naming the holder.
+const holderPolls = 10
+
 // Lock is a held build lock.
-type Lock struct{ f *os.File }
+type Lock struct {
+	f    *os.File
+	name string
+	w    *os.File // the waiters file, for Awaited; nil until then
+}
 
 // Acquire takes the build lock held in the file path (LockFile), creating
-// its folder. If another process (or another Acquire in this one) holds it,
-// waiting is called once and Acquire tries again until it gets the lock
-// or ctx ends (the error is then ctx.Err()).
-func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
+// its folder. If another process (or another Acquire in this one) holds
+// it, waiting is called once with the holder's pid (0 if it cannot be
+// read), and Acquire tries again until it gets the lock or ctx ends (the
+// error is then ctx.Err()). While it waits it holds a shared lock on the
+// waiters file (name + ".waiters"), which tells the holder that someone
+// waits for it (Awaited); the operating system drops it when the waiting
+// process exits, however it exits.
+func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock, error) {
 	if err := makeDir(filepath.Dir(name)); err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
@@ -29,7 +42,19 @@ func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
-	var t *time.Ticker
+	var (
+		t      *time.Ticker
+		w      *os.File // the waiters file
+		shared bool     // w is share-locked
+		polls  int
+		waited bool
+	)
+	defer func() {
+		if w != nil {
+			unlock(w)
+			w.Close()
+		}
+	}()
 	for {
 		ok, err := tryLock(f)
 		if err != nil {
@@ -41,15 +66,29 @@ func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
 				t.Stop()
 			}
 			f.Truncate(0)
-			fmt.Fprintf(f, "%d\n", os.Getpid())
-			return &Lock{f: f}, nil
+			f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+			return &Lock{f: f, name: name}, nil
+		}
+		if w == nil {
+			w, _ = os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
+		}
+		if w != nil && !shared {
+			// Fails only for the moment a holder probes it (Awaited):
+			// tried again at the next poll.
+			shared, _ = tryLockShared(w)
+		}
+		if !waited {
+			holder := readPid(name)
+			if polls++; holder != 0 || polls > holderPolls {
+				waited = true
+				if waiting != nil {
+					waiting(holder)
+				}
+			}
 		}
 		if t == nil {
 			t = time.NewTicker(pollEvery)
 			defer t.Stop()
-			if waiting != nil {
-				waiting()
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -58,6 +97,38 @@ func Acquire(ctx context.Context, name string, waiting func()) (*Lock, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// readPid reads the pid a lock's holder wrote into it; 0 if none.
+func readPid(name string) int {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// Awaited reports whether another Acquire waits for l now.
+func (l *Lock) Awaited() bool {
+	if l == nil || l.f == nil {
+		return false
+	}
+	if l.w == nil {
+		w, err := os.OpenFile(l.name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return false
+		}
+		l.w = w
+	}
+	free, err := tryLock(l.w)
+	if err != nil {
+		return false
+	}
+	if free {
+		unlock(l.w)
+	}
+	return !free
 }
 
 // LockFile is the build lock of the build whose state file is stateFile
@@ -76,4 +147,8 @@ func (l *Lock) Release() {
 	unlock(l.f)
 	l.f.Close()
 	l.f = nil
+	if l.w != nil {
+		l.w.Close()
+		l.w = nil
+	}
 }

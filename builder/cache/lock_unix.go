@@ -9,9 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func tryLock(f *os.File) (bool, error) {
+func tryLock(f *os.File) (bool, error) { return flock(f, unix.LOCK_EX) }
+
+func tryLockShared(f *os.File) (bool, error) { return flock(f, unix.LOCK_SH) }
+
+func flock(f *os.File, how int) (bool, error) {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return true, nil

@@ -9,9 +9,13 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-func tryLock(f *os.File) (bool, error) {
+func tryLock(f *os.File) (bool, error) { return lockFile(f, windows.LOCKFILE_EXCLUSIVE_LOCK) }
+
+func tryLockShared(f *os.File) (bool, error) { return lockFile(f, 0) }
+
+func lockFile(f *os.File, how uint32) (bool, error) {
 	ol := new(windows.Overlapped)
-	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
+	err := windows.LockFileEx(windows.Handle(f.Fd()), how|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
 	switch {
 	case err == nil:
 		return true, nil

@@ -43,6 +43,7 @@ type buildCache struct {
 
 	mu      sync.Mutex
 	outputs []string // the builder's learned outputs
+	held    *Lock    // the build lock while this instance builds
 }
 
 // Attach returns bc with the build cache of o attached: its Outputs,
@@ -61,14 +62,19 @@ func Attach(o Options, bc builder.Config) builder.Config {
 	bc.Outputs = st.Outputs
 	bc.OnOutputs = c.learned
 	bc.Prepare = c.prepare
+	bc.Awaited = c.awaited
 	return bc
 }
 
 // prepare is the builder's Config.Prepare.
 func (c *buildCache) prepare(ctx context.Context, trigger string, say func(string)) (string, func(bool), error) {
-	lock, err := Acquire(ctx, LockFile(c.file), func() {
-		say("waiting for another mcpflow that is building this project")
-		c.log.Info("another mcpflow is running this build; waiting for it", "lock", LockFile(c.file))
+	lock, err := Acquire(ctx, LockFile(c.file), func(holder int) {
+		msg := "waiting for the build of another mcpflow"
+		if holder != 0 {
+			msg = fmt.Sprintf("waiting for the build of mcpflow pid %d", holder)
+		}
+		say(msg)
+		c.log.Info(msg+": it builds the same sources with the same command; its result serves this one too", "lock", LockFile(c.file))
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -94,8 +100,12 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	// written or a failed build's: never reuse it.
 	st.Key = ""
 	c.save(st)
+	c.held = lock
 	return "", func(ok bool) {
 		defer lock.Release()
+		c.mu.Lock()
+		c.held = nil
+		c.mu.Unlock()
 		if !ok || !keyed {
 			return
 		}
@@ -106,6 +116,14 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 		st.Outputs = c.outputs
 		c.save(st)
 	}, nil
+}
+
+// awaited is the builder's Config.Awaited: another instance waits for
+// the build this one runs.
+func (c *buildCache) awaited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held.Awaited()
 }
 
 // learned is the builder's Config.OnOutputs.

@@ -1,0 +1,59 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// selfWriteConfig runs a server that appends a start marker to
+// server.log, in the watched folder, each time it starts.
+const selfWriteConfig = `[run]
+command = ["sh", "server.sh"]
+stop_timeout = "1s"
+[watch]
+include = ["**/*"]
+debounce = "50ms"
+[log]
+file = "mcpflow.log"
+`
+
+// A server that appends to a file in its watched tree at each start is
+// started at most 3 times in 10 s, and the log names the file and the
+// fix once.
+func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"mcpflow.toml": selfWriteConfig,
+		"server.sh":    fmt.Sprintf("echo started >> server.log\nexec %q\n", fixtureBin),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startE2E(t, dir, "", "watch")
+	if len(h.tools()) == 0 {
+		t.Fatal("no tools")
+	}
+	starts := func() int {
+		b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		return strings.Count(string(b), "started")
+	}
+	// The observation window is bounded; a loop restarts the server many
+	// times in it.
+	time.Sleep(10 * time.Second)
+	if n := starts(); n > 3 {
+		t.Errorf("the server was started %d times in 10 s, want at most 3\nlog:\n%s", n, readLog(dir))
+	}
+	log := readLog(dir)
+	t.Logf("%d starts", starts())
+	if n := strings.Count(log, "writes server.log in its watched folder"); n != 1 || !strings.Contains(log, "watch.exclude") {
+		t.Errorf("the log does not name server.log and the fix:\n%s", log)
+	}
+}
