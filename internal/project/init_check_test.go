@@ -44,7 +44,7 @@ func TestInitThenCheckWarnsNothing(t *testing.T) {
 			}
 			dir := t.TempDir()
 			testkit.WriteFiles(t, dir, c.files)
-			if _, err := Init(dir, "", "/usr/local/bin/mcpflow"); err != nil {
+			if _, err := Init(dir, "", LauncherFor("/usr/local/bin/mcpflow", "")); err != nil {
 				t.Fatal(err)
 			}
 			cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
