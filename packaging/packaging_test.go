@@ -152,7 +152,12 @@ func TestPackaging(t *testing.T) {
 			proj := filepath.Join(tmp, "npm-project-main-only")
 			npmInstall(t, proj, a.npmMain)
 			code, stderr := runCode(t, filepath.Join(proj, "node_modules", ".bin", "mcpflow"), "version")
+			// A development build's platform package was never published:
+			// the hint names the tarball make dist wrote, not the registry.
 			hint := "npm install " + npmPlatformName() + "@" + a.npmVer
+			if strings.Contains(a.npmVer, "-dev.") {
+				hint = "npm install dist/npm/" + filepath.Base(a.npmPlatform)
+			}
 			if code != 1 || !strings.Contains(stderr, hint) {
 				t.Errorf("without the platform package: exit %d, stderr %q; want 1 and %q", code, stderr, hint)
 			}

@@ -33,7 +33,12 @@ func cmdCheck(e env, args []string) int {
 	fmt.Fprintf(e.stdout, "# %s is valid. Resolved settings:\n\n%s\n", *cfgPath, cfg.Describe())
 	scans, warnings, err := project.Check(cfg)
 	for _, s := range scans {
-		fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", s.Server, s.Files, result.Dur(s.Took))
+		for _, p := range s.Programs {
+			fmt.Fprintf(e.stdout, "# %s%s\n", s.Server, p)
+		}
+		if s.Watched {
+			fmt.Fprintf(e.stdout, "# %swatch: %d files match (scanned in %s)\n", s.Server, s.Files, result.Dur(s.Took))
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -293,7 +292,7 @@ func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
 	return control.Dial(ctx, inst)
 }
 
-func addSelectFlags(fs *flag.FlagSet, withPid bool) selectFlags {
+func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
 	s := selectFlags{
 		cfg: fs.String("c", "", "only the instances of this config file"),
 		all: fs.Bool("all", false, "every instance, wherever it runs"),

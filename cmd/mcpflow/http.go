@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
@@ -16,7 +14,7 @@ import (
 // signal or another stop path of runSession's.
 
 // httpFlag adds --http to a serving command's flags.
-func httpFlag(fs *flag.FlagSet) *string {
+func httpFlag(fs *flagSet) *string {
 	return fs.String("http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp (ADDR = host:port, port 0 = a free one) instead of stdin/stdout; [http] listen")
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/mcpflow/mcpflow/internal/project"
 )
@@ -52,7 +53,7 @@ func cmdInit(e env, args []string) int {
 		fmt.Fprintf(e.stderr, "mcpflow init: %s already exists; run \"mcpflow check\" to validate it, or pass --force to overwrite it\n", path)
 		return exitUsage
 	}
-	report, err := project.Init(dir, *cliSchema, executable())
+	report, err := project.Init(dir, *cliSchema, project.LauncherFor(executable(), clone()))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "mcpflow init:", err)
 		if errors.Is(err, project.ErrUsage) {
@@ -75,4 +76,19 @@ func executable() string {
 		exe = real
 	}
 	return exe
+}
+
+// clone is the repository this binary was built from, when go run built it
+// there (its source paths are not trimmed and the folder is still a clone
+// of mcpflow); "" otherwise.
+func clone() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // …/cmd/mcpflow/init.go
+	if _, err := os.Stat(filepath.Join(root, "cmd", "mcpflow", "init.go")); err != nil {
+		return ""
+	}
+	return root
 }

@@ -15,6 +15,7 @@
 //	mcpflow rebuild [NAME]                   rebuild and restart a running instance's server
 //	mcpflow logs [-f]                        print (and follow) a running instance's log
 //	mcpflow version                          print the version
+//	mcpflow help [COMMAND]                   show help (every command takes -h and --version)
 //
 // Exit status: 0 on success (and after a clean shutdown), 1 on a runtime
 // failure, 2 on a usage or configuration error.
@@ -30,6 +31,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -68,66 +70,144 @@ func main() {
 	os.Exit(run(e, os.Args[1:]))
 }
 
-const usage = `mcpflow: hot reload for MCP servers.
+// command is one subcommand: its name, the lines it has in mcpflow's usage
+// ("SYNOPSIS\tWHAT", after "mcpflow "; none for a hidden command), and
+// its function, which parses its flags with newFlagSet and parseArgs (so
+// -h, --help and --version work on it, and a bad flag is exit 2). Adding a
+// subcommand is one entry in commands.
+type command struct {
+	name  string
+	lines []string
+	run   func(e env, args []string) int
+}
 
-Usage:
-  mcpflow watch [-c FILE]                 relay a client to your server, rebuilding and restarting it on change
-  mcpflow watch [--build CMD] -- CMD ARGS same, without a config file
-  mcpflow mux [-c FILE]                   serve several servers as one (NAME__tool); the agent adds more
-  mcpflow check [-c FILE]                 validate mcpflow.toml and show the resolved settings
-  mcpflow init [--force] [--cli CMD] [DIR] write a commented mcpflow.toml for the project in DIR
-  mcpflow status [--json] [-c FILE]       show the running instances: servers, builds, calls
-  mcpflow rebuild [NAME]                  rebuild and restart a running instance's server
-  mcpflow logs [-f]                       print (and follow) a running instance's log
-  mcpflow tools [--json]                  list the server's tools and their arguments
-  mcpflow call NAME [JSON]                call one tool with JSON arguments and print the result
-  mcpflow version                         print the version
-  mcpflow help [COMMAND]                  show help
+// commands are mcpflow's subcommands, in the order usage lists them (a
+// function, not a variable: help looks itself up in it).
+func commands() []command {
+	return []command{
+		{"watch", []string{
+			"watch [-c FILE]\trelay a client to your server, rebuilding and restarting it on change",
+			"watch [--build CMD] -- CMD ARGS\tsame, without a config file"}, cmdWatch},
+		{"mux", []string{"mux [-c FILE]\tserve several servers as one (NAME__tool); the agent adds more"}, cmdMux},
+		{"check", []string{"check [-c FILE]\tvalidate mcpflow.toml and show the resolved settings"}, cmdCheck},
+		{"init", []string{"init [--force] [--cli CMD] [DIR]\twrite a commented mcpflow.toml for the project in DIR"}, cmdInit},
+		{"status", []string{"status [--json] [-c FILE]\tshow the running instances: servers, builds, calls"}, cmdStatus},
+		{"rebuild", []string{"rebuild [NAME]\trebuild and restart a running instance's server"}, cmdRebuild},
+		{"logs", []string{"logs [-f]\tprint (and follow) a running instance's log"}, cmdLogs},
+		{"tools", []string{"tools [--json]\tlist the server's tools and their arguments"}, cmdTools},
+		{"call", []string{"call NAME [JSON]\tcall one tool with JSON arguments and print the result"}, cmdCall},
+		{"version", []string{"version\tprint the version"}, cmdVersion},
+		{"help", []string{"help [COMMAND]\tshow help, or COMMAND's"}, cmdHelp},
+		{guardCommand, nil, cmdGuard},
+	}
+}
 
-Run "mcpflow COMMAND -h" for a command's flags.
+// lookup is the subcommand named name; hidden ones only when hidden.
+func lookup(name string, hidden bool) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name && (hidden || c.lines != nil) {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// usage is mcpflow's usage: every listed subcommand, then the exit codes.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("mcpflow: hot reload for MCP servers.\n\nUsage:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+	for _, c := range commands() {
+		for _, l := range c.lines {
+			fmt.Fprintf(tw, "  mcpflow %s\n", l)
+		}
+	}
+	tw.Flush()
+	b.WriteString(`
+Every command takes -h (its help and flags) and --version.
 Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
-`
+`)
+	return b.String()
+}
 
+// run runs the command line args (without the program name) and returns
+// the exit code. Before a command, -h/--help is help and -v/--version is
+// version.
 func run(e env, args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprint(e.stderr, usage())
 		return exitUsage
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "watch":
-		return cmdWatch(e, rest)
-	case "check":
-		return cmdCheck(e, rest)
-	case "mux":
-		return cmdMux(e, rest)
-	case "init":
-		return cmdInit(e, rest)
-	case "status":
-		return cmdStatus(e, rest)
-	case "rebuild":
-		return cmdRebuild(e, rest)
-	case "logs":
-		return cmdLogs(e, rest)
-	case "tools":
-		return cmdTools(e, rest)
-	case "call":
-		return cmdCall(e, rest)
-	case guardCommand:
-		return cmdGuard(e, rest)
-	case "version", "--version", "-v":
-		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
-		return exitOK
-	case "help", "-h", "--help":
-		if len(rest) > 0 {
-			return run(e, []string{rest[0], "-h"})
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	case "-v", "-version", "--version":
+		name = "version"
+	}
+	c, ok := lookup(name, true)
+	if !ok {
+		if strings.HasPrefix(name, "-") {
+			fmt.Fprintf(e.stderr, "mcpflow: unknown flag %s (run \"mcpflow -h\" for the commands)\n", name)
+		} else {
+			fmt.Fprintf(e.stderr, "mcpflow: unknown command %q (run \"mcpflow -h\" for the commands)\n", name)
 		}
-		fmt.Fprint(e.stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(e.stderr, "mcpflow: unknown command %q\n\n%s", cmd, usage)
 		return exitUsage
 	}
+	return c.run(e, rest)
+}
+
+const versionUsage = `Usage:
+  mcpflow version
+
+Prints mcpflow's version: the module version of a release, else the
+commit it was built from.
+
+Flags:
+`
+
+func cmdVersion(e env, args []string) int {
+	fs := newFlagSet(e, "version", versionUsage)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return fs.misuse("takes no arguments, got %q", pos[0])
+	}
+	fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
+	return exitOK
+}
+
+const helpUsage = `Usage:
+  mcpflow help [COMMAND]
+
+Prints mcpflow's usage and its commands, or COMMAND's help (what
+"mcpflow COMMAND -h" prints).
+
+Flags:
+`
+
+// cmdHelp is "mcpflow help [COMMAND]": mcpflow's usage, or COMMAND's help
+// (what "mcpflow COMMAND -h" prints), on stdout.
+func cmdHelp(e env, args []string) int {
+	fs := newFlagSet(e, "help", helpUsage)
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
+	}
+	switch {
+	case len(pos) == 0 || len(pos) == 1 && pos[0] == "help":
+		fmt.Fprint(e.stdout, usage())
+		return exitOK
+	case len(pos) > 1:
+		return fs.misuse("one COMMAND at most, got %q", pos)
+	}
+	c, ok := lookup(pos[0], false)
+	if !ok {
+		return fs.misuse("unknown command %q", pos[0])
+	}
+	return c.run(e, []string{"-h"})
 }
 
 // buildVersion is set by the Makefile's -ldflags when the build has no
@@ -216,26 +296,74 @@ func isTerminal(r any) bool {
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
-// newFlagSet is a subcommand's flag set: errors and usage (the command's
-// usage text, then its flags) go to stderr.
-func newFlagSet(e env, name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage); fs.PrintDefaults() }
+// flagSet is a subcommand's flags: its own, plus --version (every command
+// takes it).
+type flagSet struct {
+	*flag.FlagSet
+	e       env
+	usage   string
+	version *bool
+}
+
+// newFlagSet is the flag set of the subcommand name, whose help (-h) is
+// usage then its flags.
+func newFlagSet(e env, name, usage string) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage}
+	// parseArgs says what went wrong, and prints the help on stdout when
+	// asked for: the flag package prints nothing.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.version = fs.Bool("version", false, "print mcpflow's version")
 	return fs
+}
+
+// misuse reports a usage error of fs's command on stderr, with where to
+// find its flags, and returns exitUsage.
+func (fs *flagSet) misuse(format string, a ...any) int {
+	fmt.Fprintf(fs.e.stderr, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
+	return exitUsage
 }
 
 // parseArgs parses a subcommand's args with fs (flags anywhere, see
 // parseFlags) and returns the positional arguments. When ok is false the
-// command ends with code: exitOK after -h, exitUsage for a bad flag (fs
-// has said why).
-func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
-	pos, err := parseFlags(fs, args)
+// command ends with code: exitOK after -h or --help (the command's help on
+// stdout) or --version (the version on stdout), exitUsage for a bad flag
+// (named on stderr).
+func parseArgs(fs *flagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseFlags(fs.FlagSet, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(fs.e.stdout)
+		fmt.Fprint(fs.e.stdout, fs.usage)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 		return nil, exitOK, false
 	case err != nil:
-		return nil, exitUsage, false
+		return nil, fs.misuse("%s", flagError(err, args)), false
+	case *fs.version:
+		fmt.Fprintf(fs.e.stdout, "mcpflow %s\n", version())
+		return nil, exitOK, false
 	}
 	return pos, exitOK, true
+}
+
+// flagError is the flag package's err in the user's words: an undefined
+// flag as typed ("unknown flag --nope").
+func flagError(err error, args []string) string {
+	const undefined = "flag provided but not defined: -"
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, undefined)
+	if !ok {
+		return msg
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		typed, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(typed, "-") && strings.TrimLeft(typed, "-") == name {
+			return "unknown flag " + typed
+		}
+	}
+	return "unknown flag -" + name
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,7 +66,7 @@ func cmdWatch(e env, args []string) int {
 // runFlags are the flags every serving command (watch, mux) takes.
 type runFlags struct{ logFile, logLevel, traffic, http *string }
 
-func addRunFlags(fs *flag.FlagSet) runFlags {
+func addRunFlags(fs *flagSet) runFlags {
 	return runFlags{
 		logFile:  fs.String("log-file", "", "also write the log to this file"),
 		logLevel: fs.String("log-level", "", "debug | info | warn | error (overrides log.level)"),

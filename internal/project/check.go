@@ -17,12 +17,15 @@ import (
 	"github.com/mcpflow/mcpflow/watcher"
 )
 
-// Scan is what check says of one server's watch: how many files its globs
-// match, and how long listing them took.
+// Scan is what check says of one server: how many files its watch globs
+// match and how long listing them took (when it watches), and where the
+// programs it runs are (on PATH, a file, what the build writes).
 type Scan struct {
-	Server string // "" or "servers.NAME: "
-	Files  int
-	Took   time.Duration
+	Server   string // "" or "servers.NAME: "
+	Watched  bool
+	Files    int
+	Took     time.Duration
+	Programs []string // "run.command .mcpflow/server: not built yet; the build writes it (go build -o .mcpflow/server .)"
 }
 
 // Check finds the setups of cfg that parse but will misbehave: each
@@ -34,14 +37,16 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 	var warnings []string
 	for _, v := range checkViews(cfg) {
 		var files []string
+		s := Scan{Server: v.prefix, Programs: programNotes(v)}
 		if v.cfg.Watch.Enabled {
 			start := time.Now()
 			var err error
 			if files, err = watcher.Scan(WatchConfig(v.cfg)); err != nil {
 				return scans, warnings, fmt.Errorf("%swatch: %w", v.prefix, err)
 			}
-			scans = append(scans, Scan{Server: v.prefix, Files: len(files), Took: time.Since(start)})
+			s.Watched, s.Files, s.Took = true, len(files), time.Since(start)
 		}
+		scans = append(scans, s)
 		for _, w := range checkWarningsAt(v, files) {
 			if !slices.Contains(warnings, w) { // a mux's servers share [log]
 				warnings = append(warnings, w)
@@ -116,8 +121,12 @@ func checkWarningsAt(v checkView, files []string) []string {
 		if len(files) == 0 {
 			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
 		}
+		// A file init watches may come later (go.sum, Cargo.lock, a
+		// pyproject.toml beside a lone server.py): only the others are
+		// likely typos.
+		expected := detectManifest(cfg.Dir).Include
 		for _, g := range cfg.Watch.Include {
-			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") {
+			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) {
 				add(fmt.Sprintf("watch.include %q matches no file", g))
 			}
 		}

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/pelletier/go-toml/v2"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -52,6 +55,28 @@ func commandWarnings(v checkView) []string {
 	return out
 }
 
+// programNotes say where the programs commandWarnings checks are, for
+// those it has no warning about.
+func programNotes(v checkView) []string {
+	cfg := v.cfg
+	var out []string
+	note := func(key, name, cwd string) {
+		if n, _ := programStatus(v, key, name, cwd); n != "" {
+			out = append(out, n)
+		}
+	}
+	switch {
+	case cfg.CLI != nil:
+		note("cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd)
+		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
+			note("cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd)
+		}
+	case !cfg.Run.Command.IsZero() && !cfg.Run.Command.Shell:
+		note("run.command", cfg.Run.Command.Argv[0], cfg.Run.Cwd)
+	}
+	return out
+}
+
 // cwdProblem warns when the working folder set by key does not exist (the
 // server could not start: every program would look missing) or is no
 // folder. A build may create it.
@@ -68,25 +93,177 @@ func cwdProblem(v checkView, key, dir string) string {
 	return v.at(key, "%s does not exist, so the server cannot start there (every program would look missing): fix %s, or create the folder", dir, key)
 }
 
-// programProblem warns when the program named by key cannot be found. A
-// program the build produces may legitimately be missing before the first
-// build.
+// programProblem warns when the program named by key cannot be found:
+// not on PATH, or a path that neither exists nor is what the build writes
+// (buildProducts: "run.command .mcpflow/ecoh" while the build writes
+// .mcpflow/echo). When the build's output cannot be told, a missing path
+// is only mentioned: the build may write it.
 func programProblem(v checkView, key, name, cwd string) string {
+	_, w := programStatus(v, key, name, cwd)
+	return w
+}
+
+// programStatus is programProblem's warning, or when there is none, a note
+// saying where the program is: on PATH, an existing file, or what the
+// build writes.
+func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	full := v.table + key
-	if strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator) {
-		p := AbsFrom(cwd, name)
-		if _, err := os.Stat(p); err != nil {
-			if !v.cfg.Build.Command.IsZero() {
-				return v.at(key, "%s %q does not exist yet (%s); fine if the build writes it", full, name, p)
-			}
-			return v.at(key, "%s %q not found (%s) and there is no build step to make it", full, name, p)
+	if !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, filepath.Separator) {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", v.at(key, "%s %q is not on PATH", full, name)
 		}
-		return ""
+		return fmt.Sprintf("%s %s: on PATH (%s)", full, name, p), ""
 	}
-	if _, err := exec.LookPath(name); err != nil {
-		return v.at(key, "%s %q is not on PATH", full, name)
+	p := AbsFrom(cwd, name)
+	if _, err := os.Stat(p); err == nil {
+		return fmt.Sprintf("%s %s: exists (%s)", full, name, p), ""
 	}
-	return ""
+	if v.cfg.Build.Command.IsZero() {
+		return "", v.at(key, "%s %q not found (%s) and there is no build step to make it", full, name, p)
+	}
+	products := buildProducts(v.cfg)
+	if len(products) == 0 {
+		return "", v.at(key, "%s %q does not exist yet (%s); fine if the build writes it", full, name, p)
+	}
+	var files, names []string
+	for _, o := range products {
+		if o.path == p || o.dir && strings.HasPrefix(p, o.path+string(filepath.Separator)) {
+			return fmt.Sprintf("%s %s: not built yet; the build writes it (%s)", full, name, o.how), ""
+		}
+		if !o.dir {
+			rel := o.path
+			if r, err := filepath.Rel(cwd, o.path); err == nil && !strings.HasPrefix(r, "..") {
+				rel = r
+			}
+			files = append(files, rel)
+			names = append(names, filepath.Base(o.path))
+		}
+	}
+	hint := ""
+	if s := config.Suggest(filepath.Base(p), names); s != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", files[slices.Index(names, s)])
+	}
+	writes := "writes"
+	if len(files) > 0 {
+		writes += " " + strings.Join(files, ", ")
+	} else {
+		for _, o := range products {
+			writes += " into " + o.path + string(filepath.Separator)
+			break
+		}
+	}
+	return "", v.at(key, "%s %q does not exist (%s) and the build does not write it: it %s (%s); fix %s or the build's output%s", full, name, p, writes, products[0].how, full, hint)
+}
+
+// product is a file or folder a build writes, and what says so.
+type product struct {
+	path string // absolute
+	dir  bool
+	how  string
+}
+
+// buildProducts are what cfg's build writes, as far as its command
+// tells: go build -o FILE, cargo build (target/debug/NAME for each binary
+// of Cargo.toml; target/release with --release), tsc (tsconfig.json's
+// outDir), and other tools' -o, --outdir or --outfile. nil when it cannot
+// tell (make, a script).
+func buildProducts(cfg *config.Config) []product {
+	var out []product
+	add := func(p string, dir bool, how string) {
+		out = append(out, product{path: AbsFrom(cfg.Dir, p), dir: dir, how: how})
+	}
+	for _, words := range commandWords(cfg.Build.Command) {
+		if len(words) == 0 {
+			continue
+		}
+		line := strings.Join(words, " ")
+		prog := path.Base(filepath.ToSlash(words[0]))
+		if prog == "cargo" && slices.Contains(words, "build") {
+			dir, profile := "target", "debug"
+			for i, w := range words {
+				name, val, attached := strings.Cut(w, "=")
+				if !attached && i+1 < len(words) {
+					val = words[i+1]
+				}
+				switch {
+				case w == "--release" || w == "-r":
+					profile = "release"
+				case name == "--profile" && val != "dev":
+					profile = val
+				case name == "--target-dir":
+					dir = val
+				}
+			}
+			for _, b := range cargoBins(cfg.Dir) {
+				add(filepath.Join(dir, profile, b), false, line)
+			}
+			continue
+		}
+		if hasWord(line, "tsc") || runsTSCScript(cfg.Dir, line) {
+			for _, d := range projectOutputs(cfg.Dir) {
+				out = append(out, product{path: d, dir: true, how: line + " (tsconfig.json outDir)"})
+			}
+		}
+		for i, w := range words {
+			name, val, attached := strings.Cut(w, "=")
+			if !attached && i+1 < len(words) {
+				val = words[i+1]
+			}
+			if val == "" {
+				continue
+			}
+			switch name {
+			case "-o", "--outfile", "--out-file":
+				st, err := os.Stat(AbsFrom(cfg.Dir, val))
+				add(val, strings.HasSuffix(val, "/") || err == nil && st.IsDir(), line)
+			case "--outdir", "--out-dir", "--outDir":
+				add(val, true, line)
+			}
+		}
+	}
+	return out
+}
+
+// runsTSCScript reports whether line runs a package.json script (npm run
+// NAME, pnpm NAME, yarn NAME) that runs tsc.
+func runsTSCScript(dir, line string) bool {
+	var m packageJSON
+	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
+	_ = json.Unmarshal(b, &m)
+	for name, script := range m.Scripts {
+		if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
+			return true
+		}
+	}
+	return false
+}
+
+// cargoBins are the binaries of the Cargo package in dir: its [[bin]]
+// tables' names, else the package's name.
+func cargoBins(dir string) []string {
+	var m struct {
+		Package struct {
+			Name string `toml:"name"`
+		} `toml:"package"`
+		Bin []struct {
+			Name string `toml:"name"`
+		} `toml:"bin"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
+	if err != nil || toml.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, b := range m.Bin {
+		if b.Name != "" {
+			out = append(out, b.Name)
+		}
+	}
+	if len(out) == 0 && m.Package.Name != "" {
+		out = append(out, m.Package.Name)
+	}
+	return out
 }
 
 // scriptProblem warns when argv gives an interpreter (python3, ruby, bash,

@@ -82,6 +82,8 @@ func projectKind(dir string) string {
 	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
 		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
 		return "python"
+	case loneNode(dir):
+		return "node"
 	}
 	return ""
 }
@@ -99,6 +101,8 @@ func detectManifest(dir string) Project {
 	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
 		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
 		return detectPython(dir)
+	case loneNode(dir):
+		return detectNode(dir)
 	}
 	return Project{
 		Name:    filepath.Base(dir),
@@ -107,6 +111,18 @@ func detectManifest(dir string) Project {
 		Exclude: []string{},
 		Notes:   []string{"No go.mod, Cargo.toml, package.json or pyproject.toml found: set run.command (and build.command) yourself."},
 	}
+}
+
+// loneNode reports a JavaScript server without a package.json: a
+// server.js or index.js (.mjs too), run with node as a lone server.py is
+// with python3.
+func loneNode(dir string) bool {
+	for _, f := range []string{"server.js", "index.js", "server.mjs", "index.mjs"} {
+		if exists(dir, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func exists(dir, name string) bool {
@@ -189,19 +205,9 @@ func isGoMain(dir string) bool {
 }
 
 func detectRust(dir string) Project {
-	var m struct {
-		Package struct {
-			Name string `toml:"name"`
-		} `toml:"package"`
-		Bin []struct {
-			Name string `toml:"name"`
-		} `toml:"bin"`
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
-	_ = toml.Unmarshal(b, &m)
-	name := m.Package.Name
-	if len(m.Bin) > 0 && m.Bin[0].Name != "" {
-		name = m.Bin[0].Name
+	name := ""
+	if bins := cargoBins(dir); len(bins) > 0 {
+		name = bins[0]
 	}
 	p := Project{
 		Kind:    "rust",

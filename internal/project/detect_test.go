@@ -130,7 +130,7 @@ const testExe = "/opt/mcpflow/bin/mcpflow"
 // what it tells the user; the generated config must load.
 func runInit(t *testing.T, dir string) (string, *config.Config) {
 	t.Helper()
-	out, err := Init(dir, "", testExe)
+	out, err := Init(dir, "", LauncherFor(testExe, ""))
 	if err != nil {
 		t.Fatalf("init: %v", err)
 	}

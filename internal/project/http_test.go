@@ -180,7 +180,7 @@ func TestInitHTTPSnippet(t *testing.T) {
 	testkit.WriteFiles(t, dir, map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig})
 	out, _ := runInit(t, dir)
 	cfg := filepath.Join(dir, "mcpflow.toml")
-	if got, want := snippetLine(t, out, "npx -y mcpflow watch --http"), "npx -y mcpflow watch --http 127.0.0.1:8931 -c "+shellQuote(cfg); got != want {
+	if got, want := snippetLine(t, out, testExe+" watch --http"), testExe+" watch --http 127.0.0.1:8931 -c "+shellQuote(cfg); got != want {
 		t.Errorf("watch line %q, want %q", got, want)
 	}
 	if got := snippetLine(t, out, "then: claude mcp add --transport http"); got != "then: claude mcp add --transport http notes-server http://127.0.0.1:8931/mcp" {

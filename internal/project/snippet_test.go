@@ -3,16 +3,17 @@ package project
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
-// TestInitSnippet: the client snippet init prints starts mcpflow the way
-// that fits the project (npx for TypeScript and JavaScript, uvx for
-// Python, this binary's absolute path otherwise), in JSON that parses, and
-// says how to use mcpflow from PATH instead.
+// TestInitSnippet: the client snippet init prints starts this mcpflow
+// binary by its absolute path, whatever the project's language (npx and
+// uvx work only once the packages are published), in JSON that parses,
+// and says how to use mcpflow from PATH instead.
 func TestInitSnippet(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -21,9 +22,9 @@ func TestInitSnippet(t *testing.T) {
 		command string
 		args    []string
 	}{
-		{"typescript", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig}, "npx", []string{"-y", "mcpflow"}},
-		{"javascript", map[string]string{"package.json": `{"name": "notes", "main": "index.js"}`, "index.js": "\n"}, "npx", []string{"-y", "mcpflow"}},
-		{"python", map[string]string{"pyproject.toml": "[project]\nname = \"notes\"\nversion = \"0.1.0\"\n", "server.py": "\n"}, "uvx", []string{"mcpflow"}},
+		{"typescript", map[string]string{"package.json": testkit.NPMInitPackage(""), "tsconfig.json": testkit.TSCInitConfig}, testExe, nil},
+		{"javascript", map[string]string{"package.json": `{"name": "notes", "main": "index.js"}`, "index.js": "\n"}, testExe, nil},
+		{"python", map[string]string{"pyproject.toml": "[project]\nname = \"notes\"\nversion = \"0.1.0\"\n", "server.py": "\n"}, testExe, nil},
 		{"go", map[string]string{"go.mod": "module example.com/notes\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"}, testExe, nil},
 	}
 	for _, c := range cases {
@@ -89,24 +90,27 @@ func snippetLine(t *testing.T, out, prefix string) string {
 	return ""
 }
 
-// TestLauncherFor: the form follows the project, and a binary that npx or
-// uvx unpacked into a cache is named by their form, not its path.
+// TestLauncherFor: the running binary's path, whatever the project; a
+// binary that npx or uvx unpacked into a cache is named by their form, one
+// go run built by go run from its clone.
 func TestLauncherFor(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ kind, exe, command string }{
-		{"typescript", "/usr/local/bin/mcpflow", "npx"},
-		{"node", "/usr/local/bin/mcpflow", "npx"},
-		{"python", "/usr/local/bin/mcpflow", "uvx"},
-		{"go", "/usr/local/bin/mcpflow", "/usr/local/bin/mcpflow"},
-		{"rust", "/home/me/.local/bin/mcpflow", "/home/me/.local/bin/mcpflow"},
-		{"", "/home/me/.npm/_npx/1a2b/node_modules/@mcpflow/linux-x64/bin/mcpflow", "npx"},
-		{"go", "/home/me/.cache/uv/archive-v0/x/lib/python3.12/site-packages/mcpflow/bin/mcpflow", "uvx"},
-		{"go", `C:\Users\me\AppData\Local\npm-cache\_npx\1a2b\node_modules\@mcpflow\win32-x64\bin\mcpflow.exe`, "npx"},
-		{"go", "", "mcpflow"},
+	cases := []struct {
+		exe, clone, command string
+		args                []string
+	}{
+		{"/usr/local/bin/mcpflow", "", "/usr/local/bin/mcpflow", nil},
+		{"/home/me/.local/bin/mcpflow", "/home/me/src/mcpflow", "/home/me/.local/bin/mcpflow", nil},
+		{"/home/me/.npm/_npx/1a2b/node_modules/@mcpflow/linux-x64/bin/mcpflow", "", "npx", []string{"-y", "mcpflow"}},
+		{"/home/me/.cache/uv/archive-v0/x/lib/python3.12/site-packages/mcpflow/bin/mcpflow", "", "uvx", []string{"mcpflow"}},
+		{`C:\Users\me\AppData\Local\npm-cache\_npx\1a2b\node_modules\@mcpflow\win32-x64\bin\mcpflow.exe`, "", "npx", []string{"-y", "mcpflow"}},
+		{"/tmp/go-build3012/b001/exe/mcpflow", "/home/me/src/mcpflow", "go", []string{"run", "-C", "/home/me/src/mcpflow", "./cmd/mcpflow"}},
+		{"/tmp/go-build3012/b001/exe/mcpflow", "", "mcpflow", nil},
+		{"", "", "mcpflow", nil},
 	}
 	for _, c := range cases {
-		if l := LauncherFor(c.kind, c.exe); l.command != c.command {
-			t.Errorf("LauncherFor(%q, %q) = %q, want %q", c.kind, c.exe, l.command, c.command)
+		if l := LauncherFor(c.exe, c.clone); l.command != c.command || !slices.Equal(l.args, c.args) {
+			t.Errorf("LauncherFor(%q, %q) = %q %q, want %q %q", c.exe, c.clone, l.command, l.args, c.command, c.args)
 		}
 	}
 }

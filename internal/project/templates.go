@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,8 +25,8 @@ var ErrUsage = errors.New("usage")
 // with cliSchema, serving that CLI (its schema command line), and
 // dir/.mcpflow/.gitignore, then returns what to tell the user: what it
 // found, why, what to check, and how to start a client through mcpflow
-// (exe: the running binary, for the client snippet).
-func Init(dir, cliSchema, exe string) (string, error) {
+// (l, in the client snippet).
+func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
 	text := RenderConfig(p)
@@ -71,7 +72,7 @@ func Init(dir, cliSchema, exe string) (string, error) {
 	for _, n := range p.Advice {
 		fmt.Fprintf(&b, "Note: %s\n", n)
 	}
-	fmt.Fprintf(&b, "\n%s", ClientSnippet(p.Name, path, LauncherFor(p.Kind, exe)))
+	fmt.Fprintf(&b, "\n%s", ClientSnippet(p.Name, path, l))
 	return b.String(), nil
 }
 
@@ -226,28 +227,33 @@ type Launcher struct {
 	note    string
 }
 
-// LauncherFor picks the form that fits a project of kind: npx (the npm
-// package) for TypeScript and JavaScript, uvx (the PyPI package) for
-// Python, else exe, the absolute path of the running binary. An exe that
-// npx or uvx unpacked into their cache gets their form too: a cache is no
-// place to point a client at.
-func LauncherFor(kind, exe string) Launcher {
-	npx := Launcher{"npx", []string{"-y", "mcpflow"}, "npx fetches mcpflow from npm and runs it."}
-	uvx := Launcher{"uvx", []string{"mcpflow"}, "uvx fetches mcpflow from PyPI and runs it."}
+// LauncherFor is how a client starts the mcpflow at exe, the running
+// binary (absolute, links resolved; "" when unknown): exe itself, a form
+// that works today. A binary that npx or uvx unpacked into their cache gets
+// their form (a cache is no place to point a client at, and the package it
+// came from is published). A binary that go run built into a temporary
+// folder gets go run from clone, the repository it was built from ("" when
+// unknown: then mcpflow from PATH).
+func LauncherFor(exe, clone string) Launcher {
 	slashed := strings.ReplaceAll(exe, `\`, "/") // a Windows path too, on any host
 	switch {
-	case kind == "typescript" || kind == "node":
-		return npx
-	case kind == "python":
-		return uvx
 	case strings.Contains(slashed, "/node_modules/"):
-		return npx
+		return Launcher{"npx", []string{"-y", "mcpflow"}, "npx fetches mcpflow from npm and runs it."}
 	case strings.Contains(slashed, "/site-packages/"):
-		return uvx
-	case exe == "":
-		return Launcher{"mcpflow", nil, "mcpflow must be on the client's PATH (or give its absolute path as the command)."}
+		return Launcher{"uvx", []string{"mcpflow"}, "uvx fetches mcpflow from PyPI and runs it."}
+	case goRunBinary(slashed) && clone != "":
+		return Launcher{"go", []string{"run", "-C", clone, "./cmd/mcpflow"},
+			"go run builds mcpflow from the clone at " + clone + " when the client starts it; `make install` there puts a binary on PATH instead."}
+	case goRunBinary(slashed), exe == "":
+		return Launcher{"mcpflow", nil, "mcpflow must be on the client's PATH (`make install` in a clone puts it there), or give its absolute path as the command."}
 	}
-	return Launcher{exe, nil, "The command is this mcpflow binary."}
+	return Launcher{exe, nil, "The command is this mcpflow binary, " + exe + "."}
+}
+
+// goRunBinary reports whether the slash path exe is a binary go run built:
+// $GOTMPDIR/go-buildN/bN/exe/NAME, removed when go run ends.
+func goRunBinary(exe string) bool {
+	return strings.Contains(exe, "/go-build") && path.Base(path.Dir(exe)) == "exe"
 }
 
 // ClientSnippet tells the user how to point their client at mcpflow,

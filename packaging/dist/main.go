@@ -34,6 +34,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -165,19 +166,32 @@ func run(root, out, version string, host bool) error {
 	defer os.RemoveAll(tmp)
 	fmt.Fprintf(os.Stderr, "dist: mcpflow %s (npm %s, PyPI %s), files dated %s\n", r.version, r.npmVer, r.pyVer, r.mtime.Format(time.RFC3339))
 
-	// One platform at a time per core: a build is mostly one link and
-	// the compression one core.
+	// Builds run one per core (go build compiles in parallel too, but a
+	// link is one core); each platform's packing (three compressions, one
+	// core each) runs beside the next builds.
+	names := make([]string, len(todo))
+	for i, t := range todo {
+		names[i] = t.goos + "/" + t.goarch
+	}
+	fmt.Fprintf(os.Stderr, "dist: building %s, %d at a time; for each: archive, npm package, wheel\n", strings.Join(names, ", "), runtime.NumCPU())
 	errs := make([]error, len(todo))
 	sem := make(chan struct{}, runtime.NumCPU())
 	var wg sync.WaitGroup
 	for i, t := range todo {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = r.platform(t, tmp)
-		}()
+			start := time.Now()
+			data, err := r.build(t, tmp)
+			<-sem
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			built := time.Since(start)
+			errs[i] = r.pack(t, data)
+			fmt.Fprintf(os.Stderr, "dist: %s/%s: %.1f MB binary, built in %.1fs, packed in %.1fs\n",
+				t.goos, t.goarch, float64(len(data))/1e6, built.Seconds(), (time.Since(start) - built).Seconds())
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -195,9 +209,8 @@ func run(root, out, version string, host bool) error {
 	return nil
 }
 
-// platform builds t's binary and writes its archive, npm package and wheel.
-func (r *release) platform(t target, tmp string) error {
-	start := time.Now()
+// build cross-builds t's binary and returns it.
+func (r *release) build(t target, tmp string) ([]byte, error) {
 	bin := filepath.Join(tmp, t.goos+"_"+t.goarch, t.exe())
 	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false",
 		"-ldflags", "-s -w -X main.buildVersion="+r.version, "-o", bin, "./cmd/mcpflow")
@@ -206,25 +219,21 @@ func (r *release) platform(t target, tmp string) error {
 	cmd.Env = append(os.Environ(), "GOOS="+t.goos, "GOARCH="+t.goarch, "CGO_ENABLED=0",
 		"GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s/%s: %v\n%s", t.goos, t.goarch, err, out)
+		return nil, fmt.Errorf("building %s/%s: %v\n%s", t.goos, t.goarch, err, out)
 	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return err
+	return os.ReadFile(bin)
+}
+
+// pack writes t's archive, npm package and wheel of data, its binary, at
+// once.
+func (r *release) pack(t target, data []byte) error {
+	var errs [3]error
+	var wg sync.WaitGroup
+	for i, f := range []func(target, []byte) error{r.archive, r.npmPlatform, r.wheel} {
+		wg.Go(func() { errs[i] = f(t, data) })
 	}
-	built := time.Since(start)
-	if err := r.archive(t, data); err != nil {
-		return err
-	}
-	if err := r.npmPlatform(t, data); err != nil {
-		return err
-	}
-	if err := r.wheel(t, data); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "dist: %s/%s: %.1f MB binary, built in %.1fs, packed in %.1fs\n",
-		t.goos, t.goarch, float64(len(data))/1e6, built.Seconds(), (time.Since(start) - built).Seconds())
-	return nil
+	wg.Wait()
+	return errors.Join(errs[:]...)
 }
 
 // gitVersion is the v* tag at HEAD (with -dirty for uncommitted changes),

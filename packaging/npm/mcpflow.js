@@ -36,10 +36,19 @@ function binaryPath() {
   try {
     dir = path.dirname(require.resolve(`${name}/package.json`));
   } catch {
+    // A development build (make dist on an untagged commit: 0.0.0-dev.HASH)
+    // was never published: its platform package is the tarball make dist
+    // wrote beside this package's. A release publishes every platform
+    // package with this one.
+    const install = pkg.version.includes("-dev.")
+      ? `No ${name} is published on npm for this development build (${pkg.version}): install the\n` +
+        "tarball make dist wrote beside this package's, from the clone:\n" +
+        `  npm install dist/npm/${name.slice(1).replace("/", "-")}-${pkg.version}.tgz`
+      : "Install it:\n" +
+        `  npm install ${name}@${pkg.version}`;
     fail(`the package ${name}, which holds the binary for this platform, is not installed.\n` +
       "npm leaves it out when optional dependencies are omitted (--omit=optional, --no-optional)\n" +
-      "or when the lockfile was written on another platform. Install it:\n" +
-      `  npm install ${name}@${pkg.version}`);
+      "or when the lockfile was written on another platform. " + install);
   }
   return path.join(dir, "bin", process.platform === "win32" ? "mcpflow.exe" : "mcpflow");
 }
