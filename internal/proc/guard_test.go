@@ -3,7 +3,10 @@
 package proc
 
 import (
+	"bufio"
+	"context"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +70,7 @@ func startTestGuard(t *testing.T) (stop func(), pid int) {
 // pid; the leader is waited in the background.
 func startGroup(t *testing.T, script string) int {
 	t.Helper()
-	cmd := shell(script)
+	cmd := shell(context.Background(), script)
 	g, err := Start(cmd)
 	if err != nil {
 		t.Fatal(err)
@@ -98,21 +101,19 @@ func TestGuardKillsGroups(t *testing.T) {
 	running := startGroup(t, "sleep 60 & wait")
 	orphaned := startGroup(t, "sleep 60 & exec sleep 0.3")
 	// A child in this process's group, and a grandchild leading a group
-	// (and session) of its own: neither is the guard's to kill.
-	plain := exec.Command("sleep", "60")
+	// (and session) of its own: neither is the guard's to kill. Each ends
+	// by itself once its stdin ends, the grandchild saying so: a signal
+	// would have ended it at once.
+	plain := exec.Command("cat")
+	plainIn, err := plain.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := plain.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plain.Process.Kill(); _ = plain.Wait() })
-	out, err := exec.Command("sh", "-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("%q", out)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(other, syscall.SIGKILL) })
+	otherIn, otherOut := startOther(t)
 	// The second group's leader lives long enough for the guard to see it
 	// among its parent's children, then leaves its sleep behind.
 	eventually(t, "the second group's leader did not exit", func() bool {
@@ -128,13 +129,46 @@ func TestGuardKillsGroups(t *testing.T) {
 	if syscall.Kill(guard, 0) == nil {
 		t.Fatal("the guard is still there after stop")
 	}
-	time.Sleep(100 * time.Millisecond)
-	if syscall.Kill(plain.Process.Pid, 0) != nil {
-		t.Error("the guard killed a child in its parent's own group")
+	plainIn.Close()
+	if err := plain.Wait(); err != nil {
+		t.Errorf("the guard killed a child in its parent's own group: %v", err)
 	}
-	if syscall.Kill(other, 0) != nil {
-		t.Error("the guard killed a group its parent's child did not lead")
+	otherIn.Close()
+	if line, err := otherOut.ReadString('\n'); line != "eof\n" {
+		t.Errorf("the guard killed a group its parent's child did not lead: %q %v", line, err)
 	}
+}
+
+// startOther starts a grandchild of this process that leads a session and
+// group of its own and says "eof" once its stdin ends; it returns the
+// grandchild's stdin and stdout.
+func startOther(t *testing.T) (io.Closer, *bufio.Reader) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inW.Close(); outR.Close() })
+	sh := exec.Command("sh", "-c", "setsid sh -c 'cat; echo eof' & echo $!")
+	sh.Stdin, sh.Stdout = inR, outW
+	err = sh.Run()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(outR)
+	line, _ := out.ReadString('\n')
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("%q", line)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return inW, out
 }
 
 // TestGuardNotOurParent: a guard whose given parent is not its parent

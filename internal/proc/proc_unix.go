@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"syscall"
@@ -41,11 +42,11 @@ func GroupAlive(pid int) bool {
 }
 
 // shell returns "sh -c script" with args as $1, $2, ...
-func shell(script string, args ...string) *exec.Cmd {
+func shell(ctx context.Context, script string, args ...string) *exec.Cmd {
 	argv := []string{"-c", script}
 	if len(args) > 0 {
 		argv = append(argv, "sh")
 		argv = append(argv, args...)
 	}
-	return exec.Command("sh", argv...)
+	return exec.CommandContext(ctx, "sh", argv...)
 }

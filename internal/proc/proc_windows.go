@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -78,9 +79,9 @@ func GroupAlive(int) bool { return false }
 
 // shell returns cmd /S /C "script args..." with the line passed verbatim
 // (cmd.exe parses its command line itself).
-func shell(script string, args ...string) *exec.Cmd {
+func shell(ctx context.Context, script string, args ...string) *exec.Cmd {
 	line := strings.Join(append([]string{script}, args...), " ")
-	cmd := exec.Command("cmd.exe")
+	cmd := exec.CommandContext(ctx, "cmd.exe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{CmdLine: `cmd.exe /S /C "` + line + `"`}
 	return cmd
 }
