@@ -134,18 +134,22 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 }
 
 func (g *Group) start() error {
-	prepare(g.cmd)
-	if err := g.cmd.Start(); err != nil {
-		return err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.sys = attach(g.cmd)
+	sys, err := startGroup(g.cmd)
+	if err != nil {
+		return err
+	}
+	g.sys = sys
 	return nil
 }
 
 // Pid is the leader's process id.
 func (g *Group) Pid() int { return g.cmd.Process.Pid }
+
+// ID is the group's id: on Unix its sentinel's pid, what kill(-ID)
+// reaches; on Windows the leader's pid.
+func (g *Group) ID() int { return g.sys.id() }
 
 // terminate asks every process of the group to stop (SIGTERM on Unix; on
 // Windows, where console programs have no such request, it kills them).
@@ -154,7 +158,7 @@ func (g *Group) terminate() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.released {
-		g.sys.terminate(g.Pid())
+		g.sys.terminate()
 	}
 }
 
@@ -165,7 +169,7 @@ func (g *Group) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.released {
-		g.sys.kill(g.Pid())
+		g.sys.kill()
 	}
 }
 

@@ -128,7 +128,7 @@ func TestCancelKillsTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the grandchild's end", func() bool { return !testkit.Alive(grandchild) })
-	gone(t, c.Process.Pid)
+	gone(t, c.group.ID())
 }
 
 // A command that exited while a process it left in its group holds its
@@ -146,7 +146,7 @@ func TestWaitClosesHeldPipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the grandchild's end", func() bool { return !testkit.Alive(grandchild) })
-	gone(t, c.Process.Pid)
+	gone(t, c.group.ID())
 }
 
 // A command whose start fails is over at once.
@@ -269,7 +269,7 @@ func TestGroupStopKillsGrandchildren(t *testing.T) {
 	go func() { _ = cmd.Wait(); close(done) }()
 	<-out.ready
 	g.Stop(nil, done, 200*time.Millisecond)
-	gone(t, g.Pid())
+	gone(t, g.ID())
 }
 
 func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
@@ -281,11 +281,11 @@ func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if !GroupAlive(g.Pid()) {
+	if !GroupAlive(g.ID()) {
 		t.Fatal("the orphaned sleep should still be in the group")
 	}
 	g.Release()
-	gone(t, g.Pid())
+	gone(t, g.ID())
 }
 
 func TestShellPositionalArgs(t *testing.T) {
@@ -322,7 +322,7 @@ func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Release()
-	g.cmd.Process.Pid = other.Pid()
+	g.sys.pgid = other.ID()
 	g.terminate()
 	g.Kill()
 	g.Release()
