@@ -24,10 +24,9 @@ type buildOutcome struct {
 }
 
 // build runs the build command once and waits for it. When ctx is done, or
-// Config.Timeout passes, the build's process group is stopped with
-// proc.Group.Stop: SIGTERM, up to killGrace to exit and close its output,
-// then SIGKILL. Whatever the build left running in its group is killed
-// once it exited.
+// Config.Timeout passes, the build's process group gets SIGTERM, and
+// killGrace later SIGKILL and its output closed (proc.Command). Whatever
+// the build left running in its group is killed once it exited.
 func (b *Builder) build(parent context.Context) buildOutcome {
 	ctx := parent
 	if b.cfg.Timeout > 0 {
@@ -37,33 +36,15 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 	}
 	// The first half of the budget and the last half.
 	out := tail.New(b.cfg.MaxOutput/2, b.cfg.MaxOutput-b.cfg.MaxOutput/2, nil)
-	cmd := proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}.Cmd()
-	cmd.Stdin = nil // the null device
+	cmd := proc.Command(ctx, proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}, killGrace)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	// WaitDelay bounds how long Wait waits for output pipes held open by
-	// processes the build started outside its group.
-	cmd.WaitDelay = killGrace
-
 	start := time.Now()
-	g, err := proc.Start(cmd)
-	if err != nil {
-		return buildOutcome{err: err, duration: time.Since(start)}
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-ctx.Done():
-		g.Stop(nil, exited, killGrace)
-	}
-	<-exited
-	g.Release()
-	res := buildOutcome{started: true, err: waitErr, duration: time.Since(start), output: out.String()}
+	err := cmd.Run()
+	res := buildOutcome{started: cmd.ProcessState != nil, err: err, duration: time.Since(start), output: out.String()}
 	switch {
-	case waitErr == nil:
-	case errors.Is(waitErr, exec.ErrWaitDelay) && ctx.Err() == nil:
+	case err == nil || !res.started:
+	case errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil:
 		// Exit status 0, but something the build started kept its output
 		// open. The build itself succeeded.
 		b.log.Warn("the build left processes running that kept its output open; ignoring them", "command", b.cmdline)

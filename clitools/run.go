@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,8 @@ import (
 )
 
 // killGrace is how long a call's process group has, after SIGTERM, before
-// SIGKILL when the call is cut short.
+// SIGKILL when the call is cut short, and how long output pipes held open
+// by what the call left behind are read after it exited.
 const killGrace = 200 * time.Millisecond
 
 // stderrTail is how much of a call's stderr a failed call reports.
@@ -51,82 +53,65 @@ type runSpec struct {
 }
 
 // run runs one process in its own process group and reaps the whole group
-// before returning.
+// before returning. A timeout, too much output, ctx's end or shutdown cuts
+// it short: its group is stopped (proc.Command) and outcome.err says why.
 func run(ctx context.Context, s runSpec) outcome {
-	start := time.Now()
+	ctx, cutShort := context.WithCancelCause(ctx)
+	defer cutShort(nil)
+	if s.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+		defer cancel()
+	}
+	go func() {
+		select {
+		case <-s.shutdown:
+			cutShort(errShutdown)
+		case <-ctx.Done():
+		}
+	}()
 	o := outcome{argv: s.argv, exitCode: -1}
-	cmd := proc.Spec{Argv: s.argv, Dir: s.dir, Env: s.env}.Cmd()
+	cmd := proc.Command(ctx, proc.Spec{Argv: s.argv, Dir: s.dir, Env: s.env}, killGrace)
 	if s.stdin != nil {
 		cmd.Stdin = bytes.NewReader(s.stdin)
 	}
-	overflow := make(chan struct{})
-	stdout := &capWriter{max: s.maxOutput, over: overflow}
+	stdout := &capWriter{max: s.maxOutput, over: func() { cutShort(errOverflow) }}
 	stderr := tail.New(0, stderrTail, s.onStderr)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.WaitDelay = time.Second
-	g, err := proc.Start(cmd)
-	if err != nil {
-		o.err = err
-		o.duration = time.Since(start)
-		return o
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	var timer <-chan time.Time
-	if s.timeout > 0 {
-		t := time.NewTimer(s.timeout)
-		defer t.Stop()
-		timer = t.C
-	}
-	select {
-	case <-done:
-	case <-timer:
-		o.err = errTimeout
-	case <-overflow:
-		o.err = errOverflow
-	case <-ctx.Done():
-		o.err = ctx.Err()
-	case <-s.shutdown:
-		o.err = errShutdown
-	}
-	if o.err != nil {
-		g.Stop(nil, done, killGrace)
-	}
-	<-done
-	g.Release()
+	start := time.Now()
+	err := cmd.Run()
 	o.duration = time.Since(start)
 	o.stdout = stdout.bytes()
 	stderr.Flush()
 	o.stderr = strings.ToValidUTF8(stderr.String(), "\uFFFD")
-	if o.err == nil {
-		var ee *exec.ExitError
-		switch {
-		case waitErr == nil:
-			o.exitCode = 0
-		case errors.As(waitErr, &ee) && ee.Exited():
-			o.exitCode = ee.ExitCode()
-		case errors.As(waitErr, &ee):
-			o.err = fmt.Errorf("the process ended by %v", ee)
-		case errors.Is(waitErr, exec.ErrWaitDelay):
-			o.exitCode = cmd.ProcessState.ExitCode()
-		default:
-			o.err = waitErr
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		o.err = ctx.Err() // the caller's ctx ended
+		if cause := context.Cause(ctx); slices.Contains([]error{errTimeout, errOverflow, errShutdown}, cause) {
+			o.err = cause
 		}
-		if stdout.overflowed() {
-			o.err = errOverflow
-		}
+	case cmd.ProcessState == nil: // it did not start
+		o.err = err
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		o.exitCode = cmd.ProcessState.ExitCode()
+	case errors.As(err, &ee) && ee.Exited():
+		o.exitCode = ee.ExitCode()
+	case errors.As(err, &ee):
+		o.err = fmt.Errorf("the process ended by %v", ee)
+	default:
+		o.err = err
 	}
 	return o
 }
 
-// capWriter keeps up to max bytes and reports going over once.
+// capWriter keeps up to max bytes and calls over once on going over.
 type capWriter struct {
 	mu   sync.Mutex
 	max  int64
 	buf  bytes.Buffer
-	over chan struct{}
+	over func()
 	done bool
 }
 
@@ -139,13 +124,11 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if w.max > 0 && int64(w.buf.Len()+len(p)) > w.max {
 		w.buf.Write(p[:w.max-int64(w.buf.Len())])
 		w.done = true
-		close(w.over)
+		w.over()
 		return 0, errOverflow
 	}
 	return w.buf.Write(p)
 }
-
-func (w *capWriter) overflowed() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.done }
 
 func (w *capWriter) bytes() []byte {
 	w.mu.Lock()

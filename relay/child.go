@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,11 +24,10 @@ import (
 // its link and the goroutines that serve them; done is closed once the
 // process was waited, its group killed and its link and output ended.
 type child struct {
-	gen   int
-	pid   int
-	cmd   *exec.Cmd
-	group *proc.Group
-	tail  *tail.Buffer
+	gen  int
+	pid  int
+	cmd  *proc.Cmd
+	tail *tail.Buffer
 
 	link         Link             // how its messages travel
 	traffic      func(msg []byte) // Config.Traffic for what is sent to it; nil = none
@@ -111,11 +109,10 @@ func (r receiver) Junk(line []byte, badJSON bool)  { r.peer.childJunk(r.c, line,
 // the next generation, started while the current one drains (see
 // Overlapper), or just started by startChild.
 type launched struct {
-	cmd   *exec.Cmd
-	group *proc.Group
-	link  Link
-	logs  io.ReadCloser
-	at    time.Time
+	cmd  *proc.Cmd
+	link Link
+	logs io.ReadCloser
+	at   time.Time
 }
 
 // errAborted is what a launched process's link is started with when the
@@ -136,28 +133,27 @@ func launch(spec childSpec) (*launched, error) {
 	if spec.shell {
 		argv = argv[:1] // the script; Config.Command has no positional arguments
 	}
-	cmd := proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}.Cmd()
+	// Stop cancels the command: SIGTERM, and SIGKILL StopTimeout later.
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: spec.shell, Dir: spec.dir, Env: spec.env}, spec.grace)
 	link := spec.newLink()
-	logs, err := link.Attach(cmd)
+	logs, err := link.Attach(cmd.Cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
-	group, err := proc.Start(cmd)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		link.Start(err, nil)
 		logs.Close()
 		return nil, fmt.Errorf("start %s: %w", describeCommand(spec), err)
 	}
-	return &launched{cmd: cmd, group: group, link: link, logs: logs, at: time.Now()}, nil
+	return &launched{cmd: cmd, link: link, logs: logs, at: time.Now()}, nil
 }
 
 // abort stops a launched process that never became a child: its whole
 // group, at once.
 func (l *launched) abort() {
 	l.link.Start(errAborted, nil)
-	l.group.Kill()
+	l.cmd.Kill()
 	_ = l.cmd.Wait()
-	l.group.Release()
 	l.logs.Close()
 }
 
@@ -178,7 +174,6 @@ func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
 		gen:      gen,
 		pid:      cmd.Process.Pid,
 		cmd:      cmd,
-		group:    l.group,
 		link:     l.link,
 		tail:     tail.New(0, 64<<10, nil),
 		started:  l.at,
@@ -191,25 +186,21 @@ func adopt(l *launched, spec childSpec, gen int, peer childPeer) *child {
 	}
 	c.link.Start(nil, receiver{c, peer})
 
-	waited := make(chan struct{}) // closed once the process was waited
 	logsDone := make(chan struct{})
 	go func() {
 		defer close(logsDone)
 		c.readStderr(l.logs, peer)
 	}()
-	go c.watchLink(waited, spec.grace)
+	go c.watchLink(spec.grace)
 	go func() {
-		err := cmd.Wait()
+		err := cmd.Wait() // kills what is left of the group
 		c.endedAt = time.Now()
 		c.exitDesc = describeExit(err, cmd.ProcessState)
 		if c.closedStdout.Load() {
 			c.exitDesc = c.link.Lost() + ", so mcpflow stopped it"
 		}
-		close(waited)
-		// The leader is gone: nothing of its group may outlive it, and the
-		// pipes reach EOF only when every holder is gone; a link of
+		// The pipes reach EOF only when every holder is gone; a link of
 		// another kind ends once it is closed.
-		c.group.Release()
 		c.link.Close()
 		if !waitBoth(c.link.Done(), logsDone, 2*time.Second) {
 			// A process outside the group holds the pipes: stop waiting.
@@ -236,22 +227,21 @@ func (c *child) send(msg []byte) {
 }
 
 // watchLink stops a child whose link ended while it runs: a child that
-// does not exit within stdoutGrace of that (waited is closed when it did)
-// can answer nothing more.
-func (c *child) watchLink(waited <-chan struct{}, grace time.Duration) {
+// does not exit within stdoutGrace of that can answer nothing more.
+func (c *child) watchLink(grace time.Duration) {
 	select {
-	case <-waited:
+	case <-c.cmd.Done():
 		return
 	case <-c.link.Done():
 	}
 	select {
-	case <-waited:
+	case <-c.cmd.Done():
 	case <-time.After(stdoutGrace):
 		if c.ending.Load() {
 			return // the relay is stopping it already
 		}
 		c.closedStdout.Store(true)
-		c.stopGroup(waited, grace)
+		c.stopGroup(grace)
 	}
 }
 
@@ -305,20 +295,21 @@ func (c *child) stop(grace time.Duration, relay context.Context) {
 // its exit is handled as a failure, not as a stop the relay asked for.
 func (c *child) kill(grace time.Duration, relay context.Context) {
 	c.ending.Store(true)
-	defer context.AfterFunc(relay, c.group.Kill)()
-	c.stopGroup(c.done, grace)
+	defer context.AfterFunc(relay, c.cmd.Kill)()
+	c.stopGroup(grace)
+	<-c.done
 }
 
-// stopGroup stops the child's group (proc.Group.Stop) once done is
-// closed: the end of its input first, given grace for a stdio child; a
-// child of another kind is signalled at once once its link is closed.
-func (c *child) stopGroup(done <-chan struct{}, grace time.Duration) {
+// stopGroup stops the child's group (proc.Cmd.Stop): the end of its input
+// first, given grace for a stdio child; a child of another kind is
+// signalled at once once its link is closed.
+func (c *child) stopGroup(grace time.Duration) {
 	if c.link.Kind() == "stdio" {
-		c.group.Stop(closerFunc(c.link.Close), done, grace)
+		c.cmd.Stop(closerFunc(c.link.Close), grace)
 		return
 	}
 	c.link.Close()
-	c.group.Stop(nil, done, grace)
+	c.cmd.Stop(nil, grace)
 }
 
 type closerFunc func()

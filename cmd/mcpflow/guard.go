@@ -25,7 +25,9 @@ func startGuard(logger *slog.Logger) (stop func()) {
 	}
 	exe, err := os.Executable()
 	if err == nil {
-		stop, err = proc.StartGuard([]string{exe, guardCommand})
+		stop, err = proc.StartGuard([]string{exe, guardCommand}, func(err error) {
+			logger.Error("mcpflow's guard died", "err", err)
+		})
 	}
 	if err != nil {
 		logger.Warn("no guard: should mcpflow be killed, what it started may outlive it", "err", err)
@@ -45,6 +47,6 @@ func cmdGuard(e env, args []string) int {
 		return exitUsage
 	}
 	runtime.GOMAXPROCS(1)
-	proc.RunGuard(e.stdin, pid, proc.GuardInterval)
+	proc.RunGuard(e.stdin, pid)
 	return exitOK
 }

@@ -17,15 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/proc"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
-// The guard tests SIGKILL the real mcpflow binary while its process
-// groups hold a grandchild each (a build's, a server's, a [cli] call's)
-// and check that within a few seconds no process of any group mcpflow
-// started is left, the guard included. Without the guard the grandchildren
-// survive: the parent-death signal reaches only mcpflow's direct children.
+// The guard tests SIGKILL the real mcpflow binary (alone, or with its
+// guard) while its process groups hold a grandchild each (a build's, a
+// server's, a [cli] call's) and check that within a few seconds no
+// process of any group mcpflow started is left, the guard included.
+// Without the guard and the groups' sentinels the grandchildren survive:
+// the parent-death signal reaches only mcpflow's direct children.
 
 // guardRun is mcpflow started by a guard test, a raw MCP client on its
 // stdin and stdout.
@@ -142,15 +142,13 @@ func (r *guardRun) pidFile(name string) int {
 
 // killAndCheck notes the groups mcpflow started (those its children lead,
 // but the guard's), checks that grandchild is in one of them, SIGKILLs
-// mcpflow's group (mcpflow alone: the guard has a session of its own), and
+// mcpflow's group (mcpflow alone: the guard has a session of its own),
+// the guard first when withGuard (as "kill -9 GUARD MCPFLOW" does), and
 // checks that within a few seconds mcpflow's stdout is closed (the guard
 // holds none of the client's pipes), no process of those groups is left,
 // and the guard has exited.
-func (r *guardRun) killAndCheck(grandchild int) {
+func (r *guardRun) killAndCheck(grandchild int, withGuard bool) {
 	r.t.Helper()
-	// The guard learns a group within GuardInterval of its start; a group
-	// younger than that at mcpflow's death is what it cannot catch.
-	time.Sleep(3 * proc.GuardInterval)
 	pid := r.cmd.Process.Pid
 	groups, guard := startedGroups(pid)
 	if pg, err := syscall.Getpgid(grandchild); err != nil || !slices.Contains(groups, pg) {
@@ -158,6 +156,11 @@ func (r *guardRun) killAndCheck(grandchild int) {
 	}
 	if guard == 0 {
 		r.t.Error("mcpflow has no guard among its children")
+	}
+	if withGuard && guard != 0 {
+		if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
 		r.t.Fatal(err)
@@ -211,7 +214,7 @@ func TestGuardKillDuringBuild(t *testing.T) {
 		"mcpflow.toml": "[build]\ncommand = \"sh build.sh\"\n[run]\ncommand = [\"sh\", \"-c\", \"exec sleep 300\"]\n[watch]\nenabled = false\n",
 		"build.sh":     "sleep 300 &\necho $! > build.pid\nwait\n",
 	})
-	r.killAndCheck(r.pidFile("build.pid"))
+	r.killAndCheck(r.pidFile("build.pid"), false)
 }
 
 // TestGuardKillDuringCall: mcpflow is killed during a tool call, after a
@@ -225,7 +228,7 @@ func TestGuardKillDuringCall(t *testing.T) {
 	r.call(2, "spawn", fmt.Sprintf(`{"path":%q}`, filepath.Join(r.dir, "spawn.pid")))
 	grandchild := r.pidFile("spawn.pid")
 	r.call(3, "slow", `{"ms":60000}`) // in flight when mcpflow is killed
-	r.killAndCheck(grandchild)
+	r.killAndCheck(grandchild, false)
 }
 
 // TestGuardKillDuringCLICall: in [cli] mode, mcpflow is killed while a
@@ -239,7 +242,7 @@ func TestGuardKillDuringCLICall(t *testing.T) {
 	})
 	r.initialize()
 	r.call(2, "hold", `{}`)
-	r.killAndCheck(r.pidFile("child.pid"))
+	r.killAndCheck(r.pidFile("child.pid"), false)
 }
 
 // TestGuardKillMux: in a mux, mcpflow is killed while a server's shell
@@ -249,5 +252,51 @@ func TestGuardKillMux(t *testing.T) {
 	r := startGuarded(t, map[string]string{
 		"mcpflow.toml": fmt.Sprintf("[servers.a.run]\ncommand = [\"sh\", \"-c\", \"sleep 300 & echo $! > a.pid; exec %s\"]\n[servers.a.watch]\nenabled = false\n", fixtureBin),
 	})
-	r.killAndCheck(r.pidFile("a.pid"))
+	r.killAndCheck(r.pidFile("a.pid"), false)
+}
+
+// TestGuardKilledWithMcpflowBuild: mcpflow and its guard are killed
+// together while a build runs that double-forked a child (its parent
+// exited: it is nobody's child in mcpflow's tree).
+func TestGuardKilledWithMcpflowBuild(t *testing.T) {
+	t.Parallel()
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": "[build]\ncommand = \"sh build.sh\"\n[run]\ncommand = [\"sh\", \"-c\", \"exec sleep 300\"]\n[watch]\nenabled = false\n",
+		"build.sh":     "(sleep 300 & echo $! > build.pid)\nsleep 300\n",
+	})
+	r.killAndCheck(r.pidFile("build.pid"), true)
+}
+
+// TestGuardKilledWithMcpflowServer: mcpflow and its guard are killed
+// together while a server runs that double-forked a child.
+func TestGuardKilledWithMcpflowServer(t *testing.T) {
+	t.Parallel()
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": fmt.Sprintf("[run]\ncommand = [\"sh\", \"-c\", \"(sleep 300 & echo $! > a.pid); exec %s\"]\n[watch]\nenabled = false\n", fixtureBin),
+	})
+	r.initialize()
+	r.killAndCheck(r.pidFile("a.pid"), true)
+}
+
+// TestGuardDeathLogged: when only the guard is killed, mcpflow says so,
+// and a new guard takes over.
+func TestGuardDeathLogged(t *testing.T) {
+	t.Parallel()
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": fmt.Sprintf("[run]\ncommand = [%q]\n[watch]\nenabled = false\n", fixtureBin),
+	})
+	r.initialize()
+	_, guard := startedGroups(r.cmd.Process.Pid)
+	if guard == 0 {
+		t.Fatal("mcpflow has no guard among its children")
+	}
+	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "mcpflow's log of its guard's death", func() bool {
+		return strings.Contains(r.stderr.String(), "guard died") && strings.Contains(r.stderr.String(), "took over")
+	})
+	if _, g := startedGroups(r.cmd.Process.Pid); g == 0 || g == guard {
+		t.Errorf("no new guard (was %d, now %d)", guard, g)
+	}
 }

@@ -4,28 +4,60 @@
 //
 // # Contract
 //
-//   - Start puts the command in a new group. On Linux the command also
-//     gets SIGKILL should the thread that started it (and so mcpflow) die
-//     without cleaning up. On Windows the command is assigned to a Job
-//     Object that kills every process in it when the job is killed or its
-//     handle closed, so grandchildren die with it.
-//   - Group.Stop stops a running group gracefully: close the command's
-//     stdin and wait up to the grace period for it to exit (when the
-//     caller passes a stdin to close), signal the group to terminate
-//     (SIGTERM), wait the grace again, then kill it (SIGKILL). Stop
-//     returns once the leader has exited; what is left of the group is
-//     killed then. The relay, the builder and clitools stop their
-//     processes with it, and only with it.
-//   - Group.Kill kills every process of the group at once; calling it after
-//     the leader exited still reaches what the leader left behind. Callers
-//     call Kill (or Release) after Wait so that nothing of the group
-//     survives its leader.
-//   - Spec.Cmd runs a Shell spec's script with the platform's shell: sh -c
+//   - Command returns a command (Cmd) run as a group's leader: ctx's end
+//     SIGTERMs the group, SIGKILL follows the grace later, output pipes a
+//     grandchild holds are closed (exec.Cmd's Cancel and WaitDelay), and
+//     Wait kills what is left of the group. Cmd.Stop stops it gracefully:
+//     close its stdin and wait the grace (when given a stdin), SIGTERM,
+//     wait the grace, SIGKILL. Builds, [cli] calls and servers run with
+//     it, and only with it.
+//   - Start puts a command the caller waits itself in a new group (Group);
+//     Group.Kill kills every process of the group at once, even after the
+//     leader exited; Release (after Wait) kills what is left and frees the
+//     group's id.
+//   - Spec runs a Shell spec's script with the platform's shell: sh -c
 //     (the rest of Argv as $1, $2, ...) on Unix, cmd /S /C on Windows.
 //   - GroupAlive reports whether a group still has a process (zombies
 //     count); on Windows it cannot tell and reports false.
-//   - StartGuard starts the guard of a run (guard.go): should mcpflow die
-//     without stopping its groups (SIGKILL, an OOM kill), every group led
-//     by one of its children is killed within GuardInterval. Its stop
-//     function, called last, waits for the guard to exit.
+//
+// # When mcpflow dies
+//
+// Nothing mcpflow starts may outlive it, however it dies: a SIGKILL (its
+// guard's too, as "pkill -9 mcpflow" does), an OOM kill.
+//
+// Unix (Linux, macOS): each group's first member is a sentinel, a stopped
+// "sh", started before the command and whose pid is the group's id; the
+// command and all it starts join that group. By POSIX, when a process's
+// exit orphans a process group that has a stopped member (no member has
+// a parent outside the group in the same session any more), the kernel
+// sends every member SIGHUP then SIGCONT. The sentinel's parent is
+// mcpflow, so mcpflow's death, whoever else dies with it, hangs up every
+// group it started, double-forked grandchildren included, with no window:
+// the sentinel is stopped before the command runs. The leader also gets
+// SIGKILL on Linux (PR_SET_PDEATHSIG). A SIGHUP can be ignored (nohup),
+// so the guard adds a SIGKILL: StartGuard starts a second process
+// (mcpflow's hidden "__guard") in a session of its own, its stdin a pipe
+// only mcpflow writes; mcpflow tells it "+ID" before a group's command
+// starts and "-ID" before the id is freed. At EOF, mcpflow gone or done,
+// it SIGKILLs the groups it knows. It blocks in read(2) meanwhile: no
+// polling, no CPU while idle. mcpflow waits its guard: should the guard
+// die, StartGuard's died callback reports it and a new guard, told of
+// every group, takes over. What escapes: a process that leaves its group
+// (setsid, setpgid) and ignores SIGHUP, or one that leaves it before
+// mcpflow and the guard both die; and the hangup needs mcpflow and its
+// groups in one session and mcpflow's orphans reparented to init or to a
+// subreaper in another session (a subreaper in mcpflow's own session
+// keeps the groups from being orphaned). Subreapers, cgroups and pid
+// namespaces were weighed: a subreaper guard dies with mcpflow and leaves
+// grandchildren to init, cgroups need a delegated hierarchy, and a pid
+// namespace needs a user namespace that changes what children see; the
+// sentinel costs one "sh" per group and works the same on macOS.
+//
+// Windows: each group is a Job Object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+// processes the command starts join the job, and the job's last handle,
+// mcpflow's, closes when mcpflow dies, however it dies, which kills them
+// all. No guard is needed (StartGuard starts nothing). What escapes: a
+// process started with CREATE_BREAKAWAY_FROM_JOB where the job allows it
+// (it does not), and one started in the moment between the command's
+// start and its assignment to the job.
 package proc

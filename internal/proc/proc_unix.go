@@ -3,49 +3,101 @@
 package proc
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"syscall"
 )
 
-type groupSys struct{}
+// sentinelScript is the group's first member (see the package doc): it
+// stops itself, and again should anything but the kernel's orphaned-group
+// SIGHUP wake it; that SIGHUP ends it.
+const sentinelScript = "while :; do kill -STOP $$; done"
 
-func prepare(cmd *exec.Cmd) {
+// groupSys is the group's sentinel, whose pid is the group's id.
+type groupSys struct {
+	sentinel *exec.Cmd
+	pgid     int
+}
+
+// startGroup starts the sentinel, stopped, as the leader of a new group,
+// tells the guard the group's id, then starts cmd in that group. From the
+// fork of cmd on, mcpflow's death reaches the group however it dies.
+func startGroup(cmd *exec.Cmd) (groupSys, error) {
+	s := exec.Command("/bin/sh", "-c", sentinelScript)
+	s.Dir = "/"
+	s.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.Start(); err != nil {
+		return groupSys{}, fmt.Errorf("start the group's sentinel: %w", err)
+	}
+	pgid := s.Process.Pid
+	g := groupSys{sentinel: s, pgid: pgid}
+	var st syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pgid, &st, syscall.WUNTRACED, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if !st.Stopped() {
+		// It ended (and was reaped by Wait4): there is no group.
+		_ = s.Process.Release()
+		return groupSys{}, fmt.Errorf("the group's sentinel (sh) ended: %v", st)
+	}
+	guardAdd(pgid)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pgid = pgid
 	setDeathSignal(cmd.SysProcAttr)
+	if err := cmd.Start(); err != nil {
+		g.release()
+		return groupSys{}, err
+	}
+	return g, nil
 }
 
-func attach(*exec.Cmd) groupSys { return groupSys{} }
+func (g groupSys) id() int    { return g.pgid }
+func (g groupSys) terminate() { signal(g.pgid, syscall.SIGTERM) }
+func (g groupSys) kill()      { signal(g.pgid, syscall.SIGKILL) }
 
-func (groupSys) terminate(pid int) { signal(pid, syscall.SIGTERM) }
-func (groupSys) kill(pid int)      { signal(pid, syscall.SIGKILL) }
-func (groupSys) release()          {}
+// release kills the group, sentinel included, and reaps the sentinel; the
+// guard forgets the id first, as the id is free once the sentinel is
+// reaped.
+func (g *groupSys) release() {
+	if g.sentinel == nil {
+		return
+	}
+	guardRemove(g.pgid)
+	g.kill()
+	_ = g.sentinel.Wait()
+	g.sentinel = nil
+}
 
-func signal(pid int, sig syscall.Signal) {
-	if pid > 0 {
-		_ = syscall.Kill(-pid, sig)
+func signal(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
 	}
 }
 
-// GroupAlive reports whether any process of the group led by pid exists
+// GroupAlive reports whether any process of the group pgid exists
 // (zombies included: a group whose members are not reaped yet is alive).
-func GroupAlive(pid int) bool {
-	if pid <= 0 {
+func GroupAlive(pgid int) bool {
+	if pgid <= 0 {
 		return false
 	}
-	err := syscall.Kill(-pid, 0)
+	err := syscall.Kill(-pgid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // shell returns "sh -c script" with args as $1, $2, ...
-func shell(script string, args ...string) *exec.Cmd {
+func shell(ctx context.Context, script string, args ...string) *exec.Cmd {
 	argv := []string{"-c", script}
 	if len(args) > 0 {
 		argv = append(argv, "sh")
 		argv = append(argv, args...)
 	}
-	return exec.Command("sh", argv...)
+	return exec.CommandContext(ctx, "sh", argv...)
 }
