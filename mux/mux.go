@@ -200,13 +200,23 @@ func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.S
 	m.Start()
 	then := o.InputEnded
 	o.InputEnded = func() {
-		m.endOnce.Do(func() { close(m.ended) })
+		m.InputEnded()
 		if then != nil {
 			then()
 		}
 	}
-	return wire.Serve(ctx, in, out, openerFunc(func(c wire.Client) wire.Session { return m.open(c, true) }), o)
+	return wire.Serve(ctx, in, out, m.Stdio(), o)
 }
+
+// Stdio is the Opener of the one client on mcpflow's stdin and stdout
+// (Serve's): its ids reach the servers as it wrote them.
+func (m *Mux) Stdio() wire.Opener {
+	return openerFunc(func(c wire.Client) wire.Session { return m.open(c, true) })
+}
+
+// InputEnded says the stdio client's input ended: its requests wait for
+// the servers still starting up to InputWait.
+func (m *Mux) InputEnded() { m.endOnce.Do(func() { close(m.ended) }) }
 
 type openerFunc func(c wire.Client) wire.Session
 

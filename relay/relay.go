@@ -251,7 +251,7 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	}
 	// The requests read before the client's input ended wait for their
 	// answers as held requests do (a one-shot pipe on a cold build).
-	o := wire.ServeOptions{Log: r.log.With("from", "client"), Grace: r.cfg.Queue.Timeout, InputEnded: r.inputEnded}
+	o := wire.ServeOptions{Log: r.log.With("from", "client"), Grace: r.cfg.Queue.Timeout, InputEnded: r.InputEnded}
 	if r.cfg.Traffic != nil {
 		o.Traffic = func(toServer bool, msg []byte) { r.cfg.Traffic("client", toServer, int(r.curGen.Load()), msg) }
 	}
@@ -267,8 +267,10 @@ func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error 
 	return err
 }
 
-// openStdio opens the one client of Serve: its ids reach the child as
-// they are.
+// Stdio is the Opener of the one client on mcpflow's stdin and stdout
+// (Serve's): its ids reach the child as it wrote them.
+func (r *Relay) Stdio() wire.Opener { return openerFunc(r.openStdio) }
+
 func (r *Relay) openStdio(c wire.Client) wire.Session {
 	return r.Connect(c, PortOptions{KeepIDs: true})
 }
@@ -321,15 +323,19 @@ func (r *Relay) shutdown() {
 // is set after both exist. Call it before Serve.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
-// inputEnded: the stdio client's input ended. It will read the answers
+// InputEnded says the stdio client's input ended. It will read the answers
 // but act on nothing sent later (list_changed), so its requests are held
 // for the server's real answers (bounded by the queue's timeout) rather
 // than answered for a server still starting.
-func (r *Relay) inputEnded() {
+func (r *Relay) InputEnded() {
 	r.sw.mu.Lock()
 	defer r.sw.mu.Unlock()
 	r.sw.inputEnded = true
 }
+
+// GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout):
+// large messages then cost fewer context switches. Best effort.
+func GrowPipe(f *os.File) { growPipe(f) }
 
 // firstServerLate stops holding client messages when the first server is
 // not up after the grace the client's first request armed (see First): the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -13,9 +12,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
-	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/project"
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
@@ -27,12 +24,7 @@ import (
 // relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
 // while the build or the schema is broken answers with why. It returns
 // after every call's process group, the build and the watch have stopped.
-func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
-	run, err := openRun(cfg, ring, logger)
-	if err != nil {
-		return err
-	}
-	defer run.close() // every way serveCLI returns removes the control socket
+func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
 	c := cfg.CLI
 	var b *builder.Builder
 	tool := cfg.Relay.Tool
@@ -50,14 +42,13 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 	sv, err := assemble(cfg, logger, srv, gate.NoteBuild, cliPrograms(c.Cwd, c.Schema, c.Command)...)
 	if err != nil {
 		srv.Close()
-		return err
+		return nil, err
 	}
 	b = sv.Builder
 	name := serverName(cfg)
-	run.listen(control.ModeCLI, oneServer(name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild), srv)
+	target := oneServer(name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild)
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { sv.run(ctx) })
 	wg.Go(func() {
@@ -65,11 +56,11 @@ func serveCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		sv.Startup(ctx)
 	})
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
-	err = run.serveFront(ctx, srv, in, stdout)
-	srv.Close() // every running call's process group is killed and reaped
-	cancel()
-	wg.Wait()
-	return err
+	return &engine{stdio: srv, shared: srv, mode: control.ModeCLI, target: target, stop: func() {
+		srv.Close() // every running call's process group is killed and reaped
+		cancel()
+		wg.Wait()
+	}}, nil
 }
 
 // cliPrograms are the CLI's program files inside the tree (a build writes

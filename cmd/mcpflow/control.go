@@ -86,11 +86,14 @@ func (w *instanceRun) trafficHook(server string) func(hop string, toServer bool,
 // serveFront serves o to the client(s): the HTTP front's when there is
 // one, else the one client on in and out (wire.Serve, with the traffic
 // capture of the client hop).
-func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Stream, out io.Writer) error {
+func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Stream, out io.Writer, opt wire.ServeOptions) error {
 	if w.http != nil {
 		return w.http.Serve(ctx, o)
 	}
-	return wire.Serve(ctx, in, out, o, w.stdio())
+	if f, ok := out.(*os.File); ok {
+		relay.GrowPipe(f)
+	}
+	return wire.Serve(ctx, in, out, o, opt)
 }
 
 // stdio is the stdio front's options: the log, the traffic capture of

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 
@@ -52,31 +51,26 @@ func cmdMux(e env, args []string) int {
 	var cfg *config.Config
 	var err error
 	if *cfgPath != "" {
-		cfg, err = config.Load(*cfgPath)
+		cfg, err = loadOrBroken(*cfgPath)
 		if err == nil && cfg.Mode() != config.Mux {
 			err = fmt.Errorf("%s serves one server (mode %s), not a mux: add [servers.NAME] tables or [mux], or run \"mcpflow watch -c %s\"", *cfgPath, cfg.Mode(), *cfgPath)
 		}
 	} else {
-		cfg = config.Default(mustGetwd(e))
+		cfg = config.DefaultMux(mustGetwd(e))
 	}
-	if err != nil {
+	broken := brokenProblem(err)
+	if err != nil && broken == "" {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitUsage
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return serveMux(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+		return serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
-// serveMux runs the mux of cfg ([servers.NAME], [mux]) on stdin/stdout
-// until the client leaves or ctx ends; it returns after every server's
-// child, build and watch has stopped.
-func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
-	run, err := openRun(cfg, ring, logger)
-	if err != nil {
-		return err
-	}
-	defer run.close() // every way serveMux returns removes the control socket
+// startMux starts the mux of cfg ([servers.NAME], [mux]) and its
+// configured servers.
+func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
 	configured := map[string]*config.ServerConfig{}
 	var specs []mux.ServerSpec
 	for i := range cfg.Servers {
@@ -112,14 +106,9 @@ func serveMux(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring
 		ServerSuffix: cfg.Relay.ServerSuffix,
 	})
 	w.target.m = m
-	run.listen(control.ModeMux, w.target.target(), m)
+	m.Start()
 	logger.Info("mcpflow mux started", "version", version(), "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	if run.http != nil {
-		m.Start()
-		defer m.Close()
-		return run.http.Serve(ctx, m)
-	}
-	return m.Serve(ctx, in, stdout, run.stdio())
+	return &engine{stdio: m.Stdio(), shared: m, mode: control.ModeMux, target: w.target.target(), inputEnded: m.InputEnded, stop: m.Close}, nil
 }
 
 // specOf is the mux's view of a configured server.

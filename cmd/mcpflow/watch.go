@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,12 +53,13 @@ func cmdWatch(e env, args []string) int {
 		return code
 	}
 	cfg, err := watchConfig(e, *cfgPath, *build, cmdArgs)
-	if err != nil {
+	broken := brokenProblem(err)
+	if err != nil && broken == "" {
 		fmt.Fprintln(e.stderr, "mcpflow:", err)
 		return exitUsage
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return serve(ctx, cfg, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+		return serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
@@ -152,26 +152,38 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 			return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
 		}
 	}
-	return config.Load(path)
+	return loadOrBroken(path)
 }
 
-// serve composes the parts of cfg's mode and runs until the client
-// leaves or a signal arrives: one [run] server through its relay, a mux
-// ([servers.NAME]) or a CLI ([cli]), to the client on in and stdout, or to
-// the clients of the HTTP front ([http] listen, --http). It returns after
-// every child, build and watch has stopped.
-func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
-	switch cfg.Mode() {
-	case config.Mux:
-		return serveMux(ctx, cfg, logger, ring, in, stdout)
-	case config.CLI:
-		return serveCLI(ctx, cfg, logger, ring, in, stdout)
+// loadOrBroken loads the config file at path; one that does not load is
+// errBroken, with the defaults as the config of the run that serves the
+// session until it is fixed.
+func loadOrBroken(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err == nil {
+		return cfg, nil
 	}
-	run, err := openRun(cfg, ring, logger)
-	if err != nil {
-		return err
+	d := config.Default(filepath.Dir(path))
+	if abs, aerr := filepath.Abs(path); aerr == nil {
+		path = abs
 	}
-	defer run.close() // every way serve returns removes the control socket
+	d.File = path
+	return d, errBroken{err}
+}
+
+// brokenProblem is the problem of a config that does not load (the text
+// check prints), or "" for any other error.
+func brokenProblem(err error) string {
+	var b errBroken
+	if errors.As(err, &b) {
+		return b.Error()
+	}
+	return ""
+}
+
+// startSingle starts the engine of one [run] server: its relay, with
+// the build, the watch and the record of its last start.
+func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
 	charm := logging.Charm(logger)
 	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
 	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg)}
@@ -180,30 +192,28 @@ func serve(ctx context.Context, cfg *config.Config, logger *slog.Logger, ring *l
 	srv, err := assemble(cfg, logger, rl, rl.NoteBuild)
 	if err != nil {
 		rl.Close()
-		return err
+		return nil, err
 	}
 	rl.SetRecompiler(srv)
 	name := serverName(cfg)
-	run.listen(control.ModeSingle, oneServer(name, func() control.Status {
+	target := oneServer(name, func() control.Status {
 		st := rl.Stats()
 		return control.Status{Client: clientInfoOf(st.Client), Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
-	}, srv.rebuild), rl)
+	}, srv.rebuild)
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { srv.run(ctx) })
 	wg.Go(func() { srv.Startup(ctx) })
 	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	if run.http != nil {
-		err = run.http.Serve(ctx, rl)
-		rl.Close()
-	} else {
-		err = rl.Serve(ctx, in, stdout)
-	}
-	cancel()
-	wg.Wait()
-	return err
+	return &engine{
+		stdio: rl.Stdio(), shared: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded,
+		stop: func() {
+			rl.Close()
+			cancel()
+			wg.Wait()
+		},
+	}, nil
 }
 
 func orFlags(file string) string {

@@ -372,6 +372,14 @@ func Default(dir string) *Config {
 	return c
 }
 
+// DefaultMux is Default as a mux with no servers (mcpflow mux without a
+// config file: the agent adds them).
+func DefaultMux(dir string) *Config {
+	c := Default(dir)
+	c.mode = Mux
+	return c
+}
+
 // reset sets the keys of the tables in the sections of root (a Config or a
 // ServerConfig) to their defaults.
 func (c *Config) reset(root reflect.Value, tables ...string) {

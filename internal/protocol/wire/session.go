@@ -23,6 +23,12 @@ type Opener interface {
 	Open(c Client) Session
 }
 
+// OpenerFunc adapts a function to Opener.
+type OpenerFunc func(c Client) Session
+
+// Open calls f.
+func (f OpenerFunc) Open(c Client) Session { return f(c) }
+
 // Session is the serving side of one client's conversation.
 //
 // Contract:
