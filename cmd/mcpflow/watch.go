@@ -89,11 +89,11 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 		cfg.Log.Traffic = project.AbsFrom(mustGetwd(e), *f.traffic)
 	}
 	if *f.logLevel != "" {
-		cfg.Log.Level = *f.logLevel
-		if err := cfg.Validate(); err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow:", err)
+		if msg := config.ValueProblem("log.level", *f.logLevel); msg != "" {
+			fmt.Fprintln(e.stderr, "mcpflow: --log-level:", msg)
 			return exitUsage
 		}
+		cfg.Log.Level = *f.logLevel
 	}
 	if *f.http != "" {
 		if msg := config.ListenProblem(*f.http); msg != "" {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -353,4 +354,16 @@ func tableApplies(table string, mode Mode) bool {
 		}
 	}
 	return false
+}
+
+// ValueProblem is what is wrong with value as the value of the
+// enumerated string key (a flag that overrides it, such as --log-level),
+// or "".
+func ValueProblem(key, value string) string {
+	for i := range settings {
+		if s := &settings[i]; s.key == key && len(s.values) > 0 && !slices.Contains(s.values, value) {
+			return fmt.Sprintf("%s: %q is not one of %s", key, value, strings.Join(s.values, ", "))
+		}
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Swap is an Opener whose serving side can be replaced while its clients'
@@ -32,6 +33,11 @@ type Swap struct {
 	sessions map[*swapSession]struct{}
 	seq      int
 }
+
+// swapPrefix starts the ids of Swap's own requests. It is not
+// "mcpflow:", which the engines reserve for theirs and refuse from a
+// client; a client's request with this prefix is refused here.
+var swapPrefix = []byte(`"mcpflow-swap:`)
 
 // NewSwap serves o until Replace.
 func NewSwap(o Opener) *Swap {
@@ -72,7 +78,7 @@ func (w *Swap) newID() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seq++
-	return []byte(`"mcpflow:swap:` + strconv.Itoa(w.seq) + `"`)
+	return []byte(string(swapPrefix) + strconv.Itoa(w.seq) + `"`)
 }
 
 // swapSession is one client's session through a Swap. mu serializes
@@ -99,16 +105,24 @@ type swapSession struct {
 // answers to Swap's own ids (replayed) are dropped, and so are those to
 // the ids in drop (the listens moved away from this session).
 type swapClient struct {
-	s    *swapSession
-	drop map[string]bool // guarded by s.lmu
+	s        *swapSession
+	drop     map[string]bool // guarded by s.lmu
+	await    string          // the replayed initialize's id; guarded by s.lmu
+	answered chan struct{}   // closed when it is answered
 }
 
 func (sc *swapClient) Deliver(msg, rel []byte) {
 	if env, err := Peek(msg); err == nil && env.IsResponse() {
-		if bytes.HasPrefix(env.ID, []byte(`"mcpflow:swap:`)) {
+		id := string(env.ID)
+		if bytes.HasPrefix(env.ID, []byte(swapPrefix)) {
+			sc.s.lmu.Lock()
+			if id == sc.await {
+				close(sc.answered)
+				sc.await = ""
+			}
+			sc.s.lmu.Unlock()
 			return
 		}
-		id := string(env.ID)
 		sc.s.lmu.Lock()
 		drop := sc.drop[id]
 		if !drop {
@@ -129,6 +143,10 @@ func (s *swapSession) Send(msg []byte) {
 	if s.closed {
 		return
 	}
+	if err == nil && env.IsRequest() && bytes.HasPrefix(env.ID, swapPrefix) {
+		go s.c.Deliver(ErrorResponse(env.ID, CodeInvalidRequest, `Invalid Request: ids starting with "mcpflow-swap:" are mcpflow's own`, nil), env.ID)
+		return
+	}
 	if err == nil {
 		switch {
 		case env.Method == "initialize" && env.IsRequest():
@@ -146,19 +164,43 @@ func (s *swapSession) Send(msg []byte) {
 	s.cur.Send(msg)
 }
 
+// handshakeWait bounds Replace's wait for the answer to a replayed
+// initialize, before the rest of the session's setup follows it.
+const handshakeWait = time.Minute
+
 // move replays the session's setup into a session of o, makes it the
-// current one and closes the old one (see Swap).
+// current one and closes the old one (see Swap). What the client sends
+// while the new session's handshake is answered still goes to the old
+// one, which serves until then.
 func (s *swapSession) move(o Opener) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
-	old, oldClient := s.cur, s.client
+	init := s.init
+	s.mu.Unlock()
+
 	next := &swapClient{s: s, drop: map[string]bool{}}
 	sess := o.Open(next)
-	if s.init != nil {
-		sess.Send(Request(s.w.newID(), "initialize", s.init))
+	if init != nil {
+		id := s.w.newID()
+		answered := make(chan struct{})
+		s.lmu.Lock()
+		next.await, next.answered = string(id), answered
+		s.lmu.Unlock()
+		sess.Send(Request(id, "initialize", init))
+		select {
+		case <-answered:
+		case <-time.After(handshakeWait):
+		}
+	}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sess.Close()
+		return
 	}
 	if s.inited {
 		sess.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
@@ -166,6 +208,7 @@ func (s *swapSession) move(o Opener) {
 	if s.level != nil {
 		sess.Send(Request(s.w.newID(), "logging/setLevel", s.level))
 	}
+	old, oldClient := s.cur, s.client
 	s.lmu.Lock()
 	var listen []byte
 	var listens [][]byte

@@ -70,7 +70,7 @@ func TestSwapMovesSessions(t *testing.T) {
 	s.Send([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
 	s.Close()
 
-	if want := "initialize \"mcpflow:swap:1\"\nnotifications/initialized \nlogging/setLevel \"mcpflow:swap:2\"\nsubscriptions/listen \"L\"\ntools/list 3"; b.sent() != want {
+	if want := "initialize \"mcpflow-swap:1\"\nnotifications/initialized \nlogging/setLevel \"mcpflow-swap:2\"\nsubscriptions/listen \"L\"\ntools/list 3"; b.sent() != want {
 		t.Errorf("the new engine got:\n%s\nwant:\n%s", b.sent(), want)
 	}
 	mu.Lock()
@@ -87,7 +87,7 @@ func TestSwapMovesSessions(t *testing.T) {
 			t.Errorf("the client did not get %s; it got:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "mcpflow:swap") || strings.Contains(all, "closed by a") {
+	if strings.Contains(all, "mcpflow-swap") || strings.Contains(all, "closed by a") {
 		t.Errorf("the client saw a replay's answer or the old engine's end of its listen:\n%s", all)
 	}
 }
