@@ -4,11 +4,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,5 +162,78 @@ func TestHTTPFrontToken(t *testing.T) {
 		if out := curlOut(t, asNobody(t, "curl", curlArgs(h.url, "Authorization: Bearer "+token)...)); !strings.Contains(out, "status=200") {
 			t.Errorf("another user with the token: %s, want 200", out)
 		}
+	}
+}
+
+// TestHTTPFrontSpeaksLikeStdio: ids come back byte for byte (1.5 and
+// 2^53+1), a body that is not UTF-8 is answered -32700 at once, a request
+// without a method -32600 under its id, as on stdio; then SIGTERM still
+// stops mcpflow (startHTTP's cleanup).
+func TestHTTPFrontSpeaksLikeStdio(t *testing.T) {
+	t.Parallel()
+	h := startHTTP(t, frontProject(t), watchHTTPArgs()...)
+	sid := rawSession(t, h.url)
+	for _, id := range []string{"1.5", "9007199254740993", `"s"`} {
+		status, _, body := rawPost(t, h.url, sid, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+		if status != http.StatusOK || !strings.Contains(body, `"id":`+id+`,`) && !strings.Contains(body, `"id":`+id+`}`) {
+			t.Errorf("id %s: %d %s", id, status, body)
+		}
+	}
+	for _, c := range []struct{ body, want string }{
+		{"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\xfe\"}}}", `"code":-32700`},
+		{`{"jsonrpc":"2.0","id":4}`, `"id":4,"error":{"code":-32600`},
+	} {
+		status, _, body := rawPost(t, h.url, sid, c.body)
+		if status != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%q: %d %s, want 400 with %s", c.body, status, body, c.want)
+		}
+	}
+	if got, _, _ := rawPost(t, h.url, sid, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); got != http.StatusOK {
+		t.Errorf("ping after the refusals: %d", got)
+	}
+}
+
+// TestHTTPFrontSIGTERMMidCall: SIGTERM while a 60 s call is in flight, the
+// client's GET stream open and another client gone mid-call: mcpflow
+// exits before a 5 s deadline, and the call is answered, with an error
+// that says mcpflow is shutting down.
+func TestHTTPFrontSIGTERMMidCall(t *testing.T) {
+	t.Parallel()
+	h := startHTTP(t, frontProject(t), watchHTTPArgs("--log-level", "debug")...)
+	c := h.connect("sigterm", testkit.Legacy.Version)
+	c.call("echo", map[string]any{"text": "x"})
+	// The gone client: its call is sent, then its connection closed.
+	sid := rawSession(t, h.url)
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(h.url, "http://"), "/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}})
+		answered <- err
+	}()
+	testkit.Eventually(t, 30*time.Second, "both slow calls to reach the server", func() bool {
+		return strings.Count(h.stderr.String(), `"name":"slow"`) >= 2 || strings.Count(h.stderr.String(), "method=tools/call") >= 3
+	})
+	conn.Close()
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-h.exited:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("mcpflow had not exited 5s after SIGTERM")
+	}
+	select {
+	case err := <-answered:
+		if err == nil || !strings.Contains(err.Error(), "shutting down") {
+			t.Errorf("the 60 s call's answer: %v, want an error saying mcpflow is shutting down", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the 60 s call was never answered")
 	}
 }
