@@ -3,18 +3,26 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
@@ -235,5 +243,120 @@ func TestHTTPFrontSIGTERMMidCall(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("the 60 s call was never answered")
+	}
+}
+
+// badChild is a proxy in front of the fixture serving HTTP: a call of a
+// tool named bad_KIND gets the bad answer KIND from the proxy, everything
+// else passes to the fixture (the same process throughout).
+func badChild(t *testing.T, fixture string) *httptest.Server {
+	t.Helper()
+	target, _ := url.Parse(fixture)
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.URL.Path = "/mcp" }, FlushInterval: -1,
+		// The fixture not listening yet (or any more): the proxy is not
+		// either, as far as mcpflow can tell.
+		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) }}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		kind, bad := strings.CutPrefix(msg.Params.Name, "bad_")
+		if !bad {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		sse := func() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+		}
+		switch kind {
+		case "text400":
+			http.Error(w, "plain text: bad request", http.StatusBadRequest)
+		case "plain404":
+			http.Error(w, "404 page not found", http.StatusNotFound)
+		case "plain500":
+			http.Error(w, "internal server error", http.StatusInternalServerError)
+		case "rpc500":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32099,"message":"the server says no","data":{"why":"its own"}}}`, msg.ID)
+		case "cut":
+			sse()
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection is cut mid-event
+		case "nonjson":
+			sse()
+			fmt.Fprint(w, "event: message\ndata: this is not JSON\n\n")
+		case "huge":
+			// An event far past max_message, sent until the reader stops.
+			sse()
+			fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(msg.ID)+",\"result\":{\"x\":\"")
+			chunk := bytes.Repeat([]byte("x"), 1<<20)
+			for range 600 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			fmt.Fprint(w, "\"}}\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestHTTPChildBadAnswers: each bad HTTP answer of a child (plain-text
+// 400, plain 404 and 500, a 500 with the server's JSON-RPC error, an
+// event stream cut mid-event, an event that is not JSON, an event past
+// max_message) answers that call with an error, the server's own error
+// as it wrote it; the next call is served by the same child process.
+func TestHTTPChildBadAnswers(t *testing.T) {
+	t.Parallel()
+	port := freeTCPPort(t)
+	proxy := badChild(t, "http://127.0.0.1:"+port+"/mcp")
+	dir := t.TempDir()
+	toml := fmt.Sprintf(httpProject, fixtureBin, "127.0.0.1:"+port, "", proxy.URL+"/mcp", "20s") + "[relay]\nmax_message = \"1MiB\"\n"
+	toml = strings.Replace(toml, "[relay]\nhandshake_timeout", "[relay]\nmax_message = \"1MiB\"\nhandshake_timeout", 1)
+	toml = strings.TrimSuffix(toml, "[relay]\nmax_message = \"1MiB\"\n")
+	os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(toml), 0o644)
+	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v1"), 0o644)
+	h := startE2E(t, dir, testkit.Legacy.Version, "watch")
+	h.waitTools("echo")
+	pid := h.call1("state")
+	for kind, want := range map[string]string{
+		"text400":  "plain text: bad request",
+		"plain404": "404",
+		"plain500": "500",
+		"rpc500":   "the server says no",
+		"cut":      "",
+		"nonjson":  "",
+		"huge":     "",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad_" + kind})
+		timedOut := ctx.Err() != nil
+		cancel()
+		var rpcErr *jsonrpc.Error
+		switch {
+		case err == nil:
+			t.Errorf("bad_%s: answered without an error", kind)
+		case timedOut:
+			t.Errorf("bad_%s: not answered within a minute", kind)
+		case !errors.As(err, &rpcErr):
+			t.Errorf("bad_%s: %v, not a JSON-RPC error", kind, err)
+		case !strings.Contains(rpcErr.Message, want):
+			t.Errorf("bad_%s: %q lacks %q", kind, rpcErr.Message, want)
+		case kind == "rpc500" && (rpcErr.Code != -32099 || rpcErr.Message != "the server says no" || !strings.Contains(string(rpcErr.Data), `"why":"its own"`)):
+			t.Errorf("bad_rpc500: %d %q %s, not the server's own error", rpcErr.Code, rpcErr.Message, rpcErr.Data)
+		}
+		if again := h.call1("state"); again != pid {
+			t.Fatalf("after bad_%s another server: %s, was %s", kind, again, pid)
+		}
 	}
 }
