@@ -76,7 +76,8 @@
 // and for 2026-07-28 Mcp-Method, Mcp-Name and the Mcp-Param- headers its
 // tool declares); each message that comes back, in a JSON body or on
 // the request's event stream (sse.go: our reader, each event bounded by
-// Child.MaxMessage), is handed on with the id of the request it came on
+// Child.MaxMessage; a request's stream is not read past an event over it,
+// which answers the request with the relay's too-large error), is handed on with the id of the request it came on
 // (rel), so the relay gives a log, progress or a sampling request to the
 // client whose call it belongs to. A stream that ends early is resumed
 // with Last-Event-ID when its events had ids. Notifications and answers
