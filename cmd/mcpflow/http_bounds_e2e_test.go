@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -359,5 +360,61 @@ func TestHTTPChildBadAnswers(t *testing.T) {
 		if again := h.call1("state"); again != pid {
 			t.Fatalf("after bad_%s another server: %s, was %s", kind, again, pid)
 		}
+	}
+}
+
+// procKiB reads a field (VmRSS, VmHWM) of /proc/PID/status, in KiB.
+func procKiB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestHTTPFrontMemory: a 60 MiB POST body raises mcpflow's peak RSS by
+// at most 4 times its size; idle sessions up to the session limit (1000,
+// the default) cost mcpflow at most 256 KiB each, and one more is refused
+// 503. Both figures are logged; the bounds are loose for the race
+// detector's build (its memory is several times a release build's).
+func TestHTTPFrontMemory(t *testing.T) {
+	t.Parallel()
+	h := startHTTP(t, frontProject(t), watchHTTPArgs()...)
+	pid := h.cmd.Process.Pid
+	sid := rawSession(t, h.url) // also the first session's one-time costs
+
+	const size = 60 << 20
+	body := `{"jsonrpc":"2.0","method":"notifications/big","params":{"data":"` + strings.Repeat("x", size) + `"}}`
+	peak := procKiB(t, pid, "VmHWM")
+	if status, _, got := rawPost(t, h.url, sid, body); status != http.StatusAccepted {
+		t.Fatalf("the 60 MiB notification: %d %s", status, got)
+	}
+	grew := float64(procKiB(t, pid, "VmHWM")-peak) / 1024
+	t.Logf("peak RSS growth for a 60 MiB body: %.1f MiB (%.2f× its size)", grew, grew/60)
+	if grew > 4*60 {
+		t.Errorf("peak RSS grew %.1f MiB for a 60 MiB body, bound 4×", grew)
+	}
+
+	before := procKiB(t, pid, "VmRSS")
+	const n = 998 // with the first one, and the one above: the limit
+	for range n {
+		rawSession(t, h.url)
+	}
+	grown := procKiB(t, pid, "VmRSS") - before
+	t.Logf("RSS growth per idle HTTP session: %.1f KiB (%d sessions, %d KiB)", float64(grown)/n, n, grown)
+	if per := grown * 1024 / n; per > 256<<10 {
+		t.Errorf("%d bytes per idle session, bound 256 KiB", per)
+	}
+	rawSession(t, h.url) // the 1000th
+	if status, _, body := rawPost(t, h.url, "", initBody); status != http.StatusServiceUnavailable {
+		t.Errorf("a session past the limit: %d %s, want 503", status, body)
 	}
 }
