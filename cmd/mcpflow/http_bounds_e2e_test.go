@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -218,14 +219,27 @@ func TestHTTPFrontSIGTERMMidCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", sid, len(body), body)
-	answered := make(chan error, 1)
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n%s", conn.RemoteAddr(), sid, len(body), body)
+	// The 60 s call, as raw HTTP: its answer is read as mcpflow wrote it
+	// (the SDK's client fails its calls itself once its GET stream ends).
+	answered := make(chan string, 1)
 	go func() {
-		_, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"ms": 60000}})
-		answered <- err
+		req, _ := http.NewRequest(http.MethodPost, h.url, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow","arguments":{"ms":60000}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- string(b)
 	}()
-	testkit.Eventually(t, 30*time.Second, "both slow calls to reach the server", func() bool {
-		return strings.Count(h.stderr.String(), `"name":"slow"`) >= 2 || strings.Count(h.stderr.String(), "method=tools/call") >= 3
+	testkit.Eventually(t, 30*time.Second, "both slow calls to reach mcpflow", func() bool {
+		return strings.Contains(h.stderr.String(), "method=tools/call id=7") && strings.Contains(h.stderr.String(), "method=tools/call id=8")
 	})
 	conn.Close()
 	h.cmd.Process.Signal(syscall.SIGTERM)
@@ -238,9 +252,9 @@ func TestHTTPFrontSIGTERMMidCall(t *testing.T) {
 		t.Fatal("mcpflow had not exited 5s after SIGTERM")
 	}
 	select {
-	case err := <-answered:
-		if err == nil || !strings.Contains(err.Error(), "shutting down") {
-			t.Errorf("the 60 s call's answer: %v, want an error saying mcpflow is shutting down", err)
+	case got := <-answered:
+		if !strings.Contains(got, `"id":8,"error"`) || !strings.Contains(got, "shutting down") {
+			t.Errorf("the 60 s call's answer: %s, want an error saying mcpflow is shutting down", got)
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("the 60 s call was never answered")
@@ -416,5 +430,52 @@ func TestHTTPFrontMemory(t *testing.T) {
 	rawSession(t, h.url) // the 1000th
 	if status, _, body := rawPost(t, h.url, "", initBody); status != http.StatusServiceUnavailable {
 		t.Errorf("a session past the limit: %d %s, want 503", status, body)
+	}
+}
+
+// TestHTTPFrontTrickleCut: a POST whose body trickles in (a byte a second)
+// is cut once the body timeout (30 s, the default) has passed, answered
+// 408, and the connection closed; mcpflow serves others meanwhile.
+func TestHTTPFrontTrickleCut(t *testing.T) {
+	t.Parallel()
+	h := startHTTP(t, frontProject(t), watchHTTPArgs()...)
+	sid := rawSession(t, h.url)
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(h.url, "http://"), "/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), sid, len(body)+1000)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := conn.Write([]byte{body[i%len(body)]}); err != nil {
+				return
+			}
+		}
+	}()
+	if status, _, _ := rawPost(t, h.url, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != http.StatusOK {
+		t.Errorf("another request while the body trickles: %d", status)
+	}
+	conn.SetReadDeadline(time.Now().Add(90 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to the trickling POST: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Errorf("the trickling POST: %s, want 408", resp.Status)
+	}
+	if !strings.Contains(h.stderr.String(), "did not arrive in time; cut") {
+		t.Error("no warning of the cut body in the log")
 	}
 }
