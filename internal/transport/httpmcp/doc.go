@@ -23,7 +23,10 @@
 // Front (front.go, front_post.go, front_session.go) serves clients over
 // HTTP at /mcp: Listen binds at once, Serve serves the sessions of a
 // wire.Opener, one wire.Session per client session, until its context
-// ends. Origin and Host are checked first (403: DNS rebinding). Two eras
+// ends. Only the user that runs mcpflow is served: on Linux each
+// connection's peer socket must be that user's (front_owner.go), unless a
+// Token is set, which every request must then carry (401). Origin and
+// Host are checked next (403: DNS rebinding). Two eras
 // share the endpoint:
 //
 //   - Legacy (no MCP-Protocol-Version, or one before 2026-07-28, or a
