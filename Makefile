@@ -134,6 +134,7 @@ fuzz:
 	$(call fuzz1,FuzzParseConfig,./internal/config)
 	$(call fuzz1,FuzzExpand,./clitools)
 	$(call fuzz1,FuzzParse,./clitools)
+	$(call fuzz1,FuzzFront,./internal/transport/httpmcp)
 
 # Linux and macOS are supported; Windows must at least build. One macOS
 # architecture is enough to compile every darwin file; the two builds run

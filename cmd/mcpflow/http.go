@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
@@ -13,6 +15,11 @@ import (
 // one session per client. Stdin is not read: the run lasts until a
 // signal or another stop path of runSession's.
 
+// tokenEnv, when set, is the bearer token every HTTP client must send
+// (Authorization: Bearer TOKEN); without it the front serves only the
+// user that runs mcpflow (httpmcp.FrontConfig.Token).
+const tokenEnv = "MCPFLOW_HTTP_TOKEN"
+
 // httpFlag adds --http to a serving command's flags.
 func httpFlag(fs *flagSet) *string {
 	return fs.String("http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp (ADDR = host:port, port 0 = a free one) instead of stdin/stdout; [http] listen")
@@ -21,7 +28,7 @@ func httpFlag(fs *flagSet) *string {
 // openFront binds cfg's [http] listen for w, with w's traffic capture
 // (the client hop, with each message's session id) and the log.
 func (w *instanceRun) openFront(addr string) error {
-	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage}
+	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage, Token: os.Getenv(tokenEnv)}
 	if w.traffic != nil {
 		hook := w.traffic.SessionHook("")
 		fc.Traffic = func(session string, toServer bool, msg []byte) { hook("client", session, toServer, 0, msg) }
@@ -31,7 +38,7 @@ func (w *instanceRun) openFront(addr string) error {
 		return err
 	}
 	w.http = f
-	w.log.Info("serving MCP over Streamable HTTP", "url", f.URL())
+	w.log.Info("serving MCP over Streamable HTTP", "url", f.URL(), "auth", authText(fc.Token))
 	return nil
 }
 
@@ -64,4 +71,12 @@ func (t frontTarget) Status() control.Status {
 	st := t.Target.Status()
 	st.HTTP = t.run.httpStatus()
 	return st
+}
+
+// authText says who the front serves, for the log.
+func authText(token string) string {
+	if token != "" {
+		return "bearer token (" + tokenEnv + ")"
+	}
+	return "this user only"
 }

@@ -44,8 +44,14 @@ var frontURL = regexp.MustCompile(`url=(http://\S+/mcp)`)
 // exit, and must leave no process.
 func startHTTP(t *testing.T, dir string, args ...string) *httpRun {
 	t.Helper()
+	return startHTTPEnv(t, nil, dir, args...)
+}
+
+// startHTTPEnv is startHTTP with env added to mcpflow's environment.
+func startHTTPEnv(t *testing.T, env []string, dir string, args ...string) *httpRun {
+	t.Helper()
 	h := &httpRun{t: t, dir: dir, tag: testkit.Tag(t), stderr: &testkit.Buffer{}, exited: make(chan error, 1)}
-	h.cmd = testkit.Command(h.tag, nil, mcpflowBin, args...)
+	h.cmd = testkit.Command(h.tag, env, mcpflowBin, args...)
 	h.cmd.Dir = dir
 	h.cmd.Stderr = h.stderr
 	if err := h.cmd.Start(); err != nil {

@@ -197,6 +197,7 @@ func (x *exchange) jsonBody(resp *http.Response) {
 func (x *exchange) stream(body io.Reader) {
 	l := x.l
 	sr := newSSE(body, l.cfg.MaxMessage)
+	sr.cutLarge = true // an event past the limit is not read to its end
 	err := sr.each(x.event)
 	for tries := 0; !x.answered && sr.lastID != "" && tries < resumeRetries && l.ctx.Err() == nil; tries++ {
 		last := sr.lastID

@@ -991,9 +991,9 @@ func TestLinkSSEFraming(t *testing.T) {
 
 // TestLinkTooLarge: a message over MaxMessage, on an event stream (one
 // long line) or as a JSON body, is reported with the id of the request
-// it answered and skipped; the stream goes on after it, the link adds no
-// answer of its own (the relay answers), and the next call gets its
-// answer.
+// it answered; the request's stream is not read past the limit (a
+// server may send an event that never ends), the link adds no answer of
+// its own (the relay answers), and the next call gets its answer.
 func TestLinkTooLarge(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
@@ -1013,13 +1013,11 @@ func TestLinkTooLarge(t *testing.T) {
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"bigsse"}`, `{"jsonrpc":"2.0","id":2,"method":"bigjson"}`)
 	for _, id := range []string{"1", "2"} {
 		_, e := r.rec.await(t, "TooLarge "+id, 0, func(e recorded) bool { return e.kind == "large" && string(e.tl.ID()) == id })
-		if e.tl.Max != 64<<10 || e.tl.Size < 1<<20 {
+		// An event is read up to the limit only (the stream is cut there);
+		// a JSON body's size is its Content-Length.
+		if e.tl.Max != 64<<10 || e.tl.Size <= e.tl.Max || (id == "2" && e.tl.Size < 1<<20) {
 			t.Errorf("TooLarge %s: size %d, max %d", id, e.tl.Size, e.tl.Max)
 		}
-	}
-	_, after := r.rec.await(t, "the event after the large one", 0, isMethod("notifications/message"))
-	if string(after.rel) != "1" {
-		t.Errorf("the event after: rel %s", after.rel)
 	}
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"fine"}`)
 	r.rec.answer(t, "3")

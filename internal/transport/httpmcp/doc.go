@@ -23,7 +23,10 @@
 // Front (front.go, front_post.go, front_session.go) serves clients over
 // HTTP at /mcp: Listen binds at once, Serve serves the sessions of a
 // wire.Opener, one wire.Session per client session, until its context
-// ends. Origin and Host are checked first (403: DNS rebinding). Two eras
+// ends. Only the user that runs mcpflow is served: on Linux each
+// connection's peer socket must be that user's (front_owner.go), unless a
+// Token is set, which every request must then carry (401). Origin and
+// Host are checked next (403: DNS rebinding). Two eras
 // share the endpoint:
 //
 //   - Legacy (no MCP-Protocol-Version, or one before 2026-07-28, or a
@@ -76,7 +79,8 @@
 // and for 2026-07-28 Mcp-Method, Mcp-Name and the Mcp-Param- headers its
 // tool declares); each message that comes back, in a JSON body or on
 // the request's event stream (sse.go: our reader, each event bounded by
-// Child.MaxMessage), is handed on with the id of the request it came on
+// Child.MaxMessage; a request's stream is not read past an event over it,
+// which answers the request with the relay's too-large error), is handed on with the id of the request it came on
 // (rel), so the relay gives a log, progress or a sampling request to the
 // client whose call it belongs to. A stream that ends early is resumed
 // with Last-Event-ID when its events had ids. Notifications and answers

@@ -97,6 +97,11 @@ type FrontConfig struct {
 	// does not read what it is sent); it also bounds the write of one
 	// event to a client. 0 = DefaultStallTimeout.
 	StallTimeout time.Duration
+	// Token, when set, is required of every request as
+	// "Authorization: Bearer Token" (401 without it), and replaces the
+	// check of each connection's owner (front_owner.go): clients of other
+	// users or machines that have the token are served.
+	Token string
 }
 
 func (c *FrontConfig) fill() {
@@ -229,7 +234,7 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(newLimitListener(f.ln, f.cfg.MaxConns)) }()
+	go func() { served <- hs.Serve(f.listener()) }()
 	jstop, jdone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(jdone)
@@ -279,6 +284,16 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 	return serveErr
 }
 
+// listener is what Serve accepts from: at most MaxConns connections, of
+// the owner only unless a Token is set.
+func (f *Front) listener() net.Listener {
+	var ln net.Listener = newLimitListener(f.ln, f.cfg.MaxConns)
+	if f.cfg.Token == "" {
+		ln = newOwnerListener(ln, f.log)
+	}
+	return ln
+}
+
 // closeAll closes every open session, all at once, and waits.
 func (f *Front) closeAll() {
 	f.mu.Lock()
@@ -298,6 +313,9 @@ func (f *Front) closeAll() {
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.handlers.Add(1)
 	defer f.handlers.Done()
+	if !f.authorized(w, r) {
+		return
+	}
 	if o := r.Header.Get("Origin"); o != "" && !LoopbackOrigin(o) {
 		f.log.Warn("refused a request from a web page's origin (not this machine)", "origin", o, "method", r.Method)
 		http.Error(w, "Forbidden: Origin "+o+" is not this machine", http.StatusForbidden)

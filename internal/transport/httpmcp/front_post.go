@@ -260,7 +260,7 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, bool) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage))
+	body, err := readAtSize(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, f.cfg.MaxMessage)
 	if err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // a stream's connection must not time out reading
 		return body, true
@@ -290,6 +290,25 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]
 		http.Error(w, "Bad Request: reading the body: "+err.Error(), http.StatusBadRequest)
 	}
 	return nil, false
+}
+
+// readAtSize reads r to its end into one buffer of the body's size when
+// the request gave it (length, up to max), so a large body is not grown
+// and copied as it arrives; a body without a length is read as it comes.
+func readAtSize(r io.Reader, length, max int64) ([]byte, error) {
+	if length < 0 || length > max {
+		return io.ReadAll(r)
+	}
+	body := make([]byte, length+1) // one more: a body longer than it said is read on
+	n, err := io.ReadFull(r, body)
+	switch {
+	case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && int64(n) == length:
+		return body[:n], nil
+	case err != nil:
+		return body[:n], err
+	}
+	rest, err := io.ReadAll(r) // net/http ends a body at its Content-Length: not reached
+	return append(body[:n], rest...), err
 }
 
 // refuse answers a request with a JSON-RPC message of the front's own.

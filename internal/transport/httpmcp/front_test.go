@@ -996,7 +996,7 @@ func TestFrontSlowClientIsClosed(t *testing.T) {
 	t.Parallel()
 	logs := &testkit.Buffer{}
 	o := newEcho("2025-03-26")
-	f := serveFront(t, o, FrontConfig{Logger: logTo(logs), QueueBytes: 1 << 20, StallTimeout: 8 * time.Second})
+	f := serveFront(t, o, FrontConfig{Logger: logTo(logs), QueueBytes: 1 << 20, StallTimeout: 20 * time.Second})
 	c := newRaw(t, f)
 	slowID, fastID := c.initialize(), c.initialize()
 	slow, fast := o.nth(t, 1), o.nth(t, 2)

@@ -22,7 +22,14 @@ type sseReader struct {
 	max    int
 	lastID string        // the last event id the server gave
 	retry  time.Duration // the server's reconnection time; 0 = none given
+	// cutLarge stops reading at the first event whose data passes max:
+	// that event is returned (tooLarge, with the size read so far) with
+	// errCutLarge, and the stream is not read further.
+	cutLarge bool
 }
+
+// errCutLarge ends a cutLarge stream at an event over the limit.
+var errCutLarge = errors.New("an event over the size limit cut the stream")
 
 // sseEvent is one message event: its data (white space around it
 // trimmed), or, when the data was over the limit, tooLarge.
@@ -53,10 +60,12 @@ func (r *sseReader) reset(body io.Reader) { r.br.Reset(body) }
 func (r *sseReader) each(fn func(sseEvent)) error {
 	for {
 		ev, err := r.next()
+		if ev.tooLarge != nil || ev.data != nil {
+			fn(ev)
+		}
 		if err != nil {
 			return err
 		}
-		fn(ev)
 	}
 }
 
@@ -124,13 +133,20 @@ func (r *sseReader) next() (sseEvent, error) {
 				ev.add([]byte{'\n'}, r.max)
 			}
 			ev.hasData = true
-			if err := r.rest(value, full, func(b []byte) { ev.add(b, r.max) }); err != nil {
+			if err := r.rest(value, full, func(b []byte) bool {
+				ev.add(b, r.max)
+				return ev.head == nil || !r.cutLarge
+			}); err != nil {
+				if errors.Is(err, errCutLarge) {
+					return sseEvent{tooLarge: &wire.TooLargeError{Size: ev.size, Max: r.max, Head: ev.head}}, errCutLarge
+				}
 				return sseEvent{}, cut(err)
 			}
 		case "event", "id", "retry":
 			var v []byte
-			if err := r.rest(value, full, func(b []byte) {
+			if err := r.rest(value, full, func(b []byte) bool {
 				v = append(v, b[:min(len(b), sseFieldMax-len(v))]...)
+				return true
 			}); err != nil {
 				return sseEvent{}, cut(err)
 			}
@@ -147,7 +163,7 @@ func (r *sseReader) next() (sseEvent, error) {
 				}
 			}
 		default: // a comment (":..."), or a field of no use here
-			if err := r.rest(nil, full, func([]byte) {}); err != nil {
+			if err := r.rest(nil, full, func([]byte) bool { return true }); err != nil {
 				return sseEvent{}, cut(err)
 			}
 		}
@@ -172,33 +188,38 @@ func (r *sseReader) piece() (b []byte, full bool, err error) {
 
 // rest hands fn first (the start of a line's value) and then the rest of
 // the line, piece by piece, without the line end.
-func (r *sseReader) rest(first []byte, full bool, fn func([]byte)) error {
+func (r *sseReader) rest(first []byte, full bool, fn func([]byte) bool) error {
 	cr := false // the last piece ended with '\r', held back
-	emit := func(b []byte, last bool) {
+	emit := func(b []byte, last bool) bool {
 		if cr {
 			cr = false
 			if !last || len(b) != 1 || b[0] != '\n' {
-				fn([]byte{'\r'}) // a '\r' inside the line
+				if !fn([]byte{'\r'}) { // a '\r' inside the line
+					return false
+				}
 			}
 		}
 		if last {
-			fn(trimEOL(b))
-			return
+			return fn(trimEOL(b))
 		}
 		if n := len(b); n > 0 && b[n-1] == '\r' {
 			cr = true
 			b = b[:n-1]
 		}
-		fn(b)
+		return fn(b)
 	}
-	emit(first, full)
+	if !emit(first, full) {
+		return errCutLarge
+	}
 	for !full {
 		b, f, err := r.piece()
 		if err != nil {
 			return err
 		}
 		full = f
-		emit(b, full)
+		if !emit(b, full) {
+			return errCutLarge
+		}
 	}
 	return nil
 }

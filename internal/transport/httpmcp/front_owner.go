@@ -1,0 +1,96 @@
+package httpmcp
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Who may use the front.
+//
+// Contract:
+//   - Without a Token, a connection is served only when the socket at its
+//     other end belongs to this machine's user that runs mcpflow (its
+//     effective uid). On Linux the peer socket's owner is read from
+//     /proc/net/tcp and /proc/net/tcp6 at Accept; a connection from
+//     another user, or whose peer is not found there (another machine),
+//     gets a 403 written before anything is read and is closed, with a
+//     warning that names the uid. On other systems no owner is known
+//     (ownerKnown is false): the front serves whoever connects, so only
+//     its loopback address and the Origin/Host checks stand between it
+//     and others; a Token is the way to require more.
+//   - With a Token, connections are not checked by owner; every request
+//     must carry "Authorization: Bearer <Token>" (compared in constant
+//     time), else it is answered 401 with a WWW-Authenticate header.
+
+// ownerListener serves only connections whose peer passes owned.
+type ownerListener struct {
+	net.Listener
+	log   *slog.Logger
+	owned func(local, remote *net.TCPAddr) (uid int, ok bool)
+}
+
+// newOwnerListener wraps ln with the owner check where one is known;
+// elsewhere it is ln.
+func newOwnerListener(ln net.Listener, log *slog.Logger) net.Listener {
+	if !ownerKnown {
+		return ln
+	}
+	euid := os.Geteuid()
+	return &ownerListener{Listener: ln, log: log, owned: func(local, remote *net.TCPAddr) (int, bool) {
+		uid, found := peerUID(local, remote)
+		return uid, found && uid == euid
+	}}
+}
+
+// refusedOwner is what a refused connection reads.
+const refusedOwner = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+
+func (l *ownerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		local, lok := c.LocalAddr().(*net.TCPAddr)
+		remote, rok := c.RemoteAddr().(*net.TCPAddr)
+		if !lok || !rok {
+			return c, nil
+		}
+		uid, ok := l.owned(local, remote)
+		if ok {
+			return c, nil
+		}
+		who := "uid " + strconv.Itoa(uid)
+		if uid < 0 {
+			who = "an owner not on this machine"
+		}
+		l.log.Warn("refused an HTTP connection of another user (the front serves only the user that runs mcpflow; set a token to let others in)", "remote", remote.String(), "owner", who)
+		body := "Forbidden: this mcpflow serves only the user that runs it (connection owned by " + who + ")\n"
+		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = c.Write([]byte(fmt.Sprintf(refusedOwner, len(body), body)))
+		c.Close()
+	}
+}
+
+// authorized reports whether r carries the front's token; when it does
+// not, it answers r with 401.
+func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if f.cfg.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(f.cfg.Token)) == 1 {
+		return true
+	}
+	f.log.Warn("refused an HTTP request without the front's token", "method", r.Method, "remote", r.RemoteAddr)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcpflow"`)
+	http.Error(w, "Unauthorized: this mcpflow requires Authorization: Bearer <token>", http.StatusUnauthorized)
+	return false
+}
