@@ -28,7 +28,8 @@ func httpFlag(fs *flagSet) *string {
 // openFront binds cfg's [http] listen for w, with w's traffic capture
 // (the client hop, with each message's session id) and the log.
 func (w *instanceRun) openFront(addr string) error {
-	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage, Token: os.Getenv(tokenEnv)}
+	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage, Token: os.Getenv(tokenEnv),
+		MaxSessions: w.cfg.HTTP.MaxSessions, IdleTimeout: w.cfg.HTTP.IdleTimeout}
 	if w.traffic != nil {
 		hook := w.traffic.SessionHook("")
 		fc.Traffic = func(session string, toServer bool, msg []byte) { hook("client", session, toServer, 0, msg) }

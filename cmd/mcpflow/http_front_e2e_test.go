@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -419,4 +420,34 @@ func TestHTTPFrontFlag(t *testing.T) {
 			t.Fatalf("--http 8931: %v\n%s", err, out)
 		}
 	})
+}
+
+// Over HTTP the mux offers add_server only when http.add_server says so:
+// any client of the port could otherwise start programs as mcpflow's
+// user; the stdio client, which started mcpflow, keeps it.
+func TestHTTPMuxAddServerOnlyWhenAllowed(t *testing.T) {
+	t.Parallel()
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("http.add_server=%v", allow), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := fmt.Sprintf("[mux]\nadd_server = true\n[http]\nadd_server = %v\n", allow)
+			if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h := startHTTP(t, dir, "mux", "-c", "mcpflow.toml", "--http", "127.0.0.1:0")
+			c := h.connect("e2e", testkit.Legacy.Version)
+			res, err := c.cs.ListTools(c.ctx(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := false
+			for _, tool := range res.Tools {
+				has = has || tool.Name == "add_server"
+			}
+			if has != allow {
+				t.Errorf("add_server listed: %v, want %v", has, allow)
+			}
+		})
+	}
 }

@@ -89,7 +89,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	m := mux.New(mux.Config{
 		Servers:          specs,
 		Separator:        cfg.Mux.Separator,
-		DisableAddServer: !cfg.Mux.AddServer,
+		DisableAddServer: !cfg.Mux.AddServer || cfg.HTTP.Listen != "" && !cfg.HTTP.AddServer,
 		AllowedCommands:  allowedCommands(cfg),
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,

@@ -99,6 +99,12 @@ type HTTPConfig struct {
 	// Listen is the address mcpflow serves Streamable HTTP on, at /mcp
 	// (host:port); "" = the client is on stdin and stdout.
 	Listen string
+	// MaxSessions bounds the HTTP front's open sessions; IdleTimeout
+	// ends a session with no request and no open stream.
+	MaxSessions int
+	IdleTimeout time.Duration
+	// AddServer offers a mux's add_server to clients over HTTP.
+	AddServer bool
 }
 
 // CLIConfig is [cli]: a command-line program served as MCP tools, one

@@ -183,6 +183,12 @@ var settings = []setting{
 	{key: "http.listen", field: "HTTP.Listen", kind: kString, def: `""`, modes: everywhere, check: text(ListenProblem),
 		empty: "off: the client is on stdin and stdout", see: "[HTTP](#streamable-http)",
 		doc: "serve Streamable HTTP at `http://ADDRESS/mcp` instead of stdio (as `--http ADDRESS`), e.g. `\"127.0.0.1:8931\"`; requests from a browser page of another origin are refused; `\"\"` = the client is on stdin and stdout"},
+	{key: "http.max_sessions", field: "HTTP.MaxSessions", kind: kInt, def: `1000`, modes: everywhere, min: 1,
+		doc: "open HTTP sessions at most; a client that would open one more gets 503"},
+	{key: "http.session_idle", field: "HTTP.IdleTimeout", kind: kDuration, def: `"30m"`, modes: everywhere, min: 1,
+		doc: "an HTTP session with no request and no open stream for this long ends (its client starts a new one)"},
+	{key: "http.add_server", field: "HTTP.AddServer", kind: kBool, def: `false`, modes: inMux,
+		doc: "offers the mux's `add_server` to clients over HTTP too; off, only a stdio client (the one that started mcpflow) may start programs"},
 
 	{key: "mux.separator", field: "Mux.Separator", kind: kString, def: `"__"`, modes: inMux, check: text(separatorProblem),
 		doc: "joins a server's name and its tools' names (characters allowed in tool names); `mcpflow check` warns about one that lets a server's tool take a management tool's name (with `\"_\"`, a server `add` with a tool `server` would be `add_server`)"},
