@@ -55,7 +55,27 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 	}
 	warnings = append(warnings, muxNameWarnings(cfg)...)
 	warnings = append(warnings, listenWarnings(cfg, checkViews(cfg))...)
+	warnings = append(warnings, allowedWarnings(cfg)...)
 	return scans, warnings, nil
+}
+
+// allowedWarnings: a relative entry of mux.allowed_commands names the
+// file in the config's folder, not whatever an agent's cwd holds; check
+// says which file, and whether it exists.
+func allowedWarnings(cfg *config.Config) []string {
+	var out []string
+	for _, c := range cfg.Mux.AllowedCommands {
+		if !strings.ContainsRune(c, '/') || filepath.IsAbs(c) {
+			continue
+		}
+		abs := filepath.Join(cfg.Dir, c)
+		w := fmt.Sprintf("mux.allowed_commands: %q is relative: it allows %s only (read against the config's folder, never against the cwd add_server is given); write the absolute path to make that plain", c, abs)
+		if _, err := os.Stat(abs); err != nil {
+			w += "; that file does not exist yet"
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // checkView is what check inspects of one server: the config itself, or in

@@ -56,3 +56,20 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 		t.Error("a warning for an excluded output")
 	}
 }
+
+// check says which file a relative allowed_commands entry allows.
+func TestCheckRelativeAllowedCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(filepath.Join(dir, "mcpflow.toml"), []byte("[mux]\nallowed_commands = [\"npx\", \"./bin/api\"]\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, warnings, err := Check(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(warnings, "\n")
+	if !strings.Contains(joined, filepath.Join(dir, "bin", "api")) || strings.Contains(joined, `"npx"`) {
+		t.Errorf("warnings: %s", joined)
+	}
+}
