@@ -31,14 +31,12 @@ import (
 
 // instanceRun is what a run (watch; mux the same way) adds for a person:
 // the control socket (mcpflow status, rebuild, logs), the log ring it
-// serves, the traffic capture, and, in single-server mode, the last build
-// for status.
+// serves, the traffic capture.
 type instanceRun struct {
 	cfg     *config.Config
 	ring    *logring.Ring
 	log     *slog.Logger
 	traffic *traffic.Writer // nil: no capture
-	builds  buildLog
 	srv     *control.Server // nil: no socket
 	http    *httpmcp.Front  // the HTTP front ([http] listen); nil: stdio
 }

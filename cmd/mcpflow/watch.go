@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -221,11 +220,6 @@ func orFlags(file string) string {
 		return "(command line)"
 	}
 	return file
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }
 
 func mustGetwd(e env) string {
