@@ -406,17 +406,32 @@ func (r *switchboard) dispatchQueued(m queued) {
 	}
 }
 
-// expireQueue answers held requests that waited longer than QueueTimeout.
+// expireQueue answers held requests that waited longer than QueueTimeout;
+// it looks at the queue only while something is held (an idle relay does
+// not wake).
 func (r *Relay) expireQueue() {
-	t := time.NewTicker(min(r.cfg.Queue.Timeout/4, time.Second))
-	defer t.Stop()
+	every := min(r.cfg.Queue.Timeout/4, time.Second)
+	t := time.NewTimer(every)
+	t.Stop()
+	armed := false
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
+		case <-r.sw.held.added:
+			if !armed {
+				t.Reset(every)
+				armed = true
+			}
+			continue
 		case <-t.C:
+			armed = false
 		}
 		r.sw.mu.Lock()
+		if len(r.sw.held.q) > 0 {
+			t.Reset(every)
+			armed = true
+		}
 		for _, m := range r.sw.held.expire(time.Now().Add(-r.cfg.Queue.Timeout)) {
 			switch {
 			case !m.env.IsRequest():

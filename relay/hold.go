@@ -14,6 +14,9 @@ type holdQueue struct {
 	maxLen, maxBytes int
 	q                []queued
 	bytes            int
+	// added gets a token when a message is held (never blocking): the
+	// expiry wakes only while something is held.
+	added chan struct{}
 }
 
 type queued struct {
@@ -43,6 +46,10 @@ func (h *holdQueue) add(p *Port, msg []byte, env wire.Envelope, now time.Time) h
 	}
 	h.q = append(h.q, queued{msg: msg, env: env, at: now, port: p})
 	h.bytes += len(msg)
+	select {
+	case h.added <- struct{}{}:
+	default:
+	}
 	return held
 }
 

@@ -82,7 +82,7 @@ func newSwitchboard(cfg *Config, log, childLog *slog.Logger, sh shell) *switchbo
 		junk:       junkLog{child: childLog},
 		shell:      sh,
 		health:     health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
-		held:       holdQueue{maxLen: cfg.Queue.Size, maxBytes: cfg.Queue.Bytes},
+		held:       holdQueue{maxLen: cfg.Queue.Size, maxBytes: cfg.Queue.Bytes, added: make(chan struct{}, 1)},
 		sess:       newSession(),
 		ids:        newRouter(),
 		tools:      newToolset(cfg),

@@ -6,25 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/project"
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // The person's use of the server from a terminal: mcpflow tools, mcpflow
 // call. Against the instance running in this project they go through its
 // control socket, where the instance opens a session of its own on the
-// server it serves (sessionTools); with none running, they start one
+// server it serves (control.SessionTools); with none running, they start one
 // (mcpflow watch, this binary) for the one request and stop it.
 
 const toolsUsage = `Usage:
@@ -52,84 +47,6 @@ result as is.
 
 Flags:
 `
-
-// cliClient is the name mcpflow tools and call give their MCP client.
-const cliClient = "mcpflow-cli"
-
-// sessionTimeout bounds one session of mcpflow tools or call: the
-// handshake, the request and the close.
-const sessionTimeout = 10 * time.Minute
-
-// sessionTools is an instance's control.Tools: each request opens a
-// session of its own on o, as a client named cliClient, asks and closes.
-type sessionTools struct {
-	o   wire.Opener
-	log *slog.Logger
-}
-
-func (t sessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = listTools(ctx, cs)
-		return err
-	})
-	return res, err
-}
-
-func (t sessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = callTool(ctx, cs, name, args)
-		return err
-	})
-	return res, err
-}
-
-func (t sessionTools) session(ctx context.Context, do func(*mcp.ClientSession) error) error {
-	ctx, cancel := context.WithTimeout(ctx, sessionTimeout)
-	defer cancel()
-	cs, err := newCLIClient().Connect(ctx, wire.SessionTransport(t.o, t.log.With("from", cliClient)), nil)
-	if err != nil {
-		return fmt.Errorf("opening a session: %w", err)
-	}
-	defer cs.Close()
-	return do(cs)
-}
-
-func newCLIClient() *mcp.Client {
-	return mcp.NewClient(&mcp.Implementation{Name: cliClient, Version: version()}, nil)
-}
-
-// listTools is the tools/list result of every page, as one result.
-func listTools(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
-	all := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	params := &mcp.ListToolsParams{}
-	for {
-		res, err := cs.ListTools(ctx, params)
-		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		all.Tools = append(all.Tools, res.Tools...)
-		if res.NextCursor == "" {
-			break
-		}
-		params.Cursor = res.NextCursor
-	}
-	return json.Marshal(all)
-}
-
-// callTool is the tools/call result of name with args (none when empty).
-func callTool(ctx context.Context, cs *mcp.ClientSession, name string, args json.RawMessage) (json.RawMessage, error) {
-	p := &mcp.CallToolParams{Name: name}
-	if len(bytes.TrimSpace(args)) > 0 {
-		p.Arguments = args
-	}
-	res, err := cs.CallTool(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("tools/call %s: %w", name, err)
-	}
-	return json.Marshal(res)
-}
 
 // toolsAsker is how a command asks: list (args nil) or call.
 type toolsAsker struct {
@@ -190,14 +107,14 @@ func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error)
 		}
 		return err
 	}
-	cs, err := newCLIClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := control.NewCLIClient(version()).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		return toolsAsker{}, fail(fmt.Errorf("starting the server (mcpflow %s): %w", strings.Join(args, " "), err))
 	}
 	return toolsAsker{
-		list: func(ctx context.Context) (json.RawMessage, error) { return listTools(ctx, cs) },
+		list: func(ctx context.Context) (json.RawMessage, error) { return control.ListToolsOn(ctx, cs) },
 		call: func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-			return callTool(ctx, cs, name, args)
+			return control.CallToolOn(ctx, cs, name, args)
 		},
 		done: cs.Close,
 	}, nil
@@ -229,7 +146,7 @@ func cmdTools(e env, args []string) int {
 			fmt.Fprintln(e.stderr, "mcpflow: the tools/list result:", err)
 			return exitFailure
 		}
-		writeTools(e.stdout, res.Tools)
+		control.WriteTools(e.stdout, res.Tools)
 		return exitOK
 	})
 }
@@ -273,9 +190,9 @@ func cmdCall(e env, args []string) int {
 			}
 		case res.IsError:
 			fmt.Fprintf(e.stderr, "mcpflow: tool %s failed:\n", name)
-			writeResult(e.stderr, &res)
+			control.WriteResult(e.stderr, &res)
 		default:
-			writeResult(e.stdout, &res)
+			control.WriteResult(e.stdout, &res)
 		}
 		if res.IsError {
 			return exitFailure
@@ -285,11 +202,11 @@ func cmdCall(e env, args []string) int {
 }
 
 // askTools runs do with the asker the flags select, bounded by
-// sessionTimeout and ended by Ctrl-C, and stops the asker.
+// control.SessionTimeout and ended by Ctrl-C, and stops the asker.
 func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) int {
 	ctx, cancel := interruptible()
 	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, sessionTimeout)
+	ctx, cancelT := context.WithTimeout(ctx, control.SessionTimeout)
 	defer cancelT()
 	a, err := sel.asker(ctx, e)
 	if err != nil {
@@ -317,106 +234,4 @@ func printJSON(e env, raw json.RawMessage) int {
 		return exitFailure
 	}
 	return exitOK
-}
-
-// writeTools writes one block per tool: its name, its description, and
-// each argument with its type, whether it is required, and its
-// description (the required ones first).
-func writeTools(w io.Writer, tools []*mcp.Tool) {
-	if len(tools) == 0 {
-		fmt.Fprintln(w, "no tools")
-		return
-	}
-	for i, t := range tools {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintln(w, t.Name)
-		if d := strings.TrimSpace(t.Description); d != "" {
-			for _, l := range strings.Split(d, "\n") {
-				fmt.Fprintln(w, "  "+l)
-			}
-		}
-		var schema struct {
-			Properties map[string]struct {
-				Type        any    `json:"type"`
-				Description string `json:"description"`
-			} `json:"properties"`
-			Required []string `json:"required"`
-		}
-		if b, err := json.Marshal(t.InputSchema); err == nil {
-			json.Unmarshal(b, &schema)
-		}
-		if len(schema.Properties) == 0 {
-			fmt.Fprintln(w, "  arguments: none")
-			continue
-		}
-		fmt.Fprintln(w, "  arguments:")
-		names := make([]string, 0, len(schema.Properties))
-		for n := range schema.Properties {
-			names = append(names, n)
-		}
-		req := func(n string) bool { return slices.Contains(schema.Required, n) }
-		slices.SortFunc(names, func(a, b string) int {
-			if req(a) != req(b) {
-				if req(a) {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		for _, n := range names {
-			p := schema.Properties[n]
-			kind := "any"
-			switch ty := p.Type.(type) {
-			case string:
-				kind = ty
-			case []any:
-				kind = strings.Trim(strings.ReplaceAll(fmt.Sprint(ty...), " ", "|"), "[]")
-			}
-			if req(n) {
-				kind += ", required"
-			}
-			line := fmt.Sprintf("    %s (%s)", n, kind)
-			if d := strings.TrimSpace(p.Description); d != "" {
-				line += "  " + strings.ReplaceAll(d, "\n", " ")
-			}
-			fmt.Fprintln(w, line)
-		}
-	}
-}
-
-// writeResult writes a tool's result: text content as text, other
-// content as a line saying what it is; with no content, the structured
-// content as JSON.
-func writeResult(w io.Writer, res *mcp.CallToolResult) {
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			fmt.Fprintln(w, strings.TrimSuffix(c.Text, "\n"))
-		case *mcp.ImageContent:
-			fmt.Fprintf(w, "[image: %s, %d bytes]\n", c.MIMEType, len(c.Data))
-		case *mcp.AudioContent:
-			fmt.Fprintf(w, "[audio: %s, %d bytes]\n", c.MIMEType, len(c.Data))
-		case *mcp.ResourceLink:
-			fmt.Fprintf(w, "[resource link: %s]\n", c.URI)
-		case *mcp.EmbeddedResource:
-			switch r := c.Resource; {
-			case r == nil:
-				fmt.Fprintln(w, "[resource]")
-			case r.Text != "":
-				fmt.Fprintln(w, strings.TrimSuffix(r.Text, "\n"))
-			default:
-				fmt.Fprintf(w, "[resource: %s, %s, %d bytes]\n", r.URI, r.MIMEType, len(r.Blob))
-			}
-		default:
-			fmt.Fprintf(w, "[%T content]\n", c)
-		}
-	}
-	if len(res.Content) == 0 && res.StructuredContent != nil {
-		if b, err := json.MarshalIndent(res.StructuredContent, "", "  "); err == nil {
-			fmt.Fprintln(w, string(b))
-		}
-	}
 }

@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+
+	"github.com/mcpflow/mcpflow/internal/instance"
 )
 
 // Exit codes.
@@ -134,6 +136,7 @@ Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
 // the exit code. Before a command, -h/--help is help and -v/--version is
 // version.
 func run(e env, args []string) int {
+	instance.Version = version()
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, usage())
 		return exitUsage

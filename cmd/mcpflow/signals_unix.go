@@ -58,9 +58,13 @@ func pipeGone(w io.Writer) bool {
 }
 
 // watchParent returns a channel closed when the parent ppid exits (mcpflow's
-// parent pid changes, as the orphan is adopted), polled until done.
+// parent pid changes, as the orphan is adopted), until done: on Linux
+// by a pidfd of the parent (no wake-up while it lives), else polled.
 func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
+	if os.Getppid() == ppid && parentExit(ppid, done, gone) {
+		return gone
+	}
 	go func() {
 		t := time.NewTicker(parentPollInterval)
 		defer t.Stop()

@@ -7,16 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/instance"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/relay"
 )
 
 const watchUsage = `Usage:
@@ -58,7 +56,7 @@ func cmdWatch(e env, args []string) int {
 		return exitUsage
 	}
 	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+		return instance.Serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
 	})
 }
 
@@ -154,6 +152,13 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 	return loadOrBroken(path)
 }
 
+// errBroken is a config file that does not load: mcpflow still serves
+// the session (brokenEngine) and starts the server once the file is
+// fixed.
+type errBroken struct{ err error }
+
+func (e errBroken) Error() string { return e.err.Error() }
+
 // loadOrBroken loads the config file at path; one that does not load is
 // errBroken, with the defaults as the config of the run that serves the
 // session until it is fixed.
@@ -178,48 +183,6 @@ func brokenProblem(err error) string {
 		return b.Error()
 	}
 	return ""
-}
-
-// startSingle starts the engine of one [run] server: its relay, with
-// the build, the watch and the record of its last start.
-func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
-	charm := logging.Charm(logger)
-	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
-	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg)}
-	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
-	rl := relay.New(rc)
-	srv, err := assemble(cfg, logger, rl, rl.NoteBuild)
-	if err != nil {
-		rl.Close()
-		return nil, err
-	}
-	rl.SetRecompiler(srv)
-	name := serverName(cfg)
-	target := oneServer(name, func() control.Status {
-		st := rl.Stats()
-		return control.Status{Client: clientInfoOf(st.Client), Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
-	}, srv.rebuild)
-
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { srv.run(ctx) })
-	wg.Go(func() { srv.Startup(ctx) })
-	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	return &engine{
-		stdio: rl.Stdio(), shared: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded,
-		stop: func() {
-			rl.Close()
-			cancel()
-			wg.Wait()
-		},
-	}, nil
-}
-
-func orFlags(file string) string {
-	if file == "" {
-		return "(command line)"
-	}
-	return file
 }
 
 func mustGetwd(e env) string {

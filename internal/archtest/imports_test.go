@@ -29,6 +29,7 @@ var layers = []struct {
 	{"ops", []string{"internal/ops/"}},
 	{"jobs", []string{"watcher", "builder", "relay", "clitools", "mux"}},
 	{"project", []string{"internal/project"}},
+	{"instance", []string{"internal/instance"}},
 	{"cmd", []string{"cmd/"}},
 }
 

@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // the answer of its one tool, the rebuild tool.
 func brokenConfig(problem string, logger *slog.Logger) wire.Opener {
 	text := texts.BrokenConfig(problem, relay.DefaultTool)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow", Version: version()}, &mcp.ServerOptions{Instructions: text})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow", Version: Version}, &mcp.ServerOptions{Instructions: text})
 	srv.AddTool(&mcp.Tool{Name: relay.DefaultTool, Description: texts.RecompileDescription, InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil

@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"context"
@@ -42,13 +42,6 @@ func startEngine(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	return startSingle(ctx, cfg, logger, run)
 }
 
-// errBroken is a config file that does not load: mcpflow still serves
-// the session (brokenEngine) and starts the server once the file is
-// fixed.
-type errBroken struct{ err error }
-
-func (e errBroken) Error() string { return e.err.Error() }
-
 // brokenEngine serves while the config does not load (brokenConfig).
 func brokenEngine(problem string, logger *slog.Logger) *engine {
 	o := brokenConfig(problem, logger)
@@ -64,7 +57,7 @@ func (t brokenTarget) Rebuild(context.Context, string) (result.Build, error) {
 	return result.Build{}, errors.New(string(t))
 }
 
-// serve runs cfg's engine behind the run's front (stdio, or [http]
+// Serve runs cfg's engine behind the run's front (stdio, or [http]
 // listen) until the client leaves or ctx ends, and returns once every
 // child, build and watch has stopped. broken, when not "", is why cfg's
 // file did not load: the session is served by brokenEngine until it does.
@@ -73,7 +66,7 @@ func (t brokenTarget) Rebuild(context.Context, string) (result.Build, error) {
 // sessions move to it (wire.Swap: they are told their lists changed); the
 // log, the front and the control socket keep the settings they started
 // with.
-func serve(ctx context.Context, cfg *config.Config, broken string, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
+func Serve(ctx context.Context, cfg *config.Config, broken string, logger *slog.Logger, ring *logring.Ring, in wire.Stream, stdout io.Writer) error {
 	run, err := openRun(cfg, ring, logger)
 	if err != nil {
 		return err

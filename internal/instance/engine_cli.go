@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 	}
 	cc := cliConfig(c)
 	cc.Logger = slog.New(logging.Charm(logger).WithPrefix("cli"))
-	cc.Tool, cc.Name, cc.Version = tool, "mcpflow", version()
+	cc.Tool, cc.Name, cc.Version = tool, "mcpflow", Version
 	cc.Recompiler = clitools.RecompilerFunc(func(ctx context.Context, progress func(string)) result.Build {
 		return b.Recompile(ctx, progress)
 	})
@@ -55,7 +55,7 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 		defer gate.Started()
 		sv.Startup(ctx)
 	})
-	logger.Info("mcpflow started", "version", version(), "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
+	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
 	return &engine{stdio: srv, shared: srv, mode: control.ModeCLI, target: target, stop: func() {
 		srv.Close() // every running call's process group is killed and reaped
 		cancel()

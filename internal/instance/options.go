@@ -1,4 +1,4 @@
-package main
+package instance
 
 import (
 	"log/slog"
@@ -45,7 +45,7 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 		HandshakeTimeout: r.Handshake,
 		OnCrash:          r.OnCrash,
 		RestartMarker:    r.RestartMarker,
-		Version:          version(),
+		Version:          Version,
 		Traffic:          traffic,
 		Bridge:           bridge.Options{Log: logger.With("component", "bridge"), Handshake: r.Handshake}.New,
 	}

@@ -1,0 +1,203 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+)
+
+// A person's use of the server from a terminal (mcpflow tools, mcpflow
+// call): the instance's side (SessionTools, a session of its own on the
+// server it serves), the requests on an SDK client session, and how their
+// results are written for a person.
+
+// CLIClient is the name mcpflow tools and call give their MCP client.
+const CLIClient = "mcpflow-cli"
+
+// SessionTimeout bounds one session of mcpflow tools or call: the
+// handshake, the request and the close.
+const SessionTimeout = 10 * time.Minute
+
+// SessionTools is an instance's control.Tools: each request opens a
+// session of its own on o, as a client named CLIClient, asks and closes.
+type SessionTools struct {
+	Opener  wire.Opener
+	Log     *slog.Logger
+	Version string // the client's version
+}
+
+func (t SessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
+		res, err = ListToolsOn(ctx, cs)
+		return err
+	})
+	return res, err
+}
+
+func (t SessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
+		res, err = CallToolOn(ctx, cs, name, args)
+		return err
+	})
+	return res, err
+}
+
+func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) error) error {
+	ctx, cancel := context.WithTimeout(ctx, SessionTimeout)
+	defer cancel()
+	cs, err := NewCLIClient(t.Version).Connect(ctx, wire.SessionTransport(t.Opener, t.Log.With("from", CLIClient)), nil)
+	if err != nil {
+		return fmt.Errorf("opening a session: %w", err)
+	}
+	defer cs.Close()
+	return do(cs)
+}
+
+func NewCLIClient(version string) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: CLIClient, Version: version}, nil)
+}
+
+// ListToolsOn is the tools/list result of every page, as one result.
+func ListToolsOn(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
+	all := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		all.Tools = append(all.Tools, res.Tools...)
+		if res.NextCursor == "" {
+			break
+		}
+		params.Cursor = res.NextCursor
+	}
+	return json.Marshal(all)
+}
+
+// CallToolOn is the tools/call result of name with args (none when empty).
+func CallToolOn(ctx context.Context, cs *mcp.ClientSession, name string, args json.RawMessage) (json.RawMessage, error) {
+	p := &mcp.CallToolParams{Name: name}
+	if len(bytes.TrimSpace(args)) > 0 {
+		p.Arguments = args
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("tools/call %s: %w", name, err)
+	}
+	return json.Marshal(res)
+}
+
+// WriteTools writes one block per tool: its name, its description, and
+// each argument with its type, whether it is required, and its
+// description (the required ones first).
+func WriteTools(w io.Writer, tools []*mcp.Tool) {
+	if len(tools) == 0 {
+		fmt.Fprintln(w, "no tools")
+		return
+	}
+	for i, t := range tools {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, t.Name)
+		if d := strings.TrimSpace(t.Description); d != "" {
+			for _, l := range strings.Split(d, "\n") {
+				fmt.Fprintln(w, "  "+l)
+			}
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Type        any    `json:"type"`
+				Description string `json:"description"`
+			} `json:"properties"`
+			Required []string `json:"required"`
+		}
+		if b, err := json.Marshal(t.InputSchema); err == nil {
+			json.Unmarshal(b, &schema)
+		}
+		if len(schema.Properties) == 0 {
+			fmt.Fprintln(w, "  arguments: none")
+			continue
+		}
+		fmt.Fprintln(w, "  arguments:")
+		names := make([]string, 0, len(schema.Properties))
+		for n := range schema.Properties {
+			names = append(names, n)
+		}
+		req := func(n string) bool { return slices.Contains(schema.Required, n) }
+		slices.SortFunc(names, func(a, b string) int {
+			if req(a) != req(b) {
+				if req(a) {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		for _, n := range names {
+			p := schema.Properties[n]
+			kind := "any"
+			switch ty := p.Type.(type) {
+			case string:
+				kind = ty
+			case []any:
+				kind = strings.Trim(strings.ReplaceAll(fmt.Sprint(ty...), " ", "|"), "[]")
+			}
+			if req(n) {
+				kind += ", required"
+			}
+			line := fmt.Sprintf("    %s (%s)", n, kind)
+			if d := strings.TrimSpace(p.Description); d != "" {
+				line += "  " + strings.ReplaceAll(d, "\n", " ")
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// WriteResult writes a tool's result: text content as text, other
+// content as a line saying what it is; with no content, the structured
+// content as JSON.
+func WriteResult(w io.Writer, res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			fmt.Fprintln(w, strings.TrimSuffix(c.Text, "\n"))
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image: %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio: %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link: %s]\n", c.URI)
+		case *mcp.EmbeddedResource:
+			switch r := c.Resource; {
+			case r == nil:
+				fmt.Fprintln(w, "[resource]")
+			case r.Text != "":
+				fmt.Fprintln(w, strings.TrimSuffix(r.Text, "\n"))
+			default:
+				fmt.Fprintf(w, "[resource: %s, %s, %d bytes]\n", r.URI, r.MIMEType, len(r.Blob))
+			}
+		default:
+			fmt.Fprintf(w, "[%T content]\n", c)
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.MarshalIndent(res.StructuredContent, "", "  "); err == nil {
+			fmt.Fprintln(w, string(b))
+		}
+	}
+}
