@@ -282,6 +282,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Log.MaxSize = 16 << 20
 	want.Log.TrafficMaxMessage = 64 << 10
 	want.Log.TrafficMaxSize = 16 << 20
+	want.HTTP = HTTPConfig{MaxSessions: 1000, IdleTimeout: 30 * time.Minute}
 	want.Mux = MuxConfig{Separator: "__", AddServer: true, AllowedCommands: []string{}, AllowedEnv: []string{}, Drain: 5 * time.Second}
 	if !reflect.DeepEqual(plain(c), want) {
 		t.Errorf("defaultConfig:\n got %+v\nwant %+v", plain(c), want)

@@ -106,6 +106,14 @@ func Serve(ctx context.Context, cfg *config.Config, broken string, logger *slog.
 		}
 	}
 	err = run.serveFront(ctx, l.front, in, stdout, o)
+	switch {
+	case ctx.Err() != nil:
+		logger.Info("shutting down", "reason", "signal")
+	case err != nil:
+		logger.Error("reading from client", "err", err)
+	case run.http == nil:
+		logger.Info("shutting down", "reason", "client closed stdin")
+	}
 	stopWatch()
 	wg.Wait()
 	l.current().stop()
