@@ -81,6 +81,7 @@ func (s *session) awaitStarting(ctx context.Context, deadline <-chan struct{}) [
 	for _, srv := range all {
 		select {
 		case <-srv.up:
+		case <-srv.fromRec: // answered from its record
 		case <-deadline:
 			return all
 		case <-ctx.Done():
@@ -345,19 +346,34 @@ func (s *session) call(msg []byte, env wire.Envelope) {
 		s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.runOwnTool(ctx, s, name, args, s.isModern())) })
 		return
 	}
-	r, ok := s.m.route(name)
-	if !ok {
-		// A server that is up and not read yet may have it.
+	if _, ok := s.m.route(name); !ok {
+		// A server up and not read yet, or in its first start, may have
+		// it: its lists are waited for (bounded), off the client's read.
 		if srvName, _, split := splitName(name, s.m.sep); split {
 			s.m.mu.Lock()
 			srv := s.m.servers[srvName]
 			s.m.mu.Unlock()
 			if srv != nil {
-				s.m.waitListed(s.m.ctx, srv)
-				r, ok = s.m.route(name)
+				s.goOwn(env.ID, func(ctx context.Context) {
+					s.m.waitListed(ctx, srv)
+					s.mu.Lock()
+					delete(s.own, string(env.ID))
+					s.mu.Unlock()
+					if ctx.Err() == nil {
+						s.routeCall(msg, env, name)
+					}
+				})
+				return
 			}
 		}
 	}
+	s.routeCall(msg, env, name)
+}
+
+// routeCall sends a call of a server's tool to it under the tool's own
+// name, or answers why it cannot.
+func (s *session) routeCall(msg []byte, env wire.Envelope, name string) {
+	r, ok := s.m.route(name)
 	if !ok {
 		s.reply(env.ID, errToolResult(s.m.unknownTool(name), s.isModern()))
 		return

@@ -105,6 +105,8 @@ type server struct {
 	published             // what the catalog lists of it
 	removed   bool
 	starting  bool          // its first start is running
+	recorded  bool          // listed from its record while its first start runs
+	fromRec   chan struct{} // closed once it is (fromRecord)
 	up        chan struct{} // closed when its first start ended (up or not)
 
 	inbox
@@ -316,7 +318,7 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, up: make(chan struct{})}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, up: make(chan struct{}), fromRec: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -351,6 +353,11 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 		close(s.up)
 		return result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
+	if rb, ok := b.(recorder); ok {
+		if l, ok := rb.Recorded(); ok {
+			m.fromRecord(s, l)
+		}
+	}
 	res := b.Start(ctx)
 	lifecycle{m}.applyResult(s, res)
 	m.mu.Lock()
@@ -382,6 +389,34 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
 	}
 	return res, nil
+}
+
+// recorder is a Backend that can tell what its server listed at its last
+// good start (relayBackend: the relay's record).
+type recorder interface {
+	Recorded() (relay.Lists, bool)
+}
+
+// fromRecord lists s, still starting, from its record: its tools are in
+// the catalog at once, the sessions open it (the relay answers their
+// handshake from the record and holds their calls until the server is
+// up), and the lists are read again once it is.
+func (m *Mux) fromRecord(s *server, l relay.Lists) {
+	m.mu.Lock()
+	if s.removed {
+		m.mu.Unlock()
+		return
+	}
+	s.recorded = true
+	close(s.fromRec)
+	s.lists, s.listed = l, true
+	changed := m.cat.publish(s)
+	m.noteListed()
+	m.mu.Unlock()
+	m.eachSession(func(ss *session) { ss.serverUp(s) })
+	if changed {
+		m.listsChanged()
+	}
 }
 
 // eachSession calls f for every open session, with no lock held.

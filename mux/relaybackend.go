@@ -92,9 +92,9 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			o.Configure(spec, &rc)
 		}
 		// The mux opens a server's session with its client's handshake
-		// only once the server is up: the relay never answers a handshake
-		// alone meanwhile.
-		rc.First = relay.First{Grace: 24 * time.Hour}
+		// once the server is up, or at once when its record answers for
+		// it (Recorded): the relay never answers a handshake alone.
+		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
 		rc.NoOwnTools = true
 		rc.Rebuild = reloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
@@ -125,6 +125,9 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 // reloadHint is what rebuilds server name, as the texts the agent reads
 // name it.
 func reloadHint(name string) string { return texts.ReloadHint(name) }
+
+// Recorded is the relay's record (a recorder).
+func (b *relayBackend) Recorded() (relay.Lists, bool) { return b.r.Recorded() }
 
 type relayBackend struct {
 	name  string

@@ -350,7 +350,7 @@ func (s *session) openPorts() []*port {
 func (s *session) port(name string) *port {
 	s.m.mu.Lock()
 	srv, ok := s.m.servers[name]
-	running := ok && srv.status == StatusRunning && srv.b != nil
+	running := ok && srv.b != nil && (srv.status == StatusRunning || srv.recorded && srv.status == StatusStarting)
 	s.m.mu.Unlock()
 	if !running {
 		return nil

@@ -330,7 +330,9 @@ func (m *Mux) waitListed(ctx context.Context, s *server) {
 	defer deadline.Stop()
 	for {
 		m.mu.Lock()
-		done := s.listed || s.removed || s.status != StatusRunning
+		// A server in its first start gets listed when it is up, or at
+		// once from its record.
+		done := s.listed || s.removed || s.status != StatusRunning && !s.starting
 		ch := m.listedCh()
 		m.mu.Unlock()
 		if done {

@@ -298,6 +298,28 @@ type Lists struct {
 	Instructions string
 }
 
+// Recorded is what the record of the server's last good start lists
+// (First.Record), and its instructions: what a client is answered before
+// the server is up. false without a usable record.
+func (r *Relay) Recorded() (Lists, bool) {
+	r.sw.mu.Lock()
+	rec := r.sw.rec
+	r.sw.mu.Unlock()
+	if rec == nil || rec.Lists["tools"] == nil {
+		return Lists{}, false
+	}
+	split := func(field string) []json.RawMessage {
+		var items []json.RawMessage
+		_ = json.Unmarshal(rec.Lists[field], &items)
+		return items
+	}
+	l := Lists{Tools: split("tools"), Prompts: split("prompts"), Resources: split("resources"), Templates: split("resourceTemplates")}
+	if res := rec.initializeResult(""); res != nil {
+		_ = json.Unmarshal(res["instructions"], &l.Instructions)
+	}
+	return l, true
+}
+
 // ErrNotReady is Lists' error while no child serves or no client's
 // session lets the relay ask it (a legacy session before its client's
 // initialize reached the child).
@@ -354,5 +376,14 @@ func (r *Relay) Lists(ctx context.Context, meta []byte) (Lists, error) {
 	if c.exited() {
 		return Lists{}, ErrNotReady
 	}
+	// What the child lists is what the record answers at the next start.
+	r.sw.mu.Lock()
+	for _, k := range []struct {
+		method, field string
+		items         []json.RawMessage
+	}{{"tools/list", "tools", l.Tools}, {"prompts/list", "prompts", l.Prompts}, {"resources/list", "resources", l.Resources}, {"resources/templates/list", "resourceTemplates", l.Templates}} {
+		keepInRecord(r.sw, k.method, true, listResult(k.field, k.items))
+	}
+	r.sw.mu.Unlock()
 	return l, nil
 }

@@ -287,3 +287,44 @@ func TestStateFolderRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMuxRecord: each configured server of a mux keeps the record of its
+// last good start, so the next start lists its tools at once, while its
+// build is held, and a call of one waits for the server instead of
+// failing.
+func TestMuxRecord(t *testing.T) {
+	t.Parallel()
+	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
+		t.Parallel()
+		dir := gatedProject(t, true)
+		mux := strings.NewReplacer("[build]", "[servers.g.build]", "[run]", "[servers.g.run]", "[relay]", "[servers.g.relay]", "[watch]", "[servers.g.watch]").Replace(gatedConfig)
+		if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(mux), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h := startE2E(t, dir, era.Version, "watch")
+		h.waitTools("g__echo")
+		stopE2E(t, h)
+		if _, err := os.Stat(filepath.Join(dir, ".mcpflow", "servers", "g", "last-start.json")); err != nil {
+			t.Fatalf("no record of server g: %v", err)
+		}
+
+		setGate(t, dir, false)
+		h = startE2E(t, dir, era.Version, "watch")
+		if tools := h.tools(); !slices.Contains(tools, "g__echo") {
+			t.Fatalf("the second start lists %q, want g's tools from its record", tools)
+		}
+		if built(dir) {
+			t.Fatal("the build ended before the list: it need not be the record's")
+		}
+		answer := make(chan string, 1)
+		go func() {
+			text, _ := h.call("g__echo", map[string]any{"text": "x"})
+			answer <- text
+		}()
+		setGate(t, dir, true)
+		if text := <-answer; text != "srv:x" {
+			t.Fatalf("g__echo called while g started: %q", text)
+		}
+		stopE2E(t, h)
+	})
+}

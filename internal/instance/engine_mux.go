@@ -3,12 +3,14 @@ package instance
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/mcpflow/mcpflow/builder"
 	"github.com/mcpflow/mcpflow/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/mux"
@@ -139,6 +141,11 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	}
 	c := relayConfig(run, r, traffic, w.logger.With("server", spec.Name))
 	c.Child.Setting, c.OnCrash = rc.Child.Setting, rc.OnCrash
+	if spec.Source == "config" {
+		// Each configured server keeps the record of its last good start.
+		c.First.Record = filepath.Join(statedir.Of(w.cfg.Dir), "servers", spec.Name, "last-start.json")
+		c.First.Key = project.RecordKey(w.serverConfig(spec))
+	}
 	if spec.Source != "config" {
 		c.Drain = rc.Drain // mux.drain
 	}
