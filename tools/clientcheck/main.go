@@ -25,7 +25,9 @@
 // Each check runs on a project mcpflow has already built once (a warm-up
 // under the Go SDK client), and the -cold ones (claude-cold, gemini-cold,
 // codex-cold) on one never built (no .mcpflow, no binary), as a new
-// user's first session is: Codex's first status must list the server's
+// user's first session is, and codex-slow on one whose every build
+// outlasts Codex's wait, after one such slow start (the record must
+// answer for the server): Codex's first status must list the server's
 // tools, Gemini must say Connected, and a Claude Code session's init
 // events must list the tools within Claude's own wait for a server (its
 // first one comes a few hundred milliseconds after it starts, before any
@@ -37,6 +39,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +85,7 @@ func main() {
 	flag.StringVar(&c.echo, "echo", "examples/echo", "the example server")
 	flag.StringVar(&c.mux, "mux", "examples/mux", "the mux example (its servers build examples/echo)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temporary projects")
-	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux,claude-cold,gemini-cold,codex-cold,claude-http,inspector-http)")
+	only := flag.String("only", "", "run only these checks (comma-separated: claude,gemini,codex,live,claude-mux,gemini-mux,codex-mux,claude-cold,gemini-cold,codex-cold,codex-slow,claude-http,inspector-http)")
 	flag.Parse()
 	for _, p := range []*string{&c.mcpflow, clients, &c.echo, &c.mux} {
 		abs, err := filepath.Abs(*p)
@@ -102,6 +105,7 @@ func main() {
 		{"claude-cold", false, c.claude},
 		{"gemini-cold", false, c.gemini},
 		{"codex-cold", false, c.codex},
+		{"codex-slow", false, c.codex},
 		{"claude", false, c.claude},
 		{"gemini", false, c.gemini},
 		{"codex", false, c.codex},
@@ -138,6 +142,11 @@ type project struct {
 	want            []string
 	env             []string
 	cold            bool // never built: the client's first look must show the tools
+	// slow: every build outlasts the client's wait (a sleep before it);
+	// the warm-up is such a slow first start, and the check's start must
+	// build again: the client's first look must show the tools, from the
+	// record of the slow start.
+	slow bool
 }
 
 func (c *checker) run(name string, mux bool, fn func(p *project) error) {
@@ -145,6 +154,12 @@ func (c *checker) run(name string, mux bool, fn func(p *project) error) {
 	p, err := c.newProject(name, mux)
 	if err == nil && !p.cold {
 		err = c.warm(p)
+	}
+	if err == nil && p.slow {
+		// The next start must build: its answers can only come from the
+		// record.
+		err = os.RemoveAll(filepath.Join(p.dir, ".mcpflow", "echo"))
+		os.RemoveAll(filepath.Join(p.dir, ".mcpflow", "cache"))
 	}
 	if err == nil {
 		err = fn(p)
@@ -176,11 +191,22 @@ func (c *checker) newProject(name string, mux bool) (*project, error) {
 		return nil, err
 	}
 	p := &project{dir: filepath.Join(root, "echo"), home: filepath.Join(root, "home"), name: "echo",
-		want: []string{"echo", "shout", "recompile"}, cold: strings.HasSuffix(name, "-cold")}
+		want: []string{"echo", "shout", "recompile"}, cold: strings.HasSuffix(name, "-cold"), slow: strings.HasSuffix(name, "-slow")}
 	if err := os.CopyFS(filepath.Join(root, "echo"), os.DirFS(c.echo)); err != nil {
 		return p, err
 	}
 	os.RemoveAll(filepath.Join(root, "echo", ".mcpflow"))
+	if p.slow {
+		toml := filepath.Join(root, "echo", "mcpflow.toml")
+		b, err := os.ReadFile(toml)
+		if err != nil {
+			return p, err
+		}
+		b = bytes.Replace(b, []byte(`command = "go build`), []byte(`command = "sleep 12 && go build`), 1)
+		if err := os.WriteFile(toml, b, 0o644); err != nil {
+			return p, err
+		}
+	}
 	if mux {
 		p.dir, p.name = filepath.Join(root, "mux"), "dev"
 		p.want = []string{"echo__echo", "notes__add_note", "add_server", "remove_server", "reload_server", "list_servers"}
