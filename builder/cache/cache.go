@@ -122,23 +122,8 @@ func Key(build []string, root string, files []string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// makeDir creates the cache folder dir (statedir.MkdirFor) with a
-// .gitignore that keeps it out of git.
+// makeDir creates the cache folder dir with a .gitignore that keeps it
+// out of git.
 func makeDir(dir string) error {
-	ignore := filepath.Join(dir, ".gitignore")
-	if err := statedir.MkdirFor(ignore); err != nil {
-		return err
-	}
-	f, err := statedir.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("# mcpflow's build cache: never committed.\n*\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return statedir.Ignore(dir, "mcpflow's build cache: never committed.")
 }

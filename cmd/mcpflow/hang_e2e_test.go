@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,24 +32,7 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[mux]\nadd_server = true\n\n[relay]\nhandshake_timeout = \"2s\"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, "mux", "-c", "mcpflow.toml")
-			cmd.Dir = dir
-			var stderr testkit.Buffer
-			cmd.Stderr = &stderr
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			lines := make(chan string, 16)
-			go func() {
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					lines <- sc.Text()
-				}
-				close(lines)
-			}()
+			cmd, stdin, lines, stderr := startRaw(t, dir, "mux", "-c", "mcpflow.toml")
 			send := func(s string) { io.WriteString(stdin, s+"\n") }
 			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -68,25 +69,7 @@ func TestSignalStopsWithinBound(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte(c.config), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, c.args...)
-				cmd.Dir = dir
-				var stderr testkit.Buffer
-				cmd.Stderr = &stderr
-				stdin, _ := cmd.StdinPipe()
-				stdout, _ := cmd.StdoutPipe()
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				lines := make(chan string, 64)
-				go func() {
-					sc := bufio.NewScanner(stdout)
-					sc.Buffer(nil, 1<<20)
-					for sc.Scan() {
-						lines <- sc.Text()
-					}
-					close(lines)
-				}()
+				cmd, stdin, lines, stderr := startRaw(t, dir, c.args...)
 				for _, l := range c.send {
 					io.WriteString(stdin, l+"\n")
 				}
@@ -141,4 +124,31 @@ func TestSignalStopsWithinBound(t *testing.T) {
 			})
 		}
 	}
+}
+
+// startRaw starts mcpflow with args in dir for a client that writes raw
+// JSON-RPC lines: its stdin, the lines of its stdout (closed at their
+// end) and its stderr. The process group is killed when the test ends.
+func startRaw(t *testing.T, dir string, args ...string) (*exec.Cmd, io.WriteCloser, <-chan string, *testkit.Buffer) {
+	t.Helper()
+	cmd := testkit.Command(testkit.Tag(t), nil, mcpflowBin, args...)
+	cmd.Dir = dir
+	stderr := &testkit.Buffer{}
+	cmd.Stderr = stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, stdin, lines, stderr
 }

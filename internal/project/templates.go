@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -201,22 +200,7 @@ func excludeLines(project []string) string {
 // WriteLogIgnore writes dir/.mcpflow/.gitignore, which keeps the log
 // folder out of git; an existing one is left as it is.
 func WriteLogIgnore(dir string) error {
-	ignore := filepath.Join(statedir.Of(dir), ".gitignore")
-	if err := statedir.MkdirFor(ignore); err != nil {
-		return err
-	}
-	f, err := statedir.OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("# mcpflow's logs and build outputs: never committed.\n*\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return statedir.Ignore(statedir.Of(dir), "mcpflow's logs and build outputs: never committed.")
 }
 
 // Launcher is how a client starts mcpflow: a command, the arguments

@@ -153,6 +153,28 @@ func WriteFile(name string, data []byte) error {
 	return werr
 }
 
+// Ignore makes folder dir (MkdirFor) with a .gitignore that keeps all of
+// it out of git, its first line the comment why; an existing .gitignore
+// is left as it is.
+func Ignore(dir, why string) error {
+	ignore := filepath.Join(dir, ".gitignore")
+	if err := MkdirFor(ignore); err != nil {
+		return err
+	}
+	f, err := OpenFile(ignore, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# " + why + "\n*\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // ErrNotRegular is the error of OpenFile for anything but a regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
