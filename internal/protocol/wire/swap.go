@@ -103,19 +103,30 @@ type swapSession struct {
 
 // swapClient is how one Opener's session delivers to the client: the
 // answers to Swap's own ids (replayed) are dropped, and so are those to
-// the ids in drop (the listens moved away from this session).
+// the ids in drop (the listens moved away from this session). A message
+// is read only while there is something to drop or a listen to forget:
+// otherwise it passes untouched (a large result is not scanned again).
 type swapClient struct {
 	s        *swapSession
 	drop     map[string]bool // guarded by s.lmu
+	replays  int             // Swap's own requests sent, not yet answered; guarded by s.lmu
 	await    string          // the replayed initialize's id; guarded by s.lmu
 	answered chan struct{}   // closed when it is answered
 }
 
 func (sc *swapClient) Deliver(msg, rel []byte) {
+	sc.s.lmu.Lock()
+	inspect := sc.replays > 0 || len(sc.drop) > 0 || len(sc.s.listens) > 0
+	sc.s.lmu.Unlock()
+	if !inspect {
+		sc.s.c.Deliver(msg, rel)
+		return
+	}
 	if env, err := Peek(msg); err == nil && env.IsResponse() {
 		id := string(env.ID)
-		if bytes.HasPrefix(env.ID, []byte(swapPrefix)) {
+		if bytes.HasPrefix(env.ID, swapPrefix) {
 			sc.s.lmu.Lock()
+			sc.replays--
 			if id == sc.await {
 				close(sc.answered)
 				sc.await = ""
@@ -188,6 +199,7 @@ func (s *swapSession) move(o Opener) {
 		answered := make(chan struct{})
 		s.lmu.Lock()
 		next.await, next.answered = string(id), answered
+		next.replays++
 		s.lmu.Unlock()
 		sess.Send(Request(id, "initialize", init))
 		select {
@@ -206,6 +218,9 @@ func (s *swapSession) move(o Opener) {
 		sess.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	}
 	if s.level != nil {
+		s.lmu.Lock()
+		next.replays++
+		s.lmu.Unlock()
 		sess.Send(Request(s.w.newID(), "logging/setLevel", s.level))
 	}
 	old, oldClient := s.cur, s.client
