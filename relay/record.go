@@ -308,7 +308,8 @@ func firstAnswer(r *switchboard, p *Port, msg []byte, env wire.Envelope) bool {
 // keepInRecord records the child's answer to a request of the client's
 // (method; firstPage: it had no cursor) in the record, when the answer
 // holds a whole list or the handshake, and writes the record. The answer
-// is the child's, so it is from a good start. sw.mu is held.
+// is the child's, so it is from a good start. A record that would not
+// change is not written again. sw.mu is held.
 func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) {
 	if r.cfg.First.Record == "" || result == nil {
 		return
@@ -321,11 +322,12 @@ func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) 
 	if rec.Lists == nil { // a record read from a file without lists
 		rec.Lists = map[string]json.RawMessage{}
 	}
+	var was, now []byte // the recorded answer before and after
 	switch method {
 	case "initialize":
-		rec.Initialize = result
+		was, rec.Initialize, now = rec.Initialize, result, result
 	case "server/discover":
-		rec.Discover = result
+		was, rec.Discover, now = rec.Discover, result, result
 	default:
 		field, ok := recordLists[method]
 		if !ok || !firstPage || jsonscan.Member(result, "nextCursor") != nil {
@@ -335,7 +337,11 @@ func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) 
 		if items == nil || items[0] != '[' {
 			return
 		}
-		rec.Lists[field] = bytes.Clone(items)
+		now = bytes.Clone(items)
+		was, rec.Lists[field] = rec.Lists[field], now
+	}
+	if was != nil && bytes.Equal(was, now) {
+		return
 	}
 	r.rec = rec
 	if err := rec.save(r.cfg.First.Record); err != nil {
