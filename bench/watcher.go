@@ -16,7 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // treeSpec is the generated tree: a source tree, plus folders the watcher
@@ -256,7 +256,7 @@ func watcherBench(b *bench) (res *result, err error) {
 	res.note("tree: %d source files in %d dirs, node_modules with %d files, .git with %d files, root .gitignore; generated in %.1fs",
 		srcN, spec.srcDirs, nmN, gitN, gen.Seconds())
 	res.note("the watcher hashes every matching file at start-up (content fingerprints); the floor does not read files")
-	res.note("cancel: a tree of 40 sparse files of 60 MiB (2.4 GB to hash), Run's context canceled 100 ms into its scan; watcher/scan_cancel_test.go checks the same stop by the bytes read, untimed")
+	res.note("cancel: a tree of 40 sparse files of 60 MiB (2.4 GB to hash), Run's context canceled 100 ms into its scan; internal/watcher/scan_cancel_test.go checks the same stop by the bytes read, untimed")
 	res.note("Stats after Ready: %d dirs, %d files, %d watches; idle CPU is getrusage(RUSAGE_SELF) user+sys, in-process", stats.Dirs, stats.Files, stats.Watches)
 	return res, nil
 }

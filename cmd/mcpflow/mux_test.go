@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/mux"
+	"github.com/mcpflow/mcpflow/internal/mux"
 )
 
 // The mux end-to-end tests run the real mcpflow binary as a mux of a Go

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mcpflow/mcpflow/builder"
-	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/builder"
+	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"

@@ -9,7 +9,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/project"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // startSingle starts the engine of one [run] server: its relay, with

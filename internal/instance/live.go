@@ -14,7 +14,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // engine is what one config serves — one server's relay, a mux, a [cli]

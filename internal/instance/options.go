@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // The mappings of the config's sections onto the options of the parts

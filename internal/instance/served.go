@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/mcpflow/mcpflow/builder"
-	"github.com/mcpflow/mcpflow/builder/cache"
+	"github.com/mcpflow/mcpflow/internal/builder"
+	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // served is what every served server has, in every mode (one [run]

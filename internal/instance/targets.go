@@ -5,12 +5,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/mux"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // cliStatus is a [cli] run's status: no process stays up, so its one row

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/clitools"
+	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/mux"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 func TestCLITarget(t *testing.T) {

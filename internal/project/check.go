@@ -11,10 +11,10 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/mcpflow/mcpflow/builder"
-	"github.com/mcpflow/mcpflow/builder/cache"
+	"github.com/mcpflow/mcpflow/internal/builder"
+	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // Scan is what check says of one server: how many files its watch globs

@@ -17,9 +17,9 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/mux"
+	"github.com/mcpflow/mcpflow/internal/mux"
 )
 
 // commandWarnings checks that what run.command (or [cli]) starts can

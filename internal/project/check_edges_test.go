@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/mux"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // A build in watch mode is found in the command, through runners, and

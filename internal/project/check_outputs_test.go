@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpflow/mcpflow/builder/cache"
+	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // check names a watched file that mcpflow saw the build write (kept in the

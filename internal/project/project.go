@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpflow/mcpflow/builder"
-	"github.com/mcpflow/mcpflow/builder/cache"
+	"github.com/mcpflow/mcpflow/internal/builder"
+	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // WatchConfig is the watcher of cfg's [watch], ignoring what builds and

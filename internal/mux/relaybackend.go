@@ -13,7 +13,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // Hooks attach a server's builder and watcher to its relay. Every field is

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // TestFirstBuildLongerThanQueueTimeout: a configured server whose first

@@ -6,8 +6,8 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/mux"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // Backend serves a Server behind a mux (a mux.Backend): each mux session

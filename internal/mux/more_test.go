@@ -17,7 +17,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

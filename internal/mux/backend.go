@@ -6,7 +6,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/relay"
+	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // ServerSpec is one server behind the mux, as configured ([servers.NAME])

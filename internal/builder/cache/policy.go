@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/builder"
+	"github.com/mcpflow/mcpflow/internal/builder"
 )
 
 // Options say which build of which project a cache is for.

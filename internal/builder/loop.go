@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/mcpflow/mcpflow/watcher"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // RunWatching runs b's loop (Run) and, when w is not nil, feeds it w's
