@@ -4,10 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/mux"
-	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // Backend serves a Server behind a mux (a mux.Backend): each mux session
@@ -45,11 +44,7 @@ func (b *Backend) Attach(h mux.Hooks) {
 	}
 }
 
-func (b *Backend) Open(c wire.Client, _ bool) wire.Session { return b.srv.Open(c) }
-
-func (b *Backend) Lists(context.Context, []byte) (relay.Lists, error) {
-	return relay.Lists{Tools: b.srv.Tools()}, nil
-}
+func (b *Backend) Open(c wire.Client) wire.Session { return b.srv.Open(c) }
 
 func (b *Backend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
 

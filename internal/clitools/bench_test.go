@@ -75,7 +75,7 @@ func BenchmarkRefreshListChanged(b *testing.B) {
 		b.Run(era.Name, func(b *testing.B) {
 			dir := b.TempDir()
 			versions := [2]string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
-			orig, err := os.ReadFile("../examples/cli/schema.json")
+			orig, err := os.ReadFile("../../examples/cli/schema.json")
 			if err != nil {
 				b.Fatal(err)
 			}

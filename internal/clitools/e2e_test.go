@@ -369,7 +369,7 @@ func TestProgressFromStderr(t *testing.T) {
 // writeSchema writes the example's schema, plus extra tools, to path.
 func writeSchema(t *testing.T, path string, extra ...string) {
 	t.Helper()
-	b, err := os.ReadFile("../examples/cli/schema.json")
+	b, err := os.ReadFile("../../examples/cli/schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestSchemaCommandTimeout(t *testing.T) {
 func TestImplementationEdit(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"main.go", "schema.json"} {
-		b, err := os.ReadFile(filepath.Join("../examples/cli", f))
+		b, err := os.ReadFile(filepath.Join("../../examples/cli", f))
 		if err != nil {
 			t.Fatal(err)
 		}

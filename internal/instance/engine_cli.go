@@ -56,7 +56,7 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 		sv.Startup(ctx)
 	})
 	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
-	return &engine{stdio: srv, shared: srv, mode: control.ModeCLI, target: target, stop: func() {
+	return &engine{opener: srv, mode: control.ModeCLI, target: target, stop: func() {
 		srv.Close() // every running call's process group is killed and reaped
 		cancel()
 		wg.Wait()

@@ -38,7 +38,7 @@ func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	wg.Go(func() { srv.Startup(ctx) })
 	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
 	return &engine{
-		stdio: rl.Stdio(), shared: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded,
+		opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded,
 		stop: func() {
 			rl.Close()
 			cancel()

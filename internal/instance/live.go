@@ -20,8 +20,7 @@ import (
 // engine is what one config serves — one server's relay, a mux, a [cli]
 // program — behind the run's front.
 type engine struct {
-	stdio  wire.Opener // the one client on stdin and stdout (its ids kept)
-	shared wire.Opener // the HTTP front's sessions, and control's own
+	opener wire.Opener // each client's session: the front's, control's own
 	mode   string      // control's name for it
 	target control.Target
 	// inputEnded says the stdio client's input ended; nil = nothing to say.
@@ -45,7 +44,7 @@ func startEngine(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 // brokenEngine serves while the config does not load (brokenConfig).
 func brokenEngine(problem string, logger *slog.Logger) *engine {
 	o := brokenConfig(problem, logger)
-	return &engine{stdio: o, shared: o, mode: control.ModeSingle, target: brokenTarget(problem), stop: func() {}}
+	return &engine{opener: o, mode: control.ModeSingle, target: brokenTarget(problem), stop: func() {}}
 }
 
 // brokenTarget is control's view of a run whose config does not load.
@@ -83,8 +82,8 @@ func Serve(ctx context.Context, cfg *config.Config, broken string, logger *slog.
 		logger.Error("the config does not load: serving the session until it is fixed", "err", broken)
 		l.cur, l.problem = brokenEngine(broken, logger), broken
 	}
-	l.front = wire.NewSwap(l.pick(l.cur))
-	run.listen(l.cur.mode, l, wire.OpenerFunc(func(c wire.Client) wire.Session { return l.current().shared.Open(c) }))
+	l.front = wire.NewSwap(l.cur.opener)
+	run.listen(l.cur.mode, l, wire.OpenerFunc(func(c wire.Client) wire.Session { return l.current().opener.Open(c) }))
 
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -139,13 +138,6 @@ func (l *live) current() *engine {
 	return l.cur
 }
 
-// pick is the Opener of e the front serves.
-func (l *live) pick(e *engine) wire.Opener {
-	if l.run.http != nil {
-		return e.shared
-	}
-	return e.stdio
-}
 
 func (l *live) Status() control.Status { return l.current().target.Status() }
 
@@ -193,7 +185,7 @@ func (l *live) swap(next *engine, loaded *config.Config, problem string) {
 	old := l.cur
 	l.cur, l.loaded, l.problem = next, loaded, problem
 	l.mu.Unlock()
-	l.front.Replace(l.pick(next))
+	l.front.Replace(next.opener)
 	old.stop()
 }
 

@@ -32,7 +32,7 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 			Dir:         run.Cwd,
 			ExtraEnv:    run.Env,
 			StopTimeout: run.StopTimeout,
-			Link:        childLink(run, r),
+			HTTP:        childHTTP(run, r),
 		},
 		EnvOverridable:   run.EnvOverridable,
 		Tool:             r.Tool,
@@ -51,14 +51,13 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 	}
 }
 
-// childLink is the relay's Child.Link for a server of run: nil (its
-// stdio) unless run.url says it serves Streamable HTTP.
-func childLink(run config.RunConfig, r config.RelayConfig) func() relay.Link {
+// childHTTP is the relay's Child.HTTP for a server of run: nil (a stdio
+// server) unless run.url says it serves Streamable HTTP.
+func childHTTP(run config.RunConfig, r config.RelayConfig) relay.HTTPChild {
 	if run.URL == "" {
 		return nil
 	}
-	c := httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage)}
-	return func() relay.Link { return c.Link() }
+	return httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage)}
 }
 
 // cliConfig is the command-line program of c ([cli], or a mux server's

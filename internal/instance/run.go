@@ -185,8 +185,8 @@ func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) cont
 }
 
 // clientInfoOf is the client line of mcpflow status.
-func clientInfoOf(c relay.ClientStats) control.ClientInfo {
-	return control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era}
+func clientInfoOf(c wire.ClientInfo) control.ClientInfo {
+	return control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era.String()}
 }
 
 // target is the control.Target of every mode: the servers' rows

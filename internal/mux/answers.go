@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/texts"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,7 +20,7 @@ import (
 // lists, a listen stream. Each waits for the servers at most as long as
 // the client waits for a server.
 
-// wait is how long the client's handshake waits for servers still
+// wait is how long the client's first requests wait for servers still
 // starting: Config.StartWait, else as long as the client waits by its
 // name.
 func (s *session) wait(env wire.Envelope) time.Duration {
@@ -28,7 +29,9 @@ func (s *session) wait(env wire.Envelope) time.Duration {
 	}
 	name := env.ClientName()
 	if name == "" {
-		name = s.clientInfo().Name
+		s.mu.Lock()
+		name = s.st.Client.Name
+		s.mu.Unlock()
 	}
 	return relay.ClientWait(name)
 }
@@ -46,7 +49,7 @@ func (s *session) startDeadline(wait time.Duration) <-chan struct{} {
 	ch := make(chan struct{})
 	s.startBy = ch
 	start := time.Now()
-	go func() {
+	s.m.wg.Go(func() {
 		defer close(ch)
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -65,48 +68,35 @@ func (s *session) startDeadline(wait time.Duration) <-chan struct{} {
 		case <-t.C:
 		case <-s.m.ctx.Done():
 		}
-	}()
+	})
 	return ch
 }
 
-// awaitStarting waits, at most until deadline, for the servers still
-// starting, and returns every server.
-func (s *session) awaitStarting(ctx context.Context, deadline <-chan struct{}) []*server {
-	s.m.mu.Lock()
-	var all []*server
-	for _, n := range s.m.namesLocked() {
-		all = append(all, s.m.servers[n])
-	}
-	s.m.mu.Unlock()
-	for _, srv := range all {
+// openAll opens the session on every server and waits, at most until
+// deadline, for their answers to the handshake.
+func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
+	var ps []*port
+	for _, n := range s.m.names() {
+		s.m.mu.Lock()
+		srv := s.m.servers[n]
+		s.m.mu.Unlock()
+		if srv == nil {
+			continue
+		}
 		select {
-		case <-srv.up:
-		case <-srv.fromRec: // answered from its record
+		case <-srv.made:
 		case <-deadline:
-			return all
+			return
 		case <-ctx.Done():
-			return all
+			return
+		}
+		if p := s.port(n); p != nil {
+			ps = append(ps, p)
 		}
 	}
-	return all
-}
-
-// openAll opens the session on every server, waiting at most until
-// deadline for those still starting, and then for the answers to the
-// handshakes sent.
-func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
-	for _, srv := range s.awaitStarting(ctx, deadline) {
-		s.port(srv.spec.Name)
-	}
-	s.mu.Lock()
-	var pend []chan struct{}
-	for _, ch := range s.pending {
-		pend = append(pend, ch)
-	}
-	s.mu.Unlock()
-	for _, ch := range pend {
+	for _, p := range ps {
 		select {
-		case <-ch:
+		case <-p.ready:
 		case <-deadline:
 			return
 		case <-ctx.Done():
@@ -116,7 +106,8 @@ func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
 }
 
 // initialize answers a legacy client's handshake: the mux's own
-// capabilities, and the instructions of the servers up by then.
+// capabilities, and the instructions of the servers that answered theirs
+// by then.
 func (s *session) initialize(ctx context.Context, env wire.Envelope) {
 	s.openAll(ctx, s.startDeadline(s.wait(env)))
 	var asked struct {
@@ -129,7 +120,7 @@ func (s *session) initialize(ctx context.Context, env wire.Envelope) {
 	}
 	res := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    s.m.capabilities(),
+		"capabilities":    capabilities(),
 		"serverInfo":      s.m.serverInfo(),
 		"instructions":    s.instructions(),
 	}
@@ -150,7 +141,7 @@ func latestLegacy() string {
 
 // capabilities are the mux's: every list, changes announced, resource
 // subscriptions, logging and completion routed to the servers.
-func (m *Mux) capabilities() map[string]any {
+func capabilities() map[string]any {
 	return map[string]any{
 		"tools":       map[string]bool{"listChanged": true},
 		"prompts":     map[string]bool{"listChanged": true},
@@ -164,9 +155,7 @@ func (m *Mux) capabilities() map[string]any {
 func (s *session) instructions() string {
 	var b strings.Builder
 	b.WriteString(texts.MuxInstructions(s.m.sep))
-	s.m.mu.Lock()
-	names := s.m.namesLocked()
-	s.m.mu.Unlock()
+	names := s.m.names()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range names {
@@ -178,21 +167,14 @@ func (s *session) instructions() string {
 }
 
 // discover answers a 2026-07-28 client's server/discover: the mux speaks
-// that era when there are servers and every server up does; when one does
-// not (a legacy-only server refuses server/discover), or none runs yet (a
-// server added later may not), the client is told the method is not
-// found, and falls back to the legacy handshake, which every server takes
-// (one of 2026-07-28 only through the era bridge).
+// that era when there are servers and every one of them does (each asked
+// through the client's own session with it, by the deadline); otherwise
+// the client is told the method is not found, and falls back to the
+// legacy handshake, which every server takes (one of 2026-07-28 only
+// through the era bridge).
 func (s *session) discover(ctx context.Context, env wire.Envelope) {
 	deadline := s.startDeadline(s.wait(env))
-	var names []string
-	for _, srv := range s.awaitStarting(ctx, deadline) {
-		s.m.mu.Lock()
-		if srv.status == StatusRunning && !srv.removed {
-			names = append(names, srv.spec.Name)
-		}
-		s.m.mu.Unlock()
-	}
+	names := s.m.names()
 	type answer struct {
 		name string
 		msg  []byte
@@ -204,33 +186,31 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 		if p == nil {
 			continue
 		}
-		id := s.newID()
-		ch := make(chan []byte, 1)
-		s.mu.Lock()
-		s.waits[string(id)] = ch
-		s.mu.Unlock()
-		p.sess.Send(wire.Request(id, "server/discover", env.Params))
 		asked++
-		go func() {
-			select {
-			case msg := <-ch:
-				answers <- answer{n, msg}
-			case <-deadline:
-				answers <- answer{n, nil}
-			case <-ctx.Done():
-				answers <- answer{n, nil}
-			}
-		}()
+		s.m.wg.Go(func() {
+			actx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			stop := context.AfterFunc(ctx, cancel)
+			defer stop()
+			go func() {
+				select {
+				case <-deadline:
+					cancel()
+				case <-actx.Done():
+				}
+			}()
+			msg, _ := s.ask(actx, p, "server/discover", env.Params)
+			answers <- answer{n, msg}
+		})
 	}
 	modern := asked > 0
 	for range asked {
 		a := <-answers
-		res := jsonscan.Member(a.msg, "result")
 		var d struct {
 			SupportedVersions []string `json:"supportedVersions"`
 			Instructions      string   `json:"instructions"`
 		}
-		if res == nil || json.Unmarshal(res, &d) != nil || !slices.ContainsFunc(d.SupportedVersions, wire.IsModern) {
+		if res := jsonscan.Member(a.msg, "result"); res == nil || json.Unmarshal(res, &d) != nil || !slices.ContainsFunc(d.SupportedVersions, wire.IsModern) {
 			modern = false
 			continue
 		}
@@ -244,7 +224,7 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 	}
 	res := map[string]any{
 		"supportedVersions": mcp.SupportedProtocolVersions(),
-		"capabilities":      s.m.capabilities(),
+		"capabilities":      capabilities(),
 		"instructions":      s.instructions(),
 		"_meta":             map[string]any{mcp.MetaKeyServerInfo: s.m.serverInfo()},
 	}
@@ -252,85 +232,189 @@ func (s *session) discover(ctx context.Context, env wire.Envelope) {
 	s.reply(env.ID, b)
 }
 
-// listWait bounds how long a */list waits for the servers up to be read.
+// listWait bounds how long a */list waits for the servers' lists, past
+// the servers' start.
 const listWait = 5 * time.Second
 
-// answerList answers a */list from the catalog, once the servers up were
-// read (at most listWait); the mux lists everything on one page.
+// answerList answers a */list from the session's catalog, once the lists
+// of every server are read (at most until the deadline: one that answers
+// later is published then, and the client told); the mux lists
+// everything on one page.
 func (s *session) answerList(ctx context.Context, env wire.Envelope) {
-	s.awaitStarting(ctx, s.startDeadline(s.wait(env)))
-	deadline := time.Now().Add(listWait)
-	for {
-		s.m.mu.Lock()
-		waiting := false
-		for _, srv := range s.m.servers {
-			waiting = waiting || srv.status == StatusRunning && !srv.listed
-		}
-		ch := s.m.listedCh()
-		s.m.mu.Unlock()
-		if !waiting || time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ch:
-		case <-time.After(time.Until(deadline)):
-		case <-ctx.Done():
-			return
-		}
-	}
+	deadline := s.startDeadline(s.wait(env))
+	names := s.m.names()
+	s.refresh(ctx, names, deadline)
 	field := map[string]string{"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}[env.Method]
 	var own [][]byte
 	if field == "tools" {
 		own = s.m.ownTools()
 	}
-	s.m.mu.Lock()
-	res := s.m.list(field, own)
-	s.m.mu.Unlock()
+	s.mu.Lock()
+	res := s.cat.list(field, names, own)
+	s.mu.Unlock()
 	s.reply(env.ID, res)
 }
 
-// listen holds a 2026-07-28 client's subscriptions/listen: the mux sends
-// its list_changed there; each server up gets a listen of the mux's own,
-// whose notifications tell the mux to read its lists again.
-func (s *session) listen(env wire.Envelope) {
-	s.mu.Lock()
-	s.listens[string(env.ID)] = true
-	s.mu.Unlock()
-	ack := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(env.ID) + `},"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`
-	s.deliver(wire.Request(nil, "notifications/subscriptions/acknowledged", []byte(ack)), env.ID)
-	s.m.mu.Lock()
-	var names []string
-	for _, n := range s.m.namesLocked() {
-		if s.m.servers[n].status == StatusRunning {
-			names = append(names, n)
+// refresh reads the lists of the servers named whose catalog entry is
+// not current, and waits until they are in, the deadline passes (nil:
+// listWait does) or ctx ends.
+func (s *session) refresh(ctx context.Context, names []string, deadline <-chan struct{}) {
+	var waits []chan struct{}
+	for _, n := range names {
+		if ch := s.readLists(n); ch != nil {
+			waits = append(waits, ch)
 		}
 	}
-	s.m.mu.Unlock()
-	for _, n := range names {
-		s.listenOn(n)
+	var timeout <-chan time.Time
+	if deadline == nil {
+		t := time.NewTimer(listWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-deadline:
+			return
+		case <-timeout:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
-// listenOn opens the mux's own listen on server name, once.
-func (s *session) listenOn(name string) {
-	s.mu.Lock()
-	if s.listening[name] || len(s.listens) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	s.listening[name] = true
-	meta := s.meta
-	s.mu.Unlock()
+// readLists starts reading server name's lists through the session's
+// port, unless they are current; it returns a channel closed once they
+// are in (nil: nothing to read).
+func (s *session) readLists(name string) chan struct{} {
 	p := s.port(name)
 	if p == nil {
-		return
+		return nil
 	}
-	params := map[string]any{"notifications": map[string]bool{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}}
-	if meta != nil {
-		params["_meta"] = meta
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.read != nil || p.fresh {
+		return p.read
 	}
-	b, _ := json.Marshal(params)
-	s.ownRequest(p, "subscriptions/listen", b)
+	done := make(chan struct{})
+	p.read, p.fresh = done, true
+	s.m.wg.Go(func() {
+		defer close(done)
+		<-p.ready
+		ctx, cancel := context.WithTimeout(s.m.ctx, readTimeout)
+		defer cancel()
+		for {
+			l, err := s.fetchLists(ctx, p)
+			s.mu.Lock()
+			if err != nil {
+				p.read, p.fresh = nil, false
+				s.mu.Unlock()
+				s.m.log.Debug("reading a server's lists", "server", name, "err", err)
+				return
+			}
+			changed := s.ports[name] == p && s.cat.publish(name, l)
+			again := !p.fresh // marked stale while it was read
+			p.fresh = true
+			if !again {
+				p.read = nil
+			}
+			s.mu.Unlock()
+			if changed {
+				s.listsChanged()
+			}
+			if !again {
+				return
+			}
+		}
+	})
+	return done
+}
+
+// readTimeout bounds one reading of a server's lists (a server still
+// starting answers once it is up).
+const readTimeout = 10 * time.Minute
+
+// stale marks server name's lists in the catalog as no longer current
+// (the server said they changed, or it came up): they are read again.
+func (s *session) stale(name string) {
+	s.mu.Lock()
+	p := s.ports[name]
+	if p != nil {
+		p.fresh = false
+	}
+	s.mu.Unlock()
+	if p != nil {
+		s.readLists(name)
+	}
+}
+
+// fetchLists reads every page of each of a server's lists through p.
+func (s *session) fetchLists(ctx context.Context, p *port) (Lists, error) {
+	var l Lists
+	for _, k := range []struct {
+		method, field string
+		into          *[]json.RawMessage
+	}{{"tools/list", "tools", &l.Tools}, {"prompts/list", "prompts", &l.Prompts}, {"resources/list", "resources", &l.Resources}, {"resources/templates/list", "resourceTemplates", &l.Templates}} {
+		cursor := ""
+		for page := 0; page < 100; page++ {
+			params := map[string]any{}
+			if cursor != "" {
+				params["cursor"] = cursor
+			}
+			s.mu.Lock()
+			if s.st.Era == wire.EraModern && s.st.Meta != nil {
+				params["_meta"] = json.RawMessage(s.st.Meta)
+			}
+			s.mu.Unlock()
+			b, _ := json.Marshal(params)
+			msg, err := s.ask(ctx, p, k.method, b)
+			if err != nil {
+				return Lists{}, err
+			}
+			res := jsonscan.Member(msg, "result")
+			if res == nil {
+				if k.method == "tools/list" {
+					return Lists{}, fmt.Errorf("tools/list: %s", jsonscan.Member(msg, "error"))
+				}
+				break // a server without that list
+			}
+			var items []json.RawMessage
+			_ = json.Unmarshal(jsonscan.Member(res, k.field), &items)
+			*k.into = append(*k.into, items...)
+			if cursor = stringMember(res, "nextCursor"); cursor == "" {
+				break
+			}
+		}
+	}
+	return l, nil
+}
+
+// listen answers a 2026-07-28 client's subscriptions/listen: the mux
+// sends its list_changed there (the listen is in the session's State).
+func (s *session) listen(env wire.Envelope) {
+	ack := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(env.ID) + `},"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`
+	s.deliver(wire.Request(nil, "notifications/subscriptions/acknowledged", []byte(ack)), env.ID)
+	for _, n := range s.m.names() {
+		s.readLists(n)
+	}
+}
+
+// setLevel gives each server the client's logging level and answers once
+// every server took it (or answered otherwise: a server that refuses it
+// keeps serving), at most listWait: a call the client makes next finds
+// the level set.
+func (s *session) setLevel(ctx context.Context, env wire.Envelope) {
+	var wg sync.WaitGroup
+	wctx, cancel := context.WithTimeout(ctx, listWait)
+	defer cancel()
+	for _, p := range s.openPorts() {
+		wg.Go(func() { _, _ = s.ask(wctx, p, "logging/setLevel", env.Params) })
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		s.reply(env.ID, []byte(`{}`))
+	}
 }
 
 // call routes a tools/call: the mux's own tools, the call tool, or a
@@ -346,40 +430,39 @@ func (s *session) call(msg []byte, env wire.Envelope) {
 		s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.runOwnTool(ctx, s, name, args, s.isModern())) })
 		return
 	}
-	if _, ok := s.m.route(name); !ok {
-		// A server up and not read yet, or in its first start, may have
-		// it: its lists are waited for (bounded), off the client's read.
-		if srvName, _, split := splitName(name, s.m.sep); split {
-			s.m.mu.Lock()
-			srv := s.m.servers[srvName]
-			s.m.mu.Unlock()
-			if srv != nil {
-				s.goOwn(env.ID, func(ctx context.Context) {
-					s.m.waitListed(ctx, srv)
-					s.mu.Lock()
-					delete(s.own, string(env.ID))
-					s.mu.Unlock()
-					if ctx.Err() == nil {
-						s.routeCall(msg, env, name)
-					}
-				})
-				return
-			}
+	if _, ok := s.route(name); !ok {
+		// A server not read yet, or in its first start, may have it: its
+		// lists are read (bounded), off the client's read.
+		if srvName, _, split := splitName(name, s.m.sep); split && s.m.exists(srvName) {
+			s.goOwn(env.ID, func(ctx context.Context) {
+				s.refresh(ctx, []string{srvName}, s.startDeadline(s.wait(env)))
+				s.mu.Lock()
+				delete(s.own, string(env.ID))
+				s.mu.Unlock()
+				if ctx.Err() == nil {
+					s.routeCall(msg, env, name)
+				}
+			})
+			return
 		}
 	}
 	s.routeCall(msg, env, name)
 }
 
+// route finds the server and own name of a tool as the client names it.
+func (s *session) route(name string) (route, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.cat.tools[name]
+	return r, ok
+}
+
 // routeCall sends a call of a server's tool to it under the tool's own
 // name, or answers why it cannot.
 func (s *session) routeCall(msg []byte, env wire.Envelope, name string) {
-	r, ok := s.m.route(name)
+	r, ok := s.route(name)
 	if !ok {
-		s.reply(env.ID, errToolResult(s.m.unknownTool(name), s.isModern()))
-		return
-	}
-	if s.port(r.server) == nil {
-		s.reply(env.ID, errToolResult(s.m.notRunning(r.server), s.isModern()))
+		s.reply(env.ID, errToolResult(s.unknownTool(name), s.isModern()))
 		return
 	}
 	s.forward(r.server, withName(msg, env, r.name), env)
@@ -415,7 +498,7 @@ func (s *session) callTool(msg []byte, env wire.Envelope, args []byte) {
 func (s *session) isModern() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.era == eraModern
+	return s.st.Era == wire.EraModern
 }
 
 // complete routes completion/complete by its ref: a prompt's server
@@ -425,9 +508,9 @@ func (s *session) complete(msg []byte, env wire.Envelope) {
 	switch stringMember(ref, "type") {
 	case "ref/prompt":
 		name := stringMember(ref, "name")
-		s.m.mu.Lock()
-		r, ok := s.m.cat.prompts[name]
-		s.m.mu.Unlock()
+		s.mu.Lock()
+		r, ok := s.cat.prompts[name]
+		s.mu.Unlock()
 		if !ok {
 			s.fail(env.ID, wire.CodeInvalidParams, fmt.Sprintf("no prompt %q: %s", name, s.m.existing()))
 			return
@@ -442,9 +525,9 @@ func (s *session) complete(msg []byte, env wire.Envelope) {
 		s.forward(r.server, msg, env)
 	case "ref/resource":
 		uri := stringMember(ref, "uri")
-		s.m.mu.Lock()
-		owner, ok := s.m.cat.owner(uri)
-		s.m.mu.Unlock()
+		s.mu.Lock()
+		owner, ok := s.cat.owner(uri)
+		s.mu.Unlock()
 		if !ok {
 			s.fail(env.ID, wire.CodeInvalidParams, texts.NoResource(uri))
 			return
@@ -466,16 +549,13 @@ func (m *Mux) notRunning(name string) string {
 	return texts.ServerState(name, s.status, s.report, "", true)
 }
 
-// unknownTool explains a call to a tool the mux does not list.
-func (m *Mux) unknownTool(name string) string {
+// unknownTool explains a call to a tool the session does not list.
+func (s *session) unknownTool(name string) string {
+	m := s.m
 	srvName, tool, ok := splitName(name, m.sep)
 	m.mu.Lock()
-	s, exists := m.servers[srvName]
-	var front []string
-	if exists {
-		front = s.published.names
-	}
-	running := exists && s.status == StatusRunning
+	srv, exists := m.servers[srvName]
+	running := exists && srv.status == StatusRunning
 	m.mu.Unlock()
 	switch {
 	case name == "add_server" || !ok:
@@ -483,82 +563,39 @@ func (m *Mux) unknownTool(name string) string {
 	case !exists || !running:
 		return m.notRunning(srvName)
 	}
+	s.mu.Lock()
+	var front []string
+	if p := s.cat.pub[srvName]; p != nil {
+		front = p.names
+	}
+	s.mu.Unlock()
 	return texts.NoSuchTool(srvName, tool, front)
 }
 
-// listedCh is closed the next time a server's lists are read. m.mu is
-// held.
-func (m *Mux) listedCh() chan struct{} {
-	if m.listed == nil {
-		m.listed = make(chan struct{})
-	}
-	return m.listed
-}
-
-// noteListed wakes who waits for a server's lists. m.mu is held.
-func (m *Mux) noteListed() {
-	if m.listed != nil {
-		close(m.listed)
-		m.listed = nil
-	}
-}
-
-// route finds the server and own name of a tool as clients name it.
-func (m *Mux) route(name string) (route, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.cat.tools[name]
-	return r, ok
-}
-
 // opened waits until srv, just added, answered this session's handshake
-// (at most relay.DefaultHandshake) and was read; it returns the report of
-// a server that went down meanwhile: one that never answers is stopped
-// by its relay (relay.handshake_timeout) and reported.
+// and its lists were read; it returns the report of a server that went
+// down meanwhile.
 func (s *session) opened(ctx context.Context, srv *server) error {
 	name := srv.spec.Name
-	s.port(name)
-	s.mu.Lock()
-	done := s.pending[name]
-	s.mu.Unlock()
-	if done != nil {
-		t := time.NewTimer(relay.DefaultHandshake)
-		defer t.Stop()
+	if p := s.port(name); p != nil {
 		select {
-		case <-done:
-		case <-t.C:
+		case <-p.ready:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	lctx, cancel := context.WithTimeout(ctx, relay.DefaultHandshake)
-	err := (lifecycle{s.m}).relist(lctx, srv)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	// Not ready: it went down; its report comes with the crash event.
-	deadline := time.NewTimer(2 * time.Second)
-	defer deadline.Stop()
-	for {
-		s.m.mu.Lock()
-		status, report := srv.status, srv.report
-		ch := s.m.listedCh()
-		s.m.mu.Unlock()
-		if status == StatusCrashed || status == StatusBuildFailed {
-			if srv.spec.Source != "config" {
-				s.m.remove(name)
-			}
-			return fmt.Errorf("server %q: %s", name, report)
+	s.stale(name)
+	s.refresh(ctx, []string{name}, nil)
+	s.m.mu.Lock()
+	status, report := srv.status, srv.report
+	s.m.mu.Unlock()
+	if status == StatusCrashed || status == StatusBuildFailed {
+		if srv.spec.Source != "config" {
+			s.m.remove(name)
 		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return fmt.Errorf("server %q: %s", name, report)
 	}
+	return nil
 }
 
 // serverInfo is the mux's Implementation: mcpflow and its version, each

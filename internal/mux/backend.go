@@ -6,7 +6,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // ServerSpec is one server behind the mux, as configured ([servers.NAME])
@@ -84,23 +83,20 @@ type Event struct {
 // client session, and its life. The default is a relay.Relay (see
 // NewRelayBackends); cmd serves CLI tools with one of its own.
 //
-// Contract: Open serves one mux session's messages to the server
-// (wire.Opener; keepIDs as relay.PortOptions.KeepIDs: the mux has one
-// client and ids of its own namespace). Start brings up the first child
-// and Reload replaces it (building first when a build is configured; on a
-// failed build the old child keeps serving). Lists reads what the server
-// lists now, once a session's handshake reached it (meta: a 2026-07-28
-// client's _meta, for a server whose session is of that era). Close stops the
-// child and its process group and returns once everything the backend
-// started has ended; it is safe to call more than once. Events are
+// Contract: Open serves one mux session's messages to the server (a
+// wire.Opener: for a relay, a session with a child of its own). Start
+// brings up the first child and Reload replaces it (building first when a
+// build is configured; on a failed build the old child keeps serving).
+// Close stops the children and their process groups and returns once
+// everything the backend started has ended; it is safe to call more than
+// once. Events are
 // delivered through the emit function given to the backend's factory,
 // never while a Backend method holds a lock the mux might need, and in
 // order.
 type Backend interface {
-	Open(c wire.Client, keepIDs bool) wire.Session
+	wire.Opener
 	Start(ctx context.Context) result.Build
 	Reload(ctx context.Context) result.Build
-	Lists(ctx context.Context, meta []byte) (relay.Lists, error)
 	Close()
 }
 

@@ -47,7 +47,7 @@ func newBenchMux(b *testing.B, cfg Config) *benchMux {
 	c2mR, c2mW := io.Pipe()
 	m2cR, m2cW := io.Pipe()
 	go func() {
-		bm.done <- bm.m.Serve(context.Background(), wire.NewReader(c2mR, 0), m2cW, wire.ServeOptions{})
+		bm.done <- serve(context.Background(), bm.m, wire.NewReader(c2mR, 0), m2cW, wire.ServeOptions{})
 		m2cW.Close()
 	}()
 	bm.cs = benchClient(b, &mcp.IOTransport{Reader: m2cR, Writer: c2mW})
@@ -154,7 +154,7 @@ func BenchmarkToolsList20x50(b *testing.B) {
 	m2cR, m2cW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- m.Serve(context.Background(), wire.NewReader(c2mR, 0), m2cW, wire.ServeOptions{})
+		done <- serve(context.Background(), m, wire.NewReader(c2mR, 0), m2cW, wire.ServeOptions{})
 		m2cW.Close()
 	}()
 	defer func() {

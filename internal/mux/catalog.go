@@ -11,23 +11,31 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// catalog is what the mux lists to its clients: each published tool,
-// prompt, resource and template, and the server that owns it. Items are
-// the child's own JSON, untouched but for the name the mux prefixes. It
-// has no lock of its own: Mux.mu guards it.
+// Lists is what a server lists, each item as the server wrote it (a JSON
+// object).
+type Lists struct {
+	Tools, Prompts, Resources, Templates []json.RawMessage
+}
+
+// catalog is what one session lists to its client, read from its own
+// session with each server: each published tool, prompt, resource and
+// template, and the server that owns it. Items are the server's own JSON,
+// untouched but for the name the mux prefixes. Its session's lock guards
+// it.
 type catalog struct {
 	sep     string
-	own     []string // the mux's own tool names: no child's may take them
+	own     []string // the mux's own tool names: no server's may take them
 	tools   map[string]route
 	prompts map[string]route
-	res     map[string]string // resource URI -> server name
-	tmpls   map[string]string // URI template -> server name
+	res     map[string]string     // resource URI -> server name
+	tmpls   map[string]string     // URI template -> server name
+	pub     map[string]*published // by server name
 }
 
 type route struct{ server, name string }
 
-// published is what the catalog lists of one server, as its clients get
-// it, and what it left out. Mux.mu guards it.
+// published is what the catalog lists of one server, and what it left
+// out.
 type published struct {
 	warnings []string
 	tools    [][]byte // tool items, names prefixed
@@ -40,8 +48,8 @@ type published struct {
 	tURIs    []string
 }
 
-func newCatalog(sep string) catalog {
-	return catalog{sep: sep, tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}}
+func newCatalog(sep string, own []string) catalog {
+	return catalog{sep: sep, own: own, tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}, pub: map[string]*published{}}
 }
 
 // owner finds the server that listed a resource URI, or whose template
@@ -61,15 +69,14 @@ func (c *catalog) owner(uri string) (string, bool) {
 	return "", false
 }
 
-// publish replaces what the catalog lists for s with its lists; it
-// reports whether what clients are listed changed.
-func (c *catalog) publish(s *server) bool {
-	old := s.published
-	c.unpublish(s)
-	name := s.spec.Name
-	p := published{}
-	for _, item := range s.lists.Tools {
-		own := itemName(item)
+// publish replaces what the catalog lists of server name with l; it
+// reports whether what the client is listed changed.
+func (c *catalog) publish(name string, l Lists) bool {
+	old := c.pub[name]
+	c.unpublish(name)
+	p := &published{}
+	for _, item := range l.Tools {
+		own := stringMember(item, "name")
 		full := joinName(name, c.sep, own)
 		switch {
 		case own == "":
@@ -92,8 +99,8 @@ func (c *catalog) publish(s *server) bool {
 		p.names = append(p.names, full)
 		c.tools[full] = route{name, own}
 	}
-	for _, item := range s.lists.Prompts {
-		own := itemName(item)
+	for _, item := range l.Prompts {
+		own := stringMember(item, "name")
 		if own == "" {
 			continue
 		}
@@ -102,7 +109,7 @@ func (c *catalog) publish(s *server) bool {
 		p.pnames = append(p.pnames, full)
 		c.prompts[full] = route{name, own}
 	}
-	for _, item := range s.lists.Resources {
+	for _, item := range l.Resources {
 		uri := stringMember(item, "uri")
 		if owner, ok := c.res[uri]; ok && owner != name {
 			p.warnings = append(p.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", uri, owner))
@@ -111,48 +118,81 @@ func (c *catalog) publish(s *server) bool {
 		p.uris = append(p.uris, uri)
 		c.res[uri] = name
 	}
-	for _, item := range s.lists.Templates {
+	for _, item := range l.Templates {
 		t := stringMember(item, "uriTemplate")
 		p.tmpls = append(p.tmpls, item)
 		p.tURIs = append(p.tURIs, t)
 		c.tmpls[t] = name
 	}
-	s.published = p
+	c.pub[name] = p
+	if old == nil {
+		old = &published{}
+	}
 	return !sameItems(old.tools, p.tools) || !sameItems(old.prompts, p.prompts) || !sameItems(old.res, p.res) || !sameItems(old.tmpls, p.tmpls)
 }
 
-// unpublish takes everything of s out of the catalog.
-func (c *catalog) unpublish(s *server) {
-	name := s.spec.Name
-	for _, n := range s.names {
+// unpublish takes everything of server name out of the catalog.
+func (c *catalog) unpublish(name string) {
+	p := c.pub[name]
+	if p == nil {
+		return
+	}
+	for _, n := range p.names {
 		if c.tools[n].server == name {
 			delete(c.tools, n)
 		}
 	}
-	for _, n := range s.pnames {
+	for _, n := range p.pnames {
 		if c.prompts[n].server == name {
 			delete(c.prompts, n)
 		}
 	}
-	for _, u := range s.uris {
+	for _, u := range p.uris {
 		if c.res[u] == name {
 			delete(c.res, u)
 		}
 	}
-	for _, u := range s.tURIs {
+	for _, u := range p.tURIs {
 		if c.tmpls[u] == name {
 			delete(c.tmpls, u)
 		}
 	}
-	s.published = published{warnings: s.warnings}
+	delete(c.pub, name)
+}
+
+// list is the result of a */list over every server's items of field
+// ("tools", "prompts", "resources", "resourceTemplates"), servers in the
+// order of names, own appended (the mux's tools).
+func (c *catalog) list(field string, names []string, own [][]byte) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"` + field + `":[`)
+	n := 0
+	add := func(item []byte) {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(item)
+		n++
+	}
+	for _, name := range names {
+		p := c.pub[name]
+		if p == nil {
+			continue
+		}
+		for _, it := range map[string][][]byte{"tools": p.tools, "prompts": p.prompts, "resources": p.res, "resourceTemplates": p.tmpls}[field] {
+			add(it)
+		}
+	}
+	for _, it := range own {
+		add(it)
+	}
+	b.WriteString("]}")
+	return b.Bytes()
 }
 
 func sameItems(a, b [][]byte) bool {
 	return slices.EqualFunc(a, b, bytes.Equal)
 }
-
-// itemName is the "name" of a tool or prompt item; "" when it has none.
-func itemName(item []byte) string { return stringMember(item, "name") }
 
 func stringMember(obj []byte, key string) string {
 	v := jsonscan.Member(obj, key)
@@ -164,7 +204,7 @@ func stringMember(obj []byte, key string) string {
 }
 
 // renamed is a tool or prompt item with its name replaced by full, the
-// rest as the child wrote it.
+// rest as the server wrote it.
 func renamed(item []byte, full string) []byte {
 	vs, ve, ok := jsonscan.MemberSpan(item, "name")
 	if !ok {
@@ -179,44 +219,6 @@ func renamed(item []byte, full string) []byte {
 func objectSchema(item []byte) bool {
 	schema := jsonscan.Member(item, "inputSchema")
 	return len(schema) > 0 && schema[0] == '{' && string(jsonscan.Member(schema, "type")) == `"object"`
-}
-
-// list is the result of a */list request over every server's items of
-// field ("tools", "prompts", "resources", "resourceTemplates"), servers in
-// name order, own appended (the mux's tools). m.mu is held.
-func (m *Mux) list(field string, own [][]byte) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"` + field + `":[`)
-	n := 0
-	add := func(item []byte) {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(item)
-		n++
-	}
-	for _, name := range m.namesLocked() {
-		s := m.servers[name]
-		var items [][]byte
-		switch field {
-		case "tools":
-			items = s.published.tools
-		case "prompts":
-			items = s.published.prompts
-		case "resources":
-			items = s.published.res
-		case "resourceTemplates":
-			items = s.published.tmpls
-		}
-		for _, it := range items {
-			add(it)
-		}
-	}
-	for _, it := range own {
-		add(it)
-	}
-	b.WriteString("]}")
-	return b.Bytes()
 }
 
 // matchTemplate reports whether uri fits an RFC 6570 template's literal

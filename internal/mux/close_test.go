@@ -29,7 +29,7 @@ func TestBackendCloseWhenTheClientStopsReading(t *testing.T) {
 	s := b.Open(wire.ClientFunc(func(msg, rel []byte) {
 		delivered <- struct{}{}
 		<-release // a client that takes one message and no more
-	}), true)
+	}))
 	s.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	for i := 2; i < 6; i++ {
 		s.Send([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)))

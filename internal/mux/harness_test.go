@@ -47,7 +47,7 @@ func start(t *testing.T, o envOpts) *env {
 	// The client talks to the mux over two OS pipes, through the transport
 	// mcpflow mux serves its stdio with.
 	ct := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		e.done <- e.m.Serve(ctx, wire.NewReader(in, 0), out, wire.ServeOptions{})
+		e.done <- serve(ctx, e.m, wire.NewReader(in, 0), out, wire.ServeOptions{})
 		return nil // shutdown checks Run's error
 	})
 	copts := &mcp.ClientOptions{
@@ -191,4 +191,20 @@ func structured(res *mcp.CallToolResult, into any) error {
 		return err
 	}
 	return json.Unmarshal(b, into)
+}
+
+// serve is what mcpflow mux does for one client on a byte stream: the
+// configured servers started, wire.Serve with the mux as the Opener, then
+// every server stopped.
+func serve(ctx context.Context, m *Mux, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
+	defer m.Close()
+	m.Start()
+	then := o.InputEnded
+	o.InputEnded = func() {
+		m.InputEnded()
+		if then != nil {
+			then()
+		}
+	}
+	return wire.Serve(ctx, in, out, m, o)
 }

@@ -15,9 +15,9 @@ import (
 	"log/slog"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/testkit"
-	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -377,7 +377,7 @@ func TestLegacyOnlyPythonChild(t *testing.T) {
 	if err != nil {
 		t.Skip("python3 not installed")
 	}
-	script, _ := filepath.Abs("../examples/mux/notes_server.py")
+	script, _ := filepath.Abs("../../examples/mux/notes_server.py")
 	for _, version := range []string{"2025-06-18", ""} {
 		t.Run("client="+orLatest(version), func(t *testing.T) {
 			e := start(t, envOpts{version: version})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -13,9 +12,9 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // Config is what a Mux needs. The zero value serves no servers, allows
@@ -73,7 +72,7 @@ type Mux struct {
 
 	ctx    context.Context // canceled at shutdown
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // server workers and teardowns
+	wg     sync.WaitGroup // server workers, teardowns, sessions' goroutines
 	seq    atomic.Int64   // the mux's own ids
 
 	// mu guards what follows, and each server's state. A session's own
@@ -82,16 +81,12 @@ type Mux struct {
 	mu       sync.Mutex
 	closed   bool
 	servers  map[string]*server
-	cat      catalog
 	sessions map[*session]struct{}
-	listed   chan struct{} // closed the next time a server's lists are read
 	ended    chan struct{} // closed once the stdio client's input ended
 	endOnce  sync.Once
-	meta     []byte // the latest 2026-07-28 client _meta, for reading a server's lists
 }
 
-// server is one server behind the mux: its spec and backend, and the
-// parts below, grouped by job.
+// server is one server behind the mux: its spec and backend, its state.
 type server struct {
 	spec ServerSpec
 	b    Backend
@@ -100,14 +95,9 @@ type server struct {
 
 	// guarded by Mux.mu
 	health
-	lists     relay.Lists // the child's own lists, under its own names
-	listed    bool        // lists were read since the child came up
-	published             // what the catalog lists of it
-	removed   bool
-	starting  bool          // its first start is running
-	recorded  bool          // listed from its record while its first start runs
-	fromRec   chan struct{} // closed once it is (fromRecord)
-	up        chan struct{} // closed when its first start ended (up or not)
+	removed  bool
+	starting bool          // its first start is running
+	made     chan struct{} // closed once it has a backend (or failed to)
 
 	inbox
 }
@@ -125,12 +115,11 @@ type health struct {
 	report    string
 }
 
-// inbox queues a server's backend events and re-list requests for its
-// worker goroutine; it has its own lock and never blocks the sender.
+// inbox queues a server's backend events for its worker goroutine; it
+// has its own lock and never blocks the sender.
 type inbox struct {
 	evMu     sync.Mutex
 	events   []Event
-	relist   bool
 	wake     chan struct{}
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -158,11 +147,7 @@ func New(cfg Config) *Mux {
 		servers:  map[string]*server{},
 		sessions: map[*session]struct{}{},
 	}
-	m.cat = newCatalog(m.sep)
 	m.own = m.ownToolList()
-	for _, t := range m.own {
-		m.cat.own = append(m.cat.own, t.name)
-	}
 	m.newB = cfg.NewBackend
 	if m.newB == nil {
 		m.newB = NewRelayBackends(RelayOptions{Logger: logger, Version: cfg.Version})
@@ -193,54 +178,21 @@ func (m *Mux) Start() {
 	}
 }
 
-// Serve serves one client on a byte stream (stdin and stdout) with
-// wire.Serve until in ends or ctx does, having started the configured
-// servers; then it stops every server and waits for them. The client's
-// ids reach the servers as it wrote them.
-func (m *Mux) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
-	defer m.Close()
-	m.Start()
-	then := o.InputEnded
-	o.InputEnded = func() {
-		m.InputEnded()
-		if then != nil {
-			then()
-		}
-	}
-	return wire.Serve(ctx, in, out, m.Stdio(), o)
-}
-
-// Stdio is the Opener of the one client on mcpflow's stdin and stdout
-// (Serve's): its ids reach the servers as it wrote them.
-func (m *Mux) Stdio() wire.Opener {
-	return openerFunc(func(c wire.Client) wire.Session { return m.open(c, true) })
-}
-
 // InputEnded says the stdio client's input ended: its requests wait for
 // the servers still starting up to InputWait.
 func (m *Mux) InputEnded() { m.endOnce.Do(func() { close(m.ended) }) }
 
-type openerFunc func(c wire.Client) wire.Session
-
-func (f openerFunc) Open(c wire.Client) wire.Session { return f(c) }
-
-// Open opens a session for one client (a wire.Opener: the HTTP front
-// opens one per client session, mcpflow call one of its own).
-func (m *Mux) Open(c wire.Client) wire.Session { return m.open(c, false) }
-
-// open opens a session; keep: its ids reach the servers as the client
-// wrote them (the one client of Serve).
-func (m *Mux) open(c wire.Client, keep bool) wire.Session {
+// Open opens a session for one client (a wire.Opener: the stdio front's
+// one client, each session of the HTTP front, mcpflow call's own).
+func (m *Mux) Open(c wire.Client) wire.Session {
 	s := newSession(m, c)
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closed {
-		m.mu.Unlock()
 		s.closed = true
 		return s
 	}
 	m.sessions[s] = struct{}{}
-	s.keep = keep
-	m.mu.Unlock()
 	return s
 }
 
@@ -318,7 +270,7 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, up: make(chan struct{}), fromRec: make(chan struct{})}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, made: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -341,30 +293,27 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	b, err := m.newB(spec, s.emit)
 	if err != nil {
 		m.forget(s)
-		close(s.up)
+		close(s.made)
 		return result.Build{}, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
 	m.mu.Lock()
 	s.b = b
 	removed := s.removed
 	m.mu.Unlock()
+	close(s.made)
 	if removed {
 		b.Close()
-		close(s.up)
 		return result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
-	if rb, ok := b.(recorder); ok {
-		if l, ok := rb.Recorded(); ok {
-			m.fromRecord(s, l)
-		}
-	}
+	// The sessions open it at once: its first start answers them when it
+	// is up (or from the record of its last good start).
+	m.eachSession(func(ss *session) { ss.serverUp(s) })
 	res := b.Start(ctx)
 	lifecycle{m}.applyResult(s, res)
 	m.mu.Lock()
 	s.starting = false
 	s.lastBuild = &res
 	removed = s.removed
-	close(s.up)
 	m.mu.Unlock()
 	if removed {
 		return res, fmt.Errorf("server %q was removed while it started", spec.Name)
@@ -383,40 +332,7 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 		}
 		return res, fail
 	}
-	// The sessions open it (their handshake) and it is listed.
-	m.eachSession(func(ss *session) { ss.serverUp(s) })
-	if err := (lifecycle{m}).relist(ctx, s); err != nil && !errors.Is(err, relay.ErrNotReady) {
-		m.log.Warn("listing a server's tools failed", "server", spec.Name, "err", err)
-	}
 	return res, nil
-}
-
-// recorder is a Backend that can tell what its server listed at its last
-// good start (relayBackend: the relay's record).
-type recorder interface {
-	Recorded() (relay.Lists, bool)
-}
-
-// fromRecord lists s, still starting, from its record: its tools are in
-// the catalog at once, the sessions open it (the relay answers their
-// handshake from the record and holds their calls until the server is
-// up), and the lists are read again once it is.
-func (m *Mux) fromRecord(s *server, l relay.Lists) {
-	m.mu.Lock()
-	if s.removed {
-		m.mu.Unlock()
-		return
-	}
-	s.recorded = true
-	close(s.fromRec)
-	s.lists, s.listed = l, true
-	changed := m.cat.publish(s)
-	m.noteListed()
-	m.mu.Unlock()
-	m.eachSession(func(ss *session) { ss.serverUp(s) })
-	if changed {
-		m.listsChanged()
-	}
 }
 
 // eachSession calls f for every open session, with no lock held.
@@ -453,11 +369,9 @@ func (m *Mux) remove(name string) error {
 	}
 	delete(m.servers, name)
 	s.removed = true
-	m.cat.unpublish(s)
 	m.mu.Unlock()
 	m.eachSession(func(ss *session) { ss.serverGone(s) })
 	m.teardown(s)
-	m.listsChanged()
 	return nil
 }
 
@@ -488,19 +402,13 @@ func (s *inbox) poke() {
 	}
 }
 
-func (s *inbox) markRelist() {
-	s.evMu.Lock()
-	s.relist = true
-	s.evMu.Unlock()
-	s.poke()
-}
-
 // lifecycle is the mux as it follows each server's life: its events
-// applied in order, its lists read again after a change.
+// applied in order, for list_servers and status. What each session lists
+// of it is the session's own to read (its catalog), told by the server's
+// list_changed.
 type lifecycle struct{ *Mux }
 
-// worker applies a server's events and re-lists it after list_changed,
-// off every read loop: a burst of notifications costs one re-list.
+// worker applies a server's events in order, off every read loop.
 func (m lifecycle) worker(s *server) {
 	defer m.wg.Done()
 	for {
@@ -510,43 +418,18 @@ func (m lifecycle) worker(s *server) {
 		case <-s.wake:
 		}
 		s.evMu.Lock()
-		evs, relist := s.events, s.relist
-		s.events, s.relist = nil, false
+		evs := s.events
+		s.events = nil
 		s.evMu.Unlock()
 		up := false
 		for _, ev := range evs {
-			if m.apply(s, ev) {
-				relist, up = true, true
-			}
+			up = m.apply(s, ev) || up
 		}
 		if up {
+			// Each session reads what it lists now (its own child's).
 			m.eachSession(func(ss *session) { ss.serverUp(s) })
 		}
-		if relist {
-			m.mu.Lock()
-			ready := s.b != nil && !s.removed && s.status == StatusRunning
-			m.mu.Unlock()
-			if ready {
-				ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-				if err := m.relist(ctx, s); err != nil && !errors.Is(err, relay.ErrNotReady) {
-					m.log.Warn("re-listing a server failed", "server", s.spec.Name, "err", err)
-				}
-				cancel()
-			}
-		}
 	}
-}
-
-// apply records one event; it reports whether the server came up (its
-// lists must be read).
-func (m lifecycle) apply(s *server, ev Event) bool {
-	m.mu.Lock()
-	up, changed := m.applyLocked(s, ev)
-	m.mu.Unlock()
-	if changed {
-		m.listsChanged()
-	}
-	return up
 }
 
 // applyResult records what a start or reload did at once, so that its
@@ -556,49 +439,52 @@ func (m lifecycle) applyResult(s *server, res result.Build) {
 	m.apply(s, eventOf(res, s.spec.Name))
 }
 
-// applyLocked is apply with m.mu held; changed says the catalog changed.
-func (m lifecycle) applyLocked(s *server, ev Event) (up, changed bool) {
+// apply records one event; it reports whether the server came up.
+func (m lifecycle) apply(s *server, ev Event) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if s.removed {
-		return false, false
+		return false
 	}
 	switch ev.Kind {
 	case EventStarting:
 		if s.status != StatusRunning {
 			s.status = StatusStarting
 		}
+		if ev.Pid != 0 {
+			s.pid = ev.Pid // a child of a session's started
+		}
 	case EventUp:
 		if ev.Gen != 0 && ev.Gen < s.gen {
-			return false, false // a late report about an earlier child
+			return false // a late report about an earlier start
 		}
 		if ev.Build != nil {
 			s.lastBuild = ev.Build
 		}
 		if ev.Gen != 0 && ev.Gen == s.gen && s.status == StatusRunning {
-			return false, false // the same start, reported by the relay and by the cycle
+			return false // the same start, reported by the relay and by the cycle
 		}
 		if !s.started.IsZero() {
 			s.restarts++
 		}
-		s.status, s.pid, s.started, s.report = StatusRunning, ev.Pid, time.Now(), ""
+		s.status, s.started, s.report = StatusRunning, time.Now(), ""
+		if ev.Pid != 0 {
+			s.pid = ev.Pid
+		}
 		if ev.Gen != 0 {
 			s.gen = ev.Gen
 		}
-		s.listed = false
-		return true, false
+		return true
 	case EventCrashed:
 		if ev.Gen != 0 && ev.Gen < s.gen || s.status == StatusCrashed && (ev.Gen == 0 || ev.Gen == s.gen) {
-			return false, false // stale, or the same crash reported twice
+			return false // stale, or the same crash reported twice
 		}
 		if ev.Gen != 0 {
 			s.gen = ev.Gen
 		}
 		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
 		s.crashes++
-		s.lists, s.listed = relay.Lists{}, false
-		m.cat.unpublish(s)
-		m.noteListed()
 		m.log.Error("server crashed", "server", s.spec.Name, "report", firstLine(s.report))
-		return false, true
 	case EventBuilt:
 		s.lastBuild = ev.Build
 	case EventBuildFailed:
@@ -609,7 +495,7 @@ func (m lifecycle) applyLocked(s *server, ev Event) (up, changed bool) {
 			s.status, s.report = StatusBuildFailed, ev.Report
 		}
 	}
-	return false, false
+	return false
 }
 
 func firstLine(s string) string {
@@ -617,79 +503,48 @@ func firstLine(s string) string {
 	return line
 }
 
-// relist reads a server's lists and publishes them in the catalog; the
-// sessions hear of what changed.
-func (m lifecycle) relist(ctx context.Context, s *server) error {
-	m.mu.Lock()
-	b := s.b
-	m.mu.Unlock()
-	if b == nil {
-		return relay.ErrNotReady
-	}
-	m.mu.Lock()
-	meta := m.meta
-	m.mu.Unlock()
-	l, err := b.Lists(ctx, meta)
-	if err != nil {
-		m.log.Debug("reading a server's lists", "server", s.spec.Name, "err", err)
-		return err
-	}
-	m.mu.Lock()
-	if s.removed || s.status == StatusCrashed {
-		m.mu.Unlock()
-		return nil
-	}
-	s.lists, s.listed = l, true
-	changed := m.cat.publish(s)
-	m.noteListed()
-	m.mu.Unlock()
-	if changed {
-		m.listsChanged()
-	}
-	return nil
-}
-
-// listsChanged tells every session that the catalog changed.
-func (m *Mux) listsChanged() {
-	m.eachSession(func(ss *session) { ss.catalogChanged() })
-}
-
 // ClientInfo is what the mux knows of a client: name, version and
 // protocol revision, from a legacy initialize or a 2026-07-28 request's
 // _meta; all empty before the client said.
-type ClientInfo struct {
-	Name, Version, Protocol string
-}
+type ClientInfo = wire.ClientInfo
 
 // Client reports the client of the most recently active session.
 func (m *Mux) Client() ClientInfo {
+	s := m.latest()
+	if s == nil {
+		return ClientInfo{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Client
+}
+
+// latest is the most recently active session; nil when none is open.
+func (m *Mux) latest() *session {
 	var best *session
-	var seen int64
+	var seen time.Time
 	m.eachSession(func(s *session) {
-		if t := s.lastSeen(); best == nil || t > seen {
+		s.mu.Lock()
+		t := s.seen
+		s.mu.Unlock()
+		if best == nil || t.After(seen) {
 			best, seen = s, t
 		}
 	})
-	if best == nil {
-		return ClientInfo{}
-	}
-	return best.clientInfo()
+	return best
 }
 
-// metaFrom keeps a 2026-07-28 client's _meta, with which the mux reads the
-// servers' lists; the first one lets the mux read those not read yet.
-func (m *Mux) metaFrom(meta []byte) {
+// names lists the servers that exist, sorted.
+func (m *Mux) names() []string {
 	m.mu.Lock()
-	first := m.meta == nil
-	m.meta = meta
-	var unlisted []*server
-	for _, srv := range m.servers {
-		if first && !srv.listed {
-			unlisted = append(unlisted, srv)
-		}
-	}
-	m.mu.Unlock()
-	for _, srv := range unlisted {
-		srv.markRelist()
-	}
+	defer m.mu.Unlock()
+	return m.namesLocked()
+}
+
+// exists reports whether server name exists.
+func (m *Mux) exists(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.servers[name]
+	return ok
 }

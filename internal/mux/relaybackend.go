@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // Hooks attach a server's builder and watcher to its relay. Every field is
@@ -91,9 +91,10 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.Configure != nil {
 			o.Configure(spec, &rc)
 		}
-		// The mux opens a server's session with its client's handshake
-		// once the server is up, or at once when its record answers for
-		// it (Recorded): the relay never answers a handshake alone.
+		// The mux opens a server's sessions at once: the relay answers
+		// them from the record of its last good start, or holds them
+		// until it is up (the mux's own deadline decides how long a
+		// client waits), never answering a handshake alone before.
 		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
 		rc.NoOwnTools = true
 		rc.Rebuild = reloadHint(spec.Name)
@@ -125,9 +126,6 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 // reloadHint is what rebuilds server name, as the texts the agent reads
 // name it.
 func reloadHint(name string) string { return texts.ReloadHint(name) }
-
-// Recorded is the relay's record (a recorder).
-func (b *relayBackend) Recorded() (relay.Lists, bool) { return b.r.Recorded() }
 
 type relayBackend struct {
 	name  string
@@ -169,17 +167,11 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	b.emit(ev)
 }
 
-func (b *relayBackend) Open(c wire.Client, keepIDs bool) wire.Session {
-	return b.r.Connect(c, relay.PortOptions{KeepIDs: keepIDs})
-}
+func (b *relayBackend) Open(c wire.Client) wire.Session { return b.r.Open(c) }
 
 // SetEnv sets the server's environment overrides for its next starts
 // ([servers.NAME.run] env_overridable; reload_server's env).
 func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }
-
-func (b *relayBackend) Lists(ctx context.Context, meta []byte) (relay.Lists, error) {
-	return b.r.Lists(ctx, meta)
-}
 
 func (b *relayBackend) Start(ctx context.Context) result.Build {
 	return b.cycle(ctx, b.hooks.Start)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,82 +13,69 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // session is one client's session with the mux (a wire.Session): it
 // answers what the mux answers for itself (the handshake, the merged
 // lists, its own tools) and routes the rest to the servers, each through
-// a session of the server's own (a port: Backend.Open), the bytes as the
-// client wrote them but for the name the mux prefixes.
+// a session of the server's own (a port: Backend.Open, a child of its own
+// behind a relay), the bytes as the client wrote them but for the name
+// the mux prefixes. What it lists is its own catalog, read through its
+// ports: what one client's servers list reaches no other client.
 type session struct {
-	m    *Mux
-	c    wire.Client
-	keep bool // the servers see the client's ids as they are (stdio)
+	m *Mux
+	c wire.Client
 
 	dmu sync.Mutex // one message at a time to the client
 
-	mu          sync.Mutex
-	closed      bool
-	era         era
-	initMsg     []byte // the client's initialize, for the servers that come up later
-	initialized bool
-	meta        json.RawMessage // the latest 2026-07-28 request's _meta
-	seen        int64
-	client      ClientInfo
-	startBy     <-chan struct{}          // closed when the session stops waiting for servers still starting (startDeadline)
-	ports       map[string]*port         // by server name
-	calls       map[string]string        // the client's requests in flight on a server: id -> server
-	own         map[string]func()        // the client's requests the mux answers itself: id -> cancel
-	reqs        map[string]serverReq     // servers' requests to the client, by the mux's id
-	waits       map[string]chan []byte   // the mux's own requests to a server, by id
-	listens     map[string]bool          // the client's subscriptions/listen ids the mux holds
-	instr       map[string]string        // each server's instructions, from its handshake
-	level       []byte                   // the params of the client's last logging/setLevel
-	notify      *time.Timer              // a list_changed to the client, coalesced
-	listening   map[string]bool          // servers the mux holds a listen of its own on
-	pending     map[string]chan struct{} // servers whose handshake answer is awaited, closed once it came
+	mu      sync.Mutex
+	closed  bool
+	st      wire.State // the client's session, as its messages set it up
+	seen    time.Time  // its last message
+	startBy <-chan struct{}
+	ports   map[string]*port       // by server name
+	calls   map[string]string      // the client's requests in flight on a server: id -> server
+	own     map[string]func()      // the client's requests the mux answers itself: id -> cancel
+	reqs    map[string]serverReq   // servers' requests to the client, by the mux's id
+	waits   map[string]chan []byte // the mux's own requests to a server, by id
+	cat     catalog
+	instr   map[string]string // each server's instructions, from its handshake
+	notify  *time.Timer       // a list_changed to the client, coalesced
 }
-
-type era int
-
-const (
-	eraUnknown era = iota
-	eraLegacy
-	eraModern
-)
 
 // port is a session's part on one server.
 type port struct {
 	srv    *server
 	sess   wire.Session
-	opened bool // the client's handshake was sent (legacy)
+	opened bool          // the client's handshake was sent (legacy), or the mux's listen (2026-07-28)
+	fresh  bool          // its lists in the catalog are current
+	ready  chan struct{} // closed once the server answered the handshake
+	read   chan struct{} // closed when the lists being read are in; nil when none is
 }
 
 // serverReq is a server's request to the client: the server and the id
-// its port gave it.
+// the client's answer goes back under.
 type serverReq struct {
 	server string
 	id     []byte
 }
 
-// ownPrefix starts every id the mux invents; the client may not use it.
+// ownPrefix starts every id the mux invents (wire.ReservedPrefix with
+// the mux's tag).
 const ownPrefix = `"mcpflow:m`
 
 func newSession(m *Mux, c wire.Client) *session {
 	return &session{
-		m:         m,
-		c:         c,
-		ports:     map[string]*port{},
-		calls:     map[string]string{},
-		own:       map[string]func(){},
-		reqs:      map[string]serverReq{},
-		waits:     map[string]chan []byte{},
-		listens:   map[string]bool{},
-		instr:     map[string]string{},
-		listening: map[string]bool{},
-		pending:   map[string]chan struct{}{},
+		m:     m,
+		c:     c,
+		ports: map[string]*port{},
+		calls: map[string]string{},
+		own:   map[string]func(){},
+		reqs:  map[string]serverReq{},
+		waits: map[string]chan []byte{},
+		cat:   newCatalog(m.sep, m.ownNames()),
+		instr: map[string]string{},
 	}
 }
 
@@ -107,8 +95,7 @@ func (s *session) deliver(msg, rel []byte) {
 // complete for a 2026-07-28 client.
 func (s *session) reply(id, result []byte) {
 	s.mu.Lock()
-	modern := s.era == eraModern
-	delete(s.own, string(id))
+	modern := s.st.Era == wire.EraModern
 	s.mu.Unlock()
 	if modern && len(result) > 1 && result[0] == '{' && jsonscan.Member(result, "resultType") == nil {
 		if len(bytes.TrimSpace(result[1:])) == 1 {
@@ -117,19 +104,28 @@ func (s *session) reply(id, result []byte) {
 			result = append([]byte(`{"resultType":"complete",`), result[1:]...)
 		}
 	}
-	s.deliver(wire.ResultResponse(id, result), id)
+	s.answer(wire.ResultResponse(id, result), id)
 }
 
 func (s *session) fail(id []byte, code int, text string) {
+	s.answer(wire.ErrorResponse(id, code, text, nil), id)
+}
+
+// answer delivers the answer to the client's request id, once.
+func (s *session) answer(msg, id []byte) {
 	s.mu.Lock()
 	delete(s.own, string(id))
+	open := s.st.InFlight(id)
+	s.st.Answered(id)
 	s.mu.Unlock()
-	s.deliver(wire.ErrorResponse(id, code, text, nil), id)
+	if open {
+		s.deliver(msg, id)
+	}
 }
 
 // newID is an id of the mux's own.
 func (s *session) newID() []byte {
-	return []byte(fmt.Sprintf(`%s%d"`, ownPrefix, s.m.seq.Add(1)))
+	return []byte(ownPrefix + strconv.FormatInt(s.m.seq.Add(1), 10) + `"`)
 }
 
 // Send handles one message from the client (see wire.Session).
@@ -144,8 +140,20 @@ func (s *session) Send(msg []byte) {
 		s.mu.Unlock()
 		return
 	}
-	s.seen = time.Now().UnixNano()
+	s.seen = time.Now()
+	if env.IsRequest() && wire.Reserved(env.ID) {
+		s.mu.Unlock()
+		s.deliver(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextReserved, nil), env.ID)
+		return
+	}
+	answer, refused := s.st.Note(msg, env)
 	s.mu.Unlock()
+	if refused {
+		if answer != nil {
+			s.deliver(answer, env.ID)
+		}
+		return
+	}
 	switch {
 	case env.IsResponse():
 		s.clientResponse(msg, env)
@@ -158,7 +166,7 @@ func (s *session) Send(msg []byte) {
 		if wire.IDProblem(id) != "" {
 			id = nil
 		}
-		s.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, "Invalid Request: not a request, a notification or a response", nil), id)
+		s.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, texts.ErrNoKind, nil), id)
 	}
 }
 
@@ -180,98 +188,20 @@ func (s *session) Close() {
 		s.notify.Stop()
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, p := range ports {
-		p.sess.Close()
+		wg.Go(p.sess.Close)
 	}
+	wg.Wait()
 	s.m.mu.Lock()
 	delete(s.m.sessions, s)
 	s.m.mu.Unlock()
 }
 
-func (s *session) lastSeen() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen
-}
-
-func (s *session) clientInfo() ClientInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.client
-}
-
-// note records what a request says of the client: its era, who it is,
-// its _meta.
-func (s *session) note(env wire.Envelope) {
-	if meta := s.noteLocked(env); meta != nil {
-		s.m.metaFrom(meta)
-	}
-}
-
-// noteLocked is note's part under s.mu; it returns the _meta of a
-// 2026-07-28 client's request (nil: none).
-func (s *session) noteLocked(env wire.Envelope) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if env.Method == "initialize" {
-		if s.era == eraUnknown {
-			s.era = eraLegacy
-		}
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"clientInfo"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		s.client = ClientInfo{Name: p.ClientInfo.Name, Version: p.ClientInfo.Version, Protocol: p.ProtocolVersion}
-		return nil
-	}
-	meta := jsonscan.Member(env.Params, "_meta")
-	v := stringMember(meta, mcp.MetaKeyProtocolVersion)
-	if !wire.IsModern(v) || env.Method == "server/discover" {
-		return nil // server/discover decides nothing: the client may fall back
-	}
-	s.meta = bytes.Clone(meta)
-	if s.era == eraUnknown {
-		s.era = eraModern
-	}
-	s.client.Protocol = v
-	if ci := jsonscan.Member(meta, mcp.MetaKeyClientInfo); ci != nil {
-		s.client.Name, s.client.Version = stringMember(ci, "name"), stringMember(ci, "version")
-	}
-	if s.era != eraModern {
-		return nil
-	}
-	return s.meta
-}
-
 func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 	id := env.ID
-	key := string(id)
-	if p := wire.IDProblem(id); p != "" {
-		s.deliver(wire.ErrorResponse(nil, wire.CodeInvalidRequest, p, nil), nil)
-		return
-	}
-	if strings.HasPrefix(key, `"mcpflow:`) {
-		s.fail(id, wire.CodeInvalidRequest, `Invalid Request: ids starting with "mcpflow:" are mcpflow's own`)
-		return
-	}
-	s.mu.Lock()
-	_, busy := s.calls[key]
-	_, busyOwn := s.own[key]
-	s.mu.Unlock()
-	if busy || busyOwn {
-		s.fail(id, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight")
-		return
-	}
-	s.note(env)
 	switch env.Method {
 	case "initialize":
-		s.mu.Lock()
-		s.initMsg = msg
-		s.mu.Unlock()
 		s.goOwn(id, func(ctx context.Context) { s.initialize(ctx, env) })
 	case "server/discover":
 		s.goOwn(id, func(ctx context.Context) { s.discover(ctx, env) })
@@ -283,9 +213,9 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		s.call(msg, env)
 	case "prompts/get":
 		name := stringMember(env.Params, "name")
-		s.m.mu.Lock()
-		r, ok := s.m.cat.prompts[name]
-		s.m.mu.Unlock()
+		s.mu.Lock()
+		r, ok := s.cat.prompts[name]
+		s.mu.Unlock()
 		if !ok {
 			s.fail(id, wire.CodeInvalidParams, texts.UnknownPrompt(name, s.m.sep, s.m.existing()))
 			return
@@ -293,9 +223,9 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		s.forward(r.server, withName(msg, env, r.name), env)
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
 		uri := stringMember(env.Params, "uri")
-		s.m.mu.Lock()
-		owner, ok := s.m.cat.owner(uri)
-		s.m.mu.Unlock()
+		s.mu.Lock()
+		owner, ok := s.cat.owner(uri)
+		s.mu.Unlock()
 		if !ok {
 			s.fail(id, codeResourceNotFound, texts.NoResource(uri))
 			return
@@ -304,9 +234,6 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 	case "completion/complete":
 		s.complete(msg, env)
 	case "logging/setLevel":
-		s.mu.Lock()
-		s.level = bytes.Clone(env.Params)
-		s.mu.Unlock()
 		s.goOwn(id, func(ctx context.Context) { s.setLevel(ctx, env) })
 	case "subscriptions/listen":
 		s.listen(env)
@@ -325,34 +252,22 @@ func (s *session) goOwn(id []byte, f func(ctx context.Context)) {
 	s.mu.Lock()
 	s.own[string(id)] = cancel
 	s.mu.Unlock()
-	go func() {
+	s.m.wg.Go(func() {
 		defer cancel()
 		f(ctx)
-	}()
+	})
 }
 
-// openPorts are the ports the client's handshake reached.
-func (s *session) openPorts() []*port {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*port
-	for _, p := range s.ports {
-		if p.opened || s.era != eraLegacy {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// port returns the session's port on server name, opening it (and, for
-// a legacy client whose handshake came, sending that handshake) when the
-// server runs; nil when it does not.
+// port returns the session's port on server name, opening it when the
+// server exists (and, for a legacy client whose handshake came, sending
+// that handshake; for a 2026-07-28 client, a listen of the mux's own, by
+// which it hears of changes); nil when it does not.
 func (s *session) port(name string) *port {
 	s.m.mu.Lock()
 	srv, ok := s.m.servers[name]
-	running := ok && srv.b != nil && (srv.status == StatusRunning || srv.recorded && srv.status == StatusStarting)
+	usable := ok && srv.b != nil && !srv.removed
 	s.m.mu.Unlock()
-	if !running {
+	if !usable {
 		return nil
 	}
 	s.mu.Lock()
@@ -361,45 +276,57 @@ func (s *session) port(name string) *port {
 		return nil
 	}
 	p := s.ports[name]
+	var stale wire.Session
 	if p != nil && p.srv != srv {
 		// The server was removed and added again: a new backend.
-		p.sess.Close()
-		p = nil
+		stale, p = p.sess, nil
 	}
 	if p == nil {
-		p = &port{srv: srv}
+		p = &port{srv: srv, ready: make(chan struct{})}
 		s.ports[name] = p
-		p.sess = srv.b.Open(wire.ClientFunc(func(msg, rel []byte) { s.fromServer(name, msg, rel) }), s.keep)
+		p.sess = srv.b.Open(wire.ClientFunc(func(msg, rel []byte) { s.fromServer(name, msg, rel) }))
 	}
-	handshake := s.era == eraLegacy && s.initMsg != nil && !p.opened
-	initMsg, initialized, level := s.initMsg, s.initialized, s.level
-	if handshake {
+	var open [][]byte
+	if !p.opened && (s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern) {
 		p.opened = true
+		open = s.opening(p)
 	}
 	s.mu.Unlock()
-	if handshake {
-		s.handshake(name, p, initMsg, initialized, level)
+	if stale != nil {
+		stale.Close()
+	}
+	for _, m := range open {
+		p.sess.Send(m)
 	}
 	return p
 }
 
-// handshake opens the server's session for a legacy client: its
-// initialize under an id of the mux's (the answer is the mux's: its
-// instructions), initialized when it came, the log level.
-func (s *session) handshake(name string, p *port, initMsg []byte, initialized bool, level []byte) {
-	env, err := wire.Peek(initMsg)
+// opening is what opens port p for the client's session: a legacy
+// client's handshake (initialize under an id of the mux's, whose answer
+// is awaited for the server's instructions; initialized; the log level);
+// for a 2026-07-28 client, a listen of the mux's own, on which the server
+// says its lists changed. s.mu is held.
+func (s *session) opening(p *port) [][]byte {
+	if s.st.Era == wire.EraModern {
+		close(p.ready)
+		params := map[string]any{"notifications": map[string]bool{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}}
+		if s.st.Meta != nil {
+			params["_meta"] = json.RawMessage(s.st.Meta)
+		}
+		b, _ := json.Marshal(params)
+		return [][]byte{wire.Request(s.newID(), "subscriptions/listen", b)}
+	}
+	env, err := wire.Peek(s.st.Init)
 	if err != nil {
-		return
+		close(p.ready)
+		return nil
 	}
 	id := s.newID()
 	ch := make(chan []byte, 1)
-	done := make(chan struct{})
-	s.mu.Lock()
 	s.waits[string(id)] = ch
-	s.pending[name] = done
-	s.mu.Unlock()
-	go func() {
-		defer close(done)
+	name := p.srv.spec.Name
+	s.m.wg.Go(func() {
+		defer close(p.ready)
 		select {
 		case ans := <-ch:
 			if in := stringMember(jsonscan.Member(ans, "result"), "instructions"); in != "" {
@@ -408,50 +335,42 @@ func (s *session) handshake(name string, p *port, initMsg []byte, initialized bo
 				s.mu.Unlock()
 			}
 		case <-s.m.ctx.Done():
-		case <-time.After(relay.DefaultHandshake):
+		case <-time.After(handshakeWait):
 		}
-	}()
-	p.sess.Send(wire.Splice(initMsg, env.IDStart, env.IDEnd, id))
-	if initialized {
-		p.sess.Send(wire.Request(nil, "notifications/initialized", nil))
+	})
+	out := [][]byte{wire.Request(id, "initialize", env.Params)}
+	if s.st.Initialized {
+		out = append(out, wire.Request(nil, "notifications/initialized", nil))
 	}
-	if level != nil {
-		s.ownRequest(p, "logging/setLevel", level)
+	if s.st.Level != nil {
+		out = append(out, wire.Request(s.newID(), "logging/setLevel", s.st.Level))
 	}
+	return out
 }
 
-// setLevel gives each server the client's logging level and answers once
-// every server took it (or answered otherwise: a server that refuses it
-// keeps serving), at most listWait: a call the client makes next finds
-// the level set.
-func (s *session) setLevel(ctx context.Context, env wire.Envelope) {
-	var waits []chan []byte
-	for _, p := range s.openPorts() {
-		id := s.newID()
-		ch := make(chan []byte, 1)
+// handshakeWait bounds the wait for a server's answer to the handshake
+// the mux gave it.
+const handshakeWait = 30 * time.Second
+
+// ask sends a request of the mux's own to p and waits for its answer.
+func (s *session) ask(ctx context.Context, p *port, method string, params []byte) ([]byte, error) {
+	id := s.newID()
+	ch := make(chan []byte, 1)
+	s.mu.Lock()
+	s.waits[string(id)] = ch
+	s.mu.Unlock()
+	defer func() {
 		s.mu.Lock()
-		s.waits[string(id)] = ch
+		delete(s.waits, string(id))
 		s.mu.Unlock()
-		p.sess.Send(wire.Request(id, "logging/setLevel", env.Params))
-		waits = append(waits, ch)
+	}()
+	p.sess.Send(wire.Request(id, method, params))
+	select {
+	case msg := <-ch:
+		return msg, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	t := time.NewTimer(listWait)
-	defer t.Stop()
-	for _, ch := range waits {
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-	s.reply(env.ID, []byte(`{}`))
-}
-
-// ownRequest sends a request of the mux's own to a server; its answer is
-// dropped.
-func (s *session) ownRequest(p *port, method string, params []byte) {
-	p.sess.Send(wire.Request(s.newID(), method, params))
 }
 
 // forward sends the client's request to server name.
@@ -477,11 +396,11 @@ func (s *session) fromServer(name string, msg, rel []byte) {
 			ch <- msg
 			return
 		}
-		_, own := s.calls[string(rel)]
+		_, client := s.calls[string(rel)]
 		delete(s.calls, string(rel))
 		s.mu.Unlock()
-		if own || !bytes.HasPrefix(rel, []byte(ownPrefix)) {
-			s.deliver(msg, rel)
+		if client {
+			s.answer(msg, rel)
 		}
 		return
 	}
@@ -497,14 +416,9 @@ func (s *session) fromServer(name string, msg, rel []byte) {
 		s.mu.Unlock()
 		s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), rel)
 	case strings.HasSuffix(env.Method, "/list_changed") && env.Method != "notifications/roots/list_changed":
-		s.m.mu.Lock()
-		srv := s.m.servers[name]
-		s.m.mu.Unlock()
-		if srv != nil {
-			srv.markRelist()
-		}
-	case env.Method == "notifications/subscriptions/acknowledged" && bytes.HasPrefix(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), mcp.MetaKeySubscriptionID), []byte(ownPrefix)):
-		// The answer to a listen of the mux's own.
+		s.stale(name)
+	case bytes.HasPrefix(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), mcp.MetaKeySubscriptionID), []byte(ownPrefix)):
+		// On a listen of the mux's own (its acknowledgement).
 	default:
 		s.deliver(msg, rel)
 	}
@@ -528,21 +442,8 @@ func (s *session) clientResponse(msg []byte, env wire.Envelope) {
 func (s *session) clientNotification(msg []byte, env wire.Envelope) {
 	switch env.Method {
 	case "notifications/initialized":
-		s.mu.Lock()
-		s.initialized = true
-		s.mu.Unlock()
 		for _, p := range s.openPorts() {
 			p.sess.Send(msg)
-		}
-		// The servers' sessions are open: the catalog is read.
-		s.m.mu.Lock()
-		var all []*server
-		for _, srv := range s.m.servers {
-			all = append(all, srv)
-		}
-		s.m.mu.Unlock()
-		for _, srv := range all {
-			srv.markRelist()
 		}
 		return
 	case "notifications/cancelled":
@@ -565,18 +466,28 @@ func (s *session) clientNotification(msg []byte, env wire.Envelope) {
 	}
 }
 
-// serverUp opens the session's part on a server that came up, once the
-// client's handshake came.
+// openPorts are the ports the client's session reached.
+func (s *session) openPorts() []*port {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*port
+	for _, p := range s.ports {
+		if p.opened {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// serverUp opens the session's part on a server that was added, once the
+// client's session is set up, and reads what it lists.
 func (s *session) serverUp(srv *server) {
 	s.mu.Lock()
-	open := s.era == eraLegacy && s.initMsg != nil
-	listening := len(s.listens) > 0
+	open := s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern
 	s.mu.Unlock()
 	if open {
 		s.port(srv.spec.Name)
-	}
-	if listening {
-		s.listenOn(srv.spec.Name)
+		s.stale(srv.spec.Name)
 	}
 }
 
@@ -598,22 +509,24 @@ func (s *session) serverGone(srv *server) {
 			ids = append(ids, id)
 		}
 	}
-	modern := s.era == eraModern
+	modern := s.st.Era == wire.EraModern
+	changed := s.cat.pub[name] != nil
+	s.cat.unpublish(name)
 	s.mu.Unlock()
 	if p != nil {
 		p.sess.Close()
 	}
-	if len(ids) == 0 {
-		return
+	if changed {
+		s.listsChanged()
 	}
 	text := texts.RemovedBeforeAnswer(name, s.m.existing())
 	for _, id := range ids {
-		s.deliver(wire.ResultResponse([]byte(id), errToolResult(text, modern)), []byte(id))
+		s.answer(wire.ResultResponse([]byte(id), errToolResult(text, modern)), []byte(id))
 	}
 }
 
-// catalogChanged tells the client its lists changed (coalesced).
-func (s *session) catalogChanged() {
+// listsChanged tells the client its lists changed (coalesced).
+func (s *session) listsChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.notify != nil {
@@ -622,23 +535,10 @@ func (s *session) catalogChanged() {
 	s.notify = time.AfterFunc(10*time.Millisecond, func() {
 		s.mu.Lock()
 		s.notify = nil
-		legacy := s.era == eraLegacy && s.initialized
-		var listens [][]byte
-		for id := range s.listens {
-			listens = append(listens, []byte(id))
-		}
+		out := s.st.ListChanged("tools", "prompts", "resources")
 		s.mu.Unlock()
-		kinds := []string{"tools", "prompts", "resources"}
-		for _, k := range kinds {
-			switch {
-			case legacy:
-				s.deliver(wire.Request(nil, "notifications/"+k+"/list_changed", nil), nil)
-			default:
-				for _, id := range listens {
-					params := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(id) + `}}`
-					s.deliver(wire.Request(nil, "notifications/"+k+"/list_changed", []byte(params)), id)
-				}
-			}
+		for _, m := range out {
+			s.deliver(m.Msg, m.Rel)
 		}
 	})
 }

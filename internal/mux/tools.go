@@ -145,6 +145,15 @@ func (m *Mux) ownTools() [][]byte {
 	return out
 }
 
+// ownNames are the names of the mux's tools.
+func (m *Mux) ownNames() []string {
+	var out []string
+	for _, t := range m.own {
+		out = append(out, t.name)
+	}
+	return out
+}
+
 // isOwnTool reports whether name is one of the mux's tools.
 func (m *Mux) isOwnTool(name string) bool {
 	for _, t := range m.own {
@@ -164,7 +173,7 @@ func (m *Mux) runOwnTool(ctx context.Context, s *session, name string, args []by
 			return toolResult(text, structured, isErr, modern)
 		}
 	}
-	return errToolResult(m.unknownTool(name), modern)
+	return errToolResult(s.unknownTool(name), modern)
 }
 
 // toolResult is a CallToolResult with one text item and, when structured
@@ -225,7 +234,7 @@ func (m *Mux) addServerTool(ctx context.Context, caller *session, args []byte) (
 	if err != nil {
 		return "add_server: " + err.Error(), nil, true
 	}
-	info := m.info(s, false)
+	info := m.info(s, false, caller)
 	out := Outcome{Server: info, Build: buildInfo(&res)}
 	tools := "no tools"
 	if len(info.Tools) > 0 {
@@ -317,35 +326,7 @@ func (m *Mux) removeServerTool(_ context.Context, _ *session, args []byte) (stri
 func (m *Mux) addFor(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
 	addCtx, cancel := context.WithCancel(m.ctx)
 	defer context.AfterFunc(ctx, cancel)()
-	s, res, err := m.add(addCtx, spec)
-	if err == nil {
-		m.waitListed(ctx, s)
-	}
-	return s, res, err
-}
-
-// waitListed waits, at most listWait, until s's lists were read.
-func (m *Mux) waitListed(ctx context.Context, s *server) {
-	deadline := time.NewTimer(listWait)
-	defer deadline.Stop()
-	for {
-		m.mu.Lock()
-		// A server in its first start gets listed when it is up, or at
-		// once from its record.
-		done := s.listed || s.removed || s.status != StatusRunning && !s.starting
-		ch := m.listedCh()
-		m.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	return m.add(addCtx, spec)
 }
 
 // setEnv gives server name environment overrides for its next starts.
@@ -372,70 +353,87 @@ func (m *Mux) setEnv(name string, env map[string]string) error {
 
 // Reload rebuilds (when a build is configured) and restarts the server
 // name, and reports what it did: the outcome, and the build and restart
-// with the tool diff under the names the clients see (nil when nothing
-// ran). It is reload_server's engine.
+// with the tool diff under the names the most recently active client
+// sees (nil when nothing ran).
 func (m *Mux) Reload(ctx context.Context, name string) (Outcome, *result.Build, error) {
+	return m.reload(ctx, name, m.latest())
+}
+
+// reload is Reload for session s (nil: none), whose catalog the tool diff
+// is of: before, and read again after.
+func (m *Mux) reload(ctx context.Context, name string, s *session) (Outcome, *result.Build, error) {
 	m.mu.Lock()
-	s, ok := m.servers[name]
+	srv, ok := m.servers[name]
 	m.mu.Unlock()
 	if !ok {
 		return Outcome{}, nil, fmt.Errorf("no server named %q: %s", name, m.existing())
 	}
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
+	srv.opMu.Lock()
+	defer srv.opMu.Unlock()
 	m.mu.Lock()
-	if s.starting {
-		m.mu.Unlock()
+	starting := srv.starting
+	m.mu.Unlock()
+	if starting {
 		return Outcome{}, nil, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
 	}
-	old := map[string]string{}
-	for _, item := range s.lists.Tools {
-		old[itemName(item)] = toolKey(item)
-	}
-	m.mu.Unlock()
-	res := s.b.Reload(ctx)
-	lifecycle{m}.applyResult(s, res)
-	m.eachSession(func(ss *session) { ss.serverUp(s) })
-	if err := (lifecycle{m}).relist(ctx, s); err != nil {
-		m.log.Debug("re-listing after reload", "server", name, "err", err)
-	}
+	before := s.toolItems(name)
+	res := srv.b.Reload(ctx)
+	lifecycle{m}.applyResult(srv, res)
 	m.mu.Lock()
-	s.lastBuild = &res
-	diff := result.ToolDiff{Known: true, Details: map[string]result.ToolDetail{}}
-	now := map[string]bool{}
-	for _, item := range s.lists.Tools {
-		n := itemName(item)
-		full := joinName(name, m.sep, n)
-		now[n] = true
-		k, was := old[n]
+	srv.lastBuild = &res
+	m.mu.Unlock()
+	var after map[string][]byte
+	if s != nil {
+		s.stale(name)
+		s.refresh(ctx, []string{name}, nil)
+		after = s.toolItems(name)
+	}
+	diff := result.ToolDiff{Known: s != nil, Details: map[string]result.ToolDetail{}}
+	for full, item := range after {
+		diff.Current = append(diff.Current, full)
 		detail := result.ToolDetail{Description: stringMember(item, "description"), InputSchema: compact(jsonscan.Member(item, "inputSchema"))}
-		switch {
+		switch old, was := before[full]; {
 		case !was:
 			diff.Added = append(diff.Added, full)
 			diff.Details[full] = detail
-		case k != toolKey(item):
+		case toolKey(old) != toolKey(item):
 			diff.Changed = append(diff.Changed, full)
 			detail.SchemaChanged = true
 			diff.Details[full] = detail
 		}
 	}
-	for n := range old {
-		if !now[n] {
-			diff.Removed = append(diff.Removed, joinName(name, m.sep, n))
+	for full := range before {
+		if _, ok := after[full]; !ok {
+			diff.Removed = append(diff.Removed, full)
 		}
 	}
-	diff.Current = slices.Clone(s.published.names)
-	m.mu.Unlock()
 	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed, diff.Current} {
 		sort.Strings(l)
 	}
-	out := Outcome{Server: m.info(s, false), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
+	out := Outcome{Server: m.info(srv, false, s), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
 	if rs := res.Restart; rs != nil {
 		shown := *rs
 		shown.Tools = diff
 		res.Restart = &shown
 	}
 	return out, &res, nil
+}
+
+// toolItems is what session s lists of server name's tools, by the names
+// its client sees; nil for no session.
+func (s *session) toolItems(name string) map[string][]byte {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	if p := s.cat.pub[name]; p != nil {
+		for i, item := range p.tools {
+			out[p.names[i]] = item
+		}
+	}
+	return out
 }
 
 // toolKey is what a tool diff compares of a tool item: all but its name.
@@ -449,7 +447,7 @@ func toolKey(item []byte) string {
 	return string(b)
 }
 
-func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (string, any, bool) {
+func (m *Mux) reloadServerTool(ctx context.Context, caller *session, args []byte) (string, any, bool) {
 	var a reloadArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "reload_server: " + err.Error(), nil, true
@@ -457,7 +455,7 @@ func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (st
 	if err := m.setEnv(a.Name, a.Env); err != nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), nil, true
 	}
-	out, res, err := m.Reload(ctx, a.Name)
+	out, res, err := m.reload(ctx, a.Name, caller)
 	if err != nil && res == nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), out, true
 	}
@@ -465,12 +463,12 @@ func (m *Mux) reloadServerTool(ctx context.Context, _ *session, args []byte) (st
 	return text, out, isErr
 }
 
-func (m *Mux) listServersTool(_ context.Context, _ *session, args []byte) (string, any, bool) {
+func (m *Mux) listServersTool(_ context.Context, caller *session, args []byte) (string, any, bool) {
 	var a listArgs
 	if err := decodeArgs(args, &a); err != nil {
 		return "list_servers: " + err.Error(), nil, true
 	}
-	list := m.List(a.Verbose)
+	list := m.list(a.Verbose, caller)
 	if len(list) == 0 {
 		return "no servers (add one with add_server)", map[string]any{"servers": list}, false
 	}
@@ -513,8 +511,13 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-// List reports every server, sorted by name.
-func (m *Mux) List(verbose bool) []ServerInfo {
+// List reports every server, sorted by name, with the tools the most
+// recently active client is listed.
+func (m *Mux) List(verbose bool) []ServerInfo { return m.list(verbose, m.latest()) }
+
+// list reports every server with what session from lists of it (nil: no
+// tools).
+func (m *Mux) list(verbose bool, from *session) []ServerInfo {
 	m.mu.Lock()
 	var all []*server
 	for _, n := range m.namesLocked() {
@@ -523,12 +526,21 @@ func (m *Mux) List(verbose bool) []ServerInfo {
 	m.mu.Unlock()
 	list := make([]ServerInfo, 0, len(all))
 	for _, s := range all {
-		list = append(list, m.info(s, verbose))
+		list = append(list, m.info(s, verbose, from))
 	}
 	return list
 }
 
-func (m *Mux) info(s *server, verbose bool) ServerInfo {
+// info is server s as list_servers shows it to session from's client.
+func (m *Mux) info(s *server, verbose bool, from *session) ServerInfo {
+	var pub published
+	if from != nil {
+		from.mu.Lock()
+		if p := from.cat.pub[s.spec.Name]; p != nil {
+			pub = *p
+		}
+		from.mu.Unlock()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sp := s.spec
@@ -542,7 +554,7 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 		Tools:    []string{},
 		Restarts: s.restarts,
 		Report:   s.report,
-		Warnings: s.warnings,
+		Warnings: pub.warnings,
 	}
 	if len(sp.Command) > 0 {
 		info.Command, info.Args = sp.Command[0], append(info.Args, sp.Command[1:]...)
@@ -550,15 +562,15 @@ func (m *Mux) info(s *server, verbose bool) ServerInfo {
 	if s.status == StatusRunning && !s.started.IsZero() {
 		info.Uptime = result.Dur(time.Since(s.started))
 	}
-	info.Tools = append(info.Tools, s.published.names...)
+	info.Tools = append(info.Tools, pub.names...)
 	if verbose {
-		for _, item := range s.published.tools {
+		for _, item := range pub.tools {
 			var t ToolInfo
 			_ = json.Unmarshal(item, &t)
 			info.Schemas = append(info.Schemas, t)
 		}
 	}
-	info.Prompts = append(info.Prompts, s.published.pnames...)
+	info.Prompts = append(info.Prompts, pub.pnames...)
 	info.LastBuild = buildInfo(s.lastBuild)
 	return info
 }

@@ -92,6 +92,9 @@ func GroupAlive(pgid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// ShellName is how a script is run, as messages name it.
+const ShellName = "sh -c"
+
 // shell returns "sh -c script" with args as $1, $2, ...
 func shell(ctx context.Context, script string, args ...string) *exec.Cmd {
 	argv := []string{"-c", script}

@@ -88,6 +88,9 @@ func (g *groupSys) release() {
 // GroupAlive cannot tell on Windows; it reports false.
 func GroupAlive(int) bool { return false }
 
+// ShellName is how a script is run, as messages name it.
+const ShellName = "cmd /S /C"
+
 // shell returns cmd /S /C "script args..." with the line passed verbatim
 // (cmd.exe parses its command line itself).
 func shell(ctx context.Context, script string, args ...string) *exec.Cmd {

@@ -22,9 +22,13 @@ import (
 func waitDraining(t *testing.T, r *Relay, gen int) {
 	t.Helper()
 	testkit.Eventually(t, 30*time.Second, "the relay to drain generation "+strconv.Itoa(gen), func() bool {
-		r.sw.mu.Lock()
-		defer r.sw.mu.Unlock()
-		return r.sw.ids.draining(gen)
+		s := only(r)
+		if s == nil {
+			return false
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.ids.drain.gen == gen
 	})
 }
 
@@ -81,9 +85,7 @@ func TestDrainLetsCallsFinish(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 			oldPid := statePid(t, h.mustCall("state", nil))
-			h.r.sw.mu.Lock()
-			oldGen := h.r.sw.child.gen
-			h.r.sw.mu.Unlock()
+			oldGen := only(h.r).childGen()
 
 			slow := goCall(h, "slow", map[string]any{"ms": 2000})
 			waitStats(t, h.r, "the slow call in flight", func(s Stats) bool { return s.InFlight == 1 })
@@ -149,9 +151,7 @@ func TestDrainEndsOnCancel(t *testing.T) {
 		t.Run(era.Name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
-			h.r.sw.mu.Lock()
-			oldGen := h.r.sw.child.gen
-			h.r.sw.mu.Unlock()
+			oldGen := only(h.r).childGen()
 			ctx, cancel := context.WithCancel(context.Background())
 			slowDone := make(chan error, 1)
 			go func() {
@@ -203,9 +203,7 @@ func TestDrainChildDies(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, hopts{cfg: func(c *Config) { c.Drain = 10 * time.Minute }})
 	oldPid := statePid(t, h.mustCall("state", nil))
-	h.r.sw.mu.Lock()
-	oldGen := h.r.sw.child.gen
-	h.r.sw.mu.Unlock()
+	oldGen := only(h.r).childGen()
 	slow := goCall(h, "slow", map[string]any{"ms": 600000})
 	waitStats(t, h.r, "the slow call in flight", func(s Stats) bool { return s.InFlight == 1 })
 	restarted := goRestart(h)

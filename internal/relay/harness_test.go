@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,7 +63,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 	}
 	h.r = New(cfg)
 	transport := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		err := h.r.Serve(context.Background(), wire.NewReader(in, 0), out)
+		err := serve(context.Background(), h.r, in, out)
 		close(h.served)
 		return err
 	})
@@ -73,6 +74,9 @@ func newHarness(t *testing.T, o hopts) *harness {
 	})
 	if !o.noStart {
 		go func() {
+			// As mcpflow watch: its one session is open before the first
+			// build ends.
+			testkit.Wait(10*time.Second, func() bool { return only(h.r) != nil })
 			if _, err := h.r.Restart(context.Background()); err != nil {
 				t.Logf("startup restart: %v", err)
 			}
@@ -163,11 +167,53 @@ func groupGone(t *testing.T, pid int) {
 	testkit.NoLeftovers(t, testkit.Procs{Groups: []int{pid}})
 }
 
-func (h *harness) childPID() int {
-	h.r.sw.mu.Lock()
-	defer h.r.sw.mu.Unlock()
-	if h.r.sw.child == nil {
+// childPID is the child of the harness's one session; 0 when none runs.
+func (h *harness) childPID() int { return h.r.Stats().Pid }
+
+// only is the relay's one session (the harness's client's); nil when none.
+func only(r *Relay) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.sessions) == 0 {
+		return nil
+	}
+	return r.sessions[0]
+}
+
+// childGen is the generation of the session's child; 0 when none.
+func (s *Session) childGen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.child == nil {
 		return 0
 	}
-	return h.r.sw.child.pid
+	return s.child.gen
+}
+
+// heldLen is how many messages the session holds.
+func (s *Session) heldLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held.len()
+}
+
+// setCommand sets the command of the next children.
+func (r *Relay) setCommand(argv []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cfg.Child.Command = argv
+}
+
+func (r *Relay) command() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.cfg.Child.Command)
+}
+
+// serve is what mcpflow watch does for its one client on a byte stream:
+// wire.Serve with the relay as the Opener, then Close.
+func serve(ctx context.Context, r *Relay, in io.Reader, out io.Writer) error {
+	err := wire.Serve(ctx, wire.NewReader(in, 0), out, r, wire.ServeOptions{Grace: r.cfg.Queue.Timeout, InputEnded: r.InputEnded})
+	r.Close()
+	return err
 }

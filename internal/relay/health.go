@@ -1,9 +1,6 @@
 package relay
 
-import (
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/texts"
-)
+import "github.com/mcpflow/mcpflow/internal/report/texts"
 
 // health is what the relay knows of whether a child may serve: why none
 // serves (the report the agent reads), whether the first build still runs
@@ -26,13 +23,6 @@ func (h *health) describe() string {
 		return h.downReport
 	}
 	return texts.NotRunning
-}
-
-// waitsForFirstBuild reports whether a request waits for the first build
-// rather than being answered at once: a tool call, while the relay (in
-// state st) answers alone because that build is still running.
-func (h *health) waitsForFirstBuild(st state, env wire.Envelope) bool {
-	return h.building && st == stateDown && env.Method == "tools/call"
 }
 
 // setReport records why no child serves: report, when override or when

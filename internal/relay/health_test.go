@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 func TestClientView(t *testing.T) {
@@ -60,9 +58,9 @@ func TestClientView(t *testing.T) {
 	if !v.toolsKnown || len(v.tools) != 2 || v.tools[1].Name != "b" || !v.served["tools"].known {
 		t.Fatalf("after two pages: %+v", v.tools)
 	}
-	v.noteToolsDown()
+	v.beginEmpty()
 	if len(v.tools) != 0 || v.served["tools"] != viewOf(nil) {
-		t.Fatal("noteToolsDown")
+		t.Fatal("beginEmpty")
 	}
 }
 
@@ -80,11 +78,6 @@ func TestHealth(t *testing.T) {
 	h.setReport("third", true)
 	if h.describe() != "third" {
 		t.Fatal("override")
-	}
-	call := wire.Envelope{Method: "tools/call"}
-	h.building = true
-	if !h.waitsForFirstBuild(stateDown, call) || h.waitsForFirstBuild(stateUp, call) || h.waitsForFirstBuild(stateDown, wire.Envelope{Method: "tools/list"}) {
-		t.Fatal("waitsForFirstBuild")
 	}
 	h.lastBuildFailed = true
 	for range crashLoop {

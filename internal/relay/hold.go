@@ -7,23 +7,19 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// holdQueue holds client messages while no child can take them (the first
-// build, a restart), in arrival order, within a count and a byte limit. It
-// has no lock: its owner's lock guards it.
+// holdQueue holds a session's client messages while no child can take
+// them (the first build, a restart), in arrival order, within a count and
+// a byte limit. It has no lock: its session's guards it.
 type holdQueue struct {
 	maxLen, maxBytes int
 	q                []queued
 	bytes            int
-	// added gets a token when a message is held (never blocking): the
-	// expiry wakes only while something is held.
-	added chan struct{}
 }
 
 type queued struct {
-	msg  []byte
-	env  wire.Envelope
-	at   time.Time
-	port *Port // whose message it is
+	msg []byte
+	env wire.Envelope
+	at  time.Time
 }
 
 // holdResult says what add did with a message.
@@ -35,66 +31,50 @@ const (
 	full                 // the count or byte limit would be passed
 )
 
-// add holds port p's msg, unless a held request of p's has its id or the
-// queue is full.
-func (h *holdQueue) add(p *Port, msg []byte, env wire.Envelope, now time.Time) holdResult {
-	if env.IsRequest() && h.holds(p, env.ID) {
+// add holds msg, unless a held request has its id or the queue is full.
+func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
+	if env.IsRequest() && h.index(env.ID) >= 0 {
 		return duplicate
 	}
 	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
 		return full
 	}
-	h.q = append(h.q, queued{msg: msg, env: env, at: now, port: p})
+	h.q = append(h.q, queued{msg: msg, env: env, at: now})
 	h.bytes += len(msg)
-	select {
-	case h.added <- struct{}{}:
-	default:
-	}
 	return held
 }
 
-// holds reports whether a request of port p's with this id is held.
-func (h *holdQueue) holds(p *Port, id []byte) bool {
-	for _, m := range h.q {
-		if m.port == p && m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
-			return true
-		}
-	}
-	return false
-}
-
-// remove drops port p's held request with this id; it reports whether
-// there was one.
-func (h *holdQueue) remove(p *Port, id []byte) bool {
+func (h *holdQueue) index(id []byte) int {
 	for i, m := range h.q {
-		if m.port == p && m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
-			h.bytes -= len(m.msg)
-			h.q = append(h.q[:i], h.q[i+1:]...)
+		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove drops the held request with this id; it reports whether there
+// was one.
+func (h *holdQueue) remove(id []byte) bool {
+	i := h.index(id)
+	if i < 0 {
+		return false
+	}
+	h.bytes -= len(h.q[i].msg)
+	h.q = append(h.q[:i], h.q[i+1:]...)
+	return true
+}
+
+// has reports whether a message like env is held: a request with its id,
+// or a notification of its method.
+func (h *holdQueue) has(env wire.Envelope) bool {
+	for _, m := range h.q {
+		if env.ID != nil && bytes.Equal(m.env.ID, env.ID) || env.ID == nil && m.env.ID == nil && m.env.Method == env.Method {
 			return true
 		}
 	}
 	return false
 }
-
-// takePort removes and returns port p's held messages, oldest first.
-func (h *holdQueue) takePort(p *Port) []queued {
-	var out []queued
-	keep := h.q[:0]
-	for _, m := range h.q {
-		if m.port == p {
-			h.bytes -= len(m.msg)
-			out = append(out, m)
-			continue
-		}
-		keep = append(keep, m)
-	}
-	clear(h.q[len(keep):])
-	h.q = keep
-	return out
-}
-
-// removePort drops port p's held messages.
-func (h *holdQueue) removePort(p *Port) { h.takePort(p) }
 
 // take empties the queue and returns what it held, oldest first.
 func (h *holdQueue) take() []queued {

@@ -24,23 +24,23 @@ func TestHoldQueue(t *testing.T) {
 	m1, e1 := heldMsg(t, `{"jsonrpc":"2.0","id":1,"method":"a"}`)
 	m2, e2 := heldMsg(t, `{"jsonrpc":"2.0","method":"n"}`)
 	m3, e3 := heldMsg(t, `{"jsonrpc":"2.0","id":3,"method":"c"}`)
-	if h.add(nil, m1, e1, t0) != held || h.add(nil, m2, e2, t0.Add(time.Second)) != held {
+	if h.add(m1, e1, t0) != held || h.add(m2, e2, t0.Add(time.Second)) != held {
 		t.Fatal("not held")
 	}
-	if got := h.add(nil, m1, e1, t0); got != duplicate {
+	if got := h.add(m1, e1, t0); got != duplicate {
 		t.Fatalf("same id again: %v", got)
 	}
-	if h.add(nil, m3, e3, t0.Add(2*time.Second)) != held {
+	if h.add(m3, e3, t0.Add(2*time.Second)) != held {
 		t.Fatal("third not held")
 	}
 	m4, e4 := heldMsg(t, `{"jsonrpc":"2.0","id":4,"method":"d"}`)
-	if got := h.add(nil, m4, e4, t0); got != full {
+	if got := h.add(m4, e4, t0); got != full {
 		t.Fatalf("over maxLen: %v", got)
 	}
 	if h.bytes != len(m1)+len(m2)+len(m3) {
 		t.Fatalf("bytes %d", h.bytes)
 	}
-	if !h.remove(nil, []byte("3")) || h.remove(nil, []byte("3")) || h.len() != 2 || h.bytes != len(m1)+len(m2) {
+	if !h.remove([]byte("3")) || h.remove([]byte("3")) || h.len() != 2 || h.bytes != len(m1)+len(m2) {
 		t.Fatalf("remove: len %d bytes %d", h.len(), h.bytes)
 	}
 	exp := h.expire(t0.Add(500 * time.Millisecond))
@@ -59,7 +59,7 @@ func TestHoldQueue(t *testing.T) {
 	small := holdQueue{maxLen: 100, maxBytes: 100}
 	for i := 0; ; i++ {
 		m, e := heldMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x"}`, i))
-		if small.add(nil, m, e, t0) == full {
+		if small.add(m, e, t0) == full {
 			if small.bytes+len(m) <= 100 {
 				t.Fatalf("refused under maxBytes: %d + %d", small.bytes, len(m))
 			}
@@ -74,9 +74,9 @@ func TestHoldQueueKeepsOrder(t *testing.T) {
 	h := holdQueue{maxLen: 100, maxBytes: 1 << 20}
 	for i := range 50 {
 		m, e := heldMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x"}`, i))
-		h.add(nil, m, e, time.Now())
+		h.add(m, e, time.Now())
 	}
-	h.remove(nil, []byte("7"))
+	h.remove([]byte("7"))
 	prev := -1
 	for _, m := range h.take() {
 		var n int

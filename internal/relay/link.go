@@ -11,84 +11,63 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// Link is how the relay exchanges messages with one child process: its
-// stdin and stdout (stdioLink, the default) or, through Child.Link,
-// another wire.Link such as internal/httpmcp's for a server that serves
-// Streamable HTTP.
-type Link = wire.Link
-
-// Overlapper is a Link that may say that its process can run beside the
-// one it replaces, because nothing of theirs is shared (an HTTP server
-// on a port of its own per start). The relay then starts it while the
-// calls of the old child drain, and makes it the current child once the
-// old one stopped. Any other Link's process starts only once the old one
-// is gone.
-type Overlapper interface {
-	Overlaps() bool
-}
-
-// inliner is a Link whose queue the goroutine that sent to it can write
-// itself once it released the relay's lock (the stdio link): it calls
-// beginInline before taking the lock and endInline after releasing it.
-type inliner interface {
-	beginInline()
-	endInline()
-}
-
-// stdioLink is the default Link: the child's stdin, stdout and stderr.
-// They are os.Pipe rather than cmd.StdoutPipe, so that Wait does not
-// close the read ends before everything the child wrote was read. Each
-// message goes to stdin as one line through an outbox; stdout is read by
-// the one framer, wire.Reader.
+// stdioLink is a stdio server's wire.Link: its stdin and stdout, os.Pipe
+// rather than cmd.StdoutPipe so that Wait does not close the read ends
+// before everything the child wrote was read. Each message goes to stdin
+// as one line through an Outbox; stdout is read by the one framer,
+// wire.Reader.
 type stdioLink struct {
 	maxMsg                           int
 	inR, inW, outR, outW, errR, errW *os.File
-	in                               *outbox
+	in                               *wire.Outbox
 	done                             chan struct{}
 	closeOnce                        sync.Once
 }
 
-func newStdioLink(maxMsg int) *stdioLink {
-	return &stdioLink{maxMsg: maxMsg, done: make(chan struct{})}
+func newStdioLink(maxMsg int, sent func(msg []byte)) *stdioLink {
+	l := &stdioLink{maxMsg: maxMsg, done: make(chan struct{})}
+	// A child that computes before it reads its input again is not
+	// stalled: only what piles up bounds its queue.
+	l.in = &wire.Outbox{Sent: sent, Stall: -1}
+	return l
 }
 
-func (p *stdioLink) Attach(cmd *exec.Cmd) (io.ReadCloser, error) {
-	for _, ends := range [][2]**os.File{{&p.inR, &p.inW}, {&p.outR, &p.outW}, {&p.errR, &p.errW}} {
+// attach gives cmd the link's pipes; the stderr pipe's read end is the
+// process's log.
+func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
+	for _, ends := range [][2]**os.File{{&l.inR, &l.inW}, {&l.outR, &l.outW}, {&l.errR, &l.errW}} {
 		r, w, err := os.Pipe()
 		if err != nil {
-			p.closeAll()
+			l.closeAll()
 			return nil, err
 		}
 		*ends[0], *ends[1] = r, w
 	}
-	growPipe(p.outR)
-	growPipe(p.inW)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
-	bw := bufio.NewWriterSize(p.inW, 64<<10)
-	p.in = newOutbox(func(it item) error {
-		if _, err := bw.Write(it.msg); err != nil {
+	growPipe(l.outR)
+	growPipe(l.inW)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.inR, l.outW, l.errW
+	bw := bufio.NewWriterSize(l.inW, 64<<10)
+	l.in.Write = func(msg, _ []byte) error {
+		if _, err := bw.Write(msg); err != nil {
 			return err
 		}
 		return bw.WriteByte('\n')
-	}, bw.Flush)
-	return p.errR, nil
+	}
+	l.in.Flush = bw.Flush
+	return l.errR, nil
 }
 
-func (p *stdioLink) Start(started error, rcv wire.LinkReceiver) {
-	if started != nil {
-		p.closeAll()
-		close(p.done)
-		return
-	}
+// Start begins reading the child's stdout once it runs.
+func (l *stdioLink) Start(rcv wire.LinkReceiver) {
 	// The child's ends are the child's now.
-	p.inR.Close()
-	p.outW.Close()
-	p.errW.Close()
-	go p.in.run(func() { p.inW.Close() })
+	l.inR.Close()
+	l.outW.Close()
+	l.errW.Close()
+	l.in.Start(func() { l.inW.Close() })
 	go func() {
-		defer close(p.done)
-		defer p.outR.Close()
-		rd := wire.NewReader(p.outR, p.maxMsg)
+		defer close(l.done)
+		defer l.outR.Close()
+		rd := wire.NewReader(l.outR, l.maxMsg)
 		for {
 			msg, err := rd.Next()
 			var tl *wire.TooLargeError
@@ -109,31 +88,24 @@ func (p *stdioLink) Start(started error, rcv wire.LinkReceiver) {
 	}()
 }
 
-func (p *stdioLink) Send(msg []byte) { p.in.send(msg, nil) }
+func (l *stdioLink) Send(msg []byte) { l.in.Send(msg, nil) }
 
 // Close closes the child's stdin once what is queued was written.
-func (p *stdioLink) Close() { p.in.close() }
+func (l *stdioLink) Close() { l.in.Close() }
 
-func (p *stdioLink) Done() <-chan struct{} { return p.done }
-
-func (p *stdioLink) Kind() string { return "stdio" }
-
-func (p *stdioLink) Lost() string { return "it closed its stdout" }
-
-func (p *stdioLink) Waiting() string { return "" }
-
-func (p *stdioLink) beginInline() { p.in.beginInline() }
-
-func (p *stdioLink) endInline() { p.in.endInline() }
+func (l *stdioLink) Done() <-chan struct{} { return l.done }
+func (l *stdioLink) Kind() string          { return "stdio" }
+func (l *stdioLink) Lost() string          { return "it closed its stdout" }
 
 // abandon closes the read end of stdout: a process outside the child's
 // group that still holds its write end (a daemon it started) must not
 // keep the reader waiting once the child is gone.
-func (p *stdioLink) abandon() { p.outR.Close() }
+func (l *stdioLink) abandon() { l.outR.Close() }
 
-func (p *stdioLink) closeAll() {
-	p.closeOnce.Do(func() {
-		for _, f := range []*os.File{p.inR, p.inW, p.outR, p.outW, p.errR, p.errW} {
+// closeAll closes every pipe (a start that failed).
+func (l *stdioLink) closeAll() {
+	l.closeOnce.Do(func() {
+		for _, f := range []*os.File{l.inR, l.inW, l.outR, l.outW, l.errR, l.errW} {
 			if f != nil {
 				f.Close()
 			}

@@ -21,22 +21,13 @@ func metaTriple(meta []byte) []byte {
 	return mustJSON(out)
 }
 
-// newListen remembers a subscriptions/listen request.
-func newListen(msg, params []byte) *listen {
-	var p struct {
-		Notifications struct {
-			Tools     bool `json:"toolsListChanged"`
-			Prompts   bool `json:"promptsListChanged"`
-			Resources bool `json:"resourcesListChanged"`
-		} `json:"notifications"`
-	}
-	_ = json.Unmarshal(params, &p)
-	return &listen{msg: bytes.Clone(msg), tools: p.Notifications.Tools, prompts: p.Notifications.Prompts, resources: p.Notifications.Resources}
-}
+// subscriptionKey is the _meta key by which a notification names the
+// listen it belongs to.
+const subscriptionKey = mcp.MetaKeySubscriptionID
 
 // subscriptionID returns the raw listen id a notification is tagged with.
 func subscriptionID(params []byte) []byte {
-	return jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeySubscriptionID)
+	return jsonscan.Member(jsonscan.Member(params, "_meta"), subscriptionKey)
 }
 
 // forceAck makes an acknowledgement include toolsListChanged: the relay
@@ -59,12 +50,23 @@ func forceAck(msg []byte, env wire.Envelope) []byte {
 	return wire.Request(nil, env.Method, mustJSON(params))
 }
 
-// selfAck is the acknowledgement the relay sends for a listen it takes
+// selfAck is the acknowledgement mcpflow sends for a listen it takes
 // while no child runs.
-func selfAck(id []byte, l *listen) []byte {
+func selfAck(id []byte, tools bool) []byte {
 	params := map[string]any{
 		"_meta":         map[string]json.RawMessage{mcp.MetaKeySubscriptionID: id},
-		"notifications": map[string]bool{"toolsListChanged": l.tools},
+		"notifications": map[string]bool{"toolsListChanged": tools},
 	}
 	return wire.Request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
+}
+
+// withResultType marks a result complete for a 2026-07-28 client.
+func withResultType(result []byte, modern bool) []byte {
+	if !modern || len(result) < 2 {
+		return result
+	}
+	if len(result) == 2 {
+		return []byte(`{"resultType":"complete"}`)
+	}
+	return append([]byte(`{"resultType":"complete",`), result[1:]...)
 }

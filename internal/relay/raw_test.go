@@ -50,7 +50,8 @@ func newRawPeer(t testing.TB, cfg func(*Config), args ...string) *rawPeer {
 	w.w = c2rW
 	go func() {
 		defer close(w.done)
-		w.r.Serve(context.Background(), wire.NewReader(c2rR, c.MaxMessage), r2cW)
+		_ = wire.Serve(context.Background(), wire.NewReader(c2rR, c.MaxMessage), r2cW, w.r, wire.ServeOptions{Grace: w.r.cfg.Queue.Timeout, InputEnded: w.r.InputEnded})
+		w.r.Close()
 		r2cW.Close()
 	}()
 	go func() {
@@ -70,6 +71,9 @@ func newRawPeer(t testing.TB, cfg func(*Config), args ...string) *rawPeer {
 	})
 	if _, err := w.r.Restart(context.Background()); err != nil {
 		t.Fatalf("start: %v", err)
+	}
+	if !testkit.Wait(20*time.Second, func() bool { return w.r.Stats().Pid != 0 }) {
+		t.Fatal("the session's child did not start")
 	}
 	return w
 }
@@ -225,7 +229,9 @@ func TestWireBadInput(t *testing.T) {
 		{"truncated JSON", `{"jsonrpc":"2.0","id":5,"method":"ping"`, nil, wire.CodeParseError},
 		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", nil, wire.CodeParseError},
 		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, nil, wire.CodeInvalidRequest},
-		{"reserved id", `{"jsonrpc":"2.0","id":"mcpflow:1","method":"ping"}`, "mcpflow:1", wire.CodeInvalidRequest},
+		{"method named twice", `{"jsonrpc":"2.0","id":"m","method":"ping","method":"tools/list"}`, "m", wire.CodeInvalidRequest},
+		{"id named twice", `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, nil, wire.CodeInvalidRequest},
+		{"requestId in another case", `{"jsonrpc":"2.0","id":"c","method":"ping","params":{"RequestId":1}}`, "c", wire.CodeInvalidRequest},
 		{"id without method", `{"jsonrpc":"2.0","id":9}`, 9, wire.CodeInvalidRequest},
 		{"too large", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 5000) + `"}}}`, 10, wire.CodeInvalidRequest},
 	}
@@ -307,9 +313,10 @@ func TestWireLegacyReplaysSessionState(t *testing.T) {
 	if !strings.Contains(w.logs.String(), "restart ✓") {
 		t.Fatal("no restart line in the log")
 	}
-	w.r.sw.mu.Lock()
-	level := string(w.r.sw.sess.logLevel)
-	w.r.sw.mu.Unlock()
+	s := only(w.r)
+	s.mu.Lock()
+	level := string(s.st.Level)
+	s.mu.Unlock()
 	if !strings.Contains(level, "debug") {
 		t.Fatalf("log level not kept for replay: %q", level)
 	}

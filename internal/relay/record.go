@@ -263,57 +263,76 @@ func appendItems(arr, items []byte) []byte {
 
 // firstAnswer serves a request that comes before the first server is up:
 // from the record when it has the answer (the handshake, the lists);
-// otherwise the request is held, and the first request that is not a call
-// arms First.Grace (the client's own wait when it is 0), past which the
-// relay answers alone. It reports whether it answered. sw.mu is held.
-func firstAnswer(r *switchboard, p *Port, msg []byte, env wire.Envelope) bool {
-	if r.rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
-		r.answerDown(p, msg, env) // taken, as while no server runs; replayed to the server
+// otherwise the request is held, and the session's first request that is
+// not a call arms First.Grace (the client's own wait when it is 0), past
+// which mcpflow answers alone. It reports whether it answered. s.mu is
+// held.
+func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
+	r := s.r
+	r.mu.Lock()
+	rec := r.rec
+	r.mu.Unlock()
+	if rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
+		s.answerDown(msg, env) // taken, as while no server runs; replayed to the server
 		return true
 	}
-	res, ok := r.rec.answer(env, r.ownTools())
+	res, ok := rec.answer(env, r.ownTools.list())
 	if !ok {
-		if !r.sess.firstGrace && env.Method != "tools/call" {
-			r.sess.firstGrace = true
+		if !s.graceArmed && env.Method != "tools/call" {
+			s.graceArmed = true
 			grace := r.cfg.First.Grace
 			if grace <= 0 {
 				grace = ClientWait(env.ClientName())
 			}
-			time.AfterFunc(grace, func() { r.shell.firstServerLate(grace) })
+			time.AfterFunc(grace, func() { r.firstServerLate(s, grace) })
 		}
 		return false
 	}
 	switch env.Method {
 	case "initialize":
-		r.sess.initReq, r.sess.selfInit, r.sess.initResult = msg, true, res
+		s.hs.selfInit, s.hs.initResult = true, res
+		s.hs.initDecided = true
+		if s.hs.initID != nil && bytes.Equal(s.hs.initID, env.ID) {
+			s.hs.initID = nil
+		}
 	case "server/discover":
-		r.sess.selfDiscover = true
-		p.reply(env.ID, wire.ResultResponse(env.ID, res))
+		s.hs.selfDiscover = true
+		s.reply(env.ID, wire.ResultResponse(env.ID, res))
 		return true
 	case "tools/list":
-		p.view.noteTools(true, []byte(`{"tools":`+string(r.rec.Lists["tools"])+`}`))
+		s.view.noteTools(true, []byte(`{"tools":`+string(rec.Lists["tools"])+`}`))
 	default:
-		if items := r.rec.Lists[recordLists[env.Method]]; items != nil {
+		if items := rec.Lists[recordLists[env.Method]]; items != nil {
 			var list []json.RawMessage
 			_ = json.Unmarshal(items, &list)
-			p.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
-			p.view.hear(env.Method)
+			s.view.served[strings.TrimSuffix(env.Method, "/list")] = viewOf(list)
+			s.view.hear(env.Method)
 		}
 	}
 	r.log.Debug("answered from the record of the server's last start", "method", env.Method)
-	p.reply(env.ID, wire.ResultResponse(env.ID, withResultType(res, p.era == eraModern)))
+	s.reply(env.ID, wire.ResultResponse(env.ID, withResultType(res, s.modern())))
 	return true
 }
 
-// keepInRecord records the child's answer to a request of the client's
-// (method; firstPage: it had no cursor) in the record, when the answer
-// holds a whole list or the handshake, and writes the record. The answer
-// is the child's, so it is from a good start. A record that would not
-// change is not written again. sw.mu is held.
-func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) {
-	if r.cfg.First.Record == "" || result == nil {
+// recorded is one answer of the server's that the record keeps: to
+// method (firstPage: a request without a cursor), its result.
+type recorded struct {
+	method    string
+	firstPage bool
+	result    []byte
+}
+
+// keep records the server's answers in the record, when they hold a
+// whole list or the handshake, and writes the record (never with a lock
+// of the relay's held). The answers are a child's, so from a good start.
+// A record that would not change is not written again.
+func (r *Relay) keep(answers []recorded) {
+	if r.cfg.First.Record == "" || len(answers) == 0 {
 		return
 	}
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	r.mu.Lock()
 	rec := &record{Key: r.cfg.First.Key, Lists: map[string]json.RawMessage{}}
 	if old := r.rec; old != nil {
 		*rec = *old
@@ -322,29 +341,44 @@ func keepInRecord(r *switchboard, method string, firstPage bool, result []byte) 
 	if rec.Lists == nil { // a record read from a file without lists
 		rec.Lists = map[string]json.RawMessage{}
 	}
+	changed := false
+	for _, a := range answers {
+		changed = rec.note(a) || changed
+	}
+	if changed {
+		r.rec = rec
+	}
+	r.mu.Unlock()
+	if !changed {
+		return
+	}
+	if err := rec.save(r.cfg.First.Record); err != nil {
+		r.log.Warn("could not write the record of the server's answers", "file", r.cfg.First.Record, "err", err)
+	}
+}
+
+// note puts one answer in the record; it reports whether it changed it.
+func (rec *record) note(a recorded) bool {
+	if a.result == nil {
+		return false
+	}
 	var was, now []byte // the recorded answer before and after
-	switch method {
+	switch a.method {
 	case "initialize":
-		was, rec.Initialize, now = rec.Initialize, result, result
+		was, rec.Initialize, now = rec.Initialize, a.result, a.result
 	case "server/discover":
-		was, rec.Discover, now = rec.Discover, result, result
+		was, rec.Discover, now = rec.Discover, a.result, a.result
 	default:
-		field, ok := recordLists[method]
-		if !ok || !firstPage || jsonscan.Member(result, "nextCursor") != nil {
-			return
+		field, ok := recordLists[a.method]
+		if !ok || !a.firstPage || jsonscan.Member(a.result, "nextCursor") != nil {
+			return false
 		}
-		items := jsonscan.Member(result, field)
+		items := jsonscan.Member(a.result, field)
 		if items == nil || items[0] != '[' {
-			return
+			return false
 		}
 		now = bytes.Clone(items)
 		was, rec.Lists[field] = rec.Lists[field], now
 	}
-	if was != nil && bytes.Equal(was, now) {
-		return
-	}
-	r.rec = rec
-	if err := rec.save(r.cfg.First.Record); err != nil {
-		r.log.Warn("could not write the record of the server's answers", "file", r.cfg.First.Record, "err", err)
-	}
+	return was == nil || !bytes.Equal(was, now)
 }

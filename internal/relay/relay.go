@@ -3,18 +3,15 @@ package relay
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/mcpflow/mcpflow/internal/report/texts"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
 // Config is what the relay needs. The zero value of every field but
@@ -40,19 +37,21 @@ type Config struct {
 
 	ServerSuffix string // appended to serverInfo.name and version
 
-	Queue Queue // what may be held while no child can take it
+	Queue Queue // what a session may hold while its child cannot take it
+
+	// MaxChildren bounds the processes of a stdio server, one per client
+	// session; a session past it is answered by mcpflow (texts.TooManyChildren)
+	// until another ends. Default DefaultMaxChildren.
+	MaxChildren int
 
 	// HandshakeTimeout bounds a child's answer to a handshake (the
 	// client's initialize or server/discover, the relay's replay): a child
-	// that does not answer in time is stopped and reported, its stderr
-	// shown (a server that serves HTTP by default, or one given the wrong
-	// arguments, waits forever). Default 30s.
+	// that does not answer in time is stopped and reported. Default 30s.
 	HandshakeTimeout time.Duration
 
 	// Drain is how long calls already running on a child that a restart
 	// replaces may go on before it is stopped; meanwhile new messages wait
-	// in the hold queue for the new child. What still runs when Drain is
-	// over gets the restart error. 0 = stop the old child at once.
+	// for the new child. 0 = stop the old child at once.
 	Drain time.Duration
 
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
@@ -62,42 +61,34 @@ type Config struct {
 	// for a rebuild and restart.
 	RestartMarker string
 
-	// First says how the client is served before the first server is up:
-	// how long its messages wait for it, and the record of the server's
-	// last good start that answers them at once.
+	// First says how a session is served before the first server is up.
 	First First
 
-	// OnEvent, when set, is told what happens to the child (see Event), in
-	// order, from a goroutine of the relay's that holds no relay lock. A
-	// slow callback delays later events, never the relay.
+	// OnEvent, when set, is told what happens to the children (see Event),
+	// in order, from a goroutine of the relay's that holds no relay lock.
 	OnEvent func(Event)
-	// Traffic, when set, is called with every message on both hops, as
-	// read from a peer and as sent to one, mcpflow's own messages included
-	// (so a forwarded message is seen once per hop): hop is "client" (the
-	// client and mcpflow) or "server" (mcpflow and the child), toServer
-	// the direction, gen the generation of the child the message went to
-	// or came from (0 if none). It is called on the relay's hot path, at
-	// times with a relay lock held: it must return quickly, call nothing of
-	// the relay's, and not keep msg (nor write to it) after it returns.
+	// Traffic, when set, is called with every message between a session
+	// and its child, as read and as sent: hop "server", toServer the
+	// direction, gen the generation of the child. It is called with no
+	// relay lock held; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
 
 	// Bridge, when set, serves a client whose era the child does not speak
-	// (see PortOptions.Handoff): Open's sessions go to a session of the
-	// bridge's (internal/protocol/bridge: a translator that is a client of the
-	// relay in the child's era) from then on.
+	// (internal/protocol/bridge): the session goes to a session of the
+	// bridge's, itself a client of the relay in the child's era.
 	Bridge func(upstream wire.Opener, c wire.Client) wire.Session
 
 	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger     *slog.Logger // nil = discard
-	// ServerLogger gets the child's stderr lines; nil = Logger.WithGroup("server").
+	// ServerLogger gets the children's stderr lines; nil = Logger.WithGroup("server").
 	ServerLogger *slog.Logger
 	Version      string // mcpflow's version, for its own serverInfo
 }
 
-// Child says how to start the child and how to stop it.
+// Child says how to start and stop the child.
 type Child struct {
 	Command []string // argv, or Command[0] as a script when Shell
-	Shell   bool     // run Command[0] with sh -c
+	Shell   bool     // run Command[0] through the system's shell
 	Dir     string   // working directory
 	Env     []string // base environment; nil = os.Environ()
 	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
@@ -109,14 +100,15 @@ type Child struct {
 	// Setting says where the command is set, for the messages that tell
 	// the agent to fix it; default "run.command in mcpflow.toml".
 	Setting string
-	// Link, when set, makes the Link of each new child: how the relay
-	// exchanges messages with it (internal/httpmcp's, for a server that
-	// serves Streamable HTTP). nil = the child's stdin and stdout.
-	Link func() Link
+	// HTTP, when set, makes the child a server of Streamable HTTP
+	// (internal/transport/httpmcp): one process serves every session, each
+	// over an HTTP session of its own. nil: a stdio server, a process per
+	// session.
+	HTTP HTTPChild
 }
 
-// Queue bounds the client messages held while no child can take them (the
-// first build, a restart).
+// Queue bounds the client messages a session holds while its child cannot
+// take them (the first build, a restart).
 type Queue struct {
 	Size    int           // messages; default 256
 	Bytes   int           // bytes; default 32 MiB
@@ -132,32 +124,44 @@ type Recompiler interface {
 type state int
 
 const (
-	stateStarting   state = iota // first build running: hold messages
-	stateUp                      // a child serves
-	stateRestarting              // swapping children: hold messages
-	stateDown                    // no child (build failed, crash): answer alone
+	stateStarting   state = iota // no good build yet: sessions hold, or answer from the record
+	stateUp                      // children may serve
+	stateRestarting              // a restart runs: sessions hold
+	stateDown                    // no child can serve (a failed build or start, a crash loop): sessions answer alone
 	stateClosed
 )
 
-// Relay carries JSON-RPC between its clients (ports) and a succession of
-// child servers. See the package documentation for its guarantees. It owns
-// the lifecycle (Restart, Close, the children and the goroutines); the
-// routing of messages and its state are the switchboard's.
+// Relay is the engine of one server: a session per client (Open), each
+// with a child of its own, restarted together by Restart. See the package
+// documentation.
 type Relay struct {
-	cfg      Config
-	log      *slog.Logger
-	childLog *slog.Logger // the child's stderr
-	spec     childSpec
-	events   *eventQueue
-	curGen   atomic.Int64 // the current child's generation, for Traffic without a lock
-	sw       *switchboard
-
+	cfg    Config
+	log    *slog.Logger
+	events *eventQueue
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
 
-	restarts  sync.Mutex     // one restart at a time
-	children  sync.WaitGroup // every child until reaped
-	closeOnce sync.Once
+	restarts sync.Mutex     // one restart at a time
+	wg       sync.WaitGroup // every child until reaped, every goroutine
+	recMu    sync.Mutex     // one write of the record at a time
+
+	// mu guards what follows. It is never held while a session's lock
+	// is taken (a session takes it briefly under its own).
+	mu       sync.Mutex
+	state    state
+	gen      int // the last child's generation: each child (process or HTTP session) has one
+	starts   int // restarts completed, the first start included
+	health   health
+	env      map[string]string // the agent's accepted env overrides
+	rec      *record           // the server's last good start; nil when none
+	sessions []*Session        // open, oldest first
+	server   *child            // an HTTP server's process, shared; nil for stdio
+	known    knownTools        // what the server lists, for diffs and status
+	stats    counters
+	ended    bool // the stdio client's input ended
+
+	ownTools ownTools  // mcpflow's tools, spliced into tools/list
+	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
 }
 
 // The defaults of Config's zero values. The config file's defaults are
@@ -172,27 +176,29 @@ const (
 	DefaultOnCrash      = "restart"
 	DefaultStartupGrace = 0 // as long as the client waits: ClientWait
 	DefaultHandshake    = 30 * time.Second
+	DefaultMaxChildren  = 16
 )
 
-// New returns a relay for cfg. Nothing runs until Serve.
+// New returns a relay for cfg. Nothing runs until the first Restart.
 func New(cfg Config) *Relay {
-	if cfg.Child.StopTimeout <= 0 {
-		cfg.Child.StopTimeout = DefaultStopTimeout
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Child.StopTimeout, DefaultStopTimeout)
+	def(&cfg.Queue.Timeout, DefaultQueueTimeout)
+	def(&cfg.HandshakeTimeout, DefaultHandshake)
+	for _, d := range []struct {
+		p *int
+		v int
+	}{{&cfg.MaxMessage, DefaultMaxMessage}, {&cfg.Queue.Size, DefaultQueueSize}, {&cfg.Queue.Bytes, DefaultQueueBytes}, {&cfg.MaxChildren, DefaultMaxChildren}} {
+		if *d.p <= 0 {
+			*d.p = d.v
+		}
 	}
 	if cfg.Tool == "" {
 		cfg.Tool = DefaultTool
-	}
-	if cfg.MaxMessage <= 0 {
-		cfg.MaxMessage = DefaultMaxMessage
-	}
-	if cfg.Queue.Size <= 0 {
-		cfg.Queue.Size = DefaultQueueSize
-	}
-	if cfg.Queue.Bytes <= 0 {
-		cfg.Queue.Bytes = DefaultQueueBytes
-	}
-	if cfg.Queue.Timeout <= 0 {
-		cfg.Queue.Timeout = DefaultQueueTimeout
 	}
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
@@ -203,156 +209,252 @@ func New(cfg Config) *Relay {
 	if cfg.Child.Setting == "" {
 		cfg.Child.Setting = "run.command in mcpflow.toml"
 	}
-	if cfg.HandshakeTimeout <= 0 {
-		cfg.HandshakeTimeout = DefaultHandshake
-	}
 	if cfg.Child.Env == nil {
 		cfg.Child.Env = os.Environ()
 	}
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ServerLogger == nil {
-		cfg.ServerLogger = logger.WithGroup("server")
+		cfg.ServerLogger = cfg.Logger.WithGroup("server")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Relay{
-		cfg:      cfg,
-		log:      logger,
-		childLog: cfg.ServerLogger,
-		ctx:      ctx,
-		cancel:   cancel,
-		events:   newEventQueue(cfg.OnEvent),
+		cfg:    cfg,
+		log:    cfg.Logger,
+		ctx:    ctx,
+		cancel: cancel,
+		events: newEventQueue(cfg.OnEvent),
+		env:    map[string]string{},
+		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
 	}
-	r.sw = newSwitchboard(&r.cfg, logger, r.childLog, r)
-	r.sw.rec = loadRecord(cfg.First.Record, cfg.First.Key, logger)
-	r.events.tap = r.sw.stats.event
-	go r.expireQueue()
-	r.spec = childSpec{argv: cfg.Child.Command, shell: cfg.Child.Shell, dir: cfg.Child.Dir, env: cfg.Child.Env, maxMsg: cfg.MaxMessage, grace: cfg.Child.StopTimeout, traffic: cfg.Traffic, link: cfg.Child.Link}
+	r.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
+	r.events.tap = r.stats.event
+	if !cfg.NoOwnTools {
+		r.ownTools.defs = toolDefs(&cfg)
+	}
+	if r.log.Enabled(context.Background(), slog.LevelDebug) {
+		r.tracer = &msgTrace{log: r.log, via: "stdio"}
+		if cfg.Child.HTTP != nil {
+			r.tracer.via = "http"
+		}
+	}
 	return r
 }
 
 var errClosed = errors.New("relay is shut down")
 
-// rebuild is how the agent is told to rebuild the server.
-func (c *Config) rebuild() string { return c.Rebuild }
-
-// Serve is the relay for one client on a byte stream (mcpflow watch on
-// its stdin and stdout): it serves the client through wire.Serve, whose
-// messages come from in (a wire.Reader, as a rule, with
-// Config.MaxMessage as its limit) and whose answers go to out, until in
-// ends or ctx is canceled; then it closes the relay (Close). Serve starts
-// no child by itself: the first Restart (normally the builder's startup
-// cycle) does; until then, client messages wait in the queue.
-func (r *Relay) Serve(ctx context.Context, in wire.Stream, out io.Writer) error {
-	if f, ok := out.(*os.File); ok {
-		growPipe(f)
+// Open opens a client's session (a wire.Opener): its messages go to a
+// child of its own, started now when a good build is at hand, else when
+// it is (Restart). What the client is sent goes to c.
+func (r *Relay) Open(c wire.Client) wire.Session {
+	s := newSession(r, c)
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		s.closeLocal()
+		return s
 	}
-	// The requests read before the client's input ended wait for their
-	// answers as held requests do (a one-shot pipe on a cold build).
-	o := wire.ServeOptions{Log: r.log.With("from", "client"), Grace: r.cfg.Queue.Timeout, InputEnded: r.InputEnded}
-	if r.cfg.Traffic != nil {
-		o.Traffic = func(toServer bool, msg []byte) { r.cfg.Traffic("client", toServer, int(r.curGen.Load()), msg) }
+	r.sessions = append(r.sessions, s)
+	st := r.state
+	r.mu.Unlock()
+	switch st {
+	case stateUp:
+		r.goConnect(s)
+	case stateDown:
+		s.goDown(r.report())
 	}
-	err := wire.Serve(ctx, in, out, openerFunc(r.openStdio), o)
-	if ctx.Err() != nil {
-		r.log.Info("shutting down", "reason", "signal")
-	} else if err == nil {
-		r.log.Info("shutting down", "reason", "client closed stdin")
-	} else {
-		r.log.Error("reading from client", "err", err)
-	}
-	r.Close()
-	return err
+	return s
 }
 
-// Stdio is the Opener of the one client on mcpflow's stdin and stdout
-// (Serve's): its ids reach the child as it wrote them.
-func (r *Relay) Stdio() wire.Opener { return openerFunc(r.openStdio) }
-
-func (r *Relay) openStdio(c wire.Client) wire.Session {
-	return r.Connect(c, PortOptions{KeepIDs: true})
-}
-
-type openerFunc func(c wire.Client) wire.Session
-
-func (f openerFunc) Open(c wire.Client) wire.Session { return f(c) }
-
-// shutdownStep bounds each step of stopping the child at shutdown.
+// shutdownStep bounds each step of stopping a child at shutdown.
 const shutdownStep = time.Second
 
-// Close stops everything the relay started: every port is closed (its
-// requests still waiting are its front's to answer), the child stopped
+// Close stops everything the relay started: every session is closed (its
+// requests still waiting are its front's to answer), every child stopped
 // with its process group, every goroutine ended. It is safe to call more
 // than once.
 func (r *Relay) Close() {
-	r.closeOnce.Do(r.shutdown)
-}
-
-func (r *Relay) shutdown() {
-	r.sw.mu.Lock()
-	r.sw.state = stateClosed
-	for key, cancel := range r.sw.recompiles {
-		cancel()
-		delete(r.sw.recompiles, key)
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		r.wg.Wait()
+		return
 	}
-	ports := slices.Clone(r.sw.ports)
-	r.sw.mu.Unlock()
-	for _, p := range ports {
-		p.Close()
-	}
+	r.state = stateClosed
+	sessions := slices.Clone(r.sessions)
+	r.mu.Unlock()
 	r.cancel()
-	r.restarts.Lock() // wait out a restart in progress
-	r.sw.mu.Lock()
-	c := r.sw.child
-	r.sw.child = nil
-	r.sw.mu.Unlock()
-	r.restarts.Unlock()
-	if c != nil {
-		// mcpflow is on its way out (within 5 s of the client's leaving):
-		// each step of the stop waits at most shutdownStep.
-		c.stop(min(r.cfg.Child.StopTimeout, shutdownStep), context.Background())
+	var wg sync.WaitGroup
+	for _, s := range sessions {
+		wg.Go(s.Close)
 	}
-	r.children.Wait()
+	wg.Wait()
+	r.restarts.Lock() // wait out a restart in progress
+	r.mu.Lock()
+	srv := r.server
+	r.server = nil
+	r.mu.Unlock()
+	r.restarts.Unlock()
+	if srv != nil {
+		srv.stop(min(r.cfg.Child.StopTimeout, shutdownStep), context.Background(), nil)
+	}
+	r.wg.Wait()
 	r.events.close()
 }
 
 // SetRecompiler sets what the recompile tool calls. The builder needs the
 // relay (as its Restarter) and the relay needs the builder, so one of them
-// is set after both exist. Call it before Serve.
+// is set after both exist.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
-// InputEnded says the stdio client's input ended. It will read the answers
-// but act on nothing sent later (list_changed), so its requests are held
-// for the server's real answers (bounded by the queue's timeout) rather
-// than answered for a server still starting.
+// InputEnded says the stdio client's input ended. It will read the
+// answers but act on nothing sent later (list_changed), so its requests
+// wait for the server's real answers (bounded by the queue's timeout)
+// rather than being answered for a server still starting.
 func (r *Relay) InputEnded() {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	r.sw.inputEnded = true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
 }
 
 // GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout):
 // large messages then cost fewer context switches. Best effort.
 func GrowPipe(f *os.File) { growPipe(f) }
 
-// firstServerLate stops holding client messages when the first server is
-// not up after the grace the client's first request armed (see First): the
-// relay answers alone until it is, and the first good build then replays
-// the session as after a crash. A client whose input ended is not
-// answered alone: it waits for the server (inputEnded).
-func (r *Relay) firstServerLate(grace time.Duration) {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	if r.sw.state != stateStarting {
-		return
+// nextGen is the generation of a new child.
+func (r *Relay) nextGen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	return r.gen
+}
+
+// report is why no child serves, for a session that is answered alone.
+func (r *Relay) report() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.health.describe()
+}
+
+// remove forgets a closed session; a session that waited for a child
+// slot gets one.
+func (r *Relay) remove(s *Session) {
+	r.mu.Lock()
+	r.sessions = slices.DeleteFunc(r.sessions, func(q *Session) bool { return q == s })
+	var next *Session
+	if r.state == stateUp && r.cfg.Child.HTTP == nil {
+		for _, q := range r.sessions {
+			if q.waitsForSlot() {
+				next = q
+				break
+			}
+		}
 	}
-	if r.sw.inputEnded {
+	r.mu.Unlock()
+	if next != nil {
+		r.goConnect(next)
+	}
+}
+
+// slotFor reports whether session s may have a child process of its own:
+// a stdio server runs at most MaxChildren. r.mu is held.
+func (r *Relay) slotFor(s *Session) bool {
+	if r.cfg.Child.HTTP != nil {
+		return true
+	}
+	n := 0
+	for _, q := range r.sessions {
+		if q == s {
+			return n < r.cfg.MaxChildren
+		}
+		if !q.bridged() {
+			n++
+		}
+	}
+	return false
+}
+
+// goConnect starts session s's child in the background.
+func (r *Relay) goConnect(s *Session) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.mu.Lock()
+		srv, ok := r.server, r.slotFor(s)
+		r.mu.Unlock()
+		if !ok {
+			s.goDown(texts.TooManyChildren(r.cfg.MaxChildren))
+			s.setWaiting(true)
+			return
+		}
+		s.setWaiting(false)
+		if _, err := s.reconnect(r.ctx, srv, false); err != nil && !errors.Is(err, errClosed) {
+			r.log.Warn("a client's server did not start", "err", firstLine(err.Error()))
+		}
+	}()
+}
+
+// firstServerLate: the first build is not done after the grace a
+// session's first request armed; the session is answered alone until it
+// is (unless the client's input ended: it waits for the server).
+func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
+	r.mu.Lock()
+	starting, ended := r.state == stateStarting, r.ended
+	if starting && !ended {
+		r.health.building = true
+	}
+	r.mu.Unlock()
+	switch {
+	case !starting:
+	case ended:
 		r.log.Info("the first build is still running; the client's input ended, so its requests wait for the server", "after", result.Dur(grace))
+	default:
+		r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
+		s.goDown(texts.Building(r.cfg.Rebuild))
+	}
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// msgTrace writes the debug line for each message read from a peer.
+type msgTrace struct {
+	log *slog.Logger
+	via string // the server hop's transport
+}
+
+func (r *Relay) tracing() bool { return r.tracer != nil }
+
+// trace writes the line for one message, when tracing: where from (the
+// hop; for the server's, its transport), its method (or, for a response,
+// its id), its size and, for a response to a client request, how long the
+// server took.
+func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
+	t := r.tracer
+	if t == nil {
 		return
 	}
-	r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
-	r.sw.health.building = true
-	r.sw.down(texts.Building(r.cfg.rebuild()), true)
+	args := []any{"bytes", size}
+	if from == "server" {
+		args = append(args, "via", t.via)
+	}
+	switch {
+	case env.Method != "" && env.ID != nil:
+		args = append(args, "method", env.Method, "id", string(env.ID))
+	case env.Method != "":
+		args = append(args, "method", env.Method)
+	default:
+		args = append(args, "id", string(env.ID))
+		if p != nil && !p.sent.IsZero() {
+			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
+		}
+	}
+	t.log.Debug("from "+from, args...)
 }

@@ -151,23 +151,19 @@ func TestCrashLoopStops(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25"})
 	// Every new child serves, then crashes soon after starting.
-	h.r.sw.mu.Lock()
-	h.r.spec.argv = append(h.r.spec.argv, "-exit-after-ms=1500")
-	h.r.sw.mu.Unlock()
+	h.r.setCommand(append(h.r.command(), "-exit-after-ms=1500"))
 	h.call("exit", map[string]any{"code": 1})
 	testkit.Eventually(t, 20*time.Second, "the crash loop to be detected", func() bool {
-		h.r.sw.mu.Lock()
-		defer h.r.sw.mu.Unlock()
-		return h.r.sw.health.crashes.stopped
+		h.r.mu.Lock()
+		defer h.r.mu.Unlock()
+		return h.r.health.crashes.stopped
 	})
 	text, isErr, err := h.call("echo", map[string]any{"text": "x"})
 	if err != nil || !isErr || !strings.Contains(text, "crashed (exit status 5) 3 times") || !strings.Contains(text, "exit-after-ms") {
 		t.Fatalf("call during crash loop: %q %v %v", text, isErr, err)
 	}
 	// Fix and recompile.
-	h.r.sw.mu.Lock()
-	h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
-	h.r.sw.mu.Unlock()
+	h.r.setCommand(h.r.command()[:len(h.r.command())-1])
 	h.mustCall("recompile", nil)
 	h.mustCall("echo", map[string]any{"text": "fixed"})
 }
@@ -317,9 +313,7 @@ func TestStartupFailureThenRecover(t *testing.T) {
 		if names := h.toolNames(); !slices.Equal(names, []string{"recompile"}) {
 			t.Fatalf("tools while down: %v", names)
 		}
-		h.r.sw.mu.Lock()
-		h.r.spec.argv = h.r.spec.argv[:len(h.r.spec.argv)-1]
-		h.r.sw.mu.Unlock()
+		h.r.setCommand(h.r.command()[:len(h.r.command())-1])
 		h.mustCall("recompile", nil)
 		h.waitListChanged()
 		if names := h.toolNames(); !slices.Contains(names, "echo") {
@@ -377,9 +371,7 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 			called <- fmt.Sprintln(text, isErr, err)
 		}()
 		testkit.Eventually(t, 20*time.Second, "the tool call to be held for the first build", func() bool {
-			h.r.sw.mu.Lock()
-			defer h.r.sw.mu.Unlock()
-			return h.r.sw.held.len() == 1
+			return only(h.r).heldLen() == 1
 		})
 		// The build finishes: the server gets the replayed session, the
 		// held call is answered and the client is told.
@@ -414,9 +406,9 @@ func TestHeldUntilReplayed(t *testing.T) {
 		done <- err
 	}()
 	testkit.Eventually(t, 10*time.Second, "the restart to begin", func() bool {
-		h.r.sw.mu.Lock()
-		defer h.r.sw.mu.Unlock()
-		return h.r.sw.state == stateRestarting
+		h.r.mu.Lock()
+		defer h.r.mu.Unlock()
+		return h.r.state == stateRestarting
 	})
 	var wg sync.WaitGroup
 	for i := range 5 {

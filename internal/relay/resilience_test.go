@@ -318,9 +318,8 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 	h.mustCall("die", map[string]any{"ms": 100})
 	// No call until the server is back: the crash happened between calls.
 	testkit.Eventually(t, 20*time.Second, "a restart after the crash", func() bool {
-		h.r.sw.mu.Lock()
-		defer h.r.sw.mu.Unlock()
-		return h.r.sw.state == stateUp && h.r.sw.child != nil && h.r.sw.child.pid != first
+		pid := h.childPID()
+		return h.r.running() && pid != 0 && pid != first
 	})
 	// One notice, saying what mcpflow did; no call to restart what runs.
 	text := h.mustCall("echo", map[string]any{"text": "hi"})
@@ -350,7 +349,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 		if _, err := w.r.Restart(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		pids = append(pids, w.r.sw.child.pid)
+		pids = append(pids, w.r.Stats().Pid)
 	}
 	w.send(toolCall(1, "", "echo", `{"text":"still here"}`))
 	if r := w.recvID(1); !strings.Contains(mustMarshal(r), "still here") {

@@ -5,313 +5,418 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/mcpflow/mcpflow/internal/report/texts"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// probeTimeout bounds the wait for an answer to the relay's ping to a new
+// probeTimeout bounds the wait for an answer to mcpflow's ping to a new
 // child that no client request reached yet.
 const probeTimeout = 5 * time.Second
 
-// Restart replaces the child with a new one: hold client messages, stop the
-// old child (every request pending on it gets one error), start the new one,
-// replay the session (legacy handshake and state, or the modern listen
-// streams), flush the held messages and tell the client its lists changed.
-// The first call starts the first child. It returns what it did: timings,
-// the tool diff, how the new handshake differs. On error the relay is left
-// down, with a report that tools/call results show, and the returned
-// Restart (never nil) carries the error too.
+// Restart starts, or replaces, every session's child with the server as
+// it is now (a build finished): each session holds its client's messages,
+// lets the calls in flight on its old child finish (Config.Drain), stops
+// it (every request still pending on it gets one error), starts a new
+// one, replays the session into it, sends on what it held and tells the
+// client which of its lists changed. An HTTP server's process is replaced
+// once, for every session. It returns what it did for the session whose
+// recompile asked for it (ctx), else for the most recently active one:
+// timings, the tool diff against what that client last listed, how the
+// new handshake differs. On error the Restart (never nil) carries it too.
 func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return r.restart(ctx, false)
 }
 
-// restartRun is one restart seen as its phases, which Relay.restart runs
-// in order with Relay.restarts held.
-type restartRun struct{ *Relay }
+// sessionKey is the context key of the session a recompile runs for.
+type sessionKey struct{}
 
 func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error) {
-	res := &result.Restart{}
 	t0 := time.Now()
-	fail := func(err error) (*result.Restart, error) {
-		res.Err = err
-		res.Duration = time.Since(t0)
-		if !errors.Is(err, errClosed) {
-			r.events.post(Event{Kind: RestartFailed, Gen: res.Gen, Pid: res.Pid, Report: err.Error(), Restart: res})
-		}
-		return res, err
-	}
 	r.restarts.Lock()
 	defer r.restarts.Unlock()
-
-	run := restartRun{r}
-	old, err := run.beginRestart(ctx, auto)
-	if err != nil {
-		return fail(err)
+	r.mu.Lock()
+	if r.state == stateClosed {
+		r.mu.Unlock()
+		return &result.Restart{Err: errClosed}, errClosed
 	}
-	tStop := time.Now()
-	var pre *launched
-	if old != nil {
-		pre = run.prelaunch(old)
-		run.drain(old)
-		old.stop(r.cfg.Child.StopTimeout, r.ctx)
-		<-old.reaped
-	}
-	res.Stop = time.Since(tStop)
-
-	tStart := time.Now()
-	c, err := run.spawn(pre)
-	if err != nil {
-		if errors.Is(err, errClosed) {
-			return fail(err)
-		}
-		report := texts.NoStart(err, r.cfg.Child.Setting)
-		run.goDown(report)
-		return fail(errors.New(report))
-	}
-	res.Gen, res.Pid = c.gen, c.pid
-	res.Start = time.Since(tStart)
-
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
-	defer cancel()
-	ctx, cancel2 := mergeCancel(ctx, r.ctx)
-	defer cancel2()
-
-	tReplay := time.Now()
-	if res.Handshake, err = run.replay(ctx, c); err != nil {
-		if errors.Is(err, errOtherEra) {
-			return fail(run.handOff(c))
-		}
-		return fail(run.failStart(c, err))
-	}
-	res.Replay = time.Since(tReplay)
-
-	tTools := time.Now()
-	views, err := run.newTools(ctx, c, res)
-	if err != nil {
-		return fail(run.failStart(c, err))
-	}
-	res.ToolsList = time.Since(tTools)
-
-	probe, err := run.goUp(c, views)
-	if err != nil {
-		return fail(err)
-	}
-	if err := run.awaitAnswer(ctx, c, probe); err != nil {
-		return fail(err)
-	}
-	res.Duration = time.Since(t0)
-	r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
-
-	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "stop", result.Dur(res.Stop), "start", result.Dur(res.Start),
-		"handshake", result.Dur(res.Replay), "tools", diffOr(res.Tools))
-	return res, nil
-}
-
-// beginRestart holds client messages for the next child and returns the
-// current one, if any. When the relay does not know yet what a client is
-// served, it first reads the current child's lists, so that the tool
-// diff can be told and list_changed sent only for what changes.
-// Relay.restarts is held.
-func (r restartRun) beginRestart(ctx context.Context, auto bool) (*child, error) {
-	r.sw.mu.Lock()
-	if r.sw.state == stateClosed {
-		r.sw.mu.Unlock()
-		return nil, errClosed
-	}
-	old := r.sw.child
-	unknown := !r.sw.haveTools
-	r.sw.eachPort(func(p *Port) { unknown = unknown || p.view.unknown() })
-	learn := old != nil && r.sw.state == stateUp && r.sw.sess.ready(r.sw.child) && unknown
-	r.sw.mu.Unlock()
-	if learn {
-		if views, tools, err := r.fetchLists(ctx, old); err == nil {
-			r.sw.mu.Lock()
-			r.sw.eachPort(func(p *Port) { p.view.learn(views) })
-			if !r.sw.haveTools {
-				r.sw.baseline, r.sw.haveTools = tools, true
-			}
-			r.sw.mu.Unlock()
-		}
-	}
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	if r.sw.state != stateClosed {
-		r.sw.state = stateRestarting
-	}
-	r.sw.health.building = false
+	r.state = stateRestarting
+	gen := r.gen + 1 // the first child this restart starts
+	r.health.building = false
 	if !auto {
 		// A build (or the agent) restarts the server: the crash count, the
 		// failed build and the notices about them are over.
-		r.sw.health.restartedByBuild()
-		r.sw.tools.clearNotices()
+		r.health.restartedByBuild()
 	}
-	return old, nil
+	sessions := slices.Clone(r.sessions)
+	old := r.server
+	r.mu.Unlock()
+	if err := r.spec().check(); err != nil {
+		report := texts.NoStart(err, r.cfg.Child.Setting)
+		r.mu.Lock()
+		if r.state != stateClosed {
+			r.state = stateDown
+		}
+		r.health.setReport(report, true)
+		r.mu.Unlock()
+		for _, s := range sessions {
+			s.goDown(report)
+		}
+		return r.restartFailed(gen, t0, errors.New(report))
+	}
+	for _, s := range sessions {
+		s.holdFor(auto)
+	}
+
+	var srv *child
+	if r.cfg.Child.HTTP != nil {
+		var err error
+		if srv, err = r.replaceServer(ctx, old, sessions); err != nil {
+			return r.restartFailed(gen, t0, err)
+		}
+	}
+	results := make([]*result.Restart, len(sessions))
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() { results[i], errs[i] = s.reconnect(ctx, srv, false) })
+	}
+	wg.Wait()
+
+	mine := pickSession(ctx, sessions)
+	res := &result.Restart{Gen: gen}
+	var err error
+	for i, s := range sessions {
+		if s == mine && results[i] != nil {
+			res, err = results[i], errs[i]
+		}
+	}
+	if srv != nil {
+		res.Pid = srv.pid
+	}
+	ok := len(sessions) == 0 || slices.ContainsFunc(errs, func(e error) bool { return e == nil })
+	r.mu.Lock()
+	switch {
+	case r.state == stateClosed:
+		r.mu.Unlock()
+		return res, errClosed
+	case ok:
+		r.state, r.health.downReport = stateUp, ""
+		r.starts++
+	default:
+		r.state = stateDown
+	}
+	var late []*Session // opened during the restart
+	for _, s := range r.sessions {
+		if !slices.Contains(sessions, s) {
+			late = append(late, s)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range late {
+		r.goConnect(s)
+	}
+	if !ok {
+		if err == nil {
+			err = errors.Join(errs...)
+		}
+		return r.restartFailed(gen, t0, err)
+	}
+	res.Duration = time.Since(t0)
+	r.mu.Lock()
+	last := r.gen
+	r.mu.Unlock()
+	r.events.post(Event{Kind: Up, Gen: last, Pid: res.Pid, Restart: res})
+	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "sessions", len(sessions), "tools", diffOr(res.Tools))
+	return res, err
 }
 
-// newTools reads the new child's lists, when the session lets the relay
-// ask, and puts the tool diff in res: against the tools the most recently
-// active client last listed, else those of the first child that listed
-// them. Relay.restarts is held.
-func (r restartRun) newTools(ctx context.Context, c *child, res *result.Restart) (map[string]listView, error) {
-	r.sw.mu.Lock()
-	ready := r.sw.sess.ready(r.sw.child)
-	r.sw.mu.Unlock()
-	if !ready {
-		return nil, nil
+// restartFailed reports a restart that left no child serving.
+func (r *Relay) restartFailed(gen int, t0 time.Time, err error) (*result.Restart, error) {
+	res := &result.Restart{Gen: gen, Err: err, Duration: time.Since(t0)}
+	if !errors.Is(err, errClosed) {
+		r.events.post(Event{Kind: RestartFailed, Gen: gen, Report: err.Error(), Restart: res})
 	}
-	views, tools, err := r.fetchLists(ctx, c)
+	return res, err
+}
+
+// pickSession is the session a restart reports on: the one whose
+// recompile asked for it, else the most recently active one.
+func pickSession(ctx context.Context, sessions []*Session) *Session {
+	if s, ok := ctx.Value(sessionKey{}).(*Session); ok && slices.Contains(sessions, s) {
+		return s
+	}
+	var best *Session
+	var seen time.Time
+	for _, s := range sessions {
+		s.mu.Lock()
+		t := s.seen
+		s.mu.Unlock()
+		if best == nil || t.After(seen) {
+			best, seen = s, t
+		}
+	}
+	return best
+}
+
+// holdFor makes the session hold its client's messages for the restart
+// (auto: not a build's), withdrawing the notices a build makes untrue.
+func (s *Session) holdFor(auto bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bridge == nil && s.phase != phaseClosed {
+		s.phase = phaseHold
+	}
+	if !auto {
+		s.notices.clear()
+	}
+}
+
+// replaceServer stops the HTTP server's old process, once every session
+// let its calls in flight finish (Drain), and starts the new one (before
+// that, when a process may run beside the one it replaces), then waits
+// until its URL answers.
+func (r *Relay) replaceServer(ctx context.Context, old *child, sessions []*Session) (*child, error) {
+	var srv *child
+	var err error
+	if old != nil && r.cfg.Child.HTTP.Overlaps() {
+		srv, err = r.startServer() // while the old one drains
+	}
+	if old != nil {
+		var wg sync.WaitGroup
+		for _, s := range sessions {
+			wg.Go(func() { s.stopChild() })
+		}
+		wg.Wait()
+		old.stop(r.cfg.Child.StopTimeout, r.ctx, nil)
+	}
+	if srv == nil && err == nil {
+		srv, err = r.startServer()
+	}
+	if err != nil {
+		report := texts.NoStart(err, r.cfg.Child.Setting)
+		r.failedStart(report)
+		return nil, errors.New(report)
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := r.cfg.Child.HTTP.Ready(rctx, srv.url); err != nil {
+		srv.kill(r.cfg.Child.StopTimeout, r.ctx, nil)
+		err = fmt.Errorf("%s: %w", describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), err)
+		report := texts.WithStderr(texts.BadStart(err, r.cfg.Rebuild), srv.exitInfo())
+		r.failedStart(report)
+		return nil, errors.New(report)
+	}
+	return srv, nil
+}
+
+// startServer starts a process of the HTTP server.
+func (r *Relay) startServer() (*child, error) {
+	gen := r.nextGen()
+	var url string
+	srv, err := start(r.spec(), gen, func(cmd *exec.Cmd) (io.ReadCloser, error) {
+		logs, u, err := r.cfg.Child.HTTP.Prepare(cmd)
+		url = u
+		return logs, err
+	}, r.childLine(nil))
 	if err != nil {
 		return nil, err
 	}
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	var base []toolInfo
-	known := false
-	if p := r.sw.latestPort(); p != nil {
-		base, known = p.view.tools, p.view.toolsKnown
-	}
-	if !known {
-		// The client never listed tools: compare with the tools it had
-		// when its session began.
-		base, known = r.sw.baseline, r.sw.haveTools
-	}
-	res.Tools = diffTools(base, tools, known)
-	if !r.sw.haveTools {
-		r.sw.baseline, r.sw.haveTools = tools, true
-	}
-	return views, nil
-}
-
-// speaksModern reports whether a server/discover result names a version
-// of the 2026-07-28 era among the server's.
-func speaksModern(result []byte) bool {
-	var r struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
-	_ = json.Unmarshal(result, &r)
-	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
-}
-
-// handOff stops c, which speaks the other era than the session the relay
-// opened for its clients (answering their initialize or server/discover
-// itself), and hands every client with a Handoff to it: what each opened
-// (its initialize, which the relay answered, or its listen streams) and
-// what it has held.
-func (r restartRun) handOff(c *child) error {
-	c.stop(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
-	<-c.reaped
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	r.sw.eachPort(func(p *Port) {
-		if p.opts.Handoff == nil {
-			return
-		}
-		var first, answered [][]byte
-		if p.initReq != nil {
-			first = append(first, p.initReq)
-			if env, err := wire.Peek(p.initReq); err == nil {
-				answered = append(answered, env.ID)
-			}
-			if p.initialized {
-				first = append(first, wire.Request(nil, "notifications/initialized", nil))
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
-			if l := r.sw.sess.listens[k]; l.port == p {
-				first = append(first, l.clientMsg(k))
-			}
-		}
-		r.sw.handOff(p, first, answered)
+	srv.url = url
+	r.mu.Lock()
+	r.server = srv
+	r.mu.Unlock()
+	r.events.post(Event{Kind: Starting, Gen: gen, Pid: srv.pid})
+	r.log.Info("server started", "pid", srv.pid, "gen", gen, "url", url, "cmd", describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell))
+	r.wg.Go(func() {
+		<-srv.done
+		r.serverExited(srv)
 	})
-	r.sw.bridged()
-	return errors.New("the server speaks the other protocol era: the session went to the era bridge")
+	return srv, nil
 }
 
-// goUp makes c the serving child: the held messages go to it and the
-// client hears of the lists that changed (views; nil: not read). It
-// returns the params of a ping to send when c has answered nothing yet
-// and no handshake of the client's is on its way to it (nil: none).
-func (r restartRun) goUp(c *child, views map[string]listView) (probe []byte, err error) {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	if r.sw.state == stateClosed {
-		return nil, errClosed
-	}
-	if r.sw.child != c {
-		return nil, errors.New(r.sw.health.describe())
-	}
-	r.sw.state = stateUp
-	r.sw.health.downReport = ""
-	c.settled = true
-	if views != nil {
-		// Only a session that existed before this child hears of a
-		// change: held messages may be the client's very first handshake.
-		r.sw.announce(views)
-	} else {
-		r.sw.eachPort(func(p *Port) { p.view.forget() })
-	}
-	r.sw.flushQueue()
-	if !c.hasAnswered() && !r.sw.ids.handshakePending(c.gen) {
-		return r.sw.sess.withMeta(nil), nil
-	}
-	return nil, nil
-}
-
-// awaitAnswer waits until c answered a request: the client's held
-// handshake, just sent, or else a ping of the relay's (probe, allowed
-// before initialize). A child that ignores a ping is taken as up after
-// probeTimeout.
-func (r restartRun) awaitAnswer(ctx context.Context, c *child, probe []byte) error {
-	if c.hasAnswered() {
-		return nil
-	}
-	var probeTimer <-chan time.Time
-	wait := min(probeTimeout, r.cfg.HandshakeTimeout/2)
-	if probe != nil {
-		go r.call(ctx, c, "ping", probe)
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		probeTimer = t.C
-	}
-	select {
-	case <-c.answered:
-	case <-probeTimer:
-		r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(wait))
-	case <-c.done:
-		<-c.reaped
-		r.sw.mu.Lock()
-		defer r.sw.mu.Unlock()
-		return errors.New(r.sw.health.describe())
-	case <-ctx.Done():
-		return r.failStart(c, ctx.Err())
-	}
-	return nil
-}
-
-// drain lets the calls in flight on old, a child about to be replaced,
-// finish within Config.Drain, while new messages are held for its
-// successor. It returns when none is left, at the end of Drain, when old
-// exits or when the relay shuts down; what still runs then gets the
-// restart error as old is stopped.
-func (r restartRun) drain(old *child) {
-	if r.cfg.Drain <= 0 || old.exited() {
+// serverExited handles the end of the HTTP server's process: every
+// session's HTTP session ended with it; one mcpflow did not stop is a
+// crash, restarted as relay.on_crash says (a process no session got an
+// answer from is a failed start, not restarted).
+func (r *Relay) serverExited(srv *child) {
+	if srv.stopping.Load() {
+		r.events.post(Event{Kind: Stopped, Gen: srv.gen, Pid: srv.pid})
 		return
 	}
-	r.sw.mu.Lock()
-	done := r.sw.ids.startDrain(old.gen)
-	n := r.sw.ids.calls(old.gen)
-	r.sw.mu.Unlock()
+	e := srv.exitInfo()
+	r.mu.Lock()
+	if r.server != srv || r.state == stateClosed {
+		r.mu.Unlock()
+		return
+	}
+	r.server = nil
+	var report string
+	var backoff time.Duration
+	switch {
+	case !srv.served.Load():
+		report = texts.FailedStart(e, r.cfg.Child.Setting, r.cfg.Rebuild)
+	case r.health.lastBuildFailed:
+		report = texts.CrashAfterFailedBuild(e, r.cfg.Rebuild)
+	default:
+		r.mu.Unlock()
+		report, backoff = r.crashed(e)
+		r.mu.Lock()
+	}
+	r.health.setReport(report, true)
+	r.state = stateDown
+	sessions := slices.Clone(r.sessions)
+	r.mu.Unlock()
+	r.events.post(Event{Kind: Crashed, Gen: srv.gen, Pid: srv.pid, Report: report})
+	r.log.Error("server crashed", "status", e.Status, "uptime", result.Dur(e.Uptime))
+	for _, s := range sessions {
+		s.mu.Lock()
+		c := s.child
+		s.mu.Unlock()
+		if c != nil && c.p == srv {
+			c.link.Close() // its end is handled by connEnded
+		}
+	}
+	if backoff > 0 {
+		r.wg.Go(func() {
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			if _, err := r.restart(r.ctx, true); err != nil && !errors.Is(err, errClosed) {
+				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
+			}
+		})
+	}
+}
+
+// crashed applies the crash policy (relay.on_crash) to a crash after the
+// child ran e.Uptime: the report the agent reads, and after how long it
+// is restarted (0: it is not).
+func (r *Relay) crashed(e texts.Exit) (string, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tool := r.cfg.Rebuild
+	action, backoff := r.health.crashes.crashed(e.Uptime)
+	switch action {
+	case crashLoopStop:
+		r.log.Error("crash loop: automatic restarts stopped until a file changes or "+tool+" is called", "crashes", r.health.crashes.quick)
+		return texts.CrashLoop(e, r.health.crashes.quick, tool), 0
+	case crashRestart:
+		r.log.Info("restarting after crash", "in", result.Dur(backoff))
+		return texts.CrashRestarting(e), backoff
+	}
+	r.log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + tool)
+	return texts.CrashWait(e, tool), 0
+}
+
+// failedStart notes a child that did not come up: while no session is
+// served by a child, the relay is down with report (new sessions are
+// answered alone with it) until the next build or recompile.
+func (r *Relay) failedStart(report string) {
+	sessions := r.openSessions()
+	for _, s := range sessions {
+		s.mu.Lock()
+		up := s.phase == phaseUp && s.child != nil
+		s.mu.Unlock()
+		if up {
+			return
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != stateClosed && r.state != stateRestarting {
+		r.state = stateDown
+	}
+	r.health.setReport(report, true)
+}
+
+func (r *Relay) openSessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.sessions)
+}
+
+// restartAfterCrash starts a new child for session s after backoff,
+// unless something else did meanwhile; quiet: no request saw the crash,
+// so the next tool result says that mcpflow restarted the server.
+func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool, status string) {
+	r.wg.Go(func() {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		s.mu.Lock()
+		skip := s.child != nil || s.phase != phaseDown
+		s.mu.Unlock()
+		r.mu.Lock()
+		skip = skip || r.health.crashes.stopped || r.state != stateUp
+		srv := r.server
+		r.mu.Unlock()
+		if skip {
+			return
+		}
+		res, err := s.reconnect(r.ctx, srv, true)
+		if err != nil {
+			if !errors.Is(err, errClosed) {
+				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
+			}
+			return
+		}
+		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
+		r.mu.Lock()
+		r.starts++
+		r.mu.Unlock()
+		r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
+		if quiet {
+			s.mu.Lock()
+			s.notices.set(noticeCrash, texts.NoticeCrashRestarted(status), r.cfg.Notices)
+			s.mu.Unlock()
+		}
+	})
+}
+
+// stopChild stops the session's child once the calls in flight on it
+// finished (at most Drain): its requests still pending get the restart
+// error.
+func (s *Session) stopChild() {
+	s.mu.Lock()
+	c := s.child
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	s.drain(c)
+	c.stop(s.r.cfg.Child.StopTimeout, s.r.ctx)
+}
+
+// drain lets the calls in flight on c, a child about to be replaced,
+// finish within Config.Drain, while new messages are held. It returns
+// when none is left, at the end of Drain, when c ends or when the relay
+// shuts down.
+func (s *Session) drain(c *conn) {
+	r := s.r
+	if r.cfg.Drain <= 0 || c.exited() {
+		return
+	}
+	s.mu.Lock()
+	done := s.ids.startDrain(c.gen)
+	n := s.ids.calls(c.gen)
+	s.mu.Unlock()
 	defer func() {
-		r.sw.mu.Lock()
-		r.sw.ids.endDrain()
-		r.sw.mu.Unlock()
+		s.mu.Lock()
+		s.ids.endDrain()
+		s.mu.Unlock()
 	}()
 	if n == 0 {
 		return
@@ -321,307 +426,188 @@ func (r restartRun) drain(old *child) {
 	defer t.Stop()
 	select {
 	case <-done:
-		r.log.Debug("the calls in flight finished; restarting")
 	case <-t.C:
-		r.sw.mu.Lock()
-		left := r.sw.ids.calls(old.gen)
-		r.sw.mu.Unlock()
-		r.log.Warn("drain time over: the calls still running get the restart error", "calls", left, "drain", result.Dur(r.cfg.Drain))
-	case <-old.done:
-		<-old.reaped // its exit is handled as a crash before stop marks it stopped
+		r.log.Warn("drain time over: the calls still running get the restart error", "drain", result.Dur(r.cfg.Drain))
+	case <-c.done:
 	case <-r.ctx.Done():
 	}
 }
 
-func diffOr(d result.ToolDiff) string {
-	if !d.Known {
-		return "(no earlier list)"
-	}
-	return d.String()
-}
-
-// probeEra asks child c, with a server/discover of the relay's own, whether
-// it speaks 2026-07-28, for the modern clients whose requests wait
-// (probeFirst): if it does, they go on; if not, every modern client with
-// a Handoff goes to the era bridge, and the others' requests go on to it
-// as they are.
-func (r *Relay) probeEra(c *child) {
-	r.sw.mu.Lock()
-	params := r.sw.sess.withMeta(nil)
-	r.sw.mu.Unlock()
-	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.HandshakeTimeout)
-	defer cancel()
-	res, err := r.call(ctx, c, "server/discover", params)
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	r.sw.probing = false
-	if r.sw.child != c || r.sw.state == stateClosed {
-		r.sw.flushQueue()
-		return
-	}
-	if err == nil && speaksModern(res) {
-		c.speaks = eraModern
-		r.sw.sess.childDiscover = true
-		r.sw.flushQueue()
-		return
-	}
-	c.speaks = eraLegacy
-	r.log.Info("the server does not speak the 2026-07-28 era of its client: the client goes to the era bridge", "err", err)
-	handed := false
-	r.sw.eachPort(func(p *Port) {
-		if p.era != eraModern || p.opts.Handoff == nil {
-			return
-		}
-		var first [][]byte
-		for _, k := range slices.Sorted(maps.Keys(r.sw.sess.listens)) {
-			if l := r.sw.sess.listens[k]; l.port == p {
-				first = append(first, l.clientMsg(k))
-			}
-		}
-		r.sw.handOff(p, first, nil)
-		handed = true
-	})
-	if handed {
-		r.sw.bridged()
-		return
-	}
-	r.sw.flushQueue()
-}
-
-// respawn starts a fresh child without a build (initialize after discover).
-// After a failed build that child runs that build's output: the agent is
-// told so.
-func (r *Relay) respawn() {
-	if _, err := r.restart(r.ctx, true); err != nil {
-		if !errors.Is(err, errClosed) {
-			r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
-		}
-		return
-	}
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	if r.sw.health.lastBuildFailed {
-		r.sw.tools.notice(noticeBuild, texts.NoticeFailedBuildRunning(r.cfg.rebuild()))
-	}
-}
-
-// restartAfterCrash restarts the child of generation gen after backoff,
-// unless something else restarted it meanwhile or the relay stopped
-// restarting; betweenCalls: no request saw the crash, so the next tool
-// result says that mcpflow restarted the server.
-func (r *Relay) restartAfterCrash(gen int, backoff time.Duration, betweenCalls bool, status string) {
-	r.log.Info("restarting after crash", "in", result.Dur(backoff))
-	go func() {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		r.sw.mu.Lock()
-		skip := r.sw.gen != gen || r.sw.health.crashes.stopped || r.sw.state != stateDown
-		r.sw.mu.Unlock()
-		if skip {
-			return
-		}
-		res, err := r.restart(r.ctx, true)
-		if err != nil {
-			if !errors.Is(err, errClosed) {
-				// The stderr tail is in the log already, line by line.
-				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
-			}
-			return
-		}
-		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
-		if betweenCalls {
-			r.sw.mu.Lock()
-			r.sw.tools.notice(noticeCrash, texts.NoticeCrashRestarted(status))
-			r.sw.mu.Unlock()
-		}
-	}()
-}
-
-// recompileInBackground rebuilds and restarts on the child's own request.
-func (r *Relay) recompileInBackground(why string) {
-	o := r.runRecompile(r.ctx, nil)
-	text, isErr := texts.Outcome(o, r.cfg.rebuild(), r.running())
-	if isErr {
-		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
-	}
-}
-
-// prelaunch starts the process of the next child while the calls in
-// flight on old drain, when its Link overlaps (Overlapper): spawn then
-// makes it the child once old is gone. It returns nil when there is
-// nothing to drain, when the process must wait until old is gone, or
-// when it did not start (spawn tries again, and reports).
-func (r restartRun) prelaunch(old *child) *launched {
-	if r.cfg.Drain <= 0 || r.spec.link == nil || old.exited() {
-		return nil
-	}
-	link := r.spec.link()
-	if o, ok := link.(Overlapper); !ok || !o.Overlaps() {
-		return nil
-	}
-	r.sw.mu.Lock()
-	n := r.sw.ids.calls(old.gen)
-	spec := r.nextSpec()
-	r.sw.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	spec.link = func() Link { return link }
-	l, err := launch(spec)
-	if err != nil {
-		return nil
-	}
-	r.log.Info("starting the next server while the calls in flight finish", "pid", l.cmd.Process.Pid)
-	return l
-}
-
-// nextSpec is how the next child starts: its environment with the
-// overrides of the moment. sw.mu is held.
-func (r restartRun) nextSpec() childSpec {
-	spec := r.spec
-	spec.env = mergeEnv(mergeEnv(spec.env, r.cfg.Child.ExtraEnv), r.sw.tools.env)
-	return spec
-}
-
-// spawn starts the next generation, or adopts pre, a process prelaunch
-// started, and makes it current. The state stays as it is (restarting),
-// so client messages keep waiting.
-func (r restartRun) spawn(pre *launched) (*child, error) {
-	r.sw.mu.Lock()
-	if r.sw.state == stateClosed {
-		r.sw.mu.Unlock()
-		if pre != nil {
-			pre.abort()
-		}
+// reconnect gives the session a new child of the current generation (a
+// process of its own, or an HTTP session on srv): the old one is stopped
+// once its calls drained, the session replayed into the new one, its
+// lists read and the client told of what changed, the held messages sent
+// on. auto: a restart after a crash, not a build's.
+func (s *Session) reconnect(ctx context.Context, srv *child, auto bool) (*result.Restart, error) {
+	r := s.r
+	t0 := time.Now()
+	s.mu.Lock()
+	if s.phase == phaseClosed {
+		s.mu.Unlock()
 		return nil, errClosed
 	}
-	r.sw.gen++
-	gen := r.sw.gen
-	spec := r.nextSpec()
-	// Start under the lock: the child's first messages and a crash at once
-	// must find it already current.
-	var c *child
-	var err error
-	if pre != nil {
-		c = adopt(pre, spec, gen, r.sw)
-	} else if c, err = startChild(spec, gen, r.sw); err != nil {
-		r.sw.mu.Unlock()
-		return nil, err
+	if s.bridge != nil {
+		s.mu.Unlock()
+		return nil, nil // the bridge's own session with the relay has a child of its own
 	}
-	r.sw.child = c
-	r.curGen.Store(int64(gen))
-	r.sw.sess.newChild()
-	r.events.post(Event{Kind: Starting, Gen: gen, Pid: c.pid})
-	r.children.Add(1)
-	go func() {
-		defer r.children.Done()
-		<-c.done
-		r.childExited(c)
-		close(c.reaped)
-	}()
-	r.sw.mu.Unlock()
-	r.log.Info("server started", "pid", c.pid, "gen", gen, "cmd", describeCommand(spec))
-	return c, nil
+	old := s.child
+	learn := old != nil && !old.exited() && s.ready() && s.view.unknown()
+	s.phase = phaseHold
+	s.mu.Unlock()
+	if learn {
+		s.learnLists(ctx, old)
+	}
+	res := &result.Restart{}
+	tStop := time.Now()
+	if old != nil {
+		s.drain(old)
+		old.stop(r.cfg.Child.StopTimeout, r.ctx)
+	}
+	res.Stop = time.Since(tStop)
+
+	tStart := time.Now()
+	c, err := s.connect(srv)
+	if err != nil {
+		report := texts.NoStart(err, r.cfg.Child.Setting)
+		s.goDown(report)
+		r.failedStart(report)
+		res.Err = errors.New(report)
+		return res, res.Err
+	}
+	res.Gen, res.Pid, res.Start = c.gen, c.p.pid, time.Since(tStart)
+	s.mu.Lock()
+	if s.phase == phaseClosed {
+		s.mu.Unlock()
+		c.stop(shutdownStep, r.ctx)
+		return res, errClosed
+	}
+	s.child, s.hs.childDiscover = c, false
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
+
+	tReplay := time.Now()
+	if res.Handshake, err = s.replay(ctx, c); err != nil {
+		if errors.Is(err, errOtherEra) {
+			return res, nil // the era bridge serves the session
+		}
+		res.Err = s.failStart(c, err)
+		return res, res.Err
+	}
+	res.Replay = time.Since(tReplay)
+	tTools := time.Now()
+	views, tools, err := s.lists(ctx, c)
+	if err != nil {
+		res.Err = s.failStart(c, err)
+		return res, res.Err
+	}
+	res.Tools = s.diff(tools, views != nil)
+	res.ToolsList = time.Since(tTools)
+	probe, err := s.goUp(c, views)
+	if err == nil {
+		err = s.awaitAnswer(ctx, c, probe)
+	}
+	if err != nil {
+		res.Err = err
+		return res, err
+	}
+	res.Duration = time.Since(t0)
+	return res, nil
 }
 
 // replay brings a new child to where the client's session is: the legacy
-// handshake and session state, or the modern listen streams. It returns
-// what differs from the previous child's answer.
-func (r restartRun) replay(ctx context.Context, c *child) ([]string, error) {
-	r.sw.mu.Lock()
-	st, initReq, prevResult := r.sw.sess.strategy(), r.sw.sess.initReq, r.sw.sess.initResult
-	if r.sw.sess.selfInit {
-		prevResult = nil // the relay's own stand-in answer: nothing to compare
-	}
-	r.sw.mu.Unlock()
-	var changes []string
-	switch st.(type) {
-	case nil:
-		r.sw.mu.Lock()
-		probe, params := r.sw.sess.selfDiscover, r.sw.sess.withMeta(nil)
-		r.sw.mu.Unlock()
-		if !probe || !r.bridges() {
-			return nil, nil
+// handshake (the answer compared with the last one), or the check that
+// it speaks the 2026-07-28 era mcpflow answered for, then the rest of the
+// session (State.Replay). It returns what differs from the previous
+// child's answer; errOtherEra when the session went to the era bridge.
+func (s *Session) replay(ctx context.Context, c *conn) ([]string, error) {
+	s.mu.Lock()
+	era, init := s.st.Era, s.st.Init
+	if init != nil {
+		if env, err := wire.Peek(init); err != nil || s.held.has(env) {
+			init = nil // held: it reaches the child when sent on
 		}
-		// The relay answered server/discover itself and the client said
-		// nothing more yet: what it sends next is of 2026-07-28, so the
-		// new server must speak it.
-		res, err := r.call(ctx, c, "server/discover", params)
-		if err != nil || !speaksModern(res) {
+	}
+	prev := s.hs.initResult
+	if s.hs.selfInit {
+		prev = nil // mcpflow's own stand-in answer: nothing to compare
+	}
+	probe := s.hs.selfDiscover && (era == wire.EraModern || era == wire.EraUnknown && s.bridgeable())
+	params := s.withMeta(nil)
+	s.mu.Unlock()
+	var changes []string
+	switch {
+	case era == wire.EraLegacy && init != nil:
+		env, _ := wire.Peek(init)
+		res, err := s.call(ctx, c, "initialize", env.Params)
+		var refused *callError
+		if errors.As(err, &refused) && s.bridgeable() {
+			s.mu.Lock()
+			s.handOff(s.opening(), [][]byte{env.ID}) // a server of 2026-07-28 only
+			s.mu.Unlock()
 			return nil, errOtherEra
 		}
-		forced, ferr := forcedResult(res, false, r.cfg.ServerSuffix)
-		r.sw.mu.Lock()
-		if ferr == nil {
-			keepInRecord(r.sw, "server/discover", true, forced) // the server's answer, however late it came
-		}
-		c.speaks = eraModern
-		r.sw.sess.childDiscover = r.sw.child == c // a later initialize gets a fresh server
-		r.sw.mu.Unlock()
-		return nil, nil
-	case legacyEra:
-		if initReq == nil {
-			return nil, nil // initialize is held: it reaches the child when flushed
-		}
-		env, err := wire.Peek(initReq)
-		if err != nil {
-			return nil, err
-		}
-		res, err := r.call(ctx, c, "initialize", env.Params)
-		var refused *callError
-		if errors.As(err, &refused) && r.bridges() {
-			return nil, errOtherEra // a server of 2026-07-28 only
-		}
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
-		forced, err := forcedResult(res, true, r.cfg.ServerSuffix)
+		forced, err := forcedResult(res, true, s.r.cfg.ServerSuffix)
 		if err != nil {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
-		r.sw.mu.Lock()
-		defer r.sw.mu.Unlock()
-		if r.sw.child == c {
-			r.sw.sess.childInit = true
+		s.mu.Lock()
+		s.hs.selfInit, s.hs.caps, s.hs.initResult = false, declaredCaps(res), forced
+		c.speaks = wire.EraLegacy
+		s.mu.Unlock()
+		s.r.keep([]recorded{{"initialize", true, forced}})
+		changes = compareInit(prev, forced)
+	case probe:
+		// mcpflow answered server/discover itself: does this server speak
+		// 2026-07-28?
+		res, err := s.call(ctx, c, "server/discover", params)
+		if (err != nil || !speaksModern(res)) && s.bridgeable() {
+			s.mu.Lock()
+			s.handOff(s.opening(), nil)
+			s.mu.Unlock()
+			return nil, errOtherEra
 		}
-		r.sw.sess.selfInit = false // the child holds the session from now on
-		r.sw.sess.childCaps = declaredCaps(res)
-		r.sw.sess.initResult = forced
-		r.sw.sess.childInitResult = forced
-		keepInRecord(r.sw, "initialize", true, forced) // the server's answer, however late it came
-		changes = compareInit(prevResult, forced)
-	default:
-		r.sw.mu.Lock()
-		probe, params := r.sw.sess.selfDiscover, r.sw.sess.withMeta(nil)
-		r.sw.mu.Unlock()
-		if probe {
-			// The relay answered server/discover itself: does this server
-			// speak 2026-07-28?
-			res, err := r.call(ctx, c, "server/discover", params)
-			var refused *callError
-			if (errors.As(err, &refused) || err == nil && !speaksModern(res)) && r.bridges() {
-				return nil, errOtherEra
-			}
-			if err != nil {
-				return nil, fmt.Errorf("asking the server's era: %w", err)
-			}
-			if forced, ferr := forcedResult(res, false, r.cfg.ServerSuffix); ferr == nil {
-				r.sw.mu.Lock()
-				keepInRecord(r.sw, "server/discover", true, forced) // the server's answer, however late it came
-				r.sw.mu.Unlock()
-			}
+		if err != nil {
+			return nil, fmt.Errorf("asking the server's era: %w", err)
 		}
-		r.sw.mu.Lock()
-		defer r.sw.mu.Unlock()
-		r.sw.sess.selfDiscover = false
+		if forced, err := forcedResult(res, false, s.r.cfg.ServerSuffix); err == nil {
+			s.r.keep([]recorded{{"server/discover", true, forced}})
+		}
+		s.mu.Lock()
+		c.speaks, s.hs.childDiscover, s.hs.selfDiscover = wire.EraModern, true, false
+		s.mu.Unlock()
+	case era == wire.EraLegacy:
+		return nil, nil // its initialize is held: it reaches the child when sent on
 	}
-	for _, m := range st.replay(&r.sw.sess, r.sw.ids, c.gen) {
-		c.send(m)
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resume(c)
 	return changes, nil
+}
+
+// resume sends child c the rest of the session: initialized, the log
+// level and the subscriptions (answers dropped), the open listens (their
+// acknowledgements dropped) — but what the hold queue has, which reaches
+// the child when it is sent on. s.mu is held.
+func (s *Session) resume(c *conn) {
+	for _, m := range s.st.Replay(func() []byte { return s.ids.newID('r') }) {
+		env, err := wire.Peek(m)
+		if err != nil || env.Method == "initialize" || s.held.has(env) {
+			continue
+		}
+		switch {
+		case env.Method == "subscriptions/listen":
+			s.send(c, m, env, &pending{kind: kindListen, gen: c.gen, method: env.Method, awaitingAck: true})
+		default:
+			c.send(m) // a request under an id of mcpflow's own: its answer is dropped
+		}
+	}
 }
 
 // compareInit lists what a new child answered differently.
@@ -642,100 +628,199 @@ func compareInit(prev, cur []byte) []string {
 	return out
 }
 
-// failStart stops a child that came up broken and leaves the relay down.
-// It returns the report the agent reads.
-func (r restartRun) failStart(c *child, err error) error {
+// goUp makes c the session's serving child: the client hears of the
+// lists that changed (views; nil: not read), the held messages go to it.
+// It returns the params of a ping to send when c answered nothing yet and
+// no handshake of the client's is on its way to it (nil: none).
+func (s *Session) goUp(c *conn, views map[string]listView) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phase == phaseClosed {
+		return nil, errClosed
+	}
+	if s.child != c {
+		return nil, errors.New(s.report)
+	}
+	s.phase, s.report, s.waiting = phaseUp, "", false
+	c.settled = true
+	if views != nil {
+		s.announce(views)
+	} else {
+		s.view.forget()
+	}
+	s.flush()
+	if !c.hasAnswered() && !s.ids.handshakePending(c.gen) {
+		return s.withMeta(nil), nil
+	}
+	return nil, nil
+}
+
+// awaitAnswer waits until c answered a request: the client's held
+// handshake, just sent, or else a ping of mcpflow's (probe). A child that
+// ignores a ping is taken as up after probeTimeout.
+func (s *Session) awaitAnswer(ctx context.Context, c *conn, probe []byte) error {
+	if c.hasAnswered() {
+		return nil
+	}
+	var probeTimer <-chan time.Time
+	wait := min(probeTimeout, s.r.cfg.HandshakeTimeout/2)
+	if probe != nil {
+		s.r.wg.Go(func() { _, _ = s.call(ctx, c, "ping", probe) })
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		probeTimer = t.C
+	}
+	select {
+	case <-c.answered:
+	case <-probeTimer:
+		s.r.log.Debug("the server did not answer a ping before its handshake; taken as up", "after", result.Dur(wait))
+	case <-c.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return errors.New(orString(s.report, texts.NotRunning))
+	case <-ctx.Done():
+		return s.failStart(c, ctx.Err())
+	}
+	return nil
+}
+
+// failStart stops a child that came up broken; the session is then
+// answered alone (connEnded). It returns the report the agent reads.
+func (s *Session) failStart(c *conn, err error) error {
+	r := s.r
 	if r.ctx.Err() != nil {
-		// The relay shuts down: the start was cut short, nothing failed.
-		c.kill(shutdownStep, r.ctx)
-		<-c.reaped
+		c.stop(shutdownStep, r.ctx)
 		return errClosed
 	}
-	report := texts.BadStart(err, r.cfg.rebuild())
+	report := texts.BadStart(err, r.cfg.Rebuild)
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = texts.NoHandshake(describeCommand(r.spec), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.rebuild())
-		if w := c.link.Waiting(); w != "" {
-			// It never got the handshake: say where the link waits.
-			report = texts.WithStderr(texts.BadStart(errors.New(w), r.cfg.rebuild()), c.stderrInfo())
-		}
+		report = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Rebuild)
 	}
-	r.sw.mu.Lock()
+	s.mu.Lock()
 	alive := !c.exited()
-	if alive {
-		c.failed = report // childExited goes down with it, answering a held handshake itself
+	if alive && c.failed == "" {
+		c.failed = report
 	}
-	r.sw.mu.Unlock()
-	if alive {
-		c.kill(r.cfg.Child.StopTimeout, r.ctx)
+	s.mu.Unlock()
+	c.end(r.cfg.Child.StopTimeout, r.ctx)
+	s.mu.Lock()
+	if s.report != "" {
+		report = s.report // connEnded's, which says more of an exit
 	}
-	<-c.reaped
-	if !alive {
-		// It exited on its own: childExited reported the failed start.
-		report = texts.FailedStart(c.exitInfo(), r.cfg.Child.Setting, r.cfg.rebuild())
-		r.goDown(report)
-	}
-	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.rebuild(), "err", firstLine(report))
+	s.mu.Unlock()
+	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Rebuild, "err", firstLine(report))
 	return errors.New(report)
 }
 
-// goDown leaves the relay without a child, unless it is down already for a
-// reason of its own (a crash report says more).
-func (r restartRun) goDown(report string) {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	r.sw.down(report, r.sw.state != stateDown || r.sw.health.downReport == "")
-}
-
-// running reports whether a server serves now.
-func (r *Relay) running() bool {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	return r.sw.state == stateUp && r.sw.child != nil
+// respawn is the restart of a session's own child (initialize after
+// server/discover) without a build. After a failed build that child runs
+// that build's output: the agent is told so.
+func (s *Session) respawn() {
+	if _, err := s.reconnect(s.r.ctx, nil, true); err != nil {
+		if !errors.Is(err, errClosed) {
+			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
+		}
+		return
+	}
+	if s.r.lastBuildFailed() {
+		s.mu.Lock()
+		s.notices.set(noticeBuild, texts.NoticeFailedBuildRunning(s.r.cfg.Rebuild), s.r.cfg.Notices)
+		s.mu.Unlock()
+	}
 }
 
 // NoteBuild tells the relay how a build cycle ended (the builder's
 // OnResult); it receives every build's result. A failed build leaves the
-// old server serving, with a notice for the agent after an automatic
-// rebuild; should that server then crash, the relay does not restart it
-// from the failed build's output. A failed first build leaves the relay
-// answering alone.
+// old children serving, with a notice for the agent after an automatic
+// rebuild; should one then crash, it is not restarted from the failed
+// build's output. A failed first build leaves the sessions answered
+// alone.
 func (r *Relay) NoteBuild(o result.Build) {
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
 	if o.Canceled {
 		return
 	}
-	r.sw.health.building = false
+	r.mu.Lock()
+	r.health.building = false
 	if o.OK {
-		r.sw.health.lastBuildFailed = false
-		r.sw.tools.clearNotice(noticeBuild)
+		r.health.lastBuildFailed = false
+		r.mu.Unlock()
+		r.eachSession(func(s *Session) { s.notices.set(noticeBuild, "", true) })
 		return
 	}
-	r.sw.health.lastBuildFailed = true
-	report := texts.BuildFailed(o.Err, o.Errors, r.cfg.rebuild())
+	r.health.lastBuildFailed = true
+	report := texts.BuildFailed(o.Err, o.Errors, r.cfg.Rebuild)
+	st := r.state
+	if st == stateStarting || st == stateDown {
+		r.state = stateDown
+		r.health.setReport(report, true)
+	}
+	r.mu.Unlock()
 	r.events.post(Event{Kind: BuildFailed, Report: report})
-	switch r.sw.state {
-	case stateStarting:
-		r.sw.down(report, true)
-	case stateDown:
-		r.sw.down(report, true) // tool calls held for the first build are answered
-	case stateUp:
-		if o.Trigger == "watch" {
-			r.sw.tools.notice(noticeBuild, texts.NoticeBuildFailed(r.cfg.rebuild()))
+	r.eachSession(func(s *Session) {
+		switch {
+		case st == stateStarting || st == stateDown && s.child == nil:
+			s.down(report) // calls held for the first build are answered
+		case st == stateUp && o.Trigger == "watch":
+			s.notices.set(noticeBuild, texts.NoticeBuildFailed(r.cfg.Rebuild), r.cfg.Notices)
 		}
+	})
+}
+
+// eachSession calls f for each open session with its lock held.
+func (r *Relay) eachSession(f func(s *Session)) {
+	for _, s := range r.openSessions() {
+		s.mu.Lock()
+		f(s)
+		s.mu.Unlock()
 	}
 }
 
-// call sends a request of the relay's own to c and waits for its result.
-func (r *Relay) call(ctx context.Context, c *child, method string, params []byte) ([]byte, error) {
-	id := r.sw.ids.newID("")
-	r.sw.mu.Lock()
-	ch := r.sw.ids.wait(id)
-	r.sw.mu.Unlock()
+// recompileInBackground rebuilds and restarts on the child's own request.
+func (r *Relay) recompileInBackground(why string) {
+	o := r.runRecompile(r.ctx, nil)
+	if text, isErr := texts.Outcome(o, r.cfg.Rebuild, r.running()); isErr {
+		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
+	}
+}
+
+// running reports whether a child serves now.
+func (r *Relay) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state == stateUp
+}
+
+// starting reports whether the first good build is still to come.
+func (r *Relay) starting() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state == stateStarting
+}
+
+// buildingFirst reports whether calls wait for the first build (it runs
+// past the client's grace).
+func (r *Relay) buildingFirst() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.health.building && r.state != stateUp
+}
+
+func (r *Relay) lastBuildFailed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.health.lastBuildFailed
+}
+
+// call sends a request of mcpflow's own to c and waits for its result.
+func (s *Session) call(ctx context.Context, c *conn, method string, params []byte) ([]byte, error) {
+	s.mu.Lock()
+	id := s.ids.newID('r')
+	ch := s.ids.wait(id)
+	s.mu.Unlock()
 	defer func() {
-		r.sw.mu.Lock()
-		r.sw.ids.unwait(id)
-		r.sw.mu.Unlock()
+		s.mu.Lock()
+		delete(s.ids.waiters, string(id))
+		s.mu.Unlock()
 	}()
 	c.send(wire.Request(id, method, params))
 	select {
@@ -751,13 +836,13 @@ func (r *Relay) call(ctx context.Context, c *child, method string, params []byte
 		}
 		return env.Result, nil
 	case <-c.done:
-		return nil, fmt.Errorf("it exited (%s) before answering %s", c.exitDesc, method)
+		return nil, fmt.Errorf("it exited (%s) before answering %s", c.exitInfo().Status, method)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: no answer: %w", method, ctx.Err())
 	}
 }
 
-// callError is a child's error answer to a request of the relay's own.
+// callError is a child's error answer to a request of mcpflow's own.
 type callError struct {
 	method  string
 	Code    int    `json:"code"`
@@ -768,17 +853,32 @@ func (e *callError) Error() string {
 	return fmt.Sprintf("%s: server answered error %d: %s", e.method, e.Code, e.Message)
 }
 
-// errOtherEra: the new child does not speak the era of the clients'
-// session, which the relay answered itself (from the record, or for
-// mcpflow, while no server ran): the clients are handed to their
-// Handoff, which bridges the eras.
+// errOtherEra: the new child does not speak the era of the client's
+// session, which mcpflow answered itself: the era bridge serves it.
 var errOtherEra = errors.New("the server does not speak the client's protocol era")
 
-// mergeCancel returns a context canceled when either parent is.
-func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(a)
-	stop := context.AfterFunc(b, cancel)
-	return ctx, func() { stop(); cancel() }
+// speaksModern reports whether a server/discover result names a version
+// of the 2026-07-28 era among the server's.
+func speaksModern(result []byte) bool {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
+}
+
+func diffOr(d result.ToolDiff) string {
+	if !d.Known {
+		return "(no earlier list)"
+	}
+	return d.String()
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func mergeEnv(base []string, over map[string]string) []string {
@@ -797,3 +897,4 @@ func mergeEnv(base []string, over map[string]string) []string {
 	}
 	return out
 }
+

@@ -12,37 +12,31 @@ import (
 
 // forceResult rewrites an initialize (isInit) or server/discover result so
 // that clients re-fetch tools after a restart: capabilities.tools.listChanged
-// is forced to true (the tools capability is added when missing, since the
-// relay adds a tool), and listChanged is forced on prompts and resources
-// where the child declares them. Everything else is kept as the child sent
-// it, unknown fields included.
-//
-// An error answer is passed on as it is: a legacy server refuses
-// server/discover, and the client then falls back to initialize, which
-// that child takes (it never entered the modern handshake).
-func (r *switchboard) forceResult(c *child, msg []byte, env wire.Envelope, isInit bool) []byte {
+// is forced to true (the tools capability is added when missing, since
+// mcpflow adds a tool), and listChanged is forced on prompts and
+// resources where the child declares them. Everything else is kept as
+// the child sent it, unknown fields included. An error answer is passed
+// on as it is: a legacy server refuses server/discover, and the client
+// then falls back to initialize. s.mu is held.
+func (s *Session) forceResult(c *conn, msg []byte, env wire.Envelope, isInit bool) []byte {
 	if env.HasError {
-		r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
-		if !isInit && r.child == c {
-			r.sess.childDiscover = false
+		s.r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
+		if !isInit {
+			s.hs.childDiscover = false
 		}
 		return msg
 	}
-	res, err := forcedResult(env.Result, isInit, r.cfg.ServerSuffix)
+	res, err := forcedResult(env.Result, isInit, s.r.cfg.ServerSuffix)
 	if err != nil {
-		r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
+		s.r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	r.sess.childCaps = declaredCaps(env.Result)
-	r.sess.initResult = res
+	s.hs.caps = declaredCaps(env.Result)
+	s.hs.initResult = res
 	if isInit {
-		r.sess.childInitResult = res
-		c.speaks = eraLegacy
-	} else {
-		r.sess.childDiscoverResult = res
-		if speaksModern(env.Result) {
-			c.speaks = eraModern
-		}
+		c.speaks = wire.EraLegacy
+	} else if speaksModern(env.Result) {
+		c.speaks = wire.EraModern
 	}
 	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }
@@ -124,7 +118,7 @@ func declaredCaps(result []byte) caps {
 // injectTools appends the relay's tools to the last page of a tools/list
 // result (the page without nextCursor), splicing bytes so a long list is
 // never decoded.
-func (t *toolset) inject(msg []byte, env wire.Envelope) []byte {
+func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 	res := env.Result
 	if nc := jsonscan.Member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
@@ -141,10 +135,10 @@ func (t *toolset) inject(msg []byte, env wire.Envelope) []byte {
 	return wire.Splice(msg, at, at, ins)
 }
 
-// attachNotices appends pending notices (failed automatic builds, crashes
+// attach appends the pending notices (failed automatic builds, crashes
 // between calls) to a tools/call result as text items.
-func (t *toolset) attach(msg []byte, env wire.Envelope) []byte {
-	if !t.hasNotices() || env.Result == nil {
+func (n *notices) attach(msg []byte, env wire.Envelope) []byte {
+	if *n == (notices{}) || env.Result == nil {
 		return msg
 	}
 	vs, ve, ok := jsonscan.MemberSpan(env.Result, "content")
@@ -152,16 +146,16 @@ func (t *toolset) attach(msg []byte, env wire.Envelope) []byte {
 		return msg
 	}
 	var ins []byte
-	for _, n := range t.notices {
-		if n == "" {
+	for _, text := range n {
+		if text == "" {
 			continue
 		}
 		if len(ins) > 0 || len(bytes.TrimSpace(env.Result[vs+1:ve-1])) > 0 {
 			ins = append(ins, ',')
 		}
-		ins = append(ins, textContent(n)...)
+		ins = append(ins, textContent(text)...)
 	}
-	t.clearNotices()
+	n.clear()
 	at := env.ResStart + ve - 1
 	return wire.Splice(msg, at, at, ins)
 }
@@ -201,20 +195,3 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// withVersion is an initialize result with its protocolVersion set to
-// asked, when asked is a legacy version the SDKs know (a client asked the
-// session another client opened for a version of its own).
-func withVersion(result []byte, asked string) []byte {
-	if asked == "" || wire.IsModern(asked) || !slices.Contains(mcp.SupportedProtocolVersions(), asked) {
-		return result
-	}
-	var res map[string]json.RawMessage
-	if json.Unmarshal(result, &res) != nil {
-		return result
-	}
-	res["protocolVersion"] = mustJSON(asked)
-	return mustJSON(res)
-}
-
-// rawJSON is raw JSON that marshals as itself.
-func rawJSON(s string) json.RawMessage { return json.RawMessage(s) }

@@ -32,7 +32,7 @@ func TestInjectToolsPagination(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := r.sw.tools.inject([]byte(c.in), env)
+		out := r.ownTools.inject([]byte(c.in), env)
 		var m struct {
 			Result struct {
 				Tools []struct{ Name string } `json:"tools"`

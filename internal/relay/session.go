@@ -2,322 +2,427 @@ package relay
 
 import (
 	"bytes"
-	"encoding/json"
-	"log/slog"
-	"maps"
-	"slices"
+	"context"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// session is the relay's session with the child, as it must replay it to
-// each new child: the protocol era, the legacy handshake and state
-// (initialize, initialized, logging level, resource subscriptions) and
-// the modern listen streams. The clients (ports) share it: the first
-// client's initialize opens it, the others are answered from it; every
-// client's setLevel, subscriptions and listens go into it. What differs
-// between the eras is in two strategies, legacyEra and modernEra. It has
-// no lock: its owner's lock guards it.
-type session struct {
-	era        era
-	initReq    []byte // the initialize request that opened the session, as sent
-	initResult []byte // the child's initialize (or discover) result, forced
-	selfInit   bool   // the relay answered initialize itself (no child did yet)
-	clientInit bool   // notifications/initialized is part of the session
-	childCaps  caps   // what the current child declared
-	childInit  bool   // the current child was sent initialize
-	// childDiscover: the current child answered (or is answering)
-	// server/discover.
-	childDiscover bool
-	// selfDiscover: the relay answered server/discover itself (from the
-	// record, or for mcpflow), so the next child's era is unknown.
-	selfDiscover bool
-	// childInitResult and childDiscoverResult are the child's answers to
-	// the handshake, as the client got them, for the record.
-	childInitResult     []byte
-	childDiscoverResult []byte
-	// firstGrace: the grace for the first server is armed.
-	firstGrace  bool
-	lastMeta    []byte // the _meta triple of the latest modern request of any client
-	lastMetaRaw []byte // that request's whole _meta, to skip recomputing it
-	logLevel    []byte // params of the last logging/setLevel
-	subs        map[string][]byte
-	listens     map[string]*listen // by the id the child knows
-}
-
-type era int
+// phase is where a session stands with its child.
+type phase int
 
 const (
-	eraUnknown era = iota
-	eraLegacy
-	eraModern
+	phaseHold phase = iota // its child is coming (the first build, a restart, its start): messages wait
+	phaseUp                // its child serves
+	phaseDown              // no child serves it: mcpflow answers, saying why (report)
+	phaseClosed
 )
 
-type caps struct{ prompts, resources bool }
+// Session is one client's session with the server (a wire.Session): a
+// child of its own (a process of a stdio server, an HTTP session of an
+// HTTP server's), the client's State replayed into each new one, and what
+// the client is served. Its lock is taken before the Relay's, never
+// after.
+type Session struct {
+	r   *Relay
+	out *wire.Outbox // to the client
 
-// listen is an open subscriptions/listen request (modern era).
-type listen struct {
-	msg         []byte // as the child gets it
-	orig        []byte // as the client sent it
-	port        *Port  // the client's; nil for one the relay holds itself
-	clientID    []byte // the client's id when the child knows another; nil: the same
-	tools       bool
-	prompts     bool
-	resources   bool
-	awaitingAck bool // re-sent to a new child: its ack is consumed
+	mu         sync.Mutex
+	st         wire.State // the client's session, as its messages set it up
+	phase      phase
+	report     string // why it is answered alone (phaseDown)
+	child      *conn  // its child; nil when none
+	ids        router
+	held       holdQueue
+	view       clientView
+	hs         handshake
+	notices    notices
+	recompiles map[string]context.CancelFunc // recompile calls running, by the client's raw id
+	bridge     *bridged                      // the era bridge's session, once handed over
+	waiting    bool                          // it waits for a child slot (MaxChildren)
+	graceArmed bool                          // its first request armed First's grace
+	seen       time.Time                     // the client's last message
 }
 
-// clientMsg is the listen request as the client sent it.
-func (l *listen) clientMsg(key string) []byte {
-	if l.orig != nil {
-		return l.orig
+func newSession(r *Relay, c wire.Client) *Session {
+	s := &Session{r: r, ids: newRouter(), view: newClientView(), recompiles: map[string]context.CancelFunc{}}
+	s.held = holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}
+	s.out = &wire.Outbox{
+		Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil },
+		Hard:  r.cfg.Queue.Bytes + 2*r.cfg.MaxMessage,
+		OnFail: func(err error) {
+			r.log.Warn("a client took nothing of what waits for it; its session is closed", "err", err)
+			s.Close()
+		},
 	}
-	return l.msg
+	s.out.Start(nil)
+	return s
 }
 
-// replyID is the client's id of the listen the child knows as key.
-func (l *listen) replyID(key string) []byte {
-	if l.clientID != nil {
-		return l.clientID
-	}
-	return []byte(key)
-}
-
-// restore puts the client's own listen id in a notification's subscription
-// id, where the child wrote the one it knows.
-func (l *listen) restore(msg []byte) []byte {
-	if l.clientID == nil {
-		return msg
-	}
+// Send hands the session one message from the client (see wire.Session).
+func (s *Session) Send(msg []byte) {
 	env, err := wire.Peek(msg)
-	if err != nil {
-		return msg
+	if err != nil || env.IsArray {
+		s.out.Send(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil), nil)
+		return
 	}
-	ms, me, ok := jsonscan.MemberSpan(env.Params, "_meta")
-	if !ok {
-		return msg
+	s.r.trace("client", &env, len(msg), nil)
+	s.mu.Lock()
+	var in *wire.Outbox
+	if s.child != nil && s.bridge == nil {
+		if in = s.child.inline(); in != nil {
+			in.BeginInline() // written by this goroutine once the lock is free
+		}
 	}
-	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], mcp.MetaKeySubscriptionID)
-	if !ok {
-		return msg
+	br := s.bridge
+	if br == nil {
+		s.fromClient(msg, env)
 	}
-	at := env.ParStart + ms
-	return wire.Splice(msg, at+vs, at+ve, l.clientID)
+	s.mu.Unlock()
+	if in != nil {
+		in.EndInline()
+	}
+	if br != nil {
+		br.Send(msg)
+	}
 }
 
-func newSession() session {
-	return session{subs: map[string][]byte{}, listens: map[string]*listen{}}
-}
-
-// eraStrategy is the era-specific part of bringing a child into the
-// session and telling a client about a new child.
-type eraStrategy interface {
-	// ready reports whether the session lets the relay send requests of
-	// its own to child c (c may be nil).
-	ready(s *session, c *child) bool
-	// established reports whether port p's session existed before a new
-	// child, so that it is told its lists changed.
-	established(s *session, p *Port) bool
-	// replay returns the messages that bring child gen to the session's
-	// state, after its handshake, registering in rt what they expect back.
-	replay(s *session, rt *router, gen int) [][]byte
-	// listChanged returns the notifications that tell port p's client the
-	// lists of these kinds changed, each with the id of the request it
-	// belongs to (its listen stream's; nil: none).
-	listChanged(s *session, p *Port, kinds []string) []item
-}
-
-// strategy returns the era's strategy; nil while the era is unknown.
-func (s *session) strategy() eraStrategy { return strategyOf(s.era) }
-
-// strategyOf is era e's strategy; nil for eraUnknown. A client is told of
-// changes in its own era's way, whatever the session with the child.
-func strategyOf(e era) eraStrategy {
-	switch e {
-	case eraLegacy:
-		return legacyEra{}
-	case eraModern:
-		return modernEra{}
+// fromClient routes one client message. s.mu is held.
+func (s *Session) fromClient(msg []byte, env wire.Envelope) {
+	if s.phase == phaseClosed {
+		return
 	}
-	return nil
-}
-
-// eraOf is the era a client request decides: initialize, legacy; one
-// whose _meta names a protocol version of 2026-07-28 or later (other than
-// server/discover, which a client sends before it knows), modern.
-func eraOf(env wire.Envelope) era {
-	if env.Method == "initialize" {
-		return eraLegacy
-	}
-	if env.Method == "server/discover" || !wire.IsModern(metaVersion(env.Params)) {
-		return eraUnknown
-	}
-	return eraModern
-}
-
-// metaVersion is the protocol version a request's _meta names; "" when
-// none.
-func metaVersion(params []byte) string {
-	pv := jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeyProtocolVersion)
-	if len(pv) == 0 || pv[0] != '"' {
-		return ""
-	}
-	v, _ := jsonscan.Unquote(pv)
-	return v
-}
-
-// note decides the session's era on the first client request that
-// decides it (see eraOf) and remembers the _meta triple of modern
-// requests.
-func (s *session) note(env wire.Envelope, log *slog.Logger) {
-	if env.Method == "initialize" {
-		if s.era == eraUnknown {
-			s.era = eraLegacy
-			log.Debug("protocol era: legacy (initialize)")
+	s.seen = time.Now()
+	if answer, refused := s.st.Note(msg, env); refused {
+		if answer != nil {
+			s.out.Send(answer, env.ID)
 		}
 		return
 	}
-	if !wire.IsModern(metaVersion(env.Params)) {
-		return
-	}
-	meta := jsonscan.Member(env.Params, "_meta")
-	if !bytes.Equal(meta, s.lastMetaRaw) { // the same on every request, as a rule
-		s.lastMetaRaw = bytes.Clone(meta)
-		s.lastMeta = metaTriple(meta)
-	}
-	if s.era == eraUnknown && env.Method != "server/discover" {
-		s.era = eraModern
-		log.Debug("protocol era: modern (per-request _meta)")
-	}
-}
-
-// ready reports whether the relay may send requests of its own to c.
-func (s *session) ready(c *child) bool {
-	if st := s.strategy(); st != nil {
-		return st.ready(s, c)
-	}
-	return false
-}
-
-// newChild forgets what the session knew of the previous child.
-func (s *session) newChild() {
-	s.childCaps, s.childInit, s.childDiscover = caps{}, false, false
-}
-
-// hearsOf reports whether the client may hear of changes to the prompts
-// or resources list: in the legacy era, if the initialize result it got
-// declared them; in the modern era, its listen streams say.
-func (s *session) hearsOf(kind string) bool {
-	if s.era != eraLegacy {
-		return true
-	}
-	v := jsonscan.Member(jsonscan.Member(s.initResult, "capabilities"), kind)
-	return v != nil && string(v) != "null"
-}
-
-// withMeta returns params (a JSON object or nil) with the client's _meta
-// triple added, for the relay's own requests in the modern era.
-func (s *session) withMeta(params map[string]any) []byte {
-	if s.era == eraModern && s.lastMeta != nil {
-		if params == nil {
-			params = map[string]any{}
+	switch {
+	case s.hs.initID != nil && !(env.IsRequest() && env.Method == "initialize"):
+		s.hold(msg, env) // until its initialize is answered: the bridge may take the session
+	case env.IsResponse():
+		s.clientResponse(msg, env)
+	case env.IsNotification():
+		s.clientNotification(msg, env)
+	case env.IsRequest():
+		s.clientRequest(msg, env)
+	default:
+		// Neither request, response nor notification: answered under its
+		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
+		s.r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", wire.Abbreviate(msg, 200))
+		id := env.ID
+		if wire.IDProblem(id) != "" {
+			id = nil
 		}
-		params["_meta"] = json.RawMessage(s.lastMeta)
+		s.out.Send(wire.ErrorResponse(id, wire.CodeInvalidRequest, texts.ErrNoKind, nil), id)
 	}
-	if params == nil {
-		return []byte("{}")
-	}
-	return mustJSON(params)
 }
 
-// withResultType marks a result complete for a modern-era client.
-func withResultType(result []byte, modern bool) []byte {
-	if !modern || len(result) < 2 {
-		return result
+func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
+	if env.Method == "initialize" && s.bridgeable() && !s.hs.initDecided && s.hs.initID == nil {
+		s.hs.initID = bytes.Clone(env.ID)
 	}
-	if len(result) == 2 {
-		return []byte(`{"resultType":"complete"}`)
-	}
-	return append([]byte(`{"resultType":"complete",`), result[1:]...)
-}
-
-// legacyEra: the session is the initialize handshake and its state.
-type legacyEra struct{}
-
-func (legacyEra) ready(s *session, c *child) bool {
-	return s.initReq != nil && s.clientInit && !s.selfInit || c != nil && s.childInit && s.clientInit
-}
-
-func (legacyEra) established(_ *session, p *Port) bool { return p.initialized }
-
-func (legacyEra) replay(s *session, rt *router, _ int) [][]byte {
-	var out [][]byte
-	if s.clientInit {
-		out = append(out, wire.Request(nil, "notifications/initialized", nil))
-	}
-	if s.logLevel != nil {
-		out = append(out, wire.Request(rt.newID(""), "logging/setLevel", s.logLevel))
-	}
-	for _, u := range slices.Sorted(maps.Keys(s.subs)) {
-		out = append(out, wire.Request(rt.newID(""), "resources/subscribe", s.subs[u]))
-	}
-	return out
-}
-
-func (legacyEra) listChanged(_ *session, p *Port, kinds []string) []item {
-	if !p.initialized {
-		return nil
-	}
-	var out []item
-	for _, k := range kinds {
-		out = append(out, item{msg: wire.Request(nil, "notifications/"+k+"/list_changed", nil)})
-	}
-	return out
-}
-
-// modernEra: the session is the open subscriptions/listen streams.
-type modernEra struct{}
-
-func (modernEra) ready(s *session, _ *child) bool { return s.lastMeta != nil }
-
-func (modernEra) established(s *session, p *Port) bool {
-	for _, l := range s.listens {
-		if l.port == p {
-			return true
-		}
-	}
-	return false
-}
-
-func (modernEra) replay(s *session, rt *router, gen int) [][]byte {
-	var out [][]byte
-	for _, k := range slices.Sorted(maps.Keys(s.listens)) {
-		l := s.listens[k]
-		l.awaitingAck = true
-		if l.port != nil {
-			rt.track(l.port, k, &pending{kind: kindListen, gen: gen, method: "subscriptions/listen", port: l.port, clientID: l.clientID})
-		}
-		out = append(out, l.msg)
-	}
-	return out
-}
-
-func (modernEra) listChanged(s *session, p *Port, kinds []string) []item {
-	var out []item
-	for _, key := range slices.Sorted(maps.Keys(s.listens)) {
-		l := s.listens[key]
-		if l.port != p {
-			continue
-		}
-		id := l.replyID(key)
-		for _, k := range kinds {
-			if k == "tools" && l.tools || k == "prompts" && l.prompts || k == "resources" && l.resources {
-				params := map[string]any{"_meta": map[string]json.RawMessage{mcp.MetaKeySubscriptionID: json.RawMessage(id)}}
-				out = append(out, item{msg: wire.Request(nil, "notifications/"+k+"/list_changed", mustJSON(params)), rel: id})
+	if env.Method == "tools/call" && !s.r.cfg.NoOwnTools {
+		switch toolName(env.Params) {
+		case s.r.cfg.Tool:
+			s.startRecompile(env)
+			return
+		case s.r.cfg.CallTool:
+			if s.r.cfg.CallTool != "" {
+				msg, env = rewriteCallTool(msg, env)
 			}
 		}
 	}
-	return out
+	s.dispatch(msg, env)
+}
+
+// dispatch sends a request where the session's phase says: to the child,
+// to the hold queue, or to mcpflow's own answers. s.mu is held.
+func (s *Session) dispatch(msg []byte, env wire.Envelope) {
+	switch s.phase {
+	case phaseHold:
+		if s.r.starting() && s.firstAnswer(msg, env) {
+			return
+		}
+		s.hold(msg, env)
+	case phaseDown:
+		if env.Method == "tools/call" && s.r.buildingFirst() {
+			s.hold(msg, env) // a call waits for the first build
+			return
+		}
+		s.answerDown(msg, env)
+	case phaseUp:
+		if s.probeFirst(env) {
+			s.hold(msg, env)
+			return
+		}
+		s.forward(msg, env)
+	}
+}
+
+func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
+	switch env.Method {
+	case "notifications/initialized":
+		if s.hs.selfInit && s.phase != phaseUp {
+			return // mcpflow answered initialize: it is replayed to the child
+		}
+	case "notifications/cancelled":
+		id := jsonscan.Member(env.Params, "requestId")
+		if cancel, ok := s.recompiles[string(id)]; ok {
+			cancel()
+			return
+		}
+		if s.held.remove(id) {
+			return // canceled while held: it is never sent
+		}
+		key, pd, ok := s.ids.byClient(id)
+		if !ok {
+			s.r.log.Debug("dropped a cancel for a request that is not in flight", "id", string(id))
+			return
+		}
+		s.ids.forget(key)
+		if c := s.child; c != nil && c.gen == pd.gen && s.phase != phaseDown {
+			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && key != string(id) {
+				msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(key))
+			}
+			c.send(msg)
+		}
+		return
+	}
+	switch s.phase {
+	case phaseHold:
+		s.hold(msg, env)
+	case phaseUp:
+		s.child.send(msg)
+	}
+}
+
+// clientResponse maps the client's answer to a request of the child's
+// back to the child that asked, if it is still the session's.
+func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
+	sr, ok := s.ids.mapBack(string(env.ID))
+	if !ok {
+		s.r.log.Warn("dropped a client response to an unknown request id", "id", string(env.ID))
+		return
+	}
+	if c := s.child; c == nil || c.gen != sr.gen || c.exited() {
+		s.r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", string(env.ID))
+		return
+	}
+	s.child.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
+}
+
+// reply answers one of the client's requests (msg carries its id). s.mu
+// is held.
+func (s *Session) reply(id, msg []byte) {
+	if s.hs.initID != nil && bytes.Equal(id, s.hs.initID) {
+		// Its initialize is answered: what it held back goes on.
+		s.hs.initID, s.hs.initDecided = nil, true
+		defer s.flush()
+	}
+	if !s.st.InFlight(id) {
+		return // answered already, or canceled by the client
+	}
+	s.st.Answered(id)
+	s.out.Send(msg, id)
+}
+
+// deliver sends the client a message that is no answer; rel is the
+// client's id of the request it belongs to. s.mu is held.
+func (s *Session) deliver(msg, rel []byte) {
+	if s.phase != phaseClosed {
+		s.out.Send(msg, rel)
+	}
+}
+
+// hold keeps a client message until a child can take it.
+func (s *Session) hold(msg []byte, env wire.Envelope) {
+	switch s.held.add(msg, env, time.Now()) {
+	case duplicate:
+		s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextInFlight, nil))
+	case full:
+		s.r.log.Warn("queue full; refused a message", "method", env.Method)
+		if env.IsRequest() {
+			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(s.held.len(), s.held.bytes), nil))
+		}
+	case held:
+		if s.held.len() == 1 {
+			time.AfterFunc(s.r.cfg.Queue.Timeout, s.expire)
+		}
+	}
+}
+
+// expire answers the held requests that waited longer than the queue's
+// timeout.
+func (s *Session) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	building := s.r.buildingFirst()
+	for _, m := range s.held.expire(time.Now().Add(-s.r.cfg.Queue.Timeout)) {
+		switch {
+		case !m.env.IsRequest():
+		case building:
+			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Rebuild)), true, nil, s.modern())))
+		default:
+			s.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(s.r.cfg.Queue.Timeout), nil))
+		}
+	}
+	if s.held.len() > 0 {
+		time.AfterFunc(s.r.cfg.Queue.Timeout/4, s.expire)
+	}
+}
+
+// flush dispatches the held messages in order. s.mu is held. A message
+// that finds the session holding again is held again, in order.
+func (s *Session) flush() {
+	for _, m := range s.held.take() {
+		switch {
+		case s.phase == phaseHold || s.phase == phaseClosed:
+			s.held.put(m)
+		case s.bridge != nil:
+			s.bridge.Send(m.msg)
+		case s.hs.initID != nil && !bytes.Equal(m.env.ID, s.hs.initID):
+			s.held.put(m)
+		case m.env.IsRequest():
+			s.dispatch(m.msg, m.env)
+		case m.env.IsNotification():
+			s.clientNotification(m.msg, m.env)
+		}
+	}
+}
+
+// modern reports whether the client speaks 2026-07-28. s.mu is held.
+func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
+
+// bridgeable reports whether the session could go to the era bridge.
+func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
+
+// goDown answers the session alone from now on, saying report (its child
+// is gone, or none may start).
+func (s *Session) goDown(report string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down(report)
+}
+
+// down answers the session alone: held requests are answered, and the
+// client is told its lists are empty but for mcpflow's tools. s.mu is
+// held.
+func (s *Session) down(report string) {
+	if s.phase == phaseClosed {
+		return
+	}
+	s.phase, s.report = phaseDown, report
+	s.flush()
+	s.announce(emptyViews())
+}
+
+func (s *Session) setWaiting(w bool) {
+	s.mu.Lock()
+	s.waiting = w
+	s.mu.Unlock()
+}
+
+func (s *Session) waitsForSlot() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting
+}
+
+// bridged reports whether the session went to the era bridge.
+func (s *Session) bridged() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bridge != nil
+}
+
+// Close ends the session: its child is stopped (its requests in flight
+// are the front's to answer), its held messages dropped, nothing more is
+// delivered once Close returns but for a delivery under way that the
+// client does not take within closeWait.
+func (s *Session) Close() {
+	s.mu.Lock()
+	if s.phase == phaseClosed {
+		s.mu.Unlock()
+		return
+	}
+	s.phase = phaseClosed
+	c, br := s.child, s.bridge
+	s.child = nil
+	for id, cancel := range s.recompiles {
+		cancel()
+		delete(s.recompiles, id)
+	}
+	s.held.take()
+	s.mu.Unlock()
+	s.closeLocal()
+	if br != nil {
+		br.Close()
+	}
+	if c != nil {
+		c.stop(min(s.r.cfg.Child.StopTimeout, shutdownStep), s.r.ctx)
+	}
+	s.r.remove(s)
+}
+
+// closeLocal stops deliveries: at most closeWait for one under way.
+func (s *Session) closeLocal() {
+	s.out.Drop()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-s.out.Done():
+	case <-t.C:
+		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	}
+}
+
+// closeWait bounds how long Close waits for a delivery under way.
+const closeWait = 2 * time.Second
+
+func toolName(params []byte) string {
+	v := jsonscan.Member(params, "name")
+	if len(v) == 0 || v[0] != '"' {
+		return ""
+	}
+	s, _ := jsonscan.Unquote(v)
+	return s
+}
+
+// plainID reports whether any peer echoes the request id back byte for
+// byte: a string of printable ASCII with nothing an encoder escapes
+// (quotes, backslashes, and <, > and &, which Go escapes), not of
+// mcpflow's own namespace, or an integer that a float64 holds exactly.
+// Other ids reach the child as one of the relay's.
+func plainID(id []byte) bool {
+	if id[0] == '"' {
+		if strings.HasPrefix(string(id), `"mcpflow:r`) || strings.HasPrefix(string(id), `"mcpflow:s`) {
+			return false
+		}
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c > 0x7e || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	digits := id
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && (len(digits) > 1 || id[0] == '-') {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

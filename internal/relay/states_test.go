@@ -377,9 +377,7 @@ func TestFirstBuildFailsWhileCallHeld(t *testing.T) {
 		called <- fmt.Sprint(text, isErr, err)
 	}()
 	testkit.Eventually(t, 20*time.Second, "the tool call to be held for the first build", func() bool {
-		h.r.sw.mu.Lock()
-		defer h.r.sw.mu.Unlock()
-		return h.r.sw.held.len() == 1
+		return only(h.r).heldLen() == 1
 	})
 	h.r.NoteBuild(result.Build{Trigger: "startup", Err: errors.New("exit status 1"), Errors: "main.go:3:1: undefined: undefinedThing"})
 	if got := <-called; !strings.Contains(got, "undefinedThing") || !strings.Contains(got, "build failed") {

@@ -1,192 +1,131 @@
 package relay
 
 import (
-	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Stats is what the relay is doing now, for a person (mcpflow status).
 type Stats struct {
 	// State is "starting" (the first server is not up yet, its build
-	// running or not begun), "running",
-	// "restarting", "crashed" (the server exited on its own and none runs),
-	// "down" (no server runs: a failed build or start) or "stopped" (Serve
-	// returned).
+	// running or not begun), "running", "restarting", "crashed" (the
+	// server exited on its own and none runs), "down" (no server runs: a
+	// failed build or start) or "stopped" (closed).
 	State    string
-	Gen      int       // the current (or last) child's generation, from 1; 0 before the first
-	Pid      int       // the running child's process id; 0 when none runs
-	Started  time.Time // when the running child started; zero when none runs
-	Restarts int       // children started after the first
+	Gen      int       // the last child's generation, from 1; 0 before the first
+	Pid      int       // the most recently active session's child (an HTTP server's process); 0 when none runs
+	Started  time.Time // when that process started; zero when none runs
+	Children int       // processes of the server running now
+	Sessions int       // client sessions open
+	Restarts int       // restarts (a build's, or after a crash) after the first start
 	Crashes  int       // times a child exited on its own
-	Served   uint64    // tools/call requests answered (by the server or by the relay)
+	Served   uint64    // tools/call requests answered (by the server or by mcpflow)
 	InFlight int       // tools/call requests waiting for an answer, held ones included
-	// Tools is how many tools the server lists (the relay's own not
-	// counted), as of its last tools/list; ToolsKnown is false until one
-	// was seen.
+	// Tools is how many tools the server lists (mcpflow's own not
+	// counted), as of the last list read; ToolsKnown is false until one
+	// was.
 	Tools      int
 	ToolsKnown bool
-	Client     ClientStats
+	Client     wire.ClientInfo // the most recently active session's client
 }
 
-// ClientStats is the client as its messages describe it.
-type ClientStats struct {
-	Name     string // clientInfo.name; "" until the client said
-	Version  string // clientInfo.version
-	Protocol string // the protocol revision it asked for
-	Era      string // "legacy" | "modern"; "" until decided
-}
-
-// relayStats holds the counters Stats reports that the relay's state does
-// not already hold. Its mutex is a leaf: it may be taken with sw.mu held,
-// never the reverse.
-type relayStats struct {
-	mu         sync.Mutex
-	served     uint64
-	crashes    int
-	crashed    bool // the last child exited on its own
-	tools      int
-	toolsKnown bool
-	toolsPage  int // tools on the earlier pages of a paginated tools/list
+// counters are the figures Stats reports that the relay's state does not
+// hold. Their lock is a leaf.
+type counters struct {
+	mu      sync.Mutex
+	served  uint64
+	crashes int
+	crashed bool // the last child exited on its own
+	// junkWarned: a line of a child's stdout that is no message was
+	// warned of; the next ones are logged at debug level.
+	junkWarned atomic.Bool
 }
 
 // answered notes a child's answer to a client request of this kind.
-func (s *relayStats) answered(k kind, result []byte) {
-	switch k {
-	case kindToolsList:
-		s.toolsListed(result)
-	case kindToolsCall:
-		s.callServed()
+func (c *counters) answered(k kind, _ []byte) {
+	if k == kindToolsCall {
+		c.callServed()
 	}
 }
 
 // callServed counts a tools/call answered.
-func (s *relayStats) callServed() {
-	s.mu.Lock()
-	s.served++
-	s.mu.Unlock()
+func (c *counters) callServed() {
+	c.mu.Lock()
+	c.served++
+	c.mu.Unlock()
 }
 
 // event notes what an Event says, as it is posted.
-func (s *relayStats) event(ev Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (c *counters) event(ev Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	switch ev.Kind {
-	case Starting:
-		s.crashed = false
+	case Starting, Up:
+		c.crashed = false
 	case Crashed:
-		s.crashes++
-		s.crashed = true
-	case Up:
-		if r := ev.Restart; r != nil && (r.Tools.Known || len(r.Tools.Current) > 0) {
-			s.tools, s.toolsKnown, s.toolsPage = len(r.Tools.Current), true, 0
-		}
+		c.crashes++
+		c.crashed = true
 	}
-}
-
-// toolsListed counts the tools of one page of a child's tools/list
-// result; the last page (no nextCursor) sets the count.
-func (s *relayStats) toolsListed(result []byte) {
-	var page struct {
-		Tools      []json.RawMessage `json:"tools"`
-		NextCursor string            `json:"nextCursor"`
-	}
-	if json.Unmarshal(result, &page) != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if page.NextCursor != "" {
-		s.toolsPage += len(page.Tools)
-		return
-	}
-	s.tools, s.toolsKnown, s.toolsPage = s.toolsPage+len(page.Tools), true, 0
 }
 
 // Stats reports what the relay is doing now. It is safe to call at any
-// time, from any goroutine, also before Serve and after it returns.
+// time, from any goroutine.
 func (r *Relay) Stats() Stats {
-	sw := r.sw
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	st := Stats{Gen: sw.gen}
-	if p := sw.latestPort(); p != nil {
-		st.Client = p.client
-	}
-	if sw.gen > 1 {
-		st.Restarts = sw.gen - 1
-	}
-	if c := sw.child; c != nil && !c.exited() {
-		st.Pid, st.Started = c.pid, c.started
-	}
-	for _, p := range sw.ids.pending {
-		if p.kind == kindToolsCall {
-			st.InFlight++
+	var st Stats
+	var newest time.Time
+	down := false // the most recently active session is answered alone
+	for _, s := range r.openSessions() {
+		s.mu.Lock()
+		st.Sessions++
+		if c := s.child; c != nil && c.own && !c.exited() {
+			st.Children++
 		}
-	}
-	st.InFlight += len(sw.recompiles)
-	for _, q := range sw.held.q {
-		if q.env.Method == "tools/call" {
-			st.InFlight++
+		if s.seen.After(newest) || newest.IsZero() {
+			newest, st.Client, down = s.seen, s.st.Client, s.phase == phaseDown
+			if c := s.child; c != nil && !c.p.exited() {
+				st.Pid, st.Started = c.p.pid, c.p.started
+			}
 		}
+		for _, pd := range s.ids.pending {
+			if pd.kind == kindToolsCall {
+				st.InFlight++
+			}
+		}
+		st.InFlight += len(s.recompiles)
+		for _, q := range s.held.q {
+			if q.env.Method == "tools/call" {
+				st.InFlight++
+			}
+		}
+		s.mu.Unlock()
 	}
-	s := &sw.stats
-	s.mu.Lock()
-	st.Served, st.Crashes, st.Tools, st.ToolsKnown = s.served, s.crashes, s.tools, s.toolsKnown
-	crashed := s.crashed
-	s.mu.Unlock()
-	switch sw.state {
-	case stateStarting:
-		st.State = "starting"
-	case stateUp:
-		st.State = "running"
-	case stateRestarting:
-		st.State = "restarting"
-	case stateDown:
+	r.mu.Lock()
+	st.Gen = r.gen
+	st.Restarts = max(r.starts-1, 0)
+	if srv := r.server; srv != nil && !srv.exited() {
+		st.Pid, st.Started, st.Children = srv.pid, srv.started, 1
+	}
+	st.Tools, st.ToolsKnown = r.known.count, r.known.known
+	st8, gen, lastFailed := r.state, r.gen, r.health.lastBuildFailed
+	r.mu.Unlock()
+	r.stats.mu.Lock()
+	st.Served, st.Crashes = r.stats.served, r.stats.crashes
+	crashed := r.stats.crashed
+	r.stats.mu.Unlock()
+	st.State = map[state]string{stateStarting: "starting", stateUp: "running", stateRestarting: "restarting", stateClosed: "stopped"}[st8]
+	if st8 == stateDown || st8 == stateUp && down {
 		switch {
 		case crashed:
 			st.State = "crashed"
-		case sw.gen == 0 && !sw.health.lastBuildFailed:
-			st.State = "starting" // the first build outlasted StartupGrace
+		case gen == 0 && !lastFailed:
+			st.State = "starting" // the first build outlasted the client's grace
 		default:
 			st.State = "down"
 		}
-	case stateClosed:
-		st.State = "stopped"
 	}
 	return st
 }
 
-// clientOf reads the client's name and protocol from a request that
-// decides era e: the initialize request (legacy) or the request's _meta
-// (modern).
-func clientOf(env wire.Envelope, e era) ClientStats {
-	var cs ClientStats
-	type info struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}
-	switch e {
-	case eraLegacy:
-		cs.Era = "legacy"
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      info   `json:"clientInfo"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		cs.Name, cs.Version, cs.Protocol = p.ClientInfo.Name, p.ClientInfo.Version, p.ProtocolVersion
-	case eraModern:
-		cs.Era = "modern"
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(jsonscan.Member(env.Params, "_meta"), &m)
-		var in info
-		_ = json.Unmarshal(m[mcp.MetaKeyClientInfo], &in)
-		_ = json.Unmarshal(m[mcp.MetaKeyProtocolVersion], &cs.Protocol)
-		cs.Name, cs.Version = in.Name, in.Version
-	}
-	return cs
-}

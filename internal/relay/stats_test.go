@@ -53,7 +53,7 @@ func TestStats(t *testing.T) {
 		if st.State != "running" || st.Gen != 1 || st.Pid != h.childPID() || st.Pid == 0 || st.Started.IsZero() || st.Restarts != 0 {
 			t.Fatalf("after start: %+v", st)
 		}
-		if c := st.Client; c.Name != "test-client" || c.Version != "1" || c.Era != era.Name || c.Protocol != era.Protocol {
+		if c := st.Client; c.Name != "test-client" || c.Version != "1" || c.Era.String() != era.Name || c.Protocol != era.Protocol {
 			t.Fatalf("client: %+v", c)
 		}
 		if !st.ToolsKnown || st.Tools != len(names)-1 { // recompile is the relay's

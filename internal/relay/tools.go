@@ -16,20 +16,18 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// toolset is the relay's own tools as the client sees them: their
-// definitions, spliced into the child's tools/list; the notices attached
-// to the next tools/call result; the recompile tool's accepted env
-// overrides. It has no lock: its owner's lock guards it.
-type toolset struct {
-	defs        []byte // the relay's tools, comma-separated JSON
-	overridable []string
-	notices     [numNotices]string // by kind; "" = none
-	notify      bool               // Config.Notices
-	env         map[string]string  // accepted env overrides
+// ownTools is mcpflow's own tools as a client sees them, spliced into
+// the child's tools/list: their definitions, made once.
+type ownTools struct {
+	defs []byte // comma-separated JSON; nil when Config.NoOwnTools
 }
 
-// noticeKind is what a notice is about: one of each at most is pending,
-// and it is withdrawn when it stops being true.
+// list is mcpflow's tools as tools/list lists them (none when
+// Config.NoOwnTools).
+func (t ownTools) list() []byte { return t.defs }
+
+// noticeKind is what a notice for the agent is about: one of each at most
+// is pending, and it is withdrawn when it stops being true.
 type noticeKind int
 
 const (
@@ -38,26 +36,19 @@ const (
 	numNotices
 )
 
-func newToolset(cfg *Config) *toolset {
-	return &toolset{defs: toolDefs(cfg), overridable: cfg.EnvOverridable, notify: cfg.Notices, env: map[string]string{}}
-}
+// notices are a session's notes for its agent, given on the next
+// tools/call result (Config.Notices). Its session's lock guards them.
+type notices [numNotices]string
 
-// notice sets the note of kind k for the agent, given on the next
-// tools/call result, when Config.Notices is on.
-func (t *toolset) notice(k noticeKind, text string) {
-	if t.notify {
-		t.notices[k] = text
+// set sets (text "" withdraws) the note of kind k, when on.
+func (n *notices) set(k noticeKind, text string, on bool) {
+	if on || text == "" {
+		n[k] = text
 	}
 }
 
-// clearNotice withdraws the note of kind k.
-func (t *toolset) clearNotice(k noticeKind) { t.notices[k] = "" }
-
-// clearNotices withdraws every note.
-func (t *toolset) clearNotices() { t.notices = [numNotices]string{} }
-
-// hasNotices reports whether a note is pending.
-func (t *toolset) hasNotices() bool { return t.notices != [numNotices]string{} }
+// clear withdraws every note.
+func (n *notices) clear() { *n = notices{} }
 
 // toolDefs is the JSON of the relay's own tools, comma-separated, ready to
 // be spliced into a tools array.
@@ -99,20 +90,20 @@ func toolDefs(cfg *Config) []byte {
 	return b
 }
 
-// startRecompile runs the recompile tool for port p's request env in the
-// background and answers the call when it is done. r.sw.mu is held.
-func (r *Relay) startRecompile(p *Port, env wire.Envelope) {
+// startRecompile runs the recompile tool for the client's request env
+// in the background and answers the call when it is done. s.mu is held.
+func (s *Session) startRecompile(env wire.Envelope) {
+	r := s.r
 	id := bytes.Clone(env.ID)
-	key := p.key(id)
-	modern := p.era == eraModern
-	if err := r.sw.tools.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
-		p.reply(id, wire.ResultResponse(id, toolResult(err.Error(), true, nil, modern)))
+	modern := s.modern()
+	if err := r.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
+		s.reply(id, wire.ResultResponse(id, toolResult(err.Error(), true, nil, modern)))
 		return
 	}
 	token := bytes.Clone(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
-	ctx, cancel := context.WithCancel(r.ctx)
-	r.sw.recompiles[key] = cancel
-	go func() {
+	ctx, cancel := context.WithCancel(context.WithValue(r.ctx, sessionKey{}, s))
+	s.recompiles[string(id)] = cancel
+	r.wg.Go(func() {
 		defer cancel()
 		var progress func(string)
 		if token != nil {
@@ -120,25 +111,26 @@ func (r *Relay) startRecompile(p *Port, env wire.Envelope) {
 			progress = func(msg string) {
 				n++
 				params := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
-				r.sw.mu.Lock()
-				if _, ok := r.sw.recompiles[key]; ok {
-					p.deliver(wire.Request(nil, "notifications/progress", mustJSON(params)), id)
+				s.mu.Lock()
+				if _, ok := s.recompiles[string(id)]; ok {
+					s.deliver(wire.Request(nil, "notifications/progress", mustJSON(params)), id)
 				}
-				r.sw.mu.Unlock()
+				s.mu.Unlock()
 			}
 		}
 		o := r.runRecompile(ctx, progress)
-		r.sw.mu.Lock()
-		defer r.sw.mu.Unlock()
-		text, isErr := texts.Outcome(o, r.cfg.rebuild(), r.sw.state == stateUp && r.sw.child != nil)
-		if _, ok := r.sw.recompiles[key]; !ok {
+		running := r.running()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		text, isErr := texts.Outcome(o, r.cfg.Rebuild, running && s.child != nil)
+		if _, ok := s.recompiles[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
-		r.sw.stats.callServed()
-		delete(r.sw.recompiles, key)
-		r.sw.tools.clearNotices() // the result says it all
-		p.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
-	}()
+		r.stats.callServed()
+		delete(s.recompiles, string(id))
+		s.notices.clear() // the result says it all
+		s.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
+	})
 }
 
 // runRecompile builds and restarts, through the Recompiler when there is
@@ -167,8 +159,9 @@ func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	return mustJSON(res)
 }
 
-// acceptEnv validates and stores the recompile tool's env overrides.
-func (t *toolset) acceptEnv(raw []byte) error {
+// acceptEnv validates and stores the recompile tool's env overrides, for
+// the next children.
+func (r *Relay) acceptEnv(raw []byte) error {
 	if raw == nil || string(raw) == "null" {
 		return nil
 	}
@@ -178,20 +171,22 @@ func (t *toolset) acceptEnv(raw []byte) error {
 	}
 	var refused []string
 	for k := range env {
-		if !slices.Contains(t.overridable, k) {
+		if !slices.Contains(r.cfg.EnvOverridable, k) {
 			refused = append(refused, k)
 		}
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
 		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(t.overridable) > 0 {
-			allowed = strings.Join(t.overridable, ", ")
+		if len(r.cfg.EnvOverridable) > 0 {
+			allowed = strings.Join(r.cfg.EnvOverridable, ", ")
 		}
 		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for k, v := range env {
-		t.env[k] = v
+		r.env[k] = v
 	}
 	return nil
 }
@@ -276,7 +271,5 @@ func (r *Relay) SetEnv(env map[string]string) error {
 	if err != nil {
 		return err
 	}
-	r.sw.mu.Lock()
-	defer r.sw.mu.Unlock()
-	return r.sw.tools.acceptEnv(raw)
+	return r.acceptEnv(raw)
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,7 +40,7 @@ func TestTransparencyEverythingServer(t *testing.T) {
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			r.Serve(context.Background(), wire.NewReader(c2rR, 0), r2cW)
+			_ = serve(context.Background(), r, c2rR, r2cW)
 			r2cW.Close()
 		}()
 		defer func() { c2rW.Close(); <-served }()

@@ -80,7 +80,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	h.r = relay.New(cfg)
 	transport := testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		return h.r.Serve(context.Background(), wire.NewReader(in, 0), out)
+		err := wire.Serve(context.Background(), wire.NewReader(in, 0), out, h.r, wire.ServeOptions{})
+		h.r.Close()
+		return err
 	})
 	start := func() {
 		if _, err := h.r.Restart(context.Background()); err != nil {

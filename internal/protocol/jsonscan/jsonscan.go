@@ -259,3 +259,31 @@ func FirstKey(obj []byte, keys ...string) string {
 	}
 	return ""
 }
+
+// Ambiguous reports whether the object obj names one of keys in a way
+// that peers read differently: twice (encoding/json keeps the last, a
+// scanner the first), or spelled in another case (encoding/json, and so
+// the Go SDK, matches member names case-insensitively; JSON.parse does
+// not). obj that is no object is not ambiguous.
+func Ambiguous(obj []byte, keys ...string) bool {
+	i := SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	var seen uint64 // keys found, by index (at most 64 keys)
+	amb := false
+	_, _ = Object(obj, i, func(k []byte, _, _ int) error {
+		for n, w := range keys {
+			if !bytes.EqualFold(k, []byte(w)) {
+				continue
+			}
+			if string(k) != w || seen&(1<<n) != 0 {
+				amb = true
+				return ErrFound
+			}
+			seen |= 1 << n
+		}
+		return nil
+	})
+	return amb
+}

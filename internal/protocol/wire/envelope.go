@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -26,7 +27,22 @@ type Envelope struct {
 	HasError bool   // Error != nil
 	Version  []byte // raw JSON of "jsonrpc" (`"2.0"`); nil when absent
 	IsArray  bool   // a batch: the other fields are unset
+	// Ambiguous: a member mcpflow acts on (the envelope's, params' or
+	// params._meta's, see Peek) is named twice or in another case, so
+	// that peers may read the message differently: it is refused
+	// (-32600), never acted on. An id named so is no id (ID nil): the
+	// refusal goes under null.
+	Ambiguous bool
 }
+
+// The members whose reading mcpflow acts on: the envelope's, those of
+// params and those of params._meta. A message that names one of them
+// twice, or in another case, is Ambiguous.
+var (
+	envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+	paramsKeys   = []string{"_meta", "requestId", "name", "uri", "cursor", "ref", "arguments", "protocolVersion", "clientInfo", "capabilities", "level", "notifications", "progressToken"}
+	metaKeys     = []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities, mcp.MetaKeySubscriptionID, mcp.MetaKeyLogLevel}
+)
 
 // IsRequest reports whether the message is a request (method and id).
 func (e *Envelope) IsRequest() bool { return e.Method != "" && e.ID != nil }
@@ -91,7 +107,16 @@ func Peek(msg []byte) (Envelope, error) {
 	if msg[i] != '{' {
 		return e, errNotObject
 	}
+	var seen [len(envelopeKeys)]bool
+	idAmbiguous := false
 	err := jsonscan.Members(msg, i, func(key []byte, vs, ve int) error {
+		for n, k := range envelopeKeys {
+			if bytes.EqualFold(key, []byte(k)) {
+				e.Ambiguous = e.Ambiguous || seen[n] || string(key) != k
+				idAmbiguous = idAmbiguous || k == "id" && (seen[n] || string(key) != k)
+				seen[n] = true
+			}
+		}
 		switch string(key) {
 		case "id":
 			e.ID = msg[vs:ve]
@@ -118,6 +143,13 @@ func Peek(msg []byte) (Envelope, error) {
 		}
 		return nil
 	})
+	if idAmbiguous {
+		e.ID, e.IDStart, e.IDEnd = nil, 0, 0 // no id to answer under
+	}
+	if err == nil {
+		e.Ambiguous = e.Ambiguous || jsonscan.Ambiguous(e.Params, paramsKeys...) ||
+			jsonscan.Ambiguous(jsonscan.Member(e.Params, "_meta"), metaKeys...)
+	}
 	return e, err
 }
 

@@ -232,8 +232,8 @@ func FuzzPeek(f *testing.F) {
 			return
 		}
 		e, err := Peek(b)
-		if err != nil || e.IsArray {
-			return
+		if err != nil || e.IsArray || e.Ambiguous {
+			return // refused, never acted on
 		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -255,4 +255,29 @@ func FuzzPeek(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPeekAmbiguous(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"methoD":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"\u006dethod":"ping"}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"requestId":2}}`, true},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestID":1}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":1,"progressToken":2}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"id":1,"id":2}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`, false},
+	} {
+		e, err := Peek([]byte(c.msg))
+		if err != nil {
+			t.Fatalf("%s: %v", c.msg, err)
+		}
+		if e.Ambiguous != c.want {
+			t.Errorf("%s: Ambiguous = %v, want %v", c.msg, e.Ambiguous, c.want)
+		}
+	}
 }

@@ -135,48 +135,42 @@ func (w *deliverWriter) stop() {
 	w.mu.Unlock()
 }
 
-// queue is a Stream of the messages pushed to it, in order, never
-// blocking the pusher; Next returns io.EOF once it is closed and empty.
+// queue is a Stream of the messages pushed to it, in order, bounded:
+// push waits while queueLen messages wait to be read (back-pressure), and
+// returns at once once the queue is closed; Next returns io.EOF once it is
+// closed and empty.
 type queue struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	msgs   [][]byte
-	closed bool
+	ch     chan []byte
+	closed chan struct{}
+	once   sync.Once
 }
 
+// queueLen bounds the messages a queue holds.
+const queueLen = 16
+
 func newQueue() *queue {
-	q := &queue{}
-	q.cond = sync.NewCond(&q.mu)
-	return q
+	return &queue{ch: make(chan []byte, queueLen), closed: make(chan struct{})}
 }
 
 func (q *queue) push(msg []byte) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.closed {
-		q.msgs = append(q.msgs, msg)
-		q.cond.Signal()
+	select {
+	case q.ch <- msg:
+	case <-q.closed:
 	}
 }
 
-func (q *queue) close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	q.cond.Broadcast()
-}
+func (q *queue) close() { q.once.Do(func() { close(q.closed) }) }
 
 func (q *queue) Next() ([]byte, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.msgs) == 0 && !q.closed {
-		q.cond.Wait()
+	select {
+	case msg := <-q.ch:
+		return msg, nil
+	case <-q.closed:
+		select {
+		case msg := <-q.ch:
+			return msg, nil
+		default:
+			return nil, io.EOF
+		}
 	}
-	if len(q.msgs) == 0 {
-		return nil, io.EOF
-	}
-	msg := q.msgs[0]
-	q.msgs[0] = nil
-	q.msgs = q.msgs[1:]
-	return msg, nil
 }

@@ -1,10 +1,5 @@
 package wire
 
-import (
-	"io"
-	"os/exec"
-)
-
 // The two seams every part of mcpflow meets at, both message-level: a
 // message is one whole JSON-RPC object, valid JSON in valid UTF-8 (a
 // framer checked it), without a trailing newline.
@@ -70,22 +65,15 @@ type ClientFunc func(msg, rel []byte)
 // Deliver calls f.
 func (f ClientFunc) Deliver(msg, rel []byte) { f(msg, rel) }
 
-// Link carries the messages between mcpflow and one child process: its
-// stdin and stdout (the default, relay's), or a Streamable HTTP connection
-// to the URL it serves (internal/transport/httpmcp). A Link serves one start of the
-// process.
+// Link carries the messages between one client session and its child:
+// the stdin and stdout of a process of its own (relay's), or an HTTP
+// session on a server that serves Streamable HTTP
+// (internal/transport/httpmcp).
 //
 // Contract:
-//   - Attach is called before the process starts. It sets the command's
-//     Stdin, Stdout and Stderr (and may add to its Env) and returns logs:
-//     the lines the process writes for a person (its stderr; an HTTP
-//     server's stdout too), whose tail goes into crash reports. logs ends
-//     once the process's output ends.
-//   - Start is called once after the start: with a nil error the process
-//     runs, and the link begins carrying messages, each message from the
-//     child going to rcv in the order it arrived, one call at a time; with
-//     an error the process did not start, and the link frees what Attach
-//     made.
+//   - Start is called once: the link begins carrying messages, each
+//     message from the child going to rcv in the order it arrived, one
+//     call at a time.
 //   - Send queues one message for the child. It never blocks on the child.
 //     A request sent either gets the child's answer through rcv or, when
 //     the link cannot carry it while the process keeps running (an HTTP
@@ -100,18 +88,13 @@ func (f ClientFunc) Deliver(msg, rel []byte) { f(msg, rel) }
 //   - Kind names the transport in the log ("stdio", "http"). A stdio child
 //     is given time to exit at the end of its input before SIGTERM; any
 //     other kind gets SIGTERM once its link is closed.
-//   - Waiting says what keeps the link from reaching the server (an HTTP
-//     server that does not answer at its URL yet), naming the command and
-//     where it waits; "" once nothing does.
 type Link interface {
-	Attach(cmd *exec.Cmd) (logs io.ReadCloser, err error)
-	Start(started error, rcv LinkReceiver)
+	Start(rcv LinkReceiver)
 	Send(msg []byte)
 	Close()
 	Done() <-chan struct{}
 	Kind() string
 	Lost() string
-	Waiting() string
 }
 
 // LinkReceiver is told what a child sends, one call at a time, in order.

@@ -10,34 +10,43 @@ import (
 // Swap is an Opener whose serving side can be replaced while its clients'
 // sessions stay open (mcpflow's own settings changed, or a broken config
 // was fixed): the client keeps its session and its conversation, and is
-// told that its lists changed.
+// told that its lists changed. It is where a client first meets the
+// engine, so it refuses a request whose id is of mcpflow's own namespace
+// (ReservedPrefix).
 //
 // Contract:
-//   - Each session keeps what its client said to set the session up — its
-//     legacy handshake (initialize, notifications/initialized), its last
-//     logging/setLevel, its open subscriptions/listen requests — and
-//     Replace replays it into a session of the new Opener: the handshake
-//     and setLevel under ids of Swap's own, whose answers the client never
-//     sees; the listens as the client wrote them, so that their streams
-//     go on.
-//   - Then the old session is closed: the requests it still had in flight
-//     get their one answer from it (an error: mcpflow changed what
-//     serves), but not the listens moved to the new one.
-//   - Then the client gets notifications/tools, prompts and
-//     resources/list_changed (on its listen stream when it has one).
+//   - Each session keeps the client's State, and Replace replays it
+//     (State.Replay) into a session of the new Opener: the handshake,
+//     setLevel and subscriptions under ids of Swap's own, whose answers
+//     the client never sees; the listens as the client wrote them, so
+//     that their streams go on there.
+//   - Every request in flight gets exactly one answer: those sent before
+//     the move are answered by the old session, which is closed once they
+//     are (at most Drain later); those it has not answered by then are
+//     answered by Swap (TextMoved). Listens moved to the new session are
+//     answered there.
+//   - Then the client is told its lists changed (State.ListChanged).
 //   - A message the client sends goes to the session current when it is
 //     sent; Replace and Send are serialized per session.
 type Swap struct {
+	// Drain bounds how long the old engine may take to answer the
+	// requests in flight at a Replace; 0 = DefaultDrain.
+	Drain time.Duration
+
 	mu       sync.Mutex
 	cur      Opener
 	sessions map[*swapSession]struct{}
 	seq      int
 }
 
-// swapPrefix starts the ids of Swap's own requests. It is not
-// "mcpflow:", which the engines reserve for theirs and refuse from a
-// client; a client's request with this prefix is refused here.
-var swapPrefix = []byte(`"mcpflow-swap:`)
+// DefaultDrain is Swap's default Drain.
+const DefaultDrain = 10 * time.Second
+
+// TextMoved answers a request the old engine did not answer in time.
+const TextMoved = "mcpflow: its settings changed (mcpflow.toml) and the server was restarted with them before it answered this request; send it again"
+
+// TextReserved refuses a client's request that uses mcpflow's ids.
+const TextReserved = `Invalid Request: ids starting with "mcpflow:" are mcpflow's own`
 
 // NewSwap serves o until Replace.
 func NewSwap(o Opener) *Swap {
@@ -46,21 +55,20 @@ func NewSwap(o Opener) *Swap {
 
 // Open opens the client's session on the current Opener.
 func (w *Swap) Open(c Client) Session {
-	s := &swapSession{w: w, c: c, listens: map[string][]byte{}}
-	s.client = &swapClient{s: s, drop: map[string]bool{}}
+	s := &swapSession{w: w, c: c}
 	s.mu.Lock() // a Replace now waits for the session to be open
 	defer s.mu.Unlock()
 	w.mu.Lock()
 	o := w.cur
 	w.sessions[s] = struct{}{}
 	w.mu.Unlock()
+	s.client = &swapClient{s: s, moved: map[string]bool{}}
 	s.cur = o.Open(s.client)
 	return s
 }
 
 // Replace moves every open session, and those opened later, to o (see
-// Swap). The caller closes the old Opener's engine afterwards, once
-// Replace returned.
+// Swap). The caller closes the old Opener's engine once Replace returned.
 func (w *Swap) Replace(o Opener) {
 	w.mu.Lock()
 	w.cur = o
@@ -69,22 +77,26 @@ func (w *Swap) Replace(o Opener) {
 		sessions = append(sessions, s)
 	}
 	w.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range sessions {
-		s.move(o)
+		wg.Go(func() { s.move(o) })
 	}
+	wg.Wait()
 }
 
 func (w *Swap) newID() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seq++
-	return []byte(string(swapPrefix) + strconv.Itoa(w.seq) + `"`)
+	return []byte(`"mcpflow:w` + strconv.Itoa(w.seq) + `"`)
 }
 
 // swapSession is one client's session through a Swap. mu serializes
-// Send, move and Close; lmu guards what Deliver reads (never held while
-// calling out), so that a session's back-pressure on Send cannot wait on
-// a Deliver that waits on mu.
+// Send, move and Close and guards the current session; stmu guards the
+// State and the clients' fields, and is never held while calling out, so
+// that a session that delivers while it is sent to cannot wait on mu.
+// dmu makes deliveries one at a time (the old and the new session may
+// both deliver during a move).
 type swapSession struct {
 	w *Swap
 	c Client
@@ -93,155 +105,169 @@ type swapSession struct {
 	cur    Session
 	client *swapClient // cur's
 	closed bool
-	init   []byte // the client's initialize params (legacy); nil when none
-	inited bool   // notifications/initialized came
-	level  []byte // the params of the last logging/setLevel; nil when none
 
-	lmu     sync.Mutex
-	listens map[string][]byte // the open subscriptions/listen requests, by raw id
+	stmu sync.Mutex
+	st   State
+
+	dmu sync.Mutex
 }
 
-// swapClient is how one Opener's session delivers to the client: the
-// answers to Swap's own ids (replayed) are dropped, and so are those to
-// the ids in drop (the listens moved away from this session). A message
-// is read only while there is something to drop or a listen to forget:
-// otherwise it passes untouched (a large result is not scanned again).
+// swapClient is how one engine session delivers to the client: answers
+// to Swap's own ids are dropped (await is told of the one it waits for),
+// and so are the answers to the listens moved away from it.
 type swapClient struct {
-	s        *swapSession
-	drop     map[string]bool // guarded by s.lmu
-	replays  int             // Swap's own requests sent, not yet answered; guarded by s.lmu
-	await    string          // the replayed initialize's id; guarded by s.lmu
-	answered chan struct{}   // closed when it is answered
+	s     *swapSession
+	moved map[string]bool // listens moved away; guarded by s.stmu
+	await string          // a replayed initialize's id; guarded by s.stmu
+	got   chan struct{}   // closed when it is answered
 }
 
 func (sc *swapClient) Deliver(msg, rel []byte) {
-	sc.s.lmu.Lock()
-	inspect := sc.replays > 0 || len(sc.drop) > 0 || len(sc.s.listens) > 0
-	sc.s.lmu.Unlock()
-	if !inspect {
-		sc.s.c.Deliver(msg, rel)
-		return
-	}
-	if env, err := Peek(msg); err == nil && env.IsResponse() {
-		id := string(env.ID)
-		if bytes.HasPrefix(env.ID, swapPrefix) {
-			sc.s.lmu.Lock()
-			sc.replays--
-			if id == sc.await {
-				close(sc.answered)
-				sc.await = ""
+	s := sc.s
+	if IsResponse(msg) {
+		env, err := Peek(msg)
+		if err == nil {
+			id := string(env.ID)
+			s.stmu.Lock()
+			switch {
+			case bytes.HasPrefix(env.ID, []byte(`"mcpflow:w`)):
+				if id == sc.await {
+					close(sc.got)
+					sc.await = ""
+				}
+				s.stmu.Unlock()
+				return
+			case sc.moved[id] || !s.st.InFlight(env.ID):
+				s.stmu.Unlock()
+				return // moved away, answered already, or never asked
 			}
-			sc.s.lmu.Unlock()
-			return
-		}
-		sc.s.lmu.Lock()
-		drop := sc.drop[id]
-		if !drop {
-			delete(sc.s.listens, id)
-		}
-		sc.s.lmu.Unlock()
-		if drop {
-			return
+			s.st.Answered(env.ID)
+			s.stmu.Unlock()
 		}
 	}
-	sc.s.c.Deliver(msg, rel)
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	s.c.Deliver(msg, rel)
 }
 
 func (s *swapSession) Send(msg []byte) {
 	env, err := Peek(msg)
+	if err != nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	if err == nil && env.IsRequest() && bytes.HasPrefix(env.ID, swapPrefix) {
-		go s.c.Deliver(ErrorResponse(env.ID, CodeInvalidRequest, `Invalid Request: ids starting with "mcpflow-swap:" are mcpflow's own`, nil), env.ID)
+	if env.IsRequest() && Reserved(env.ID) {
+		go s.deliver(ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil), env.ID)
 		return
 	}
-	if err == nil {
-		switch {
-		case env.Method == "initialize" && env.IsRequest():
-			s.init = bytes.Clone(env.Params)
-		case env.Method == "notifications/initialized":
-			s.inited = true
-		case env.Method == "logging/setLevel" && env.IsRequest():
-			s.level = bytes.Clone(env.Params)
-		case env.Method == "subscriptions/listen" && env.IsRequest():
-			s.lmu.Lock()
-			s.listens[string(env.ID)] = bytes.Clone(msg)
-			s.lmu.Unlock()
+	s.stmu.Lock()
+	answer, refused := s.st.Note(msg, env)
+	s.stmu.Unlock()
+	if refused {
+		if answer != nil {
+			go s.deliver(answer, env.ID)
 		}
+		return
 	}
 	s.cur.Send(msg)
 }
 
-// handshakeWait bounds Replace's wait for the answer to a replayed
-// initialize, before the rest of the session's setup follows it.
+func (s *swapSession) deliver(msg, rel []byte) {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	s.c.Deliver(msg, rel)
+}
+
+// handshakeWait bounds the wait for the answer to a replayed initialize
+// before the rest of the session's setup follows it.
 const handshakeWait = time.Minute
 
-// move replays the session's setup into a session of o, makes it the
-// current one and closes the old one (see Swap). What the client sends
-// while the new session's handshake is answered still goes to the old
-// one, which serves until then.
+// move replays the session into a session of o, makes it the current
+// one, then lets the old one answer what it has in flight (see Swap).
 func (s *swapSession) move(o Opener) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	init := s.init
-	s.mu.Unlock()
-
-	next := &swapClient{s: s, drop: map[string]bool{}}
+	next := &swapClient{s: s, moved: map[string]bool{}}
 	sess := o.Open(next)
-	if init != nil {
-		id := s.w.newID()
-		answered := make(chan struct{})
-		s.lmu.Lock()
-		next.await, next.answered = string(id), answered
-		next.replays++
-		s.lmu.Unlock()
-		sess.Send(Request(id, "initialize", init))
+	s.stmu.Lock()
+	replay := s.st.Replay(s.w.newID)
+	var got chan struct{}
+	if len(replay) > 0 && s.st.Init != nil {
+		env, _ := Peek(replay[0])
+		next.await, next.got = string(env.ID), make(chan struct{})
+		got = next.got
+	}
+	s.stmu.Unlock()
+	if got != nil {
+		// The initialize first, and its answer, before what follows it:
+		// what the client sends meanwhile still goes to the old session.
+		sess.Send(replay[0])
+		replay = replay[1:]
 		select {
-		case <-answered:
+		case <-got:
 		case <-time.After(handshakeWait):
 		}
 	}
-
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		sess.Close()
 		return
 	}
-	if s.inited {
-		sess.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	}
-	if s.level != nil {
-		s.lmu.Lock()
-		next.replays++
-		s.lmu.Unlock()
-		sess.Send(Request(s.w.newID(), "logging/setLevel", s.level))
+	for _, m := range replay {
+		sess.Send(m)
 	}
 	old, oldClient := s.cur, s.client
-	s.lmu.Lock()
-	var listen []byte
-	var listens [][]byte
-	for id, msg := range s.listens {
-		oldClient.drop[id] = true
-		listens = append(listens, msg)
-		listen = []byte(id)
+	s.stmu.Lock()
+	for id := range s.st.Listens() {
+		oldClient.moved[id] = true
 	}
-	s.lmu.Unlock()
-	for _, msg := range listens {
-		sess.Send(msg)
-	}
+	pending := s.st.Pending()
+	kinds := s.st.ListChanged("tools", "prompts", "resources")
+	s.stmu.Unlock()
 	s.cur, s.client = sess, next
 	s.mu.Unlock()
 
+	for _, m := range kinds {
+		s.deliver(m.Msg, m.Rel)
+	}
+	s.drain(old, pending)
+}
+
+// drain waits, at most Drain, for the old session to answer the requests
+// that were in flight on it (pending), then closes it and answers those
+// it did not.
+func (s *swapSession) drain(old Session, pending [][]byte) {
+	d := s.w.Drain
+	if d <= 0 {
+		d = DefaultDrain
+	}
+	deadline := time.Now().Add(d)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		s.stmu.Lock()
+		left := pending[:0]
+		for _, id := range pending {
+			if s.st.InFlight(id) {
+				left = append(left, id)
+			}
+		}
+		pending = left
+		s.stmu.Unlock()
+		if len(pending) > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	old.Close()
-	for _, list := range []string{"tools", "prompts", "resources"} {
-		s.c.Deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/`+list+`/list_changed"}`), listen)
+	for _, id := range pending {
+		s.stmu.Lock()
+		open := s.st.InFlight(id)
+		s.st.Answered(id)
+		s.stmu.Unlock()
+		if open {
+			s.deliver(ErrorResponse(id, CodeServerRestarted, TextMoved, nil), id)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // echoEngine answers every request with a result naming the engine, and
@@ -70,7 +71,7 @@ func TestSwapMovesSessions(t *testing.T) {
 	s.Send([]byte(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
 	s.Close()
 
-	if want := "initialize \"mcpflow-swap:1\"\nnotifications/initialized \nlogging/setLevel \"mcpflow-swap:2\"\nsubscriptions/listen \"L\"\ntools/list 3"; b.sent() != want {
+	if want := "initialize \"mcpflow:w1\"\nnotifications/initialized \nlogging/setLevel \"mcpflow:w2\"\nsubscriptions/listen \"L\"\ntools/list 3"; b.sent() != want {
 		t.Errorf("the new engine got:\n%s\nwant:\n%s", b.sent(), want)
 	}
 	mu.Lock()
@@ -79,7 +80,7 @@ func TestSwapMovesSessions(t *testing.T) {
 	for _, want := range []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"engine":"a"}} rel=1`,
 		`{"jsonrpc":"2.0","id":2,"result":{"engine":"a"}} rel=2`,
-		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"} rel="L"`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"} rel=`,
 		`{"jsonrpc":"2.0","id":3,"result":{"engine":"b"}} rel=3`,
 		`{"jsonrpc":"2.0","id":"L","error":{"code":-32000,"message":"closed by b"}} rel="L"`,
 	} {
@@ -87,7 +88,47 @@ func TestSwapMovesSessions(t *testing.T) {
 			t.Errorf("the client did not get %s; it got:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "mcpflow-swap") || strings.Contains(all, "closed by a") {
+	if strings.Contains(all, "mcpflow:w") || strings.Contains(all, "closed by a") {
 		t.Errorf("the client saw a replay's answer or the old engine's end of its listen:\n%s", all)
+	}
+}
+
+// silentEngine answers nothing: what is sent to it stays in flight.
+type silentEngine struct{}
+
+func (silentEngine) Open(Client) Session { return silentSession{} }
+
+type silentSession struct{}
+
+func (silentSession) Send([]byte) {}
+func (silentSession) Close()      {}
+
+// A request in flight when the engine is replaced gets exactly one
+// answer: the old engine's within Drain, else Swap's; a request with an
+// id of mcpflow's own is refused.
+func TestSwapAnswersWhatWasInFlight(t *testing.T) {
+	w := NewSwap(silentEngine{})
+	w.Drain = 50 * time.Millisecond
+	var mu sync.Mutex
+	var got []string
+	s := w.Open(ClientFunc(func(msg, rel []byte) {
+		mu.Lock()
+		got = append(got, string(msg))
+		mu.Unlock()
+	}))
+	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
+	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
+	s.Send([]byte(`{"jsonrpc":"2.0","id":"mcpflow:x","method":"ping"}`))
+	w.Replace(&echoEngine{name: "b"})
+	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`))
+	time.Sleep(50 * time.Millisecond)
+	s.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(got, "\n")
+	for _, want := range []string{TextInFlight, "are mcpflow's own", TextMoved, `"id":7,"result":{"engine":"b"}`} {
+		if strings.Count(all, want) != 1 {
+			t.Errorf("want %q once; the client got:\n%s", want, all)
+		}
 	}
 }

@@ -306,3 +306,9 @@ func BrokenConfig(problem, tool string) string {
 		"\nFix the file and save it: mcpflow watches it and starts the server then (its tools appear). " +
 		"mcpflow check shows the same problem; call " + tool + " to read it again."
 }
+
+// TooManyChildren: a stdio server runs a process per client session, and
+// this many run already (relay.max_children).
+func TooManyChildren(n int) string {
+	return fmt.Sprintf("mcpflow runs a copy of the MCP server for each client session, and %d run already (relay.max_children in mcpflow.toml): this session is served once another client disconnects, or raise the limit.", n)
+}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -38,11 +38,102 @@ type Child struct {
 	Logger *slog.Logger
 }
 
-// Link returns the link of one start of the child.
-func (c Child) Link() *Link {
-	if c.Wait <= 0 {
-		c.Wait = 30 * time.Second
+// Prepare is called before the server's process starts: its stdout and
+// stderr both go to logs (an HTTP server's stdout is not protocol), and
+// with a placeholder URL it gets a free port, as PORT in its environment.
+// It returns the URL this start serves.
+func (c Child) Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error) {
+	url = c.URL
+	if c.Overlaps() {
+		port, err := freePort(strings.ReplaceAll(url, c.Placeholder, "0"))
+		if err != nil {
+			return nil, "", fmt.Errorf("picking a port for %s: %w", c.URL, err)
+		}
+		url = strings.ReplaceAll(url, c.Placeholder, port)
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, "PORT="+port)
 	}
+	if _, err := neturl.Parse(url); err != nil {
+		return nil, "", fmt.Errorf("run.url %s: %w", url, err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	// The write end is the process's once it starts: closed here once
+	// the reader is done with it (at the process's end, whoever else
+	// holds it), and at once should the start fail.
+	return &logPipe{r: r, w: w, cmd: cmd}, url, nil
+}
+
+// logPipe is a process's log: the read end of its output pipe, whose
+// write end mcpflow closes once the process started (or failed to).
+type logPipe struct {
+	r    *os.File
+	w    *os.File
+	cmd  *exec.Cmd
+	once sync.Once
+}
+
+func (p *logPipe) Read(b []byte) (int, error) {
+	p.once.Do(func() { p.w.Close() }) // the process has it, or nobody
+	return p.r.Read(b)
+}
+
+func (p *logPipe) Close() error {
+	p.once.Do(func() { p.w.Close() })
+	return p.r.Close()
+}
+
+// Overlaps reports whether a start may run beside the one it replaces:
+// with a placeholder URL each start has a port of its own.
+func (c Child) Overlaps() bool {
+	return c.Placeholder != "" && strings.Contains(c.URL, c.Placeholder)
+}
+
+// Ready waits until url answers an HTTP request at all (any status),
+// within Wait (30 s when 0).
+func (c Child) Ready(ctx context.Context, url string) error {
+	wait := c.Wait
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	deadline := time.Now().Add(wait)
+	delay := 5 * time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		req, err := http.NewRequestWithContext(rctx, http.MethodHead, url, nil)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("run.url %s: %v", url, err)
+		}
+		resp, err := hc.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("it did not answer at %s within %s (is run.url where it listens?)", url, wait)
+		}
+		if !sleep(ctx, delay) {
+			return ctx.Err()
+		}
+		delay = min(delay*2, 100*time.Millisecond)
+	}
+}
+
+// Link returns one session's link to the server serving at url.
+func (c Child) Link(url string) wire.Link { return c.newLink(url) }
+
+func (c Child) newLink(url string) *Link {
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = wire.DefaultMaxMessage
 	}
@@ -58,16 +149,9 @@ func (c Child) Link() *Link {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // bytes pass as the server wrote them
 	}
-	return &Link{
-		cfg:    c,
-		log:    log,
-		ctx:    ctx,
-		cancel: cancel,
-		tr:     tr,
-		hc:     &http.Client{Transport: tr},
-		done:   make(chan struct{}),
-		wake:   make(chan struct{}, 1),
-	}
+	l := &Link{cfg: c, log: log, url: url, ctx: ctx, cancel: cancel, tr: tr, hc: &http.Client{Transport: tr}, done: make(chan struct{})}
+	l.out = &wire.Outbox{Write: func(msg, _ []byte) error { l.dispatch(msg); return nil }, Stall: -1}
+	return l
 }
 
 // failGrace is how long the link keeps to itself the news that a
@@ -156,60 +240,37 @@ const failGrace = time.Second
 //     DELETE: the process is being stopped); Done closes once every
 //     goroutine of the link ended.
 type Link struct {
-	cfg  Child
-	log  *slog.Logger
-	url  string // the URL of this start (the placeholder replaced)
-	desc string // the command, quoted, for messages
-
-	logR, logW *os.File // the process's stdout and stderr
+	cfg Child
+	log *slog.Logger
+	url string
 
 	ctx    context.Context // ends with Close or when the link ends itself
 	cancel context.CancelFunc
 	tr     *http.Transport
 	hc     *http.Client
+	out    *wire.Outbox   // what goes to the server, in order
 	wg     sync.WaitGroup // every goroutine of the link but the one that closes done
 	done   chan struct{}
 	ended  sync.Once // closes done
 
 	mu       sync.Mutex
-	state    linkState
-	queue    [][]byte      // messages waiting to go out
-	wake     chan struct{} // a message was queued, or the link closes
-	session  string        // the legacy session id
-	version  string        // the legacy era's negotiated protocol version
-	getOpen  bool          // the standalone GET stream was opened
-	checking bool          // a session check is in flight
-	checks   int           // session checks made (their ids)
+	session  string // the legacy session id
+	version  string // the legacy era's negotiated protocol version
+	getOpen  bool   // the standalone GET stream was opened
+	checking bool   // a session check is in flight
+	checks   int    // session checks made (their ids)
 
 	rcvMu sync.Mutex
 	rcv   wire.LinkReceiver
 
-	reached atomic.Bool // the URL answered
 	greeted atomic.Bool // the server answered a request
 	lost    atomic.Pointer[string]
 
 	params paramHeaders // the tools' x-mcp-header bindings (SEP-2243)
 }
 
-type linkState int
-
-const (
-	linkNew linkState = iota
-	linkStarted
-	linkClosed
-)
-
 // Kind names the transport in the log.
 func (l *Link) Kind() string { return "http" }
-
-// Overlaps reports whether this start's process may run beside the one
-// it replaces: with a placeholder URL each start has a port of its own.
-func (l *Link) Overlaps() bool {
-	return l.cfg.Placeholder != "" && strings.Contains(l.cfg.URL, l.cfg.Placeholder)
-}
-
-// URL is where this start of the child serves (valid after Attach).
-func (l *Link) URL() string { return l.url }
 
 // Done is closed once nothing more will be received.
 func (l *Link) Done() <-chan struct{} { return l.done }
@@ -223,48 +284,9 @@ func (l *Link) Lost() string {
 	return fmt.Sprintf("its HTTP connection (%s) ended", l.url)
 }
 
-// Waiting says what keeps the link from its server: "" once the URL
-// answered (and before Attach).
-func (l *Link) Waiting() string {
-	if l.url == "" || l.reached.Load() {
-		return ""
-	}
-	if p := l.lost.Load(); p != nil {
-		return *p
-	}
-	return fmt.Sprintf("%s did not answer at %s (is run.url where it listens?)", l.desc, l.url)
-}
-
-// Attach sets the command's stdout and stderr to the pipe of logs and,
-// with a placeholder URL, PORT in its environment.
-func (l *Link) Attach(cmd *exec.Cmd) (io.ReadCloser, error) {
-	l.desc = strconv.Quote(strings.Join(cmd.Args, " "))
-	l.url = l.cfg.URL
-	if l.Overlaps() {
-		port, err := freePort(strings.ReplaceAll(l.url, l.cfg.Placeholder, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("picking a port for %s: %w", l.cfg.URL, err)
-		}
-		l.url = strings.ReplaceAll(l.url, l.cfg.Placeholder, port)
-		if cmd.Env == nil {
-			cmd.Env = os.Environ()
-		}
-		cmd.Env = append(cmd.Env, "PORT="+port)
-	}
-	if _, err := url.Parse(l.url); err != nil {
-		return nil, fmt.Errorf("run.url %s: %w", l.url, err)
-	}
-	var err error
-	if l.logR, l.logW, err = os.Pipe(); err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = l.logW, l.logW
-	return l.logR, nil
-}
-
 // freePort returns a port that was free on the host of rawURL a moment ago.
 func freePort(rawURL string) (string, error) {
-	u, err := url.Parse(rawURL)
+	u, err := neturl.Parse(rawURL)
 	if err != nil {
 		return "", err
 	}
@@ -276,28 +298,18 @@ func freePort(rawURL string) (string, error) {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
-// Start starts the link once the process runs; after a failed start
-// (started != nil) it frees what Attach made, and Done closes.
-func (l *Link) Start(started error, rcv wire.LinkReceiver) {
-	if l.logW != nil {
-		l.logW.Close() // the process's now, or nobody's
-	}
-	l.mu.Lock()
-	if started != nil || l.state == linkClosed {
-		l.state = linkClosed
-		l.mu.Unlock()
-		if started != nil && l.logR != nil {
-			l.logR.Close()
-		}
-		l.finish()
-		return
-	}
-	l.state = linkStarted
+// Start begins carrying messages: each message the server sends goes to
+// rcv.
+func (l *Link) Start(rcv wire.LinkReceiver) {
 	l.rcv = rcv
 	l.wg.Add(1)
-	l.mu.Unlock()
-	go l.run()
 	go func() {
+		defer l.wg.Done()
+		l.out.Run(nil)
+	}()
+	go func() {
+		<-l.ctx.Done()
+		l.out.Drop()
 		l.wg.Wait()
 		l.finish()
 	}()
@@ -313,38 +325,11 @@ func (l *Link) finish() {
 }
 
 // Send queues msg for the server; the link owns msg from then on.
-func (l *Link) Send(msg []byte) {
-	l.mu.Lock()
-	if l.state == linkClosed {
-		l.mu.Unlock()
-		return
-	}
-	l.queue = append(l.queue, msg)
-	l.mu.Unlock()
-	l.signal()
-}
+func (l *Link) Send(msg []byte) { l.out.Send(msg, nil) }
 
 // Close stops sending and cancels every exchange in flight; Done closes
 // once the link's goroutines ended.
-func (l *Link) Close() {
-	l.mu.Lock()
-	was := l.state
-	l.state = linkClosed
-	l.queue = nil
-	l.mu.Unlock()
-	l.cancel()
-	l.signal()
-	if was == linkNew {
-		l.finish()
-	}
-}
-
-func (l *Link) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
+func (l *Link) Close() { l.cancel() }
 
 // end ends the link on its own, for the reason why (Lost).
 func (l *Link) end(why string) {
@@ -354,81 +339,6 @@ func (l *Link) end(why string) {
 	l.lost.CompareAndSwap(nil, &why)
 	l.log.Warn("HTTP child link ended", "url", l.url, "why", why)
 	l.cancel()
-}
-
-// run waits for the URL, then sends the queued messages in order until
-// the link ends.
-func (l *Link) run() {
-	defer l.wg.Done()
-	if err := l.awaitURL(); err != nil {
-		l.end(err.Error())
-		return
-	}
-	l.reached.Store(true)
-	for {
-		msg, ok := l.next()
-		if !ok {
-			return
-		}
-		l.dispatch(msg)
-	}
-}
-
-// next is the next queued message; false once the link ends.
-func (l *Link) next() ([]byte, bool) {
-	for {
-		l.mu.Lock()
-		if l.state == linkClosed || l.ctx.Err() != nil {
-			l.mu.Unlock()
-			return nil, false
-		}
-		if len(l.queue) > 0 {
-			msg := l.queue[0]
-			l.queue[0] = nil
-			l.queue = l.queue[1:]
-			l.mu.Unlock()
-			return msg, true
-		}
-		l.mu.Unlock()
-		select {
-		case <-l.wake:
-		case <-l.ctx.Done():
-		}
-	}
-}
-
-// awaitURL waits until the URL answers an HTTP request, within Wait.
-func (l *Link) awaitURL() error {
-	deadline := time.Now().Add(l.cfg.Wait)
-	delay := 5 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(l.ctx, time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodHead, l.url, nil)
-		if err != nil {
-			cancel()
-			return fmt.Errorf("%s: run.url %s: %v", l.desc, l.url, err)
-		}
-		resp, err := l.hc.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if l.ctx.Err() != nil {
-			return l.ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not answer at %s within %s (is run.url where it listens?)", l.desc, l.url, l.cfg.Wait)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-l.ctx.Done():
-			t.Stop()
-			return l.ctx.Err()
-		case <-t.C:
-		}
-		delay = min(delay*2, 100*time.Millisecond)
-	}
 }
 
 // deliver hands one message to the receiver; nothing once the link ended.

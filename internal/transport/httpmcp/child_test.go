@@ -169,31 +169,37 @@ func errorOf(t *testing.T, msg []byte) (int, string) {
 	return r.Error.Code, r.Error.Message
 }
 
-// linkRun is one start of a process behind a Link.
+// linkRun is one start of a process and a session's Link to it.
 type linkRun struct {
 	t    *testing.T
+	c    Child
+	url  string
 	l    *Link
 	rec  *recorder
 	logs *testkit.Buffer // the process's stdout and stderr
 	log  *testkit.Buffer // the link's logger
 }
 
-// startLink attaches a link of c to cmd, starts both, and stops them
-// when the test ends.
+// startLink starts cmd as c's process, waits for it to answer (Ready),
+// and starts a link to it; both are stopped when the test ends.
 func startLink(t *testing.T, c Child, cmd *exec.Cmd) *linkRun {
 	t.Helper()
-	r := &linkRun{t: t, rec: newRecorder(), logs: &testkit.Buffer{}, log: &testkit.Buffer{}}
-	c.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r.l = c.Link()
-	logs, err := r.l.Attach(cmd)
+	r := &linkRun{t: t, c: c, rec: newRecorder(), logs: &testkit.Buffer{}, log: &testkit.Buffer{}}
+	r.c.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs, url, err := r.c.Prepare(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Start()
-	r.l.Start(err, r.rec)
-	if err != nil {
+	r.url = url
+	if err := cmd.Start(); err != nil {
+		logs.Close()
 		t.Fatal(err)
 	}
+	if err := r.c.Ready(t.Context(), url); err != nil {
+		t.Logf("not ready: %v", err)
+	}
+	r.l = r.c.newLink(url)
+	r.l.Start(r.rec)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -307,11 +313,8 @@ func TestLinkLegacy(t *testing.T) {
 		s := r.logs.String()
 		return strings.Contains(s, "fixture serving http://127.0.0.1:") && strings.Contains(s, "starting, pid")
 	})
-	if w := r.l.Waiting(); w != "" {
-		t.Errorf("Waiting once it answered: %q", w)
-	}
-	if !r.l.Overlaps() || strings.Contains(r.l.URL(), "{port}") || r.l.Kind() != "http" {
-		t.Errorf("Overlaps %v, URL %s, Kind %s", r.l.Overlaps(), r.l.URL(), r.l.Kind())
+	if !r.c.Overlaps() || strings.Contains(r.url, "{port}") || r.l.Kind() != "http" {
+		t.Errorf("Overlaps %v, URL %s, Kind %s", r.c.Overlaps(), r.url, r.l.Kind())
 	}
 	r.open()
 }
@@ -332,44 +335,34 @@ func TestLinkSlowCallDoesNotBlock(t *testing.T) {
 	}
 }
 
-// TestLinkWaitsForURL: messages sent before the server listens go out
-// once it does, in order.
-func TestLinkWaitsForURL(t *testing.T) {
+// TestReadyWaitsForURL: Ready returns once a server that listens late
+// answers; one that never does is named with its URL within Wait.
+func TestReadyWaitsForURL(t *testing.T) {
 	t.Parallel()
 	r := startFixture(t, anyPort, "-listen-after-ms", "700")
-	if w := r.l.Waiting(); !strings.Contains(w, "did not answer at "+r.l.URL()) {
-		t.Errorf("Waiting before it listens: %q", w)
-	}
 	r.send(initLegacy, initialized, call("2", "echo", `{"text":"late"}`))
 	r.rec.answer(t, "1")
 	if got := r.rec.answer(t, "2"); !bytes.Contains(got.msg, []byte("late")) {
 		t.Fatalf("echo: %s", got.msg)
 	}
-	if w := r.l.Waiting(); w != "" {
-		t.Errorf("Waiting once it answered: %q", w)
-	}
-}
 
-// TestLinkNeverListens: a server that does not answer within Wait ends
-// the link; Lost and Waiting name the command and the URL.
-func TestLinkNeverListens(t *testing.T) {
-	t.Parallel()
 	c := anyPort
 	c.Wait = 500 * time.Millisecond
-	r := startFixture(t, c, "-listen-after-ms", "600000")
-	r.send(initLegacy)
-	select {
-	case <-r.l.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("Done still open")
+	cmd := testkit.Command(testkit.Tag(t), nil, testkit.Fixture(t), "-http", "127.0.0.1:{port}", "-listen-after-ms", "600000")
+	logs, url, err := c.Prepare(cmd)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range []string{r.l.Lost(), r.l.Waiting()} {
-		if !strings.Contains(s, "fixture -http 127.0.0.1:{port} -listen-after-ms 600000") || !strings.Contains(s, "did not answer at "+r.l.URL()+" within 500ms (is run.url where it listens?)") {
-			t.Errorf("report: %q", s)
-		}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if evs := r.rec.all(); len(evs) != 0 {
-		t.Errorf("delivered: %v", evs)
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logs.Close()
+	}()
+	if err := c.Ready(t.Context(), url); err == nil || !strings.Contains(err.Error(), "did not answer at "+url+" within 500ms (is run.url where it listens?)") {
+		t.Errorf("Ready: %v", err)
 	}
 }
 
@@ -593,8 +586,8 @@ func TestLinkHeaders(t *testing.T) {
 				t.Errorf("%s: a 2026-07-28 header in the legacy era: %v", h.env.Method, h.header)
 			}
 		}
-		if r.l.Overlaps() || r.l.URL() != s.URL+"/mcp" {
-			t.Errorf("a fixed URL: Overlaps %v, URL %s", r.l.Overlaps(), r.l.URL())
+		if r.c.Overlaps() || r.url != s.URL+"/mcp" {
+			t.Errorf("a fixed URL: Overlaps %v, URL %s", r.c.Overlaps(), r.url)
 		}
 		get := s.seen(http.MethodGet)[0].header
 		if get.Get("Accept") != "text/event-stream" || get.Get("Mcp-Session-Id") != "sess-1" || get.Get("Mcp-Protocol-Version") != "2025-06-18" {
@@ -1094,29 +1087,23 @@ func TestLinkClose(t *testing.T) {
 	}
 }
 
-// TestLinkStartFailed: a process that did not start frees the link:
-// Done closes, logs ends.
-func TestLinkStartFailed(t *testing.T) {
+// TestPrepareStartFailed: a process that did not start frees its log:
+// the log's reader ends; a placeholder URL gives it a PORT.
+func TestPrepareStartFailed(t *testing.T) {
 	t.Parallel()
-	l := Child{URL: "http://127.0.0.1:{port}/mcp", Placeholder: "{port}"}.Link()
+	c := Child{URL: "http://127.0.0.1:{port}/mcp", Placeholder: "{port}"}
 	cmd := exec.Command("/nonexistent/mcpflow-test-server")
-	logs, err := l.Attach(cmd)
+	logs, url, err := c.Prepare(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(cmd.Env, "\n"), "PORT=") {
-		t.Error("no PORT in the environment")
+	if !strings.Contains(strings.Join(cmd.Env, "\n"), "PORT=") || strings.Contains(url, "{port}") {
+		t.Errorf("no PORT in the environment, or URL %s", url)
 	}
-	err = cmd.Start()
-	if err == nil {
+	if err := cmd.Start(); err == nil {
 		t.Fatal("started")
 	}
-	l.Start(err, newRecorder())
-	select {
-	case <-l.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done still open")
-	}
+	logs.Close()
 	if _, err := logs.Read(make([]byte, 1)); err == nil {
 		t.Error("logs still open")
 	}

@@ -43,9 +43,12 @@
 //     expires after IdleTimeout. Batches are split, and answered with one
 //     array, before protocol 2025-06-18.
 //   - 2026-07-28 (MCP-Protocol-Version 2026-07-28 or later, no session
-//     id): every POST is its own session: Open, Send, the related
-//     messages and the answer on its response, Close. A
-//     subscriptions/listen holds its POST open until the client leaves.
+//     id): every POST is a session of its own toward the front's
+//     client, and they all reach the serving side through one session
+//     (wire.FanIn: ids, progress tokens and listen ids renamed, nothing
+//     of one POST's reaching another): the related messages and the
+//     answer go on the POST's response. A subscriptions/listen holds its
+//     POST open until the client leaves.
 //     The request's headers are checked as the SDK checks them (the
 //     protocol version against _meta, Mcp-Method, Mcp-Name, and the
 //     Mcp-Param- headers of the arguments a tool's input schema marks

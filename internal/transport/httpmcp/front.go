@@ -30,6 +30,7 @@ import (
 //     non-browser clients send.
 //   - A request with no Mcp-Session-Id whose MCP-Protocol-Version is
 //     2026-07-28 or later is session-less: each POST is its own session
+//     (all of them served through one session of the Opener, wire.FanIn)
 //     (Open, Send, its answer, Close), GET and DELETE are 405. Every
 //     other request belongs to the legacy era: initialize opens a session
 //     whose id comes back in Mcp-Session-Id, the other requests name it
@@ -144,6 +145,7 @@ type Front struct {
 
 	mu       sync.Mutex
 	opener   wire.Opener
+	fan      *wire.FanIn // the session-less requests' one session of opener
 	stopping bool
 	opening  int                        // sessions being opened
 	byID     map[string]*frontSession   // legacy sessions by id
@@ -224,7 +226,7 @@ func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
 // the listener's error (after closing every session).
 func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 	f.mu.Lock()
-	f.opener = o
+	f.opener, f.fan = o, wire.NewFanIn(o)
 	f.mu.Unlock()
 	hs := &http.Server{
 		Handler:           f,
@@ -264,6 +266,7 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		close(shut)
 	}()
 	f.closeAll()
+	f.fan.Close()
 	<-shut
 	_ = hs.Close() // what Shutdown left: connections in the middle of a write
 	if serveErr == nil {

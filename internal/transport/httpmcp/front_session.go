@@ -78,6 +78,9 @@ func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
 	}
 	f.opening++
 	o := f.opener
+	if !legacy {
+		o = f.fan // session-less requests share one session behind the front
+	}
 	f.mu.Unlock()
 
 	now := time.Now()

@@ -1,4 +1,4 @@
-package relay
+package wire
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // TestOutboxOrderUnderBacklog: messages pushed while the writer is behind
@@ -19,13 +18,13 @@ func TestOutboxOrderUnderBacklog(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
 	o := lineOutbox(pw)
-	go o.run(func() { pw.Close() })
+	go o.Run(func() { pw.Close() })
 	const n = 20000
 	go func() {
 		for i := range n {
-			o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
+			o.Send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
 		}
-		o.close()
+		o.Close()
 	}()
 	sc := bufio.NewScanner(pr)
 	i := 0
@@ -49,11 +48,11 @@ func TestOutboxBacklogBounded(t *testing.T) {
 	t.Parallel()
 	g := &gateWriter{gate: make(chan struct{})}
 	o := lineOutbox(g)
-	go o.run(nil)
+	go o.Run(nil)
 	msg := bytes.Repeat([]byte("x"), 100<<10) // larger than the writer's buffer: every message reaches g
 	const behind, more = 100, 5000
 	for range behind {
-		o.send(msg, nil)
+		o.Send(msg, nil)
 	}
 	for k := range more {
 		// Let the writer through until it has written one more message,
@@ -61,7 +60,7 @@ func TestOutboxBacklogBounded(t *testing.T) {
 		for g.n.Load() < int64(k+1)*int64(len(msg)+1) {
 			g.gate <- struct{}{}
 		}
-		o.send(msg, nil)
+		o.Send(msg, nil)
 	}
 	o.mu.Lock()
 	slots, queued := cap(o.q), o.queued()
@@ -69,17 +68,17 @@ func TestOutboxBacklogBounded(t *testing.T) {
 	if queued == 0 || slots > 1024 {
 		t.Fatalf("after %d messages with ~%d queued: %d queued, %d slots; want the written slots reused", behind+more, behind, queued, slots)
 	}
-	o.close()
+	o.Close()
 	go func() {
 		for {
 			select {
 			case g.gate <- struct{}{}:
-			case <-o.done:
+			case <-o.Done():
 				return
 			}
 		}
 	}()
-	<-o.done
+	<-o.Done()
 	if got, want := g.n.Load(), int64((behind+more)*(len(msg)+1)); got != want {
 		t.Fatalf("wrote %d bytes, want %d", got, want)
 	}
@@ -106,7 +105,7 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 	t.Parallel()
 	pr, pw := io.Pipe()
 	o := lineOutbox(pw)
-	go o.run(func() { pw.Close() })
+	go o.Run(func() { pw.Close() })
 
 	var lock sync.Mutex // plays the relay's lock: it orders the sends
 	seq := 0
@@ -119,21 +118,21 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 			inline := w%2 == 0
 			for range each {
 				if inline {
-					o.beginInline()
+					o.BeginInline()
 				}
 				lock.Lock()
-				o.send([]byte(fmt.Sprintf(`{"n":%d}`, seq)), nil)
+				o.Send([]byte(fmt.Sprintf(`{"n":%d}`, seq)), nil)
 				seq++
 				lock.Unlock()
 				if inline {
-					o.endInline()
+					o.EndInline()
 				}
 			}
 		}()
 	}
 	go func() {
 		wg.Wait()
-		o.close()
+		o.Close()
 	}()
 	sc := bufio.NewScanner(pr)
 	i := 0
@@ -150,7 +149,7 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 		t.Fatalf("got %d messages, want %d", i, writers*each)
 	}
 	select {
-	case <-o.done:
+	case <-o.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after close")
 	}
@@ -161,20 +160,26 @@ func TestOutboxInlineAndQueuedOrder(t *testing.T) {
 // token: the hot path needs no hand-off to run.
 func TestOutboxEndInlineWrites(t *testing.T) {
 	t.Parallel()
-	var buf testkit.Buffer
+	var buf lockedBuffer
 	o := lineOutbox(&buf)
-	go o.run(nil)
-	defer o.close()
+	go o.Run(nil)
+	defer o.Close()
 	// Wait for run to own the writer, so endInline may write.
-	testkit.Eventually(t, 5*time.Second, "run to start", func() bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.started
-	})
+		started := o.started
+		o.mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("run did not start")
+		}
+	}
 	for i := range 100 {
-		o.beginInline()
-		o.send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
-		o.endInline()
+		o.BeginInline()
+		o.Send([]byte(fmt.Sprintf(`{"n":%d}`, i)), nil)
+		o.EndInline()
 		if want := fmt.Sprintf("{\"n\":%d}\n", i); !bytes.HasSuffix([]byte(buf.String()), []byte(want)) {
 			t.Fatalf("after endInline %d the output ends with %q", i, lastN(buf.String(), 20))
 		}
@@ -190,12 +195,71 @@ func lastN(s string, n int) string {
 
 // lineOutbox is an outbox that writes each message to w as one line, as a
 // stdio link's does.
-func lineOutbox(w io.Writer) *outbox {
+func lineOutbox(w io.Writer) *Outbox {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	return newOutbox(func(it item) error {
-		if _, err := bw.Write(it.msg); err != nil {
+	o := &Outbox{Write: func(msg, _ []byte) error {
+		if _, err := bw.Write(msg); err != nil {
 			return err
 		}
 		return bw.WriteByte('\n')
-	}, bw.Flush)
+	}, Flush: bw.Flush}
+	o.init()
+	return o
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A peer that takes nothing while more than Hard bytes pile up, or for
+// Stall while something waits, fails the outbox: Send reports false and
+// OnFail is told, once.
+func TestOutboxBounds(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		o    *Outbox
+		n    int
+	}{
+		{"hard", &Outbox{Hard: 1000, Stall: -1}, 20},
+		{"stall", &Outbox{Stall: 50 * time.Millisecond}, 2},
+	} {
+		block := make(chan struct{})
+		failed := make(chan error, 2)
+		o := c.o
+		o.Write = func([]byte, []byte) error { <-block; return nil }
+		o.OnFail = func(err error) { failed <- err }
+		o.Start(nil)
+		ok := true
+		for range c.n {
+			ok = o.Send(make([]byte, 100), nil)
+		}
+		select {
+		case err := <-failed:
+			if err != ErrStalled {
+				t.Errorf("%s: failed with %v", c.name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: the outbox did not fail", c.name)
+		}
+		if o.Send([]byte("x"), nil) || c.name == "hard" && ok {
+			t.Errorf("%s: Send took a message after the outbox failed", c.name)
+		}
+		close(block)
+		<-o.Done()
+	}
 }

@@ -1,0 +1,198 @@
+package wire
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// FanIn serves the clients of a session-less 2026-07-28 front (over
+// HTTP each POST is a session of its own) through one session of the
+// Opener behind it: that era keeps no state between requests (each
+// carries its session in _meta), so they may share one connection to the
+// server, as they would share the server itself over HTTP; a stdio server
+// is then started once, not once per request.
+//
+// Nothing of one client reaches another: each request's id, its progress
+// token and, for a subscriptions/listen, the subscription id its
+// notifications carry become ids of FanIn's own ("mcpflow:f<n>") on the
+// way in, and the client's own on the way back; a message goes to the
+// client whose request its id, its rel, its progress token or its
+// subscription id names, and nowhere else (a message that names none is
+// dropped). A client's cancellation names its own request; a client that
+// leaves has its requests in flight cancelled. The 2026-07-28 era has no
+// requests from server to client: one is answered with an error.
+type FanIn struct {
+	o Opener
+
+	mu     sync.Mutex
+	shared Session
+	seq    int
+	routes map[string]fanRoute // FanIn's id (raw JSON) -> whose request
+}
+
+type fanRoute struct {
+	c      *fanSession
+	id     []byte // the client's id
+	token  []byte // the client's progress token; nil when none
+	listen bool
+}
+
+// NewFanIn shares one session of o among the clients it opens.
+func NewFanIn(o Opener) *FanIn { return &FanIn{o: o, routes: map[string]fanRoute{}} }
+
+// Open opens one session-less client's session.
+func (f *FanIn) Open(c Client) Session {
+	return &fanSession{f: f, c: c, ids: map[string]string{}}
+}
+
+// Close closes the shared session.
+func (f *FanIn) Close() {
+	f.mu.Lock()
+	s := f.shared
+	f.shared = nil
+	f.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+}
+
+// session is the shared session, opened at first use. f.mu is held.
+func (f *FanIn) session() Session {
+	if f.shared == nil {
+		f.shared = f.o.Open(ClientFunc(f.deliver))
+	}
+	return f.shared
+}
+
+func (f *FanIn) newID() []byte {
+	f.seq++
+	return []byte(`"mcpflow:f` + strconv.Itoa(f.seq) + `"`)
+}
+
+// deliver routes one message of the shared session's to its client.
+func (f *FanIn) deliver(msg, rel []byte) {
+	env, err := Peek(msg)
+	if err != nil {
+		return
+	}
+	if env.IsRequest() {
+		f.mu.Lock()
+		s := f.shared
+		f.mu.Unlock()
+		if s != nil {
+			s.Send(ErrorResponse(env.ID, CodeMethodNotFound, "mcpflow: a session-less 2026-07-28 client cannot be sent requests", nil))
+		}
+		return
+	}
+	key, at, end := string(rel), 0, 0 // the span of what names the route
+	switch {
+	case env.IsResponse():
+		key, at, end = string(env.ID), env.IDStart, env.IDEnd
+	default:
+		meta := jsonscan.Member(env.Params, "_meta")
+		if vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken"); ok {
+			key, at, end = string(env.Params[vs:ve]), env.ParStart+vs, env.ParStart+ve
+		} else if vs, ve, ok := jsonscan.MemberSpan(meta, mcp.MetaKeySubscriptionID); ok {
+			ms, _, _ := jsonscan.MemberSpan(env.Params, "_meta")
+			key, at, end = string(meta[vs:ve]), env.ParStart+ms+vs, env.ParStart+ms+ve
+		}
+	}
+	f.mu.Lock()
+	r, ok := f.routes[key]
+	if ok && env.IsResponse() {
+		delete(f.routes, key)
+		delete(r.c.ids, string(r.id))
+	}
+	f.mu.Unlock()
+	if !ok {
+		return // it names no client's request: nobody's
+	}
+	if end > at {
+		own := r.id // the client's id, or its listen's
+		if !env.IsResponse() && !r.listen && r.token != nil {
+			own = r.token // a progress notification: the client's token
+		}
+		msg = Splice(msg, at, end, own)
+	}
+	r.c.c.Deliver(msg, r.id)
+}
+
+// fanSession is one client's session through a FanIn.
+type fanSession struct {
+	f      *FanIn
+	c      Client
+	ids    map[string]string // the client's raw id -> FanIn's; guarded by f.mu
+	closed bool              // guarded by f.mu
+}
+
+func (s *fanSession) Send(msg []byte) {
+	env, err := Peek(msg)
+	if err != nil {
+		return
+	}
+	f := s.f
+	f.mu.Lock()
+	if s.closed {
+		f.mu.Unlock()
+		return
+	}
+	switch {
+	case env.IsRequest():
+		id := f.newID()
+		r := fanRoute{c: s, id: env.ID, listen: env.Method == "subscriptions/listen"}
+		if ms, _, ok := jsonscan.MemberSpan(env.Params, "_meta"); ok {
+			meta := jsonscan.Member(env.Params, "_meta")
+			if ts, te, ok := jsonscan.MemberSpan(meta, "progressToken"); ok {
+				r.token = meta[ts:te]
+				at := env.ParStart + ms
+				msg = Splice(msg, at+ts, at+te, id)
+				env, _ = Peek(msg)
+			}
+		}
+		r.id, r.token = append([]byte(nil), r.id...), append([]byte(nil), r.token...)
+		f.routes[string(id)] = r
+		s.ids[string(r.id)] = string(id)
+		msg = Splice(msg, env.IDStart, env.IDEnd, id)
+	case env.Method == "notifications/cancelled":
+		vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId")
+		mine, known := s.ids[string(jsonscan.Member(env.Params, "requestId"))]
+		if !ok || !known {
+			f.mu.Unlock()
+			return
+		}
+		msg = Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(mine))
+	case env.IsResponse():
+		f.mu.Unlock()
+		return // no request of the server's was sent to it
+	}
+	shared := f.session()
+	f.mu.Unlock()
+	shared.Send(msg)
+}
+
+// Close cancels the client's requests in flight and forgets them.
+func (s *fanSession) Close() {
+	f := s.f
+	f.mu.Lock()
+	if s.closed {
+		f.mu.Unlock()
+		return
+	}
+	s.closed = true
+	var cancels [][]byte
+	for _, mine := range s.ids {
+		delete(f.routes, mine)
+		cancels = append(cancels, Request(nil, "notifications/cancelled", []byte(`{"requestId":`+mine+`,"reason":"the client left"}`)))
+	}
+	clear(s.ids)
+	shared := f.shared
+	f.mu.Unlock()
+	for _, m := range cancels {
+		if shared != nil {
+			shared.Send(m)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package wire
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Outbox is an ordered, bounded queue of messages to one peer (a client,
+// a child's stdin, an SDK peer in memory): the one queue toward a peer in
+// mcpflow.
+//
+// Senders never block on the peer: Send only queues, so no lock of the
+// sender's is held across a write that could wait on a peer that is
+// itself waiting on mcpflow. Whoever holds the outbox's write token
+// writes. Two kinds of writers take it: the outbox's own goroutine (Run)
+// writes what other goroutines queue; and on the hot path the goroutine
+// that read a message from one peer and queued it for the other brackets
+// its work with BeginInline and EndInline: while inline, Send does not
+// wake Run, and EndInline, called once the sender's locks are released,
+// writes the queue itself. That saves a goroutine hand-off per message
+// and gives the back-pressure of a plain copy loop: a reader that cannot
+// write waits, holding no lock.
+//
+// Bounds: an inline writer that finds more than Soft bytes queued waits
+// until there are fewer before EndInline returns, so the reader behind it
+// stops reading its own peer. A peer that lets more than Hard bytes pile
+// up (it reads nothing while others keep sending), or takes no message
+// for Stall while some wait, fails the outbox: what is queued is
+// dropped, Send reports false and OnFail is called once, so that the
+// owner ends that peer's session.
+type Outbox struct {
+	// Write writes one message; Flush, when set, is called once the queue
+	// is empty (a buffered writer's). Sent, when set, sees every message
+	// as it is written, on the writer's goroutine (a traffic capture).
+	Write func(msg, rel []byte) error
+	Flush func() error
+	Sent  func(msg []byte)
+	// Soft, Hard and Stall are the bounds (0 = DefaultSoft, DefaultHard,
+	// DefaultStall; Stall < 0: a peer busy for long is not stalled, as a
+	// child that computes before it reads its input again); OnFail is
+	// told why the outbox failed.
+	Soft, Hard int
+	Stall      time.Duration
+	OnFail     func(err error)
+
+	once    sync.Once
+	mu      sync.Mutex
+	cond    *sync.Cond
+	q       []item // queued: q[head:]
+	head    int
+	bytes   int // queued bytes
+	closed  bool
+	err     error
+	writing bool // the write token is taken
+	inline  int  // goroutines between BeginInline and EndInline
+	roomers int  // inline writers waiting for room
+	started bool // Run is running
+	since   time.Time
+	done    chan struct{}
+	timer   *time.Timer
+}
+
+type item struct{ msg, rel []byte }
+
+// The default bounds of an Outbox.
+const (
+	DefaultSoft  = 4 << 20
+	DefaultHard  = 2*DefaultMaxMessage + 32<<20
+	DefaultStall = 30 * time.Second
+)
+
+// ErrStalled fails an outbox whose peer takes nothing.
+var ErrStalled = errors.New("the peer took nothing of what waits for it")
+
+func (o *Outbox) init() {
+	o.once.Do(func() {
+		o.cond = sync.NewCond(&o.mu)
+		o.done = make(chan struct{})
+		if o.Soft <= 0 {
+			o.Soft = DefaultSoft
+		}
+		if o.Hard <= 0 {
+			o.Hard = DefaultHard
+		}
+		if o.Stall == 0 {
+			o.Stall = DefaultStall
+		}
+	})
+}
+
+// Send queues msg (and rel, the id of the request it belongs to). It
+// reports false once the outbox is closed or failed.
+func (o *Outbox) Send(msg, rel []byte) bool {
+	o.init()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.err != nil {
+		return false
+	}
+	if o.head > 0 && o.head >= o.queued() {
+		// As many slots written as queued: move the queue to the front,
+		// so a steady flow reuses one array and a backlog does not keep
+		// the slots of what it wrote.
+		n := copy(o.q, o.q[o.head:])
+		clear(o.q[n:])
+		o.q, o.head = o.q[:n], 0
+	}
+	if o.queued() == 0 && o.Stall > 0 {
+		o.since = time.Now()
+		o.armStall()
+	}
+	o.q = append(o.q, item{msg, rel})
+	o.bytes += len(msg)
+	if o.bytes > o.Hard && o.queued() > 1 {
+		o.fail(ErrStalled)
+		return false
+	}
+	if o.inline == 0 {
+		o.cond.Signal()
+	}
+	return true
+}
+
+// armStall fails the outbox if nothing is written for Stall while
+// something waits. o.mu is held.
+func (o *Outbox) armStall() {
+	if o.timer != nil {
+		o.timer.Reset(o.Stall)
+		return
+	}
+	o.timer = time.AfterFunc(o.Stall, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.queued() > 0 && o.err == nil && !o.closed && time.Since(o.since) >= o.Stall {
+			o.fail(ErrStalled)
+		} else if o.queued() > 0 && o.err == nil && !o.closed {
+			o.timer.Reset(o.Stall - time.Since(o.since))
+		}
+	})
+}
+
+// BeginInline announces that the caller will call EndInline soon, and
+// write what is queued until then itself.
+func (o *Outbox) BeginInline() {
+	o.init()
+	o.mu.Lock()
+	o.inline++
+	o.mu.Unlock()
+}
+
+// EndInline writes the queue from the calling goroutine, unless another
+// writer holds the token (it writes what is queued before it lets go);
+// then it waits while more than Soft bytes are queued. It must be called
+// with no lock of the caller's held: it may block on the peer.
+func (o *Outbox) EndInline() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inline--
+	switch {
+	case o.queued() == 0 || o.err != nil:
+	case !o.started:
+		o.cond.Signal()
+	case !o.writing:
+		o.drainLocked()
+	}
+	for o.bytes > o.Soft && o.err == nil && !o.closed {
+		o.roomers++
+		o.cond.Wait()
+		o.roomers--
+	}
+}
+
+// drainLocked takes the token and writes until the queue is empty. o.mu
+// is held on entry and exit, and released while writing.
+func (o *Outbox) drainLocked() {
+	o.writing = true
+	for o.err == nil {
+		if o.queued() == 0 {
+			if o.Flush == nil {
+				break
+			}
+			o.mu.Unlock()
+			err := o.Flush()
+			o.mu.Lock()
+			o.fail(err)
+			if o.queued() == 0 {
+				break
+			}
+			continue
+		}
+		it := o.q[o.head]
+		o.q[o.head] = item{}
+		o.head++
+		o.mu.Unlock()
+		if o.Sent != nil {
+			o.Sent(it.msg)
+		}
+		err := o.Write(it.msg, it.rel)
+		o.mu.Lock()
+		o.bytes -= len(it.msg)
+		o.since = time.Now()
+		o.fail(err)
+	}
+	o.writing = false
+	if o.roomers > 0 || o.closed || o.err != nil {
+		o.cond.Broadcast()
+	}
+}
+
+func (o *Outbox) queued() int { return len(o.q) - o.head }
+
+// fail records the first error: the queue is dropped. o.mu is held.
+func (o *Outbox) fail(err error) {
+	if err == nil || o.err != nil {
+		return
+	}
+	o.err = err
+	o.q, o.head, o.bytes = nil, 0, 0
+	o.cond.Broadcast()
+	if o.OnFail != nil {
+		go o.OnFail(err)
+	}
+}
+
+// Close lets the writers finish what is queued, then stops Run.
+func (o *Outbox) Close() {
+	o.init()
+	o.mu.Lock()
+	o.closed = true
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// Drop empties the queue and stops every writer after its current
+// message: what is queued is never written.
+func (o *Outbox) Drop() {
+	o.init()
+	o.mu.Lock()
+	o.closed = true
+	o.q, o.head, o.bytes = nil, 0, 0
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// Done is closed once Run has returned.
+func (o *Outbox) Done() <-chan struct{} {
+	o.init()
+	return o.done
+}
+
+// Run writes what other goroutines queue, until Close (what is queued is
+// written first), Drop or a failure; then closeW, when set, is called
+// (to close a child's stdin).
+func (o *Outbox) Run(closeW func()) {
+	o.init()
+	defer close(o.done)
+	if closeW != nil {
+		defer closeW()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	defer func() {
+		if o.timer != nil {
+			o.timer.Stop()
+		}
+	}()
+	o.started = true
+	for {
+		for !o.closed && (o.queued() == 0 || o.writing || o.inline > 0) && o.err == nil {
+			o.cond.Wait()
+		}
+		if o.err != nil {
+			return
+		}
+		if o.writing {
+			o.cond.Wait() // closing: wait for the inline writer to let go
+			continue
+		}
+		if o.queued() == 0 && o.closed {
+			return
+		}
+		o.drainLocked()
+	}
+}
+
+// Start runs the outbox on a goroutine of its own and returns it.
+func (o *Outbox) Start(closeW func()) *Outbox {
+	go o.Run(closeW)
+	return o
+}

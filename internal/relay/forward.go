@@ -1,0 +1,282 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
+)
+
+// handshake is what the session's child, or mcpflow, answered of the
+// client's handshake: what a new child is compared with, and what the
+// era bridge and the record need. Its session's lock guards it.
+type handshake struct {
+	initResult []byte // the initialize (or server/discover) result the client got, forced
+	selfInit   bool   // mcpflow answered initialize itself (no child did yet)
+	// selfDiscover: mcpflow answered server/discover itself (from the
+	// record, or while none ran), so the next child's era is unknown.
+	selfDiscover  bool
+	childDiscover bool // the current child answered server/discover
+	caps          caps // what the current child declared
+	// initID is the client's first initialize while unanswered, when the
+	// era bridge may take the session (its messages wait meanwhile).
+	initID      []byte
+	initDecided bool
+	probing     bool // mcpflow asks the child whether it speaks 2026-07-28
+}
+
+type caps struct{ prompts, resources bool }
+
+// forward sends a client request to the session's child. s.mu is held
+// and a child serves.
+func (s *Session) forward(msg []byte, env wire.Envelope) {
+	c := s.child
+	orig := msg
+	k := kindPlain
+	switch env.Method {
+	case "initialize":
+		if s.hs.childDiscover && c.own {
+			// A Go SDK server that answered server/discover refuses a later
+			// initialize; the session's child is its own: a fresh one
+			// takes it.
+			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
+			s.hold(msg, env)
+			s.phase = phaseHold
+			s.r.wg.Go(func() { _, _ = s.reconnect(s.r.ctx, nil, true) })
+			return
+		}
+		s.hs.selfInit = false
+		k = kindInitialize
+	case "server/discover":
+		s.hs.childDiscover = true
+		k = kindDiscover
+	case "tools/list":
+		k = kindToolsList
+	case "tools/call":
+		k = kindToolsCall
+	case "subscriptions/listen":
+		k = kindListen
+	}
+	pd := &pending{kind: k, gen: c.gen, method: env.Method}
+	if s.r.tracing() {
+		pd.sent = time.Now()
+	}
+	if strings.HasSuffix(env.Method, "/list") {
+		pd.firstPage = jsonscan.Member(env.Params, "cursor") == nil
+	}
+	if k == kindInitialize || k == kindDiscover {
+		pd.msg = orig // answered by mcpflow should the child die first
+		s.boundHandshake(c, pd)
+	}
+	s.send(c, msg, env, pd)
+}
+
+// send sends a client request to c under an id the child echoes exactly
+// (the client's, or one of the relay's), tracked as pd. s.mu is held.
+func (s *Session) send(c *conn, msg []byte, env wire.Envelope, pd *pending) {
+	key := string(env.ID)
+	if !plainID(env.ID) {
+		id := s.ids.newID('r')
+		pd.clientID = bytes.Clone(env.ID)
+		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
+		key = string(id)
+		if e, err := wire.Peek(msg); err == nil {
+			env = e
+		}
+	}
+	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
+		if _, taken := s.ids.tokens[string(tok)]; !taken {
+			pd.token = string(tok)
+			s.ids.tokens[pd.token] = key
+		}
+	}
+	s.ids.track(key, pd)
+	c.send(msg)
+}
+
+// boundHandshake gives child c HandshakeTimeout to answer the client's
+// handshake pd; a child that does not is stopped, and mcpflow answers the
+// handshake itself, saying why (texts.NoHandshake). s.mu is held.
+func (s *Session) boundHandshake(c *conn, pd *pending) {
+	r := s.r
+	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
+		s.mu.Lock()
+		live := false
+		for _, q := range s.ids.pending {
+			live = live || q == pd
+		}
+		stale := !live || s.child != c || c.exited() || c.failed != ""
+		if !stale {
+			c.failed = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Rebuild)
+		}
+		s.mu.Unlock()
+		if !stale {
+			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
+			c.end(r.cfg.Child.StopTimeout, context.Background())
+		}
+	})
+}
+
+// probeFirst reports whether the client's request must wait while mcpflow
+// asks the child whether it speaks 2026-07-28 (probeEra): a 2026-07-28
+// client's request to a child that said nothing of its era yet, when the
+// era bridge could take the session should it not. s.mu is held.
+func (s *Session) probeFirst(env wire.Envelope) bool {
+	if s.hs.probing {
+		return true
+	}
+	c := s.child
+	if !s.modern() || env.Method == "server/discover" || c.speaks != wire.EraUnknown || !s.bridgeable() {
+		return false
+	}
+	s.hs.probing = true
+	s.r.wg.Go(func() { s.probeEra(c) })
+	return true
+}
+
+// probeEra asks child c, with a server/discover of mcpflow's own, whether
+// it speaks 2026-07-28: if it does, the held requests go on; if not, the
+// session goes to the era bridge.
+func (s *Session) probeEra(c *conn) {
+	s.mu.Lock()
+	params := s.withMeta(nil)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.r.ctx, s.r.cfg.HandshakeTimeout)
+	defer cancel()
+	res, err := s.call(ctx, c, "server/discover", params)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hs.probing = false
+	if s.child == c && (err != nil || !speaksModern(res)) {
+		c.speaks = wire.EraLegacy
+		s.r.log.Info("the server does not speak the 2026-07-28 era of its client: the client goes to the era bridge", "err", err)
+		s.handOff(nil, nil) // what it sent waits in the hold queue
+		return
+	}
+	if s.child == c {
+		c.speaks = wire.EraModern
+		s.hs.childDiscover = true
+	}
+	s.flush()
+}
+
+// withMeta returns params (nil: none) with the client's _meta added, for
+// mcpflow's own requests in the 2026-07-28 era. s.mu is held.
+func (s *Session) withMeta(params map[string]any) []byte {
+	if s.modern() && s.st.Meta != nil {
+		if params == nil {
+			params = map[string]any{}
+		}
+		params["_meta"] = json.RawMessage(metaTriple(s.st.Meta))
+	}
+	if params == nil {
+		return []byte("{}")
+	}
+	return mustJSON(params)
+}
+
+// ready reports whether mcpflow may send requests of its own to the
+// session's child: its session is open (legacy: initialized; 2026-07-28:
+// the client's _meta is known). s.mu is held.
+func (s *Session) ready() bool {
+	switch s.st.Era {
+	case wire.EraLegacy:
+		held := s.held.has(wire.Envelope{Method: "notifications/initialized"})
+		if env, err := wire.Peek(s.st.Init); err == nil && s.held.has(env) {
+			held = true
+		}
+		return s.st.Initialized && !s.hs.selfInit && !held
+	case wire.EraModern:
+		return s.st.Meta != nil
+	}
+	return false
+}
+
+// hearsOf reports whether the client may hear of changes to the prompts
+// or resources list: in the legacy era, if the initialize result it got
+// declared them; in the 2026-07-28 era, its listen streams say.
+func (s *Session) hearsOf(kind string) bool {
+	if s.st.Era != wire.EraLegacy {
+		return true
+	}
+	v := jsonscan.Member(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
+	return v != nil && string(v) != "null"
+}
+
+// bridged is the era bridge's session of a client, and the ids of the
+// requests the client has its answer to already (answered by mcpflow
+// before the bridge took over): the bridge's answers to them are dropped.
+type bridged struct {
+	wire.Session
+	mu       sync.Mutex
+	answered [][]byte
+}
+
+// opening is what opened the client's session, for the era bridge: its
+// initialize (and initialized), or its listens. s.mu is held.
+func (s *Session) opening() [][]byte {
+	var first [][]byte
+	if s.st.Init != nil {
+		first = append(first, s.st.Init)
+		if s.st.Initialized {
+			first = append(first, wire.Request(nil, "notifications/initialized", nil))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.st.Listens())) {
+		first = append(first, s.st.Listens()[id].Msg)
+	}
+	return first
+}
+
+// handOff gives the session to the era bridge: first (what opened the
+// session), then what it held; answered are the ids of those the client
+// has its answer to. Its child is stopped: the bridge's own session with
+// the relay has a child of its own. Until the bridge took the first
+// messages, the client's are held. s.mu is held.
+func (s *Session) handOff(first, answered [][]byte) {
+	r := s.r
+	c := s.child
+	s.child, s.hs.initID, s.phase = nil, nil, phaseHold
+	b := &bridged{answered: answered}
+	deliver := wire.ClientFunc(func(msg, rel []byte) {
+		if rel != nil && wire.IsResponse(msg) {
+			b.mu.Lock()
+			for i, id := range b.answered {
+				if bytes.Equal(id, rel) {
+					b.answered = append(b.answered[:i], b.answered[i+1:]...)
+					b.mu.Unlock()
+					return
+				}
+			}
+			b.mu.Unlock()
+		}
+		s.out.Send(msg, rel)
+	})
+	r.log.Info("the server speaks the other protocol era: the session is handed to the era bridge")
+	r.wg.Go(func() {
+		if c != nil {
+			c.stop(min(r.cfg.Child.StopTimeout, shutdownStep), r.ctx)
+		}
+		b.Session = r.cfg.Bridge(wire.OpenerFunc(r.Open), deliver)
+		for _, m := range first {
+			b.Send(m)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.phase == phaseClosed {
+			b.Close()
+			return
+		}
+		s.bridge, s.phase = b, phaseUp
+		s.flush()
+	})
+}

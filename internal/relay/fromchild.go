@@ -1,0 +1,241 @@
+package relay
+
+import (
+	"strings"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
+)
+
+// fromChild handles one message the session's child c sent (valid JSON:
+// the link's framer checked); rel is the id (as the child knows it) of
+// the request whose exchange carried it, when the link knows (an HTTP
+// child).
+func (s *Session) fromChild(c *conn, msg, rel []byte) {
+	if t := s.r.cfg.Traffic; t != nil {
+		t("server", false, c.gen, msg)
+	}
+	env, err := wire.Peek(msg)
+	switch {
+	case err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError):
+		s.childJunk(c, msg, "not JSON-RPC", false)
+		return
+	case env.Ambiguous:
+		s.childJunk(c, msg, "ambiguous (a member named twice, or in another case)", true)
+		return
+	}
+	if env.IsResponse() {
+		c.markAnswered()
+	} else {
+		s.r.trace("server", &env, len(msg), nil)
+	}
+	var keep []recorded
+	s.mu.Lock()
+	s.out.BeginInline() // written by this goroutine once the lock is free: the client's pace is the child's
+	if c == s.child {
+		switch {
+		case env.IsResponse():
+			keep = s.childResponse(c, msg, env)
+		case env.IsRequest():
+			id := s.ids.renumber(c.gen, env.ID)
+			s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), s.relOf(c, env, rel))
+		case env.IsNotification():
+			s.childNotification(c, msg, env, rel)
+		}
+	}
+	s.mu.Unlock()
+	s.out.EndInline()
+	s.r.keep(keep)
+}
+
+// childResponse hands the child's answer to the client request it
+// answers, and returns what the record keeps of it. s.mu is held.
+func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []recorded {
+	key := string(env.ID)
+	if strings.HasPrefix(key, `"mcpflow:r`) && s.ids.answer(key, msg) {
+		s.r.trace("server", &env, len(msg), nil)
+		return nil
+	}
+	pd, ok := s.ids.lookup(key, c.gen)
+	s.r.trace("server", &env, len(msg), pd)
+	if !ok {
+		s.r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
+		return nil
+	}
+	if pd.kind == kindListen && !env.HasError {
+		if l := s.st.Listens()[string(pd.replyID(key))]; l.Tools {
+			// mcpflow keeps this stream open: it sends tools/list_changed
+			// on it itself after each restart.
+			s.r.log.Debug("kept a subscriptions/listen open that the server ended", "id", key)
+			return nil
+		}
+	}
+	if pd.kind == kindInitialize && env.HasError && s.bridgeable() && !s.hs.initDecided {
+		// The child refused the client's first initialize: a server of
+		// 2026-07-28 only, which the era bridge serves.
+		s.ids.forget(key)
+		s.handOff([][]byte{pd.msg}, nil)
+		return nil
+	}
+	s.ids.forget(key)
+	s.r.stats.answered(pd.kind, env.Result)
+	var keep []recorded
+	switch pd.kind {
+	case kindInitialize, kindDiscover:
+		msg = s.forceResult(c, msg, env, pd.kind == kindInitialize)
+		if !env.HasError {
+			keep = append(keep, recorded{pd.method, true, s.hs.initResult})
+		}
+	case kindToolsList:
+		if s.view.noteTools(pd.firstPage, env.Result) {
+			s.r.knowTools(s.view.tools)
+		}
+		if !s.r.cfg.NoOwnTools {
+			msg = s.r.ownTools.inject(msg, env)
+		}
+	case kindToolsCall:
+		msg = s.notices.attach(msg, env)
+	}
+	if _, ok := recordLists[pd.method]; ok {
+		s.view.hear(pd.method)
+		if !env.HasError {
+			keep = append(keep, recorded{pd.method, pd.firstPage, env.Result})
+		}
+	}
+	id := pd.replyID(key)
+	if pd.clientID != nil {
+		if e, err := wire.Peek(msg); err == nil {
+			msg = wire.Splice(msg, e.IDStart, e.IDEnd, pd.clientID)
+		}
+	}
+	s.reply(id, msg)
+	return keep
+}
+
+// relOf is the client's id of the request a message of the child's
+// belongs to: the request whose exchange carried it (rel, an HTTP
+// child's), the one its progress token names, the listen its
+// subscription id names, else the one call in flight; nil when none is
+// known. s.mu is held.
+func (s *Session) relOf(c *conn, env wire.Envelope, rel []byte) []byte {
+	if rel != nil {
+		if pd, ok := s.ids.lookup(string(rel), c.gen); ok {
+			return pd.replyID(string(rel))
+		}
+	}
+	if tok := jsonscan.Member(env.Params, "progressToken"); tok != nil {
+		if key, ok := s.ids.tokens[string(tok)]; ok {
+			if pd, ok := s.ids.pending[key]; ok {
+				return pd.replyID(key)
+			}
+		}
+	}
+	if sub := subscriptionID(env.Params); sub != nil {
+		if pd, ok := s.ids.pending[string(sub)]; ok && pd.kind == kindListen {
+			return pd.replyID(string(sub))
+		}
+	}
+	if key, pd := s.ids.only(c.gen); pd != nil {
+		return pd.replyID(key)
+	}
+	return nil
+}
+
+// childNotification passes a notification of the child's to the client.
+// s.mu is held.
+func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel []byte) {
+	switch env.Method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		// The child changed a list itself: what the client is served is
+		// no longer known.
+		s.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed"))
+	case "notifications/subscriptions/acknowledged":
+		sub := subscriptionID(env.Params)
+		pd := s.ids.pending[string(sub)]
+		if pd != nil && pd.awaitingAck {
+			pd.awaitingAck = false // the replay's: the client has its own
+			return
+		}
+		if pd != nil && s.st.Listens()[string(pd.replyID(string(sub)))].Tools {
+			msg = forceAck(msg, env)
+		}
+		if pd != nil && pd.clientID != nil {
+			msg = withSubscriptionID(msg, pd.clientID)
+		}
+	case "notifications/cancelled":
+		// The child cancels one of its own requests to the client.
+		id, ok := s.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId"))
+		if !ok {
+			return
+		}
+		if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok {
+			msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(id))
+		}
+	default:
+		if sub := subscriptionID(env.Params); sub != nil {
+			if pd := s.ids.pending[string(sub)]; pd != nil && pd.clientID != nil {
+				msg = withSubscriptionID(msg, pd.clientID)
+			}
+		}
+	}
+	s.deliver(msg, s.relOf(c, env, rel))
+}
+
+// childJunk drops a line the child wrote that is no message to pass on
+// (what it is): forwarding it would corrupt the client's stream. When
+// answer, the request the line seems to answer gets an error instead.
+func (s *Session) childJunk(c *conn, msg []byte, what string, answer bool) {
+	c.tail().Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
+	if id := wire.PartialID(msg); answer && id != nil {
+		s.mu.Lock()
+		if pd, ok := s.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen && c == s.child {
+			s.ids.forget(string(id))
+			rid := pd.replyID(string(id))
+			s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerBadJSON, nil))
+		}
+		s.mu.Unlock()
+	}
+	if s.r.stats.junkWarned.CompareAndSwap(false, true) {
+		s.r.log.Warn("the server wrote a line to stdout that is "+what+"; it was not forwarded (stdout belongs to the protocol: log to stderr). Further such lines are logged at debug level", "line", wire.Abbreviate(msg, 200))
+	} else {
+		s.r.cfg.ServerLogger.Debug("stdout ("+what+"): "+wire.Abbreviate(msg, 500), "bytes", len(msg))
+	}
+}
+
+// childTooLarge handles an over-long message from the child: it is
+// dropped, and the request it answered gets an error instead.
+func (s *Session) childTooLarge(c *conn, tl *wire.TooLargeError) {
+	s.r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
+	id := tl.ID()
+	if id == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := string(id)
+	if pd, ok := s.ids.lookup(key, c.gen); ok && pd.kind != kindListen && c == s.child {
+		s.ids.forget(key)
+		rid := pd.replyID(key)
+		s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerTooLarge(tl.Size, tl.Max), nil))
+	}
+}
+
+// withSubscriptionID puts the client's own listen id in a notification's
+// subscription id, where the child wrote the one it knows.
+func withSubscriptionID(msg, id []byte) []byte {
+	env, err := wire.Peek(msg)
+	if err != nil {
+		return msg
+	}
+	ms, me, ok := jsonscan.MemberSpan(env.Params, "_meta")
+	if !ok {
+		return msg
+	}
+	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], subscriptionKey)
+	if !ok {
+		return msg
+	}
+	at := env.ParStart + ms
+	return wire.Splice(msg, at+vs, at+ve, id)
+}
