@@ -16,8 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 // The mux end-to-end tests run the real mcpflow binary as a mux of a Go

@@ -9,12 +9,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/project"
-	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // startMux starts the mux of cfg ([servers.NAME], [mux]) and its

@@ -138,7 +138,6 @@ func (l *live) current() *engine {
 	return l.cur
 }
 
-
 func (l *live) Status() control.Status { return l.current().target.Status() }
 
 func (l *live) Rebuild(ctx context.Context, name string) (result.Build, error) {

@@ -11,8 +11,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/protocol/bridge"
-	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
 
 // The mappings of the config's sections onto the options of the parts

@@ -20,9 +20,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
-	"github.com/mcpflow/mcpflow/internal/relay"
 )
 
 // instanceRun is what a run (watch; mux the same way) adds for a person:

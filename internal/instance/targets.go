@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/clitools"
+	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 // cliStatus is a [cli] run's status: no process stays up, so its one row

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/clitools"
-	"github.com/mcpflow/mcpflow/internal/ops/control"
-	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
 func TestCLITarget(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 

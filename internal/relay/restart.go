@@ -897,4 +897,3 @@ func mergeEnv(base []string, over map[string]string) []string {
 	}
 	return out
 }
-

@@ -194,4 +194,3 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
-

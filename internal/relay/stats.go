@@ -128,4 +128,3 @@ func (r *Relay) Stats() Stats {
 	}
 	return st
 }
-

@@ -21,8 +21,8 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/testkit"
 	"github.com/mcpflow/mcpflow/internal/relay"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

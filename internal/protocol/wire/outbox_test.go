@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // TestOutboxOrderUnderBacklog: messages pushed while the writer is behind
