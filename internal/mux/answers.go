@@ -55,7 +55,7 @@ func (s *session) startDeadline(wait time.Duration) <-chan struct{} {
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-s.m.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		}
 		select {
@@ -66,17 +66,23 @@ func (s *session) startDeadline(wait time.Duration) <-chan struct{} {
 		t.Reset(s.m.cfg.InputWait - time.Since(start))
 		select {
 		case <-t.C:
-		case <-s.m.ctx.Done():
+		case <-s.ctx.Done():
 		}
 	})
 	return ch
 }
 
-// openAll opens the session on every server and waits, at most until
-// deadline, for their answers to the handshake.
-func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
-	var ps []*port
-	for _, n := range s.m.names() {
+// allPorts opens the session on every server, waiting at most until
+// deadline for those still being made, and returns the ports by name.
+func (s *session) allPorts(ctx context.Context, deadline <-chan struct{}) map[string]*port {
+	return s.portsOf(ctx, s.m.names(), deadline)
+}
+
+// portsOf opens the session on the servers named, waiting at most until
+// deadline (nil: none) for those still being made.
+func (s *session) portsOf(ctx context.Context, names []string, deadline <-chan struct{}) map[string]*port {
+	out := map[string]*port{}
+	for _, n := range names {
 		s.m.mu.Lock()
 		srv := s.m.servers[n]
 		s.m.mu.Unlock()
@@ -86,30 +92,52 @@ func (s *session) openAll(ctx context.Context, deadline <-chan struct{}) {
 		select {
 		case <-srv.made:
 		case <-deadline:
-			return
+			return out
 		case <-ctx.Done():
-			return
+			return out
 		}
 		if p := s.port(n); p != nil {
-			ps = append(ps, p)
+			out[n] = p
 		}
 	}
-	for _, p := range ps {
-		select {
-		case <-p.ready:
-		case <-deadline:
-			return
-		case <-ctx.Done():
-			return
+	return out
+}
+
+// openAll opens the session on every server and waits, at most until
+// deadline, for their first start to end (but for a server whose record
+// answers at once) and, with handshake, for their answers to the
+// client's handshake; it returns the ports.
+func (s *session) openAll(ctx context.Context, deadline <-chan struct{}, handshake bool) map[string]*port {
+	ports := s.allPorts(ctx, deadline)
+	for _, p := range ports {
+		up, ready := p.srv.up, p.ready
+		if r, ok := p.srv.b.(recorder); ok && r.HasRecord() {
+			up = nil
+		}
+		if !handshake {
+			ready = nil
+		}
+		for _, ch := range []chan struct{}{ready, up} {
+			if ch == nil {
+				continue
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				return ports
+			case <-ctx.Done():
+				return ports
+			}
 		}
 	}
+	return ports
 }
 
 // initialize answers a legacy client's handshake: the mux's own
 // capabilities, and the instructions of the servers that answered theirs
 // by then.
 func (s *session) initialize(ctx context.Context, env wire.Envelope) {
-	s.openAll(ctx, s.startDeadline(s.wait(env)))
+	s.openAll(ctx, s.startDeadline(s.wait(env)), true)
 	var asked struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
@@ -174,18 +202,14 @@ func (s *session) instructions() string {
 // through the era bridge).
 func (s *session) discover(ctx context.Context, env wire.Envelope) {
 	deadline := s.startDeadline(s.wait(env))
-	names := s.m.names()
+	ports := s.openAll(ctx, deadline, false)
 	type answer struct {
 		name string
 		msg  []byte
 	}
-	answers := make(chan answer, len(names))
+	answers := make(chan answer, len(ports))
 	asked := 0
-	for _, n := range names {
-		p := s.port(n)
-		if p == nil {
-			continue
-		}
+	for n, p := range ports {
 		asked++
 		s.m.wg.Go(func() {
 			actx, cancel := context.WithCancel(ctx)
@@ -260,7 +284,7 @@ func (s *session) answerList(ctx context.Context, env wire.Envelope) {
 // listWait does) or ctx ends.
 func (s *session) refresh(ctx context.Context, names []string, deadline <-chan struct{}) {
 	var waits []chan struct{}
-	for _, n := range names {
+	for n := range s.portsOf(ctx, names, deadline) {
 		if ch := s.readLists(n); ch != nil {
 			waits = append(waits, ch)
 		}
@@ -301,25 +325,27 @@ func (s *session) readLists(name string) chan struct{} {
 	p.read, p.fresh = done, true
 	s.m.wg.Go(func() {
 		defer close(done)
-		<-p.ready
-		ctx, cancel := context.WithTimeout(s.m.ctx, readTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, readTimeout)
 		defer cancel()
-		for {
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+		}
+		for ctx.Err() == nil {
+			s.mu.Lock()
+			asked := p.asked
+			s.mu.Unlock()
 			l, err := s.fetchLists(ctx, p)
 			s.mu.Lock()
-			if err != nil {
-				p.read, p.fresh = nil, false
-				s.mu.Unlock()
-				s.m.log.Debug("reading a server's lists", "server", name, "err", err)
-				return
-			}
-			changed := s.ports[name] == p && s.cat.publish(name, l)
-			again := !p.fresh // marked stale while it was read
-			p.fresh = true
+			again := p.asked != asked // marked stale while it was read
+			changed := err == nil && s.ports[name] == p && s.cat.publish(name, l)
 			if !again {
-				p.read = nil
+				p.read, p.fresh = nil, err == nil
 			}
 			s.mu.Unlock()
+			if err != nil {
+				s.m.log.Debug("reading a server's lists", "server", name, "err", err)
+			}
 			if changed {
 				s.listsChanged()
 			}
@@ -327,6 +353,9 @@ func (s *session) readLists(name string) chan struct{} {
 				return
 			}
 		}
+		s.mu.Lock()
+		p.read, p.fresh = nil, false
+		s.mu.Unlock()
 	})
 	return done
 }
@@ -342,6 +371,7 @@ func (s *session) stale(name string) {
 	p := s.ports[name]
 	if p != nil {
 		p.fresh = false
+		p.asked++
 	}
 	s.mu.Unlock()
 	if p != nil {

@@ -98,6 +98,7 @@ type server struct {
 	removed  bool
 	starting bool          // its first start is running
 	made     chan struct{} // closed once it has a backend (or failed to)
+	up       chan struct{} // closed once its first start ended, its state applied
 
 	inbox
 }
@@ -187,12 +188,17 @@ func (m *Mux) InputEnded() { m.endOnce.Do(func() { close(m.ended) }) }
 func (m *Mux) Open(c wire.Client) wire.Session {
 	s := newSession(m, c)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		s.closed = true
 		return s
 	}
 	m.sessions[s] = struct{}{}
+	names := m.namesLocked()
+	m.mu.Unlock()
+	for _, n := range names {
+		s.port(n) // its server's child starts now, warm for the client's first request
+	}
 	return s
 }
 
@@ -270,7 +276,7 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, made: make(chan struct{})}
+	s := &server{spec: spec, health: health{status: StatusStarting}, inbox: newInbox(), starting: true, made: make(chan struct{}), up: make(chan struct{})}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -294,6 +300,7 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	if err != nil {
 		m.forget(s)
 		close(s.made)
+		close(s.up)
 		return result.Build{}, fmt.Errorf("server %q: %w", spec.Name, err)
 	}
 	m.mu.Lock()
@@ -303,6 +310,7 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	close(s.made)
 	if removed {
 		b.Close()
+		close(s.up)
 		return result.Build{}, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
 	// The sessions open it at once: its first start answers them when it
@@ -315,6 +323,7 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	s.lastBuild = &res
 	removed = s.removed
 	m.mu.Unlock()
+	close(s.up)
 	if removed {
 		return res, fmt.Errorf("server %q was removed while it started", spec.Name)
 	}
@@ -347,6 +356,10 @@ func (m *Mux) eachSession(f func(*session)) {
 		f(s)
 	}
 }
+
+// recorder is a Backend that answers from the record of its server's
+// last good start while the first start runs (a relay).
+type recorder interface{ HasRecord() bool }
 
 // forget drops a server that never got a backend.
 func (m *Mux) forget(s *server) {
@@ -436,7 +449,9 @@ func (m lifecycle) worker(s *server) {
 // caller reports the new state; the same event, arriving later through the
 // worker, changes nothing.
 func (m lifecycle) applyResult(s *server, res result.Build) {
-	m.apply(s, eventOf(res, s.spec.Name))
+	if m.apply(s, eventOf(res, s.spec.Name)) {
+		m.eachSession(func(ss *session) { ss.serverUp(s) })
+	}
 }
 
 // apply records one event; it reports whether the server came up.

@@ -169,6 +169,10 @@ func (b *relayBackend) noteBuild(res result.Build) {
 
 func (b *relayBackend) Open(c wire.Client) wire.Session { return b.r.Open(c) }
 
+// HasRecord reports whether the relay answers from the record of the
+// server's last good start (a recorder).
+func (b *relayBackend) HasRecord() bool { return b.r.HasRecord() }
+
 // SetEnv sets the server's environment overrides for its next starts
 // ([servers.NAME.run] env_overridable; reload_server's env).
 func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }

@@ -24,8 +24,10 @@ import (
 // the mux prefixes. What it lists is its own catalog, read through its
 // ports: what one client's servers list reaches no other client.
 type session struct {
-	m *Mux
-	c wire.Client
+	m      *Mux
+	c      wire.Client
+	ctx    context.Context // ends with the session (Close) or the mux
+	cancel context.CancelFunc
 
 	dmu sync.Mutex // one message at a time to the client
 
@@ -44,15 +46,43 @@ type session struct {
 	notify  *time.Timer       // a list_changed to the client, coalesced
 }
 
-// port is a session's part on one server.
+// port is a session's part on one server. Its session with the server is
+// opened at first use (open), never with a lock of the mux's held.
 type port struct {
 	srv    *server
-	sess   wire.Session
+	client wire.Client
+	once   sync.Once
+	sess   wire.Session  // once opened
 	opened bool          // the client's handshake was sent (legacy), or the mux's listen (2026-07-28)
 	fresh  bool          // its lists in the catalog are current
+	asked  int           // times they were marked stale: a read under way that sees it change reads again
 	ready  chan struct{} // closed once the server answered the handshake
 	read   chan struct{} // closed when the lists being read are in; nil when none is
 }
+
+// open is the port's session with its server, opened at the first call.
+func (p *port) open() wire.Session {
+	p.once.Do(func() { p.sess = p.srv.b.Open(p.client) })
+	if p.sess == nil {
+		return closedSession{} // closed before it was ever opened
+	}
+	return p.sess
+}
+
+// close closes the port's session, if it was opened; it is never opened
+// afterwards.
+func (p *port) close() {
+	p.once.Do(func() {})
+	if p.sess != nil {
+		p.sess.Close()
+	}
+}
+
+// closedSession is the session of a port closed before it opened.
+type closedSession struct{}
+
+func (closedSession) Send([]byte) {}
+func (closedSession) Close()      {}
 
 // serverReq is a server's request to the client: the server and the id
 // the client's answer goes back under.
@@ -66,16 +96,19 @@ type serverReq struct {
 const ownPrefix = `"mcpflow:m`
 
 func newSession(m *Mux, c wire.Client) *session {
+	ctx, cancel := context.WithCancel(m.ctx)
 	return &session{
-		m:     m,
-		c:     c,
-		ports: map[string]*port{},
-		calls: map[string]string{},
-		own:   map[string]func(){},
-		reqs:  map[string]serverReq{},
-		waits: map[string]chan []byte{},
-		cat:   newCatalog(m.sep, m.ownNames()),
-		instr: map[string]string{},
+		m:      m,
+		c:      c,
+		ctx:    ctx,
+		cancel: cancel,
+		ports:  map[string]*port{},
+		calls:  map[string]string{},
+		own:    map[string]func(){},
+		reqs:   map[string]serverReq{},
+		waits:  map[string]chan []byte{},
+		cat:    newCatalog(m.sep, m.ownNames()),
+		instr:  map[string]string{},
 	}
 }
 
@@ -141,11 +174,6 @@ func (s *session) Send(msg []byte) {
 		return
 	}
 	s.seen = time.Now()
-	if env.IsRequest() && wire.Reserved(env.ID) {
-		s.mu.Unlock()
-		s.deliver(wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextReserved, nil), env.ID)
-		return
-	}
 	answer, refused := s.st.Note(msg, env)
 	s.mu.Unlock()
 	if refused {
@@ -179,18 +207,16 @@ func (s *session) Close() {
 		return
 	}
 	s.closed = true
+	s.cancel()
 	ports := s.ports
 	s.ports = map[string]*port{}
-	for _, cancel := range s.own {
-		cancel()
-	}
 	if s.notify != nil {
 		s.notify.Stop()
 	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, p := range ports {
-		wg.Go(p.sess.Close)
+		wg.Go(p.close)
 	}
 	wg.Wait()
 	s.m.mu.Lock()
@@ -248,7 +274,7 @@ const codeResourceNotFound = -32002
 // goOwn answers the client's request id itself, in the background, with
 // a context canceled by the client's cancellation or the session's end.
 func (s *session) goOwn(id []byte, f func(ctx context.Context)) {
-	ctx, cancel := context.WithCancel(s.m.ctx)
+	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	s.own[string(id)] = cancel
 	s.mu.Unlock()
@@ -276,15 +302,14 @@ func (s *session) port(name string) *port {
 		return nil
 	}
 	p := s.ports[name]
-	var stale wire.Session
+	var stale *port
 	if p != nil && p.srv != srv {
 		// The server was removed and added again: a new backend.
-		stale, p = p.sess, nil
+		stale, p = p, nil
 	}
 	if p == nil {
-		p = &port{srv: srv, ready: make(chan struct{})}
+		p = &port{srv: srv, ready: make(chan struct{}), client: wire.ClientFunc(func(msg, rel []byte) { s.fromServer(name, msg, rel) })}
 		s.ports[name] = p
-		p.sess = srv.b.Open(wire.ClientFunc(func(msg, rel []byte) { s.fromServer(name, msg, rel) }))
 	}
 	var open [][]byte
 	if !p.opened && (s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern) {
@@ -293,10 +318,11 @@ func (s *session) port(name string) *port {
 	}
 	s.mu.Unlock()
 	if stale != nil {
-		stale.Close()
+		stale.close()
 	}
+	sess := p.open() // the server's child for this session starts now
 	for _, m := range open {
-		p.sess.Send(m)
+		sess.Send(m)
 	}
 	return p
 }
@@ -334,7 +360,7 @@ func (s *session) opening(p *port) [][]byte {
 				s.instr[name] = in
 				s.mu.Unlock()
 			}
-		case <-s.m.ctx.Done():
+		case <-s.ctx.Done():
 		case <-time.After(handshakeWait):
 		}
 	})
@@ -364,7 +390,7 @@ func (s *session) ask(ctx context.Context, p *port, method string, params []byte
 		delete(s.waits, string(id))
 		s.mu.Unlock()
 	}()
-	p.sess.Send(wire.Request(id, method, params))
+	p.open().Send(wire.Request(id, method, params))
 	select {
 	case msg := <-ch:
 		return msg, nil
@@ -383,7 +409,7 @@ func (s *session) forward(name string, msg []byte, env wire.Envelope) {
 	s.mu.Lock()
 	s.calls[string(env.ID)] = name
 	s.mu.Unlock()
-	p.sess.Send(msg)
+	p.open().Send(msg)
 }
 
 // fromServer handles one message a server delivers to this session.
@@ -436,14 +462,14 @@ func (s *session) clientResponse(msg []byte, env wire.Envelope) {
 		s.m.log.Debug("dropped a client answer to a request that is no longer open", "id", string(env.ID))
 		return
 	}
-	p.sess.Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.id))
+	p.open().Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.id))
 }
 
 func (s *session) clientNotification(msg []byte, env wire.Envelope) {
 	switch env.Method {
 	case "notifications/initialized":
 		for _, p := range s.openPorts() {
-			p.sess.Send(msg)
+			p.open().Send(msg)
 		}
 		return
 	case "notifications/cancelled":
@@ -457,12 +483,12 @@ func (s *session) clientNotification(msg []byte, env wire.Envelope) {
 			cancel()
 		}
 		if ok && p != nil {
-			p.sess.Send(msg)
+			p.open().Send(msg)
 		}
 		return
 	}
 	for _, p := range s.openPorts() {
-		p.sess.Send(msg)
+		p.open().Send(msg)
 	}
 }
 
@@ -479,14 +505,14 @@ func (s *session) openPorts() []*port {
 	return out
 }
 
-// serverUp opens the session's part on a server that was added, once the
-// client's session is set up, and reads what it lists.
+// serverUp opens the session's part on a server that was added or came
+// up, and reads what it lists once the client's session is set up.
 func (s *session) serverUp(srv *server) {
+	s.port(srv.spec.Name)
 	s.mu.Lock()
-	open := s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern
+	set := s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern
 	s.mu.Unlock()
-	if open {
-		s.port(srv.spec.Name)
+	if set {
 		s.stale(srv.spec.Name)
 	}
 }
@@ -514,7 +540,7 @@ func (s *session) serverGone(srv *server) {
 	s.cat.unpublish(name)
 	s.mu.Unlock()
 	if p != nil {
-		p.sess.Close()
+		p.close()
 	}
 	if changed {
 		s.listsChanged()

@@ -15,8 +15,9 @@ import (
 
 // conn is a session's connection to its child: a process of its own on
 // its stdin and stdout (a stdio server), or an HTTP session on the HTTP
-// server's process. done is closed once it ended: its link is done and,
-// when the process is its own, the process is gone.
+// server's process. done is closed once it ended (its link is done and,
+// when the process is its own, the process is gone) and its end was
+// handled (connEnded).
 type conn struct {
 	s        *Session
 	p        *child // the process: the session's own, or the HTTP server's
@@ -54,8 +55,8 @@ func (s *Session) connect(srv *child) (*conn, error) {
 		c.link.Start(receiver{c})
 		r.wg.Go(func() {
 			<-c.link.Done()
-			close(c.done)
 			s.connEnded(c)
+			close(c.done)
 		})
 		return c, nil
 	}
@@ -86,8 +87,8 @@ func (s *Session) connect(srv *child) (*conn, error) {
 			link.abandon() // a process outside the group holds its stdout
 			waitFor(link.Done(), 2*time.Second)
 		}
-		close(c.done)
 		s.connEnded(c)
+		close(c.done)
 	})
 	return c, nil
 }

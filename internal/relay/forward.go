@@ -51,7 +51,7 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			s.hold(msg, env)
 			s.phase = phaseHold
-			s.r.wg.Go(func() { _, _ = s.reconnect(s.r.ctx, nil, true) })
+			s.r.wg.Go(s.respawn)
 			return
 		}
 		s.hs.selfInit = false

@@ -330,6 +330,14 @@ func (r *Relay) nextGen() int {
 	return r.gen
 }
 
+// HasRecord reports whether the record of the server's last good start
+// answers its sessions before the first start is up.
+func (r *Relay) HasRecord() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec != nil
+}
+
 // report is why no child serves, for a session that is answered alone.
 func (r *Relay) report() string {
 	r.mu.Lock()

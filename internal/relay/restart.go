@@ -61,15 +61,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	r.mu.Unlock()
 	if err := r.spec().check(); err != nil {
 		report := texts.NoStart(err, r.cfg.Child.Setting)
-		r.mu.Lock()
-		if r.state != stateClosed {
-			r.state = stateDown
-		}
-		r.health.setReport(report, true)
-		r.mu.Unlock()
-		for _, s := range sessions {
-			s.goDown(report)
-		}
+		r.allDown(sessions, report)
 		return r.restartFailed(gen, t0, errors.New(report))
 	}
 	for _, s := range sessions {
@@ -80,6 +72,7 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	if r.cfg.Child.HTTP != nil {
 		var err error
 		if srv, err = r.replaceServer(ctx, old, sessions); err != nil {
+			r.allDown(sessions, err.Error())
 			return r.restartFailed(gen, t0, err)
 		}
 	}
@@ -139,6 +132,20 @@ func (r *Relay) restart(ctx context.Context, auto bool) (*result.Restart, error)
 	return res, err
 }
 
+// allDown leaves the relay, and every session, without a child: no child
+// can start (report says why) until the next build or recompile.
+func (r *Relay) allDown(sessions []*Session, report string) {
+	r.mu.Lock()
+	if r.state != stateClosed {
+		r.state = stateDown
+	}
+	r.health.setReport(report, true)
+	r.mu.Unlock()
+	for _, s := range sessions {
+		s.goDown(report)
+	}
+}
+
 // restartFailed reports a restart that left no child serving.
 func (r *Relay) restartFailed(gen int, t0 time.Time, err error) (*result.Restart, error) {
 	res := &result.Restart{Gen: gen, Err: err, Duration: time.Since(t0)}
@@ -189,6 +196,9 @@ func (r *Relay) replaceServer(ctx context.Context, old *child, sessions []*Sessi
 	var err error
 	if old != nil && r.cfg.Child.HTTP.Overlaps() {
 		srv, err = r.startServer() // while the old one drains
+		if err == nil {
+			r.log.Info("starting the next server while the calls in flight finish", "pid", srv.pid)
+		}
 	}
 	if old != nil {
 		var wg sync.WaitGroup
@@ -202,18 +212,15 @@ func (r *Relay) replaceServer(ctx context.Context, old *child, sessions []*Sessi
 		srv, err = r.startServer()
 	}
 	if err != nil {
-		report := texts.NoStart(err, r.cfg.Child.Setting)
-		r.failedStart(report)
-		return nil, errors.New(report)
+		return nil, errors.New(texts.NoStart(err, r.cfg.Child.Setting))
 	}
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.HandshakeTimeout)
+	rctx, cancel := context.WithCancel(ctx) // Ready is bounded by its own wait (relay.handshake_timeout)
 	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
 	if err := r.cfg.Child.HTTP.Ready(rctx, srv.url); err != nil {
-		srv.kill(r.cfg.Child.StopTimeout, r.ctx, nil)
+		srv.stop(r.cfg.Child.StopTimeout, r.ctx, nil)
 		err = fmt.Errorf("%s: %w", describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), err)
-		report := texts.WithStderr(texts.BadStart(err, r.cfg.Rebuild), srv.exitInfo())
-		r.failedStart(report)
-		return nil, errors.New(report)
+		return nil, errors.New(texts.WithStderr(texts.BadStart(err, r.cfg.Rebuild), srv.exitInfo()))
 	}
 	return srv, nil
 }

@@ -355,6 +355,16 @@ func (s *Session) Close() {
 	s.phase = phaseClosed
 	c, br := s.child, s.bridge
 	s.child = nil
+	if c != nil {
+		// The child's requests to the client get their answer: the client
+		// is gone.
+		for id, sr := range s.ids.serverReqs {
+			if sr.gen == c.gen {
+				c.send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
+			}
+			delete(s.ids.serverReqs, id)
+		}
+	}
 	for id, cancel := range s.recompiles {
 		cancel()
 		delete(s.recompiles, id)

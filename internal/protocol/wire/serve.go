@@ -128,6 +128,8 @@ func (f *stdioFront) read(in Stream, s Session) error {
 			f.write(ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
 		case env.IsArray:
 			f.batch(msg, s)
+		case env.IsRequest() && Reserved(env.ID):
+			f.write(ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
 		default:
 			f.note(env)
 			s.Send(msg)
@@ -149,6 +151,10 @@ func (f *stdioFront) batch(msg []byte, s Session) {
 		env, err := Peek(el)
 		if err != nil || env.IsArray {
 			refused = append(refused, ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
+			continue
+		}
+		if env.IsRequest() && Reserved(env.ID) {
+			refused = append(refused, ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
 			continue
 		}
 		if env.IsRequest() && IDProblem(env.ID) == "" {

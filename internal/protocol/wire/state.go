@@ -40,10 +40,14 @@ type ClientInfo struct {
 
 // ReservedPrefix starts every request id mcpflow invents (each part with
 // a tag of its own after it: "mcpflow:r1" the relay's, "mcpflow:m1" the
-// mux's, …). A client's request that uses it is refused where a client
-// first meets mcpflow (Swap), so that no id of mcpflow's own can meet a
+// mux's, "mcpflow:f1" FanIn's, "mcpflow:w1" Swap's). A client's request
+// that uses it is refused by the front it comes through (Serve, the HTTP
+// front: TextReserved), so that no id of mcpflow's own can meet a
 // client's.
 const ReservedPrefix = `"mcpflow:`
+
+// TextReserved refuses a client's request that uses mcpflow's ids.
+const TextReserved = `Invalid Request: ids starting with "mcpflow:" are mcpflow's own`
 
 // State is one client session as the client's own messages set it up:
 // what must be given to whatever serves the session next (a restarted

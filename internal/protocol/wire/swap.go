@@ -10,9 +10,7 @@ import (
 // Swap is an Opener whose serving side can be replaced while its clients'
 // sessions stay open (mcpflow's own settings changed, or a broken config
 // was fixed): the client keeps its session and its conversation, and is
-// told that its lists changed. It is where a client first meets the
-// engine, so it refuses a request whose id is of mcpflow's own namespace
-// (ReservedPrefix).
+// told that its lists changed.
 //
 // Contract:
 //   - Each session keeps the client's State, and Replace replays it
@@ -45,8 +43,6 @@ const DefaultDrain = 10 * time.Second
 // TextMoved answers a request the old engine did not answer in time.
 const TextMoved = "mcpflow: its settings changed (mcpflow.toml) and the server was restarted with them before it answered this request; send it again"
 
-// TextReserved refuses a client's request that uses mcpflow's ids.
-const TextReserved = `Invalid Request: ids starting with "mcpflow:" are mcpflow's own`
 
 // NewSwap serves o until Replace.
 func NewSwap(o Opener) *Swap {
@@ -137,7 +133,7 @@ func (sc *swapClient) Deliver(msg, rel []byte) {
 				}
 				s.stmu.Unlock()
 				return
-			case sc.moved[id] || !s.st.InFlight(env.ID):
+			case sc.moved[id] || id != "null" && !s.st.InFlight(env.ID):
 				s.stmu.Unlock()
 				return // moved away, answered already, or never asked
 			}
@@ -158,10 +154,6 @@ func (s *swapSession) Send(msg []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
-	}
-	if env.IsRequest() && Reserved(env.ID) {
-		go s.deliver(ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil), env.ID)
 		return
 	}
 	s.stmu.Lock()

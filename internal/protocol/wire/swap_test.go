@@ -1,10 +1,13 @@
 package wire
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 )
 
 // echoEngine answers every request with a result naming the engine, and
@@ -104,8 +107,7 @@ func (silentSession) Send([]byte) {}
 func (silentSession) Close()      {}
 
 // A request in flight when the engine is replaced gets exactly one
-// answer: the old engine's within Drain, else Swap's; a request with an
-// id of mcpflow's own is refused.
+// answer: the old engine's within Drain, else Swap's.
 func TestSwapAnswersWhatWasInFlight(t *testing.T) {
 	w := NewSwap(silentEngine{})
 	w.Drain = 50 * time.Millisecond
@@ -118,7 +120,6 @@ func TestSwapAnswersWhatWasInFlight(t *testing.T) {
 	}))
 	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
 	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`))
-	s.Send([]byte(`{"jsonrpc":"2.0","id":"mcpflow:x","method":"ping"}`))
 	w.Replace(&echoEngine{name: "b"})
 	s.Send([]byte(`{"jsonrpc":"2.0","id":7,"method":"ping"}`))
 	time.Sleep(50 * time.Millisecond)
@@ -126,9 +127,98 @@ func TestSwapAnswersWhatWasInFlight(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	all := strings.Join(got, "\n")
-	for _, want := range []string{TextInFlight, "are mcpflow's own", TextMoved, `"id":7,"result":{"engine":"b"}`} {
+	for _, want := range []string{TextInFlight, TextMoved, `"id":7,"result":{"engine":"b"}`} {
 		if strings.Count(all, want) != 1 {
 			t.Errorf("want %q once; the client got:\n%s", want, all)
 		}
+	}
+}
+
+// progressEngine answers each request after a progress notification on
+// its token, and tags a list_changed with each listen's id; it records
+// what it was sent.
+type progressEngine struct {
+	mu  sync.Mutex
+	got []string
+	c   Client
+}
+
+func (e *progressEngine) Open(c Client) Session { e.c = c; return e }
+func (e *progressEngine) Close()                {}
+func (e *progressEngine) Send(msg []byte) {
+	env, _ := Peek(msg)
+	e.mu.Lock()
+	e.got = append(e.got, string(msg))
+	e.mu.Unlock()
+	if !env.IsRequest() {
+		return
+	}
+	go func() {
+		if env.Method == "subscriptions/listen" {
+			e.c.Deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+string(env.ID)+`}}}`), nil)
+			return
+		}
+		if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
+			e.c.Deliver([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+string(tok)+`,"progress":1}}`), nil)
+		}
+		e.c.Deliver(ResultResponse(env.ID, []byte(`{}`)), env.ID)
+	}()
+}
+
+// Two session-less clients through a FanIn share one session: each gets
+// its own answers, progress and listen notifications under its own ids
+// and tokens, and nothing of the other's, even with the same ids; a
+// cancel names only the canceller's own request; a client that leaves has
+// its requests cancelled.
+func TestFanInIsolates(t *testing.T) {
+	e := &progressEngine{}
+	f := NewFanIn(e)
+	got := map[string]*[]string{"a": {}, "b": {}}
+	var mu sync.Mutex
+	open := func(name string) Session {
+		return f.Open(ClientFunc(func(msg, rel []byte) {
+			mu.Lock()
+			*got[name] = append(*got[name], string(msg)+" rel="+string(rel))
+			mu.Unlock()
+		}))
+	}
+	a, b := open("a"), open("b")
+	a.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}`))
+	b.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}`))
+	a.Send([]byte(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{}}`))
+	b.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(*got["a"]) + len(*got["b"])
+		mu.Unlock()
+		if n >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string][]string{
+		"a": {`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}} rel=1`, `{"jsonrpc":"2.0","id":1,"result":{}} rel=1`,
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}} rel="L"`},
+		"b": {`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}} rel=1`, `{"jsonrpc":"2.0","id":1,"result":{}} rel=1`},
+	}
+	for name, w := range want {
+		for _, m := range w {
+			if !slices.Contains(*got[name], m) {
+				t.Errorf("%s did not get %s; it got %q", name, m, *got[name])
+			}
+		}
+		if len(*got[name]) != len(w) {
+			t.Errorf("%s got %d messages, want %d: %q", name, len(*got[name]), len(w), *got[name])
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sent := strings.Join(e.got, "\n")
+	if strings.Contains(sent, `"requestId":"L"`) || strings.Count(sent, `"mcpflow:f`) < 3 {
+		t.Errorf("the engine got a client's own ids, or b's cancel of a's listen:\n%s", sent)
 	}
 }

@@ -151,8 +151,6 @@ func ErrDown(state string) string { return "mcpflow: " + state }
 const (
 	ErrRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
 	ErrNoKind        = "Invalid Request: a message with an id needs a method, a result or an error"
-	ErrReservedID    = `Invalid Request: ids starting with "mcpflow:" are reserved by the mcpflow relay`
-	ErrInFlight      = "Invalid Request: a request with this id is still in flight"
 	ErrServerBadJSON = "mcpflow: the server answered with a line that is not valid JSON; it was not forwarded (see mcpflow's log)"
 )
 
@@ -278,9 +276,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// ErrNoClient answers a server's request while no client is connected
-// to take it.
-const ErrNoClient = "mcpflow: no client is connected to answer this request"
+// ErrClientLeft answers a server's request whose client's session ended
+// before it answered.
+const ErrClientLeft = "mcpflow: the client's session ended before it answered this request"
 
 // lastLines is the last n lines of s, with a count of those left out.
 func lastLines(s string, n int) string {

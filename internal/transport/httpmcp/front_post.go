@@ -48,6 +48,8 @@ func check(raw []byte) inMsg {
 		m.refusal = wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil)
 	case env.ID != nil && wire.IDProblem(env.ID) != "":
 		m.refusal = wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.IDProblem(env.ID), nil)
+	case env.Method != "" && wire.Reserved(env.ID):
+		m.refusal = wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextReserved, nil)
 	case string(env.Version) != `"2.0"`:
 		m.refusal = invalid(`"jsonrpc" must be "2.0"`)
 	case env.Method == "" && env.ID != nil && (env.Result != nil || env.HasError):
