@@ -25,7 +25,9 @@ file = "mcpflow.log"
 
 // A server that appends to a file in its watched tree at each start is
 // started at most 3 times in 10 s, and the log names the file and the
-// fix once.
+// fix once. Its first start may come before the watch does (the child of
+// the client's session starts as soon as the session opens): an edit
+// then starts it again, under the watch.
 func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -40,6 +42,9 @@ func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
 	h := startE2E(t, dir, "", "watch")
 	if len(h.tools()) == 0 {
 		t.Fatal("no tools")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "edit.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	starts := func() int {
 		b, _ := os.ReadFile(filepath.Join(dir, "server.log"))
