@@ -1,7 +1,6 @@
 package project
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,23 +212,11 @@ func noEmitOnErrorWarning(cfg *config.Config) string {
 	if !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
 		return ""
 	}
-	runsTSC := hasWord(line, "tsc")
-	if !runsTSC {
-		// npm run NAME, pnpm NAME, yarn NAME: look at the script.
-		var m packageJSON
-		b, _ := os.ReadFile(filepath.Join(cfg.Dir, "package.json"))
-		_ = json.Unmarshal(b, &m)
-		for name, script := range m.Scripts {
-			if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
-				if strings.Contains(script, "noEmitOnError") {
-					return ""
-				}
-				runsTSC = true
-			}
+	if !hasWord(line, "tsc") {
+		scripts := tscScripts(cfg.Dir, line) // npm run NAME, pnpm NAME, yarn NAME
+		if len(scripts) == 0 || slices.ContainsFunc(scripts, func(s string) bool { return strings.Contains(s, "noEmitOnError") }) {
+			return ""
 		}
-	}
-	if !runsTSC {
-		return ""
 	}
 	return `the build runs tsc without noEmitOnError: tsc writes its JavaScript even when type-checking fails, so the server could restart into code that did not compile; add --noEmitOnError to the build command (for "npm run build": "npm run build -- --noEmitOnError") or set "noEmitOnError": true in tsconfig.json`
 }

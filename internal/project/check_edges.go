@@ -1,7 +1,6 @@
 package project
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -200,7 +199,7 @@ func buildProducts(cfg *config.Config) []product {
 			}
 			continue
 		}
-		if hasWord(line, "tsc") || runsTSCScript(cfg.Dir, line) {
+		if hasWord(line, "tsc") || len(tscScripts(cfg.Dir, line)) > 0 {
 			for _, d := range projectOutputs(cfg.Dir) {
 				out = append(out, product{path: d, dir: true, how: line + " (tsconfig.json outDir)"})
 			}
@@ -225,18 +224,16 @@ func buildProducts(cfg *config.Config) []product {
 	return out
 }
 
-// runsTSCScript reports whether line runs a package.json script (npm run
-// NAME, pnpm NAME, yarn NAME) that runs tsc.
-func runsTSCScript(dir, line string) bool {
-	var m packageJSON
-	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-	_ = json.Unmarshal(b, &m)
-	for name, script := range m.Scripts {
+// tscScripts are the package.json scripts of dir that line runs (npm run
+// NAME, pnpm NAME, yarn NAME) and that run tsc.
+func tscScripts(dir, line string) []string {
+	var out []string
+	for name, script := range readPackageJSON(dir).Scripts {
 		if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
-			return true
+			out = append(out, script)
 		}
 	}
-	return false
+	return out
 }
 
 // cargoBins are the binaries of the Cargo package in dir: its [[bin]]

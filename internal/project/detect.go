@@ -1,9 +1,11 @@
 package project
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,37 +16,30 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/bmatcuk/doublestar/v4"
 	toml "github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/modfile"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 )
 
-// project is what detection learns about a directory: enough to write a
+// Project is what detection learns about a folder: enough to write a
 // config that builds, runs and watches it.
 type Project struct {
-	Kind    string   // "go", "rust", "node", "typescript", "python", "" (unknown)
-	Name    string   // server name for the client snippet
-	Build   string   // build command, run by sh -c; "" = none
-	Run     []string // the server command
-	Include []string
-	Exclude []string
-	Env     map[string]string // run.env
-	RunWhy  string            // where the run command comes from, "" if obvious
-	Notes   []string          // things the user should check, written as comments
-	// BuildNotes are comments written above build.command.
-	BuildNotes []string
-	// Advice is printed by init after the summary, one "Note:" line each.
-	Advice []string
-	// URL is run.url for a server that serves Streamable HTTP, "" for
-	// stdio; URLWhy says what init found.
-	URL, URLWhy string
+	Kind             string   // "go", "rust", "node", "typescript", "python", "" (unknown)
+	Name             string   // server name for the client snippet
+	Build            string   // build command, run by sh -c; "" = none
+	Run              []string // the server command
+	Include, Exclude []string
+	Env              map[string]string // run.env
+	RunWhy           string            // where the run command comes from, "" if obvious
+	Notes            []string          // things the user should check, written as comments
+	BuildNotes       []string          // comments written above build.command
+	Advice           []string          // printed by init after the summary, one "Note:" line each
+	URL, URLWhy      string            // run.url for a server that serves only Streamable HTTP, and why
 }
 
-// detect looks at dir, guesses the project's kind from its manifest, and
-// how its server speaks from its sources: a server that serves only
-// Streamable HTTP gets run.url.
+// Detect guesses the project in dir from its manifest, and from its
+// sources whether it serves only Streamable HTTP (then it gets run.url).
 func Detect(dir string) Project {
 	p := detectManifest(dir)
 	s := scanServing(dir, p.Kind)
@@ -66,43 +61,37 @@ func Detect(dir string) Project {
 	return p
 }
 
-// projectKind is the kind detect gives the project in dir, from its
-// manifest alone.
+// projectKind is the kind Detect gives the project in dir, from its
+// manifest alone (a lone server.js is node's, as a lone server.py is python's).
 func projectKind(dir string) string {
 	switch {
 	case exists(dir, "go.mod"):
 		return "go"
 	case exists(dir, "Cargo.toml"):
 		return "rust"
+	case exists(dir, "package.json") && exists(dir, "tsconfig.json"):
+		return "typescript"
 	case exists(dir, "package.json"):
-		if exists(dir, "tsconfig.json") {
-			return "typescript"
-		}
 		return "node"
-	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
-		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
+	case firstExisting(dir, "pyproject.toml", "uv.lock", "requirements.txt", "server.py", "main.py", "app.py") != "":
 		return "python"
-	case loneNode(dir):
+	case firstExisting(dir, "server.js", "index.js", "server.mjs", "index.mjs") != "":
 		return "node"
 	}
 	return ""
 }
 
-// detectManifest is detect without the sources' search: the project's
-// kind, build, run command and watch set.
+// detectManifest is Detect without the sources' search.
 func detectManifest(dir string) Project {
-	switch {
-	case exists(dir, "go.mod"):
+	switch projectKind(dir) {
+	case "go":
 		return detectGo(dir)
-	case exists(dir, "Cargo.toml"):
+	case "rust":
 		return detectRust(dir)
-	case exists(dir, "package.json"):
+	case "node", "typescript":
 		return detectNode(dir)
-	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
-		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
+	case "python":
 		return detectPython(dir)
-	case loneNode(dir):
-		return detectNode(dir)
 	}
 	return Project{
 		Name:    filepath.Base(dir),
@@ -113,21 +102,19 @@ func detectManifest(dir string) Project {
 	}
 }
 
-// loneNode reports a JavaScript server without a package.json: a
-// server.js or index.js (.mjs too), run with node as a lone server.py is
-// with python3.
-func loneNode(dir string) bool {
-	for _, f := range []string{"server.js", "index.js", "server.mjs", "index.mjs"} {
-		if exists(dir, f) {
-			return true
-		}
-	}
-	return false
-}
-
 func exists(dir, name string) bool {
 	_, err := os.Stat(filepath.Join(dir, name))
 	return err == nil
+}
+
+// firstExisting is the first of names that exists in dir, or "".
+func firstExisting(dir string, names ...string) string {
+	for _, n := range names {
+		if exists(dir, n) {
+			return n
+		}
+	}
+	return ""
 }
 
 func detectGo(dir string) Project {
@@ -187,14 +174,10 @@ func isGoMain(dir string) bool {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
+		b, _ := os.ReadFile(f)
 		for _, line := range strings.Split(string(b), "\n") {
-			line = strings.TrimSpace(line)
-			if strings.HasPrefix(line, "package ") {
-				if strings.TrimSpace(strings.TrimPrefix(line, "package ")) == "main" {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "package "); ok {
+				if strings.TrimSpace(name) == "main" {
 					return true
 				}
 				break
@@ -232,8 +215,8 @@ type packageJSON struct {
 	Scripts map[string]string `json:"scripts"`
 }
 
-// binEntry returns the file package.json's "bin" points to: the string, or
-// in an object the command named like the package (else the first by name).
+// binEntry is the file "bin" names: the string, or the command named like
+// the package (else the first).
 func (m packageJSON) binEntry() string {
 	var bin string
 	if json.Unmarshal(m.Bin, &bin) == nil {
@@ -246,34 +229,38 @@ func (m packageJSON) binEntry() string {
 	if b, ok := bins[unscoped(m.Name)]; ok {
 		return b
 	}
-	keys := make([]string, 0, len(bins))
-	for k := range bins {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return bins[keys[0]]
+	return bins[slices.Sorted(maps.Keys(bins))[0]]
 }
 
-func unscoped(name string) string {
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
+// unscoped is a package name without its @scope/.
+func unscoped(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+// readPackageJSON reads dir/package.json; zero when it is missing or bad.
+func readPackageJSON(dir string) packageJSON {
+	var m packageJSON
+	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
-// tsConfig is what detection reads of a tsconfig.json (following
-// "extends" to relative files). OutDir and RootDir are relative to the
-// project folder, slash-separated, "" when unset.
+// tsConfig is what detection reads of a tsconfig.json, following relative
+// "extends". OutDir and RootDir are slash paths relative to the project.
 type tsConfig struct {
-	Found         bool
-	OutDir        string
-	RootDir       string
-	NoEmitOnError bool
-	Major         int // TypeScript's major version, from node_modules or package.json; 0 if unknown
+	Found           bool
+	OutDir, RootDir string
+	NoEmitOnError   bool
+	Major           int // TypeScript's major version, from node_modules or package.json; 0 if unknown
 }
 
-// readTSConfig reads dir/tsconfig.json, which may hold comments and
-// trailing commas (tsc reads it as JSONC).
+// ownOutDir is OutDir when it lies inside the project, else "".
+func (ts tsConfig) ownOutDir() string {
+	if ts.OutDir == "." || strings.HasPrefix(ts.OutDir, "../") {
+		return ""
+	}
+	return ts.OutDir
+}
+
+// readTSConfig reads dir/tsconfig.json, which tsc reads as JSONC.
 func readTSConfig(dir string) tsConfig {
 	var ts tsConfig
 	readTSConfigFile(dir, filepath.Join(dir, "tsconfig.json"), &ts, 0)
@@ -281,35 +268,23 @@ func readTSConfig(dir string) tsConfig {
 	return ts
 }
 
-// typescriptMajor is the major version of the project's TypeScript: the
-// installed one, else the one package.json asks for; 0 if unknown.
+// typescriptMajor is the installed TypeScript's major version, else package.json's; 0 if unknown.
 func typescriptMajor(dir string) int {
-	var v string
-	var installed struct {
-		Version string `json:"version"`
+	var m struct {
+		Version         string            `json:"version"`
+		Dependencies    map[string]string `json:"dependencies"`
+		DevDependencies map[string]string `json:"devDependencies"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "typescript", "package.json")); err == nil && json.Unmarshal(b, &installed) == nil {
-		v = installed.Version
+	v := ""
+	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "typescript", "package.json")); err == nil && json.Unmarshal(b, &m) == nil {
+		v = m.Version
 	} else {
-		var m struct {
-			Dependencies    map[string]string `json:"dependencies"`
-			DevDependencies map[string]string `json:"devDependencies"`
-		}
 		b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
 		_ = json.Unmarshal(b, &m)
-		v = m.DevDependencies["typescript"]
-		if v == "" {
-			v = m.Dependencies["typescript"]
-		}
+		v = cmp.Or(m.DevDependencies["typescript"], m.Dependencies["typescript"])
 	}
 	v = strings.TrimLeft(v, "^~>=v ")
-	n := 0
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			break
-		}
-		n = n*10 + int(r-'0')
-	}
+	n, _ := strconv.Atoi(v[:len(v)-len(strings.TrimLeft(v, "0123456789"))])
 	return n
 }
 
@@ -331,11 +306,8 @@ func readTSConfigFile(projectDir, path string, ts *tsConfig, depth int) {
 	}
 	ts.Found = true
 	// The base config first, so that this file's options win.
-	var bases []string
-	var one string
-	if json.Unmarshal(c.Extends, &one) == nil {
-		bases = []string{one}
-	} else {
+	bases := []string{""}
+	if json.Unmarshal(c.Extends, &bases[0]) != nil {
 		_ = json.Unmarshal(c.Extends, &bases)
 	}
 	for _, base := range bases {
@@ -415,11 +387,9 @@ func stripJSONC(b []byte) []byte {
 	return out
 }
 
-// tsOutput is the file tsc writes for the source file src (relative,
-// slash-separated) under ts: src mapped through rootDir into outDir, with
-// the JavaScript extension. Without rootDir, TypeScript 6 and later use the
-// tsconfig.json's folder; earlier versions the sources' common folder,
-// taken here as src's own.
+// tsOutput is the file tsc writes for the slash path src: through rootDir
+// into outDir. Without rootDir, TypeScript 6+ uses tsconfig.json's folder,
+// earlier versions the sources' common folder (taken here as src's own).
 func tsOutput(ts tsConfig, src string) string {
 	ext := path.Ext(src)
 	js := map[string]string{".ts": ".js", ".tsx": ".js", ".mts": ".mjs", ".cts": ".cjs"}[ext]
@@ -448,9 +418,7 @@ func tsOutput(ts tsConfig, src string) string {
 	return path.Join(ts.OutDir, rel)
 }
 
-// tsEntrySource finds the TypeScript file a server most likely starts
-// from: index, server or main (.ts, .mts) in rootDir, src/ or the project
-// root.
+// tsEntrySource is index, server or main (.ts, .mts) in rootDir, src/ or the root.
 func tsEntrySource(dir string, ts tsConfig) string {
 	folders := []string{"src", "."}
 	if ts.RootDir != "" {
@@ -469,8 +437,7 @@ func tsEntrySource(dir string, ts tsConfig) string {
 	return ""
 }
 
-// tsSources lists the project's TypeScript sources (relative,
-// slash-separated), skipping node_modules, dot folders and the outDir.
+// tsSources lists the TypeScript sources, skipping node_modules, dot folders and the outDir.
 func tsSources(dir string, ts tsConfig) []string {
 	var srcs []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -497,11 +464,8 @@ func tsSources(dir string, ts tsConfig) []string {
 	return srcs
 }
 
-// nodeEntryWarning reports, for a run command that starts a script with
-// node, when that script does not exist and the project's build (tsc, per
-// tsconfig.json) will not write it either; "" when it exists or will. dir
-// is the folder run paths are relative to. mcpflow check calls it with the
-// resolved run command.
+// NodeEntryWarning warns when run starts node on a script that does not
+// exist and that tsc (per tsconfig.json) will not write; dir is where run's paths start.
 func NodeEntryWarning(dir string, run config.Command) string {
 	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
@@ -541,21 +505,16 @@ func NodeEntryWarning(dir string, run config.Command) string {
 	return msg
 }
 
-// projectOutputs lists the folders the project's own build writes, as
-// absolute paths: tsconfig.json's outDir. Everything under them is build
-// output, never a source to watch.
+// projectOutputs is tsconfig.json's outDir, absolute: build output, never a source to watch.
 func projectOutputs(dir string) []string {
-	ts := readTSConfig(dir)
-	if ts.OutDir == "" || ts.OutDir == "." || strings.HasPrefix(ts.OutDir, "../") {
-		return nil
+	if o := readTSConfig(dir).ownOutDir(); o != "" {
+		return []string{filepath.Join(dir, filepath.FromSlash(o))}
 	}
-	return []string{filepath.Join(dir, filepath.FromSlash(ts.OutDir))}
+	return nil
 }
 
 func detectNode(dir string) Project {
-	var m packageJSON
-	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-	_ = json.Unmarshal(b, &m)
+	m := readPackageJSON(dir)
 	ts := readTSConfig(dir)
 	p := Project{Kind: "node", Name: unscoped(m.Name)}
 	if p.Name == "" {
@@ -575,17 +534,18 @@ func detectNode(dir string) Project {
 	// how.
 	if w := watchModeBuild(dir, config.Command{Argv: []string{p.Build}, Shell: true}); hasBuild && w != nil {
 		buildScript, hasBuild, p.Build = "", false, ""
+		instead := "init wrote no build.command; add one that builds once (" + w.instead + ")"
 		if ts.Found {
-			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init builds with tsc, once, instead.", w.part))
-		} else {
-			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init wrote no build.command; add one that builds once (%s).", w.part, w.instead))
+			instead = "init builds with tsc, once, instead"
 		}
+		p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: %s.", w.part, instead))
 	}
 
 	// The entry point, the way the project says it: bin, then what tsc
 	// writes for the source entry, then main.
 	clean := func(s string) string { return path.Clean(strings.TrimPrefix(filepath.ToSlash(s), "./")) }
 	entry, why := "", ""
+	lone := firstExisting(dir, "index.js", "server.js", "main.js", "index.mjs", "server.mjs")
 	switch bin, out := m.binEntry(), tsOutput(ts, src); {
 	case bin != "":
 		entry, why = clean(bin), `"bin" in package.json`
@@ -593,13 +553,8 @@ func detectNode(dir string) Project {
 		entry, why = out, "tsc's output for "+src+", through tsconfig.json's rootDir and outDir"
 	case m.Main != "":
 		entry, why = clean(m.Main), `"main" in package.json`
-	default:
-		for _, f := range []string{"index.js", "server.js", "main.js", "index.mjs", "server.mjs"} {
-			if exists(dir, f) {
-				entry, why = f, "the only script found"
-				break
-			}
-		}
+	case lone != "":
+		entry, why = lone, "the only script found"
 	}
 	if entry == "" {
 		entry = "index.js"
@@ -643,19 +598,14 @@ func detectNode(dir string) Project {
 	p.Exclude = []string{"node_modules/**", "package-lock.json"}
 	if p.Build != "" {
 		// The build writes these folders: never watch them.
-		var outs []string
-		if ts.OutDir != "" && ts.OutDir != "." && !strings.HasPrefix(ts.OutDir, "../") {
-			outs = append(outs, ts.OutDir)
-		}
+		outs := []string{ts.ownOutDir()}
 		for _, e := range []string{m.binEntry(), m.Main, entry} {
 			if d := path.Dir(clean(e)); e != "" && d != "." && !strings.HasPrefix(d, "../") && !isSourceDir(d, ts, src) {
 				outs = append(outs, d)
 			}
 		}
-		seen := map[string]bool{}
 		for _, o := range outs {
-			if !seen[o] {
-				seen[o] = true
+			if o != "" && !slices.Contains(p.Exclude, o+"/**") {
 				p.Exclude = append(p.Exclude, o+"/**")
 			}
 		}
@@ -755,13 +705,9 @@ func (e pyEnv) srcPath(pkg string) map[string]string {
 	return nil
 }
 
-// scripts are the [project.scripts] of the project called name, the most
-// likely server first.
+// scripts are the [project.scripts] of the project called name, the likeliest server first.
 func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
-	keys := make([]string, 0, len(scripts))
-	for k := range scripts {
-		keys = append(keys, k)
-	}
+	keys := slices.Sorted(maps.Keys(scripts))
 	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], name) < scriptRank(keys[j], name) })
 	var cands []pyCandidate
 	for _, k := range keys {
@@ -790,8 +736,7 @@ func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
 	return cands
 }
 
-// mainPackages are the packages with a __main__.py (run with -m), at the
-// top or under src/.
+// mainPackages are the packages with a __main__.py, at the top or under src/.
 func (e pyEnv) mainPackages() []pyCandidate {
 	var cands []pyCandidate
 	for _, root := range []string{".", "src"} {
@@ -810,8 +755,7 @@ func (e pyEnv) mainPackages() []pyCandidate {
 	return cands
 }
 
-// topScripts are the top-level scripts: server.py, main.py, app.py, or
-// the only one first.
+// topScripts are the top-level scripts, server.py, main.py, app.py first.
 func (e pyEnv) topScripts() []pyCandidate {
 	var scripts []string
 	top, _ := filepath.Glob(filepath.Join(e.dir, "*.py"))
@@ -841,8 +785,7 @@ func (e pyEnv) topScripts() []pyCandidate {
 	return cands
 }
 
-// scriptRank orders console scripts: the one named like the project, then
-// any with "mcp" or "server" in its name, then the rest.
+// scriptRank puts the script named like the project first, then those named mcp or server.
 func scriptRank(name, project string) int {
 	switch {
 	case name == project:
@@ -868,8 +811,7 @@ func scriptFileRank(name string) int {
 	return 4
 }
 
-// zeroConfig is the config of "mcpflow watch -- CMD": the command is the
-// server, build is optional, the watch set comes from detection.
+// ZeroConfig is the config of "mcpflow watch -- CMD", with detection's watch set.
 func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	c := config.Default(dir)
 	c.Run.Command = config.Command{Argv: argv}
@@ -884,9 +826,8 @@ func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	return c
 }
 
-// projectWarnings is what mcpflow check adds for the project's own
-// layout: a node entry point that neither exists nor will be built, and a
-// build output folder (tsconfig.json's outDir) that the watch globs cover.
+// projectWarnings are check's warnings about the project's layout: a node
+// entry point that will not exist, and a tsc outDir the watch globs cover.
 func projectWarnings(cfg *config.Config) []string {
 	var out []string
 	if w := NodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
@@ -900,10 +841,8 @@ func projectWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// builtByOther reports whether the script node runs, missing now, is
-// what a build other than tsc writes: the project has no tsconfig.json,
-// and the script lies in a build output folder (dist/, ...) or is the
-// build command's -o, --outdir or --outfile.
+// builtByOther reports whether node's missing script is what a build other
+// than tsc writes: in an output folder, or the build's -o or --outfile.
 func builtByOther(cfg *config.Config) bool {
 	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
 	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
@@ -930,18 +869,9 @@ func builtByOther(cfg *config.Config) bool {
 	return false
 }
 
-// watchedOutputDirs lists the project's build output folders (relative to
-// dir, slash-separated) in which a file the build writes, or one already
-// there, matches include and not exclude.
+// watchedOutputDirs lists the project's output folders (slash, relative to
+// dir) where a file the build writes, or one there, would be watched.
 func watchedOutputDirs(dir string, include, exclude []string) []string {
-	match := func(globs []string, rel string) bool {
-		for _, g := range globs {
-			if ok, _ := doublestar.Match(g, rel); ok {
-				return true
-			}
-		}
-		return false
-	}
 	var out []string
 	for _, abs := range projectOutputs(dir) {
 		rel, err := filepath.Rel(dir, abs)
@@ -959,7 +889,7 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 			}
 		}
 		for _, p := range probes {
-			if f := rel + "/" + p; match(include, f) && !match(exclude, f) {
+			if f := rel + "/" + p; matchesAny(include, f) && !matchesAny(exclude, f) {
 				out = append(out, rel)
 				break
 			}
@@ -968,13 +898,11 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 	return out
 }
 
-// serving is what a text search of a project's sources tells about how
-// its MCP server speaks: a Streamable HTTP transport or a stdio one, and
-// where an HTTP server listens. Each mark is what was found and where,
-// relative to the project, e.g. "StreamableHTTPServerTransport at
-// src/index.ts:3"; PortAt and PathAt are "file:line"; "" when not found.
-// The search is rough by design: init writes what it found with where it
-// found it, and check only warns when the evidence points one way.
+// serving is what a rough text search of the sources says about how the
+// server speaks. Marks read "StreamableHTTPServerTransport at
+// src/index.ts:3", PortAt and PathAt "file:line"; "" when not found. Rough
+// by design: init says where it found what, check warns only when the
+// evidence points one way.
 type serving struct {
 	HTTP   string // a Streamable HTTP server transport
 	Stdio  string // a stdio server transport
@@ -989,22 +917,18 @@ type serving struct {
 	DefaultPort int
 }
 
-// OnlyHTTP reports a server that serves Streamable HTTP and has no stdio
-// transport: one that needs run.url.
+// OnlyHTTP reports a server with Streamable HTTP and no stdio: it needs run.url.
 func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
 
-// OnlySSE reports a server that serves only the legacy HTTP+SSE
-// transport (2024-11-05), which mcpflow does not speak.
+// OnlySSE reports a server with only the legacy HTTP+SSE transport, which mcpflow does not speak.
 func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio == "" }
 
-// OnlyStdio reports a server that has a stdio transport and no HTTP one:
-// one that run.url would wait on in vain.
+// OnlyStdio reports a server with stdio and no HTTP: run.url would wait on it in vain.
 func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 
-// URL is the run.url for an HTTP server: {port} when it reads $PORT,
-// else the literal port it listens on, else the framework's default port,
-// else {port}. sure is false in that last case (the port is a guess),
-// and why says where each part comes from.
+// URL is run.url for an HTTP server: {port} when it reads $PORT, else its
+// port, else the framework's default, else {port} with sure false; why
+// says where each part comes from.
 func (s serving) URL() (url, why string, sure bool) {
 	path := s.Path
 	if path == "" {
@@ -1032,10 +956,8 @@ func (s serving) URL() (url, why string, sure bool) {
 	return url, why, sure
 }
 
-// servingMark is a pattern that marks a transport or a PORT read; when
-// needs is set, it counts only in a file that also contains one of
-// needs (the SDK's import: a name in a usage text or a comment of a
-// program that is no MCP server is no transport).
+// servingMark is a pattern; with needs, it counts only in a file that
+// holds one of needs (the SDK's import: a usage text is no transport).
 type servingMark struct {
 	re    *regexp.Regexp
 	needs []string
@@ -1069,8 +991,7 @@ func regexps(res ...string) []*regexp.Regexp {
 	return out
 }
 
-// servingLangs are the languages scanServing reads, by project kind
-// (compiled on first use: most commands never search sources).
+// servingLangs are scanServing's languages by project kind, compiled on first use.
 var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 	jsSDK := []string{"@modelcontextprotocol/", "fastmcp"}
 	pySDK := []string{"mcp"} // mcp, fastmcp, FastMCP
@@ -1133,18 +1054,16 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
 })
 
-// Bounds of scanServing: the source files it reads, how much of each,
-// and the entries it walks through to find them.
+// Bounds of scanServing: files read, bytes of each, entries walked.
 const (
 	servingMaxFiles   = 400
 	servingMaxBytes   = 512 << 10
 	servingMaxEntries = 20000
 )
 
-// scanServing searches the sources of the project in dir, of kind (as
-// detect names it), for how its server speaks. It reads at most
-// servingMaxFiles source files among the first servingMaxEntries it
-// walks, skipping dependencies, build outputs, tests and examples.
+// scanServing searches the sources of the project in dir for how its
+// server speaks, within the bounds above, skipping dependencies, build
+// outputs, tests and examples.
 func scanServing(dir, kind string) serving {
 	lang := servingLangs()[kind]
 	if lang == nil {
@@ -1161,17 +1080,14 @@ func scanServing(dir, kind string) serving {
 	httpFile := ""
 	find := func(files []string) {
 		for _, f := range files {
-			text := texts[f]
 			if s.HTTP == "" {
-				if s.HTTP = findMark(lang.http, f, text); s.HTTP != "" {
-					httpFile = f
-				}
+				s.HTTP, httpFile = findMark(lang.http, f, texts[f]), f
 			}
 			if s.Stdio == "" {
-				s.Stdio = findMark(lang.stdio, f, text)
+				s.Stdio = findMark(lang.stdio, f, texts[f])
 			}
 			if s.SSE == "" {
-				s.SSE = findMark(lang.sse, f, text)
+				s.SSE = findMark(lang.sse, f, texts[f])
 			}
 		}
 	}
@@ -1202,23 +1118,18 @@ func scanServing(dir, kind string) serving {
 		return s
 	}
 	s.DefaultPort = lang.defaultPort
-	// Where it listens: the file with the transport first, then the rest.
+	// Where it listens, and at what path: the file with the transport
+	// first, then the rest.
 	order := append([]string{httpFile}, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == httpFile })...)
+	var paths, ats []string
 	for _, f := range order {
-		if s.Port == 0 {
-			for _, re := range lang.port {
-				if m := re.FindStringSubmatchIndex(texts[f]); m != nil {
-					if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
-						s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
-						break
-					}
+		for _, re := range lang.port {
+			if m := re.FindStringSubmatchIndex(texts[f]); m != nil && s.Port == 0 {
+				if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
+					s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
 				}
 			}
 		}
-	}
-	// The path: one with "mcp" in it, else the only one named.
-	var paths, ats []string
-	for _, f := range order {
 		for _, re := range lang.path {
 			for _, m := range re.FindAllStringSubmatchIndex(texts[f], 20) {
 				if p := texts[f][m[2]:m[3]]; !slices.Contains(paths, p) {
@@ -1227,20 +1138,18 @@ func scanServing(dir, kind string) serving {
 			}
 		}
 	}
-	for i, p := range paths {
-		if strings.Contains(strings.ToLower(p), "mcp") {
-			s.Path, s.PathAt = p, ats[i]
-			break
-		}
+	// The path: one with "mcp" in it, else the only one named.
+	i := slices.IndexFunc(paths, func(p string) bool { return strings.Contains(strings.ToLower(p), "mcp") })
+	if i < 0 && len(paths) == 1 {
+		i = 0
 	}
-	if s.Path == "" && len(paths) == 1 {
-		s.Path, s.PathAt = paths[0], ats[0]
+	if i >= 0 {
+		s.Path, s.PathAt = paths[i], ats[i]
 	}
 	return s
 }
 
-// servingFiles lists the source files of lang in dir that scanServing
-// reads (slash paths relative to dir), within its bounds.
+// servingFiles lists the slash paths of lang's sources that scanServing reads.
 func servingFiles(dir string, lang *servingLang) []string {
 	outDir := readTSConfig(dir).OutDir
 	var files []string
@@ -1277,8 +1186,7 @@ func servingFiles(dir string, lang *servingLang) []string {
 	return files
 }
 
-// findMark is the first of marks found in text (the file f), as "MATCH
-// at f:LINE"; "" when none is.
+// findMark is the first of ms in text, as "MATCH at f:LINE"; "" if none.
 func findMark(ms []servingMark, f, text string) string {
 	for _, m := range ms {
 		if m.needs != nil && !slices.ContainsFunc(m.needs, func(n string) bool { return strings.Contains(text, n) }) {

@@ -1,8 +1,6 @@
 package project
 
 import (
-	"encoding/json"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -44,12 +42,9 @@ func watchModeBuild(dir string, c config.Command) *watchingBuild {
 	if c.IsZero() {
 		return nil
 	}
-	var m packageJSON
-	if b, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
+	scripts := readPackageJSON(dir).Scripts
 	for _, words := range commandWords(c) {
-		if w := watchingPart(words, m.Scripts, nil, 0); w != nil {
+		if w := watchingPart(words, scripts, nil, 0); w != nil {
 			return w
 		}
 	}
