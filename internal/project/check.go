@@ -16,9 +16,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// Scan is what check says of one server: how many files its watch globs
-// match and how long listing them took (when it watches), and where the
-// programs it runs are (on PATH, a file, what the build writes).
+// Scan is what check says of one server: the files its watch globs match,
+// how long listing them took, and where the programs it runs are.
 type Scan struct {
 	Server   string // "" or "servers.NAME: "
 	Watched  bool
@@ -27,10 +26,8 @@ type Scan struct {
 	Programs []string // "run.command .mcpflow/server: not built yet; the build writes it (go build -o .mcpflow/server .)"
 }
 
-// Check finds the setups of cfg that parse but will misbehave: each
-// warning names the server, or the place in the file to fix. It lists
-// each watched server's files (Scan); a watch that cannot be listed is
-// an error.
+// Check finds the setups of cfg that parse but will misbehave, each
+// warning at the server or the key to fix; a watch that cannot be listed is an error.
 func Check(cfg *config.Config) ([]Scan, []string, error) {
 	var scans []Scan
 	var warnings []string
@@ -46,7 +43,7 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 			s.Watched, s.Files, s.Took = true, len(files), time.Since(start)
 		}
 		scans = append(scans, s)
-		for _, w := range checkWarningsAt(v, files) {
+		for _, w := range checkWarnings(v, files) {
 			if !slices.Contains(warnings, w) { // a mux's servers share [log]
 				warnings = append(warnings, w)
 			}
@@ -58,9 +55,8 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 	return scans, warnings, nil
 }
 
-// allowedWarnings: a relative entry of mux.allowed_commands names the
-// file in the config's folder, not whatever an agent's cwd holds; check
-// says which file, and whether it exists.
+// allowedWarnings says which file a relative mux.allowed_commands entry
+// allows: the one in the config's folder, never one in an agent's cwd.
 func allowedWarnings(cfg *config.Config) []string {
 	var out []string
 	for _, c := range cfg.Mux.AllowedCommands {
@@ -77,16 +73,14 @@ func allowedWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// checkView is what check inspects of one server: the config itself, or in
-// a mux a copy whose build, run, cli and watch are one server's.
+// checkView is one server's config: cfg itself, or in a mux a copy with that server's tables.
 type checkView struct {
 	prefix string // "" or "servers.NAME: "
 	table  string // "" or "servers.NAME.": where the server's keys are
 	cfg    *config.Config
 }
 
-// at words a warning about the server's key (run.command), located at the
-// place the file sets it, as config errors are.
+// at words a warning at the server's key, located as config errors are.
 func (v checkView) at(key, format string, args ...any) string {
 	return v.cfg.At(v.table+key, format, args...)
 }
@@ -104,15 +98,8 @@ func checkViews(cfg *config.Config) []checkView {
 	return views
 }
 
-// checkWarnings finds setups that parse but will misbehave.
-func checkWarnings(cfg *config.Config, files []string) []string {
-	return checkWarningsAt(checkView{cfg: cfg}, files)
-}
-
-// checkWarningsAt is checkWarnings for one server of a view, with files
-// the watched files: each warning names the server, or the place in the
-// file to fix.
-func checkWarningsAt(v checkView, files []string) []string {
+// checkWarnings finds one server's setups that parse but will misbehave.
+func checkWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	var out []string
 	add := func(ws ...string) {
@@ -172,27 +159,18 @@ func checkWarningsAt(v checkView, files []string) []string {
 	return out
 }
 
-// watchedBuildOutputs warns about watched files a build writes: files in
-// the usual output folders, and files mcpflow saw the build write (kept in
-// the build cache). mcpflow drops the build's own writes, so they never
-// start a build; the warning makes the config say so.
+// watchedBuildOutputs warns about watched files a build writes (in the
+// usual output folders, or seen by the build cache): mcpflow ignores them,
+// the warning makes the config say so.
 func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, d := range builder.OutputDirs() {
-		for _, f := range files {
-			if strings.HasPrefix(f, d+"/") && !seen[d] {
-				seen[d] = true
-				out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, f, d, d))
-			}
+		if i := slices.IndexFunc(files, func(f string) bool { return strings.HasPrefix(f, d+"/") }); i >= 0 {
+			out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, files[i], d, d))
 		}
 	}
-	watched := map[string]bool{}
-	for _, f := range files {
-		watched[f] = true
-	}
 	for _, o := range cache.Outputs(cfg.Dir, BuildIdentity(cfg)...) {
-		if watched[o] && !underAny(builder.OutputDirs(), o) {
+		if slices.Contains(files, o) && !slices.ContainsFunc(builder.OutputDirs(), func(d string) bool { return strings.HasPrefix(o, d+"/") }) {
 			out = append(out, fmt.Sprintf("%s is written by the build (mcpflow saw it) and matches the watch globs: mcpflow ignores the build's own writes to it, but add it to watch.exclude to make that explicit", o))
 		}
 	}
@@ -200,8 +178,7 @@ func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 }
 
 // noEmitOnErrorWarning warns when the build runs tsc without
-// noEmitOnError: tsc then writes its JavaScript even when type-checking
-// fails, and the next restart would run code that did not compile.
+// noEmitOnError: a restart could run code that did not compile.
 func noEmitOnErrorWarning(cfg *config.Config) string {
 	c := cfg.Build.Command
 	if c.IsZero() {
@@ -221,8 +198,7 @@ func noEmitOnErrorWarning(cfg *config.Config) string {
 	return `the build runs tsc without noEmitOnError: tsc writes its JavaScript even when type-checking fails, so the server could restart into code that did not compile; add --noEmitOnError to the build command (for "npm run build": "npm run build -- --noEmitOnError") or set "noEmitOnError": true in tsconfig.json`
 }
 
-// hasWord reports whether s holds w delimited by the start or end of s,
-// spaces, or shell punctuation.
+// hasWord reports whether s holds w between spaces, shell punctuation or the ends.
 func hasWord(s, w string) bool {
 	for i := 0; ; {
 		j := strings.Index(s[i:], w)
@@ -240,9 +216,7 @@ func hasWord(s, w string) bool {
 	}
 }
 
-// candidateOutputs are the paths a build writes and the run binary (the
-// log and traffic files, which mcpflow writes itself, are
-// logFileWarnings').
+// candidateOutputs are IgnoredOutputs without the log and traffic files (logFileWarnings').
 func candidateOutputs(cfg *config.Config) []string {
 	own := []string{cfg.Log.File, cfg.Log.File + ".1", cfg.Log.Traffic, cfg.Log.Traffic + ".1"}
 	return slices.DeleteFunc(IgnoredOutputs(cfg), func(p string) bool { return slices.Contains(own, p) })

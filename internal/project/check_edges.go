@@ -22,8 +22,7 @@ import (
 )
 
 // commandWarnings checks that what run.command (or [cli]) starts can
-// start: its working folder, its program, and the script an interpreter
-// is given (python3 server.py). Each warning points at the key to fix.
+// start: its folder, its program, and the script an interpreter is given.
 func commandWarnings(v checkView) []string {
 	cfg := v.cfg
 	var out []string
@@ -32,14 +31,15 @@ func commandWarnings(v checkView) []string {
 			out = append(out, w)
 		}
 	}
+	program := func(_, w string) { add(w) }
 	switch {
 	case cfg.CLI != nil:
 		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
 			return []string{w}
 		}
-		add(programProblem(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
+		program(programStatus(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
 		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
-			add(programProblem(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
+			program(programStatus(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
 		}
 		add(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
 	case !cfg.Run.Command.IsZero():
@@ -47,15 +47,14 @@ func commandWarnings(v checkView) []string {
 			return []string{w}
 		}
 		if c := cfg.Run.Command; !c.Shell {
-			add(programProblem(v, "run.command", c.Argv[0], cfg.Run.Cwd))
+			program(programStatus(v, "run.command", c.Argv[0], cfg.Run.Cwd))
 			add(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
 		}
 	}
 	return out
 }
 
-// programNotes say where the programs commandWarnings checks are, for
-// those it has no warning about.
+// programNotes say where the programs commandWarnings checks are, when it has no warning.
 func programNotes(v checkView) []string {
 	cfg := v.cfg
 	var out []string
@@ -76,9 +75,7 @@ func programNotes(v checkView) []string {
 	return out
 }
 
-// cwdProblem warns when the working folder set by key does not exist (the
-// server could not start: every program would look missing) or is no
-// folder. A build may create it.
+// cwdProblem warns when the working folder set by key is no folder (a build may create it).
 func cwdProblem(v checkView, key, dir string) string {
 	st, err := os.Stat(dir)
 	switch {
@@ -92,19 +89,9 @@ func cwdProblem(v checkView, key, dir string) string {
 	return v.at(key, "%s does not exist, so the server cannot start there (every program would look missing): fix %s, or create the folder", dir, key)
 }
 
-// programProblem warns when the program named by key cannot be found:
-// not on PATH, or a path that neither exists nor is what the build writes
-// (buildProducts: "run.command .mcpflow/ecoh" while the build writes
-// .mcpflow/echo). When the build's output cannot be told, a missing path
-// is only mentioned: the build may write it.
-func programProblem(v checkView, key, name, cwd string) string {
-	_, w := programStatus(v, key, name, cwd)
-	return w
-}
-
-// programStatus is programProblem's warning, or when there is none, a note
-// saying where the program is: on PATH, an existing file, or what the
-// build writes.
+// programStatus warns when the program named by key cannot be found (not
+// on PATH, or a path neither there nor among buildProducts); otherwise its
+// note says where the program is. A path the build may write is only mentioned.
 func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	full := v.table + key
 	if !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, filepath.Separator) {
@@ -143,14 +130,9 @@ func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	if s := config.Suggest(filepath.Base(p), names); s != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", files[slices.Index(names, s)])
 	}
-	writes := "writes"
+	writes := "writes into " + products[0].path + string(filepath.Separator)
 	if len(files) > 0 {
-		writes += " " + strings.Join(files, ", ")
-	} else {
-		for _, o := range products {
-			writes += " into " + o.path + string(filepath.Separator)
-			break
-		}
+		writes = "writes " + strings.Join(files, ", ")
 	}
 	return "", v.at(key, "%s %q does not exist (%s) and the build does not write it: it %s (%s); fix %s or the build's output%s", full, name, p, writes, products[0].how, full, hint)
 }
@@ -162,11 +144,9 @@ type product struct {
 	how  string
 }
 
-// buildProducts are what cfg's build writes, as far as its command
-// tells: go build -o FILE, cargo build (target/debug/NAME for each binary
-// of Cargo.toml; target/release with --release), tsc (tsconfig.json's
-// outDir), and other tools' -o, --outdir or --outfile. nil when it cannot
-// tell (make, a script).
+// buildProducts are what cfg's build writes, as far as its command tells:
+// go build -o, cargo build's binaries, tsc's outDir, other tools' -o,
+// --outdir or --outfile. nil when it cannot tell (make, a script).
 func buildProducts(cfg *config.Config) []product {
 	var out []product
 	add := func(p string, dir bool, how string) {
@@ -224,8 +204,7 @@ func buildProducts(cfg *config.Config) []product {
 	return out
 }
 
-// tscScripts are the package.json scripts of dir that line runs (npm run
-// NAME, pnpm NAME, yarn NAME) and that run tsc.
+// tscScripts are the package.json scripts line runs (npm run NAME, ...) that run tsc.
 func tscScripts(dir, line string) []string {
 	var out []string
 	for name, script := range readPackageJSON(dir).Scripts {
@@ -236,8 +215,7 @@ func tscScripts(dir, line string) []string {
 	return out
 }
 
-// cargoBins are the binaries of the Cargo package in dir: its [[bin]]
-// tables' names, else the package's name.
+// cargoBins are the [[bin]] names of dir's Cargo.toml, else the package's.
 func cargoBins(dir string) []string {
 	var m struct {
 		Package struct {
@@ -263,11 +241,8 @@ func cargoBins(dir string) []string {
 	return out
 }
 
-// scriptProblem warns when argv gives an interpreter (python3, ruby, bash,
-// deno, bun, uv run ...) a script that does not exist. node's script is
-// nodeEntryWarning's, which knows what tsc will write; for the others a
-// file in a build's output folder, or any file when there is a build that
-// might write it, is only mentioned.
+// scriptProblem warns when argv gives an interpreter a script that does
+// not exist; node's is NodeEntryWarning's. One a build may write is only mentioned.
 func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	sr, ok := scriptOf(argv, cwd)
 	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
@@ -296,9 +271,8 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	return v.at(key, "%s runs %s, which does not exist (%s), so the server would exit at once: fix the file name in %s%s", sr.prog, sr.script, abs, key, hint)
 }
 
-// outputFolders are the absolute folders a build writes: the usual ones
-// (dist/, build/, ...), tsconfig.json's outDir and the build command's
-// -o/--outdir.
+// outputFolders are the absolute folders a build writes: the usual ones,
+// tsconfig.json's outDir and the build command's -o/--outdir.
 func outputFolders(cfg *config.Config) []string {
 	var out []string
 	for _, d := range builder.OutputDirs() {
@@ -311,8 +285,7 @@ func outputFolders(cfg *config.Config) []string {
 	return out
 }
 
-// watchModeWarning warns about a build that runs in watch mode: it never
-// exits, so every start, and so every call, would wait on it.
+// watchModeWarning warns about a build in watch mode: every start would wait on it.
 func watchModeWarning(v checkView) string {
 	w := watchModeBuild(v.cfg.Dir, v.cfg.Build.Command)
 	if w == nil {
@@ -321,10 +294,8 @@ func watchModeWarning(v checkView) string {
 	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), config.DurationText(v.cfg.Build.Timeout), w.instead)
 }
 
-// dataFileWarnings warns about watched files that look like what a
-// server writes as it runs (logs, databases, JSON data) rather than
-// source or config a build reads: if the server writes one, each write
-// rebuilds and restarts it, in a loop.
+// dataFileWarnings warns about watched files that look like data a server
+// writes as it runs: each write would rebuild and restart it, in a loop.
 func dataFileWarnings(v checkView, files []string) []string {
 	outs := outputFolders(v.cfg)
 	var found, globs []string
@@ -351,11 +322,9 @@ func dataFileWarnings(v checkView, files []string) []string {
 	return []string{v.at("watch.include", "covers %s, which look like data a server writes, not source: if the server writes them, each write rebuilds and restarts it, in a loop; add %s to watch.exclude, or keep the data outside the watched folders (under .mcpflow/, which is never watched)", list, config.TOMLStrings(globs))}
 }
 
-// dataFile reports whether the watched file f (relative, slash-separated)
-// looks like data written at run time, and the exclude glob that leaves it
-// out: a log, a database, JSON Lines, a pid file; a file other than
-// source under a data folder (data/, tmp/, logs/, ...); a JSON file at the
-// top that is no known config.
+// dataFile reports whether the slash path f looks like data written at run
+// time (a log, a database, a file other than source under data/, tmp/, ...,
+// a top-level JSON file that is no known config), and the glob to exclude it.
 func dataFile(f string) (string, bool) {
 	base := strings.ToLower(path.Base(f))
 	ext := path.Ext(base)
@@ -381,8 +350,7 @@ func dataFile(f string) (string, bool) {
 	return "", false
 }
 
-// isSourceFile reports a source file's extension: a file under data/ with
-// one is code (a package named data), not data.
+// isSourceFile reports a source's extension: under data/, such a file is code, not data.
 func isSourceFile(ext string) bool {
 	return slices.Contains([]string{
 		".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
@@ -391,8 +359,7 @@ func isSourceFile(ext string) bool {
 	}, ext)
 }
 
-// isConfigJSON reports the JSON files projects keep at the top as config
-// (read by their tools, not written by a server).
+// isConfigJSON reports the JSON files projects keep at the top as config.
 func isConfigJSON(base string) bool {
 	switch base {
 	case "package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
@@ -410,12 +377,9 @@ func isConfigJSON(base string) bool {
 		strings.HasSuffix(base, ".schema.json") || strings.HasSuffix(base, "manifest.json")
 }
 
-// logFileWarnings warns when mcpflow's own log or traffic file (or the
-// FILE.1 it moves a full one to) lies in the watched folders, matches
-// watch.include and is not excluded. The watcher ignores some of them
-// itself (IgnoredOutputs): those are only worth making explicit; one it
-// does not ignore would rebuild and restart the server at each line
-// mcpflow writes.
+// logFileWarnings warns when mcpflow's log or traffic file (or its FILE.1)
+// would be watched: one the watcher does not ignore would restart the
+// server at each line mcpflow writes; the others are worth making explicit.
 func logFileWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	ignored := IgnoredOutputs(cfg)
@@ -456,11 +420,9 @@ func logFileWarnings(v checkView, files []string) []string {
 	return out
 }
 
-// watchedPath reports whether the file p (absolute) would be watched:
-// under a watch path, not in a folder the watcher never enters, matched by
-// include and not excluded; one that exists must be among the scanned
-// files (which honours .gitignore). It returns p relative to the config's
-// folder.
+// watchedPath is p relative to the config's folder, when the file would be
+// watched: under a watch path, matched by the globs, and (when it exists)
+// among the scanned files, which honour .gitignore.
 func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string, bool) {
 	rel, err := filepath.Rel(cfg.Dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -485,11 +447,9 @@ func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string,
 	return rel, true
 }
 
-// muxNameWarnings warns about a mux's names: a separator with which a
-// server's tool can take a management tool's name (with "_", a server
-// "add" with a tool "server" is listed as add_server), and server names so
-// long that the mux refuses them (NAME + separator + tool would pass what
-// clients accept).
+// muxNameWarnings warns about a separator that lets a server's tool take
+// the name of mcpflow's own (server "add" + tool "server" = add_server
+// with "_"), and about server names too long for the mux.
 func muxNameWarnings(cfg *config.Config) []string {
 	if cfg.Mode() != config.Mux {
 		return nil
@@ -502,16 +462,13 @@ func muxNameWarnings(cfg *config.Config) []string {
 	type clash struct{ server, tool, name string }
 	var clashes []clash
 	for _, name := range own {
-		for i := 0; ; {
-			j := strings.Index(name[i:], sep)
-			if j < 0 {
-				break
+		for j := range len(name) {
+			if !strings.HasPrefix(name[j:], sep) {
+				continue
 			}
-			j += i
 			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
 				clashes = append(clashes, clash{server, tool, name})
 			}
-			i = j + 1
 		}
 	}
 	var out []string
@@ -539,8 +496,7 @@ func muxNameWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// inAny reports whether the absolute path p is one of dirs or lies under
-// one.
+// inAny reports whether the absolute path p is one of dirs or lies under one.
 func inAny(dirs []string, p string) bool {
 	for _, d := range dirs {
 		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
@@ -550,13 +506,9 @@ func inAny(dirs []string, p string) bool {
 	return false
 }
 
-// servingWarnings compares run.url with the transport the run command
-// asks for (commandTransport) or, when it asks for none, with what the
-// server's sources say (scanServing): a url for a server that only
-// speaks stdio, no url for one that only serves Streamable HTTP, a server
-// that only serves the legacy HTTP+SSE transport, {port} for a server
-// that reads no $PORT and names a fixed port; and warns when the url's
-// fixed port is taken on this machine. Each warning is at run.url.
+// servingWarnings compares run.url with the transport the run command asks
+// for (commandTransport), else with what the sources say (scanServing),
+// and warns when the url's fixed port is taken. Each warning is at run.url.
 func servingWarnings(v checkView) []string {
 	cfg := v.cfg
 	if cfg.CLI != nil || cfg.Run.Command.IsZero() {
@@ -598,11 +550,9 @@ func servingWarnings(v checkView) []string {
 	return out
 }
 
-// commandTransport is the transport a run command asks its server for,
-// "http" or "stdio", and the words that ask: a --transport flag
-// (--transport http, --transport=streamable-http, --stdio, --http) or a
-// TRANSPORT or MCP_TRANSPORT variable in env or on the command line; ""
-// when it asks for none.
+// commandTransport is the transport, "http" or "stdio", that the run
+// command asks for with a --transport flag (or --stdio, --http) or a
+// TRANSPORT or MCP_TRANSPORT variable, and the words that ask; "" for none.
 func commandTransport(c config.Command, env map[string]string) (string, string) {
 	kind := func(v string) string {
 		switch strings.ToLower(v) {
@@ -645,8 +595,7 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 	return "", ""
 }
 
-// fixedPort is the host and port of a run.url that names a port; 0 for
-// none, {port} or a URL that does not parse.
+// fixedPort is the host and port run.url names; 0 for none, {port} or a bad URL.
 func fixedPort(raw string) (string, int) {
 	if raw == "" || strings.Contains(raw, config.PortPlaceholder) {
 		return "", 0
@@ -659,10 +608,8 @@ func fixedPort(raw string) (string, int) {
 	return u.Hostname(), p
 }
 
-// listenWarnings checks the ports mcpflow and its servers listen on:
-// [http] listen taken on this machine or open to other machines, and a
-// fixed port that [http] listen and a run.url, or two servers' run.url,
-// share.
+// listenWarnings warns about [http] listen taken or open to other machines,
+// and a fixed port two of [http] listen and the servers' run.url share.
 func listenWarnings(cfg *config.Config, views []checkView) []string {
 	var out []string
 	listenPort := 0
@@ -697,9 +644,8 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 	return out
 }
 
-// portTaken says who holds port on host, when a listener there fails:
-// "is in use by pid 123 (node)", "is in use by another process", or why
-// it cannot be listened on; "" when it is free.
+// portTaken says who holds port on host ("is in use by pid 123 (node)"),
+// or why it cannot be listened on; "" when it is free.
 func portTaken(host string, port int) string {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err == nil {
@@ -715,9 +661,8 @@ func portTaken(host string, port int) string {
 	return fmt.Sprintf("cannot be listened on (%v)", err)
 }
 
-// portOwner names the process listening on the TCP port, as "pid N
-// (NAME)", from Linux's /proc; "" when unknown (another OS, or another
-// user's process).
+// portOwner is "pid N (NAME)" of the process listening on port, from
+// Linux's /proc; "" when unknown.
 func portOwner(port int) string {
 	sockets := map[string]bool{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

@@ -849,24 +849,7 @@ func builtByOther(cfg *config.Config) bool {
 		return false
 	}
 	abs := AbsFrom(sr.dir, sr.script)
-	if inAny(outputFolders(cfg), abs) {
-		return true
-	}
-	for _, words := range commandWords(cfg.Build.Command) {
-		for i, w := range words {
-			name, v, attached := strings.Cut(w, "=")
-			if name != "--outfile" && name != "--out-file" && name != "-o" {
-				continue
-			}
-			if !attached && i+1 < len(words) {
-				v = words[i+1]
-			}
-			if v != "" && AbsFrom(cfg.Dir, v) == abs {
-				return true
-			}
-		}
-	}
-	return false
+	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
 }
 
 // watchedOutputDirs lists the project's output folders (slash, relative to

@@ -18,8 +18,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// WatchConfig is the watcher of cfg's [watch], ignoring what builds and
-// mcpflow itself write in the tree (IgnoredOutputs).
+// WatchConfig is the watcher of cfg's [watch], ignoring IgnoredOutputs.
 func WatchConfig(cfg *config.Config) watcher.Config {
 	return watcher.Config{
 		Root:      cfg.Dir,
@@ -33,9 +32,8 @@ func WatchConfig(cfg *config.Config) watcher.Config {
 	}
 }
 
-// IgnoredOutputs lists what a build writes or mcpflow itself writes inside
-// the tree, so that they never trigger a build: the run binary, a Go
-// build's -o output, the log and traffic files.
+// IgnoredOutputs lists what builds and mcpflow write inside the tree, so
+// that they never trigger a build: the run binary, -o outputs, the logs.
 func IgnoredOutputs(cfg *config.Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
@@ -57,8 +55,7 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	return out
 }
 
-// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
-// command.
+// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build command.
 func buildOutputs(c config.Command) []string {
 	var words []string
 	if c.Shell && len(c.Argv) > 0 {
@@ -85,15 +82,13 @@ func BuildIdentity(cfg *config.Config) []string {
 	return append(id, cfg.Build.Command.Argv...)
 }
 
-// RecordFile is where the relay keeps what the server said at its last
-// good start (relay.First): in the project's .mcpflow folder.
+// RecordFile is where the relay keeps what the server said at its last good start.
 func RecordFile(cfg *config.Config) string {
 	return filepath.Join(statedir.Of(cfg.Dir), "last-start.json")
 }
 
-// RecordKey names what a record was written for: the run command, its
-// folder and environment, the build, and the config file's contents. A
-// change of any makes an older record unusable.
+// RecordKey names what a record was written for: run command, folder,
+// environment, build and config file; a change of any voids the record.
 func RecordKey(cfg *config.Config) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
@@ -108,8 +103,7 @@ func RecordKey(cfg *config.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// stderrFile is the regular file mcpflow's stderr goes to, if it does
-// (Linux: /proc/self/fd/2), else "".
+// stderrFile is the regular file mcpflow's stderr goes to (Linux), else "".
 func stderrFile() string {
 	fi, err := os.Stderr.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
@@ -123,8 +117,7 @@ func stderrFile() string {
 }
 
 // RunOutput is the file the server runs, when the build writes it: the run
-// binary given as a path, or the script given to node or python. "" when
-// run.command names no such file (a shell script, a program on PATH).
+// binary given as a path, or node's or python's script; "" for none.
 func RunOutput(cfg *config.Config) string {
 	argv := cfg.Run.Command.Argv
 	if cfg.Run.Command.Shell || len(argv) == 0 {
@@ -149,16 +142,6 @@ func RunOutput(cfg *config.Config) string {
 	return ""
 }
 
-// underAny reports whether the slash path f lies under one of dirs.
-func underAny(dirs []string, f string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(f, d+"/") {
-			return true
-		}
-	}
-	return false
-}
-
 // AbsFrom is p, absolute: as it is when it is, else joined to dir.
 func AbsFrom(dir, p string) string {
 	if filepath.IsAbs(p) {
@@ -167,9 +150,7 @@ func AbsFrom(dir, p string) string {
 	return filepath.Join(dir, p)
 }
 
-// CacheOptions is the build cache of cfg's build (builder/cache): keyed
-// by the build command and the watched sources, skipping the build's own
-// output folders.
+// CacheOptions is the build cache of cfg's build, keyed by its command and the watched sources.
 func CacheOptions(cfg *config.Config, log *slog.Logger) cache.Options {
 	return cache.Options{
 		Root:     cfg.Dir,
