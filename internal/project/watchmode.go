@@ -1,6 +1,7 @@
 package project
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
@@ -59,55 +60,74 @@ func commandWords(c config.Command) [][]string {
 	return [][]string{c.Argv}
 }
 
-// shellCommands splits a shell script into its simple commands (at ;, &,
-// |, newlines and parentheses), each as words with quotes removed: a rough
-// reading, enough to recognize programs and their flags.
+// shellCommands splits a shell script into its simple commands' words (at
+// ;, &, |, newlines and parentheses): a rough reading, enough to recognize
+// programs and their flags.
 func shellCommands(script string) [][]string {
+	cmds, _ := shellSplit(script, ";&|\n()")
+	return cmds
+}
+
+// shellSplit splits s into simple commands at the characters of seps, each
+// as words: blanks separate words, '...' keeps its text, in "..." a
+// backslash escapes " \ $ and `, elsewhere any character. No expansion. The
+// error is an unclosed quote, whose text then runs to the end.
+func shellSplit(s, seps string) ([][]string, error) {
 	var cmds [][]string
 	var words []string
 	var word strings.Builder
+	var err error
 	inWord := false
 	endWord := func() {
 		if inWord {
-			words = append(words, word.String())
+			words, inWord = append(words, word.String()), false
 			word.Reset()
-			inWord = false
 		}
 	}
-	endCmd := func() {
-		endWord()
-		if len(words) > 0 {
-			cmds = append(cmds, words)
-			words = nil
-		}
-	}
-	for i := 0; i < len(script); i++ {
-		switch c := script[i]; c {
-		case ' ', '\t':
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case strings.IndexByte(seps, c) >= 0:
 			endWord()
-		case ';', '&', '|', '\n', '(', ')':
-			endCmd()
-		case '\\':
-			if i+1 < len(script) {
-				i++
-				word.WriteByte(script[i])
-				inWord = true
+			if len(words) > 0 {
+				cmds, words = append(cmds, words), nil
 			}
-		case '\'', '"':
-			j := strings.IndexByte(script[i+1:], c)
+		case c == ' ' || c == '\t' || c == '\n':
+			endWord()
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], c)
 			if j < 0 {
-				j = len(script) - i - 1
+				j, err = len(s)-i-1, fmt.Errorf("unclosed ' in %q", s)
 			}
-			word.WriteString(script[i+1 : i+1+j])
-			inWord = true
+			word.WriteString(s[i+1 : i+1+j])
 			i += j + 1
+			inWord = true
+		case c == '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
+					i++
+				}
+				word.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				err = fmt.Errorf("unclosed \" in %q", s)
+			}
+			inWord = true
+		case c == '\\':
+			if i+1 < len(s) {
+				i++
+				word.WriteByte(s[i])
+			}
+			inWord = true
 		default:
 			word.WriteByte(c)
 			inWord = true
 		}
 	}
-	endCmd()
-	return cmds
+	endWord()
+	if len(words) > 0 {
+		cmds = append(cmds, words)
+	}
+	return cmds, err
 }
 
 // watchingPart reports whether the simple command words watches, following
