@@ -8,31 +8,23 @@ import (
 	"strings"
 )
 
-// interpreter is how a script interpreter's command line names the file
-// it runs.
+// interpreter is how an interpreter's command line names the file it runs.
 type interpreter struct {
-	valued []string // options that take the next word as their value
-	stop   []string // options after which no script file follows: -c CODE, -m MODULE
-	cwd    []string // options whose value is the folder the rest runs in
-	script []string // options whose value is the script: php -f FILE
-	// subs are the subcommands that run a script (deno run); with subs,
-	// a first word that is no subcommand is the script only when it looks
-	// like a file (deno 2 runs deno x.ts).
-	subs []string
-	// fileOnly: the first word is the script only when it looks like a
-	// file (bun X may run a package.json script or a package's binary).
-	fileOnly bool
-	remote   bool // the script may be a URL or a registry specifier (deno)
+	valued   []string // options that take the next word as their value
+	stop     []string // options after which no script file follows: -c CODE, -m MODULE
+	cwd      []string // options whose value is the folder the rest runs in
+	script   []string // options whose value is the script: php -f FILE
+	subs     []string // subcommands that run a script (deno run); another first word must look like a file
+	fileOnly bool     // the first word is the script only if it looks like a file (bun X may run a package script)
+	remote   bool     // the script may be a URL or a registry specifier (deno)
 }
 
-// pythonRE matches python, python3, python3.12, pypy3, pythonw.
-var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`)
+var (
+	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`) // python3.12, pypy3, pythonw
+	remoteRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)      // a module deno fetches: https:, jsr:, npm:
+)
 
-// remoteRE matches a module deno fetches: https:, jsr:, npm:.
-var remoteRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)
-
-// interpreterFor returns how the program prog (a base name) names its
-// script, or false when it is no interpreter mcpflow knows.
+// interpreterFor is how prog (a base name) names its script; false for an unknown program.
 func interpreterFor(prog string) (interpreter, bool) {
 	prog = strings.TrimSuffix(strings.ToLower(prog), ".exe")
 	switch {
@@ -69,19 +61,16 @@ func interpreterFor(prog string) (interpreter, bool) {
 	return interpreter{}, false
 }
 
-// scriptRun is the script file a command line runs through an
-// interpreter.
+// scriptRun is the script file a command line runs through an interpreter.
 type scriptRun struct {
 	prog   string // the interpreter, as written: "python3"
 	script string // the file, as written: "sever.py"
 	dir    string // the folder it is relative to (the command's, or the one an option moved to)
 }
 
-// scriptOf finds the script file argv runs, through the runners that
-// start a command as it is (uv run, poetry run, npx, env, ...); cwd is the
-// folder argv runs in. It returns false when argv runs no script file:
-// another program, python -m or -c, a console script through uv run, a
-// remote deno module.
+// scriptOf finds the script file argv runs in cwd, through runners (uv
+// run, npx, env, ...); false for none (another program, python -m, a
+// console script, a remote deno module).
 func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 	argv, cwd = unwrapScriptRunner(argv, cwd)
 	if len(argv) == 0 {
@@ -140,10 +129,8 @@ func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 }
 
 // unwrapScriptRunner drops the runners that start a command in the
-// project's environment: env, uv run (uv run --directory D moves to D),
-// poetry, pipenv, pdm, hatch, rye run, npx, bunx, pnpm exec. "uv run
-// x.py" runs x.py with python, and so do pdm and rye: that becomes
-// ["python", "x.py"]. A console script ("uv run notes") stays as it is.
+// project's environment (uv run --directory D moves to D); "uv run x.py"
+// (and pdm's, rye's) becomes ["python", "x.py"].
 func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	for len(argv) > 0 {
 		switch base := path.Base(filepath.ToSlash(argv[0])); {
@@ -155,7 +142,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 		case base == "uv" && len(argv) > 1 && argv[1] == "run":
 			rest := argv[2:]
 			for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-				name, _, attached := strings.Cut(rest[0], "=")
+				name, val, attached := strings.Cut(rest[0], "=")
 				if rest[0] == "--" {
 					rest = rest[1:]
 					break
@@ -163,8 +150,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 				switch {
 				case name == "--directory":
 					if attached {
-						_, v, _ := strings.Cut(rest[0], "=")
-						cwd = AbsFrom(cwd, v)
+						cwd = AbsFrom(cwd, val)
 					} else if len(rest) > 1 {
 						cwd = AbsFrom(cwd, rest[1])
 						rest = rest[1:]
@@ -190,8 +176,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	return argv, cwd
 }
 
-// pythonFile turns ["x.py", ...], which uv, pdm and rye run with the
-// project's python, into ["python", "x.py", ...].
+// pythonFile turns ["x.py", ...] into ["python", "x.py", ...].
 func pythonFile(argv []string) []string {
 	if len(argv) > 0 && strings.HasSuffix(argv[0], ".py") {
 		return append([]string{"python"}, argv...)
