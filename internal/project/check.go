@@ -107,8 +107,7 @@ func checkWarnings(v checkView, files []string) []string {
 			out = append(out, v.prefix+w)
 		}
 	}
-	// A run binary or build output matched by the globs would rebuild in a
-	// loop, were it not ignored; say so, since the user may rely on it.
+	// A build output matched by the globs is ignored; say so, since the user may rely on it.
 	if cfg.Watch.Enabled {
 		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
 		for _, p := range candidateOutputs(cfg) {
@@ -127,9 +126,7 @@ func checkWarnings(v checkView, files []string) []string {
 		if len(files) == 0 {
 			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
 		}
-		// A file init watches may come later (go.sum, Cargo.lock, a
-		// pyproject.toml beside a lone server.py): only the others are
-		// likely typos.
+		// A file init watches may come later (go.sum, Cargo.lock): only the others are likely typos.
 		expected := detectManifest(cfg.Dir).Include
 		for _, g := range cfg.Watch.Include {
 			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) {

@@ -124,7 +124,8 @@ func detectGo(dir string) Project {
 		Include: []string{"**/*.go", "go.mod", "go.sum"},
 		Exclude: []string{"**/*_test.go"},
 	}
-	if mod := goModule(filepath.Join(dir, "go.mod")); mod != "" {
+	b, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if mod := modfile.ModulePath(b); mod != "" {
 		p.Name = filepath.Base(mod)
 	}
 	pkg := "."
@@ -158,15 +159,6 @@ func detectGo(dir string) Project {
 	return p
 }
 
-// goModule returns the module path declared in the go.mod at path, or "".
-func goModule(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return modfile.ModulePath(b)
-}
-
 // isGoMain reports whether dir holds a Go file of package main.
 func isGoMain(dir string) bool {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -188,31 +180,28 @@ func isGoMain(dir string) bool {
 }
 
 func detectRust(dir string) Project {
-	name := ""
-	if bins := cargoBins(dir); len(bins) > 0 {
-		name = bins[0]
-	}
 	p := Project{
 		Kind:    "rust",
-		Name:    name,
+		Name:    filepath.Base(dir),
 		Build:   "cargo build",
 		Include: []string{"**/*.rs", "Cargo.toml", "Cargo.lock"},
 		Exclude: []string{"target/**"},
 	}
-	if name == "" {
-		p.Name = filepath.Base(dir)
+	if bins := cargoBins(dir); len(bins) > 0 {
+		p.Name = bins[0]
+	} else {
 		p.Notes = append(p.Notes, "No package name in Cargo.toml: check run.command.")
 	}
 	p.Run = []string{"target/debug/" + p.Name}
 	return p
 }
 
-// packageJSON is what detection reads of a package.json.
+// packageJSON is what detection reads of a package.json (json matches the keys without tags).
 type packageJSON struct {
-	Name    string            `json:"name"`
-	Main    string            `json:"main"`
-	Bin     json.RawMessage   `json:"bin"`
-	Scripts map[string]string `json:"scripts"`
+	Name, Main, Version           string
+	Bin                           json.RawMessage
+	Scripts                       map[string]string
+	Dependencies, DevDependencies map[string]string
 }
 
 // binEntry is the file "bin" names: the string, or the command named like
@@ -270,19 +259,9 @@ func readTSConfig(dir string) tsConfig {
 
 // typescriptMajor is the installed TypeScript's major version, else package.json's; 0 if unknown.
 func typescriptMajor(dir string) int {
-	var m struct {
-		Version         string            `json:"version"`
-		Dependencies    map[string]string `json:"dependencies"`
-		DevDependencies map[string]string `json:"devDependencies"`
-	}
-	v := ""
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "typescript", "package.json")); err == nil && json.Unmarshal(b, &m) == nil {
-		v = m.Version
-	} else {
-		b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-		_ = json.Unmarshal(b, &m)
-		v = cmp.Or(m.DevDependencies["typescript"], m.Dependencies["typescript"])
-	}
+	m := readPackageJSON(dir)
+	v := cmp.Or(readPackageJSON(filepath.Join(dir, "node_modules", "typescript")).Version,
+		m.DevDependencies["typescript"], m.Dependencies["typescript"])
 	v = strings.TrimLeft(v, "^~>=v ")
 	n, _ := strconv.Atoi(v[:len(v)-len(strings.TrimLeft(v, "0123456789"))])
 	return n
@@ -407,15 +386,13 @@ func tsOutput(ts tsConfig, src string) string {
 			root = "."
 		}
 	}
-	rel := out
-	if root != "." {
-		r, ok := strings.CutPrefix(out, root+"/")
-		if !ok {
-			return ""
-		}
-		rel = r
+	if root == "." {
+		return path.Join(ts.OutDir, out)
 	}
-	return path.Join(ts.OutDir, rel)
+	if rel, ok := strings.CutPrefix(out, root+"/"); ok {
+		return path.Join(ts.OutDir, rel)
+	}
+	return ""
 }
 
 // tsEntrySource is index, server or main (.ts, .mts) in rootDir, src/ or the root.
@@ -452,11 +429,7 @@ func tsSources(dir string, ts tsConfig) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".d.ts") {
-			return nil
-		}
-		switch path.Ext(rel) {
-		case ".ts", ".tsx", ".mts", ".cts":
+		if slices.Contains([]string{".ts", ".tsx", ".mts", ".cts"}, path.Ext(rel)) && !strings.HasSuffix(rel, ".d.ts") {
 			srcs = append(srcs, rel)
 		}
 		return nil
@@ -474,14 +447,13 @@ func NodeEntryWarning(dir string, run config.Command) string {
 	if !ok {
 		return ""
 	}
-	script := sr.script
-	abs := AbsFrom(sr.dir, script)
+	abs := AbsFrom(sr.dir, sr.script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
 	rel, err := filepath.Rel(dir, abs)
 	if err != nil {
-		rel = script
+		rel = sr.script
 	}
 	rel = filepath.ToSlash(rel)
 	ts := readTSConfig(dir)
@@ -516,10 +488,7 @@ func projectOutputs(dir string) []string {
 func detectNode(dir string) Project {
 	m := readPackageJSON(dir)
 	ts := readTSConfig(dir)
-	p := Project{Kind: "node", Name: unscoped(m.Name)}
-	if p.Name == "" {
-		p.Name = filepath.Base(dir)
-	}
+	p := Project{Kind: "node", Name: cmp.Or(unscoped(m.Name), filepath.Base(dir))}
 	src := ""
 	if ts.Found {
 		p.Kind = "typescript"
@@ -529,9 +498,8 @@ func detectNode(dir string) Project {
 	if hasBuild {
 		p.Build = "npm run build"
 	}
-	// A build script in watch mode never exits: every start would wait on
-	// it. TypeScript builds with tsc once instead; otherwise the user says
-	// how.
+	// A build script in watch mode would never exit: TypeScript builds with
+	// tsc once instead; otherwise the user says how.
 	if w := watchModeBuild(dir, config.Command{Argv: []string{p.Build}, Shell: true}); hasBuild && w != nil {
 		buildScript, hasBuild, p.Build = "", false, ""
 		instead := "init wrote no build.command; add one that builds once (" + w.instead + ")"
@@ -541,10 +509,9 @@ func detectNode(dir string) Project {
 		p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: %s.", w.part, instead))
 	}
 
-	// The entry point, the way the project says it: bin, then what tsc
-	// writes for the source entry, then main.
+	// The entry point: bin, then what tsc writes for the source entry, then main.
 	clean := func(s string) string { return path.Clean(strings.TrimPrefix(filepath.ToSlash(s), "./")) }
-	entry, why := "", ""
+	var entry, why string
 	lone := firstExisting(dir, "index.js", "server.js", "main.js", "index.mjs", "server.mjs")
 	switch bin, out := m.binEntry(), tsOutput(ts, src); {
 	case bin != "":
@@ -555,21 +522,18 @@ func detectNode(dir string) Project {
 		entry, why = clean(m.Main), `"main" in package.json`
 	case lone != "":
 		entry, why = lone, "the only script found"
-	}
-	if entry == "" {
+	default:
 		entry = "index.js"
 		p.Notes = append(p.Notes, `No "bin", "main", tsconfig.json output or index.js found: set run.command to your server's entry point.`)
 	}
-	p.Run = []string{"node", entry}
-	p.RunWhy = why
+	p.Run, p.RunWhy = []string{"node", entry}, why
 
 	if ts.Found {
 		if !hasBuild {
 			p.Build = "npx --no -- tsc"
 		}
 		if !ts.NoEmitOnError {
-			// tsc writes JavaScript even when type-checking fails; with
-			// --noEmitOnError a failed build leaves the last good output.
+			// Without it, tsc writes JavaScript even when type-checking fails.
 			switch f := strings.Fields(buildScript); {
 			case !hasBuild:
 				p.Build += " --noEmitOnError"
@@ -633,16 +597,12 @@ func detectPython(dir string) Project {
 	_ = toml.Unmarshal(b, &m)
 	p := Project{
 		Kind:    "python",
-		Name:    m.Project.Name,
+		Name:    cmp.Or(m.Project.Name, filepath.Base(dir)),
 		Include: []string{"**/*.py", "pyproject.toml"},
 		Exclude: []string{".venv/**", "**/__pycache__/**", "**/*.egg-info/**"},
 	}
-	if p.Name == "" {
-		p.Name = filepath.Base(dir)
-	}
 
-	// The interpreter: uv's when the project is managed by uv, else the
-	// project's virtual environment, else python3 from PATH.
+	// The interpreter: uv's, else the project's .venv, else python3 from PATH.
 	e := pyEnv{dir: dir, uv: exists(dir, "uv.lock"), py: []string{"python3"}}
 	e.venv = !e.uv && exists(dir, ".venv/bin/python")
 	switch {
@@ -651,12 +611,10 @@ func detectPython(dir string) Project {
 	case e.venv:
 		e.py = []string{".venv/bin/python"}
 	}
-	// uv installs the project itself (and its scripts) when it has a
-	// build system.
+	// uv installs the project and its scripts when it has a build system.
 	e.installed = e.uv && m.BuildSystem != nil
 
-	// How the project says it is run ([project.scripts]), then a package
-	// with __main__.py, then a top-level script.
+	// [project.scripts], then a package with __main__.py, then a top-level script.
 	cands := e.scripts(m.Project.Scripts, p.Name)
 	cands = append(cands, e.mainPackages()...)
 	cands = append(cands, e.topScripts()...)
@@ -691,10 +649,9 @@ type pyEnv struct {
 
 // pyCandidate is one way to run a Python server, and why.
 type pyCandidate struct {
-	run  []string
-	env  map[string]string
-	what string
-	why  string
+	run       []string
+	env       map[string]string
+	what, why string
 }
 
 // srcPath is the environment that lets pkg be imported from src/.
@@ -760,27 +717,23 @@ func (e pyEnv) topScripts() []pyCandidate {
 	var scripts []string
 	top, _ := filepath.Glob(filepath.Join(e.dir, "*.py"))
 	for _, f := range top {
-		switch base := filepath.Base(f); base {
-		case "setup.py", "conftest.py", "noxfile.py", "__init__.py":
-		default:
+		if base := filepath.Base(f); !slices.Contains([]string{"setup.py", "conftest.py", "noxfile.py", "__init__.py"}, base) {
 			scripts = append(scripts, base)
 		}
 	}
 	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
 	var cands []pyCandidate
-	for i, s := range scripts {
-		why := "it is the only top-level script"
-		if len(scripts) > 1 {
-			why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
-		}
-		if i > 0 {
-			why = ""
-		}
+	why := "it is the only top-level script"
+	if len(scripts) > 1 {
+		why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
+	}
+	for _, s := range scripts {
 		run := append(slices.Clone(e.py), s)
 		if e.uv {
 			run = []string{"uv", "run", s}
 		}
 		cands = append(cands, pyCandidate{run: run, what: s, why: why})
+		why = "" // only the first is picked
 	}
 	return cands
 }
@@ -796,14 +749,10 @@ func scriptRank(name, project string) int {
 	return 2
 }
 
+// scriptFileRank puts server.py, main.py and app.py first, then files named server or mcp.
 func scriptFileRank(name string) int {
-	switch name {
-	case "server.py":
-		return 0
-	case "main.py":
-		return 1
-	case "app.py":
-		return 2
+	if i := slices.Index([]string{"server.py", "main.py", "app.py"}, name); i >= 0 {
+		return i
 	}
 	if strings.Contains(name, "server") || strings.Contains(name, "mcp") {
 		return 3
@@ -887,17 +836,15 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 // by design: init says where it found what, check warns only when the
 // evidence points one way.
 type serving struct {
-	HTTP   string // a Streamable HTTP server transport
-	Stdio  string // a stdio server transport
-	SSE    string // the legacy HTTP+SSE server transport, which mcpflow does not speak
-	Env    string // a read of the PORT environment variable
-	Port   int    // a literal port where the server listens; 0 if none
-	PortAt string
-	Path   string // the URL path it serves, when the source names one; "" unknown
-	PathAt string
-	// DefaultPort is the port the framework listens on when the source
-	// names none (FastMCP's 8000); 0 if none.
-	DefaultPort int
+	HTTP        string // a Streamable HTTP server transport
+	Stdio       string // a stdio server transport
+	SSE         string // the legacy HTTP+SSE server transport, which mcpflow does not speak
+	Env         string // a read of the PORT environment variable
+	Port        int    // a literal port where the server listens; 0 if none
+	PortAt      string
+	Path        string // the URL path it serves, when the source names one; "" unknown
+	PathAt      string
+	DefaultPort int // the framework's port when the source names none (FastMCP's 8000); 0 if none
 }
 
 // OnlyHTTP reports a server with Streamable HTTP and no stdio: it needs run.url.
@@ -913,10 +860,7 @@ func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 // port, else the framework's default, else {port} with sure false; why
 // says where each part comes from.
 func (s serving) URL() (url, why string, sure bool) {
-	path := s.Path
-	if path == "" {
-		path = "/mcp"
-	}
+	path := cmp.Or(s.Path, "/mcp")
 	sure = true
 	switch {
 	case s.Env != "":
@@ -984,9 +928,8 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		isTest: func(b string) bool {
 			return strings.HasSuffix(b, ".d.ts") || strings.Contains(b, ".test.") || strings.Contains(b, ".spec.")
 		},
-		// StreamableHTTPServerTransport (SDK 1.x, server/streamableHttp.js),
-		// WebStandard… and NodeStreamableHTTPServerTransport (2.x), and
-		// the fastmcp package's start({ transportType: "httpStream" }).
+		// SDK 1.x's StreamableHTTPServerTransport, 2.x's WebStandard… and
+		// NodeStreamableHTTPServerTransport, fastmcp's start({ transportType: "httpStream" }).
 		http:  marks(jsSDK, `\w*StreamableHTTPServerTransport\b`, `\btransportType:\s*['"]httpStream['"]`),
 		stdio: marks(jsSDK, `\bStdioServerTransport\b`, `\btransportType:\s*['"]stdio['"]`),
 		sse:   marks(jsSDK, `\bSSEServerTransport\b`),
@@ -1101,8 +1044,7 @@ func scanServing(dir, kind string) serving {
 		return s
 	}
 	s.DefaultPort = lang.defaultPort
-	// Where it listens, and at what path: the file with the transport
-	// first, then the rest.
+	// Where it listens and at what path: the transport's file first.
 	order := append([]string{httpFile}, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == httpFile })...)
 	var paths, ats []string
 	for _, f := range order {

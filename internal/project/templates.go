@@ -228,10 +228,7 @@ func ClientSnippet(name, configPath string, l Launcher) string {
 			return r
 		}
 		return '-'
-	}, name)
-	if name == "" {
-		name = "server"
-	}
+	}, cmp.Or(name, "server"))
 	args := append(append([]string{}, l.args...), "watch", "-c", configPath)
 	shell := []string{shellQuote(l.command)}
 	for _, a := range args {
