@@ -102,16 +102,19 @@ func checkViews(cfg *config.Config) []checkView {
 func checkWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	var out []string
-	add := func(ws ...string) {
+	add := func(prefix string, ws ...string) { // prefix: v.prefix for a warning that names no key
 		for _, w := range ws {
-			out = append(out, v.prefix+w)
+			if w != "" {
+				out = append(out, prefix+w)
+			}
 		}
 	}
 	// A build output matched by the globs is ignored; say so, since the user may rely on it.
+	// tsc's outDir is projectWarnings', the log and traffic files logFileWarnings'.
 	if cfg.Watch.Enabled {
-		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
-		for _, p := range candidateOutputs(cfg) {
-			if slices.Contains(outDirs, p) {
+		others := append(projectOutputs(cfg.Dir), cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1")
+		for _, p := range IgnoredOutputs(cfg) {
+			if slices.Contains(others, p) {
 				continue
 			}
 			rel, err := filepath.Rel(cfg.Dir, p)
@@ -120,38 +123,32 @@ func checkWarnings(v checkView, files []string) []string {
 			}
 			rel = filepath.ToSlash(rel)
 			if matchesAny(cfg.Watch.Include, rel) && !matchesAny(cfg.Watch.Exclude, rel) {
-				add(fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
+				add(v.prefix, fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
 			}
 		}
 		if len(files) == 0 {
-			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
+			add(v.prefix, fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
 		}
 		// A file init watches may come later (go.sum, Cargo.lock): only the others are likely typos.
 		expected := detectManifest(cfg.Dir).Include
 		for _, g := range cfg.Watch.Include {
-			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) {
-				add(fmt.Sprintf("watch.include %q matches no file", g))
+			matches := func(f string) bool { return matchesAny([]string{g}, f) }
+			if len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) && !slices.ContainsFunc(files, matches) {
+				add(v.prefix, fmt.Sprintf("watch.include %q matches no file", g))
 			}
 		}
 	}
-	out = append(out, commandWarnings(v)...)
-	out = append(out, servingWarnings(v)...)
-	add(projectWarnings(cfg)...)
+	add("", commandWarnings(v)...)
+	add("", servingWarnings(v)...)
+	add(v.prefix, projectWarnings(cfg)...)
 	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
-		add(watchedBuildOutputs(cfg, files)...)
+		add(v.prefix, watchedBuildOutputs(cfg, files)...)
 	}
-	if w := noEmitOnErrorWarning(cfg); w != "" {
-		add(w)
-	}
-	if w := watchModeWarning(v); w != "" {
-		out = append(out, w)
-	}
-	if w := runRestarterWarning(v); w != "" {
-		out = append(out, w)
-	}
+	add(v.prefix, noEmitOnErrorWarning(cfg))
+	add("", watchModeWarning(v), runRestarterWarning(v))
 	if cfg.Watch.Enabled {
-		out = append(out, dataFileWarnings(v, files)...)
-		out = append(out, logFileWarnings(v, files)...)
+		add("", dataFileWarnings(v, files)...)
+		add("", logFileWarnings(v, files)...)
 	}
 	return out
 }
@@ -213,24 +210,9 @@ func hasWord(s, w string) bool {
 	}
 }
 
-// candidateOutputs are IgnoredOutputs without the log and traffic files (logFileWarnings').
-func candidateOutputs(cfg *config.Config) []string {
-	own := []string{cfg.Log.File, cfg.Log.File + ".1", cfg.Log.Traffic, cfg.Log.Traffic + ".1"}
-	return slices.DeleteFunc(IgnoredOutputs(cfg), func(p string) bool { return slices.Contains(own, p) })
-}
-
 func matchesAny(globs []string, rel string) bool {
 	for _, g := range globs {
 		if ok, _ := doublestar.Match(g, rel); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func anyMatch(glob string, files []string) bool {
-	for _, f := range files {
-		if ok, _ := doublestar.Match(glob, f); ok {
 			return true
 		}
 	}

@@ -39,8 +39,11 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	if cfg.Log.File != "" {
 		out = append(out, cfg.Log.File, cfg.Log.File+".1")
 	}
-	if f := stderrFile(); f != "" {
-		out = append(out, f) // a client that sends mcpflow's stderr to a file in the tree
+	// A client may send mcpflow's stderr to a file in the tree (Linux only tells which).
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode().IsRegular() {
+		if p, err := os.Readlink("/proc/self/fd/2"); err == nil && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
 	}
 	if cfg.Log.Traffic != "" {
 		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
@@ -57,11 +60,9 @@ func IgnoredOutputs(cfg *config.Config) []string {
 
 // buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build command.
 func buildOutputs(c config.Command) []string {
-	var words []string
+	words := c.Argv
 	if c.Shell && len(c.Argv) > 0 {
 		words = strings.Fields(c.Argv[0])
-	} else {
-		words = c.Argv
 	}
 	var out []string
 	for i, w := range words {
@@ -101,19 +102,6 @@ func RecordKey(cfg *config.Config) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// stderrFile is the regular file mcpflow's stderr goes to (Linux), else "".
-func stderrFile() string {
-	fi, err := os.Stderr.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	p, err := os.Readlink("/proc/self/fd/2")
-	if err != nil || !filepath.IsAbs(p) {
-		return ""
-	}
-	return p
 }
 
 // RunOutput is the file the server runs, when the build writes it: the run

@@ -155,7 +155,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 						cwd = AbsFrom(cwd, rest[1])
 						rest = rest[1:]
 					}
-				case !attached && slices.Contains(uvValued(), name) && len(rest) > 1:
+				case !attached && slices.Contains(uvValued, name) && len(rest) > 1:
 					rest = rest[1:]
 				}
 				rest = rest[1:]
@@ -185,13 +185,11 @@ func pythonFile(argv []string) []string {
 }
 
 // uvValued lists uv run's options that take a value.
-func uvValued() []string {
-	return []string{
-		"--with", "-w", "--with-editable", "--with-requirements", "--python", "-p", "--project",
-		"--env-file", "--extra", "--group", "--only-group", "--no-group", "--package", "--index",
-		"--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
-		"--config-file", "--cache-dir", "--color", "--exclude-newer", "--prerelease", "--resolution",
-		"--index-strategy", "--keyring-provider", "--python-preference", "--link-mode", "-P",
-		"--upgrade-package", "--reinstall-package", "--refresh-package", "--no-binary-package", "--no-build-package",
-	}
+var uvValued = []string{
+	"--with", "-w", "--with-editable", "--with-requirements", "--python", "-p", "--project",
+	"--env-file", "--extra", "--group", "--only-group", "--no-group", "--package", "--index",
+	"--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
+	"--config-file", "--cache-dir", "--color", "--exclude-newer", "--prerelease", "--resolution",
+	"--index-strategy", "--keyring-provider", "--python-preference", "--link-mode", "-P",
+	"--upgrade-package", "--reinstall-package", "--refresh-package", "--no-binary-package", "--no-build-package",
 }
