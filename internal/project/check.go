@@ -16,8 +16,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// Scan is what check says of one server: the files its watch globs match,
-// how long listing them took, and where the programs it runs are.
+// Scan is what check says of one server: its watched files, and where the programs it runs are.
 type Scan struct {
 	Server   string // "" or "servers.NAME: "
 	Watched  bool
@@ -55,8 +54,7 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 	return scans, warnings, nil
 }
 
-// allowedWarnings says which file a relative mux.allowed_commands entry
-// allows: the one in the config's folder, never one in an agent's cwd.
+// allowedWarnings says which file a relative mux.allowed_commands entry allows.
 func allowedWarnings(cfg *config.Config) []string {
 	var out []string
 	for _, c := range cfg.Mux.AllowedCommands {
@@ -153,9 +151,8 @@ func checkWarnings(v checkView, files []string) []string {
 	return out
 }
 
-// watchedBuildOutputs warns about watched files a build writes (in the
-// usual output folders, or seen by the build cache): mcpflow ignores them,
-// the warning makes the config say so.
+// watchedBuildOutputs warns about watched files a build writes: mcpflow
+// ignores them, the warning makes the config say so.
 func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 	var out []string
 	for _, d := range builder.OutputDirs() {
@@ -171,8 +168,7 @@ func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 	return out
 }
 
-// noEmitOnErrorWarning warns when the build runs tsc without
-// noEmitOnError: a restart could run code that did not compile.
+// noEmitOnErrorWarning warns about tsc without noEmitOnError: a restart could run broken code.
 func noEmitOnErrorWarning(cfg *config.Config) string {
 	c := cfg.Build.Command
 	if c.IsZero() {

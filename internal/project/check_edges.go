@@ -21,8 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/mux"
 )
 
-// commandWarnings checks that what run.command (or [cli]) starts can
-// start: its folder, its program, and the script an interpreter is given.
+// commandWarnings checks the folder, program and script of run.command (or [cli]).
 func commandWarnings(v checkView) []string {
 	cfg := v.cfg
 	var out []string
@@ -89,9 +88,8 @@ func cwdProblem(v checkView, key, dir string) string {
 	return v.at(key, "%s does not exist, so the server cannot start there (every program would look missing): fix %s, or create the folder", dir, key)
 }
 
-// programStatus warns when the program named by key cannot be found (not
-// on PATH, or a path neither there nor among buildProducts); otherwise its
-// note says where the program is. A path the build may write is only mentioned.
+// programStatus warns when the program named by key cannot be found, on
+// PATH or among buildProducts; else its note says where the program is.
 func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	full := v.table + key
 	if !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, filepath.Separator) {
@@ -241,8 +239,7 @@ func cargoBins(dir string) []string {
 	return out
 }
 
-// scriptProblem warns when argv gives an interpreter a script that does
-// not exist; node's is NodeEntryWarning's. One a build may write is only mentioned.
+// scriptProblem warns when argv gives an interpreter other than node a script that does not exist.
 func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	sr, ok := scriptOf(argv, cwd)
 	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
@@ -271,8 +268,7 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	return v.at(key, "%s runs %s, which does not exist (%s), so the server would exit at once: fix the file name in %s%s", sr.prog, sr.script, abs, key, hint)
 }
 
-// outputFolders are the absolute folders a build writes: the usual ones,
-// tsconfig.json's outDir and the build command's -o/--outdir.
+// outputFolders are the folders a build writes (absolute): usual ones, tsc's outDir, -o/--outdir.
 func outputFolders(cfg *config.Config) []string {
 	var out []string
 	for _, d := range builder.OutputDirs() {
@@ -294,8 +290,7 @@ func watchModeWarning(v checkView) string {
 	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), config.DurationText(v.cfg.Build.Timeout), w.instead)
 }
 
-// dataFileWarnings warns about watched files that look like data a server
-// writes as it runs: each write would rebuild and restart it, in a loop.
+// dataFileWarnings warns about watched files that look like data a server writes as it runs.
 func dataFileWarnings(v checkView, files []string) []string {
 	outs := outputFolders(v.cfg)
 	var found, globs []string
@@ -323,8 +318,7 @@ func dataFileWarnings(v checkView, files []string) []string {
 }
 
 // dataFile reports whether the slash path f looks like data written at run
-// time (a log, a database, a file other than source under data/, tmp/, ...,
-// a top-level JSON file that is no known config), and the glob to exclude it.
+// time (a log, a database, a file under data/, tmp/, ...), and its exclude glob.
 func dataFile(f string) (string, bool) {
 	base := strings.ToLower(path.Base(f))
 	ext := path.Ext(base)
@@ -378,8 +372,7 @@ func isConfigJSON(base string) bool {
 }
 
 // logFileWarnings warns when mcpflow's log or traffic file (or its FILE.1)
-// would be watched: one the watcher does not ignore would restart the
-// server at each line mcpflow writes; the others are worth making explicit.
+// would be watched: one the watcher does not ignore would restart the server at each line.
 func logFileWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	ignored := IgnoredOutputs(cfg)
@@ -421,8 +414,7 @@ func logFileWarnings(v checkView, files []string) []string {
 }
 
 // watchedPath is p relative to the config's folder, when the file would be
-// watched: under a watch path, matched by the globs, and (when it exists)
-// among the scanned files, which honour .gitignore.
+// watched (existing files must be among those scanned, which honour .gitignore).
 func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string, bool) {
 	rel, err := filepath.Rel(cfg.Dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -448,8 +440,7 @@ func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string,
 }
 
 // muxNameWarnings warns about a separator that lets a server's tool take
-// the name of mcpflow's own (server "add" + tool "server" = add_server
-// with "_"), and about server names too long for the mux.
+// the name of mcpflow's own (add + server = add_server), and too long server names.
 func muxNameWarnings(cfg *config.Config) []string {
 	if cfg.Mode() != config.Mux {
 		return nil
@@ -507,8 +498,7 @@ func inAny(dirs []string, p string) bool {
 }
 
 // servingWarnings compares run.url with the transport the run command asks
-// for (commandTransport), else with what the sources say (scanServing),
-// and warns when the url's fixed port is taken. Each warning is at run.url.
+// for, else with what the sources say, and warns when its fixed port is taken.
 func servingWarnings(v checkView) []string {
 	cfg := v.cfg
 	if cfg.CLI != nil || cfg.Run.Command.IsZero() {
@@ -550,9 +540,8 @@ func servingWarnings(v checkView) []string {
 	return out
 }
 
-// commandTransport is the transport, "http" or "stdio", that the run
-// command asks for with a --transport flag (or --stdio, --http) or a
-// TRANSPORT or MCP_TRANSPORT variable, and the words that ask; "" for none.
+// commandTransport is the transport, "http" or "stdio", that a --transport
+// flag or a TRANSPORT variable asks for, and the words that ask; "" for none.
 func commandTransport(c config.Command, env map[string]string) (string, string) {
 	kind := func(v string) string {
 		switch strings.ToLower(v) {
@@ -608,8 +597,7 @@ func fixedPort(raw string) (string, int) {
 	return u.Hostname(), p
 }
 
-// listenWarnings warns about [http] listen taken or open to other machines,
-// and a fixed port two of [http] listen and the servers' run.url share.
+// listenWarnings warns about [http] listen taken or open to others, and fixed ports used twice.
 func listenWarnings(cfg *config.Config, views []checkView) []string {
 	var out []string
 	listenPort := 0
@@ -644,8 +632,7 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 	return out
 }
 
-// portTaken says who holds port on host ("is in use by pid 123 (node)"),
-// or why it cannot be listened on; "" when it is free.
+// portTaken says who holds port on host ("is in use by pid 123 (node)"); "" when it is free.
 func portTaken(host string, port int) string {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err == nil {
@@ -661,8 +648,7 @@ func portTaken(host string, port int) string {
 	return fmt.Sprintf("cannot be listened on (%v)", err)
 }
 
-// portOwner is "pid N (NAME)" of the process listening on port, from
-// Linux's /proc; "" when unknown.
+// portOwner is "pid N (NAME)" of the process listening on port, from Linux's /proc.
 func portOwner(port int) string {
 	sockets := map[string]bool{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

@@ -22,8 +22,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 )
 
-// Project is what detection learns about a folder: enough to write a
-// config that builds, runs and watches it.
+// Project is what detection learns about a folder: enough to build, run and watch it.
 type Project struct {
 	Kind             string   // "go", "rust", "node", "typescript", "python", "" (unknown)
 	Name             string   // server name for the client snippet
@@ -61,8 +60,7 @@ func Detect(dir string) Project {
 	return p
 }
 
-// projectKind is the kind Detect gives the project in dir, from its
-// manifest alone (a lone server.js is node's, as a lone server.py is python's).
+// projectKind is the kind Detect gives the project in dir, from its manifest alone.
 func projectKind(dir string) string {
 	switch {
 	case exists(dir, "go.mod"):
@@ -232,8 +230,8 @@ func readPackageJSON(dir string) packageJSON {
 	return m
 }
 
-// tsConfig is what detection reads of a tsconfig.json, following relative
-// "extends". OutDir and RootDir are slash paths relative to the project.
+// tsConfig is what detection reads of tsconfig.json, following relative
+// "extends"; OutDir and RootDir are slash paths relative to the project.
 type tsConfig struct {
 	Found           bool
 	OutDir, RootDir string
@@ -437,8 +435,7 @@ func tsSources(dir string, ts tsConfig) []string {
 	return srcs
 }
 
-// NodeEntryWarning warns when run starts node on a script that does not
-// exist and that tsc (per tsconfig.json) will not write; dir is where run's paths start.
+// NodeEntryWarning warns when run starts node on a missing script that tsc will not write either.
 func NodeEntryWarning(dir string, run config.Command) string {
 	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
@@ -775,8 +772,7 @@ func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	return c
 }
 
-// projectWarnings are check's warnings about the project's layout: a node
-// entry point that will not exist, and a tsc outDir the watch globs cover.
+// projectWarnings warn about a node entry point that will not exist and a watched tsc outDir.
 func projectWarnings(cfg *config.Config) []string {
 	var out []string
 	if w := NodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
@@ -790,8 +786,7 @@ func projectWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// builtByOther reports whether node's missing script is what a build other
-// than tsc writes: in an output folder, or the build's -o or --outfile.
+// builtByOther reports whether node's missing script is what a build other than tsc writes.
 func builtByOther(cfg *config.Config) bool {
 	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
 	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
@@ -801,8 +796,7 @@ func builtByOther(cfg *config.Config) bool {
 	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
 }
 
-// watchedOutputDirs lists the project's output folders (slash, relative to
-// dir) where a file the build writes, or one there, would be watched.
+// watchedOutputDirs lists the project's output folders (slash, relative) that would be watched.
 func watchedOutputDirs(dir string, include, exclude []string) []string {
 	var out []string
 	for _, abs := range projectOutputs(dir) {
@@ -831,10 +825,8 @@ func watchedOutputDirs(dir string, include, exclude []string) []string {
 }
 
 // serving is what a rough text search of the sources says about how the
-// server speaks. Marks read "StreamableHTTPServerTransport at
-// src/index.ts:3", PortAt and PathAt "file:line"; "" when not found. Rough
-// by design: init says where it found what, check warns only when the
-// evidence points one way.
+// server speaks: marks read "StreamableHTTPServerTransport at
+// src/index.ts:3", PortAt and PathAt "file:line"; "" when not found.
 type serving struct {
 	HTTP        string // a Streamable HTTP server transport
 	Stdio       string // a stdio server transport
@@ -857,8 +849,7 @@ func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio 
 func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 
 // URL is run.url for an HTTP server: {port} when it reads $PORT, else its
-// port, else the framework's default, else {port} with sure false; why
-// says where each part comes from.
+// port, else the framework's default, else {port} with sure false.
 func (s serving) URL() (url, why string, sure bool) {
 	path := cmp.Or(s.Path, "/mcp")
 	sure = true
@@ -987,9 +978,7 @@ const (
 	servingMaxEntries = 20000
 )
 
-// scanServing searches the sources of the project in dir for how its
-// server speaks, within the bounds above, skipping dependencies, build
-// outputs, tests and examples.
+// scanServing searches the project's sources, within the bounds above, for how its server speaks.
 func scanServing(dir, kind string) serving {
 	lang := servingLangs()[kind]
 	if lang == nil {

@@ -32,8 +32,7 @@ func WatchConfig(cfg *config.Config) watcher.Config {
 	}
 }
 
-// IgnoredOutputs lists what builds and mcpflow write inside the tree, so
-// that they never trigger a build: the run binary, -o outputs, the logs.
+// IgnoredOutputs lists what builds and mcpflow write in the tree, which never trigger a build.
 func IgnoredOutputs(cfg *config.Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
@@ -88,8 +87,7 @@ func RecordFile(cfg *config.Config) string {
 	return filepath.Join(statedir.Of(cfg.Dir), "last-start.json")
 }
 
-// RecordKey names what a record was written for: run command, folder,
-// environment, build and config file; a change of any voids the record.
+// RecordKey names what a record was written for (run, build, config file): a change voids it.
 func RecordKey(cfg *config.Config) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
@@ -104,8 +102,7 @@ func RecordKey(cfg *config.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// RunOutput is the file the server runs, when the build writes it: the run
-// binary given as a path, or node's or python's script; "" for none.
+// RunOutput is the run binary given as a path, or node's or python's script; "" for none.
 func RunOutput(cfg *config.Config) string {
 	argv := cfg.Run.Command.Argv
 	if cfg.Run.Command.Shell || len(argv) == 0 {

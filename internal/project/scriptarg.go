@@ -69,8 +69,7 @@ type scriptRun struct {
 }
 
 // scriptOf finds the script file argv runs in cwd, through runners (uv
-// run, npx, env, ...); false for none (another program, python -m, a
-// console script, a remote deno module).
+// run, npx, env); false for none (python -m, a console script, a URL).
 func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 	argv, cwd = unwrapScriptRunner(argv, cwd)
 	if len(argv) == 0 {
@@ -92,45 +91,32 @@ func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name, _, attached := strings.Cut(a, "=")
+		name, val, attached := strings.Cut(a, "=")
 		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return scriptRun{prog, args[i+1], cwd}, true
-			}
-			return scriptRun{}, false
-		case slices.Contains(it.stop, a):
-			return scriptRun{}, false
-		case slices.Contains(it.script, a) && i+1 < len(args):
+		case (a == "--" || slices.Contains(it.script, a)) && i+1 < len(args):
 			return scriptRun{prog, args[i+1], cwd}, true
+		case a == "--" || slices.Contains(it.stop, a):
+			return scriptRun{}, false
 		case slices.Contains(it.cwd, name):
-			v := ""
-			if attached {
-				_, v, _ = strings.Cut(a, "=")
-			} else if i+1 < len(args) {
+			if !attached && i+1 < len(args) {
 				i++
-				v = args[i]
+				val = args[i]
 			}
-			cwd = AbsFrom(cwd, v)
+			cwd = AbsFrom(cwd, val)
 		case slices.Contains(it.valued, a):
 			i++
 		case strings.HasPrefix(a, "-") && a != "-":
+		case it.fileOnly && !looksLikeFile(a), it.remote && remoteRE.MatchString(a):
+			return scriptRun{}, false
 		default:
-			if it.fileOnly && !looksLikeFile(a) {
-				return scriptRun{}, false
-			}
-			if it.remote && remoteRE.MatchString(a) {
-				return scriptRun{}, false
-			}
 			return scriptRun{prog, a, cwd}, true
 		}
 	}
 	return scriptRun{}, false
 }
 
-// unwrapScriptRunner drops the runners that start a command in the
-// project's environment (uv run --directory D moves to D); "uv run x.py"
-// (and pdm's, rye's) becomes ["python", "x.py"].
+// unwrapScriptRunner drops the runners that start a command in the project's
+// environment; "uv run x.py" (and pdm's, rye's) becomes ["python", "x.py"].
 func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	for len(argv) > 0 {
 		switch base := path.Base(filepath.ToSlash(argv[0])); {

@@ -38,9 +38,7 @@ file = ".mcpflow/mcpflow.log"
 )
 
 // Init writes dir/mcpflow.toml for the project in dir (or, with cliSchema,
-// for that CLI) and dir/.mcpflow/.gitignore, and returns what to tell the
-// user: what it found and why, what to check, and how to start a client
-// through mcpflow as l says.
+// for that CLI) and returns what to tell the user, with how to start a client as l says.
 func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
@@ -196,10 +194,9 @@ type Launcher struct {
 	note    string
 }
 
-// LauncherFor is how a client starts the mcpflow at exe, the running binary
-// ("" when unknown): exe itself, but npx's or uvx's form for a binary in
-// their cache (no place to point a client at), and go run from clone (else
-// mcpflow from PATH) for a binary go run built in a temporary folder.
+// LauncherFor is how a client starts the mcpflow at exe ("" when unknown):
+// exe, but npx's or uvx's form for a binary in their cache, and go run (from
+// clone, else mcpflow from PATH) for a binary go run built.
 func LauncherFor(exe, clone string) Launcher {
 	slashed := strings.ReplaceAll(exe, `\`, "/") // a Windows path too, on any host
 	switch {
@@ -307,9 +304,8 @@ func splitCommandLine(s string) ([]string, error) {
 	return cmds[0], nil
 }
 
-// RenderCLIConfig writes a commented mcpflow.toml serving the CLI whose
-// schema command line is schemaCmd, with p's watch globs; p's build is
-// only suggested (it may not write the program the schema command runs).
+// RenderCLIConfig writes a mcpflow.toml serving the CLI whose schema command
+// is schemaCmd; p's build is only suggested (it may not write that CLI).
 func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
 	schema, err := splitCommandLine(schemaCmd)
 	if err != nil {

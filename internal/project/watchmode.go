@@ -306,7 +306,7 @@ func isAssignment(w string) bool {
 func packageScript(words []string, scripts map[string]string) (string, []string, bool) {
 	prog := strings.TrimSuffix(path.Base(filepath.ToSlash(words[0])), ".cmd")
 	rest := skipOptions(words[1:], "--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
-	if len(rest) == 0 {
+	if len(rest) == 0 || !slices.Contains([]string{"npm", "pnpm", "yarn", "bun"}, prog) {
 		return "", nil, false
 	}
 	args := func(after []string) []string {
@@ -318,30 +318,19 @@ func packageScript(words []string, scripts map[string]string) (string, []string,
 		}
 		return slices.DeleteFunc(slices.Clone(after), func(s string) bool { return s == "--" })
 	}
-	switch prog {
-	case "npm":
-		switch rest[0] {
-		case "run", "run-script", "rum", "urn":
-			r := skipOptions(rest[1:])
-			if len(r) == 0 {
-				return "", nil, false
-			}
-			return r[0], args(r[1:]), true
-		case "start", "restart":
-			return "start", args(rest[1:]), true
-		}
-	case "pnpm", "yarn", "bun":
-		if rest[0] == "run" || rest[0] == "run-script" {
-			r := skipOptions(rest[1:])
-			if len(r) == 0 {
-				return "", nil, false
-			}
-			if _, ok := scripts[r[0]]; ok || prog != "bun" || !looksLikeFile(r[0]) {
-				return r[0], args(r[1:]), true
-			}
+	switch {
+	case prog == "npm" && (rest[0] == "start" || rest[0] == "restart"):
+		return "start", args(rest[1:]), true
+	case rest[0] == "run" || rest[0] == "run-script" || prog == "npm" && (rest[0] == "rum" || rest[0] == "urn"):
+		r := skipOptions(rest[1:])
+		if len(r) == 0 {
 			return "", nil, false
 		}
-		if _, ok := scripts[rest[0]]; ok && prog != "bun" {
+		if _, ok := scripts[r[0]]; ok || prog != "bun" || !looksLikeFile(r[0]) { // bun run FILE runs the file
+			return r[0], args(r[1:]), true
+		}
+	case prog == "pnpm" || prog == "yarn":
+		if _, ok := scripts[rest[0]]; ok {
 			return rest[0], args(rest[1:]), true
 		}
 	}
@@ -361,8 +350,7 @@ func looksLikeFile(a string) bool {
 }
 
 // runRestarterWarning warns about a run command that restarts the server
-// itself on each change (nodemon, air, uvicorn --reload): its restarts race
-// with mcpflow's, and over HTTP drop the session mcpflow keeps.
+// on each change (nodemon, air): it races with mcpflow's restarts.
 func runRestarterWarning(v checkView) string {
 	if v.cfg.CLI != nil {
 		return ""
