@@ -1,6 +1,7 @@
 package project
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -137,9 +138,8 @@ func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 
 // product is a file or folder a build writes, and what says so.
 type product struct {
-	path string // absolute
-	dir  bool
-	how  string
+	path, how string // path is absolute
+	dir       bool
 }
 
 // buildProducts are what cfg's build writes, as far as its command tells:
@@ -376,10 +376,6 @@ func isConfigJSON(base string) bool {
 func logFileWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	ignored := IgnoredOutputs(cfg)
-	watched := map[string]bool{}
-	for _, f := range files {
-		watched[f] = true
-	}
 	var out []string
 	for _, lf := range []struct{ key, file string }{{"log.file", cfg.Log.File}, {"log.traffic", cfg.Log.Traffic}} {
 		if lf.file == "" {
@@ -387,7 +383,7 @@ func logFileWarnings(v checkView, files []string) []string {
 		}
 		var hit, loop []string
 		for _, p := range []string{lf.file, lf.file + ".1"} {
-			rel, ok := watchedPath(cfg, p, watched)
+			rel, ok := watchedPath(cfg, p, files)
 			if !ok {
 				continue
 			}
@@ -415,7 +411,7 @@ func logFileWarnings(v checkView, files []string) []string {
 
 // watchedPath is p relative to the config's folder, when the file would be
 // watched (existing files must be among those scanned, which honour .gitignore).
-func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string, bool) {
+func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) {
 	rel, err := filepath.Rel(cfg.Dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", false
@@ -433,7 +429,7 @@ func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string,
 	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false
 	}
-	if _, err := os.Stat(p); err == nil && !scanned[rel] {
+	if _, err := os.Stat(p); err == nil && !slices.Contains(scanned, rel) {
 		return "", false
 	}
 	return rel, true
@@ -619,14 +615,13 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 		if p == 0 {
 			continue
 		}
-		key := v.table + "run.url"
 		switch {
 		case p == listenPort:
 			out = append(out, v.at("run.url", "port %d is also [http] listen's: mcpflow serves its clients there, so the server cannot listen on it; give one of them another port (or {port} in run.url)", p))
 		case owner[p] != "":
 			out = append(out, v.at("run.url", "port %d is also %s's: the two servers cannot both listen on it; give one another port (or {port})", p, owner[p]))
 		default:
-			owner[p] = key
+			owner[p] = v.table + "run.url"
 		}
 	}
 	return out
@@ -640,10 +635,7 @@ func portTaken(host string, port int) string {
 		return ""
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
-		if who := portOwner(port); who != "" {
-			return "is in use by " + who
-		}
-		return "is in use by another process"
+		return "is in use by " + cmp.Or(portOwner(port), "another process")
 	}
 	return fmt.Sprintf("cannot be listened on (%v)", err)
 }

@@ -45,8 +45,7 @@ func Detect(dir string) Project {
 	switch {
 	case s.OnlyHTTP():
 		url, why, sure := s.URL()
-		p.URL = url
-		p.URLWhy = s.HTTP + " serves Streamable HTTP; " + why
+		p.URL, p.URLWhy = url, s.HTTP+" serves Streamable HTTP; "+why
 		if !sure {
 			p.Notes = append(p.Notes, "The server serves Streamable HTTP ("+s.HTTP+"), but init found no port in the source: "+
 				"run.url's {port} works only if the server listens on $PORT; otherwise write its port in run.url.")
@@ -505,7 +504,6 @@ func detectNode(dir string) Project {
 		}
 		p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: %s.", w.part, instead))
 	}
-
 	// The entry point: bin, then what tsc writes for the source entry, then main.
 	clean := func(s string) string { return path.Clean(strings.TrimPrefix(filepath.ToSlash(s), "./")) }
 	var entry, why string
@@ -524,7 +522,6 @@ func detectNode(dir string) Project {
 		p.Notes = append(p.Notes, `No "bin", "main", tsconfig.json output or index.js found: set run.command to your server's entry point.`)
 	}
 	p.Run, p.RunWhy = []string{"node", entry}, why
-
 	if ts.Found {
 		if !hasBuild {
 			p.Build = "npx --no -- tsc"
@@ -554,7 +551,6 @@ func detectNode(dir string) Project {
 	} else if !exists(dir, entry) && p.Build == "" {
 		p.Notes = append(p.Notes, fmt.Sprintf("run.command starts %s (%s), which does not exist.", entry, why))
 	}
-
 	p.Include = []string{"**/*.ts", "**/*.mts", "**/*.cts", "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.json"}
 	p.Exclude = []string{"node_modules/**", "package-lock.json"}
 	if p.Build != "" {
@@ -598,7 +594,6 @@ func detectPython(dir string) Project {
 		Include: []string{"**/*.py", "pyproject.toml"},
 		Exclude: []string{".venv/**", "**/__pycache__/**", "**/*.egg-info/**"},
 	}
-
 	// The interpreter: uv's, else the project's .venv, else python3 from PATH.
 	e := pyEnv{dir: dir, uv: exists(dir, "uv.lock"), py: []string{"python3"}}
 	e.venv = !e.uv && exists(dir, ".venv/bin/python")
@@ -610,7 +605,6 @@ func detectPython(dir string) Project {
 	}
 	// uv installs the project and its scripts when it has a build system.
 	e.installed = e.uv && m.BuildSystem != nil
-
 	// [project.scripts], then a package with __main__.py, then a top-level script.
 	cands := e.scripts(m.Project.Scripts, p.Name)
 	cands = append(cands, e.mainPackages()...)
@@ -883,14 +877,12 @@ type servingMark struct {
 
 // servingLang is how to search one language's sources.
 type servingLang struct {
-	exts        []string
-	isTest      func(base string) bool
-	http, stdio []servingMark
-	sse         []servingMark
-	env         []servingMark
-	port        []*regexp.Regexp // group 1: the port
-	path        []*regexp.Regexp // group 1: the path
-	defaultPort int
+	exts                  []string
+	isTest                func(base string) bool
+	http, stdio, sse, env []servingMark
+	port                  []*regexp.Regexp // group 1: the port
+	path                  []*regexp.Regexp // group 1: the path
+	defaultPort           int
 }
 
 func marks(needs []string, res ...string) []servingMark {
@@ -977,6 +969,10 @@ const (
 	servingMaxBytes   = 512 << 10
 	servingMaxEntries = 20000
 )
+
+// servingSkipDirs are the folders scanServing never enters: dependencies, outputs, tests, examples.
+var servingSkipDirs = []string{"node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
+	"test", "tests", "__tests__", "example", "examples", "site-packages"}
 
 // scanServing searches the project's sources, within the bounds above, for how its server speaks.
 func scanServing(dir, kind string) serving {
@@ -1079,15 +1075,7 @@ func servingFiles(dir string, lang *servingLang) []string {
 		rel = filepath.ToSlash(rel)
 		name := d.Name()
 		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			switch name {
-			case "node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
-				"test", "tests", "__tests__", "example", "examples", "site-packages":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(name, ".") || rel == outDir {
+			if rel != "." && (strings.HasPrefix(name, ".") || rel == outDir || slices.Contains(servingSkipDirs, name)) {
 				return filepath.SkipDir
 			}
 			return nil

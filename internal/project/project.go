@@ -113,15 +113,10 @@ func RunOutput(cfg *config.Config) string {
 	}
 	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
 	case "node", "bun", "python", "python3":
-		for _, a := range argv[1:] {
-			if strings.HasPrefix(a, "-") {
-				continue
-			}
-			switch filepath.Ext(a) {
-			case ".js", ".mjs", ".cjs", ".py":
-				return AbsFrom(cfg.Run.Cwd, a)
-			}
-			return ""
+		args := argv[1:]
+		i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+		if i >= 0 && slices.Contains([]string{".js", ".mjs", ".cjs", ".py"}, filepath.Ext(args[i])) {
+			return AbsFrom(cfg.Run.Cwd, args[i])
 		}
 	}
 	return ""
