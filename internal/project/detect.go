@@ -772,10 +772,8 @@ func projectWarnings(cfg *config.Config) []string {
 	if w := NodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
 		out = append(out, w)
 	}
-	if cfg.Watch.Enabled {
-		for _, d := range watchedOutputDirs(cfg.Dir, cfg.Watch.Include, cfg.Watch.Exclude) {
-			out = append(out, fmt.Sprintf("the watch globs cover %s/, where the build writes (tsconfig.json outDir): mcpflow ignores it so a build cannot trigger the next one, but add \"%s/**\" to watch.exclude to make that explicit", d, d))
-		}
+	if d := watchedOutputDir(cfg); d != "" {
+		out = append(out, fmt.Sprintf("the watch globs cover %s/, where the build writes (tsconfig.json outDir): mcpflow ignores it so a build cannot trigger the next one, but add \"%s/**\" to watch.exclude to make that explicit", d, d))
 	}
 	return out
 }
@@ -790,32 +788,23 @@ func builtByOther(cfg *config.Config) bool {
 	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
 }
 
-// watchedOutputDirs lists the project's output folders (slash, relative) that would be watched.
-func watchedOutputDirs(dir string, include, exclude []string) []string {
-	var out []string
-	for _, abs := range projectOutputs(dir) {
-		rel, err := filepath.Rel(dir, abs)
-		if err != nil {
-			continue
-		}
-		rel = filepath.ToSlash(rel)
-		probes := []string{"index.js", "index.mjs", "index.cjs", "index.d.ts", "index.js.map", "sub/index.js"}
-		if files, err := os.ReadDir(abs); err == nil {
-			for i, f := range files {
-				if i == 50 {
-					break
-				}
-				probes = append(probes, f.Name())
-			}
-		}
-		for _, p := range probes {
-			if f := rel + "/" + p; matchesAny(include, f) && !matchesAny(exclude, f) {
-				out = append(out, rel)
-				break
-			}
+// watchedOutputDir is tsconfig.json's outDir when the watch globs cover a file the build writes there.
+func watchedOutputDir(cfg *config.Config) string {
+	rel := readTSConfig(cfg.Dir).ownOutDir()
+	if !cfg.Watch.Enabled || rel == "" {
+		return ""
+	}
+	probes := []string{"index.js", "index.mjs", "index.cjs", "index.d.ts", "index.js.map", "sub/index.js"}
+	files, _ := os.ReadDir(filepath.Join(cfg.Dir, filepath.FromSlash(rel)))
+	for _, f := range files[:min(len(files), 50)] {
+		probes = append(probes, f.Name())
+	}
+	for _, p := range probes {
+		if f := rel + "/" + p; matchesAny(cfg.Watch.Include, f) && !matchesAny(cfg.Watch.Exclude, f) {
+			return rel
 		}
 	}
-	return out
+	return ""
 }
 
 // serving is what a rough text search of the sources says about how the

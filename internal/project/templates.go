@@ -116,7 +116,7 @@ func RenderConfig(p Project) string {
 	}
 	fmt.Fprintf(&b, "command = %s\n", config.TOMLStrings(p.Run))
 	if p.URL != "" {
-		b.WriteString(comment("Why this url: " + p.URLWhy + ". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."))
+		b.WriteString(wrap("#", strings.Fields("Why this url: "+p.URLWhy+". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."), 80))
 		fmt.Fprintf(&b, "url = %s\n", config.TOMLString(p.URL))
 	} else {
 		b.WriteString("# For a server that serves Streamable HTTP instead ({port}: a free port for each\n")
@@ -146,45 +146,37 @@ func RenderConfig(p Project) string {
 	return b.String()
 }
 
-// comment is text as "# " lines of at most 80 columns.
-func comment(text string) string {
+// wrap joins words, each after a space, into lines that start with prefix
+// and stay within width columns (a longer word keeps its own line).
+func wrap(prefix string, words []string, width int) string {
 	var b strings.Builder
-	line := "#"
-	for _, w := range strings.Fields(text) {
-		if len(line)+1+len(w) > 80 && line != "#" {
+	line := prefix
+	for _, w := range words {
+		if len(line)+1+len(w) > width && line != prefix {
 			b.WriteString(line + "\n")
-			line = "#"
+			line = prefix
 		}
 		line += " " + w
 	}
-	b.WriteString(line + "\n")
-	return b.String()
+	return b.String() + line + "\n"
 }
 
 // excludeLines writes watch.exclude: the project's globs, then config.ClientFiles.
 func excludeLines(project []string) string {
-	var b strings.Builder
-	b.WriteString("exclude = [\n")
-	line := func(globs []string) {
-		cur := " "
+	var lines [2]string
+	for i, globs := range [][]string{project, config.ClientFiles()} {
+		var items []string
 		for _, g := range globs {
-			q := " " + config.TOMLString(g) + ","
-			if len(cur)+len(q) > 78 && cur != " " {
-				b.WriteString(cur + "\n")
-				cur = " "
-			}
-			cur += q
+			items = append(items, config.TOMLString(g)+",")
 		}
-		if cur != " " {
-			b.WriteString(cur + "\n")
+		if len(items) > 0 {
+			lines[i] = wrap(" ", items, 78)
 		}
 	}
-	line(project)
-	b.WriteString("  # Your MCP clients' and editors' files: editing them never restarts the server\n")
-	b.WriteString("  # (mcpflow leaves them out even when this list does not name them).\n")
-	line(config.ClientFiles())
-	b.WriteString("]\n")
-	return b.String()
+	return "exclude = [\n" + lines[0] +
+		"  # Your MCP clients' and editors' files: editing them never restarts the server\n" +
+		"  # (mcpflow leaves them out even when this list does not name them).\n" +
+		lines[1] + "]\n"
 }
 
 // Launcher is how a client starts mcpflow: a command, the arguments before "watch", and a note.
