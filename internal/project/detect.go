@@ -1,6 +1,7 @@
 package project
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -326,9 +327,7 @@ func stripJSONC(b []byte) []byte {
 				}
 				j++
 			}
-			if j >= len(b) {
-				j = len(b) - 1
-			}
+			j = min(j, len(b)-1)
 			out = append(out, b[i:j+1]...)
 			i = j
 		case c == '/' && i+1 < len(b) && b[i+1] == '/':
@@ -348,11 +347,7 @@ func stripJSONC(b []byte) []byte {
 			out = append(out, ' ')
 		case c == ']' || c == '}':
 			// Drop a comma that only whitespace separates from the close.
-			k := len(out) - 1
-			for k >= 0 && (out[k] == ' ' || out[k] == '\t' || out[k] == '\n' || out[k] == '\r') {
-				k--
-			}
-			if k >= 0 && out[k] == ',' {
+			if k := len(bytes.TrimRight(out, " \t\n\r")) - 1; k >= 0 && out[k] == ',' {
 				out = append(out[:k], out[k+1:]...)
 			}
 			out = append(out, c)
