@@ -510,9 +510,9 @@ func servingWarnings(v checkView) []string {
 	// The run command's choice, when it makes one, outweighs the source's.
 	chosen, by := commandTransport(cfg.Run.Command, cfg.Run.Env)
 	var out []string
+	want, _, _ := s.URL()
 	switch {
 	case u == "" && chosen == "http":
-		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the run command asks for Streamable HTTP (%s): add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT), or have the server speak stdio", by, config.TOMLString(want)))
 	case u != "" && chosen == "stdio":
 		out = append(out, v.at("run.url", "set, but the run command asks for stdio (%s): mcpflow would wait in vain for the server to answer at %s; remove run.url, or have the server serve Streamable HTTP there", by, u))
@@ -520,7 +520,6 @@ func servingWarnings(v checkView) []string {
 	case s.OnlySSE():
 		out = append(out, v.at("run.url", "the server serves the legacy HTTP+SSE transport (%s), which mcpflow does not speak, on stdio or with run.url: make it serve stdio, or Streamable HTTP and set run.url", s.SSE))
 	case u == "" && s.OnlyHTTP():
-		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
 	case u != "" && s.OnlyStdio():
 		out = append(out, v.at("run.url", "set, but the server looks like a stdio server (%s; no Streamable HTTP transport found): mcpflow would wait in vain for it to answer at %s; remove run.url, or make the server serve Streamable HTTP there", s.Stdio, u))

@@ -105,7 +105,6 @@ func exists(dir, name string) bool {
 	return err == nil
 }
 
-// firstExisting is the first of names that exists in dir, or "".
 func firstExisting(dir string, names ...string) string {
 	for _, n := range names {
 		if exists(dir, n) {
@@ -134,7 +133,6 @@ func detectGo(dir string) Project {
 			mains = append(mains, e.Name())
 		}
 	}
-	sort.Strings(mains)
 	switch {
 	case len(mains) > 0:
 		pick := mains[0]
@@ -157,7 +155,6 @@ func detectGo(dir string) Project {
 	return p
 }
 
-// isGoMain reports whether dir holds a Go file of package main.
 func isGoMain(dir string) bool {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 	for _, f := range files {
@@ -859,7 +856,6 @@ type servingMark struct {
 	needs []string
 }
 
-// servingLang is how to search one language's sources.
 type servingLang struct {
 	exts                  []string
 	isTest                func(base string) bool
@@ -1090,7 +1086,6 @@ func lineOf(f, text string, at int) string {
 	return fmt.Sprintf("%s:%d", f, strings.Count(text[:at], "\n")+1)
 }
 
-// readHead is the first max bytes of the file at p; "" if unreadable.
 func readHead(p string, max int64) string {
 	f, err := os.Open(p)
 	if err != nil {

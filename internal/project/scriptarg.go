@@ -162,7 +162,6 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	return argv, cwd
 }
 
-// pythonFile turns ["x.py", ...] into ["python", "x.py", ...].
 func pythonFile(argv []string) []string {
 	if len(argv) > 0 && strings.HasSuffix(argv[0], ".py") {
 		return append([]string{"python"}, argv...)

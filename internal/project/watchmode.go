@@ -43,7 +43,6 @@ func watchModeBuild(dir string, c config.Command) *watchingBuild {
 	return nil
 }
 
-// commandWords splits a command into its simple commands' words.
 func commandWords(c config.Command) [][]string {
 	if c.Shell && len(c.Argv) > 0 {
 		return shellCommands(c.Argv[0])
@@ -217,7 +216,6 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 	return nil
 }
 
-// without is the command line words without the flags named.
 func without(words []string, flags ...string) string {
 	var out []string
 	for _, w := range words {
