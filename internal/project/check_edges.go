@@ -274,11 +274,7 @@ func outputFolders(cfg *config.Config) []string {
 	for _, d := range builder.OutputDirs() {
 		out = append(out, filepath.Join(cfg.Dir, filepath.FromSlash(d)))
 	}
-	out = append(out, projectOutputs(cfg.Dir)...)
-	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, AbsFrom(cfg.Dir, o))
-	}
-	return out
+	return append(out, buildOutputs(cfg)...)
 }
 
 // watchModeWarning warns about a build in watch mode: every start would wait on it.

@@ -50,27 +50,24 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, AbsFrom(cfg.Run.Cwd, argv[0]))
 	}
-	out = append(out, projectOutputs(cfg.Dir)...)
-	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, AbsFrom(cfg.Dir, o))
-	}
-	return out
+	return append(out, buildOutputs(cfg)...)
 }
 
-// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build command.
-func buildOutputs(c config.Command) []string {
+// buildOutputs are tsconfig.json's outDir and the "-o PATH" / "--out-dir PATH" style outputs of
+// cfg's build command, absolute.
+func buildOutputs(cfg *config.Config) []string {
+	c, out := cfg.Build.Command, projectOutputs(cfg.Dir)
 	words := c.Argv
 	if c.Shell && len(c.Argv) > 0 {
 		words = strings.Fields(c.Argv[0])
 	}
-	var out []string
 	for i, w := range words {
 		switch {
 		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
-			out = append(out, strings.Trim(words[i+1], `"'`))
+			out = append(out, AbsFrom(cfg.Dir, strings.Trim(words[i+1], `"'`)))
 		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
 			_, v, _ := strings.Cut(w, "=")
-			out = append(out, strings.Trim(v, `"'`))
+			out = append(out, AbsFrom(cfg.Dir, strings.Trim(v, `"'`)))
 		}
 	}
 	return out
