@@ -444,6 +444,7 @@ func muxNameWarnings(cfg *config.Config) []string {
 	}
 	type clash struct{ server, tool, name string }
 	var clashes []clash
+	var eg []string
 	for _, name := range own {
 		for j := range len(name) {
 			if !strings.HasPrefix(name[j:], sep) {
@@ -451,15 +452,12 @@ func muxNameWarnings(cfg *config.Config) []string {
 			}
 			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
 				clashes = append(clashes, clash{server, tool, name})
+				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", server, tool, name))
 			}
 		}
 	}
 	var out []string
-	if len(clashes) > 0 {
-		var eg []string
-		for _, c := range clashes {
-			eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", c.server, c.tool, c.name))
-		}
+	if len(eg) > 0 {
 		out = append(out, cfg.At("mux.separator", "%q makes a server's tools able to take the names of mcpflow's own tools: %s; the mux refuses such a server, but choose a separator these names do not contain, such as %q (the default)", sep, strings.Join(eg, "; "), "__"))
 	}
 	for _, s := range cfg.Servers {

@@ -860,8 +860,8 @@ type servingLang struct {
 	exts                  []string
 	isTest                func(base string) bool
 	http, stdio, sse, env []servingMark
-	port                  []*regexp.Regexp // group 1: the port
-	path                  []*regexp.Regexp // group 1: the path
+	port                  []servingMark // group 1: the port
+	path                  []servingMark // group 1: the path
 	defaultPort           int
 }
 
@@ -869,14 +869,6 @@ func marks(needs []string, res ...string) []servingMark {
 	out := make([]servingMark, len(res))
 	for i, r := range res {
 		out[i] = servingMark{regexp.MustCompile(r), needs}
-	}
-	return out
-}
-
-func regexps(res ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(res))
-	for i, r := range res {
-		out[i] = regexp.MustCompile(r)
 	}
 	return out
 }
@@ -898,8 +890,8 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		sse:   marks(jsSDK, `\bSSEServerTransport\b`),
 		env: marks(nil, `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
 			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
-		port: regexps(`\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
-		path: regexps("\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
+		port: marks(nil, `\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path: marks(nil, "\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
 	}
 	py := &servingLang{
 		exts: []string{".py"},
@@ -914,8 +906,8 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 			marks([]string{"FastMCP"}, `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
 		sse:         marks(pySDK, `\btransport\s*=\s*['"]sse['"]`, `\.run\(\s*['"]sse['"]`, `\bsse_app\(`, `\brun_sse_async\b`),
 		env:         marks(nil, `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
-		port:        regexps(`(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
-		path:        regexps(`\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
+		port:        marks(nil, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path:        marks(nil, `\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
 		defaultPort: 8000,
 	}
 	goLang := &servingLang{
@@ -927,9 +919,9 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		sse:   marks(goSDK, `\bNewSSEHandler\b`, `\bNewSSEServer\b`),
 		env:   marks(nil, `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
 		// Where it listens first: a DSN's "host:5432" is no server's.
-		port: regexps(`(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
+		port: marks(nil, `(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
 			`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
-		path: regexps(`\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
+		path: marks(nil, `\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
 	}
 	rust := &servingLang{
 		exts:   []string{".rs"},
@@ -937,8 +929,8 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		http:   marks([]string{"rmcp"}, `\bStreamableHttpService\b`),
 		stdio:  marks([]string{"rmcp"}, `\bstdio\(\)`),
 		env:    marks(nil, `\bvar\(\s*"PORT"\s*\)`),
-		port:   regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
-		path:   regexps(`\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
+		port:   marks(nil, `"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
+		path:   marks(nil, `\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
 	}
 	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
 })
@@ -1013,15 +1005,15 @@ func scanServing(dir, kind string) serving {
 	order := append([]string{httpFile}, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == httpFile })...)
 	var paths, ats []string
 	for _, f := range order {
-		for _, re := range lang.port {
-			if m := re.FindStringSubmatchIndex(texts[f]); m != nil && s.Port == 0 {
+		for _, pm := range lang.port {
+			if m := pm.re.FindStringSubmatchIndex(texts[f]); m != nil && s.Port == 0 {
 				if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
 					s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
 				}
 			}
 		}
-		for _, re := range lang.path {
-			for _, m := range re.FindAllStringSubmatchIndex(texts[f], 20) {
+		for _, pm := range lang.path {
+			for _, m := range pm.re.FindAllStringSubmatchIndex(texts[f], 20) {
 				if p := texts[f][m[2]:m[3]]; !slices.Contains(paths, p) {
 					paths, ats = append(paths, p), append(ats, lineOf(f, texts[f], m[0]))
 				}

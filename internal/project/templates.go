@@ -105,12 +105,11 @@ func RenderConfig(p Project) string {
 		fmt.Fprintf(&b, "command = %s\n", config.TOMLString(p.Build))
 		b.WriteString("timeout = \"10m\"\n\n")
 	}
-	b.WriteString("[run]\n")
+	server, stop := "speaking stdio. An array is exec'd directly; a string runs by sh -c.", "after closing its stdin, before SIGTERM (then SIGKILL)"
 	if p.URL != "" {
-		b.WriteString("# The MCP server, serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.\n")
-	} else {
-		b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+		server, stop = "serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.", "after SIGTERM, before SIGKILL"
 	}
+	fmt.Fprintf(&b, "[run]\n# The MCP server, %s\n", server)
 	if p.RunWhy != "" {
 		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
 	}
@@ -132,11 +131,7 @@ func RenderConfig(p Project) string {
 	} else {
 		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
 	}
-	if p.URL != "" {
-		b.WriteString("stop_timeout = \"2s\"   # after SIGTERM, before SIGKILL\n\n")
-	} else {
-		b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
-	}
+	fmt.Fprintf(&b, "stop_timeout = \"2s\"   # %s\n\n", stop)
 	b.WriteString("[watch]\n")
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
 	b.WriteString("paths = [\".\"]\n")
