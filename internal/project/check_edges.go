@@ -155,47 +155,36 @@ func buildProducts(cfg *config.Config) []product {
 			continue
 		}
 		line := strings.Join(words, " ")
-		prog := path.Base(filepath.ToSlash(words[0]))
-		if prog == "cargo" && slices.Contains(words, "build") {
-			dir, profile := "target", "debug"
-			for i, w := range words {
-				name, val, attached := strings.Cut(w, "=")
-				if !attached && i+1 < len(words) {
-					val = words[i+1]
-				}
-				switch {
-				case w == "--release" || w == "-r":
-					profile = "release"
-				case name == "--profile" && val != "dev":
-					profile = val
-				case name == "--target-dir":
-					dir = val
-				}
-			}
-			for _, b := range cargoBins(cfg.Dir) {
-				add(filepath.Join(dir, profile, b), false, line)
-			}
-			continue
-		}
-		if hasWord(line, "tsc") || len(tscScripts(cfg.Dir, line)) > 0 {
+		cargo := path.Base(filepath.ToSlash(words[0])) == "cargo" && slices.Contains(words, "build")
+		if !cargo && (hasWord(line, "tsc") || len(tscScripts(cfg.Dir, line)) > 0) {
 			for _, d := range projectOutputs(cfg.Dir) {
 				out = append(out, product{path: d, dir: true, how: line + " (tsconfig.json outDir)"})
 			}
 		}
+		dir, profile := "target", "debug" // cargo's
 		for i, w := range words {
 			name, val, attached := strings.Cut(w, "=")
 			if !attached && i+1 < len(words) {
 				val = words[i+1]
 			}
-			if val == "" {
-				continue
-			}
-			switch name {
-			case "-o", "--outfile", "--out-file":
+			switch {
+			case cargo && (w == "--release" || w == "-r"):
+				profile = "release"
+			case cargo && name == "--profile" && val != "dev":
+				profile = val
+			case cargo && name == "--target-dir":
+				dir = val
+			case cargo || val == "": // cargo has no -o; an option without a value names nothing
+			case name == "-o" || name == "--outfile" || name == "--out-file":
 				st, err := os.Stat(AbsFrom(cfg.Dir, val))
 				add(val, strings.HasSuffix(val, "/") || err == nil && st.IsDir(), line)
-			case "--outdir", "--out-dir", "--outDir":
+			case name == "--outdir" || name == "--out-dir" || name == "--outDir":
 				add(val, true, line)
+			}
+		}
+		if cargo {
+			for _, b := range cargoBins(cfg.Dir) {
+				add(filepath.Join(dir, profile, b), false, line)
 			}
 		}
 	}
