@@ -975,18 +975,13 @@ func scanServing(dir, kind string) serving {
 		}
 	}
 	if kind == "go" {
-		mains := map[string]bool{}
+		mains := map[string]bool{} // the root's or cmd/X's folder → it holds package main
 		find(slices.DeleteFunc(slices.Clone(files), func(f string) bool {
 			d := path.Dir(f)
-			if d != "." && path.Dir(d) != "cmd" {
-				return true
+			if _, ok := mains[d]; !ok && (d == "." || path.Dir(d) == "cmd") {
+				mains[d] = isGoMain(filepath.Join(dir, filepath.FromSlash(d)))
 			}
-			isMain, ok := mains[d]
-			if !ok {
-				isMain = isGoMain(filepath.Join(dir, filepath.FromSlash(d)))
-				mains[d] = isMain
-			}
-			return !isMain
+			return !mains[d]
 		}))
 	}
 	if s.HTTP == "" && s.Stdio == "" && s.SSE == "" {

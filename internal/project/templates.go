@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -207,12 +208,7 @@ func goRunBinary(exe string) bool {
 
 // ClientSnippet tells the user how to point their client at mcpflow, started as l says.
 func ClientSnippet(name, configPath string, l Launcher) string {
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '-'
-	}, cmp.Or(name, "server"))
+	name = regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(cmp.Or(name, "server"), "-")
 	args := append(append([]string{}, l.args...), "watch", "-c", configPath)
 	shell := []string{shellQuote(l.command)}
 	for _, a := range args {
