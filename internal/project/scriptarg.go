@@ -20,8 +20,9 @@ type interpreter struct {
 }
 
 var (
-	pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`) // python3.12, pypy3, pythonw
-	remoteRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)      // a module deno fetches: https:, jsr:, npm:
+	pythonRE     = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`) // python3.12, pypy3, pythonw
+	remoteRE     = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)      // a module deno fetches: https:, jsr:, npm:
+	assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) // a shell variable assignment: NODE_ENV=dev
 )
 
 // interpreterFor is how prog (a base name) names its script; false for an unknown program.
@@ -122,7 +123,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 		switch base := path.Base(filepath.ToSlash(argv[0])); {
 		case base == "env":
 			argv = argv[1:]
-			for len(argv) > 0 && (isAssignment(argv[0]) || strings.HasPrefix(argv[0], "-")) {
+			for len(argv) > 0 && (assignmentRE.MatchString(argv[0]) || strings.HasPrefix(argv[0], "-")) {
 				argv = argv[1:]
 			}
 		case base == "uv" && len(argv) > 1 && argv[1] == "run":

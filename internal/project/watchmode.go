@@ -250,7 +250,7 @@ func unwrapRunner(words []string) []string {
 	for len(words) > 0 {
 		w := words[0]
 		switch base := path.Base(filepath.ToSlash(w)); {
-		case isAssignment(w):
+		case assignmentRE.MatchString(w):
 			words = words[1:]
 		case base == "env" || base == "exec" || base == "time" || base == "nice" || base == "nohup" || base == "command" || base == "cross-env":
 			words = words[1:]
@@ -284,19 +284,6 @@ func skipOptions(words []string, valued ...string) []string {
 		words = words[1:]
 	}
 	return words
-}
-
-func isAssignment(w string) bool {
-	name, _, ok := strings.Cut(w, "=")
-	if !ok || name == "" {
-		return false
-	}
-	for i, r := range name {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // packageScript recognizes npm run NAME [-- ARGS], npm start, pnpm [run]
