@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -190,20 +191,7 @@ func noEmitOnErrorWarning(cfg *config.Config) string {
 
 // hasWord reports whether s holds w between spaces, shell punctuation or the ends.
 func hasWord(s, w string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := j == 0 || strings.ContainsRune(" \t;&|(\"'/", rune(s[j-1]))
-		end := j + len(w)
-		after := end == len(s) || strings.ContainsRune(" \t;&|)\"'", rune(s[end]))
-		if before && after {
-			return true
-		}
-		i = j + 1
-	}
+	return regexp.MustCompile(`(?:^|[ \t;&|("'/])` + regexp.QuoteMeta(w) + `(?:$|[ \t;&|)"'])`).MatchString(s)
 }
 
 func matchesAny(globs []string, rel string) bool {
