@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -340,21 +341,17 @@ func isSourceFile(ext string) bool {
 
 // isConfigJSON reports the JSON files projects keep at the top as config.
 func isConfigJSON(base string) bool {
-	switch base {
-	case "package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
-		"lerna.json", "vercel.json", "renovate.json", "app.json", "manifest.json", "angular.json",
-		"project.json", "components.json", "wrangler.json", "firebase.json", "server.json",
-		"smithery.json", "cspell.json", "typedoc.json", "api-extractor.json", "nodemon.json",
-		"dprint.json", "knip.json", "pyrightconfig.json", "devcontainer.json", ".devcontainer.json",
-		"global.json", "appsettings.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json":
-		return true
-	}
-	return strings.HasPrefix(base, "tsconfig") || strings.HasPrefix(base, "jsconfig") ||
-		strings.HasPrefix(base, "appsettings.") || strings.HasPrefix(base, ".") ||
-		strings.HasSuffix(base, "config.json") || strings.HasSuffix(base, "rc.json") ||
-		strings.HasSuffix(base, "-lock.json") || strings.HasSuffix(base, ".lock.json") ||
-		strings.HasSuffix(base, ".schema.json") || strings.HasSuffix(base, "manifest.json")
+	return configJSONRE.MatchString(base) || slices.Contains([]string{
+		"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
+		"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
+		"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
+		"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
+		"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
+	}, base)
 }
+
+// configJSONRE matches more config files: tsconfig.build.json, .eslintrc.json, x.schema.json, ...
+var configJSONRE = regexp.MustCompile(`^(?:tsconfig|jsconfig|appsettings\.|\.)|(?:config|rc|-lock|\.lock|\.schema|manifest)\.json$`)
 
 // logFileWarnings warns when mcpflow's log or traffic file (or its FILE.1)
 // would be watched: one the watcher does not ignore would restart the server at each line.

@@ -135,13 +135,9 @@ func detectGo(dir string) Project {
 	}
 	switch {
 	case len(mains) > 0:
-		pick := mains[0]
-		for _, m := range mains {
-			if m == p.Name || strings.Contains(m, "server") || strings.Contains(m, "mcp") {
-				pick = m
-				break
-			}
-		}
+		pick := mains[max(0, slices.IndexFunc(mains, func(m string) bool {
+			return m == p.Name || strings.Contains(m, "server") || strings.Contains(m, "mcp")
+		}))]
 		pkg = "./cmd/" + pick
 		p.Name = pick
 		if len(mains) > 1 {

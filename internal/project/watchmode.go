@@ -324,14 +324,8 @@ func packageScript(words []string, scripts map[string]string) (string, []string,
 
 // looksLikeFile reports an argument with a path or a script's extension.
 func looksLikeFile(a string) bool {
-	if strings.ContainsAny(a, `/\`) {
-		return true
-	}
-	switch strings.ToLower(path.Ext(a)) {
-	case ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".py", ".rb", ".sh", ".php", ".pl":
-		return true
-	}
-	return false
+	return strings.ContainsAny(a, `/\`) || slices.Contains([]string{".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts",
+		".tsx", ".py", ".rb", ".sh", ".php", ".pl"}, strings.ToLower(path.Ext(a)))
 }
 
 // runRestarterWarning warns about a run command that restarts the server
