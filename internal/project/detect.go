@@ -386,17 +386,13 @@ func tsEntrySource(dir string, ts tsConfig) string {
 	if ts.RootDir != "" {
 		folders = []string{ts.RootDir}
 	}
+	var names []string
 	for _, f := range folders {
 		for _, base := range []string{"index", "server", "main"} {
-			for _, ext := range []string{".ts", ".mts"} {
-				p := path.Join(f, base+ext)
-				if exists(dir, p) {
-					return p
-				}
-			}
+			names = append(names, path.Join(f, base+".ts"), path.Join(f, base+".mts"))
 		}
 	}
-	return ""
+	return firstExisting(dir, names...)
 }
 
 // tsSources lists the TypeScript sources, skipping node_modules, dot folders and the outDir.

@@ -129,21 +129,16 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 		case base == "uv" && len(argv) > 1 && argv[1] == "run":
 			rest := argv[2:]
 			for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-				name, val, attached := strings.Cut(rest[0], "=")
+				name, val, hasVal := strings.Cut(rest[0], "=")
 				if rest[0] == "--" {
 					rest = rest[1:]
 					break
 				}
-				switch {
-				case name == "--directory":
-					if attached {
-						cwd = AbsFrom(cwd, val)
-					} else if len(rest) > 1 {
-						cwd = AbsFrom(cwd, rest[1])
-						rest = rest[1:]
-					}
-				case !attached && slices.Contains(uvValued, name) && len(rest) > 1:
-					rest = rest[1:]
+				if !hasVal && len(rest) > 1 && (name == "--directory" || slices.Contains(uvValued, name)) {
+					val, hasVal, rest = rest[1], true, rest[1:]
+				}
+				if name == "--directory" && hasVal {
+					cwd = AbsFrom(cwd, val)
 				}
 				rest = rest[1:]
 			}
