@@ -240,14 +240,13 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 		return ""
 	}
 	hint := ""
-	if entries, err := os.ReadDir(filepath.Dir(abs)); err == nil {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		if s := config.Suggest(filepath.Base(abs), names); s != "" {
-			hint = fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(sr.script), s))
-		}
+	entries, _ := os.ReadDir(filepath.Dir(abs))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if s := config.Suggest(filepath.Base(abs), names); s != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(sr.script), s))
 	}
 	if !v.cfg.Build.Command.IsZero() {
 		if inAny(outputFolders(v.cfg), abs) {
@@ -281,16 +280,12 @@ func dataFileWarnings(v checkView, files []string) []string {
 	outs := outputFolders(v.cfg)
 	var found, globs []string
 	for _, f := range files {
-		if inAny(outs, filepath.Join(v.cfg.Dir, filepath.FromSlash(f))) {
-			continue // a build's output: watchedBuildOutputs names those
-		}
-		g, ok := dataFile(f)
-		if !ok {
-			continue
-		}
-		found = append(found, f)
-		if !slices.Contains(globs, g) {
-			globs = append(globs, g)
+		// A build's output is watchedBuildOutputs'.
+		if g, ok := dataFile(f); ok && !inAny(outs, filepath.Join(v.cfg.Dir, filepath.FromSlash(f))) {
+			found = append(found, f)
+			if !slices.Contains(globs, g) {
+				globs = append(globs, g)
+			}
 		}
 	}
 	if len(found) == 0 {

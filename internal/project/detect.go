@@ -420,11 +420,8 @@ func tsSources(dir string, ts tsConfig) []string {
 
 // NodeEntryWarning warns when run starts node on a missing script that tsc will not write either.
 func NodeEntryWarning(dir string, run config.Command) string {
-	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
-		return ""
-	}
 	sr, ok := scriptOf(run.Argv, dir)
-	if !ok {
+	if !ok || run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
 	abs := AbsFrom(sr.dir, sr.script)

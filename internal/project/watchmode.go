@@ -217,14 +217,10 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 }
 
 func without(words []string, flags ...string) string {
-	var out []string
-	for _, w := range words {
+	return strings.Join(slices.DeleteFunc(slices.Clone(words), func(w string) bool {
 		name, _, _ := strings.Cut(w, "=")
-		if !slices.Contains(flags, name) {
-			out = append(out, w)
-		}
-	}
-	return strings.Join(out, " ")
+		return slices.Contains(flags, name)
+	}), " ")
 }
 
 var (
@@ -331,11 +327,8 @@ func looksLikeFile(a string) bool {
 // runRestarterWarning warns about a run command that restarts the server
 // on each change (nodemon, air): it races with mcpflow's restarts.
 func runRestarterWarning(v checkView) string {
-	if v.cfg.CLI != nil {
-		return ""
-	}
 	w := watchModeBuild(v.cfg.Dir, v.cfg.Run.Command)
-	if w == nil || w.insteadRun == "" {
+	if v.cfg.CLI != nil || w == nil || w.insteadRun == "" {
 		return ""
 	}
 	return v.at("run.command", "restarts the server itself on each change: %s; mcpflow already restarts it, after building, and keeps the client's session across its restarts, while the watcher's restarts race with mcpflow's and drop an HTTP client's session; run instead %s", w.describe(), w.insteadRun)
