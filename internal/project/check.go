@@ -49,10 +49,7 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 			}
 		}
 	}
-	warnings = append(warnings, muxNameWarnings(cfg)...)
-	warnings = append(warnings, listenWarnings(cfg, checkViews(cfg))...)
-	warnings = append(warnings, allowedWarnings(cfg)...)
-	return scans, warnings, nil
+	return scans, slices.Concat(warnings, muxNameWarnings(cfg), listenWarnings(cfg, checkViews(cfg)), allowedWarnings(cfg)), nil
 }
 
 // allowedWarnings says which file a relative mux.allowed_commands entry allows.

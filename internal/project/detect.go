@@ -242,9 +242,8 @@ func (ts tsConfig) ownOutDir() string {
 
 // readTSConfig reads dir/tsconfig.json, which tsc reads as JSONC.
 func readTSConfig(dir string) tsConfig {
-	var ts tsConfig
+	ts := tsConfig{Major: typescriptMajor(dir)}
 	readTSConfigFile(dir, filepath.Join(dir, "tsconfig.json"), &ts, 0)
-	ts.Major = typescriptMajor(dir)
 	return ts
 }
 
@@ -741,8 +740,7 @@ func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	}
 	p := detectManifest(c.Dir)
 	if p.Kind != "" {
-		c.Watch.Include = p.Include
-		c.Watch.Exclude = p.Exclude
+		c.Watch.Include, c.Watch.Exclude = p.Include, p.Exclude
 	}
 	return c
 }
@@ -815,27 +813,21 @@ func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 // URL is run.url for an HTTP server: {port} when it reads $PORT, else its
 // port, else the framework's default, else {port} with sure false.
 func (s serving) URL() (url, why string, sure bool) {
-	path := cmp.Or(s.Path, "/mcp")
-	sure = true
+	port, sure := config.PortPlaceholder, true
 	switch {
 	case s.Env != "":
-		url = "http://127.0.0.1:" + config.PortPlaceholder + path
 		why = fmt.Sprintf("it reads $PORT (%s)", s.Env)
 	case s.Port != 0:
-		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.Port, path)
-		why = fmt.Sprintf("it listens on port %d (at %s)", s.Port, s.PortAt)
+		port, why = strconv.Itoa(s.Port), fmt.Sprintf("it listens on port %d (at %s)", s.Port, s.PortAt)
 	case s.DefaultPort != 0:
-		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.DefaultPort, path)
-		why = fmt.Sprintf("the source names no port: %d is FastMCP's default", s.DefaultPort)
+		port, why = strconv.Itoa(s.DefaultPort), fmt.Sprintf("the source names no port: %d is FastMCP's default", s.DefaultPort)
 	default:
-		url = "http://127.0.0.1:" + config.PortPlaceholder + path
-		why = "init found no port in the source: {port} works if the server listens on $PORT; otherwise write its port in run.url"
-		sure = false
+		why, sure = "init found no port in the source: {port} works if the server listens on $PORT; otherwise write its port in run.url", false
 	}
 	if s.PathAt != "" {
 		why += fmt.Sprintf("; path %s (at %s)", s.Path, s.PathAt)
 	}
-	return url, why, sure
+	return "http://127.0.0.1:" + port + cmp.Or(s.Path, "/mcp"), why, sure
 }
 
 // servingMark is a pattern; with needs, it counts only in a file that
