@@ -1,10 +1,10 @@
 package project
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -17,9 +17,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// Scan is what check says of one server: how many files its watch globs
-// match and how long listing them took (when it watches), and where the
-// programs it runs are (on PATH, a file, what the build writes).
+// Scan is what check says of one server: its watched files, and where the programs it runs are.
 type Scan struct {
 	Server   string // "" or "servers.NAME: "
 	Watched  bool
@@ -28,10 +26,8 @@ type Scan struct {
 	Programs []string // "run.command .mcpflow/server: not built yet; the build writes it (go build -o .mcpflow/server .)"
 }
 
-// Check finds the setups of cfg that parse but will misbehave: each
-// warning names the server, or the place in the file to fix. It lists
-// each watched server's files (Scan); a watch that cannot be listed is
-// an error.
+// Check finds the setups of cfg that parse but will misbehave, each
+// warning at the server or the key to fix; a watch that cannot be listed is an error.
 func Check(cfg *config.Config) ([]Scan, []string, error) {
 	var scans []Scan
 	var warnings []string
@@ -47,21 +43,16 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 			s.Watched, s.Files, s.Took = true, len(files), time.Since(start)
 		}
 		scans = append(scans, s)
-		for _, w := range checkWarningsAt(v, files) {
+		for _, w := range checkWarnings(v, files) {
 			if !slices.Contains(warnings, w) { // a mux's servers share [log]
 				warnings = append(warnings, w)
 			}
 		}
 	}
-	warnings = append(warnings, muxNameWarnings(cfg)...)
-	warnings = append(warnings, listenWarnings(cfg, checkViews(cfg))...)
-	warnings = append(warnings, allowedWarnings(cfg)...)
-	return scans, warnings, nil
+	return scans, slices.Concat(warnings, muxNameWarnings(cfg), listenWarnings(cfg, checkViews(cfg)), allowedWarnings(cfg)), nil
 }
 
-// allowedWarnings: a relative entry of mux.allowed_commands names the
-// file in the config's folder, not whatever an agent's cwd holds; check
-// says which file, and whether it exists.
+// allowedWarnings says which file a relative mux.allowed_commands entry allows.
 func allowedWarnings(cfg *config.Config) []string {
 	var out []string
 	for _, c := range cfg.Mux.AllowedCommands {
@@ -78,16 +69,14 @@ func allowedWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// checkView is what check inspects of one server: the config itself, or in
-// a mux a copy whose build, run, cli and watch are one server's.
+// checkView is one server's config: cfg itself, or in a mux a copy with that server's tables.
 type checkView struct {
 	prefix string // "" or "servers.NAME: "
 	table  string // "" or "servers.NAME.": where the server's keys are
 	cfg    *config.Config
 }
 
-// at words a warning about the server's key (run.command), located at the
-// place the file sets it, as config errors are.
+// at words a warning at the server's key, located as config errors are.
 func (v checkView) at(key, format string, args ...any) string {
 	return v.cfg.At(v.table+key, format, args...)
 }
@@ -105,28 +94,23 @@ func checkViews(cfg *config.Config) []checkView {
 	return views
 }
 
-// checkWarnings finds setups that parse but will misbehave.
-func checkWarnings(cfg *config.Config, files []string) []string {
-	return checkWarningsAt(checkView{cfg: cfg}, files)
-}
-
-// checkWarningsAt is checkWarnings for one server of a view, with files
-// the watched files: each warning names the server, or the place in the
-// file to fix.
-func checkWarningsAt(v checkView, files []string) []string {
+// checkWarnings finds one server's setups that parse but will misbehave.
+func checkWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	var out []string
-	add := func(ws ...string) {
+	add := func(prefix string, ws ...string) { // prefix: v.prefix for a warning that names no key
 		for _, w := range ws {
-			out = append(out, v.prefix+w)
+			if w != "" {
+				out = append(out, prefix+w)
+			}
 		}
 	}
-	// A run binary or build output matched by the globs would rebuild in a
-	// loop, were it not ignored; say so, since the user may rely on it.
+	// A build output or the run binary matched by the globs would loop, were it not ignored: say so.
+	// tsc's outDir is projectWarnings', the log and traffic files logFileWarnings'.
 	if cfg.Watch.Enabled {
-		outDirs := projectOutputs(cfg.Dir) // named by projectWarnings
-		for _, p := range candidateOutputs(cfg) {
-			if slices.Contains(outDirs, p) {
+		others := append(projectOutputs(cfg.Dir), cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1")
+		for _, p := range IgnoredOutputs(cfg) {
+			if slices.Contains(others, p) {
 				continue
 			}
 			rel, err := filepath.Rel(cfg.Dir, p)
@@ -135,74 +119,54 @@ func checkWarningsAt(v checkView, files []string) []string {
 			}
 			rel = filepath.ToSlash(rel)
 			if matchesAny(cfg.Watch.Include, rel) && !matchesAny(cfg.Watch.Exclude, rel) {
-				add(fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
+				add(v.prefix, fmt.Sprintf("%s (a build output or the run binary) matches watch.include: mcpflow ignores it so a build cannot trigger the next one, but add it to watch.exclude to make that explicit", rel))
 			}
 		}
 		if len(files) == 0 {
-			add(fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
+			add(v.prefix, fmt.Sprintf("the watch globs match no file under %s: include = %s", cfg.Dir, strings.Join(cfg.Watch.Include, ", ")))
 		}
-		// A file init watches may come later (go.sum, Cargo.lock, a
-		// pyproject.toml beside a lone server.py): only the others are
-		// likely typos.
+		// A file init watches may come later (go.sum, Cargo.lock): only the others are likely typos.
 		expected := detectManifest(cfg.Dir).Include
 		for _, g := range cfg.Watch.Include {
-			if !anyMatch(g, files) && len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) {
-				add(fmt.Sprintf("watch.include %q matches no file", g))
+			matches := func(f string) bool { return matchesAny([]string{g}, f) }
+			if len(files) > 0 && !strings.ContainsAny(g, "*?[{") && !slices.Contains(expected, g) && !slices.ContainsFunc(files, matches) {
+				add(v.prefix, fmt.Sprintf("watch.include %q matches no file", g))
 			}
 		}
 	}
-	out = append(out, commandWarnings(v)...)
-	out = append(out, servingWarnings(v)...)
-	add(projectWarnings(cfg)...)
+	add("", commandWarnings(v)...)
+	add("", servingWarnings(v)...)
+	add(v.prefix, projectWarnings(cfg)...)
 	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {
-		add(watchedBuildOutputs(cfg, files)...)
+		add(v.prefix, watchedBuildOutputs(cfg, files)...)
 	}
-	if w := noEmitOnErrorWarning(cfg); w != "" {
-		add(w)
-	}
-	if w := watchModeWarning(v); w != "" {
-		out = append(out, w)
-	}
-	if w := runRestarterWarning(v); w != "" {
-		out = append(out, w)
-	}
+	add(v.prefix, noEmitOnErrorWarning(cfg))
+	add("", watchModeWarning(v), runRestarterWarning(v))
 	if cfg.Watch.Enabled {
-		out = append(out, dataFileWarnings(v, files)...)
-		out = append(out, logFileWarnings(v, files)...)
+		add("", dataFileWarnings(v, files)...)
+		add("", logFileWarnings(v, files)...)
 	}
 	return out
 }
 
-// watchedBuildOutputs warns about watched files a build writes: files in
-// the usual output folders, and files mcpflow saw the build write (kept in
-// the build cache). mcpflow drops the build's own writes, so they never
-// start a build; the warning makes the config say so.
+// watchedBuildOutputs warns about watched files a build writes: mcpflow
+// ignores them, the warning makes the config say so.
 func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, d := range builder.OutputDirs() {
-		for _, f := range files {
-			if strings.HasPrefix(f, d+"/") && !seen[d] {
-				seen[d] = true
-				out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, f, d, d))
-			}
+		if i := slices.IndexFunc(files, func(f string) bool { return strings.HasPrefix(f, d+"/") }); i >= 0 {
+			out = append(out, fmt.Sprintf("the watch globs cover %s/ (%s), where builds usually write: mcpflow takes what a build writes there for its output, never a reason to build again, but if %s/ holds build output add \"%s/**\" to watch.exclude", d, files[i], d, d))
 		}
 	}
-	watched := map[string]bool{}
-	for _, f := range files {
-		watched[f] = true
-	}
 	for _, o := range cache.Outputs(cfg.Dir, BuildIdentity(cfg)...) {
-		if watched[o] && !underAny(builder.OutputDirs(), o) {
+		if slices.Contains(files, o) && !slices.ContainsFunc(builder.OutputDirs(), func(d string) bool { return strings.HasPrefix(o, d+"/") }) {
 			out = append(out, fmt.Sprintf("%s is written by the build (mcpflow saw it) and matches the watch globs: mcpflow ignores the build's own writes to it, but add it to watch.exclude to make that explicit", o))
 		}
 	}
 	return out
 }
 
-// noEmitOnErrorWarning warns when the build runs tsc without
-// noEmitOnError: tsc then writes its JavaScript even when type-checking
-// fails, and the next restart would run code that did not compile.
+// noEmitOnErrorWarning warns about tsc without noEmitOnError: a restart could run broken code.
 func noEmitOnErrorWarning(cfg *config.Config) string {
 	c := cfg.Build.Command
 	if c.IsZero() {
@@ -213,66 +177,23 @@ func noEmitOnErrorWarning(cfg *config.Config) string {
 	if !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
 		return ""
 	}
-	runsTSC := hasWord(line, "tsc")
-	if !runsTSC {
-		// npm run NAME, pnpm NAME, yarn NAME: look at the script.
-		var m packageJSON
-		b, _ := os.ReadFile(filepath.Join(cfg.Dir, "package.json"))
-		_ = json.Unmarshal(b, &m)
-		for name, script := range m.Scripts {
-			if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
-				if strings.Contains(script, "noEmitOnError") {
-					return ""
-				}
-				runsTSC = true
-			}
+	if !hasWord(line, "tsc") {
+		scripts := tscScripts(cfg.Dir, line) // npm run NAME, pnpm NAME, yarn NAME
+		if len(scripts) == 0 || slices.ContainsFunc(scripts, func(s string) bool { return strings.Contains(s, "noEmitOnError") }) {
+			return ""
 		}
-	}
-	if !runsTSC {
-		return ""
 	}
 	return `the build runs tsc without noEmitOnError: tsc writes its JavaScript even when type-checking fails, so the server could restart into code that did not compile; add --noEmitOnError to the build command (for "npm run build": "npm run build -- --noEmitOnError") or set "noEmitOnError": true in tsconfig.json`
 }
 
-// hasWord reports whether s holds w delimited by the start or end of s,
-// spaces, or shell punctuation.
+// hasWord reports whether s holds w between spaces, shell punctuation or the ends.
 func hasWord(s, w string) bool {
-	for i := 0; ; {
-		j := strings.Index(s[i:], w)
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := j == 0 || strings.ContainsRune(" \t;&|(\"'/", rune(s[j-1]))
-		end := j + len(w)
-		after := end == len(s) || strings.ContainsRune(" \t;&|)\"'", rune(s[end]))
-		if before && after {
-			return true
-		}
-		i = j + 1
-	}
-}
-
-// candidateOutputs are the paths a build writes and the run binary (the
-// log and traffic files, which mcpflow writes itself, are
-// logFileWarnings').
-func candidateOutputs(cfg *config.Config) []string {
-	own := []string{cfg.Log.File, cfg.Log.File + ".1", cfg.Log.Traffic, cfg.Log.Traffic + ".1"}
-	return slices.DeleteFunc(IgnoredOutputs(cfg), func(p string) bool { return slices.Contains(own, p) })
+	return regexp.MustCompile(`(?:^|[ \t;&|("'/])` + regexp.QuoteMeta(w) + `(?:$|[ \t;&|)"'])`).MatchString(s)
 }
 
 func matchesAny(globs []string, rel string) bool {
 	for _, g := range globs {
 		if ok, _ := doublestar.Match(g, rel); ok {
-			return true
-		}
-	}
-	return false
-}
-
-func anyMatch(glob string, files []string) bool {
-	for _, f := range files {
-		if ok, _ := doublestar.Match(glob, f); ok {
 			return true
 		}
 	}

@@ -1,7 +1,7 @@
 package project
 
 import (
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +23,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/mux"
 )
 
-// commandWarnings checks that what run.command (or [cli]) starts can
-// start: its working folder, its program, and the script an interpreter
-// is given (python3 server.py). Each warning points at the key to fix.
+// commandWarnings checks the folder, program and script of run.command (or [cli]).
 func commandWarnings(v checkView) []string {
 	cfg := v.cfg
 	var out []string
@@ -33,14 +32,15 @@ func commandWarnings(v checkView) []string {
 			out = append(out, w)
 		}
 	}
+	program := func(_, w string) { add(w) }
 	switch {
 	case cfg.CLI != nil:
 		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
 			return []string{w}
 		}
-		add(programProblem(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
+		program(programStatus(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
 		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
-			add(programProblem(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
+			program(programStatus(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
 		}
 		add(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
 	case !cfg.Run.Command.IsZero():
@@ -48,15 +48,14 @@ func commandWarnings(v checkView) []string {
 			return []string{w}
 		}
 		if c := cfg.Run.Command; !c.Shell {
-			add(programProblem(v, "run.command", c.Argv[0], cfg.Run.Cwd))
+			program(programStatus(v, "run.command", c.Argv[0], cfg.Run.Cwd))
 			add(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
 		}
 	}
 	return out
 }
 
-// programNotes say where the programs commandWarnings checks are, for
-// those it has no warning about.
+// programNotes say where the programs commandWarnings checks are, when it has no warning.
 func programNotes(v checkView) []string {
 	cfg := v.cfg
 	var out []string
@@ -77,9 +76,7 @@ func programNotes(v checkView) []string {
 	return out
 }
 
-// cwdProblem warns when the working folder set by key does not exist (the
-// server could not start: every program would look missing) or is no
-// folder. A build may create it.
+// cwdProblem warns when the working folder set by key is no folder (a build may create it).
 func cwdProblem(v checkView, key, dir string) string {
 	st, err := os.Stat(dir)
 	switch {
@@ -93,19 +90,8 @@ func cwdProblem(v checkView, key, dir string) string {
 	return v.at(key, "%s does not exist, so the server cannot start there (every program would look missing): fix %s, or create the folder", dir, key)
 }
 
-// programProblem warns when the program named by key cannot be found:
-// not on PATH, or a path that neither exists nor is what the build writes
-// (buildProducts: "run.command .mcpflow/ecoh" while the build writes
-// .mcpflow/echo). When the build's output cannot be told, a missing path
-// is only mentioned: the build may write it.
-func programProblem(v checkView, key, name, cwd string) string {
-	_, w := programStatus(v, key, name, cwd)
-	return w
-}
-
-// programStatus is programProblem's warning, or when there is none, a note
-// saying where the program is: on PATH, an existing file, or what the
-// build writes.
+// programStatus warns when the program named by key cannot be found, on
+// PATH or among buildProducts; else its note says where the program is.
 func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	full := v.table + key
 	if !strings.ContainsRune(name, '/') && !strings.ContainsRune(name, filepath.Separator) {
@@ -144,30 +130,22 @@ func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 	if s := config.Suggest(filepath.Base(p), names); s != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", files[slices.Index(names, s)])
 	}
-	writes := "writes"
+	writes := "writes into " + products[0].path + string(filepath.Separator)
 	if len(files) > 0 {
-		writes += " " + strings.Join(files, ", ")
-	} else {
-		for _, o := range products {
-			writes += " into " + o.path + string(filepath.Separator)
-			break
-		}
+		writes = "writes " + strings.Join(files, ", ")
 	}
 	return "", v.at(key, "%s %q does not exist (%s) and the build does not write it: it %s (%s); fix %s or the build's output%s", full, name, p, writes, products[0].how, full, hint)
 }
 
 // product is a file or folder a build writes, and what says so.
 type product struct {
-	path string // absolute
-	dir  bool
-	how  string
+	path, how string // path is absolute
+	dir       bool
 }
 
-// buildProducts are what cfg's build writes, as far as its command
-// tells: go build -o FILE, cargo build (target/debug/NAME for each binary
-// of Cargo.toml; target/release with --release), tsc (tsconfig.json's
-// outDir), and other tools' -o, --outdir or --outfile. nil when it cannot
-// tell (make, a script).
+// buildProducts are what cfg's build writes, as far as its command tells:
+// go build -o, cargo build's binaries, tsc's outDir, other tools' -o,
+// --outdir or --outfile. nil when it cannot tell (make, a script).
 func buildProducts(cfg *config.Config) []product {
 	var out []product
 	add := func(p string, dir bool, how string) {
@@ -178,69 +156,54 @@ func buildProducts(cfg *config.Config) []product {
 			continue
 		}
 		line := strings.Join(words, " ")
-		prog := path.Base(filepath.ToSlash(words[0]))
-		if prog == "cargo" && slices.Contains(words, "build") {
-			dir, profile := "target", "debug"
-			for i, w := range words {
-				name, val, attached := strings.Cut(w, "=")
-				if !attached && i+1 < len(words) {
-					val = words[i+1]
-				}
-				switch {
-				case w == "--release" || w == "-r":
-					profile = "release"
-				case name == "--profile" && val != "dev":
-					profile = val
-				case name == "--target-dir":
-					dir = val
-				}
-			}
-			for _, b := range cargoBins(cfg.Dir) {
-				add(filepath.Join(dir, profile, b), false, line)
-			}
-			continue
-		}
-		if hasWord(line, "tsc") || runsTSCScript(cfg.Dir, line) {
+		cargo := path.Base(filepath.ToSlash(words[0])) == "cargo" && slices.Contains(words, "build")
+		if !cargo && (hasWord(line, "tsc") || len(tscScripts(cfg.Dir, line)) > 0) {
 			for _, d := range projectOutputs(cfg.Dir) {
 				out = append(out, product{path: d, dir: true, how: line + " (tsconfig.json outDir)"})
 			}
 		}
+		dir, profile := "target", "debug" // cargo's
 		for i, w := range words {
 			name, val, attached := strings.Cut(w, "=")
 			if !attached && i+1 < len(words) {
 				val = words[i+1]
 			}
-			if val == "" {
-				continue
-			}
-			switch name {
-			case "-o", "--outfile", "--out-file":
+			switch {
+			case cargo && (w == "--release" || w == "-r"):
+				profile = "release"
+			case cargo && name == "--profile" && val != "dev":
+				profile = val
+			case cargo && name == "--target-dir":
+				dir = val
+			case cargo || val == "": // cargo has no -o; an option without a value names nothing
+			case name == "-o" || name == "--outfile" || name == "--out-file":
 				st, err := os.Stat(AbsFrom(cfg.Dir, val))
 				add(val, strings.HasSuffix(val, "/") || err == nil && st.IsDir(), line)
-			case "--outdir", "--out-dir", "--outDir":
+			case name == "--outdir" || name == "--out-dir" || name == "--outDir":
 				add(val, true, line)
+			}
+		}
+		if cargo {
+			for _, b := range cargoBins(cfg.Dir) {
+				add(filepath.Join(dir, profile, b), false, line)
 			}
 		}
 	}
 	return out
 }
 
-// runsTSCScript reports whether line runs a package.json script (npm run
-// NAME, pnpm NAME, yarn NAME) that runs tsc.
-func runsTSCScript(dir, line string) bool {
-	var m packageJSON
-	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-	_ = json.Unmarshal(b, &m)
-	for name, script := range m.Scripts {
+// tscScripts are the package.json scripts line runs (npm run NAME, ...) that run tsc.
+func tscScripts(dir, line string) []string {
+	var out []string
+	for name, script := range readPackageJSON(dir).Scripts {
 		if (hasWord(line, "run "+name) || hasWord(line, "pnpm "+name) || hasWord(line, "yarn "+name)) && hasWord(script, "tsc") {
-			return true
+			out = append(out, script)
 		}
 	}
-	return false
+	return out
 }
 
-// cargoBins are the binaries of the Cargo package in dir: its [[bin]]
-// tables' names, else the package's name.
+// cargoBins are the [[bin]] names of dir's Cargo.toml, else the package's.
 func cargoBins(dir string) []string {
 	var m struct {
 		Package struct {
@@ -266,11 +229,7 @@ func cargoBins(dir string) []string {
 	return out
 }
 
-// scriptProblem warns when argv gives an interpreter (python3, ruby, bash,
-// deno, bun, uv run ...) a script that does not exist. node's script is
-// nodeEntryWarning's, which knows what tsc will write; for the others a
-// file in a build's output folder, or any file when there is a build that
-// might write it, is only mentioned.
+// scriptProblem warns when argv gives an interpreter other than node a script that does not exist.
 func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	sr, ok := scriptOf(argv, cwd)
 	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
@@ -281,14 +240,13 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 		return ""
 	}
 	hint := ""
-	if entries, err := os.ReadDir(filepath.Dir(abs)); err == nil {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		if s := config.Suggest(filepath.Base(abs), names); s != "" {
-			hint = fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(sr.script), s))
-		}
+	entries, _ := os.ReadDir(filepath.Dir(abs))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if s := config.Suggest(filepath.Base(abs), names); s != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(sr.script), s))
 	}
 	if !v.cfg.Build.Command.IsZero() {
 		if inAny(outputFolders(v.cfg), abs) {
@@ -299,23 +257,16 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	return v.at(key, "%s runs %s, which does not exist (%s), so the server would exit at once: fix the file name in %s%s", sr.prog, sr.script, abs, key, hint)
 }
 
-// outputFolders are the absolute folders a build writes: the usual ones
-// (dist/, build/, ...), tsconfig.json's outDir and the build command's
-// -o/--outdir.
+// outputFolders are the folders a build writes (absolute): usual ones, tsc's outDir, -o/--outdir.
 func outputFolders(cfg *config.Config) []string {
 	var out []string
 	for _, d := range builder.OutputDirs() {
 		out = append(out, filepath.Join(cfg.Dir, filepath.FromSlash(d)))
 	}
-	out = append(out, projectOutputs(cfg.Dir)...)
-	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, AbsFrom(cfg.Dir, o))
-	}
-	return out
+	return append(out, buildOutputs(cfg)...)
 }
 
-// watchModeWarning warns about a build that runs in watch mode: it never
-// exits, so every start, and so every call, would wait on it.
+// watchModeWarning warns about a build in watch mode: every start would wait on it.
 func watchModeWarning(v checkView) string {
 	w := watchModeBuild(v.cfg.Dir, v.cfg.Build.Command)
 	if w == nil {
@@ -324,24 +275,17 @@ func watchModeWarning(v checkView) string {
 	return v.at("build.command", "runs in watch mode: %s never exits, so mcpflow would wait on it before every start and every call would hang (until build.timeout, %s); mcpflow watches the files and rebuilds by itself, so build once instead: %s", w.describe(), config.DurationText(v.cfg.Build.Timeout), w.instead)
 }
 
-// dataFileWarnings warns about watched files that look like what a
-// server writes as it runs (logs, databases, JSON data) rather than
-// source or config a build reads: if the server writes one, each write
-// rebuilds and restarts it, in a loop.
+// dataFileWarnings warns about watched files that look like data a server writes as it runs.
 func dataFileWarnings(v checkView, files []string) []string {
 	outs := outputFolders(v.cfg)
 	var found, globs []string
 	for _, f := range files {
-		if inAny(outs, filepath.Join(v.cfg.Dir, filepath.FromSlash(f))) {
-			continue // a build's output: watchedBuildOutputs names those
-		}
-		g, ok := dataFile(f)
-		if !ok {
-			continue
-		}
-		found = append(found, f)
-		if !slices.Contains(globs, g) {
-			globs = append(globs, g)
+		// A build's output is watchedBuildOutputs'.
+		if g, ok := dataFile(f); ok && !inAny(outs, filepath.Join(v.cfg.Dir, filepath.FromSlash(f))) {
+			found = append(found, f)
+			if !slices.Contains(globs, g) {
+				globs = append(globs, g)
+			}
 		}
 	}
 	if len(found) == 0 {
@@ -354,11 +298,8 @@ func dataFileWarnings(v checkView, files []string) []string {
 	return []string{v.at("watch.include", "covers %s, which look like data a server writes, not source: if the server writes them, each write rebuilds and restarts it, in a loop; add %s to watch.exclude, or keep the data outside the watched folders (under .mcpflow/, which is never watched)", list, config.TOMLStrings(globs))}
 }
 
-// dataFile reports whether the watched file f (relative, slash-separated)
-// looks like data written at run time, and the exclude glob that leaves it
-// out: a log, a database, JSON Lines, a pid file; a file other than
-// source under a data folder (data/, tmp/, logs/, ...); a JSON file at the
-// top that is no known config.
+// dataFile reports whether the slash path f looks like data written at run
+// time (a log, a database, a file under data/, tmp/, ...), and its exclude glob.
 func dataFile(f string) (string, bool) {
 	base := strings.ToLower(path.Base(f))
 	ext := path.Ext(base)
@@ -384,8 +325,7 @@ func dataFile(f string) (string, bool) {
 	return "", false
 }
 
-// isSourceFile reports a source file's extension: a file under data/ with
-// one is code (a package named data), not data.
+// isSourceFile reports a source's extension: under data/, such a file is code, not data.
 func isSourceFile(ext string) bool {
 	return slices.Contains([]string{
 		".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
@@ -394,38 +334,25 @@ func isSourceFile(ext string) bool {
 	}, ext)
 }
 
-// isConfigJSON reports the JSON files projects keep at the top as config
-// (read by their tools, not written by a server).
+// isConfigJSON reports the JSON files projects keep at the top as config.
 func isConfigJSON(base string) bool {
-	switch base {
-	case "package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
-		"lerna.json", "vercel.json", "renovate.json", "app.json", "manifest.json", "angular.json",
-		"project.json", "components.json", "wrangler.json", "firebase.json", "server.json",
-		"smithery.json", "cspell.json", "typedoc.json", "api-extractor.json", "nodemon.json",
-		"dprint.json", "knip.json", "pyrightconfig.json", "devcontainer.json", ".devcontainer.json",
-		"global.json", "appsettings.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json":
-		return true
-	}
-	return strings.HasPrefix(base, "tsconfig") || strings.HasPrefix(base, "jsconfig") ||
-		strings.HasPrefix(base, "appsettings.") || strings.HasPrefix(base, ".") ||
-		strings.HasSuffix(base, "config.json") || strings.HasSuffix(base, "rc.json") ||
-		strings.HasSuffix(base, "-lock.json") || strings.HasSuffix(base, ".lock.json") ||
-		strings.HasSuffix(base, ".schema.json") || strings.HasSuffix(base, "manifest.json")
+	return configJSONRE.MatchString(base) || slices.Contains([]string{
+		"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
+		"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
+		"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
+		"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
+		"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
+	}, base)
 }
 
-// logFileWarnings warns when mcpflow's own log or traffic file (or the
-// FILE.1 it moves a full one to) lies in the watched folders, matches
-// watch.include and is not excluded. The watcher ignores some of them
-// itself (IgnoredOutputs): those are only worth making explicit; one it
-// does not ignore would rebuild and restart the server at each line
-// mcpflow writes.
+// configJSONRE matches more config files: tsconfig.build.json, .eslintrc.json, x.schema.json, ...
+var configJSONRE = regexp.MustCompile(`^(?:tsconfig|jsconfig|appsettings\.|\.)|(?:config|rc|-lock|\.lock|\.schema|manifest)\.json$`)
+
+// logFileWarnings warns when mcpflow's log or traffic file (or its FILE.1)
+// would be watched: one the watcher does not ignore would restart the server at each line.
 func logFileWarnings(v checkView, files []string) []string {
 	cfg := v.cfg
 	ignored := IgnoredOutputs(cfg)
-	watched := map[string]bool{}
-	for _, f := range files {
-		watched[f] = true
-	}
 	var out []string
 	for _, lf := range []struct{ key, file string }{{"log.file", cfg.Log.File}, {"log.traffic", cfg.Log.Traffic}} {
 		if lf.file == "" {
@@ -433,7 +360,7 @@ func logFileWarnings(v checkView, files []string) []string {
 		}
 		var hit, loop []string
 		for _, p := range []string{lf.file, lf.file + ".1"} {
-			rel, ok := watchedPath(cfg, p, watched)
+			rel, ok := watchedPath(cfg, p, files)
 			if !ok {
 				continue
 			}
@@ -459,12 +386,9 @@ func logFileWarnings(v checkView, files []string) []string {
 	return out
 }
 
-// watchedPath reports whether the file p (absolute) would be watched:
-// under a watch path, not in a folder the watcher never enters, matched by
-// include and not excluded; one that exists must be among the scanned
-// files (which honours .gitignore). It returns p relative to the config's
-// folder.
-func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string, bool) {
+// watchedPath is p relative to the config's folder, when the file would be
+// watched (existing files must be among those scanned, which honour .gitignore).
+func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) {
 	rel, err := filepath.Rel(cfg.Dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", false
@@ -482,17 +406,14 @@ func watchedPath(cfg *config.Config, p string, scanned map[string]bool) (string,
 	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false
 	}
-	if _, err := os.Stat(p); err == nil && !scanned[rel] {
+	if _, err := os.Stat(p); err == nil && !slices.Contains(scanned, rel) {
 		return "", false
 	}
 	return rel, true
 }
 
-// muxNameWarnings warns about a mux's names: a separator with which a
-// server's tool can take a management tool's name (with "_", a server
-// "add" with a tool "server" is listed as add_server), and server names so
-// long that the mux refuses them (NAME + separator + tool would pass what
-// clients accept).
+// muxNameWarnings warns about a separator that lets a server's tool take
+// the name of mcpflow's own (add + server = add_server), and too long server names.
 func muxNameWarnings(cfg *config.Config) []string {
 	if cfg.Mode() != config.Mux {
 		return nil
@@ -504,25 +425,20 @@ func muxNameWarnings(cfg *config.Config) []string {
 	}
 	type clash struct{ server, tool, name string }
 	var clashes []clash
+	var eg []string
 	for _, name := range own {
-		for i := 0; ; {
-			j := strings.Index(name[i:], sep)
-			if j < 0 {
-				break
+		for j := range len(name) {
+			if !strings.HasPrefix(name[j:], sep) {
+				continue
 			}
-			j += i
 			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
 				clashes = append(clashes, clash{server, tool, name})
+				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", server, tool, name))
 			}
-			i = j + 1
 		}
 	}
 	var out []string
-	if len(clashes) > 0 {
-		var eg []string
-		for _, c := range clashes {
-			eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", c.server, c.tool, c.name))
-		}
+	if len(eg) > 0 {
 		out = append(out, cfg.At("mux.separator", "%q makes a server's tools able to take the names of mcpflow's own tools: %s; the mux refuses such a server, but choose a separator these names do not contain, such as %q (the default)", sep, strings.Join(eg, "; "), "__"))
 	}
 	for _, s := range cfg.Servers {
@@ -542,8 +458,7 @@ func muxNameWarnings(cfg *config.Config) []string {
 	return out
 }
 
-// inAny reports whether the absolute path p is one of dirs or lies under
-// one.
+// inAny reports whether the absolute path p is one of dirs or lies under one.
 func inAny(dirs []string, p string) bool {
 	for _, d := range dirs {
 		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
@@ -553,13 +468,8 @@ func inAny(dirs []string, p string) bool {
 	return false
 }
 
-// servingWarnings compares run.url with the transport the run command
-// asks for (commandTransport) or, when it asks for none, with what the
-// server's sources say (scanServing): a url for a server that only
-// speaks stdio, no url for one that only serves Streamable HTTP, a server
-// that only serves the legacy HTTP+SSE transport, {port} for a server
-// that reads no $PORT and names a fixed port; and warns when the url's
-// fixed port is taken on this machine. Each warning is at run.url.
+// servingWarnings compares run.url with the transport the run command asks
+// for, else with what the sources say, and warns when its fixed port is taken.
 func servingWarnings(v checkView) []string {
 	cfg := v.cfg
 	if cfg.CLI != nil || cfg.Run.Command.IsZero() {
@@ -575,9 +485,9 @@ func servingWarnings(v checkView) []string {
 	// The run command's choice, when it makes one, outweighs the source's.
 	chosen, by := commandTransport(cfg.Run.Command, cfg.Run.Env)
 	var out []string
+	want, _, _ := s.URL()
 	switch {
 	case u == "" && chosen == "http":
-		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the run command asks for Streamable HTTP (%s): add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT), or have the server speak stdio", by, config.TOMLString(want)))
 	case u != "" && chosen == "stdio":
 		out = append(out, v.at("run.url", "set, but the run command asks for stdio (%s): mcpflow would wait in vain for the server to answer at %s; remove run.url, or have the server serve Streamable HTTP there", by, u))
@@ -585,7 +495,6 @@ func servingWarnings(v checkView) []string {
 	case s.OnlySSE():
 		out = append(out, v.at("run.url", "the server serves the legacy HTTP+SSE transport (%s), which mcpflow does not speak, on stdio or with run.url: make it serve stdio, or Streamable HTTP and set run.url", s.SSE))
 	case u == "" && s.OnlyHTTP():
-		want, _, _ := s.URL()
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
 	case u != "" && s.OnlyStdio():
 		out = append(out, v.at("run.url", "set, but the server looks like a stdio server (%s; no Streamable HTTP transport found): mcpflow would wait in vain for it to answer at %s; remove run.url, or make the server serve Streamable HTTP there", s.Stdio, u))
@@ -601,11 +510,8 @@ func servingWarnings(v checkView) []string {
 	return out
 }
 
-// commandTransport is the transport a run command asks its server for,
-// "http" or "stdio", and the words that ask: a --transport flag
-// (--transport http, --transport=streamable-http, --stdio, --http) or a
-// TRANSPORT or MCP_TRANSPORT variable in env or on the command line; ""
-// when it asks for none.
+// commandTransport is the transport, "http" or "stdio", that a --transport
+// flag or a TRANSPORT variable asks for, and the words that ask; "" for none.
 func commandTransport(c config.Command, env map[string]string) (string, string) {
 	kind := func(v string) string {
 		switch strings.ToLower(v) {
@@ -648,8 +554,7 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 	return "", ""
 }
 
-// fixedPort is the host and port of a run.url that names a port; 0 for
-// none, {port} or a URL that does not parse.
+// fixedPort is the host and port run.url names; 0 for none, {port} or a bad URL.
 func fixedPort(raw string) (string, int) {
 	if raw == "" || strings.Contains(raw, config.PortPlaceholder) {
 		return "", 0
@@ -662,10 +567,7 @@ func fixedPort(raw string) (string, int) {
 	return u.Hostname(), p
 }
 
-// listenWarnings checks the ports mcpflow and its servers listen on:
-// [http] listen taken on this machine or open to other machines, and a
-// fixed port that [http] listen and a run.url, or two servers' run.url,
-// share.
+// listenWarnings warns about [http] listen taken or open to others, and fixed ports used twice.
 func listenWarnings(cfg *config.Config, views []checkView) []string {
 	var out []string
 	listenPort := 0
@@ -687,22 +589,19 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 		if p == 0 {
 			continue
 		}
-		key := v.table + "run.url"
 		switch {
 		case p == listenPort:
 			out = append(out, v.at("run.url", "port %d is also [http] listen's: mcpflow serves its clients there, so the server cannot listen on it; give one of them another port (or {port} in run.url)", p))
 		case owner[p] != "":
 			out = append(out, v.at("run.url", "port %d is also %s's: the two servers cannot both listen on it; give one another port (or {port})", p, owner[p]))
 		default:
-			owner[p] = key
+			owner[p] = v.table + "run.url"
 		}
 	}
 	return out
 }
 
-// portTaken says who holds port on host, when a listener there fails:
-// "is in use by pid 123 (node)", "is in use by another process", or why
-// it cannot be listened on; "" when it is free.
+// portTaken says who holds port on host ("is in use by pid 123 (node)"); "" when it is free.
 func portTaken(host string, port int) string {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err == nil {
@@ -710,17 +609,12 @@ func portTaken(host string, port int) string {
 		return ""
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
-		if who := portOwner(port); who != "" {
-			return "is in use by " + who
-		}
-		return "is in use by another process"
+		return "is in use by " + cmp.Or(portOwner(port), "another process")
 	}
 	return fmt.Sprintf("cannot be listened on (%v)", err)
 }
 
-// portOwner names the process listening on the TCP port, as "pid N
-// (NAME)", from Linux's /proc; "" when unknown (another OS, or another
-// user's process).
+// portOwner is "pid N (NAME)" of the process listening on port, from Linux's /proc.
 func portOwner(port int) string {
 	sockets := map[string]bool{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {

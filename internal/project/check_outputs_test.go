@@ -31,7 +31,7 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	warned := func() bool {
-		for _, w := range checkWarnings(cfg, files) {
+		for _, w := range checkWarnings(checkView{cfg: cfg}, files) {
 			if strings.HasPrefix(w, "gen/out.txt is written by the build") {
 				return true
 			}
@@ -46,7 +46,7 @@ func TestCheckWarnsAboutLearnedOutputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !warned() {
-		t.Errorf("no warning for gen/out.txt: %q", checkWarnings(cfg, files))
+		t.Errorf("no warning for gen/out.txt: %q", checkWarnings(checkView{cfg: cfg}, files))
 	}
 	cfg.Watch.Exclude = []string{"gen/**"}
 	if files, err = watcher.Scan(WatchConfig(cfg)); err != nil {

@@ -1,9 +1,12 @@
 package project
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,45 +17,36 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/bmatcuk/doublestar/v4"
 	toml "github.com/pelletier/go-toml/v2"
 	"golang.org/x/mod/modfile"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 )
 
-// project is what detection learns about a directory: enough to write a
-// config that builds, runs and watches it.
+// Project is what detection learns about a folder: enough to build, run and watch it.
 type Project struct {
-	Kind    string   // "go", "rust", "node", "typescript", "python", "" (unknown)
-	Name    string   // server name for the client snippet
-	Build   string   // build command, run by sh -c; "" = none
-	Run     []string // the server command
-	Include []string
-	Exclude []string
-	Env     map[string]string // run.env
-	RunWhy  string            // where the run command comes from, "" if obvious
-	Notes   []string          // things the user should check, written as comments
-	// BuildNotes are comments written above build.command.
-	BuildNotes []string
-	// Advice is printed by init after the summary, one "Note:" line each.
-	Advice []string
-	// URL is run.url for a server that serves Streamable HTTP, "" for
-	// stdio; URLWhy says what init found.
-	URL, URLWhy string
+	Kind             string   // "go", "rust", "node", "typescript", "python", "" (unknown)
+	Name             string   // server name for the client snippet
+	Build            string   // build command, run by sh -c; "" = none
+	Run              []string // the server command
+	Include, Exclude []string
+	Env              map[string]string // run.env
+	RunWhy           string            // where the run command comes from, "" if obvious
+	Notes            []string          // things the user should check, written as comments
+	BuildNotes       []string          // comments written above build.command
+	Advice           []string          // printed by init after the summary, one "Note:" line each
+	URL, URLWhy      string            // run.url for a server that serves only Streamable HTTP, and why
 }
 
-// detect looks at dir, guesses the project's kind from its manifest, and
-// how its server speaks from its sources: a server that serves only
-// Streamable HTTP gets run.url.
+// Detect guesses the project in dir from its manifest, and from its
+// sources whether it serves only Streamable HTTP (then it gets run.url).
 func Detect(dir string) Project {
 	p := detectManifest(dir)
 	s := scanServing(dir, p.Kind)
 	switch {
 	case s.OnlyHTTP():
 		url, why, sure := s.URL()
-		p.URL = url
-		p.URLWhy = s.HTTP + " serves Streamable HTTP; " + why
+		p.URL, p.URLWhy = url, s.HTTP+" serves Streamable HTTP; "+why
 		if !sure {
 			p.Notes = append(p.Notes, "The server serves Streamable HTTP ("+s.HTTP+"), but init found no port in the source: "+
 				"run.url's {port} works only if the server listens on $PORT; otherwise write its port in run.url.")
@@ -66,43 +60,36 @@ func Detect(dir string) Project {
 	return p
 }
 
-// projectKind is the kind detect gives the project in dir, from its
-// manifest alone.
+// projectKind is the kind Detect gives the project in dir, from its manifest alone.
 func projectKind(dir string) string {
 	switch {
 	case exists(dir, "go.mod"):
 		return "go"
 	case exists(dir, "Cargo.toml"):
 		return "rust"
+	case exists(dir, "package.json") && exists(dir, "tsconfig.json"):
+		return "typescript"
 	case exists(dir, "package.json"):
-		if exists(dir, "tsconfig.json") {
-			return "typescript"
-		}
 		return "node"
-	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
-		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
+	case firstExisting(dir, "pyproject.toml", "uv.lock", "requirements.txt", "server.py", "main.py", "app.py") != "":
 		return "python"
-	case loneNode(dir):
+	case firstExisting(dir, "server.js", "index.js", "server.mjs", "index.mjs") != "":
 		return "node"
 	}
 	return ""
 }
 
-// detectManifest is detect without the sources' search: the project's
-// kind, build, run command and watch set.
+// detectManifest is Detect without the sources' search.
 func detectManifest(dir string) Project {
-	switch {
-	case exists(dir, "go.mod"):
+	switch projectKind(dir) {
+	case "go":
 		return detectGo(dir)
-	case exists(dir, "Cargo.toml"):
+	case "rust":
 		return detectRust(dir)
-	case exists(dir, "package.json"):
+	case "node", "typescript":
 		return detectNode(dir)
-	case exists(dir, "pyproject.toml"), exists(dir, "uv.lock"), exists(dir, "requirements.txt"),
-		exists(dir, "server.py"), exists(dir, "main.py"), exists(dir, "app.py"):
+	case "python":
 		return detectPython(dir)
-	case loneNode(dir):
-		return detectNode(dir)
 	}
 	return Project{
 		Name:    filepath.Base(dir),
@@ -113,21 +100,18 @@ func detectManifest(dir string) Project {
 	}
 }
 
-// loneNode reports a JavaScript server without a package.json: a
-// server.js or index.js (.mjs too), run with node as a lone server.py is
-// with python3.
-func loneNode(dir string) bool {
-	for _, f := range []string{"server.js", "index.js", "server.mjs", "index.mjs"} {
-		if exists(dir, f) {
-			return true
-		}
-	}
-	return false
-}
-
 func exists(dir, name string) bool {
 	_, err := os.Stat(filepath.Join(dir, name))
 	return err == nil
+}
+
+func firstExisting(dir string, names ...string) string {
+	for _, n := range names {
+		if exists(dir, n) {
+			return n
+		}
+	}
+	return ""
 }
 
 func detectGo(dir string) Project {
@@ -137,7 +121,8 @@ func detectGo(dir string) Project {
 		Include: []string{"**/*.go", "go.mod", "go.sum"},
 		Exclude: []string{"**/*_test.go"},
 	}
-	if mod := goModule(filepath.Join(dir, "go.mod")); mod != "" {
+	b, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if mod := modfile.ModulePath(b); mod != "" {
 		p.Name = filepath.Base(mod)
 	}
 	pkg := "."
@@ -148,16 +133,11 @@ func detectGo(dir string) Project {
 			mains = append(mains, e.Name())
 		}
 	}
-	sort.Strings(mains)
 	switch {
 	case len(mains) > 0:
-		pick := mains[0]
-		for _, m := range mains {
-			if m == p.Name || strings.Contains(m, "server") || strings.Contains(m, "mcp") {
-				pick = m
-				break
-			}
-		}
+		pick := mains[max(0, slices.IndexFunc(mains, func(m string) bool {
+			return m == p.Name || strings.Contains(m, "server") || strings.Contains(m, "mcp")
+		}))]
 		pkg = "./cmd/" + pick
 		p.Name = pick
 		if len(mains) > 1 {
@@ -171,30 +151,16 @@ func detectGo(dir string) Project {
 	return p
 }
 
-// goModule returns the module path declared in the go.mod at path, or "".
-func goModule(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return modfile.ModulePath(b)
-}
-
-// isGoMain reports whether dir holds a Go file of package main.
 func isGoMain(dir string) bool {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
+		b, _ := os.ReadFile(f)
 		for _, line := range strings.Split(string(b), "\n") {
-			line = strings.TrimSpace(line)
-			if strings.HasPrefix(line, "package ") {
-				if strings.TrimSpace(strings.TrimPrefix(line, "package ")) == "main" {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(line), "package "); ok {
+				if strings.TrimSpace(name) == "main" {
 					return true
 				}
 				break
@@ -205,35 +171,32 @@ func isGoMain(dir string) bool {
 }
 
 func detectRust(dir string) Project {
-	name := ""
-	if bins := cargoBins(dir); len(bins) > 0 {
-		name = bins[0]
-	}
 	p := Project{
 		Kind:    "rust",
-		Name:    name,
+		Name:    filepath.Base(dir),
 		Build:   "cargo build",
 		Include: []string{"**/*.rs", "Cargo.toml", "Cargo.lock"},
 		Exclude: []string{"target/**"},
 	}
-	if name == "" {
-		p.Name = filepath.Base(dir)
+	if bins := cargoBins(dir); len(bins) > 0 {
+		p.Name = bins[0]
+	} else {
 		p.Notes = append(p.Notes, "No package name in Cargo.toml: check run.command.")
 	}
 	p.Run = []string{"target/debug/" + p.Name}
 	return p
 }
 
-// packageJSON is what detection reads of a package.json.
+// packageJSON is what detection reads of a package.json (json matches the keys without tags).
 type packageJSON struct {
-	Name    string            `json:"name"`
-	Main    string            `json:"main"`
-	Bin     json.RawMessage   `json:"bin"`
-	Scripts map[string]string `json:"scripts"`
+	Name, Main, Version           string
+	Bin                           json.RawMessage
+	Scripts                       map[string]string
+	Dependencies, DevDependencies map[string]string
 }
 
-// binEntry returns the file package.json's "bin" points to: the string, or
-// in an object the command named like the package (else the first by name).
+// binEntry is the file "bin" names: the string, or the command named like
+// the package (else the first).
 func (m packageJSON) binEntry() string {
 	var bin string
 	if json.Unmarshal(m.Bin, &bin) == nil {
@@ -246,70 +209,51 @@ func (m packageJSON) binEntry() string {
 	if b, ok := bins[unscoped(m.Name)]; ok {
 		return b
 	}
-	keys := make([]string, 0, len(bins))
-	for k := range bins {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return bins[keys[0]]
+	return bins[slices.Sorted(maps.Keys(bins))[0]]
 }
 
-func unscoped(name string) string {
-	if i := strings.LastIndex(name, "/"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
+// unscoped is a package name without its @scope/.
+func unscoped(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+// readPackageJSON reads dir/package.json; zero when it is missing or bad.
+func readPackageJSON(dir string) packageJSON {
+	var m packageJSON
+	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
-// tsConfig is what detection reads of a tsconfig.json (following
-// "extends" to relative files). OutDir and RootDir are relative to the
-// project folder, slash-separated, "" when unset.
+// tsConfig is what detection reads of tsconfig.json, following relative
+// "extends"; OutDir and RootDir are slash paths relative to the project.
 type tsConfig struct {
-	Found         bool
-	OutDir        string
-	RootDir       string
-	NoEmitOnError bool
-	Major         int // TypeScript's major version, from node_modules or package.json; 0 if unknown
+	Found           bool
+	OutDir, RootDir string
+	NoEmitOnError   bool
+	Major           int // TypeScript's major version, from node_modules or package.json; 0 if unknown
 }
 
-// readTSConfig reads dir/tsconfig.json, which may hold comments and
-// trailing commas (tsc reads it as JSONC).
+// ownOutDir is OutDir when it lies inside the project, else "".
+func (ts tsConfig) ownOutDir() string {
+	if ts.OutDir == "." || strings.HasPrefix(ts.OutDir, "../") {
+		return ""
+	}
+	return ts.OutDir
+}
+
+// readTSConfig reads dir/tsconfig.json, which tsc reads as JSONC.
 func readTSConfig(dir string) tsConfig {
-	var ts tsConfig
+	ts := tsConfig{Major: typescriptMajor(dir)}
 	readTSConfigFile(dir, filepath.Join(dir, "tsconfig.json"), &ts, 0)
-	ts.Major = typescriptMajor(dir)
 	return ts
 }
 
-// typescriptMajor is the major version of the project's TypeScript: the
-// installed one, else the one package.json asks for; 0 if unknown.
+// typescriptMajor is the installed TypeScript's major version, else package.json's; 0 if unknown.
 func typescriptMajor(dir string) int {
-	var v string
-	var installed struct {
-		Version string `json:"version"`
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "typescript", "package.json")); err == nil && json.Unmarshal(b, &installed) == nil {
-		v = installed.Version
-	} else {
-		var m struct {
-			Dependencies    map[string]string `json:"dependencies"`
-			DevDependencies map[string]string `json:"devDependencies"`
-		}
-		b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-		_ = json.Unmarshal(b, &m)
-		v = m.DevDependencies["typescript"]
-		if v == "" {
-			v = m.Dependencies["typescript"]
-		}
-	}
+	m := readPackageJSON(dir)
+	v := cmp.Or(readPackageJSON(filepath.Join(dir, "node_modules", "typescript")).Version,
+		m.DevDependencies["typescript"], m.Dependencies["typescript"])
 	v = strings.TrimLeft(v, "^~>=v ")
-	n := 0
-	for _, r := range v {
-		if r < '0' || r > '9' {
-			break
-		}
-		n = n*10 + int(r-'0')
-	}
+	n, _ := strconv.Atoi(v[:len(v)-len(strings.TrimLeft(v, "0123456789"))])
 	return n
 }
 
@@ -331,11 +275,8 @@ func readTSConfigFile(projectDir, path string, ts *tsConfig, depth int) {
 	}
 	ts.Found = true
 	// The base config first, so that this file's options win.
-	var bases []string
-	var one string
-	if json.Unmarshal(c.Extends, &one) == nil {
-		bases = []string{one}
-	} else {
+	bases := []string{""}
+	if json.Unmarshal(c.Extends, &bases[0]) != nil {
 		_ = json.Unmarshal(c.Extends, &bases)
 	}
 	for _, base := range bases {
@@ -378,9 +319,7 @@ func stripJSONC(b []byte) []byte {
 				}
 				j++
 			}
-			if j >= len(b) {
-				j = len(b) - 1
-			}
+			j = min(j, len(b)-1)
 			out = append(out, b[i:j+1]...)
 			i = j
 		case c == '/' && i+1 < len(b) && b[i+1] == '/':
@@ -400,11 +339,7 @@ func stripJSONC(b []byte) []byte {
 			out = append(out, ' ')
 		case c == ']' || c == '}':
 			// Drop a comma that only whitespace separates from the close.
-			k := len(out) - 1
-			for k >= 0 && (out[k] == ' ' || out[k] == '\t' || out[k] == '\n' || out[k] == '\r') {
-				k--
-			}
-			if k >= 0 && out[k] == ',' {
+			if k := len(bytes.TrimRight(out, " \t\n\r")) - 1; k >= 0 && out[k] == ',' {
 				out = append(out[:k], out[k+1:]...)
 			}
 			out = append(out, c)
@@ -415,11 +350,9 @@ func stripJSONC(b []byte) []byte {
 	return out
 }
 
-// tsOutput is the file tsc writes for the source file src (relative,
-// slash-separated) under ts: src mapped through rootDir into outDir, with
-// the JavaScript extension. Without rootDir, TypeScript 6 and later use the
-// tsconfig.json's folder; earlier versions the sources' common folder,
-// taken here as src's own.
+// tsOutput is the file tsc writes for the slash path src: through rootDir
+// into outDir. Without rootDir, TypeScript 6+ uses tsconfig.json's folder,
+// earlier versions the sources' common folder (taken here as src's own).
 func tsOutput(ts tsConfig, src string) string {
 	ext := path.Ext(src)
 	js := map[string]string{".ts": ".js", ".tsx": ".js", ".mts": ".mjs", ".cts": ".cjs"}[ext]
@@ -437,40 +370,31 @@ func tsOutput(ts tsConfig, src string) string {
 			root = "."
 		}
 	}
-	rel := out
-	if root != "." {
-		r, ok := strings.CutPrefix(out, root+"/")
-		if !ok {
-			return ""
-		}
-		rel = r
+	if root == "." {
+		return path.Join(ts.OutDir, out)
 	}
-	return path.Join(ts.OutDir, rel)
+	if rel, ok := strings.CutPrefix(out, root+"/"); ok {
+		return path.Join(ts.OutDir, rel)
+	}
+	return ""
 }
 
-// tsEntrySource finds the TypeScript file a server most likely starts
-// from: index, server or main (.ts, .mts) in rootDir, src/ or the project
-// root.
+// tsEntrySource is index, server or main (.ts, .mts) in rootDir, src/ or the root.
 func tsEntrySource(dir string, ts tsConfig) string {
 	folders := []string{"src", "."}
 	if ts.RootDir != "" {
 		folders = []string{ts.RootDir}
 	}
+	var names []string
 	for _, f := range folders {
 		for _, base := range []string{"index", "server", "main"} {
-			for _, ext := range []string{".ts", ".mts"} {
-				p := path.Join(f, base+ext)
-				if exists(dir, p) {
-					return p
-				}
-			}
+			names = append(names, path.Join(f, base+".ts"), path.Join(f, base+".mts"))
 		}
 	}
-	return ""
+	return firstExisting(dir, names...)
 }
 
-// tsSources lists the project's TypeScript sources (relative,
-// slash-separated), skipping node_modules, dot folders and the outDir.
+// tsSources lists the TypeScript sources, skipping node_modules, dot folders and the outDir.
 func tsSources(dir string, ts tsConfig) []string {
 	var srcs []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -485,11 +409,7 @@ func tsSources(dir string, ts tsConfig) []string {
 			}
 			return nil
 		}
-		if strings.HasSuffix(rel, ".d.ts") {
-			return nil
-		}
-		switch path.Ext(rel) {
-		case ".ts", ".tsx", ".mts", ".cts":
+		if slices.Contains([]string{".ts", ".tsx", ".mts", ".cts"}, path.Ext(rel)) && !strings.HasSuffix(rel, ".d.ts") {
 			srcs = append(srcs, rel)
 		}
 		return nil
@@ -497,27 +417,19 @@ func tsSources(dir string, ts tsConfig) []string {
 	return srcs
 }
 
-// nodeEntryWarning reports, for a run command that starts a script with
-// node, when that script does not exist and the project's build (tsc, per
-// tsconfig.json) will not write it either; "" when it exists or will. dir
-// is the folder run paths are relative to. mcpflow check calls it with the
-// resolved run command.
+// NodeEntryWarning warns when run starts node on a missing script that tsc will not write either.
 func NodeEntryWarning(dir string, run config.Command) string {
-	if run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
-		return ""
-	}
 	sr, ok := scriptOf(run.Argv, dir)
-	if !ok {
+	if !ok || run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
-	script := sr.script
-	abs := AbsFrom(sr.dir, script)
+	abs := AbsFrom(sr.dir, sr.script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
 	rel, err := filepath.Rel(dir, abs)
 	if err != nil {
-		rel = script
+		rel = sr.script
 	}
 	rel = filepath.ToSlash(rel)
 	ts := readTSConfig(dir)
@@ -541,26 +453,18 @@ func NodeEntryWarning(dir string, run config.Command) string {
 	return msg
 }
 
-// projectOutputs lists the folders the project's own build writes, as
-// absolute paths: tsconfig.json's outDir. Everything under them is build
-// output, never a source to watch.
+// projectOutputs is tsconfig.json's outDir, absolute: build output, never a source to watch.
 func projectOutputs(dir string) []string {
-	ts := readTSConfig(dir)
-	if ts.OutDir == "" || ts.OutDir == "." || strings.HasPrefix(ts.OutDir, "../") {
-		return nil
+	if o := readTSConfig(dir).ownOutDir(); o != "" {
+		return []string{filepath.Join(dir, filepath.FromSlash(o))}
 	}
-	return []string{filepath.Join(dir, filepath.FromSlash(ts.OutDir))}
+	return nil
 }
 
 func detectNode(dir string) Project {
-	var m packageJSON
-	b, _ := os.ReadFile(filepath.Join(dir, "package.json"))
-	_ = json.Unmarshal(b, &m)
+	m := readPackageJSON(dir)
 	ts := readTSConfig(dir)
-	p := Project{Kind: "node", Name: unscoped(m.Name)}
-	if p.Name == "" {
-		p.Name = filepath.Base(dir)
-	}
+	p := Project{Kind: "node", Name: cmp.Or(unscoped(m.Name), filepath.Base(dir))}
 	src := ""
 	if ts.Found {
 		p.Kind = "typescript"
@@ -570,22 +474,20 @@ func detectNode(dir string) Project {
 	if hasBuild {
 		p.Build = "npm run build"
 	}
-	// A build script in watch mode never exits: every start would wait on
-	// it. TypeScript builds with tsc once instead; otherwise the user says
-	// how.
+	// A build script in watch mode would never exit: TypeScript builds with
+	// tsc once instead; otherwise the user says how.
 	if w := watchModeBuild(dir, config.Command{Argv: []string{p.Build}, Shell: true}); hasBuild && w != nil {
 		buildScript, hasBuild, p.Build = "", false, ""
+		instead := "init wrote no build.command; add one that builds once (" + w.instead + ")"
 		if ts.Found {
-			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init builds with tsc, once, instead.", w.part))
-		} else {
-			p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: init wrote no build.command; add one that builds once (%s).", w.part, w.instead))
+			instead = "init builds with tsc, once, instead"
 		}
+		p.Notes = append(p.Notes, fmt.Sprintf("package.json's build script runs in watch mode (%s): it never exits, so every call would wait on it. mcpflow watches and rebuilds by itself: %s.", w.part, instead))
 	}
-
-	// The entry point, the way the project says it: bin, then what tsc
-	// writes for the source entry, then main.
+	// The entry point: bin, then what tsc writes for the source entry, then main.
 	clean := func(s string) string { return path.Clean(strings.TrimPrefix(filepath.ToSlash(s), "./")) }
-	entry, why := "", ""
+	var entry, why string
+	lone := firstExisting(dir, "index.js", "server.js", "main.js", "index.mjs", "server.mjs")
 	switch bin, out := m.binEntry(), tsOutput(ts, src); {
 	case bin != "":
 		entry, why = clean(bin), `"bin" in package.json`
@@ -593,28 +495,19 @@ func detectNode(dir string) Project {
 		entry, why = out, "tsc's output for "+src+", through tsconfig.json's rootDir and outDir"
 	case m.Main != "":
 		entry, why = clean(m.Main), `"main" in package.json`
+	case lone != "":
+		entry, why = lone, "the only script found"
 	default:
-		for _, f := range []string{"index.js", "server.js", "main.js", "index.mjs", "server.mjs"} {
-			if exists(dir, f) {
-				entry, why = f, "the only script found"
-				break
-			}
-		}
-	}
-	if entry == "" {
 		entry = "index.js"
 		p.Notes = append(p.Notes, `No "bin", "main", tsconfig.json output or index.js found: set run.command to your server's entry point.`)
 	}
-	p.Run = []string{"node", entry}
-	p.RunWhy = why
-
+	p.Run, p.RunWhy = []string{"node", entry}, why
 	if ts.Found {
 		if !hasBuild {
 			p.Build = "npx --no -- tsc"
 		}
 		if !ts.NoEmitOnError {
-			// tsc writes JavaScript even when type-checking fails; with
-			// --noEmitOnError a failed build leaves the last good output.
+			// Without it, tsc writes JavaScript even when type-checking fails.
 			switch f := strings.Fields(buildScript); {
 			case !hasBuild:
 				p.Build += " --noEmitOnError"
@@ -638,24 +531,18 @@ func detectNode(dir string) Project {
 	} else if !exists(dir, entry) && p.Build == "" {
 		p.Notes = append(p.Notes, fmt.Sprintf("run.command starts %s (%s), which does not exist.", entry, why))
 	}
-
 	p.Include = []string{"**/*.ts", "**/*.mts", "**/*.cts", "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.json"}
 	p.Exclude = []string{"node_modules/**", "package-lock.json"}
 	if p.Build != "" {
 		// The build writes these folders: never watch them.
-		var outs []string
-		if ts.OutDir != "" && ts.OutDir != "." && !strings.HasPrefix(ts.OutDir, "../") {
-			outs = append(outs, ts.OutDir)
-		}
+		outs := []string{ts.ownOutDir()}
 		for _, e := range []string{m.binEntry(), m.Main, entry} {
 			if d := path.Dir(clean(e)); e != "" && d != "." && !strings.HasPrefix(d, "../") && !isSourceDir(d, ts, src) {
 				outs = append(outs, d)
 			}
 		}
-		seen := map[string]bool{}
 		for _, o := range outs {
-			if !seen[o] {
-				seen[o] = true
+			if o != "" && !slices.Contains(p.Exclude, o+"/**") {
 				p.Exclude = append(p.Exclude, o+"/**")
 			}
 		}
@@ -683,16 +570,11 @@ func detectPython(dir string) Project {
 	_ = toml.Unmarshal(b, &m)
 	p := Project{
 		Kind:    "python",
-		Name:    m.Project.Name,
+		Name:    cmp.Or(m.Project.Name, filepath.Base(dir)),
 		Include: []string{"**/*.py", "pyproject.toml"},
 		Exclude: []string{".venv/**", "**/__pycache__/**", "**/*.egg-info/**"},
 	}
-	if p.Name == "" {
-		p.Name = filepath.Base(dir)
-	}
-
-	// The interpreter: uv's when the project is managed by uv, else the
-	// project's virtual environment, else python3 from PATH.
+	// The interpreter: uv's, else the project's .venv, else python3 from PATH.
 	e := pyEnv{dir: dir, uv: exists(dir, "uv.lock"), py: []string{"python3"}}
 	e.venv = !e.uv && exists(dir, ".venv/bin/python")
 	switch {
@@ -701,12 +583,9 @@ func detectPython(dir string) Project {
 	case e.venv:
 		e.py = []string{".venv/bin/python"}
 	}
-	// uv installs the project itself (and its scripts) when it has a
-	// build system.
+	// uv installs the project and its scripts when it has a build system.
 	e.installed = e.uv && m.BuildSystem != nil
-
-	// How the project says it is run ([project.scripts]), then a package
-	// with __main__.py, then a top-level script.
+	// [project.scripts], then a package with __main__.py, then a top-level script.
 	cands := e.scripts(m.Project.Scripts, p.Name)
 	cands = append(cands, e.mainPackages()...)
 	cands = append(cands, e.topScripts()...)
@@ -741,10 +620,9 @@ type pyEnv struct {
 
 // pyCandidate is one way to run a Python server, and why.
 type pyCandidate struct {
-	run  []string
-	env  map[string]string
-	what string
-	why  string
+	run       []string
+	env       map[string]string
+	what, why string
 }
 
 // srcPath is the environment that lets pkg be imported from src/.
@@ -755,13 +633,9 @@ func (e pyEnv) srcPath(pkg string) map[string]string {
 	return nil
 }
 
-// scripts are the [project.scripts] of the project called name, the most
-// likely server first.
+// scripts are the [project.scripts] of the project called name, the likeliest server first.
 func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
-	keys := make([]string, 0, len(scripts))
-	for k := range scripts {
-		keys = append(keys, k)
-	}
+	keys := slices.Sorted(maps.Keys(scripts))
 	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], name) < scriptRank(keys[j], name) })
 	var cands []pyCandidate
 	for _, k := range keys {
@@ -790,8 +664,7 @@ func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
 	return cands
 }
 
-// mainPackages are the packages with a __main__.py (run with -m), at the
-// top or under src/.
+// mainPackages are the packages with a __main__.py, at the top or under src/.
 func (e pyEnv) mainPackages() []pyCandidate {
 	var cands []pyCandidate
 	for _, root := range []string{".", "src"} {
@@ -810,39 +683,33 @@ func (e pyEnv) mainPackages() []pyCandidate {
 	return cands
 }
 
-// topScripts are the top-level scripts: server.py, main.py, app.py, or
-// the only one first.
+// topScripts are the top-level scripts, server.py, main.py, app.py first.
 func (e pyEnv) topScripts() []pyCandidate {
 	var scripts []string
 	top, _ := filepath.Glob(filepath.Join(e.dir, "*.py"))
 	for _, f := range top {
-		switch base := filepath.Base(f); base {
-		case "setup.py", "conftest.py", "noxfile.py", "__init__.py":
-		default:
+		if base := filepath.Base(f); !slices.Contains([]string{"setup.py", "conftest.py", "noxfile.py", "__init__.py"}, base) {
 			scripts = append(scripts, base)
 		}
 	}
 	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
 	var cands []pyCandidate
-	for i, s := range scripts {
-		why := "it is the only top-level script"
-		if len(scripts) > 1 {
-			why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
-		}
-		if i > 0 {
-			why = ""
-		}
+	why := "it is the only top-level script"
+	if len(scripts) > 1 {
+		why = "it is the most likely top-level script (server.py, main.py, app.py, in that order)"
+	}
+	for _, s := range scripts {
 		run := append(slices.Clone(e.py), s)
 		if e.uv {
 			run = []string{"uv", "run", s}
 		}
 		cands = append(cands, pyCandidate{run: run, what: s, why: why})
+		why = "" // only the first is picked
 	}
 	return cands
 }
 
-// scriptRank orders console scripts: the one named like the project, then
-// any with "mcp" or "server" in its name, then the rest.
+// scriptRank puts the script named like the project first, then those named mcp or server.
 func scriptRank(name, project string) int {
 	switch {
 	case name == project:
@@ -853,14 +720,10 @@ func scriptRank(name, project string) int {
 	return 2
 }
 
+// scriptFileRank puts server.py, main.py and app.py first, then files named server or mcp.
 func scriptFileRank(name string) int {
-	switch name {
-	case "server.py":
-		return 0
-	case "main.py":
-		return 1
-	case "app.py":
-		return 2
+	if i := slices.Index([]string{"server.py", "main.py", "app.py"}, name); i >= 0 {
+		return i
 	}
 	if strings.Contains(name, "server") || strings.Contains(name, "mcp") {
 		return 3
@@ -868,8 +731,7 @@ func scriptFileRank(name string) int {
 	return 4
 }
 
-// zeroConfig is the config of "mcpflow watch -- CMD": the command is the
-// server, build is optional, the watch set comes from detection.
+// ZeroConfig is the config of "mcpflow watch -- CMD", with detection's watch set.
 func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	c := config.Default(dir)
 	c.Run.Command = config.Command{Argv: argv}
@@ -878,179 +740,110 @@ func ZeroConfig(dir string, argv []string, build string) *config.Config {
 	}
 	p := detectManifest(c.Dir)
 	if p.Kind != "" {
-		c.Watch.Include = p.Include
-		c.Watch.Exclude = p.Exclude
+		c.Watch.Include, c.Watch.Exclude = p.Include, p.Exclude
 	}
 	return c
 }
 
-// projectWarnings is what mcpflow check adds for the project's own
-// layout: a node entry point that neither exists nor will be built, and a
-// build output folder (tsconfig.json's outDir) that the watch globs cover.
+// projectWarnings warn about a node entry point that will not exist and a watched tsc outDir.
 func projectWarnings(cfg *config.Config) []string {
 	var out []string
 	if w := NodeEntryWarning(cfg.Run.Cwd, cfg.Run.Command); w != "" && !builtByOther(cfg) {
 		out = append(out, w)
 	}
-	if cfg.Watch.Enabled {
-		for _, d := range watchedOutputDirs(cfg.Dir, cfg.Watch.Include, cfg.Watch.Exclude) {
-			out = append(out, fmt.Sprintf("the watch globs cover %s/, where the build writes (tsconfig.json outDir): mcpflow ignores it so a build cannot trigger the next one, but add \"%s/**\" to watch.exclude to make that explicit", d, d))
-		}
+	if d := watchedOutputDir(cfg); d != "" {
+		out = append(out, fmt.Sprintf("the watch globs cover %s/, where the build writes (tsconfig.json outDir): mcpflow ignores it so a build cannot trigger the next one, but add \"%s/**\" to watch.exclude to make that explicit", d, d))
 	}
 	return out
 }
 
-// builtByOther reports whether the script node runs, missing now, is
-// what a build other than tsc writes: the project has no tsconfig.json,
-// and the script lies in a build output folder (dist/, ...) or is the
-// build command's -o, --outdir or --outfile.
+// builtByOther reports whether node's missing script is what a build other than tsc writes.
 func builtByOther(cfg *config.Config) bool {
 	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
 	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
 		return false
 	}
 	abs := AbsFrom(sr.dir, sr.script)
-	if inAny(outputFolders(cfg), abs) {
-		return true
-	}
-	for _, words := range commandWords(cfg.Build.Command) {
-		for i, w := range words {
-			name, v, attached := strings.Cut(w, "=")
-			if name != "--outfile" && name != "--out-file" && name != "-o" {
-				continue
-			}
-			if !attached && i+1 < len(words) {
-				v = words[i+1]
-			}
-			if v != "" && AbsFrom(cfg.Dir, v) == abs {
-				return true
-			}
-		}
-	}
-	return false
+	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
 }
 
-// watchedOutputDirs lists the project's build output folders (relative to
-// dir, slash-separated) in which a file the build writes, or one already
-// there, matches include and not exclude.
-func watchedOutputDirs(dir string, include, exclude []string) []string {
-	match := func(globs []string, rel string) bool {
-		for _, g := range globs {
-			if ok, _ := doublestar.Match(g, rel); ok {
-				return true
-			}
-		}
-		return false
+// watchedOutputDir is tsconfig.json's outDir when the watch globs cover a file the build writes there.
+func watchedOutputDir(cfg *config.Config) string {
+	rel := readTSConfig(cfg.Dir).ownOutDir()
+	if !cfg.Watch.Enabled || rel == "" {
+		return ""
 	}
-	var out []string
-	for _, abs := range projectOutputs(dir) {
-		rel, err := filepath.Rel(dir, abs)
-		if err != nil {
-			continue
-		}
-		rel = filepath.ToSlash(rel)
-		probes := []string{"index.js", "index.mjs", "index.cjs", "index.d.ts", "index.js.map", "sub/index.js"}
-		if files, err := os.ReadDir(abs); err == nil {
-			for i, f := range files {
-				if i == 50 {
-					break
-				}
-				probes = append(probes, f.Name())
-			}
-		}
-		for _, p := range probes {
-			if f := rel + "/" + p; match(include, f) && !match(exclude, f) {
-				out = append(out, rel)
-				break
-			}
+	probes := []string{"index.js", "index.mjs", "index.cjs", "index.d.ts", "index.js.map", "sub/index.js"}
+	files, _ := os.ReadDir(filepath.Join(cfg.Dir, filepath.FromSlash(rel)))
+	for _, f := range files[:min(len(files), 50)] {
+		probes = append(probes, f.Name())
+	}
+	for _, p := range probes {
+		if f := rel + "/" + p; matchesAny(cfg.Watch.Include, f) && !matchesAny(cfg.Watch.Exclude, f) {
+			return rel
 		}
 	}
-	return out
+	return ""
 }
 
-// serving is what a text search of a project's sources tells about how
-// its MCP server speaks: a Streamable HTTP transport or a stdio one, and
-// where an HTTP server listens. Each mark is what was found and where,
-// relative to the project, e.g. "StreamableHTTPServerTransport at
-// src/index.ts:3"; PortAt and PathAt are "file:line"; "" when not found.
-// The search is rough by design: init writes what it found with where it
-// found it, and check only warns when the evidence points one way.
+// serving is what a rough text search of the sources says about how the
+// server speaks: marks read "StreamableHTTPServerTransport at
+// src/index.ts:3", PortAt and PathAt "file:line"; "" when not found.
 type serving struct {
-	HTTP   string // a Streamable HTTP server transport
-	Stdio  string // a stdio server transport
-	SSE    string // the legacy HTTP+SSE server transport, which mcpflow does not speak
-	Env    string // a read of the PORT environment variable
-	Port   int    // a literal port where the server listens; 0 if none
-	PortAt string
-	Path   string // the URL path it serves, when the source names one; "" unknown
-	PathAt string
-	// DefaultPort is the port the framework listens on when the source
-	// names none (FastMCP's 8000); 0 if none.
-	DefaultPort int
+	HTTP        string // a Streamable HTTP server transport
+	Stdio       string // a stdio server transport
+	SSE         string // the legacy HTTP+SSE server transport, which mcpflow does not speak
+	Env         string // a read of the PORT environment variable
+	Port        int    // a literal port where the server listens; 0 if none
+	PortAt      string
+	Path        string // the URL path it serves, when the source names one; "" unknown
+	PathAt      string
+	DefaultPort int // the framework's port when the source names none (FastMCP's 8000); 0 if none
 }
 
-// OnlyHTTP reports a server that serves Streamable HTTP and has no stdio
-// transport: one that needs run.url.
+// OnlyHTTP reports a server with Streamable HTTP and no stdio: it needs run.url.
 func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
 
-// OnlySSE reports a server that serves only the legacy HTTP+SSE
-// transport (2024-11-05), which mcpflow does not speak.
+// OnlySSE reports a server with only the legacy HTTP+SSE transport, which mcpflow does not speak.
 func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio == "" }
 
-// OnlyStdio reports a server that has a stdio transport and no HTTP one:
-// one that run.url would wait on in vain.
+// OnlyStdio reports a server with stdio and no HTTP: run.url would wait on it in vain.
 func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 
-// URL is the run.url for an HTTP server: {port} when it reads $PORT,
-// else the literal port it listens on, else the framework's default port,
-// else {port}. sure is false in that last case (the port is a guess),
-// and why says where each part comes from.
+// URL is run.url for an HTTP server: {port} when it reads $PORT, else its
+// port, else the framework's default, else {port} with sure false.
 func (s serving) URL() (url, why string, sure bool) {
-	path := s.Path
-	if path == "" {
-		path = "/mcp"
-	}
-	sure = true
+	port, sure := config.PortPlaceholder, true
 	switch {
 	case s.Env != "":
-		url = "http://127.0.0.1:" + config.PortPlaceholder + path
 		why = fmt.Sprintf("it reads $PORT (%s)", s.Env)
 	case s.Port != 0:
-		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.Port, path)
-		why = fmt.Sprintf("it listens on port %d (at %s)", s.Port, s.PortAt)
+		port, why = strconv.Itoa(s.Port), fmt.Sprintf("it listens on port %d (at %s)", s.Port, s.PortAt)
 	case s.DefaultPort != 0:
-		url = fmt.Sprintf("http://127.0.0.1:%d%s", s.DefaultPort, path)
-		why = fmt.Sprintf("the source names no port: %d is FastMCP's default", s.DefaultPort)
+		port, why = strconv.Itoa(s.DefaultPort), fmt.Sprintf("the source names no port: %d is FastMCP's default", s.DefaultPort)
 	default:
-		url = "http://127.0.0.1:" + config.PortPlaceholder + path
-		why = "init found no port in the source: {port} works if the server listens on $PORT; otherwise write its port in run.url"
-		sure = false
+		why, sure = "init found no port in the source: {port} works if the server listens on $PORT; otherwise write its port in run.url", false
 	}
 	if s.PathAt != "" {
 		why += fmt.Sprintf("; path %s (at %s)", s.Path, s.PathAt)
 	}
-	return url, why, sure
+	return "http://127.0.0.1:" + port + cmp.Or(s.Path, "/mcp"), why, sure
 }
 
-// servingMark is a pattern that marks a transport or a PORT read; when
-// needs is set, it counts only in a file that also contains one of
-// needs (the SDK's import: a name in a usage text or a comment of a
-// program that is no MCP server is no transport).
+// servingMark is a pattern; with needs, it counts only in a file that
+// holds one of needs (the SDK's import: a usage text is no transport).
 type servingMark struct {
 	re    *regexp.Regexp
 	needs []string
 }
 
-// servingLang is how to search one language's sources.
 type servingLang struct {
-	exts        []string
-	isTest      func(base string) bool
-	http, stdio []servingMark
-	sse         []servingMark
-	env         []servingMark
-	port        []*regexp.Regexp // group 1: the port
-	path        []*regexp.Regexp // group 1: the path
-	defaultPort int
+	exts                  []string
+	isTest                func(base string) bool
+	http, stdio, sse, env []servingMark
+	port                  []servingMark // group 1: the port
+	path                  []servingMark // group 1: the path
+	defaultPort           int
 }
 
 func marks(needs []string, res ...string) []servingMark {
@@ -1061,16 +854,7 @@ func marks(needs []string, res ...string) []servingMark {
 	return out
 }
 
-func regexps(res ...string) []*regexp.Regexp {
-	out := make([]*regexp.Regexp, len(res))
-	for i, r := range res {
-		out[i] = regexp.MustCompile(r)
-	}
-	return out
-}
-
-// servingLangs are the languages scanServing reads, by project kind
-// (compiled on first use: most commands never search sources).
+// servingLangs are scanServing's languages by project kind, compiled on first use.
 var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 	jsSDK := []string{"@modelcontextprotocol/", "fastmcp"}
 	pySDK := []string{"mcp"} // mcp, fastmcp, FastMCP
@@ -1080,16 +864,15 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		isTest: func(b string) bool {
 			return strings.HasSuffix(b, ".d.ts") || strings.Contains(b, ".test.") || strings.Contains(b, ".spec.")
 		},
-		// StreamableHTTPServerTransport (SDK 1.x, server/streamableHttp.js),
-		// WebStandard… and NodeStreamableHTTPServerTransport (2.x), and
-		// the fastmcp package's start({ transportType: "httpStream" }).
+		// SDK 1.x's StreamableHTTPServerTransport, 2.x's WebStandard… and
+		// NodeStreamableHTTPServerTransport, fastmcp's start({ transportType: "httpStream" }).
 		http:  marks(jsSDK, `\w*StreamableHTTPServerTransport\b`, `\btransportType:\s*['"]httpStream['"]`),
 		stdio: marks(jsSDK, `\bStdioServerTransport\b`, `\btransportType:\s*['"]stdio['"]`),
 		sse:   marks(jsSDK, `\bSSEServerTransport\b`),
 		env: marks(nil, `process\.env\.PORT\b`, `process\.env\[\s*['"]PORT['"]\s*\]`,
 			`\{[^}]*\bPORT\b[^}]*\}\s*=\s*process\.env\b`, `\b(?:Bun|Deno)\.env(?:\.PORT\b|\.get\(\s*['"]PORT['"])`),
-		port: regexps(`\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
-		path: regexps("\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
+		port: marks(nil, `\.listen\(\s*(\d{2,5})\b`, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path: marks(nil, "\\.(?:post|all|use|route)\\(\\s*['\"`](/[\\w\\-./]*)['\"`]"),
 	}
 	py := &servingLang{
 		exts: []string{".py"},
@@ -1104,8 +887,8 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 			marks([]string{"FastMCP"}, `\.run\(\s*\)`)...), // FastMCP's run() serves stdio
 		sse:         marks(pySDK, `\btransport\s*=\s*['"]sse['"]`, `\.run\(\s*['"]sse['"]`, `\bsse_app\(`, `\brun_sse_async\b`),
 		env:         marks(nil, `\benviron\[\s*['"]PORT['"]`, `\benviron\.get\(\s*['"]PORT['"]`, `\bgetenv\(\s*['"]PORT['"]`),
-		port:        regexps(`(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
-		path:        regexps(`\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
+		port:        marks(nil, `(?i)\bport\s*[:=]\s*(\d{2,5})\b`),
+		path:        marks(nil, `\b(?:path|streamable_http_path)\s*=\s*['"](/[\w\-./]*)['"]`),
 		defaultPort: 8000,
 	}
 	goLang := &servingLang{
@@ -1117,9 +900,9 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		sse:   marks(goSDK, `\bNewSSEHandler\b`, `\bNewSSEServer\b`),
 		env:   marks(nil, `\b(?:Getenv|LookupEnv)\(\s*"PORT"\s*\)`),
 		// Where it listens first: a DSN's "host:5432" is no server's.
-		port: regexps(`(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
+		port: marks(nil, `(?:Listen\w*\(|Addr:|Start\()\s*"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`,
 			`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\])?:(\d{2,5})"`),
-		path: regexps(`\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
+		path: marks(nil, `\bHandle(?:Func)?\(\s*"(?:[A-Z]+ +)?(/[\w\-./]*)"`),
 	}
 	rust := &servingLang{
 		exts:   []string{".rs"},
@@ -1127,24 +910,24 @@ var servingLangs = sync.OnceValue(func() map[string]*servingLang {
 		http:   marks([]string{"rmcp"}, `\bStreamableHttpService\b`),
 		stdio:  marks([]string{"rmcp"}, `\bstdio\(\)`),
 		env:    marks(nil, `\bvar\(\s*"PORT"\s*\)`),
-		port:   regexps(`"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
-		path:   regexps(`\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
+		port:   marks(nil, `"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1?\]):(\d{2,5})"`),
+		path:   marks(nil, `\.(?:nest_service|route_service|route)\(\s*"(/[\w\-./]*)"`),
 	}
 	return map[string]*servingLang{"node": js, "typescript": js, "python": py, "go": goLang, "rust": rust}
 })
 
-// Bounds of scanServing: the source files it reads, how much of each,
-// and the entries it walks through to find them.
+// Bounds of scanServing: files read, bytes of each, entries walked.
 const (
 	servingMaxFiles   = 400
 	servingMaxBytes   = 512 << 10
 	servingMaxEntries = 20000
 )
 
-// scanServing searches the sources of the project in dir, of kind (as
-// detect names it), for how its server speaks. It reads at most
-// servingMaxFiles source files among the first servingMaxEntries it
-// walks, skipping dependencies, build outputs, tests and examples.
+// servingSkipDirs are the folders scanServing never enters: dependencies, outputs, tests, examples.
+var servingSkipDirs = []string{"node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
+	"test", "tests", "__tests__", "example", "examples", "site-packages"}
+
+// scanServing searches the project's sources, within the bounds above, for how its server speaks.
 func scanServing(dir, kind string) serving {
 	lang := servingLangs()[kind]
 	if lang == nil {
@@ -1161,33 +944,25 @@ func scanServing(dir, kind string) serving {
 	httpFile := ""
 	find := func(files []string) {
 		for _, f := range files {
-			text := texts[f]
 			if s.HTTP == "" {
-				if s.HTTP = findMark(lang.http, f, text); s.HTTP != "" {
-					httpFile = f
-				}
+				s.HTTP, httpFile = findMark(lang.http, f, texts[f]), f
 			}
 			if s.Stdio == "" {
-				s.Stdio = findMark(lang.stdio, f, text)
+				s.Stdio = findMark(lang.stdio, f, texts[f])
 			}
 			if s.SSE == "" {
-				s.SSE = findMark(lang.sse, f, text)
+				s.SSE = findMark(lang.sse, f, texts[f])
 			}
 		}
 	}
 	if kind == "go" {
-		mains := map[string]bool{}
+		mains := map[string]bool{} // the root's or cmd/X's folder → it holds package main
 		find(slices.DeleteFunc(slices.Clone(files), func(f string) bool {
 			d := path.Dir(f)
-			if d != "." && path.Dir(d) != "cmd" {
-				return true
+			if _, ok := mains[d]; !ok && (d == "." || path.Dir(d) == "cmd") {
+				mains[d] = isGoMain(filepath.Join(dir, filepath.FromSlash(d)))
 			}
-			isMain, ok := mains[d]
-			if !ok {
-				isMain = isGoMain(filepath.Join(dir, filepath.FromSlash(d)))
-				mains[d] = isMain
-			}
-			return !isMain
+			return !mains[d]
 		}))
 	}
 	if s.HTTP == "" && s.Stdio == "" && s.SSE == "" {
@@ -1202,45 +977,37 @@ func scanServing(dir, kind string) serving {
 		return s
 	}
 	s.DefaultPort = lang.defaultPort
-	// Where it listens: the file with the transport first, then the rest.
+	// Where it listens and at what path: the transport's file first.
 	order := append([]string{httpFile}, slices.DeleteFunc(slices.Clone(files), func(f string) bool { return f == httpFile })...)
+	var paths, ats []string
 	for _, f := range order {
-		if s.Port == 0 {
-			for _, re := range lang.port {
-				if m := re.FindStringSubmatchIndex(texts[f]); m != nil {
-					if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
-						s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
-						break
-					}
+		for _, pm := range lang.port {
+			if m := pm.re.FindStringSubmatchIndex(texts[f]); m != nil && s.Port == 0 {
+				if n, err := strconv.Atoi(texts[f][m[2]:m[3]]); err == nil && n > 0 && n < 65536 {
+					s.Port, s.PortAt = n, lineOf(f, texts[f], m[0])
 				}
 			}
 		}
-	}
-	// The path: one with "mcp" in it, else the only one named.
-	var paths, ats []string
-	for _, f := range order {
-		for _, re := range lang.path {
-			for _, m := range re.FindAllStringSubmatchIndex(texts[f], 20) {
+		for _, pm := range lang.path {
+			for _, m := range pm.re.FindAllStringSubmatchIndex(texts[f], 20) {
 				if p := texts[f][m[2]:m[3]]; !slices.Contains(paths, p) {
 					paths, ats = append(paths, p), append(ats, lineOf(f, texts[f], m[0]))
 				}
 			}
 		}
 	}
-	for i, p := range paths {
-		if strings.Contains(strings.ToLower(p), "mcp") {
-			s.Path, s.PathAt = p, ats[i]
-			break
-		}
+	// The path: one with "mcp" in it, else the only one named.
+	i := slices.IndexFunc(paths, func(p string) bool { return strings.Contains(strings.ToLower(p), "mcp") })
+	if i < 0 && len(paths) == 1 {
+		i = 0
 	}
-	if s.Path == "" && len(paths) == 1 {
-		s.Path, s.PathAt = paths[0], ats[0]
+	if i >= 0 {
+		s.Path, s.PathAt = paths[i], ats[i]
 	}
 	return s
 }
 
-// servingFiles lists the source files of lang in dir that scanServing
-// reads (slash paths relative to dir), within its bounds.
+// servingFiles lists the slash paths of lang's sources that scanServing reads.
 func servingFiles(dir string, lang *servingLang) []string {
 	outDir := readTSConfig(dir).OutDir
 	var files []string
@@ -1256,15 +1023,7 @@ func servingFiles(dir string, lang *servingLang) []string {
 		rel = filepath.ToSlash(rel)
 		name := d.Name()
 		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			switch name {
-			case "node_modules", "vendor", "testdata", "target", "dist", "build", "out", "venv", "__pycache__",
-				"test", "tests", "__tests__", "example", "examples", "site-packages":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(name, ".") || rel == outDir {
+			if rel != "." && (strings.HasPrefix(name, ".") || rel == outDir || slices.Contains(servingSkipDirs, name)) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -1277,8 +1036,7 @@ func servingFiles(dir string, lang *servingLang) []string {
 	return files
 }
 
-// findMark is the first of marks found in text (the file f), as "MATCH
-// at f:LINE"; "" when none is.
+// findMark is the first of ms in text, as "MATCH at f:LINE"; "" if none.
 func findMark(ms []servingMark, f, text string) string {
 	for _, m := range ms {
 		if m.needs != nil && !slices.ContainsFunc(m.needs, func(n string) bool { return strings.Contains(text, n) }) {
@@ -1296,7 +1054,6 @@ func lineOf(f, text string, at int) string {
 	return fmt.Sprintf("%s:%d", f, strings.Count(text[:at], "\n")+1)
 }
 
-// readHead is the first max bytes of the file at p; "" if unreadable.
 func readHead(p string, max int64) string {
 	f, err := os.Open(p)
 	if err != nil {

@@ -18,8 +18,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// WatchConfig is the watcher of cfg's [watch], ignoring what builds and
-// mcpflow itself write in the tree (IgnoredOutputs).
+// WatchConfig is the watcher of cfg's [watch], ignoring IgnoredOutputs.
 func WatchConfig(cfg *config.Config) watcher.Config {
 	return watcher.Config{
 		Root:      cfg.Dir,
@@ -33,16 +32,17 @@ func WatchConfig(cfg *config.Config) watcher.Config {
 	}
 }
 
-// IgnoredOutputs lists what a build writes or mcpflow itself writes inside
-// the tree, so that they never trigger a build: the run binary, a Go
-// build's -o output, the log and traffic files.
+// IgnoredOutputs lists what builds and mcpflow write in the tree, which never trigger a build.
 func IgnoredOutputs(cfg *config.Config) []string {
 	var out []string
 	if cfg.Log.File != "" {
 		out = append(out, cfg.Log.File, cfg.Log.File+".1")
 	}
-	if f := stderrFile(); f != "" {
-		out = append(out, f) // a client that sends mcpflow's stderr to a file in the tree
+	// A client may send mcpflow's stderr to a file in the tree (Linux only tells which).
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode().IsRegular() {
+		if p, err := os.Readlink("/proc/self/fd/2"); err == nil && filepath.IsAbs(p) {
+			out = append(out, p)
+		}
 	}
 	if cfg.Log.Traffic != "" {
 		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
@@ -50,30 +50,24 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, AbsFrom(cfg.Run.Cwd, argv[0]))
 	}
-	out = append(out, projectOutputs(cfg.Dir)...)
-	for _, o := range buildOutputs(cfg.Build.Command) {
-		out = append(out, AbsFrom(cfg.Dir, o))
-	}
-	return out
+	return append(out, buildOutputs(cfg)...)
 }
 
-// buildOutputs finds "-o PATH" / "--out-dir PATH" style outputs in a build
-// command.
-func buildOutputs(c config.Command) []string {
-	var words []string
+// buildOutputs are tsconfig.json's outDir and the "-o PATH" / "--out-dir PATH" style outputs of
+// cfg's build command, absolute.
+func buildOutputs(cfg *config.Config) []string {
+	c, out := cfg.Build.Command, projectOutputs(cfg.Dir)
+	words := c.Argv
 	if c.Shell && len(c.Argv) > 0 {
 		words = strings.Fields(c.Argv[0])
-	} else {
-		words = c.Argv
 	}
-	var out []string
 	for i, w := range words {
 		switch {
 		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
-			out = append(out, strings.Trim(words[i+1], `"'`))
+			out = append(out, AbsFrom(cfg.Dir, strings.Trim(words[i+1], `"'`)))
 		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
 			_, v, _ := strings.Cut(w, "=")
-			out = append(out, strings.Trim(v, `"'`))
+			out = append(out, AbsFrom(cfg.Dir, strings.Trim(v, `"'`)))
 		}
 	}
 	return out
@@ -85,15 +79,12 @@ func BuildIdentity(cfg *config.Config) []string {
 	return append(id, cfg.Build.Command.Argv...)
 }
 
-// RecordFile is where the relay keeps what the server said at its last
-// good start (relay.First): in the project's .mcpflow folder.
+// RecordFile is where the relay keeps what the server said at its last good start.
 func RecordFile(cfg *config.Config) string {
 	return filepath.Join(statedir.Of(cfg.Dir), "last-start.json")
 }
 
-// RecordKey names what a record was written for: the run command, its
-// folder and environment, the build, and the config file's contents. A
-// change of any makes an older record unusable.
+// RecordKey names what a record was written for (run, build, config file): a change voids it.
 func RecordKey(cfg *config.Config) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %v %q %q %v %q\n", cfg.Run.Command.Argv, cfg.Run.Command.Shell, cfg.Run.Cwd, cfg.Build.Command.Argv, cfg.Build.Command.Shell, slices.Sorted(maps.Keys(cfg.Run.Env)))
@@ -108,23 +99,7 @@ func RecordKey(cfg *config.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// stderrFile is the regular file mcpflow's stderr goes to, if it does
-// (Linux: /proc/self/fd/2), else "".
-func stderrFile() string {
-	fi, err := os.Stderr.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
-	p, err := os.Readlink("/proc/self/fd/2")
-	if err != nil || !filepath.IsAbs(p) {
-		return ""
-	}
-	return p
-}
-
-// RunOutput is the file the server runs, when the build writes it: the run
-// binary given as a path, or the script given to node or python. "" when
-// run.command names no such file (a shell script, a program on PATH).
+// RunOutput is the run binary given as a path, or node's or python's script; "" for none.
 func RunOutput(cfg *config.Config) string {
 	argv := cfg.Run.Command.Argv
 	if cfg.Run.Command.Shell || len(argv) == 0 {
@@ -135,28 +110,13 @@ func RunOutput(cfg *config.Config) string {
 	}
 	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
 	case "node", "bun", "python", "python3":
-		for _, a := range argv[1:] {
-			if strings.HasPrefix(a, "-") {
-				continue
-			}
-			switch filepath.Ext(a) {
-			case ".js", ".mjs", ".cjs", ".py":
-				return AbsFrom(cfg.Run.Cwd, a)
-			}
-			return ""
+		args := argv[1:]
+		i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+		if i >= 0 && slices.Contains([]string{".js", ".mjs", ".cjs", ".py"}, filepath.Ext(args[i])) {
+			return AbsFrom(cfg.Run.Cwd, args[i])
 		}
 	}
 	return ""
-}
-
-// underAny reports whether the slash path f lies under one of dirs.
-func underAny(dirs []string, f string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(f, d+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // AbsFrom is p, absolute: as it is when it is, else joined to dir.
@@ -167,9 +127,7 @@ func AbsFrom(dir, p string) string {
 	return filepath.Join(dir, p)
 }
 
-// CacheOptions is the build cache of cfg's build (builder/cache): keyed
-// by the build command and the watched sources, skipping the build's own
-// output folders.
+// CacheOptions is the build cache of cfg's build, keyed by its command and the watched sources.
 func CacheOptions(cfg *config.Config, log *slog.Logger) cache.Options {
 	return cache.Options{
 		Root:     cfg.Dir,

@@ -8,31 +8,24 @@ import (
 	"strings"
 )
 
-// interpreter is how a script interpreter's command line names the file
-// it runs.
+// interpreter is how an interpreter's command line names the file it runs.
 type interpreter struct {
-	valued []string // options that take the next word as their value
-	stop   []string // options after which no script file follows: -c CODE, -m MODULE
-	cwd    []string // options whose value is the folder the rest runs in
-	script []string // options whose value is the script: php -f FILE
-	// subs are the subcommands that run a script (deno run); with subs,
-	// a first word that is no subcommand is the script only when it looks
-	// like a file (deno 2 runs deno x.ts).
-	subs []string
-	// fileOnly: the first word is the script only when it looks like a
-	// file (bun X may run a package.json script or a package's binary).
-	fileOnly bool
-	remote   bool // the script may be a URL or a registry specifier (deno)
+	valued   []string // options that take the next word as their value
+	stop     []string // options after which no script file follows: -c CODE, -m MODULE
+	cwd      []string // options whose value is the folder the rest runs in
+	script   []string // options whose value is the script: php -f FILE
+	subs     []string // subcommands that run a script (deno run); another first word must look like a file
+	fileOnly bool     // the first word is the script only if it looks like a file (bun X may run a package script)
+	remote   bool     // the script may be a URL or a registry specifier (deno)
 }
 
-// pythonRE matches python, python3, python3.12, pypy3, pythonw.
-var pythonRE = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`)
+var (
+	pythonRE     = regexp.MustCompile(`^(python|pypy)[0-9.]*w?$`) // python3.12, pypy3, pythonw
+	remoteRE     = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)      // a module deno fetches: https:, jsr:, npm:
+	assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) // a shell variable assignment: NODE_ENV=dev
+)
 
-// remoteRE matches a module deno fetches: https:, jsr:, npm:.
-var remoteRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]+:`)
-
-// interpreterFor returns how the program prog (a base name) names its
-// script, or false when it is no interpreter mcpflow knows.
+// interpreterFor is how prog (a base name) names its script; false for an unknown program.
 func interpreterFor(prog string) (interpreter, bool) {
 	prog = strings.TrimSuffix(strings.ToLower(prog), ".exe")
 	switch {
@@ -69,19 +62,15 @@ func interpreterFor(prog string) (interpreter, bool) {
 	return interpreter{}, false
 }
 
-// scriptRun is the script file a command line runs through an
-// interpreter.
+// scriptRun is the script file a command line runs through an interpreter.
 type scriptRun struct {
 	prog   string // the interpreter, as written: "python3"
 	script string // the file, as written: "sever.py"
 	dir    string // the folder it is relative to (the command's, or the one an option moved to)
 }
 
-// scriptOf finds the script file argv runs, through the runners that
-// start a command as it is (uv run, poetry run, npx, env, ...); cwd is the
-// folder argv runs in. It returns false when argv runs no script file:
-// another program, python -m or -c, a console script through uv run, a
-// remote deno module.
+// scriptOf finds the script file argv runs in cwd, through runners (uv
+// run, npx, env); false for none (python -m, a console script, a URL).
 func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 	argv, cwd = unwrapScriptRunner(argv, cwd)
 	if len(argv) == 0 {
@@ -103,74 +92,53 @@ func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		name, _, attached := strings.Cut(a, "=")
+		name, val, attached := strings.Cut(a, "=")
 		switch {
-		case a == "--":
-			if i+1 < len(args) {
-				return scriptRun{prog, args[i+1], cwd}, true
-			}
-			return scriptRun{}, false
-		case slices.Contains(it.stop, a):
-			return scriptRun{}, false
-		case slices.Contains(it.script, a) && i+1 < len(args):
+		case (a == "--" || slices.Contains(it.script, a)) && i+1 < len(args):
 			return scriptRun{prog, args[i+1], cwd}, true
+		case a == "--" || slices.Contains(it.stop, a):
+			return scriptRun{}, false
 		case slices.Contains(it.cwd, name):
-			v := ""
-			if attached {
-				_, v, _ = strings.Cut(a, "=")
-			} else if i+1 < len(args) {
+			if !attached && i+1 < len(args) {
 				i++
-				v = args[i]
+				val = args[i]
 			}
-			cwd = AbsFrom(cwd, v)
+			cwd = AbsFrom(cwd, val)
 		case slices.Contains(it.valued, a):
 			i++
 		case strings.HasPrefix(a, "-") && a != "-":
+		case it.fileOnly && !looksLikeFile(a), it.remote && remoteRE.MatchString(a):
+			return scriptRun{}, false
 		default:
-			if it.fileOnly && !looksLikeFile(a) {
-				return scriptRun{}, false
-			}
-			if it.remote && remoteRE.MatchString(a) {
-				return scriptRun{}, false
-			}
 			return scriptRun{prog, a, cwd}, true
 		}
 	}
 	return scriptRun{}, false
 }
 
-// unwrapScriptRunner drops the runners that start a command in the
-// project's environment: env, uv run (uv run --directory D moves to D),
-// poetry, pipenv, pdm, hatch, rye run, npx, bunx, pnpm exec. "uv run
-// x.py" runs x.py with python, and so do pdm and rye: that becomes
-// ["python", "x.py"]. A console script ("uv run notes") stays as it is.
+// unwrapScriptRunner drops the runners that start a command in the project's
+// environment; "uv run x.py" (and pdm's, rye's) becomes ["python", "x.py"].
 func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	for len(argv) > 0 {
 		switch base := path.Base(filepath.ToSlash(argv[0])); {
 		case base == "env":
 			argv = argv[1:]
-			for len(argv) > 0 && (isAssignment(argv[0]) || strings.HasPrefix(argv[0], "-")) {
+			for len(argv) > 0 && (assignmentRE.MatchString(argv[0]) || strings.HasPrefix(argv[0], "-")) {
 				argv = argv[1:]
 			}
 		case base == "uv" && len(argv) > 1 && argv[1] == "run":
 			rest := argv[2:]
 			for len(rest) > 0 && strings.HasPrefix(rest[0], "-") {
-				name, _, attached := strings.Cut(rest[0], "=")
+				name, val, hasVal := strings.Cut(rest[0], "=")
 				if rest[0] == "--" {
 					rest = rest[1:]
 					break
 				}
-				switch {
-				case name == "--directory":
-					if attached {
-						_, v, _ := strings.Cut(rest[0], "=")
-						cwd = AbsFrom(cwd, v)
-					} else if len(rest) > 1 {
-						cwd = AbsFrom(cwd, rest[1])
-						rest = rest[1:]
-					}
-				case !attached && slices.Contains(uvValued(), name) && len(rest) > 1:
-					rest = rest[1:]
+				if !hasVal && len(rest) > 1 && (name == "--directory" || slices.Contains(uvValued, name)) {
+					val, hasVal, rest = rest[1], true, rest[1:]
+				}
+				if name == "--directory" && hasVal {
+					cwd = AbsFrom(cwd, val)
 				}
 				rest = rest[1:]
 			}
@@ -190,8 +158,6 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 	return argv, cwd
 }
 
-// pythonFile turns ["x.py", ...], which uv, pdm and rye run with the
-// project's python, into ["python", "x.py", ...].
 func pythonFile(argv []string) []string {
 	if len(argv) > 0 && strings.HasSuffix(argv[0], ".py") {
 		return append([]string{"python"}, argv...)
@@ -200,13 +166,11 @@ func pythonFile(argv []string) []string {
 }
 
 // uvValued lists uv run's options that take a value.
-func uvValued() []string {
-	return []string{
-		"--with", "-w", "--with-editable", "--with-requirements", "--python", "-p", "--project",
-		"--env-file", "--extra", "--group", "--only-group", "--no-group", "--package", "--index",
-		"--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
-		"--config-file", "--cache-dir", "--color", "--exclude-newer", "--prerelease", "--resolution",
-		"--index-strategy", "--keyring-provider", "--python-preference", "--link-mode", "-P",
-		"--upgrade-package", "--reinstall-package", "--refresh-package", "--no-binary-package", "--no-build-package",
-	}
+var uvValued = []string{
+	"--with", "-w", "--with-editable", "--with-requirements", "--python", "-p", "--project",
+	"--env-file", "--extra", "--group", "--only-group", "--no-group", "--package", "--index",
+	"--default-index", "--index-url", "-i", "--extra-index-url", "--find-links", "-f",
+	"--config-file", "--cache-dir", "--color", "--exclude-newer", "--prerelease", "--resolution",
+	"--index-strategy", "--keyring-provider", "--python-preference", "--link-mode", "-P",
+	"--upgrade-package", "--reinstall-package", "--refresh-package", "--no-binary-package", "--no-build-package",
 }

@@ -1,14 +1,16 @@
 package project
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/config"
@@ -16,15 +18,28 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
-// ErrUsage marks an Init error that is the user's to fix in the command
-// line (a --cli schema command that does not split).
+// ErrUsage marks an Init error in the command line (a --cli schema command that does not split).
 var ErrUsage = errors.New("usage")
 
-// Init writes dir/mcpflow.toml for the project Detect finds in dir, or,
-// with cliSchema, serving that CLI (its schema command line), and
-// dir/.mcpflow/.gitignore, then returns what to tell the user: what it
-// found, why, what to check, and how to start a client through mcpflow
-// (l, in the client snippet).
+// The lines that open and end every config init writes.
+const (
+	configHead = "# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n" +
+		"# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n"
+	configTail = `gitignore = true
+debounce = "100ms"
+
+[relay]
+tool = "recompile"   # the tool mcpflow adds for the agent
+
+[log]
+level = "info"
+# Clients hide a server's stderr: this file is where you see what mcpflow did.
+file = ".mcpflow/mcpflow.log"
+`
+)
+
+// Init writes dir/mcpflow.toml for the project in dir (or, with cliSchema,
+// for that CLI) and returns what to tell the user, with how to start a client as l says.
 func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
@@ -45,15 +60,11 @@ func Init(dir, cliSchema string, l Launcher) (string, error) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return "", err
 	}
-	if err := WriteLogIgnore(dir); err != nil {
+	if err := statedir.Ignore(statedir.Of(dir), "mcpflow's logs and build outputs: never committed."); err != nil {
 		return "", err
 	}
 	var b strings.Builder
-	kind := p.Kind
-	if kind == "" {
-		kind = "unknown"
-	}
-	fmt.Fprintf(&b, "Wrote %s (project: %s).\n", path, kind)
+	fmt.Fprintf(&b, "Wrote %s (project: %s).\n", path, cmp.Or(p.Kind, "unknown"))
 	if p.Build != "" {
 		fmt.Fprintf(&b, "  build: %s\n", p.Build)
 	}
@@ -78,13 +89,8 @@ func Init(dir, cliSchema string, l Launcher) (string, error) {
 // RenderConfig writes a commented mcpflow.toml for p.
 func RenderConfig(p Project) string {
 	var b strings.Builder
-	kind := p.Kind
-	if kind == "" {
-		kind = "unknown kind of"
-	}
-	fmt.Fprintf(&b, "# mcpflow.toml: hot reload for the %s MCP server in this folder (%s project).\n", p.Name, kind)
-	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
-	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	fmt.Fprintf(&b, "# mcpflow.toml: hot reload for the %s MCP server in this folder (%s project).\n", p.Name, cmp.Or(p.Kind, "unknown kind of"))
+	b.WriteString(configHead)
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "# CHECK: %s\n", n)
 	}
@@ -100,18 +106,17 @@ func RenderConfig(p Project) string {
 		fmt.Fprintf(&b, "command = %s\n", config.TOMLString(p.Build))
 		b.WriteString("timeout = \"10m\"\n\n")
 	}
-	b.WriteString("[run]\n")
+	server, stop := "speaking stdio. An array is exec'd directly; a string runs by sh -c.", "after closing its stdin, before SIGTERM (then SIGKILL)"
 	if p.URL != "" {
-		b.WriteString("# The MCP server, serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.\n")
-	} else {
-		b.WriteString("# The MCP server, speaking stdio. An array is exec'd directly; a string runs by sh -c.\n")
+		server, stop = "serving Streamable HTTP at url. An array is exec'd directly;\n# a string runs by sh -c.", "after SIGTERM, before SIGKILL"
 	}
+	fmt.Fprintf(&b, "[run]\n# The MCP server, %s\n", server)
 	if p.RunWhy != "" {
 		fmt.Fprintf(&b, "# Why this command: %s.\n", p.RunWhy)
 	}
 	fmt.Fprintf(&b, "command = %s\n", config.TOMLStrings(p.Run))
 	if p.URL != "" {
-		b.WriteString(comment("Why this url: " + p.URLWhy + ". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."))
+		b.WriteString(wrap("#", strings.Fields("Why this url: "+p.URLWhy+". With {port}, mcpflow picks a free port for each start and passes it as $PORT; with a fixed port it stops the old server before it starts the new one. Remove url if the server speaks stdio."), 80))
 		fmt.Fprintf(&b, "url = %s\n", config.TOMLString(p.URL))
 	} else {
 		b.WriteString("# For a server that serves Streamable HTTP instead ({port}: a free port for each\n")
@@ -119,105 +124,67 @@ func RenderConfig(p Project) string {
 		b.WriteString("# url = \"http://127.0.0.1:{port}/mcp\"\n")
 	}
 	if len(p.Env) > 0 {
-		keys := make([]string, 0, len(p.Env))
-		for k := range p.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		pairs := make([]string, len(keys))
-		for i, k := range keys {
-			pairs[i] = k + " = " + config.TOMLString(p.Env[k])
+		var pairs []string
+		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+			pairs = append(pairs, k+" = "+config.TOMLString(p.Env[k]))
 		}
 		fmt.Fprintf(&b, "env = { %s }   # added to the inherited environment\n", strings.Join(pairs, ", "))
 	} else {
 		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
 	}
-	if p.URL != "" {
-		b.WriteString("stop_timeout = \"2s\"   # after SIGTERM, before SIGKILL\n\n")
-	} else {
-		b.WriteString("stop_timeout = \"2s\"   # after closing its stdin, before SIGTERM (then SIGKILL)\n\n")
-	}
+	fmt.Fprintf(&b, "stop_timeout = \"2s\"   # %s\n\n", stop)
 	b.WriteString("[watch]\n")
 	b.WriteString("# Saving a matching file rebuilds and restarts the server.\n")
 	b.WriteString("paths = [\".\"]\n")
 	fmt.Fprintf(&b, "include = %s\n", config.TOMLStrings(p.Include))
 	b.WriteString(excludeLines(p.Exclude))
-	b.WriteString("gitignore = true\n")
-	b.WriteString("debounce = \"100ms\"\n\n")
-	b.WriteString("[relay]\n")
-	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
-	b.WriteString("[log]\n")
-	b.WriteString("level = \"info\"\n")
-	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
-	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	b.WriteString(configTail)
 	return b.String()
 }
 
-// comment is text as "# " lines of at most 80 columns (a longer word
-// keeps its own line).
-func comment(text string) string {
+// wrap joins words, each after a space, into lines that start with prefix
+// and stay within width columns (a longer word keeps its own line).
+func wrap(prefix string, words []string, width int) string {
 	var b strings.Builder
-	line := "#"
-	for _, w := range strings.Fields(text) {
-		if len(line)+1+len(w) > 80 && line != "#" {
+	line := prefix
+	for _, w := range words {
+		if len(line)+1+len(w) > width && line != prefix {
 			b.WriteString(line + "\n")
-			line = "#"
+			line = prefix
 		}
 		line += " " + w
 	}
-	b.WriteString(line + "\n")
-	return b.String()
+	return b.String() + line + "\n"
 }
 
-// excludeLines writes watch.exclude: the project's globs, then the files
-// of the MCP clients and editors (config.ClientFiles), one array over
-// several lines.
+// excludeLines writes watch.exclude: the project's globs, then config.ClientFiles.
 func excludeLines(project []string) string {
-	var b strings.Builder
-	b.WriteString("exclude = [\n")
-	line := func(globs []string) {
-		cur := " "
+	var lines [2]string
+	for i, globs := range [][]string{project, config.ClientFiles()} {
+		var items []string
 		for _, g := range globs {
-			q := " " + config.TOMLString(g) + ","
-			if len(cur)+len(q) > 78 && cur != " " {
-				b.WriteString(cur + "\n")
-				cur = " "
-			}
-			cur += q
+			items = append(items, config.TOMLString(g)+",")
 		}
-		if cur != " " {
-			b.WriteString(cur + "\n")
+		if len(items) > 0 {
+			lines[i] = wrap(" ", items, 78)
 		}
 	}
-	line(project)
-	b.WriteString("  # Your MCP clients' and editors' files: editing them never restarts the server\n")
-	b.WriteString("  # (mcpflow leaves them out even when this list does not name them).\n")
-	line(config.ClientFiles())
-	b.WriteString("]\n")
-	return b.String()
+	return "exclude = [\n" + lines[0] +
+		"  # Your MCP clients' and editors' files: editing them never restarts the server\n" +
+		"  # (mcpflow leaves them out even when this list does not name them).\n" +
+		lines[1] + "]\n"
 }
 
-// WriteLogIgnore writes dir/.mcpflow/.gitignore, which keeps the log
-// folder out of git; an existing one is left as it is.
-func WriteLogIgnore(dir string) error {
-	return statedir.Ignore(statedir.Of(dir), "mcpflow's logs and build outputs: never committed.")
-}
-
-// Launcher is how a client starts mcpflow: a command, the arguments
-// before "watch", and what it is.
+// Launcher is how a client starts mcpflow: a command, the arguments before "watch", and a note.
 type Launcher struct {
 	command string
 	args    []string
 	note    string
 }
 
-// LauncherFor is how a client starts the mcpflow at exe, the running
-// binary (absolute, links resolved; "" when unknown): exe itself, a form
-// that works today. A binary that npx or uvx unpacked into their cache gets
-// their form (a cache is no place to point a client at, and the package it
-// came from is published). A binary that go run built into a temporary
-// folder gets go run from clone, the repository it was built from ("" when
-// unknown: then mcpflow from PATH).
+// LauncherFor is how a client starts the mcpflow at exe ("" when unknown):
+// exe, but npx's or uvx's form for a binary in their cache, and go run (from
+// clone, else mcpflow from PATH) for a binary go run built.
 func LauncherFor(exe, clone string) Launcher {
 	slashed := strings.ReplaceAll(exe, `\`, "/") // a Windows path too, on any host
 	switch {
@@ -234,24 +201,14 @@ func LauncherFor(exe, clone string) Launcher {
 	return Launcher{exe, nil, "The command is this mcpflow binary, " + exe + "."}
 }
 
-// goRunBinary reports whether the slash path exe is a binary go run built:
-// $GOTMPDIR/go-buildN/bN/exe/NAME, removed when go run ends.
+// goRunBinary reports a binary go run built, removed when it ends: $GOTMPDIR/go-buildN/bN/exe/NAME.
 func goRunBinary(exe string) bool {
 	return strings.Contains(exe, "/go-build") && path.Base(path.Dir(exe)) == "exe"
 }
 
-// ClientSnippet tells the user how to point their client at mcpflow,
-// started as l says.
+// ClientSnippet tells the user how to point their client at mcpflow, started as l says.
 func ClientSnippet(name, configPath string, l Launcher) string {
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return '-'
-	}, name)
-	if name == "" {
-		name = "server"
-	}
+	name = regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(cmp.Or(name, "server"), "-")
 	args := append(append([]string{}, l.args...), "watch", "-c", configPath)
 	shell := []string{shellQuote(l.command)}
 	for _, a := range args {
@@ -286,22 +243,18 @@ sees the new tools (or calls the "recompile" tool itself).
 		strings.Join(slices.Insert(slices.Clone(shell), len(shell)-2, "--http", snippetListen), " "), snippetURL, jsonString(snippetURL))
 }
 
-// The address the HTTP snippet has mcpflow listen on, and the URL a
-// client connects to there.
+// The address the HTTP snippet has mcpflow listen on, and its URL.
 const (
 	snippetListen = "127.0.0.1:8931"
 	snippetURL    = "http://" + snippetListen + "/mcp"
 )
 
-// jsonString is s as a JSON string (no HTML escapes: a path stays
-// readable).
+// jsonString is s as a JSON string, without HTML escapes (a path stays readable).
 func jsonString(s string) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		panic(err) // a string always encodes
-	}
+	_ = enc.Encode(s) // a string always encodes
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
@@ -322,66 +275,20 @@ func shellQuote(s string) string {
 }
 
 // splitCommandLine splits a command line into words as a POSIX shell
-// would, without running one: blanks separate words, '...' keeps its text
-// as it is, "..." and a backslash escape the next character. No
-// expansion of any kind.
+// would ('...', "...", backslashes), without any expansion.
 func splitCommandLine(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, fmt.Errorf("unclosed ' in %q", s)
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, fmt.Errorf("unclosed \" in %q", s)
-			}
-			inWord = true
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				cur.WriteByte(s[i])
-			}
-			inWord = true
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	if len(words) == 0 {
+	cmds, err := shellSplit(s, "")
+	switch {
+	case err != nil:
+		return nil, err
+	case len(cmds) == 0:
 		return nil, fmt.Errorf("--cli wants the CLI's schema command, e.g. --cli \"./bin/tool schema --json\"")
 	}
-	return words, nil
+	return cmds[0], nil
 }
 
-// RenderCLIConfig writes a commented mcpflow.toml serving the CLI whose
-// schema command line is schemaCmd, with p's watch globs; p's build, when
-// detected, is suggested in a comment (it may not write the program the
-// schema command runs).
+// RenderCLIConfig writes a mcpflow.toml serving the CLI whose schema command
+// is schemaCmd; p's build is only suggested (it may not write that CLI).
 func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
 	schema, err := splitCommandLine(schemaCmd)
 	if err != nil {
@@ -389,8 +296,7 @@ func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# mcpflow.toml: serves the command-line program %s as MCP tools, one process per call.\n", schema[0])
-	b.WriteString("# Commit it. Paths are relative to this file. Every key: mcpflow.toml.example\n")
-	b.WriteString("# in the mcpflow repository, or `mcpflow check` for the resolved settings.\n\n")
+	b.WriteString(configHead)
 	b.WriteString("[build]\n")
 	b.WriteString("# Run by sh -c at start and on every change, before the schema is re-read.\n")
 	if p.Build != "" {
@@ -418,13 +324,6 @@ func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
 	if len(p.Exclude) > 0 {
 		fmt.Fprintf(&b, "exclude = %s\n", config.TOMLStrings(p.Exclude))
 	}
-	b.WriteString("gitignore = true\n")
-	b.WriteString("debounce = \"100ms\"\n\n")
-	b.WriteString("[relay]\n")
-	b.WriteString("tool = \"recompile\"   # the tool mcpflow adds for the agent\n\n")
-	b.WriteString("[log]\n")
-	b.WriteString("level = \"info\"\n")
-	b.WriteString("# Clients hide a server's stderr: this file is where you see what mcpflow did.\n")
-	b.WriteString("file = \".mcpflow/mcpflow.log\"\n")
+	b.WriteString(configTail)
 	return b.String(), schema, nil
 }
