@@ -1,6 +1,9 @@
 package watcher
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // debouncer holds the batching rule: a batch closes once no relevant
 // event has come for the quiet time, or once maxWait has passed since its
@@ -67,9 +70,7 @@ func (b *batcher) close() {
 	if len(b.pending) == 0 {
 		return
 	}
-	for p := range b.pending {
-		b.ready.add(p)
-	}
+	maps.Copy(b.ready, b.pending)
 	clear(b.pending)
 	b.batch = Batch{Paths: b.ready.sorted()}
 }

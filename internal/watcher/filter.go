@@ -3,6 +3,7 @@ package watcher
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -27,78 +28,45 @@ func newFilter(s *settings) *filter {
 // builtinDir reports directory names that are never entered: version
 // control folders, node_modules and mcpflow's own folder.
 func builtinDir(name string) bool {
-	switch name {
-	case ".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow":
-		return true
-	}
-	return false
+	return slices.Contains([]string{".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow"}, name)
 }
 
 // builtinFile reports file names editors and OSes write as scratch:
 // vim swap files and its "4913" write probe, backups ending in "~",
 // Emacs lock files, JetBrains safe-write files, and .DS_Store.
 func builtinFile(name string) bool {
-	switch {
-	case name == "4913", name == ".DS_Store",
-		strings.HasSuffix(name, ".swp"), strings.HasSuffix(name, ".swx"),
-		strings.HasSuffix(name, "~"), strings.HasPrefix(name, ".#"),
-		strings.HasSuffix(name, "___jb_tmp___"), strings.HasSuffix(name, "___jb_old___"):
-		return true
-	}
-	return false
+	return name == "4913" || name == ".DS_Store" ||
+		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx") ||
+		strings.HasSuffix(name, "~") || strings.HasPrefix(name, ".#") ||
+		strings.HasSuffix(name, "___jb_tmp___") || strings.HasSuffix(name, "___jb_old___")
 }
 
 // ignored reports whether rel is, or lies under, a Config.Ignore path.
 func (f *filter) ignored(rel string) bool {
-	for _, ig := range f.s.ignore {
-		if within(ig, rel) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(f.s.ignore, func(ig string) bool { return within(ig, rel) })
+}
+
+// matchAny reports whether one of globs matches rel.
+func matchAny(globs []string, rel string) bool {
+	return slices.ContainsFunc(globs, func(g string) bool { return doublestar.MatchUnvalidated(g, rel) })
 }
 
 // skipDir reports whether the directory rel is pruned: not entered, not
 // watched, nothing under it counts. Its parent is assumed kept.
 func (f *filter) skipDir(rel string) bool {
-	if builtinDir(path.Base(rel)) || f.ignored(rel) {
-		return true
-	}
-	for _, g := range f.s.exclude {
-		if doublestar.MatchUnvalidated(g, rel) {
-			return true
-		}
-	}
-	for _, g := range f.s.excludeDir {
-		if doublestar.MatchUnvalidated(g, rel) {
-			return true
-		}
-	}
-	return f.git != nil && f.git.ignored(f.abs(rel), true)
+	return builtinDir(path.Base(rel)) || f.ignored(rel) ||
+		matchAny(f.s.exclude, rel) || matchAny(f.s.excludeDir, rel) ||
+		f.git != nil && f.git.ignored(f.abs(rel), true)
 }
 
 // matchFile reports whether the file rel counts. Its directory is
 // assumed kept.
 func (f *filter) matchFile(rel string) bool {
-	if builtinFile(path.Base(rel)) || f.ignored(rel) {
+	if builtinFile(path.Base(rel)) || f.ignored(rel) || matchAny(f.s.exclude, rel) {
 		return false
 	}
-	for _, g := range f.s.exclude {
-		if doublestar.MatchUnvalidated(g, rel) {
-			return false
-		}
-	}
-	if len(f.s.include) > 0 {
-		ok := false
-		for _, g := range f.s.include {
-			if doublestar.MatchUnvalidated(g, rel) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(f.s.include) > 0 && !matchAny(f.s.include, rel) {
+		return false
 	}
 	return f.git == nil || !f.git.ignored(f.abs(rel), false)
 }

@@ -38,31 +38,18 @@ func parseIgnore(data []byte) ignoreList {
 	return list
 }
 
-func parseIgnoreLine(line string) (ignorePattern, bool) {
-	if line == "" || line[0] == '#' {
-		return ignorePattern{}, false
+func parseIgnoreLine(line string) (p ignorePattern, ok bool) {
+	if strings.HasPrefix(line, "#") {
+		return p, false
 	}
 	line = trimTrailingSpaces(strings.TrimSuffix(line, "\r"))
-	if line == "" {
-		return ignorePattern{}, false
-	}
-	var p ignorePattern
-	if line[0] == '!' {
-		p.negate = true
-		line = line[1:]
-	}
-	if strings.HasSuffix(line, "/") {
-		p.dirOnly = true
-		line = strings.TrimRight(line, "/")
-	}
-	if line == "" {
-		return ignorePattern{}, false
+	line, p.negate = strings.CutPrefix(line, "!")
+	p.dirOnly = strings.HasSuffix(line, "/")
+	if line = strings.TrimRight(line, "/"); line == "" {
+		return p, false
 	}
 	anchored := strings.Contains(line, "/")
 	line = strings.TrimPrefix(line, "/")
-	if line == "" {
-		return ignorePattern{}, false
-	}
 	if !anchored {
 		p.segs = append(p.segs, "**")
 	}
@@ -75,7 +62,7 @@ func parseIgnoreLine(line string) (ignorePattern, bool) {
 		}
 		g, ok := goGlob(s)
 		if !ok {
-			return ignorePattern{}, false // matches nothing
+			return p, false // matches nothing
 		}
 		p.segs = append(p.segs, g)
 	}
@@ -309,7 +296,7 @@ func newGitIgnores(root string, roots []string) *gitIgnores {
 		g.exclude = parseIgnore(data)
 	}
 	for _, r := range roots {
-		dir := slashJoin(filepath.ToSlash(root), r)
+		dir := path.Join(filepath.ToSlash(root), r)
 		for _, a := range ancestors(dir, g.repo) {
 			if a != dir {
 				g.load(a)
@@ -370,7 +357,7 @@ func excludeFile(top, gitPath string) string {
 // load (re)reads dir/.gitignore, dir an absolute slash path. It reports
 // whether the rules changed.
 func (g *gitIgnores) load(dir string) bool {
-	name := filepath.FromSlash(slashJoin(dir, ".gitignore"))
+	name := filepath.FromSlash(path.Join(dir, ".gitignore"))
 	old := g.files[dir]
 	fi, err := os.Stat(name)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -388,9 +375,6 @@ func (g *gitIgnores) load(dir string) bool {
 	g.files[dir] = &ignoreFile{list: parseIgnore(data), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	return true
 }
-
-// drop forgets the rules of dir, an absolute slash path.
-func (g *gitIgnores) drop(dir string) { delete(g.files, dir) }
 
 // ignored reports whether p (an absolute slash path) is ignored by the
 // rules of its own ancestors. Callers check p's parent directories
@@ -446,6 +430,3 @@ func relUnder(dir, p string) (string, bool) {
 	rest, ok := strings.CutPrefix(p, dir+"/")
 	return rest, ok && rest != ""
 }
-
-// slashJoin joins an absolute slash path and a relative one.
-func slashJoin(dir, rel string) string { return path.Join(dir, rel) }

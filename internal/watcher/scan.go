@@ -6,9 +6,10 @@ import (
 	"hash/maphash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 )
 
 // maxHashSize is the largest file whose content is hashed; bigger files
@@ -39,14 +40,7 @@ func (s pathSet) add(p string) {
 	}
 }
 
-func (s pathSet) sorted() []string {
-	out := make([]string, 0, len(s))
-	for p := range s {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
+func (s pathSet) sorted() []string { return slices.Sorted(maps.Keys(s)) }
 
 // dirWatcher is the part of fsnotify.Watcher the tree uses.
 type dirWatcher interface {
@@ -205,7 +199,7 @@ func (t *tree) forget(rel string, changed pathSet) {
 		t.nWatches--
 	}
 	if t.f.git != nil {
-		t.f.git.drop(t.f.abs(rel))
+		delete(t.f.git.files, t.f.abs(rel))
 	}
 	delete(t.dirs, rel)
 	if parent := t.dirs[path.Dir(rel)]; parent != nil {
@@ -243,14 +237,17 @@ func (t *tree) check(rel string, force bool) bool {
 	}
 	name := path.Base(rel)
 	old, known := ds.files[name]
-	abs := t.f.osPath(rel)
-	fi, err := os.Stat(abs) // follows symlinks
-	if err != nil || !fi.Mode().IsRegular() {
+	gone := func() bool {
 		if known {
 			delete(ds.files, name)
 			t.nFiles--
 		}
 		return known
+	}
+	abs := t.f.osPath(rel)
+	fi, err := os.Stat(abs) // follows symlinks
+	if err != nil || !fi.Mode().IsRegular() {
+		return gone()
 	}
 	st := fileState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), big: !t.hash || fi.Size() > maxHashSize}
 	if known && !force && st.size == old.size && st.mtime == old.mtime {
@@ -262,11 +259,7 @@ func (t *tree) check(rel string, force bool) bool {
 		case err == errStopped:
 			return false
 		case errors.Is(err, fs.ErrNotExist):
-			if known {
-				delete(ds.files, name)
-				t.nFiles--
-			}
-			return known
+			return gone()
 		case err != nil:
 			t.f.s.log.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
 			st.big = true

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -71,9 +73,10 @@ func (w *Watcher) setStats(s Stats) {
 // on out after each debounced window with real changes, until ctx is
 // done. It returns nil as soon as ctx is done, also in the middle of the
 // initial scan (between two files of a listing, between two chunks of a
-// file's hash), or an error if the watches cannot be set up. It does not close out. When the receiver is slow,
-// later changes merge into the batch waiting to be sent. Every goroutine
-// Run starts has stopped when it returns. Run may be called only once.
+// file's hash), or an error if the watches cannot be set up. It does not
+// close out. When the receiver is slow, later changes merge into the
+// batch waiting to be sent. Every goroutine Run starts has stopped when
+// it returns. Run may be called only once.
 func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	if out == nil {
 		return errors.New("watcher: Run needs a non-nil channel")
@@ -81,21 +84,26 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("watcher: Run called twice")
 	}
-	if w.s.poll > 0 {
-		return w.runPoll(ctx, out)
+	var (
+		dirs   dirWatcher // stays nil in poll mode
+		events <-chan fsnotify.Event
+		errs   <-chan error
+		tick   <-chan time.Time
+	)
+	if w.s.poll == 0 {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
+		}
+		defer fw.Close() // stops fsnotify's reader goroutine
+		dirs, events, errs = fw, fw.Events, fw.Errors
 	}
-	return w.runNotify(ctx, out)
-}
-
-// scan is the initial scan: it records (and watches) every watch root,
-// reporting nothing. It stops at once, without error, when ctx is done
-// (t's done channel is ctx's), in the middle of a directory listing or of
-// a file's hash.
-func (w *Watcher) scan(ctx context.Context, t *tree) error {
+	t := newTree(newFilter(w.s), dirs, true)
+	t.done = ctx.Done()
 	for _, r := range w.s.roots {
 		if err := t.sync(r, nil); err != nil {
 			if ctx.Err() != nil {
-				return nil // Run returns nil too
+				return nil
 			}
 			return fmt.Errorf("watcher: %w%s", err, watchHint(err))
 		}
@@ -103,30 +111,18 @@ func (w *Watcher) scan(ctx context.Context, t *tree) error {
 			return fmt.Errorf("watcher: watch path %s vanished before it could be watched", t.f.osPath(r))
 		}
 	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	w.setStats(t.stats())
-	return nil
-}
-
-// notifier turns fsnotify events into changes.
-type notifier struct {
-	t     *tree
-	b     *batcher
-	roots []string
-	dirty pathSet // paths with events since the window opened, to check when it closes
-}
-
-func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
+	if w.s.poll > 0 {
+		w.s.log.Debug("polling", "root", w.s.root, "every", w.s.poll, "dirs", len(t.dirs), "files", t.nFiles)
+		ticker := time.NewTicker(w.s.poll)
+		defer ticker.Stop()
+		tick = ticker.C
+	} else {
+		w.s.log.Debug("watching", "root", w.s.root, "dirs", len(t.dirs), "files", t.nFiles)
 	}
-	defer fw.Close() // stops fsnotify's reader goroutine
-	t := newTree(newFilter(w.s), fw, true)
-	t.done = ctx.Done()
-	if err := w.scan(ctx, t); err != nil || ctx.Err() != nil {
-		return err
-	}
-	w.s.log.Debug("watching", "root", w.s.root, "dirs", len(t.dirs), "files", t.nFiles)
 	close(w.ready)
 
 	n := &notifier{t: t, b: newBatcher(w.s.debounce, w.s.maxWait), roots: w.s.roots, dirty: make(pathSet)}
@@ -135,14 +131,21 @@ func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-fw.Events:
+		case <-tick:
+			if err := n.poll(); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		case ev, ok := <-events:
 			if !ok {
 				return errors.New("watcher: fsnotify stopped unexpectedly")
 			}
 			if n.event(ev) {
 				n.b.touch()
 			}
-		case err, ok := <-fw.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return errors.New("watcher: fsnotify stopped unexpectedly")
 			}
@@ -164,6 +167,31 @@ func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
 		}
 		w.setStats(t.stats())
 	}
+}
+
+// notifier turns fsnotify events, or what a poll finds, into changes.
+type notifier struct {
+	t     *tree
+	b     *batcher
+	roots []string
+	dirty pathSet // paths with events since the window opened, to check when it closes
+}
+
+// poll walks the tree (Config.Poll), comparing each file's size and
+// modification time and, when those differ, its content hash. A vanished
+// root is forgotten by sync and found again here once it is back.
+func (n *notifier) poll() error {
+	found := make(pathSet)
+	for _, r := range n.roots {
+		if err := n.t.sync(r, found); err != nil {
+			return err
+		}
+	}
+	if len(found) > 0 {
+		maps.Copy(n.b.pending, found)
+		n.b.touch()
+	}
+	return nil
 }
 
 // event handles one fsnotify event and reports whether it is relevant,
