@@ -64,10 +64,6 @@ type Config struct {
 // Config.Awaited whether someone still waits for it.
 const awaitedPoll = 100 * time.Millisecond
 
-// DefaultTimeout is the config file's default build timeout (a zero
-// Config.Timeout means none).
-const DefaultTimeout = 10 * time.Minute
-
 const (
 	defaultMaxOutput = 1 << 20 // Config.MaxOutput's default
 	maxErrors        = 8 << 10 // bytes of result.Build.Errors
@@ -232,15 +228,13 @@ func (b *Builder) finishFor(c *cycle) {
 func (b *Builder) stop() {
 	b.mu.Lock()
 	b.stopped = true
-	var ws []*waiter
-	trigger := ""
-	if b.next != nil {
-		ws, trigger = b.next.waiters, b.next.trigger
-		b.next = nil
-	}
+	q := b.next
+	b.next = nil
 	b.mu.Unlock()
-	for _, w := range ws {
-		w.finish(result.Build{Trigger: trigger, Canceled: true, Err: errStopped()})
+	if q != nil {
+		for _, w := range q.waiters {
+			w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped()})
+		}
 	}
 }
 

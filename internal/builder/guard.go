@@ -94,7 +94,7 @@ func (g *guard) end(good bool) {
 	var learned []string
 	if good {
 		for p := range g.verify {
-			if fi, err := os.Stat(g.abs(p)); err == nil && w.strictlyHolds(fi.ModTime()) {
+			if fi, err := os.Stat(inDir(g.dir, p)); err == nil && w.holds(fi.ModTime(), 0) {
 				g.outputs[p] = true
 				learned = append(learned, p)
 			}
@@ -121,7 +121,7 @@ func (g *guard) filter(paths []string) []string {
 	changed := false
 	for _, p := range paths {
 		during, exists := false, false
-		if fi, err := os.Stat(g.abs(p)); err == nil {
+		if fi, err := os.Stat(inDir(g.dir, p)); err == nil {
 			during, exists = g.duringBuild(fi.ModTime()), true
 		} else {
 			during = !g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle
@@ -178,34 +178,24 @@ func (g *guard) snapshot(want bool) []string {
 // duringBuild reports whether mt lies within a build's time window. g.mu
 // must be held.
 func (g *guard) duringBuild(mt time.Time) bool {
-	if !g.running.IsZero() && !mt.Before(g.running.Add(-mtimeSlack)) {
-		return true
-	}
-	for _, w := range g.windows {
-		if w.holds(mt) {
-			return true
-		}
-	}
-	return false
+	return window{start: g.running}.holds(mt, mtimeSlack) ||
+		slices.ContainsFunc(g.windows, func(w window) bool { return w.holds(mt, mtimeSlack) })
 }
 
-func (w window) holds(mt time.Time) bool {
-	return !mt.Before(w.start.Add(-mtimeSlack)) && !mt.After(w.end)
-}
-
-func (w window) strictlyHolds(mt time.Time) bool {
-	return !mt.Before(w.start) && !mt.After(w.end)
+// holds reports whether mt lies within w, its start moved slack earlier.
+// A zero start is no window; a zero end is a window still open.
+func (w window) holds(mt time.Time, slack time.Duration) bool {
+	return !w.start.IsZero() && !mt.Before(w.start.Add(-slack)) && (w.end.IsZero() || !mt.After(w.end))
 }
 
 func (g *guard) underOutDir(p string) bool {
-	for _, d := range OutputDirs() {
-		if strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(OutputDirs(), func(d string) bool { return strings.HasPrefix(p, d+"/") })
 }
 
-func (g *guard) abs(p string) string {
-	return filepath.Join(g.dir, filepath.FromSlash(p))
+// inDir returns p, relative to dir unless absolute, as an OS path.
+func inDir(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, filepath.FromSlash(p))
 }

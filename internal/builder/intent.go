@@ -3,7 +3,6 @@ package builder
 import (
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -93,13 +92,6 @@ func (i *intents) restartEnded() {
 	i.mu.Unlock()
 }
 
-// duringRestart reports whether mt lies within the latest restart's
-// window. i.mu must be held.
-func (i *intents) duringRestart(mt time.Time) bool {
-	r := i.restart
-	return !r.start.IsZero() && !mt.Before(r.start) && (r.end.IsZero() || !mt.After(r.end))
-}
-
 // filter returns the paths that need a cycle.
 func (i *intents) filter(paths []string) []string {
 	i.mu.Lock()
@@ -109,8 +101,8 @@ func (i *intents) filter(paths []string) []string {
 		if i.selfWrites[p] {
 			continue
 		}
-		fi, statErr := os.Stat(i.abs(p))
-		if statErr == nil && i.duringRestart(fi.ModTime()) {
+		fi, statErr := os.Stat(inDir(i.dir, p))
+		if statErr == nil && i.restart.holds(fi.ModTime(), 0) {
 			if i.loop {
 				i.log.Debug("ignoring a file written while the server started", "file", p)
 				continue
@@ -154,11 +146,4 @@ func appendNew(list, add []string) []string {
 		}
 	}
 	return list
-}
-
-func (i *intents) abs(p string) string {
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(i.dir, filepath.FromSlash(p))
 }

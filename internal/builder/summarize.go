@@ -89,9 +89,9 @@ func summarize(output string, max int) string {
 		lines[i] = strings.TrimRight(l, " \t\r")
 	}
 	if kept := p.diagnostics(lines); len(kept) > 0 {
-		return fitHead(kept, max)
+		return fit(kept, max, false)
 	}
-	return fitTail(p.relevant(lines), max)
+	return fit(p.relevant(lines), max, true)
 }
 
 // diagnostics returns the diagnostic lines of lines with their context, or
@@ -169,54 +169,38 @@ func (p *patterns) relevant(lines []string) []string {
 	return out
 }
 
-// fitHead joins the first lines that fit in max bytes, noting how many
-// were left out.
-func fitHead(lines []string, max int) string {
+// fit joins the first lines (the last ones, fromEnd) that fit in max
+// bytes, noting how many were left out.
+func fit(lines []string, max int, fromEnd bool) string {
 	all := strings.Join(lines, "\n")
 	if max <= 0 || len(all) <= max {
 		return all
 	}
-	size := 0 // bytes of lines[:k] joined, plus the newline before the note
-	for k, l := range lines {
-		note := fmt.Sprintf("… (%d more lines)", len(lines)-k)
-		if size+len(l)+1+len(note) > max {
-			if k == 0 {
-				if c := cutLine(l, max-len(note)-1, false); c != "" {
-					return c + "\n" + note
-				}
-				return cutLine(l, max, false) // no room for the note
-			}
-			return strings.Join(lines[:k], "\n") + "\n" + note
+	n, size := len(lines), 0
+	for k := range n {
+		l, note := lines[k], fmt.Sprintf("… (%d more lines)", n-k)
+		if fromEnd {
+			l, note = lines[n-1-k], fmt.Sprintf("… (%d earlier lines)", n-k)
 		}
-		size += len(l) + 1
+		if size+len(l)+1+len(note) <= max {
+			size += len(l) + 1
+			continue
+		}
+		kept := lines[:k]
+		if fromEnd {
+			kept = lines[n-k:]
+		}
+		if k == 0 {
+			if kept = []string{cutLine(l, max-len(note)-1, fromEnd)}; kept[0] == "" {
+				return cutLine(l, max, fromEnd) // no room for the note
+			}
+		}
+		if fromEnd {
+			return note + "\n" + strings.Join(kept, "\n")
+		}
+		return strings.Join(kept, "\n") + "\n" + note
 	}
 	return all // not reached: all did not fit
-}
-
-// fitTail joins the last lines that fit in max bytes, noting how many
-// earlier ones were left out.
-func fitTail(lines []string, max int) string {
-	all := strings.Join(lines, "\n")
-	if max <= 0 || len(all) <= max {
-		return all
-	}
-	size := 0
-	n := len(lines)
-	for k := 0; k < n; k++ {
-		l := lines[n-1-k]
-		note := fmt.Sprintf("… (%d earlier lines)", n-k)
-		if size+len(l)+1+len(note) > max {
-			if k == 0 {
-				if c := cutLine(l, max-len(note)-1, true); c != "" {
-					return note + "\n" + c
-				}
-				return cutLine(l, max, true) // no room for the note
-			}
-			return note + "\n" + strings.Join(lines[n-k:], "\n")
-		}
-		size += len(l) + 1
-	}
-	return all
 }
 
 // cutLine shortens l to at most n bytes at a rune boundary, keeping its

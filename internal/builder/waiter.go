@@ -22,36 +22,31 @@ type waiter struct {
 
 func newWaiter() *waiter { return &waiter{wake: make(chan struct{}, 1)} }
 
-func (w *waiter) poke() {
+// say posts a progress message.
+func (w *waiter) say(msg string) { w.post(func() { w.msgs = append(w.msgs, msg) }) }
+
+// finish posts the result; only the first one counts.
+func (w *waiter) finish(r result.Build) {
+	w.post(func() {
+		r.Changed = slices.Clone(r.Changed)
+		w.res = &r
+	})
+}
+
+// post applies f under w.mu and wakes the caller, unless the caller
+// returned or the result was posted already.
+func (w *waiter) post(f func()) {
+	w.mu.Lock()
+	if w.gone || w.res != nil {
+		w.mu.Unlock()
+		return
+	}
+	f()
+	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-}
-
-// say posts a progress message.
-func (w *waiter) say(msg string) {
-	w.mu.Lock()
-	if w.gone || w.res != nil {
-		w.mu.Unlock()
-		return
-	}
-	w.msgs = append(w.msgs, msg)
-	w.mu.Unlock()
-	w.poke()
-}
-
-// finish posts the result; only the first one counts.
-func (w *waiter) finish(r result.Build) {
-	w.mu.Lock()
-	if w.gone || w.res != nil {
-		w.mu.Unlock()
-		return
-	}
-	r.Changed = slices.Clone(r.Changed)
-	w.res = &r
-	w.mu.Unlock()
-	w.poke()
 }
 
 // take returns the messages posted so far and the result, if posted.

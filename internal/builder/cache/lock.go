@@ -42,8 +42,9 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 	if err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
 	var (
-		t      *time.Ticker
 		w      *os.File // the waiters file
 		shared bool     // w is share-locked
 		polls  int
@@ -62,15 +63,12 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 			return nil, fmt.Errorf("build lock %s: %w", name, err)
 		}
 		if ok {
-			if t != nil {
-				t.Stop()
-			}
 			f.Truncate(0)
 			f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 			return &Lock{f: f, name: name}, nil
 		}
 		if w == nil {
-			w, _ = os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
+			w, _ = openWaiters(name)
 		}
 		if w != nil && !shared {
 			// Fails only for the moment a holder probes it (Awaited):
@@ -85,10 +83,6 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 					waiting(holder)
 				}
 			}
-		}
-		if t == nil {
-			t = time.NewTicker(pollEvery)
-			defer t.Stop()
 		}
 		select {
 		case <-ctx.Done():
@@ -115,20 +109,22 @@ func (l *Lock) Awaited() bool {
 		return false
 	}
 	if l.w == nil {
-		w, err := os.OpenFile(l.name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
+		w, err := openWaiters(l.name)
 		if err != nil {
 			return false
 		}
 		l.w = w
 	}
 	free, err := tryLock(l.w)
-	if err != nil {
-		return false
-	}
 	if free {
 		unlock(l.w)
 	}
-	return !free
+	return err == nil && !free
+}
+
+// openWaiters opens the waiters file of the lock name.
+func openWaiters(name string) (*os.File, error) {
+	return os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
 }
 
 // LockFile is the build lock of the build whose state file is stateFile

@@ -104,13 +104,11 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	return "", func(ok bool) {
 		defer lock.Release()
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.held = nil
-		c.mu.Unlock()
 		if !ok || !keyed {
 			return
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		st.Key, st.Time = key, time.Now()
 		st.SetOutput(c.o.Output)
 		st.Outputs = c.outputs
@@ -185,12 +183,7 @@ func (c *buildCache) show(p string) string {
 
 // underAny reports whether the slash path f lies under one of dirs.
 func underAny(dirs []string, f string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(f, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(f, d+"/") })
 }
 
 // Outputs are the files (relative to root, slash separated) that builds
