@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -28,49 +29,37 @@ type Config struct {
 	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
 	Logger    *slog.Logger  // nil = discard
 	// OnResult, when not nil, is called on Run's goroutine after every
-	// cycle that was not canceled, good or bad, whatever its trigger. It
-	// should return quickly: the next cycle waits for it.
+	// cycle that was not canceled; the next cycle waits for it.
 	OnResult func(result.Build)
-
 	// Outputs are paths (relative to Dir) already known as written by
 	// builds, e.g. learned by an earlier run. OnOutputs, when not nil,
 	// receives every path known as a build output, sorted, each time the
-	// set changes. See Changed.
+	// set changes.
 	Outputs   []string
 	OnOutputs func([]string)
-
-	// Prepare, when not nil, is called on Run's goroutine before each
-	// run of the build command, with the build's ctx (canceled by a
-	// newer change or by Run's ctx) and the cycle's trigger; say posts a
-	// progress message to the callers waiting for the cycle. It may
-	// block, e.g. on a lock shared with other instances. A non-empty skip
-	// says why the build is not needed: the cycle reports Skipped and Cached, with
-	// skip as its Output, and goes straight to Restart. An error fails
-	// the cycle (or cancels it when ctx ended). done, when not nil, is
-	// called once the build command has ended (or was skipped), with
-	// whether it succeeded, before Restart.
+	// Prepare, when not nil, is called on Run's goroutine before each run
+	// of the build command (see "Prepare" in the package documentation),
+	// with the build's ctx and the cycle's trigger; say posts a progress
+	// message to the callers waiting for the cycle. A non-empty skip says
+	// why the build is not needed (the cycle reports Skipped and Cached);
+	// an error fails the cycle (or cancels it when ctx ended). done, when not nil, is called with whether the build
+	// succeeded once it has ended (or was skipped), before Restart.
 	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
-
-	// Awaited, when not nil, reports whether other mcpflow instances
-	// wait for the build this one runs (a lock Prepare took). When Run's
-	// ctx ends while it reports true, the build command is not killed:
-	// it runs to its end (bounded by Timeout) unless Awaited turns false
-	// first, done receives its outcome, and no restart follows. See
-	// "Shared builds" in the package documentation.
+	// Awaited, when not nil, reports whether other mcpflow instances wait
+	// for the build this one runs: see "Shared builds" in the package
+	// documentation.
 	Awaited func() bool
 }
-
-// awaitedPoll is how often a build finished for other instances asks
-// Config.Awaited whether someone still waits for it.
-const awaitedPoll = 100 * time.Millisecond
 
 const (
 	defaultMaxOutput = 1 << 20 // Config.MaxOutput's default
 	maxErrors        = 8 << 10 // bytes of result.Build.Errors
-
 	// killGrace is how long a canceled build has, after SIGTERM, to exit
 	// and close its output before its process group gets SIGKILL.
 	killGrace = 2 * time.Second
+	// awaitedPoll is how often a build finished for other instances asks
+	// Config.Awaited whether someone still waits for it.
+	awaitedPoll = 100 * time.Millisecond
 )
 
 // Triggers, as found in result.Build.Trigger. TriggerRecompile is the one
@@ -91,7 +80,6 @@ type Builder struct {
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
 	guard   *guard
-	intents *intents
 
 	mu      sync.Mutex
 	seq     uint64
@@ -140,10 +128,7 @@ func New(cfg Config, r Restarter) *Builder {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = defaultMaxOutput
 	}
-	lg := cfg.Logger
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
+	lg := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Builder{
 		cfg:     cfg,
 		r:       r,
@@ -151,7 +136,6 @@ func New(cfg Config, r Restarter) *Builder {
 		cmdline: commandLine(cfg.Command, cfg.Shell),
 		wake:    make(chan struct{}, 1),
 		guard:   newGuard(cfg, lg),
-		intents: newIntents(cfg.Dir, lg),
 	}
 }
 
@@ -250,29 +234,18 @@ func (b *Builder) poke() {
 	}
 }
 
-// Changed reports a debounced batch of changed paths. If a build is running
-// it is canceled (its process group killed) and a new cycle covering its
-// paths and these starts as soon as it is gone. If the running cycle is
-// already restarting, the restart finishes first. Changed does not wait for
-// any of this.
-//
-// Paths are relative to Config.Dir. Changed drops the build's own
-// output: a path whose file was written while a build ran (its
-// modification time lies within the build's time window) and that lies
-// under OutputDirs(), or that a build was seen writing before. Any
-// other path written during a build still starts a build (it may be a
-// save), and if the next good build writes it again it is known as output
-// from then on. A known output changed outside every build is an edit and
-// starts a build. When every path is dropped, Changed does nothing.
+// Changed reports a debounced batch of changed paths, relative to
+// Config.Dir. If a build is running it is canceled (its process group
+// killed) and a new cycle covering its paths and these starts as soon as
+// it is gone; a restart under way finishes first. Changed does not wait
+// for any of this. It drops the build's own output (see the package
+// documentation); when every path is dropped, it does nothing.
 func (b *Builder) Changed(paths []string) {
-	if paths = b.intents.filter(paths); len(paths) == 0 {
-		return
+	if paths = b.guard.dropCovered(paths); len(paths) > 0 && len(b.cfg.Command) > 0 {
+		paths = b.guard.dropOutputs(paths)
 	}
-	if len(b.cfg.Command) > 0 {
-		paths = b.guard.filter(paths)
-		if len(paths) == 0 {
-			return
-		}
+	if len(paths) == 0 {
+		return
 	}
 	b.mu.Lock()
 	if b.stopped {
@@ -307,11 +280,9 @@ func (b *Builder) pending(trigger string) *request {
 	return b.next
 }
 
-// Recompile runs a cycle for the agent's recompile tool and returns its
-// result, joining the running or pending cycle if there is one. progress,
-// when not nil, receives short phase messages on this goroutine, never
-// after Recompile returns. If ctx ends first, the result has Err =
-// ctx.Err() and the cycle keeps going.
+// Recompile runs a cycle for the agent's recompile tool, or joins the
+// running or pending one, and returns its result; see the package
+// documentation for progress and for a ctx that ends first.
 func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) result.Build {
 	return b.request(ctx, TriggerRecompile, progress)
 }

@@ -15,17 +15,16 @@ import (
 func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	res := result.Build{Seq: c.seq, Trigger: c.trigger, Changed: c.paths}
 	lg := b.log.With("build", c.seq, "trigger", c.trigger)
-	b.intents.cycleStarted()
+	// The build's time window opens before Prepare: what another
+	// instance's build writes while this one waits for it counts as a
+	// build's writes too.
+	b.guard.begin(len(b.cfg.Command) > 0)
 
 	var out buildOutcome
 	if len(b.cfg.Command) == 0 {
 		res.Skipped = true
 		b.say(c, "no build command; skipping the build")
 	} else {
-		// The build's time window opens before Prepare: what another
-		// instance's build writes while this one waits for it counts as
-		// a build's writes too.
-		b.guard.begin()
 		var done func(bool)
 		out, done = b.prepare(c)
 		if out.skip != "" {
@@ -38,7 +37,6 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		}
 		good := out.err == nil && out.skip == "" && c.ctx.Err() == nil
 		b.guard.end(good)
-		b.intents.buildEnded()
 		if done != nil {
 			done(good)
 		}
@@ -114,9 +112,9 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	}
 	b.say(c, "restarting")
 	start := time.Now()
-	b.intents.restarting()
+	ended := b.guard.restarting()
 	rs, err := b.r.Restart(ctx)
-	b.intents.restartEnded()
+	ended()
 	if rs == nil {
 		rs = &result.Restart{}
 	}
