@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,26 +119,21 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	if rs == nil {
 		rs = &result.Restart{}
 	}
-	if rs.Duration == 0 {
-		rs.Duration = time.Since(start)
-	}
-	if err != nil && rs.Err == nil {
-		rs.Err = err
-	}
+	rs.Duration = cmp.Or(rs.Duration, time.Since(start))
+	rs.Err = cmp.Or(rs.Err, err)
 	res.Restart = rs
 	lg := b.log.With("build", c.seq)
-	if rs.Err != nil && ctx.Err() != nil {
+	switch {
+	case rs.Err != nil && ctx.Err() != nil:
 		// Shutting down: the restart was cut short, nothing failed.
 		res.Canceled, res.Err = true, fmt.Errorf("restart canceled: shutting down: %w", ctx.Err())
-		return
-	}
-	if rs.Err != nil {
+	case rs.Err != nil:
 		lg.Debug("restart failed", "after", result.Dur(rs.Duration), "err", rs.Err)
 		b.say(c, fmt.Sprintf("restart failed after %s: %v", result.Dur(rs.Duration), rs.Err))
-		return
+	default:
+		lg.Debug("restarted", "in", result.Dur(rs.Duration))
+		b.say(c, "restarted in "+result.Dur(rs.Duration))
 	}
-	lg.Debug("restarted", "in", result.Dur(rs.Duration))
-	b.say(c, "restarted in "+result.Dur(rs.Duration))
 }
 
 // explain turns a failed build into an error that says what to do.

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,11 +34,9 @@ type Config struct {
 	// means "everything under" (it becomes "/**").
 	Include []string
 	// Exclude lists doublestar globs of files and directories that never
-	// count; they win over Include. A directory matching an exclude glob
-	// (or a glob plus "/**") is not entered or watched.
+	// count; they win over Include.
 	Exclude []string
-	// GitIgnore honours .gitignore files (in and above the tree, each
-	// scoped to its directory) and .git/info/exclude.
+	// GitIgnore honours .gitignore files and .git/info/exclude.
 	GitIgnore bool
 	// Ignore lists paths (absolute, or relative to Root) that must never
 	// trigger: build output, the run binary, the log file. A directory
@@ -46,12 +45,10 @@ type Config struct {
 	// Debounce is the trailing quiet time after the last relevant event;
 	// default DefaultDebounce.
 	Debounce time.Duration
-	// MaxWait caps the wait from the first event of a batch, so an
-	// endless stream of events still yields batches; default
+	// MaxWait caps the wait from the first event of a batch; default
 	// defaultMaxWait.
 	MaxWait time.Duration
-	// Poll, when > 0, replaces fsnotify by a walk of the tree at this
-	// interval.
+	// Poll, when > 0, replaces fsnotify by a walk of the tree at this interval.
 	Poll time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -75,13 +72,10 @@ type settings struct {
 func newSettings(cfg Config) (*settings, error) {
 	s := &settings{
 		gitIgnore: cfg.GitIgnore,
-		debounce:  cfg.Debounce,
-		maxWait:   cfg.MaxWait,
+		debounce:  cmp.Or(cfg.Debounce, DefaultDebounce),
+		maxWait:   cmp.Or(cfg.MaxWait, defaultMaxWait),
 		poll:      cfg.Poll,
-		log:       cfg.Logger,
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
+		log:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 	}
 	if cfg.Root == "" {
 		return nil, errors.New("watcher: Root is empty; set it to the project's absolute directory")
@@ -126,12 +120,6 @@ func newSettings(cfg Config) (*settings, error) {
 	case s.poll < 0:
 		return nil, fmt.Errorf("watcher: negative poll interval %v", s.poll)
 	}
-	if s.debounce == 0 {
-		s.debounce = DefaultDebounce
-	}
-	if s.maxWait == 0 {
-		s.maxWait = defaultMaxWait
-	}
 	return s, nil
 }
 
@@ -154,17 +142,14 @@ func (s *settings) watchRoots(paths []string) ([]string, error) {
 	// Drop duplicates and paths inside another watch path.
 	rootSlash := filepath.ToSlash(s.root)
 	var out []string
+next:
 	for i, r := range roots {
-		redundant := false
 		for j, o := range roots {
 			if i != j && contains(path.Join(rootSlash, o), path.Join(rootSlash, r)) && (r != o || j < i) {
-				redundant = true
-				break
+				continue next
 			}
 		}
-		if !redundant {
-			out = append(out, r)
-		}
+		out = append(out, r)
 	}
 	return out, nil
 }

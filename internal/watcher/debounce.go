@@ -36,9 +36,8 @@ func (d *debouncer) deadline() time.Time {
 func (d *debouncer) reset() { d.armed = false }
 
 // batcher collects confirmed changes for the current window and hands
-// closed batches to the receiver. If the receiver is not ready, later
-// windows merge into the waiting batch, so nothing is lost and nothing
-// blocks the event loop.
+// closed batches to the receiver; while the receiver is not ready, later
+// windows merge into the waiting batch.
 type batcher struct {
 	deb     debouncer
 	timer   *time.Timer // fires when the window closes; stopped when idle

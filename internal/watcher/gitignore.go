@@ -20,11 +20,8 @@ type ignorePattern struct {
 // ignoreList is the patterns of one ignore file, in file order.
 type ignoreList []ignorePattern
 
-// parseIgnore compiles the patterns of a gitignore file, following
-// gitignore(5): blank lines and "#" comments are skipped, trailing spaces
-// are dropped unless escaped, "!" negates, a trailing "/" restricts to
-// directories, a leading or middle "/" anchors the pattern to the file's
-// directory, and "**" spans directories.
+// parseIgnore compiles the patterns of a gitignore file as gitignore(5)
+// reads them.
 func parseIgnore(data []byte) ignoreList {
 	var list ignoreList
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
@@ -217,7 +214,7 @@ func goClass(b *strings.Builder, s string) int {
 }
 
 // match reports whether p matches rel, a slash path relative to the
-// directory of the ignore file.
+// ignore file's directory.
 func (p ignorePattern) match(rel string, isDir bool) bool {
 	if p.dirOnly && !isDir {
 		return false
@@ -359,21 +356,17 @@ func excludeFile(top, gitPath string) string {
 func (g *gitIgnores) load(dir string) bool {
 	name := filepath.FromSlash(path.Join(dir, ".gitignore"))
 	old := g.files[dir]
-	fi, err := os.Stat(name)
-	if err != nil || !fi.Mode().IsRegular() {
-		delete(g.files, dir)
-		return old != nil
+	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+		if old != nil && old.size == fi.Size() && old.mtime == fi.ModTime().UnixNano() {
+			return false
+		}
+		if data, err := os.ReadFile(name); err == nil {
+			g.files[dir] = &ignoreFile{list: parseIgnore(data), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+			return true
+		}
 	}
-	if old != nil && old.size == fi.Size() && old.mtime == fi.ModTime().UnixNano() {
-		return false
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		delete(g.files, dir)
-		return old != nil
-	}
-	g.files[dir] = &ignoreFile{list: parseIgnore(data), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	return true
+	delete(g.files, dir)
+	return old != nil
 }
 
 // ignored reports whether p (an absolute slash path) is ignored by the

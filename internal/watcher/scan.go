@@ -24,8 +24,7 @@ type fileState struct {
 	big   bool   // over maxHashSize (or unreadable): compared by size and mtime
 }
 
-// dirState is a directory the tree has entered (and, with fsnotify,
-// watches).
+// dirState is a directory the tree has entered.
 type dirState struct {
 	files   map[string]fileState // matching files, by name
 	subdirs map[string]struct{}  // entered subdirectories, by name
@@ -72,6 +71,7 @@ func newTree(f *filter, watch dirWatcher, hash bool) *tree {
 		watch: watch,
 		hash:  hash,
 		seed:  maphash.MakeSeed(),
+		buf:   make([]byte, 64<<10),
 		dirs:  make(map[string]*dirState),
 	}
 }
@@ -90,14 +90,12 @@ func (t *tree) stats() Stats {
 	return Stats{Dirs: len(t.dirs), Files: t.nFiles, Watches: t.nWatches}
 }
 
-// sync brings directory rel and everything below it in line with the
-// disk: new directories are entered (watched before they are listed, so
-// nothing created meanwhile is missed), vanished ones forgotten, files
-// fingerprinted. Paths whose content changed go to changed (nil: record
-// silently, as the initial scan does). The caller has decided that rel
-// itself is kept. Only a failure to set a watch is returned, and
-// errStopped when the done channel closes meanwhile: then sync returns at
-// once, leaving the rest of rel as it was.
+// sync brings directory rel, which the caller keeps, and everything below
+// it in line with the disk: new directories are entered (watched before
+// they are listed, so nothing created meanwhile is missed), vanished ones
+// forgotten, files fingerprinted. Paths whose content changed go to
+// changed (nil: record silently, as the initial scan does). It returns a
+// failure to set a watch, or errStopped at once when done closes.
 func (t *tree) sync(rel string, changed pathSet) error {
 	if t.stopped() {
 		return errStopped
@@ -226,10 +224,9 @@ func (t *tree) drop(rel string, changed pathSet) {
 }
 
 // check fingerprints the file rel (whose directory the tree holds) and
-// reports whether its content differs from what was known: created,
-// modified, or deleted. Without force, an unchanged size and mtime
-// short-cut the hash. When the done channel closes during the hash, the
-// file is left as it was and check reports false.
+// reports whether its content was created, modified or deleted. Without
+// force, an unchanged size and mtime short-cut the hash. When done closes
+// during the hash, the file is left as it was and check reports false.
 func (t *tree) check(rel string, force bool) bool {
 	ds := t.dirs[path.Dir(rel)]
 	if ds == nil {
@@ -286,9 +283,6 @@ func (t *tree) sum(abs string) (uint64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if t.buf == nil {
-		t.buf = make([]byte, 64<<10)
-	}
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	for {

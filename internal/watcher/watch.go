@@ -71,12 +71,9 @@ func (w *Watcher) setStats(s Stats) {
 
 // Run scans the tree, sets its watches, closes Ready, then sends a Batch
 // on out after each debounced window with real changes, until ctx is
-// done. It returns nil as soon as ctx is done, also in the middle of the
-// initial scan (between two files of a listing, between two chunks of a
-// file's hash), or an error if the watches cannot be set up. It does not
-// close out. When the receiver is slow, later changes merge into the
-// batch waiting to be sent. Every goroutine Run starts has stopped when
-// it returns. Run may be called only once.
+// done; it then returns nil at once, also during the initial scan. It
+// returns an error if the watches cannot be set up. Run may be called only
+// once; see Guarantees in the package documentation.
 func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	if out == nil {
 		return errors.New("watcher: Run needs a non-nil channel")

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
@@ -117,7 +116,7 @@ func Key(build []string, root string, files []string) string {
 			fmt.Fprintf(h, "f%d:%s -\n", len(f), f)
 			continue
 		}
-		fmt.Fprintf(h, "f%d:%s %d %s\n", len(f), f, fi.Size(), strconv.FormatInt(fi.ModTime().UnixNano(), 10))
+		fmt.Fprintf(h, "f%d:%s %d %d\n", len(f), f, fi.Size(), fi.ModTime().UnixNano())
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
