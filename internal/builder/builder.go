@@ -226,10 +226,10 @@ func errStopped() error {
 	return errors.New("builder stopped: mcpflow is shutting down")
 }
 
-// poke wakes Run without blocking.
-func (b *Builder) poke() {
+// poke sends on ch, of capacity 1, without blocking.
+func poke(ch chan struct{}) {
 	select {
-	case b.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -268,7 +268,7 @@ func (b *Builder) Changed(paths []string) {
 	}
 	b.pending(triggerWatch).add(paths)
 	b.mu.Unlock()
-	b.poke()
+	poke(b.wake)
 }
 
 // pending returns the pending request, creating it with trigger if there
@@ -294,7 +294,7 @@ func (b *Builder) Startup(ctx context.Context) result.Build {
 }
 
 func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) result.Build {
-	w := newWaiter()
+	w := &waiter{wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	switch {
 	case b.stopped:
@@ -318,7 +318,7 @@ func (b *Builder) request(ctx context.Context, trigger string, progress func(str
 		b.pending(trigger).waiters = []*waiter{w}
 	}
 	b.mu.Unlock()
-	b.poke()
+	poke(b.wake)
 
 	for {
 		select {

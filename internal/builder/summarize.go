@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -59,12 +60,8 @@ func (p *patterns) isWarning(line string) bool {
 }
 
 func (p *patterns) isDiagnostic(line string) bool {
-	for _, re := range []*regexp.Regexp{p.loc, p.arrow, p.tsc, p.severity, p.exception, p.traceback, p.pyFile, p.goroutine} {
-		if re.MatchString(line) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]*regexp.Regexp{p.loc, p.arrow, p.tsc, p.severity, p.exception, p.traceback, p.pyFile, p.goroutine},
+		func(re *regexp.Regexp) bool { return re.MatchString(line) })
 }
 
 // summarize trims build output to what an agent needs to fix the build.
@@ -160,11 +157,7 @@ func (p *patterns) relevant(lines []string) []string {
 		out = out[:len(out)-1]
 	}
 	if len(out) == 0 { // only noise: better than nothing
-		for _, l := range lines {
-			if l != "" {
-				out = append(out, l)
-			}
-		}
+		out = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
 	}
 	return out
 }

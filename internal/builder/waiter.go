@@ -20,8 +20,6 @@ type waiter struct {
 	gone bool // the caller returned
 }
 
-func newWaiter() *waiter { return &waiter{wake: make(chan struct{}, 1)} }
-
 // say posts a progress message.
 func (w *waiter) say(msg string) { w.post(func() { w.msgs = append(w.msgs, msg) }) }
 
@@ -43,10 +41,7 @@ func (w *waiter) post(f func()) {
 	}
 	f()
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	poke(w.wake)
 }
 
 // take returns the messages posted so far and the result, if posted.

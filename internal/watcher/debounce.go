@@ -10,26 +10,19 @@ import (
 // first event, whichever is earlier.
 type debouncer struct {
 	quiet, maxWait time.Duration
-	first, last    time.Time
+	first          time.Time // the batch's first event
 	armed          bool
 }
 
 // touch records an event at now and returns when the batch closes.
 func (d *debouncer) touch(now time.Time) time.Time {
 	if !d.armed {
-		d.armed = true
-		d.first = now
+		d.armed, d.first = true, now
 	}
-	d.last = now
-	return d.deadline()
-}
-
-func (d *debouncer) deadline() time.Time {
-	quiet, limit := d.last.Add(d.quiet), d.first.Add(d.maxWait)
-	if limit.Before(quiet) {
+	if limit := d.first.Add(d.maxWait); limit.Before(now.Add(d.quiet)) {
 		return limit
 	}
-	return quiet
+	return now.Add(d.quiet)
 }
 
 // reset closes the batch; the next event starts a new one.

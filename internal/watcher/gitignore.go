@@ -1,8 +1,6 @@
 package watcher
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,11 +22,10 @@ type ignoreList []ignorePattern
 // reads them.
 func parseIgnore(data []byte) ignoreList {
 	var list ignoreList
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		if p, ok := parseIgnoreLine(sc.Text()); ok {
+	text := strings.TrimPrefix(string(data), "\xef\xbb\xbf") // a UTF-8 byte order mark
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if p, ok := parseIgnoreLine(line); ok {
 			list = append(list, p)
 		}
 	}
@@ -70,24 +67,18 @@ func parseIgnoreLine(line string) (p ignorePattern, ok bool) {
 // backslash escapes; a backslash escapes the character after it, so in
 // `a\\ ` the space is not escaped.
 func trimTrailingSpaces(line string) string {
-	lastSpace := -1
+	keep := 0 // the length up to the last character that stays
 	for i := 0; i < len(line); i++ {
 		switch line[i] {
 		case ' ':
-			if lastSpace < 0 {
-				lastSpace = i
-			}
 		case '\\':
 			i++
-			lastSpace = -1
+			keep = min(i+1, len(line))
 		default:
-			lastSpace = -1
+			keep = i + 1
 		}
 	}
-	if lastSpace >= 0 {
-		return line[:lastSpace]
-	}
-	return line
+	return line[:keep]
 }
 
 // goGlob translates one segment of a gitignore pattern, in git's
@@ -373,26 +364,19 @@ func (g *gitIgnores) load(dir string) bool {
 // rules of its own ancestors. Callers check p's parent directories
 // themselves: git never re-includes a file inside an ignored directory.
 func (g *gitIgnores) ignored(p string, isDir bool) bool {
-	ignored := false
-	if g.repo != "" && len(g.exclude) > 0 {
-		if rel, ok := relUnder(g.repo, p); ok {
-			if ign, ok := g.exclude.match(rel, isDir); ok {
-				ignored = ign
+	for _, dir := range ancestors(path.Dir(p), "") { // the deepest file wins
+		if f := g.files[dir]; f != nil {
+			rel, _ := relUnder(dir, p)
+			if ign, ok := f.list.match(rel, isDir); ok {
+				return ign
 			}
 		}
 	}
-	dirs := ancestors(path.Dir(p), "")
-	for i := len(dirs) - 1; i >= 0; i-- {
-		f := g.files[dirs[i]]
-		if f == nil {
-			continue
-		}
-		rel, _ := relUnder(dirs[i], p)
-		if ign, ok := f.list.match(rel, isDir); ok {
-			ignored = ign
-		}
+	if rel, ok := relUnder(g.repo, p); ok && g.repo != "" {
+		ign, _ := g.exclude.match(rel, isDir)
+		return ign
 	}
-	return ignored
+	return false
 }
 
 // ancestors lists dir and its parents, deepest first, stopping at top

@@ -264,17 +264,13 @@ func (n *notifier) evaluate() {
 		if t.stopped() {
 			break
 		}
-		if t.dirs[path.Dir(p)] == nil {
-			continue // forgotten with its directory, which reported it
+		if _, isDir := t.dirs[p]; isDir || t.dirs[path.Dir(p)] == nil {
+			continue // a directory, or forgotten with its directory, which reported it
 		}
-		if _, isDir := t.dirs[p]; isDir {
-			continue
-		}
-		if !t.f.matchFile(p) {
+		switch {
+		case !t.f.matchFile(p):
 			t.drop(p, n.b.pending)
-			continue
-		}
-		if t.check(p, true) {
+		case t.check(p, true):
 			n.b.pending.add(p)
 		}
 	}
