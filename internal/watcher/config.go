@@ -54,54 +54,45 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// settings is a validated, normalized Config.
+// settings is a validated, normalized Config: Root clean, globs
+// normalized, Ignore as clean slash paths relative to Root, defaults set.
 type settings struct {
-	root       string   // absolute, clean, OS separators
-	roots      []string // watch roots: clean slash paths relative to root
-	include    []string
-	exclude    []string
+	Config
+	roots      []string // watch roots: clean slash paths relative to Root
 	excludeDir []string // exclude globs with "/**" appended, for directories
-	ignore     []string // clean slash paths relative to root
-	gitIgnore  bool
-	debounce   time.Duration
-	maxWait    time.Duration
-	poll       time.Duration
-	log        *slog.Logger
 }
 
 func newSettings(cfg Config) (*settings, error) {
-	s := &settings{
-		gitIgnore: cfg.GitIgnore,
-		debounce:  cmp.Or(cfg.Debounce, DefaultDebounce),
-		maxWait:   cmp.Or(cfg.MaxWait, defaultMaxWait),
-		poll:      cfg.Poll,
-		log:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-	}
 	if cfg.Root == "" {
 		return nil, errors.New("watcher: Root is empty; set it to the project's absolute directory")
 	}
 	if !filepath.IsAbs(cfg.Root) {
 		return nil, fmt.Errorf("watcher: root %q is not an absolute path", cfg.Root)
 	}
-	s.root = filepath.Clean(cfg.Root)
-	if err := isDir(s.root); err != nil {
+	s := &settings{Config: cfg}
+	s.Root = filepath.Clean(cfg.Root)
+	s.Debounce = cmp.Or(cfg.Debounce, DefaultDebounce)
+	s.MaxWait = cmp.Or(cfg.MaxWait, defaultMaxWait)
+	s.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if err := isDir(s.Root); err != nil {
 		return nil, fmt.Errorf("watcher: root: %w", err)
 	}
 	var err error
 	if s.roots, err = s.watchRoots(cfg.Paths); err != nil {
 		return nil, err
 	}
-	if s.include, err = globs("include", cfg.Include); err != nil {
+	if s.Include, err = globs("include", cfg.Include); err != nil {
 		return nil, err
 	}
-	if s.exclude, err = globs("exclude", cfg.Exclude); err != nil {
+	if s.Exclude, err = globs("exclude", cfg.Exclude); err != nil {
 		return nil, err
 	}
-	for _, g := range s.exclude {
+	for _, g := range s.Exclude {
 		if !strings.HasSuffix(g, "/**") && g != "**" {
 			s.excludeDir = append(s.excludeDir, g+"/**")
 		}
 	}
+	s.Ignore = nil
 	for _, p := range cfg.Ignore {
 		rel, err := s.rel(p)
 		if err != nil {
@@ -110,15 +101,15 @@ func newSettings(cfg Config) (*settings, error) {
 		if rel == "." {
 			return nil, fmt.Errorf("watcher: ignore path %q is the root itself; nothing would be watched", p)
 		}
-		s.ignore = append(s.ignore, rel)
+		s.Ignore = append(s.Ignore, rel)
 	}
 	switch {
-	case s.debounce < 0:
-		return nil, fmt.Errorf("watcher: negative debounce %v", s.debounce)
-	case s.maxWait < 0:
-		return nil, fmt.Errorf("watcher: negative max wait %v", s.maxWait)
-	case s.poll < 0:
-		return nil, fmt.Errorf("watcher: negative poll interval %v", s.poll)
+	case s.Debounce < 0:
+		return nil, fmt.Errorf("watcher: negative debounce %v", s.Debounce)
+	case s.MaxWait < 0:
+		return nil, fmt.Errorf("watcher: negative max wait %v", s.MaxWait)
+	case s.Poll < 0:
+		return nil, fmt.Errorf("watcher: negative poll interval %v", s.Poll)
 	}
 	return s, nil
 }
@@ -134,13 +125,13 @@ func (s *settings) watchRoots(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
 		}
-		if err := isDir(filepath.Join(s.root, filepath.FromSlash(rel))); err != nil {
+		if err := isDir(filepath.Join(s.Root, filepath.FromSlash(rel))); err != nil {
 			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
 		}
 		roots = append(roots, rel)
 	}
 	// Drop duplicates and paths inside another watch path.
-	rootSlash := filepath.ToSlash(s.root)
+	rootSlash := filepath.ToSlash(s.Root)
 	var out []string
 next:
 	for i, r := range roots {
@@ -161,7 +152,7 @@ func (s *settings) rel(p string) (string, error) {
 		return "", errors.New("empty path")
 	}
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(s.root, p)
+		r, err := filepath.Rel(s.Root, p)
 		if err != nil {
 			return "", err
 		}

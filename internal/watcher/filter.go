@@ -18,9 +18,9 @@ type filter struct {
 }
 
 func newFilter(s *settings) *filter {
-	f := &filter{s: s, rootSlash: filepath.ToSlash(s.root)}
-	if s.gitIgnore {
-		f.git = newGitIgnores(s.root, s.roots)
+	f := &filter{s: s, rootSlash: filepath.ToSlash(s.Root)}
+	if s.GitIgnore {
+		f.git = newGitIgnores(s.Root, s.roots)
 	}
 	return f
 }
@@ -43,7 +43,7 @@ func builtinFile(name string) bool {
 
 // ignored reports whether rel is, or lies under, a Config.Ignore path.
 func (f *filter) ignored(rel string) bool {
-	return slices.ContainsFunc(f.s.ignore, func(ig string) bool { return within(ig, rel) })
+	return slices.ContainsFunc(f.s.Ignore, func(ig string) bool { return within(ig, rel) })
 }
 
 // matchAny reports whether one of globs matches rel.
@@ -55,17 +55,17 @@ func matchAny(globs []string, rel string) bool {
 // watched, nothing under it counts. Its parent is assumed kept.
 func (f *filter) skipDir(rel string) bool {
 	return builtinDir(path.Base(rel)) || f.ignored(rel) ||
-		matchAny(f.s.exclude, rel) || matchAny(f.s.excludeDir, rel) ||
+		matchAny(f.s.Exclude, rel) || matchAny(f.s.excludeDir, rel) ||
 		f.git != nil && f.git.ignored(f.abs(rel), true)
 }
 
 // matchFile reports whether the file rel counts. Its directory is
 // assumed kept.
 func (f *filter) matchFile(rel string) bool {
-	if builtinFile(path.Base(rel)) || f.ignored(rel) || matchAny(f.s.exclude, rel) {
+	if builtinFile(path.Base(rel)) || f.ignored(rel) || matchAny(f.s.Exclude, rel) {
 		return false
 	}
-	if len(f.s.include) > 0 && !matchAny(f.s.include, rel) {
+	if len(f.s.Include) > 0 && !matchAny(f.s.Include, rel) {
 		return false
 	}
 	return f.git == nil || !f.git.ignored(f.abs(rel), false)
@@ -81,12 +81,12 @@ func (f *filter) abs(rel string) string { return path.Join(f.rootSlash, rel) }
 
 // osPath returns rel as an absolute OS path.
 func (f *filter) osPath(rel string) string {
-	return filepath.Join(f.s.root, filepath.FromSlash(rel))
+	return filepath.Join(f.s.Root, filepath.FromSlash(rel))
 }
 
 // relOf turns an absolute OS path into a path relative to the root.
 func (f *filter) relOf(name string) (string, bool) {
-	r, err := filepath.Rel(f.s.root, name)
+	r, err := filepath.Rel(f.s.Root, name)
 	if err != nil {
 		return "", false
 	}

@@ -127,7 +127,7 @@ func (t *tree) sync(rel string, changed pathSet) error {
 			t.forget(rel, changed)
 			return nil
 		}
-		t.f.s.log.Warn("cannot list directory; keeping what is known", "dir", abs, "err", err)
+		t.f.s.Logger.Warn("cannot list directory; keeping what is known", "dir", abs, "err", err)
 		return nil
 	}
 	seenFiles := make(map[string]bool, len(ds.files))
@@ -138,7 +138,8 @@ func (t *tree) sync(rel string, changed pathSet) error {
 		}
 		name := e.Name()
 		child := path.Join(rel, name)
-		if e.IsDir() {
+		switch {
+		case e.IsDir():
 			if t.f.skipDir(child) {
 				continue
 			}
@@ -146,17 +147,11 @@ func (t *tree) sync(rel string, changed pathSet) error {
 			if err := t.sync(child, changed); err != nil {
 				return err
 			}
-			continue
-		}
-		if !e.Type().IsRegular() && e.Type()&fs.ModeSymlink == 0 {
-			continue
-		}
-		if !t.f.matchFile(child) {
-			continue
-		}
-		seenFiles[name] = true
-		if t.check(child, false) {
-			changed.add(child)
+		case (e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0) && t.f.matchFile(child):
+			seenFiles[name] = true
+			if t.check(child, false) {
+				changed.add(child)
+			}
 		}
 	}
 	for name := range ds.files {
@@ -165,13 +160,10 @@ func (t *tree) sync(rel string, changed pathSet) error {
 		}
 	}
 	for name := range ds.subdirs {
-		if !seenDirs[name] {
-			child := path.Join(rel, name)
-			if exists(t.f.osPath(child)) {
-				t.forget(child, nil) // now excluded: drop silently
-			} else {
-				t.forget(child, changed)
-			}
+		if child := path.Join(rel, name); !seenDirs[name] && exists(t.f.osPath(child)) {
+			t.forget(child, nil) // now excluded: drop silently
+		} else if !seenDirs[name] {
+			t.forget(child, changed)
 		}
 	}
 	return nil
@@ -258,7 +250,7 @@ func (t *tree) check(rel string, force bool) bool {
 		case errors.Is(err, fs.ErrNotExist):
 			return gone()
 		case err != nil:
-			t.f.s.log.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
+			t.f.s.Logger.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
 			st.big = true
 		default:
 			st.sum = sum

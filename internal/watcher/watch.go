@@ -87,7 +87,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 		errs   <-chan error
 		tick   <-chan time.Time
 	)
-	if w.s.poll == 0 {
+	if w.s.Poll == 0 {
 		fw, err := fsnotify.NewWatcher()
 		if err != nil {
 			return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
@@ -112,17 +112,17 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 		return nil
 	}
 	w.setStats(t.stats())
-	if w.s.poll > 0 {
-		w.s.log.Debug("polling", "root", w.s.root, "every", w.s.poll, "dirs", len(t.dirs), "files", t.nFiles)
-		ticker := time.NewTicker(w.s.poll)
+	if w.s.Poll > 0 {
+		w.s.Logger.Debug("polling", "root", w.s.Root, "every", w.s.Poll, "dirs", len(t.dirs), "files", t.nFiles)
+		ticker := time.NewTicker(w.s.Poll)
 		defer ticker.Stop()
 		tick = ticker.C
 	} else {
-		w.s.log.Debug("watching", "root", w.s.root, "dirs", len(t.dirs), "files", t.nFiles)
+		w.s.Logger.Debug("watching", "root", w.s.Root, "dirs", len(t.dirs), "files", t.nFiles)
 	}
 	close(w.ready)
 
-	n := &notifier{t: t, b: newBatcher(w.s.debounce, w.s.maxWait), roots: w.s.roots, dirty: make(pathSet)}
+	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), roots: w.s.roots, dirty: make(pathSet)}
 	defer n.b.stop()
 	for {
 		select {
@@ -147,17 +147,17 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 				return errors.New("watcher: fsnotify stopped unexpectedly")
 			}
 			if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.s.log.Warn("fsnotify error", "err", err)
+				w.s.Logger.Warn("fsnotify error", "err", err)
 				break
 			}
-			w.s.log.Warn("too many file events at once; rescanning the tree")
+			w.s.Logger.Warn("too many file events at once; rescanning the tree")
 			n.rescan()
 			n.b.touch()
 		case <-n.b.timer.C:
 			n.evaluate()
 			n.b.close()
 			if len(n.b.ready) > 0 {
-				w.s.log.Debug("changes", "paths", len(n.b.ready))
+				w.s.Logger.Debug("changes", "paths", len(n.b.ready))
 			}
 		case n.b.out(out) <- n.b.batch:
 			n.b.sent()
@@ -212,7 +212,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 		root := slices.Contains(n.roots, rel)
 		switch {
 		case root && !back:
-			t.f.s.log.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
+			t.f.s.Logger.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
 		case root || (back && t.dirs[path.Dir(rel)] != nil && !t.f.skipDir(rel)):
 			n.syncDir(rel) // it is back already
 		}
@@ -246,7 +246,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 
 func (n *notifier) syncDir(rel string) {
 	if err := n.t.sync(rel, n.b.pending); err != nil && err != errStopped {
-		n.t.f.s.log.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
+		n.t.f.s.Logger.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
 	}
 }
 
