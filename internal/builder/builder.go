@@ -38,12 +38,15 @@ type Config struct {
 	Outputs   []string
 	OnOutputs func([]string)
 	// Prepare, when not nil, is called on Run's goroutine before each run
-	// of the build command (see "Prepare" in the package documentation),
-	// with the build's ctx and the cycle's trigger; say posts a progress
-	// message to the callers waiting for the cycle. A non-empty skip says
-	// why the build is not needed (the cycle reports Skipped and Cached);
-	// an error fails the cycle (or cancels it when ctx ended). done, when not nil, is called with whether the build
-	// succeeded once it has ended (or was skipped), before Restart.
+	// of the build command, with the build's ctx and the cycle's trigger;
+	// say posts a progress message to the callers waiting for the cycle.
+	// It may block, e.g. on a lock shared with other instances. A
+	// non-empty skip says why the build is not needed (the sources are
+	// those of the last good build): the cycle reports Skipped and Cached,
+	// with skip as its Output, and goes straight to Restart. An error fails
+	// the cycle (or cancels it when ctx ended). done, when not nil, is
+	// called with whether the build succeeded once it has ended (or was
+	// skipped), before Restart.
 	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
 	// Awaited, when not nil, reports whether other mcpflow instances wait
 	// for the build this one runs: see "Shared builds" in the package
@@ -109,15 +112,13 @@ func (q *request) add(paths []string) {
 // cycle is the running cycle. Its fields are guarded by Builder.mu, except
 // seq, trigger, paths and ctx, which are set before it is published.
 type cycle struct {
+	request
 	seq        uint64
-	trigger    string
-	paths      []string
 	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx (see finishFor)
 	cancel     context.CancelFunc
 	unhook     func() bool // stops finishFor's hook on Run's ctx
 	canceled   bool        // superseded by a newer change
 	restarting bool        // past the build: no longer cancelable
-	waiters    []*waiter
 }
 
 // New returns a Builder that restarts through r after each good build. A
@@ -176,7 +177,7 @@ func (b *Builder) startNext(ctx context.Context) *cycle {
 	}
 	b.next = nil
 	b.seq++
-	c := &cycle{seq: b.seq, trigger: q.trigger, paths: q.paths, waiters: q.waiters}
+	c := &cycle{request: *q, seq: b.seq}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.unhook = context.AfterFunc(ctx, func() { b.finishFor(c) })
 	b.cur = c
@@ -217,14 +218,12 @@ func (b *Builder) stop() {
 	b.mu.Unlock()
 	if q != nil {
 		for _, w := range q.waiters {
-			w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped()})
+			w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped})
 		}
 	}
 }
 
-func errStopped() error {
-	return errors.New("builder stopped: mcpflow is shutting down")
-}
+var errStopped = errors.New("builder stopped: mcpflow is shutting down")
 
 // poke sends on ch, of capacity 1, without blocking.
 func poke(ch chan struct{}) {
@@ -299,7 +298,7 @@ func (b *Builder) request(ctx context.Context, trigger string, progress func(str
 	switch {
 	case b.stopped:
 		b.mu.Unlock()
-		return result.Build{Trigger: trigger, Canceled: true, Err: errStopped()}
+		return result.Build{Trigger: trigger, Canceled: true, Err: errStopped}
 	case b.next != nil:
 		b.next.waiters = append(b.next.waiters, w)
 		if c := b.cur; c != nil && c.restarting {

@@ -23,10 +23,8 @@ type buildOutcome struct {
 	prepare  bool   // err is Config.Prepare's
 }
 
-// build runs the build command once and waits for it. When ctx is done, or
-// Config.Timeout passes, the build's process group gets SIGTERM, and
-// killGrace later SIGKILL and its output closed (proc.Command). Whatever
-// the build left running in its group is killed once it exited.
+// build runs the build command once and waits for it; see "Processes" in
+// the package documentation for how it is stopped.
 func (b *Builder) build(parent context.Context) buildOutcome {
 	ctx := parent
 	if b.cfg.Timeout > 0 {

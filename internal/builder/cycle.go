@@ -27,10 +27,17 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		b.say(c, "no build command; skipping the build")
 	} else {
 		var done func(bool)
-		out, done = b.prepare(c)
-		if out.skip != "" {
+		if b.cfg.Prepare != nil {
+			out.skip, done, out.err = b.cfg.Prepare(c.ctx, c.trigger, func(msg string) { b.say(c, msg) })
+			out.prepare = out.err != nil
+		}
+		switch {
+		case out.err != nil: // Prepare failed
+		case out.skip != "":
+			b.say(c, out.skip)
+			b.log.Debug("build skipped", "build", c.seq, "why", out.skip)
 			res.Skipped, res.Cached, res.Output = true, true, out.skip
-		} else if out.err == nil {
+		default:
 			b.say(c, "building: "+b.cmdline)
 			lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))
 			out = b.build(c.ctx)
@@ -87,23 +94,6 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	for _, w := range ws {
 		w.finish(res)
 	}
-}
-
-// prepare calls Config.Prepare, if set, for the cycle c. The outcome has
-// skip set when the build is not needed, err when Prepare failed.
-func (b *Builder) prepare(c *cycle) (buildOutcome, func(bool)) {
-	if b.cfg.Prepare == nil {
-		return buildOutcome{}, nil
-	}
-	skip, done, err := b.cfg.Prepare(c.ctx, c.trigger, func(msg string) { b.say(c, msg) })
-	if err != nil {
-		return buildOutcome{err: err, prepare: true}, done
-	}
-	if skip != "" {
-		b.say(c, skip)
-		b.log.Debug("build skipped", "build", c.seq, "why", skip)
-	}
-	return buildOutcome{skip: skip}, done
 }
 
 // restart calls the Restarter and records the outcome in res.

@@ -69,14 +69,6 @@
 // longer taken for output. Config.OnOutputs receives the known outputs
 // whenever they change, so a caller can keep them across runs.
 //
-// # Prepare
-//
-// Config.Prepare, when set, runs before each build command on Run's
-// goroutine: it may wait (for a lock shared by several mcpflow instances),
-// and it may find the build not needed (the sources are those of the last
-// good build), in which case the cycle reports Skipped, with the reason
-// as its Output, and goes straight to Restart.
-//
 // # Shared builds
 //
 // Config.Awaited, when set, tells whether other mcpflow instances wait

@@ -37,13 +37,9 @@ const (
 
 // guard tells the changes that need a cycle from those that do not:
 //
-//   - The build's own output (see the package documentation): a path
-//     written within a build's time window (the running build's, or one
-//     of the last few finished ones; for a deleted path, while a build
-//     runs or ended moments ago) that lies under OutputDirs or is a
-//     known output. Any other path written during a build still starts
-//     one and is checked after the next good build: if that build wrote
-//     it again, it is the build's output from then on.
+//   - The build's own output: see "The build's own output" in the package
+//     documentation. A build's time window is the running build's or one
+//     of the last keptWindows finished ones.
 //   - A change a cycle already covers: a file last modified before the
 //     latest cycle began (a save followed at once by recompile, whose
 //     cycle read it, and then the watcher's report of the same save). One

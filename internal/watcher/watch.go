@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,9 +34,7 @@ type Watcher struct {
 	s       *settings
 	ready   chan struct{}
 	started atomic.Bool
-
-	mu    sync.Mutex
-	stats Stats
+	stats   atomic.Pointer[Stats]
 }
 
 // New validates cfg and returns a Watcher that is not yet watching. A bad
@@ -58,16 +55,13 @@ func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 // Stats reports the current size of the watched tree. It is safe to call
 // from any goroutine.
 func (w *Watcher) Stats() Stats {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stats
+	if st := w.stats.Load(); st != nil {
+		return *st
+	}
+	return Stats{}
 }
 
-func (w *Watcher) setStats(s Stats) {
-	w.mu.Lock()
-	w.stats = s
-	w.mu.Unlock()
-}
+func (w *Watcher) setStats(st Stats) { w.stats.Store(&st) }
 
 // Run scans the tree, sets its watches, closes Ready, then sends a Batch
 // on out after each debounced window with real changes, until ctx is

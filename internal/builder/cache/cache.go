@@ -51,9 +51,6 @@ func (s State) Fresh(key string) bool {
 // A missing file records none.
 func (s *State) SetOutput(path string) {
 	s.Output, s.OutputSize, s.OutputTime = "", 0, time.Time{}
-	if path == "" {
-		return
-	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		s.Output, s.OutputSize, s.OutputTime = path, fi.Size(), fi.ModTime()
 	}
