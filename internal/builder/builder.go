@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/report/result"
@@ -83,12 +84,12 @@ type Builder struct {
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
 	guard   *guard
+	running atomic.Bool // Run has been called
 
 	mu      sync.Mutex
 	seq     uint64
 	cur     *cycle   // the running cycle, nil when idle
 	next    *request // the cycle asked for but not started, nil if none
-	running bool     // Run has been called
 	stopped bool     // Run has returned
 }
 
@@ -145,14 +146,10 @@ func New(cfg Config, r Restarter) *Builder {
 // group and waits for it, lets a running Restart (which sees ctx done)
 // return, and releases every waiting Recompile and Startup. Call it once.
 func (b *Builder) Run(ctx context.Context) {
-	b.mu.Lock()
-	if b.running {
-		b.mu.Unlock()
+	if !b.running.CompareAndSwap(false, true) {
 		b.log.Error("builder: Run called twice; the second call does nothing")
 		return
 	}
-	b.running = true
-	b.mu.Unlock()
 	defer b.stop()
 
 	for ctx.Err() == nil {
@@ -225,7 +222,6 @@ func (b *Builder) stop() {
 
 var errStopped = errors.New("builder stopped: mcpflow is shutting down")
 
-// poke sends on ch, of capacity 1, without blocking.
 func poke(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:

@@ -12,7 +12,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/proc/tail"
 )
 
-// buildOutcome is what one run of the build command produced.
 type buildOutcome struct {
 	output   string
 	duration time.Duration

@@ -96,7 +96,6 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	}
 }
 
-// restart calls the Restarter and records the outcome in res.
 func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	if b.r == nil {
 		return
@@ -140,7 +139,6 @@ func (b *Builder) explain(out buildOutcome) error {
 	}
 }
 
-// say posts a progress message to the callers waiting for c.
 func (b *Builder) say(c *cycle, msg string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

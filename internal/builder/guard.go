@@ -215,7 +215,6 @@ func (w window) holds(mt time.Time, slack time.Duration) bool {
 	return !w.start.IsZero() && !mt.Before(w.start.Add(-slack)) && (w.end.IsZero() || !mt.After(w.end))
 }
 
-// inDir returns p, relative to dir unless absolute, as an OS path.
 func inDir(dir, p string) string {
 	if filepath.IsAbs(p) {
 		return p
@@ -268,18 +267,16 @@ func (g *guard) dropCovered(paths []string) []string {
 		}
 		keep = append(keep, p)
 	}
-	if len(wrote) == 0 || g.wroteIn == g.restarts {
-		g.written = appendNew(g.written, wrote)
-		return keep
+	if len(wrote) > 0 && g.wroteIn != g.restarts {
+		if g.wroteIn == g.restarts-1 {
+			g.runs++
+		} else {
+			g.runs, g.written = 1, nil
+		}
+		g.wroteIn = g.restarts
 	}
-	if g.wroteIn == g.restarts-1 {
-		g.runs++
-	} else {
-		g.runs, g.written = 1, nil
-	}
-	g.wroteIn = g.restarts
 	g.written = appendNew(g.written, wrote)
-	if g.runs < selfWriteRuns {
+	if len(wrote) == 0 || g.runs < selfWriteRuns {
 		return keep
 	}
 	g.loop = true
@@ -292,7 +289,6 @@ func (g *guard) dropCovered(paths []string) []string {
 	return slices.DeleteFunc(keep, func(p string) bool { return g.selfWrites[p] })
 }
 
-// appendNew appends to list the elements of add it does not hold.
 func appendNew(list, add []string) []string {
 	for _, p := range add {
 		if !slices.Contains(list, p) {

@@ -20,7 +20,6 @@ type waiter struct {
 	gone bool // the caller returned
 }
 
-// say posts a progress message.
 func (w *waiter) say(msg string) { w.post(func() { w.msgs = append(w.msgs, msg) }) }
 
 // finish posts the result; only the first one counts.
@@ -44,7 +43,6 @@ func (w *waiter) post(f func()) {
 	poke(w.wake)
 }
 
-// take returns the messages posted so far and the result, if posted.
 func (w *waiter) take() ([]string, *result.Build) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -190,7 +190,6 @@ func isDir(p string) error {
 	return nil
 }
 
-// globs validates and normalizes a list of globs.
 func globs(kind string, in []string) ([]string, error) {
 	var out []string
 	for _, g := range in {

@@ -50,7 +50,6 @@ func newBatcher(quiet, maxWait time.Duration) *batcher {
 	}
 }
 
-// touch opens or extends the window.
 func (b *batcher) touch() {
 	now := time.Now()
 	b.timer.Reset(b.deb.touch(now).Sub(now))
@@ -76,7 +75,6 @@ func (b *batcher) out(ch chan<- Batch) chan<- Batch {
 	return ch
 }
 
-// sent records that the waiting batch was received.
 func (b *batcher) sent() {
 	clear(b.ready)
 	b.batch = Batch{}

@@ -46,7 +46,6 @@ func (f *filter) ignored(rel string) bool {
 	return slices.ContainsFunc(f.s.Ignore, func(ig string) bool { return within(ig, rel) })
 }
 
-// matchAny reports whether one of globs matches rel.
 func matchAny(globs []string, rel string) bool {
 	return slices.ContainsFunc(globs, func(g string) bool { return doublestar.MatchUnvalidated(g, rel) })
 }
@@ -71,7 +70,6 @@ func (f *filter) matchFile(rel string) bool {
 	return f.git == nil || !f.git.ignored(f.abs(rel), false)
 }
 
-// isIgnoreFile reports whether rel is a .gitignore that the filter reads.
 func (f *filter) isIgnoreFile(rel string) bool {
 	return f.git != nil && path.Base(rel) == ".gitignore"
 }

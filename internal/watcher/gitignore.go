@@ -88,9 +88,6 @@ func trimTrailingSpaces(line string) string {
 // as a member, and POSIX classes such as "[:digit:]". ok is false for a
 // bracket expression git cannot parse: the pattern then matches nothing.
 func goGlob(s string) (glob string, ok bool) {
-	if !strings.Contains(s, "[") {
-		return s, true
-	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch {
@@ -313,16 +310,8 @@ func findRepo(dir string) (top, gitPath string) {
 // either the git directory or, for worktrees and submodules, a file
 // "gitdir: <path>"; a worktree keeps info/exclude in its common dir.
 func excludeFile(top, gitPath string) string {
-	fi, err := os.Stat(gitPath)
-	if err != nil {
-		return ""
-	}
 	gitDir := gitPath
-	if !fi.IsDir() {
-		data, err := os.ReadFile(gitPath)
-		if err != nil {
-			return ""
-		}
+	if data, err := os.ReadFile(gitPath); err == nil { // not a directory
 		d, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 		if !ok {
 			return ""

@@ -76,7 +76,6 @@ func newTree(f *filter, watch dirWatcher, hash bool) *tree {
 	}
 }
 
-// stopped reports whether the tree's done channel is closed.
 func (t *tree) stopped() bool {
 	select {
 	case <-t.done:
@@ -292,7 +291,6 @@ func (t *tree) sum(abs string) (uint64, error) {
 	}
 }
 
-// files lists every matching file, sorted.
 func (t *tree) files() []string {
 	all := make(pathSet, t.nFiles)
 	for dir, ds := range t.dirs {

@@ -47,7 +47,6 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 		w      *os.File // the waiters file
 		shared bool     // w is share-locked
 		polls  int
-		waited bool
 	)
 	defer func() {
 		if w != nil {
@@ -74,14 +73,12 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 			// tried again at the next poll.
 			shared, _ = tryLockShared(w)
 		}
-		if !waited {
-			holder := readPid(name)
-			if polls++; holder != 0 || polls > holderPolls {
-				waited = true
-				if waiting != nil {
-					waiting(holder)
-				}
+		if waiting != nil {
+			if holder := readPid(name); holder != 0 || polls >= holderPolls {
+				waiting(holder)
+				waiting = nil // once
 			}
+			polls++
 		}
 		select {
 		case <-ctx.Done():
@@ -92,7 +89,6 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 	}
 }
 
-// readPid reads the pid a lock's holder wrote into it; 0 if none.
 func readPid(name string) int {
 	b, _ := os.ReadFile(name)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -117,7 +113,6 @@ func (l *Lock) Awaited() bool {
 	return err == nil && !free
 }
 
-// openWaiters opens the waiters file of the lock name.
 func openWaiters(name string) (*os.File, error) {
 	return os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
 }

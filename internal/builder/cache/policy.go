@@ -171,7 +171,6 @@ func (c *buildCache) show(p string) string {
 	return p
 }
 
-// underAny reports whether the slash path f lies under one of dirs.
 func underAny(dirs []string, f string) bool {
 	return slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(f, d+"/") })
 }
