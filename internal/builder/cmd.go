@@ -54,9 +54,6 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 
 // commandLine renders the build command for messages.
 func commandLine(argv []string, shell bool) string {
-	if len(argv) == 0 {
-		return ""
-	}
 	if shell && len(argv) == 1 {
 		return argv[0]
 	}

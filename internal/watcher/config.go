@@ -25,9 +25,8 @@ type Config struct {
 	// Root is the absolute directory that everything is relative to
 	// (the config file's folder). Globs match slash paths relative to it.
 	Root string
-	// Paths are the directories to watch, relative to Root (or
-	// absolute). Default ["."]. A path inside another one is redundant
-	// and dropped.
+	// Paths are the directories to watch, relative to Root (or absolute);
+	// default ["."]. A path inside another one is dropped.
 	Paths []string
 	// Include lists doublestar globs of the files that count; empty
 	// means every file. "./" at the start is dropped; a trailing "/"
@@ -39,11 +38,10 @@ type Config struct {
 	// GitIgnore honours .gitignore files and .git/info/exclude.
 	GitIgnore bool
 	// Ignore lists paths (absolute, or relative to Root) that must never
-	// trigger: build output, the run binary, the log file. A directory
-	// ignores everything under it.
+	// trigger, with everything under them: build output, the run binary.
 	Ignore []string
-	// Debounce is the trailing quiet time after the last relevant event;
-	// default DefaultDebounce.
+	// Debounce is the quiet time after the last relevant event; default
+	// DefaultDebounce.
 	Debounce time.Duration
 	// MaxWait caps the wait from the first event of a batch; default
 	// defaultMaxWait.
