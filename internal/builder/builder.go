@@ -210,13 +210,11 @@ func (b *Builder) finishFor(c *cycle) {
 func (b *Builder) stop() {
 	b.mu.Lock()
 	b.stopped = true
-	q := b.next
+	q := b.pending("") // the request still pending, or an empty one
 	b.next = nil
 	b.mu.Unlock()
-	if q != nil {
-		for _, w := range q.waiters {
-			w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped})
-		}
+	for _, w := range q.waiters {
+		w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped})
 	}
 }
 

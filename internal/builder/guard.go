@@ -19,11 +19,9 @@ func OutputDirs() []string {
 }
 
 const (
-	// mtimeSlack moves the start of a build's time window earlier when
-	// telling whether a change happened during a build: the kernel
-	// stamps files with a coarse clock that may lag time.Now by a tick.
-	// Learning an output takes a modification time within the window
-	// itself.
+	// mtimeSlack moves the start of a build's time window earlier: the
+	// kernel stamps files with a coarse clock that may lag time.Now by a
+	// tick. Learning an output takes a time within the window itself.
 	mtimeSlack = 10 * time.Millisecond
 	// deleteSettle is how long after a build ends a deletion can still
 	// be the build's: the watcher reports changes after a quiet time.
@@ -42,22 +40,18 @@ const (
 //     of the last keptWindows finished ones.
 //   - A change a cycle already covers: a file last modified before the
 //     latest cycle began (a save followed at once by recompile, whose
-//     cycle read it, and then the watcher's report of the same save). One
-//     intent, one build; a change made during a cycle still starts one
-//     more.
+//     cycle read it, then the watcher's report of that save). One intent,
+//     one build; a change made during a cycle still starts one more.
 //   - What the server writes into its own watched tree as it starts (a
-//     log it appends to, a data file it rewrites, a new file each time):
-//     files modified within a restart, from the old server's stop to the
-//     new one's answer (the window is open while the restart runs: the
-//     watcher may report the write before the restart returns; it never
-//     opens before the build ended, so the build's output is never the
-//     server's). Once such writes were seen during selfWriteRuns
-//     restarts in a row, the server restarts itself in a loop: from then on
-//     the files it wrote start nothing, whenever they change, and no file
-//     written within a restart does either (a new file each start); the
-//     log says so once, naming the files and the fix (watch.exclude, or
-//     writing them elsewhere). The server is so started at most
-//     selfWriteRuns+1 times by itself.
+//     log, a data file it rewrites, a new file each time): files modified
+//     within a restart, from the old server's stop to the new one's answer
+//     (open while the restart runs, as the watcher may report the write
+//     first; never before the build ended). Once such writes were seen
+//     during selfWriteRuns restarts in a row, the server restarts itself
+//     in a loop: from then on the files it wrote, and any file written
+//     within a restart, start nothing, and the log says so once, naming
+//     the files and the fix. The server so starts itself at most
+//     selfWriteRuns+1 times.
 type guard struct {
 	dir     string
 	log     *slog.Logger
@@ -114,10 +108,7 @@ func (g *guard) end(good bool) {
 	g.mu.Lock()
 	w := window{start: g.running, end: time.Now()}
 	g.running, g.built = time.Time{}, w.end
-	g.windows = append(g.windows, w)
-	if len(g.windows) > keptWindows {
-		g.windows = slices.Delete(g.windows, 0, len(g.windows)-keptWindows)
-	}
+	g.windows = append(g.windows[max(0, len(g.windows)-keptWindows+1):], w)
 	var learned []string
 	if good {
 		for p := range g.verify {
@@ -147,26 +138,19 @@ func (g *guard) dropOutputs(paths []string) []string {
 	var dropped []string
 	changed := false
 	for _, p := range paths {
-		during, exists := false, false
-		if fi, err := os.Stat(inDir(g.dir, p)); err == nil {
-			during, exists = g.duringBuild(fi.ModTime()), true
-		} else {
-			during = !g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle
-		}
+		fi, err := os.Stat(inDir(g.dir, p))
+		exists := err == nil
+		during := exists && g.duringBuild(fi.ModTime()) ||
+			!exists && (!g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle)
 		switch {
 		case !during:
-			if g.outputs[p] {
-				delete(g.outputs, p)
-				changed = true
-			}
+			changed = changed || g.outputs[p]
+			delete(g.outputs, p)
 			delete(g.verify, p)
 			keep = append(keep, p)
-		case g.outputs[p]:
-			dropped = append(dropped, p)
-		case slices.ContainsFunc(OutputDirs(), func(d string) bool { return strings.HasPrefix(p, d+"/") }):
-			if exists {
-				g.outputs[p] = true
-				changed = true
+		case g.outputs[p] || slices.ContainsFunc(OutputDirs(), func(d string) bool { return strings.HasPrefix(p, d+"/") }):
+			if exists && !g.outputs[p] {
+				g.outputs[p], changed = true, true
 			}
 			dropped = append(dropped, p)
 		default:

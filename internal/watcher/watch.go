@@ -216,8 +216,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 	if parent == nil || rel == "." {
 		return false // late event from a forgotten directory
 	}
-	name := path.Base(rel)
-	_, known := parent.files[name]
+	_, known := parent.files[path.Base(rel)]
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 			replaced := known && t.check(rel, true) // a file became a directory

@@ -96,10 +96,9 @@ func Save(file string, s State) error {
 	return statedir.WriteFile(file, append(b, '\n'))
 }
 
-// Key hashes the build's identity (command, folder, whatever the caller
-// passes in build) and the path, size and modification time of each of
-// files (relative to root, slash-separated). A file that cannot be read
-// counts as absent.
+// Key hashes build (the command, the folder...) and the path, size and
+// modification time of each of files (relative to root, slash-separated;
+// one that cannot be read counts as absent).
 func Key(build []string, root string, files []string) string {
 	h := sha256.New()
 	for _, b := range build {
