@@ -66,9 +66,8 @@ const (
 	awaitedPoll = 100 * time.Millisecond
 )
 
-// Triggers, as found in result.Build.Trigger. TriggerRecompile is the one
-// callers compare with (a cycle the agent asked for); the others are the
-// builder's own.
+// Triggers, as found in result.Build.Trigger; callers compare with
+// TriggerRecompile (a cycle the agent asked for).
 const (
 	triggerStartup   = "startup"
 	triggerWatch     = "watch"
@@ -264,8 +263,8 @@ func (b *Builder) Changed(paths []string) {
 	poke(b.wake)
 }
 
-// pending returns the pending request, creating it with trigger if there
-// is none. b.mu must be held.
+// pending returns the pending request, created with trigger if none; b.mu
+// must be held.
 func (b *Builder) pending(trigger string) *request {
 	if b.next == nil {
 		b.next = &request{trigger: trigger, seen: map[string]bool{}}
@@ -280,8 +279,7 @@ func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) resu
 	return b.request(ctx, TriggerRecompile, progress)
 }
 
-// Startup runs the first cycle at launch, build then Restart, with Trigger
-// "startup" (or joins a cycle already under way, as Recompile does).
+// Startup runs the first cycle at launch, or joins one, as Recompile does.
 func (b *Builder) Startup(ctx context.Context) result.Build {
 	return b.request(ctx, triggerStartup, nil)
 }

@@ -177,8 +177,7 @@ func (b *Builder) Outputs() []string {
 	return b.guard.snapshot(true)
 }
 
-// snapshot returns the sorted outputs when want is set, else nil. g.mu
-// must be held.
+// snapshot returns the sorted outputs if want, else nil; g.mu must be held.
 func (g *guard) snapshot(want bool) []string {
 	if !want {
 		return nil

@@ -150,17 +150,15 @@ func (s *settings) rel(p string) (string, error) {
 		return "", errors.New("empty path")
 	}
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(s.Root, p)
-		if err != nil {
+		var err error
+		if p, err = filepath.Rel(s.Root, p); err != nil {
 			return "", err
 		}
-		p = r
 	}
 	return path.Clean(filepath.ToSlash(p)), nil
 }
 
-// within reports whether the clean relative slash path p is dir or lies
-// under it.
+// within reports whether the clean relative slash path p is dir or under it.
 func within(dir, p string) bool {
 	if dir == "." {
 		return p != ".." && !strings.HasPrefix(p, "../")
@@ -168,21 +166,19 @@ func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// contains reports whether the absolute slash path p is dir or lies
-// under it.
+// contains reports whether the absolute slash path p is dir or under it.
 func contains(dir, p string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func isDir(p string) error {
 	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", p)
-		}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist", p)
+	case err != nil:
 		return err
-	}
-	if !fi.IsDir() {
+	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", p)
 	}
 	return nil

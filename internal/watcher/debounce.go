@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// debouncer holds the batching rule: a batch closes once no relevant
-// event has come for the quiet time, or once maxWait has passed since its
-// first event, whichever is earlier.
+// debouncer holds the batching rule ("Debounce" in the package
+// documentation).
 type debouncer struct {
 	quiet, maxWait time.Duration
 	first          time.Time // the batch's first event
@@ -28,9 +27,8 @@ func (d *debouncer) touch(now time.Time) time.Time {
 // reset closes the batch; the next event starts a new one.
 func (d *debouncer) reset() { d.armed = false }
 
-// batcher collects confirmed changes for the current window and hands
-// closed batches to the receiver; while the receiver is not ready, later
-// windows merge into the waiting batch.
+// batcher collects the changes of the open window and hands closed
+// batches to the receiver, merging them while it is not ready.
 type batcher struct {
 	deb     debouncer
 	timer   *time.Timer // fires when the window closes; stopped when idle

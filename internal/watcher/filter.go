@@ -25,8 +25,7 @@ func newFilter(s *settings) *filter {
 	return f
 }
 
-// builtinDir reports directory names that are never entered: version
-// control folders, node_modules and mcpflow's own folder.
+// builtinDir reports the directory names that are never entered.
 func builtinDir(name string) bool {
 	return slices.Contains([]string{".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow"}, name)
 }
@@ -58,8 +57,7 @@ func (f *filter) skipDir(rel string) bool {
 		f.git != nil && f.git.ignored(f.abs(rel), true)
 }
 
-// matchFile reports whether the file rel counts. Its directory is
-// assumed kept.
+// matchFile reports whether the file rel, in a kept directory, counts.
 func (f *filter) matchFile(rel string) bool {
 	if builtinFile(path.Base(rel)) || f.ignored(rel) || matchAny(f.s.Exclude, rel) {
 		return false
@@ -85,8 +83,5 @@ func (f *filter) osPath(rel string) string {
 // relOf turns an absolute OS path into a path relative to the root.
 func (f *filter) relOf(name string) (string, bool) {
 	r, err := filepath.Rel(f.s.Root, name)
-	if err != nil {
-		return "", false
-	}
-	return filepath.ToSlash(r), true
+	return filepath.ToSlash(r), err == nil
 }

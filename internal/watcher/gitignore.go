@@ -204,10 +204,7 @@ func goClass(b *strings.Builder, s string) int {
 // match reports whether p matches rel, a slash path relative to the
 // ignore file's directory.
 func (p ignorePattern) match(rel string, isDir bool) bool {
-	if p.dirOnly && !isDir {
-		return false
-	}
-	return matchSegs(p.segs, strings.Split(rel, "/"))
+	return (!p.dirOnly || isDir) && matchSegs(p.segs, strings.Split(rel, "/"))
 }
 
 func matchSegs(pat, name []string) bool {

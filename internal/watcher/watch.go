@@ -52,8 +52,7 @@ func New(cfg Config) (*Watcher, error) {
 // changes made after that are seen. If Run fails before, it never closes.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
-// Stats reports the current size of the watched tree. It is safe to call
-// from any goroutine.
+// Stats reports the current size of the watched tree, from any goroutine.
 func (w *Watcher) Stats() Stats {
 	if st := w.stats.Load(); st != nil {
 		return *st
@@ -123,11 +122,19 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
-			if err := n.poll(); err != nil {
-				if ctx.Err() != nil {
-					return nil
+			// A vanished root is forgotten by sync and found again once back.
+			found := make(pathSet)
+			for _, r := range w.s.roots {
+				if err := t.sync(r, found); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
 				}
-				return err
+			}
+			if len(found) > 0 {
+				maps.Copy(n.b.pending, found)
+				n.b.touch()
 			}
 		case ev, ok := <-events:
 			if !ok {
@@ -160,29 +167,12 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	}
 }
 
-// notifier turns fsnotify events, or what a poll finds, into changes.
+// notifier turns fsnotify events into changes.
 type notifier struct {
 	t     *tree
 	b     *batcher
 	roots []string
 	dirty pathSet // paths with events since the window opened, to check when it closes
-}
-
-// poll walks the tree (Config.Poll), comparing each file's size and
-// modification time and, when those differ, its content hash. A vanished
-// root is forgotten by sync and found again here once it is back.
-func (n *notifier) poll() error {
-	found := make(pathSet)
-	for _, r := range n.roots {
-		if err := n.t.sync(r, found); err != nil {
-			return err
-		}
-	}
-	if len(found) > 0 {
-		maps.Copy(n.b.pending, found)
-		n.b.touch()
-	}
-	return nil
 }
 
 // event handles one fsnotify event and reports whether it is relevant,

@@ -107,18 +107,16 @@ func Key(build []string, root string, files []string) string {
 	files = slices.Clone(files)
 	slices.Sort(files)
 	for _, f := range slices.Compact(files) {
-		fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			fmt.Fprintf(h, "f%d:%s -\n", len(f), f)
-			continue
+		stamp := "-"
+		if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err == nil {
+			stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
 		}
-		fmt.Fprintf(h, "f%d:%s %d %d\n", len(f), f, fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(h, "f%d:%s %s\n", len(f), f, stamp)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// makeDir creates the cache folder dir with a .gitignore that keeps it
-// out of git.
+// makeDir creates the cache folder dir, kept out of git by a .gitignore.
 func makeDir(dir string) error {
 	return statedir.Ignore(dir, "mcpflow's build cache: never committed.")
 }

@@ -112,8 +112,7 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	}, nil
 }
 
-// awaited is the builder's Config.Awaited: another instance waits for
-// the build this one runs.
+// awaited is the builder's Config.Awaited.
 func (c *buildCache) awaited() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
