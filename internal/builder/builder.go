@@ -1,11 +1,13 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/report/result"
@@ -28,58 +30,44 @@ type Config struct {
 	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
 	Logger    *slog.Logger  // nil = discard
 	// OnResult, when not nil, is called on Run's goroutine after every
-	// cycle that was not canceled, good or bad, whatever its trigger. It
-	// should return quickly: the next cycle waits for it.
+	// cycle that was not canceled; the next cycle waits for it.
 	OnResult func(result.Build)
-
 	// Outputs are paths (relative to Dir) already known as written by
 	// builds, e.g. learned by an earlier run. OnOutputs, when not nil,
 	// receives every path known as a build output, sorted, each time the
-	// set changes. See Changed.
+	// set changes.
 	Outputs   []string
 	OnOutputs func([]string)
-
-	// Prepare, when not nil, is called on Run's goroutine before each
-	// run of the build command, with the build's ctx (canceled by a
-	// newer change or by Run's ctx) and the cycle's trigger; say posts a
-	// progress message to the callers waiting for the cycle. It may
-	// block, e.g. on a lock shared with other instances. A non-empty skip
-	// says why the build is not needed: the cycle reports Skipped and Cached, with
-	// skip as its Output, and goes straight to Restart. An error fails
+	// Prepare, when not nil, is called on Run's goroutine before each run
+	// of the build command, with the build's ctx and the cycle's trigger;
+	// say posts a progress message to the callers waiting for the cycle.
+	// It may block, e.g. on a lock shared with other instances. A
+	// non-empty skip says why the build is not needed (the sources are
+	// those of the last good build): the cycle reports Skipped and Cached,
+	// with skip as its Output, and goes straight to Restart. An error fails
 	// the cycle (or cancels it when ctx ended). done, when not nil, is
-	// called once the build command has ended (or was skipped), with
-	// whether it succeeded, before Restart.
+	// called with whether the build succeeded once it has ended (or was
+	// skipped), before Restart.
 	Prepare func(ctx context.Context, trigger string, say func(string)) (skip string, done func(ok bool), err error)
-
-	// Awaited, when not nil, reports whether other mcpflow instances
-	// wait for the build this one runs (a lock Prepare took). When Run's
-	// ctx ends while it reports true, the build command is not killed:
-	// it runs to its end (bounded by Timeout) unless Awaited turns false
-	// first, done receives its outcome, and no restart follows. See
-	// "Shared builds" in the package documentation.
+	// Awaited, when not nil, reports whether other mcpflow instances wait
+	// for the build this one runs: see "Shared builds" in the package
+	// documentation.
 	Awaited func() bool
 }
-
-// awaitedPoll is how often a build finished for other instances asks
-// Config.Awaited whether someone still waits for it.
-const awaitedPoll = 100 * time.Millisecond
-
-// DefaultTimeout is the config file's default build timeout (a zero
-// Config.Timeout means none).
-const DefaultTimeout = 10 * time.Minute
 
 const (
 	defaultMaxOutput = 1 << 20 // Config.MaxOutput's default
 	maxErrors        = 8 << 10 // bytes of result.Build.Errors
-
 	// killGrace is how long a canceled build has, after SIGTERM, to exit
 	// and close its output before its process group gets SIGKILL.
 	killGrace = 2 * time.Second
+	// awaitedPoll is how often a build finished for other instances asks
+	// Config.Awaited whether someone still waits for it.
+	awaitedPoll = 100 * time.Millisecond
 )
 
-// Triggers, as found in result.Build.Trigger. TriggerRecompile is the one
-// callers compare with (a cycle the agent asked for); the others are the
-// builder's own.
+// Triggers, as found in result.Build.Trigger; callers compare with
+// TriggerRecompile (a cycle the agent asked for).
 const (
 	triggerStartup   = "startup"
 	triggerWatch     = "watch"
@@ -95,13 +83,12 @@ type Builder struct {
 	cmdline string        // the command as shown to people
 	wake    chan struct{} // pokes Run; capacity 1
 	guard   *guard
-	intents *intents
+	running atomic.Bool // Run has been called
 
 	mu      sync.Mutex
 	seq     uint64
 	cur     *cycle   // the running cycle, nil when idle
 	next    *request // the cycle asked for but not started, nil if none
-	running bool     // Run has been called
 	stopped bool     // Run has returned
 }
 
@@ -125,15 +112,13 @@ func (q *request) add(paths []string) {
 // cycle is the running cycle. Its fields are guarded by Builder.mu, except
 // seq, trigger, paths and ctx, which are set before it is published.
 type cycle struct {
+	request
 	seq        uint64
-	trigger    string
-	paths      []string
 	ctx        context.Context // the build's; canceled by a newer change or by Run's ctx (see finishFor)
 	cancel     context.CancelFunc
 	unhook     func() bool // stops finishFor's hook on Run's ctx
 	canceled   bool        // superseded by a newer change
 	restarting bool        // past the build: no longer cancelable
-	waiters    []*waiter
 }
 
 // New returns a Builder that restarts through r after each good build. A
@@ -144,10 +129,7 @@ func New(cfg Config, r Restarter) *Builder {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = defaultMaxOutput
 	}
-	lg := cfg.Logger
-	if lg == nil {
-		lg = slog.New(slog.DiscardHandler)
-	}
+	lg := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Builder{
 		cfg:     cfg,
 		r:       r,
@@ -155,7 +137,6 @@ func New(cfg Config, r Restarter) *Builder {
 		cmdline: commandLine(cfg.Command, cfg.Shell),
 		wake:    make(chan struct{}, 1),
 		guard:   newGuard(cfg, lg),
-		intents: newIntents(cfg.Dir, lg),
 	}
 }
 
@@ -164,14 +145,10 @@ func New(cfg Config, r Restarter) *Builder {
 // group and waits for it, lets a running Restart (which sees ctx done)
 // return, and releases every waiting Recompile and Startup. Call it once.
 func (b *Builder) Run(ctx context.Context) {
-	b.mu.Lock()
-	if b.running {
-		b.mu.Unlock()
+	if !b.running.CompareAndSwap(false, true) {
 		b.log.Error("builder: Run called twice; the second call does nothing")
 		return
 	}
-	b.running = true
-	b.mu.Unlock()
 	defer b.stop()
 
 	for ctx.Err() == nil {
@@ -196,7 +173,7 @@ func (b *Builder) startNext(ctx context.Context) *cycle {
 	}
 	b.next = nil
 	b.seq++
-	c := &cycle{seq: b.seq, trigger: q.trigger, paths: q.paths, waiters: q.waiters}
+	c := &cycle{request: *q, seq: b.seq}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.unhook = context.AfterFunc(ctx, func() { b.finishFor(c) })
 	b.cur = c
@@ -232,53 +209,35 @@ func (b *Builder) finishFor(c *cycle) {
 func (b *Builder) stop() {
 	b.mu.Lock()
 	b.stopped = true
-	var ws []*waiter
-	trigger := ""
-	if b.next != nil {
-		ws, trigger = b.next.waiters, b.next.trigger
-		b.next = nil
-	}
+	q := b.pending("") // the request still pending, or an empty one
+	b.next = nil
 	b.mu.Unlock()
-	for _, w := range ws {
-		w.finish(result.Build{Trigger: trigger, Canceled: true, Err: errStopped()})
+	for _, w := range q.waiters {
+		w.finish(result.Build{Trigger: q.trigger, Canceled: true, Err: errStopped})
 	}
 }
 
-func errStopped() error {
-	return errors.New("builder stopped: mcpflow is shutting down")
-}
+var errStopped = errors.New("builder stopped: mcpflow is shutting down")
 
-// poke wakes Run without blocking.
-func (b *Builder) poke() {
+func poke(ch chan struct{}) {
 	select {
-	case b.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// Changed reports a debounced batch of changed paths. If a build is running
-// it is canceled (its process group killed) and a new cycle covering its
-// paths and these starts as soon as it is gone. If the running cycle is
-// already restarting, the restart finishes first. Changed does not wait for
-// any of this.
-//
-// Paths are relative to Config.Dir. Changed drops the build's own
-// output: a path whose file was written while a build ran (its
-// modification time lies within the build's time window) and that lies
-// under OutputDirs(), or that a build was seen writing before. Any
-// other path written during a build still starts a build (it may be a
-// save), and if the next good build writes it again it is known as output
-// from then on. A known output changed outside every build is an edit and
-// starts a build. When every path is dropped, Changed does nothing.
+// Changed reports a debounced batch of changed paths, relative to
+// Config.Dir. If a build is running it is canceled (its process group
+// killed) and a new cycle covering its paths and these starts as soon as
+// it is gone; a restart under way finishes first. Changed does not wait
+// for any of this. It drops the build's own output (see the package
+// documentation); when every path is dropped, it does nothing.
 func (b *Builder) Changed(paths []string) {
-	if paths = b.intents.filter(paths); len(paths) == 0 {
-		return
+	if paths = b.guard.dropCovered(paths); len(paths) > 0 && len(b.cfg.Command) > 0 {
+		paths = b.guard.dropOutputs(paths)
 	}
-	if len(b.cfg.Command) > 0 {
-		paths = b.guard.filter(paths)
-		if len(paths) == 0 {
-			return
-		}
+	if len(paths) == 0 {
+		return
 	}
 	b.mu.Lock()
 	if b.stopped {
@@ -301,11 +260,11 @@ func (b *Builder) Changed(paths []string) {
 	}
 	b.pending(triggerWatch).add(paths)
 	b.mu.Unlock()
-	b.poke()
+	poke(b.wake)
 }
 
-// pending returns the pending request, creating it with trigger if there
-// is none. b.mu must be held.
+// pending returns the pending request, created with trigger if none; b.mu
+// must be held.
 func (b *Builder) pending(trigger string) *request {
 	if b.next == nil {
 		b.next = &request{trigger: trigger, seen: map[string]bool{}}
@@ -313,28 +272,25 @@ func (b *Builder) pending(trigger string) *request {
 	return b.next
 }
 
-// Recompile runs a cycle for the agent's recompile tool and returns its
-// result, joining the running or pending cycle if there is one. progress,
-// when not nil, receives short phase messages on this goroutine, never
-// after Recompile returns. If ctx ends first, the result has Err =
-// ctx.Err() and the cycle keeps going.
+// Recompile runs a cycle for the agent's recompile tool, or joins the
+// running or pending one, and returns its result; see the package
+// documentation for progress and for a ctx that ends first.
 func (b *Builder) Recompile(ctx context.Context, progress func(msg string)) result.Build {
 	return b.request(ctx, TriggerRecompile, progress)
 }
 
-// Startup runs the first cycle at launch, build then Restart, with Trigger
-// "startup" (or joins a cycle already under way, as Recompile does).
+// Startup runs the first cycle at launch, or joins one, as Recompile does.
 func (b *Builder) Startup(ctx context.Context) result.Build {
 	return b.request(ctx, triggerStartup, nil)
 }
 
 func (b *Builder) request(ctx context.Context, trigger string, progress func(string)) result.Build {
-	w := newWaiter()
+	w := &waiter{wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	switch {
 	case b.stopped:
 		b.mu.Unlock()
-		return result.Build{Trigger: trigger, Canceled: true, Err: errStopped()}
+		return result.Build{Trigger: trigger, Canceled: true, Err: errStopped}
 	case b.next != nil:
 		b.next.waiters = append(b.next.waiters, w)
 		if c := b.cur; c != nil && c.restarting {
@@ -353,7 +309,7 @@ func (b *Builder) request(ctx context.Context, trigger string, progress func(str
 		b.pending(trigger).waiters = []*waiter{w}
 	}
 	b.mu.Unlock()
-	b.poke()
+	poke(b.wake)
 
 	for {
 		select {

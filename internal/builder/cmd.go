@@ -12,7 +12,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/proc/tail"
 )
 
-// buildOutcome is what one run of the build command produced.
 type buildOutcome struct {
 	output   string
 	duration time.Duration
@@ -23,10 +22,8 @@ type buildOutcome struct {
 	prepare  bool   // err is Config.Prepare's
 }
 
-// build runs the build command once and waits for it. When ctx is done, or
-// Config.Timeout passes, the build's process group gets SIGTERM, and
-// killGrace later SIGKILL and its output closed (proc.Command). Whatever
-// the build left running in its group is killed once it exited.
+// build runs the build command once and waits for it; see "Processes" in
+// the package documentation for how it is stopped.
 func (b *Builder) build(parent context.Context) buildOutcome {
 	ctx := parent
 	if b.cfg.Timeout > 0 {
@@ -57,9 +54,6 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 
 // commandLine renders the build command for messages.
 func commandLine(argv []string, shell bool) string {
-	if len(argv) == 0 {
-		return ""
-	}
 	if shell && len(argv) == 1 {
 		return argv[0]
 	}

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,22 +16,28 @@ import (
 func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	res := result.Build{Seq: c.seq, Trigger: c.trigger, Changed: c.paths}
 	lg := b.log.With("build", c.seq, "trigger", c.trigger)
-	b.intents.cycleStarted()
+	// The build's time window opens before Prepare: what another
+	// instance's build writes while this one waits for it counts as a
+	// build's writes too.
+	b.guard.begin(len(b.cfg.Command) > 0)
 
 	var out buildOutcome
 	if len(b.cfg.Command) == 0 {
 		res.Skipped = true
 		b.say(c, "no build command; skipping the build")
 	} else {
-		// The build's time window opens before Prepare: what another
-		// instance's build writes while this one waits for it counts as
-		// a build's writes too.
-		b.guard.begin()
 		var done func(bool)
-		out, done = b.prepare(c)
-		if out.skip != "" {
+		if b.cfg.Prepare != nil {
+			out.skip, done, out.err = b.cfg.Prepare(c.ctx, c.trigger, func(msg string) { b.say(c, msg) })
+			out.prepare = out.err != nil
+		}
+		switch {
+		case out.err != nil: // Prepare failed
+		case out.skip != "":
+			b.say(c, out.skip)
+			b.log.Debug("build skipped", "build", c.seq, "why", out.skip)
 			res.Skipped, res.Cached, res.Output = true, true, out.skip
-		} else if out.err == nil {
+		default:
 			b.say(c, "building: "+b.cmdline)
 			lg.Debug("building", "command", b.cmdline, "changed", len(c.paths))
 			out = b.build(c.ctx)
@@ -38,7 +45,6 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 		}
 		good := out.err == nil && out.skip == "" && c.ctx.Err() == nil
 		b.guard.end(good)
-		b.intents.buildEnded()
 		if done != nil {
 			done(good)
 		}
@@ -90,56 +96,33 @@ func (b *Builder) runCycle(ctx context.Context, c *cycle) {
 	}
 }
 
-// prepare calls Config.Prepare, if set, for the cycle c. The outcome has
-// skip set when the build is not needed, err when Prepare failed.
-func (b *Builder) prepare(c *cycle) (buildOutcome, func(bool)) {
-	if b.cfg.Prepare == nil {
-		return buildOutcome{}, nil
-	}
-	skip, done, err := b.cfg.Prepare(c.ctx, c.trigger, func(msg string) { b.say(c, msg) })
-	if err != nil {
-		return buildOutcome{err: err, prepare: true}, done
-	}
-	if skip != "" {
-		b.say(c, skip)
-		b.log.Debug("build skipped", "build", c.seq, "why", skip)
-	}
-	return buildOutcome{skip: skip}, done
-}
-
-// restart calls the Restarter and records the outcome in res.
 func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	if b.r == nil {
 		return
 	}
 	b.say(c, "restarting")
 	start := time.Now()
-	b.intents.restarting()
+	ended := b.guard.restarting()
 	rs, err := b.r.Restart(ctx)
-	b.intents.restartEnded()
+	ended()
 	if rs == nil {
 		rs = &result.Restart{}
 	}
-	if rs.Duration == 0 {
-		rs.Duration = time.Since(start)
-	}
-	if err != nil && rs.Err == nil {
-		rs.Err = err
-	}
+	rs.Duration = cmp.Or(rs.Duration, time.Since(start))
+	rs.Err = cmp.Or(rs.Err, err)
 	res.Restart = rs
 	lg := b.log.With("build", c.seq)
-	if rs.Err != nil && ctx.Err() != nil {
+	switch {
+	case rs.Err != nil && ctx.Err() != nil:
 		// Shutting down: the restart was cut short, nothing failed.
 		res.Canceled, res.Err = true, fmt.Errorf("restart canceled: shutting down: %w", ctx.Err())
-		return
-	}
-	if rs.Err != nil {
+	case rs.Err != nil:
 		lg.Debug("restart failed", "after", result.Dur(rs.Duration), "err", rs.Err)
 		b.say(c, fmt.Sprintf("restart failed after %s: %v", result.Dur(rs.Duration), rs.Err))
-		return
+	default:
+		lg.Debug("restarted", "in", result.Dur(rs.Duration))
+		b.say(c, "restarted in "+result.Dur(rs.Duration))
 	}
-	lg.Debug("restarted", "in", result.Dur(rs.Duration))
-	b.say(c, "restarted in "+result.Dur(rs.Duration))
 }
 
 // explain turns a failed build into an error that says what to do.
@@ -156,7 +139,6 @@ func (b *Builder) explain(out buildOutcome) error {
 	}
 }
 
-// say posts a progress message to the callers waiting for c.
 func (b *Builder) say(c *cycle, msg string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

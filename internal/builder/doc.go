@@ -29,10 +29,10 @@
 //
 // Run must be running (it may start after the others are called) for any
 // cycle to happen: Changed, Recompile and Startup only ask it for work.
-// Recompile and Startup return a result.Build with Err = ctx.Err() when their ctx
-// ends first; the cycle keeps going for the others. They never return a
-// Canceled result unless Run stops under them. When Run returns, every
-// waiting call returns at once and later calls return an error.
+// Recompile and Startup return a result.Build with Err = ctx.Err() when
+// their ctx ends first; the cycle keeps going for the others. They never
+// return a Canceled result unless Run stops under them. When Run returns,
+// every waiting call returns at once and later calls return an error.
 //
 // # Results
 //
@@ -55,27 +55,18 @@
 //
 // # The build's own output
 //
-// Files a build writes into the watched tree must not start the next
-// build, while a save made during a build must start exactly one more.
-// Changed tells them apart by time: each build has a time window (from
-// just before Config.Prepare to the build's exit), and a changed path
-// whose file was modified within a window (or a deleted path, while a
-// build runs or just after) was written during a build. Such a path is
-// dropped when it lies under OutputDirs() (dist, build, out,
-// target, bin, .next, .output) or is a known output (Config.Outputs, or
-// learned); any other path still starts a build, and becomes a known
-// output when the next good build writes it again. A known output
-// modified outside every window is an edit: it starts a build and is no
-// longer taken for output. Config.OnOutputs receives the known outputs
-// whenever they change, so a caller can keep them across runs.
-//
-// # Prepare
-//
-// Config.Prepare, when set, runs before each build command on Run's
-// goroutine: it may wait (for a lock shared by several mcpflow instances),
-// and it may find the build not needed (the sources are those of the last
-// good build), in which case the cycle reports Skipped, with the reason
-// as its Output, and goes straight to Restart.
+// Files a build writes into the watched tree must not start the next build,
+// while a save made during a build must start exactly one more. Changed
+// tells them apart by time: each build has a time window (from just before
+// Config.Prepare to the build's exit), and a changed path whose file was
+// modified within a window (or a deleted path, while a build runs or just
+// after) was written during a build. Such a path is dropped when it lies
+// under OutputDirs() (dist, build, out, target, bin, .next, .output) or is a
+// known output (Config.Outputs, or learned); any other path still starts a
+// build, and becomes a known output when the next good build writes it
+// again. A known output modified outside every window is an edit: it starts
+// a build and is no longer taken for output. Config.OnOutputs receives the
+// known outputs whenever they change, so a caller can keep them across runs.
 //
 // # Shared builds
 //

@@ -19,33 +19,39 @@ func OutputDirs() []string {
 }
 
 const (
-	// mtimeSlack moves the start of a build's time window earlier when
-	// telling whether a change happened during a build: the kernel
-	// stamps files with a coarse clock that may lag time.Now by a tick.
-	// Learning an output takes a modification time within the window
-	// itself.
+	// mtimeSlack moves the start of a build's time window earlier: the
+	// kernel stamps files with a coarse clock that may lag time.Now by a
+	// tick. Learning an output takes a time within the window itself.
 	mtimeSlack = 10 * time.Millisecond
 	// deleteSettle is how long after a build ends a deletion can still
 	// be the build's: the watcher reports changes after a quiet time.
 	deleteSettle = 2 * time.Second
 	// keptWindows is how many finished builds' time windows are kept.
 	keptWindows = 8
+	// selfWriteRuns is how many restarts in a row the server must be seen
+	// writing files during before its writes are taken as its own.
+	selfWriteRuns = 2
 )
 
-// guard tells the files a build writes from the files a person saves, so
-// that the build's own output never starts another build while a save
-// made during a build still starts exactly one more.
+// guard tells the changes that need a cycle from those that do not:
 //
-// A changed path is "written during a build" when its modification time
-// lies within a build's time window (the running build's, or one of the
-// last few finished ones), or, for a deleted path, when a build runs or
-// ended moments ago. Such a path is dropped when it is a known output: it
-// lies under one of the output folders, or a build was seen writing it
-// before. Any other path written during a build still starts a build, and
-// is checked after the next good build: if that build wrote it again (its
-// modification time lies within that build's window), it is the build's
-// output from then on. A known output changed outside every build window
-// is someone else's edit: it starts a build and is forgotten as an output.
+//   - The build's own output: see "The build's own output" in the package
+//     documentation. A build's time window is the running build's or one
+//     of the last keptWindows finished ones.
+//   - A change a cycle already covers: a file last modified before the
+//     latest cycle began (a save followed at once by recompile, whose
+//     cycle read it, then the watcher's report of that save). One intent,
+//     one build; a change made during a cycle still starts one more.
+//   - What the server writes into its own watched tree as it starts (a
+//     log, a data file it rewrites, a new file each time): files modified
+//     within a restart, from the old server's stop to the new one's answer
+//     (open while the restart runs, as the watcher may report the write
+//     first; never before the build ended). Once such writes were seen
+//     during selfWriteRuns restarts in a row, the server restarts itself
+//     in a loop: from then on the files it wrote, and any file written
+//     within a restart, start nothing, and the log says so once, naming
+//     the files and the fix. The server so starts itself at most
+//     selfWriteRuns+1 times.
 type guard struct {
 	dir     string
 	log     *slog.Logger
@@ -56,17 +62,29 @@ type guard struct {
 	windows []window  // the last finished builds, oldest first
 	outputs map[string]bool
 	verify  map[string]bool // written during a build, not known as outputs
+
+	started  time.Time // when the latest cycle began
+	built    time.Time // when the latest build command ended
+	restart  window    // the latest restart; end zero while it runs
+	restarts int       // restarts begun
+	// wroteIn is the restart during which the server was last seen
+	// writing, runs how many restarts in a row it was, written what.
+	wroteIn, runs int
+	written       []string
+	loop          bool // the server restarts itself: drop what it writes
+	selfWrites    map[string]bool
 }
 
 type window struct{ start, end time.Time }
 
 func newGuard(cfg Config, lg *slog.Logger) *guard {
 	g := &guard{
-		dir:     cfg.Dir,
-		log:     lg,
-		learned: cfg.OnOutputs,
-		outputs: map[string]bool{},
-		verify:  map[string]bool{},
+		dir:        cfg.Dir,
+		log:        lg,
+		learned:    cfg.OnOutputs,
+		outputs:    map[string]bool{},
+		verify:     map[string]bool{},
+		selfWrites: map[string]bool{},
 	}
 	for _, p := range cfg.Outputs {
 		g.outputs[filepath.ToSlash(p)] = true
@@ -74,10 +92,13 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 	return g
 }
 
-// begin records that a build starts now.
-func (g *guard) begin() {
+// begin records that a cycle, and with build its build, starts now.
+func (g *guard) begin(build bool) {
 	g.mu.Lock()
-	g.running = time.Now()
+	g.started = time.Now()
+	if build {
+		g.running = g.started
+	}
 	g.mu.Unlock()
 }
 
@@ -86,15 +107,12 @@ func (g *guard) begin() {
 func (g *guard) end(good bool) {
 	g.mu.Lock()
 	w := window{start: g.running, end: time.Now()}
-	g.running = time.Time{}
-	g.windows = append(g.windows, w)
-	if len(g.windows) > keptWindows {
-		g.windows = slices.Delete(g.windows, 0, len(g.windows)-keptWindows)
-	}
+	g.running, g.built = time.Time{}, w.end
+	g.windows = append(g.windows[max(0, len(g.windows)-keptWindows+1):], w)
 	var learned []string
 	if good {
 		for p := range g.verify {
-			if fi, err := os.Stat(g.abs(p)); err == nil && w.strictlyHolds(fi.ModTime()) {
+			if fi, err := os.Stat(inDir(g.dir, p)); err == nil && w.holds(fi.ModTime(), 0) {
 				g.outputs[p] = true
 				learned = append(learned, p)
 			}
@@ -111,35 +129,28 @@ func (g *guard) end(good bool) {
 	}
 }
 
-// filter returns the paths that must start a build, dropping the build's
-// own output.
-func (g *guard) filter(paths []string) []string {
+// dropOutputs returns the paths that must start a build, dropping the
+// build's own output.
+func (g *guard) dropOutputs(paths []string) []string {
 	now := time.Now()
 	g.mu.Lock()
 	keep := make([]string, 0, len(paths))
 	var dropped []string
 	changed := false
 	for _, p := range paths {
-		during, exists := false, false
-		if fi, err := os.Stat(g.abs(p)); err == nil {
-			during, exists = g.duringBuild(fi.ModTime()), true
-		} else {
-			during = !g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle
-		}
+		fi, err := os.Stat(inDir(g.dir, p))
+		exists := err == nil
+		during := exists && g.duringBuild(fi.ModTime()) ||
+			!exists && (!g.running.IsZero() || len(g.windows) > 0 && now.Sub(g.windows[len(g.windows)-1].end) < deleteSettle)
 		switch {
 		case !during:
-			if g.outputs[p] {
-				delete(g.outputs, p)
-				changed = true
-			}
+			changed = changed || g.outputs[p]
+			delete(g.outputs, p)
 			delete(g.verify, p)
 			keep = append(keep, p)
-		case g.outputs[p]:
-			dropped = append(dropped, p)
-		case g.underOutDir(p):
-			if exists {
-				g.outputs[p] = true
-				changed = true
+		case g.outputs[p] || slices.ContainsFunc(OutputDirs(), func(d string) bool { return strings.HasPrefix(p, d+"/") }):
+			if exists && !g.outputs[p] {
+				g.outputs[p], changed = true, true
 			}
 			dropped = append(dropped, p)
 		default:
@@ -166,8 +177,7 @@ func (b *Builder) Outputs() []string {
 	return b.guard.snapshot(true)
 }
 
-// snapshot returns the sorted outputs when want is set, else nil. g.mu
-// must be held.
+// snapshot returns the sorted outputs if want, else nil; g.mu must be held.
 func (g *guard) snapshot(want bool) []string {
 	if !want {
 		return nil
@@ -178,34 +188,95 @@ func (g *guard) snapshot(want bool) []string {
 // duringBuild reports whether mt lies within a build's time window. g.mu
 // must be held.
 func (g *guard) duringBuild(mt time.Time) bool {
-	if !g.running.IsZero() && !mt.Before(g.running.Add(-mtimeSlack)) {
-		return true
+	return window{start: g.running}.holds(mt, mtimeSlack) ||
+		slices.ContainsFunc(g.windows, func(w window) bool { return w.holds(mt, mtimeSlack) })
+}
+
+// holds reports whether mt lies within w, its start moved slack earlier.
+// A zero start is no window; a zero end is a window still open.
+func (w window) holds(mt time.Time, slack time.Duration) bool {
+	return !w.start.IsZero() && !mt.Before(w.start.Add(-slack)) && (w.end.IsZero() || !mt.After(w.end))
+}
+
+func inDir(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
 	}
-	for _, w := range g.windows {
-		if w.holds(mt) {
-			return true
+	return filepath.Join(dir, filepath.FromSlash(p))
+}
+
+// restarting records that a restart (the old server's stop, the new
+// one's start) begins now; ended records that it returned. The kernel
+// stamps files with a clock that lags by up to a tick: the window opens
+// that much earlier, though never before the build ended (what the build
+// wrote is never the server's), and ends that much earlier (a file
+// stamped within mtimeSlack of the end may have been written after it).
+func (g *guard) restarting() (ended func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.restarts++
+	start := time.Now().Add(-mtimeSlack)
+	if start.Before(g.built) {
+		start = g.built
+	}
+	g.restart = window{start: start}
+	return func() {
+		g.mu.Lock()
+		g.restart.end = time.Now().Add(-mtimeSlack)
+		g.mu.Unlock()
+	}
+}
+
+// dropCovered returns the paths that need a cycle, dropping those a cycle
+// covers and the server's own writes.
+func (g *guard) dropCovered(paths []string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var keep, wrote []string
+	for _, p := range paths {
+		if g.selfWrites[p] {
+			continue
+		}
+		fi, statErr := os.Stat(inDir(g.dir, p))
+		if statErr == nil && g.restart.holds(fi.ModTime(), 0) {
+			if g.loop {
+				g.log.Debug("ignoring a file written while the server started", "file", p)
+				continue
+			}
+			wrote = append(wrote, p)
+		}
+		if statErr == nil && !g.started.IsZero() && fi.ModTime().Before(g.started.Add(-mtimeSlack)) {
+			continue // the latest cycle read it already
+		}
+		keep = append(keep, p)
+	}
+	if len(wrote) > 0 && g.wroteIn != g.restarts {
+		if g.wroteIn == g.restarts-1 {
+			g.runs++
+		} else {
+			g.runs, g.written = 1, nil
+		}
+		g.wroteIn = g.restarts
+	}
+	g.written = appendNew(g.written, wrote)
+	if len(wrote) == 0 || g.runs < selfWriteRuns {
+		return keep
+	}
+	g.loop = true
+	for _, p := range g.written {
+		g.selfWrites[p] = true
+	}
+	g.log.Warn("the server writes "+strings.Join(g.written, ", ")+" in its watched folder each time it starts, which would restart it in a loop: "+
+		"files it writes while it starts no longer rebuild or restart it; add them to watch.exclude in mcpflow.toml, or have the server write them outside the watched folders (e.g. under .mcpflow/)",
+		"files", g.written, "restarts", g.runs)
+	return slices.DeleteFunc(keep, func(p string) bool { return g.selfWrites[p] })
+}
+
+func appendNew(list, add []string) []string {
+	for _, p := range add {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
 		}
 	}
-	return false
-}
-
-func (w window) holds(mt time.Time) bool {
-	return !mt.Before(w.start.Add(-mtimeSlack)) && !mt.After(w.end)
-}
-
-func (w window) strictlyHolds(mt time.Time) bool {
-	return !mt.Before(w.start) && !mt.After(w.end)
-}
-
-func (g *guard) underOutDir(p string) bool {
-	for _, d := range OutputDirs() {
-		if strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-func (g *guard) abs(p string) string {
-	return filepath.Join(g.dir, filepath.FromSlash(p))
+	return list
 }

@@ -15,22 +15,15 @@ import (
 // runs its builds through it.
 func (b *Builder) RunWatching(ctx context.Context, w *watcher.Watcher, log *slog.Logger, attrs ...any) {
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		b.Run(ctx)
-	}()
+	wg.Go(func() { b.Run(ctx) })
 	if w != nil {
 		batches := make(chan watcher.Batch, 16)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := w.Run(ctx, batches); err != nil && ctx.Err() == nil {
 				log.Error("watching stopped", "err", err)
 			}
-		}()
-		go func() {
-			defer wg.Done()
+		})
+		wg.Go(func() {
 			ready := w.Ready()
 			for {
 				select {
@@ -44,7 +37,7 @@ func (b *Builder) RunWatching(ctx context.Context, w *watcher.Watcher, log *slog
 					log.Info("watching", append(attrs, "files", st.Files, "dirs", st.Dirs, "watches", st.Watches)...)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 }

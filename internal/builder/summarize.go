@@ -3,6 +3,7 @@ package builder
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -15,41 +16,33 @@ const (
 	traceContextLines = 6 // a panic's goroutine header is followed by frames, two lines each
 )
 
-// The patterns summarize uses. They are compiled per call: the package has
-// no globals, and build failures are rare enough for that to cost nothing.
-type patterns struct {
-	ansi, noise, goPkg, loc, arrow, tsc, severity, exception, traceback, pyFile,
-	goroutine, warning, gutter *regexp.Regexp
-}
-
-func newPatterns() *patterns {
-	return &patterns{
-		ansi: regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)`),
-		// Progress reports from cargo, npm, pip, go and friends.
-		noise: regexp.MustCompile(`^\s*(?:(?:Compiling|Checking|Downloading|Downloaded|Fresh|Updating|Updated|Blocking|Locking|Adding|Installing|Installed|Resolving|Resolved|Finished|Building|Running|Removing|Fetching|Fetched|Unpacking|Collecting|Preparing|Packaging|Documenting|Generating|Using cached|Requirement already satisfied)\b` +
-			`|npm (?:WARN|notice|http|timing|info|verb|sill)\b|go: (?:downloading|finding|extracting|upgraded|added)\b|>\s|\[\d+/\d+\]\s)`),
-		goPkg: regexp.MustCompile(`^# [\w.\-/@~+]+(?: \[[^\]]*\])?$`),
-		// path/file.go:12:5: msg, file.rs:3:1, /abs/main.go:8 +0x1d, C:\x\a.c:1:2:
-		loc:       regexp.MustCompile(`^\s*(?:[A-Za-z]:)?[\w.\-+@~/\\]*\.[A-Za-z]\w*(?::\d+){1,2}(?:[:\s]|$)`),
-		arrow:     regexp.MustCompile(`^\s*-->\s*\S+:\d+`),
-		tsc:       regexp.MustCompile(`^\s*[^\s(]+\(\d+,\d+\):`),
-		severity:  regexp.MustCompile(`^\s*(?:error|Error|ERROR|fatal error|fatal|Fatal|FATAL|FAIL|FAILED|panic)(?:\[[\w-]+\])?(?:[:!]|\s|$)`),
-		exception: regexp.MustCompile(`^\s*(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)(?::|$)`),
-		traceback: regexp.MustCompile(`^\s*Traceback \(most recent call last\):`),
-		pyFile:    regexp.MustCompile(`^\s*File "[^"]+", line \d+`),
-		goroutine: regexp.MustCompile(`^goroutine \d+ \[`),
-		warning:   regexp.MustCompile(`^\s*(?:warning|Warning|WARNING|WARN)(?:\[[\w-]+\])?:`),
-		gutter:    regexp.MustCompile(`^\s*(?:\d+\s*)?\||^\s*[=^~]`),
-	}
-}
+// The patterns summarize uses.
+var (
+	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)`)
+	// Progress reports from cargo, npm, pip, go and friends.
+	noiseRE = regexp.MustCompile(`^\s*(?:(?:Compiling|Checking|Downloading|Downloaded|Fresh|Updating|Updated|Blocking|Locking|Adding|Installing|Installed|Resolving|Resolved|Finished|Building|Running|Removing|Fetching|Fetched|Unpacking|Collecting|Preparing|Packaging|Documenting|Generating|Using cached|Requirement already satisfied)\b` +
+		`|npm (?:WARN|notice|http|timing|info|verb|sill)\b|go: (?:downloading|finding|extracting|upgraded|added)\b|>\s|\[\d+/\d+\]\s)`)
+	goPkgRE = regexp.MustCompile(`^# [\w.\-/@~+]+(?: \[[^\]]*\])?$`)
+	// path/file.go:12:5: msg, file.rs:3:1, /abs/main.go:8 +0x1d, C:\x\a.c:1:2:
+	locRE       = regexp.MustCompile(`^\s*(?:[A-Za-z]:)?[\w.\-+@~/\\]*\.[A-Za-z]\w*(?::\d+){1,2}(?:[:\s]|$)`)
+	arrowRE     = regexp.MustCompile(`^\s*-->\s*\S+:\d+`)
+	tscRE       = regexp.MustCompile(`^\s*[^\s(]+\(\d+,\d+\):`)
+	severityRE  = regexp.MustCompile(`^\s*(?:error|Error|ERROR|fatal error|fatal|Fatal|FATAL|FAIL|FAILED|panic)(?:\[[\w-]+\])?(?:[:!]|\s|$)`)
+	exceptionRE = regexp.MustCompile(`^\s*(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)(?::|$)`)
+	tracebackRE = regexp.MustCompile(`^\s*Traceback \(most recent call last\):`)
+	pyFileRE    = regexp.MustCompile(`^\s*File "[^"]+", line \d+`)
+	goroutineRE = regexp.MustCompile(`^goroutine \d+ \[`)
+	warningRE   = regexp.MustCompile(`^\s*(?:warning|Warning|WARNING|WARN)(?:\[[\w-]+\])?:`)
+	gutterRE    = regexp.MustCompile(`^\s*(?:\d+\s*)?\||^\s*[=^~]`)
+)
 
 // isWarning reports a warning header: "warning: ...", or a location
 // followed by "warning".
-func (p *patterns) isWarning(line string) bool {
-	if p.warning.MatchString(line) {
+func isWarning(line string) bool {
+	if warningRE.MatchString(line) {
 		return true
 	}
-	for _, re := range []*regexp.Regexp{p.loc, p.tsc} {
+	for _, re := range []*regexp.Regexp{locRE, tscRE} {
 		if m := re.FindStringIndex(line); m != nil {
 			rest := strings.TrimLeft(line[m[1]:], " :-\t")
 			return strings.HasPrefix(strings.ToLower(rest), "warning")
@@ -58,13 +51,9 @@ func (p *patterns) isWarning(line string) bool {
 	return false
 }
 
-func (p *patterns) isDiagnostic(line string) bool {
-	for _, re := range []*regexp.Regexp{p.loc, p.arrow, p.tsc, p.severity, p.exception, p.traceback, p.pyFile, p.goroutine} {
-		if re.MatchString(line) {
-			return true
-		}
-	}
-	return false
+func isDiagnostic(line string) bool {
+	return slices.ContainsFunc([]*regexp.Regexp{locRE, arrowRE, tscRE, severityRE, exceptionRE, tracebackRE, pyFileRE, goroutineRE},
+		func(re *regexp.Regexp) bool { return re.MatchString(line) })
 }
 
 // summarize trims build output to what an agent needs to fix the build.
@@ -82,21 +71,20 @@ func (p *patterns) isDiagnostic(line string) bool {
 // The result is at most max bytes (no limit if max <= 0), cut at a line
 // boundary with a "… (N more lines)" or "… (N earlier lines)" note.
 func summarize(output string, max int) string {
-	p := newPatterns()
-	output = p.ansi.ReplaceAllString(output, "")
+	output = ansiRE.ReplaceAllString(output, "")
 	lines := strings.Split(strings.ReplaceAll(output, "\r\n", "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " \t\r")
 	}
-	if kept := p.diagnostics(lines); len(kept) > 0 {
-		return fitHead(kept, max)
+	if kept := diagnostics(lines); len(kept) > 0 {
+		return fit(kept, max, false)
 	}
-	return fitTail(p.relevant(lines), max)
+	return fit(relevant(lines), max, true)
 }
 
 // diagnostics returns the diagnostic lines of lines with their context, or
 // nil if there are none.
-func (p *patterns) diagnostics(lines []string) []string {
+func diagnostics(lines []string) []string {
 	var (
 		kept      []string
 		seen      = map[string]bool{}
@@ -109,15 +97,15 @@ func (p *patterns) diagnostics(lines []string) []string {
 		switch {
 		case line == "":
 			budget, inWarning = 0, false
-		case p.noise.MatchString(line):
+		case noiseRE.MatchString(line):
 			budget = 0
-		case p.goPkg.MatchString(line):
+		case goPkgRE.MatchString(line):
 			heading, budget, inWarning = line, 0, false
-		case p.isWarning(line):
+		case isWarning(line):
 			budget, inWarning = 0, true
-		case inWarning && (p.arrow.MatchString(line) || p.gutter.MatchString(line)):
+		case inWarning && (arrowRE.MatchString(line) || gutterRE.MatchString(line)):
 			// where the warning points
-		case p.isDiagnostic(line):
+		case isDiagnostic(line):
 			inWarning = false
 			key := strings.TrimSpace(line)
 			if seen[key] {
@@ -132,12 +120,12 @@ func (p *patterns) diagnostics(lines []string) []string {
 			kept = append(kept, line)
 			budget, loose = contextLines, false
 			switch {
-			case p.arrow.MatchString(line):
+			case arrowRE.MatchString(line):
 				budget = arrowContextLines
-			case p.goroutine.MatchString(line) || strings.HasPrefix(line, "panic: "):
+			case goroutineRE.MatchString(line) || strings.HasPrefix(line, "panic: "):
 				budget, loose = traceContextLines, true
 			}
-		case budget > 0 && (loose || line[0] == ' ' || line[0] == '\t' || p.gutter.MatchString(line)):
+		case budget > 0 && (loose || line[0] == ' ' || line[0] == '\t' || gutterRE.MatchString(line)):
 			kept = append(kept, line)
 			budget--
 		default:
@@ -148,10 +136,10 @@ func (p *patterns) diagnostics(lines []string) []string {
 }
 
 // relevant returns lines without progress noise and blank-line runs.
-func (p *patterns) relevant(lines []string) []string {
+func relevant(lines []string) []string {
 	var out []string
 	for _, l := range lines {
-		if p.noise.MatchString(l) || (l == "" && (len(out) == 0 || out[len(out)-1] == "")) {
+		if noiseRE.MatchString(l) || (l == "" && (len(out) == 0 || out[len(out)-1] == "")) {
 			continue
 		}
 		out = append(out, l)
@@ -160,63 +148,43 @@ func (p *patterns) relevant(lines []string) []string {
 		out = out[:len(out)-1]
 	}
 	if len(out) == 0 { // only noise: better than nothing
-		for _, l := range lines {
-			if l != "" {
-				out = append(out, l)
-			}
-		}
+		out = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
 	}
 	return out
 }
 
-// fitHead joins the first lines that fit in max bytes, noting how many
-// were left out.
-func fitHead(lines []string, max int) string {
+// fit joins the first lines (the last ones, fromEnd) that fit in max
+// bytes, noting how many were left out.
+func fit(lines []string, max int, fromEnd bool) string {
 	all := strings.Join(lines, "\n")
 	if max <= 0 || len(all) <= max {
 		return all
 	}
-	size := 0 // bytes of lines[:k] joined, plus the newline before the note
-	for k, l := range lines {
-		note := fmt.Sprintf("… (%d more lines)", len(lines)-k)
-		if size+len(l)+1+len(note) > max {
-			if k == 0 {
-				if c := cutLine(l, max-len(note)-1, false); c != "" {
-					return c + "\n" + note
-				}
-				return cutLine(l, max, false) // no room for the note
-			}
-			return strings.Join(lines[:k], "\n") + "\n" + note
+	n, size := len(lines), 0
+	for k := range n {
+		l, note := lines[k], fmt.Sprintf("… (%d more lines)", n-k)
+		if fromEnd {
+			l, note = lines[n-1-k], fmt.Sprintf("… (%d earlier lines)", n-k)
 		}
-		size += len(l) + 1
+		if size+len(l)+1+len(note) <= max {
+			size += len(l) + 1
+			continue
+		}
+		kept := lines[:k]
+		if fromEnd {
+			kept = lines[n-k:]
+		}
+		if k == 0 {
+			if kept = []string{cutLine(l, max-len(note)-1, fromEnd)}; kept[0] == "" {
+				return cutLine(l, max, fromEnd) // no room for the note
+			}
+		}
+		if fromEnd {
+			return note + "\n" + strings.Join(kept, "\n")
+		}
+		return strings.Join(kept, "\n") + "\n" + note
 	}
 	return all // not reached: all did not fit
-}
-
-// fitTail joins the last lines that fit in max bytes, noting how many
-// earlier ones were left out.
-func fitTail(lines []string, max int) string {
-	all := strings.Join(lines, "\n")
-	if max <= 0 || len(all) <= max {
-		return all
-	}
-	size := 0
-	n := len(lines)
-	for k := 0; k < n; k++ {
-		l := lines[n-1-k]
-		note := fmt.Sprintf("… (%d earlier lines)", n-k)
-		if size+len(l)+1+len(note) > max {
-			if k == 0 {
-				if c := cutLine(l, max-len(note)-1, true); c != "" {
-					return note + "\n" + c
-				}
-				return cutLine(l, max, true) // no room for the note
-			}
-			return note + "\n" + strings.Join(lines[n-k:], "\n")
-		}
-		size += len(l) + 1
-	}
-	return all
 }
 
 // cutLine shortens l to at most n bytes at a rune boundary, keeping its

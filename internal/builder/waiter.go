@@ -20,41 +20,29 @@ type waiter struct {
 	gone bool // the caller returned
 }
 
-func newWaiter() *waiter { return &waiter{wake: make(chan struct{}, 1)} }
-
-func (w *waiter) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// say posts a progress message.
-func (w *waiter) say(msg string) {
-	w.mu.Lock()
-	if w.gone || w.res != nil {
-		w.mu.Unlock()
-		return
-	}
-	w.msgs = append(w.msgs, msg)
-	w.mu.Unlock()
-	w.poke()
-}
+func (w *waiter) say(msg string) { w.post(func() { w.msgs = append(w.msgs, msg) }) }
 
 // finish posts the result; only the first one counts.
 func (w *waiter) finish(r result.Build) {
+	w.post(func() {
+		r.Changed = slices.Clone(r.Changed)
+		w.res = &r
+	})
+}
+
+// post applies f under w.mu and wakes the caller, unless the caller
+// returned or the result was posted already.
+func (w *waiter) post(f func()) {
 	w.mu.Lock()
 	if w.gone || w.res != nil {
 		w.mu.Unlock()
 		return
 	}
-	r.Changed = slices.Clone(r.Changed)
-	w.res = &r
+	f()
 	w.mu.Unlock()
-	w.poke()
+	poke(w.wake)
 }
 
-// take returns the messages posted so far and the result, if posted.
 func (w *waiter) take() ([]string, *result.Build) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,90 +25,72 @@ type Config struct {
 	// Root is the absolute directory that everything is relative to
 	// (the config file's folder). Globs match slash paths relative to it.
 	Root string
-	// Paths are the directories to watch, relative to Root (or
-	// absolute). Default ["."]. A path inside another one is redundant
-	// and dropped.
+	// Paths are the directories to watch, relative to Root (or absolute);
+	// default ["."]. A path inside another one is dropped.
 	Paths []string
 	// Include lists doublestar globs of the files that count; empty
 	// means every file. "./" at the start is dropped; a trailing "/"
 	// means "everything under" (it becomes "/**").
 	Include []string
 	// Exclude lists doublestar globs of files and directories that never
-	// count; they win over Include. A directory matching an exclude glob
-	// (or a glob plus "/**") is not entered or watched.
+	// count; they win over Include.
 	Exclude []string
-	// GitIgnore honours .gitignore files (in and above the tree, each
-	// scoped to its directory) and .git/info/exclude.
+	// GitIgnore honours .gitignore files and .git/info/exclude.
 	GitIgnore bool
 	// Ignore lists paths (absolute, or relative to Root) that must never
-	// trigger: build output, the run binary, the log file. A directory
-	// ignores everything under it.
+	// trigger, with everything under them: build output, the run binary.
 	Ignore []string
-	// Debounce is the trailing quiet time after the last relevant event;
-	// default DefaultDebounce.
+	// Debounce is the quiet time after the last relevant event; default
+	// DefaultDebounce.
 	Debounce time.Duration
-	// MaxWait caps the wait from the first event of a batch, so an
-	// endless stream of events still yields batches; default
+	// MaxWait caps the wait from the first event of a batch; default
 	// defaultMaxWait.
 	MaxWait time.Duration
-	// Poll, when > 0, replaces fsnotify by a walk of the tree at this
-	// interval.
+	// Poll, when > 0, replaces fsnotify by a walk of the tree at this interval.
 	Poll time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
 
-// settings is a validated, normalized Config.
+// settings is a validated, normalized Config: Root clean, globs
+// normalized, Ignore as clean slash paths relative to Root, defaults set.
 type settings struct {
-	root       string   // absolute, clean, OS separators
-	roots      []string // watch roots: clean slash paths relative to root
-	include    []string
-	exclude    []string
+	Config
+	roots      []string // watch roots: clean slash paths relative to Root
 	excludeDir []string // exclude globs with "/**" appended, for directories
-	ignore     []string // clean slash paths relative to root
-	gitIgnore  bool
-	debounce   time.Duration
-	maxWait    time.Duration
-	poll       time.Duration
-	log        *slog.Logger
 }
 
 func newSettings(cfg Config) (*settings, error) {
-	s := &settings{
-		gitIgnore: cfg.GitIgnore,
-		debounce:  cfg.Debounce,
-		maxWait:   cfg.MaxWait,
-		poll:      cfg.Poll,
-		log:       cfg.Logger,
-	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
 	if cfg.Root == "" {
 		return nil, errors.New("watcher: Root is empty; set it to the project's absolute directory")
 	}
 	if !filepath.IsAbs(cfg.Root) {
 		return nil, fmt.Errorf("watcher: root %q is not an absolute path", cfg.Root)
 	}
-	s.root = filepath.Clean(cfg.Root)
-	if err := isDir(s.root); err != nil {
+	s := &settings{Config: cfg}
+	s.Root = filepath.Clean(cfg.Root)
+	s.Debounce = cmp.Or(cfg.Debounce, DefaultDebounce)
+	s.MaxWait = cmp.Or(cfg.MaxWait, defaultMaxWait)
+	s.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if err := isDir(s.Root); err != nil {
 		return nil, fmt.Errorf("watcher: root: %w", err)
 	}
 	var err error
 	if s.roots, err = s.watchRoots(cfg.Paths); err != nil {
 		return nil, err
 	}
-	if s.include, err = globs("include", cfg.Include); err != nil {
+	if s.Include, err = globs("include", cfg.Include); err != nil {
 		return nil, err
 	}
-	if s.exclude, err = globs("exclude", cfg.Exclude); err != nil {
+	if s.Exclude, err = globs("exclude", cfg.Exclude); err != nil {
 		return nil, err
 	}
-	for _, g := range s.exclude {
+	for _, g := range s.Exclude {
 		if !strings.HasSuffix(g, "/**") && g != "**" {
 			s.excludeDir = append(s.excludeDir, g+"/**")
 		}
 	}
+	s.Ignore = nil
 	for _, p := range cfg.Ignore {
 		rel, err := s.rel(p)
 		if err != nil {
@@ -116,21 +99,15 @@ func newSettings(cfg Config) (*settings, error) {
 		if rel == "." {
 			return nil, fmt.Errorf("watcher: ignore path %q is the root itself; nothing would be watched", p)
 		}
-		s.ignore = append(s.ignore, rel)
+		s.Ignore = append(s.Ignore, rel)
 	}
 	switch {
-	case s.debounce < 0:
-		return nil, fmt.Errorf("watcher: negative debounce %v", s.debounce)
-	case s.maxWait < 0:
-		return nil, fmt.Errorf("watcher: negative max wait %v", s.maxWait)
-	case s.poll < 0:
-		return nil, fmt.Errorf("watcher: negative poll interval %v", s.poll)
-	}
-	if s.debounce == 0 {
-		s.debounce = DefaultDebounce
-	}
-	if s.maxWait == 0 {
-		s.maxWait = defaultMaxWait
+	case s.Debounce < 0:
+		return nil, fmt.Errorf("watcher: negative debounce %v", s.Debounce)
+	case s.MaxWait < 0:
+		return nil, fmt.Errorf("watcher: negative max wait %v", s.MaxWait)
+	case s.Poll < 0:
+		return nil, fmt.Errorf("watcher: negative poll interval %v", s.Poll)
 	}
 	return s, nil
 }
@@ -146,25 +123,22 @@ func (s *settings) watchRoots(paths []string) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
 		}
-		if err := isDir(filepath.Join(s.root, filepath.FromSlash(rel))); err != nil {
+		if err := isDir(filepath.Join(s.Root, filepath.FromSlash(rel))); err != nil {
 			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
 		}
 		roots = append(roots, rel)
 	}
 	// Drop duplicates and paths inside another watch path.
-	rootSlash := filepath.ToSlash(s.root)
+	rootSlash := filepath.ToSlash(s.Root)
 	var out []string
+next:
 	for i, r := range roots {
-		redundant := false
 		for j, o := range roots {
 			if i != j && contains(path.Join(rootSlash, o), path.Join(rootSlash, r)) && (r != o || j < i) {
-				redundant = true
-				break
+				continue next
 			}
 		}
-		if !redundant {
-			out = append(out, r)
-		}
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -176,17 +150,15 @@ func (s *settings) rel(p string) (string, error) {
 		return "", errors.New("empty path")
 	}
 	if filepath.IsAbs(p) {
-		r, err := filepath.Rel(s.root, p)
-		if err != nil {
+		var err error
+		if p, err = filepath.Rel(s.Root, p); err != nil {
 			return "", err
 		}
-		p = r
 	}
 	return path.Clean(filepath.ToSlash(p)), nil
 }
 
-// within reports whether the clean relative slash path p is dir or lies
-// under it.
+// within reports whether the clean relative slash path p is dir or under it.
 func within(dir, p string) bool {
 	if dir == "." {
 		return p != ".." && !strings.HasPrefix(p, "../")
@@ -194,27 +166,24 @@ func within(dir, p string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// contains reports whether the absolute slash path p is dir or lies
-// under it.
+// contains reports whether the absolute slash path p is dir or under it.
 func contains(dir, p string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
 func isDir(p string) error {
 	fi, err := os.Stat(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s does not exist", p)
-		}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s does not exist", p)
+	case err != nil:
 		return err
-	}
-	if !fi.IsDir() {
+	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", p)
 	}
 	return nil
 }
 
-// globs validates and normalizes a list of globs.
 func globs(kind string, in []string) ([]string, error) {
 	var out []string
 	for _, g := range in {

@@ -1,41 +1,34 @@
 package watcher
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
-// debouncer holds the batching rule: a batch closes once no relevant
-// event has come for the quiet time, or once maxWait has passed since its
-// first event, whichever is earlier.
+// debouncer holds the batching rule ("Debounce" in the package
+// documentation).
 type debouncer struct {
 	quiet, maxWait time.Duration
-	first, last    time.Time
+	first          time.Time // the batch's first event
 	armed          bool
 }
 
 // touch records an event at now and returns when the batch closes.
 func (d *debouncer) touch(now time.Time) time.Time {
 	if !d.armed {
-		d.armed = true
-		d.first = now
+		d.armed, d.first = true, now
 	}
-	d.last = now
-	return d.deadline()
-}
-
-func (d *debouncer) deadline() time.Time {
-	quiet, limit := d.last.Add(d.quiet), d.first.Add(d.maxWait)
-	if limit.Before(quiet) {
+	if limit := d.first.Add(d.maxWait); limit.Before(now.Add(d.quiet)) {
 		return limit
 	}
-	return quiet
+	return now.Add(d.quiet)
 }
 
 // reset closes the batch; the next event starts a new one.
 func (d *debouncer) reset() { d.armed = false }
 
-// batcher collects confirmed changes for the current window and hands
-// closed batches to the receiver. If the receiver is not ready, later
-// windows merge into the waiting batch, so nothing is lost and nothing
-// blocks the event loop.
+// batcher collects the changes of the open window and hands closed
+// batches to the receiver, merging them while it is not ready.
 type batcher struct {
 	deb     debouncer
 	timer   *time.Timer // fires when the window closes; stopped when idle
@@ -55,7 +48,6 @@ func newBatcher(quiet, maxWait time.Duration) *batcher {
 	}
 }
 
-// touch opens or extends the window.
 func (b *batcher) touch() {
 	now := time.Now()
 	b.timer.Reset(b.deb.touch(now).Sub(now))
@@ -67,9 +59,7 @@ func (b *batcher) close() {
 	if len(b.pending) == 0 {
 		return
 	}
-	for p := range b.pending {
-		b.ready.add(p)
-	}
+	maps.Copy(b.ready, b.pending)
 	clear(b.pending)
 	b.batch = Batch{Paths: b.ready.sorted()}
 }
@@ -83,7 +73,6 @@ func (b *batcher) out(ch chan<- Batch) chan<- Batch {
 	return ch
 }
 
-// sent records that the waiting batch was received.
 func (b *batcher) sent() {
 	clear(b.ready)
 	b.batch = Batch{}

@@ -11,9 +11,8 @@ import (
 // WatchFile sends on the returned channel each time the file at path may
 // have changed (written, created, renamed over or removed), once quiet
 // for debounce, until ctx ends; then the channel is closed. It watches the
-// file's folder, so an editor's save by rename is seen, and nothing
-// else: a config file, not a source tree. A send never blocks: a change
-// while the last one is still unread is folded into it.
+// file's folder (an editor may save by rename) for a config file, not a
+// source tree. A change while the last one is unread is folded into it.
 func WatchFile(ctx context.Context, path string, debounce time.Duration) (<-chan struct{}, error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {

@@ -58,14 +58,14 @@ func TestSettingsNormalize(t *testing.T) {
 	if got := strings.Join(s.roots, ","); got != "." {
 		t.Errorf("roots = %q, want %q", got, ".")
 	}
-	if got := strings.Join(s.include, ","); got != "src/**,**/*.go" {
+	if got := strings.Join(s.Include, ","); got != "src/**,**/*.go" {
 		t.Errorf("include = %q", got)
 	}
-	if got := strings.Join(s.ignore, ","); got != "bin/app,out" {
+	if got := strings.Join(s.Ignore, ","); got != "bin/app,out" {
 		t.Errorf("ignore = %q", got)
 	}
-	if s.debounce != DefaultDebounce || s.maxWait != defaultMaxWait {
-		t.Errorf("defaults not applied: %v %v", s.debounce, s.maxWait)
+	if s.Debounce != DefaultDebounce || s.MaxWait != defaultMaxWait {
+		t.Errorf("defaults not applied: %v %v", s.Debounce, s.MaxWait)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestFilter(t *testing.T) {
 			t.Errorf("matchFile(%q) = %v, want %v", p, got, want)
 		}
 	}
-	all := newFilter(&settings{root: root})
+	all := newFilter(&settings{Config: Config{Root: root}})
 	for _, p := range []string{".main.go.swp", ".x.swx", "main.go~", ".#main.go", "4913", "a/4913",
 		"main.go___jb_tmp___", "main.go___jb_old___", ".DS_Store", "a/.DS_Store"} {
 		if all.matchFile(p) {

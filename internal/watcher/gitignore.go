@@ -1,8 +1,6 @@
 package watcher
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,49 +18,32 @@ type ignorePattern struct {
 // ignoreList is the patterns of one ignore file, in file order.
 type ignoreList []ignorePattern
 
-// parseIgnore compiles the patterns of a gitignore file, following
-// gitignore(5): blank lines and "#" comments are skipped, trailing spaces
-// are dropped unless escaped, "!" negates, a trailing "/" restricts to
-// directories, a leading or middle "/" anchors the pattern to the file's
-// directory, and "**" spans directories.
+// parseIgnore compiles the patterns of a gitignore file as gitignore(5)
+// reads them.
 func parseIgnore(data []byte) ignoreList {
 	var list ignoreList
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		if p, ok := parseIgnoreLine(sc.Text()); ok {
+	text := strings.TrimPrefix(string(data), "\xef\xbb\xbf") // a UTF-8 byte order mark
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		if p, ok := parseIgnoreLine(line); ok {
 			list = append(list, p)
 		}
 	}
 	return list
 }
 
-func parseIgnoreLine(line string) (ignorePattern, bool) {
-	if line == "" || line[0] == '#' {
-		return ignorePattern{}, false
+func parseIgnoreLine(line string) (p ignorePattern, ok bool) {
+	if strings.HasPrefix(line, "#") {
+		return p, false
 	}
 	line = trimTrailingSpaces(strings.TrimSuffix(line, "\r"))
-	if line == "" {
-		return ignorePattern{}, false
-	}
-	var p ignorePattern
-	if line[0] == '!' {
-		p.negate = true
-		line = line[1:]
-	}
-	if strings.HasSuffix(line, "/") {
-		p.dirOnly = true
-		line = strings.TrimRight(line, "/")
-	}
-	if line == "" {
-		return ignorePattern{}, false
+	line, p.negate = strings.CutPrefix(line, "!")
+	p.dirOnly = strings.HasSuffix(line, "/")
+	if line = strings.TrimRight(line, "/"); line == "" {
+		return p, false
 	}
 	anchored := strings.Contains(line, "/")
 	line = strings.TrimPrefix(line, "/")
-	if line == "" {
-		return ignorePattern{}, false
-	}
 	if !anchored {
 		p.segs = append(p.segs, "**")
 	}
@@ -75,7 +56,7 @@ func parseIgnoreLine(line string) (ignorePattern, bool) {
 		}
 		g, ok := goGlob(s)
 		if !ok {
-			return ignorePattern{}, false // matches nothing
+			return p, false // matches nothing
 		}
 		p.segs = append(p.segs, g)
 	}
@@ -86,24 +67,18 @@ func parseIgnoreLine(line string) (ignorePattern, bool) {
 // backslash escapes; a backslash escapes the character after it, so in
 // `a\\ ` the space is not escaped.
 func trimTrailingSpaces(line string) string {
-	lastSpace := -1
+	keep := 0 // the length up to the last character that stays
 	for i := 0; i < len(line); i++ {
 		switch line[i] {
 		case ' ':
-			if lastSpace < 0 {
-				lastSpace = i
-			}
 		case '\\':
 			i++
-			lastSpace = -1
+			keep = min(i+1, len(line))
 		default:
-			lastSpace = -1
+			keep = i + 1
 		}
 	}
-	if lastSpace >= 0 {
-		return line[:lastSpace]
-	}
-	return line
+	return line[:keep]
 }
 
 // goGlob translates one segment of a gitignore pattern, in git's
@@ -113,9 +88,6 @@ func trimTrailingSpaces(line string) string {
 // as a member, and POSIX classes such as "[:digit:]". ok is false for a
 // bracket expression git cannot parse: the pattern then matches nothing.
 func goGlob(s string) (glob string, ok bool) {
-	if !strings.Contains(s, "[") {
-		return s, true
-	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		switch {
@@ -230,12 +202,9 @@ func goClass(b *strings.Builder, s string) int {
 }
 
 // match reports whether p matches rel, a slash path relative to the
-// directory of the ignore file.
+// ignore file's directory.
 func (p ignorePattern) match(rel string, isDir bool) bool {
-	if p.dirOnly && !isDir {
-		return false
-	}
-	return matchSegs(p.segs, strings.Split(rel, "/"))
+	return (!p.dirOnly || isDir) && matchSegs(p.segs, strings.Split(rel, "/"))
 }
 
 func matchSegs(pat, name []string) bool {
@@ -309,7 +278,7 @@ func newGitIgnores(root string, roots []string) *gitIgnores {
 		g.exclude = parseIgnore(data)
 	}
 	for _, r := range roots {
-		dir := slashJoin(filepath.ToSlash(root), r)
+		dir := path.Join(filepath.ToSlash(root), r)
 		for _, a := range ancestors(dir, g.repo) {
 			if a != dir {
 				g.load(a)
@@ -338,16 +307,8 @@ func findRepo(dir string) (top, gitPath string) {
 // either the git directory or, for worktrees and submodules, a file
 // "gitdir: <path>"; a worktree keeps info/exclude in its common dir.
 func excludeFile(top, gitPath string) string {
-	fi, err := os.Stat(gitPath)
-	if err != nil {
-		return ""
-	}
 	gitDir := gitPath
-	if !fi.IsDir() {
-		data, err := os.ReadFile(gitPath)
-		if err != nil {
-			return ""
-		}
+	if data, err := os.ReadFile(gitPath); err == nil { // not a directory
 		d, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
 		if !ok {
 			return ""
@@ -370,52 +331,38 @@ func excludeFile(top, gitPath string) string {
 // load (re)reads dir/.gitignore, dir an absolute slash path. It reports
 // whether the rules changed.
 func (g *gitIgnores) load(dir string) bool {
-	name := filepath.FromSlash(slashJoin(dir, ".gitignore"))
+	name := filepath.FromSlash(path.Join(dir, ".gitignore"))
 	old := g.files[dir]
-	fi, err := os.Stat(name)
-	if err != nil || !fi.Mode().IsRegular() {
-		delete(g.files, dir)
-		return old != nil
+	if fi, err := os.Stat(name); err == nil && fi.Mode().IsRegular() {
+		if old != nil && old.size == fi.Size() && old.mtime == fi.ModTime().UnixNano() {
+			return false
+		}
+		if data, err := os.ReadFile(name); err == nil {
+			g.files[dir] = &ignoreFile{list: parseIgnore(data), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+			return true
+		}
 	}
-	if old != nil && old.size == fi.Size() && old.mtime == fi.ModTime().UnixNano() {
-		return false
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		delete(g.files, dir)
-		return old != nil
-	}
-	g.files[dir] = &ignoreFile{list: parseIgnore(data), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	return true
+	delete(g.files, dir)
+	return old != nil
 }
-
-// drop forgets the rules of dir, an absolute slash path.
-func (g *gitIgnores) drop(dir string) { delete(g.files, dir) }
 
 // ignored reports whether p (an absolute slash path) is ignored by the
 // rules of its own ancestors. Callers check p's parent directories
 // themselves: git never re-includes a file inside an ignored directory.
 func (g *gitIgnores) ignored(p string, isDir bool) bool {
-	ignored := false
-	if g.repo != "" && len(g.exclude) > 0 {
-		if rel, ok := relUnder(g.repo, p); ok {
-			if ign, ok := g.exclude.match(rel, isDir); ok {
-				ignored = ign
+	for _, dir := range ancestors(path.Dir(p), "") { // the deepest file wins
+		if f := g.files[dir]; f != nil {
+			rel, _ := relUnder(dir, p)
+			if ign, ok := f.list.match(rel, isDir); ok {
+				return ign
 			}
 		}
 	}
-	dirs := ancestors(path.Dir(p), "")
-	for i := len(dirs) - 1; i >= 0; i-- {
-		f := g.files[dirs[i]]
-		if f == nil {
-			continue
-		}
-		rel, _ := relUnder(dirs[i], p)
-		if ign, ok := f.list.match(rel, isDir); ok {
-			ignored = ign
-		}
+	if rel, ok := relUnder(g.repo, p); ok && g.repo != "" {
+		ign, _ := g.exclude.match(rel, isDir)
+		return ign
 	}
-	return ignored
+	return false
 }
 
 // ancestors lists dir and its parents, deepest first, stopping at top
@@ -446,6 +393,3 @@ func relUnder(dir, p string) (string, bool) {
 	rest, ok := strings.CutPrefix(p, dir+"/")
 	return rest, ok && rest != ""
 }
-
-// slashJoin joins an absolute slash path and a relative one.
-func slashJoin(dir, rel string) string { return path.Join(dir, rel) }

@@ -6,9 +6,10 @@ import (
 	"hash/maphash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 )
 
 // maxHashSize is the largest file whose content is hashed; bigger files
@@ -23,8 +24,7 @@ type fileState struct {
 	big   bool   // over maxHashSize (or unreadable): compared by size and mtime
 }
 
-// dirState is a directory the tree has entered (and, with fsnotify,
-// watches).
+// dirState is a directory the tree has entered.
 type dirState struct {
 	files   map[string]fileState // matching files, by name
 	subdirs map[string]struct{}  // entered subdirectories, by name
@@ -39,14 +39,7 @@ func (s pathSet) add(p string) {
 	}
 }
 
-func (s pathSet) sorted() []string {
-	out := make([]string, 0, len(s))
-	for p := range s {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
+func (s pathSet) sorted() []string { return slices.Sorted(maps.Keys(s)) }
 
 // dirWatcher is the part of fsnotify.Watcher the tree uses.
 type dirWatcher interface {
@@ -78,11 +71,11 @@ func newTree(f *filter, watch dirWatcher, hash bool) *tree {
 		watch: watch,
 		hash:  hash,
 		seed:  maphash.MakeSeed(),
+		buf:   make([]byte, 64<<10),
 		dirs:  make(map[string]*dirState),
 	}
 }
 
-// stopped reports whether the tree's done channel is closed.
 func (t *tree) stopped() bool {
 	select {
 	case <-t.done:
@@ -96,14 +89,12 @@ func (t *tree) stats() Stats {
 	return Stats{Dirs: len(t.dirs), Files: t.nFiles, Watches: t.nWatches}
 }
 
-// sync brings directory rel and everything below it in line with the
-// disk: new directories are entered (watched before they are listed, so
-// nothing created meanwhile is missed), vanished ones forgotten, files
-// fingerprinted. Paths whose content changed go to changed (nil: record
-// silently, as the initial scan does). The caller has decided that rel
-// itself is kept. Only a failure to set a watch is returned, and
-// errStopped when the done channel closes meanwhile: then sync returns at
-// once, leaving the rest of rel as it was.
+// sync brings directory rel, which the caller keeps, and everything below
+// it in line with the disk: new directories are entered (watched before
+// they are listed, so nothing created meanwhile is missed), vanished ones
+// forgotten, files fingerprinted. Paths whose content changed go to
+// changed (nil: record silently, as the initial scan does). It returns a
+// failure to set a watch, or errStopped at once when done closes.
 func (t *tree) sync(rel string, changed pathSet) error {
 	if t.stopped() {
 		return errStopped
@@ -135,7 +126,7 @@ func (t *tree) sync(rel string, changed pathSet) error {
 			t.forget(rel, changed)
 			return nil
 		}
-		t.f.s.log.Warn("cannot list directory; keeping what is known", "dir", abs, "err", err)
+		t.f.s.Logger.Warn("cannot list directory; keeping what is known", "dir", abs, "err", err)
 		return nil
 	}
 	seenFiles := make(map[string]bool, len(ds.files))
@@ -146,7 +137,8 @@ func (t *tree) sync(rel string, changed pathSet) error {
 		}
 		name := e.Name()
 		child := path.Join(rel, name)
-		if e.IsDir() {
+		switch {
+		case e.IsDir():
 			if t.f.skipDir(child) {
 				continue
 			}
@@ -154,17 +146,11 @@ func (t *tree) sync(rel string, changed pathSet) error {
 			if err := t.sync(child, changed); err != nil {
 				return err
 			}
-			continue
-		}
-		if !e.Type().IsRegular() && e.Type()&fs.ModeSymlink == 0 {
-			continue
-		}
-		if !t.f.matchFile(child) {
-			continue
-		}
-		seenFiles[name] = true
-		if t.check(child, false) {
-			changed.add(child)
+		case (e.Type().IsRegular() || e.Type()&fs.ModeSymlink != 0) && t.f.matchFile(child):
+			seenFiles[name] = true
+			if t.check(child, false) {
+				changed.add(child)
+			}
 		}
 	}
 	for name := range ds.files {
@@ -173,13 +159,10 @@ func (t *tree) sync(rel string, changed pathSet) error {
 		}
 	}
 	for name := range ds.subdirs {
-		if !seenDirs[name] {
-			child := path.Join(rel, name)
-			if exists(t.f.osPath(child)) {
-				t.forget(child, nil) // now excluded: drop silently
-			} else {
-				t.forget(child, changed)
-			}
+		if child := path.Join(rel, name); !seenDirs[name] && exists(t.f.osPath(child)) {
+			t.forget(child, nil) // now excluded: drop silently
+		} else if !seenDirs[name] {
+			t.forget(child, changed)
 		}
 	}
 	return nil
@@ -205,7 +188,7 @@ func (t *tree) forget(rel string, changed pathSet) {
 		t.nWatches--
 	}
 	if t.f.git != nil {
-		t.f.git.drop(t.f.abs(rel))
+		delete(t.f.git.files, t.f.abs(rel))
 	}
 	delete(t.dirs, rel)
 	if parent := t.dirs[path.Dir(rel)]; parent != nil {
@@ -232,10 +215,9 @@ func (t *tree) drop(rel string, changed pathSet) {
 }
 
 // check fingerprints the file rel (whose directory the tree holds) and
-// reports whether its content differs from what was known: created,
-// modified, or deleted. Without force, an unchanged size and mtime
-// short-cut the hash. When the done channel closes during the hash, the
-// file is left as it was and check reports false.
+// reports whether its content was created, modified or deleted. Without
+// force, an unchanged size and mtime short-cut the hash. When done closes
+// during the hash, the file is left as it was and check reports false.
 func (t *tree) check(rel string, force bool) bool {
 	ds := t.dirs[path.Dir(rel)]
 	if ds == nil {
@@ -243,14 +225,17 @@ func (t *tree) check(rel string, force bool) bool {
 	}
 	name := path.Base(rel)
 	old, known := ds.files[name]
-	abs := t.f.osPath(rel)
-	fi, err := os.Stat(abs) // follows symlinks
-	if err != nil || !fi.Mode().IsRegular() {
+	gone := func() bool {
 		if known {
 			delete(ds.files, name)
 			t.nFiles--
 		}
 		return known
+	}
+	abs := t.f.osPath(rel)
+	fi, err := os.Stat(abs) // follows symlinks
+	if err != nil || !fi.Mode().IsRegular() {
+		return gone()
 	}
 	st := fileState{size: fi.Size(), mtime: fi.ModTime().UnixNano(), big: !t.hash || fi.Size() > maxHashSize}
 	if known && !force && st.size == old.size && st.mtime == old.mtime {
@@ -262,13 +247,9 @@ func (t *tree) check(rel string, force bool) bool {
 		case err == errStopped:
 			return false
 		case errors.Is(err, fs.ErrNotExist):
-			if known {
-				delete(ds.files, name)
-				t.nFiles--
-			}
-			return known
+			return gone()
 		case err != nil:
-			t.f.s.log.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
+			t.f.s.Logger.Warn("cannot read file; comparing size and time only", "file", abs, "err", err)
 			st.big = true
 		default:
 			st.sum = sum
@@ -293,9 +274,6 @@ func (t *tree) sum(abs string) (uint64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if t.buf == nil {
-		t.buf = make([]byte, 64<<10)
-	}
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	for {
@@ -313,7 +291,6 @@ func (t *tree) sum(abs string) (uint64, error) {
 	}
 }
 
-// files lists every matching file, sorted.
 func (t *tree) files() []string {
 	all := make(pathSet, t.nFiles)
 	for dir, ds := range t.dirs {

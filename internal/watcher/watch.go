@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -33,9 +34,7 @@ type Watcher struct {
 	s       *settings
 	ready   chan struct{}
 	started atomic.Bool
-
-	mu    sync.Mutex
-	stats Stats
+	stats   atomic.Pointer[Stats]
 }
 
 // New validates cfg and returns a Watcher that is not yet watching. A bad
@@ -53,27 +52,21 @@ func New(cfg Config) (*Watcher, error) {
 // changes made after that are seen. If Run fails before, it never closes.
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
-// Stats reports the current size of the watched tree. It is safe to call
-// from any goroutine.
+// Stats reports the current size of the watched tree, from any goroutine.
 func (w *Watcher) Stats() Stats {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stats
+	if st := w.stats.Load(); st != nil {
+		return *st
+	}
+	return Stats{}
 }
 
-func (w *Watcher) setStats(s Stats) {
-	w.mu.Lock()
-	w.stats = s
-	w.mu.Unlock()
-}
+func (w *Watcher) setStats(st Stats) { w.stats.Store(&st) }
 
 // Run scans the tree, sets its watches, closes Ready, then sends a Batch
 // on out after each debounced window with real changes, until ctx is
-// done. It returns nil as soon as ctx is done, also in the middle of the
-// initial scan (between two files of a listing, between two chunks of a
-// file's hash), or an error if the watches cannot be set up. It does not close out. When the receiver is slow,
-// later changes merge into the batch waiting to be sent. Every goroutine
-// Run starts has stopped when it returns. Run may be called only once.
+// done; it then returns nil at once, also during the initial scan. It
+// returns an error if the watches cannot be set up. Run may be called only
+// once; see Guarantees in the package documentation.
 func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	if out == nil {
 		return errors.New("watcher: Run needs a non-nil channel")
@@ -81,21 +74,26 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("watcher: Run called twice")
 	}
-	if w.s.poll > 0 {
-		return w.runPoll(ctx, out)
+	var (
+		dirs   dirWatcher // stays nil in poll mode
+		events <-chan fsnotify.Event
+		errs   <-chan error
+		tick   <-chan time.Time
+	)
+	if w.s.Poll == 0 {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
+		}
+		defer fw.Close() // stops fsnotify's reader goroutine
+		dirs, events, errs = fw, fw.Events, fw.Errors
 	}
-	return w.runNotify(ctx, out)
-}
-
-// scan is the initial scan: it records (and watches) every watch root,
-// reporting nothing. It stops at once, without error, when ctx is done
-// (t's done channel is ctx's), in the middle of a directory listing or of
-// a file's hash.
-func (w *Watcher) scan(ctx context.Context, t *tree) error {
+	t := newTree(newFilter(w.s), dirs, true)
+	t.done = ctx.Done()
 	for _, r := range w.s.roots {
 		if err := t.sync(r, nil); err != nil {
 			if ctx.Err() != nil {
-				return nil // Run returns nil too
+				return nil
 			}
 			return fmt.Errorf("watcher: %w%s", err, watchHint(err))
 		}
@@ -103,8 +101,70 @@ func (w *Watcher) scan(ctx context.Context, t *tree) error {
 			return fmt.Errorf("watcher: watch path %s vanished before it could be watched", t.f.osPath(r))
 		}
 	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	w.setStats(t.stats())
-	return nil
+	if w.s.Poll > 0 {
+		w.s.Logger.Debug("polling", "root", w.s.Root, "every", w.s.Poll, "dirs", len(t.dirs), "files", t.nFiles)
+		ticker := time.NewTicker(w.s.Poll)
+		defer ticker.Stop()
+		tick = ticker.C
+	} else {
+		w.s.Logger.Debug("watching", "root", w.s.Root, "dirs", len(t.dirs), "files", t.nFiles)
+	}
+	close(w.ready)
+
+	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), roots: w.s.roots, dirty: make(pathSet)}
+	defer n.b.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+			// A vanished root is forgotten by sync and found again once back.
+			found := make(pathSet)
+			for _, r := range w.s.roots {
+				if err := t.sync(r, found); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+			}
+			if len(found) > 0 {
+				maps.Copy(n.b.pending, found)
+				n.b.touch()
+			}
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("watcher: fsnotify stopped unexpectedly")
+			}
+			if n.event(ev) {
+				n.b.touch()
+			}
+		case err, ok := <-errs:
+			if !ok {
+				return errors.New("watcher: fsnotify stopped unexpectedly")
+			}
+			if !errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.s.Logger.Warn("fsnotify error", "err", err)
+				break
+			}
+			w.s.Logger.Warn("too many file events at once; rescanning the tree")
+			n.rescan()
+			n.b.touch()
+		case <-n.b.timer.C:
+			n.evaluate()
+			n.b.close()
+			if len(n.b.ready) > 0 {
+				w.s.Logger.Debug("changes", "paths", len(n.b.ready))
+			}
+		case n.b.out(out) <- n.b.batch:
+			n.b.sent()
+		}
+		w.setStats(t.stats())
+	}
 }
 
 // notifier turns fsnotify events into changes.
@@ -113,57 +173,6 @@ type notifier struct {
 	b     *batcher
 	roots []string
 	dirty pathSet // paths with events since the window opened, to check when it closes
-}
-
-func (w *Watcher) runNotify(ctx context.Context, out chan<- Batch) error {
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("watcher: start fsnotify: %w%s", err, watchHint(err))
-	}
-	defer fw.Close() // stops fsnotify's reader goroutine
-	t := newTree(newFilter(w.s), fw, true)
-	t.done = ctx.Done()
-	if err := w.scan(ctx, t); err != nil || ctx.Err() != nil {
-		return err
-	}
-	w.s.log.Debug("watching", "root", w.s.root, "dirs", len(t.dirs), "files", t.nFiles)
-	close(w.ready)
-
-	n := &notifier{t: t, b: newBatcher(w.s.debounce, w.s.maxWait), roots: w.s.roots, dirty: make(pathSet)}
-	defer n.b.stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return errors.New("watcher: fsnotify stopped unexpectedly")
-			}
-			if n.event(ev) {
-				n.b.touch()
-			}
-		case err, ok := <-fw.Errors:
-			if !ok {
-				return errors.New("watcher: fsnotify stopped unexpectedly")
-			}
-			if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.s.log.Warn("fsnotify error", "err", err)
-				break
-			}
-			w.s.log.Warn("too many file events at once; rescanning the tree")
-			n.rescan()
-			n.b.touch()
-		case <-n.b.timer.C:
-			n.evaluate()
-			n.b.close()
-			if len(n.b.ready) > 0 {
-				w.s.log.Debug("changes", "paths", len(n.b.ready))
-			}
-		case n.b.out(out) <- n.b.batch:
-			n.b.sent()
-		}
-		w.setStats(t.stats())
-	}
 }
 
 // event handles one fsnotify event and reports whether it is relevant,
@@ -187,7 +196,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 		root := slices.Contains(n.roots, rel)
 		switch {
 		case root && !back:
-			t.f.s.log.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
+			t.f.s.Logger.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
 		case root || (back && t.dirs[path.Dir(rel)] != nil && !t.f.skipDir(rel)):
 			n.syncDir(rel) // it is back already
 		}
@@ -197,8 +206,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 	if parent == nil || rel == "." {
 		return false // late event from a forgotten directory
 	}
-	name := path.Base(rel)
-	_, known := parent.files[name]
+	_, known := parent.files[path.Base(rel)]
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 			replaced := known && t.check(rel, true) // a file became a directory
@@ -221,7 +229,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 
 func (n *notifier) syncDir(rel string) {
 	if err := n.t.sync(rel, n.b.pending); err != nil && err != errStopped {
-		n.t.f.s.log.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
+		n.t.f.s.Logger.Error("cannot watch a directory; changes in it are missed", "err", err.Error()+watchHint(err))
 	}
 }
 
@@ -239,17 +247,13 @@ func (n *notifier) evaluate() {
 		if t.stopped() {
 			break
 		}
-		if t.dirs[path.Dir(p)] == nil {
-			continue // forgotten with its directory, which reported it
+		if _, isDir := t.dirs[p]; isDir || t.dirs[path.Dir(p)] == nil {
+			continue // a directory, or forgotten with its directory, which reported it
 		}
-		if _, isDir := t.dirs[p]; isDir {
-			continue
-		}
-		if !t.f.matchFile(p) {
+		switch {
+		case !t.f.matchFile(p):
 			t.drop(p, n.b.pending)
-			continue
-		}
-		if t.check(p, true) {
+		case t.check(p, true):
 			n.b.pending.add(p)
 		}
 	}

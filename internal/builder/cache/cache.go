@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
@@ -52,9 +51,6 @@ func (s State) Fresh(key string) bool {
 // A missing file records none.
 func (s *State) SetOutput(path string) {
 	s.Output, s.OutputSize, s.OutputTime = "", 0, time.Time{}
-	if path == "" {
-		return
-	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
 		s.Output, s.OutputSize, s.OutputTime = path, fi.Size(), fi.ModTime()
 	}
@@ -100,10 +96,9 @@ func Save(file string, s State) error {
 	return statedir.WriteFile(file, append(b, '\n'))
 }
 
-// Key hashes the build's identity (command, folder, whatever the caller
-// passes in build) and the path, size and modification time of each of
-// files (relative to root, slash-separated). A file that cannot be read
-// counts as absent.
+// Key hashes build (the command, the folder...) and the path, size and
+// modification time of each of files (relative to root, slash-separated;
+// one that cannot be read counts as absent).
 func Key(build []string, root string, files []string) string {
 	h := sha256.New()
 	for _, b := range build {
@@ -112,18 +107,16 @@ func Key(build []string, root string, files []string) string {
 	files = slices.Clone(files)
 	slices.Sort(files)
 	for _, f := range slices.Compact(files) {
-		fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(f)))
-		if err != nil {
-			fmt.Fprintf(h, "f%d:%s -\n", len(f), f)
-			continue
+		stamp := "-"
+		if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err == nil {
+			stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
 		}
-		fmt.Fprintf(h, "f%d:%s %d %s\n", len(f), f, fi.Size(), strconv.FormatInt(fi.ModTime().UnixNano(), 10))
+		fmt.Fprintf(h, "f%d:%s %s\n", len(f), f, stamp)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// makeDir creates the cache folder dir with a .gitignore that keeps it
-// out of git.
+// makeDir creates the cache folder dir, kept out of git by a .gitignore.
 func makeDir(dir string) error {
 	return statedir.Ignore(dir, "mcpflow's build cache: never committed.")
 }

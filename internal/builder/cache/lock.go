@@ -12,12 +12,13 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
-// pollEvery is how often a waiting Acquire tries the lock again.
-const pollEvery = 50 * time.Millisecond
-
-// holderPolls is how many polls a waiting Acquire gives the holder to
-// write its pid before it says it waits without naming the holder.
-const holderPolls = 10
+const (
+	// pollEvery is how often a waiting Acquire tries the lock again.
+	pollEvery = 50 * time.Millisecond
+	// holderPolls is how many polls a waiting Acquire gives the holder to
+	// write its pid before it says it waits without naming the holder.
+	holderPolls = 10
+)
 
 // Lock is a held build lock.
 type Lock struct {
@@ -26,14 +27,12 @@ type Lock struct {
 	w    *os.File // the waiters file, for Awaited; nil until then
 }
 
-// Acquire takes the build lock held in the file path (LockFile), creating
+// Acquire takes the build lock held in the file name (LockFile), creating
 // its folder. If another process (or another Acquire in this one) holds
 // it, waiting is called once with the holder's pid (0 if it cannot be
 // read), and Acquire tries again until it gets the lock or ctx ends (the
-// error is then ctx.Err()). While it waits it holds a shared lock on the
-// waiters file (name + ".waiters"), which tells the holder that someone
-// waits for it (Awaited); the operating system drops it when the waiting
-// process exits, however it exits.
+// error is then ctx.Err()), holding meanwhile a shared lock on the waiters
+// file (name + ".waiters") that tells the holder it is Awaited.
 func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock, error) {
 	if err := makeDir(filepath.Dir(name)); err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
@@ -42,12 +41,12 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 	if err != nil {
 		return nil, fmt.Errorf("build lock: %w", err)
 	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
 	var (
-		t      *time.Ticker
 		w      *os.File // the waiters file
 		shared bool     // w is share-locked
 		polls  int
-		waited bool
 	)
 	defer func() {
 		if w != nil {
@@ -62,33 +61,24 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 			return nil, fmt.Errorf("build lock %s: %w", name, err)
 		}
 		if ok {
-			if t != nil {
-				t.Stop()
-			}
 			f.Truncate(0)
 			f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 			return &Lock{f: f, name: name}, nil
 		}
 		if w == nil {
-			w, _ = os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
+			w, _ = openWaiters(name)
 		}
 		if w != nil && !shared {
 			// Fails only for the moment a holder probes it (Awaited):
 			// tried again at the next poll.
 			shared, _ = tryLockShared(w)
 		}
-		if !waited {
-			holder := readPid(name)
-			if polls++; holder != 0 || polls > holderPolls {
-				waited = true
-				if waiting != nil {
-					waiting(holder)
-				}
+		if waiting != nil {
+			if holder := readPid(name); holder != 0 || polls >= holderPolls {
+				waiting(holder)
+				waiting = nil // once
 			}
-		}
-		if t == nil {
-			t = time.NewTicker(pollEvery)
-			defer t.Stop()
+			polls++
 		}
 		select {
 		case <-ctx.Done():
@@ -99,12 +89,8 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 	}
 }
 
-// readPid reads the pid a lock's holder wrote into it; 0 if none.
 func readPid(name string) int {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return 0
-	}
+	b, _ := os.ReadFile(name)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
 }
@@ -115,20 +101,20 @@ func (l *Lock) Awaited() bool {
 		return false
 	}
 	if l.w == nil {
-		w, err := os.OpenFile(l.name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
-		if err != nil {
+		var err error
+		if l.w, err = openWaiters(l.name); err != nil {
 			return false
 		}
-		l.w = w
 	}
 	free, err := tryLock(l.w)
-	if err != nil {
-		return false
-	}
 	if free {
 		unlock(l.w)
 	}
-	return !free
+	return err == nil && !free
+}
+
+func openWaiters(name string) (*os.File, error) {
+	return os.OpenFile(name+".waiters", os.O_CREATE|os.O_RDWR, 0o644)
 }
 
 // LockFile is the build lock of the build whose state file is stateFile

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -30,14 +31,13 @@ type Options struct {
 }
 
 // buildCache connects a builder to the project's build cache: before each
-// build it takes the project's build lock, so that two mcpflow instances never build one project at once,
-// and at startup (or after waiting for another instance's build) it skips
-// the build when the sources and the build command are unchanged since
-// the last good build and that build's output is still in place. It also
-// keeps the files the builder learned as build output across runs.
+// build it takes the build lock, and at startup (or after waiting for
+// another instance's build) it skips the build when the sources and the
+// build command are unchanged since the last good build and that build's
+// output is still in place. It also keeps the files the builder learned as
+// build output across runs.
 type buildCache struct {
 	o    Options
-	dir  string // the cache folder
 	file string // this configuration's state file
 	log  *slog.Logger
 
@@ -49,11 +49,7 @@ type buildCache struct {
 // Attach returns bc with the build cache of o attached: its Outputs,
 // OnOutputs and Prepare. Call it only for a build that has a command.
 func Attach(o Options, bc builder.Config) builder.Config {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	dir := Dir(o.Root)
-	c := &buildCache{o: o, dir: dir, file: StateFile(dir, o.Identity...), log: o.Log}
+	c := &buildCache{o: o, file: StateFile(Dir(o.Root), o.Identity...), log: cmp.Or(o.Log, slog.New(slog.DiscardHandler))}
 	st, err := Load(c.file)
 	if err != nil {
 		c.log.Warn("build cache unreadable; the first build runs", "err", err)
@@ -104,13 +100,11 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	return "", func(ok bool) {
 		defer lock.Release()
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.held = nil
-		c.mu.Unlock()
 		if !ok || !keyed {
 			return
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
 		st.Key, st.Time = key, time.Now()
 		st.SetOutput(c.o.Output)
 		st.Outputs = c.outputs
@@ -118,8 +112,7 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	}, nil
 }
 
-// awaited is the builder's Config.Awaited: another instance waits for
-// the build this one runs.
+// awaited is the builder's Config.Awaited.
 func (c *buildCache) awaited() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -142,9 +135,9 @@ func (c *buildCache) save(st State) {
 	}
 }
 
-// key is the Key of the sources now: the watched files,
-// without the ones builds write, and the lock files of the package
-// managers. It reports false when the files cannot be listed.
+// key is the Key of the sources now: the watched files, without the ones
+// builds write, and the lock files of the package managers. It reports
+// false when the files cannot be listed.
 func (c *buildCache) key() (string, bool) {
 	if c.o.Output == "" || c.o.Sources == nil {
 		return "", false
@@ -158,19 +151,13 @@ func (c *buildCache) key() (string, bool) {
 	// this instance or, as the state file says, another one), those in
 	// the usual output folders, and the run output.
 	st, _ := Load(c.file)
+	skip := map[string]bool{c.show(c.o.Output): true}
 	c.mu.Lock()
-	skip := make(map[string]bool, len(c.outputs)+len(st.Outputs)+1)
-	for _, o := range append(slices.Clone(c.outputs), st.Outputs...) {
+	for _, o := range slices.Concat(c.outputs, st.Outputs) {
 		skip[o] = true
 	}
 	c.mu.Unlock()
-	skip[c.show(c.o.Output)] = true
-	keep := files[:0]
-	for _, f := range files {
-		if !skip[f] && !underAny(c.o.Skip, f) {
-			keep = append(keep, f)
-		}
-	}
+	keep := slices.DeleteFunc(files, func(f string) bool { return skip[f] || underAny(c.o.Skip, f) })
 	keep = append(keep, "go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json")
 	return Key(append(slices.Clone(c.o.Identity), "run:"+c.o.Output), c.o.Root, keep), true
 }
@@ -183,14 +170,8 @@ func (c *buildCache) show(p string) string {
 	return p
 }
 
-// underAny reports whether the slash path f lies under one of dirs.
 func underAny(dirs []string, f string) bool {
-	for _, d := range dirs {
-		if strings.HasPrefix(f, d+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(f, d+"/") })
 }
 
 // Outputs are the files (relative to root, slash separated) that builds
