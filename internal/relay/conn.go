@@ -23,7 +23,7 @@ type conn struct {
 	p        *child // the process: the session's own, or the HTTP server's
 	own      bool
 	link     wire.Link
-	gen      int
+	gen      int         // the connection's own: what its session's requests were sent to
 	stopping atomic.Bool // mcpflow ends it on purpose
 	answered chan struct{}
 	once     sync.Once
@@ -40,15 +40,14 @@ type conn struct {
 // nothing more.
 const stdoutGrace = 500 * time.Millisecond
 
-// connect makes session s's connection to a new child, of a generation
-// of its own: a process of its own (srv nil), or an HTTP session on srv.
+// connect makes session s's connection to a new child: a process of its
+// own (srv nil), or an HTTP session on srv.
 func (s *Session) connect(srv *child) (*conn, error) {
 	r := s.r
-	gen := r.nextGen()
-	c := &conn{s: s, gen: gen, answered: make(chan struct{}), done: make(chan struct{})}
+	c := &conn{s: s, gen: int(r.conns.Add(1)), answered: make(chan struct{}), done: make(chan struct{})}
 	var sent func([]byte)
 	if t := r.cfg.Traffic; t != nil {
-		sent = func(msg []byte) { t("server", true, gen, msg) }
+		sent = func(msg []byte) { t("server", true, c.p.gen, msg) }
 	}
 	if srv != nil {
 		c.p, c.link = srv, r.cfg.Child.HTTP.Link(srv.url)
@@ -61,6 +60,7 @@ func (s *Session) connect(srv *child) (*conn, error) {
 		return c, nil
 	}
 	link := newStdioLink(r.cfg.MaxMessage, sent)
+	gen := r.nextGen()
 	p, err := start(r.spec(), gen, link.attach, r.childLine(c))
 	if err != nil {
 		link.closeAll()
@@ -257,9 +257,9 @@ func (s *Session) connEnded(c *conn) {
 	s.mu.Unlock()
 	if c.own {
 		if stopped {
-			r.events.post(Event{Kind: Stopped, Gen: c.gen, Pid: c.p.pid})
+			r.events.post(Event{Kind: Stopped, Gen: c.p.gen, Pid: c.p.pid})
 		} else {
-			r.events.post(Event{Kind: Crashed, Gen: c.gen, Pid: c.p.pid, Report: report})
+			r.events.post(Event{Kind: Crashed, Gen: c.p.gen, Pid: c.p.pid, Report: report})
 		}
 	}
 	if !current {

@@ -14,7 +14,7 @@ import (
 // child).
 func (s *Session) fromChild(c *conn, msg, rel []byte) {
 	if t := s.r.cfg.Traffic; t != nil {
-		t("server", false, c.gen, msg)
+		t("server", false, c.p.gen, msg)
 	}
 	env, err := wire.Peek(msg)
 	switch {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
@@ -142,6 +143,7 @@ type Relay struct {
 	cancel context.CancelFunc
 
 	restarts sync.Mutex     // one restart at a time
+	conns    atomic.Int64   // a sequence of the sessions' connections to their children
 	wg       sync.WaitGroup // every child until reaped, every goroutine
 	recMu    sync.Mutex     // one write of the record at a time
 
@@ -149,7 +151,7 @@ type Relay struct {
 	// is taken (a session takes it briefly under its own).
 	mu       sync.Mutex
 	state    state
-	gen      int // the last child's generation: each child (process or HTTP session) has one
+	gen      int // the last process started: each has a generation of its own
 	starts   int // restarts completed, the first start included
 	health   health
 	env      map[string]string // the agent's accepted env overrides
@@ -322,7 +324,7 @@ func (r *Relay) InputEnded() {
 // large messages then cost fewer context switches. Best effort.
 func GrowPipe(f *os.File) { growPipe(f) }
 
-// nextGen is the generation of a new child.
+// nextGen is the generation of a new process.
 func (r *Relay) nextGen() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -481,7 +481,7 @@ func (s *Session) reconnect(ctx context.Context, srv *child, auto bool) (*result
 		res.Err = errors.New(report)
 		return res, res.Err
 	}
-	res.Gen, res.Pid, res.Start = c.gen, c.p.pid, time.Since(tStart)
+	res.Gen, res.Pid, res.Start = c.p.gen, c.p.pid, time.Since(tStart)
 	s.mu.Lock()
 	if s.phase == phaseClosed {
 		s.mu.Unlock()

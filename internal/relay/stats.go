@@ -15,7 +15,7 @@ type Stats struct {
 	// server exited on its own and none runs), "down" (no server runs: a
 	// failed build or start) or "stopped" (closed).
 	State    string
-	Gen      int       // the last child's generation, from 1; 0 before the first
+	Gen      int       // the last process's generation: processes started, from 1; 0 before the first
 	Pid      int       // the most recently active session's child (an HTTP server's process); 0 when none runs
 	Started  time.Time // when that process started; zero when none runs
 	Children int       // processes of the server running now

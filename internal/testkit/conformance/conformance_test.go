@@ -3,12 +3,15 @@
 // Package conformance runs the official MCP conformance suite
 // (@modelcontextprotocol/conformance, pinned in testdata/suite with the
 // Node.js it needs) against its own reference server (testdata/server,
-// the suite repository's examples/servers/typescript, unmodified) twice
-// per protocol era: directly, and through mcpflow's HTTP front with the
-// server as mcpflow's HTTP child ([run] url). It fails unless every check
-// that passes directly also passes through mcpflow, before and after an
-// edit of the server's source restarted it, and unless mcpflow started
-// the server exactly twice (the start and the edit) and saw no crash.
+// the suite repository's examples/servers/typescript, unmodified):
+// directly, once per protocol era; then through one mcpflow's HTTP front,
+// with the server as mcpflow's HTTP child ([run] url), the eras in turn —
+// legacy, 2026-07-28, legacy, 2026-07-28 — so that no era's sessions can
+// change what the next one gets; then the same after an edit of the
+// server's source restarted it. It fails unless every check that passes
+// directly also passes through mcpflow in every run, and unless mcpflow
+// started the server exactly twice (the start and the edit) and saw no
+// crash.
 //
 // make conformance installs the Node packages (npm ci from the committed
 // lock files) and runs TestConformance; once they are installed, go test
@@ -65,9 +68,10 @@ type era struct {
 	args []string // added to the suite's command line
 }
 
-// TestConformance runs each era in turn (see the package comment); a
-// failure names every check that passed directly and not through mcpflow,
-// with the suite's message, and the server's starts and crashes.
+// TestConformance runs the suite directly in each era, then through one
+// mcpflow (see the package comment); a failure names every check that
+// passed directly and not through mcpflow, with the suite's message, and
+// the server's starts and crashes.
 func TestConformance(t *testing.T) {
 	d := installed(t)
 	bin := os.Getenv("MCPFLOW_BIN")
@@ -75,52 +79,36 @@ func TestConformance(t *testing.T) {
 		bin = testkit.MCPFlow(t)
 	}
 	base, kept := workDir(t)
-	for _, e := range []era{
-		{name: "legacy"},
-		{name: "2026-07-28", args: []string{"--spec-version", "2026-07-28"}},
-	} {
-		t.Run(e.name, func(t *testing.T) {
-			dir := filepath.Join(base, e.name)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			runEra(t, d, bin, dir, e)
-		})
-	}
-	switch {
-	case !t.Failed():
-	case kept:
-		t.Logf("the suite's results and output, mcpflow's log and traffic capture are in %s", base)
-	default:
-		t.Log("MCPFLOW_CONFORMANCE_OUT=DIR keeps the suite's results and output, mcpflow's log and traffic capture in DIR")
-	}
-}
-
-// runEra runs one era: the suite against the server directly, then
-// through mcpflow, then through mcpflow again after an edit restarted the
-// server; and it checks the server's starts. Every process it starts is
-// gone when it returns.
-func runEra(t *testing.T, d deps, bin, dir string, e era) {
 	tag := testkit.Tag(t)
 	t.Cleanup(func() { testkit.NoLeftovers(t, testkit.Procs{Tag: tag}) })
-
-	direct := d.runDirect(t, tag, dir, e)
-	if direct.passed() == 0 {
-		t.Fatalf("no check passed directly:\n%s", direct.output)
+	eras := []era{{name: "legacy"}, {name: "2026-07-28", args: []string{"--spec-version", "2026-07-28"}}}
+	direct := map[string]results{}
+	for _, e := range eras {
+		r := d.runDirect(t, tag, filepath.Join(base, "direct-"+e.name), e)
+		if r.passed() == 0 {
+			t.Fatalf("%s: no check passed directly:\n%s", e.name, r.output)
+		}
+		direct[e.name] = r
 	}
 
-	f := d.startMCPFlow(t, tag, bin, copyServer(t, d, filepath.Join(dir, "mcpflow-project")))
-	first := f.waitServing(t, 0)
-	t.Logf("mcpflow serves %s; the server runs as pid %d", first.HTTP.URL, first.server.Pid)
-	via := d.suite(t, tag, first.HTTP.URL, filepath.Join(dir, "through-mcpflow"), e)
-	failed := compare(t, "through mcpflow", direct, via)
+	f := d.startMCPFlow(t, tag, bin, copyServer(t, d, filepath.Join(base, "mcpflow-project")))
+	var summary []string
+	rounds := func(when string, gen int) {
+		st := f.waitServing(t, gen)
+		t.Logf("%s: mcpflow serves %s; the server runs as pid %d (generation %d)", when, st.HTTP.URL, st.server.Pid, st.server.Gen)
+		for i, e := range append(eras, eras...) {
+			name := fmt.Sprintf("%s, run %d: %s", when, i+1, e.name)
+			via := d.suite(t, tag, st.HTTP.URL, filepath.Join(base, strings.NewReplacer(" ", "-", ",", "", ":", "").Replace(name)), e)
+			if compare(t, "through mcpflow ("+name+")", direct[e.name], via) {
+				t.Logf("what mcpflow logged about the server:\n%s", f.logExcerpt())
+			}
+			summary = append(summary, name+": "+via.summary())
+		}
+	}
+	rounds("before the edit", 0)
 	before := f.status(t).server
-
 	f.edit(t)
-	again := f.waitServing(t, before.Gen)
-	t.Logf("after the edit the server runs as pid %d (generation %d)", again.server.Pid, again.server.Gen)
-	after := d.suite(t, tag, again.HTTP.URL, filepath.Join(dir, "through-mcpflow-after-edit"), e)
-	failed = compare(t, "through mcpflow after the edit restarted the server", direct, after) || failed
+	rounds("after the edit restarted the server", before.Gen)
 	end := f.status(t).server
 
 	// mcpflow stopped no healthy server: it started the server once, and
@@ -135,12 +123,15 @@ func runEra(t *testing.T, d deps, bin, dir string, e era) {
 	}
 	if len(starts) > 0 {
 		t.Errorf("mcpflow stopped a healthy server:\n\t%s", strings.Join(starts, "\n\t"))
-		failed = true
 	}
-	t.Logf("%s: directly %s; through mcpflow %s; after the edit %s; server starts %d, crashes %d",
-		e.name, direct.summary(), via.summary(), after.summary(), end.Gen, end.Crashes)
-	if failed {
-		t.Logf("what mcpflow logged about the server:\n%s", f.logExcerpt())
+	t.Logf("directly: legacy %s, 2026-07-28 %s; through mcpflow:\n\t%s\nserver starts %d, crashes %d",
+		direct["legacy"].summary(), direct["2026-07-28"].summary(), strings.Join(summary, "\n\t"), end.Gen, end.Crashes)
+	switch {
+	case !t.Failed():
+	case kept:
+		t.Logf("the suite's results and output, mcpflow's log and traffic capture are in %s", base)
+	default:
+		t.Log("MCPFLOW_CONFORMANCE_OUT=DIR keeps the suite's results and output, mcpflow's log and traffic capture in DIR")
 	}
 }
 
@@ -236,7 +227,10 @@ func (d deps) serverArgs() []string {
 // own, and stops the server.
 func (d deps) runDirect(t *testing.T, tag, dir string, e era) results {
 	t.Helper()
-	src := copyServer(t, d, filepath.Join(dir, "direct-server"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := copyServer(t, d, filepath.Join(dir, "server"))
 	port := freePort(t)
 	args := d.serverArgs()
 	srv := testkit.Command(tag, []string{"PORT=" + strconv.Itoa(port)}, args[0], args[1:]...)
