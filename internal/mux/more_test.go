@@ -161,6 +161,9 @@ func TestCrashThenReload(t *testing.T) {
 	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	e.mustOK("add_server", addArgs("other", testkit.Fixture(t)))
 	pid := e.server("s").Pid
+	if e.toolNames()["s__echo"] == nil { // the client has the list: it hears of changes
+		t.Fatal("s__echo not listed")
+	}
 	e.mu.Lock()
 	before := e.changed
 	e.mu.Unlock()

@@ -31,6 +31,11 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 			Configure: func(_ ServerSpec, c *relay.Config) { c.Queue.Timeout = queueTimeout },
 		}),
 	}})
+	// The client lists, as clients do after their handshake: the server
+	// still building, its tools are not there yet.
+	if e.toolNames()["slow__echo"] != nil {
+		t.Fatal("the tools of a server still building are listed")
+	}
 	// Several queue timeouts pass while the build runs: time let pass is
 	// the subject (none of them may mark the server failed).
 	time.Sleep(5 * queueTimeout)

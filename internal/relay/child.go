@@ -30,8 +30,9 @@ type HTTPChild interface {
 	// needs in its environment (a free port), and returns the URL it
 	// will serve.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
-	// Link is a new session's link to the server at url.
-	Link(url string) wire.Link
+	// Link is a new session's link to the server at url; sent, when set,
+	// sees each message as it is sent (Config.Traffic).
+	Link(url string, sent func(msg []byte)) wire.Link
 	// Overlaps reports whether a new process may run beside the one it
 	// replaces (each start has a port of its own): it is then started
 	// while the calls of the old one drain.

@@ -50,7 +50,7 @@ func (s *Session) connect(srv *child) (*conn, error) {
 		sent = func(msg []byte) { t("server", true, c.p.gen, msg) }
 	}
 	if srv != nil {
-		c.p, c.link = srv, r.cfg.Child.HTTP.Link(srv.url)
+		c.p, c.link = srv, r.cfg.Child.HTTP.Link(srv.url, sent)
 		c.link.Start(receiver{c})
 		r.wg.Go(func() {
 			<-c.link.Done()

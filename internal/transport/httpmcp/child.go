@@ -130,8 +130,13 @@ func (c Child) Ready(ctx context.Context, url string) error {
 	}
 }
 
-// Link returns one session's link to the server serving at url.
-func (c Child) Link(url string) wire.Link { return c.newLink(url) }
+// Link returns one session's link to the server serving at url; sent,
+// when set, sees each message as it is sent.
+func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
+	l := c.newLink(url)
+	l.out.Sent = sent
+	return l
+}
 
 func (c Child) newLink(url string) *Link {
 	if c.MaxMessage <= 0 {
@@ -327,9 +332,28 @@ func (l *Link) finish() {
 // Send queues msg for the server; the link owns msg from then on.
 func (l *Link) Send(msg []byte) { l.out.Send(msg, nil) }
 
-// Close stops sending and cancels every exchange in flight; Done closes
-// once the link's goroutines ended.
-func (l *Link) Close() { l.cancel() }
+// Close stops sending: what is queued goes out first (at most closeWait),
+// then every exchange in flight is canceled; Done closes once the link's
+// goroutines ended.
+func (l *Link) Close() {
+	l.out.Close()
+	go func() {
+		waitDone(l.out.Done(), closeWait)
+		l.cancel()
+	}()
+}
+
+// closeWait bounds how long Close lets what is queued go out.
+const closeWait = 2 * time.Second
+
+func waitDone(ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
 
 // end ends the link on its own, for the reason why (Lost).
 func (l *Link) end(why string) {
