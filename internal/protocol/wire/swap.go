@@ -43,7 +43,6 @@ const DefaultDrain = 10 * time.Second
 // TextMoved answers a request the old engine did not answer in time.
 const TextMoved = "mcpflow: its settings changed (mcpflow.toml) and the server was restarted with them before it answered this request; send it again"
 
-
 // NewSwap serves o until Replace.
 func NewSwap(o Opener) *Swap {
 	return &Swap{cur: o, sessions: map[*swapSession]struct{}{}}
