@@ -8,11 +8,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// setting is one key of mcpflow.toml. Everything mcpflow knows about a key
-// comes from its entry: how a file writes it and how a value is checked
-// (read.go, validate.go), its default (Default), how check shows it
-// (describe.go), and its line in mcpflow.toml.example and its row in the
-// README's configuration reference (reference_test.go generates both).
+// setting is one key of mcpflow.toml: everything mcpflow knows about it
+// (doc.go).
 type setting struct {
 	key   string // table.key, as a single-server file writes it
 	field string // where the value goes: Section.Field of Config, and of ServerConfig for inServer keys
@@ -46,15 +43,9 @@ const (
 	everywhere = inSingle | inCLI | inMux
 )
 
-func (m modes) has(mode Mode) bool {
-	switch mode {
-	case CLI:
-		return m&inCLI != 0
-	case Mux:
-		return m&inMux != 0
-	}
-	return m&inSingle != 0
-}
+var modeBits = map[Mode]modes{"": inSingle, Single: inSingle, CLI: inCLI, Mux: inMux}
+
+func (m modes) has(mode Mode) bool { return m&modeBits[mode] != 0 }
 
 // The limits that are not settings.
 const (
@@ -206,8 +197,6 @@ var settings = []setting{
 		doc: "when a server is replaced, calls already running on it may finish within this time (it sets `relay.drain` for every server)"},
 }
 
-// The checks of the table.
-
 func text(problem func(string) string) func(any) string {
 	return func(v any) string { return problem(v.(string)) }
 }
@@ -258,8 +247,7 @@ func globItem(i int, g string) string {
 	return ""
 }
 
-// separatorProblem checks mux.separator: a non-empty string of characters
-// allowed in tool names.
+// separatorProblem checks mux.separator.
 func separatorProblem(sep string) string {
 	if sep == "" {
 		return `must not be empty: it joins a server's name and its tools', e.g. "__"`
@@ -302,8 +290,6 @@ func envNameProblem(k string) string {
 	return ""
 }
 
-// The table's indexes.
-
 func (s *setting) table() string { t, _, _ := strings.Cut(s.key, "."); return t }
 func (s *setting) name() string  { _, n, _ := strings.Cut(s.key, "."); return n }
 
@@ -311,23 +297,19 @@ func (s *setting) name() string  { _, n, _ := strings.Cut(s.key, "."); return n 
 var tableNames = func() []string {
 	var names []string
 	for i := range settings {
-		if t := settings[i].table(); len(names) == 0 || names[len(names)-1] != t {
-			names = append(names, t)
-		}
+		names = append(names, settings[i].table())
 	}
-	return names
+	return slices.Compact(names)
 }()
 
 // lookup returns the setting table.name, or nil. With server it returns
 // only the keys a mux's server sets.
 func lookup(table, name string, server bool) *setting {
-	for i := range settings {
-		s := &settings[i]
-		if s.table() == table && s.name() == name && (!server || s.modes&inServer != 0) {
-			return s
-		}
+	i := slices.IndexFunc(settings, func(s setting) bool { return s.key == table+"."+name })
+	if i < 0 || server && settings[i].modes&inServer == 0 {
+		return nil
 	}
-	return nil
+	return &settings[i]
 }
 
 // keysOf lists the keys of table; with server, those a mux's server sets.
@@ -342,24 +324,11 @@ func keysOf(table string, server bool) []string {
 }
 
 // serverTables are the tables of a [servers.NAME] table.
-var serverTables = func() []string {
-	var names []string
-	for _, t := range tableNames {
-		if len(keysOf(t, true)) > 0 {
-			names = append(names, t)
-		}
-	}
-	return names
-}()
+var serverTables = slices.DeleteFunc(slices.Clone(tableNames), func(t string) bool { return keysOf(t, true) == nil })
 
 // tableApplies reports whether some key of table applies to mode.
 func tableApplies(table string, mode Mode) bool {
-	for i := range settings {
-		if s := &settings[i]; s.table() == table && s.modes.has(mode) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(settings, func(s setting) bool { return s.table() == table && s.modes.has(mode) })
 }
 
 // ValueProblem is what is wrong with value as the value of the
