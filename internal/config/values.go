@@ -6,14 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
-// decodeCommand decodes a command: a string, run with sh -c (blank: no
-// command), or an array of strings, executed directly. got describes v as
-// written, for the message when it is neither.
+// decodeCommand decodes a command: a string (blank: none) or an array of
+// strings. got describes v as written.
 func decodeCommand(v any, got func() string) (Command, string) {
-	expected := kCommand.expected()
 	switch v := v.(type) {
 	case string:
 		if strings.TrimSpace(v) == "" {
@@ -21,23 +18,22 @@ func decodeCommand(v any, got func() string) (Command, string) {
 		}
 		return Command{Argv: []string{v}, Shell: true}, ""
 	case []any:
-		argv := make([]string, 0, len(v))
+		argv := make([]string, len(v))
 		for i, e := range v {
-			s, ok := e.(string)
-			if !ok {
-				return Command{}, fmt.Sprintf("expected %s, got %s as item %d", expected, describeValue(e), i+1)
+			var ok bool
+			if argv[i], ok = e.(string); !ok {
+				return Command{}, fmt.Sprintf("expected %s, got %s as item %d", kCommand.expected(), describeValue(e), i+1)
 			}
-			argv = append(argv, s)
 		}
 		return Command{Argv: argv}, ""
 	}
-	return Command{}, fmt.Sprintf("expected %s, got %s", expected, got())
+	return Command{}, fmt.Sprintf("expected %s, got %s", kCommand.expected(), got())
 }
 
 const durationForms = `write a number with a unit (ns, us, ms, s, m, h), e.g. "500ms", "2s", "1m30s"`
 
-// decodeDuration decodes a Go duration written as a string: "100ms", "2s",
-// "1m30s". The empty string is 0 where emptyOK, else a problem.
+// decodeDuration decodes a Go duration written as a string; "" is 0 where
+// emptyOK.
 func decodeDuration(v any, got func() string, emptyOK bool) (time.Duration, string) {
 	expected := kDuration.expected()
 	switch v := v.(type) {
@@ -57,7 +53,7 @@ func decodeDuration(v any, got func() string, emptyOK bool) (time.Duration, stri
 		}
 		return d, ""
 	case int64, float64:
-		n := goValueText(v)
+		n := number(v)
 		return 0, fmt.Sprintf("expected %s, got %s; durations are strings with a unit: write %q or %q", expected, got(), n+"s", n+"ms")
 	}
 	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
@@ -65,16 +61,14 @@ func decodeDuration(v any, got func() string, emptyOK bool) (time.Duration, stri
 
 const sizeForms = `write a number of bytes, or a number with a unit: KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. "512KiB", "64MiB", "1GB"`
 
-// sizeUnits maps the lowercase size units to their multipliers.
 var sizeUnits = map[string]int64{
 	"": 1, "b": 1,
 	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-// decodeSize decodes a number of bytes: a TOML integer, or a string
-// holding a number and an optional unit ("1048576", "512KiB", "64MiB",
-// "1GB", "1.5MiB").
+// decodeSize decodes a number of bytes: an integer, or a string with an
+// optional unit.
 func decodeSize(v any, got func() string) (int64, string) {
 	expected := kSize.expected()
 	switch v := v.(type) {
@@ -98,9 +92,8 @@ func decodeSize(v any, got func() string) (int64, string) {
 	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), sizeForms)
 }
 
-// parseSize parses "64MiB", "1.5 GB", "1048576". It returns the unit it
-// saw, for messages, and false when s is not a size or does not fit in an
-// int64.
+// parseSize parses "64MiB", "1.5 GB", "1048576", returning the unit it saw
+// for messages.
 func parseSize(s string) (n int64, unit string, ok bool) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '_' })
@@ -109,11 +102,8 @@ func parseSize(s string) (n int64, unit string, ok bool) {
 	}
 	num, unit := strings.ReplaceAll(s[:i], "_", ""), strings.TrimSpace(s[i:])
 	mult, known := sizeUnits[strings.ToLower(unit)]
-	if !known || num == "" || strings.Count(num, ".") > 1 || num[0] == '.' || num[len(num)-1] == '.' {
-		return 0, unit, false
-	}
 	r, good := new(big.Rat).SetString(num)
-	if !good {
+	if !known || !isNumber(num) || !good {
 		return 0, unit, false
 	}
 	r.Mul(r, new(big.Rat).SetInt64(mult))
@@ -135,55 +125,38 @@ func isNumber(s string) bool {
 	return strings.Trim(s, "0123456789.") == ""
 }
 
-// kindOf names the TOML type of a decoded value.
-func kindOf(v any) string {
-	switch v.(type) {
-	case string:
-		return "string"
-	case int64:
-		return "integer"
-	case float64:
-		return "float"
-	case bool:
-		return "boolean"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "table"
-	default:
-		return "date"
-	}
-}
-
-// goValueText renders a decoded scalar for a message.
-func goValueText(v any) string {
-	switch v := v.(type) {
-	case string:
-		return clip(TOMLString(v))
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	default:
-		return clip(fmt.Sprint(v))
-	}
-}
-
 // describeValue describes a decoded value for a message: "integer 2",
 // "an array".
 func describeValue(v any) string {
-	switch v.(type) {
+	switch v := v.(type) {
 	case []any:
 		return "an array"
 	case map[string]any:
 		return "a table"
+	case string:
+		return "string " + clip(TOMLString(v))
+	case int64:
+		return "integer " + number(v)
+	case float64:
+		return "float " + number(v)
+	case bool:
+		return "boolean " + strconv.FormatBool(v)
 	}
-	return kindOf(v) + " " + goValueText(v)
+	return "date " + clip(fmt.Sprint(v))
+}
+
+// number writes a decoded integer or float.
+func number(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // clip shortens s to one line of at most 40 characters.
 func clip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) > 40 {
-		r := []rune(s)
+	if r := []rune(s); len(r) > 40 {
 		s = string(r[:39]) + "…"
 	}
 	return s
