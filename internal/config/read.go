@@ -2,13 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -34,114 +34,85 @@ const (
 
 // expected says what a valid value of k looks like, for messages.
 func (k kind) expected() string {
-	switch k {
-	case kBool:
-		return "true or false"
-	case kInt:
-		return "a whole number"
-	case kDuration:
-		return `a duration like "2s"`
-	case kSize:
-		return `a size like "64MiB"`
-	case kList, kPaths, kGlobs:
-		return `an array of strings, like ["a", "b"]`
-	case kCommand:
-		return `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`
-	case kEnv:
-		return `a table of strings, like { KEY = "value" }`
-	}
-	return "a string"
-}
-
-// value is a setting's value as a file writes it, decoded.
-type value struct {
-	s      *setting
-	server string // the server of a [servers.NAME] table; "" at the top level
-	v      any
+	return [...]string{
+		kString:   "a string",
+		kPath:     "a string",
+		kBool:     "true or false",
+		kInt:      "a whole number",
+		kDuration: `a duration like "2s"`,
+		kSize:     `a size like "64MiB"`,
+		kList:     `an array of strings, like ["a", "b"]`,
+		kPaths:    `an array of strings, like ["a", "b"]`,
+		kGlobs:    `an array of strings, like ["a", "b"]`,
+		kCommand:  `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`,
+		kEnv:      `a table of strings, like { KEY = "value" }`,
+	}[k]
 }
 
 // reader checks a decoded document against the settings and collects its
-// values. Its problems point at what the document wrote.
+// values: those of the top-level tables and those of each server. Its
+// problems point at what the document wrote.
 type reader struct {
 	x       *docIndex
-	top     []value
-	servers map[string][]value
+	top     map[*setting]any
+	servers map[string]map[*setting]any // nil without [servers]
 	errs    []error
 }
 
-// read walks the tables of the document.
-func (r *reader) read(doc map[string]any) {
-	for name, v := range doc {
-		path := []string{name}
-		switch {
-		case name == "servers":
-			servers, ok := r.table(path, v, "a table of servers, like [servers.NAME.run]")
-			if ok {
-				r.servers = map[string][]value{}
-			}
-			for srv, v := range servers {
-				path := []string{"servers", srv}
-				r.servers[srv] = nil // a server that sets nothing has the defaults
-				if tables, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", keyString(path))); ok {
-					r.tables(path, tables, srv)
-				}
-			}
-		case slices.Contains(tableNames, name):
-			if keys, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", name)); ok {
-				r.keys(path, keys, "")
-			}
-		default:
-			r.unknown(path, append(slices.Clone(tableNames), "servers"))
-		}
-	}
-}
-
-// tables reads a [servers.NAME] table, whose tables are those of a server.
-func (r *reader) tables(prefix []string, tables map[string]any, server string) {
+// tables reads the tables of the document (prefix nil) or of a
+// [servers.NAME] table, which names lists, into into.
+func (r *reader) tables(prefix []string, tables map[string]any, names []string, into map[*setting]any) {
 	for name, v := range tables {
 		path := append(slices.Clip(prefix), name)
-		if !slices.Contains(serverTables, name) {
-			r.unknown(path, serverTables)
-		} else if keys, ok := r.table(path, v, fmt.Sprintf("a table, like [%s]", keyString(path))); ok {
-			r.keys(path, keys, server)
+		switch {
+		case !slices.Contains(names, name):
+			r.unknown(path, names)
+		case name == "servers":
+			r.servers = map[string]map[*setting]any{}
+			for srv, v := range r.table(path, v) {
+				r.servers[srv] = map[*setting]any{} // a server that sets nothing has the defaults
+				into := r.servers[srv]
+				if srv == "" {
+					into = r.top // read as the top level's keys (the name itself is refused)
+				}
+				path := []string{"servers", srv}
+				r.tables(path, r.table(path, v), serverTables, into)
+			}
+		default:
+			r.keys(path, r.table(path, v), into)
 		}
 	}
 }
 
-// keys reads the keys of a table; server names the server of a
-// [servers.NAME.TABLE], whose keys are a part of the table's.
-func (r *reader) keys(table []string, keys map[string]any, server string) {
-	name := table[len(table)-1]
+// keys reads the keys of a table into into; those of a
+// [servers.NAME.TABLE] are the keys a server sets.
+func (r *reader) keys(table []string, keys map[string]any, into map[*setting]any) {
+	name, server := table[len(table)-1], len(table) > 1 && table[1] != ""
 	for k, v := range keys {
 		path := append(slices.Clip(table), k)
-		s := lookup(name, k, server != "")
-		if s == nil {
-			r.unknown(path, keysOf(name, server != ""))
-			continue
-		}
-		if dv, ok := r.decode(s, path, v); ok {
-			if server == "" {
-				r.top = append(r.top, value{s: s, v: dv})
-			} else {
-				r.servers[server] = append(r.servers[server], value{s: s, server: server, v: dv})
-			}
+		if s := lookup(name, k, server); s == nil {
+			r.unknown(path, keysOf(name, server))
+		} else if dv, ok := r.decode(s, path, v); ok {
+			into[s] = dv
 		}
 	}
 }
 
 // table returns v when it is a table; else it reports that the key at
-// path must be one, like expected.
-func (r *reader) table(path []string, v any, expected string) (map[string]any, bool) {
+// path must be one, and returns nil.
+func (r *reader) table(path []string, v any) map[string]any {
 	if t, ok := v.(map[string]any); ok {
-		return t, true
+		return t
 	}
 	key := keyString(path)
 	if n := r.x.paths[key]; n != nil && n.array && n.header {
 		r.bad(n, false, "%s: [[%s]] makes an array of tables; write [%s]", key, key, key)
-		return nil, false
+	} else if key == "servers" {
+		r.wrong(path, "a table of servers, like [servers.NAME.run]", kEnv, v)
+	} else {
+		r.wrong(path, fmt.Sprintf("a table, like [%s]", key), kEnv, v)
 	}
-	r.wrong(path, expected, kEnv, v)
-	return nil, false
+	return nil
 }
 
 // unknown reports the key at path, which its table does not have; the
@@ -149,10 +120,8 @@ func (r *reader) table(path []string, v any, expected string) (map[string]any, b
 func (r *reader) unknown(path []string, candidates []string) {
 	word := path[len(path)-1]
 	msg := unknownKeyMessage(word, path[:len(path)-1], candidates)
-	for _, c := range candidates {
-		if strings.EqualFold(c, word) {
-			msg = fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", TOMLString(word), c)
-		}
+	if i := slices.IndexFunc(candidates, func(c string) bool { return strings.EqualFold(c, word) }); i >= 0 {
+		msg = fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", TOMLString(word), candidates[i])
 	}
 	r.bad(r.x.firstUnder(path), false, "%s", msg)
 }
@@ -209,17 +178,19 @@ func hint(k kind, n *docNode) string {
 // setting's Go value (before the resolution of paths), or reports why it
 // cannot.
 func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
+	key := keyString(path)
 	if _, table := v.(map[string]any); table && s.kind != kEnv {
 		r.wrong(path, s.kind.expected(), s.kind, v)
 		return nil, false
 	}
 	got := func() string {
-		if n := r.x.paths[keyString(path)]; n != nil {
+		if n := r.x.paths[key]; n != nil {
 			return n.got()
 		}
 		return describeValue(v)
 	}
-	problem := ""
+	var out any // from the decoders, which give nil and a problem instead
+	var problem string
 	switch s.kind {
 	case kString, kPath:
 		if str, ok := v.(string); ok {
@@ -234,20 +205,11 @@ func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
 			return int(n), true
 		}
 	case kDuration:
-		var d time.Duration
-		if d, problem = decodeDuration(v, got, s.empty != ""); problem == "" {
-			return d, true
-		}
+		out, problem = decodeDuration(v, got, s.empty != "")
 	case kSize:
-		var n int64
-		if n, problem = decodeSize(v, got); problem == "" {
-			return n, true
-		}
+		out, problem = decodeSize(v, got)
 	case kCommand:
-		var c Command
-		if c, problem = decodeCommand(v, got); problem == "" {
-			return c, true
-		}
+		out, problem = decodeCommand(v, got)
 	case kList, kPaths, kGlobs:
 		if items, ok := v.([]any); ok {
 			return r.strings(path, items)
@@ -267,8 +229,11 @@ func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
 			return env, good
 		}
 	}
+	if out != nil {
+		return out, true
+	}
 	if problem != "" {
-		r.bad(r.x.paths[keyString(path)], true, "%s: %s", keyString(path), problem)
+		r.bad(r.x.paths[key], true, "%s: %s", key, problem)
 	} else {
 		r.wrong(path, s.kind.expected(), s.kind, v)
 	}
@@ -297,14 +262,7 @@ func (r *reader) strings(path []string, items []any) ([]string, bool) {
 
 // Parse parses and validates a config document. name is how messages name
 // the document; dir is the folder relative paths are resolved against. The
-// error, when not nil, lists every problem found, one per line, each as
-// "name:line:col: message".
-//
-// The document is indexed (docindex.go: where each key and value is
-// written) and decoded by go-toml into maps, which read checks against the
-// settings: unknown keys, values of the wrong type, bad durations and
-// sizes. When it finds none, the values are applied over the defaults and
-// the result validated.
+// error lists every problem found, one per line: "name:line:col: message".
 func Parse(name string, data []byte, dir string) (*Config, error) {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	x, err := indexDocument(name, data)
@@ -315,8 +273,8 @@ func Parse(name string, data []byte, dir string) (*Config, error) {
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, x.decodeError(err)
 	}
-	r := reader{x: x}
-	r.read(doc)
+	r := reader{x: x, top: map[*setting]any{}}
+	r.tables(nil, doc, append(slices.Clone(tableNames), "servers"), r.top)
 	if len(r.errs) > 0 {
 		return nil, joinErrors(r.errs)
 	}
@@ -334,28 +292,19 @@ func Parse(name string, data []byte, dir string) (*Config, error) {
 
 // defaults are the settings' defaults, decoded as a file's values are.
 var defaults = func() map[*setting]any {
-	var doc strings.Builder
-	for i := range settings {
-		fmt.Fprintf(&doc, "%s = %s\n", settings[i].key, settings[i].def)
-	}
-	x, err := indexDocument("defaults", []byte(doc.String()))
-	if err != nil {
-		panic(err)
-	}
-	var tables map[string]map[string]any
-	if err := toml.Unmarshal([]byte(doc.String()), &tables); err != nil {
-		panic(err)
-	}
-	r := reader{x: x}
 	out := map[*setting]any{}
 	for i := range settings {
 		s := &settings[i]
-		if v, ok := r.decode(s, []string{s.table(), s.name()}, tables[s.table()][s.name()]); ok {
-			out[s] = v
+		var doc map[string]any
+		if err := toml.Unmarshal([]byte("v = "+s.def), &doc); err != nil {
+			panic(s.key + ": " + err.Error())
 		}
-	}
-	if len(r.errs) > 0 {
-		panic(joinErrors(r.errs))
+		r := reader{x: &docIndex{}}
+		v, ok := r.decode(s, []string{s.table(), s.name()}, doc["v"])
+		if !ok {
+			panic(joinErrors(r.errs))
+		}
+		out[s] = v
 	}
 	return out
 }()
@@ -372,8 +321,7 @@ func Default(dir string) *Config {
 	return c
 }
 
-// DefaultMux is Default as a mux with no servers (mcpflow mux without a
-// config file: the agent adds them).
+// DefaultMux is Default as a mux with no servers, for the agent to add.
 func DefaultMux(dir string) *Config {
 	c := Default(dir)
 	c.mode = Mux
@@ -397,9 +345,10 @@ func (c *Config) newCLI() *CLIConfig {
 	return s.CLI
 }
 
-// deriveCommand gives cli.command its default, the schema's program.
-func (cli *CLIConfig) deriveCommand() {
-	if len(cli.Schema) > 0 {
+// deriveCommand gives cli.command its default, the schema's program, unless
+// the table at path writes it.
+func (c *Config) deriveCommand(cli *CLIConfig, path ...string) {
+	if cli != nil && len(cli.Schema) > 0 && !c.written(append(path, "command")...) {
 		cli.Command = cli.Schema[:1:1]
 	}
 }
@@ -414,12 +363,11 @@ func sectionOf(root reflect.Value, s *setting) reflect.Value {
 // fieldOf returns the field of root that holds s's value; it is not valid
 // for a nil section.
 func fieldOf(root reflect.Value, s *setting) reflect.Value {
-	sec := sectionOf(root, s)
-	if !sec.IsValid() {
-		return sec
+	if sec := sectionOf(root, s); sec.IsValid() {
+		_, field, _ := strings.Cut(s.field, ".")
+		return sec.FieldByName(field)
 	}
-	_, field, _ := strings.Cut(s.field, ".")
-	return sec.FieldByName(field)
+	return reflect.Value{}
 }
 
 // set resolves v, the decoded value of s, and stores it in root.
@@ -433,25 +381,20 @@ func (c *Config) set(root reflect.Value, s *setting, v any) {
 		if p := v.(string); p != "" || s.empty == "" {
 			v = c.abs(p)
 		}
-	case kPaths:
-		ps := slices.Clone(v.([]string))
-		for i, p := range ps {
-			if p != "" {
-				ps[i] = c.abs(p)
+	case kList, kPaths, kGlobs:
+		items := slices.Clone(v.([]string))
+		for i, p := range items {
+			switch {
+			case s.kind == kPaths && p != "":
+				items[i] = c.abs(p)
+			case s.kind == kGlobs:
+				for strings.HasPrefix(p, "./") {
+					p = strings.TrimLeft(p[2:], "/")
+				}
+				items[i] = p
 			}
 		}
-		v = ps
-	case kGlobs:
-		gs := slices.Clone(v.([]string))
-		for i, g := range gs {
-			for strings.HasPrefix(g, "./") {
-				g = strings.TrimLeft(g[2:], "/")
-			}
-			gs[i] = g
-		}
-		v = gs
-	case kList:
-		v = slices.Clone(v.([]string))
+		v = items
 	case kEnv:
 		v = maps.Clone(v.(map[string]string))
 	}
@@ -467,55 +410,41 @@ func (c *Config) apply(r *reader) []error {
 	case r.servers != nil || c.written("mux"):
 		c.mode = Mux
 	case c.written("cli"):
-		c.mode = CLI
-		c.CLI = c.newCLI()
+		c.mode, c.CLI = CLI, c.newCLI()
 	}
 	for _, t := range tableNames {
-		if !c.written(t) || tableApplies(t, c.mode) {
-			continue
-		}
-		if c.mode == Mux {
+		switch {
+		case !c.written(t) || tableApplies(t, c.mode):
+		case c.mode == Mux:
 			errs = append(errs, c.errorAt(t, "[%s] cannot go with [servers.NAME] tables (a mux): move it under [servers.NAME.%s], or remove the [servers] and [mux] tables to serve one server", t, t))
-		} else {
+		default:
 			errs = append(errs, c.errorAt(t, "[%s] cannot go with [%s]: [%s] takes the place of [%s]; keep one of them", t, c.mode, c.mode, t))
 		}
 	}
-
-	root := reflect.ValueOf(c).Elem()
-	for _, v := range r.top {
+	for s, v := range r.top {
 		switch {
-		case !tableApplies(v.s.table(), c.mode):
-		case !v.s.modes.has(c.mode):
-			msg := v.s.modeMsg
-			if msg == "" {
-				msg = fmt.Sprintf("does not apply to a %s config: remove it", c.mode)
-			}
-			errs = append(errs, c.errorAt(v.s.key, "%s", msg))
+		case !tableApplies(s.table(), c.mode): // reported above
+		case !s.modes.has(c.mode):
+			errs = append(errs, c.errorAt(s.key, "%s", cmp.Or(s.modeMsg, fmt.Sprintf("does not apply to a %s config: remove it", c.mode))))
 		default:
-			c.set(root, v.s, v.v)
+			c.set(reflect.ValueOf(c).Elem(), s, v)
 		}
 	}
-	if c.CLI != nil && !c.written("cli", "command") {
-		c.CLI.deriveCommand()
-	}
+	c.deriveCommand(c.CLI, "cli")
 
 	for _, name := range c.serverNames(r.servers) {
-		s := ServerConfig{Name: name, Relay: c.Relay}
-		sv := reflect.ValueOf(&s).Elem()
-		c.reset(sv, "build", "run", "watch")
-		s.Watch.Ignore = ClientFiles()
+		d := Default(c.Dir)
+		s := ServerConfig{Name: name, Build: d.Build, Run: d.Run, Relay: c.Relay, Watch: d.Watch}
 		if c.written("servers", name, "cli") {
 			s.CLI = c.newCLI()
 			if !c.written("servers", name, "run") {
 				s.Run = RunConfig{}
 			}
 		}
-		for _, v := range r.servers[name] {
-			c.set(sv, v.s, v.v)
+		for st, v := range r.servers[name] {
+			c.set(reflect.ValueOf(&s).Elem(), st, v)
 		}
-		if s.CLI != nil && !c.written("servers", name, "cli", "command") {
-			s.CLI.deriveCommand()
-		}
+		c.deriveCommand(s.CLI, "servers", name, "cli")
 		s.Relay.Drain = c.Mux.Drain
 		c.Servers = append(c.Servers, s)
 	}
@@ -538,13 +467,11 @@ func (c *Config) written(path ...string) bool {
 
 // serverNames returns the names of servers in the order the document
 // first writes them.
-func (c *Config) serverNames(servers map[string][]value) []string {
+func (c *Config) serverNames(servers map[string]map[*setting]any) []string {
 	var names []string
 	for _, n := range c.src.nodes {
-		if len(n.path) >= 2 && n.path[0] == "servers" && !slices.Contains(names, n.path[1]) {
-			if _, ok := servers[n.path[1]]; ok {
-				names = append(names, n.path[1])
-			}
+		if len(n.path) >= 2 && n.path[0] == "servers" && servers[n.path[1]] != nil && !slices.Contains(names, n.path[1]) {
+			names = append(names, n.path[1])
 		}
 	}
 	return names

@@ -10,7 +10,7 @@ import (
 
 // decodeCommand decodes a command: a string (blank: none) or an array of
 // strings. got describes v as written.
-func decodeCommand(v any, got func() string) (Command, string) {
+func decodeCommand(v any, got func() string) (any, string) {
 	switch v := v.(type) {
 	case string:
 		if strings.TrimSpace(v) == "" {
@@ -22,41 +22,41 @@ func decodeCommand(v any, got func() string) (Command, string) {
 		for i, e := range v {
 			var ok bool
 			if argv[i], ok = e.(string); !ok {
-				return Command{}, fmt.Sprintf("expected %s, got %s as item %d", kCommand.expected(), describeValue(e), i+1)
+				return nil, fmt.Sprintf("expected %s, got %s as item %d", kCommand.expected(), describeValue(e), i+1)
 			}
 		}
 		return Command{Argv: argv}, ""
 	}
-	return Command{}, fmt.Sprintf("expected %s, got %s", kCommand.expected(), got())
+	return nil, fmt.Sprintf("expected %s, got %s", kCommand.expected(), got())
 }
 
 const durationForms = `write a number with a unit (ns, us, ms, s, m, h), e.g. "500ms", "2s", "1m30s"`
 
 // decodeDuration decodes a Go duration written as a string; "" is 0 where
 // emptyOK.
-func decodeDuration(v any, got func() string, emptyOK bool) (time.Duration, string) {
+func decodeDuration(v any, got func() string, emptyOK bool) (any, string) {
 	expected := kDuration.expected()
 	switch v := v.(type) {
 	case string:
 		s := strings.Join(strings.Fields(v), "")
 		switch {
 		case s == "" && emptyOK:
-			return 0, ""
+			return time.Duration(0), ""
 		case s == "":
-			return 0, fmt.Sprintf("expected %s, got an empty string; %s", expected, durationForms)
+			return nil, fmt.Sprintf("expected %s, got an empty string; %s", expected, durationForms)
 		case isNumber(s) && s != "0":
-			return 0, fmt.Sprintf("expected %s, got %s with no unit; write %q or %q", expected, got(), s+"s", s+"ms")
+			return nil, fmt.Sprintf("expected %s, got %s with no unit; write %q or %q", expected, got(), s+"s", s+"ms")
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
+			return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
 		}
 		return d, ""
 	case int64, float64:
 		n := number(v)
-		return 0, fmt.Sprintf("expected %s, got %s; durations are strings with a unit: write %q or %q", expected, got(), n+"s", n+"ms")
+		return nil, fmt.Sprintf("expected %s, got %s; durations are strings with a unit: write %q or %q", expected, got(), n+"s", n+"ms")
 	}
-	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
+	return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
 }
 
 const sizeForms = `write a number of bytes, or a number with a unit: KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. "512KiB", "64MiB", "1GB"`
@@ -69,12 +69,12 @@ var sizeUnits = map[string]int64{
 
 // decodeSize decodes a number of bytes: an integer, or a string with an
 // optional unit.
-func decodeSize(v any, got func() string) (int64, string) {
+func decodeSize(v any, got func() string) (any, string) {
 	expected := kSize.expected()
 	switch v := v.(type) {
 	case int64:
 		if v < 0 {
-			return 0, fmt.Sprintf("expected %s, got %s; a size cannot be negative", expected, got())
+			return nil, fmt.Sprintf("expected %s, got %s; a size cannot be negative", expected, got())
 		}
 		return v, ""
 	case string:
@@ -87,9 +87,9 @@ func decodeSize(v any, got func() string) (int64, string) {
 			U := strings.ToUpper(u)
 			hint = fmt.Sprintf("%q is ambiguous: write %siB (powers of 1024) or %sB (powers of 1000)", unit, U, U)
 		}
-		return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), hint)
+		return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), hint)
 	}
-	return 0, fmt.Sprintf("expected %s, got %s; %s", expected, got(), sizeForms)
+	return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), sizeForms)
 }
 
 // parseSize parses "64MiB", "1.5 GB", "1048576", returning the unit it saw
