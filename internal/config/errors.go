@@ -1,16 +1,17 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
 
-// configError is one problem in a config, located when the position is
-// known: "name:line:col: msg".
+// configError is one problem in a config: "file:line:col: msg", without
+// what is not known.
 type configError struct {
 	file      string
 	line, col int
@@ -18,37 +19,30 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	var b strings.Builder
-	if e.file != "" {
-		b.WriteString(e.file)
-		if e.line > 0 {
-			fmt.Fprintf(&b, ":%d:%d", e.line, e.col)
-		}
-		b.WriteString(": ")
+	switch {
+	case e.file == "":
+		return e.msg
+	case e.line > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.file, e.line, e.col, e.msg)
 	}
-	b.WriteString(e.msg)
-	return b.String()
+	return e.file + ": " + e.msg
 }
 
 // joinErrors returns nil, the only error, or all of them one per line in
 // the order of the document.
 func joinErrors(errs []error) error {
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
+	if len(errs) == 1 {
 		return errs[0]
 	}
-	pos := func(err error) [2]int {
-		var ce *configError
-		if errors.As(err, &ce) {
-			return [2]int{ce.line, ce.col}
+	pos := func(err error) (p configError) {
+		if ce, ok := errors.AsType[*configError](err); ok {
+			p = *ce
 		}
-		return [2]int{}
+		return p
 	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		a, b := pos(errs[i]), pos(errs[j])
-		return a[0] < b[0] || a[0] == b[0] && a[1] < b[1]
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, pb := pos(a), pos(b)
+		return cmp.Or(cmp.Compare(pa.line, pb.line), cmp.Compare(pa.col, pb.col))
 	})
 	return errors.Join(errs...)
 }
@@ -58,14 +52,14 @@ func joinErrors(errs []error) error {
 // just naming the file. The message is prefixed with the key unless it
 // already starts with it.
 func (c *Config) errorAt(key, format string, args ...any) error {
-	return c.errorAtPath(splitKey(key), format, args...)
+	return c.errorAtPath(strings.Split(key, "."), format, args...)
 }
 
-// errorAtItem is errorAt for item i of the array at key.
-func (c *Config) errorAtItem(key string, i int, format string, args ...any) error {
-	e := c.errorAt(key, format, args...).(*configError)
+// errorAtItem is errorAtPath for item i of the array at path.
+func (c *Config) errorAtItem(path []string, i int, format string, args ...any) error {
+	e := c.errorAtPath(path, format, args...).(*configError)
 	if c.src != nil {
-		e.line, e.col = c.src.itemPosition(splitKey(key), i)
+		e.line, e.col = c.src.itemPosition(path, i)
 	}
 	return e
 }

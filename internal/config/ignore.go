@@ -90,11 +90,6 @@ func (c *Config) At(key, format string, args ...any) string {
 	return c.errorAt(key, format, args...).Error()
 }
 
-// AtItem is At for item i of the array at key.
-func (c *Config) AtItem(key string, i int, format string, args ...any) string {
-	return c.errorAtItem(key, i, format, args...).Error()
-}
-
 // Suggest returns the candidate word was most probably meant to be (a few
 // typed characters apart: "server.py" for "sever.py"), or "".
 func Suggest(word string, candidates []string) string { return suggest(word, candidates) }
