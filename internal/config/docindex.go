@@ -1,30 +1,29 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // docIndex records where the keys and values of a document were written.
 type docIndex struct {
-	name   string
-	data   []byte
-	lines  []int // offset of the start of each line
-	nodes  []*docNode
-	values map[int]*docNode // by the offset of the value
-	keys   map[int]*docNode // by the offset of the first part of the key
-	paths  map[string]*docNode
+	name  string
+	data  []byte
+	lines []int // offset of the start of each line
+	nodes []*docNode
+	paths map[string]*docNode
 }
 
 // docNode is a table header, a key-value or an element of an array.
 type docNode struct {
 	path     []string
 	header   bool // [table] or [[array table]]
-	array    bool // [[array table]]
 	elem     int  // index in the array for elements, else -1
 	kind     unstable.Kind
 	start    int    // offset of the value, or of a header's '['
@@ -43,37 +42,21 @@ func (n *docNode) label() string {
 
 // got describes the value for a message: "integer 2", `string "x"`.
 func (n *docNode) got() string {
-	switch n.kind {
-	case unstable.String:
-		return "string " + clip(string(n.raw))
-	case unstable.Integer:
-		return "integer " + clip(string(n.raw))
-	case unstable.Float:
-		return "float " + clip(string(n.raw))
-	case unstable.Bool:
-		return "boolean " + string(n.raw)
-	case unstable.Array:
-		return "array " + clip(string(n.raw))
-	case unstable.InlineTable:
-		return "table " + clip(string(n.raw))
-	case unstable.Table, unstable.ArrayTable:
+	if n.header {
 		return "a table"
-	default:
-		return "date " + clip(string(n.raw))
 	}
+	return cmp.Or(nodeKinds[n.kind], "date") + " " + clip(string(n.raw))
+}
+
+var nodeKinds = map[unstable.Kind]string{
+	unstable.String: "string", unstable.Integer: "integer", unstable.Float: "float",
+	unstable.Bool: "boolean", unstable.Array: "array", unstable.InlineTable: "table",
 }
 
 // indexDocument parses data and records where every key and value is. A
 // syntax error is reported with its position.
 func indexDocument(name string, data []byte) (*docIndex, error) {
-	x := &docIndex{
-		name:   name,
-		data:   data,
-		values: map[int]*docNode{},
-		keys:   map[int]*docNode{},
-		paths:  map[string]*docNode{},
-		lines:  []int{0},
-	}
+	x := &docIndex{name: name, data: data, lines: []int{0}, paths: map[string]*docNode{}}
 	for i, b := range data {
 		if b == '\n' {
 			x.lines = append(x.lines, i+1)
@@ -86,25 +69,24 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			path, keyStart := keyPath(e)
-			table = path
-			start := keyStart
-			for start > 0 && (data[start-1] == ' ' || data[start-1] == '\t' || data[start-1] == '[') {
+			var keyStart int
+			table, keyStart = keyPath(e)
+			start := keyStart // back to the '['
+			for start > 0 && strings.IndexByte(" \t[", data[start-1]) >= 0 {
 				start--
 			}
-			n := &docNode{path: path, header: true, array: e.Kind == unstable.ArrayTable, elem: -1, kind: e.Kind, start: start, keyStart: keyStart}
-			x.add(n)
+			x.add(&docNode{path: table, header: true, elem: -1, kind: e.Kind, start: start, keyStart: keyStart})
 		case unstable.KeyValue:
 			x.addKeyValue(&p, table, e)
 		}
 	}
 	if err := p.Error(); err != nil {
-		var perr *unstable.ParserError
-		if errors.As(err, &perr) {
-			line, col := x.lineCol(x.offsetOf(perr.Highlight))
-			return nil, &configError{file: name, line: line, col: col, msg: perr.Message}
+		perr, ok := errors.AsType[*unstable.ParserError](err)
+		if !ok {
+			return nil, &configError{file: name, msg: err.Error()}
 		}
-		return nil, &configError{file: name, msg: err.Error()}
+		line, col := x.lineCol(int(p.Range(perr.Highlight).Offset))
+		return nil, &configError{file: name, line: line, col: col, msg: perr.Message}
 	}
 	return x, nil
 }
@@ -112,11 +94,7 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 func (x *docIndex) add(n *docNode) {
 	x.nodes = append(x.nodes, n)
 	if n.keyStart >= 0 {
-		x.keys[n.keyStart] = n
 		x.paths[keyString(n.path)] = n
-	}
-	if !n.header {
-		x.values[n.start] = n
 	}
 }
 
@@ -134,15 +112,14 @@ func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.
 		last = it.Node().Raw
 	}
 	i := int(last.Offset + last.Length)
-	for i < len(x.data) && (x.data[i] == ' ' || x.data[i] == '\t' || x.data[i] == '=') {
+	for i < len(x.data) && strings.IndexByte(" \t=", x.data[i]) >= 0 {
 		i++
 	}
 	end := int(e.Raw.Offset + e.Raw.Length)
 	if end < i || end > len(x.data) {
 		end = i
 	}
-	n := &docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]}
-	x.add(n)
+	x.add(&docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]})
 	x.addChildren(p, path, v)
 }
 
@@ -184,16 +161,6 @@ func keyPath(e *unstable.Node) ([]string, int) {
 	return parts, start
 }
 
-// offsetOf returns the offset of b in the document, or 0 when b is not a
-// slice of it.
-func (x *docIndex) offsetOf(b []byte) int {
-	off := cap(x.data) - cap(b)
-	if off < 0 || off+len(b) > len(x.data) {
-		return 0
-	}
-	return off
-}
-
 // lineCol turns an offset into a 1-based line and byte column, as go-toml
 // counts them.
 func (x *docIndex) lineCol(off int) (int, int) {
@@ -212,22 +179,12 @@ func (x *docIndex) offset(line, col int) int {
 
 // item returns the node of item i of the array at path, or nil.
 func (x *docIndex) item(path []string, i int) *docNode {
-	key := keyString(path)
-	for j := len(x.nodes) - 1; j >= 0; j-- {
-		if n := x.nodes[j]; n.elem == i && keyString(n.path) == key {
+	for _, n := range slices.Backward(x.nodes) {
+		if n.elem == i && slices.Equal(n.path, path) {
 			return n
 		}
 	}
 	return nil
-}
-
-// itemPosition returns where the document writes item i of the array at
-// path, else where it sets path.
-func (x *docIndex) itemPosition(path []string, i int) (line, col int) {
-	if n := x.item(path, i); n != nil {
-		return x.lineCol(n.start)
-	}
-	return x.position(path)
 }
 
 // firstUnder returns the first node the document writes at path or under

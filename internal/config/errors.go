@@ -58,8 +58,11 @@ func (c *Config) errorAt(key, format string, args ...any) error {
 // errorAtItem is errorAtPath for item i of the array at path.
 func (c *Config) errorAtItem(path []string, i int, format string, args ...any) error {
 	e := c.errorAtPath(path, format, args...).(*configError)
-	if c.src != nil {
-		e.line, e.col = c.src.itemPosition(path, i)
+	if c.src == nil {
+		return e
+	}
+	if n := c.src.item(path, i); n != nil {
+		e.line, e.col = c.src.lineCol(n.start)
 	}
 	return e
 }
@@ -81,17 +84,14 @@ func (c *Config) errorAtPath(path []string, format string, args ...any) error {
 // decodeError locates an error of go-toml's decoder (a key defined twice,
 // a number too large) and names the key.
 func (x *docIndex) decodeError(err error) error {
-	var de *toml.DecodeError
-	if !errors.As(err, &de) {
-		return &configError{file: x.name, msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	e := &configError{file: x.name, msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	if de, ok := errors.AsType[*toml.DecodeError](err); ok {
+		e.line, e.col = de.Position()
+		// The node whose value, or key, is there (one at most).
+		off := x.offset(e.line, e.col)
+		if i := slices.IndexFunc(x.nodes, func(n *docNode) bool { return !n.header && n.start == off || n.keyStart == off }); i >= 0 {
+			e.msg = x.nodes[i].label() + ": " + e.msg
+		}
 	}
-	line, col := de.Position()
-	msg := strings.TrimPrefix(de.Error(), "toml: ")
-	off := x.offset(line, col)
-	if n := x.values[off]; n != nil {
-		msg = n.label() + ": " + msg
-	} else if n := x.keys[off]; n != nil {
-		msg = n.label() + ": " + msg
-	}
-	return &configError{file: x.name, line: line, col: col, msg: msg}
+	return e
 }

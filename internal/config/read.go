@@ -105,7 +105,7 @@ func (r *reader) table(path []string, v any) map[string]any {
 		return t
 	}
 	key := keyString(path)
-	if n := r.x.paths[key]; n != nil && n.array && n.header {
+	if n := r.x.paths[key]; n != nil && n.kind == unstable.ArrayTable {
 		r.bad(n, false, "%s: [[%s]] makes an array of tables; write [%s]", key, key, key)
 	} else if key == "servers" {
 		r.wrong(path, "a table of servers, like [servers.NAME.run]", kEnv, v)
