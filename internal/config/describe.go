@@ -23,44 +23,33 @@ func (c *Config) Describe() string {
 	fmt.Fprintf(&b, "# relative paths resolve against %s\n", c.Dir)
 	fmt.Fprintf(&b, "# mode: %s\n", c.Mode())
 
-	root := reflect.ValueOf(c).Elem()
-	for _, t := range tableNames {
-		describeTable(&b, t, root, c.Dir, func(s *setting) bool { return s.modes.has(c.Mode()) })
-	}
+	c.describe(&b, nil)
 	if c.Mode() == Mux && len(c.Servers) == 0 {
 		b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
 	}
 	for i := range c.Servers {
-		s := &c.Servers[i]
-		root := reflect.ValueOf(s).Elem()
-		for _, t := range serverTables {
-			if t == "run" && s.CLI != nil || t == "cli" && s.CLI == nil {
-				continue
-			}
-			describeTable(&b, keyString([]string{"servers", s.Name, t}), root, c.Dir,
-				func(st *setting) bool { return st.table() == t && st.modes&inServer != 0 })
-		}
+		c.describe(&b, &c.Servers[i])
 	}
 	return b.String()
 }
 
-// describeTable writes the keys of table (its last part names the table
-// of the settings) that show says apply, with their values in root.
-func describeTable(b *strings.Builder, table string, root reflect.Value, dir string, show func(*setting) bool) {
-	name := table[strings.LastIndexByte(table, '.')+1:]
-	header := false
+// describe writes the settings of c (srv nil) or of its server srv, under
+// the header of each table.
+func (c *Config) describe(b *strings.Builder, srv *ServerConfig) {
+	root, prefix := reflect.ValueOf(c).Elem(), []string(nil)
+	if srv != nil {
+		root, prefix = reflect.ValueOf(srv).Elem(), []string{"servers", srv.Name}
+	}
+	table := ""
 	for i := range settings {
 		s := &settings[i]
-		if s.table() != name || !show(s) {
-			continue
-		}
 		f := fieldOf(root, s)
-		if !f.IsValid() {
+		if !f.IsValid() || !c.applies(s, srv) {
 			continue
 		}
-		if !header {
-			fmt.Fprintf(b, "\n[%s]\n", table)
-			header = true
+		if s.table() != table {
+			table = s.table()
+			fmt.Fprintf(b, "\n[%s]\n", keyString(append(prefix, table)))
 		}
 		value, note := s.text(f.Interface())
 		fmt.Fprintf(b, "%s = %s", s.name(), value)
@@ -69,7 +58,7 @@ func describeTable(b *strings.Builder, table string, root reflect.Value, dir str
 		}
 		b.WriteString("\n")
 		if s.also != nil {
-			if note := s.also(sectionOf(root, s).Addr().Interface(), dir); note != "" {
+			if note := s.also(sectionOf(root, s).Addr().Interface(), c.Dir); note != "" {
 				fmt.Fprintf(b, "# %s\n", note)
 			}
 		}
@@ -107,11 +96,8 @@ func (s *setting) text(v any) (value, note string) {
 		if len(env) == 0 {
 			return "{}", ""
 		}
-		kvs := make([]string, 0, len(env))
-		for _, k := range slices.Sorted(maps.Keys(env)) {
-			kvs = append(kvs, tomlKey(k)+" = "+TOMLString(env[k]))
-		}
-		return "{ " + strings.Join(kvs, ", ") + " }", ""
+		kv := func(k string) string { return tomlKey(k) + " = " + TOMLString(env[k]) }
+		return "{ " + joinEach(slices.Sorted(maps.Keys(env)), kv, ", ") + " }", ""
 	}
 	str := v.(string)
 	return TOMLString(str), when(str == "", "%s", s.empty)
@@ -147,56 +133,45 @@ func TOMLString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 || r == 0x7f {
-				fmt.Fprintf(&b, `\u%04X`, r)
-			} else {
-				b.WriteRune(r)
-			}
+		if esc, ok := tomlEscapes[r]; ok {
+			b.WriteString(esc)
+		} else if r < 0x20 || r == 0x7f {
+			fmt.Fprintf(&b, `\u%04X`, r)
+		} else {
+			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')
 	return b.String()
 }
 
+var tomlEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`}
+
 // TOMLStrings writes ss as a TOML array of strings.
-func TOMLStrings(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = TOMLString(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
+func TOMLStrings(ss []string) string { return "[" + joinEach(ss, TOMLString, ", ") + "]" }
 
 // tomlKey writes a key bare when TOML allows it, else quoted.
 func tomlKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return TOMLString(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool { return !bareKeyRune(r) }) {
+		return TOMLString(k)
 	}
 	return k
 }
 
+// bareKeyRune reports whether r may be written in a bare key (and in the
+// name of a mux's server).
+func bareKeyRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+}
+
 // keyString writes a dotted key path: run.env."A.B".
-func keyString(path []string) string {
-	parts := make([]string, len(path))
-	for i, p := range path {
-		parts[i] = tomlKey(p)
+func keyString(path []string) string { return joinEach(path, tomlKey, ".") }
+
+// joinEach joins f of each of ss with sep.
+func joinEach(ss []string, f func(string) string, sep string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
 	}
-	return strings.Join(parts, ".")
+	return strings.Join(out, sep)
 }

@@ -276,9 +276,7 @@ func toolNameProblem(name string) string {
 	return ""
 }
 
-func toolNameRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-'
-}
+func toolNameRune(r rune) bool { return bareKeyRune(r) || r == '.' }
 
 func envNameProblem(k string) string {
 	switch {
@@ -325,6 +323,15 @@ func keysOf(table string, server bool) []string {
 
 // serverTables are the tables of a [servers.NAME] table.
 var serverTables = slices.DeleteFunc(slices.Clone(tableNames), func(t string) bool { return keysOf(t, true) == nil })
+
+// applies reports whether s applies to c (srv nil) or to its server srv:
+// a server has [run] or [cli], not both.
+func (c *Config) applies(s *setting, srv *ServerConfig) bool {
+	if srv == nil {
+		return s.modes.has(c.Mode())
+	}
+	return s.modes&inServer != 0 && !(s.table() == "run" && srv.CLI != nil)
+}
 
 // tableApplies reports whether some key of table applies to mode.
 func tableApplies(table string, mode Mode) bool {

@@ -16,7 +16,7 @@ func (c *Config) Validate() error {
 	v := validator{c: c}
 	root := reflect.ValueOf(c).Elem()
 	for i := range settings {
-		if s := &settings[i]; s.modes.has(c.Mode()) {
+		if s := &settings[i]; c.applies(s, nil) {
 			v.setting(root, s, []string{s.table(), s.name()})
 		}
 	}
@@ -160,8 +160,7 @@ func (v *validator) servers() {
 		}
 		root := reflect.ValueOf(s).Elem()
 		for j := range settings {
-			st := &settings[j]
-			if st.modes&inServer != 0 && !(st.table() == "run" && s.CLI != nil) {
+			if st := &settings[j]; v.c.applies(st, s) {
 				v.setting(root, st, append(path, st.table(), st.name()))
 			}
 		}
@@ -183,7 +182,7 @@ func checkServerName(name, separator string) error {
 		return fmt.Errorf("server name %s ends in '_': %s would split wrong; remove the trailing '_'", TOMLString(name), TOMLString(name+separator+"tool"))
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+		if !bareKeyRune(r) {
 			return fmt.Errorf("server name %s: use letters, digits, '-' and '_' only (found %q): clients reject other characters in tool names", TOMLString(name), r)
 		}
 	}
@@ -191,12 +190,8 @@ func checkServerName(name, separator string) error {
 }
 
 func enumProblem(got string, valid []string) string {
-	quoted := make([]string, len(valid))
-	for i, s := range valid {
-		quoted[i] = strconv.Quote(s)
-	}
-	msg := fmt.Sprintf("%s is not one of %s", TOMLString(got), strings.Join(quoted, ", "))
-	if s := suggest(got, valid); s != "" {
+	msg := fmt.Sprintf("%s is not one of %s", TOMLString(got), joinEach(valid, strconv.Quote, ", "))
+	if s := Suggest(got, valid); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg
