@@ -89,7 +89,3 @@ func fixedStart(glob string) string {
 func (c *Config) At(key, format string, args ...any) string {
 	return c.errorAt(key, format, args...).Error()
 }
-
-// Suggest returns the candidate word was most probably meant to be (a few
-// typed characters apart: "server.py" for "sever.py"), or "".
-func Suggest(word string, candidates []string) string { return suggest(word, candidates) }

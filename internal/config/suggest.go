@@ -25,7 +25,7 @@ func unknownKeyMessage(word string, table []string, keys []string) string {
 // one of keys, else, at the top level or in a top-level table, the same
 // key in another table: "include" under [watch].
 func suggestKey(word string, table []string, keys []string) string {
-	if s := suggest(word, keys); s != "" {
+	if s := Suggest(word, keys); s != "" {
 		return strconv.Quote(s)
 	}
 	if len(table) > 1 {
@@ -52,12 +52,11 @@ func suggestKey(word string, table []string, keys []string) string {
 	return fmt.Sprintf("%q under %s", key, strings.Join(where, " or "))
 }
 
-// suggest returns the candidate word most probably meant: one that differs
-// from it by a few typed characters (case, '-' for '_', swapped letters),
-// or one that contains it as whole '_'-separated words ("timeout" for
-// "stop_timeout") or as a prefix ("warn" for "warning"), or the reverse. It returns "" when none is close, and
-// when word is itself a candidate.
-func suggest(word string, candidates []string) string {
+// Suggest returns the candidate word was most probably meant to be, or ""
+// (also when word is one): a few typed characters apart ("server.py" for
+// "sever.py"), or holding it as whole '_'-separated words or as a prefix
+// ("timeout" for "stop_timeout", "warn" for "warning"), or the reverse.
+func Suggest(word string, candidates []string) string {
 	s, _ := bestMatch(word, candidates)
 	if s == word {
 		return ""
@@ -65,9 +64,9 @@ func suggest(word string, candidates []string) string {
 	return s
 }
 
-// bestMatch is suggest with the score of its answer: the edit distance, or
+// bestMatch is Suggest with the score of its answer: the edit distance, or
 // a score past every accepted distance for a containment match. Unlike
-// suggest it returns word itself when it is a candidate.
+// Suggest it returns word itself when it is a candidate.
 func bestMatch(word string, candidates []string) (string, int) {
 	if slices.Contains(candidates, word) {
 		return word, 0
