@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,12 +60,7 @@ type Config struct {
 }
 
 // Mode reports what the config serves.
-func (c *Config) Mode() Mode {
-	if c.mode == "" {
-		return Single
-	}
-	return c.mode
-}
+func (c *Config) Mode() Mode { return cmp.Or(c.mode, Single) }
 
 // BuildConfig is [build].
 type BuildConfig struct {

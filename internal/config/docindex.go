@@ -70,7 +70,7 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			var keyStart int
-			table, keyStart = keyPath(e)
+			table, keyStart, _ = keyPath(e)
 			start := keyStart // back to the '['
 			for start > 0 && strings.IndexByte(" \t[", data[start-1]) >= 0 {
 				start--
@@ -101,17 +101,11 @@ func (x *docIndex) add(n *docNode) {
 // addKeyValue records a key-value under the table prefix, with the entries
 // of inline tables and the elements of arrays.
 func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.Node) {
-	parts, keyStart := keyPath(e)
+	parts, keyStart, i := keyPath(e)
 	path := append(slices.Clip(prefix), parts...)
 	v := e.Value()
 	// The value runs from after the '=' to the end of the expression (the
 	// parser does not record the extent of arrays and inline tables).
-	it := e.Key()
-	var last unstable.Range
-	for it.Next() {
-		last = it.Node().Raw
-	}
-	i := int(last.Offset + last.Length)
 	for i < len(x.data) && strings.IndexByte(" \t=", x.data[i]) >= 0 {
 		i++
 	}
@@ -146,19 +140,18 @@ func (x *docIndex) addChildren(p *unstable.Parser, path []string, v *unstable.No
 	}
 }
 
-// keyPath returns the parts of a node's key and the offset of its first part.
-func keyPath(e *unstable.Node) ([]string, int) {
-	var parts []string
-	start := -1
-	it := e.Key()
-	for it.Next() {
+// keyPath returns the parts of a node's key and the offsets of its start
+// and end.
+func keyPath(e *unstable.Node) (parts []string, start, end int) {
+	start = -1
+	for it := e.Key(); it.Next(); {
 		k := it.Node()
 		if start < 0 {
 			start = int(k.Raw.Offset)
 		}
-		parts = append(parts, string(k.Data))
+		parts, end = append(parts, string(k.Data)), int(k.Raw.Offset+k.Raw.Length)
 	}
-	return parts, start
+	return parts, start, end
 }
 
 // lineCol turns an offset into a 1-based line and byte column, as go-toml

@@ -29,8 +29,9 @@ func (e *configError) Error() string {
 }
 
 // joinErrors returns nil, the only error, or all of them one per line in
-// the order of the document.
+// the order of the document; it skips nils.
 func joinErrors(errs []error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 	if len(errs) == 1 {
 		return errs[0]
 	}

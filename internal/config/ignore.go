@@ -38,10 +38,9 @@ func ClientFiles() []string {
 }
 
 // Excludes returns the globs the watcher leaves out: Exclude, then each of
-// Ignore that the config does not ask for by name. A watch path inside an
-// ignored folder, or an include glob whose fixed start lies in it
-// (include = [".claude/hooks/*.py"]), watches it after all: naming the
-// files wins. dir is the folder the globs are relative to.
+// Ignore the config does not name (in Exclude, or by a watch path or an
+// include glob's fixed start in it: ".claude/hooks/*.py"). dir is the
+// folder the globs are relative to.
 func (w *WatchConfig) Excludes(dir string) []string {
 	out := append([]string{}, w.Exclude...)
 	var named []string
@@ -56,14 +55,8 @@ func (w *WatchConfig) Excludes(dir string) []string {
 		}
 	}
 	for _, g := range w.Ignore {
-		asked := slices.Contains(w.Exclude, g)
-		for _, p := range named {
-			if ok, _ := doublestar.Match(g, p); ok {
-				asked = true
-				break
-			}
-		}
-		if !asked {
+		matches := func(p string) bool { ok, _ := doublestar.Match(g, p); return ok }
+		if !slices.Contains(w.Exclude, g) && !slices.ContainsFunc(named, matches) {
 			out = append(out, g)
 		}
 	}
@@ -81,11 +74,9 @@ func fixedStart(glob string) string {
 	return glob[:strings.LastIndex(glob[:i], "/")+1]
 }
 
-// At returns a message about the value of key (a dotted path such as
-// "run.command"), located as Parse's errors are: "mcpflow.toml:4:11:
-// run.command: msg" when the file sets key, else at its table, else
-// naming only the file. mcpflow check words its warnings with it, so that
-// they point at the setting to fix.
+// At words a message about the value of key (a dotted path such as
+// "run.command") as Parse words its errors: "mcpflow.toml:4:11: run.command:
+// msg", located at the key, else its table, else naming only the file.
 func (c *Config) At(key, format string, args ...any) string {
 	return c.errorAt(key, format, args...).Error()
 }

@@ -118,8 +118,14 @@ func (r *reader) table(path []string, v any) map[string]any {
 // unknown reports the key at path, which its table does not have; the
 // table's keys are candidates.
 func (r *reader) unknown(path []string, candidates []string) {
-	word := path[len(path)-1]
-	msg := unknownKeyMessage(word, path[:len(path)-1], candidates)
+	word, table := path[len(path)-1], path[:len(path)-1]
+	msg := fmt.Sprintf("unknown key %s", TOMLString(word))
+	if len(table) > 0 {
+		msg += fmt.Sprintf(" in [%s]", keyString(table))
+	}
+	if hint := suggestKey(word, table, candidates); hint != "" {
+		msg += " (did you mean " + hint + "?)"
+	}
 	if i := slices.IndexFunc(candidates, func(c string) bool { return strings.EqualFold(c, word) }); i >= 0 {
 		msg = fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", TOMLString(word), candidates[i])
 	}
@@ -280,12 +286,8 @@ func Parse(name string, data []byte, dir string) (*Config, error) {
 	}
 	c := Default(dir)
 	c.name, c.src = name, x
-	errs := c.apply(&r)
-	if err := c.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, joinErrors(errs)
+	if err := joinErrors(append(c.apply(&r), c.Validate())); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -8,19 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// unknownKeyMessage says that table has no key word, and what was
-// probably meant; keys are the table's.
-func unknownKeyMessage(word string, table []string, keys []string) string {
-	msg := fmt.Sprintf("unknown key %s", TOMLString(word))
-	if len(table) > 0 {
-		msg += fmt.Sprintf(" in [%s]", keyString(table))
-	}
-	if hint := suggestKey(word, table, keys); hint != "" {
-		msg += " (did you mean " + hint + "?)"
-	}
-	return msg
-}
-
 // suggestKey finds what an unknown key in table was probably meant to be:
 // one of keys, else, at the top level or in a top-level table, the same
 // key in another table: "include" under [watch].
