@@ -50,8 +50,7 @@ func (k kind) expected() string {
 }
 
 // reader checks a decoded document against the settings and collects its
-// values: those of the top-level tables and those of each server. Its
-// problems point at what the document wrote.
+// values; its problems point at what the document wrote.
 type reader struct {
 	x       *docIndex
 	top     map[*setting]any
@@ -115,8 +114,8 @@ func (r *reader) table(path []string, v any) map[string]any {
 	return nil
 }
 
-// unknown reports the key at path, which its table does not have; the
-// table's keys are candidates.
+// unknown reports the key at path, which its table, with the keys
+// candidates, does not have.
 func (r *reader) unknown(path []string, candidates []string) {
 	word, table := path[len(path)-1], path[:len(path)-1]
 	msg := fmt.Sprintf("unknown key %s", TOMLString(word))
@@ -181,8 +180,7 @@ func hint(k kind, n *docNode) string {
 }
 
 // decode turns the value v that the document writes at path into the
-// setting's Go value (before the resolution of paths), or reports why it
-// cannot.
+// setting's Go value (paths not resolved yet), or reports why it cannot.
 func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
 	key := keyString(path)
 	if _, table := v.(map[string]any); table && s.kind != kEnv {
@@ -318,7 +316,7 @@ func Default(dir string) *Config {
 		dir = abs
 	}
 	c := &Config{Dir: filepath.Clean(dir)}
-	c.reset(reflect.ValueOf(c).Elem(), tableNames...)
+	c.reset(reflect.ValueOf(c).Elem())
 	c.Watch.Ignore = ClientFiles()
 	return c
 }
@@ -330,20 +328,18 @@ func DefaultMux(dir string) *Config {
 	return c
 }
 
-// reset sets the keys of the tables in the sections of root (a Config or a
-// ServerConfig) to their defaults.
-func (c *Config) reset(root reflect.Value, tables ...string) {
-	for i := range settings {
-		if s := &settings[i]; slices.Contains(tables, s.table()) {
-			c.set(root, s, defaults[s])
-		}
+// reset sets the sections of root (a Config or a ServerConfig) to their
+// defaults.
+func (c *Config) reset(root reflect.Value) {
+	for s, v := range defaults {
+		c.set(root, s, v)
 	}
 }
 
 // newCLI returns [cli] with its defaults.
 func (c *Config) newCLI() *CLIConfig {
 	s := ServerConfig{CLI: &CLIConfig{}}
-	c.reset(reflect.ValueOf(&s).Elem(), "cli")
+	c.reset(reflect.ValueOf(&s).Elem())
 	return s.CLI
 }
 
@@ -355,15 +351,14 @@ func (c *Config) deriveCommand(cli *CLIConfig, path ...string) {
 	}
 }
 
-// sectionOf returns the section of root (a Config or a ServerConfig) that
-// holds s: Run, Relay...; it is not valid for a nil section (no [cli]).
+// sectionOf returns the section of root that holds s: Run, Relay...; it is
+// not valid for a nil section (no [cli]).
 func sectionOf(root reflect.Value, s *setting) reflect.Value {
 	section, _, _ := strings.Cut(s.field, ".")
 	return reflect.Indirect(root.FieldByName(section))
 }
 
-// fieldOf returns the field of root that holds s's value; it is not valid
-// for a nil section.
+// fieldOf returns the field of root that holds s's value, if any.
 func fieldOf(root reflect.Value, s *setting) reflect.Value {
 	if sec := sectionOf(root, s); sec.IsValid() {
 		_, field, _ := strings.Cut(s.field, ".")
@@ -404,8 +399,7 @@ func (c *Config) set(root reflect.Value, s *setting, v any) {
 }
 
 // apply sets the values the file writes over c's defaults, after deciding
-// the mode. Its errors are the sections and keys that do not go with the
-// mode.
+// the mode; its errors are the tables and keys that do not go with it.
 func (c *Config) apply(r *reader) []error {
 	var errs []error
 	switch {
@@ -467,8 +461,7 @@ func (c *Config) written(path ...string) bool {
 	return c.src != nil && c.src.firstUnder(path) != nil
 }
 
-// serverNames returns the names of servers in the order the document
-// first writes them.
+// serverNames returns the names of servers in the document's order.
 func (c *Config) serverNames(servers map[string]map[*setting]any) []string {
 	var names []string
 	for _, n := range c.src.nodes {

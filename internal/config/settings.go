@@ -18,13 +18,14 @@ type setting struct {
 	modes modes  // the configs the key applies to
 	doc   string // what the key does: one line of Markdown (code spans), lowercase, no final period
 
-	empty   string                           // what "" (an empty list, a zero duration) means, for check's note; a string or path key with it skips check and its path is not resolved when empty; a duration key without it rejects ""
-	values  []string                         // the valid values of an enumerated string
-	min     int64                            // the least valid integer, size or duration (1 for a duration: more than 0); numbers are never negative
-	check   func(v any) string               // a problem with the value, or ""
-	item    func(i int, s string) string     // a problem with item i of a list, or ""
-	also    func(sec any, dir string) string // a comment check writes below the key, given the section (*WatchConfig...)
-	modeMsg string                           // the error for the key written in a config it does not apply to
+	empty    string                           // what "" (an empty list, a zero duration) means, for check's note; a string or path key with it skips check and its path is not resolved when empty; a duration key without it rejects ""
+	values   []string                         // the valid values of an enumerated string
+	min      int64                            // the least valid integer, size or duration (1 for a duration: more than 0); numbers are never negative
+	check    func(s string) string            // a problem with a string's value, or ""
+	nonEmpty string                           // the error for an empty list
+	item     func(i int, s string) string     // a problem with item i of a list, or ""
+	also     func(sec any, dir string) string // a comment check writes below the key, given the section (*WatchConfig...)
+	modeMsg  string                           // the error for the key written in a config it does not apply to
 
 	shown   string // the reference's default when def does not say it: "required"
 	example string // the example's value when it is not def; {name} is the server's name
@@ -74,7 +75,7 @@ var settings = []setting{
 		doc: "keys the agent may set through recompile's `env` argument, e.g. `[\"LOG_LEVEL\"]`"},
 	{key: "run.stop_timeout", field: "Run.StopTimeout", kind: kDuration, def: `"2s"`, modes: inSingle | inServer,
 		doc: "after closing the server's stdin, wait this long, then SIGTERM the group, wait again, then SIGKILL"},
-	{key: "run.url", field: "Run.URL", kind: kString, def: `""`, modes: inSingle | inServer, check: text(URLProblem),
+	{key: "run.url", field: "Run.URL", kind: kString, def: `""`, modes: inSingle | inServer, check: URLProblem,
 		empty: "stdio: the server speaks on its stdin and stdout", see: "[HTTP](#streamable-http)",
 		doc: "the server speaks Streamable HTTP at this URL instead of stdio: `http://127.0.0.1:PORT/PATH`, loopback only; `{port}` as the port is a free port for each start, passed as `$PORT`; `\"\"` = stdio"},
 
@@ -97,7 +98,7 @@ var settings = []setting{
 	{key: "cli.env", field: "CLI.Env", kind: kEnv, def: `{}`, modes: inCLI | inServer,
 		doc: "variables added to the inherited environment"},
 
-	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: inSingle | inCLI, check: text(toolNameProblem),
+	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: inSingle | inCLI, check: toolNameProblem,
 		modeMsg: `names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server {"name": ...}: remove relay.tool`,
 		doc:     "name of the rebuild tool mcpflow adds (letters, digits, `_ . -`); the same over stdio, `--http` and the era bridge. A mux has no such tool (each server is rebuilt with `reload_server`), so `mcpflow check` refuses it there"},
 	{key: "relay.max_message", field: "Relay.MaxMessage", kind: kSize, def: `"64MiB"`, modes: everywhere | inServer, min: kib,
@@ -111,7 +112,7 @@ var settings = []setting{
 		doc: "a stderr line equal to this makes mcpflow rebuild and restart the server; `\"\"` = off"},
 	{key: "relay.server_suffix", field: "Relay.ServerSuffix", kind: kString, def: `""`, modes: everywhere, check: oneLine("must be a single line"),
 		doc: "appended to `serverInfo.name` and `version` in the initialize (or `server/discover`) result, e.g. `\"-dev\"`; in a mux, to the mux's own (`mcpflow-dev`)"},
-	{key: "relay.call_tool", field: "Relay.CallTool", kind: kString, def: `""`, modes: everywhere, check: text(toolNameProblem),
+	{key: "relay.call_tool", field: "Relay.CallTool", kind: kString, def: `""`, modes: everywhere, check: toolNameProblem,
 		empty: "off", see: "[clients that never refresh their tool list](#clients-that-never-refresh-their-tool-list)",
 		doc: "name of an extra tool `{name, arguments}` that forwards a `tools/call`, for clients that ignore `list_changed`; must differ from `tool`; `\"\"` = off"},
 	{key: "relay.queue_size", field: "Relay.QueueSize", kind: kInt, def: `256`, modes: everywhere | inServer, min: 1,
@@ -132,14 +133,14 @@ var settings = []setting{
 	{key: "watch.enabled", field: "Watch.Enabled", kind: kBool, def: `true`, modes: inSingle | inCLI | inServer,
 		doc: "rebuild on file changes"},
 	{key: "watch.paths", field: "Watch.Paths", kind: kPaths, def: `["."]`, modes: inSingle | inCLI | inServer,
-		check: notEmpty(`is empty: list at least one folder to watch, e.g. ["."], or set enabled = false`),
+		nonEmpty: `is empty: list at least one folder to watch, e.g. ["."], or set enabled = false`,
 		item: func(i int, p string) string {
 			return when(p == "", `item %d is empty; use "." for the config file's folder`, i+1)
 		},
 		doc: "folders to watch"},
 	{key: "watch.include", field: "Watch.Include", kind: kGlobs, def: `["**/*"]`, modes: inSingle | inCLI | inServer, item: globItem,
-		check: notEmpty(`is empty; remove it to include every file (the default, ["**/*"]), or list globs such as ["**/*.go", "go.mod"]`),
-		doc:   "doublestar globs (slash paths relative to the file's folder) of files that trigger a rebuild, e.g. `[\"**/*.go\", \"go.mod\"]`"},
+		nonEmpty: `is empty; remove it to include every file (the default, ["**/*"]), or list globs such as ["**/*.go", "go.mod"]`,
+		doc:      "doublestar globs (slash paths relative to the file's folder) of files that trigger a rebuild, e.g. `[\"**/*.go\", \"go.mod\"]`"},
 	{key: "watch.exclude", field: "Watch.Exclude", kind: kGlobs, def: `[]`, modes: inSingle | inCLI | inServer, item: globItem,
 		also: func(sec any, dir string) string {
 			w := sec.(*WatchConfig)
@@ -171,7 +172,7 @@ var settings = []setting{
 	{key: "log.traffic_max_size", field: "Log.TrafficMaxSize", kind: kSize, def: `"16MiB"`, modes: everywhere, min: kib,
 		doc: "the traffic file is rotated to `FILE.1` at this size"},
 
-	{key: "http.listen", field: "HTTP.Listen", kind: kString, def: `""`, modes: everywhere, check: text(ListenProblem),
+	{key: "http.listen", field: "HTTP.Listen", kind: kString, def: `""`, modes: everywhere, check: ListenProblem,
 		empty: "off: the client is on stdin and stdout", see: "[HTTP](#streamable-http)",
 		doc: "serve Streamable HTTP at `http://ADDRESS/mcp` instead of stdio (as `--http ADDRESS`), e.g. `\"127.0.0.1:8931\"`; requests from a browser page of another origin are refused; `\"\"` = the client is on stdin and stdout"},
 	{key: "http.max_sessions", field: "HTTP.MaxSessions", kind: kInt, def: `1000`, modes: everywhere, min: 1,
@@ -181,7 +182,7 @@ var settings = []setting{
 	{key: "http.add_server", field: "HTTP.AddServer", kind: kBool, def: `false`, modes: inMux,
 		doc: "offers the mux's `add_server` to clients over HTTP too; off, only a stdio client (the one that started mcpflow) may start programs"},
 
-	{key: "mux.separator", field: "Mux.Separator", kind: kString, def: `"__"`, modes: inMux, check: text(separatorProblem),
+	{key: "mux.separator", field: "Mux.Separator", kind: kString, def: `"__"`, modes: inMux, check: separatorProblem,
 		doc: "joins a server's name and its tools' names (characters allowed in tool names); `mcpflow check` warns about one that lets a server's tool take a management tool's name (with `\"_\"`, a server `add` with a tool `server` would be `add_server`)"},
 	{key: "mux.add_server", field: "Mux.AddServer", kind: kBool, def: `true`, modes: inMux,
 		doc: "lets the agent start servers itself with the `add_server` tool. **An agent with `add_server` can run any program you can, unless `allowed_commands` restricts it or it runs in a sandbox**; set `false` to turn it off"},
@@ -197,16 +198,8 @@ var settings = []setting{
 		doc: "when a server is replaced, calls already running on it may finish within this time (it sets `relay.drain` for every server)"},
 }
 
-func text(problem func(string) string) func(any) string {
-	return func(v any) string { return problem(v.(string)) }
-}
-
-func oneLine(msg string) func(any) string {
-	return func(v any) string { return when(strings.ContainsAny(v.(string), "\r\n"), "%s", msg) }
-}
-
-func notEmpty(msg string) func(any) string {
-	return func(v any) string { return when(len(v.([]string)) == 0, "%s", msg) }
+func oneLine(msg string) func(string) string {
+	return func(s string) string { return when(strings.ContainsAny(s, "\r\n"), "%s", msg) }
 }
 
 // when is the message when bad, else "".

@@ -72,6 +72,11 @@ func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 		if len(s.values) > 0 && !slices.Contains(s.values, str) {
 			v.bad(path, "%s", enumProblem(str, s.values))
 		}
+		if s.check != nil {
+			if msg := s.check(str); msg != "" {
+				v.bad(path, "%s", msg)
+			}
+		}
 	case kDuration:
 		switch d := val.(time.Duration); {
 		case s.min > 0 && d <= 0:
@@ -88,8 +93,10 @@ func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 			v.bad(path, "must be at least %d, got %d", s.min, n)
 		}
 	case kList, kPaths, kGlobs:
-		if s.item != nil {
-			v.items(path, val.([]string), s.item)
+		if l := val.([]string); len(l) == 0 && s.nonEmpty != "" {
+			v.bad(path, "%s", s.nonEmpty)
+		} else if s.item != nil {
+			v.items(path, l, s.item)
 		}
 	case kCommand:
 		cmd := val.(Command)
@@ -108,11 +115,6 @@ func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 			if strings.ContainsRune(env[k], 0) {
 				v.bad(append(slices.Clip(path), k), "the value contains a NUL character")
 			}
-		}
-	}
-	if s.check != nil {
-		if msg := s.check(val); msg != "" {
-			v.bad(path, "%s", msg)
 		}
 	}
 }
