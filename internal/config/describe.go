@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -15,13 +16,8 @@ import (
 // of the settings table. The text parses back into the same settings.
 func (c *Config) Describe() string {
 	var b strings.Builder
-	if c.File != "" {
-		fmt.Fprintf(&b, "# config: %s\n", c.File)
-	} else {
-		b.WriteString("# config: no file (defaults and flags)\n")
-	}
-	fmt.Fprintf(&b, "# relative paths resolve against %s\n", c.Dir)
-	fmt.Fprintf(&b, "# mode: %s\n", c.Mode())
+	file := cmp.Or(c.File, "no file (defaults and flags)")
+	fmt.Fprintf(&b, "# config: %s\n# relative paths resolve against %s\n# mode: %s\n", file, c.Dir, c.Mode())
 
 	c.describe(&b, nil)
 	if c.Mode() == Mux && len(c.Servers) == 0 {
@@ -52,11 +48,7 @@ func (c *Config) describe(b *strings.Builder, srv *ServerConfig) {
 			fmt.Fprintf(b, "\n[%s]\n", keyString(append(prefix, table)))
 		}
 		value, note := s.text(f.Interface())
-		fmt.Fprintf(b, "%s = %s", s.name(), value)
-		if note != "" {
-			fmt.Fprintf(b, "  # %s", note)
-		}
-		b.WriteString("\n")
+		fmt.Fprintf(b, "%s = %s%s\n", s.name(), value, when(note != "", "  # %s", note))
 		if s.also != nil {
 			if note := s.also(sectionOf(root, s).Addr().Interface(), c.Dir); note != "" {
 				fmt.Fprintf(b, "# %s\n", note)

@@ -3,7 +3,6 @@ package config
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -29,15 +28,6 @@ type docNode struct {
 	start    int    // offset of the value, or of a header's '['
 	keyStart int    // offset of the first part of the key; -1 for elements
 	raw      []byte // the value as written
-}
-
-// label names the node in messages: "run.env.PORT", "watch.paths[1]".
-func (n *docNode) label() string {
-	s := keyString(n.path)
-	if n.elem >= 0 {
-		s += fmt.Sprintf("[%d]", n.elem)
-	}
-	return s
 }
 
 // got describes the value for a message: "integer 2", `string "x"`.
@@ -85,8 +75,7 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 		if !ok {
 			return nil, &configError{file: name, msg: err.Error()}
 		}
-		line, col := x.lineCol(int(p.Range(perr.Highlight).Offset))
-		return nil, &configError{file: name, line: line, col: col, msg: perr.Message}
+		return nil, &configError{file: name, pos: x.lineCol(int(p.Range(perr.Highlight).Offset)), msg: perr.Message}
 	}
 	return x, nil
 }
@@ -114,10 +103,6 @@ func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.
 		end = i
 	}
 	x.add(&docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]})
-	x.addChildren(p, path, v)
-}
-
-func (x *docIndex) addChildren(p *unstable.Parser, path []string, v *unstable.Node) {
 	switch v.Kind {
 	case unstable.InlineTable:
 		it := v.Children()
@@ -154,20 +139,11 @@ func keyPath(e *unstable.Node) (parts []string, start, end int) {
 	return parts, start, end
 }
 
-// lineCol turns an offset into a 1-based line and byte column, as go-toml
-// counts them.
-func (x *docIndex) lineCol(off int) (int, int) {
+// lineCol returns the position of an offset.
+func (x *docIndex) lineCol(off int) pos {
 	off = min(max(off, 0), len(x.data))
 	line := sort.SearchInts(x.lines, off+1) // lines[line-1] <= off
-	return line, off - x.lines[line-1] + 1
-}
-
-// offset turns a 1-based line and column back into an offset.
-func (x *docIndex) offset(line, col int) int {
-	if line < 1 || line > len(x.lines) {
-		return len(x.data)
-	}
-	return min(x.lines[line-1]+col-1, len(x.data))
+	return pos{line, off - x.lines[line-1] + 1}
 }
 
 // item returns the node of item i of the array at path, or nil.
@@ -193,7 +169,7 @@ func (x *docIndex) firstUnder(path []string) *docNode {
 
 // position returns where the document sets path: its value, else the
 // header of the nearest enclosing table it writes, else 0, 0.
-func (x *docIndex) position(path []string) (line, col int) {
+func (x *docIndex) position(path []string) pos {
 	for n := len(path); n > 0; n-- {
 		if node, ok := x.paths[keyString(path[:n])]; ok {
 			return x.lineCol(node.start)
@@ -205,5 +181,5 @@ func (x *docIndex) position(path []string) (line, col int) {
 			return x.lineCol(node.start)
 		}
 	}
-	return 0, 0
+	return pos{}
 }

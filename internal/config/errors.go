@@ -13,10 +13,14 @@ import (
 // configError is one problem in a config: "file:line:col: msg", without
 // what is not known.
 type configError struct {
-	file      string
-	line, col int
-	msg       string
+	file string
+	pos
+	msg string
 }
+
+// pos is a 1-based line and byte column, as go-toml counts them; 0, 0 when
+// not known.
+type pos struct{ line, col int }
 
 func (e *configError) Error() string {
 	switch {
@@ -35,14 +39,14 @@ func joinErrors(errs []error) error {
 	if len(errs) == 1 {
 		return errs[0]
 	}
-	pos := func(err error) (p configError) {
+	at := func(err error) pos {
 		if ce, ok := errors.AsType[*configError](err); ok {
-			p = *ce
+			return ce.pos
 		}
-		return p
+		return pos{}
 	}
 	slices.SortStableFunc(errs, func(a, b error) int {
-		pa, pb := pos(a), pos(b)
+		pa, pb := at(a), at(b)
 		return cmp.Or(cmp.Compare(pa.line, pb.line), cmp.Compare(pa.col, pb.col))
 	})
 	return errors.Join(errs...)
@@ -63,7 +67,7 @@ func (c *Config) errorAtItem(path []string, i int, format string, args ...any) e
 		return e
 	}
 	if n := c.src.item(path, i); n != nil {
-		e.line, e.col = c.src.lineCol(n.start)
+		e.pos = c.src.lineCol(n.start)
 	}
 	return e
 }
@@ -77,7 +81,7 @@ func (c *Config) errorAtPath(path []string, format string, args ...any) error {
 	}
 	e := &configError{file: c.name, msg: msg}
 	if c.src != nil {
-		e.line, e.col = c.src.position(path)
+		e.pos = c.src.position(path)
 	}
 	return e
 }
@@ -89,9 +93,10 @@ func (x *docIndex) decodeError(err error) error {
 	if de, ok := errors.AsType[*toml.DecodeError](err); ok {
 		e.line, e.col = de.Position()
 		// The node whose value, or key, is there (one at most).
-		off := x.offset(e.line, e.col)
-		if i := slices.IndexFunc(x.nodes, func(n *docNode) bool { return !n.header && n.start == off || n.keyStart == off }); i >= 0 {
-			e.msg = x.nodes[i].label() + ": " + e.msg
+		at := func(off int) bool { return off >= 0 && x.lineCol(off) == e.pos }
+		if i := slices.IndexFunc(x.nodes, func(n *docNode) bool { return !n.header && at(n.start) || at(n.keyStart) }); i >= 0 {
+			n := x.nodes[i]
+			e.msg = fmt.Sprintf("%s%s: %s", keyString(n.path), when(n.elem >= 0, "[%d]", n.elem), e.msg)
 		}
 	}
 	return e

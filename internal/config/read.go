@@ -140,7 +140,7 @@ func (r *reader) bad(n *docNode, atValue bool, format string, args ...any) {
 		if n.header || atValue || off < 0 {
 			off = n.start
 		}
-		e.line, e.col = r.x.lineCol(off)
+		e.pos = r.x.lineCol(off)
 	}
 	r.errs = append(r.errs, e)
 }
