@@ -47,11 +47,9 @@ func decodeDuration(v any, got func() string, emptyOK bool) (any, string) {
 		case isNumber(s) && s != "0":
 			return nil, fmt.Sprintf("expected %s, got %s with no unit; write %q or %q", expected, got(), s+"s", s+"ms")
 		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), durationForms)
+		if d, err := time.ParseDuration(s); err == nil {
+			return d, ""
 		}
-		return d, ""
 	case int64, float64:
 		n := number(v)
 		return nil, fmt.Sprintf("expected %s, got %s; durations are strings with a unit: write %q or %q", expected, got(), n+"s", n+"ms")
@@ -70,26 +68,23 @@ var sizeUnits = map[string]int64{
 // decodeSize decodes a number of bytes: an integer, or a string with an
 // optional unit.
 func decodeSize(v any, got func() string) (any, string) {
-	expected := kSize.expected()
+	hint := sizeForms
 	switch v := v.(type) {
 	case int64:
-		if v < 0 {
-			return nil, fmt.Sprintf("expected %s, got %s; a size cannot be negative", expected, got())
+		if v >= 0 {
+			return v, ""
 		}
-		return v, ""
+		hint = "a size cannot be negative"
 	case string:
 		n, unit, ok := parseSize(v)
 		if ok {
 			return n, ""
 		}
-		hint := sizeForms
 		if u := strings.ToLower(unit); u == "k" || u == "m" || u == "g" || u == "t" {
-			U := strings.ToUpper(u)
-			hint = fmt.Sprintf("%q is ambiguous: write %siB (powers of 1024) or %sB (powers of 1000)", unit, U, U)
+			hint = fmt.Sprintf("%q is ambiguous: write %[2]siB (powers of 1024) or %[2]sB (powers of 1000)", unit, strings.ToUpper(u))
 		}
-		return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), hint)
 	}
-	return nil, fmt.Sprintf("expected %s, got %s; %s", expected, got(), sizeForms)
+	return nil, fmt.Sprintf("expected %s, got %s; %s", kSize.expected(), got(), hint)
 }
 
 // parseSize parses "64MiB", "1.5 GB", "1048576", returning the unit it saw
