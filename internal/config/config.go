@@ -173,11 +173,10 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	c, err := Parse(path, data, filepath.Dir(abs))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		c.File = abs
 	}
-	c.File = abs
-	return c, nil
+	return c, err
 }
 
 // ClientFiles are the files MCP clients and editors keep in a project:

@@ -109,12 +109,9 @@ func DurationText(d time.Duration) string {
 
 // sizeText writes n exactly, in the largest binary unit that divides it.
 func sizeText(n int64) string {
-	for _, u := range []struct {
-		name string
-		n    int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.n == 0 {
-			return strconv.FormatInt(n/u.n, 10) + u.name
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		if u := int64(1) << (40 - 10*i); n != 0 && n%u == 0 {
+			return strconv.FormatInt(n/u, 10) + unit
 		}
 	}
 	return strconv.FormatInt(n, 10)
@@ -159,7 +156,6 @@ func bareKeyRune(r rune) bool {
 // keyString writes a dotted key path: run.env."A.B".
 func keyString(path []string) string { return joinEach(path, tomlKey, ".") }
 
-// joinEach joins f of each of ss with sep.
 func joinEach(ss []string, f func(string) string, sep string) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

@@ -141,14 +141,12 @@ func keyPath(e *unstable.Node) (parts []string, start, end int) {
 	return parts, start, end
 }
 
-// lineCol returns the position of an offset.
 func (x *docIndex) lineCol(off int) pos {
 	off = min(max(off, 0), len(x.data))
 	line := sort.SearchInts(x.lines, off+1) // lines[line-1] <= off
 	return pos{line, off - x.lines[line-1] + 1}
 }
 
-// item returns the node of item i of the array at path, or nil.
 func (x *docIndex) item(path []string, i int) *docNode {
 	for _, n := range slices.Backward(x.nodes) {
 		if n.elem == i && slices.Equal(n.path, path) {

@@ -400,7 +400,6 @@ func describeValue(v any) string {
 	return "date " + clip(fmt.Sprint(v))
 }
 
-// number writes a decoded integer or float.
 func number(v any) string {
 	if f, ok := v.(float64); ok {
 		return strconv.FormatFloat(f, 'f', -1, 64)
@@ -488,7 +487,6 @@ func bestMatch(word string, candidates []string) (string, int) {
 	return best, bestScore
 }
 
-// containsWords reports whether s contains sub at '_' boundaries.
 func containsWords(s, sub string) bool {
 	return strings.Contains("_"+s+"_", "_"+sub+"_")
 }
@@ -592,7 +590,6 @@ func (c *Config) reset(root reflect.Value) {
 	}
 }
 
-// newCLI returns [cli] with its defaults.
 func (c *Config) newCLI() *CLIConfig {
 	s := ServerConfig{CLI: &CLIConfig{}}
 	c.reset(reflect.ValueOf(&s).Elem())
@@ -614,7 +611,6 @@ func sectionOf(root reflect.Value, s *setting) reflect.Value {
 	return reflect.Indirect(root.FieldByName(section))
 }
 
-// fieldOf returns the field of root that holds s's value, if any.
 func fieldOf(root reflect.Value, s *setting) reflect.Value {
 	if sec := sectionOf(root, s); sec.IsValid() {
 		_, field, _ := strings.Cut(s.field, ".")
@@ -728,7 +724,6 @@ func (c *Config) serverNames(servers map[string]map[*setting]any) []string {
 	return names
 }
 
-// abs resolves p against c.Dir.
 func (c *Config) abs(p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)

@@ -41,13 +41,11 @@ func (c *Config) Validate() error {
 	return joinErrors(v.errs)
 }
 
-// validator collects the problems of a Config.
 type validator struct {
 	c    *Config
 	errs []error
 }
 
-// bad reports a problem with the key at path.
 func (v *validator) bad(path []string, format string, args ...any) {
 	v.errs = append(v.errs, v.c.errorAtPath(path, format, args...))
 }
@@ -145,7 +143,6 @@ func (v *validator) cli(table []string, cli *CLIConfig) {
 	v.items(command, cli.Command, argvItem)
 }
 
-// servers checks the [servers.NAME] tables of a mux.
 func (v *validator) servers() {
 	for i := range v.c.Servers {
 		s := &v.c.Servers[i]
