@@ -226,17 +226,9 @@ func joinErrors(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// errorAt reports a problem with the value of key (a dotted path such as
-// "relay.tool"), pointing at where the file sets it, or at its table, or
-// just naming the file. The message is prefixed with the key unless it
-// already starts with it.
-func (c *Config) errorAt(key, format string, args ...any) error {
-	return c.errorAtPath(strings.Split(key, "."), format, args...)
-}
-
-// errorAtItem is errorAtPath for item i of the array at path.
+// errorAtItem is errorAt for item i of the array at path.
 func (c *Config) errorAtItem(path []string, i int, format string, args ...any) error {
-	e := c.errorAtPath(path, format, args...).(*configError)
+	e := c.errorAt(path, format, args...).(*configError)
 	if c.src == nil {
 		return e
 	}
@@ -246,8 +238,10 @@ func (c *Config) errorAtItem(path []string, i int, format string, args ...any) e
 	return e
 }
 
-// errorAtPath is errorAt for a key path whose parts may hold dots.
-func (c *Config) errorAtPath(path []string, format string, args ...any) error {
+// errorAt reports a problem with the value of the key at path, pointing at
+// where the file sets it, or at its table, or just naming the file. The
+// message is prefixed with the key unless it already starts with it.
+func (c *Config) errorAt(path []string, format string, args ...any) error {
 	key := keyString(path)
 	msg := fmt.Sprintf(format, args...)
 	if !strings.HasPrefix(msg, key+" ") {
@@ -280,5 +274,5 @@ func (x *docIndex) decodeError(err error) error {
 // "run.command") as Parse words its errors: "mcpflow.toml:4:11: run.command:
 // msg", located at the key, else its table, else naming only the file.
 func (c *Config) At(key, format string, args ...any) string {
-	return c.errorAt(key, format, args...).Error()
+	return c.errorAt(strings.Split(key, "."), format, args...).Error()
 }

@@ -467,6 +467,7 @@ func bestMatch(word string, candidates []string) (string, int) {
 		return word, 0
 	}
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	words := func(s, sub string) bool { return strings.Contains("_"+s+"_", "_"+sub+"_") } // sub is whole words of s
 	w := norm(word)
 	limit := min(max(1, utf8.RuneCountInString(w)/3), 3)
 	best, bestScore := "", limit+2
@@ -475,7 +476,7 @@ func bestMatch(word string, candidates []string) (string, int) {
 		score := editDistance(w, n)
 		if score > limit {
 			score = limit + 2
-			if len(w) >= 3 && len(n) >= 3 && (containsWords(n, w) || containsWords(w, n) ||
+			if len(w) >= 3 && len(n) >= 3 && (words(n, w) || words(w, n) ||
 				strings.HasPrefix(n, w) || strings.HasPrefix(w, n)) {
 				score = limit + 1
 			}
@@ -485,10 +486,6 @@ func bestMatch(word string, candidates []string) (string, int) {
 		}
 	}
 	return best, bestScore
-}
-
-func containsWords(s, sub string) bool {
-	return strings.Contains("_"+s+"_", "_"+sub+"_")
 }
 
 // editDistance is the optimal string alignment distance between a and b:
@@ -664,16 +661,16 @@ func (c *Config) apply(r *reader) []error {
 		switch {
 		case !c.written(t) || tableApplies(t, c.mode):
 		case c.mode == Mux:
-			errs = append(errs, c.errorAt(t, "[%s] cannot go with [servers.NAME] tables (a mux): move it under [servers.NAME.%s], or remove the [servers] and [mux] tables to serve one server", t, t))
+			errs = append(errs, c.errorAt([]string{t}, "[%s] cannot go with [servers.NAME] tables (a mux): move it under [servers.NAME.%s], or remove the [servers] and [mux] tables to serve one server", t, t))
 		default:
-			errs = append(errs, c.errorAt(t, "[%s] cannot go with [%s]: [%s] takes the place of [%s]; keep one of them", t, c.mode, c.mode, t))
+			errs = append(errs, c.errorAt([]string{t}, "[%s] cannot go with [%s]: [%s] takes the place of [%s]; keep one of them", t, c.mode, c.mode, t))
 		}
 	}
 	for s, v := range r.top {
 		switch {
 		case !tableApplies(s.table(), c.mode): // reported above
 		case !s.modes.has(c.mode):
-			errs = append(errs, c.errorAt(s.key, "%s", cmp.Or(s.modeMsg, fmt.Sprintf("does not apply to a %s config: remove it", c.mode))))
+			errs = append(errs, c.errorAt([]string{s.table(), s.name()}, "%s", cmp.Or(s.modeMsg, fmt.Sprintf("does not apply to a %s config: remove it", c.mode))))
 		default:
 			c.set(reflect.ValueOf(c).Elem(), s, v)
 		}

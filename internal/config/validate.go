@@ -47,7 +47,7 @@ type validator struct {
 }
 
 func (v *validator) bad(path []string, format string, args ...any) {
-	v.errs = append(v.errs, v.c.errorAtPath(path, format, args...))
+	v.errs = append(v.errs, v.c.errorAt(path, format, args...))
 }
 
 // setting checks the value of s in root (a Config or a ServerConfig),
