@@ -179,12 +179,10 @@ func Load(path string) (*Config, error) {
 	return c, err
 }
 
-// ClientFiles are the files MCP clients and editors keep in a project:
-// their lists of MCP servers, settings, chat histories. Editing them must
-// never rebuild and restart the server (a TypeScript project's
-// "**/*.json" would otherwise catch .mcp.json), so every WatchConfig
-// ignores them by default (WatchConfig.Ignore), and init writes them into
-// watch.exclude too.
+// ClientFiles are the files MCP clients and editors keep in a project
+// (servers, settings, chats). Editing them must never restart the server
+// (a TypeScript project's "**/*.json" would catch .mcp.json), so every
+// WatchConfig ignores them (Ignore), and init writes them into watch.exclude.
 func ClientFiles() []string {
 	return []string{
 		".mcp.json",      // Claude Code's project servers

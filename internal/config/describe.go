@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// Describe returns the resolved settings as TOML, one key a line, for
-// `mcpflow check`: the keys that apply to the config's mode, in the order
-// of the settings table. The text parses back into the same settings.
+// Describe returns the settings that apply to the config's mode as TOML, one
+// key a line, for `mcpflow check`; the text parses back into the same ones.
 func (c *Config) Describe() string {
 	var b strings.Builder
 	file := cmp.Or(c.File, "no file (defaults and flags)")
@@ -60,10 +59,8 @@ func (c *Config) describe(b *strings.Builder, srv *ServerConfig) {
 // text writes v, a value of s, as TOML, with a note on what it means.
 func (s *setting) text(v any) (value, note string) {
 	switch s.kind {
-	case kBool:
-		return strconv.FormatBool(v.(bool)), ""
-	case kInt:
-		return strconv.Itoa(v.(int)), ""
+	case kBool, kInt:
+		return fmt.Sprint(v), ""
 	case kSize:
 		return TOMLString(sizeText(v.(int64))), ""
 	case kDuration:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -63,10 +64,7 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 		case unstable.Table, unstable.ArrayTable:
 			var keyStart int
 			table, keyStart, _ = keyPath(e)
-			start := keyStart // back to the '['
-			for start > 0 && strings.IndexByte(" \t[", data[start-1]) >= 0 {
-				start--
-			}
+			start := len(bytes.TrimRight(data[:keyStart], " \t[")) // the '['
 			x.add(&docNode{path: table, header: true, elem: -1, kind: e.Kind, start: start, keyStart: keyStart})
 		case unstable.KeyValue:
 			x.addKeyValue(&p, table, e)
@@ -127,8 +125,7 @@ func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.
 	}
 }
 
-// keyPath returns the parts of a node's key and the offsets of its start
-// and end.
+// keyPath returns the parts of a node's key and the offsets of its ends.
 func keyPath(e *unstable.Node) (parts []string, start, end int) {
 	start = -1
 	for it := e.Key(); it.Next(); {

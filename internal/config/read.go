@@ -38,18 +38,13 @@ const (
 
 // expected says what a valid value of k looks like, for messages.
 func (k kind) expected() string {
+	const list = `an array of strings, like ["a", "b"]`
 	return [...]string{
-		kString:   "a string",
-		kPath:     "a string",
-		kBool:     "true or false",
-		kInt:      "a whole number",
-		kDuration: `a duration like "2s"`,
-		kSize:     `a size like "64MiB"`,
-		kList:     `an array of strings, like ["a", "b"]`,
-		kPaths:    `an array of strings, like ["a", "b"]`,
-		kGlobs:    `an array of strings, like ["a", "b"]`,
-		kCommand:  `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`,
-		kEnv:      `a table of strings, like { KEY = "value" }`,
+		kString: "a string", kPath: "a string", kBool: "true or false", kInt: "a whole number",
+		kDuration: `a duration like "2s"`, kSize: `a size like "64MiB"`,
+		kList: list, kPaths: list, kGlobs: list,
+		kCommand: `a command: a string (run by sh -c) or an array of strings, like ["./bin/server", "--stdio"]`,
+		kEnv:     `a table of strings, like { KEY = "value" }`,
 	}[k]
 }
 
@@ -224,17 +219,15 @@ func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
 		}
 	case kEnv:
 		if vars, ok := v.(map[string]any); ok {
-			env := map[string]string{}
-			good := true
+			env, errs := map[string]string{}, len(r.errs)
 			for k, val := range vars {
 				if str, ok := val.(string); ok {
 					env[k] = str
 				} else {
 					r.wrong(append(slices.Clip(path), k), kString.expected(), kString, val)
-					good = false
 				}
 			}
-			return env, good
+			return env, len(r.errs) == errs
 		}
 	}
 	if out != nil {
@@ -250,26 +243,23 @@ func (r *reader) decode(s *setting, path []string, v any) (any, bool) {
 
 // strings decodes an array of strings, reporting each item that is not one.
 func (r *reader) strings(path []string, items []any) ([]string, bool) {
-	out := make([]string, len(items))
-	good := true
+	out, errs := make([]string, len(items)), len(r.errs)
 	for i, item := range items {
-		str, ok := item.(string)
-		if !ok {
-			label := fmt.Sprintf("%s[%d]: expected %s, got ", keyString(path), i, kString.expected())
-			if n := r.x.item(path, i); n != nil {
-				r.bad(n, true, "%s%s%s", label, n.got(), hint(kString, n))
-			} else { // nested arrays: the item's extent is unknown
-				r.bad(r.x.paths[keyString(path)], true, "%s%s", label, describeValue(item))
-			}
-			good = false
+		var ok bool
+		if out[i], ok = item.(string); ok {
+			continue
 		}
-		out[i] = str
+		label := fmt.Sprintf("%s[%d]: expected %s, got ", keyString(path), i, kString.expected())
+		if n := r.x.item(path, i); n != nil {
+			r.bad(n, true, "%s%s%s", label, n.got(), hint(kString, n))
+		} else { // nested arrays: the item's extent is unknown
+			r.bad(r.x.paths[keyString(path)], true, "%s%s", label, describeValue(item))
+		}
 	}
-	return out, good
+	return out, len(r.errs) == errs
 }
 
-// decodeCommand decodes a command: a string (blank: none) or an array of
-// strings. got describes v as written.
+// decodeCommand decodes a string (blank: no command) or an array of strings.
 func decodeCommand(v any, got func() string) (any, string) {
 	switch v := v.(type) {
 	case string:
@@ -292,8 +282,7 @@ func decodeCommand(v any, got func() string) (any, string) {
 
 const durationForms = `write a number with a unit (ns, us, ms, s, m, h), e.g. "500ms", "2s", "1m30s"`
 
-// decodeDuration decodes a Go duration written as a string; "" is 0 where
-// emptyOK.
+// decodeDuration decodes a duration written as a string; "" is 0 where emptyOK.
 func decodeDuration(v any, got func() string, emptyOK bool) (any, string) {
 	expected := kDuration.expected()
 	switch v := v.(type) {
@@ -325,8 +314,7 @@ var sizeUnits = map[string]int64{
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-// decodeSize decodes a number of bytes: an integer, or a string with an
-// optional unit.
+// decodeSize decodes bytes: an integer, or a string with an optional unit.
 func decodeSize(v any, got func() string) (any, string) {
 	hint := sizeForms
 	switch v := v.(type) {
@@ -347,8 +335,7 @@ func decodeSize(v any, got func() string) (any, string) {
 	return nil, fmt.Sprintf("expected %s, got %s; %s", kSize.expected(), got(), hint)
 }
 
-// parseSize parses "64MiB", "1.5 GB", "1048576", returning the unit it saw
-// for messages.
+// parseSize parses "64MiB", "1.5 GB", "1048576"; unit is what it saw.
 func parseSize(s string) (n int64, unit string, ok bool) {
 	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' && r != '_' })
@@ -416,9 +403,8 @@ func clip(s string) string {
 	return s
 }
 
-// suggestKey finds what an unknown key in table was probably meant to be:
-// one of keys, else, at the top level or in a top-level table, the same
-// key in another table: "include" under [watch].
+// suggestKey finds what an unknown key in table meant: one of keys, else
+// (in a top-level table) one of another table's: "include" under [watch].
 func suggestKey(word string, table []string, keys []string) string {
 	if s := Suggest(word, keys); s != "" {
 		return strconv.Quote(s)

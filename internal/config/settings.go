@@ -338,10 +338,9 @@ func tableApplies(table string, mode Mode) bool {
 // enumerated string key (a flag that overrides it, such as --log-level),
 // or "".
 func ValueProblem(key, value string) string {
-	for i := range settings {
-		if s := &settings[i]; s.key == key && len(s.values) > 0 && !slices.Contains(s.values, value) {
-			return fmt.Sprintf("%s: %q is not one of %s", key, value, strings.Join(s.values, ", "))
-		}
+	table, name, _ := strings.Cut(key, ".")
+	if s := lookup(table, name, false); s != nil && len(s.values) > 0 && !slices.Contains(s.values, value) {
+		return fmt.Sprintf("%s: %q is not one of %s", key, value, strings.Join(s.values, ", "))
 	}
 	return ""
 }
