@@ -565,8 +565,7 @@ func DefaultMux(dir string) *Config {
 	return c
 }
 
-// reset sets the sections of root (a Config or a ServerConfig) to their
-// defaults.
+// reset sets the sections of root (a Config or a ServerConfig) to defaults.
 func (c *Config) reset(root reflect.Value) {
 	for s, v := range defaults {
 		c.set(root, s, v)

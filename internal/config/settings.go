@@ -57,9 +57,8 @@ const (
 	maxToolNameLen = 128
 )
 
-// settings are the keys of mcpflow.toml, in the order of the file: the
-// tables in the order they are shown, the keys of each in the order of its
-// section.
+// settings are the keys of mcpflow.toml in the order of the file: each
+// table's keys together, in the order of its section.
 var settings = []setting{
 	{key: "build.command", field: "Build.Command", kind: kCommand, def: `""`, modes: inSingle | inCLI | inServer,
 		empty: "no build step", shown: "none", example: `"go build -o bin/{name} ./cmd/{name}"`,
@@ -334,9 +333,8 @@ func tableApplies(table string, mode Mode) bool {
 	return slices.ContainsFunc(settings, func(s setting) bool { return s.table() == table && s.modes.has(mode) })
 }
 
-// ValueProblem is what is wrong with value as the value of the
-// enumerated string key (a flag that overrides it, such as --log-level),
-// or "".
+// ValueProblem is what is wrong with value for the enumerated key (given by
+// a flag that overrides it, such as --log-level), or "".
 func ValueProblem(key, value string) string {
 	table, name, _ := strings.Cut(key, ".")
 	if s := lookup(table, name, false); s != nil && len(s.values) > 0 && !slices.Contains(s.values, value) {

@@ -117,8 +117,7 @@ func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 	}
 }
 
-// items reports the problems that check finds with the items of the array
-// at path.
+// items reports the problems check finds with the items of the array at path.
 func (v *validator) items(path []string, items []string, check func(int, string) string) {
 	for i, item := range items {
 		if msg := check(i, item); msg != "" {
