@@ -1,21 +1,21 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Command is a command line from the config.
 type Command struct {
-	// Argv is the program and its arguments. With Shell it holds one
-	// element: the script.
-	Argv []string
-	// Shell reports that the command was written as a string, to be run
-	// with sh -c Argv[0]. A command written as an array is executed
-	// directly.
-	Shell bool
+	Argv  []string // the program and its arguments; with Shell, only the script
+	Shell bool     // written as a string: run by sh -c Argv[0], not executed directly
 }
 
 // IsZero reports whether no command is set.
@@ -41,13 +41,9 @@ const (
 )
 
 // Config is mcpflow's resolved configuration: defaults filled in, every
-// path absolute. Build one with Load, Parse or Default.
-//
-// In Single mode Run is set and CLI and Servers are empty. In CLI mode CLI
-// is set and Run.Command is zero. In Mux mode Servers holds the servers
-// (in the order of the file) and Build, Run, CLI and Watch are zero;
-// Relay holds the settings of the mux's front and the defaults of each
-// server's relay, its Drain equal to Mux.Drain.
+// path absolute. Build one with Load, Parse or Default. The sections a mode
+// does not use are zero; in Mux mode Relay is the front's and each server's
+// default, its Drain equal to Mux.Drain.
 type Config struct {
 	File string // absolute path of the config file ("" when built from flags)
 	Dir  string // folder all relative paths are resolved against
@@ -68,12 +64,7 @@ type Config struct {
 }
 
 // Mode reports what the config serves.
-func (c *Config) Mode() Mode {
-	if c.mode == "" {
-		return Single
-	}
-	return c.mode
-}
+func (c *Config) Mode() Mode { return cmp.Or(c.mode, Single) }
 
 // BuildConfig is [build].
 type BuildConfig struct {
@@ -88,23 +79,15 @@ type RunConfig struct {
 	Env            map[string]string // added to the inherited environment
 	EnvOverridable []string          // keys the agent may set through recompile
 	StopTimeout    time.Duration     // after closing stdin, before SIGTERM
-	// URL, when set, is where the server serves Streamable HTTP once it
-	// runs (http://127.0.0.1:PORT/PATH); "{port}" in it is a free port
-	// mcpflow picks for each start and passes as $PORT. "" = stdio.
-	URL string
+	URL            string            // Streamable HTTP at this loopback URL, "{port}" a free one; "" = stdio
 }
 
 // HTTPConfig is [http]: the Streamable HTTP front.
 type HTTPConfig struct {
-	// Listen is the address mcpflow serves Streamable HTTP on, at /mcp
-	// (host:port); "" = the client is on stdin and stdout.
-	Listen string
-	// MaxSessions bounds the HTTP front's open sessions; IdleTimeout
-	// ends a session with no request and no open stream.
-	MaxSessions int
-	IdleTimeout time.Duration
-	// AddServer offers a mux's add_server to clients over HTTP.
-	AddServer bool
+	Listen      string        // host:port to serve Streamable HTTP on, at /mcp; "" = stdio
+	MaxSessions int           // open sessions at most
+	IdleTimeout time.Duration // ends a session with no request and no open stream
+	AddServer   bool          // offers a mux's add_server over HTTP too
 }
 
 // CLIConfig is [cli]: a command-line program served as MCP tools, one
@@ -144,20 +127,15 @@ type WatchConfig struct {
 	Include, Exclude []string // doublestar globs on slash paths relative to Dir
 	GitIgnore        bool
 	Debounce, Poll   time.Duration // Poll 0: use fsnotify
-	// Ignore are globs never watched, whatever Include says, unless the
-	// config names files in them (Excludes): ClientFiles by default. No
-	// key sets it.
-	Ignore []string
+	Ignore           []string      // never watched unless named (Excludes): ClientFiles; no key sets it
 }
 
 // LogConfig is [log].
 type LogConfig struct {
-	Level  string // debug, info, warn or error
-	Format string // text or json
-	File   string // absolute; "" = stderr only
-	// MaxSize: the log file is rotated to FILE.1 past this size
-	MaxSize int64
-
+	Level             string // debug, info, warn or error
+	Format            string // text or json
+	File              string // absolute; "" = stderr only
+	MaxSize           int64  // the log file is rotated to FILE.1 past this size
 	Traffic           string // absolute; "" = no traffic capture
 	TrafficMaxMessage int64  // longer messages are truncated in the capture
 	TrafficMaxSize    int64  // the capture file is rotated past this size
@@ -172,9 +150,8 @@ type MuxConfig struct {
 	Drain           time.Duration
 }
 
-// ServerConfig is one [servers.NAME] table of a mux, resolved: the
-// sections of a single-server file, relative paths resolved against the
-// config's Dir, relay settings over the top-level [relay].
+// ServerConfig is one [servers.NAME] table of a mux, resolved: its relay
+// settings over the top-level [relay].
 type ServerConfig struct {
 	Name  string
 	Build BuildConfig
@@ -184,9 +161,8 @@ type ServerConfig struct {
 	Watch WatchConfig
 }
 
-// Load reads, parses and validates the config file at path. Relative paths
-// inside it are resolved against the file's folder; messages name the file
-// as path spells it.
+// Load reads, parses and validates the config file at path; messages name
+// the file as path spells it.
 func Load(path string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -197,9 +173,72 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	c, err := Parse(path, data, filepath.Dir(abs))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		c.File = abs
 	}
-	c.File = abs
-	return c, nil
+	return c, err
+}
+
+// ClientFiles are the files MCP clients and editors keep in a project
+// (servers, settings, chats). Editing them must never restart the server
+// (a TypeScript project's "**/*.json" would catch .mcp.json), so every
+// WatchConfig ignores them (Ignore), and init writes them into watch.exclude.
+func ClientFiles() []string {
+	return []string{
+		".mcp.json",      // Claude Code's project servers
+		".vscode/**",     // VS Code
+		".cursor/**",     // Cursor
+		".claude/**",     // Claude Code's settings, agents, hooks
+		".gemini/**",     // Gemini CLI
+		".codex/**",      // Codex CLI
+		".windsurf/**",   // Windsurf
+		".zed/**",        // Zed
+		".idea/**",       // JetBrains IDEs (workspace.xml changes all the time)
+		".continue/**",   // Continue
+		".roo/**",        // Roo Code
+		".kiro/**",       // Kiro
+		".amazonq/**",    // Amazon Q
+		".junie/**",      // Junie
+		".opencode/**",   // opencode
+		"opencode.json",  // opencode
+		"opencode.jsonc", // opencode
+		".aider*",        // aider's histories and tag cache
+	}
+}
+
+// Excludes returns the globs the watcher leaves out: Exclude, then each of
+// Ignore the config does not name (in Exclude, or by a watch path or an
+// include glob's fixed start in it: ".claude/hooks/*.py"). dir is the
+// folder the globs are relative to.
+func (w *WatchConfig) Excludes(dir string) []string {
+	out := append([]string{}, w.Exclude...)
+	var named []string
+	for _, g := range w.Include {
+		if p := strings.TrimSuffix(fixedStart(g), "/"); p != "" {
+			named = append(named, p)
+		}
+	}
+	for _, p := range w.Paths {
+		if rel, err := filepath.Rel(dir, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			named = append(named, filepath.ToSlash(rel))
+		}
+	}
+	for _, g := range w.Ignore {
+		matches := func(p string) bool { ok, _ := doublestar.Match(g, p); return ok }
+		if !slices.Contains(w.Exclude, g) && !slices.ContainsFunc(named, matches) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// fixedStart is the part of a glob before its first wildcard, cut back to
+// a whole path element: ".claude/hooks/" for ".claude/hooks/*.py",
+// ".mcp.json" for ".mcp.json", "" for "**/*.json".
+func fixedStart(glob string) string {
+	i := strings.IndexAny(glob, `*?[{\`)
+	if i < 0 {
+		return glob
+	}
+	return glob[:strings.LastIndex(glob[:i], "/")+1]
 }

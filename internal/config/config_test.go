@@ -589,15 +589,15 @@ func TestSuggest(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := suggest(tt.word, keys); got != tt.want {
-			t.Errorf("suggest(%q) = %q, want %q", tt.word, got, tt.want)
+		if got := Suggest(tt.word, keys); got != tt.want {
+			t.Errorf("Suggest(%q) = %q, want %q", tt.word, got, tt.want)
 		}
 	}
-	if got := suggest("bulid", []string{"build", "run", "relay", "watch", "log"}); got != "build" {
-		t.Errorf("suggest(bulid) = %q", got)
+	if got := Suggest("bulid", []string{"build", "run", "relay", "watch", "log"}); got != "build" {
+		t.Errorf("Suggest(bulid) = %q", got)
 	}
-	if got := suggest("warning", lookup("log", "level", false).values); got != "warn" {
-		t.Errorf("suggest(warning) = %q", got)
+	if got := Suggest("warning", lookup("log", "level", false).values); got != "warn" {
+		t.Errorf("Suggest(warning) = %q", got)
 	}
 }
 

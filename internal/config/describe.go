@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -10,66 +11,45 @@ import (
 	"time"
 )
 
-// Describe returns the resolved settings as TOML, one key a line, for
-// `mcpflow check`: the keys that apply to the config's mode, in the order
-// of the settings table. The text parses back into the same settings.
+// Describe returns the settings that apply to the config's mode as TOML, one
+// key a line, for `mcpflow check`; the text parses back into the same ones.
 func (c *Config) Describe() string {
 	var b strings.Builder
-	if c.File != "" {
-		fmt.Fprintf(&b, "# config: %s\n", c.File)
-	} else {
-		b.WriteString("# config: no file (defaults and flags)\n")
-	}
-	fmt.Fprintf(&b, "# relative paths resolve against %s\n", c.Dir)
-	fmt.Fprintf(&b, "# mode: %s\n", c.Mode())
+	file := cmp.Or(c.File, "no file (defaults and flags)")
+	fmt.Fprintf(&b, "# config: %s\n# relative paths resolve against %s\n# mode: %s\n", file, c.Dir, c.Mode())
 
-	root := reflect.ValueOf(c).Elem()
-	for _, t := range tableNames {
-		describeTable(&b, t, root, c.Dir, func(s *setting) bool { return s.modes.has(c.Mode()) })
-	}
+	c.describe(&b, nil)
 	if c.Mode() == Mux && len(c.Servers) == 0 {
 		b.WriteString("\n# no [servers.NAME]: the agent adds them\n")
 	}
 	for i := range c.Servers {
-		s := &c.Servers[i]
-		root := reflect.ValueOf(s).Elem()
-		for _, t := range serverTables {
-			if t == "run" && s.CLI != nil || t == "cli" && s.CLI == nil {
-				continue
-			}
-			describeTable(&b, keyString([]string{"servers", s.Name, t}), root, c.Dir,
-				func(st *setting) bool { return st.table() == t && st.modes&inServer != 0 })
-		}
+		c.describe(&b, &c.Servers[i])
 	}
 	return b.String()
 }
 
-// describeTable writes the keys of table (its last part names the table
-// of the settings) that show says apply, with their values in root.
-func describeTable(b *strings.Builder, table string, root reflect.Value, dir string, show func(*setting) bool) {
-	name := table[strings.LastIndexByte(table, '.')+1:]
-	header := false
+// describe writes the settings of c (srv nil) or of its server srv, under
+// the header of each table.
+func (c *Config) describe(b *strings.Builder, srv *ServerConfig) {
+	root, prefix := reflect.ValueOf(c).Elem(), []string(nil)
+	if srv != nil {
+		root, prefix = reflect.ValueOf(srv).Elem(), []string{"servers", srv.Name}
+	}
+	table := ""
 	for i := range settings {
 		s := &settings[i]
-		if s.table() != name || !show(s) {
-			continue
-		}
 		f := fieldOf(root, s)
-		if !f.IsValid() {
+		if !f.IsValid() || !c.applies(s, srv) {
 			continue
 		}
-		if !header {
-			fmt.Fprintf(b, "\n[%s]\n", table)
-			header = true
+		if s.table() != table {
+			table = s.table()
+			fmt.Fprintf(b, "\n[%s]\n", keyString(append(prefix, table)))
 		}
 		value, note := s.text(f.Interface())
-		fmt.Fprintf(b, "%s = %s", s.name(), value)
-		if note != "" {
-			fmt.Fprintf(b, "  # %s", note)
-		}
-		b.WriteString("\n")
+		fmt.Fprintf(b, "%s = %s%s\n", s.name(), value, when(note != "", "  # %s", note))
 		if s.also != nil {
-			if note := s.also(sectionOf(root, s).Addr().Interface(), dir); note != "" {
+			if note := s.also(sectionOf(root, s).Addr().Interface(), c.Dir); note != "" {
 				fmt.Fprintf(b, "# %s\n", note)
 			}
 		}
@@ -79,10 +59,8 @@ func describeTable(b *strings.Builder, table string, root reflect.Value, dir str
 // text writes v, a value of s, as TOML, with a note on what it means.
 func (s *setting) text(v any) (value, note string) {
 	switch s.kind {
-	case kBool:
-		return strconv.FormatBool(v.(bool)), ""
-	case kInt:
-		return strconv.Itoa(v.(int)), ""
+	case kBool, kInt:
+		return fmt.Sprint(v), ""
 	case kSize:
 		return TOMLString(sizeText(v.(int64))), ""
 	case kDuration:
@@ -107,11 +85,8 @@ func (s *setting) text(v any) (value, note string) {
 		if len(env) == 0 {
 			return "{}", ""
 		}
-		kvs := make([]string, 0, len(env))
-		for _, k := range slices.Sorted(maps.Keys(env)) {
-			kvs = append(kvs, tomlKey(k)+" = "+TOMLString(env[k]))
-		}
-		return "{ " + strings.Join(kvs, ", ") + " }", ""
+		kv := func(k string) string { return tomlKey(k) + " = " + TOMLString(env[k]) }
+		return "{ " + joinEach(slices.Sorted(maps.Keys(env)), kv, ", ") + " }", ""
 	}
 	str := v.(string)
 	return TOMLString(str), when(str == "", "%s", s.empty)
@@ -131,12 +106,9 @@ func DurationText(d time.Duration) string {
 
 // sizeText writes n exactly, in the largest binary unit that divides it.
 func sizeText(n int64) string {
-	for _, u := range []struct {
-		name string
-		n    int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.n == 0 {
-			return strconv.FormatInt(n/u.n, 10) + u.name
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		if u := int64(1) << (40 - 10*i); n != 0 && n%u == 0 {
+			return strconv.FormatInt(n/u, 10) + unit
 		}
 	}
 	return strconv.FormatInt(n, 10)
@@ -147,56 +119,44 @@ func TOMLString(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 || r == 0x7f {
-				fmt.Fprintf(&b, `\u%04X`, r)
-			} else {
-				b.WriteRune(r)
-			}
+		if esc, ok := tomlEscapes[r]; ok {
+			b.WriteString(esc)
+		} else if r < 0x20 || r == 0x7f {
+			fmt.Fprintf(&b, `\u%04X`, r)
+		} else {
+			b.WriteRune(r)
 		}
 	}
 	b.WriteByte('"')
 	return b.String()
 }
 
+var tomlEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`, '\t': `\t`}
+
 // TOMLStrings writes ss as a TOML array of strings.
-func TOMLStrings(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = TOMLString(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
+func TOMLStrings(ss []string) string { return "[" + joinEach(ss, TOMLString, ", ") + "]" }
 
 // tomlKey writes a key bare when TOML allows it, else quoted.
 func tomlKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return TOMLString(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool { return !bareKeyRune(r) }) {
+		return TOMLString(k)
 	}
 	return k
 }
 
+// bareKeyRune reports whether r may be written in a bare key (and in the
+// name of a mux's server).
+func bareKeyRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+}
+
 // keyString writes a dotted key path: run.env."A.B".
-func keyString(path []string) string {
-	parts := make([]string, len(path))
-	for i, p := range path {
-		parts[i] = tomlKey(p)
+func keyString(path []string) string { return joinEach(path, tomlKey, ".") }
+
+func joinEach(ss []string, f func(string) string, sep string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
 	}
-	return strings.Join(parts, ".")
+	return strings.Join(out, sep)
 }

@@ -1,30 +1,31 @@
 package config
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // docIndex records where the keys and values of a document were written.
 type docIndex struct {
-	name   string
-	data   []byte
-	lines  []int // offset of the start of each line
-	nodes  []*docNode
-	values map[int]*docNode // by the offset of the value
-	keys   map[int]*docNode // by the offset of the first part of the key
-	paths  map[string]*docNode
+	name  string
+	data  []byte
+	lines []int // offset of the start of each line
+	nodes []*docNode
+	paths map[string]*docNode
 }
 
 // docNode is a table header, a key-value or an element of an array.
 type docNode struct {
 	path     []string
 	header   bool // [table] or [[array table]]
-	array    bool // [[array table]]
 	elem     int  // index in the array for elements, else -1
 	kind     unstable.Kind
 	start    int    // offset of the value, or of a header's '['
@@ -32,48 +33,23 @@ type docNode struct {
 	raw      []byte // the value as written
 }
 
-// label names the node in messages: "run.env.PORT", "watch.paths[1]".
-func (n *docNode) label() string {
-	s := keyString(n.path)
-	if n.elem >= 0 {
-		s += fmt.Sprintf("[%d]", n.elem)
-	}
-	return s
-}
-
 // got describes the value for a message: "integer 2", `string "x"`.
 func (n *docNode) got() string {
-	switch n.kind {
-	case unstable.String:
-		return "string " + clip(string(n.raw))
-	case unstable.Integer:
-		return "integer " + clip(string(n.raw))
-	case unstable.Float:
-		return "float " + clip(string(n.raw))
-	case unstable.Bool:
-		return "boolean " + string(n.raw)
-	case unstable.Array:
-		return "array " + clip(string(n.raw))
-	case unstable.InlineTable:
-		return "table " + clip(string(n.raw))
-	case unstable.Table, unstable.ArrayTable:
+	if n.header {
 		return "a table"
-	default:
-		return "date " + clip(string(n.raw))
 	}
+	return cmp.Or(nodeKinds[n.kind], "date") + " " + clip(string(n.raw))
+}
+
+var nodeKinds = map[unstable.Kind]string{
+	unstable.String: "string", unstable.Integer: "integer", unstable.Float: "float",
+	unstable.Bool: "boolean", unstable.Array: "array", unstable.InlineTable: "table",
 }
 
 // indexDocument parses data and records where every key and value is. A
 // syntax error is reported with its position.
 func indexDocument(name string, data []byte) (*docIndex, error) {
-	x := &docIndex{
-		name:   name,
-		data:   data,
-		values: map[int]*docNode{},
-		keys:   map[int]*docNode{},
-		paths:  map[string]*docNode{},
-		lines:  []int{0},
-	}
+	x := &docIndex{name: name, data: data, lines: []int{0}, paths: map[string]*docNode{}}
 	for i, b := range data {
 		if b == '\n' {
 			x.lines = append(x.lines, i+1)
@@ -86,25 +62,20 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			path, keyStart := keyPath(e)
-			table = path
-			start := keyStart
-			for start > 0 && (data[start-1] == ' ' || data[start-1] == '\t' || data[start-1] == '[') {
-				start--
-			}
-			n := &docNode{path: path, header: true, array: e.Kind == unstable.ArrayTable, elem: -1, kind: e.Kind, start: start, keyStart: keyStart}
-			x.add(n)
+			var keyStart int
+			table, keyStart, _ = keyPath(e)
+			start := len(bytes.TrimRight(data[:keyStart], " \t[")) // the '['
+			x.add(&docNode{path: table, header: true, elem: -1, kind: e.Kind, start: start, keyStart: keyStart})
 		case unstable.KeyValue:
 			x.addKeyValue(&p, table, e)
 		}
 	}
 	if err := p.Error(); err != nil {
-		var perr *unstable.ParserError
-		if errors.As(err, &perr) {
-			line, col := x.lineCol(x.offsetOf(perr.Highlight))
-			return nil, &configError{file: name, line: line, col: col, msg: perr.Message}
+		perr, ok := errors.AsType[*unstable.ParserError](err)
+		if !ok {
+			return nil, &configError{file: name, msg: err.Error()}
 		}
-		return nil, &configError{file: name, msg: err.Error()}
+		return nil, &configError{file: name, pos: x.lineCol(int(p.Range(perr.Highlight).Offset)), msg: perr.Message}
 	}
 	return x, nil
 }
@@ -112,41 +83,26 @@ func indexDocument(name string, data []byte) (*docIndex, error) {
 func (x *docIndex) add(n *docNode) {
 	x.nodes = append(x.nodes, n)
 	if n.keyStart >= 0 {
-		x.keys[n.keyStart] = n
 		x.paths[keyString(n.path)] = n
-	}
-	if !n.header {
-		x.values[n.start] = n
 	}
 }
 
 // addKeyValue records a key-value under the table prefix, with the entries
 // of inline tables and the elements of arrays.
 func (x *docIndex) addKeyValue(p *unstable.Parser, prefix []string, e *unstable.Node) {
-	parts, keyStart := keyPath(e)
+	parts, keyStart, i := keyPath(e)
 	path := append(slices.Clip(prefix), parts...)
 	v := e.Value()
 	// The value runs from after the '=' to the end of the expression (the
 	// parser does not record the extent of arrays and inline tables).
-	it := e.Key()
-	var last unstable.Range
-	for it.Next() {
-		last = it.Node().Raw
-	}
-	i := int(last.Offset + last.Length)
-	for i < len(x.data) && (x.data[i] == ' ' || x.data[i] == '\t' || x.data[i] == '=') {
+	for i < len(x.data) && strings.IndexByte(" \t=", x.data[i]) >= 0 {
 		i++
 	}
 	end := int(e.Raw.Offset + e.Raw.Length)
 	if end < i || end > len(x.data) {
 		end = i
 	}
-	n := &docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]}
-	x.add(n)
-	x.addChildren(p, path, v)
-}
-
-func (x *docIndex) addChildren(p *unstable.Parser, path []string, v *unstable.Node) {
+	x.add(&docNode{path: path, elem: -1, kind: v.Kind, start: i, keyStart: keyStart, raw: x.data[i:end]})
 	switch v.Kind {
 	case unstable.InlineTable:
 		it := v.Children()
@@ -169,65 +125,32 @@ func (x *docIndex) addChildren(p *unstable.Parser, path []string, v *unstable.No
 	}
 }
 
-// keyPath returns the parts of a node's key and the offset of its first part.
-func keyPath(e *unstable.Node) ([]string, int) {
-	var parts []string
-	start := -1
-	it := e.Key()
-	for it.Next() {
+// keyPath returns the parts of a node's key and the offsets of its ends.
+func keyPath(e *unstable.Node) (parts []string, start, end int) {
+	start = -1
+	for it := e.Key(); it.Next(); {
 		k := it.Node()
 		if start < 0 {
 			start = int(k.Raw.Offset)
 		}
-		parts = append(parts, string(k.Data))
+		parts, end = append(parts, string(k.Data)), int(k.Raw.Offset+k.Raw.Length)
 	}
-	return parts, start
+	return parts, start, end
 }
 
-// offsetOf returns the offset of b in the document, or 0 when b is not a
-// slice of it.
-func (x *docIndex) offsetOf(b []byte) int {
-	off := cap(x.data) - cap(b)
-	if off < 0 || off+len(b) > len(x.data) {
-		return 0
-	}
-	return off
-}
-
-// lineCol turns an offset into a 1-based line and byte column, as go-toml
-// counts them.
-func (x *docIndex) lineCol(off int) (int, int) {
+func (x *docIndex) lineCol(off int) pos {
 	off = min(max(off, 0), len(x.data))
 	line := sort.SearchInts(x.lines, off+1) // lines[line-1] <= off
-	return line, off - x.lines[line-1] + 1
+	return pos{line, off - x.lines[line-1] + 1}
 }
 
-// offset turns a 1-based line and column back into an offset.
-func (x *docIndex) offset(line, col int) int {
-	if line < 1 || line > len(x.lines) {
-		return len(x.data)
-	}
-	return min(x.lines[line-1]+col-1, len(x.data))
-}
-
-// item returns the node of item i of the array at path, or nil.
 func (x *docIndex) item(path []string, i int) *docNode {
-	key := keyString(path)
-	for j := len(x.nodes) - 1; j >= 0; j-- {
-		if n := x.nodes[j]; n.elem == i && keyString(n.path) == key {
+	for _, n := range slices.Backward(x.nodes) {
+		if n.elem == i && slices.Equal(n.path, path) {
 			return n
 		}
 	}
 	return nil
-}
-
-// itemPosition returns where the document writes item i of the array at
-// path, else where it sets path.
-func (x *docIndex) itemPosition(path []string, i int) (line, col int) {
-	if n := x.item(path, i); n != nil {
-		return x.lineCol(n.start)
-	}
-	return x.position(path)
 }
 
 // firstUnder returns the first node the document writes at path or under
@@ -243,7 +166,7 @@ func (x *docIndex) firstUnder(path []string) *docNode {
 
 // position returns where the document sets path: its value, else the
 // header of the nearest enclosing table it writes, else 0, 0.
-func (x *docIndex) position(path []string) (line, col int) {
+func (x *docIndex) position(path []string) pos {
 	for n := len(path); n > 0; n-- {
 		if node, ok := x.paths[keyString(path[:n])]; ok {
 			return x.lineCol(node.start)
@@ -255,5 +178,98 @@ func (x *docIndex) position(path []string) (line, col int) {
 			return x.lineCol(node.start)
 		}
 	}
-	return 0, 0
+	return pos{}
+}
+
+// configError is one problem in a config: "file:line:col: msg", without
+// what is not known.
+type configError struct {
+	file string
+	pos
+	msg string
+}
+
+// pos is a 1-based line and byte column, as go-toml counts them; 0, 0 when
+// not known.
+type pos struct{ line, col int }
+
+func (e *configError) Error() string {
+	switch {
+	case e.file == "":
+		return e.msg
+	case e.line > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", e.file, e.line, e.col, e.msg)
+	}
+	return e.file + ": " + e.msg
+}
+
+// joinErrors returns nil, the only error, or all of them one per line in
+// the order of the document; it skips nils.
+func joinErrors(errs []error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	at := func(err error) pos {
+		if ce, ok := errors.AsType[*configError](err); ok {
+			return ce.pos
+		}
+		return pos{}
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		pa, pb := at(a), at(b)
+		return cmp.Or(cmp.Compare(pa.line, pb.line), cmp.Compare(pa.col, pb.col))
+	})
+	return errors.Join(errs...)
+}
+
+// errorAtItem is errorAt for item i of the array at path.
+func (c *Config) errorAtItem(path []string, i int, format string, args ...any) error {
+	e := c.errorAt(path, format, args...).(*configError)
+	if c.src == nil {
+		return e
+	}
+	if n := c.src.item(path, i); n != nil {
+		e.pos = c.src.lineCol(n.start)
+	}
+	return e
+}
+
+// errorAt reports a problem with the value of the key at path, pointing at
+// where the file sets it, or at its table, or just naming the file. The
+// message is prefixed with the key unless it already starts with it.
+func (c *Config) errorAt(path []string, format string, args ...any) error {
+	key := keyString(path)
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, key+" ") {
+		msg = key + ": " + msg
+	}
+	e := &configError{file: c.name, msg: msg}
+	if c.src != nil {
+		e.pos = c.src.position(path)
+	}
+	return e
+}
+
+// decodeError locates an error of go-toml's decoder (a key defined twice,
+// a number too large) and names the key.
+func (x *docIndex) decodeError(err error) error {
+	e := &configError{file: x.name, msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	if de, ok := errors.AsType[*toml.DecodeError](err); ok {
+		e.line, e.col = de.Position()
+		// The node whose value, or key, is there (one at most).
+		at := func(off int) bool { return off >= 0 && x.lineCol(off) == e.pos }
+		if i := slices.IndexFunc(x.nodes, func(n *docNode) bool { return !n.header && at(n.start) || at(n.keyStart) }); i >= 0 {
+			n := x.nodes[i]
+			e.msg = fmt.Sprintf("%s%s: %s", keyString(n.path), when(n.elem >= 0, "[%d]", n.elem), e.msg)
+		}
+	}
+	return e
+}
+
+// At words a message about the value of key (a dotted path such as
+// "run.command") as Parse words its errors: "mcpflow.toml:4:11: run.command:
+// msg", located at the key, else its table, else naming only the file.
+func (c *Config) At(key, format string, args ...any) string {
+	return c.errorAt(strings.Split(key, "."), format, args...).Error()
 }

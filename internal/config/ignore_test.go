@@ -90,8 +90,8 @@ func TestAtLocatesWarnings(t *testing.T) {
 	if got := Default("/proj").At("run.cwd", "x"); got != "run.cwd: x" {
 		t.Errorf("At without a file = %q", got)
 	}
-	if got := cfg.AtItem("run.command", 1, "item 2"); got != "mcpflow.toml:5:23: run.command: item 2" {
-		t.Errorf("AtItem = %q", got)
+	if got := cfg.errorAtItem([]string{"run", "command"}, 1, "item 2").Error(); got != "mcpflow.toml:5:23: run.command: item 2" {
+		t.Errorf("errorAtItem = %q", got)
 	}
 	if got := Suggest("sever.py", []string{"main.py", "server.py"}); got != "server.py" {
 		t.Errorf("Suggest = %q", got)

@@ -2,17 +2,17 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// setting is one key of mcpflow.toml. Everything mcpflow knows about a key
-// comes from its entry: how a file writes it and how a value is checked
-// (read.go, validate.go), its default (Default), how check shows it
-// (describe.go), and its line in mcpflow.toml.example and its row in the
-// README's configuration reference (reference_test.go generates both).
+// setting is one key of mcpflow.toml: everything mcpflow knows about it
+// (doc.go).
 type setting struct {
 	key   string // table.key, as a single-server file writes it
 	field string // where the value goes: Section.Field of Config, and of ServerConfig for inServer keys
@@ -21,13 +21,14 @@ type setting struct {
 	modes modes  // the configs the key applies to
 	doc   string // what the key does: one line of Markdown (code spans), lowercase, no final period
 
-	empty   string                           // what "" (an empty list, a zero duration) means, for check's note; a string or path key with it skips check and its path is not resolved when empty; a duration key without it rejects ""
-	values  []string                         // the valid values of an enumerated string
-	min     int64                            // the least valid integer, size or duration (1 for a duration: more than 0); numbers are never negative
-	check   func(v any) string               // a problem with the value, or ""
-	item    func(i int, s string) string     // a problem with item i of a list, or ""
-	also    func(sec any, dir string) string // a comment check writes below the key, given the section (*WatchConfig...)
-	modeMsg string                           // the error for the key written in a config it does not apply to
+	empty    string                           // what "" (an empty list, a zero duration) means, for check's note; a string or path key with it skips check and its path is not resolved when empty; a duration key without it rejects ""
+	values   []string                         // the valid values of an enumerated string
+	min      int64                            // the least valid integer, size or duration (1 for a duration: more than 0); numbers are never negative
+	check    func(s string) string            // a problem with a string's value, or ""
+	nonEmpty string                           // the error for an empty list
+	item     func(i int, s string) string     // a problem with item i of a list, or ""
+	also     func(sec any, dir string) string // a comment check writes below the key, given the section (*WatchConfig...)
+	modeMsg  string                           // the error for the key written in a config it does not apply to
 
 	shown   string // the reference's default when def does not say it: "required"
 	example string // the example's value when it is not def; {name} is the server's name
@@ -46,15 +47,9 @@ const (
 	everywhere = inSingle | inCLI | inMux
 )
 
-func (m modes) has(mode Mode) bool {
-	switch mode {
-	case CLI:
-		return m&inCLI != 0
-	case Mux:
-		return m&inMux != 0
-	}
-	return m&inSingle != 0
-}
+var modeBits = map[Mode]modes{"": inSingle, Single: inSingle, CLI: inCLI, Mux: inMux}
+
+func (m modes) has(mode Mode) bool { return m&modeBits[mode] != 0 }
 
 // The limits that are not settings.
 const (
@@ -62,9 +57,8 @@ const (
 	maxToolNameLen = 128
 )
 
-// settings are the keys of mcpflow.toml, in the order of the file: the
-// tables in the order they are shown, the keys of each in the order of its
-// section.
+// settings are the keys of mcpflow.toml in the order of the file: each
+// table's keys together, in the order of its section.
 var settings = []setting{
 	{key: "build.command", field: "Build.Command", kind: kCommand, def: `""`, modes: inSingle | inCLI | inServer,
 		empty: "no build step", shown: "none", example: `"go build -o bin/{name} ./cmd/{name}"`,
@@ -83,7 +77,7 @@ var settings = []setting{
 		doc: "keys the agent may set through recompile's `env` argument, e.g. `[\"LOG_LEVEL\"]`"},
 	{key: "run.stop_timeout", field: "Run.StopTimeout", kind: kDuration, def: `"2s"`, modes: inSingle | inServer,
 		doc: "after closing the server's stdin, wait this long, then SIGTERM the group, wait again, then SIGKILL"},
-	{key: "run.url", field: "Run.URL", kind: kString, def: `""`, modes: inSingle | inServer, check: text(URLProblem),
+	{key: "run.url", field: "Run.URL", kind: kString, def: `""`, modes: inSingle | inServer, check: URLProblem,
 		empty: "stdio: the server speaks on its stdin and stdout", see: "[HTTP](#streamable-http)",
 		doc: "the server speaks Streamable HTTP at this URL instead of stdio: `http://127.0.0.1:PORT/PATH`, loopback only; `{port}` as the port is a free port for each start, passed as `$PORT`; `\"\"` = stdio"},
 
@@ -106,7 +100,7 @@ var settings = []setting{
 	{key: "cli.env", field: "CLI.Env", kind: kEnv, def: `{}`, modes: inCLI | inServer,
 		doc: "variables added to the inherited environment"},
 
-	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: inSingle | inCLI, check: text(toolNameProblem),
+	{key: "relay.tool", field: "Relay.Tool", kind: kString, def: `"recompile"`, modes: inSingle | inCLI, check: toolNameProblem,
 		modeMsg: `names the rebuild tool of mcpflow watch; behind the mux every server is rebuilt with reload_server {"name": ...}: remove relay.tool`,
 		doc:     "name of the rebuild tool mcpflow adds (letters, digits, `_ . -`); the same over stdio, `--http` and the era bridge. A mux has no such tool (each server is rebuilt with `reload_server`), so `mcpflow check` refuses it there"},
 	{key: "relay.max_message", field: "Relay.MaxMessage", kind: kSize, def: `"64MiB"`, modes: everywhere | inServer, min: kib,
@@ -120,7 +114,7 @@ var settings = []setting{
 		doc: "a stderr line equal to this makes mcpflow rebuild and restart the server; `\"\"` = off"},
 	{key: "relay.server_suffix", field: "Relay.ServerSuffix", kind: kString, def: `""`, modes: everywhere, check: oneLine("must be a single line"),
 		doc: "appended to `serverInfo.name` and `version` in the initialize (or `server/discover`) result, e.g. `\"-dev\"`; in a mux, to the mux's own (`mcpflow-dev`)"},
-	{key: "relay.call_tool", field: "Relay.CallTool", kind: kString, def: `""`, modes: everywhere, check: text(toolNameProblem),
+	{key: "relay.call_tool", field: "Relay.CallTool", kind: kString, def: `""`, modes: everywhere, check: toolNameProblem,
 		empty: "off", see: "[clients that never refresh their tool list](#clients-that-never-refresh-their-tool-list)",
 		doc: "name of an extra tool `{name, arguments}` that forwards a `tools/call`, for clients that ignore `list_changed`; must differ from `tool`; `\"\"` = off"},
 	{key: "relay.queue_size", field: "Relay.QueueSize", kind: kInt, def: `256`, modes: everywhere | inServer, min: 1,
@@ -141,14 +135,14 @@ var settings = []setting{
 	{key: "watch.enabled", field: "Watch.Enabled", kind: kBool, def: `true`, modes: inSingle | inCLI | inServer,
 		doc: "rebuild on file changes"},
 	{key: "watch.paths", field: "Watch.Paths", kind: kPaths, def: `["."]`, modes: inSingle | inCLI | inServer,
-		check: notEmpty(`is empty: list at least one folder to watch, e.g. ["."], or set enabled = false`),
+		nonEmpty: `is empty: list at least one folder to watch, e.g. ["."], or set enabled = false`,
 		item: func(i int, p string) string {
 			return when(p == "", `item %d is empty; use "." for the config file's folder`, i+1)
 		},
 		doc: "folders to watch"},
 	{key: "watch.include", field: "Watch.Include", kind: kGlobs, def: `["**/*"]`, modes: inSingle | inCLI | inServer, item: globItem,
-		check: notEmpty(`is empty; remove it to include every file (the default, ["**/*"]), or list globs such as ["**/*.go", "go.mod"]`),
-		doc:   "doublestar globs (slash paths relative to the file's folder) of files that trigger a rebuild, e.g. `[\"**/*.go\", \"go.mod\"]`"},
+		nonEmpty: `is empty; remove it to include every file (the default, ["**/*"]), or list globs such as ["**/*.go", "go.mod"]`,
+		doc:      "doublestar globs (slash paths relative to the file's folder) of files that trigger a rebuild, e.g. `[\"**/*.go\", \"go.mod\"]`"},
 	{key: "watch.exclude", field: "Watch.Exclude", kind: kGlobs, def: `[]`, modes: inSingle | inCLI | inServer, item: globItem,
 		also: func(sec any, dir string) string {
 			w := sec.(*WatchConfig)
@@ -180,7 +174,7 @@ var settings = []setting{
 	{key: "log.traffic_max_size", field: "Log.TrafficMaxSize", kind: kSize, def: `"16MiB"`, modes: everywhere, min: kib,
 		doc: "the traffic file is rotated to `FILE.1` at this size"},
 
-	{key: "http.listen", field: "HTTP.Listen", kind: kString, def: `""`, modes: everywhere, check: text(ListenProblem),
+	{key: "http.listen", field: "HTTP.Listen", kind: kString, def: `""`, modes: everywhere, check: ListenProblem,
 		empty: "off: the client is on stdin and stdout", see: "[HTTP](#streamable-http)",
 		doc: "serve Streamable HTTP at `http://ADDRESS/mcp` instead of stdio (as `--http ADDRESS`), e.g. `\"127.0.0.1:8931\"`; requests from a browser page of another origin are refused; `\"\"` = the client is on stdin and stdout"},
 	{key: "http.max_sessions", field: "HTTP.MaxSessions", kind: kInt, def: `1000`, modes: everywhere, min: 1,
@@ -190,7 +184,7 @@ var settings = []setting{
 	{key: "http.add_server", field: "HTTP.AddServer", kind: kBool, def: `false`, modes: inMux,
 		doc: "offers the mux's `add_server` to clients over HTTP too; off, only a stdio client (the one that started mcpflow) may start programs"},
 
-	{key: "mux.separator", field: "Mux.Separator", kind: kString, def: `"__"`, modes: inMux, check: text(separatorProblem),
+	{key: "mux.separator", field: "Mux.Separator", kind: kString, def: `"__"`, modes: inMux, check: separatorProblem,
 		doc: "joins a server's name and its tools' names (characters allowed in tool names); `mcpflow check` warns about one that lets a server's tool take a management tool's name (with `\"_\"`, a server `add` with a tool `server` would be `add_server`)"},
 	{key: "mux.add_server", field: "Mux.AddServer", kind: kBool, def: `true`, modes: inMux,
 		doc: "lets the agent start servers itself with the `add_server` tool. **An agent with `add_server` can run any program you can, unless `allowed_commands` restricts it or it runs in a sandbox**; set `false` to turn it off"},
@@ -206,18 +200,8 @@ var settings = []setting{
 		doc: "when a server is replaced, calls already running on it may finish within this time (it sets `relay.drain` for every server)"},
 }
 
-// The checks of the table.
-
-func text(problem func(string) string) func(any) string {
-	return func(v any) string { return problem(v.(string)) }
-}
-
-func oneLine(msg string) func(any) string {
-	return func(v any) string { return when(strings.ContainsAny(v.(string), "\r\n"), "%s", msg) }
-}
-
-func notEmpty(msg string) func(any) string {
-	return func(v any) string { return when(len(v.([]string)) == 0, "%s", msg) }
+func oneLine(msg string) func(string) string {
+	return func(s string) string { return when(strings.ContainsAny(s, "\r\n"), "%s", msg) }
 }
 
 // when is the message when bad, else "".
@@ -258,8 +242,7 @@ func globItem(i int, g string) string {
 	return ""
 }
 
-// separatorProblem checks mux.separator: a non-empty string of characters
-// allowed in tool names.
+// separatorProblem checks mux.separator.
 func separatorProblem(sep string) string {
 	if sep == "" {
 		return `must not be empty: it joins a server's name and its tools', e.g. "__"`
@@ -288,9 +271,7 @@ func toolNameProblem(name string) string {
 	return ""
 }
 
-func toolNameRune(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-'
-}
+func toolNameRune(r rune) bool { return bareKeyRune(r) || r == '.' }
 
 func envNameProblem(k string) string {
 	switch {
@@ -302,8 +283,6 @@ func envNameProblem(k string) string {
 	return ""
 }
 
-// The table's indexes.
-
 func (s *setting) table() string { t, _, _ := strings.Cut(s.key, "."); return t }
 func (s *setting) name() string  { _, n, _ := strings.Cut(s.key, "."); return n }
 
@@ -311,23 +290,19 @@ func (s *setting) name() string  { _, n, _ := strings.Cut(s.key, "."); return n 
 var tableNames = func() []string {
 	var names []string
 	for i := range settings {
-		if t := settings[i].table(); len(names) == 0 || names[len(names)-1] != t {
-			names = append(names, t)
-		}
+		names = append(names, settings[i].table())
 	}
-	return names
+	return slices.Compact(names)
 }()
 
 // lookup returns the setting table.name, or nil. With server it returns
 // only the keys a mux's server sets.
 func lookup(table, name string, server bool) *setting {
-	for i := range settings {
-		s := &settings[i]
-		if s.table() == table && s.name() == name && (!server || s.modes&inServer != 0) {
-			return s
-		}
+	i := slices.IndexFunc(settings, func(s setting) bool { return s.key == table+"."+name })
+	if i < 0 || server && settings[i].modes&inServer == 0 {
+		return nil
 	}
-	return nil
+	return &settings[i]
 }
 
 // keysOf lists the keys of table; with server, those a mux's server sets.
@@ -342,34 +317,90 @@ func keysOf(table string, server bool) []string {
 }
 
 // serverTables are the tables of a [servers.NAME] table.
-var serverTables = func() []string {
-	var names []string
-	for _, t := range tableNames {
-		if len(keysOf(t, true)) > 0 {
-			names = append(names, t)
-		}
+var serverTables = slices.DeleteFunc(slices.Clone(tableNames), func(t string) bool { return keysOf(t, true) == nil })
+
+// applies reports whether s applies to c (srv nil) or to its server srv:
+// a server has [run] or [cli], not both.
+func (c *Config) applies(s *setting, srv *ServerConfig) bool {
+	if srv == nil {
+		return s.modes.has(c.Mode())
 	}
-	return names
-}()
+	return s.modes&inServer != 0 && !(s.table() == "run" && srv.CLI != nil)
+}
 
 // tableApplies reports whether some key of table applies to mode.
 func tableApplies(table string, mode Mode) bool {
-	for i := range settings {
-		if s := &settings[i]; s.table() == table && s.modes.has(mode) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(settings, func(s setting) bool { return s.table() == table && s.modes.has(mode) })
 }
 
-// ValueProblem is what is wrong with value as the value of the
-// enumerated string key (a flag that overrides it, such as --log-level),
-// or "".
+// ValueProblem is what is wrong with value for the enumerated key (given by
+// a flag that overrides it, such as --log-level), or "".
 func ValueProblem(key, value string) string {
-	for i := range settings {
-		if s := &settings[i]; s.key == key && len(s.values) > 0 && !slices.Contains(s.values, value) {
-			return fmt.Sprintf("%s: %q is not one of %s", key, value, strings.Join(s.values, ", "))
-		}
+	table, name, _ := strings.Cut(key, ".")
+	if s := lookup(table, name, false); s != nil && len(s.values) > 0 && !slices.Contains(s.values, value) {
+		return fmt.Sprintf("%s: %q is not one of %s", key, value, strings.Join(s.values, ", "))
 	}
 	return ""
+}
+
+// PortPlaceholder in run.url stands for a free port mcpflow picks for each
+// start of the server and passes to it as $PORT.
+const PortPlaceholder = "{port}"
+
+// URLProblem says what is wrong with a run.url, or "" when it is one
+// mcpflow can use: http or https, a loopback host (the server is a child
+// of mcpflow's on this machine), and a port or {port}.
+func URLProblem(raw string) string {
+	const eg = `e.g. url = "http://127.0.0.1:{port}/mcp" (a free port each start, passed as $PORT) or "http://127.0.0.1:8080/mcp"`
+	if !strings.Contains(raw, "://") {
+		return fmt.Sprintf("%s has no scheme: write it as http://%s; %s", TOMLString(raw), raw, eg)
+	}
+	u, err := url.Parse(strings.Replace(raw, PortPlaceholder, "1", 1))
+	if err != nil || u.Host == "" {
+		return fmt.Sprintf("%s is not a URL; %s", TOMLString(raw), eg)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Sprintf("scheme %q: the server's URL is http:// (or https://); %s", u.Scheme, eg)
+	}
+	if strings.Count(raw, PortPlaceholder) > 1 || strings.Contains(raw, PortPlaceholder) && !strings.Contains(raw, ":"+PortPlaceholder) {
+		return fmt.Sprintf("%s may appear once, as the port; %s", PortPlaceholder, eg)
+	}
+	if !Loopback(u.Hostname()) {
+		return fmt.Sprintf("host %q is not this machine: mcpflow starts the server, so its URL is on 127.0.0.1, [::1] or localhost; %s", u.Hostname(), eg)
+	}
+	if u.Port() == "" {
+		return fmt.Sprintf("%s has no port: write the port the server listens on, or %s; %s", TOMLString(raw), PortPlaceholder, eg)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return fmt.Sprintf("port %q is not a port number (1 to 65535) or %s; %s", u.Port(), PortPlaceholder, eg)
+	}
+	return ""
+}
+
+// ListenProblem says what is wrong with an [http] listen address (or the
+// --http flag's), or "" when net.Listen can be given it: host:port, the
+// port a number (0 = any free port).
+func ListenProblem(addr string) string {
+	const eg = `e.g. listen = "127.0.0.1:8931" (or --http 127.0.0.1:8931)`
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%s is not host:port; %s", TOMLString(addr), eg)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Sprintf("port %q is not a port number (0 to 65535); %s", port, eg)
+	}
+	if host == "" {
+		return fmt.Sprintf("%s has no host, which would listen on every network; write 127.0.0.1 to serve this machine only (or 0.0.0.0 if you mean every network); %s", TOMLString(addr), eg)
+	}
+	return ""
+}
+
+// Loopback reports whether host (a name or an address, without a port)
+// is this machine: localhost, or an address in 127.0.0.0/8 or ::1.
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

@@ -12,54 +12,47 @@ import (
 
 // Validate checks the resolved settings. The error lists every problem,
 // one per line; when c was parsed from a file each names the place to fix.
-//
-// Each key is checked as its setting says (validSetting); the checks below
-// are those that join several keys.
 func (c *Config) Validate() error {
 	v := validator{c: c}
 	root := reflect.ValueOf(c).Elem()
 	for i := range settings {
-		if s := &settings[i]; s.modes.has(c.Mode()) {
-			v.setting(root, s, s.key)
+		if s := &settings[i]; c.applies(s, nil) {
+			v.setting(root, s, []string{s.table(), s.name()})
 		}
 	}
+	// The checks that join several keys.
 	switch c.Mode() {
 	case Single:
 		if c.Run.Command.IsZero() {
-			v.bad("run.command", `run.command is required: the command that starts your MCP server, e.g. command = ["./bin/server"]`)
+			v.bad([]string{"run", "command"}, `run.command is required: the command that starts your MCP server, e.g. command = ["./bin/server"]`)
 		}
 	case CLI:
-		v.cli("cli", c.CLI)
+		v.cli([]string{"cli"}, c.CLI)
 	case Mux:
 		v.servers()
 	}
 	r := &c.Relay
 	if r.CallTool != "" && r.CallTool == r.Tool && toolNameProblem(r.Tool) == "" {
-		v.bad("relay.call_tool", "must differ from relay.tool (both are %q): the two tools need their own names", r.Tool)
+		v.bad([]string{"relay", "call_tool"}, "must differ from relay.tool (both are %q): the two tools need their own names", r.Tool)
 	}
 	if l := &c.Log; l.Traffic != "" && l.Traffic == l.File {
-		v.bad("log.traffic", "must differ from log.file (both are %s): the capture has a file of its own", TOMLString(l.File))
+		v.bad([]string{"log", "traffic"}, "must differ from log.file (both are %s): the capture has a file of its own", TOMLString(l.File))
 	}
 	return joinErrors(v.errs)
 }
 
-// validator collects the problems of a Config.
 type validator struct {
 	c    *Config
 	errs []error
 }
 
-func (v *validator) bad(key, format string, args ...any) {
-	v.errs = append(v.errs, v.c.errorAt(key, format, args...))
-}
-
-func (v *validator) badItem(key string, i int, format string, args ...any) {
-	v.errs = append(v.errs, v.c.errorAtItem(key, i, format, args...))
+func (v *validator) bad(path []string, format string, args ...any) {
+	v.errs = append(v.errs, v.c.errorAt(path, format, args...))
 }
 
 // setting checks the value of s in root (a Config or a ServerConfig),
-// which the file writes at key.
-func (v *validator) setting(root reflect.Value, s *setting, key string) {
+// which the file writes at path.
+func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 	f := fieldOf(root, s)
 	if !f.IsValid() {
 		return
@@ -72,128 +65,111 @@ func (v *validator) setting(root reflect.Value, s *setting, key string) {
 			return
 		}
 		if str == "" && s.kind == kPath {
-			v.bad(key, `must not be empty; use "." for the config file's folder`)
+			v.bad(path, `must not be empty; use "." for the config file's folder`)
 		}
 		if len(s.values) > 0 && !slices.Contains(s.values, str) {
-			v.bad(key, "%s", enumProblem(str, s.values))
+			v.bad(path, "%s", enumProblem(str, s.values))
+		}
+		if s.check != nil {
+			if msg := s.check(str); msg != "" {
+				v.bad(path, "%s", msg)
+			}
 		}
 	case kDuration:
 		switch d := val.(time.Duration); {
 		case s.min > 0 && d <= 0:
-			v.bad(key, "must be more than 0, got %q", DurationText(d))
+			v.bad(path, "must be more than 0, got %q", DurationText(d))
 		case d < 0:
-			v.bad(key, "must not be negative, got %q", DurationText(d))
+			v.bad(path, "must not be negative, got %q", DurationText(d))
 		}
 	case kSize:
 		if n := val.(int64); n < s.min {
-			v.bad(key, "must be at least %s, got %s", sizeText(s.min), sizeText(n))
+			v.bad(path, "must be at least %s, got %s", sizeText(s.min), sizeText(n))
 		}
 	case kInt:
 		if n := val.(int); int64(n) < s.min {
-			v.bad(key, "must be at least %d, got %d", s.min, n)
+			v.bad(path, "must be at least %d, got %d", s.min, n)
 		}
 	case kList, kPaths, kGlobs:
-		if s.item != nil {
-			for i, item := range val.([]string) {
-				if msg := s.item(i, item); msg != "" {
-					v.badItem(key, i, "%s", msg)
-				}
-			}
+		if l := val.([]string); len(l) == 0 && s.nonEmpty != "" {
+			v.bad(path, "%s", s.nonEmpty)
+		} else if s.item != nil {
+			v.items(path, l, s.item)
 		}
 	case kCommand:
 		cmd := val.(Command)
 		if len(cmd.Argv) > 0 && cmd.Argv[0] == "" {
-			v.bad(key, `the program name (the first item) is empty; write the program to run, e.g. ["./bin/server"]`)
+			v.bad(path, `the program name (the first item) is empty; write the program to run, e.g. ["./bin/server"]`)
 		}
 		if slices.ContainsFunc(cmd.Argv, func(a string) bool { return strings.ContainsRune(a, 0) }) {
-			v.bad(key, "contains a NUL character")
+			v.bad(path, "contains a NUL character")
 		}
 	case kEnv:
 		env := val.(map[string]string)
 		for _, k := range slices.Sorted(maps.Keys(env)) {
-			path := append(splitKey(key), k)
 			if msg := envNameProblem(k); msg != "" {
-				v.errs = append(v.errs, v.c.errorAtPath(path, "%s", msg))
+				v.bad(append(slices.Clip(path), k), "%s", msg)
 			}
 			if strings.ContainsRune(env[k], 0) {
-				v.errs = append(v.errs, v.c.errorAtPath(path, "the value contains a NUL character"))
+				v.bad(append(slices.Clip(path), k), "the value contains a NUL character")
 			}
 		}
 	}
-	if s.check != nil {
-		if msg := s.check(val); msg != "" {
-			v.bad(key, "%s", msg)
+}
+
+// items reports the problems check finds with the items of the array at path.
+func (v *validator) items(path []string, items []string, check func(int, string) string) {
+	for i, item := range items {
+		if msg := check(i, item); msg != "" {
+			v.errs = append(v.errs, v.c.errorAtItem(path, i, "%s", msg))
 		}
 	}
 }
 
 // cli checks the keys of [cli] that are required, or whose default
 // another key gives.
-func (v *validator) cli(table string, cli *CLIConfig) {
+func (v *validator) cli(table []string, cli *CLIConfig) {
+	schema, command := append(slices.Clip(table), "schema"), append(slices.Clip(table), "command")
 	if len(cli.Schema) == 0 {
-		v.bad(key(table, "schema"), `%s is required: the command that prints your tool definitions as JSON, e.g. schema = ["./bin/tool", "schema", "--json"]`, key(table, "schema"))
+		v.bad(schema, `%s is required: the command that prints your tool definitions as JSON, e.g. schema = ["./bin/tool", "schema", "--json"]`, keyString(schema))
 	}
 	if len(cli.Schema) > 0 && cli.Schema[0] == "" && slices.Equal(cli.Command, cli.Schema[:1]) {
 		return // derived from the schema, whose program is reported
 	}
-	k := key(table, "command")
 	if len(cli.Command) == 0 {
-		v.bad(k, `%s is required: the start of every call's command line, e.g. command = ["./bin/tool"]; remove it to use the schema's program`, k)
+		v.bad(command, `%s is required: the start of every call's command line, e.g. command = ["./bin/tool"]; remove it to use the schema's program`, keyString(command))
 	}
-	for i, a := range cli.Command {
-		if msg := argvItem(i, a); msg != "" {
-			v.badItem(k, i, "%s", msg)
-		}
-	}
+	v.items(command, cli.Command, argvItem)
 }
 
-// servers checks the [servers.NAME] tables of a mux.
 func (v *validator) servers() {
 	for i := range v.c.Servers {
 		s := &v.c.Servers[i]
-		table := keyString([]string{"servers", s.Name})
+		path := []string{"servers", s.Name}
+		table := keyString(path)
 		if err := checkServerName(s.Name, v.c.Mux.Separator); err != nil {
-			v.errs = append(v.errs, v.c.errorAtPath([]string{"servers", s.Name}, "%v", err))
+			v.bad(path, "%v", err)
 		}
 		switch {
 		case s.CLI != nil && !s.Run.Command.IsZero():
-			v.bad(key(table, "cli"), "a server has [%s.run] or [%s.cli], not both: [cli] takes the place of [run]", table, table)
+			v.bad(append(path, "cli"), "a server has [%s.run] or [%s.cli], not both: [cli] takes the place of [run]", table, table)
 		case s.CLI == nil && s.Run.Command.IsZero():
-			v.bad(key(table, "run.command"), `%s.run.command is required: the command that starts this MCP server, e.g. command = ["./bin/server"] (or give [%s.cli] for a command-line program)`, table, table)
+			v.bad(append(path, "run", "command"), `%s.run.command is required: the command that starts this MCP server, e.g. command = ["./bin/server"] (or give [%s.cli] for a command-line program)`, table, table)
 		}
 		root := reflect.ValueOf(s).Elem()
 		for j := range settings {
-			st := &settings[j]
-			if st.modes&inServer != 0 && !(st.table() == "run" && s.CLI != nil) {
-				v.setting(root, st, key(table, st.key))
+			if st := &settings[j]; v.c.applies(st, s) {
+				v.setting(root, st, append(path, st.table(), st.name()))
 			}
 		}
 		if s.CLI != nil {
-			v.cli(key(table, "cli"), s.CLI)
+			v.cli(append(path, "cli"), s.CLI)
 		}
 	}
-}
-
-// key joins a table's dotted key and one of its keys.
-func key(table, name string) string { return table + "." + name }
-
-// splitKey is the path of a dotted key whose parts hold no dots, or the
-// path of a server's key (servers."a.b".run) whose name does.
-func splitKey(k string) []string {
-	if rest, ok := strings.CutPrefix(k, "servers."); ok && strings.HasPrefix(rest, `"`) {
-		if name, tail, ok := strings.Cut(rest[1:], `"`); ok {
-			if tail == "" {
-				return []string{"servers", name}
-			}
-			return append([]string{"servers", name}, strings.Split(strings.TrimPrefix(tail, "."), ".")...)
-		}
-	}
-	return strings.Split(k, ".")
 }
 
 // checkServerName reports why name cannot name a mux's server whose tools
-// are listed as NAME + separator + tool, or nil. The mux checks the names
-// an agent gives to add_server with it too.
+// are listed as NAME + separator + tool, or nil.
 func checkServerName(name, separator string) error {
 	switch {
 	case name == "":
@@ -204,7 +180,7 @@ func checkServerName(name, separator string) error {
 		return fmt.Errorf("server name %s ends in '_': %s would split wrong; remove the trailing '_'", TOMLString(name), TOMLString(name+separator+"tool"))
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+		if !bareKeyRune(r) {
 			return fmt.Errorf("server name %s: use letters, digits, '-' and '_' only (found %q): clients reject other characters in tool names", TOMLString(name), r)
 		}
 	}
@@ -212,17 +188,9 @@ func checkServerName(name, separator string) error {
 }
 
 func enumProblem(got string, valid []string) string {
-	msg := fmt.Sprintf("%s is not one of %s", TOMLString(got), strings.Join(quoteAll(valid), ", "))
-	if s := suggest(got, valid); s != "" {
+	msg := fmt.Sprintf("%s is not one of %s", TOMLString(got), joinEach(valid, strconv.Quote, ", "))
+	if s := Suggest(got, valid); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
 }
