@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,16 +47,11 @@ func (f Filter) Match(inst Instance) bool {
 	if f.Config != "" && !samePath(f.Config, inst.Config) {
 		return false
 	}
-	if f.Project != "" {
-		if inst.Project == "" {
-			return false
-		}
-		p, ip := resolve(f.Project), resolve(inst.Project)
-		if p != ip && !strings.HasPrefix(p, ip+string(filepath.Separator)) {
-			return false
-		}
+	if f.Project == "" {
+		return true
 	}
-	return true
+	p, ip := resolve(f.Project), resolve(inst.Project)
+	return inst.Project != "" && (p == ip || strings.HasPrefix(p, ip+string(filepath.Separator)))
 }
 
 func samePath(a, b string) bool {
@@ -101,41 +97,31 @@ func Instances(f Filter) ([]Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control folder: %w", err)
 	}
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		out []Instance
-	)
-	for _, e := range ents {
+	found := make([]*Instance, len(ents))
+	var wg sync.WaitGroup
+	for i, e := range ents {
 		if _, ok := socketPid(e.Name()); !ok || e.Type()&fs.ModeSocket == 0 {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, err := dialSocket(ctx, path)
-			if err != nil {
-				return
-			}
+			c, _ := dialSocket(ctx, filepath.Join(dir, e.Name()))
 			defer c.Close()
-			inst, err := c.Hello(ctx)
-			if err != nil || !f.Match(inst) {
-				return
+			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
+				found[i] = &inst
 			}
-			mu.Lock()
-			out = append(out, inst)
-			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Pid != out[j].Pid {
-			return out[i].Pid < out[j].Pid
+	var out []Instance
+	for _, in := range found {
+		if in != nil {
+			out = append(out, *in)
 		}
-		return out[i].Socket < out[j].Socket
+	}
+	slices.SortFunc(out, func(a, b Instance) int {
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Socket, b.Socket))
 	})
 	return out, nil
 }
@@ -178,8 +164,7 @@ func (c *Client) Close() error {
 // Hello asks the instance who it is. An instance too busy to serve says
 // who it is in its refusal: that is an answer too.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
-	var inst Instance
-	err := c.call(ctx, http.MethodGet, "/instance", nil, nil, &inst)
+	inst, err := callJSON[Instance](ctx, c, http.MethodGet, "/instance", nil, nil)
 	var be *busyError
 	if errors.As(err, &be) && be.inst != nil {
 		inst, err = *be.inst, nil
@@ -189,17 +174,15 @@ func (c *Client) Hello(ctx context.Context) (Instance, error) {
 
 // Status asks for the instance's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := c.call(ctx, http.MethodGet, "/status", nil, nil, &st)
-	return st, err
+	return callJSON[Status](ctx, c, http.MethodGet, "/status", nil, nil)
 }
 
 // Rebuild runs a build-and-restart cycle of the server called name ("" =
 // the only one) and returns its outcome; an error means no cycle ran, and
 // one with ErrBusy that another rebuild was running.
 func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	var j BuildJSON
-	if err := c.call(ctx, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil, &j); err != nil {
+	j, err := callJSON[BuildJSON](ctx, c, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil)
+	if err != nil {
 		return result.Build{}, err
 	}
 	return j.Result(), nil
@@ -207,18 +190,14 @@ func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error)
 
 // Tools is the tools/list result of a session of the instance's own.
 func (c *Client) Tools(ctx context.Context) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := c.call(ctx, http.MethodGet, "/tools", nil, nil, &res)
-	return res, err
+	return callJSON[json.RawMessage](ctx, c, http.MethodGet, "/tools", nil, nil)
 }
 
 // Call is the tools/call result of tool name called with args (a JSON
 // object; nil for none) in a session of the instance's own. A tool that
 // failed is a result with isError true, not an error.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := c.call(ctx, http.MethodPost, "/call", url.Values{"name": {name}}, args, &res)
-	return res, err
+	return callJSON[json.RawMessage](ctx, c, http.MethodPost, "/call", url.Values{"name": {name}}, args)
 }
 
 // Logs writes the instance's kept log lines to w, the last tail of them
@@ -234,15 +213,18 @@ func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) e
 	return err
 }
 
-// call sends a request (with body, if any) and reads the answer into out: a JSON answer
+// ask is the JSON answer to a request.
+func callJSON[T any](ctx context.Context, c *Client, method, path string, q url.Values, body []byte) (T, error) {
+	var v T
+	err := c.call(ctx, method, path, q, body, &v)
+	return v, err
+}
+
+// call sends a request and reads the answer into out: a JSON answer
 // decoded, or a text one copied when out is an io.Writer. An answer that
 // is not 200 OK is an error saying what the instance said.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
-	var rd io.Reader
-	if len(body) > 0 {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -304,10 +286,8 @@ func (c *Client) who() string {
 // that says what to do.
 func Pick(insts []Instance, pid int) (Instance, error) {
 	if pid > 0 {
-		for _, in := range insts {
-			if in.Pid == pid {
-				return in, nil
-			}
+		if i := slices.IndexFunc(insts, func(in Instance) bool { return in.Pid == pid }); i >= 0 {
+			return insts[i], nil
 		}
 		return Instance{}, fmt.Errorf("no mcpflow instance with pid %d here (mcpflow status lists them)", pid)
 	}
@@ -319,7 +299,7 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 	}
 	var pids []string
 	for _, in := range insts {
-		pids = append(pids, fmt.Sprintf("%d (%s)", in.Pid, orDash(in.Config)))
+		pids = append(pids, fmt.Sprintf("%d (%s)", in.Pid, cmp.Or(in.Config, "-")))
 	}
 	return Instance{}, fmt.Errorf("%d mcpflow instances are running: pick one with --pid: %s", len(insts), strings.Join(pids, ", "))
 }
@@ -329,10 +309,7 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 func Statuses(ctx context.Context, insts []Instance) []Status {
 	out := make([]Status, 0, len(insts))
 	for _, in := range insts {
-		c, err := Dial(ctx, in)
-		if err != nil {
-			continue
-		}
+		c, _ := Dial(ctx, in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err == nil {

@@ -3,9 +3,11 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,6 +62,21 @@ func prepareDir(dir string, create bool) error {
 // pidGone reports whether no process has this pid.
 func pidGone(pid int) bool {
 	return pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
+
+// peerUID returns the uid of the process on the other end of c; known is
+// false where peerCred cannot tell.
+func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
+	if peerCred == nil {
+		return 0, false, nil
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, true, err
+	}
+	var cerr error
+	err = raw.Control(func(fd uintptr) { uid, cerr = peerCred(int(fd)) })
+	return uid, true, cmp.Or(err, cerr)
 }
 
 func unsupported() error { return nil }

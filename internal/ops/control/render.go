@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,11 +32,7 @@ func WriteStatus(w io.Writer, sts []Status) error {
 }
 
 func writeInstance(b *strings.Builder, st Status) {
-	cfg := st.Config
-	if cfg == "" {
-		cfg = "(command line)"
-	}
-	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, orDash(st.Mode), uptime(st.Uptime), cfg)
+	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, cmp.Or(st.Mode, "-"), uptime(st.Uptime), cmp.Or(st.Config, "(command line)"))
 	if st.Project != "" && (st.Config == "" || !strings.HasPrefix(st.Config, st.Project)) {
 		fmt.Fprintf(b, "  project  %s\n", st.Project)
 	}
@@ -73,7 +70,7 @@ func writeInstance(b *strings.Builder, st Status) {
 			restarts += fmt.Sprintf(" (%d crashes)", sv.Crashes)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			sv.Name, orDash(sv.State), pid, up, restarts, buildCell(sv.Build), tools, calls)
+			sv.Name, cmp.Or(sv.State, "-"), pid, up, restarts, buildCell(sv.Build), tools, calls)
 		if bs := sv.Build; bs != nil {
 			if bs.FirstError != "" {
 				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))
@@ -94,11 +91,7 @@ func writeHTTP(b *strings.Builder, h *HTTPStatus) {
 	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions)))
 	now := time.Now()
 	for _, s := range h.Sessions {
-		id := s.ID
-		if id == "" {
-			id = "(session-less)"
-		}
-		line := fmt.Sprintf("    %s  %s", id, clientLine(s.Client))
+		line := fmt.Sprintf("    %s  %s", cmp.Or(s.ID, "(session-less)"), clientLine(s.Client))
 		if !s.LastSeen.IsZero() {
 			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
 		}
@@ -120,10 +113,7 @@ func clientLine(c ClientInfo) string {
 	if c.Name == "" && c.Protocol == "" && c.Era == "" {
 		return "(none yet)"
 	}
-	s := c.Name
-	if s == "" {
-		s = "(unnamed)"
-	}
+	s := cmp.Or(c.Name, "(unnamed)")
 	if c.Version != "" {
 		s += " " + c.Version
 	}
@@ -162,13 +152,6 @@ func uptime(d time.Duration) string {
 	return result.Dur(d)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // WriteStatusJSON renders instances for mcpflow status --json: a JSON
 // array of Status, indented.
 func WriteStatusJSON(w io.Writer, sts []Status) error {
@@ -188,13 +171,13 @@ func WriteBuild(w io.Writer, name string, b result.Build) error {
 	if name != "" {
 		s.WriteString(name + ": ")
 	}
+	why := ""
+	if b.Err != nil {
+		why = fmt.Sprintf(": %v", b.Err)
+	}
 	switch {
 	case b.Canceled:
-		fmt.Fprintf(&s, "build canceled after %s", result.Dur(b.Duration))
-		if b.Err != nil {
-			fmt.Fprintf(&s, ": %v", b.Err)
-		}
-		s.WriteByte('\n')
+		fmt.Fprintf(&s, "build canceled after %s%s\n", result.Dur(b.Duration), why)
 	case b.Cached:
 		s.WriteString("build cached: " + firstLine(b.Output) + "\n")
 	case b.Skipped:
@@ -202,16 +185,8 @@ func WriteBuild(w io.Writer, name string, b result.Build) error {
 	case b.OK:
 		fmt.Fprintf(&s, "build ok in %s\n", result.Dur(b.Duration))
 	default:
-		fmt.Fprintf(&s, "build FAILED in %s", result.Dur(b.Duration))
-		if b.Err != nil {
-			fmt.Fprintf(&s, ": %v", b.Err)
-		}
-		s.WriteByte('\n')
-		errs := strings.TrimRight(b.Errors, "\n")
-		if errs == "" {
-			errs = strings.TrimRight(b.Output, "\n")
-		}
-		if errs != "" {
+		fmt.Fprintf(&s, "build FAILED in %s%s\n", result.Dur(b.Duration), why)
+		if errs := cmp.Or(strings.TrimRight(b.Errors, "\n"), strings.TrimRight(b.Output, "\n")); errs != "" {
 			s.WriteString(errs + "\n")
 		}
 		if b.Restart == nil {
@@ -244,14 +219,10 @@ func toolsLine(d result.ToolDiff) string {
 		return fmt.Sprintf("tools: no change (%d)", n)
 	}
 	var parts []string
-	for _, t := range d.Added {
-		parts = append(parts, "+"+t)
-	}
-	for _, t := range d.Removed {
-		parts = append(parts, "-"+t)
-	}
-	for _, t := range d.Changed {
-		parts = append(parts, "~"+t)
+	for i, names := range [][]string{d.Added, d.Removed, d.Changed} {
+		for _, t := range names {
+			parts = append(parts, "+-~"[i:i+1]+t)
+		}
 	}
 	return fmt.Sprintf("tools: %s (%d now)", strings.Join(parts, " "), n)
 }

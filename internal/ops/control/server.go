@@ -376,39 +376,34 @@ func send(w http.ResponseWriter, code int, v any) {
 }
 
 func (s *Server) status() Status {
-	st := s.info.Target.Status()
-	now := time.Now()
-	if st.Pid == 0 {
-		st.Pid = s.hello.Pid
-	}
-	if st.Config == "" {
-		st.Config = s.info.Config
-	}
-	if st.Project == "" {
-		st.Project = s.info.Project
-	}
-	if st.Mode == "" {
-		st.Mode = s.info.Mode
-	}
-	if st.Version == "" {
-		st.Version = s.info.Version
-	}
+	st, now := s.info.Target.Status(), time.Now()
+	st.Pid = cmp.Or(st.Pid, s.hello.Pid)
+	st.Config = cmp.Or(st.Config, s.info.Config)
+	st.Project = cmp.Or(st.Project, s.info.Project)
+	st.Mode = cmp.Or(st.Mode, s.info.Mode)
+	st.Version = cmp.Or(st.Version, s.info.Version)
 	if st.Started.IsZero() {
 		st.Started = s.hello.Started
 	}
-	if st.Uptime == 0 {
-		st.Uptime = now.Sub(st.Started)
-	}
-	for i := range st.Servers {
-		sv := &st.Servers[i]
+	st.Uptime = cmp.Or(st.Uptime, now.Sub(st.Started))
+	for i, sv := range st.Servers {
 		if sv.Uptime == 0 && !sv.Started.IsZero() {
-			sv.Uptime = now.Sub(sv.Started)
+			st.Servers[i].Uptime = now.Sub(sv.Started)
 		}
 	}
 	if st.Servers == nil {
 		st.Servers = []ServerStatus{}
 	}
 	return st
+}
+
+// answer sends v, or err as an error of the instance (422).
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, v)
 }
 
 // rebuild runs one cycle of the server named by the query's name; while
@@ -420,11 +415,7 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.rebuilding.Unlock()
 	b, err := s.info.Target.Rebuild(r.Context(), r.URL.Query().Get("name"))
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, BuildToJSON(b))
+	answer(w, BuildToJSON(b), err)
 }
 
 // tools answers the tools/list result of a session of the instance's own.
@@ -434,11 +425,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.info.Tools.ListTools(r.Context())
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
 // call answers the tools/call result of the tool named by the query's
@@ -457,11 +444,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	res, err := s.info.Tools.CallTool(r.Context(), r.URL.Query().Get("name"), args)
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
 // logs streams the kept lines as text, the last tail of them (query tail;

@@ -1,9 +1,11 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -13,16 +15,14 @@ import (
 
 // Target is what a running instance lets a person see and do.
 type Target interface {
-	// Status describes the instance now. Fields the Server knows itself
-	// (Pid, Config, Project, Mode, Version, Started, the uptimes) may be
-	// left zero: the Server fills them in.
+	// Status describes the instance now; the Server fills in the fields
+	// it knows itself (Pid, Config, Project, Mode, Version, Started, the
+	// uptimes) when they are zero.
 	Status() Status
-	// Rebuild runs the same cycle as the agent's recompile tool for the
-	// server called name ("" = the only one; a mux may refuse "" with an
-	// error listing the names). ctx ends when the person disconnects or
-	// the Server closes, and Rebuild should return soon after: Close
-	// waits for it. An error means no cycle ran (say, an unknown
-	// name); a failed build is a result.Build with OK false.
+	// Rebuild runs the recompile tool's cycle for the server called name
+	// ("" = the only one). ctx ends when the person disconnects or the
+	// Server closes (Close waits for Rebuild). An error means no cycle
+	// ran; a failed build is a result.Build with OK false.
 	Rebuild(ctx context.Context, name string) (result.Build, error)
 }
 
@@ -33,10 +33,9 @@ const (
 	ModeCLI    = "cli"    // CLI tools only
 )
 
-// Status is one instance as mcpflow status shows it. In JSON, durations
-// are whole milliseconds in fields ending in _ms, as in every --json
-// output of mcpflow (rebuild --json, the recompile tool's
-// structuredContent).
+// Status is one instance as mcpflow status shows it. In JSON, as in every
+// --json output of mcpflow, durations are whole milliseconds in fields
+// ending in _ms.
 type Status struct {
 	Pid     int            `json:"pid"`
 	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
@@ -106,62 +105,54 @@ type BuildStatus struct {
 }
 
 // The JSON forms of Status, ServerStatus and BuildStatus carry their
-// durations as whole milliseconds.
+// durations as whole milliseconds; the plain types have no methods.
+type (
+	plainStatus       Status
+	plainServerStatus ServerStatus
+	plainBuildStatus  BuildStatus
+)
 
 func (s Status) MarshalJSON() ([]byte, error) {
-	type plain Status
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"uptime_ms"`
-	}{plain(s), s.Uptime.Milliseconds()})
+	return withMS(plainStatus(s), "uptime_ms", s.Uptime)
 }
-
 func (s *Status) UnmarshalJSON(b []byte) error {
-	type plain Status
-	w := struct {
-		*plain
-		MS int64 `json:"uptime_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Uptime = time.Duration(w.MS) * time.Millisecond
-	return err
+	return readMS(b, (*plainStatus)(s), "uptime_ms", &s.Uptime)
 }
-
 func (s ServerStatus) MarshalJSON() ([]byte, error) {
-	type plain ServerStatus
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"uptime_ms"`
-	}{plain(s), s.Uptime.Milliseconds()})
+	return withMS(plainServerStatus(s), "uptime_ms", s.Uptime)
 }
-
 func (s *ServerStatus) UnmarshalJSON(b []byte) error {
-	type plain ServerStatus
-	w := struct {
-		*plain
-		MS int64 `json:"uptime_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Uptime = time.Duration(w.MS) * time.Millisecond
-	return err
+	return readMS(b, (*plainServerStatus)(s), "uptime_ms", &s.Uptime)
 }
-
 func (s BuildStatus) MarshalJSON() ([]byte, error) {
-	type plain BuildStatus
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"duration_ms"`
-	}{plain(s), s.Duration.Milliseconds()})
+	return withMS(plainBuildStatus(s), "duration_ms", s.Duration)
+}
+func (s *BuildStatus) UnmarshalJSON(b []byte) error {
+	return readMS(b, (*plainBuildStatus)(s), "duration_ms", &s.Duration)
 }
 
-func (s *BuildStatus) UnmarshalJSON(b []byte) error {
-	type plain BuildStatus
-	w := struct {
-		*plain
-		MS int64 `json:"duration_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Duration = time.Duration(w.MS) * time.Millisecond
+// withMS is v's JSON (an object) with key: d in whole milliseconds last.
+func withMS(v any, key string, d time.Duration) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return fmt.Appendf(b[:len(b)-1], `,%q:%d}`, key, d.Milliseconds()), nil
+}
+
+// readMS decodes b into v, and key's whole milliseconds into d.
+func readMS(b []byte, v any, key string, d *time.Duration) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	json.Unmarshal(b, &m)
+	var n int64
+	var err error
+	if raw, ok := m[key]; ok {
+		err = json.Unmarshal(raw, &n)
+	}
+	*d = time.Duration(n) * time.Millisecond
 	return err
 }
 
@@ -191,21 +182,15 @@ func firstErrorLine(s string) string {
 	var plain, heading string
 	for l := range strings.SplitSeq(s, "\n") {
 		switch l = strings.TrimSpace(l); {
-		case l == "":
 		case placeRE.MatchString(l):
 			return l
 		case strings.HasPrefix(l, "# "):
-			if heading == "" {
-				heading = l
-			}
-		case plain == "":
-			plain = l
+			heading = cmp.Or(heading, l)
+		default:
+			plain = cmp.Or(plain, l)
 		}
 	}
-	if plain != "" {
-		return plain
-	}
-	return heading
+	return cmp.Or(plain, heading)
 }
 
 // placeRE matches a line that starts with file:line.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,29 +38,23 @@ type SessionTools struct {
 }
 
 func (t SessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = ListToolsOn(ctx, cs)
-		return err
+	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+		return ListToolsOn(ctx, cs)
 	})
-	return res, err
 }
 
 func (t SessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = CallToolOn(ctx, cs, name, args)
-		return err
+	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+		return CallToolOn(ctx, cs, name, args)
 	})
-	return res, err
 }
 
-func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) error) error {
+func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) (json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, SessionTimeout)
 	defer cancel()
 	cs, err := NewCLIClient(t.Version).Connect(ctx, wire.SessionTransport(t.Opener, t.Log.With("from", CLIClient)), nil)
 	if err != nil {
-		return fmt.Errorf("opening a session: %w", err)
+		return nil, fmt.Errorf("opening a session: %w", err)
 	}
 	defer cs.Close()
 	return do(cs)
@@ -133,20 +128,10 @@ func WriteTools(w io.Writer, tools []*mcp.Tool) {
 			continue
 		}
 		fmt.Fprintln(w, "  arguments:")
-		names := make([]string, 0, len(schema.Properties))
-		for n := range schema.Properties {
-			names = append(names, n)
-		}
 		req := func(n string) bool { return slices.Contains(schema.Required, n) }
-		slices.SortFunc(names, func(a, b string) int {
-			if req(a) != req(b) {
-				if req(a) {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
+		names := slices.Sorted(maps.Keys(schema.Properties))
+		optional := slices.DeleteFunc(slices.Clone(names), req)
+		names = append(slices.DeleteFunc(names, func(n string) bool { return !req(n) }), optional...)
 		for _, n := range names {
 			p := schema.Properties[n]
 			kind := "any"
