@@ -22,24 +22,20 @@ import (
 )
 
 // logOutput is where the log goes: the log file when one is set, the
-// in-memory ring (a run's, for "mcpflow logs"), and stderr. Each record
-// arrives in one Write (both handlers New installs write a record at
-// once) and reaches the file, opened with O_APPEND and rotated by size
-// (log.max_size, traffic.File), in one write call, so the records of
-// several mcpflow instances sharing a file never interleave. The file and
-// the ring get every record, in the caller's goroutine. stderr is written
-// after them: at once (New), or through a stderrQueue (a run's
-// logger, newRunLogger), so that a reader that stalls never stalls
-// mcpflow. After stderr's first error (EPIPE once the client that read it
-// is gone) it is dropped, and the file log carries on. When tag is set, it
+// in-memory ring (for "mcpflow logs") and stderr. Each record arrives in
+// one Write (both handlers of newLogger write a record at once) and
+// reaches the file, opened with O_APPEND and rotated by size
+// (traffic.File), in one write call, so the records of several mcpflow
+// instances sharing a file never interleave. The file and the ring get
+// every record in the caller's goroutine; stderr through a stderrQueue,
+// so that a reader that stalls never stalls mcpflow. When tag is set, it
 // is written at the end of each record, before its final newline.
 type logOutput struct {
-	mu     sync.Mutex
-	file   *traffic.File // nil: no log file
-	ring   io.Writer     // nil: no ring
-	stderr io.Writer     // written at once; nil after its first error
-	queue  *stderrQueue  // instead of stderr: written by its goroutine
-	tag    []byte
+	mu    sync.Mutex
+	file  *traffic.File // nil: no log file
+	ring  io.Writer     // nil: no ring
+	queue *stderrQueue
+	tag   []byte
 }
 
 func (o *logOutput) Write(p []byte) (int, error) {
@@ -56,34 +52,25 @@ func (o *logOutput) Write(p []byte) (int, error) {
 	if o.ring != nil {
 		o.ring.Write(p)
 	}
-	if o.queue != nil {
-		o.queue.add(p)
-	}
-	if o.stderr != nil {
-		if _, serr := o.stderr.Write(p); serr != nil {
-			o.stderr = nil
-		}
-	}
+	o.queue.add(p)
 	return n, err
 }
 
-// The bounds of a stderrQueue.
+// The bounds of a stderrQueue, and how long closing it waits for the
+// queued records to reach stderr.
 const (
 	stderrQueueRecords = 1024
 	stderrQueueBytes   = 256 << 10
-	// stderrCloseWait bounds how long closing the log waits for the
-	// queued records to reach stderr.
-	stderrCloseWait = 250 * time.Millisecond
+	stderrCloseWait    = 250 * time.Millisecond
 )
 
 // stderrQueue writes the log's records to stderr from one goroutine, so
-// that no logger ever waits on stderr's reader. While the queue is full
-// (stderrQueueRecords or stderrQueueBytes), records are dropped and
-// counted; once a write to stderr goes through again, notice logs how
-// many ("N log lines were dropped: stderr was not read"), to the log file
-// and the ring too; that record is queued even when the queue is full. After stderr's first error it is dropped, records are
-// discarded uncounted, and the file log carries on. close waits at most
-// stderrCloseWait, then reports what never reached stderr to the file.
+// that no logger ever waits on stderr's reader. While the queue is full,
+// records are dropped and counted; once a write to stderr goes through
+// again, notice logs how many (to the file and the ring too), and that
+// record is queued even when the queue is full. After stderr's first
+// error (EPIPE once the client that read it is gone) records are
+// discarded uncounted, and the file log carries on.
 type stderrQueue struct {
 	w      io.Writer
 	notice func(dropped int)
@@ -100,8 +87,7 @@ type stderrQueue struct {
 	closed   bool
 }
 
-// newStderrQueue starts the goroutine writing to w; notice logs a count
-// of dropped records.
+// newStderrQueue starts the goroutine writing to w.
 func newStderrQueue(w io.Writer, notice func(dropped int)) *stderrQueue {
 	q := &stderrQueue{w: w, notice: notice, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run()
@@ -177,8 +163,8 @@ func (q *stderrQueue) run() {
 
 // close stops the queue: records queued until now still go to stderr,
 // for stderrCloseWait at most; those that did not, and those dropped
-// since the last notice, are counted in a last notice, which reaches the
-// file and the ring only.
+// since the last notice, are counted in a last notice, to the file and
+// the ring only.
 func (q *stderrQueue) close() {
 	q.mu.Lock()
 	if q.closed {
@@ -206,16 +192,15 @@ func (q *stderrQueue) close() {
 	}
 }
 
-// Charm returns a charmbracelet logger that logs through l, for the
-// parts that still take one. When l's handler is a charmbracelet logger
-// (log.format "text") it is that logger; otherwise each record is written
-// as JSON by charmbracelet and handed to l's handler as an slog record
-// with the same level, message, prefix and attributes.
+// Charm returns a charmbracelet logger that logs through l: l's own
+// handler for log.format "text"; otherwise one whose JSON records are
+// handed to l's handler as slog records with the same level, message,
+// prefix and attributes.
 func Charm(l *slog.Logger) *log.Logger {
-	if c, ok := l.Handler().(*log.Logger); ok {
+	h := l.Handler()
+	if c, ok := h.(*log.Logger); ok {
 		return c
 	}
-	h := l.Handler()
 	level := log.FatalLevel
 	for _, lv := range []log.Level{log.ErrorLevel, log.WarnLevel, log.InfoLevel, log.DebugLevel} {
 		if h.Enabled(context.Background(), slog.Level(lv)) {
@@ -263,90 +248,64 @@ func (w slogWriter) Write(p []byte) (int, error) {
 }
 
 func jsonAttr(key string, v any) slog.Attr {
-	switch v := v.(type) {
-	case string:
-		return slog.String(key, v)
-	case bool:
-		return slog.Bool(key, v)
-	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return slog.Int64(key, n)
-		}
-		if f, err := v.Float64(); err == nil {
-			return slog.Float64(key, f)
-		}
-		return slog.String(key, v.String())
-	default:
-		return slog.Any(key, v)
+	n, ok := v.(json.Number)
+	if !ok {
+		return slog.Any(key, v) // a string, a bool, an object or an array
 	}
+	if i, err := n.Int64(); err == nil {
+		return slog.Int64(key, i)
+	}
+	if f, err := n.Float64(); err == nil {
+		return slog.Float64(key, f)
+	}
+	return slog.String(key, n.String())
 }
 
-// New returns mcpflow's logger, configured by [log]: charmbracelet's
-// handler for format "text", slog's JSON handler for "json". Every record
-// names its mcpflow process with mcpflow_pid (the relay's "pid" names the
-// child), since several instances may share a log file: an attribute in
-// JSON, the end of the record in text. It writes to stderr, at once, and,
-// when file is set, to that file too (see logOutput); stdout belongs to the
-// protocol and is never written. The returned function closes the file.
-func New(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
-	logger, closeFile, noFile, err := openLogger(&logOutput{stderr: stderr}, cfg)
-	if noFile != nil {
-		logger.Warn("no log file: " + noFile.Error())
-	}
-	return logger, closeFile, err
-}
-
-// Open is New for a run: ring gets every record with the log
-// file, and stderr is written through a stderrQueue, never waited on. The
-// returned function closes the queue (waiting stderrCloseWait at most),
-// then the file.
+// Open returns mcpflow's logger for a run, configured by [log]:
+// charmbracelet's handler for format "text", slog's JSON handler for
+// "json". Every record names its mcpflow process with mcpflow_pid (the
+// relay's "pid" names the child), since several instances may share a log
+// file: an attribute in JSON, the end of the record in text. It goes to
+// the log file, when cfg sets one, and to ring (nil: none), and to stderr
+// through a stderrQueue, never waited on; stdout belongs to the protocol
+// and is never written. A log file that is not a regular file (a FIFO, a
+// link) is left alone, with a warning. The returned function closes the
+// queue (waiting stderrCloseWait at most), then the file.
 func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{ring: ring}
-	logger, closeFile, noFile, err := openLogger(out, cfg)
-	if err != nil {
-		return nil, nil, err
+	var noFile error
+	if cfg.File != "" {
+		if err := statedir.MkdirFor(cfg.File); err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
+		switch {
+		case errors.Is(err, statedir.ErrNotRegular):
+			noFile = err
+		case err != nil:
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		default:
+			out.file = f
+		}
 	}
-	q := newStderrQueue(stderr, func(n int) {
+	var logger *slog.Logger
+	out.queue = newStderrQueue(stderr, func(n int) {
 		if n == 1 {
 			logger.Warn("1 log line was dropped: stderr was not read")
 			return
 		}
 		logger.Warn(fmt.Sprintf("%d log lines were dropped: stderr was not read", n))
 	})
-	out.mu.Lock()
-	out.queue = q
-	out.mu.Unlock()
+	logger = newLogger(out, cfg)
 	if noFile != nil {
 		logger.Warn("no log file: " + noFile.Error())
 	}
 	return logger, func() {
-		q.close()
-		closeFile()
+		out.queue.close()
+		if out.file != nil {
+			out.file.Close()
+		}
 	}, nil
-}
-
-// openLogger installs the handler of cfg on out, opening the log file.
-// A log file that is not a regular file (a FIFO, a link) is left alone:
-// noFile says so, for the caller to log once its outputs are ready.
-func openLogger(out *logOutput, cfg config.LogConfig) (_ *slog.Logger, _ func(), noFile error, _ error) {
-	closeFn := func() {}
-	var fileErr error // the log file is not a regular file: logged once, mcpflow runs on
-	if cfg.File != "" {
-		if err := statedir.MkdirFor(cfg.File); err != nil {
-			return nil, nil, nil, fmt.Errorf("log file: %w", err)
-		}
-		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
-		switch {
-		case errors.Is(err, statedir.ErrNotRegular):
-			fileErr = err
-		case err != nil:
-			return nil, nil, nil, fmt.Errorf("log file: %w", err)
-		default:
-			out.file = f
-			closeFn = func() { f.Close() }
-		}
-	}
-	return newLogger(out, cfg), closeFn, fileErr, nil
 }
 
 // newLogger is the logger of cfg's level and format on out.
@@ -372,16 +331,12 @@ func newLogger(out *logOutput, cfg config.LogConfig) *slog.Logger {
 // Cycle writes the one line a person reads per cycle, e.g.
 // "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
 func Cycle(logger *log.Logger, res result.Build) {
-	var parts []string
-	switch {
-	case len(res.Changed) > 0:
-		p := "changed " + res.Changed[0]
+	parts := []string{res.Trigger}
+	if len(res.Changed) > 0 {
+		parts[0] = "changed " + res.Changed[0]
 		if len(res.Changed) > 1 {
-			p += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
+			parts[0] += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
 		}
-		parts = append(parts, p)
-	default:
-		parts = append(parts, res.Trigger)
 	}
 	switch {
 	case res.Skipped:
