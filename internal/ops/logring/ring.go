@@ -21,23 +21,17 @@ import (
 	"sync"
 )
 
-// defaultLines is the capacity of a Ring made with New(0).
-const defaultLines = 5000
+const (
+	defaultLines  = 5000     // the capacity of a Ring made with New(0)
+	maxLine       = 64 << 10 // the longest line kept whole; longer ones are cut into pieces of this size
+	defaultBuffer = 1024     // the channel capacity of a Follow made with buffer 0
+)
 
-// maxLine is the longest line kept whole; longer ones are cut into pieces
-// of this size.
-const maxLine = 64 << 10
-
-// defaultBuffer is the channel capacity of a Follow made with buffer 0.
-const defaultBuffer = 1024
-
-// Ring is an in-memory tail of a log. The zero value is not usable; call
-// New.
+// Ring is an in-memory tail of a log; make it with New.
 type Ring struct {
 	mu      sync.Mutex
-	lines   []string // circular; len(lines) == capacity once full
-	next    int      // where the next line goes once full
-	full    bool
+	lines   []string // circular once len(lines) == cap
+	next    int      // the oldest line, where the next one goes once full
 	cap     int
 	partial []byte // a line written without its newline yet
 	subs    map[*Sub]struct{}
@@ -60,48 +54,34 @@ func (r *Ring) Write(p []byte) (int, error) {
 	defer r.mu.Unlock()
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			room := maxLine - len(r.partial)
-			for len(p) > room {
-				r.partial = append(r.partial, p[:room]...)
-				p = p[room:]
-				r.addLocked(string(r.partial))
-				r.partial = r.partial[:0]
-				room = maxLine
-			}
-			r.partial = append(r.partial, p...)
-			break
+		line := p
+		if i >= 0 {
+			line = p[:i]
 		}
-		var line string
 		if len(r.partial) > 0 {
-			r.partial = append(r.partial, p[:i]...)
-			line = string(r.partial)
-			r.partial = r.partial[:0]
-		} else {
-			line = string(p[:i])
+			r.partial = append(r.partial, line...)
+			line = r.partial
 		}
-		p = p[i+1:]
 		for len(line) > maxLine {
-			r.addLocked(line[:maxLine])
+			r.addLocked(string(line[:maxLine]))
 			line = line[maxLine:]
 		}
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
+		if i < 0 {
+			r.partial = append(r.partial[:0], line...)
+			break
 		}
-		r.addLocked(line)
+		r.addLocked(string(bytes.TrimSuffix(line, []byte("\r"))))
+		r.partial, p = r.partial[:0], p[i+1:]
 	}
-	if cap(r.partial) > maxLine && len(r.partial) == 0 {
-		r.partial = nil
+	if cap(r.partial) > maxLine {
+		r.partial = bytes.Clone(r.partial) // the buffer of a long line is not kept
 	}
 	return n, nil
 }
 
 func (r *Ring) addLocked(line string) {
-	if !r.full {
+	if len(r.lines) < r.cap {
 		r.lines = append(r.lines, line)
-		if len(r.lines) == r.cap {
-			r.full = true
-		}
 	} else {
 		r.lines[r.next] = line
 		r.next = (r.next + 1) % r.cap
@@ -123,13 +103,8 @@ func (r *Ring) Lines() []string {
 }
 
 func (r *Ring) snapshotLocked() []string {
-	out := make([]string, 0, len(r.lines))
-	if r.full {
-		out = append(out, r.lines[r.next:]...)
-		out = append(out, r.lines[:r.next]...)
-		return out
-	}
-	return append(out, r.lines...)
+	out := append(make([]string, 0, len(r.lines)), r.lines[r.next:]...)
+	return append(out, r.lines[:r.next]...)
 }
 
 // Follow returns the kept lines, oldest first, and a subscription that
@@ -155,7 +130,6 @@ type Sub struct {
 	r       *Ring
 	c       chan string
 	dropped uint64 // guarded by r.mu
-	closed  bool   // guarded by r.mu
 }
 
 // Dropped reports how many lines this follower has lost so far because
@@ -171,10 +145,9 @@ func (s *Sub) Dropped() uint64 {
 func (s *Sub) Close() {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
-	if s.closed {
+	if _, ok := s.r.subs[s]; !ok {
 		return
 	}
-	s.closed = true
 	delete(s.r.subs, s)
 	close(s.c)
 }
