@@ -53,28 +53,22 @@ func MkdirFor(file string) error {
 	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
 		return err
 	}
-	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	fi, err := os.Lstat(root)
-	if err != nil {
-		return err
-	}
-	if err := checkDir(root, fi); err != nil {
-		return err
-	}
-	d := root
-	for _, part := range rest {
-		d = filepath.Join(d, part)
-		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	dir = root // then each folder below it
+	for i, part := range append([]string{""}, rest...) {
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		fi, err := os.Lstat(d)
-		if err != nil {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err != nil:
 			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a folder (%s): mcpflow keeps its own files there; remove it", d, kind(fi.Mode()))
+		case i == 0:
+			if err := checkDir(dir, fi); err != nil {
+				return err
+			}
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a folder (%s): mcpflow keeps its own files there; remove it", dir, kind(fi.Mode()))
 		}
 	}
 	return nil
