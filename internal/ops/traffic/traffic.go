@@ -62,18 +62,16 @@ type Options struct {
 
 // Writer records messages to one file. Make it with Open.
 type Writer struct {
-	path string
-	opts Options
+	maxMsg int
 
-	mu      sync.Mutex
-	f       *File
-	buf     []byte // whole lines not yet written
-	bufMax  int    // written once buf would grow past it
-	line    []byte // scratch
-	err     error
-	closed  bool
-	stop    chan struct{}
-	stopped chan struct{}
+	mu     sync.Mutex
+	f      *File
+	buf    []byte      // whole lines not yet written
+	bufMax int         // written once buf would grow past it
+	timer  *time.Timer // flushes flushInterval after a line is buffered
+	line   []byte      // scratch
+	err    error
+	closed bool
 }
 
 // Open starts recording to path, appending to what is there.
@@ -88,11 +86,8 @@ func Open(path string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traffic file: %w", err)
 	}
-	w := &Writer{
-		path: path, opts: opts, f: f, bufMax: int(min(64<<10, opts.MaxFile/2)),
-		stop: make(chan struct{}), stopped: make(chan struct{}),
-	}
-	go w.flusher()
+	w := &Writer{maxMsg: opts.MaxMessage, f: f, bufMax: int(min(64<<10, opts.MaxFile/2))}
+	w.timer = time.AfterFunc(flushInterval, w.flush)
 	return w, nil
 }
 
@@ -144,9 +139,9 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 	b = append(b, serverFrag...)
 	msg = bytes.TrimSpace(msg)
 	switch {
-	case len(msg) > w.opts.MaxMessage:
-		cut := w.opts.MaxMessage
-		for cut > 0 && cut > w.opts.MaxMessage-utf8.UTFMax && !utf8.RuneStart(msg[cut]) {
+	case len(msg) > w.maxMsg:
+		cut := w.maxMsg
+		for cut > 0 && cut > w.maxMsg-utf8.UTFMax && !utf8.RuneStart(msg[cut]) {
 			cut--
 		}
 		b = append(b, `,"truncated":true,"size":`...)
@@ -177,6 +172,9 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 		w.writeLocked(b) // a long line, written alone
 		return
 	}
+	if len(w.buf) == 0 {
+		w.timer.Reset(flushInterval)
+	}
 	w.buf = append(w.buf, b...)
 }
 
@@ -194,49 +192,28 @@ func (w *Writer) writeLocked(b []byte) {
 	}
 }
 
-func (w *Writer) flusher() {
-	defer close(w.stopped)
-	t := time.NewTicker(flushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			w.flush()
-		}
-	}
-}
-
 // flush writes out what is buffered.
-func (w *Writer) flush() error {
+func (w *Writer) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.err != nil {
-		return w.err
-	}
 	w.flushLocked()
-	return w.err
 }
 
-// Close flushes and closes the file; later calls of a hook are ignored. It returns
-// the first error the recording met.
+// Close flushes and closes the file; later calls of a hook are ignored. It
+// returns the first error the recording met.
 func (w *Writer) Close() error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
-		w.mu.Unlock()
 		return w.err
 	}
 	w.closed = true
+	w.timer.Stop()
 	w.flushLocked()
 	if err := w.f.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("traffic file: %w", err)
 	}
-	err := w.err
-	w.mu.Unlock()
-	close(w.stop)
-	<-w.stopped
-	return err
+	return w.err
 }
 
 // appendString appends s as a JSON string, without HTML escaping.
