@@ -78,5 +78,3 @@ func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
 	err = raw.Control(func(fd uintptr) { uid, cerr = peerCred(int(fd)) })
 	return uid, true, cmp.Or(err, cerr)
 }
-
-func unsupported() error { return nil }

@@ -50,11 +50,9 @@ type Info struct {
 	Tools   Tools         // nil: GET /tools and POST /call answer an error
 }
 
-// Tools is what mcpflow tools and mcpflow call need of an instance: a
-// session of their own on the server it serves. Each method's result is
-// the MCP result's JSON as is; an error means there is none (the session
-// failed, or the server answered a JSON-RPC error). ctx ends when the
-// person disconnects or the Server closes.
+// Tools is what mcpflow tools and call need of an instance: a session of
+// their own on its server. A result is the MCP result's JSON as is; an
+// error means there is none (the session failed, or a JSON-RPC error).
 type Tools interface {
 	ListTools(ctx context.Context) (json.RawMessage, error)
 	CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
@@ -85,9 +83,6 @@ func Listen(info Info) (*Server, error) {
 
 // listen is Listen with the uid peers must have (-1: no check).
 func listen(info Info, wantUID int) (*Server, error) {
-	if err := unsupported(); err != nil {
-		return nil, err
-	}
 	if info.Target == nil {
 		return nil, errors.New("control: Listen needs a Target")
 	}
@@ -110,11 +105,10 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns)}
-	s.hello = Instance{
+	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns), hello: Instance{
 		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
 		Version: info.Version, Started: time.Now(), Socket: path,
-	}
+	}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.hello) })
@@ -235,9 +229,8 @@ func (s *Server) Close() error {
 	return err
 }
 
-// limitListener hands out at most n connections to be served at once, and
-// n more marked busy, to be answered so; beyond those, Accept waits for
-// one to close.
+// limitListener hands out at most n connections to be served at once and
+// n more marked busy; beyond those, Accept waits for one to close.
 type limitListener struct {
 	*net.UnixListener
 	served, busy chan struct{}
@@ -301,9 +294,8 @@ type refusal struct {
 
 type refusalKey struct{}
 
-// connContext checks who connected: another uid is refused, and so is
-// any peer when the OS cannot say who it is; a connection over the limit
-// is answered busy, with who is busy.
+// connContext refuses a peer of another uid, or one the OS cannot check,
+// and answers a connection over the limit busy, with who is busy.
 func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
 	c := nc.(*limitedConn)
 	var ref *refusal
@@ -327,19 +319,17 @@ type errorBody struct {
 	Instance *Instance `json:"instance,omitempty"` // who is busy, in a 503 of too many connections
 }
 
-// guard refuses what connContext refused and requests with a body (none
-// takes one), answers a panic with an error, and counts the handlers for
-// Close.
+// guard refuses what connContext refused and a body where none is taken,
+// answers a panic with an error, and counts the handlers for Close.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ref, _ := r.Context().Value(refusalKey{}).(*refusal)
 		if r.ContentLength != 0 && r.URL.Path != "/call" {
 			// Nothing reads the body: the connection ends instead.
 			http.NewResponseController(w).SetReadDeadline(time.Now())
-			w.Header().Set("Connection", "close")
-			send(w, http.StatusRequestEntityTooLarge, errorBody{Error: "control requests have no body"})
-			return
+			ref = &refusal{http.StatusRequestEntityTooLarge, errorBody{Error: "control requests have no body"}}
 		}
-		if ref, _ := r.Context().Value(refusalKey{}).(*refusal); ref != nil {
+		if ref != nil {
 			w.Header().Set("Connection", "close")
 			send(w, ref.code, ref.body)
 			return
@@ -406,8 +396,7 @@ func answer(w http.ResponseWriter, v any, err error) {
 	send(w, http.StatusOK, v)
 }
 
-// rebuild runs one cycle of the server named by the query's name; while
-// one runs, another is answered 409 busy.
+// rebuild answers busy while another rebuild runs.
 func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 	if !s.rebuilding.TryLock() {
 		send(w, http.StatusConflict, errorBody{Error: "a rebuild is already running: try again when it ends"})
@@ -418,7 +407,6 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 	answer(w, BuildToJSON(b), err)
 }
 
-// tools answers the tools/list result of a session of the instance's own.
 func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 	if s.info.Tools == nil {
 		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot list its tools"})
@@ -428,9 +416,7 @@ func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 	answer(w, res, err)
 }
 
-// call answers the tools/call result of the tool named by the query's
-// name, called with the body (a JSON object, or nothing for none) as its
-// arguments, in a session of the instance's own.
+// call's body is the tool's arguments, read within readHeaderTimeout.
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	if s.info.Tools == nil {
 		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot call its tools"})
@@ -447,9 +433,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	answer(w, res, err)
 }
 
-// logs streams the kept lines as text, the last tail of them (query tail;
-// 0 = all), and with follow=1 every new line, and a line
-// "[mcpflow: N lines dropped]" where a slow reader lost lines, until the
+// logs streams the kept lines, then with follow the new ones until the
 // peer leaves or the Server closes.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	ring := s.info.Logs
@@ -492,14 +476,8 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		case l := <-sub.C:
 			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			io.WriteString(w, l+"\n")
-		drain:
-			for range 256 {
-				select {
-				case l := <-sub.C:
-					io.WriteString(w, l+"\n")
-				default:
-					break drain
-				}
+			for range min(len(sub.C), 256) { // this goroutine alone receives
+				io.WriteString(w, <-sub.C+"\n")
 			}
 			if d := sub.Dropped(); d > dropped {
 				fmt.Fprintf(w, "[mcpflow: %d lines dropped]\n", d-dropped)
