@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sync"
@@ -11,23 +12,21 @@ import (
 // File is a file that is appended to and rotated by size: when a write
 // would take it past its maximum, FILE is renamed FILE.1 (replacing an
 // older FILE.1) and a new FILE is started, so the two hold at most twice
-// the maximum. A write larger than the maximum gets a file of its own.
-// FILE is created 0600. The traffic capture writes through one, and so
-// does mcpflow's log file (log.file, log.max_size).
+// the maximum; a write larger than the maximum gets a file of its own.
+// FILE is created 0600. The traffic capture and mcpflow's log file
+// (log.file, log.max_size) write through one. A File is safe for
+// concurrent use.
 //
-// Several processes may append to one FILE, each through its own File,
-// as several mcpflow instances sharing a log file do. Each write lands
-// whole (O_APPEND, one write call). The first to find the file full
-// rotates it, holding a lock on the file (flock on Unix) and only if FILE
-// is still the file it writes to, so one rotation happens, never two in a
-// row; the others move to the new FILE at their next write that finds the
-// old one full or removed. A write that still fits may land in FILE.1
-// before that, and writes that raced the one that found the file full
-// take it past the maximum, by one write per other process at most.
-// Nothing is truncated, and no write is lost unless FILE.1 is replaced
-// while a lagging process still writes to it.
-//
-// A File is safe for concurrent use.
+// Several processes may append to one FILE, each through its own File (as
+// mcpflow instances sharing a log file do), and each write lands whole
+// (O_APPEND, one write call). The first to find the file full rotates it,
+// under a lock on the file (flock on Unix) and only if FILE is still the
+// file it writes to, so one rotation happens, never two in a row; the
+// others move to the new FILE at their next write that finds the old one
+// full or removed. Until then a write may land in FILE.1, and writes that
+// raced the rotation take FILE past the maximum by one write per process
+// at most. Nothing is truncated, and no write is lost unless FILE.1 is
+// replaced while a lagging process still writes to it.
 type File struct {
 	path string
 	max  int64
@@ -50,9 +49,8 @@ func OpenFile(path string, maxSize int64) (*File, error) {
 	return &File{path: path, max: maxSize, f: f}, nil
 }
 
-// openAppend opens path for appending, never through a symbolic link and
-// only when it is a regular file (statedir.OpenFile): a FIFO there never
-// blocks mcpflow.
+// openAppend opens path for appending, only as a regular file
+// (statedir.OpenFile): a FIFO or a link there never blocks mcpflow.
 func openAppend(path string) (*os.File, error) {
 	return statedir.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
@@ -82,10 +80,7 @@ func (r *File) Write(p []byte) (int, error) {
 		}
 	}
 	n, err := r.f.Write(p)
-	if err == nil && rerr != nil {
-		err = rerr
-	}
-	return n, err
+	return n, cmp.Or(err, rerr)
 }
 
 // rotateLocked renames FILE to FILE.1, unless another process did it
@@ -107,10 +102,7 @@ func (r *File) rotateLocked() error {
 	unlock()
 	f, err := openAppend(r.path)
 	if err != nil {
-		if rerr == nil {
-			rerr = fmt.Errorf("rotate: %w", err)
-		}
-		return rerr // a file still open goes on being written
+		return cmp.Or(rerr, fmt.Errorf("rotate: %w", err)) // a file still open goes on being written
 	}
 	if r.f != nil {
 		r.f.Close()
