@@ -34,8 +34,7 @@ type Instance struct {
 	Socket  string    `json:"socket"`
 }
 
-// Filter selects instances. The zero Filter selects every instance of
-// this user.
+// Filter selects instances; the zero Filter selects all of this user's.
 type Filter struct {
 	Dir     string // runtime folder; "" = runtimeDir()
 	Config  string // only instances of this config file
@@ -68,13 +67,10 @@ func resolve(p string) string {
 	return filepath.Clean(p)
 }
 
-// helloTimeout bounds how long Instances waits for one instance.
-const helloTimeout = 2 * time.Second
+const helloTimeout = 2 * time.Second // for Instances to wait for one instance
 
 // Instances lists the live instances of this user that pass the filter,
-// by pid. A socket nothing answers on (a killed instance) is skipped. A
-// missing runtime folder means no instance; one with wrong owner or
-// permissions is an error.
+// by pid; a missing runtime folder means none, a wrong one is an error.
 func Instances(f Filter) ([]Instance, error) {
 	dir := f.Dir
 	if dir == "" {
@@ -123,19 +119,16 @@ func Instances(f Filter) ([]Instance, error) {
 	return out, nil
 }
 
-// ErrBusy is in the error of a request the instance could not take now:
-// a rebuild while another runs, or a connection over its limit.
+// ErrBusy is in the error of a request the instance could not take now.
 var ErrBusy = errors.New("busy")
 
-// Client talks to one instance over HTTP on its socket. It is safe for
-// concurrent use.
+// Client talks to one instance over HTTP on its socket, safe for concurrent use.
 type Client struct {
 	hc   *http.Client
 	inst Instance
 }
 
-// Dial makes a client of an instance found by Instances; its first
-// request connects.
+// Dial makes a client of an instance found by Instances; its first request connects.
 func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	var d net.Dialer
 	tr := &http.Transport{
@@ -147,7 +140,6 @@ func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	return &Client{hc: &http.Client{Transport: tr}, inst: inst}, nil
 }
 
-// dialSocket is Dial of the socket at path.
 func dialSocket(ctx context.Context, path string) (*Client, error) {
 	return Dial(ctx, Instance{Socket: path})
 }
@@ -158,8 +150,7 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Hello asks the instance who it is. An instance too busy to serve says
-// who it is in its refusal: that is an answer too.
+// Hello asks the instance who it is; a busy one says so in its refusal.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
 	inst, err := callJSON[Instance](ctx, c, http.MethodGet, "/instance", nil, nil)
 	var be *busyError
@@ -174,9 +165,8 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return callJSON[Status](ctx, c, http.MethodGet, "/status", nil, nil)
 }
 
-// Rebuild runs a build-and-restart cycle of the server called name ("" =
-// the only one) and returns its outcome; an error means no cycle ran, and
-// one with ErrBusy that another rebuild was running.
+// Rebuild runs a cycle of the server called name ("" = the only one); an
+// error means no cycle ran.
 func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error) {
 	j, err := callJSON[BuildJSON](ctx, c, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil)
 	if err != nil {
@@ -190,17 +180,15 @@ func (c *Client) Tools(ctx context.Context) (json.RawMessage, error) {
 	return callJSON[json.RawMessage](ctx, c, http.MethodGet, "/tools", nil, nil)
 }
 
-// Call is the tools/call result of tool name called with args (a JSON
-// object; nil for none) in a session of the instance's own. A tool that
-// failed is a result with isError true, not an error.
+// Call is the tools/call result of tool name with args (nil for none) in
+// a session of the instance's own; a failed tool is a result, not an error.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	return callJSON[json.RawMessage](ctx, c, http.MethodPost, "/call", url.Values{"name": {name}}, args)
 }
 
 // Logs writes the instance's kept log lines to w, the last tail of them
-// (0 = all). With follow it goes on writing new lines until ctx ends
-// (then it returns nil) or the instance stops (nil too). Lines a slow
-// reader lost are noted in w as "[mcpflow: N lines dropped]".
+// (0 = all), then with follow the new ones until ctx ends or the instance
+// stops (both nil).
 func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) error {
 	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}}
 	err := c.call(ctx, http.MethodGet, "/logs", q, nil, w)
@@ -217,9 +205,8 @@ func callJSON[T any](ctx context.Context, c *Client, method, path string, q url.
 	return v, err
 }
 
-// call sends a request and reads the answer into out: a JSON answer
-// decoded, or a text one copied when out is an io.Writer. An answer that
-// is not 200 OK is an error saying what the instance said.
+// call sends a request and decodes the answer into out, or copies it when
+// out is an io.Writer; any answer but 200 is an error.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), bytes.NewReader(body))
 	if err != nil {
@@ -278,9 +265,7 @@ func (c *Client) who() string {
 	return "at " + c.inst.Socket
 }
 
-// Pick chooses the instance a command acts on: the one with this pid when
-// pid > 0, else the only one. None, or several without a pid, is an error
-// that says what to do.
+// Pick chooses the instance with this pid when pid > 0, else the only one.
 func Pick(insts []Instance, pid int) (Instance, error) {
 	if pid > 0 {
 		if i := slices.IndexFunc(insts, func(in Instance) bool { return in.Pid == pid }); i >= 0 {
@@ -301,8 +286,7 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 	return Instance{}, fmt.Errorf("%d mcpflow instances are running: pick one with --pid: %s", len(insts), strings.Join(pids, ", "))
 }
 
-// Statuses asks each instance for its status, in order; an instance that
-// stopped meanwhile is left out.
+// Statuses asks each instance for its status, leaving out those that stopped.
 func Statuses(ctx context.Context, insts []Instance) []Status {
 	out := make([]Status, 0, len(insts))
 	for _, in := range insts {

@@ -12,9 +12,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// WriteStatus renders instances for mcpflow status: one block each,
-// separated by a blank line, with a table of its servers. An empty list
-// prints a line saying so.
+// WriteStatus renders instances for mcpflow status: a block each, with a
+// table of its servers.
 func WriteStatus(w io.Writer, sts []Status) error {
 	if len(sts) == 0 {
 		_, err := fmt.Fprintln(w, "no mcpflow instance running")
@@ -152,8 +151,7 @@ func uptime(d time.Duration) string {
 	return result.Dur(d)
 }
 
-// WriteStatusJSON renders instances for mcpflow status --json: a JSON
-// array of Status, indented.
+// WriteStatusJSON renders instances for mcpflow status --json.
 func WriteStatusJSON(w io.Writer, sts []Status) error {
 	if sts == nil {
 		sts = []Status{}
@@ -163,9 +161,8 @@ func WriteStatusJSON(w io.Writer, sts []Status) error {
 	return enc.Encode(sts)
 }
 
-// WriteBuild renders a rebuild's outcome for mcpflow rebuild: the build
-// (ok or failed, how long, its errors), the restart, the tool diff. name
-// is the server's name in a mux ("" otherwise).
+// WriteBuild renders a rebuild's outcome for mcpflow rebuild; name is the
+// server's name in a mux ("" otherwise).
 func WriteBuild(w io.Writer, name string, b result.Build) error {
 	var s strings.Builder
 	if name != "" {
@@ -227,8 +224,7 @@ func toolsLine(d result.ToolDiff) string {
 	return fmt.Sprintf("tools: %s (%d now)", strings.Join(parts, " "), n)
 }
 
-// ExitCode is mcpflow rebuild's exit status for b: 0 when the build
-// succeeded (or there was none) and the new server serves, 1 otherwise.
+// ExitCode is mcpflow rebuild's exit status: 0 when the new server serves.
 func ExitCode(b result.Build) int {
 	if b.OK && !b.Canceled && (b.Restart == nil || b.Restart.OK()) {
 		return 0

@@ -75,8 +75,7 @@ type Server struct {
 	handlers sync.WaitGroup
 }
 
-// Listen opens the instance's control socket, removing stale sockets of
-// killed instances on the way, and serves it until Close.
+// Listen opens the instance's control socket and serves it until Close.
 func Listen(info Info) (*Server, error) {
 	return listen(info, os.Geteuid())
 }
@@ -131,8 +130,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 }
 
 // listenFree binds <pid>.sock, or <pid>-N.sock when another Server of this
-// process holds that name. A socket with this pid that nothing answers on
-// is left over from an earlier process and is replaced.
+// process holds that name, replacing one of an earlier process.
 func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 	lastErr := errors.New("64 live sockets of this process already")
 	for n := 1; n <= 64; n++ {
@@ -183,8 +181,7 @@ func socketPid(name string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// cleanStale removes sockets whose process is gone and on which nothing
-// listens.
+// cleanStale removes sockets whose process is gone and nothing listens on.
 func cleanStale(dir string) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -205,11 +202,9 @@ func cleanStale(dir string) {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.hello.Socket }
 
-// Close stops serving and removes the socket. It ends every request's
-// context (a follower of the log gets the end of its stream, a rebuild is
-// canceled), gives the requests closeGrace to finish, then closes every
-// connection, and returns once every handler has returned. It may be
-// called more than once.
+// Close stops serving and removes the socket: it ends every request's
+// context, gives the requests closeGrace, closes every connection and waits
+// for every handler to return. It may be called more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -286,7 +281,6 @@ func (l *limitListener) Close() error {
 	return l.err
 }
 
-// refusal is why every request on a connection is refused.
 type refusal struct {
 	code int
 	body errorBody

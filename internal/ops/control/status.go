@@ -15,14 +15,10 @@ import (
 
 // Target is what a running instance lets a person see and do.
 type Target interface {
-	// Status describes the instance now; the Server fills in the fields
-	// it knows itself (Pid, Config, Project, Mode, Version, Started, the
-	// uptimes) when they are zero.
-	Status() Status
+	Status() Status // the Server fills in what it knows itself when zero
 	// Rebuild runs the recompile tool's cycle for the server called name
-	// ("" = the only one). ctx ends when the person disconnects or the
-	// Server closes (Close waits for Rebuild). An error means no cycle
-	// ran; a failed build is a result.Build with OK false.
+	// ("" = the only one); an error means no cycle ran (a failed build is a
+	// result). ctx ends when the peer leaves or at Close, which waits for it.
 	Rebuild(ctx context.Context, name string) (result.Build, error)
 }
 
@@ -49,15 +45,14 @@ type Status struct {
 	Servers []ServerStatus `json:"servers"`
 }
 
-// HTTPStatus is an instance's Streamable HTTP front (--http, [http]
-// listen): where it serves and its client sessions.
+// HTTPStatus is an instance's Streamable HTTP front and its client sessions.
 type HTTPStatus struct {
 	URL      string          `json:"url"`      // e.g. http://127.0.0.1:8931/mcp
 	Sessions []SessionStatus `json:"sessions"` // oldest first; session-less clients last
 }
 
-// SessionStatus is one client session of the HTTP front. A 2026-07-28
-// client is session-less: one row per client name, ID "".
+// SessionStatus is one client session of the HTTP front; session-less
+// clients (2026-07-28) have a row per client name, ID "".
 type SessionStatus struct {
 	ID       string     `json:"id,omitempty"` // Mcp-Session-Id
 	Client   ClientInfo `json:"client"`
@@ -104,8 +99,7 @@ type BuildStatus struct {
 	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
 }
 
-// The JSON forms of Status, ServerStatus and BuildStatus carry their
-// durations as whole milliseconds; the plain types have no methods.
+// The plain types have no methods: their JSON is the default one.
 type (
 	plainStatus       Status
 	plainServerStatus ServerStatus
@@ -156,8 +150,7 @@ func readMS(b []byte, v any, key string, d *time.Duration) error {
 	return err
 }
 
-// BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
-// ended.
+// BuildStatusOf sums up a cycle, which ended at at, for ServerStatus.Build.
 func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	s := &BuildStatus{
 		OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, Canceled: b.Canceled, Trigger: b.Trigger,
@@ -206,10 +199,9 @@ func firstLine(s string) string {
 	return ""
 }
 
-// BuildJSON is a rebuild's outcome on the wire: result.Structured, the
-// recompile tool's structuredContent (the same keys, so a script reads
-// mcpflow rebuild --json as it reads the tool's result), plus what a
-// person's rendering needs besides. Durations are whole milliseconds.
+// BuildJSON is a rebuild's outcome on the wire: the recompile tool's
+// structuredContent (so a script reads rebuild --json as it reads the
+// tool's result), plus what a person's rendering needs.
 type BuildJSON struct {
 	result.Structured
 	Seq      uint64   `json:"seq"`

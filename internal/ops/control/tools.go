@@ -17,20 +17,14 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// A person's use of the server from a terminal (mcpflow tools, mcpflow
-// call): the instance's side (SessionTools, a session of its own on the
-// server it serves), the requests on an SDK client session, and how their
-// results are written for a person.
-
 // CLIClient is the name mcpflow tools and call give their MCP client.
 const CLIClient = "mcpflow-cli"
 
-// SessionTimeout bounds one session of mcpflow tools or call: the
-// handshake, the request and the close.
+// SessionTimeout bounds one session of mcpflow tools or call.
 const SessionTimeout = 10 * time.Minute
 
-// SessionTools is an instance's control.Tools: each request opens a
-// session of its own on o, as a client named CLIClient, asks and closes.
+// SessionTools is an instance's Tools: each request opens a session of
+// its own as CLIClient, asks and closes.
 type SessionTools struct {
 	Opener  wire.Opener
 	Log     *slog.Logger
@@ -60,6 +54,7 @@ func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) (
 	return do(cs)
 }
 
+// NewCLIClient is the MCP client of mcpflow tools and call.
 func NewCLIClient(version string) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: CLIClient, Version: version}, nil)
 }
@@ -95,9 +90,8 @@ func CallToolOn(ctx context.Context, cs *mcp.ClientSession, name string, args js
 	return json.Marshal(res)
 }
 
-// WriteTools writes one block per tool: its name, its description, and
-// each argument with its type, whether it is required, and its
-// description (the required ones first).
+// WriteTools writes one block per tool: its name, description and
+// arguments, the required ones first.
 func WriteTools(w io.Writer, tools []*mcp.Tool) {
 	if len(tools) == 0 {
 		fmt.Fprintln(w, "no tools")
@@ -153,9 +147,8 @@ func WriteTools(w io.Writer, tools []*mcp.Tool) {
 	}
 }
 
-// WriteResult writes a tool's result: text content as text, other
-// content as a line saying what it is; with no content, the structured
-// content as JSON.
+// WriteResult writes a tool's result: text as text, other content as a
+// line saying what it is; with no content, the structured content.
 func WriteResult(w io.Writer, res *mcp.CallToolResult) {
 	for _, c := range res.Content {
 		switch c := c.(type) {
