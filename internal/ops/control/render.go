@@ -31,7 +31,7 @@ func WriteStatus(w io.Writer, sts []Status) error {
 }
 
 func writeInstance(b *strings.Builder, st Status) {
-	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, cmp.Or(st.Mode, "-"), uptime(st.Uptime), cmp.Or(st.Config, "(command line)"))
+	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, cmp.Or(st.Mode, "-"), uptime(time.Duration(st.Uptime)), cmp.Or(st.Config, "(command line)"))
 	if st.Project != "" && (st.Config == "" || !strings.HasPrefix(st.Config, st.Project)) {
 		fmt.Fprintf(b, "  project  %s\n", st.Project)
 	}
@@ -51,7 +51,7 @@ func writeInstance(b *strings.Builder, st Status) {
 		pid, up := "-", "-"
 		if sv.Pid > 0 {
 			pid = fmt.Sprint(sv.Pid)
-			up = uptime(sv.Uptime)
+			up = uptime(time.Duration(sv.Uptime))
 		}
 		calls := fmt.Sprint(sv.Served)
 		if sv.InFlight > 0 {
@@ -128,19 +128,21 @@ func clientLine(c ClientInfo) string {
 }
 
 func buildCell(bs *BuildStatus) string {
-	switch {
-	case bs == nil:
+	if bs == nil {
 		return "-"
+	}
+	switch d := result.Dur(time.Duration(bs.Duration)); {
 	case bs.Canceled:
-		return "canceled " + result.Dur(bs.Duration)
+		return "canceled " + d
 	case bs.Cached:
 		return "cached"
 	case bs.Skipped:
 		return "none"
 	case bs.OK:
-		return "ok " + result.Dur(bs.Duration)
+		return "ok " + d
+	default:
+		return "FAILED " + d
 	}
-	return "FAILED " + result.Dur(bs.Duration)
 }
 
 // uptime renders an uptime with result.Dur, whole seconds from 10s on.

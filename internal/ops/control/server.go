@@ -369,10 +369,10 @@ func (s *Server) status() Status {
 	if st.Started.IsZero() {
 		st.Started = s.hello.Started
 	}
-	st.Uptime = cmp.Or(st.Uptime, now.Sub(st.Started))
+	st.Uptime = cmp.Or(st.Uptime, Millis(now.Sub(st.Started)))
 	for i, sv := range st.Servers {
 		if sv.Uptime == 0 && !sv.Started.IsZero() {
-			st.Servers[i].Uptime = now.Sub(sv.Started)
+			st.Servers[i].Uptime = Millis(now.Sub(sv.Started))
 		}
 	}
 	if st.Servers == nil {

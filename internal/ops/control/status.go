@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,10 +39,10 @@ type Status struct {
 	Mode    string         `json:"mode"`              // ModeSingle, ModeMux or ModeCLI
 	Version string         `json:"version,omitempty"` // mcpflow's version
 	Started time.Time      `json:"started"`
-	Uptime  time.Duration  `json:"-"` // uptime_ms
 	Client  ClientInfo     `json:"client"`
 	HTTP    *HTTPStatus    `json:"http,omitempty"` // the HTTP front; nil when the client is on stdin/stdout
 	Servers []ServerStatus `json:"servers"`
+	Uptime  Millis         `json:"uptime_ms"`
 }
 
 // HTTPStatus is an instance's Streamable HTTP front and its client sessions.
@@ -72,81 +72,44 @@ type ClientInfo struct {
 
 // ServerStatus is one server (child) of an instance.
 type ServerStatus struct {
-	Name     string        `json:"name"`
-	State    string        `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
-	Pid      int           `json:"pid,omitempty"` // the child's pid; 0 when none runs
-	Gen      int           `json:"gen"`           // child generation, from 1
-	Started  time.Time     `json:"started,omitzero"`
-	Uptime   time.Duration `json:"-"` // uptime_ms; filled from Started when zero
-	Restarts int           `json:"restarts"`
-	Crashes  int           `json:"crashes"`              // times the server exited on its own
-	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
-	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
-	Served   uint64        `json:"calls_served"`
-	InFlight int           `json:"calls_in_flight"`
+	Name     string       `json:"name"`
+	State    string       `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
+	Pid      int          `json:"pid,omitempty"` // the child's pid; 0 when none runs
+	Gen      int          `json:"gen"`           // child generation, from 1
+	Started  time.Time    `json:"started,omitzero"`
+	Restarts int          `json:"restarts"`
+	Crashes  int          `json:"crashes"`              // times the server exited on its own
+	Build    *BuildStatus `json:"last_build,omitempty"` // nil before the first cycle
+	Tools    int          `json:"tools"`                // the server's own tools; -1 while not known
+	Served   uint64       `json:"calls_served"`
+	InFlight int          `json:"calls_in_flight"`
+	Uptime   Millis       `json:"uptime_ms"` // filled from Started when zero
 }
 
 // BuildStatus is the last build of a server, in brief.
 type BuildStatus struct {
-	OK           bool          `json:"ok"`
-	Skipped      bool          `json:"skipped,omitempty"` // no build ran: only a restart
-	Cached       bool          `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
-	Canceled     bool          `json:"canceled,omitempty"`
-	Trigger      string        `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
-	At           time.Time     `json:"at,omitzero"`             // when it ended
-	Duration     time.Duration `json:"-"`                       // duration_ms
-	FirstError   string        `json:"first_error,omitempty"`   // first line of what went wrong
-	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
+	OK           bool      `json:"ok"`
+	Skipped      bool      `json:"skipped,omitempty"` // no build ran: only a restart
+	Cached       bool      `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
+	Canceled     bool      `json:"canceled,omitempty"`
+	Trigger      string    `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
+	At           time.Time `json:"at,omitzero"`             // when it ended
+	FirstError   string    `json:"first_error,omitempty"`   // first line of what went wrong
+	RestartError string    `json:"restart_error,omitempty"` // first line of why the new child did not come up
+	Duration     Millis    `json:"duration_ms"`
 }
 
-// The plain types have no methods: their JSON is the default one.
-type (
-	plainStatus       Status
-	plainServerStatus ServerStatus
-	plainBuildStatus  BuildStatus
-)
+// Millis is a duration that is whole milliseconds in JSON (the _ms fields).
+type Millis time.Duration
 
-func (s Status) MarshalJSON() ([]byte, error) {
-	return withMS(plainStatus(s), "uptime_ms", s.Uptime)
-}
-func (s *Status) UnmarshalJSON(b []byte) error {
-	return readMS(b, (*plainStatus)(s), "uptime_ms", &s.Uptime)
-}
-func (s ServerStatus) MarshalJSON() ([]byte, error) {
-	return withMS(plainServerStatus(s), "uptime_ms", s.Uptime)
-}
-func (s *ServerStatus) UnmarshalJSON(b []byte) error {
-	return readMS(b, (*plainServerStatus)(s), "uptime_ms", &s.Uptime)
-}
-func (s BuildStatus) MarshalJSON() ([]byte, error) {
-	return withMS(plainBuildStatus(s), "duration_ms", s.Duration)
-}
-func (s *BuildStatus) UnmarshalJSON(b []byte) error {
-	return readMS(b, (*plainBuildStatus)(s), "duration_ms", &s.Duration)
+func (d Millis) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, time.Duration(d).Milliseconds(), 10), nil
 }
 
-// withMS is v's JSON (an object) with key: d in whole milliseconds last.
-func withMS(v any, key string, d time.Duration) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return fmt.Appendf(b[:len(b)-1], `,%q:%d}`, key, d.Milliseconds()), nil
-}
-
-// readMS decodes b into v, and key's whole milliseconds into d.
-func readMS(b []byte, v any, key string, d *time.Duration) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, v); err != nil {
-		return err
-	}
-	json.Unmarshal(b, &m)
-	var n int64
-	var err error
-	if raw, ok := m[key]; ok {
-		err = json.Unmarshal(raw, &n)
-	}
-	*d = time.Duration(n) * time.Millisecond
+func (d *Millis) UnmarshalJSON(b []byte) error {
+	var ms int64
+	err := json.Unmarshal(b, &ms)
+	*d = Millis(time.Duration(ms) * time.Millisecond)
 	return err
 }
 
@@ -154,7 +117,7 @@ func readMS(b []byte, v any, key string, d *time.Duration) error {
 func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	s := &BuildStatus{
 		OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, Canceled: b.Canceled, Trigger: b.Trigger,
-		At: at, Duration: b.Duration,
+		At: at, Duration: Millis(b.Duration),
 	}
 	if !b.OK {
 		s.FirstError = firstErrorLine(b.Errors)
