@@ -21,15 +21,10 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// logOutput is where the log goes: the log file when one is set, the
-// in-memory ring (for "mcpflow logs") and stderr. Each record arrives in
-// one Write (both handlers of newLogger write a record at once) and
-// reaches the file, opened with O_APPEND and rotated by size
-// (traffic.File), in one write call, so the records of several mcpflow
-// instances sharing a file never interleave. The file and the ring get
-// every record in the caller's goroutine; stderr through a stderrQueue,
-// so that a reader that stalls never stalls mcpflow. When tag is set, it
-// is written at the end of each record, before its final newline.
+// logOutput is where the log goes: the log file, the ring and stderr. Each
+// record arrives in one Write and reaches the file (traffic.File) in one
+// write call, so the records of instances sharing a file never interleave.
+// tag, when set, ends each record, before its final newline.
 type logOutput struct {
 	mu    sync.Mutex
 	file  *traffic.File // nil: no log file
@@ -56,8 +51,7 @@ func (o *logOutput) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// The bounds of a stderrQueue, and how long closing it waits for the
-// queued records to reach stderr.
+// The bounds of a stderrQueue, and how long close waits for it to drain.
 const (
 	stderrQueueRecords = 1024
 	stderrQueueBytes   = 256 << 10
@@ -65,12 +59,10 @@ const (
 )
 
 // stderrQueue writes the log's records to stderr from one goroutine, so
-// that no logger ever waits on stderr's reader. While the queue is full,
-// records are dropped and counted; once a write to stderr goes through
-// again, notice logs how many (to the file and the ring too), and that
-// record is queued even when the queue is full. After stderr's first
-// error (EPIPE once the client that read it is gone) records are
-// discarded uncounted, and the file log carries on.
+// that no logger ever waits on stderr's reader. Records that find it full
+// are dropped and counted; once a write goes through again, notice logs
+// how many, queued even when full. After stderr's first error (EPIPE once
+// the client is gone) records are discarded uncounted.
 type stderrQueue struct {
 	w      io.Writer
 	notice func(dropped int)
@@ -87,14 +79,12 @@ type stderrQueue struct {
 	closed   bool
 }
 
-// newStderrQueue starts the goroutine writing to w.
 func newStderrQueue(w io.Writer, notice func(dropped int)) *stderrQueue {
 	q := &stderrQueue{w: w, notice: notice, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
-// add queues a copy of p, or counts it as dropped when the queue is full.
 func (q *stderrQueue) add(p []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -161,10 +151,9 @@ func (q *stderrQueue) run() {
 	}
 }
 
-// close stops the queue: records queued until now still go to stderr,
-// for stderrCloseWait at most; those that did not, and those dropped
-// since the last notice, are counted in a last notice, to the file and
-// the ring only.
+// close lets the queued records reach stderr for stderrCloseWait at most;
+// those that did not, and those dropped since, are counted in a last
+// notice, to the file and the ring only.
 func (q *stderrQueue) close() {
 	q.mu.Lock()
 	if q.closed {
@@ -193,9 +182,7 @@ func (q *stderrQueue) close() {
 }
 
 // Charm returns a charmbracelet logger that logs through l: l's own
-// handler for log.format "text"; otherwise one whose JSON records are
-// handed to l's handler as slog records with the same level, message,
-// prefix and attributes.
+// handler for format "text", else one handing its records to l's handler.
 func Charm(l *slog.Logger) *log.Logger {
 	h := l.Handler()
 	if c, ok := h.(*log.Logger); ok {
@@ -210,8 +197,7 @@ func Charm(l *slog.Logger) *log.Logger {
 	return log.NewWithOptions(slogWriter{h}, log.Options{Level: level, Formatter: log.JSONFormatter})
 }
 
-// slogWriter turns the JSON records of a charmbracelet logger back into
-// slog records for h.
+// slogWriter turns a charmbracelet logger's JSON records into slog records.
 type slogWriter struct{ h slog.Handler }
 
 func (w slogWriter) Write(p []byte) (int, error) {
@@ -261,16 +247,11 @@ func jsonAttr(key string, v any) slog.Attr {
 	return slog.String(key, n.String())
 }
 
-// Open returns mcpflow's logger for a run, configured by [log]:
-// charmbracelet's handler for format "text", slog's JSON handler for
-// "json". Every record names its mcpflow process with mcpflow_pid (the
-// relay's "pid" names the child), since several instances may share a log
-// file: an attribute in JSON, the end of the record in text. It goes to
-// the log file, when cfg sets one, and to ring (nil: none), and to stderr
-// through a stderrQueue, never waited on; stdout belongs to the protocol
-// and is never written. A log file that is not a regular file (a FIFO, a
-// link) is left alone, with a warning. The returned function closes the
-// queue (waiting stderrCloseWait at most), then the file.
+// Open returns mcpflow's logger for a run, as [log] says, writing to the
+// log file, to ring (nil: none) and, never waited on, to stderr; stdout
+// belongs to the protocol. Every record carries mcpflow_pid, since several
+// instances may share a log file. A log file that is not a regular file
+// is left alone, with a warning. The function returned closes the log.
 func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{ring: ring}
 	var noFile error
@@ -308,7 +289,6 @@ func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), e
 	}, nil
 }
 
-// newLogger is the logger of cfg's level and format on out.
 func newLogger(out *logOutput, cfg config.LogConfig) *slog.Logger {
 	lvl, err := log.ParseLevel(cfg.Level)
 	if err != nil {

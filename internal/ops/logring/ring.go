@@ -2,11 +2,9 @@
 // running mcpflow can show its log to a person who asks (mcpflow logs),
 // also when no log file was configured.
 //
-// A Ring is an io.Writer: put it beside stderr in an io.MultiWriter. It
-// splits what it is given into lines and keeps each line whole: a line
-// written in several pieces is stored once its newline arrives (a line
-// longer than maxLine is stored in maxLine pieces). It keeps the newest
-// lines up to its capacity and drops the oldest.
+// A Ring is an io.Writer that keeps each line whole: a line written in
+// several pieces is stored once its newline arrives (one longer than
+// maxLine in maxLine pieces). It keeps the newest lines up to its capacity.
 //
 // Follow hands out the lines kept so far and, from the same instant, every
 // new line on a channel: no line is both in the backlog and on the channel,
@@ -45,9 +43,8 @@ func New(n int) *Ring {
 	return &Ring{cap: n, subs: make(map[*Sub]struct{})}
 }
 
-// Write stores every complete line in p; an unfinished last line waits for
-// its newline. A trailing "\r" is dropped from each line. It never fails
-// and never blocks on a follower.
+// Write stores every complete line in p, without a trailing "\r"; it never
+// fails and never blocks on a follower.
 func (r *Ring) Write(p []byte) (int, error) {
 	n := len(p)
 	r.mu.Lock()
@@ -107,9 +104,8 @@ func (r *Ring) snapshotLocked() []string {
 	return append(out, r.lines[:r.next]...)
 }
 
-// Follow returns the kept lines, oldest first, and a subscription that
-// receives every line stored after them. buffer is the channel's capacity
-// (defaultBuffer if <= 0). The caller must Close the subscription.
+// Follow returns the kept lines and a subscription, with a channel of
+// buffer lines (defaultBuffer if <= 0), to every line stored after them.
 func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 	if buffer <= 0 {
 		buffer = defaultBuffer
@@ -132,16 +128,14 @@ type Sub struct {
 	dropped uint64 // guarded by r.mu
 }
 
-// Dropped reports how many lines this follower has lost so far because
-// its channel was full.
+// Dropped reports how many lines this follower has lost to a full channel.
 func (s *Sub) Dropped() uint64 {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	return s.dropped
 }
 
-// Close ends the subscription and closes C. It may be called more than
-// once.
+// Close ends the subscription and closes C; it may be called again.
 func (s *Sub) Close() {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()

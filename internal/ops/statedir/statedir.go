@@ -27,8 +27,7 @@ const Name = ".mcpflow"
 // Of is a project's .mcpflow folder.
 func Of(project string) string { return filepath.Join(project, Name) }
 
-// Check refuses dir, a .mcpflow folder, when it exists and is not
-// mcpflow's own (see the package documentation); a missing dir is fine.
+// Check refuses dir, a .mcpflow folder, when it exists and is not mcpflow's own.
 func Check(dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -40,10 +39,8 @@ func Check(dir string) error {
 	return checkDir(dir, fi)
 }
 
-// MkdirFor makes the folder that holds file. When it is, or lies in, a
-// .mcpflow folder, that folder is created 0700 (and the folders below
-// it too) or checked (Check); any other folder (a log file placed
-// elsewhere) is made as os.MkdirAll does, 0755.
+// MkdirFor makes the folder that holds file: from a .mcpflow folder on
+// 0700 and checked (Check), elsewhere as os.MkdirAll does.
 func MkdirFor(file string) error {
 	dir := filepath.Dir(file)
 	root, rest, ok := split(dir)
@@ -90,9 +87,7 @@ func split(dir string) (root string, rest []string, ok bool) {
 	return "", nil, false
 }
 
-// OpenFile opens name as os.OpenFile does, except that a symbolic link
-// is not followed and anything but a regular file is refused, without
-// blocking on it (a FIFO, a device).
+// OpenFile is os.OpenFile of regular files only, never through a link.
 func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := openNoFollow(name, flag, perm)
 	if err != nil {
@@ -123,9 +118,8 @@ func ReadFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// WriteFile writes data to name whole or not at all, 0600, making its
-// folder (MkdirFor): through a new file of a name of its own in the same
-// folder (never one that exists, link or not), renamed over name.
+// WriteFile writes data to name, 0600, whole or not at all: to a new file
+// beside it, renamed over name. It makes the folder (MkdirFor).
 func WriteFile(name string, data []byte) error {
 	if err := MkdirFor(name); err != nil {
 		return err
@@ -147,9 +141,8 @@ func WriteFile(name string, data []byte) error {
 	return werr
 }
 
-// Ignore makes folder dir (MkdirFor) with a .gitignore that keeps all of
-// it out of git, its first line the comment why; an existing .gitignore
-// is left as it is.
+// Ignore makes folder dir with a .gitignore that keeps it out of git (the
+// first line says why), unless it has one.
 func Ignore(dir, why string) error {
 	ignore := filepath.Join(dir, ".gitignore")
 	if err := MkdirFor(ignore); err != nil {

@@ -55,9 +55,8 @@ func openAppend(path string) (*os.File, error) {
 	return statedir.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
-// Write appends p in one write call, rotating the file first when p
-// would take it past its maximum. A failed rotation is returned, but p
-// is still written (to the file as it is).
+// Write appends p in one write call, rotating the file first when p would
+// take it past its maximum; after a failed rotation p is still written.
 func (r *File) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -83,8 +82,8 @@ func (r *File) Write(p []byte) (int, error) {
 	return n, cmp.Or(err, rerr)
 }
 
-// rotateLocked renames FILE to FILE.1, unless another process did it
-// already, and moves to the new FILE.
+// rotateLocked renames FILE to FILE.1, unless another process did, and
+// moves to the new FILE.
 func (r *File) rotateLocked() error {
 	var rerr error
 	unlock := lockFile(r.f)

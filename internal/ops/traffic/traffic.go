@@ -98,9 +98,8 @@ func (w *Writer) Hook(server string) func(hop string, toServer bool, gen int, ms
 	return func(hop string, toServer bool, gen int, msg []byte) { w.record(frag, hop, toServer, gen, msg) }
 }
 
-// SessionHook is Hook for the HTTP front's client hop, where each message
-// belongs to a client session: session is its Mcp-Session-Id ("" =
-// none, and then the line has no session).
+// SessionHook is Hook for the HTTP front's client hop, with each message's
+// Mcp-Session-Id ("" = none).
 func (w *Writer) SessionHook(server string) func(hop, session string, toServer bool, gen int, msg []byte) {
 	frag := serverFrag(server)
 	return func(hop, session string, toServer bool, gen int, msg []byte) {
@@ -178,7 +177,7 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 	w.buf = append(w.buf, b...)
 }
 
-// flushLocked writes the buffered lines out, in one write.
+// flushLocked writes the buffered lines in one write.
 func (w *Writer) flushLocked() {
 	if len(w.buf) > 0 && w.err == nil {
 		w.writeLocked(w.buf)
@@ -192,15 +191,14 @@ func (w *Writer) writeLocked(b []byte) {
 	}
 }
 
-// flush writes out what is buffered.
 func (w *Writer) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.flushLocked()
 }
 
-// Close flushes and closes the file; later calls of a hook are ignored. It
-// returns the first error the recording met.
+// Close flushes and closes the file, and returns the first error the
+// recording met; later calls of a hook are ignored.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
