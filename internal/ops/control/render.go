@@ -46,7 +46,7 @@ func writeInstance(b *strings.Builder, st Status) {
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SERVER\tSTATE\tPID\tUP\tRESTARTS\tLAST BUILD\tTOOLS\tCALLS")
-	var notes []string
+	var notes strings.Builder
 	for _, sv := range st.Servers {
 		pid, up := "-", "-"
 		if sv.Pid > 0 {
@@ -62,37 +62,32 @@ func writeInstance(b *strings.Builder, st Status) {
 			tools = fmt.Sprint(sv.Tools)
 		}
 		restarts := fmt.Sprint(sv.Restarts)
-		switch {
-		case sv.Crashes == 1:
-			restarts += " (1 crash)"
-		case sv.Crashes > 1:
-			restarts += fmt.Sprintf(" (%d crashes)", sv.Crashes)
+		if sv.Crashes > 0 {
+			restarts += fmt.Sprintf(" (%d crash%s)", sv.Crashes, plural(sv.Crashes, "es"))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			sv.Name, cmp.Or(sv.State, "-"), pid, up, restarts, buildCell(sv.Build), tools, calls)
 		if bs := sv.Build; bs != nil {
 			if bs.FirstError != "" {
-				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))
+				fmt.Fprintf(&notes, "  %s: build failed: %s\n", sv.Name, bs.FirstError)
 			}
 			if bs.RestartError != "" {
-				notes = append(notes, fmt.Sprintf("  %s: restart failed: %s", sv.Name, bs.RestartError))
+				fmt.Fprintf(&notes, "  %s: restart failed: %s\n", sv.Name, bs.RestartError)
 			}
 		}
 	}
 	tw.Flush()
-	for _, n := range notes {
-		b.WriteString(n + "\n")
-	}
+	b.WriteString(notes.String())
 }
 
 // writeHTTP renders the HTTP front: its URL and a line per session.
 func writeHTTP(b *strings.Builder, h *HTTPStatus) {
-	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions)))
+	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions), "s"))
 	now := time.Now()
 	for _, s := range h.Sessions {
 		line := fmt.Sprintf("    %s  %s", cmp.Or(s.ID, "(session-less)"), clientLine(s.Client))
 		if !s.LastSeen.IsZero() {
-			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests), "s"), uptime(now.Sub(s.LastSeen)))
 		}
 		if s.InFlight > 0 {
 			line += fmt.Sprintf(", %d in flight", s.InFlight)
@@ -101,11 +96,11 @@ func writeHTTP(b *strings.Builder, h *HTTPStatus) {
 	}
 }
 
-func plural(n int) string {
+func plural(n int, suffix string) string {
 	if n == 1 {
 		return ""
 	}
-	return "s"
+	return suffix
 }
 
 func clientLine(c ClientInfo) string {

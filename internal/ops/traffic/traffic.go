@@ -1,38 +1,29 @@
 // Package traffic records every MCP message that passes through mcpflow,
 // in both directions, to a JSON Lines file a person can read or grep
-// (mcpflow watch --traffic FILE, or [log] traffic = "FILE").
-//
-// Each line is one message:
+// (mcpflow watch --traffic FILE, or [log] traffic = "FILE"), a line per
+// message:
 //
 //	{"t":"2026-11-23T09:14:03.123456789Z","hop":"client","dir":"c2s","gen":2,"server":"notes","msg":{...}}
 //
-// t is the time of recording (RFC 3339, UTC, nanoseconds); hop is
-// "client" (between the client and mcpflow) or "server" (between mcpflow
-// and the child): a message mcpflow forwards is recorded on each hop, and
-// one mcpflow makes itself (a list_changed, an answer of its own, a
-// replayed handshake) on the hop it goes over; dir is "c2s" (toward the
-// server) or "s2c"; gen is the child generation the message went to or
-// came from (0 when none was running); server is the server's name, only
-// when one was given (a mux's server hop: its client hop is the mux's
-// front, with no server); session is the HTTP front's Mcp-Session-Id of
-// the client the message came from or went to, only on the client hop of
-// an HTTP front and only when the session has one (a 2026-07-28 client is
-// session-less); msg is the message itself, as it travelled. A
-// message larger than Options.MaxMessage is recorded as
-// "truncated":true, "size" (its length) and "msg_prefix" (its first
-// MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
-// are recorded as "invalid":true and "msg_text".
+// t is when it was recorded (RFC 3339, UTC, nanoseconds); hop is "client"
+// (between the client and mcpflow) or "server" (between mcpflow and the
+// child): a message mcpflow forwards is recorded on each hop, one it makes
+// itself (a list_changed, an answer of its own, a replayed handshake) on
+// the hop it goes over; dir is "c2s" (toward the server) or "s2c"; gen is
+// the child generation it went to or came from (0 when none ran); server
+// is the server's name, on a mux's server hop only; session is the HTTP
+// front's Mcp-Session-Id, on its client hop only and when the client has
+// one; msg is the message as it travelled. A message larger than
+// Options.MaxMessage is recorded as "truncated":true, "size" and
+// "msg_prefix" (its first MaxMessage bytes, as a string) instead of msg;
+// bytes that are not JSON as "invalid":true and "msg_text".
 //
-// Lines are written in the order the hook is called. Writes are buffered
-// (whole lines, at most 64 KiB or half of Options.MaxFile at once) and
-// flushed at least every 200 ms and on Close. The file is a File: rotated
-// by size, when a write would take it past Options.MaxFile, to FILE.1
-// (replacing an older FILE.1), and created 0600, since messages may hold
-// secrets. File is also the rotating file of mcpflow's log.
-//
-// The hook copies what it keeps, so the caller may reuse msg as soon as it
-// returns. A Writer is safe for concurrent use. A write error stops the
-// recording (the relay must not fail because of it); Close reports it.
+// Lines are written in the order the hook is called, buffered (at most 64
+// KiB or half of Options.MaxFile at once) for 200 ms at most, to a File:
+// rotated to FILE.1 past Options.MaxFile, created 0600 since messages may
+// hold secrets. The hook copies what it keeps. A Writer is safe for
+// concurrent use. A write error stops the recording (the relay must not
+// fail because of it); Close reports it.
 package traffic
 
 import (
