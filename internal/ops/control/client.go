@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -86,32 +85,28 @@ func Instances(f Filter) ([]Instance, error) {
 		}
 		return nil, err
 	}
-	ents, err := os.ReadDir(dir)
+	socks, err := sockets(dir)
 	if err != nil {
 		return nil, fmt.Errorf("control folder: %w", err)
 	}
-	found := make([]*Instance, len(ents))
+	found := make(chan Instance, len(socks))
 	var wg sync.WaitGroup
-	for i, e := range ents {
-		if _, ok := socketPid(e.Name()); !ok || e.Type()&fs.ModeSocket == 0 {
-			continue
-		}
+	for path := range socks {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, _ := dialSocket(ctx, filepath.Join(dir, e.Name()))
+			c, _ := dialSocket(ctx, path)
 			defer c.Close()
 			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
-				found[i] = &inst
+				found <- inst
 			}
 		})
 	}
 	wg.Wait()
+	close(found)
 	var out []Instance
-	for _, in := range found {
-		if in != nil {
-			out = append(out, *in)
-		}
+	for in := range found {
+		out = append(out, in)
 	}
 	slices.SortFunc(out, func(a, b Instance) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Socket, b.Socket))

@@ -170,30 +170,26 @@ func live(path string) bool {
 	return true
 }
 
-// socketPid parses "<pid>.sock" or "<pid>-N.sock".
-func socketPid(name string) (int, bool) {
-	base, ok := strings.CutSuffix(name, ".sock")
-	if !ok {
-		return 0, false
+// sockets maps the paths of the control sockets in dir (<pid>.sock,
+// <pid>-N.sock) to their pids.
+func sockets(dir string) (map[string]int, error) {
+	ents, err := os.ReadDir(dir)
+	out := map[string]int{}
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".sock")
+		base, _, _ = strings.Cut(base, "-")
+		if pid, err := strconv.Atoi(base); ok && err == nil && pid > 0 && e.Type()&fs.ModeSocket != 0 {
+			out[filepath.Join(dir, e.Name())] = pid
+		}
 	}
-	base, _, _ = strings.Cut(base, "-")
-	pid, err := strconv.Atoi(base)
-	return pid, err == nil && pid > 0
+	return out, err
 }
 
 // cleanStale removes sockets whose process is gone and nothing listens on.
 func cleanStale(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		pid, ok := socketPid(e.Name())
-		if !ok || e.Type()&fs.ModeSocket == 0 || pid == os.Getpid() {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if pidGone(pid) && !live(path) {
+	socks, _ := sockets(dir)
+	for path, pid := range socks {
+		if pid != os.Getpid() && pidGone(pid) && !live(path) {
 			os.Remove(path)
 		}
 	}
