@@ -277,34 +277,30 @@ func (l *limitListener) Close() error {
 	return l.err
 }
 
-type refusal struct {
-	code int
-	body errorBody
-}
-
 type refusalKey struct{}
 
 // connContext refuses a peer of another uid, or one the OS cannot check,
 // and answers a connection over the limit busy, with who is busy.
 func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
 	c := nc.(*limitedConn)
-	var ref *refusal
+	var ref *errorBody
 	if s.wantUID >= 0 {
 		switch uid, known, err := peerUID(c.UnixConn); {
 		case known && err != nil:
-			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}}
+			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}
 		case known && uid != s.wantUID:
-			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}}
+			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}
 		}
 	}
 	if ref == nil && c.busy {
-		ref = &refusal{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}}
+		ref = &errorBody{code: http.StatusServiceUnavailable, Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}
 	}
 	return context.WithValue(ctx, refusalKey{}, ref)
 }
 
-// errorBody is the answer to a request that failed.
+// errorBody is the answer to a request that failed; code is a refusal's status.
 type errorBody struct {
+	code     int
 	Error    string    `json:"error"`
 	Instance *Instance `json:"instance,omitempty"` // who is busy, in a 503 of too many connections
 }
@@ -313,15 +309,15 @@ type errorBody struct {
 // answers a panic with an error, and counts the handlers for Close.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ref, _ := r.Context().Value(refusalKey{}).(*refusal)
+		ref, _ := r.Context().Value(refusalKey{}).(*errorBody)
 		if r.ContentLength != 0 && r.URL.Path != "/call" {
 			// Nothing reads the body: the connection ends instead.
 			http.NewResponseController(w).SetReadDeadline(time.Now())
-			ref = &refusal{http.StatusRequestEntityTooLarge, errorBody{Error: "control requests have no body"}}
+			ref = &errorBody{code: http.StatusRequestEntityTooLarge, Error: "control requests have no body"}
 		}
 		if ref != nil {
 			w.Header().Set("Connection", "close")
-			send(w, ref.code, ref.body)
+			send(w, ref.code, ref)
 			return
 		}
 		s.mu.Lock()

@@ -12,6 +12,7 @@
 package statedir
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -78,10 +79,7 @@ func split(dir string) (root string, rest []string, ok bool) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		if parts[i] == Name {
 			root = strings.Join(parts[:i+1], string(filepath.Separator))
-			if root == "" {
-				root = string(filepath.Separator)
-			}
-			return root, parts[i+1:], true
+			return cmp.Or(root, string(filepath.Separator)), parts[i+1:], true
 		}
 	}
 	return "", nil, false
@@ -97,13 +95,12 @@ func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(name, fi.Mode())
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(name, fi.Mode())
 	}
 	return f, nil
 }
@@ -128,17 +125,14 @@ func WriteFile(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	_, err = tmp.Write(data)
+	if err = cmp.Or(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), name)
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), name)
-	}
-	if werr != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
 	}
-	return werr
+	return err
 }
 
 // Ignore makes folder dir with a .gitignore that keeps it out of git (the
@@ -156,10 +150,7 @@ func Ignore(dir, why string) error {
 		return err
 	}
 	_, err = f.WriteString("# " + why + "\n*\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return cmp.Or(err, f.Close())
 }
 
 // ErrNotRegular is the error of OpenFile for anything but a regular file.
