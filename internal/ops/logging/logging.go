@@ -70,11 +70,11 @@ type stderrQueue struct {
 	done   chan struct{} // closed when the goroutine returns
 
 	mu       sync.Mutex
-	recs     [][]byte
-	bytes    int
-	writing  int  // records the goroutine is writing now
-	dropped  int  // since the last notice
-	noticing bool // the notice is being logged: queued even when full
+	buf      []byte // the queued records
+	recs     int    // how many
+	writing  int    // records the goroutine is writing now
+	dropped  int    // since the last notice
+	noticing bool   // the notice is being logged: queued even when full
 	gone     bool
 	closed   bool
 }
@@ -91,12 +91,12 @@ func (q *stderrQueue) add(p []byte) {
 	switch {
 	case q.gone || q.closed:
 		return
-	case (len(q.recs) >= stderrQueueRecords || q.bytes+len(p) > stderrQueueBytes) && !q.noticing:
+	case (q.recs >= stderrQueueRecords || len(q.buf)+len(p) > stderrQueueBytes) && !q.noticing:
 		q.dropped++
 		return
 	}
-	q.recs = append(q.recs, bytes.Clone(p))
-	q.bytes += len(p)
+	q.buf = append(q.buf, p...)
+	q.recs++
 	q.signal()
 }
 
@@ -115,26 +115,18 @@ func (q *stderrQueue) setNoticing(on bool) {
 
 func (q *stderrQueue) run() {
 	defer close(q.done)
-	var buf []byte
 	for range q.wake {
 		q.mu.Lock()
-		recs, closed := q.recs, q.closed
-		q.recs, q.bytes, q.writing = nil, 0, len(recs)
+		buf, n, closed := q.buf, q.recs, q.closed
+		q.buf, q.recs, q.writing = nil, 0, n
 		q.mu.Unlock()
-		if len(recs) > 0 {
-			buf = buf[:0]
-			for _, r := range recs {
-				buf = append(buf, r...)
-			}
+		if n > 0 {
 			_, err := q.w.Write(buf)
-			if cap(buf) > stderrQueueBytes {
-				buf = nil
-			}
 			q.mu.Lock()
 			q.writing = 0
 			dropped := 0
 			if err != nil {
-				q.gone, q.recs, q.bytes, q.dropped = true, nil, 0, 0
+				q.gone, q.buf, q.recs, q.dropped = true, nil, 0, 0
 			} else if !q.closed {
 				dropped, q.dropped = q.dropped, 0
 			}
@@ -172,9 +164,9 @@ func (q *stderrQueue) close() {
 	q.mu.Lock()
 	lost := 0
 	if !q.gone {
-		lost = q.dropped + len(q.recs) + q.writing
+		lost = q.dropped + q.recs + q.writing
 	}
-	q.dropped, q.recs = 0, nil
+	q.dropped, q.recs, q.buf = 0, 0, nil
 	q.mu.Unlock()
 	if lost > 0 {
 		q.notice(lost)
@@ -219,10 +211,8 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		}
 		switch key {
 		case log.LevelKey:
-			if s, ok := v.(string); ok {
-				if lv, err := log.ParseLevel(s); err == nil {
-					rec.Level = slog.Level(lv)
-				}
+			if lv, err := log.ParseLevel(fmt.Sprint(v)); err == nil {
+				rec.Level = slog.Level(lv)
 			}
 		case log.MessageKey:
 			rec.Message = fmt.Sprint(v)
