@@ -163,11 +163,10 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 // live reports whether something accepts connections on the socket.
 func live(path string) bool {
 	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
+	if err == nil {
+		c.Close()
 	}
-	c.Close()
-	return true
+	return err == nil
 }
 
 // sockets maps the paths of the control sockets in dir (<pid>.sock,

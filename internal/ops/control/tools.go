@@ -62,17 +62,11 @@ func NewCLIClient(version string) *mcp.Client {
 // ListToolsOn is the tools/list result of every page, as one result.
 func ListToolsOn(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
 	all := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	params := &mcp.ListToolsParams{}
-	for {
-		res, err := cs.ListTools(ctx, params)
+	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		all.Tools = append(all.Tools, res.Tools...)
-		if res.NextCursor == "" {
-			break
-		}
-		params.Cursor = res.NextCursor
+		all.Tools = append(all.Tools, t)
 	}
 	return json.Marshal(all)
 }

@@ -110,8 +110,8 @@ func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 	if buffer <= 0 {
 		buffer = defaultBuffer
 	}
-	s := &Sub{r: r, c: make(chan string, buffer)}
-	s.C = s.c
+	c := make(chan string, buffer)
+	s := &Sub{C: c, r: r, c: c}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.subs[s] = struct{}{}

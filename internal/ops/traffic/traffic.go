@@ -30,6 +30,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,31 +86,28 @@ func Open(path string, opts Options) (*Writer, error) {
 // Hook returns the function the relay calls for every message; server is
 // the server's name in a mux, "" otherwise.
 func (w *Writer) Hook(server string) func(hop string, toServer bool, gen int, msg []byte) {
-	frag := serverFrag(server)
+	frag := field("server", server)
 	return func(hop string, toServer bool, gen int, msg []byte) { w.record(frag, hop, toServer, gen, msg) }
 }
 
 // SessionHook is Hook for the HTTP front's client hop, with each message's
 // Mcp-Session-Id ("" = none).
 func (w *Writer) SessionHook(server string) func(hop, session string, toServer bool, gen int, msg []byte) {
-	frag := serverFrag(server)
+	frag := slices.Clip(field("server", server)) // appending copies
 	return func(hop, session string, toServer bool, gen int, msg []byte) {
-		f := frag
-		if session != "" {
-			f = appendString(append(append([]byte(nil), frag...), `,"session":`...), session)
-		}
-		w.record(f, hop, toServer, gen, msg)
+		w.record(append(frag, field("session", session)...), hop, toServer, gen, msg)
 	}
 }
 
-func serverFrag(server string) []byte {
-	if server == "" {
+// field is `,"key":value` with value as a JSON string, or nothing for "".
+func field(key, value string) []byte {
+	if value == "" {
 		return nil
 	}
-	return appendString([]byte(`,"server":`), server)
+	return appendString([]byte(`,"`+key+`":`), value)
 }
 
-func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, msg []byte) {
+func (w *Writer) record(fields []byte, hop string, toServer bool, gen int, msg []byte) {
 	now := time.Now().UTC()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -126,7 +124,7 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 		b = append(b, `,"dir":"s2c","gen":`...)
 	}
 	b = strconv.AppendInt(b, int64(gen), 10)
-	b = append(b, serverFrag...)
+	b = append(b, fields...)
 	msg = bytes.TrimSpace(msg)
 	switch {
 	case len(msg) > w.maxMsg:
