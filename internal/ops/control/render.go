@@ -15,11 +15,10 @@ import (
 // WriteStatus renders instances for mcpflow status: a block each, with a
 // table of its servers.
 func WriteStatus(w io.Writer, sts []Status) error {
-	if len(sts) == 0 {
-		_, err := fmt.Fprintln(w, "no mcpflow instance running")
-		return err
-	}
 	var b strings.Builder
+	if len(sts) == 0 {
+		b.WriteString("no mcpflow instance running\n")
+	}
 	for i, st := range sts {
 		if i > 0 {
 			b.WriteByte('\n')

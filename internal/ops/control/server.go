@@ -66,9 +66,8 @@ type Server struct {
 	ln      *limitListener
 	srv     *http.Server
 
-	ctx        context.Context // ends at Close: every request's context derives from it
-	cancel     context.CancelFunc
-	rebuilding sync.Mutex // held by the one rebuild that runs
+	cancel     context.CancelFunc // ends every request's context
+	rebuilding sync.Mutex         // held by the one rebuild that runs
 
 	mu       sync.Mutex
 	closed   bool
@@ -104,11 +103,11 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns), hello: Instance{
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns), cancel: cancel, hello: Instance{
 		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
 		Version: info.Version, Started: time.Now(), Socket: path,
 	}}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.hello) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.status()) })
@@ -121,7 +120,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ReadHeaderTimeout: readHeaderTimeout, // no ReadTimeout: it would end a long rebuild's context
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    MaxRequest,
-		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext:       s.connContext,
 		ErrorLog:          log.New(io.Discard, "", 0), // the instance's stderr is the person's log
 	}

@@ -40,6 +40,15 @@ func Check(dir string) error {
 	return checkDir(dir, fi)
 }
 
+// checkDir refuses the .mcpflow folder dir (fi: its Lstat) unless it is a
+// folder, not a link, and mcpflow's own (checkOwner).
+func checkDir(dir string, fi fs.FileInfo) error {
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is %s, not a folder: mcpflow keeps its own files there; remove it (mcpflow makes the folder)", dir, kind(fi.Mode()))
+	}
+	return checkOwner(dir, fi)
+}
+
 // MkdirFor makes the folder that holds file: from a .mcpflow folder on
 // 0700 and checked (Check), elsewhere as os.MkdirAll does.
 func MkdirFor(file string) error {
