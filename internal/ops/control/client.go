@@ -209,10 +209,7 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return c.fail(ctx, err)
+		return c.fail(ctx, errors.Unwrap(err)) // a *url.Error: what went wrong is inside
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -201,14 +201,11 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	for dec.More() {
 		t, err := dec.Token()
-		if err != nil {
+		var v any
+		if err != nil || dec.Decode(&v) != nil {
 			break
 		}
 		key, _ := t.(string)
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			break
-		}
 		switch key {
 		case log.LevelKey:
 			if lv, err := log.ParseLevel(fmt.Sprint(v)); err == nil {
@@ -318,7 +315,8 @@ func Cycle(logger *log.Logger, res result.Build) {
 	rs := res.Restart
 	if rs != nil {
 		if rs.Err != nil {
-			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(rs.Err.Error())))
+			first, _, _ := strings.Cut(rs.Err.Error(), "\n")
+			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", first))
 		} else {
 			parts = append(parts, fmt.Sprintf("restart %s ✓", result.Dur(rs.Duration)))
 			if tools := rs.Tools.String(); tools != "" {
@@ -335,9 +333,4 @@ func Cycle(logger *log.Logger, res result.Build) {
 		return
 	}
 	logger.Info(line)
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

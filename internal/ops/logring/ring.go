@@ -50,11 +50,7 @@ func (r *Ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		line := p
-		if i >= 0 {
-			line = p[:i]
-		}
+		line, rest, found := bytes.Cut(p, []byte("\n"))
 		if len(r.partial) > 0 {
 			r.partial = append(r.partial, line...)
 			line = r.partial
@@ -63,12 +59,12 @@ func (r *Ring) Write(p []byte) (int, error) {
 			r.addLocked(string(line[:maxLine]))
 			line = line[maxLine:]
 		}
-		if i < 0 {
+		if !found {
 			r.partial = append(r.partial[:0], line...)
 			break
 		}
 		r.addLocked(string(bytes.TrimSuffix(line, []byte("\r"))))
-		r.partial, p = r.partial[:0], p[i+1:]
+		r.partial, p = r.partial[:0], rest
 	}
 	if cap(r.partial) > maxLine {
 		r.partial = bytes.Clone(r.partial) // the buffer of a long line is not kept
