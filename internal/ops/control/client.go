@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -89,25 +90,22 @@ func Instances(f Filter) ([]Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control folder: %w", err)
 	}
-	found := make(chan Instance, len(socks))
+	paths := slices.Collect(maps.Keys(socks))
+	found := make([]Instance, len(paths)) // Pid 0: none
 	var wg sync.WaitGroup
-	for path := range socks {
+	for i, path := range paths {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
 			c, _ := dialSocket(ctx, path)
 			defer c.Close()
 			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
-				found <- inst
+				found[i] = inst
 			}
 		})
 	}
 	wg.Wait()
-	close(found)
-	var out []Instance
-	for in := range found {
-		out = append(out, in)
-	}
+	out := slices.DeleteFunc(found, func(in Instance) bool { return in.Pid == 0 })
 	slices.SortFunc(out, func(a, b Instance) int {
 		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Socket, b.Socket))
 	})
@@ -148,8 +146,7 @@ func (c *Client) Close() error {
 // Hello asks the instance who it is; a busy one says so in its refusal.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
 	inst, err := callJSON[Instance](ctx, c, http.MethodGet, "/instance", nil, nil)
-	var be *busyError
-	if errors.As(err, &be) && be.inst != nil {
+	if be, ok := errors.AsType[*busyError](err); ok && be.inst != nil {
 		inst, err = *be.inst, nil
 	}
 	return inst, err
@@ -193,7 +190,7 @@ func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) e
 	return err
 }
 
-// ask is the JSON answer to a request.
+// callJSON is call with a JSON answer, decoded into a T.
 func callJSON[T any](ctx context.Context, c *Client, method, path string, q url.Values, body []byte) (T, error) {
 	var v T
 	err := c.call(ctx, method, path, q, body, &v)

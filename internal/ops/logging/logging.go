@@ -205,8 +205,7 @@ func (w slogWriter) Write(p []byte) (int, error) {
 		if err != nil || dec.Decode(&v) != nil {
 			break
 		}
-		key, _ := t.(string)
-		switch key {
+		switch key, _ := t.(string); key {
 		case log.LevelKey:
 			if lv, err := log.ParseLevel(fmt.Sprint(v)); err == nil {
 				rec.Level = slog.Level(lv)
