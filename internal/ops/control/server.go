@@ -141,12 +141,10 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 		if len(path) > maxSocketPath {
 			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder", path, maxSocketPath)
 		}
-		if _, err := os.Lstat(path); err == nil {
-			if live(path) {
-				continue
-			}
-			os.Remove(path)
+		if live(path) {
+			continue
 		}
+		os.Remove(path) // one an earlier process left, if any
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 		if err == nil {
 			return ln, path, nil

@@ -154,12 +154,8 @@ var placeRE = regexp.MustCompile(`^[^\s:]+:\d+`)
 
 // firstLine returns the first line of s that is not blank, trimmed.
 func firstLine(s string) string {
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(first)
 }
 
 // BuildJSON is a rebuild's outcome on the wire: the recompile tool's

@@ -130,10 +130,10 @@ func (q *stderrQueue) run() {
 			} else if !q.closed {
 				dropped, q.dropped = q.dropped, 0
 			}
+			q.noticing = dropped > 0 // the notice is queued even when the queue is full
 			q.mu.Unlock()
 			if dropped > 0 {
-				q.setNoticing(true)
-				q.notice(dropped) // a record, queued even when the queue is full
+				q.notice(dropped)
 				q.setNoticing(false)
 			}
 		}

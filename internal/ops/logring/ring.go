@@ -116,8 +116,7 @@ func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 
 // Sub is one follower of a Ring.
 type Sub struct {
-	// C receives each new line; it is closed by Close.
-	C <-chan string
+	C <-chan string // each new line; closed by Close
 
 	r       *Ring
 	c       chan string

@@ -9,24 +9,19 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
-// File is a file that is appended to and rotated by size: when a write
-// would take it past its maximum, FILE is renamed FILE.1 (replacing an
-// older FILE.1) and a new FILE is started, so the two hold at most twice
-// the maximum; a write larger than the maximum gets a file of its own.
-// FILE is created 0600. The traffic capture and mcpflow's log file
-// (log.file, log.max_size) write through one. A File is safe for
-// concurrent use.
+// File is a file, created 0600, that is appended to and rotated by size:
+// when a write would take it past its maximum, FILE is renamed FILE.1
+// (replacing an older one) and a new FILE is started; a write larger than
+// the maximum gets a file of its own. It is safe for concurrent use.
 //
-// Several processes may append to one FILE, each through its own File (as
-// mcpflow instances sharing a log file do), and each write lands whole
-// (O_APPEND, one write call). The first to find the file full rotates it,
-// under a lock on the file (flock on Unix) and only if FILE is still the
-// file it writes to, so one rotation happens, never two in a row; the
-// others move to the new FILE at their next write that finds the old one
-// full or removed. Until then a write may land in FILE.1, and writes that
-// raced the rotation take FILE past the maximum by one write per process
-// at most. Nothing is truncated, and no write is lost unless FILE.1 is
-// replaced while a lagging process still writes to it.
+// Several processes (mcpflow instances sharing a log file) may append to
+// one FILE, each write landing whole (O_APPEND, one write call). The first
+// to find it full rotates it, under a lock (flock on Unix) and only if FILE
+// is still its file, so one rotation happens, never two in a row; the
+// others move to the new FILE when they find the old one full or removed,
+// and may land a write in FILE.1 or one past the maximum until then.
+// Nothing is truncated or lost unless FILE.1 is replaced while a lagging
+// process still writes to it.
 type File struct {
 	path string
 	max  int64
