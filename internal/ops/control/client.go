@@ -178,9 +178,8 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (j
 	return callJSON[json.RawMessage](ctx, c, http.MethodPost, "/call", url.Values{"name": {name}}, args)
 }
 
-// Logs writes the instance's kept log lines to w, the last tail of them
-// (0 = all), then with follow the new ones until ctx ends or the instance
-// stops (both nil).
+// Logs writes the last tail (0 = all) kept log lines to w, then with follow
+// the new ones until ctx ends or the instance stops (both nil).
 func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) error {
 	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}}
 	err := c.call(ctx, http.MethodGet, "/logs", q, nil, w)

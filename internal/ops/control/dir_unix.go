@@ -16,9 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runtimeDir is where this user's instances put their sockets; instances
-// and the commands that look for them agree while they share XDG_RUNTIME_DIR
-// and TMPDIR.
+// runtimeDir is where this user's instances put their sockets: the same
+// for processes that share XDG_RUNTIME_DIR and TMPDIR.
 func runtimeDir() (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {

@@ -1,17 +1,16 @@
 // Package control lets a person see and steer a running mcpflow from a
 // terminal: mcpflow status, rebuild, logs, tools and call.
 //
-// Each running instance listens on a Unix domain socket named after its
-// process id (<pid>.sock) in a per-user runtime folder,
-// $XDG_RUNTIME_DIR/mcpflow, else <temp>/mcpflow-<uid>, created 0700. A
-// folder that is not a real directory owned by this user, or that others
-// may read or enter, is refused with an error saying what to do. Only this
+// Each running instance listens on a Unix socket, <pid>.sock, in a
+// per-user folder, $XDG_RUNTIME_DIR/mcpflow, else <temp>/mcpflow-<uid>,
+// created 0700; one that is not a real directory of this user's, or that
+// others may enter, is refused with an error saying what to do. Only this
 // user can connect: the folder keeps others out, and where the OS tells
-// the peer's uid (Linux SO_PEERCRED, macOS and FreeBSD LOCAL_PEERCRED) a
-// connection from another uid is refused too. Close removes the socket;
-// one left by a killed instance (nothing listens on it and its process is
-// gone) is removed by the next Listen and skipped by Instances. Without
-// Unix sockets and permissions (Windows), Listen and Instances return
+// the peer's uid (Linux SO_PEERCRED, macOS and FreeBSD LOCAL_PEERCRED)
+// another uid is refused too.
+// Close removes the socket; one a killed instance left (nothing listens,
+// its process is gone) is removed by the next Listen and skipped by
+// Instances. Without Unix sockets (Windows), Listen and Instances return
 // ErrUnsupported.
 //
 // The protocol is HTTP/1.1 on that socket (curl --unix-socket PATH
@@ -38,7 +37,6 @@
 // more are answered busy, further ones wait to be accepted); and the log
 // ring never waits for a follower.
 //
-// The instance provides a Target and, for logs, a logring.Ring; the CLI
-// uses Instances and Dial, and renders with WriteStatus, WriteStatusJSON
-// and WriteBuild.
+// The instance provides a Target, and a logring.Ring for logs; the CLI
+// uses Instances and Dial, and renders with the Write functions.
 package control

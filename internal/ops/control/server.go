@@ -51,8 +51,7 @@ type Info struct {
 }
 
 // Tools is what mcpflow tools and call need of an instance: a session of
-// their own on its server. A result is the MCP result's JSON as is; an
-// error means there is none (the session failed, or a JSON-RPC error).
+// their own on its server, answering the MCP result's JSON as is.
 type Tools interface {
 	ListTools(ctx context.Context) (json.RawMessage, error)
 	CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
@@ -194,9 +193,8 @@ func cleanStale(dir string) {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.hello.Socket }
 
-// Close stops serving and removes the socket: it ends every request's
-// context, gives the requests closeGrace, closes every connection and waits
-// for every handler to return. It may be called more than once.
+// Close removes the socket, ends every request's context, closes the
+// connections after closeGrace and waits for the handlers; it may be called again.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {

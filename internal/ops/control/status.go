@@ -29,9 +29,8 @@ const (
 	ModeCLI    = "cli"    // CLI tools only
 )
 
-// Status is one instance as mcpflow status shows it. In JSON, as in every
-// --json output of mcpflow, durations are whole milliseconds in fields
-// ending in _ms.
+// Status is one instance as mcpflow status shows it. Its durations are in
+// whole milliseconds in JSON (Millis), as in every --json output.
 type Status struct {
 	Pid     int            `json:"pid"`
 	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
@@ -159,8 +158,7 @@ func firstLine(s string) string {
 }
 
 // BuildJSON is a rebuild's outcome on the wire: the recompile tool's
-// structuredContent (so a script reads rebuild --json as it reads the
-// tool's result), plus what a person's rendering needs.
+// structuredContent (the same keys for scripts), plus what a person reads.
 type BuildJSON struct {
 	result.Structured
 	Seq      uint64   `json:"seq"`

@@ -143,9 +143,8 @@ func (q *stderrQueue) run() {
 	}
 }
 
-// close lets the queued records reach stderr for stderrCloseWait at most;
-// those that did not, and those dropped since, are counted in a last
-// notice, to the file and the ring only.
+// close lets the queued records reach stderr for stderrCloseWait at most,
+// and counts the others in a last notice, to the file and the ring only.
 func (q *stderrQueue) close() {
 	q.mu.Lock()
 	if q.closed {

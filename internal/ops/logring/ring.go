@@ -1,17 +1,13 @@
-// Package logring keeps the last lines written to it in memory, so that a
-// running mcpflow can show its log to a person who asks (mcpflow logs),
-// also when no log file was configured.
+// Package logring keeps the last lines of mcpflow's log in memory, for
+// mcpflow logs, also when no log file was configured.
 //
-// A Ring is an io.Writer that keeps each line whole: a line written in
-// several pieces is stored once its newline arrives (one longer than
-// maxLine in maxLine pieces). It keeps the newest lines up to its capacity.
-//
-// Follow hands out the lines kept so far and, from the same instant, every
-// new line on a channel: no line is both in the backlog and on the channel,
-// and none falls between them. A follower that does not keep up loses lines
-// (counted by Dropped); it never slows the writer.
-//
-// Every method is safe for concurrent use.
+// A Ring is an io.Writer that keeps its newest lines, each whole: a line
+// written in pieces is stored once its newline arrives (one longer than
+// maxLine in maxLine pieces). Follow hands out the lines kept so far and,
+// from the same instant, every new line on a channel: none is in both, and
+// none falls between. A follower that does not keep up loses lines
+// (counted by Dropped); it never slows the writer. Every method is safe
+// for concurrent use.
 package logring
 
 import (

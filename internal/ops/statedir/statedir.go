@@ -1,14 +1,11 @@
 // Package statedir is the one way mcpflow makes and opens what it keeps
-// in a project's .mcpflow folder (the record of the last start, the log
-// file, the build cache and its locks).
-//
-// The folder is mcpflow's own: it is created 0700, and refused (with what
-// to do about it) when it is a symbolic link, not a folder, owned by
-// another user, or writable by group or others, since what is in it
-// decides what mcpflow answers and runs. The files in it are opened
-// without following a symbolic link and only when they are regular
-// files: a FIFO or a device there never blocks the open, and there is no
-// gap between the check and the use (the check is of the open file).
+// in a project's .mcpflow folder (the last start, the log file, the build
+// cache and its locks). The folder is mcpflow's own: it is created 0700,
+// and refused (with what to do) when it is a link, not a folder, another
+// user's, or writable by group or others, since what is in it decides what
+// mcpflow answers and runs. Its files are opened only as regular files,
+// never through a link: a FIFO or a device there never blocks the open,
+// and the check is of the open file, with no gap before the use.
 package statedir
 
 import (

@@ -140,10 +140,9 @@ func (w *Writer) record(fields []byte, hop string, toServer bool, gen int, msg [
 		b = append(b, `,"invalid":true,"msg_text":`...)
 		b = appendString(b, string(msg))
 	case bytes.IndexByte(msg, '\n') >= 0:
-		b = append(b, `,"msg":`...)
-		var c bytes.Buffer
-		json.Compact(&c, msg) // valid, checked above
-		b = append(b, c.Bytes()...)
+		c := bytes.NewBuffer(append(b, `,"msg":`...))
+		json.Compact(c, msg) // valid, checked above
+		b = c.Bytes()
 	default:
 		b = append(b, `,"msg":`...)
 		b = append(b, msg...)
