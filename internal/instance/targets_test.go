@@ -86,7 +86,7 @@ func TestMuxTarget(t *testing.T) {
 	if n.Name != "notes" || n.State != "running" || n.Tools != 2 || n.Build == nil || !n.Build.OK {
 		t.Errorf("notes: %+v", n)
 	}
-	if s.State != "crashed" || s.Tools != 0 || s.Build == nil || s.Build.OK || s.Build.Duration != 380*time.Millisecond ||
+	if s.State != "crashed" || s.Tools != 0 || s.Build == nil || s.Build.OK || s.Build.Duration != control.Millis(380*time.Millisecond) ||
 		s.Build.FirstError != "./main.go:12:3: undefined: x" {
 		t.Errorf("search: %+v (build %+v)", s, s.Build)
 	}

@@ -2,18 +2,19 @@ package control
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,7 @@ type Instance struct {
 	Socket  string    `json:"socket"`
 }
 
-// Filter selects instances. The zero Filter selects every instance of
-// this user.
+// Filter selects instances; the zero Filter selects all of this user's.
 type Filter struct {
 	Dir     string // runtime folder; "" = runtimeDir()
 	Config  string // only instances of this config file
@@ -46,16 +46,11 @@ func (f Filter) Match(inst Instance) bool {
 	if f.Config != "" && !samePath(f.Config, inst.Config) {
 		return false
 	}
-	if f.Project != "" {
-		if inst.Project == "" {
-			return false
-		}
-		p, ip := resolve(f.Project), resolve(inst.Project)
-		if p != ip && !strings.HasPrefix(p, ip+string(filepath.Separator)) {
-			return false
-		}
+	if f.Project == "" {
+		return true
 	}
-	return true
+	p, ip := resolve(f.Project), resolve(inst.Project)
+	return inst.Project != "" && (p == ip || strings.HasPrefix(p, ip+string(filepath.Separator)))
 }
 
 func samePath(a, b string) bool {
@@ -72,17 +67,11 @@ func resolve(p string) string {
 	return filepath.Clean(p)
 }
 
-// helloTimeout bounds how long Instances waits for one instance.
-const helloTimeout = 2 * time.Second
+const helloTimeout = 2 * time.Second // for Instances to wait for one instance
 
 // Instances lists the live instances of this user that pass the filter,
-// by pid. A socket nothing answers on (a killed instance) is skipped. A
-// missing runtime folder means no instance; one with wrong owner or
-// permissions is an error.
+// by pid; a missing runtime folder means none, a wrong one is an error.
 func Instances(f Filter) ([]Instance, error) {
-	if err := unsupported(); err != nil {
-		return nil, err
-	}
 	dir := f.Dir
 	if dir == "" {
 		d, err := runtimeDir()
@@ -97,62 +86,42 @@ func Instances(f Filter) ([]Instance, error) {
 		}
 		return nil, err
 	}
-	ents, err := os.ReadDir(dir)
+	socks, err := sockets(dir)
 	if err != nil {
 		return nil, fmt.Errorf("control folder: %w", err)
 	}
-	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		out []Instance
-	)
-	for _, e := range ents {
-		if _, ok := socketPid(e.Name()); !ok || e.Type()&fs.ModeSocket == 0 {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	paths := slices.Collect(maps.Keys(socks))
+	found := make([]Instance, len(paths)) // Pid 0: none
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, err := dialSocket(ctx, path)
-			if err != nil {
-				return
-			}
+			c, _ := dialSocket(ctx, path)
 			defer c.Close()
-			inst, err := c.Hello(ctx)
-			if err != nil || !f.Match(inst) {
-				return
+			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
+				found[i] = inst
 			}
-			mu.Lock()
-			out = append(out, inst)
-			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Pid != out[j].Pid {
-			return out[i].Pid < out[j].Pid
-		}
-		return out[i].Socket < out[j].Socket
+	out := slices.DeleteFunc(found, func(in Instance) bool { return in.Pid == 0 })
+	slices.SortFunc(out, func(a, b Instance) int {
+		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Socket, b.Socket))
 	})
 	return out, nil
 }
 
-// ErrBusy is in the error of a request the instance could not take now:
-// a rebuild while another runs, or a connection over its limit.
+// ErrBusy is in the error of a request the instance could not take now.
 var ErrBusy = errors.New("busy")
 
-// Client talks to one instance over HTTP on its socket. It is safe for
-// concurrent use.
+// Client talks to one instance over HTTP on its socket, safe for concurrent use.
 type Client struct {
 	hc   *http.Client
 	inst Instance
 }
 
-// Dial makes a client of an instance found by Instances; its first
-// request connects.
+// Dial makes a client of an instance found by Instances; its first request connects.
 func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	var d net.Dialer
 	tr := &http.Transport{
@@ -164,7 +133,6 @@ func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	return &Client{hc: &http.Client{Transport: tr}, inst: inst}, nil
 }
 
-// dialSocket is Dial of the socket at path.
 func dialSocket(ctx context.Context, path string) (*Client, error) {
 	return Dial(ctx, Instance{Socket: path})
 }
@@ -175,13 +143,10 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Hello asks the instance who it is. An instance too busy to serve says
-// who it is in its refusal: that is an answer too.
+// Hello asks the instance who it is; a busy one says so in its refusal.
 func (c *Client) Hello(ctx context.Context) (Instance, error) {
-	var inst Instance
-	err := c.call(ctx, http.MethodGet, "/instance", nil, nil, &inst)
-	var be *busyError
-	if errors.As(err, &be) && be.inst != nil {
+	inst, err := callJSON[Instance](ctx, c, http.MethodGet, "/instance", nil, nil)
+	if be, ok := errors.AsType[*busyError](err); ok && be.inst != nil {
 		inst, err = *be.inst, nil
 	}
 	return inst, err
@@ -189,17 +154,14 @@ func (c *Client) Hello(ctx context.Context) (Instance, error) {
 
 // Status asks for the instance's status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := c.call(ctx, http.MethodGet, "/status", nil, nil, &st)
-	return st, err
+	return callJSON[Status](ctx, c, http.MethodGet, "/status", nil, nil)
 }
 
-// Rebuild runs a build-and-restart cycle of the server called name ("" =
-// the only one) and returns its outcome; an error means no cycle ran, and
-// one with ErrBusy that another rebuild was running.
+// Rebuild runs a cycle of the server called name ("" = the only one); an
+// error means no cycle ran.
 func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	var j BuildJSON
-	if err := c.call(ctx, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil, &j); err != nil {
+	j, err := callJSON[BuildJSON](ctx, c, http.MethodPost, "/rebuild", url.Values{"name": {name}}, nil)
+	if err != nil {
 		return result.Build{}, err
 	}
 	return j.Result(), nil
@@ -207,24 +169,17 @@ func (c *Client) Rebuild(ctx context.Context, name string) (result.Build, error)
 
 // Tools is the tools/list result of a session of the instance's own.
 func (c *Client) Tools(ctx context.Context) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := c.call(ctx, http.MethodGet, "/tools", nil, nil, &res)
-	return res, err
+	return callJSON[json.RawMessage](ctx, c, http.MethodGet, "/tools", nil, nil)
 }
 
-// Call is the tools/call result of tool name called with args (a JSON
-// object; nil for none) in a session of the instance's own. A tool that
-// failed is a result with isError true, not an error.
+// Call is the tools/call result of tool name with args (nil for none) in
+// a session of the instance's own; a failed tool is a result, not an error.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := c.call(ctx, http.MethodPost, "/call", url.Values{"name": {name}}, args, &res)
-	return res, err
+	return callJSON[json.RawMessage](ctx, c, http.MethodPost, "/call", url.Values{"name": {name}}, args)
 }
 
-// Logs writes the instance's kept log lines to w, the last tail of them
-// (0 = all). With follow it goes on writing new lines until ctx ends
-// (then it returns nil) or the instance stops (nil too). Lines a slow
-// reader lost are noted in w as "[mcpflow: N lines dropped]".
+// Logs writes the last tail (0 = all) kept log lines to w, then with follow
+// the new ones until ctx ends or the instance stops (both nil).
 func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) error {
 	q := url.Values{"tail": {strconv.Itoa(tail)}, "follow": {strconv.FormatBool(follow)}}
 	err := c.call(ctx, http.MethodGet, "/logs", q, nil, w)
@@ -234,24 +189,23 @@ func (c *Client) Logs(ctx context.Context, w io.Writer, follow bool, tail int) e
 	return err
 }
 
-// call sends a request (with body, if any) and reads the answer into out: a JSON answer
-// decoded, or a text one copied when out is an io.Writer. An answer that
-// is not 200 OK is an error saying what the instance said.
+// callJSON is call with a JSON answer, decoded into a T.
+func callJSON[T any](ctx context.Context, c *Client, method, path string, q url.Values, body []byte) (T, error) {
+	var v T
+	err := c.call(ctx, method, path, q, body, &v)
+	return v, err
+}
+
+// call sends a request and decodes the answer into out, or copies it when
+// out is an io.Writer; any answer but 200 is an error.
 func (c *Client) call(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
-	var rd io.Reader
-	if len(body) > 0 {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return c.fail(ctx, err)
+		return c.fail(ctx, errors.Unwrap(err)) // a *url.Error: what went wrong is inside
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -299,15 +253,11 @@ func (c *Client) who() string {
 	return "at " + c.inst.Socket
 }
 
-// Pick chooses the instance a command acts on: the one with this pid when
-// pid > 0, else the only one. None, or several without a pid, is an error
-// that says what to do.
+// Pick chooses the instance with this pid when pid > 0, else the only one.
 func Pick(insts []Instance, pid int) (Instance, error) {
 	if pid > 0 {
-		for _, in := range insts {
-			if in.Pid == pid {
-				return in, nil
-			}
+		if i := slices.IndexFunc(insts, func(in Instance) bool { return in.Pid == pid }); i >= 0 {
+			return insts[i], nil
 		}
 		return Instance{}, fmt.Errorf("no mcpflow instance with pid %d here (mcpflow status lists them)", pid)
 	}
@@ -319,20 +269,16 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 	}
 	var pids []string
 	for _, in := range insts {
-		pids = append(pids, fmt.Sprintf("%d (%s)", in.Pid, orDash(in.Config)))
+		pids = append(pids, fmt.Sprintf("%d (%s)", in.Pid, cmp.Or(in.Config, "-")))
 	}
 	return Instance{}, fmt.Errorf("%d mcpflow instances are running: pick one with --pid: %s", len(insts), strings.Join(pids, ", "))
 }
 
-// Statuses asks each instance for its status, in order; an instance that
-// stopped meanwhile is left out.
+// Statuses asks each instance for its status, leaving out those that stopped.
 func Statuses(ctx context.Context, insts []Instance) []Status {
 	out := make([]Status, 0, len(insts))
 	for _, in := range insts {
-		c, err := Dial(ctx, in)
-		if err != nil {
-			continue
-		}
+		c, _ := Dial(ctx, in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err == nil {

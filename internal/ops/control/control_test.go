@@ -189,7 +189,7 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 		modes[st.Mode] = true
 		sv := st.Servers[0]
 		if st.Pid != os.Getpid() || st.Client.Era != "modern" || sv.Served != 57 || sv.InFlight != 1 || sv.Crashes != 1 ||
-			sv.Uptime < 90*time.Second || sv.Build == nil || sv.Build.FirstError != "./main.go:12:3: undefined: foo" ||
+			sv.Uptime < Millis(90*time.Second) || sv.Build == nil || sv.Build.FirstError != "./main.go:12:3: undefined: foo" ||
 			st.Started.IsZero() || st.Uptime < 0 {
 			t.Errorf("status lost something on the way: %+v", st)
 		}

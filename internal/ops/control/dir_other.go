@@ -4,7 +4,8 @@ package control
 
 import "net"
 
-// runtimeDir reports ErrUnsupported on this system.
+// runtimeDir and prepareDir report ErrUnsupported, and so Listen and
+// Instances do, on this system.
 func runtimeDir() (string, error) { return "", ErrUnsupported }
 
 func prepareDir(string, bool) error { return ErrUnsupported }
@@ -12,5 +13,3 @@ func prepareDir(string, bool) error { return ErrUnsupported }
 func pidGone(int) bool { return false }
 
 func peerUID(*net.UnixConn) (uid int, known bool, err error) { return 0, false, nil }
-
-func unsupported() error { return ErrUnsupported }

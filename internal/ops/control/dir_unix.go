@@ -3,9 +3,11 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,10 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runtimeDir is where this user's instances put their sockets:
-// $XDG_RUNTIME_DIR/mcpflow when XDG_RUNTIME_DIR names an existing folder,
-// else <temp>/mcpflow-<uid>. Instances and the commands that look for
-// them agree as long as they share these two variables.
+// runtimeDir is where this user's instances put their sockets: the same
+// for processes that share XDG_RUNTIME_DIR and TMPDIR.
 func runtimeDir() (string, error) {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
@@ -27,9 +27,8 @@ func runtimeDir() (string, error) {
 	return filepath.Join(os.TempDir(), "mcpflow-"+strconv.Itoa(os.Geteuid())), nil
 }
 
-// prepareDir checks that dir is a real directory owned by this user and
-// closed to everyone else. With create, a missing dir is made 0700;
-// without, a missing dir is reported as fs.ErrNotExist.
+// prepareDir checks that dir is a real directory of this user's, closed to
+// everyone else; with create, a missing dir is made 0700.
 func prepareDir(dir string, create bool) error {
 	st, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) && create {
@@ -57,9 +56,21 @@ func prepareDir(dir string, create bool) error {
 	return nil
 }
 
-// pidGone reports whether no process has this pid.
 func pidGone(pid int) bool {
 	return pid > 0 && errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
 
-func unsupported() error { return nil }
+// peerUID returns the uid of the process on the other end of c; known is
+// false where peerCred cannot tell.
+func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
+	if peerCred == nil {
+		return 0, false, nil
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, true, err
+	}
+	var cerr error
+	err = raw.Control(func(fd uintptr) { uid, cerr = peerCred(int(fd)) })
+	return uid, true, cmp.Or(err, cerr)
+}

@@ -1,27 +1,12 @@
 package control
 
-import (
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID returns the uid of the process on the other end of c.
-func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
-	raw, err := c.SyscallConn()
+// peerCred is the uid of the process on the other end of the socket fd.
+var peerCred = func(fd int) (int, error) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
-		return 0, true, err
+		return 0, err
 	}
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		var cred *unix.Ucred
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if cerr == nil {
-			uid = int(cred.Uid)
-		}
-	})
-	if err == nil {
-		err = cerr
-	}
-	return uid, true, err
+	return int(cred.Uid), nil
 }

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,15 +12,13 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// WriteStatus renders instances for mcpflow status: one block each,
-// separated by a blank line, with a table of its servers. An empty list
-// prints a line saying so.
+// WriteStatus renders instances for mcpflow status: a block each, with a
+// table of its servers.
 func WriteStatus(w io.Writer, sts []Status) error {
-	if len(sts) == 0 {
-		_, err := fmt.Fprintln(w, "no mcpflow instance running")
-		return err
-	}
 	var b strings.Builder
+	if len(sts) == 0 {
+		b.WriteString("no mcpflow instance running\n")
+	}
 	for i, st := range sts {
 		if i > 0 {
 			b.WriteByte('\n')
@@ -31,11 +30,7 @@ func WriteStatus(w io.Writer, sts []Status) error {
 }
 
 func writeInstance(b *strings.Builder, st Status) {
-	cfg := st.Config
-	if cfg == "" {
-		cfg = "(command line)"
-	}
-	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, orDash(st.Mode), uptime(st.Uptime), cfg)
+	fmt.Fprintf(b, "mcpflow pid %d  %s  up %s  %s\n", st.Pid, cmp.Or(st.Mode, "-"), uptime(time.Duration(st.Uptime)), cmp.Or(st.Config, "(command line)"))
 	if st.Project != "" && (st.Config == "" || !strings.HasPrefix(st.Config, st.Project)) {
 		fmt.Fprintf(b, "  project  %s\n", st.Project)
 	}
@@ -50,12 +45,12 @@ func writeInstance(b *strings.Builder, st Status) {
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SERVER\tSTATE\tPID\tUP\tRESTARTS\tLAST BUILD\tTOOLS\tCALLS")
-	var notes []string
+	var notes strings.Builder
 	for _, sv := range st.Servers {
 		pid, up := "-", "-"
 		if sv.Pid > 0 {
 			pid = fmt.Sprint(sv.Pid)
-			up = uptime(sv.Uptime)
+			up = uptime(time.Duration(sv.Uptime))
 		}
 		calls := fmt.Sprint(sv.Served)
 		if sv.InFlight > 0 {
@@ -66,41 +61,32 @@ func writeInstance(b *strings.Builder, st Status) {
 			tools = fmt.Sprint(sv.Tools)
 		}
 		restarts := fmt.Sprint(sv.Restarts)
-		switch {
-		case sv.Crashes == 1:
-			restarts += " (1 crash)"
-		case sv.Crashes > 1:
-			restarts += fmt.Sprintf(" (%d crashes)", sv.Crashes)
+		if sv.Crashes > 0 {
+			restarts += fmt.Sprintf(" (%d crash%s)", sv.Crashes, plural(sv.Crashes, "es"))
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			sv.Name, orDash(sv.State), pid, up, restarts, buildCell(sv.Build), tools, calls)
+			sv.Name, cmp.Or(sv.State, "-"), pid, up, restarts, buildCell(sv.Build), tools, calls)
 		if bs := sv.Build; bs != nil {
 			if bs.FirstError != "" {
-				notes = append(notes, fmt.Sprintf("  %s: build failed: %s", sv.Name, bs.FirstError))
+				fmt.Fprintf(&notes, "  %s: build failed: %s\n", sv.Name, bs.FirstError)
 			}
 			if bs.RestartError != "" {
-				notes = append(notes, fmt.Sprintf("  %s: restart failed: %s", sv.Name, bs.RestartError))
+				fmt.Fprintf(&notes, "  %s: restart failed: %s\n", sv.Name, bs.RestartError)
 			}
 		}
 	}
 	tw.Flush()
-	for _, n := range notes {
-		b.WriteString(n + "\n")
-	}
+	b.WriteString(notes.String())
 }
 
 // writeHTTP renders the HTTP front: its URL and a line per session.
 func writeHTTP(b *strings.Builder, h *HTTPStatus) {
-	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions)))
+	fmt.Fprintf(b, "  http     %s  (%d client session%s)\n", h.URL, len(h.Sessions), plural(len(h.Sessions), "s"))
 	now := time.Now()
 	for _, s := range h.Sessions {
-		id := s.ID
-		if id == "" {
-			id = "(session-less)"
-		}
-		line := fmt.Sprintf("    %s  %s", id, clientLine(s.Client))
+		line := fmt.Sprintf("    %s  %s", cmp.Or(s.ID, "(session-less)"), clientLine(s.Client))
 		if !s.LastSeen.IsZero() {
-			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests)), uptime(now.Sub(s.LastSeen)))
+			line += fmt.Sprintf("  %d request%s, last %s ago", s.Requests, plural(int(s.Requests), "s"), uptime(now.Sub(s.LastSeen)))
 		}
 		if s.InFlight > 0 {
 			line += fmt.Sprintf(", %d in flight", s.InFlight)
@@ -109,21 +95,18 @@ func writeHTTP(b *strings.Builder, h *HTTPStatus) {
 	}
 }
 
-func plural(n int) string {
+func plural(n int, suffix string) string {
 	if n == 1 {
 		return ""
 	}
-	return "s"
+	return suffix
 }
 
 func clientLine(c ClientInfo) string {
 	if c.Name == "" && c.Protocol == "" && c.Era == "" {
 		return "(none yet)"
 	}
-	s := c.Name
-	if s == "" {
-		s = "(unnamed)"
-	}
+	s := cmp.Or(c.Name, "(unnamed)")
 	if c.Version != "" {
 		s += " " + c.Version
 	}
@@ -139,19 +122,21 @@ func clientLine(c ClientInfo) string {
 }
 
 func buildCell(bs *BuildStatus) string {
-	switch {
-	case bs == nil:
+	if bs == nil {
 		return "-"
+	}
+	switch d := result.Dur(time.Duration(bs.Duration)); {
 	case bs.Canceled:
-		return "canceled " + result.Dur(bs.Duration)
+		return "canceled " + d
 	case bs.Cached:
 		return "cached"
 	case bs.Skipped:
 		return "none"
 	case bs.OK:
-		return "ok " + result.Dur(bs.Duration)
+		return "ok " + d
+	default:
+		return "FAILED " + d
 	}
-	return "FAILED " + result.Dur(bs.Duration)
 }
 
 // uptime renders an uptime with result.Dur, whole seconds from 10s on.
@@ -162,15 +147,7 @@ func uptime(d time.Duration) string {
 	return result.Dur(d)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// WriteStatusJSON renders instances for mcpflow status --json: a JSON
-// array of Status, indented.
+// WriteStatusJSON renders instances for mcpflow status --json.
 func WriteStatusJSON(w io.Writer, sts []Status) error {
 	if sts == nil {
 		sts = []Status{}
@@ -180,21 +157,20 @@ func WriteStatusJSON(w io.Writer, sts []Status) error {
 	return enc.Encode(sts)
 }
 
-// WriteBuild renders a rebuild's outcome for mcpflow rebuild: the build
-// (ok or failed, how long, its errors), the restart, the tool diff. name
-// is the server's name in a mux ("" otherwise).
+// WriteBuild renders a rebuild's outcome for mcpflow rebuild; name is the
+// server's name in a mux ("" otherwise).
 func WriteBuild(w io.Writer, name string, b result.Build) error {
 	var s strings.Builder
 	if name != "" {
 		s.WriteString(name + ": ")
 	}
+	why := ""
+	if b.Err != nil {
+		why = fmt.Sprintf(": %v", b.Err)
+	}
 	switch {
 	case b.Canceled:
-		fmt.Fprintf(&s, "build canceled after %s", result.Dur(b.Duration))
-		if b.Err != nil {
-			fmt.Fprintf(&s, ": %v", b.Err)
-		}
-		s.WriteByte('\n')
+		fmt.Fprintf(&s, "build canceled after %s%s\n", result.Dur(b.Duration), why)
 	case b.Cached:
 		s.WriteString("build cached: " + firstLine(b.Output) + "\n")
 	case b.Skipped:
@@ -202,16 +178,8 @@ func WriteBuild(w io.Writer, name string, b result.Build) error {
 	case b.OK:
 		fmt.Fprintf(&s, "build ok in %s\n", result.Dur(b.Duration))
 	default:
-		fmt.Fprintf(&s, "build FAILED in %s", result.Dur(b.Duration))
-		if b.Err != nil {
-			fmt.Fprintf(&s, ": %v", b.Err)
-		}
-		s.WriteByte('\n')
-		errs := strings.TrimRight(b.Errors, "\n")
-		if errs == "" {
-			errs = strings.TrimRight(b.Output, "\n")
-		}
-		if errs != "" {
+		fmt.Fprintf(&s, "build FAILED in %s%s\n", result.Dur(b.Duration), why)
+		if errs := cmp.Or(strings.TrimRight(b.Errors, "\n"), strings.TrimRight(b.Output, "\n")); errs != "" {
 			s.WriteString(errs + "\n")
 		}
 		if b.Restart == nil {
@@ -244,20 +212,15 @@ func toolsLine(d result.ToolDiff) string {
 		return fmt.Sprintf("tools: no change (%d)", n)
 	}
 	var parts []string
-	for _, t := range d.Added {
-		parts = append(parts, "+"+t)
-	}
-	for _, t := range d.Removed {
-		parts = append(parts, "-"+t)
-	}
-	for _, t := range d.Changed {
-		parts = append(parts, "~"+t)
+	for i, names := range [][]string{d.Added, d.Removed, d.Changed} {
+		for _, t := range names {
+			parts = append(parts, "+-~"[i:i+1]+t)
+		}
 	}
 	return fmt.Sprintf("tools: %s (%d now)", strings.Join(parts, " "), n)
 }
 
-// ExitCode is mcpflow rebuild's exit status for b: 0 when the build
-// succeeded (or there was none) and the new server serves, 1 otherwise.
+// ExitCode is mcpflow rebuild's exit status: 0 when the new server serves.
 func ExitCode(b result.Build) int {
 	if b.OK && !b.Canceled && (b.Restart == nil || b.Restart.OK()) {
 		return 0

@@ -50,11 +50,8 @@ type Info struct {
 	Tools   Tools         // nil: GET /tools and POST /call answer an error
 }
 
-// Tools is what mcpflow tools and mcpflow call need of an instance: a
-// session of their own on the server it serves. Each method's result is
-// the MCP result's JSON as is; an error means there is none (the session
-// failed, or the server answered a JSON-RPC error). ctx ends when the
-// person disconnects or the Server closes.
+// Tools is what mcpflow tools and call need of an instance: a session of
+// their own on its server, answering the MCP result's JSON as is.
 type Tools interface {
 	ListTools(ctx context.Context) (json.RawMessage, error)
 	CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
@@ -68,26 +65,21 @@ type Server struct {
 	ln      *limitListener
 	srv     *http.Server
 
-	ctx        context.Context // ends at Close: every request's context derives from it
-	cancel     context.CancelFunc
-	rebuilding sync.Mutex // held by the one rebuild that runs
+	cancel     context.CancelFunc // ends every request's context
+	rebuilding sync.Mutex         // held by the one rebuild that runs
 
 	mu       sync.Mutex
 	closed   bool
 	handlers sync.WaitGroup
 }
 
-// Listen opens the instance's control socket, removing stale sockets of
-// killed instances on the way, and serves it until Close.
+// Listen opens the instance's control socket and serves it until Close.
 func Listen(info Info) (*Server, error) {
 	return listen(info, os.Geteuid())
 }
 
 // listen is Listen with the uid peers must have (-1: no check).
 func listen(info Info, wantUID int) (*Server, error) {
-	if err := unsupported(); err != nil {
-		return nil, err
-	}
 	if info.Target == nil {
 		return nil, errors.New("control: Listen needs a Target")
 	}
@@ -110,12 +102,11 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns)}
-	s.hello = Instance{
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns), cancel: cancel, hello: Instance{
 		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
 		Version: info.Version, Started: time.Now(), Socket: path,
-	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.hello) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.status()) })
@@ -128,7 +119,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 		ReadHeaderTimeout: readHeaderTimeout, // no ReadTimeout: it would end a long rebuild's context
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    MaxRequest,
-		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext:       s.connContext,
 		ErrorLog:          log.New(io.Discard, "", 0), // the instance's stderr is the person's log
 	}
@@ -137,8 +128,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 }
 
 // listenFree binds <pid>.sock, or <pid>-N.sock when another Server of this
-// process holds that name. A socket with this pid that nothing answers on
-// is left over from an earlier process and is replaced.
+// process holds that name, replacing one of an earlier process.
 func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 	lastErr := errors.New("64 live sockets of this process already")
 	for n := 1; n <= 64; n++ {
@@ -150,12 +140,10 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 		if len(path) > maxSocketPath {
 			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder", path, maxSocketPath)
 		}
-		if _, err := os.Lstat(path); err == nil {
-			if live(path) {
-				continue
-			}
-			os.Remove(path)
+		if live(path) {
+			continue
 		}
+		os.Remove(path) // one an earlier process left, if any
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 		if err == nil {
 			return ln, path, nil
@@ -171,38 +159,32 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 // live reports whether something accepts connections on the socket.
 func live(path string) bool {
 	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return false
+	if err == nil {
+		c.Close()
 	}
-	c.Close()
-	return true
+	return err == nil
 }
 
-// socketPid parses "<pid>.sock" or "<pid>-N.sock".
-func socketPid(name string) (int, bool) {
-	base, ok := strings.CutSuffix(name, ".sock")
-	if !ok {
-		return 0, false
-	}
-	base, _, _ = strings.Cut(base, "-")
-	pid, err := strconv.Atoi(base)
-	return pid, err == nil && pid > 0
-}
-
-// cleanStale removes sockets whose process is gone and on which nothing
-// listens.
-func cleanStale(dir string) {
+// sockets maps the paths of the control sockets in dir (<pid>.sock,
+// <pid>-N.sock) to their pids.
+func sockets(dir string) (map[string]int, error) {
 	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
+	out := map[string]int{}
 	for _, e := range ents {
-		pid, ok := socketPid(e.Name())
-		if !ok || e.Type()&fs.ModeSocket == 0 || pid == os.Getpid() {
-			continue
+		base, ok := strings.CutSuffix(e.Name(), ".sock")
+		base, _, _ = strings.Cut(base, "-")
+		if pid, err := strconv.Atoi(base); ok && err == nil && pid > 0 && e.Type()&fs.ModeSocket != 0 {
+			out[filepath.Join(dir, e.Name())] = pid
 		}
-		path := filepath.Join(dir, e.Name())
-		if pidGone(pid) && !live(path) {
+	}
+	return out, err
+}
+
+// cleanStale removes sockets whose process is gone and nothing listens on.
+func cleanStale(dir string) {
+	socks, _ := sockets(dir)
+	for path, pid := range socks {
+		if pid != os.Getpid() && pidGone(pid) && !live(path) {
 			os.Remove(path)
 		}
 	}
@@ -211,11 +193,8 @@ func cleanStale(dir string) {
 // Path is the socket's path.
 func (s *Server) Path() string { return s.hello.Socket }
 
-// Close stops serving and removes the socket. It ends every request's
-// context (a follower of the log gets the end of its stream, a rebuild is
-// canceled), gives the requests closeGrace to finish, then closes every
-// connection, and returns once every handler has returned. It may be
-// called more than once.
+// Close removes the socket, ends every request's context, closes the
+// connections after closeGrace and waits for the handlers; it may be called again.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -235,9 +214,8 @@ func (s *Server) Close() error {
 	return err
 }
 
-// limitListener hands out at most n connections to be served at once, and
-// n more marked busy, to be answered so; beyond those, Accept waits for
-// one to close.
+// limitListener hands out at most n connections to be served at once and
+// n more marked busy; beyond those, Accept waits for one to close.
 type limitListener struct {
 	*net.UnixListener
 	served, busy chan struct{}
@@ -293,55 +271,47 @@ func (l *limitListener) Close() error {
 	return l.err
 }
 
-// refusal is why every request on a connection is refused.
-type refusal struct {
-	code int
-	body errorBody
-}
-
 type refusalKey struct{}
 
-// connContext checks who connected: another uid is refused, and so is
-// any peer when the OS cannot say who it is; a connection over the limit
-// is answered busy, with who is busy.
+// connContext refuses a peer of another uid, or one the OS cannot check,
+// and answers a connection over the limit busy, with who is busy.
 func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
 	c := nc.(*limitedConn)
-	var ref *refusal
+	var ref *errorBody
 	if s.wantUID >= 0 {
 		switch uid, known, err := peerUID(c.UnixConn); {
 		case known && err != nil:
-			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}}
+			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}
 		case known && uid != s.wantUID:
-			ref = &refusal{http.StatusForbidden, errorBody{Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}}
+			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}
 		}
 	}
 	if ref == nil && c.busy {
-		ref = &refusal{http.StatusServiceUnavailable, errorBody{Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}}
+		ref = &errorBody{code: http.StatusServiceUnavailable, Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}
 	}
 	return context.WithValue(ctx, refusalKey{}, ref)
 }
 
-// errorBody is the answer to a request that failed.
+// errorBody is the answer to a request that failed; code is a refusal's status.
 type errorBody struct {
+	code     int
 	Error    string    `json:"error"`
 	Instance *Instance `json:"instance,omitempty"` // who is busy, in a 503 of too many connections
 }
 
-// guard refuses what connContext refused and requests with a body (none
-// takes one), answers a panic with an error, and counts the handlers for
-// Close.
+// guard refuses what connContext refused and a body where none is taken,
+// answers a panic with an error, and counts the handlers for Close.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ref, _ := r.Context().Value(refusalKey{}).(*errorBody)
 		if r.ContentLength != 0 && r.URL.Path != "/call" {
 			// Nothing reads the body: the connection ends instead.
 			http.NewResponseController(w).SetReadDeadline(time.Now())
-			w.Header().Set("Connection", "close")
-			send(w, http.StatusRequestEntityTooLarge, errorBody{Error: "control requests have no body"})
-			return
+			ref = &errorBody{code: http.StatusRequestEntityTooLarge, Error: "control requests have no body"}
 		}
-		if ref, _ := r.Context().Value(refusalKey{}).(*refusal); ref != nil {
+		if ref != nil {
 			w.Header().Set("Connection", "close")
-			send(w, ref.code, ref.body)
+			send(w, ref.code, ref)
 			return
 		}
 		s.mu.Lock()
@@ -376,33 +346,19 @@ func send(w http.ResponseWriter, code int, v any) {
 }
 
 func (s *Server) status() Status {
-	st := s.info.Target.Status()
-	now := time.Now()
-	if st.Pid == 0 {
-		st.Pid = s.hello.Pid
-	}
-	if st.Config == "" {
-		st.Config = s.info.Config
-	}
-	if st.Project == "" {
-		st.Project = s.info.Project
-	}
-	if st.Mode == "" {
-		st.Mode = s.info.Mode
-	}
-	if st.Version == "" {
-		st.Version = s.info.Version
-	}
+	st, now := s.info.Target.Status(), time.Now()
+	st.Pid = cmp.Or(st.Pid, s.hello.Pid)
+	st.Config = cmp.Or(st.Config, s.info.Config)
+	st.Project = cmp.Or(st.Project, s.info.Project)
+	st.Mode = cmp.Or(st.Mode, s.info.Mode)
+	st.Version = cmp.Or(st.Version, s.info.Version)
 	if st.Started.IsZero() {
 		st.Started = s.hello.Started
 	}
-	if st.Uptime == 0 {
-		st.Uptime = now.Sub(st.Started)
-	}
-	for i := range st.Servers {
-		sv := &st.Servers[i]
+	st.Uptime = cmp.Or(st.Uptime, Millis(now.Sub(st.Started)))
+	for i, sv := range st.Servers {
 		if sv.Uptime == 0 && !sv.Started.IsZero() {
-			sv.Uptime = now.Sub(sv.Started)
+			st.Servers[i].Uptime = Millis(now.Sub(sv.Started))
 		}
 	}
 	if st.Servers == nil {
@@ -411,8 +367,16 @@ func (s *Server) status() Status {
 	return st
 }
 
-// rebuild runs one cycle of the server named by the query's name; while
-// one runs, another is answered 409 busy.
+// answer sends v, or err as an error of the instance (422).
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
+		return
+	}
+	send(w, http.StatusOK, v)
+}
+
+// rebuild answers busy while another rebuild runs.
 func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 	if !s.rebuilding.TryLock() {
 		send(w, http.StatusConflict, errorBody{Error: "a rebuild is already running: try again when it ends"})
@@ -420,30 +384,19 @@ func (s *Server) rebuild(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.rebuilding.Unlock()
 	b, err := s.info.Target.Rebuild(r.Context(), r.URL.Query().Get("name"))
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, BuildToJSON(b))
+	answer(w, BuildToJSON(b), err)
 }
 
-// tools answers the tools/list result of a session of the instance's own.
 func (s *Server) tools(w http.ResponseWriter, r *http.Request) {
 	if s.info.Tools == nil {
 		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot list its tools"})
 		return
 	}
 	res, err := s.info.Tools.ListTools(r.Context())
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
-// call answers the tools/call result of the tool named by the query's
-// name, called with the body (a JSON object, or nothing for none) as its
-// arguments, in a session of the instance's own.
+// call's body is the tool's arguments, read within readHeaderTimeout.
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	if s.info.Tools == nil {
 		send(w, http.StatusNotFound, errorBody{Error: "this instance cannot call its tools"})
@@ -457,16 +410,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	res, err := s.info.Tools.CallTool(r.Context(), r.URL.Query().Get("name"), args)
-	if err != nil {
-		send(w, http.StatusUnprocessableEntity, errorBody{Error: err.Error()})
-		return
-	}
-	send(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
-// logs streams the kept lines as text, the last tail of them (query tail;
-// 0 = all), and with follow=1 every new line, and a line
-// "[mcpflow: N lines dropped]" where a slow reader lost lines, until the
+// logs streams the kept lines, then with follow the new ones until the
 // peer leaves or the Server closes.
 func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 	ring := s.info.Logs
@@ -509,14 +456,8 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		case l := <-sub.C:
 			rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			io.WriteString(w, l+"\n")
-		drain:
-			for range 256 {
-				select {
-				case l := <-sub.C:
-					io.WriteString(w, l+"\n")
-				default:
-					break drain
-				}
+			for range min(len(sub.C), 256) { // this goroutine alone receives
+				io.WriteString(w, <-sub.C+"\n")
 			}
 			if d := sub.Dropped(); d > dropped {
 				fmt.Fprintf(w, "[mcpflow: %d lines dropped]\n", d-dropped)

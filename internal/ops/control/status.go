@@ -1,10 +1,12 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,16 +15,10 @@ import (
 
 // Target is what a running instance lets a person see and do.
 type Target interface {
-	// Status describes the instance now. Fields the Server knows itself
-	// (Pid, Config, Project, Mode, Version, Started, the uptimes) may be
-	// left zero: the Server fills them in.
-	Status() Status
-	// Rebuild runs the same cycle as the agent's recompile tool for the
-	// server called name ("" = the only one; a mux may refuse "" with an
-	// error listing the names). ctx ends when the person disconnects or
-	// the Server closes, and Rebuild should return soon after: Close
-	// waits for it. An error means no cycle ran (say, an unknown
-	// name); a failed build is a result.Build with OK false.
+	Status() Status // the Server fills in what it knows itself when zero
+	// Rebuild runs the recompile tool's cycle for the server called name
+	// ("" = the only one); an error means no cycle ran (a failed build is a
+	// result). ctx ends when the peer leaves or at Close, which waits for it.
 	Rebuild(ctx context.Context, name string) (result.Build, error)
 }
 
@@ -33,10 +29,8 @@ const (
 	ModeCLI    = "cli"    // CLI tools only
 )
 
-// Status is one instance as mcpflow status shows it. In JSON, durations
-// are whole milliseconds in fields ending in _ms, as in every --json
-// output of mcpflow (rebuild --json, the recompile tool's
-// structuredContent).
+// Status is one instance as mcpflow status shows it. Its durations are in
+// whole milliseconds in JSON (Millis), as in every --json output.
 type Status struct {
 	Pid     int            `json:"pid"`
 	Config  string         `json:"config,omitempty"`  // config file; "" when started from the command line
@@ -44,21 +38,20 @@ type Status struct {
 	Mode    string         `json:"mode"`              // ModeSingle, ModeMux or ModeCLI
 	Version string         `json:"version,omitempty"` // mcpflow's version
 	Started time.Time      `json:"started"`
-	Uptime  time.Duration  `json:"-"` // uptime_ms
 	Client  ClientInfo     `json:"client"`
 	HTTP    *HTTPStatus    `json:"http,omitempty"` // the HTTP front; nil when the client is on stdin/stdout
 	Servers []ServerStatus `json:"servers"`
+	Uptime  Millis         `json:"uptime_ms"`
 }
 
-// HTTPStatus is an instance's Streamable HTTP front (--http, [http]
-// listen): where it serves and its client sessions.
+// HTTPStatus is an instance's Streamable HTTP front and its client sessions.
 type HTTPStatus struct {
 	URL      string          `json:"url"`      // e.g. http://127.0.0.1:8931/mcp
 	Sessions []SessionStatus `json:"sessions"` // oldest first; session-less clients last
 }
 
-// SessionStatus is one client session of the HTTP front. A 2026-07-28
-// client is session-less: one row per client name, ID "".
+// SessionStatus is one client session of the HTTP front; session-less
+// clients (2026-07-28) have a row per client name, ID "".
 type SessionStatus struct {
 	ID       string     `json:"id,omitempty"` // Mcp-Session-Id
 	Client   ClientInfo `json:"client"`
@@ -78,99 +71,52 @@ type ClientInfo struct {
 
 // ServerStatus is one server (child) of an instance.
 type ServerStatus struct {
-	Name     string        `json:"name"`
-	State    string        `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
-	Pid      int           `json:"pid,omitempty"` // the child's pid; 0 when none runs
-	Gen      int           `json:"gen"`           // child generation, from 1
-	Started  time.Time     `json:"started,omitzero"`
-	Uptime   time.Duration `json:"-"` // uptime_ms; filled from Started when zero
-	Restarts int           `json:"restarts"`
-	Crashes  int           `json:"crashes"`              // times the server exited on its own
-	Build    *BuildStatus  `json:"last_build,omitempty"` // nil before the first cycle
-	Tools    int           `json:"tools"`                // the server's own tools; -1 while not known
-	Served   uint64        `json:"calls_served"`
-	InFlight int           `json:"calls_in_flight"`
+	Name     string       `json:"name"`
+	State    string       `json:"state"`         // e.g. "running", "building", "restarting", "down", "crashed"
+	Pid      int          `json:"pid,omitempty"` // the child's pid; 0 when none runs
+	Gen      int          `json:"gen"`           // child generation, from 1
+	Started  time.Time    `json:"started,omitzero"`
+	Restarts int          `json:"restarts"`
+	Crashes  int          `json:"crashes"`              // times the server exited on its own
+	Build    *BuildStatus `json:"last_build,omitempty"` // nil before the first cycle
+	Tools    int          `json:"tools"`                // the server's own tools; -1 while not known
+	Served   uint64       `json:"calls_served"`
+	InFlight int          `json:"calls_in_flight"`
+	Uptime   Millis       `json:"uptime_ms"` // filled from Started when zero
 }
 
 // BuildStatus is the last build of a server, in brief.
 type BuildStatus struct {
-	OK           bool          `json:"ok"`
-	Skipped      bool          `json:"skipped,omitempty"` // no build ran: only a restart
-	Cached       bool          `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
-	Canceled     bool          `json:"canceled,omitempty"`
-	Trigger      string        `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
-	At           time.Time     `json:"at,omitzero"`             // when it ended
-	Duration     time.Duration `json:"-"`                       // duration_ms
-	FirstError   string        `json:"first_error,omitempty"`   // first line of what went wrong
-	RestartError string        `json:"restart_error,omitempty"` // first line of why the new child did not come up
+	OK           bool      `json:"ok"`
+	Skipped      bool      `json:"skipped,omitempty"` // no build ran: only a restart
+	Cached       bool      `json:"cached,omitempty"`  // (with skipped) the last good build's output was current
+	Canceled     bool      `json:"canceled,omitempty"`
+	Trigger      string    `json:"trigger,omitempty"`       // "startup" | "watch" | "recompile"
+	At           time.Time `json:"at,omitzero"`             // when it ended
+	FirstError   string    `json:"first_error,omitempty"`   // first line of what went wrong
+	RestartError string    `json:"restart_error,omitempty"` // first line of why the new child did not come up
+	Duration     Millis    `json:"duration_ms"`
 }
 
-// The JSON forms of Status, ServerStatus and BuildStatus carry their
-// durations as whole milliseconds.
+// Millis is a duration that is whole milliseconds in JSON (the _ms fields).
+type Millis time.Duration
 
-func (s Status) MarshalJSON() ([]byte, error) {
-	type plain Status
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"uptime_ms"`
-	}{plain(s), s.Uptime.Milliseconds()})
+func (d Millis) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, time.Duration(d).Milliseconds(), 10), nil
 }
 
-func (s *Status) UnmarshalJSON(b []byte) error {
-	type plain Status
-	w := struct {
-		*plain
-		MS int64 `json:"uptime_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Uptime = time.Duration(w.MS) * time.Millisecond
+func (d *Millis) UnmarshalJSON(b []byte) error {
+	var ms int64
+	err := json.Unmarshal(b, &ms)
+	*d = Millis(time.Duration(ms) * time.Millisecond)
 	return err
 }
 
-func (s ServerStatus) MarshalJSON() ([]byte, error) {
-	type plain ServerStatus
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"uptime_ms"`
-	}{plain(s), s.Uptime.Milliseconds()})
-}
-
-func (s *ServerStatus) UnmarshalJSON(b []byte) error {
-	type plain ServerStatus
-	w := struct {
-		*plain
-		MS int64 `json:"uptime_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Uptime = time.Duration(w.MS) * time.Millisecond
-	return err
-}
-
-func (s BuildStatus) MarshalJSON() ([]byte, error) {
-	type plain BuildStatus
-	return json.Marshal(struct {
-		plain
-		MS int64 `json:"duration_ms"`
-	}{plain(s), s.Duration.Milliseconds()})
-}
-
-func (s *BuildStatus) UnmarshalJSON(b []byte) error {
-	type plain BuildStatus
-	w := struct {
-		*plain
-		MS int64 `json:"duration_ms"`
-	}{plain: (*plain)(s)}
-	err := json.Unmarshal(b, &w)
-	s.Duration = time.Duration(w.MS) * time.Millisecond
-	return err
-}
-
-// BuildStatusOf sums up a cycle for ServerStatus.Build; at is when it
-// ended.
+// BuildStatusOf sums up a cycle, which ended at at, for ServerStatus.Build.
 func BuildStatusOf(b result.Build, at time.Time) *BuildStatus {
 	s := &BuildStatus{
 		OK: b.OK, Skipped: b.Skipped, Cached: b.Cached, Canceled: b.Canceled, Trigger: b.Trigger,
-		At: at, Duration: b.Duration,
+		At: at, Duration: Millis(b.Duration),
 	}
 	if !b.OK {
 		s.FirstError = firstErrorLine(b.Errors)
@@ -191,21 +137,15 @@ func firstErrorLine(s string) string {
 	var plain, heading string
 	for l := range strings.SplitSeq(s, "\n") {
 		switch l = strings.TrimSpace(l); {
-		case l == "":
 		case placeRE.MatchString(l):
 			return l
 		case strings.HasPrefix(l, "# "):
-			if heading == "" {
-				heading = l
-			}
-		case plain == "":
-			plain = l
+			heading = cmp.Or(heading, l)
+		default:
+			plain = cmp.Or(plain, l)
 		}
 	}
-	if plain != "" {
-		return plain
-	}
-	return heading
+	return cmp.Or(plain, heading)
 }
 
 // placeRE matches a line that starts with file:line.
@@ -213,18 +153,12 @@ var placeRE = regexp.MustCompile(`^[^\s:]+:\d+`)
 
 // firstLine returns the first line of s that is not blank, trimmed.
 func firstLine(s string) string {
-	for l := range strings.SplitSeq(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(first)
 }
 
-// BuildJSON is a rebuild's outcome on the wire: result.Structured, the
-// recompile tool's structuredContent (the same keys, so a script reads
-// mcpflow rebuild --json as it reads the tool's result), plus what a
-// person's rendering needs besides. Durations are whole milliseconds.
+// BuildJSON is a rebuild's outcome on the wire: the recompile tool's
+// structuredContent (the same keys for scripts), plus what a person reads.
 type BuildJSON struct {
 	result.Structured
 	Seq      uint64   `json:"seq"`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -16,20 +17,14 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// A person's use of the server from a terminal (mcpflow tools, mcpflow
-// call): the instance's side (SessionTools, a session of its own on the
-// server it serves), the requests on an SDK client session, and how their
-// results are written for a person.
-
 // CLIClient is the name mcpflow tools and call give their MCP client.
 const CLIClient = "mcpflow-cli"
 
-// SessionTimeout bounds one session of mcpflow tools or call: the
-// handshake, the request and the close.
+// SessionTimeout bounds one session of mcpflow tools or call.
 const SessionTimeout = 10 * time.Minute
 
-// SessionTools is an instance's control.Tools: each request opens a
-// session of its own on o, as a client named CLIClient, asks and closes.
+// SessionTools is an instance's Tools: each request opens a session of
+// its own as CLIClient, asks and closes.
 type SessionTools struct {
 	Opener  wire.Opener
 	Log     *slog.Logger
@@ -37,34 +32,29 @@ type SessionTools struct {
 }
 
 func (t SessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = ListToolsOn(ctx, cs)
-		return err
+	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+		return ListToolsOn(ctx, cs)
 	})
-	return res, err
 }
 
 func (t SessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	var res json.RawMessage
-	err := t.session(ctx, func(cs *mcp.ClientSession) (err error) {
-		res, err = CallToolOn(ctx, cs, name, args)
-		return err
+	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+		return CallToolOn(ctx, cs, name, args)
 	})
-	return res, err
 }
 
-func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) error) error {
+func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) (json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, SessionTimeout)
 	defer cancel()
 	cs, err := NewCLIClient(t.Version).Connect(ctx, wire.SessionTransport(t.Opener, t.Log.With("from", CLIClient)), nil)
 	if err != nil {
-		return fmt.Errorf("opening a session: %w", err)
+		return nil, fmt.Errorf("opening a session: %w", err)
 	}
 	defer cs.Close()
 	return do(cs)
 }
 
+// NewCLIClient is the MCP client of mcpflow tools and call.
 func NewCLIClient(version string) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: CLIClient, Version: version}, nil)
 }
@@ -72,17 +62,11 @@ func NewCLIClient(version string) *mcp.Client {
 // ListToolsOn is the tools/list result of every page, as one result.
 func ListToolsOn(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
 	all := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	params := &mcp.ListToolsParams{}
-	for {
-		res, err := cs.ListTools(ctx, params)
+	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		all.Tools = append(all.Tools, res.Tools...)
-		if res.NextCursor == "" {
-			break
-		}
-		params.Cursor = res.NextCursor
+		all.Tools = append(all.Tools, t)
 	}
 	return json.Marshal(all)
 }
@@ -100,9 +84,8 @@ func CallToolOn(ctx context.Context, cs *mcp.ClientSession, name string, args js
 	return json.Marshal(res)
 }
 
-// WriteTools writes one block per tool: its name, its description, and
-// each argument with its type, whether it is required, and its
-// description (the required ones first).
+// WriteTools writes one block per tool: its name, description and
+// arguments, the required ones first.
 func WriteTools(w io.Writer, tools []*mcp.Tool) {
 	if len(tools) == 0 {
 		fmt.Fprintln(w, "no tools")
@@ -133,20 +116,10 @@ func WriteTools(w io.Writer, tools []*mcp.Tool) {
 			continue
 		}
 		fmt.Fprintln(w, "  arguments:")
-		names := make([]string, 0, len(schema.Properties))
-		for n := range schema.Properties {
-			names = append(names, n)
-		}
 		req := func(n string) bool { return slices.Contains(schema.Required, n) }
-		slices.SortFunc(names, func(a, b string) int {
-			if req(a) != req(b) {
-				if req(a) {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
+		names := slices.Sorted(maps.Keys(schema.Properties))
+		optional := slices.DeleteFunc(slices.Clone(names), req)
+		names = append(slices.DeleteFunc(names, func(n string) bool { return !req(n) }), optional...)
 		for _, n := range names {
 			p := schema.Properties[n]
 			kind := "any"
@@ -168,9 +141,8 @@ func WriteTools(w io.Writer, tools []*mcp.Tool) {
 	}
 }
 
-// WriteResult writes a tool's result: text content as text, other
-// content as a line saying what it is; with no content, the structured
-// content as JSON.
+// WriteResult writes a tool's result: text as text, other content as a
+// line saying what it is; with no content, the structured content.
 func WriteResult(w io.Writer, res *mcp.CallToolResult) {
 	for _, c := range res.Content {
 		switch c := c.(type) {

@@ -16,8 +16,8 @@ import (
 func TestJSONDurationsAreMilliseconds(t *testing.T) {
 	b := result.Build{Seq: 2, Trigger: "watch", OK: true, Duration: 1214 * time.Millisecond,
 		Restart: &result.Restart{Gen: 3, Pid: 9, Duration: 38 * time.Millisecond}}
-	st := Status{Pid: 1, Mode: ModeSingle, Uptime: 3*time.Minute + 4*time.Second, Servers: []ServerStatus{{
-		Name: "x", State: "running", Uptime: 1500 * time.Millisecond, Tools: 2,
+	st := Status{Pid: 1, Mode: ModeSingle, Uptime: Millis(3*time.Minute + 4*time.Second), Servers: []ServerStatus{{
+		Name: "x", State: "running", Uptime: Millis(1500 * time.Millisecond), Tools: 2,
 		Build: BuildStatusOf(b, time.Time{}),
 	}}}
 	var status, rebuild bytes.Buffer
@@ -56,7 +56,7 @@ func TestJSONDurationsAreMilliseconds(t *testing.T) {
 	if err := json.Unmarshal(status.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back[0].Uptime != st.Uptime || back[0].Servers[0].Uptime != 1500*time.Millisecond || back[0].Servers[0].Build.Duration != 1214*time.Millisecond {
+	if back[0].Uptime != st.Uptime || back[0].Servers[0].Uptime != Millis(1500*time.Millisecond) || back[0].Servers[0].Build.Duration != Millis(1214*time.Millisecond) {
 		t.Errorf("read back: %+v", back[0])
 	}
 }

@@ -21,25 +21,16 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// logOutput is where the log goes: the log file when one is set, the
-// in-memory ring (a run's, for "mcpflow logs"), and stderr. Each record
-// arrives in one Write (both handlers New installs write a record at
-// once) and reaches the file, opened with O_APPEND and rotated by size
-// (log.max_size, traffic.File), in one write call, so the records of
-// several mcpflow instances sharing a file never interleave. The file and
-// the ring get every record, in the caller's goroutine. stderr is written
-// after them: at once (New), or through a stderrQueue (a run's
-// logger, newRunLogger), so that a reader that stalls never stalls
-// mcpflow. After stderr's first error (EPIPE once the client that read it
-// is gone) it is dropped, and the file log carries on. When tag is set, it
-// is written at the end of each record, before its final newline.
+// logOutput is where the log goes: the log file, the ring and stderr. Each
+// record arrives in one Write and reaches the file (traffic.File) in one
+// write call, so the records of instances sharing a file never interleave.
+// tag, when set, ends each record, before its final newline.
 type logOutput struct {
-	mu     sync.Mutex
-	file   *traffic.File // nil: no log file
-	ring   io.Writer     // nil: no ring
-	stderr io.Writer     // written at once; nil after its first error
-	queue  *stderrQueue  // instead of stderr: written by its goroutine
-	tag    []byte
+	mu    sync.Mutex
+	file  *traffic.File // nil: no log file
+	ring  io.Writer     // nil: no ring
+	queue *stderrQueue
+	tag   []byte
 }
 
 func (o *logOutput) Write(p []byte) (int, error) {
@@ -56,34 +47,22 @@ func (o *logOutput) Write(p []byte) (int, error) {
 	if o.ring != nil {
 		o.ring.Write(p)
 	}
-	if o.queue != nil {
-		o.queue.add(p)
-	}
-	if o.stderr != nil {
-		if _, serr := o.stderr.Write(p); serr != nil {
-			o.stderr = nil
-		}
-	}
+	o.queue.add(p)
 	return n, err
 }
 
-// The bounds of a stderrQueue.
+// The bounds of a stderrQueue, and how long close waits for it to drain.
 const (
 	stderrQueueRecords = 1024
 	stderrQueueBytes   = 256 << 10
-	// stderrCloseWait bounds how long closing the log waits for the
-	// queued records to reach stderr.
-	stderrCloseWait = 250 * time.Millisecond
+	stderrCloseWait    = 250 * time.Millisecond
 )
 
 // stderrQueue writes the log's records to stderr from one goroutine, so
-// that no logger ever waits on stderr's reader. While the queue is full
-// (stderrQueueRecords or stderrQueueBytes), records are dropped and
-// counted; once a write to stderr goes through again, notice logs how
-// many ("N log lines were dropped: stderr was not read"), to the log file
-// and the ring too; that record is queued even when the queue is full. After stderr's first error it is dropped, records are
-// discarded uncounted, and the file log carries on. close waits at most
-// stderrCloseWait, then reports what never reached stderr to the file.
+// that no logger ever waits on stderr's reader. Records that find it full
+// are dropped and counted; once a write goes through again, notice logs
+// how many, queued even when full. After stderr's first error (EPIPE once
+// the client is gone) records are discarded uncounted.
 type stderrQueue struct {
 	w      io.Writer
 	notice func(dropped int)
@@ -91,36 +70,33 @@ type stderrQueue struct {
 	done   chan struct{} // closed when the goroutine returns
 
 	mu       sync.Mutex
-	recs     [][]byte
-	bytes    int
-	writing  int  // records the goroutine is writing now
-	dropped  int  // since the last notice
-	noticing bool // the notice is being logged: queued even when full
+	buf      []byte // the queued records
+	recs     int    // how many
+	writing  int    // records the goroutine is writing now
+	dropped  int    // since the last notice
+	noticing bool   // the notice is being logged: queued even when full
 	gone     bool
 	closed   bool
 }
 
-// newStderrQueue starts the goroutine writing to w; notice logs a count
-// of dropped records.
 func newStderrQueue(w io.Writer, notice func(dropped int)) *stderrQueue {
 	q := &stderrQueue{w: w, notice: notice, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
-// add queues a copy of p, or counts it as dropped when the queue is full.
 func (q *stderrQueue) add(p []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
 	case q.gone || q.closed:
 		return
-	case (len(q.recs) >= stderrQueueRecords || q.bytes+len(p) > stderrQueueBytes) && !q.noticing:
+	case (q.recs >= stderrQueueRecords || len(q.buf)+len(p) > stderrQueueBytes) && !q.noticing:
 		q.dropped++
 		return
 	}
-	q.recs = append(q.recs, bytes.Clone(p))
-	q.bytes += len(p)
+	q.buf = append(q.buf, p...)
+	q.recs++
 	q.signal()
 }
 
@@ -139,33 +115,25 @@ func (q *stderrQueue) setNoticing(on bool) {
 
 func (q *stderrQueue) run() {
 	defer close(q.done)
-	var buf []byte
 	for range q.wake {
 		q.mu.Lock()
-		recs, closed := q.recs, q.closed
-		q.recs, q.bytes, q.writing = nil, 0, len(recs)
+		buf, n, closed := q.buf, q.recs, q.closed
+		q.buf, q.recs, q.writing = nil, 0, n
 		q.mu.Unlock()
-		if len(recs) > 0 {
-			buf = buf[:0]
-			for _, r := range recs {
-				buf = append(buf, r...)
-			}
+		if n > 0 {
 			_, err := q.w.Write(buf)
-			if cap(buf) > stderrQueueBytes {
-				buf = nil
-			}
 			q.mu.Lock()
 			q.writing = 0
 			dropped := 0
 			if err != nil {
-				q.gone, q.recs, q.bytes, q.dropped = true, nil, 0, 0
+				q.gone, q.buf, q.recs, q.dropped = true, nil, 0, 0
 			} else if !q.closed {
 				dropped, q.dropped = q.dropped, 0
 			}
+			q.noticing = dropped > 0 // the notice is queued even when the queue is full
 			q.mu.Unlock()
 			if dropped > 0 {
-				q.setNoticing(true)
-				q.notice(dropped) // a record, queued even when the queue is full
+				q.notice(dropped)
 				q.setNoticing(false)
 			}
 		}
@@ -175,10 +143,8 @@ func (q *stderrQueue) run() {
 	}
 }
 
-// close stops the queue: records queued until now still go to stderr,
-// for stderrCloseWait at most; those that did not, and those dropped
-// since the last notice, are counted in a last notice, which reaches the
-// file and the ring only.
+// close lets the queued records reach stderr for stderrCloseWait at most,
+// and counts the others in a last notice, to the file and the ring only.
 func (q *stderrQueue) close() {
 	q.mu.Lock()
 	if q.closed {
@@ -197,25 +163,22 @@ func (q *stderrQueue) close() {
 	q.mu.Lock()
 	lost := 0
 	if !q.gone {
-		lost = q.dropped + len(q.recs) + q.writing
+		lost = q.dropped + q.recs + q.writing
 	}
-	q.dropped, q.recs = 0, nil
+	q.dropped, q.recs, q.buf = 0, 0, nil
 	q.mu.Unlock()
 	if lost > 0 {
 		q.notice(lost)
 	}
 }
 
-// Charm returns a charmbracelet logger that logs through l, for the
-// parts that still take one. When l's handler is a charmbracelet logger
-// (log.format "text") it is that logger; otherwise each record is written
-// as JSON by charmbracelet and handed to l's handler as an slog record
-// with the same level, message, prefix and attributes.
+// Charm returns a charmbracelet logger that logs through l: l's own
+// handler for format "text", else one handing its records to l's handler.
 func Charm(l *slog.Logger) *log.Logger {
-	if c, ok := l.Handler().(*log.Logger); ok {
+	h := l.Handler()
+	if c, ok := h.(*log.Logger); ok {
 		return c
 	}
-	h := l.Handler()
 	level := log.FatalLevel
 	for _, lv := range []log.Level{log.ErrorLevel, log.WarnLevel, log.InfoLevel, log.DebugLevel} {
 		if h.Enabled(context.Background(), slog.Level(lv)) {
@@ -225,8 +188,7 @@ func Charm(l *slog.Logger) *log.Logger {
 	return log.NewWithOptions(slogWriter{h}, log.Options{Level: level, Formatter: log.JSONFormatter})
 }
 
-// slogWriter turns the JSON records of a charmbracelet logger back into
-// slog records for h.
+// slogWriter turns a charmbracelet logger's JSON records into slog records.
 type slogWriter struct{ h slog.Handler }
 
 func (w slogWriter) Write(p []byte) (int, error) {
@@ -238,20 +200,14 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	for dec.More() {
 		t, err := dec.Token()
-		if err != nil {
-			break
-		}
-		key, _ := t.(string)
 		var v any
-		if err := dec.Decode(&v); err != nil {
+		if err != nil || dec.Decode(&v) != nil {
 			break
 		}
-		switch key {
+		switch key, _ := t.(string); key {
 		case log.LevelKey:
-			if s, ok := v.(string); ok {
-				if lv, err := log.ParseLevel(s); err == nil {
-					rec.Level = slog.Level(lv)
-				}
+			if lv, err := log.ParseLevel(fmt.Sprint(v)); err == nil {
+				rec.Level = slog.Level(lv)
 			}
 		case log.MessageKey:
 			rec.Message = fmt.Sprint(v)
@@ -263,93 +219,61 @@ func (w slogWriter) Write(p []byte) (int, error) {
 }
 
 func jsonAttr(key string, v any) slog.Attr {
-	switch v := v.(type) {
-	case string:
-		return slog.String(key, v)
-	case bool:
-		return slog.Bool(key, v)
-	case json.Number:
-		if n, err := v.Int64(); err == nil {
-			return slog.Int64(key, n)
-		}
-		if f, err := v.Float64(); err == nil {
-			return slog.Float64(key, f)
-		}
-		return slog.String(key, v.String())
-	default:
-		return slog.Any(key, v)
+	n, ok := v.(json.Number)
+	if !ok {
+		return slog.Any(key, v) // a string, a bool, an object or an array
 	}
+	if i, err := n.Int64(); err == nil {
+		return slog.Int64(key, i)
+	}
+	if f, err := n.Float64(); err == nil {
+		return slog.Float64(key, f)
+	}
+	return slog.String(key, n.String())
 }
 
-// New returns mcpflow's logger, configured by [log]: charmbracelet's
-// handler for format "text", slog's JSON handler for "json". Every record
-// names its mcpflow process with mcpflow_pid (the relay's "pid" names the
-// child), since several instances may share a log file: an attribute in
-// JSON, the end of the record in text. It writes to stderr, at once, and,
-// when file is set, to that file too (see logOutput); stdout belongs to the
-// protocol and is never written. The returned function closes the file.
-func New(stderr io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
-	logger, closeFile, noFile, err := openLogger(&logOutput{stderr: stderr}, cfg)
-	if noFile != nil {
-		logger.Warn("no log file: " + noFile.Error())
-	}
-	return logger, closeFile, err
-}
-
-// Open is New for a run: ring gets every record with the log
-// file, and stderr is written through a stderrQueue, never waited on. The
-// returned function closes the queue (waiting stderrCloseWait at most),
-// then the file.
+// Open returns mcpflow's logger for a run, as [log] says, writing to the
+// log file, to ring (nil: none) and, never waited on, to stderr; stdout
+// belongs to the protocol. Every record carries mcpflow_pid, since several
+// instances may share a log file. A log file that is not a regular file
+// is left alone, with a warning. The function returned closes the log.
 func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), error) {
 	out := &logOutput{ring: ring}
-	logger, closeFile, noFile, err := openLogger(out, cfg)
-	if err != nil {
-		return nil, nil, err
+	var noFile error
+	if cfg.File != "" {
+		if err := statedir.MkdirFor(cfg.File); err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
+		switch {
+		case errors.Is(err, statedir.ErrNotRegular):
+			noFile = err
+		case err != nil:
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		default:
+			out.file = f
+		}
 	}
-	q := newStderrQueue(stderr, func(n int) {
+	var logger *slog.Logger
+	out.queue = newStderrQueue(stderr, func(n int) {
 		if n == 1 {
 			logger.Warn("1 log line was dropped: stderr was not read")
 			return
 		}
 		logger.Warn(fmt.Sprintf("%d log lines were dropped: stderr was not read", n))
 	})
-	out.mu.Lock()
-	out.queue = q
-	out.mu.Unlock()
+	logger = newLogger(out, cfg)
 	if noFile != nil {
 		logger.Warn("no log file: " + noFile.Error())
 	}
 	return logger, func() {
-		q.close()
-		closeFile()
+		out.queue.close()
+		if out.file != nil {
+			out.file.Close()
+		}
 	}, nil
 }
 
-// openLogger installs the handler of cfg on out, opening the log file.
-// A log file that is not a regular file (a FIFO, a link) is left alone:
-// noFile says so, for the caller to log once its outputs are ready.
-func openLogger(out *logOutput, cfg config.LogConfig) (_ *slog.Logger, _ func(), noFile error, _ error) {
-	closeFn := func() {}
-	var fileErr error // the log file is not a regular file: logged once, mcpflow runs on
-	if cfg.File != "" {
-		if err := statedir.MkdirFor(cfg.File); err != nil {
-			return nil, nil, nil, fmt.Errorf("log file: %w", err)
-		}
-		f, err := traffic.OpenFile(cfg.File, cfg.MaxSize)
-		switch {
-		case errors.Is(err, statedir.ErrNotRegular):
-			fileErr = err
-		case err != nil:
-			return nil, nil, nil, fmt.Errorf("log file: %w", err)
-		default:
-			out.file = f
-			closeFn = func() { f.Close() }
-		}
-	}
-	return newLogger(out, cfg), closeFn, fileErr, nil
-}
-
-// newLogger is the logger of cfg's level and format on out.
 func newLogger(out *logOutput, cfg config.LogConfig) *slog.Logger {
 	lvl, err := log.ParseLevel(cfg.Level)
 	if err != nil {
@@ -372,16 +296,12 @@ func newLogger(out *logOutput, cfg config.LogConfig) *slog.Logger {
 // Cycle writes the one line a person reads per cycle, e.g.
 // "changed server.go (+2) → build 1.21s ✓ → restart 38ms ✓ → tools +reverse".
 func Cycle(logger *log.Logger, res result.Build) {
-	var parts []string
-	switch {
-	case len(res.Changed) > 0:
-		p := "changed " + res.Changed[0]
+	parts := []string{res.Trigger}
+	if len(res.Changed) > 0 {
+		parts[0] = "changed " + res.Changed[0]
 		if len(res.Changed) > 1 {
-			p += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
+			parts[0] += fmt.Sprintf(" (+%d)", len(res.Changed)-1)
 		}
-		parts = append(parts, p)
-	default:
-		parts = append(parts, res.Trigger)
 	}
 	switch {
 	case res.Skipped:
@@ -393,7 +313,8 @@ func Cycle(logger *log.Logger, res result.Build) {
 	rs := res.Restart
 	if rs != nil {
 		if rs.Err != nil {
-			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", firstLine(rs.Err.Error())))
+			first, _, _ := strings.Cut(rs.Err.Error(), "\n")
+			parts = append(parts, fmt.Sprintf("restart ✗ (%s)", first))
 		} else {
 			parts = append(parts, fmt.Sprintf("restart %s ✓", result.Dur(rs.Duration)))
 			if tools := rs.Tools.String(); tools != "" {
@@ -410,9 +331,4 @@ func Cycle(logger *log.Logger, res result.Build) {
 		return
 	}
 	logger.Info(line)
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

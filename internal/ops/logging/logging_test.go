@@ -13,19 +13,20 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
-func TestNewLoggerText(t *testing.T) {
+func TestLoggerText(t *testing.T) {
 	t.Parallel()
-	var stderr strings.Builder
-	logger, closeLog, err := New(&stderr, config.LogConfig{Level: "info", Format: "text"})
+	var stderr testkit.Buffer
+	logger, closeLog, err := Open(&stderr, nil, config.LogConfig{Level: "info", Format: "text"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeLog()
 	logger.Debug("hidden")
 	logger.Info("started", "k", 1)
 	Charm(logger).WithPrefix("build").Warn("slow")
+	closeLog()
 	out := stderr.String()
 	// The instance ends each record, after the record's own attributes.
 	pid := fmt.Sprintf(" mcpflow_pid=%d", os.Getpid())
@@ -36,19 +37,19 @@ func TestNewLoggerText(t *testing.T) {
 	}
 }
 
-func TestNewLoggerJSON(t *testing.T) {
+func TestLoggerJSON(t *testing.T) {
 	t.Parallel()
-	var stderr strings.Builder
-	logger, closeLog, err := New(&stderr, config.LogConfig{Level: "info", Format: "json"})
+	var stderr testkit.Buffer
+	logger, closeLog, err := Open(&stderr, nil, config.LogConfig{Level: "info", Format: "json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeLog()
 	logger.Debug("hidden")
 	logger.Info("started", "k", 1)
 	cl := Charm(logger)
 	cl.Debug("hidden too")
 	cl.WithPrefix("build").Error("failed", "err", errors.New("exit status 1"), "n", 2.5, "ok", false)
+	closeLog()
 
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	if len(lines) != 2 {
@@ -93,7 +94,7 @@ func TestLoggerStderrGone(t *testing.T) {
 	defer w.Close()
 	file := filepath.Join(t.TempDir(), "logs", "mcpflow.log")
 	for _, stderr := range []io.Writer{w, &failWriter{}} {
-		logger, closeLog, err := New(stderr, config.LogConfig{Level: "info", Format: "text", File: file})
+		logger, closeLog, err := Open(stderr, nil, config.LogConfig{Level: "info", Format: "text", File: file})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +125,7 @@ func TestLogFileSharedByInstances(t *testing.T) {
 	msg := strings.Repeat("x", 300) + "\n" + strings.Repeat("y", 300)
 	var wg sync.WaitGroup
 	for i := range loggers {
-		logger, closeLog, err := New(io.Discard, config.LogConfig{Level: "info", Format: "json", File: file})
+		logger, closeLog, err := Open(io.Discard, nil, config.LogConfig{Level: "info", Format: "json", File: file})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,19 +1,13 @@
-// Package logring keeps the last lines written to it in memory, so that a
-// running mcpflow can show its log to a person who asks (mcpflow logs),
-// also when no log file was configured.
+// Package logring keeps the last lines of mcpflow's log in memory, for
+// mcpflow logs, also when no log file was configured.
 //
-// A Ring is an io.Writer: put it beside stderr in an io.MultiWriter. It
-// splits what it is given into lines and keeps each line whole: a line
-// written in several pieces is stored once its newline arrives (a line
-// longer than maxLine is stored in maxLine pieces). It keeps the newest
-// lines up to its capacity and drops the oldest.
-//
-// Follow hands out the lines kept so far and, from the same instant, every
-// new line on a channel: no line is both in the backlog and on the channel,
-// and none falls between them. A follower that does not keep up loses lines
-// (counted by Dropped); it never slows the writer.
-//
-// Every method is safe for concurrent use.
+// A Ring is an io.Writer that keeps its newest lines, each whole: a line
+// written in pieces is stored once its newline arrives (one longer than
+// maxLine in maxLine pieces). Follow hands out the lines kept so far and,
+// from the same instant, every new line on a channel: none is in both, and
+// none falls between. A follower that does not keep up loses lines
+// (counted by Dropped); it never slows the writer. Every method is safe
+// for concurrent use.
 package logring
 
 import (
@@ -21,23 +15,17 @@ import (
 	"sync"
 )
 
-// defaultLines is the capacity of a Ring made with New(0).
-const defaultLines = 5000
+const (
+	defaultLines  = 5000     // the capacity of a Ring made with New(0)
+	maxLine       = 64 << 10 // the longest line kept whole; longer ones are cut into pieces of this size
+	defaultBuffer = 1024     // the channel capacity of a Follow made with buffer 0
+)
 
-// maxLine is the longest line kept whole; longer ones are cut into pieces
-// of this size.
-const maxLine = 64 << 10
-
-// defaultBuffer is the channel capacity of a Follow made with buffer 0.
-const defaultBuffer = 1024
-
-// Ring is an in-memory tail of a log. The zero value is not usable; call
-// New.
+// Ring is an in-memory tail of a log; make it with New.
 type Ring struct {
 	mu      sync.Mutex
-	lines   []string // circular; len(lines) == capacity once full
-	next    int      // where the next line goes once full
-	full    bool
+	lines   []string // circular once len(lines) == cap
+	next    int      // the oldest line, where the next one goes once full
 	cap     int
 	partial []byte // a line written without its newline yet
 	subs    map[*Sub]struct{}
@@ -51,57 +39,38 @@ func New(n int) *Ring {
 	return &Ring{cap: n, subs: make(map[*Sub]struct{})}
 }
 
-// Write stores every complete line in p; an unfinished last line waits for
-// its newline. A trailing "\r" is dropped from each line. It never fails
-// and never blocks on a follower.
+// Write stores every complete line in p, without a trailing "\r"; it never
+// fails and never blocks on a follower.
 func (r *Ring) Write(p []byte) (int, error) {
 	n := len(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			room := maxLine - len(r.partial)
-			for len(p) > room {
-				r.partial = append(r.partial, p[:room]...)
-				p = p[room:]
-				r.addLocked(string(r.partial))
-				r.partial = r.partial[:0]
-				room = maxLine
-			}
-			r.partial = append(r.partial, p...)
-			break
-		}
-		var line string
+		line, rest, found := bytes.Cut(p, []byte("\n"))
 		if len(r.partial) > 0 {
-			r.partial = append(r.partial, p[:i]...)
-			line = string(r.partial)
-			r.partial = r.partial[:0]
-		} else {
-			line = string(p[:i])
+			r.partial = append(r.partial, line...)
+			line = r.partial
 		}
-		p = p[i+1:]
 		for len(line) > maxLine {
-			r.addLocked(line[:maxLine])
+			r.addLocked(string(line[:maxLine]))
 			line = line[maxLine:]
 		}
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
+		if !found {
+			r.partial = append(r.partial[:0], line...)
+			break
 		}
-		r.addLocked(line)
+		r.addLocked(string(bytes.TrimSuffix(line, []byte("\r"))))
+		r.partial, p = r.partial[:0], rest
 	}
-	if cap(r.partial) > maxLine && len(r.partial) == 0 {
-		r.partial = nil
+	if cap(r.partial) > maxLine {
+		r.partial = bytes.Clone(r.partial) // the buffer of a long line is not kept
 	}
 	return n, nil
 }
 
 func (r *Ring) addLocked(line string) {
-	if !r.full {
+	if len(r.lines) < r.cap {
 		r.lines = append(r.lines, line)
-		if len(r.lines) == r.cap {
-			r.full = true
-		}
 	} else {
 		r.lines[r.next] = line
 		r.next = (r.next + 1) % r.cap
@@ -123,24 +92,18 @@ func (r *Ring) Lines() []string {
 }
 
 func (r *Ring) snapshotLocked() []string {
-	out := make([]string, 0, len(r.lines))
-	if r.full {
-		out = append(out, r.lines[r.next:]...)
-		out = append(out, r.lines[:r.next]...)
-		return out
-	}
-	return append(out, r.lines...)
+	out := append(make([]string, 0, len(r.lines)), r.lines[r.next:]...)
+	return append(out, r.lines[:r.next]...)
 }
 
-// Follow returns the kept lines, oldest first, and a subscription that
-// receives every line stored after them. buffer is the channel's capacity
-// (defaultBuffer if <= 0). The caller must Close the subscription.
+// Follow returns the kept lines and a subscription, with a channel of
+// buffer lines (defaultBuffer if <= 0), to every line stored after them.
 func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 	if buffer <= 0 {
 		buffer = defaultBuffer
 	}
-	s := &Sub{r: r, c: make(chan string, buffer)}
-	s.C = s.c
+	c := make(chan string, buffer)
+	s := &Sub{C: c, r: r, c: c}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.subs[s] = struct{}{}
@@ -149,32 +112,27 @@ func (r *Ring) Follow(buffer int) ([]string, *Sub) {
 
 // Sub is one follower of a Ring.
 type Sub struct {
-	// C receives each new line; it is closed by Close.
-	C <-chan string
+	C <-chan string // each new line; closed by Close
 
 	r       *Ring
 	c       chan string
 	dropped uint64 // guarded by r.mu
-	closed  bool   // guarded by r.mu
 }
 
-// Dropped reports how many lines this follower has lost so far because
-// its channel was full.
+// Dropped reports how many lines this follower has lost to a full channel.
 func (s *Sub) Dropped() uint64 {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	return s.dropped
 }
 
-// Close ends the subscription and closes C. It may be called more than
-// once.
+// Close ends the subscription and closes C; it may be called again.
 func (s *Sub) Close() {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
-	if s.closed {
+	if _, ok := s.r.subs[s]; !ok {
 		return
 	}
-	s.closed = true
 	delete(s.r.subs, s)
 	close(s.c)
 }

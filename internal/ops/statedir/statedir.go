@@ -1,17 +1,15 @@
 // Package statedir is the one way mcpflow makes and opens what it keeps
-// in a project's .mcpflow folder (the record of the last start, the log
-// file, the build cache and its locks).
-//
-// The folder is mcpflow's own: it is created 0700, and refused (with what
-// to do about it) when it is a symbolic link, not a folder, owned by
-// another user, or writable by group or others, since what is in it
-// decides what mcpflow answers and runs. The files in it are opened
-// without following a symbolic link and only when they are regular
-// files: a FIFO or a device there never blocks the open, and there is no
-// gap between the check and the use (the check is of the open file).
+// in a project's .mcpflow folder (the last start, the log file, the build
+// cache and its locks). The folder is mcpflow's own: it is created 0700,
+// and refused (with what to do) when it is a link, not a folder, another
+// user's, or writable by group or others, since what is in it decides what
+// mcpflow answers and runs. Its files are opened only as regular files,
+// never through a link: a FIFO or a device there never blocks the open,
+// and the check is of the open file, with no gap before the use.
 package statedir
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -27,8 +25,7 @@ const Name = ".mcpflow"
 // Of is a project's .mcpflow folder.
 func Of(project string) string { return filepath.Join(project, Name) }
 
-// Check refuses dir, a .mcpflow folder, when it exists and is not
-// mcpflow's own (see the package documentation); a missing dir is fine.
+// Check refuses dir, a .mcpflow folder, when it exists and is not mcpflow's own.
 func Check(dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -40,10 +37,17 @@ func Check(dir string) error {
 	return checkDir(dir, fi)
 }
 
-// MkdirFor makes the folder that holds file. When it is, or lies in, a
-// .mcpflow folder, that folder is created 0700 (and the folders below
-// it too) or checked (Check); any other folder (a log file placed
-// elsewhere) is made as os.MkdirAll does, 0755.
+// checkDir refuses the .mcpflow folder dir (fi: its Lstat) unless it is a
+// folder, not a link, and mcpflow's own (checkOwner).
+func checkDir(dir string, fi fs.FileInfo) error {
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is %s, not a folder: mcpflow keeps its own files there; remove it (mcpflow makes the folder)", dir, kind(fi.Mode()))
+	}
+	return checkOwner(dir, fi)
+}
+
+// MkdirFor makes the folder that holds file: from a .mcpflow folder on
+// 0700 and checked (Check), elsewhere as os.MkdirAll does.
 func MkdirFor(file string) error {
 	dir := filepath.Dir(file)
 	root, rest, ok := split(dir)
@@ -53,28 +57,22 @@ func MkdirFor(file string) error {
 	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
 		return err
 	}
-	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	fi, err := os.Lstat(root)
-	if err != nil {
-		return err
-	}
-	if err := checkDir(root, fi); err != nil {
-		return err
-	}
-	d := root
-	for _, part := range rest {
-		d = filepath.Join(d, part)
-		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	dir = root // then each folder below it
+	for i, part := range append([]string{""}, rest...) {
+		dir = filepath.Join(dir, part)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		fi, err := os.Lstat(d)
-		if err != nil {
+		fi, err := os.Lstat(dir)
+		switch {
+		case err != nil:
 			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a folder (%s): mcpflow keeps its own files there; remove it", d, kind(fi.Mode()))
+		case i == 0:
+			if err := checkDir(dir, fi); err != nil {
+				return err
+			}
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a folder (%s): mcpflow keeps its own files there; remove it", dir, kind(fi.Mode()))
 		}
 	}
 	return nil
@@ -87,18 +85,13 @@ func split(dir string) (root string, rest []string, ok bool) {
 	for i := len(parts) - 1; i >= 0; i-- {
 		if parts[i] == Name {
 			root = strings.Join(parts[:i+1], string(filepath.Separator))
-			if root == "" {
-				root = string(filepath.Separator)
-			}
-			return root, parts[i+1:], true
+			return cmp.Or(root, string(filepath.Separator)), parts[i+1:], true
 		}
 	}
 	return "", nil, false
 }
 
-// OpenFile opens name as os.OpenFile does, except that a symbolic link
-// is not followed and anything but a regular file is refused, without
-// blocking on it (a FIFO, a device).
+// OpenFile is os.OpenFile of regular files only, never through a link.
 func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := openNoFollow(name, flag, perm)
 	if err != nil {
@@ -108,13 +101,12 @@ func OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(name, fi.Mode())
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, notRegular(name, fi.Mode())
 	}
 	return f, nil
 }
@@ -129,9 +121,8 @@ func ReadFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// WriteFile writes data to name whole or not at all, 0600, making its
-// folder (MkdirFor): through a new file of a name of its own in the same
-// folder (never one that exists, link or not), renamed over name.
+// WriteFile writes data to name, 0600, whole or not at all: to a new file
+// beside it, renamed over name. It makes the folder (MkdirFor).
 func WriteFile(name string, data []byte) error {
 	if err := MkdirFor(name); err != nil {
 		return err
@@ -140,22 +131,18 @@ func WriteFile(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	_, err = tmp.Write(data)
+	if err = cmp.Or(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), name)
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), name)
-	}
-	if werr != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
 	}
-	return werr
+	return err
 }
 
-// Ignore makes folder dir (MkdirFor) with a .gitignore that keeps all of
-// it out of git, its first line the comment why; an existing .gitignore
-// is left as it is.
+// Ignore makes folder dir with a .gitignore that keeps it out of git (the
+// first line says why), unless it has one.
 func Ignore(dir, why string) error {
 	ignore := filepath.Join(dir, ".gitignore")
 	if err := MkdirFor(ignore); err != nil {
@@ -169,10 +156,7 @@ func Ignore(dir, why string) error {
 		return err
 	}
 	_, err = f.WriteString("# " + why + "\n*\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return cmp.Or(err, f.Close())
 }
 
 // ErrNotRegular is the error of OpenFile for anything but a regular file.

@@ -17,12 +17,9 @@ func openNoFollow(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	return os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 }
 
-// checkDir refuses the .mcpflow folder dir (fi: its Lstat) unless it is a
-// folder, not a link, owned by this user and writable by no one else.
-func checkDir(dir string, fi fs.FileInfo) error {
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is %s, not a folder: mcpflow keeps its own files there; remove it (mcpflow makes the folder)", dir, kind(fi.Mode()))
-	}
+// checkOwner refuses the folder dir unless it is this user's and writable
+// by no one else.
+func checkOwner(dir string, fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sync"
@@ -8,26 +9,19 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
-// File is a file that is appended to and rotated by size: when a write
-// would take it past its maximum, FILE is renamed FILE.1 (replacing an
-// older FILE.1) and a new FILE is started, so the two hold at most twice
-// the maximum. A write larger than the maximum gets a file of its own.
-// FILE is created 0600. The traffic capture writes through one, and so
-// does mcpflow's log file (log.file, log.max_size).
+// File is a file, created 0600, that is appended to and rotated by size:
+// when a write would take it past its maximum, FILE is renamed FILE.1
+// (replacing an older one) and a new FILE is started; a write larger than
+// the maximum gets a file of its own. It is safe for concurrent use.
 //
-// Several processes may append to one FILE, each through its own File,
-// as several mcpflow instances sharing a log file do. Each write lands
-// whole (O_APPEND, one write call). The first to find the file full
-// rotates it, holding a lock on the file (flock on Unix) and only if FILE
-// is still the file it writes to, so one rotation happens, never two in a
-// row; the others move to the new FILE at their next write that finds the
-// old one full or removed. A write that still fits may land in FILE.1
-// before that, and writes that raced the one that found the file full
-// take it past the maximum, by one write per other process at most.
-// Nothing is truncated, and no write is lost unless FILE.1 is replaced
-// while a lagging process still writes to it.
-//
-// A File is safe for concurrent use.
+// Several processes (mcpflow instances sharing a log file) may append to
+// one FILE, each write landing whole (O_APPEND, one write call). The first
+// to find it full rotates it, under a lock (flock on Unix) and only if FILE
+// is still its file, so one rotation happens, never two in a row; the
+// others move to the new FILE when they find the old one full or removed,
+// and may land a write in FILE.1 or one past the maximum until then.
+// Nothing is truncated or lost unless FILE.1 is replaced while a lagging
+// process still writes to it.
 type File struct {
 	path string
 	max  int64
@@ -50,16 +44,14 @@ func OpenFile(path string, maxSize int64) (*File, error) {
 	return &File{path: path, max: maxSize, f: f}, nil
 }
 
-// openAppend opens path for appending, never through a symbolic link and
-// only when it is a regular file (statedir.OpenFile): a FIFO there never
-// blocks mcpflow.
+// openAppend opens path for appending, only as a regular file
+// (statedir.OpenFile): a FIFO or a link there never blocks mcpflow.
 func openAppend(path string) (*os.File, error) {
 	return statedir.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
-// Write appends p in one write call, rotating the file first when p
-// would take it past its maximum. A failed rotation is returned, but p
-// is still written (to the file as it is).
+// Write appends p in one write call, rotating the file first when p would
+// take it past its maximum; after a failed rotation p is still written.
 func (r *File) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -82,14 +74,11 @@ func (r *File) Write(p []byte) (int, error) {
 		}
 	}
 	n, err := r.f.Write(p)
-	if err == nil && rerr != nil {
-		err = rerr
-	}
-	return n, err
+	return n, cmp.Or(err, rerr)
 }
 
-// rotateLocked renames FILE to FILE.1, unless another process did it
-// already, and moves to the new FILE.
+// rotateLocked renames FILE to FILE.1, unless another process did, and
+// moves to the new FILE.
 func (r *File) rotateLocked() error {
 	var rerr error
 	unlock := lockFile(r.f)
@@ -107,10 +96,7 @@ func (r *File) rotateLocked() error {
 	unlock()
 	f, err := openAppend(r.path)
 	if err != nil {
-		if rerr == nil {
-			rerr = fmt.Errorf("rotate: %w", err)
-		}
-		return rerr // a file still open goes on being written
+		return cmp.Or(rerr, fmt.Errorf("rotate: %w", err)) // a file still open goes on being written
 	}
 	if r.f != nil {
 		r.f.Close()

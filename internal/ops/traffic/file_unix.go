@@ -13,9 +13,8 @@ import (
 // closeBeforeRename: Unix renames an open file.
 const closeBeforeRename = false
 
-// lockFile takes an exclusive flock on f, waiting for it; the function
-// returned releases it. Without the lock (an error), rotation goes on
-// unlocked.
+// lockFile takes an exclusive flock on f; without it (an error) rotation
+// goes on unlocked.
 func lockFile(f *os.File) (unlock func()) {
 	fd := int(f.Fd())
 	for {

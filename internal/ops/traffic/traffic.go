@@ -1,44 +1,36 @@
 // Package traffic records every MCP message that passes through mcpflow,
 // in both directions, to a JSON Lines file a person can read or grep
-// (mcpflow watch --traffic FILE, or [log] traffic = "FILE").
-//
-// Each line is one message:
+// (mcpflow watch --traffic FILE, or [log] traffic = "FILE"), a line per
+// message:
 //
 //	{"t":"2026-11-23T09:14:03.123456789Z","hop":"client","dir":"c2s","gen":2,"server":"notes","msg":{...}}
 //
-// t is the time of recording (RFC 3339, UTC, nanoseconds); hop is
-// "client" (between the client and mcpflow) or "server" (between mcpflow
-// and the child): a message mcpflow forwards is recorded on each hop, and
-// one mcpflow makes itself (a list_changed, an answer of its own, a
-// replayed handshake) on the hop it goes over; dir is "c2s" (toward the
-// server) or "s2c"; gen is the child generation the message went to or
-// came from (0 when none was running); server is the server's name, only
-// when one was given (a mux's server hop: its client hop is the mux's
-// front, with no server); session is the HTTP front's Mcp-Session-Id of
-// the client the message came from or went to, only on the client hop of
-// an HTTP front and only when the session has one (a 2026-07-28 client is
-// session-less); msg is the message itself, as it travelled. A
-// message larger than Options.MaxMessage is recorded as
-// "truncated":true, "size" (its length) and "msg_prefix" (its first
-// MaxMessage bytes, as a string) instead of msg; bytes that are not JSON
-// are recorded as "invalid":true and "msg_text".
+// t is when it was recorded (RFC 3339, UTC, nanoseconds); hop is "client"
+// (between the client and mcpflow) or "server" (between mcpflow and the
+// child): a message mcpflow forwards is recorded on each hop, one it makes
+// itself (a list_changed, an answer of its own, a replayed handshake) on
+// the hop it goes over; dir is "c2s" (toward the server) or "s2c"; gen is
+// the child generation it went to or came from (0 when none ran); server
+// is the server's name, on a mux's server hop only; session is the HTTP
+// front's Mcp-Session-Id, on its client hop only and when the client has
+// one; msg is the message as it travelled. A message larger than
+// Options.MaxMessage is recorded as "truncated":true, "size" and
+// "msg_prefix" (its first MaxMessage bytes, as a string) instead of msg;
+// bytes that are not JSON as "invalid":true and "msg_text".
 //
-// Lines are written in the order the hook is called. Writes are buffered
-// (whole lines, at most 64 KiB or half of Options.MaxFile at once) and
-// flushed at least every 200 ms and on Close. The file is a File: rotated
-// by size, when a write would take it past Options.MaxFile, to FILE.1
-// (replacing an older FILE.1), and created 0600, since messages may hold
-// secrets. File is also the rotating file of mcpflow's log.
-//
-// The hook copies what it keeps, so the caller may reuse msg as soon as it
-// returns. A Writer is safe for concurrent use. A write error stops the
-// recording (the relay must not fail because of it); Close reports it.
+// Lines are written in the order the hook is called, buffered (at most 64
+// KiB or half of Options.MaxFile at once) for 200 ms at most, to a File:
+// rotated to FILE.1 past Options.MaxFile, created 0600 since messages may
+// hold secrets. The hook copies what it keeps. A Writer is safe for
+// concurrent use. A write error stops the recording (the relay must not
+// fail because of it); Close reports it.
 package traffic
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,18 +54,16 @@ type Options struct {
 
 // Writer records messages to one file. Make it with Open.
 type Writer struct {
-	path string
-	opts Options
+	maxMsg int
 
-	mu      sync.Mutex
-	f       *File
-	buf     []byte // whole lines not yet written
-	bufMax  int    // written once buf would grow past it
-	line    []byte // scratch
-	err     error
-	closed  bool
-	stop    chan struct{}
-	stopped chan struct{}
+	mu     sync.Mutex
+	f      *File
+	buf    []byte      // whole lines not yet written
+	bufMax int         // written once buf would grow past it
+	timer  *time.Timer // flushes flushInterval after a line is buffered
+	line   []byte      // scratch
+	err    error
+	closed bool
 }
 
 // Open starts recording to path, appending to what is there.
@@ -88,43 +78,36 @@ func Open(path string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traffic file: %w", err)
 	}
-	w := &Writer{
-		path: path, opts: opts, f: f, bufMax: int(min(64<<10, opts.MaxFile/2)),
-		stop: make(chan struct{}), stopped: make(chan struct{}),
-	}
-	go w.flusher()
+	w := &Writer{maxMsg: opts.MaxMessage, f: f, bufMax: int(min(64<<10, opts.MaxFile/2))}
+	w.timer = time.AfterFunc(flushInterval, w.flush)
 	return w, nil
 }
 
 // Hook returns the function the relay calls for every message; server is
 // the server's name in a mux, "" otherwise.
 func (w *Writer) Hook(server string) func(hop string, toServer bool, gen int, msg []byte) {
-	frag := serverFrag(server)
+	frag := field("server", server)
 	return func(hop string, toServer bool, gen int, msg []byte) { w.record(frag, hop, toServer, gen, msg) }
 }
 
-// SessionHook is Hook for the HTTP front's client hop, where each message
-// belongs to a client session: session is its Mcp-Session-Id ("" =
-// none, and then the line has no session).
+// SessionHook is Hook for the HTTP front's client hop, with each message's
+// Mcp-Session-Id ("" = none).
 func (w *Writer) SessionHook(server string) func(hop, session string, toServer bool, gen int, msg []byte) {
-	frag := serverFrag(server)
+	frag := slices.Clip(field("server", server)) // appending copies
 	return func(hop, session string, toServer bool, gen int, msg []byte) {
-		f := frag
-		if session != "" {
-			f = appendString(append(append([]byte(nil), frag...), `,"session":`...), session)
-		}
-		w.record(f, hop, toServer, gen, msg)
+		w.record(append(frag, field("session", session)...), hop, toServer, gen, msg)
 	}
 }
 
-func serverFrag(server string) []byte {
-	if server == "" {
+// field is `,"key":value` with value as a JSON string, or nothing for "".
+func field(key, value string) []byte {
+	if value == "" {
 		return nil
 	}
-	return appendString([]byte(`,"server":`), server)
+	return appendString([]byte(`,"`+key+`":`), value)
 }
 
-func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, msg []byte) {
+func (w *Writer) record(fields []byte, hop string, toServer bool, gen int, msg []byte) {
 	now := time.Now().UTC()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -141,12 +124,12 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 		b = append(b, `,"dir":"s2c","gen":`...)
 	}
 	b = strconv.AppendInt(b, int64(gen), 10)
-	b = append(b, serverFrag...)
+	b = append(b, fields...)
 	msg = bytes.TrimSpace(msg)
 	switch {
-	case len(msg) > w.opts.MaxMessage:
-		cut := w.opts.MaxMessage
-		for cut > 0 && cut > w.opts.MaxMessage-utf8.UTFMax && !utf8.RuneStart(msg[cut]) {
+	case len(msg) > w.maxMsg:
+		cut := w.maxMsg
+		for cut > 0 && cut > w.maxMsg-utf8.UTFMax && !utf8.RuneStart(msg[cut]) {
 			cut--
 		}
 		b = append(b, `,"truncated":true,"size":`...)
@@ -157,10 +140,9 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 		b = append(b, `,"invalid":true,"msg_text":`...)
 		b = appendString(b, string(msg))
 	case bytes.IndexByte(msg, '\n') >= 0:
-		b = append(b, `,"msg":`...)
-		var c bytes.Buffer
-		json.Compact(&c, msg) // valid, checked above
-		b = append(b, c.Bytes()...)
+		c := bytes.NewBuffer(append(b, `,"msg":`...))
+		json.Compact(c, msg) // valid, checked above
+		b = c.Bytes()
 	default:
 		b = append(b, `,"msg":`...)
 		b = append(b, msg...)
@@ -177,10 +159,13 @@ func (w *Writer) record(serverFrag []byte, hop string, toServer bool, gen int, m
 		w.writeLocked(b) // a long line, written alone
 		return
 	}
+	if len(w.buf) == 0 {
+		w.timer.Reset(flushInterval)
+	}
 	w.buf = append(w.buf, b...)
 }
 
-// flushLocked writes the buffered lines out, in one write.
+// flushLocked writes the buffered lines in one write.
 func (w *Writer) flushLocked() {
 	if len(w.buf) > 0 && w.err == nil {
 		w.writeLocked(w.buf)
@@ -194,49 +179,27 @@ func (w *Writer) writeLocked(b []byte) {
 	}
 }
 
-func (w *Writer) flusher() {
-	defer close(w.stopped)
-	t := time.NewTicker(flushInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-			w.flush()
-		}
-	}
-}
-
-// flush writes out what is buffered.
-func (w *Writer) flush() error {
+func (w *Writer) flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.err != nil {
-		return w.err
-	}
 	w.flushLocked()
-	return w.err
 }
 
-// Close flushes and closes the file; later calls of a hook are ignored. It returns
-// the first error the recording met.
+// Close flushes and closes the file, and returns the first error the
+// recording met; later calls of a hook are ignored.
 func (w *Writer) Close() error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
-		w.mu.Unlock()
 		return w.err
 	}
 	w.closed = true
+	w.timer.Stop()
 	w.flushLocked()
 	if err := w.f.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("traffic file: %w", err)
 	}
-	err := w.err
-	w.mu.Unlock()
-	close(w.stop)
-	<-w.stopped
-	return err
+	return w.err
 }
 
 // appendString appends s as a JSON string, without HTML escaping.
