@@ -26,7 +26,6 @@ const stderrTail = 4 << 10
 
 // outcome is how one process run ended.
 type outcome struct {
-	argv     []string
 	stdout   []byte
 	stderr   string // tail
 	exitCode int    // -1 when it did not exit by itself
@@ -70,7 +69,7 @@ func run(ctx context.Context, s runSpec) outcome {
 		case <-ctx.Done():
 		}
 	}()
-	o := outcome{argv: s.argv, exitCode: -1}
+	o := outcome{exitCode: -1}
 	cmd := proc.Command(ctx, proc.Spec{Argv: s.argv, Dir: s.dir, Env: s.env}, killGrace)
 	if s.stdin != nil {
 		cmd.Stdin = bytes.NewReader(s.stdin)

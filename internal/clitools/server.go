@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -142,42 +141,11 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// MCPServer is the MCP server toward the client.
-func (s *Server) MCPServer() *mcp.Server { return s.srv }
-
 // Open serves one client session (a wire.Opener: stdio's one client, an
 // HTTP front's sessions, a mux session's part): mcpflow answers for
 // itself here, through the Go SDK's server.
 func (s *Server) Open(c wire.Client) wire.Session {
 	return wire.SDKServer{Server: s.srv, Log: s.log}.Open(c)
-}
-
-// Serve serves one client on a byte stream (stdin and stdout) with
-// wire.Serve until in ends or ctx does, then Closes s.
-func (s *Server) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
-	defer s.Close()
-	if o.Log == nil {
-		o.Log = s.log
-	}
-	return wire.Serve(ctx, in, out, s, o)
-}
-
-// Tools is the CLI's tools as a tools/list lists them (the recompile tool
-// not among them): the mux's catalog of a CLI server.
-func (s *Server) Tools() []json.RawMessage {
-	s.mu.Lock()
-	sch := s.schema
-	s.mu.Unlock()
-	if sch == nil {
-		return nil
-	}
-	out := make([]json.RawMessage, 0, len(sch.Tools))
-	for _, t := range sch.Tools {
-		if b, err := json.Marshal(t.MCPTool()); err == nil {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // Close kills every call's process group (and a running schema command's)
@@ -199,7 +167,7 @@ func (s *Server) run(ctx context.Context, spec runSpec) outcome {
 	s.runMu.Lock()
 	if s.closed {
 		s.runMu.Unlock()
-		return outcome{argv: spec.argv, exitCode: -1, err: errShutdown}
+		return outcome{exitCode: -1, err: errShutdown}
 	}
 	s.running.Add(1)
 	s.runMu.Unlock()
