@@ -91,17 +91,14 @@ type schemaError struct {
 }
 
 func (e *schemaError) Error() string {
-	var b strings.Builder
-	b.WriteString("schema")
+	s := "schema"
 	if e.Line > 0 {
-		fmt.Fprintf(&b, " line %d col %d", e.Line, e.Col)
+		s += fmt.Sprintf(" line %d col %d", e.Line, e.Col)
 	}
 	if e.Pointer != "" {
-		fmt.Fprintf(&b, " at %s", e.Pointer)
+		s += " at " + e.Pointer
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return s + ": " + e.Msg
 }
 
 type rawTool struct {
@@ -116,10 +113,8 @@ type rawTool struct {
 	Input        string          `json:"input"`
 }
 
-// Parse parses and validates a schema command's output:
-// {"tools": [{name, description, title?, parameters | inputSchema,
-// outputSchema?, annotations?, cli_command, input?}]}. Any problem is a
-// *schemaError that locates it in data.
+// parseSchema validates a schema command's output (the package
+// documentation's contract); any problem is a *schemaError that locates it.
 func parseSchema(data []byte) (*Schema, error) {
 	fail := func(ptr []string, format string, args ...any) error {
 		return newSchemaError(data, ptr, fmt.Sprintf(format, args...))
@@ -283,12 +278,7 @@ func pointer(ptr []string) string {
 }
 
 func lineCol(data []byte, off int64) (line, col int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
+	off = min(max(off, 0), int64(len(data)))
 	pre := data[:off]
 	line = bytes.Count(pre, []byte{'\n'}) + 1
 	col = int(off) - (bytes.LastIndexByte(pre, '\n') + 1) + 1
@@ -304,28 +294,6 @@ func locate(data []byte, ptr []string) (int64, bool) {
 			off++
 		}
 		return off
-	}
-	var skip func() bool
-	skip = func() bool {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-			for dec.More() {
-				if d == '{' {
-					if _, err := dec.Token(); err != nil {
-						return false
-					}
-				}
-				if !skip() {
-					return false
-				}
-			}
-			_, err = dec.Token()
-			return err == nil
-		}
-		return true
 	}
 	for {
 		start := skipTo()
@@ -354,7 +322,7 @@ func locate(data []byte, ptr []string) (int64, bool) {
 				found = true
 				break
 			}
-			if !skip() {
+			if dec.Decode(new(json.RawMessage)) != nil { // skip the value
 				return 0, false
 			}
 		}
