@@ -541,7 +541,7 @@ func TestRecompileTool(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
 		rc := &fakeRecompiler{ok: true}
-		h := start(t, era, Config{Schema: []string{"cat", path}, Recompiler: rc})
+		h := start(t, era, Config{Schema: []string{"cat", path}, Recompile: rc.Recompile})
 		rc.srv = h.srv
 		writeSchema(t, path, `{"name": "hi", "parameters": {"type": "object"}, "cli_command": ["greet", "--name", "x"]}`)
 		r := h.call("recompile", nil)

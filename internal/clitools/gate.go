@@ -60,11 +60,10 @@ func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	timeout := t.C
 	select {
 	case <-st.ready:
 		return true, nil
-	case <-timeout:
+	case <-t.C:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
@@ -81,7 +80,8 @@ func (st *Gate) note() string {
 	if p == "" {
 		return ""
 	}
-	return "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()
+	p, _, _ = strings.Cut(p, "\n")
+	return "mcpflow note: " + p + "; this call ran the program as it is on disk. " + st.fixHint()
 }
 
 // NoteBuild tells the gate how a build cycle ended (the builder's
@@ -131,7 +131,7 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if st.tool != "-" {
 					msg += ", or call " + st.tool + " to wait for them"
 				}
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg + "."}}}, nil
+				return textResult(msg+".", true), nil
 			}
 			var why []string
 			if p := st.buildProblem(); p != "" {
@@ -141,9 +141,7 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				why = append(why, "the CLI's tool list could not be read: "+schemaErr.Error())
 			}
 			if len(why) > 0 {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-					Text: fmt.Sprintf("tool %q is not served: %s\n%s", name, strings.Join(why, "\n"), st.fixHint()),
-				}}}, nil
+				return errResult("tool %q is not served: %s\n%s", name, strings.Join(why, "\n"), st.fixHint()), nil
 			}
 		}
 		return next(ctx, method, req)
@@ -155,9 +153,4 @@ func (st *Gate) fixHint() string {
 		return "Fix it and save."
 	}
 	return "Fix it and save, or call " + st.tool + " to rebuild and see the errors."
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
 }

@@ -2,6 +2,7 @@ package clitools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,21 +33,6 @@ const (
 	progressEvery = 100 * time.Millisecond
 )
 
-// Recompiler builds the CLI for the recompile tool. The builder satisfies
-// it; after a good build it is expected to call the Server's Restart, and
-// to report that in Build.Restart.
-type Recompiler interface {
-	Recompile(ctx context.Context, progress func(msg string)) result.Build
-}
-
-// RecompilerFunc adapts a function to Recompiler.
-type RecompilerFunc func(ctx context.Context, progress func(msg string)) result.Build
-
-// Recompile calls f.
-func (f RecompilerFunc) Recompile(ctx context.Context, progress func(msg string)) result.Build {
-	return f(ctx, progress)
-}
-
 // Config says which CLI to serve and how.
 type Config struct {
 	Schema        []string      // argv of the schema command; prints {"tools": [...]}
@@ -60,8 +46,12 @@ type Config struct {
 	Env           []string      // full environment; nil = the caller's
 	Logger        *slog.Logger  // nil = discard
 	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
-	Recompiler    Recompiler    // nil = recompile only re-reads the schema
-	Name, Version string        // the server's implementation info; "" = "mcpflow-cli"
+	Name, Version string        // the server's implementation info; "" = "mcpflow-cli", "dev"
+
+	// Recompile builds the CLI for the recompile tool (the builder's
+	// Recompile: after a good build it calls Restart and reports that in
+	// Build.Restart); nil = recompile only re-reads the schema.
+	Recompile func(ctx context.Context, progress func(msg string)) result.Build
 
 	// Note, when set, is called once a CLI tool's call has its result; a
 	// non-empty note is appended to the result as text.
@@ -73,7 +63,6 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	srv      *mcp.Server
-	impl     *mcp.Implementation
 	sem      chan struct{}
 	shutdown chan struct{}
 	closeMu  sync.Once
@@ -96,39 +85,21 @@ func New(cfg Config) *Server {
 	if len(cfg.Command) == 0 && len(cfg.Schema) > 0 {
 		cfg.Command = cfg.Schema[:1]
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.SchemaTimeout == 0 {
-		cfg.SchemaTimeout = DefaultSchemaTimeout
-	}
-	if cfg.MaxOutput == 0 {
-		cfg.MaxOutput = DefaultMaxOutput
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.SchemaTimeout = cmp.Or(cfg.SchemaTimeout, DefaultSchemaTimeout)
+	cfg.MaxOutput = cmp.Or(cfg.MaxOutput, DefaultMaxOutput)
 	if cfg.MaxParallel <= 0 {
 		cfg.MaxParallel = DefaultMaxParallel
 	}
-	if cfg.Tool == "" {
-		cfg.Tool = DefaultTool
-	}
-	if cfg.Name == "" {
-		cfg.Name = "mcpflow-cli"
-	}
-	if cfg.Version == "" {
-		cfg.Version = "dev"
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Tool = cmp.Or(cfg.Tool, DefaultTool)
+	cfg.Name, cfg.Version = cmp.Or(cfg.Name, "mcpflow-cli"), cmp.Or(cfg.Version, "dev")
 	s := &Server{
 		cfg:      cfg,
-		log:      log,
+		log:      cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		sem:      make(chan struct{}, cfg.MaxParallel),
 		shutdown: make(chan struct{}),
 	}
-	s.impl = &mcp.Implementation{Name: cfg.Name, Version: cfg.Version}
-	s.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	if cfg.Tool != "-" {
@@ -289,18 +260,28 @@ func sameTool(a, b *Tool) bool {
 
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var notify func(n float64, msg string)
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			notify = func(n float64, msg string) {
-				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
-			}
-		}
-		return s.call(ctx, name, req.Params.Arguments, notify), nil
+		return s.call(ctx, name, req.Params.Arguments, notifier(ctx, req)), nil
 	}
 }
 
+// notifier sends progress notifications to req's client; nil when req has
+// no progress token.
+func notifier(ctx context.Context, req *mcp.CallToolRequest) func(n float64, msg string) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return nil
+	}
+	return func(n float64, msg string) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+	}
+}
+
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
 func errResult(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+	return textResult(fmt.Sprintf(format, args...), true)
 }
 
 // call runs one call of the CLI tool name with the call's raw arguments
@@ -397,7 +378,7 @@ func (s *Server) render(name string, o outcome) *mcp.CallToolResult {
 		text := string(bytes.TrimSpace(o.stdout))
 		return &mcp.CallToolResult{StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: stdout}}}
+	return textResult(stdout, false)
 }
 
 func section(label, text string) string {
@@ -428,16 +409,16 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	var diff result.ToolDiff
 	var err error
 	refreshed := false
-	if s.cfg.Recompiler != nil {
+	if s.cfg.Recompile != nil {
 		var progress func(string)
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		if notify := notifier(ctx, req); notify != nil {
 			n := 0
 			progress = func(msg string) {
 				n++
-				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+				notify(float64(n), msg)
 			}
 		}
-		br := s.cfg.Recompiler.Recompile(ctx, progress)
+		br := s.cfg.Recompile(ctx, progress)
 		switch {
 		case br.Skipped:
 			b.WriteString("build: none configured\n")
@@ -454,7 +435,7 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			if lastErr != nil {
 				fmt.Fprintf(&b, "\nschema error: %v", lastErr)
 			}
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+			return textResult(b.String(), true), nil
 		}
 	}
 	if !refreshed {
@@ -463,9 +444,8 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	b.WriteString(describeDiff(diff))
 	if err != nil {
 		fmt.Fprintf(&b, "\nschema error, previous tools kept: %v", err)
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+	return textResult(b.String(), err != nil), nil
 }
 
 // describeDiff renders a tool diff in one line for the agent.
