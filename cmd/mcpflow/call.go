@@ -124,30 +124,25 @@ func cmdTools(e env, args []string) int {
 	fs := newFlagSet(e, "tools", toolsUsage)
 	asJSON := fs.Bool("json", false, "print the tools/list result as JSON, as the server sent it")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(e.stderr, "mcpflow tools: unexpected argument %q\n", rest[0])
-		return exitUsage
-	}
-	return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
-		raw, err := a.list(ctx)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow:", err)
-			return exitFailure
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 0 {
+			return e.fail(exitUsage, "mcpflow tools: unexpected argument %q", rest[0])
 		}
-		if *asJSON {
-			return printJSON(e, raw)
-		}
-		var res mcp.ListToolsResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow: the tools/list result:", err)
-			return exitFailure
-		}
-		control.WriteTools(e.stdout, res.Tools)
-		return exitOK
+		return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
+			raw, err := a.list(ctx)
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			if *asJSON {
+				return printJSON(e, raw)
+			}
+			var res mcp.ListToolsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return e.fail(exitFailure, "mcpflow: the tools/list result: %v", err)
+			}
+			control.WriteTools(e.stdout, res.Tools)
+			return exitOK
+		})
 	})
 }
 
@@ -155,49 +150,43 @@ func cmdCall(e env, args []string) int {
 	fs := newFlagSet(e, "call", callUsage)
 	asJSON := fs.Bool("json", false, "print the tools/call result as JSON, as the server sent it")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(e.stderr, "mcpflow call: takes a tool name and, optionally, its arguments as one JSON object")
-		return exitUsage
-	}
-	name, callArgs := rest[0], json.RawMessage(nil)
-	if len(rest) == 2 {
-		callArgs = json.RawMessage(rest[1])
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(callArgs, &obj); err != nil || obj == nil {
-			fmt.Fprintf(e.stderr, "mcpflow call: the arguments must be a JSON object, e.g. '{\"text\":\"hi\"}': %.60q\n", rest[1])
-			return exitUsage
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) < 1 || len(rest) > 2 {
+			return e.fail(exitUsage, "mcpflow call: takes a tool name and, optionally, its arguments as one JSON object")
 		}
-	}
-	return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
-		raw, err := a.call(ctx, name, callArgs)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow:", err)
-			return exitFailure
-		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow: the tools/call result:", err)
-			return exitFailure
-		}
-		switch {
-		case *asJSON:
-			if code := printJSON(e, raw); code != exitOK {
-				return code
+		name, callArgs := rest[0], json.RawMessage(nil)
+		if len(rest) == 2 {
+			callArgs = json.RawMessage(rest[1])
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(callArgs, &obj); err != nil || obj == nil {
+				return e.fail(exitUsage, "mcpflow call: the arguments must be a JSON object, e.g. '{\"text\":\"hi\"}': %.60q", rest[1])
 			}
-		case res.IsError:
-			fmt.Fprintf(e.stderr, "mcpflow: tool %s failed:\n", name)
-			control.WriteResult(e.stderr, &res)
-		default:
-			control.WriteResult(e.stdout, &res)
 		}
-		if res.IsError {
-			return exitFailure
-		}
-		return exitOK
+		return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
+			raw, err := a.call(ctx, name, callArgs)
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return e.fail(exitFailure, "mcpflow: the tools/call result: %v", err)
+			}
+			switch {
+			case *asJSON:
+				if code := printJSON(e, raw); code != exitOK {
+					return code
+				}
+			case res.IsError:
+				fmt.Fprintf(e.stderr, "mcpflow: tool %s failed:\n", name)
+				control.WriteResult(e.stderr, &res)
+			default:
+				control.WriteResult(e.stdout, &res)
+			}
+			if res.IsError {
+				return exitFailure
+			}
+			return exitOK
+		})
 	})
 }
 
@@ -210,13 +199,11 @@ func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) 
 	defer cancelT()
 	a, err := sel.asker(ctx, e)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	code := do(ctx, a)
 	if err := a.done(); err != nil && code == exitOK {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	return code
 }
@@ -225,13 +212,11 @@ func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) 
 func printJSON(e env, raw json.RawMessage) int {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	b.WriteByte('\n')
 	if _, err := e.stdout.Write(b.Bytes()); err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	return exitOK
 }

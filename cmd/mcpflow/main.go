@@ -22,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,6 +56,13 @@ type env struct {
 	getwd  func() (string, error)
 }
 
+// fail prints the message (format and a, then a newline) on stderr and
+// returns code.
+func (e env) fail(code int, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, format+"\n", a...)
+	return code
+}
+
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
 	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the whole run, for
@@ -74,9 +82,9 @@ func main() {
 
 // command is one subcommand: its name, the lines it has in mcpflow's usage
 // ("SYNOPSIS\tWHAT", after "mcpflow "; none for a hidden command), and
-// its function, which parses its flags with newFlagSet and parseArgs (so
-// -h, --help and --version work on it, and a bad flag is exit 2). Adding a
-// subcommand is one entry in commands.
+// its function, which parses its flags with newFlagSet and flagSet.parse
+// (so -h, --help and --version work on it, and a bad flag is exit 2).
+// Adding a subcommand is one entry in commands.
 type command struct {
 	name  string
 	lines []string
@@ -149,13 +157,11 @@ func run(e env, args []string) int {
 		name = "version"
 	}
 	c, ok := lookup(name, true)
-	if !ok {
-		if strings.HasPrefix(name, "-") {
-			fmt.Fprintf(e.stderr, "mcpflow: unknown flag %s (run \"mcpflow -h\" for the commands)\n", name)
-		} else {
-			fmt.Fprintf(e.stderr, "mcpflow: unknown command %q (run \"mcpflow -h\" for the commands)\n", name)
-		}
-		return exitUsage
+	switch {
+	case !ok && strings.HasPrefix(name, "-"):
+		return e.fail(exitUsage, "mcpflow: unknown flag %s (run \"mcpflow -h\" for the commands)", name)
+	case !ok:
+		return e.fail(exitUsage, "mcpflow: unknown command %q (run \"mcpflow -h\" for the commands)", name)
 	}
 	return c.run(e, rest)
 }
@@ -171,15 +177,13 @@ Flags:
 
 func cmdVersion(e env, args []string) int {
 	fs := newFlagSet(e, "version", versionUsage)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return fs.misuse("takes no arguments, got %q", pos[0])
-	}
-	fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
-	return exitOK
+	return fs.parse(args, func(pos []string) int {
+		if len(pos) > 0 {
+			return fs.misuse("takes no arguments, got %q", pos[0])
+		}
+		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
+		return exitOK
+	})
 }
 
 const helpUsage = `Usage:
@@ -191,26 +195,22 @@ Prints mcpflow's usage and its commands, or COMMAND's help (what
 Flags:
 `
 
-// cmdHelp is "mcpflow help [COMMAND]": mcpflow's usage, or COMMAND's help
-// (what "mcpflow COMMAND -h" prints), on stdout.
 func cmdHelp(e env, args []string) int {
 	fs := newFlagSet(e, "help", helpUsage)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	switch {
-	case len(pos) == 0 || len(pos) == 1 && pos[0] == "help":
-		fmt.Fprint(e.stdout, usage())
-		return exitOK
-	case len(pos) > 1:
-		return fs.misuse("one COMMAND at most, got %q", pos)
-	}
-	c, ok := lookup(pos[0], false)
-	if !ok {
-		return fs.misuse("unknown command %q", pos[0])
-	}
-	return c.run(e, []string{"-h"})
+	return fs.parse(args, func(pos []string) int {
+		switch {
+		case len(pos) == 0 || len(pos) == 1 && pos[0] == "help":
+			fmt.Fprint(e.stdout, usage())
+			return exitOK
+		case len(pos) > 1:
+			return fs.misuse("one COMMAND at most, got %q", pos)
+		}
+		c, ok := lookup(pos[0], false)
+		if !ok {
+			return fs.misuse("unknown command %q", pos[0])
+		}
+		return c.run(e, []string{"-h"})
+	})
 }
 
 // buildVersion is set by the Makefile's -ldflags when the build has no
@@ -223,7 +223,7 @@ var buildVersion string
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return orDevel(buildVersion)
+		return cmp.Or(buildVersion, "devel")
 	}
 	return versionOf(bi, buildVersion)
 }
@@ -245,7 +245,7 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 		}
 	}
 	if rev == "" {
-		return orDevel(fallback)
+		return cmp.Or(fallback, "devel")
 	}
 	if len(rev) > 12 {
 		rev = rev[:12]
@@ -256,13 +256,6 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 	}
 	if t, err := time.Parse(time.RFC3339, at); err == nil {
 		v += " (" + t.UTC().Format("2006-01-02") + ")"
-	}
-	return v
-}
-
-func orDevel(v string) string {
-	if v == "" {
-		return "devel"
 	}
 	return v
 }
@@ -312,8 +305,8 @@ type flagSet struct {
 // usage then its flags.
 func newFlagSet(e env, name, usage string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage}
-	// parseArgs says what went wrong, and prints the help on stdout when
-	// asked for: the flag package prints nothing.
+	// parse says what went wrong, and prints the help on stdout when asked
+	// for: the flag package prints nothing.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.version = fs.Bool("version", false, "print mcpflow's version")
@@ -323,31 +316,28 @@ func newFlagSet(e env, name, usage string) *flagSet {
 // misuse reports a usage error of fs's command on stderr, with where to
 // find its flags, and returns exitUsage.
 func (fs *flagSet) misuse(format string, a ...any) int {
-	fmt.Fprintf(fs.e.stderr, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
-	return exitUsage
+	return fs.e.fail(exitUsage, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
 }
 
-// parseArgs parses a subcommand's args with fs (flags anywhere, see
-// parseFlags) and returns the positional arguments. When ok is false the
-// command ends with code: exitOK after -h or --help (the command's help on
-// stdout) or --version (the version on stdout), exitUsage for a bad flag
-// (named on stderr).
-func parseArgs(fs *flagSet, args []string) (pos []string, code int, ok bool) {
+// parse parses a subcommand's args (flags anywhere, see parseFlags) and
+// runs body with the positional arguments, unless the command ends here:
+// exitOK after -h or --help (the command's help on stdout) or --version
+// (the version on stdout), exitUsage for a bad flag (named on stderr).
+func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	pos, err := parseFlags(fs.FlagSet, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(fs.e.stdout)
 		fmt.Fprint(fs.e.stdout, fs.usage)
 		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		return nil, exitOK, false
+		return exitOK
 	case err != nil:
-		return nil, fs.misuse("%s", flagError(err, args)), false
+		return fs.misuse("%s", flagError(err, args))
 	case *fs.version:
 		fmt.Fprintf(fs.e.stdout, "mcpflow %s\n", version())
-		return nil, exitOK, false
+		return exitOK
 	}
-	return pos, exitOK, true
+	return body(pos)
 }
 
 // flagError is the flag package's err in the user's words: an undefined
