@@ -14,9 +14,8 @@ import (
 )
 
 // NewGate puts a Gate around srv: notices (relay.notices) notes a failed
-// build in call results; grace (relay.startup_grace) bounds the wait for
-// the startup cycle, 0 = as long as the client waits for a server
-// (relay.ClientWait).
+// build in call results; grace (relay.startup_grace; 0 = as long as the
+// client waits) bounds the wait for the startup cycle.
 func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
 	st := &Gate{srv: srv, tool: srv.cfg.Tool, notices: notices, grace: grace, ready: make(chan struct{})}
 	srv.cfg.Note = st.note
@@ -27,17 +26,15 @@ func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
 // Started says the startup cycle is over: the calls waiting for it go on.
 func (st *Gate) Started() { st.once.Do(func() { close(st.ready) }) }
 
-// Gate is what a CLI served alone (not behind a mux, which has states of
-// its own) adds around its Server: tools/list and tools/call wait for the
-// startup cycle (Started), so that the first list holds the CLI's tools;
-// a call of a tool that is not served says why when the build or the
-// schema is broken; with notices, a CLI tool's result notes a failed
-// build.
+// Gate is what a CLI served alone (a mux has states of its own) adds
+// around its Server: tools/list and tools/call wait for the startup cycle,
+// so that the first list holds the CLI's tools; a call of a tool that is
+// not served says why.
 type Gate struct {
 	srv     *Server
-	tool    string        // the recompile tool's name, "-" for none
-	notices bool          // note a failed build in call results
-	grace   time.Duration // longest wait for the startup cycle; 0 = as long as the client waits
+	tool    string // the recompile tool's name, "-" for none
+	notices bool   // note a failed build in call results
+	grace   time.Duration
 	ready   chan struct{} // closed when the startup cycle is over
 	once    sync.Once
 
@@ -45,10 +42,9 @@ type Gate struct {
 	lastBuild *result.Build // the last cycle that was not canceled
 }
 
-// waitReady waits for the startup cycle, at most st.grace, or as long as
-// the client waits for a server when it is 0 (relay.ClientWait), so that a
-// slow first build never makes the client give up on a silent server; it
-// reports whether the cycle is over.
+// waitReady reports whether the startup cycle ended within st.grace, or, when
+// 0, as long as the client waits for a server (relay.ClientWait): a slow first
+// build must not make the client give up on a silent server.
 func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 	grace := st.grace
 	if grace <= 0 {
@@ -70,8 +66,7 @@ func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 	}
 }
 
-// note is the notices note for a CLI tool's result: why the last
-// build failed, or "".
+// note is the notices note for a CLI tool's result, or "".
 func (st *Gate) note() string {
 	if !st.notices {
 		return ""
@@ -84,8 +79,7 @@ func (st *Gate) note() string {
 	return "mcpflow note: " + p + "; this call ran the program as it is on disk. " + st.fixHint()
 }
 
-// NoteBuild tells the gate how a build cycle ended (the builder's
-// OnResult).
+// NoteBuild tells the gate how a build cycle ended (the builder's OnResult).
 func (st *Gate) NoteBuild(res result.Build) {
 	if res.Canceled {
 		return

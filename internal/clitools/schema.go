@@ -14,14 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// allowDashKey is the schema extension keyword, set to true in a
-// parameter's property schema, that lets a value starting with "-" fill a
-// positional slot.
-const allowDashKey = "x-cli-allow-dash"
-
-// inputStdin is the value of a tool's "input" that sends its arguments to
-// the process as one JSON object on stdin.
-const inputStdin = "stdin"
+const (
+	allowDashKey = "x-cli-allow-dash" // true in a property schema: a value starting with "-" may fill a positional slot
+	inputStdin   = "stdin"            // a tool's "input" that sends its arguments as JSON on stdin
+)
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
 
@@ -33,7 +29,6 @@ type Tool struct {
 
 	listed   mcp.Tool // as listed to the client; its schemas as the CLI printed them
 	resolved *jsonschema.Resolved
-	params   map[string]param
 }
 
 // param is what the mapping needs to know of one declared parameter.
@@ -42,8 +37,7 @@ type param struct {
 	allowDash bool
 }
 
-// MCPTool is the tool as listed to the client (a copy: the caller may
-// change it).
+// MCPTool is the tool as listed to the client (a copy).
 func (t *Tool) MCPTool() *mcp.Tool {
 	mt := t.listed
 	return &mt
@@ -80,8 +74,7 @@ func (s *Schema) Tool(name string) *Tool {
 	return nil
 }
 
-// schemaError is a schema that cannot be served, with where in the schema
-// JSON the problem is.
+// schemaError is a schema that cannot be served, with where the problem is.
 type schemaError struct {
 	Pointer string // JSON pointer (RFC 6901) of the offending value; "" = the document
 	Offset  int64  // byte offset in the schema output; -1 when unknown
@@ -173,13 +166,11 @@ func parseSchema(data []byte) (*Schema, error) {
 		if in == nil || string(in) == "null" {
 			in = json.RawMessage(`{"type":"object"}`)
 		}
-		var err error
-		var sptr []string
-		t.params, t.resolved, sptr, err = compileInput(in)
+		params, resolved, sptr, err := compileInput(in)
 		if err != nil {
 			return nil, fail(append(at(inKey), sptr...), "tool %q: %v", rt.Name, err)
 		}
-		t.listed.InputSchema = in
+		t.resolved, t.listed.InputSchema = resolved, in
 		if rt.OutputSchema != nil && string(rt.OutputSchema) != "null" {
 			var m map[string]any
 			if json.Unmarshal(rt.OutputSchema, &m) != nil || m["type"] != "object" {
@@ -206,7 +197,7 @@ func parseSchema(data []byte) (*Schema, error) {
 			}
 			rt.CLICommand = json.RawMessage(`[]`)
 		}
-		tpl, tptr, err := compileTemplate(rt.CLICommand, t.params)
+		tpl, tptr, err := compileTemplate(rt.CLICommand, params)
 		if err != nil {
 			return nil, fail(append(at("cli_command"), tptr...), "tool %q: %v", rt.Name, err)
 		}
@@ -216,8 +207,8 @@ func parseSchema(data []byte) (*Schema, error) {
 	return s, nil
 }
 
-// compileInput checks that in is an object schema and resolves it for
-// validation. It returns the declared parameters.
+// compileInput checks that in is an object schema, resolves it for
+// validation and returns the declared parameters.
 func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, []string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(in, &m); err != nil {

@@ -26,11 +26,8 @@ const (
 	DefaultMaxOutput     = 4 << 20
 	DefaultMaxParallel   = 4
 	DefaultTool          = "recompile"
-	// maxSchemaOutput bounds the schema command's stdout.
-	maxSchemaOutput = 16 << 20
-	// progressEvery is the least time between two progress notifications
-	// of one call.
-	progressEvery = 100 * time.Millisecond
+	maxSchemaOutput      = 16 << 20               // bounds the schema command's stdout
+	progressEvery        = 100 * time.Millisecond // least time between two progress notifications of a call
 )
 
 // Config says which CLI to serve and how.
@@ -48,14 +45,10 @@ type Config struct {
 	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
 	Name, Version string        // the server's implementation info; "" = "mcpflow-cli", "dev"
 
-	// Recompile builds the CLI for the recompile tool (the builder's
-	// Recompile: after a good build it calls Restart and reports that in
-	// Build.Restart); nil = recompile only re-reads the schema.
+	// Recompile builds the CLI for the recompile tool (the builder's: after a
+	// good build it calls Restart); nil = recompile only re-reads the schema.
 	Recompile func(ctx context.Context, progress func(msg string)) result.Build
-
-	// Note, when set, is called once a CLI tool's call has its result; a
-	// non-empty note is appended to the result as text.
-	Note func() string
+	Note      func() string // a note to append to each CLI tool's result; "" = none
 }
 
 // Server serves a CLI's tools over MCP. See the package documentation.
@@ -79,8 +72,7 @@ type Server struct {
 	gen     int     // good refreshes so far
 }
 
-// New returns a Server serving no CLI tools yet: call Refresh (or Restart)
-// to read the schema. It starts no process.
+// New returns a Server serving no CLI tools until Refresh (or Restart).
 func New(cfg Config) *Server {
 	if len(cfg.Command) == 0 && len(cfg.Schema) > 0 {
 		cfg.Command = cfg.Schema[:1]
@@ -112,16 +104,13 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Open serves one client session (a wire.Opener: stdio's one client, an
-// HTTP front's sessions, a mux session's part): mcpflow answers for
-// itself here, through the Go SDK's server.
+// Open serves one client session through the Go SDK's server (a wire.Opener).
 func (s *Server) Open(c wire.Client) wire.Session {
 	return wire.SDKServer{Server: s.srv, Log: s.log}.Open(c)
 }
 
 // Close kills every call's process group (and a running schema command's)
-// and returns once all of them are reaped; their calls answer that the
-// server is shutting down. Later calls fail the same way at once.
+// and returns once all are reaped; later calls fail at once.
 func (s *Server) Close() {
 	s.closeMu.Do(func() {
 		s.runMu.Lock()
@@ -132,8 +121,7 @@ func (s *Server) Close() {
 	s.running.Wait()
 }
 
-// run runs spec unless Close has begun, counting it in s.running so that
-// Close can wait for its process group to be reaped.
+// run runs spec unless Close has begun, counted in s.running for Close.
 func (s *Server) run(ctx context.Context, spec runSpec) outcome {
 	s.runMu.Lock()
 	if s.closed {
@@ -164,12 +152,10 @@ func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 	return &result.Restart{Gen: gen, Duration: time.Since(start), Err: err, Tools: diff}, err
 }
 
-// Refresh runs the schema command, validates its output and serves its
-// tools: those added, removed or changed (as the client sees them) are
-// updated on the MCP server, which then sends tools/list_changed; nothing
-// changes when nothing differs. On any failure the previous tools keep
-// serving, the error is returned and kept: recompile reports it and every
-// call's result carries it as a note until a refresh succeeds.
+// Refresh runs the schema command and serves its tools: only those the
+// client would see differ are updated (the SDK then sends
+// tools/list_changed). On failure the previous tools keep serving and the
+// error is kept, noted in every call's result until a refresh succeeds.
 func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
@@ -284,9 +270,8 @@ func errResult(format string, args ...any) *mcp.CallToolResult {
 	return textResult(fmt.Sprintf(format, args...), true)
 }
 
-// call runs one call of the CLI tool name with the call's raw arguments
-// and returns its result, notes appended. notify, when set, gets stderr
-// lines as progress (at most one per progressEvery).
+// call runs the CLI tool name and returns its result, notes appended;
+// notify, when set, gets stderr lines as progress.
 func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
 	res := s.runTool(ctx, name, raw, notify)
 	s.mu.Lock()
@@ -389,9 +374,8 @@ func section(label, text string) string {
 	return "\n" + label + ":\n" + text
 }
 
-// progressLines returns a stderr line handler that passes lines on to
-// notify with their count, at most one per progressEvery; a line that
-// comes too soon is dropped.
+// progressLines passes stderr lines on to notify with their count, at most
+// one per progressEvery; a line that comes too soon is dropped.
 func progressLines(notify func(n float64, msg string)) func(string) {
 	var n int
 	var last time.Time
@@ -406,9 +390,7 @@ func progressLines(notify func(n float64, msg string)) func(string) {
 
 func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var b strings.Builder
-	var diff result.ToolDiff
-	var err error
-	refreshed := false
+	diff, err, refreshed := result.ToolDiff{}, error(nil), false
 	if s.cfg.Recompile != nil {
 		var progress func(string)
 		if notify := notifier(ctx, req); notify != nil {
@@ -454,14 +436,10 @@ func describeDiff(d result.ToolDiff) string {
 		return fmt.Sprintf("tools: unchanged, %d served", len(d.Current))
 	}
 	var parts []string
-	for _, n := range d.Added {
-		parts = append(parts, "+"+n)
-	}
-	for _, n := range d.Removed {
-		parts = append(parts, "-"+n)
-	}
-	for _, n := range d.Changed {
-		parts = append(parts, "~"+n)
+	for i, names := range [][]string{d.Added, d.Removed, d.Changed} {
+		for _, n := range names {
+			parts = append(parts, "+-~"[i:i+1]+n)
+		}
 	}
 	return fmt.Sprintf("tools: %s; %d served", strings.Join(parts, " "), len(d.Current))
 }
