@@ -80,7 +80,7 @@ func (x *exitWatch) start(logger *slog.Logger) {
 				parentGone = nil
 				x.cancel(errParentGone)
 			case sig := <-x.sigs:
-				if isPipeSignal(sig) {
+				if slices.Contains(pipeSignals, sig) {
 					// Any broken pipe raises it, the child's stdin too:
 					// only a broken stdout or stderr ends the run.
 					switch {
@@ -104,18 +104,17 @@ func (x *exitWatch) stop() {
 	x.cancel(nil)
 }
 
-// brokenPipeWriter passes writes to w and calls gone, once, when one fails
+// brokenPipeWriter passes writes to w and calls gone when one fails
 // because w's reader is gone.
 type brokenPipeWriter struct {
 	w    io.Writer
 	gone func()
-	once sync.Once
 }
 
 func (b *brokenPipeWriter) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)
 	if err != nil && isBrokenPipe(err) {
-		b.once.Do(b.gone)
+		b.gone() // x.cancel: only the first cause counts
 	}
 	return n, err
 }

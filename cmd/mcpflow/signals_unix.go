@@ -20,16 +20,9 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // Caught, never ignored: an ignored signal stays ignored in the children.
 var pipeSignals = []os.Signal{syscall.SIGPIPE}
 
-func isPipeSignal(sig os.Signal) bool { return sig == syscall.SIGPIPE }
-
 func sigName(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
+	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
+		return unix.SignalName(s)
 	}
 	return sig.String()
 }

@@ -16,8 +16,6 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 // pipeSignals: Windows has no SIGPIPE; a broken pipe is an error.
 var pipeSignals []os.Signal
 
-func isPipeSignal(os.Signal) bool { return false }
-
 func sigName(sig os.Signal) string {
 	if sig == os.Interrupt {
 		return "SIGINT"
