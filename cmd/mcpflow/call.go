@@ -22,20 +22,16 @@ import (
 // server it serves (control.SessionTools); with none running, they start one
 // (mcpflow watch, this binary) for the one request and stop it.
 
-const toolsUsage = `Usage:
-  mcpflow tools [--json] [-c FILE] [--pid PID]
+const toolsUsage = `  mcpflow tools [--json] [-c FILE] [--pid PID]
 
 Lists the tools of the server mcpflow serves in this project (in a mux,
 named as the mux presents them): each tool's name, description and
 arguments. It asks the running instance when there is one; else it starts
 the server (mcpflow watch), asks it and stops it. With --json, prints the
 tools/list result as is.
-
-Flags:
 `
 
-const callUsage = `Usage:
-  mcpflow call NAME [JSON] [--json] [-c FILE] [--pid PID]
+const callUsage = `  mcpflow call NAME [JSON] [--json] [-c FILE] [--pid PID]
 
 Calls the tool NAME of the server mcpflow serves in this project, with the
 arguments JSON (an object; none when left out), and prints the result: its
@@ -44,8 +40,6 @@ there is one; else it starts the server (mcpflow watch), calls it and
 stops it. Exit status 1 when the tool reports an error (isError; its text
 goes to stderr) or the call fails. With --json, prints the tools/call
 result as is.
-
-Flags:
 `
 
 // toolsAsker is how a command asks: list (args nil) or call.
@@ -84,10 +78,9 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	return s.startServer(ctx, e)
 }
 
-// startServer runs mcpflow watch (this binary, with -c FILE when given)
-// in the working folder and connects to it over stdio; done closes its
-// stdin, on which it stops its server and exits. What it logs is shown
-// only when it does not start.
+// startServer runs mcpflow watch (this binary, with -c FILE when given) in
+// the working folder and connects to it over stdio (done closes its stdin:
+// it stops). What it logs is shown only when it does not start.
 func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -101,15 +94,13 @@ func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error)
 	cmd.Dir = mustGetwd(e)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
-	fail := func(err error) error {
-		if l := strings.TrimSpace(logs.String()); l != "" {
-			return fmt.Errorf("%w\nmcpflow watch said:\n%s", err, l)
-		}
-		return err
-	}
 	cs, err := control.NewCLIClient(version()).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		return toolsAsker{}, fail(fmt.Errorf("starting the server (mcpflow %s): %w", strings.Join(args, " "), err))
+		err = fmt.Errorf("starting the server (mcpflow %s): %w", strings.Join(args, " "), err)
+		if l := strings.TrimSpace(logs.String()); l != "" {
+			err = fmt.Errorf("%w\nmcpflow watch said:\n%s", err, l)
+		}
+		return toolsAsker{}, err
 	}
 	return toolsAsker{
 		list: func(ctx context.Context) (json.RawMessage, error) { return control.ListToolsOn(ctx, cs) },

@@ -8,15 +8,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-const checkUsage = `Usage:
-  mcpflow check [-c FILE]
+const checkUsage = `  mcpflow check [-c FILE]
 
 Validates the config strictly (unknown keys, wrong types, bad durations and
 sizes are errors, with file:line:column), then prints the resolved
 settings, how many files the watch globs match, and warnings about setups
 that will misbehave. Exit status 2 when the config has errors.
-
-Flags:
 `
 
 func cmdCheck(e env, args []string) int {

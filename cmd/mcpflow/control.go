@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/control"
@@ -15,8 +16,7 @@ import (
 
 // The person's commands: mcpflow status, rebuild, logs.
 
-const statusUsage = `Usage:
-  mcpflow status [--json] [-c FILE] [--all]
+const statusUsage = `  mcpflow status [--json] [-c FILE] [--all]
 
 Shows every running mcpflow of yours: its pid, config file and mode, the
 client, and for each server its state, pid, uptime, restarts, last build,
@@ -24,30 +24,22 @@ tool count and calls. Run in a project folder (or with -c FILE), it shows
 that project's instances only; --all shows them all. With --json,
 durations are whole milliseconds (fields ending in _ms), as in every
 --json output.
-
-Flags:
 `
 
-const rebuildUsage = `Usage:
-  mcpflow rebuild [NAME] [-c FILE] [--pid PID] [--json]
+const rebuildUsage = `  mcpflow rebuild [NAME] [-c FILE] [--pid PID] [--json]
 
 Rebuilds and restarts the server of a running mcpflow, as the agent's
 recompile tool does (in a mux, NAME picks the server), and prints the build
 result and the tool diff. Exit status 0 when the new server serves, 1 when
 the build or restart failed. With --json, durations are whole milliseconds
 (fields ending in _ms), as in every --json output.
-
-Flags:
 `
 
-const logsUsage = `Usage:
-  mcpflow logs [-f] [-n LINES] [-c FILE] [--pid PID]
+const logsUsage = `  mcpflow logs [-f] [-n LINES] [-c FILE] [--pid PID]
 
 Prints the log of a running mcpflow (the last few thousand lines it keeps
 in memory, also when no log file is set); -f follows it until Ctrl-C or
 the instance stops.
-
-Flags:
 `
 
 // selectFlags are the flags that pick instances.
@@ -81,9 +73,8 @@ func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
 	return s
 }
 
-// instances lists the instances a command acts on: those of -c FILE;
-// else, unless --all, those whose project holds the working folder when
-// there are any; else all.
+// instances lists the instances of -c FILE; else, unless --all, those of
+// the working folder's project when there are any; else all.
 func (s selectFlags) instances(e env) ([]control.Instance, error) {
 	var f control.Filter
 	if *s.cfg != "" {
@@ -97,12 +88,7 @@ func (s selectFlags) instances(e env) ([]control.Instance, error) {
 		return insts, err
 	}
 	here := control.Filter{Project: mustGetwd(e)}
-	var mine []control.Instance
-	for _, in := range insts {
-		if here.Match(in) {
-			mine = append(mine, in)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(insts), func(in control.Instance) bool { return !here.Match(in) })
 	if len(mine) > 0 {
 		return mine, nil
 	}

@@ -12,10 +12,8 @@ import (
 	"time"
 )
 
-// Why a watch run ends, besides the client closing stdin (serve returns
-// nil) and a fatal error (serve returns it). Each one cancels the context
-// serve runs in, so serve stops the child, its process group and any
-// running build before cmdWatch returns exitOK.
+// Why a run ends, besides stdin's end and a fatal error: each cancels the
+// context instance.Serve runs in, a clean shutdown.
 var (
 	errStderrGone = errors.New("stderr closed (nobody reads the log any more)")
 	errStdoutGone = errors.New("stdout closed (the client is gone)")
@@ -26,28 +24,25 @@ var (
 const parentPollInterval = 500 * time.Millisecond
 
 // exitWatch turns every outside reason to stop into the cancellation of
-// ctx: SIGINT, SIGTERM and SIGHUP (Unix), a broken pipe on stdout or
-// stderr, and the parent process exiting (Unix). A write to a broken
-// stdout or stderr returns EPIPE instead of killing mcpflow with SIGPIPE,
-// for the rest of the process's life.
+// ctx: a stop signal, a broken stdout or stderr, the parent exiting. A
+// write to a broken pipe returns EPIPE instead of killing mcpflow with
+// SIGPIPE, for the rest of the process's life.
 type exitWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	sigs   chan os.Signal
 	stdout io.Writer
 	rawErr io.Writer // e.stderr
-	// stderr is e.stderr for the logger: an EPIPE on it cancels ctx.
-	stderr io.Writer
-	ppid   int // the parent's pid when the run began
+	stderr io.Writer // e.stderr for the logger: an EPIPE on it cancels ctx
+	ppid   int       // the parent's pid when the run began
 	done   chan struct{}
 }
 
-// keepSIGPIPE keeps SIGPIPE notified after a run's exitWatch stops, so
-// that a write to a broken stdout or stderr never kills mcpflow.
+// keepSIGPIPE keeps SIGPIPE caught after a run's exitWatch stops.
 var keepSIGPIPE sync.Once
 
-// newExitWatch starts catching the signals; call start once the logger
-// exists, and stop when the run is over.
+// newExitWatch catches the signals; call start once the logger exists,
+// and stop when the run is over.
 func newExitWatch(e env) *exitWatch {
 	keepSIGPIPE.Do(func() {
 		if len(pipeSignals) > 0 {
@@ -61,8 +56,7 @@ func newExitWatch(e env) *exitWatch {
 	return x
 }
 
-// start watches for the reasons to stop until stop is called, and logs
-// the one that ends the run.
+// start watches for the reasons to stop, and logs the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
 	parentGone := watchParent(x.ppid, x.done)
 	go func() {

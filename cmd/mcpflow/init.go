@@ -10,8 +10,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 )
 
-const initUsage = `Usage:
-  mcpflow init [--force] [--cli SCHEMA-CMD] [DIR]
+const initUsage = `  mcpflow init [--force] [--cli SCHEMA-CMD] [DIR]
 
 Detects the project in DIR (default: the current folder) from its go.mod,
 Cargo.toml, package.json (with tsconfig.json) or pyproject.toml, writes a
@@ -24,8 +23,6 @@ SDK's NewStreamableHTTPHandler) gets run.url: {port} when it reads $PORT,
 else the port it listens on.
 With --cli, the config serves a command-line program as MCP tools: its
 schema command (e.g. --cli "./bin/tool schema --json") lists the tools.
-
-Flags:
 `
 
 func cmdInit(e env, args []string) int {
@@ -59,8 +56,7 @@ func cmdInit(e env, args []string) int {
 	})
 }
 
-// executable is the running binary's absolute path, links resolved; ""
-// when unknown.
+// executable is the running binary's path, links resolved; "" when unknown.
 func executable() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -72,9 +68,7 @@ func executable() string {
 	return exe
 }
 
-// clone is the repository this binary was built from, when go run built it
-// there (its source paths are not trimmed and the folder is still a clone
-// of mcpflow); "" otherwise.
+// clone is the mcpflow clone go run built this binary from, or "".
 func clone() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok || !filepath.IsAbs(file) {

@@ -2,20 +2,8 @@
 // between an MCP client and the server under development, rebuilds the
 // server when its sources change (or when the agent calls the recompile
 // tool), and restarts it without the client noticing anything but a
-// tools/list_changed notification.
-//
-// Usage:
-//
-//	mcpflow watch [-c mcpflow.toml]          run with a config file
-//	mcpflow watch [--build CMD] -- CMD ARGS  run without one
-//	mcpflow check [-c mcpflow.toml]          validate a config and show what it resolves to
-//	mcpflow mux [-c FILE]                    serve several servers as one (NAME__tool)
-//	mcpflow init [--force] [--cli CMD] [DIR] write a commented mcpflow.toml for a project
-//	mcpflow status [--json] [-c FILE]        show the running instances
-//	mcpflow rebuild [NAME]                   rebuild and restart a running instance's server
-//	mcpflow logs [-f]                        print (and follow) a running instance's log
-//	mcpflow version                          print the version
-//	mcpflow help [COMMAND]                   show help (every command takes -h and --version)
+// tools/list_changed notification. "mcpflow help" lists its commands;
+// every command takes -h and --version.
 //
 // Exit status: 0 on success (and after a clean shutdown), 1 on a runtime
 // failure, 2 on a usage or configuration error.
@@ -47,8 +35,7 @@ const (
 	exitUsage   = 2
 )
 
-// env is what a command may touch of the process: no globals, so tests run
-// commands in-process.
+// env is what a command may touch of the process (tests run commands in-process).
 type env struct {
 	stdin  io.Reader
 	stdout io.Writer
@@ -56,8 +43,7 @@ type env struct {
 	getwd  func() (string, error)
 }
 
-// fail prints the message (format and a, then a newline) on stderr and
-// returns code.
+// fail prints a line on stderr and returns code.
 func (e env) fail(code int, format string, a ...any) int {
 	fmt.Fprintf(e.stderr, format+"\n", a...)
 	return code
@@ -80,11 +66,9 @@ func main() {
 	os.Exit(run(e, os.Args[1:]))
 }
 
-// command is one subcommand: its name, the lines it has in mcpflow's usage
-// ("SYNOPSIS\tWHAT", after "mcpflow "; none for a hidden command), and
-// its function, which parses its flags with newFlagSet and flagSet.parse
-// (so -h, --help and --version work on it, and a bad flag is exit 2).
-// Adding a subcommand is one entry in commands.
+// command is one subcommand: its name, its lines in mcpflow's usage
+// ("SYNOPSIS\tWHAT", after "mcpflow "; none when hidden), and its function,
+// which parses its flags with newFlagSet and flagSet.parse.
 type command struct {
 	name  string
 	lines []string
@@ -141,8 +125,7 @@ Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
 }
 
 // run runs the command line args (without the program name) and returns
-// the exit code. Before a command, -h/--help is help and -v/--version is
-// version.
+// the exit code.
 func run(e env, args []string) int {
 	instance.Version = version()
 	if len(args) == 0 {
@@ -166,13 +149,10 @@ func run(e env, args []string) int {
 	return c.run(e, rest)
 }
 
-const versionUsage = `Usage:
-  mcpflow version
+const versionUsage = `  mcpflow version
 
 Prints mcpflow's version: the module version of a release, else the
 commit it was built from.
-
-Flags:
 `
 
 func cmdVersion(e env, args []string) int {
@@ -186,13 +166,10 @@ func cmdVersion(e env, args []string) int {
 	})
 }
 
-const helpUsage = `Usage:
-  mcpflow help [COMMAND]
+const helpUsage = `  mcpflow help [COMMAND]
 
 Prints mcpflow's usage and its commands, or COMMAND's help (what
 "mcpflow COMMAND -h" prints).
-
-Flags:
 `
 
 func cmdHelp(e env, args []string) int {
@@ -217,9 +194,8 @@ func cmdHelp(e env, args []string) int {
 // VCS stamp (a checkout built with -buildvcs=false, say).
 var buildVersion string
 
-// version is mcpflow's version: the module version when installed with go
-// install, else the VCS revision and commit date the build stamped, else
-// what the Makefile passed, else "devel".
+// version is mcpflow's version: the module version (go install), else the
+// VCS revision and date the build stamped, else buildVersion, else "devel".
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -260,10 +236,9 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 	return v
 }
 
-// parseFlags parses args with fs, accepting flags before, between and after
-// the positional arguments ("mcpflow init DIR --force"), and returns the
-// positional arguments in order. "--" ends the flags: everything after it is
-// positional, as given. Errors, including flag.ErrHelp, are fs.Parse's.
+// parseFlags parses args with fs, flags before, between and after the
+// positional arguments ("mcpflow init DIR --force"), and returns the
+// positional ones in order; all after "--" are positional.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -292,8 +267,7 @@ func isTerminal(r any) bool {
 	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
-// flagSet is a subcommand's flags: its own, plus --version (every command
-// takes it).
+// flagSet is a subcommand's flags: its own, plus --version.
 type flagSet struct {
 	*flag.FlagSet
 	e       env
@@ -302,33 +276,30 @@ type flagSet struct {
 }
 
 // newFlagSet is the flag set of the subcommand name, whose help (-h) is
-// usage then its flags.
+// "Usage:", usage (its synopsis, a blank line, what it does), then its flags.
 func newFlagSet(e env, name, usage string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage}
-	// parse says what went wrong, and prints the help on stdout when asked
-	// for: the flag package prints nothing.
+	// parse prints what went wrong, and the help on stdout.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.version = fs.Bool("version", false, "print mcpflow's version")
 	return fs
 }
 
-// misuse reports a usage error of fs's command on stderr, with where to
-// find its flags, and returns exitUsage.
+// misuse reports a usage error of fs's command and returns exitUsage.
 func (fs *flagSet) misuse(format string, a ...any) int {
 	return fs.e.fail(exitUsage, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
 }
 
-// parse parses a subcommand's args (flags anywhere, see parseFlags) and
-// runs body with the positional arguments, unless the command ends here:
-// exitOK after -h or --help (the command's help on stdout) or --version
-// (the version on stdout), exitUsage for a bad flag (named on stderr).
+// parse parses a subcommand's args (see parseFlags) and runs body with the
+// positional ones, unless -h, --help or --version (exitOK) or a bad flag
+// (exitUsage) ends the command here.
 func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	pos, err := parseFlags(fs.FlagSet, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(fs.e.stdout)
-		fmt.Fprint(fs.e.stdout, fs.usage)
+		fmt.Fprint(fs.e.stdout, "Usage:\n"+fs.usage+"\nFlags:\n")
 		fs.PrintDefaults()
 		return exitOK
 	case err != nil:
@@ -340,8 +311,8 @@ func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	return body(pos)
 }
 
-// flagError is the flag package's err in the user's words: an undefined
-// flag as typed ("unknown flag --nope").
+// flagError is the flag package's err with an undefined flag as typed
+// ("unknown flag --nope").
 func flagError(err error, args []string) string {
 	const undefined = "flag provided but not defined: -"
 	msg := err.Error()

@@ -6,8 +6,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 )
 
-const muxUsage = `Usage:
-  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL] [--traffic FILE]
+const muxUsage = `  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL] [--traffic FILE]
 
 Serves several MCP servers to one client as one MCP server: their tools
 appear as NAME__tool, and the agent adds, reloads and removes servers with
@@ -18,8 +17,6 @@ built, watched and hot-reloaded on its own.
 
 Security: add_server runs any program the agent names. Turn it off with
 [mux] add_server = false, or restrict it with allowed_commands.
-
-Flags:
 `
 
 func cmdMux(e env, args []string) int {

@@ -30,7 +30,7 @@ func sigName(sig os.Signal) string {
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
 
 // pipeGone reports whether w is a pipe, socket or terminal whose other end
-// is gone (poll reports POLLERR or POLLHUP); false for anything else.
+// is gone (POLLERR or POLLHUP).
 func pipeGone(w io.Writer) bool {
 	sc, ok := w.(syscall.Conn)
 	if !ok {
@@ -50,9 +50,9 @@ func pipeGone(w io.Writer) bool {
 	return gone
 }
 
-// watchParent returns a channel closed when the parent ppid exits (mcpflow's
-// parent pid changes, as the orphan is adopted), until done: on Linux
-// by a pidfd of the parent (no wake-up while it lives), else polled.
+// watchParent returns a channel closed when the parent ppid exits, until
+// done: on Linux by a pidfd (no wake-up while it lives), else by polling
+// for a new parent pid (the orphan is adopted).
 func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
 	if os.Getppid() == ppid && parentExit(ppid, done, gone) {

@@ -15,8 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-const watchUsage = `Usage:
-  mcpflow watch [-c FILE] [--http ADDR]
+const watchUsage = `  mcpflow watch [-c FILE] [--http ADDR]
   mcpflow watch [--build CMD] [--log-file FILE] [--http ADDR] -- CMD [ARGS...]
 
 Relays the MCP client on stdin/stdout to your server, rebuilding and
@@ -30,8 +29,6 @@ at http://ADDR/mcp instead, as many as like, each its own session, kept
 across every restart of the server; stdin is not read, and mcpflow runs
 until Ctrl-C or SIGTERM. ADDR is host:port (127.0.0.1:0 = a free port;
 the URL is logged at start).
-
-Flags:
 `
 
 func cmdWatch(e env, args []string) int {
@@ -62,13 +59,10 @@ func addRunFlags(fs *flagSet) runFlags {
 }
 
 // runSession applies f to cfg, opens the log (stderr, the log file, the
-// in-memory ring for mcpflow logs) and serves the session until it ends,
-// returning the exit code. cfgErr is the config's error: an errBroken is
-// served (the config of a broken file), any other is a usage error. Every
-// way the run ends goes through instance.Serve's return, which stops every
-// child, its group and any running build first: stdin EOF (nil), a fatal
-// error, or x's context (a signal, a broken stdout or stderr, the parent
-// exiting: a clean shutdown).
+// ring for mcpflow logs) and serves the session until it ends. cfgErr is
+// the config's error: an errBroken is served, any other is a usage error.
+// Every way the run ends goes through instance.Serve's return, which stops
+// every child, its group and any running build first.
 func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlags) int {
 	problem := ""
 	if cfgErr != nil {
@@ -117,8 +111,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlag
 	return exitOK
 }
 
-// watchConfig loads the config file, or builds one from the command line
-// after "--".
+// watchConfig loads the config file, or builds one from the command after "--".
 func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, error) {
 	if len(cmdArgs) > 0 {
 		if path != "" {
@@ -147,16 +140,14 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 	return loadOrBroken(path)
 }
 
-// errBroken is a config file that does not load: mcpflow still serves
-// the session (brokenEngine) and starts the server once the file is
-// fixed.
+// errBroken is a config file that does not load: mcpflow still serves the
+// session and starts the server once the file is fixed.
 type errBroken struct{ err error }
 
 func (e errBroken) Error() string { return e.err.Error() }
 
 // loadOrBroken loads the config file at path; one that does not load is
-// errBroken, with the defaults as the config of the run that serves the
-// session until it is fixed.
+// errBroken, with the defaults as the config until it is fixed.
 func loadOrBroken(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
 	if err == nil {
