@@ -108,55 +108,48 @@ func (t *template) compileGroup(elems []json.RawMessage, at []string, top bool) 
 	return nodes, nil, nil
 }
 
+// braceRE finds the braces of an element: escaped ones, placeholders and
+// lone ones; the text between them is literal.
+var braceRE = regexp.MustCompile(`\{\{|\}\}|\{[^}]*\}|[{}]`)
+
 func (t *template) compileString(s string) (node, error) {
 	var parts []part
-	var lit strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '{' && i+1 < len(s) && s[i+1] == '{':
-			lit.WriteByte('{')
-			i += 2
-		case c == '}' && i+1 < len(s) && s[i+1] == '}':
-			lit.WriteByte('}')
-			i += 2
-		case c == '}':
+	lit, last := "", 0
+	for _, m := range braceRE.FindAllStringIndex(s, -1) {
+		lit += s[last:m[0]]
+		last = m[1]
+		switch tok := s[m[0]:m[1]]; tok {
+		case "{{", "}}":
+			lit += tok[:1]
+			continue
+		case "}":
 			return node{}, fmt.Errorf("%q: a lone '}' (write }} for a literal brace)", s)
-		case c == '{':
-			end := strings.IndexByte(s[i:], '}')
-			if end < 0 {
-				return node{}, fmt.Errorf("%q: unclosed '{' (write {{ for a literal brace)", s)
-			}
-			body := s[i+1 : i+end]
-			prefix := ""
-			if strings.HasPrefix(body, "?") || strings.HasPrefix(body, "!") {
-				prefix, body = body[:1], body[1:]
-			}
-			if !paramNameRE.MatchString(body) {
-				return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
-			}
-			if _, ok := t.params[body]; !ok {
-				return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
-			}
-			if prefix != "" {
-				if i != 0 || end != len(s)-1 {
-					return node{}, fmt.Errorf("%q: a guard {%s%s} must be a whole element", s, prefix, body)
-				}
-				return node{kind: guardNode, name: body, neg: prefix == "!"}, nil
-			}
-			if lit.Len() > 0 {
-				parts = append(parts, part{lit: lit.String()})
-				lit.Reset()
-			}
-			parts = append(parts, part{name: body})
-			i += end + 1
-		default:
-			lit.WriteByte(c)
-			i++
+		case "{":
+			return node{}, fmt.Errorf("%q: unclosed '{' (write {{ for a literal brace)", s)
 		}
+		body, prefix := s[m[0]+1:m[1]-1], ""
+		if strings.HasPrefix(body, "?") || strings.HasPrefix(body, "!") {
+			prefix, body = body[:1], body[1:]
+		}
+		if !paramNameRE.MatchString(body) {
+			return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
+		}
+		if _, ok := t.params[body]; !ok {
+			return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
+		}
+		if prefix != "" {
+			if m[0] != 0 || m[1] != len(s) {
+				return node{}, fmt.Errorf("%q: a guard {%s%s} must be a whole element", s, prefix, body)
+			}
+			return node{kind: guardNode, name: body, neg: prefix == "!"}, nil
+		}
+		if lit != "" {
+			parts = append(parts, part{lit: lit})
+		}
+		parts, lit = append(parts, part{name: body}), ""
 	}
-	if lit.Len() > 0 {
-		parts = append(parts, part{lit: lit.String()})
+	if lit += s[last:]; lit != "" {
+		parts = append(parts, part{lit: lit})
 	}
 	switch {
 	case len(parts) == 0:

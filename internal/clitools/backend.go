@@ -1,6 +1,7 @@
 package clitools
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -61,17 +62,13 @@ func (b *Backend) cycle(ctx context.Context, hook func(context.Context) result.B
 		if sch, _ := b.srv.Schema(); sch != nil {
 			// The old tools keep serving: a failed refresh is reported
 			// as a failed build, not as a crash.
-			res.OK = false
-			if res.Errors == "" {
-				res.Errors = rs.Err.Error()
-			}
+			res.OK, res.Errors = false, cmp.Or(res.Errors, rs.Err.Error())
 		}
 	}
 	ev := mux.Event{Kind: mux.EventUp, Build: &res}
 	switch {
 	case !res.OK:
-		ev.Kind = mux.EventBuildFailed
-		ev.Report = "the build failed:\n" + res.Errors
+		ev.Kind, ev.Report = mux.EventBuildFailed, "the build failed:\n"+res.Errors
 	case res.Restart != nil && res.Restart.Err != nil:
 		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
 	}

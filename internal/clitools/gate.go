@@ -68,11 +68,8 @@ func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 
 // note is the notices note for a CLI tool's result, or "".
 func (st *Gate) note() string {
-	if !st.notices {
-		return ""
-	}
 	p := st.buildProblem()
-	if p == "" {
+	if !st.notices || p == "" {
 		return ""
 	}
 	p, _, _ = strings.Cut(p, "\n")

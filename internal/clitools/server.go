@@ -244,9 +244,19 @@ func sameTool(a, b *Tool) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
+// handler runs the CLI tool name and returns its result, notes appended.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.call(ctx, name, req.Params.Arguments, notifier(ctx, req)), nil
+		res := s.runTool(ctx, name, req.Params.Arguments, notifier(ctx, req))
+		if _, lastErr := s.Schema(); lastErr != nil {
+			res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
+		}
+		if s.cfg.Note != nil {
+			if note := s.cfg.Note(); note != "" {
+				res.Content = append(res.Content, &mcp.TextContent{Text: note})
+			}
+		}
+		return res, nil
 	}
 }
 
@@ -270,24 +280,7 @@ func errResult(format string, args ...any) *mcp.CallToolResult {
 	return textResult(fmt.Sprintf(format, args...), true)
 }
 
-// call runs the CLI tool name and returns its result, notes appended;
-// notify, when set, gets stderr lines as progress.
-func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
-	res := s.runTool(ctx, name, raw, notify)
-	s.mu.Lock()
-	lastErr := s.lastErr
-	s.mu.Unlock()
-	if lastErr != nil {
-		res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
-	}
-	if s.cfg.Note != nil {
-		if note := s.cfg.Note(); note != "" {
-			res.Content = append(res.Content, &mcp.TextContent{Text: note})
-		}
-	}
-	return res
-}
-
+// runTool runs the CLI tool name; notify, when set, gets stderr lines as progress.
 func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
 	s.mu.Lock()
 	t := s.schema.Tool(name)
