@@ -261,10 +261,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 // Cygwin or MSYS pty included); a pipe, a file or /dev/null is not.
 func isTerminal(r any) bool {
 	f, ok := r.(interface{ Fd() uintptr })
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // flagSet is a subcommand's flags: its own, plus --version.

@@ -162,9 +162,8 @@ func loadOrBroken(path string) (*config.Config, error) {
 }
 
 func mustGetwd(e env) string {
-	wd, err := e.getwd()
-	if err != nil {
-		return "."
+	if wd, err := e.getwd(); err == nil {
+		return wd
 	}
-	return wd
+	return "."
 }
