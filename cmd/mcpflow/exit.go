@@ -74,18 +74,16 @@ func (x *exitWatch) start(logger *slog.Logger) {
 				parentGone = nil
 				x.cancel(errParentGone)
 			case sig := <-x.sigs:
-				if slices.Contains(pipeSignals, sig) {
-					// Any broken pipe raises it, the child's stdin too:
-					// only a broken stdout or stderr ends the run.
-					switch {
-					case pipeGone(x.stdout):
-						x.cancel(errStdoutGone)
-					case pipeGone(x.rawErr):
-						x.cancel(errStderrGone)
-					}
-					continue
+				// Any broken pipe raises SIGPIPE, the child's stdin too:
+				// only a broken stdout or stderr ends the run.
+				switch {
+				case !slices.Contains(pipeSignals, sig):
+					x.cancel(errors.New("signal " + sigName(sig)))
+				case pipeGone(x.stdout):
+					x.cancel(errStdoutGone)
+				case pipeGone(x.rawErr):
+					x.cancel(errStderrGone)
 				}
-				x.cancel(errors.New("signal " + sigName(sig)))
 			}
 		}
 	}()

@@ -178,9 +178,7 @@ func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.lastErr = nil
 	s.gen++
 	s.mu.Unlock()
-	if len(diff.Removed) > 0 {
-		s.srv.RemoveTools(diff.Removed...)
-	}
+	s.srv.RemoveTools(diff.Removed...) // none: no list_changed
 	for _, name := range slices.Concat(diff.Added, diff.Changed) {
 		s.srv.AddTool(sch.Tool(name).MCPTool(), s.handler(name))
 	}
@@ -202,13 +200,9 @@ func (s *Server) readSchema(o outcome) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Tool != "-" {
-		for i, t := range sch.Tools {
-			if t.Name == s.cfg.Tool {
-				return nil, newSchemaError(o.stdout, []string{"tools", strconv.Itoa(i), "name"},
-					fmt.Sprintf("tool name %q is taken by mcpflow's own recompile tool", t.Name))
-			}
-		}
+	if i := slices.IndexFunc(sch.Tools, func(t *Tool) bool { return t.Name == s.cfg.Tool }); i >= 0 && s.cfg.Tool != "-" {
+		return nil, newSchemaError(o.stdout, []string{"tools", strconv.Itoa(i), "name"},
+			fmt.Sprintf("tool name %q is taken by mcpflow's own recompile tool", s.cfg.Tool))
 	}
 	return sch, nil
 }
@@ -216,25 +210,19 @@ func (s *Server) readSchema(o outcome) (*Schema, error) {
 // diffSchemas compares what the client sees of two tool lists.
 func diffSchemas(old, cur *Schema) result.ToolDiff {
 	d := result.ToolDiff{Known: old != nil, Current: cur.Names()}
-	for _, t := range cur.Tools {
-		o := old.Tool(t.Name)
-		switch {
+	for _, n := range d.Current {
+		switch o := old.Tool(n); {
 		case o == nil:
-			d.Added = append(d.Added, t.Name)
-		case !sameTool(o, t):
-			d.Changed = append(d.Changed, t.Name)
+			d.Added = append(d.Added, n)
+		case !sameTool(o, cur.Tool(n)):
+			d.Changed = append(d.Changed, n)
 		}
 	}
-	if old != nil {
-		for _, t := range old.Tools {
-			if cur.Tool(t.Name) == nil {
-				d.Removed = append(d.Removed, t.Name)
-			}
+	for _, n := range old.Names() {
+		if cur.Tool(n) == nil {
+			d.Removed = append(d.Removed, n)
 		}
 	}
-	slices.Sort(d.Added)
-	slices.Sort(d.Removed)
-	slices.Sort(d.Changed)
 	return d
 }
 
