@@ -208,29 +208,19 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	var rev, at string
-	dirty := false
+	vcs := map[string]string{}
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
+		vcs[s.Key] = s.Value
 	}
+	rev := vcs["vcs.revision"]
 	if rev == "" {
 		return cmp.Or(fallback, "devel")
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	v := "devel+" + rev
-	if dirty {
+	v := "devel+" + rev[:min(len(rev), 12)]
+	if vcs["vcs.modified"] == "true" {
 		v += "-dirty"
 	}
-	if t, err := time.Parse(time.RFC3339, at); err == nil {
+	if t, err := time.Parse(time.RFC3339, vcs["vcs.time"]); err == nil {
 		v += " (" + t.UTC().Format("2006-01-02") + ")"
 	}
 	return v

@@ -279,28 +279,23 @@ func lineCol(data []byte, off int64) (line, col int) {
 // locate returns the byte offset in data where the value at ptr starts.
 func locate(data []byte, ptr []string) (int64, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	skipTo := func() int64 {
-		off := dec.InputOffset()
-		for off < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[off]) >= 0 {
-			off++
-		}
-		return off
-	}
 	for {
-		start := skipTo()
+		start := dec.InputOffset()
+		for start < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[start]) >= 0 {
+			start++
+		}
 		if len(ptr) == 0 {
 			return start, true
 		}
 		tok, err := dec.Token()
-		if err != nil {
-			return 0, false
-		}
 		d, ok := tok.(json.Delim)
-		if !ok {
+		if err != nil || !ok {
 			return 0, false
 		}
-		found := false
-		for i := 0; dec.More(); i++ {
+		for i := 0; ; i++ {
+			if !dec.More() {
+				return 0, false
+			}
 			key := strconv.Itoa(i)
 			if d == '{' {
 				kt, err := dec.Token()
@@ -310,15 +305,11 @@ func locate(data []byte, ptr []string) (int64, bool) {
 				key, _ = kt.(string)
 			}
 			if key == ptr[0] {
-				found = true
 				break
 			}
 			if dec.Decode(new(json.RawMessage)) != nil { // skip the value
 				return 0, false
 			}
-		}
-		if !found {
-			return 0, false
 		}
 		ptr = ptr[1:]
 	}
