@@ -16,11 +16,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 )
 
-// The person's use of the server from a terminal: mcpflow tools, mcpflow
-// call. Against the instance running in this project they go through its
-// control socket, where the instance opens a session of its own on the
-// server it serves (control.SessionTools); with none running, they start one
-// (mcpflow watch, this binary) for the one request and stop it.
+// mcpflow tools and call ask the instance running in this project, on a
+// session of its own (control.SessionTools); with none running, a server
+// started for the one request (mcpflow watch, this binary).
 
 const toolsUsage = `  mcpflow tools [--json] [-c FILE] [--pid PID]
 
@@ -78,9 +76,8 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	return s.startServer(ctx, e)
 }
 
-// startServer runs mcpflow watch (this binary, with -c FILE when given) in
-// the working folder and connects to it over stdio (done closes its stdin:
-// it stops). What it logs is shown only when it does not start.
+// startServer runs mcpflow watch (this binary, -c FILE when given) and
+// connects over stdio; its log is shown only when it does not start.
 func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -181,8 +178,7 @@ func cmdCall(e env, args []string) int {
 	})
 }
 
-// askTools runs do with the asker the flags select, bounded by
-// control.SessionTimeout and ended by Ctrl-C, and stops the asker.
+// askTools runs do with the asker sel selects, until Ctrl-C or control.SessionTimeout.
 func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) int {
 	ctx, cancel := interruptible()
 	defer cancel()

@@ -23,16 +23,14 @@ var (
 // parentPollInterval is how often the run checks that its parent is alive.
 const parentPollInterval = 500 * time.Millisecond
 
-// exitWatch turns every outside reason to stop into the cancellation of
-// ctx: a stop signal, a broken stdout or stderr, the parent exiting. A
-// write to a broken pipe returns EPIPE instead of killing mcpflow with
-// SIGPIPE, for the rest of the process's life.
+// exitWatch turns a stop signal, a broken stdout or stderr and the parent
+// exiting into the cancellation of ctx. A write to a broken pipe returns
+// EPIPE instead of killing mcpflow with SIGPIPE, for the process's life.
 type exitWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	sigs   chan os.Signal
-	stdout io.Writer
-	rawErr io.Writer // e.stderr
+	e      env       // a broken e.stdout or e.stderr ends the run
 	stderr io.Writer // e.stderr for the logger: an EPIPE on it cancels ctx
 	ppid   int       // the parent's pid when the run began
 	done   chan struct{}
@@ -49,7 +47,7 @@ func newExitWatch(e env) *exitWatch {
 			signal.Notify(make(chan os.Signal, 1), pipeSignals...)
 		}
 	})
-	x := &exitWatch{sigs: make(chan os.Signal, 8), stdout: e.stdout, rawErr: e.stderr, ppid: os.Getppid(), done: make(chan struct{})}
+	x := &exitWatch{sigs: make(chan os.Signal, 8), e: e, ppid: os.Getppid(), done: make(chan struct{})}
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
 	x.stderr = &brokenPipeWriter{w: e.stderr, gone: func() { x.cancel(errStderrGone) }}
 	signal.Notify(x.sigs, slices.Concat(stopSignals, pipeSignals)...)
@@ -79,9 +77,9 @@ func (x *exitWatch) start(logger *slog.Logger) {
 				switch {
 				case !slices.Contains(pipeSignals, sig):
 					x.cancel(errors.New("signal " + sigName(sig)))
-				case pipeGone(x.stdout):
+				case pipeGone(x.e.stdout):
 					x.cancel(errStdoutGone)
-				case pipeGone(x.rawErr):
+				case pipeGone(x.e.stderr):
 					x.cancel(errStderrGone)
 				}
 			}
@@ -96,8 +94,7 @@ func (x *exitWatch) stop() {
 	x.cancel(nil)
 }
 
-// brokenPipeWriter passes writes to w and calls gone when one fails
-// because w's reader is gone.
+// brokenPipeWriter calls gone when a write fails because w's reader is gone.
 type brokenPipeWriter struct {
 	w    io.Writer
 	gone func()

@@ -51,9 +51,8 @@ func (e env) fail(code int, format string, a ...any) int {
 
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
-	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the whole run, for
-	// `go tool pprof` (how BENCHMARKS.md's profiles were taken); %p in FILE
-	// is the process id, for runs with more than one mcpflow.
+	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the run (BENCHMARKS.md's
+	// profiles); %p in FILE is the process id.
 	if path := os.Getenv("MCPFLOW_CPUPROFILE"); path != "" {
 		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
@@ -124,8 +123,7 @@ Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
 	return b.String()
 }
 
-// run runs the command line args (without the program name) and returns
-// the exit code.
+// run runs the command line args (without the program name).
 func run(e env, args []string) int {
 	instance.Version = version()
 	if len(args) == 0 {
@@ -190,8 +188,7 @@ func cmdHelp(e env, args []string) int {
 	})
 }
 
-// buildVersion is set by the Makefile's -ldflags when the build has no
-// VCS stamp (a checkout built with -buildvcs=false, say).
+// buildVersion is set by the Makefile's -ldflags, for builds without a VCS stamp.
 var buildVersion string
 
 // version is mcpflow's version: the module version (go install), else the
@@ -226,9 +223,8 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 	return v
 }
 
-// parseFlags parses args with fs, flags before, between and after the
-// positional arguments ("mcpflow init DIR --force"), and returns the
-// positional ones in order; all after "--" are positional.
+// parseFlags parses args with fs, flags anywhere ("mcpflow init DIR --force"),
+// and returns the positional arguments; all after "--" are positional.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -247,8 +243,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// isTerminal reports whether r is a terminal (a console on Windows, a
-// Cygwin or MSYS pty included); a pipe, a file or /dev/null is not.
+// isTerminal reports whether r is a terminal (a Windows console, a Cygwin or MSYS pty).
 func isTerminal(r any) bool {
 	f, ok := r.(interface{ Fd() uintptr })
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
@@ -278,9 +273,8 @@ func (fs *flagSet) misuse(format string, a ...any) int {
 	return fs.e.fail(exitUsage, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
 }
 
-// parse parses a subcommand's args (see parseFlags) and runs body with the
-// positional ones, unless -h, --help or --version (exitOK) or a bad flag
-// (exitUsage) ends the command here.
+// parse parses args (see parseFlags) and runs body with the positional ones,
+// unless -h, --help, --version (exitOK) or a bad flag (exitUsage) end here.
 func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	pos, err := parseFlags(fs.FlagSet, args)
 	switch {
@@ -298,8 +292,7 @@ func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	return body(pos)
 }
 
-// flagError is the flag package's err with an undefined flag as typed
-// ("unknown flag --nope").
+// flagError is err with an undefined flag as typed ("unknown flag --nope").
 func flagError(err error, args []string) string {
 	const undefined = "flag provided but not defined: -"
 	msg := err.Error()

@@ -29,8 +29,7 @@ func sigName(sig os.Signal) string {
 
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
 
-// pipeGone reports whether w is a pipe, socket or terminal whose other end
-// is gone (POLLERR or POLLHUP).
+// pipeGone reports whether w's other end is gone (POLLERR or POLLHUP).
 func pipeGone(w io.Writer) bool {
 	sc, ok := w.(syscall.Conn)
 	if !ok {
@@ -50,9 +49,8 @@ func pipeGone(w io.Writer) bool {
 	return gone
 }
 
-// watchParent returns a channel closed when the parent ppid exits, until
-// done: on Linux by a pidfd (no wake-up while it lives), else by polling
-// for a new parent pid (the orphan is adopted).
+// watchParent returns a channel closed when the parent ppid exits, until done:
+// by a pidfd on Linux, else by polling for a new parent pid (the orphan's).
 func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
 	if os.Getppid() == ppid && parentExit(ppid, done, gone) {

@@ -32,7 +32,6 @@ func isBrokenPipe(err error) bool {
 
 func pipeGone(io.Writer) bool { return false }
 
-// watchParent: Windows keeps a process's parent pid after the parent
-// exits, so there is nothing to poll; the child's Job Object still dies
-// with mcpflow.
+// watchParent: Windows keeps an orphan's parent pid, nothing to poll; the
+// child's Job Object still dies with mcpflow.
 func watchParent(int, <-chan struct{}) <-chan struct{} { return nil }

@@ -58,11 +58,10 @@ func addRunFlags(fs *flagSet) runFlags {
 	}
 }
 
-// runSession applies f to cfg, opens the log (stderr, the log file, the
-// ring for mcpflow logs) and serves the session until it ends. cfgErr is
-// the config's error: an errBroken is served, any other is a usage error.
-// Every way the run ends goes through instance.Serve's return, which stops
-// every child, its group and any running build first.
+// runSession applies f to cfg, opens the log and serves the session until
+// it ends. cfgErr is the config's error: an errBroken is served, any other
+// is a usage error. Every way the run ends goes through instance.Serve's
+// return, which stops every child, its group and any running build first.
 func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlags) int {
 	problem := ""
 	if cfgErr != nil {
@@ -113,29 +112,25 @@ func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlag
 
 // watchConfig loads the config file, or builds one from the command after "--".
 func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, error) {
+	switch {
+	case len(cmdArgs) > 0 && path != "":
+		return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
+	case len(cmdArgs) == 0 && build != "":
+		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
+	case path != "":
+		return loadOrBroken(path)
+	}
+	wd, err := e.getwd()
+	if err != nil {
+		return nil, err
+	}
 	if len(cmdArgs) > 0 {
-		if path != "" {
-			return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
-		}
-		wd, err := e.getwd()
-		if err != nil {
-			return nil, err
-		}
 		cfg := project.ZeroConfig(wd, cmdArgs, build)
 		return cfg, cfg.Validate()
 	}
-	if build != "" {
-		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
-	}
-	if path == "" {
-		wd, err := e.getwd()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(wd, "mcpflow.toml")
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
-		}
+	path = filepath.Join(wd, "mcpflow.toml")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
 	}
 	return loadOrBroken(path)
 }

@@ -9,9 +9,8 @@ import (
 	"strings"
 )
 
-// template is a compiled cli_command: the argv of one call is made from it
-// and the call's arguments, with no shell. The rules are in the package
-// documentation and the README's "CLI tools" section.
+// template is a compiled cli_command (the rules: the package documentation
+// and the README's "CLI tools" section).
 type template struct {
 	root   []node
 	params map[string]param
@@ -44,8 +43,7 @@ type part struct {
 	name string // "" = literal
 }
 
-// compileTemplate compiles cli_command. On error it returns the path of
-// the offending element inside the template.
+// compileTemplate compiles cli_command; an error comes with its element's path.
 func compileTemplate(raw json.RawMessage, params map[string]param) (*template, []string, error) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
@@ -208,8 +206,7 @@ func (x *expander) value(name, bound string, item any) (any, bool) {
 	return v, true
 }
 
-// keep reports whether a group's own placeholders and guards are all
-// satisfied.
+// keep reports whether a group's own placeholders and guards hold.
 func (x *expander) keep(nodes []node, bound string, item any) bool {
 	for _, n := range nodes {
 		switch n.kind {

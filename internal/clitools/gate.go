@@ -26,10 +26,9 @@ func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
 // Started says the startup cycle is over: the calls waiting for it go on.
 func (st *Gate) Started() { st.once.Do(func() { close(st.ready) }) }
 
-// Gate is what a CLI served alone (a mux has states of its own) adds
-// around its Server: tools/list and tools/call wait for the startup cycle,
-// so that the first list holds the CLI's tools; a call of a tool that is
-// not served says why.
+// Gate is what a CLI served alone adds around its Server: tools/list and
+// tools/call wait for the startup cycle, so that the first list holds the
+// CLI's tools; a call of a tool that is not served says why.
 type Gate struct {
 	srv     *Server
 	tool    string // the recompile tool's name, "-" for none

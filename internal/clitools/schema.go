@@ -106,8 +106,7 @@ type rawTool struct {
 	Input        string          `json:"input"`
 }
 
-// parseSchema validates a schema command's output (the package
-// documentation's contract); any problem is a *schemaError that locates it.
+// parseSchema validates a schema command's output; a problem is a *schemaError.
 func parseSchema(data []byte) (*Schema, error) {
 	fail := func(ptr []string, format string, args ...any) error {
 		return newSchemaError(data, ptr, fmt.Sprintf(format, args...))
@@ -207,8 +206,7 @@ func parseSchema(data []byte) (*Schema, error) {
 	return s, nil
 }
 
-// compileInput checks that in is an object schema, resolves it for
-// validation and returns the declared parameters.
+// compileInput resolves the object schema in and returns its parameters.
 func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, []string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(in, &m); err != nil {

@@ -109,8 +109,7 @@ func (s *Server) Open(c wire.Client) wire.Session {
 	return wire.SDKServer{Server: s.srv, Log: s.log}.Open(c)
 }
 
-// Close kills every call's process group (and a running schema command's)
-// and returns once all are reaped; later calls fail at once.
+// Close kills every process group and returns once all are reaped; later calls fail.
 func (s *Server) Close() {
 	s.closeMu.Do(func() {
 		s.runMu.Lock()
@@ -121,8 +120,9 @@ func (s *Server) Close() {
 	s.running.Wait()
 }
 
-// run runs spec unless Close has begun, counted in s.running for Close.
+// run runs spec in Dir with Env, unless Close has begun, counted for Close.
 func (s *Server) run(ctx context.Context, spec runSpec) outcome {
+	spec.dir, spec.env, spec.shutdown = s.cfg.Dir, s.cfg.Env, s.shutdown
 	s.runMu.Lock()
 	if s.closed {
 		s.runMu.Unlock()
@@ -152,17 +152,13 @@ func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 	return &result.Restart{Gen: gen, Duration: time.Since(start), Err: err, Tools: diff}, err
 }
 
-// Refresh runs the schema command and serves its tools: only those the
-// client would see differ are updated (the SDK then sends
-// tools/list_changed). On failure the previous tools keep serving and the
-// error is kept, noted in every call's result until a refresh succeeds.
+// Refresh runs the schema command and serves its tools, updating those the
+// client would see differ (the SDK sends tools/list_changed). On failure the
+// previous tools stay and the error is noted in call results until one succeeds.
 func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	o := s.run(ctx, runSpec{
-		argv: s.cfg.Schema, dir: s.cfg.Dir, env: s.cfg.Env,
-		timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput, shutdown: s.shutdown,
-	})
+	o := s.run(ctx, runSpec{argv: s.cfg.Schema, timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput})
 	sch, err := s.readSchema(o)
 	s.mu.Lock()
 	old := s.schema
@@ -248,8 +244,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 	}
 }
 
-// notifier sends progress notifications to req's client; nil when req has
-// no progress token.
+// notifier notifies req's client of progress; nil without a progress token.
 func notifier(ctx context.Context, req *mcp.CallToolRequest) func(n float64, msg string) {
 	tok := req.Params.GetProgressToken()
 	if tok == nil || req.Session == nil {
@@ -297,10 +292,7 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 		return errResult("invalid arguments for %s: %v", name, err)
 	}
 	argv := slices.Concat(s.cfg.Command, tail, s.cfg.Append)
-	spec := runSpec{
-		argv: argv, dir: s.cfg.Dir, env: s.cfg.Env,
-		timeout: s.cfg.Timeout, maxOutput: s.cfg.MaxOutput, shutdown: s.shutdown,
-	}
+	spec := runSpec{argv: argv, timeout: s.cfg.Timeout, maxOutput: s.cfg.MaxOutput}
 	if t.Stdin {
 		spec.stdin = append(bytes.TrimSpace(raw), '\n')
 	}
@@ -355,8 +347,7 @@ func section(label, text string) string {
 	return "\n" + label + ":\n" + text
 }
 
-// progressLines passes stderr lines on to notify with their count, at most
-// one per progressEvery; a line that comes too soon is dropped.
+// progressLines passes stderr lines to notify, at most one per progressEvery.
 func progressLines(notify func(n float64, msg string)) func(string) {
 	var n int
 	var last time.Time
