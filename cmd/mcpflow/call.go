@@ -47,8 +47,7 @@ type toolsAsker struct {
 	done func() error // stops what the asker started
 }
 
-// asker is the instance of this project (-c FILE's, --pid's), or, with
-// none running, a server started for the command.
+// asker is this project's instance (-c FILE's, --pid's), else a server started for it.
 func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	var f control.Filter
 	switch {

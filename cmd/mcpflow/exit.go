@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// Why a run ends, besides stdin's end and a fatal error: each cancels the
-// context instance.Serve runs in, a clean shutdown.
+// Why a run ends (a clean shutdown), besides stdin's end and a fatal error.
 var (
 	errStderrGone = errors.New("stderr closed (nobody reads the log any more)")
 	errStdoutGone = errors.New("stdout closed (the client is gone)")
@@ -23,9 +22,8 @@ var (
 // parentPollInterval is how often the run checks that its parent is alive.
 const parentPollInterval = 500 * time.Millisecond
 
-// exitWatch turns a stop signal, a broken stdout or stderr and the parent
-// exiting into the cancellation of ctx. A write to a broken pipe returns
-// EPIPE instead of killing mcpflow with SIGPIPE, for the process's life.
+// exitWatch cancels ctx on a stop signal, a broken stdout or stderr and the parent
+// exiting; a write to a broken pipe returns EPIPE instead of raising SIGPIPE.
 type exitWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -39,8 +37,7 @@ type exitWatch struct {
 // keepSIGPIPE keeps SIGPIPE caught after a run's exitWatch stops.
 var keepSIGPIPE sync.Once
 
-// newExitWatch catches the signals; call start once the logger exists,
-// and stop when the run is over.
+// newExitWatch catches the signals; call start once the logger exists, then stop.
 func newExitWatch(e env) *exitWatch {
 	keepSIGPIPE.Do(func() {
 		if len(pipeSignals) > 0 {

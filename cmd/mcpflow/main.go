@@ -66,8 +66,7 @@ func main() {
 }
 
 // command is one subcommand: its name, its lines in mcpflow's usage
-// ("SYNOPSIS\tWHAT", after "mcpflow "; none when hidden), and its function,
-// which parses its flags with newFlagSet and flagSet.parse.
+// ("SYNOPSIS\tWHAT", after "mcpflow "; none when hidden), and its function.
 type command struct {
 	name  string
 	lines []string

@@ -135,14 +135,12 @@ func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, e
 	return loadOrBroken(path)
 }
 
-// errBroken is a config file that does not load: mcpflow still serves the
-// session and starts the server once the file is fixed.
+// errBroken is a config file that does not load: mcpflow serves until it is fixed.
 type errBroken struct{ err error }
 
 func (e errBroken) Error() string { return e.err.Error() }
 
-// loadOrBroken loads the config file at path; one that does not load is
-// errBroken, with the defaults as the config until it is fixed.
+// loadOrBroken loads the config file at path, else errBroken and the defaults.
 func loadOrBroken(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
 	if err == nil {

@@ -9,8 +9,7 @@ import (
 	"strings"
 )
 
-// template is a compiled cli_command (the rules: the package documentation
-// and the README's "CLI tools" section).
+// template is a compiled cli_command (rules: the package documentation).
 type template struct {
 	root   []node
 	params map[string]param
@@ -199,11 +198,8 @@ func (x *expander) value(name, bound string, item any) (any, bool) {
 	if name == bound {
 		return item, true
 	}
-	v, ok := x.args[name]
-	if !ok || v == nil {
-		return nil, false
-	}
-	return v, true
+	v := x.args[name] // nil when missing
+	return v, v != nil
 }
 
 // keep reports whether a group's own placeholders and guards hold.

@@ -34,8 +34,7 @@ func NewBackend(srv *Server, emit func(mux.Event)) *Backend {
 // Server is the backend's server (the Restarter of its builds).
 func (b *Backend) Server() *Server { return b.srv }
 
-// Attach gives the backend its hooks (build and watch) and runs their loop
-// until Close. Call it at most once, before Start.
+// Attach gives the backend its hooks and runs their loop until Close; call it once, before Start.
 func (b *Backend) Attach(h mux.Hooks) {
 	b.hooks = h
 	if h.Run != nil {

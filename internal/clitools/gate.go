@@ -17,7 +17,7 @@ import (
 // build in call results; grace (relay.startup_grace; 0 = as long as the
 // client waits) bounds the wait for the startup cycle.
 func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
-	st := &Gate{srv: srv, tool: srv.cfg.Tool, notices: notices, grace: grace, ready: make(chan struct{})}
+	st := &Gate{srv: srv, notices: notices, grace: grace, ready: make(chan struct{})}
 	srv.cfg.Note = st.note
 	srv.srv.AddReceivingMiddleware(st.middleware)
 	return st
@@ -31,8 +31,7 @@ func (st *Gate) Started() { st.once.Do(func() { close(st.ready) }) }
 // CLI's tools; a call of a tool that is not served says why.
 type Gate struct {
 	srv     *Server
-	tool    string // the recompile tool's name, "-" for none
-	notices bool   // note a failed build in call results
+	notices bool // note a failed build in call results
 	grace   time.Duration
 	ready   chan struct{} // closed when the startup cycle is over
 	once    sync.Once
@@ -110,7 +109,7 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, err
 		}
 		call, ok := req.(*mcp.CallToolRequest)
-		if !ok || call.Params == nil || call.Params.Name == st.tool {
+		if !ok || call.Params == nil || call.Params.Name == st.srv.cfg.Tool {
 			return next(ctx, method, req)
 		}
 		name := call.Params.Name
@@ -118,8 +117,8 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if sch.Tool(name) == nil {
 			if !ready {
 				msg := fmt.Sprintf("tool %q is not served yet: the first build and schema read are still running; the client gets tools/list_changed when they finish. Retry then", name)
-				if st.tool != "-" {
-					msg += ", or call " + st.tool + " to wait for them"
+				if tool := st.srv.cfg.Tool; tool != "-" {
+					msg += ", or call " + tool + " to wait for them"
 				}
 				return textResult(msg+".", true), nil
 			}
@@ -139,8 +138,8 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (st *Gate) fixHint() string {
-	if st.tool == "-" {
-		return "Fix it and save."
+	if tool := st.srv.cfg.Tool; tool != "-" {
+		return "Fix it and save, or call " + tool + " to rebuild and see the errors."
 	}
-	return "Fix it and save, or call " + st.tool + " to rebuild and see the errors."
+	return "Fix it and save."
 }

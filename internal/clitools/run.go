@@ -73,8 +73,7 @@ func run(ctx context.Context, s runSpec) outcome {
 	}
 	stdout := &capWriter{max: s.maxOutput, over: func() { cutShort(errOverflow) }}
 	stderr := tail.New(0, stderrTail, s.onStderr)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
 	err := cmd.Run()
 	o.duration = time.Since(start)

@@ -155,8 +155,7 @@ func parseSchema(data []byte) (*Schema, error) {
 		}
 		seen[rt.Name] = i
 		t := &Tool{Name: rt.Name, listed: mcp.Tool{Name: rt.Name, Description: rt.Description, Title: rt.Title}}
-		inKey := "parameters"
-		in := rt.Parameters
+		inKey, in := "parameters", rt.Parameters
 		if in == nil {
 			inKey, in = "inputSchema", rt.InputSchema
 		} else if rt.InputSchema != nil {
@@ -217,10 +216,8 @@ func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, [
 		return nil, nil, []string{"type"}, fmt.Errorf(`the input schema must have "type": "object"`)
 	}
 	var props map[string]json.RawMessage
-	if p, ok := m["properties"]; ok {
-		if err := json.Unmarshal(p, &props); err != nil {
-			return nil, nil, []string{"properties"}, fmt.Errorf("properties must be an object")
-		}
+	if p, ok := m["properties"]; ok && json.Unmarshal(p, &props) != nil {
+		return nil, nil, []string{"properties"}, fmt.Errorf("properties must be an object")
 	}
 	params := map[string]param{}
 	for name, raw := range props {

@@ -58,7 +58,6 @@ type Server struct {
 	srv      *mcp.Server
 	sem      chan struct{}
 	shutdown chan struct{}
-	closeMu  sync.Once
 
 	runMu   sync.Mutex     // guards closed against running.Add
 	closed  bool           // Close has begun: no process starts any more
@@ -111,12 +110,12 @@ func (s *Server) Open(c wire.Client) wire.Session {
 
 // Close kills every process group and returns once all are reaped; later calls fail.
 func (s *Server) Close() {
-	s.closeMu.Do(func() {
-		s.runMu.Lock()
+	s.runMu.Lock()
+	if !s.closed {
 		s.closed = true
 		close(s.shutdown)
-		s.runMu.Unlock()
-	})
+	}
+	s.runMu.Unlock()
 	s.running.Wait()
 }
 
@@ -141,8 +140,7 @@ func (s *Server) Schema() (*Schema, error) {
 	return s.schema, s.lastErr
 }
 
-// Restart is Refresh in the shape the builder's Restarter wants: Gen
-// counts good refreshes, Pid is 0 (no process stays up).
+// Restart is Refresh as the builder's Restarter wants it (Gen: good refreshes; Pid 0).
 func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 	start := time.Now()
 	diff, err := s.Refresh(ctx)
@@ -310,9 +308,7 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 	o := s.run(ctx, spec)
 	<-s.sem
 
-	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
-	}
+	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
 	return s.render(name, o)
 }
 
