@@ -22,8 +22,8 @@ var (
 // parentPollInterval is how often the run checks that its parent is alive.
 const parentPollInterval = 500 * time.Millisecond
 
-// exitWatch cancels ctx on a stop signal, a broken stdout or stderr and the parent
-// exiting; a write to a broken pipe returns EPIPE instead of raising SIGPIPE.
+// exitWatch cancels ctx on a stop signal, a broken stdout or stderr and the
+// parent exiting; a write to a broken pipe returns EPIPE, never kills mcpflow.
 type exitWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc

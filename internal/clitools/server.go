@@ -45,8 +45,9 @@ type Config struct {
 	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
 	Name, Version string        // the server's implementation info; "" = "mcpflow-cli", "dev"
 
-	// Recompile builds the CLI for the recompile tool (the builder's: after a
-	// good build it calls Restart); nil = recompile only re-reads the schema.
+	// Recompile builds the CLI for the recompile tool (the builder's); after a
+	// good build it calls Restart and reports it in Build.Restart. nil =
+	// recompile only re-reads the schema.
 	Recompile func(ctx context.Context, progress func(msg string)) result.Build
 	Note      func() string // a note to append to each CLI tool's result; "" = none
 }
