@@ -16,26 +16,20 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 )
 
-// The person's use of the server from a terminal: mcpflow tools, mcpflow
-// call. Against the instance running in this project they go through its
-// control socket, where the instance opens a session of its own on the
-// server it serves (control.SessionTools); with none running, they start one
-// (mcpflow watch, this binary) for the one request and stop it.
+// mcpflow tools and call ask the instance running in this project, on a
+// session of its own (control.SessionTools); with none running, a server
+// started for the one request (mcpflow watch, this binary).
 
-const toolsUsage = `Usage:
-  mcpflow tools [--json] [-c FILE] [--pid PID]
+const toolsUsage = `  mcpflow tools [--json] [-c FILE] [--pid PID]
 
 Lists the tools of the server mcpflow serves in this project (in a mux,
 named as the mux presents them): each tool's name, description and
 arguments. It asks the running instance when there is one; else it starts
 the server (mcpflow watch), asks it and stops it. With --json, prints the
 tools/list result as is.
-
-Flags:
 `
 
-const callUsage = `Usage:
-  mcpflow call NAME [JSON] [--json] [-c FILE] [--pid PID]
+const callUsage = `  mcpflow call NAME [JSON] [--json] [-c FILE] [--pid PID]
 
 Calls the tool NAME of the server mcpflow serves in this project, with the
 arguments JSON (an object; none when left out), and prints the result: its
@@ -44,8 +38,6 @@ there is one; else it starts the server (mcpflow watch), calls it and
 stops it. Exit status 1 when the tool reports an error (isError; its text
 goes to stderr) or the call fails. With --json, prints the tools/call
 result as is.
-
-Flags:
 `
 
 // toolsAsker is how a command asks: list (args nil) or call.
@@ -55,8 +47,7 @@ type toolsAsker struct {
 	done func() error // stops what the asker started
 }
 
-// asker is the instance of this project (-c FILE's, --pid's), or, with
-// none running, a server started for the command.
+// asker is this project's instance (-c FILE's, --pid's), else a server started for it.
 func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	var f control.Filter
 	switch {
@@ -84,10 +75,8 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	return s.startServer(ctx, e)
 }
 
-// startServer runs mcpflow watch (this binary, with -c FILE when given)
-// in the working folder and connects to it over stdio; done closes its
-// stdin, on which it stops its server and exits. What it logs is shown
-// only when it does not start.
+// startServer runs mcpflow watch (this binary, -c FILE when given) and
+// connects over stdio; its log is shown only when it does not start.
 func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -101,15 +90,13 @@ func (s selectFlags) startServer(ctx context.Context, e env) (toolsAsker, error)
 	cmd.Dir = mustGetwd(e)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
-	fail := func(err error) error {
-		if l := strings.TrimSpace(logs.String()); l != "" {
-			return fmt.Errorf("%w\nmcpflow watch said:\n%s", err, l)
-		}
-		return err
-	}
 	cs, err := control.NewCLIClient(version()).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		return toolsAsker{}, fail(fmt.Errorf("starting the server (mcpflow %s): %w", strings.Join(args, " "), err))
+		err = fmt.Errorf("starting the server (mcpflow %s): %w", strings.Join(args, " "), err)
+		if l := strings.TrimSpace(logs.String()); l != "" {
+			err = fmt.Errorf("%w\nmcpflow watch said:\n%s", err, l)
+		}
+		return toolsAsker{}, err
 	}
 	return toolsAsker{
 		list: func(ctx context.Context) (json.RawMessage, error) { return control.ListToolsOn(ctx, cs) },
@@ -124,30 +111,25 @@ func cmdTools(e env, args []string) int {
 	fs := newFlagSet(e, "tools", toolsUsage)
 	asJSON := fs.Bool("json", false, "print the tools/list result as JSON, as the server sent it")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(e.stderr, "mcpflow tools: unexpected argument %q\n", rest[0])
-		return exitUsage
-	}
-	return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
-		raw, err := a.list(ctx)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow:", err)
-			return exitFailure
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 0 {
+			return e.fail(exitUsage, "mcpflow tools: unexpected argument %q", rest[0])
 		}
-		if *asJSON {
-			return printJSON(e, raw)
-		}
-		var res mcp.ListToolsResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow: the tools/list result:", err)
-			return exitFailure
-		}
-		control.WriteTools(e.stdout, res.Tools)
-		return exitOK
+		return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
+			raw, err := a.list(ctx)
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			if *asJSON {
+				return printJSON(e, raw)
+			}
+			var res mcp.ListToolsResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return e.fail(exitFailure, "mcpflow: the tools/list result: %v", err)
+			}
+			control.WriteTools(e.stdout, res.Tools)
+			return exitOK
+		})
 	})
 }
 
@@ -155,54 +137,47 @@ func cmdCall(e env, args []string) int {
 	fs := newFlagSet(e, "call", callUsage)
 	asJSON := fs.Bool("json", false, "print the tools/call result as JSON, as the server sent it")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) < 1 || len(rest) > 2 {
-		fmt.Fprintln(e.stderr, "mcpflow call: takes a tool name and, optionally, its arguments as one JSON object")
-		return exitUsage
-	}
-	name, callArgs := rest[0], json.RawMessage(nil)
-	if len(rest) == 2 {
-		callArgs = json.RawMessage(rest[1])
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(callArgs, &obj); err != nil || obj == nil {
-			fmt.Fprintf(e.stderr, "mcpflow call: the arguments must be a JSON object, e.g. '{\"text\":\"hi\"}': %.60q\n", rest[1])
-			return exitUsage
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) < 1 || len(rest) > 2 {
+			return e.fail(exitUsage, "mcpflow call: takes a tool name and, optionally, its arguments as one JSON object")
 		}
-	}
-	return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
-		raw, err := a.call(ctx, name, callArgs)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow:", err)
-			return exitFailure
-		}
-		var res mcp.CallToolResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			fmt.Fprintln(e.stderr, "mcpflow: the tools/call result:", err)
-			return exitFailure
-		}
-		switch {
-		case *asJSON:
-			if code := printJSON(e, raw); code != exitOK {
-				return code
+		name, callArgs := rest[0], json.RawMessage(nil)
+		if len(rest) == 2 {
+			callArgs = json.RawMessage(rest[1])
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(callArgs, &obj); err != nil || obj == nil {
+				return e.fail(exitUsage, "mcpflow call: the arguments must be a JSON object, e.g. '{\"text\":\"hi\"}': %.60q", rest[1])
 			}
-		case res.IsError:
-			fmt.Fprintf(e.stderr, "mcpflow: tool %s failed:\n", name)
-			control.WriteResult(e.stderr, &res)
-		default:
-			control.WriteResult(e.stdout, &res)
 		}
-		if res.IsError {
-			return exitFailure
-		}
-		return exitOK
+		return askTools(e, sel, func(ctx context.Context, a toolsAsker) int {
+			raw, err := a.call(ctx, name, callArgs)
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			var res mcp.CallToolResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return e.fail(exitFailure, "mcpflow: the tools/call result: %v", err)
+			}
+			switch {
+			case *asJSON:
+				if code := printJSON(e, raw); code != exitOK {
+					return code
+				}
+			case res.IsError:
+				fmt.Fprintf(e.stderr, "mcpflow: tool %s failed:\n", name)
+				control.WriteResult(e.stderr, &res)
+			default:
+				control.WriteResult(e.stdout, &res)
+			}
+			if res.IsError {
+				return exitFailure
+			}
+			return exitOK
+		})
 	})
 }
 
-// askTools runs do with the asker the flags select, bounded by
-// control.SessionTimeout and ended by Ctrl-C, and stops the asker.
+// askTools runs do with the asker sel selects, until Ctrl-C or control.SessionTimeout.
 func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) int {
 	ctx, cancel := interruptible()
 	defer cancel()
@@ -210,13 +185,11 @@ func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) 
 	defer cancelT()
 	a, err := sel.asker(ctx, e)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	code := do(ctx, a)
 	if err := a.done(); err != nil && code == exitOK {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	return code
 }
@@ -225,13 +198,11 @@ func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) 
 func printJSON(e env, raw json.RawMessage) int {
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	b.WriteByte('\n')
 	if _, err := e.stdout.Write(b.Bytes()); err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	return exitOK
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/control"
@@ -15,8 +16,7 @@ import (
 
 // The person's commands: mcpflow status, rebuild, logs.
 
-const statusUsage = `Usage:
-  mcpflow status [--json] [-c FILE] [--all]
+const statusUsage = `  mcpflow status [--json] [-c FILE] [--all]
 
 Shows every running mcpflow of yours: its pid, config file and mode, the
 client, and for each server its state, pid, uptime, restarts, last build,
@@ -24,30 +24,22 @@ tool count and calls. Run in a project folder (or with -c FILE), it shows
 that project's instances only; --all shows them all. With --json,
 durations are whole milliseconds (fields ending in _ms), as in every
 --json output.
-
-Flags:
 `
 
-const rebuildUsage = `Usage:
-  mcpflow rebuild [NAME] [-c FILE] [--pid PID] [--json]
+const rebuildUsage = `  mcpflow rebuild [NAME] [-c FILE] [--pid PID] [--json]
 
 Rebuilds and restarts the server of a running mcpflow, as the agent's
 recompile tool does (in a mux, NAME picks the server), and prints the build
 result and the tool diff. Exit status 0 when the new server serves, 1 when
 the build or restart failed. With --json, durations are whole milliseconds
 (fields ending in _ms), as in every --json output.
-
-Flags:
 `
 
-const logsUsage = `Usage:
-  mcpflow logs [-f] [-n LINES] [-c FILE] [--pid PID]
+const logsUsage = `  mcpflow logs [-f] [-n LINES] [-c FILE] [--pid PID]
 
 Prints the log of a running mcpflow (the last few thousand lines it keeps
 in memory, also when no log file is set); -f follows it until Ctrl-C or
 the instance stops.
-
-Flags:
 `
 
 // selectFlags are the flags that pick instances.
@@ -57,9 +49,13 @@ type selectFlags struct {
 	pid *int
 }
 
-// dial connects to the one instance the flags select.
+// dial connects to the one instance the flags select (rebuild, logs).
 func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
-	inst, err := s.pick(e)
+	insts, err := s.instances(e)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := control.Pick(insts, *s.pid)
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +73,8 @@ func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
 	return s
 }
 
-// instances lists the instances a command acts on: those of -c FILE;
-// else, unless --all, those whose project holds the working folder when
-// there are any; else all.
+// instances lists the instances of -c FILE; else, unless --all, those of
+// the working folder's project when there are any; else all.
 func (s selectFlags) instances(e env) ([]control.Instance, error) {
 	var f control.Filter
 	if *s.cfg != "" {
@@ -93,25 +88,11 @@ func (s selectFlags) instances(e env) ([]control.Instance, error) {
 		return insts, err
 	}
 	here := control.Filter{Project: mustGetwd(e)}
-	var mine []control.Instance
-	for _, in := range insts {
-		if here.Match(in) {
-			mine = append(mine, in)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(insts), func(in control.Instance) bool { return !here.Match(in) })
 	if len(mine) > 0 {
 		return mine, nil
 	}
 	return insts, nil
-}
-
-// pick chooses the one instance rebuild and logs act on.
-func (s selectFlags) pick(e env) (control.Instance, error) {
-	insts, err := s.instances(e)
-	if err != nil {
-		return control.Instance{}, err
-	}
-	return control.Pick(insts, *s.pid)
 }
 
 // interruptible is ctx ended by Ctrl-C or SIGTERM.
@@ -123,75 +104,62 @@ func cmdStatus(e env, args []string) int {
 	fs := newFlagSet(e, "status", statusUsage)
 	asJSON := fs.Bool("json", false, "print JSON (an array of instances) for scripts")
 	sel := addSelectFlags(fs, false)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(e.stderr, "mcpflow status: unexpected argument %q\n", rest[0])
-		return exitUsage
-	}
-	insts, err := sel.instances(e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sts := control.Statuses(ctx, insts)
-	if *asJSON {
-		err = control.WriteStatusJSON(e.stdout, sts)
-	} else {
-		err = control.WriteStatus(e.stdout, sts)
-	}
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	return exitOK
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 0 {
+			return e.fail(exitUsage, "mcpflow status: unexpected argument %q", rest[0])
+		}
+		insts, err := sel.instances(e)
+		if err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		write := control.WriteStatus
+		if *asJSON {
+			write = control.WriteStatusJSON
+		}
+		if err := write(e.stdout, control.Statuses(ctx, insts)); err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		return exitOK
+	})
 }
 
 func cmdRebuild(e env, args []string) int {
 	fs := newFlagSet(e, "rebuild", rebuildUsage)
 	asJSON := fs.Bool("json", false, "print the result as JSON (the recompile tool's structuredContent keys)")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 1 {
-		fmt.Fprintf(e.stderr, "mcpflow rebuild: one server name at most, got %q\n", rest)
-		return exitUsage
-	}
-	name := ""
-	if len(rest) == 1 {
-		name = rest[0]
-	}
-	ctx, cancel := interruptible()
-	defer cancel()
-	c, err := sel.dial(ctx, e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	defer c.Close()
-	b, err := c.Rebuild(ctx, name)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(control.BuildToJSON(b))
-	} else {
-		err = control.WriteBuild(e.stdout, name, b)
-	}
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	return control.ExitCode(b)
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 1 {
+			return e.fail(exitUsage, "mcpflow rebuild: one server name at most, got %q", rest)
+		}
+		name := ""
+		if len(rest) == 1 {
+			name = rest[0]
+		}
+		ctx, cancel := interruptible()
+		defer cancel()
+		c, err := sel.dial(ctx, e)
+		if err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		defer c.Close()
+		b, err := c.Rebuild(ctx, name)
+		if err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		if *asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			err = enc.Encode(control.BuildToJSON(b))
+		} else {
+			err = control.WriteBuild(e.stdout, name, b)
+		}
+		if err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		return control.ExitCode(b)
+	})
 }
 
 func cmdLogs(e env, args []string) int {
@@ -199,25 +167,20 @@ func cmdLogs(e env, args []string) int {
 	follow := fs.Bool("f", false, "follow: print new lines as they come, until Ctrl-C or the instance stops")
 	tail := fs.Int("n", 0, "only the last LINES lines (0 = all kept)")
 	sel := addSelectFlags(fs, true)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 0 || *tail < 0 {
-		fmt.Fprintln(e.stderr, "mcpflow logs: takes no arguments; -n wants a count of lines")
-		return exitUsage
-	}
-	ctx, cancel := interruptible()
-	defer cancel()
-	c, err := sel.dial(ctx, e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	defer c.Close()
-	if err := c.Logs(ctx, e.stdout, *follow, *tail); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
-	}
-	return exitOK
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 0 || *tail < 0 {
+			return e.fail(exitUsage, "mcpflow logs: takes no arguments; -n wants a count of lines")
+		}
+		ctx, cancel := interruptible()
+		defer cancel()
+		c, err := sel.dial(ctx, e)
+		if err != nil {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		defer c.Close()
+		if err := c.Logs(ctx, e.stdout, *follow, *tail); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+			return e.fail(exitFailure, "mcpflow: %v", err)
+		}
+		return exitOK
+	})
 }

@@ -12,10 +12,7 @@ import (
 	"time"
 )
 
-// Why a watch run ends, besides the client closing stdin (serve returns
-// nil) and a fatal error (serve returns it). Each one cancels the context
-// serve runs in, so serve stops the child, its process group and any
-// running build before cmdWatch returns exitOK.
+// Why a run ends (a clean shutdown), besides stdin's end and a fatal error.
 var (
 	errStderrGone = errors.New("stderr closed (nobody reads the log any more)")
 	errStdoutGone = errors.New("stdout closed (the client is gone)")
@@ -25,44 +22,36 @@ var (
 // parentPollInterval is how often the run checks that its parent is alive.
 const parentPollInterval = 500 * time.Millisecond
 
-// exitWatch turns every outside reason to stop into the cancellation of
-// ctx: SIGINT, SIGTERM and SIGHUP (Unix), a broken pipe on stdout or
-// stderr, and the parent process exiting (Unix). A write to a broken
-// stdout or stderr returns EPIPE instead of killing mcpflow with SIGPIPE,
-// for the rest of the process's life.
+// exitWatch cancels ctx on a stop signal, a broken stdout or stderr and the
+// parent exiting; a write to a broken pipe returns EPIPE, never kills mcpflow.
 type exitWatch struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	sigs   chan os.Signal
-	stdout io.Writer
-	rawErr io.Writer // e.stderr
-	// stderr is e.stderr for the logger: an EPIPE on it cancels ctx.
-	stderr io.Writer
-	ppid   int // the parent's pid when the run began
+	e      env       // a broken e.stdout or e.stderr ends the run
+	stderr io.Writer // e.stderr for the logger: an EPIPE on it cancels ctx
+	ppid   int       // the parent's pid when the run began
 	done   chan struct{}
 }
 
-// keepSIGPIPE keeps SIGPIPE notified after a run's exitWatch stops, so
-// that a write to a broken stdout or stderr never kills mcpflow.
+// keepSIGPIPE keeps SIGPIPE caught after a run's exitWatch stops.
 var keepSIGPIPE sync.Once
 
-// newExitWatch starts catching the signals; call start once the logger
-// exists, and stop when the run is over.
+// newExitWatch catches the signals; call start once the logger exists, then stop.
 func newExitWatch(e env) *exitWatch {
 	keepSIGPIPE.Do(func() {
 		if len(pipeSignals) > 0 {
 			signal.Notify(make(chan os.Signal, 1), pipeSignals...)
 		}
 	})
-	x := &exitWatch{sigs: make(chan os.Signal, 8), stdout: e.stdout, rawErr: e.stderr, ppid: os.Getppid(), done: make(chan struct{})}
+	x := &exitWatch{sigs: make(chan os.Signal, 8), e: e, ppid: os.Getppid(), done: make(chan struct{})}
 	x.ctx, x.cancel = context.WithCancelCause(context.Background())
 	x.stderr = &brokenPipeWriter{w: e.stderr, gone: func() { x.cancel(errStderrGone) }}
 	signal.Notify(x.sigs, slices.Concat(stopSignals, pipeSignals)...)
 	return x
 }
 
-// start watches for the reasons to stop until stop is called, and logs
-// the one that ends the run.
+// start watches for the reasons to stop, and logs the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
 	parentGone := watchParent(x.ppid, x.done)
 	go func() {
@@ -80,18 +69,16 @@ func (x *exitWatch) start(logger *slog.Logger) {
 				parentGone = nil
 				x.cancel(errParentGone)
 			case sig := <-x.sigs:
-				if isPipeSignal(sig) {
-					// Any broken pipe raises it, the child's stdin too:
-					// only a broken stdout or stderr ends the run.
-					switch {
-					case pipeGone(x.stdout):
-						x.cancel(errStdoutGone)
-					case pipeGone(x.rawErr):
-						x.cancel(errStderrGone)
-					}
-					continue
+				// Any broken pipe raises SIGPIPE, the child's stdin too:
+				// only a broken stdout or stderr ends the run.
+				switch {
+				case !slices.Contains(pipeSignals, sig):
+					x.cancel(errors.New("signal " + sigName(sig)))
+				case pipeGone(x.e.stdout):
+					x.cancel(errStdoutGone)
+				case pipeGone(x.e.stderr):
+					x.cancel(errStderrGone)
 				}
-				x.cancel(errors.New("signal " + sigName(sig)))
 			}
 		}
 	}()
@@ -104,18 +91,16 @@ func (x *exitWatch) stop() {
 	x.cancel(nil)
 }
 
-// brokenPipeWriter passes writes to w and calls gone, once, when one fails
-// because w's reader is gone.
+// brokenPipeWriter calls gone when a write fails because w's reader is gone.
 type brokenPipeWriter struct {
 	w    io.Writer
 	gone func()
-	once sync.Once
 }
 
 func (b *brokenPipeWriter) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)
 	if err != nil && isBrokenPipe(err) {
-		b.once.Do(b.gone)
+		b.gone() // x.cancel: only the first cause counts
 	}
 	return n, err
 }

@@ -10,15 +10,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/proc"
 )
 
-// guardCommand is the hidden subcommand that runs the guard (see
-// internal/proc's guard.go): "mcpflow __guard PID".
+// guardCommand is the hidden subcommand "mcpflow __guard PID" (internal/proc's guard).
 const guardCommand = "__guard"
 
-// startGuard starts this binary as the guard of the run, which kills every
-// process group the run started should mcpflow die without stopping them
-// (SIGKILL); call the result when the run is over. In a test binary, where
-// commands run in-process and the executable is the test, it starts
-// nothing.
+// startGuard starts this binary as the guard that kills the run's process
+// groups should mcpflow die without stopping them; call the result when the
+// run is over. A test binary (the executable is the test) starts none.
 func startGuard(logger *slog.Logger) (stop func()) {
 	if testing.Testing() {
 		return func() {}
@@ -36,8 +33,7 @@ func startGuard(logger *slog.Logger) (stop func()) {
 	return stop
 }
 
-// cmdGuard is "mcpflow __guard PID", started by startGuard: it watches
-// mcpflow (PID) until its stdin closes.
+// cmdGuard watches mcpflow (PID) until its stdin closes.
 func cmdGuard(e env, args []string) int {
 	if len(args) != 1 {
 		return exitUsage

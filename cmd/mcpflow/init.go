@@ -10,8 +10,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 )
 
-const initUsage = `Usage:
-  mcpflow init [--force] [--cli SCHEMA-CMD] [DIR]
+const initUsage = `  mcpflow init [--force] [--cli SCHEMA-CMD] [DIR]
 
 Detects the project in DIR (default: the current folder) from its go.mod,
 Cargo.toml, package.json (with tsconfig.json) or pyproject.toml, writes a
@@ -24,49 +23,40 @@ SDK's NewStreamableHTTPHandler) gets run.url: {port} when it reads $PORT,
 else the port it listens on.
 With --cli, the config serves a command-line program as MCP tools: its
 schema command (e.g. --cli "./bin/tool schema --json") lists the tools.
-
-Flags:
 `
 
 func cmdInit(e env, args []string) int {
 	fs := newFlagSet(e, "init", initUsage)
 	force := fs.Bool("force", false, "overwrite an existing mcpflow.toml")
 	cliSchema := fs.String("cli", "", "serve a CLI as tools: its schema command line, e.g. \"./bin/tool schema --json\"")
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 1 {
-		fmt.Fprintln(e.stderr, "mcpflow init: at most one DIR")
-		return exitUsage
-	}
-	dir := mustGetwd(e)
-	if len(pos) == 1 {
-		dir = project.AbsFrom(dir, pos[0])
-	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		fmt.Fprintf(e.stderr, "mcpflow init: %s is not a folder\n", dir)
-		return exitUsage
-	}
-	path := filepath.Join(dir, "mcpflow.toml")
-	if _, err := os.Stat(path); err == nil && !*force {
-		fmt.Fprintf(e.stderr, "mcpflow init: %s already exists; run \"mcpflow check\" to validate it, or pass --force to overwrite it\n", path)
-		return exitUsage
-	}
-	report, err := project.Init(dir, *cliSchema, project.LauncherFor(executable(), clone()))
-	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow init:", err)
-		if errors.Is(err, project.ErrUsage) {
-			return exitUsage
+	return fs.parse(args, func(pos []string) int {
+		if len(pos) > 1 {
+			return e.fail(exitUsage, "mcpflow init: at most one DIR")
 		}
-		return exitFailure
-	}
-	fmt.Fprint(e.stdout, report)
-	return exitOK
+		dir := mustGetwd(e)
+		if len(pos) == 1 {
+			dir = project.AbsFrom(dir, pos[0])
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return e.fail(exitUsage, "mcpflow init: %s is not a folder", dir)
+		}
+		path := filepath.Join(dir, "mcpflow.toml")
+		if _, err := os.Stat(path); err == nil && !*force {
+			return e.fail(exitUsage, "mcpflow init: %s already exists; run \"mcpflow check\" to validate it, or pass --force to overwrite it", path)
+		}
+		report, err := project.Init(dir, *cliSchema, project.LauncherFor(executable(), clone()))
+		switch {
+		case errors.Is(err, project.ErrUsage):
+			return e.fail(exitUsage, "mcpflow init: %v", err)
+		case err != nil:
+			return e.fail(exitFailure, "mcpflow init: %v", err)
+		}
+		fmt.Fprint(e.stdout, report)
+		return exitOK
+	})
 }
 
-// executable is the running binary's absolute path, links resolved; ""
-// when unknown.
+// executable is the running binary's path, links resolved; "" when unknown.
 func executable() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -78,9 +68,7 @@ func executable() string {
 	return exe
 }
 
-// clone is the repository this binary was built from, when go run built it
-// there (its source paths are not trimmed and the folder is still a clone
-// of mcpflow); "" otherwise.
+// clone is the mcpflow clone go run built this binary from, or "".
 func clone() string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok || !filepath.IsAbs(file) {

@@ -2,26 +2,15 @@
 // between an MCP client and the server under development, rebuilds the
 // server when its sources change (or when the agent calls the recompile
 // tool), and restarts it without the client noticing anything but a
-// tools/list_changed notification.
-//
-// Usage:
-//
-//	mcpflow watch [-c mcpflow.toml]          run with a config file
-//	mcpflow watch [--build CMD] -- CMD ARGS  run without one
-//	mcpflow check [-c mcpflow.toml]          validate a config and show what it resolves to
-//	mcpflow mux [-c FILE]                    serve several servers as one (NAME__tool)
-//	mcpflow init [--force] [--cli CMD] [DIR] write a commented mcpflow.toml for a project
-//	mcpflow status [--json] [-c FILE]        show the running instances
-//	mcpflow rebuild [NAME]                   rebuild and restart a running instance's server
-//	mcpflow logs [-f]                        print (and follow) a running instance's log
-//	mcpflow version                          print the version
-//	mcpflow help [COMMAND]                   show help (every command takes -h and --version)
+// tools/list_changed notification. "mcpflow help" lists its commands;
+// every command takes -h and --version.
 //
 // Exit status: 0 on success (and after a clean shutdown), 1 on a runtime
 // failure, 2 on a usage or configuration error.
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,8 +35,7 @@ const (
 	exitUsage   = 2
 )
 
-// env is what a command may touch of the process: no globals, so tests run
-// commands in-process.
+// env is what a command may touch of the process (tests run commands in-process).
 type env struct {
 	stdin  io.Reader
 	stdout io.Writer
@@ -55,11 +43,16 @@ type env struct {
 	getwd  func() (string, error)
 }
 
+// fail prints a line on stderr and returns code.
+func (e env) fail(code int, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, format+"\n", a...)
+	return code
+}
+
 func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
-	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the whole run, for
-	// `go tool pprof` (how BENCHMARKS.md's profiles were taken); %p in FILE
-	// is the process id, for runs with more than one mcpflow.
+	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the run (BENCHMARKS.md's
+	// profiles); %p in FILE is the process id.
 	if path := os.Getenv("MCPFLOW_CPUPROFILE"); path != "" {
 		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
@@ -72,11 +65,8 @@ func main() {
 	os.Exit(run(e, os.Args[1:]))
 }
 
-// command is one subcommand: its name, the lines it has in mcpflow's usage
-// ("SYNOPSIS\tWHAT", after "mcpflow "; none for a hidden command), and
-// its function, which parses its flags with newFlagSet and parseArgs (so
-// -h, --help and --version work on it, and a bad flag is exit 2). Adding a
-// subcommand is one entry in commands.
+// command is one subcommand: its name, its lines in mcpflow's usage
+// ("SYNOPSIS\tWHAT", after "mcpflow "; none when hidden), and its function.
 type command struct {
 	name  string
 	lines []string
@@ -132,9 +122,7 @@ Exit status: 0 ok, 1 runtime failure, 2 usage or configuration error.
 	return b.String()
 }
 
-// run runs the command line args (without the program name) and returns
-// the exit code. Before a command, -h/--help is help and -v/--version is
-// version.
+// run runs the command line args (without the program name).
 func run(e env, args []string) int {
 	instance.Version = version()
 	if len(args) == 0 {
@@ -149,81 +137,65 @@ func run(e env, args []string) int {
 		name = "version"
 	}
 	c, ok := lookup(name, true)
-	if !ok {
-		if strings.HasPrefix(name, "-") {
-			fmt.Fprintf(e.stderr, "mcpflow: unknown flag %s (run \"mcpflow -h\" for the commands)\n", name)
-		} else {
-			fmt.Fprintf(e.stderr, "mcpflow: unknown command %q (run \"mcpflow -h\" for the commands)\n", name)
-		}
-		return exitUsage
+	switch {
+	case !ok && strings.HasPrefix(name, "-"):
+		return e.fail(exitUsage, "mcpflow: unknown flag %s (run \"mcpflow -h\" for the commands)", name)
+	case !ok:
+		return e.fail(exitUsage, "mcpflow: unknown command %q (run \"mcpflow -h\" for the commands)", name)
 	}
 	return c.run(e, rest)
 }
 
-const versionUsage = `Usage:
-  mcpflow version
+const versionUsage = `  mcpflow version
 
 Prints mcpflow's version: the module version of a release, else the
 commit it was built from.
-
-Flags:
 `
 
 func cmdVersion(e env, args []string) int {
 	fs := newFlagSet(e, "version", versionUsage)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(pos) > 0 {
-		return fs.misuse("takes no arguments, got %q", pos[0])
-	}
-	fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
-	return exitOK
+	return fs.parse(args, func(pos []string) int {
+		if len(pos) > 0 {
+			return fs.misuse("takes no arguments, got %q", pos[0])
+		}
+		fmt.Fprintf(e.stdout, "mcpflow %s\n", version())
+		return exitOK
+	})
 }
 
-const helpUsage = `Usage:
-  mcpflow help [COMMAND]
+const helpUsage = `  mcpflow help [COMMAND]
 
 Prints mcpflow's usage and its commands, or COMMAND's help (what
 "mcpflow COMMAND -h" prints).
-
-Flags:
 `
 
-// cmdHelp is "mcpflow help [COMMAND]": mcpflow's usage, or COMMAND's help
-// (what "mcpflow COMMAND -h" prints), on stdout.
 func cmdHelp(e env, args []string) int {
 	fs := newFlagSet(e, "help", helpUsage)
-	pos, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	switch {
-	case len(pos) == 0 || len(pos) == 1 && pos[0] == "help":
-		fmt.Fprint(e.stdout, usage())
-		return exitOK
-	case len(pos) > 1:
-		return fs.misuse("one COMMAND at most, got %q", pos)
-	}
-	c, ok := lookup(pos[0], false)
-	if !ok {
-		return fs.misuse("unknown command %q", pos[0])
-	}
-	return c.run(e, []string{"-h"})
+	return fs.parse(args, func(pos []string) int {
+		switch {
+		case len(pos) == 0 || len(pos) == 1 && pos[0] == "help":
+			fmt.Fprint(e.stdout, usage())
+			return exitOK
+		case len(pos) > 1:
+			return fs.misuse("one COMMAND at most, got %q", pos)
+		}
+		c, ok := lookup(pos[0], false)
+		if !ok {
+			return fs.misuse("unknown command %q", pos[0])
+		}
+		return c.run(e, []string{"-h"})
+	})
 }
 
-// buildVersion is set by the Makefile's -ldflags when the build has no
-// VCS stamp (a checkout built with -buildvcs=false, say).
+// buildVersion is set by the Makefile's -ldflags, for builds without a VCS stamp.
 var buildVersion string
 
-// version is mcpflow's version: the module version when installed with go
-// install, else the VCS revision and commit date the build stamped, else
-// what the Makefile passed, else "devel".
+// version is mcpflow's version: the module version (go install), else the
+// VCS revision and date the build stamped, else buildVersion, else "devel".
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return orDevel(buildVersion)
+		return cmp.Or(buildVersion, "devel")
 	}
 	return versionOf(bi, buildVersion)
 }
@@ -232,45 +204,26 @@ func versionOf(bi *debug.BuildInfo, fallback string) string {
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	var rev, at string
-	dirty := false
+	vcs := map[string]string{}
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
+		vcs[s.Key] = s.Value
 	}
+	rev := vcs["vcs.revision"]
 	if rev == "" {
-		return orDevel(fallback)
+		return cmp.Or(fallback, "devel")
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	v := "devel+" + rev
-	if dirty {
+	v := "devel+" + rev[:min(len(rev), 12)]
+	if vcs["vcs.modified"] == "true" {
 		v += "-dirty"
 	}
-	if t, err := time.Parse(time.RFC3339, at); err == nil {
+	if t, err := time.Parse(time.RFC3339, vcs["vcs.time"]); err == nil {
 		v += " (" + t.UTC().Format("2006-01-02") + ")"
 	}
 	return v
 }
 
-func orDevel(v string) string {
-	if v == "" {
-		return "devel"
-	}
-	return v
-}
-
-// parseFlags parses args with fs, accepting flags before, between and after
-// the positional arguments ("mcpflow init DIR --force"), and returns the
-// positional arguments in order. "--" ends the flags: everything after it is
-// positional, as given. Errors, including flag.ErrHelp, are fs.Parse's.
+// parseFlags parses args with fs, flags anywhere ("mcpflow init DIR --force"),
+// and returns the positional arguments; all after "--" are positional.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -289,18 +242,13 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// isTerminal reports whether r is a terminal (a console on Windows, a
-// Cygwin or MSYS pty included); a pipe, a file or /dev/null is not.
+// isTerminal reports whether r is a terminal (a Windows console, a Cygwin or MSYS pty).
 func isTerminal(r any) bool {
 	f, ok := r.(interface{ Fd() uintptr })
-	if !ok {
-		return false
-	}
-	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// flagSet is a subcommand's flags: its own, plus --version (every command
-// takes it).
+// flagSet is a subcommand's flags: its own, plus --version.
 type flagSet struct {
 	*flag.FlagSet
 	e       env
@@ -309,49 +257,41 @@ type flagSet struct {
 }
 
 // newFlagSet is the flag set of the subcommand name, whose help (-h) is
-// usage then its flags.
+// "Usage:", usage (its synopsis, a blank line, what it does), then its flags.
 func newFlagSet(e env, name, usage string) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), e: e, usage: usage}
-	// parseArgs says what went wrong, and prints the help on stdout when
-	// asked for: the flag package prints nothing.
+	// parse prints what went wrong, and the help on stdout.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.version = fs.Bool("version", false, "print mcpflow's version")
 	return fs
 }
 
-// misuse reports a usage error of fs's command on stderr, with where to
-// find its flags, and returns exitUsage.
+// misuse reports a usage error of fs's command and returns exitUsage.
 func (fs *flagSet) misuse(format string, a ...any) int {
-	fmt.Fprintf(fs.e.stderr, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)\n", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
-	return exitUsage
+	return fs.e.fail(exitUsage, "mcpflow %s: %s (run \"mcpflow %s -h\" for its help)", fs.Name(), fmt.Sprintf(format, a...), fs.Name())
 }
 
-// parseArgs parses a subcommand's args with fs (flags anywhere, see
-// parseFlags) and returns the positional arguments. When ok is false the
-// command ends with code: exitOK after -h or --help (the command's help on
-// stdout) or --version (the version on stdout), exitUsage for a bad flag
-// (named on stderr).
-func parseArgs(fs *flagSet, args []string) (pos []string, code int, ok bool) {
+// parse parses args (see parseFlags) and runs body with the positional ones,
+// unless -h, --help, --version (exitOK) or a bad flag (exitUsage) end here.
+func (fs *flagSet) parse(args []string, body func(pos []string) int) int {
 	pos, err := parseFlags(fs.FlagSet, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(fs.e.stdout)
-		fmt.Fprint(fs.e.stdout, fs.usage)
+		fmt.Fprint(fs.e.stdout, "Usage:\n"+fs.usage+"\nFlags:\n")
 		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		return nil, exitOK, false
+		return exitOK
 	case err != nil:
-		return nil, fs.misuse("%s", flagError(err, args)), false
+		return fs.misuse("%s", flagError(err, args))
 	case *fs.version:
 		fmt.Fprintf(fs.e.stdout, "mcpflow %s\n", version())
-		return nil, exitOK, false
+		return exitOK
 	}
-	return pos, exitOK, true
+	return body(pos)
 }
 
-// flagError is the flag package's err in the user's words: an undefined
-// flag as typed ("unknown flag --nope").
+// flagError is err with an undefined flag as typed ("unknown flag --nope").
 func flagError(err error, args []string) string {
 	const undefined = "flag provided but not defined: -"
 	msg := err.Error()

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/mcpflow/mcpflow/internal/config"
-	"github.com/mcpflow/mcpflow/internal/instance"
-	"github.com/mcpflow/mcpflow/internal/ops/logring"
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-const muxUsage = `Usage:
-  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL] [--traffic FILE]
+const muxUsage = `  mcpflow mux [-c FILE] [--log-file FILE] [--log-level LEVEL] [--traffic FILE]
 
 Serves several MCP servers to one client as one MCP server: their tools
 appear as NAME__tool, and the agent adds, reloads and removes servers with
@@ -23,8 +17,6 @@ built, watched and hot-reloaded on its own.
 
 Security: add_server runs any program the agent names. Turn it off with
 [mux] add_server = false, or restrict it with allowed_commands.
-
-Flags:
 `
 
 func cmdMux(e env, args []string) int {
@@ -33,30 +25,17 @@ func cmdMux(e env, args []string) int {
 	fs := newFlagSet(e, "mux", muxUsage)
 	cfgPath := fs.String("c", "", "config file with [servers.NAME] tables and [mux] (default: none, no servers)")
 	rf := addRunFlags(fs)
-	rest, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	if len(rest) > 0 {
-		fmt.Fprintf(e.stderr, "mcpflow mux: unexpected argument %q: servers come from -c FILE or from the agent's add_server\n", rest[0])
-		return exitUsage
-	}
-	var cfg *config.Config
-	var err error
-	if *cfgPath != "" {
-		cfg, err = loadOrBroken(*cfgPath)
+	return fs.parse(args, func(rest []string) int {
+		if len(rest) > 0 {
+			return e.fail(exitUsage, "mcpflow mux: unexpected argument %q: servers come from -c FILE or from the agent's add_server", rest[0])
+		}
+		if *cfgPath == "" {
+			return runSession(e, x, config.DefaultMux(mustGetwd(e)), nil, rf)
+		}
+		cfg, err := loadOrBroken(*cfgPath)
 		if err == nil && cfg.Mode() != config.Mux {
 			err = fmt.Errorf("%s serves one server (mode %s), not a mux: add [servers.NAME] tables or [mux], or run \"mcpflow watch -c %s\"", *cfgPath, cfg.Mode(), *cfgPath)
 		}
-	} else {
-		cfg = config.DefaultMux(mustGetwd(e))
-	}
-	broken := brokenProblem(err)
-	if err != nil && broken == "" {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitUsage
-	}
-	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return instance.Serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+		return runSession(e, x, cfg, err, rf)
 	})
 }

@@ -2,9 +2,8 @@ package main
 
 import "golang.org/x/sys/unix"
 
-// parentExit closes gone when the process ppid exits, or stops at done,
-// without polling: it waits on a pidfd of the parent. false when no pidfd
-// could be had (a kernel before 5.3): the caller polls instead.
+// parentExit closes gone when the process ppid exits, until done, by
+// waiting on its pidfd; false without one (a kernel before 5.3).
 func parentExit(ppid int, done <-chan struct{}, gone chan<- struct{}) bool {
 	fd, err := unix.PidfdOpen(ppid, 0)
 	if err != nil {

@@ -20,24 +20,16 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // Caught, never ignored: an ignored signal stays ignored in the children.
 var pipeSignals = []os.Signal{syscall.SIGPIPE}
 
-func isPipeSignal(sig os.Signal) bool { return sig == syscall.SIGPIPE }
-
 func sigName(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
+	if s, ok := sig.(syscall.Signal); ok && unix.SignalName(s) != "" {
+		return unix.SignalName(s)
 	}
 	return sig.String()
 }
 
 func isBrokenPipe(err error) bool { return errors.Is(err, syscall.EPIPE) }
 
-// pipeGone reports whether w is a pipe, socket or terminal whose other end
-// is gone (poll reports POLLERR or POLLHUP); false for anything else.
+// pipeGone reports whether w's other end is gone (POLLERR or POLLHUP).
 func pipeGone(w io.Writer) bool {
 	sc, ok := w.(syscall.Conn)
 	if !ok {
@@ -57,9 +49,8 @@ func pipeGone(w io.Writer) bool {
 	return gone
 }
 
-// watchParent returns a channel closed when the parent ppid exits (mcpflow's
-// parent pid changes, as the orphan is adopted), until done: on Linux
-// by a pidfd of the parent (no wake-up while it lives), else polled.
+// watchParent returns a channel closed when the parent ppid exits, until done:
+// by a pidfd on Linux, else by polling for a new parent pid (the orphan's).
 func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
 	if os.Getppid() == ppid && parentExit(ppid, done, gone) {

@@ -16,8 +16,6 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 // pipeSignals: Windows has no SIGPIPE; a broken pipe is an error.
 var pipeSignals []os.Signal
 
-func isPipeSignal(os.Signal) bool { return false }
-
 func sigName(sig os.Signal) string {
 	if sig == os.Interrupt {
 		return "SIGINT"
@@ -34,7 +32,6 @@ func isBrokenPipe(err error) bool {
 
 func pipeGone(io.Writer) bool { return false }
 
-// watchParent: Windows keeps a process's parent pid after the parent
-// exits, so there is nothing to poll; the child's Job Object still dies
-// with mcpflow.
+// watchParent: Windows keeps an orphan's parent pid, nothing to poll; the
+// child's Job Object still dies with mcpflow.
 func watchParent(int, <-chan struct{}) <-chan struct{} { return nil }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -17,8 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-const watchUsage = `Usage:
-  mcpflow watch [-c FILE] [--http ADDR]
+const watchUsage = `  mcpflow watch [-c FILE] [--http ADDR]
   mcpflow watch [--build CMD] [--log-file FILE] [--http ADDR] -- CMD [ARGS...]
 
 Relays the MCP client on stdin/stdout to your server, rebuilding and
@@ -32,8 +29,6 @@ at http://ADDR/mcp instead, as many as like, each its own session, kept
 across every restart of the server; stdin is not read, and mcpflow runs
 until Ctrl-C or SIGTERM. ADDR is host:port (127.0.0.1:0 = a free port;
 the URL is logged at start).
-
-Flags:
 `
 
 func cmdWatch(e env, args []string) int {
@@ -45,18 +40,9 @@ func cmdWatch(e env, args []string) int {
 	cfgPath := fs.String("c", "", "config file (default ./mcpflow.toml)")
 	build := fs.String("build", "", "build command, run by sh -c (only with -- CMD)")
 	rf := addRunFlags(fs)
-	cmdArgs, code, ok := parseArgs(fs, args)
-	if !ok {
-		return code
-	}
-	cfg, err := watchConfig(e, *cfgPath, *build, cmdArgs)
-	broken := brokenProblem(err)
-	if err != nil && broken == "" {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitUsage
-	}
-	return runSession(e, x, cfg, rf, func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error {
-		return instance.Serve(ctx, cfg, broken, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout)
+	return fs.parse(args, func(cmdArgs []string) int {
+		cfg, err := watchConfig(e, *cfgPath, *build, cmdArgs)
+		return runSession(e, x, cfg, err, rf)
 	})
 }
 
@@ -68,17 +54,23 @@ func addRunFlags(fs *flagSet) runFlags {
 		logFile:  fs.String("log-file", "", "also write the log to this file"),
 		logLevel: fs.String("log-level", "", "debug | info | warn | error (overrides log.level)"),
 		traffic:  fs.String("traffic", "", "record every message, both ways, to this file (JSON Lines; log.traffic)"),
-		http:     httpFlag(fs),
+		http:     fs.String("http", "", "serve MCP over Streamable HTTP at http://ADDR/mcp (ADDR = host:port, port 0 = a free one) instead of stdin/stdout; [http] listen"),
 	}
 }
 
-// runSession applies f to cfg, opens the log (stderr, the log file, the
-// in-memory ring for mcpflow logs) and runs serve until the session ends,
-// returning the exit code. Every way the run ends goes through serve's
-// return, which stops every child, its group and any running build first:
-// stdin EOF (nil), a fatal error, or x's context (a signal, a broken
-// stdout or stderr, the parent exiting: a clean shutdown).
-func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(ctx context.Context, logger *slog.Logger, ring *logring.Ring) error) int {
+// runSession applies f to cfg, opens the log and serves the session until
+// it ends. cfgErr is the config's error: an errBroken is served, any other
+// is a usage error. Every way the run ends goes through instance.Serve's
+// return, which stops every child, its group and any running build first.
+func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlags) int {
+	problem := ""
+	if cfgErr != nil {
+		var broken errBroken
+		if !errors.As(cfgErr, &broken) {
+			return e.fail(exitUsage, "mcpflow: %v", cfgErr)
+		}
+		problem = broken.Error()
+	}
 	if *f.logFile != "" {
 		cfg.Log.File = project.AbsFrom(mustGetwd(e), *f.logFile)
 	}
@@ -87,27 +79,23 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 	}
 	if *f.logLevel != "" {
 		if msg := config.ValueProblem("log.level", *f.logLevel); msg != "" {
-			fmt.Fprintln(e.stderr, "mcpflow: --log-level:", msg)
-			return exitUsage
+			return e.fail(exitUsage, "mcpflow: --log-level: %s", msg)
 		}
 		cfg.Log.Level = *f.logLevel
 	}
 	if *f.http != "" {
 		if msg := config.ListenProblem(*f.http); msg != "" {
-			fmt.Fprintln(e.stderr, "mcpflow: --http:", msg)
-			return exitUsage
+			return e.fail(exitUsage, "mcpflow: --http: %s", msg)
 		}
 		cfg.HTTP.Listen = *f.http
 	}
 	if err := statedir.Check(statedir.Of(cfg.Dir)); err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	ring := logring.New(0)
 	logger, closeLog, err := logging.Open(x.stderr, ring, cfg.Log)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "mcpflow:", err)
-		return exitFailure
+		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
 	defer closeLog()
 	if isTerminal(e.stdin) && cfg.HTTP.Listen == "" {
@@ -115,53 +103,44 @@ func runSession(e env, x *exitWatch, cfg *config.Config, f runFlags, serve func(
 	}
 	x.start(logger)
 	defer startGuard(logger)()
-	if err := serve(x.ctx, logger, ring); err != nil {
+	if err := instance.Serve(x.ctx, cfg, problem, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), e.stdout); err != nil {
 		logger.Error("mcpflow stopped", "err", err)
 		return exitFailure
 	}
 	return exitOK
 }
 
-// watchConfig loads the config file, or builds one from the command line
-// after "--".
+// watchConfig loads the config file, or builds one from the command after "--".
 func watchConfig(e env, path, build string, cmdArgs []string) (*config.Config, error) {
+	switch {
+	case len(cmdArgs) > 0 && path != "":
+		return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
+	case len(cmdArgs) == 0 && build != "":
+		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
+	case path != "":
+		return loadOrBroken(path)
+	}
+	wd, err := e.getwd()
+	if err != nil {
+		return nil, err
+	}
 	if len(cmdArgs) > 0 {
-		if path != "" {
-			return nil, fmt.Errorf("give either -c FILE or -- CMD, not both")
-		}
-		wd, err := e.getwd()
-		if err != nil {
-			return nil, err
-		}
 		cfg := project.ZeroConfig(wd, cmdArgs, build)
 		return cfg, cfg.Validate()
 	}
-	if build != "" {
-		return nil, fmt.Errorf("--build goes with -- CMD; with a config file, set build.command in it")
-	}
-	if path == "" {
-		wd, err := e.getwd()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(wd, "mcpflow.toml")
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
-		}
+	path = filepath.Join(wd, "mcpflow.toml")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no mcpflow.toml in %s: run \"mcpflow init\" to write one, pass -c FILE, or run \"mcpflow watch -- ./your-server\"", wd)
 	}
 	return loadOrBroken(path)
 }
 
-// errBroken is a config file that does not load: mcpflow still serves
-// the session (brokenEngine) and starts the server once the file is
-// fixed.
+// errBroken is a config file that does not load: mcpflow serves until it is fixed.
 type errBroken struct{ err error }
 
 func (e errBroken) Error() string { return e.err.Error() }
 
-// loadOrBroken loads the config file at path; one that does not load is
-// errBroken, with the defaults as the config of the run that serves the
-// session until it is fixed.
+// loadOrBroken loads the config file at path, else errBroken and the defaults.
 func loadOrBroken(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
 	if err == nil {
@@ -175,20 +154,9 @@ func loadOrBroken(path string) (*config.Config, error) {
 	return d, errBroken{err}
 }
 
-// brokenProblem is the problem of a config that does not load (the text
-// check prints), or "" for any other error.
-func brokenProblem(err error) string {
-	var b errBroken
-	if errors.As(err, &b) {
-		return b.Error()
-	}
-	return ""
-}
-
 func mustGetwd(e env) string {
-	wd, err := e.getwd()
-	if err != nil {
-		return "."
+	if wd, err := e.getwd(); err == nil {
+		return wd
 	}
-	return wd
+	return "."
 }

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
 
-// template is a compiled cli_command: the argv of one call is made from it
-// and the call's arguments, with no shell. The rules are in the package
-// documentation and the README's "CLI tools" section.
+// template is a compiled cli_command (rules: the package documentation).
 type template struct {
 	root   []node
 	params map[string]param
@@ -43,8 +42,7 @@ type part struct {
 	name string // "" = literal
 }
 
-// compileTemplate compiles cli_command. On error it returns the path of
-// the offending element inside the template.
+// compileTemplate compiles cli_command; an error comes with its element's path.
 func compileTemplate(raw json.RawMessage, params map[string]param) (*template, []string, error) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
@@ -61,6 +59,7 @@ func compileTemplate(raw json.RawMessage, params map[string]param) (*template, [
 
 func (t *template) compileGroup(elems []json.RawMessage, at []string, top bool) ([]node, []string, error) {
 	var nodes []node
+	prevFlag := false // a value slot right after a flag literal is the flag's value, not a positional argument
 	for i, raw := range elems {
 		p := append(append([]string(nil), at...), strconv.Itoa(i))
 		raw = bytes.TrimSpace(raw)
@@ -83,6 +82,7 @@ func (t *template) compileGroup(elems []json.RawMessage, at []string, top bool) 
 				}
 			}
 			nodes = append(nodes, n)
+			prevFlag = false
 			continue
 		}
 		var s string
@@ -96,75 +96,57 @@ func (t *template) compileGroup(elems []json.RawMessage, at []string, top bool) 
 		if n.kind == guardNode && top {
 			return nil, p, fmt.Errorf("guard %q must be inside a group, e.g. [%q, \"--flag\"]", s, s)
 		}
-		nodes = append(nodes, n)
-	}
-	// A value slot right after a flag literal is the flag's value, not a
-	// positional argument.
-	prevFlag := false
-	for i := range nodes {
-		n := &nodes[i]
-		switch n.kind {
-		case wholeNode, textNode:
-			if prevFlag {
-				n.posPos = false
-			}
-		}
 		if n.kind != guardNode {
+			n.posPos = n.posPos && !prevFlag
 			prevFlag = n.kind == litNode && n.flag
 		}
+		nodes = append(nodes, n)
 	}
 	return nodes, nil, nil
 }
 
+// braceRE finds the braces of an element: escaped ones, placeholders and
+// lone ones; the text between them is literal.
+var braceRE = regexp.MustCompile(`\{\{|\}\}|\{[^}]*\}|[{}]`)
+
 func (t *template) compileString(s string) (node, error) {
 	var parts []part
-	var lit strings.Builder
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '{' && i+1 < len(s) && s[i+1] == '{':
-			lit.WriteByte('{')
-			i += 2
-		case c == '}' && i+1 < len(s) && s[i+1] == '}':
-			lit.WriteByte('}')
-			i += 2
-		case c == '}':
+	lit, last := "", 0
+	for _, m := range braceRE.FindAllStringIndex(s, -1) {
+		lit += s[last:m[0]]
+		last = m[1]
+		switch tok := s[m[0]:m[1]]; tok {
+		case "{{", "}}":
+			lit += tok[:1]
+			continue
+		case "}":
 			return node{}, fmt.Errorf("%q: a lone '}' (write }} for a literal brace)", s)
-		case c == '{':
-			end := strings.IndexByte(s[i:], '}')
-			if end < 0 {
-				return node{}, fmt.Errorf("%q: unclosed '{' (write {{ for a literal brace)", s)
-			}
-			body := s[i+1 : i+end]
-			prefix := ""
-			if strings.HasPrefix(body, "?") || strings.HasPrefix(body, "!") {
-				prefix, body = body[:1], body[1:]
-			}
-			if !validParamName(body) {
-				return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
-			}
-			if _, ok := t.params[body]; !ok {
-				return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
-			}
-			if prefix != "" {
-				if i != 0 || end != len(s)-1 {
-					return node{}, fmt.Errorf("%q: a guard {%s%s} must be a whole element", s, prefix, body)
-				}
-				return node{kind: guardNode, name: body, neg: prefix == "!"}, nil
-			}
-			if lit.Len() > 0 {
-				parts = append(parts, part{lit: lit.String()})
-				lit.Reset()
-			}
-			parts = append(parts, part{name: body})
-			i += end + 1
-		default:
-			lit.WriteByte(c)
-			i++
+		case "{":
+			return node{}, fmt.Errorf("%q: unclosed '{' (write {{ for a literal brace)", s)
 		}
+		body, prefix := s[m[0]+1:m[1]-1], ""
+		if strings.HasPrefix(body, "?") || strings.HasPrefix(body, "!") {
+			prefix, body = body[:1], body[1:]
+		}
+		if !paramNameRE.MatchString(body) {
+			return node{}, fmt.Errorf("%q: bad placeholder {%s%s} (write {{ for a literal brace)", s, prefix, body)
+		}
+		if _, ok := t.params[body]; !ok {
+			return node{}, fmt.Errorf("%q: placeholder {%s} names no declared parameter", s, body)
+		}
+		if prefix != "" {
+			if m[0] != 0 || m[1] != len(s) {
+				return node{}, fmt.Errorf("%q: a guard {%s%s} must be a whole element", s, prefix, body)
+			}
+			return node{kind: guardNode, name: body, neg: prefix == "!"}, nil
+		}
+		if lit != "" {
+			parts = append(parts, part{lit: lit})
+		}
+		parts, lit = append(parts, part{name: body}), ""
 	}
-	if lit.Len() > 0 {
-		parts = append(parts, part{lit: lit.String()})
+	if lit += s[last:]; lit != "" {
+		parts = append(parts, part{lit: lit})
 	}
 	switch {
 	case len(parts) == 0:
@@ -183,18 +165,7 @@ func (t *template) compileString(s string) (node, error) {
 	return node{kind: textNode, parts: parts, posPos: parts[0].name != ""}, nil
 }
 
-func validParamName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || c == '-' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
+var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
 
 // argError is a call whose arguments cannot be mapped to an argv.
 type argError struct {
@@ -203,9 +174,6 @@ type argError struct {
 }
 
 func (e *argError) Error() string {
-	if e.Param == "" {
-		return e.Msg
-	}
 	return fmt.Sprintf("parameter %q: %s", e.Param, e.Msg)
 }
 
@@ -230,15 +198,11 @@ func (x *expander) value(name, bound string, item any) (any, bool) {
 	if name == bound {
 		return item, true
 	}
-	v, ok := x.args[name]
-	if !ok || v == nil {
-		return nil, false
-	}
-	return v, true
+	v := x.args[name] // nil when missing
+	return v, v != nil
 }
 
-// keep reports whether a group's own placeholders and guards are all
-// satisfied.
+// keep reports whether a group's own placeholders and guards hold.
 func (x *expander) keep(nodes []node, bound string, item any) bool {
 	for _, n := range nodes {
 		switch n.kind {
@@ -247,12 +211,8 @@ func (x *expander) keep(nodes []node, bound string, item any) bool {
 				return false
 			}
 		case textNode:
-			for _, p := range n.parts {
-				if p.name != "" {
-					if _, ok := x.value(p.name, bound, item); !ok {
-						return false
-					}
-				}
+			if _, ok := x.text(n, bound, item); !ok {
+				return false
 			}
 		case guardNode:
 			v, ok := x.value(n.name, bound, item)
@@ -282,44 +242,23 @@ func (x *expander) group(out *[]string, nodes []node, bound string, item any) er
 			if !ok {
 				continue
 			}
-			if a, isArr := v.([]any); isArr {
-				for _, it := range a {
-					s := render(it)
-					if err := x.checkDash(n, s); err != nil {
-						return err
-					}
-					*out = append(*out, s)
+			vals, isArr := v.([]any)
+			if !isArr {
+				vals = []any{v}
+			}
+			for _, it := range vals {
+				if err := x.emit(out, n, render(it)); err != nil {
+					return err
 				}
-				continue
 			}
-			s := render(v)
-			if err := x.checkDash(n, s); err != nil {
-				return err
-			}
-			*out = append(*out, s)
 		case textNode:
-			var b strings.Builder
-			missing := false
-			for _, p := range n.parts {
-				if p.name == "" {
-					b.WriteString(p.lit)
-					continue
+			if s, ok := x.text(n, bound, item); ok {
+				if err := x.emit(out, n, s); err != nil {
+					return err
 				}
-				v, ok := x.value(p.name, bound, item)
-				if !ok {
-					missing = true
-					break
-				}
-				b.WriteString(render(v))
 			}
-			if missing {
-				continue
-			}
-			if err := x.checkDash(n, b.String()); err != nil {
-				return err
-			}
-			*out = append(*out, b.String())
 		case groupNode:
+			name, items := bound, []any{item}
 			if n.repeat != "" && n.repeat != bound {
 				v, ok := x.value(n.repeat, bound, item)
 				if !ok {
@@ -329,24 +268,42 @@ func (x *expander) group(out *[]string, nodes []node, bound string, item any) er
 				if a == nil {
 					a = []any{v}
 				}
-				for _, it := range a {
-					if !x.keep(n.group, n.repeat, it) {
-						continue
-					}
-					if err := x.group(out, n.group, n.repeat, it); err != nil {
-						return err
-					}
+				name, items = n.repeat, a
+			}
+			for _, it := range items {
+				if !x.keep(n.group, name, it) {
+					continue
 				}
-				continue
-			}
-			if !x.keep(n.group, bound, item) {
-				continue
-			}
-			if err := x.group(out, n.group, bound, item); err != nil {
-				return err
+				if err := x.group(out, n.group, name, it); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
+}
+
+// text is a textNode's element, false when a placeholder in it is absent.
+func (x *expander) text(n node, bound string, item any) (string, bool) {
+	var b strings.Builder
+	for _, p := range n.parts {
+		v, ok := any(p.lit), true
+		if p.name != "" {
+			v, ok = x.value(p.name, bound, item)
+		}
+		if !ok {
+			return "", false
+		}
+		b.WriteString(render(v))
+	}
+	return b.String(), true
+}
+
+func (x *expander) emit(out *[]string, n node, s string) error {
+	if err := x.checkDash(n, s); err != nil {
+		return err
+	}
+	*out = append(*out, s)
 	return nil
 }
 
@@ -365,20 +322,14 @@ func (x *expander) checkDash(n node, s string) error {
 		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, allowDashKey)}
 }
 
-// render gives a scalar's argv text: a string as is, a number in its JSON
-// text, a boolean as true/false; objects and arrays as compact JSON.
+// render gives a value's argv text: a string as is, anything else (a
+// json.Number, true, null, an object) as its compact JSON.
 func render(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
-	case json.Number:
-		return v.String()
-	case bool:
-		return strconv.FormatBool(v)
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
-	case nil:
-		return "null"
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -1,6 +1,7 @@
 package clitools
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -9,11 +10,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// Backend serves a Server behind a mux (a mux.Backend): each mux session
-// is a session of the server; its tools are the mux's to list; a start
-// or reload runs the attached hooks' cycle (build, then refresh) or, with
-// none, re-reads the schema. A refresh that fails while older tools are
-// served is a failed build, not a crash: the old tools keep serving.
+// Backend serves a Server behind a mux (a mux.Backend): a start or reload
+// runs the attached hooks' cycle (build, then refresh) or, with none,
+// re-reads the schema.
 type Backend struct {
 	srv   *Server
 	emit  func(mux.Event)
@@ -35,8 +34,7 @@ func NewBackend(srv *Server, emit func(mux.Event)) *Backend {
 // Server is the backend's server (the Restarter of its builds).
 func (b *Backend) Server() *Server { return b.srv }
 
-// Attach gives the backend its served server's hooks (build and watch)
-// and runs their loop until Close. Call it at most once, before Start.
+// Attach gives the backend its hooks and runs their loop until Close; call it once, before Start.
 func (b *Backend) Attach(h mux.Hooks) {
 	b.hooks = h
 	if h.Run != nil {
@@ -63,17 +61,13 @@ func (b *Backend) cycle(ctx context.Context, hook func(context.Context) result.B
 		if sch, _ := b.srv.Schema(); sch != nil {
 			// The old tools keep serving: a failed refresh is reported
 			// as a failed build, not as a crash.
-			res.OK = false
-			if res.Errors == "" {
-				res.Errors = rs.Err.Error()
-			}
+			res.OK, res.Errors = false, cmp.Or(res.Errors, rs.Err.Error())
 		}
 	}
 	ev := mux.Event{Kind: mux.EventUp, Build: &res}
 	switch {
 	case !res.OK:
-		ev.Kind = mux.EventBuildFailed
-		ev.Report = "the build failed:\n" + res.Errors
+		ev.Kind, ev.Report = mux.EventBuildFailed, "the build failed:\n"+res.Errors
 	case res.Restart != nil && res.Restart.Err != nil:
 		ev.Kind, ev.Report = mux.EventCrashed, res.Restart.Err.Error()
 	}
@@ -84,8 +78,7 @@ func (b *Backend) cycle(ctx context.Context, hook func(context.Context) result.B
 	return res
 }
 
-// NoteBuild tells the mux how a build cycle ended (list_servers): the
-// served server's note.
+// NoteBuild tells the mux how a build cycle ended (list_servers).
 func (b *Backend) NoteBuild(res result.Build) {
 	if res.Canceled {
 		return

@@ -38,10 +38,9 @@
 //     other stdout is text. A non-zero exit gives isError with the status,
 //     stdout and the stderr tail. With a progress token, stderr lines are
 //     sent as progress notifications, at most ten a second.
-//   - Serve serves one client on stdio through wire.Transport (a bad line
-//     is answered and the session goes on; ids come back exactly); the
-//     mux connects MCPServer in memory. Every call goes through the MCP
-//     server, its middleware and the tool's handler.
+//   - A Server is a wire.Opener: stdio (wire.Serve), the HTTP front and
+//     the mux open its sessions. Every call goes through the MCP server,
+//     its middleware and the tool's handler.
 //   - Refresh runs the schema command and updates the served tools only
 //     where the client's view differs; the SDK's server then sends
 //     tools/list_changed. A failed refresh changes nothing served; its

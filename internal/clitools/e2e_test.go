@@ -79,10 +79,10 @@ func start(t *testing.T, era testkit.Era, cfg Config) *harness {
 	return h
 }
 
-// serve runs s.Serve on two pipes and returns the client's transport.
+// serve serves s with wire.Serve on two pipes and returns the client's transport.
 func serve(t testing.TB, s *Server) mcp.Transport {
 	return testkit.Pipes(t, func(in io.Reader, out io.Writer) error {
-		return s.Serve(context.Background(), wire.NewReader(in, 0), out, wire.ServeOptions{})
+		return wire.Serve(context.Background(), wire.NewReader(in, 0), out, s, wire.ServeOptions{})
 	})
 }
 
@@ -541,7 +541,7 @@ func TestRecompileTool(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
 		rc := &fakeRecompiler{ok: true}
-		h := start(t, era, Config{Schema: []string{"cat", path}, Recompiler: rc})
+		h := start(t, era, Config{Schema: []string{"cat", path}, Recompile: rc.Recompile})
 		rc.srv = h.srv
 		writeSchema(t, path, `{"name": "hi", "parameters": {"type": "object"}, "cli_command": ["greet", "--name", "x"]}`)
 		r := h.call("recompile", nil)
@@ -585,7 +585,7 @@ func TestClientGoneKillsTheGroup(t *testing.T) {
 		cr, sw := io.Pipe()
 		sr, cw := io.Pipe()
 		served := make(chan error, 1)
-		go func() { served <- s.Serve(context.Background(), wire.NewReader(sr, 0), sw, wire.ServeOptions{}) }()
+		go func() { served <- wire.Serve(context.Background(), wire.NewReader(sr, 0), sw, s, wire.ServeOptions{}) }()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: era.Version})
 		if err != nil {
 			t.Fatal(err)

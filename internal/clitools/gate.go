@@ -14,11 +14,10 @@ import (
 )
 
 // NewGate puts a Gate around srv: notices (relay.notices) notes a failed
-// build in call results; grace (relay.startup_grace) bounds the wait for
-// the startup cycle, 0 = as long as the client waits for a server
-// (relay.ClientWait).
+// build in call results; grace (relay.startup_grace; 0 = as long as the
+// client waits) bounds the wait for the startup cycle.
 func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
-	st := &Gate{srv: srv, tool: srv.cfg.Tool, notices: notices, grace: grace, ready: make(chan struct{})}
+	st := &Gate{srv: srv, notices: notices, grace: grace, ready: make(chan struct{})}
 	srv.cfg.Note = st.note
 	srv.srv.AddReceivingMiddleware(st.middleware)
 	return st
@@ -27,17 +26,13 @@ func NewGate(srv *Server, notices bool, grace time.Duration) *Gate {
 // Started says the startup cycle is over: the calls waiting for it go on.
 func (st *Gate) Started() { st.once.Do(func() { close(st.ready) }) }
 
-// Gate is what a CLI served alone (not behind a mux, which has states of
-// its own) adds around its Server: tools/list and tools/call wait for the
-// startup cycle (Started), so that the first list holds the CLI's tools;
-// a call of a tool that is not served says why when the build or the
-// schema is broken; with notices, a CLI tool's result notes a failed
-// build.
+// Gate is what a CLI served alone adds around its Server: tools/list and
+// tools/call wait for the startup cycle, so that the first list holds the
+// CLI's tools; a call of a tool that is not served says why.
 type Gate struct {
 	srv     *Server
-	tool    string        // the recompile tool's name, "-" for none
-	notices bool          // note a failed build in call results
-	grace   time.Duration // longest wait for the startup cycle; 0 = as long as the client waits
+	notices bool // note a failed build in call results
+	grace   time.Duration
 	ready   chan struct{} // closed when the startup cycle is over
 	once    sync.Once
 
@@ -45,10 +40,9 @@ type Gate struct {
 	lastBuild *result.Build // the last cycle that was not canceled
 }
 
-// waitReady waits for the startup cycle, at most st.grace, or as long as
-// the client waits for a server when it is 0 (relay.ClientWait), so that a
-// slow first build never makes the client give up on a silent server; it
-// reports whether the cycle is over.
+// waitReady reports whether the startup cycle ended within st.grace, or, when
+// 0, as long as the client waits for a server (relay.ClientWait): a slow first
+// build must not make the client give up on a silent server.
 func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 	grace := st.grace
 	if grace <= 0 {
@@ -60,32 +54,27 @@ func (st *Gate) waitReady(ctx context.Context, req mcp.Request) (bool, error) {
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	timeout := t.C
 	select {
 	case <-st.ready:
 		return true, nil
-	case <-timeout:
+	case <-t.C:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
 }
 
-// note is the notices note for a CLI tool's result: why the last
-// build failed, or "".
+// note is the notices note for a CLI tool's result, or "".
 func (st *Gate) note() string {
-	if !st.notices {
-		return ""
-	}
 	p := st.buildProblem()
-	if p == "" {
+	if !st.notices || p == "" {
 		return ""
 	}
-	return "mcpflow note: " + firstLine(p) + "; this call ran the program as it is on disk. " + st.fixHint()
+	p, _, _ = strings.Cut(p, "\n")
+	return "mcpflow note: " + p + "; this call ran the program as it is on disk. " + st.fixHint()
 }
 
-// NoteBuild tells the gate how a build cycle ended (the builder's
-// OnResult).
+// NoteBuild tells the gate how a build cycle ended (the builder's OnResult).
 func (st *Gate) NoteBuild(res result.Build) {
 	if res.Canceled {
 		return
@@ -120,7 +109,7 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, err
 		}
 		call, ok := req.(*mcp.CallToolRequest)
-		if !ok || call.Params == nil || call.Params.Name == st.tool {
+		if !ok || call.Params == nil || call.Params.Name == st.srv.cfg.Tool {
 			return next(ctx, method, req)
 		}
 		name := call.Params.Name
@@ -128,10 +117,10 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if sch.Tool(name) == nil {
 			if !ready {
 				msg := fmt.Sprintf("tool %q is not served yet: the first build and schema read are still running; the client gets tools/list_changed when they finish. Retry then", name)
-				if st.tool != "-" {
-					msg += ", or call " + st.tool + " to wait for them"
+				if tool := st.srv.cfg.Tool; tool != "-" {
+					msg += ", or call " + tool + " to wait for them"
 				}
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg + "."}}}, nil
+				return textResult(msg+".", true), nil
 			}
 			var why []string
 			if p := st.buildProblem(); p != "" {
@@ -141,9 +130,7 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				why = append(why, "the CLI's tool list could not be read: "+schemaErr.Error())
 			}
 			if len(why) > 0 {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-					Text: fmt.Sprintf("tool %q is not served: %s\n%s", name, strings.Join(why, "\n"), st.fixHint()),
-				}}}, nil
+				return errResult("tool %q is not served: %s\n%s", name, strings.Join(why, "\n"), st.fixHint()), nil
 			}
 		}
 		return next(ctx, method, req)
@@ -151,13 +138,8 @@ func (st *Gate) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (st *Gate) fixHint() string {
-	if st.tool == "-" {
-		return "Fix it and save."
+	if tool := st.srv.cfg.Tool; tool != "-" {
+		return "Fix it and save, or call " + tool + " to rebuild and see the errors."
 	}
-	return "Fix it and save, or call " + st.tool + " to rebuild and see the errors."
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+	return "Fix it and save."
 }

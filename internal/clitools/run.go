@@ -16,17 +16,15 @@ import (
 	"github.com/mcpflow/mcpflow/internal/proc/tail"
 )
 
-// killGrace is how long a call's process group has, after SIGTERM, before
-// SIGKILL when the call is cut short, and how long output pipes held open
-// by what the call left behind are read after it exited.
-const killGrace = 200 * time.Millisecond
-
-// stderrTail is how much of a call's stderr a failed call reports.
-const stderrTail = 4 << 10
+const (
+	// killGrace is how long a cut-short call's group has between SIGTERM
+	// and SIGKILL, and how long pipes its leftovers hold open are read.
+	killGrace  = 200 * time.Millisecond
+	stderrTail = 4 << 10 // how much of a call's stderr a failed call reports
+)
 
 // outcome is how one process run ended.
 type outcome struct {
-	argv     []string
 	stdout   []byte
 	stderr   string // tail
 	exitCode int    // -1 when it did not exit by itself
@@ -40,7 +38,6 @@ var (
 	errShutdown = errors.New("server shutting down")
 )
 
-// runSpec is one process to run.
 type runSpec struct {
 	argv      []string
 	dir       string
@@ -48,13 +45,12 @@ type runSpec struct {
 	stdin     []byte // nil: no input (EOF at once)
 	timeout   time.Duration
 	maxOutput int64
-	onStderr  func(line string) // called for each stderr line, in order, one call at a time (tail.New's onLine)
+	onStderr  func(line string) // each stderr line, in order (tail.New's onLine)
 	shutdown  <-chan struct{}
 }
 
-// run runs one process in its own process group and reaps the whole group
-// before returning. A timeout, too much output, ctx's end or shutdown cuts
-// it short: its group is stopped (proc.Command) and outcome.err says why.
+// run runs one process in its own process group and reaps the whole group;
+// when cut short (timeout, too much output, ctx, shutdown), outcome.err says why.
 func run(ctx context.Context, s runSpec) outcome {
 	ctx, cutShort := context.WithCancelCause(ctx)
 	defer cutShort(nil)
@@ -70,15 +66,14 @@ func run(ctx context.Context, s runSpec) outcome {
 		case <-ctx.Done():
 		}
 	}()
-	o := outcome{argv: s.argv, exitCode: -1}
+	o := outcome{exitCode: -1}
 	cmd := proc.Command(ctx, proc.Spec{Argv: s.argv, Dir: s.dir, Env: s.env}, killGrace)
 	if s.stdin != nil {
 		cmd.Stdin = bytes.NewReader(s.stdin)
 	}
 	stdout := &capWriter{max: s.maxOutput, over: func() { cutShort(errOverflow) }}
 	stderr := tail.New(0, stderrTail, s.onStderr)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
 	err := cmd.Run()
 	o.duration = time.Since(start)
@@ -136,16 +131,8 @@ func (w *capWriter) bytes() []byte {
 	return append([]byte(nil), w.buf.Bytes()...)
 }
 
-// isJSONObject reports whether b (trimmed) is one JSON object, and returns
-// it decoded.
+// isJSONObject returns b decoded when it is one JSON object.
 func isJSONObject(b []byte) (map[string]any, bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
-		return nil, false
-	}
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, false
-	}
-	return m, true
+	return m, json.Unmarshal(b, &m) == nil && m != nil
 }

@@ -14,14 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// allowDashKey is the schema extension keyword, set to true in a
-// parameter's property schema, that lets a value starting with "-" fill a
-// positional slot.
-const allowDashKey = "x-cli-allow-dash"
-
-// inputStdin is the value of a tool's "input" that sends its arguments to
-// the process as one JSON object on stdin.
-const inputStdin = "stdin"
+const (
+	allowDashKey = "x-cli-allow-dash" // true in a property schema: a value starting with "-" may fill a positional slot
+	inputStdin   = "stdin"            // a tool's "input" that sends its arguments as JSON on stdin
+)
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
 
@@ -33,7 +29,6 @@ type Tool struct {
 
 	listed   mcp.Tool // as listed to the client; its schemas as the CLI printed them
 	resolved *jsonschema.Resolved
-	params   map[string]param
 }
 
 // param is what the mapping needs to know of one declared parameter.
@@ -42,8 +37,7 @@ type param struct {
 	allowDash bool
 }
 
-// MCPTool is the tool as listed to the client (a copy: the caller may
-// change it).
+// MCPTool is the tool as listed to the client (a copy).
 func (t *Tool) MCPTool() *mcp.Tool {
 	mt := t.listed
 	return &mt
@@ -80,8 +74,7 @@ func (s *Schema) Tool(name string) *Tool {
 	return nil
 }
 
-// schemaError is a schema that cannot be served, with where in the schema
-// JSON the problem is.
+// schemaError is a schema that cannot be served, with where the problem is.
 type schemaError struct {
 	Pointer string // JSON pointer (RFC 6901) of the offending value; "" = the document
 	Offset  int64  // byte offset in the schema output; -1 when unknown
@@ -91,17 +84,14 @@ type schemaError struct {
 }
 
 func (e *schemaError) Error() string {
-	var b strings.Builder
-	b.WriteString("schema")
+	s := "schema"
 	if e.Line > 0 {
-		fmt.Fprintf(&b, " line %d col %d", e.Line, e.Col)
+		s += fmt.Sprintf(" line %d col %d", e.Line, e.Col)
 	}
 	if e.Pointer != "" {
-		fmt.Fprintf(&b, " at %s", e.Pointer)
+		s += " at " + e.Pointer
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return s + ": " + e.Msg
 }
 
 type rawTool struct {
@@ -116,10 +106,7 @@ type rawTool struct {
 	Input        string          `json:"input"`
 }
 
-// Parse parses and validates a schema command's output:
-// {"tools": [{name, description, title?, parameters | inputSchema,
-// outputSchema?, annotations?, cli_command, input?}]}. Any problem is a
-// *schemaError that locates it in data.
+// parseSchema validates a schema command's output; a problem is a *schemaError.
 func parseSchema(data []byte) (*Schema, error) {
 	fail := func(ptr []string, format string, args ...any) error {
 		return newSchemaError(data, ptr, fmt.Sprintf(format, args...))
@@ -168,8 +155,7 @@ func parseSchema(data []byte) (*Schema, error) {
 		}
 		seen[rt.Name] = i
 		t := &Tool{Name: rt.Name, listed: mcp.Tool{Name: rt.Name, Description: rt.Description, Title: rt.Title}}
-		inKey := "parameters"
-		in := rt.Parameters
+		inKey, in := "parameters", rt.Parameters
 		if in == nil {
 			inKey, in = "inputSchema", rt.InputSchema
 		} else if rt.InputSchema != nil {
@@ -178,13 +164,11 @@ func parseSchema(data []byte) (*Schema, error) {
 		if in == nil || string(in) == "null" {
 			in = json.RawMessage(`{"type":"object"}`)
 		}
-		var err error
-		var sptr []string
-		t.params, t.resolved, sptr, err = compileInput(in)
+		params, resolved, sptr, err := compileInput(in)
 		if err != nil {
 			return nil, fail(append(at(inKey), sptr...), "tool %q: %v", rt.Name, err)
 		}
-		t.listed.InputSchema = in
+		t.resolved, t.listed.InputSchema = resolved, in
 		if rt.OutputSchema != nil && string(rt.OutputSchema) != "null" {
 			var m map[string]any
 			if json.Unmarshal(rt.OutputSchema, &m) != nil || m["type"] != "object" {
@@ -211,7 +195,7 @@ func parseSchema(data []byte) (*Schema, error) {
 			}
 			rt.CLICommand = json.RawMessage(`[]`)
 		}
-		tpl, tptr, err := compileTemplate(rt.CLICommand, t.params)
+		tpl, tptr, err := compileTemplate(rt.CLICommand, params)
 		if err != nil {
 			return nil, fail(append(at("cli_command"), tptr...), "tool %q: %v", rt.Name, err)
 		}
@@ -221,8 +205,7 @@ func parseSchema(data []byte) (*Schema, error) {
 	return s, nil
 }
 
-// compileInput checks that in is an object schema and resolves it for
-// validation. It returns the declared parameters.
+// compileInput resolves the object schema in and returns its parameters.
 func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, []string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(in, &m); err != nil {
@@ -233,10 +216,8 @@ func compileInput(in json.RawMessage) (map[string]param, *jsonschema.Resolved, [
 		return nil, nil, []string{"type"}, fmt.Errorf(`the input schema must have "type": "object"`)
 	}
 	var props map[string]json.RawMessage
-	if p, ok := m["properties"]; ok {
-		if err := json.Unmarshal(p, &props); err != nil {
-			return nil, nil, []string{"properties"}, fmt.Errorf("properties must be an object")
-		}
+	if p, ok := m["properties"]; ok && json.Unmarshal(p, &props) != nil {
+		return nil, nil, []string{"properties"}, fmt.Errorf("properties must be an object")
 	}
 	params := map[string]param{}
 	for name, raw := range props {
@@ -283,12 +264,7 @@ func pointer(ptr []string) string {
 }
 
 func lineCol(data []byte, off int64) (line, col int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	if off < 0 {
-		off = 0
-	}
+	off = min(max(off, 0), int64(len(data)))
 	pre := data[:off]
 	line = bytes.Count(pre, []byte{'\n'}) + 1
 	col = int(off) - (bytes.LastIndexByte(pre, '\n') + 1) + 1
@@ -298,50 +274,23 @@ func lineCol(data []byte, off int64) (line, col int) {
 // locate returns the byte offset in data where the value at ptr starts.
 func locate(data []byte, ptr []string) (int64, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	skipTo := func() int64 {
-		off := dec.InputOffset()
-		for off < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[off]) >= 0 {
-			off++
-		}
-		return off
-	}
-	var skip func() bool
-	skip = func() bool {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-			for dec.More() {
-				if d == '{' {
-					if _, err := dec.Token(); err != nil {
-						return false
-					}
-				}
-				if !skip() {
-					return false
-				}
-			}
-			_, err = dec.Token()
-			return err == nil
-		}
-		return true
-	}
 	for {
-		start := skipTo()
+		start := dec.InputOffset()
+		for start < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[start]) >= 0 {
+			start++
+		}
 		if len(ptr) == 0 {
 			return start, true
 		}
 		tok, err := dec.Token()
-		if err != nil {
-			return 0, false
-		}
 		d, ok := tok.(json.Delim)
-		if !ok {
+		if err != nil || !ok {
 			return 0, false
 		}
-		found := false
-		for i := 0; dec.More(); i++ {
+		for i := 0; ; i++ {
+			if !dec.More() {
+				return 0, false
+			}
 			key := strconv.Itoa(i)
 			if d == '{' {
 				kt, err := dec.Token()
@@ -351,15 +300,11 @@ func locate(data []byte, ptr []string) (int64, bool) {
 				key, _ = kt.(string)
 			}
 			if key == ptr[0] {
-				found = true
 				break
 			}
-			if !skip() {
+			if dec.Decode(new(json.RawMessage)) != nil { // skip the value
 				return 0, false
 			}
-		}
-		if !found {
-			return 0, false
 		}
 		ptr = ptr[1:]
 	}

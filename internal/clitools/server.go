@@ -2,11 +2,11 @@ package clitools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -26,27 +26,9 @@ const (
 	DefaultMaxOutput     = 4 << 20
 	DefaultMaxParallel   = 4
 	DefaultTool          = "recompile"
-	// maxSchemaOutput bounds the schema command's stdout.
-	maxSchemaOutput = 16 << 20
-	// progressEvery is the least time between two progress notifications
-	// of one call.
-	progressEvery = 100 * time.Millisecond
+	maxSchemaOutput      = 16 << 20               // bounds the schema command's stdout
+	progressEvery        = 100 * time.Millisecond // least time between two progress notifications of a call
 )
-
-// Recompiler builds the CLI for the recompile tool. The builder satisfies
-// it; after a good build it is expected to call the Server's Restart, and
-// to report that in Build.Restart.
-type Recompiler interface {
-	Recompile(ctx context.Context, progress func(msg string)) result.Build
-}
-
-// RecompilerFunc adapts a function to Recompiler.
-type RecompilerFunc func(ctx context.Context, progress func(msg string)) result.Build
-
-// Recompile calls f.
-func (f RecompilerFunc) Recompile(ctx context.Context, progress func(msg string)) result.Build {
-	return f(ctx, progress)
-}
 
 // Config says which CLI to serve and how.
 type Config struct {
@@ -61,12 +43,13 @@ type Config struct {
 	Env           []string      // full environment; nil = the caller's
 	Logger        *slog.Logger  // nil = discard
 	Tool          string        // the recompile tool's name; "" = DefaultTool, "-" = none
-	Recompiler    Recompiler    // nil = recompile only re-reads the schema
-	Name, Version string        // the server's implementation info; "" = "mcpflow-cli"
+	Name, Version string        // the server's implementation info; "" = "mcpflow-cli", "dev"
 
-	// Note, when set, is called once a CLI tool's call has its result; a
-	// non-empty note is appended to the result as text.
-	Note func() string
+	// Recompile builds the CLI for the recompile tool (the builder's); after a
+	// good build it calls Restart and reports it in Build.Restart. nil =
+	// recompile only re-reads the schema.
+	Recompile func(ctx context.Context, progress func(msg string)) result.Build
+	Note      func() string // a note to append to each CLI tool's result; "" = none
 }
 
 // Server serves a CLI's tools over MCP. See the package documentation.
@@ -74,10 +57,8 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	srv      *mcp.Server
-	impl     *mcp.Implementation
 	sem      chan struct{}
 	shutdown chan struct{}
-	closeMu  sync.Once
 
 	runMu   sync.Mutex     // guards closed against running.Add
 	closed  bool           // Close has begun: no process starts any more
@@ -91,45 +72,26 @@ type Server struct {
 	gen     int     // good refreshes so far
 }
 
-// New returns a Server serving no CLI tools yet: call Refresh (or Restart)
-// to read the schema. It starts no process.
+// New returns a Server serving no CLI tools until Refresh (or Restart).
 func New(cfg Config) *Server {
 	if len(cfg.Command) == 0 && len(cfg.Schema) > 0 {
 		cfg.Command = cfg.Schema[:1]
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.SchemaTimeout == 0 {
-		cfg.SchemaTimeout = DefaultSchemaTimeout
-	}
-	if cfg.MaxOutput == 0 {
-		cfg.MaxOutput = DefaultMaxOutput
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.SchemaTimeout = cmp.Or(cfg.SchemaTimeout, DefaultSchemaTimeout)
+	cfg.MaxOutput = cmp.Or(cfg.MaxOutput, DefaultMaxOutput)
 	if cfg.MaxParallel <= 0 {
 		cfg.MaxParallel = DefaultMaxParallel
 	}
-	if cfg.Tool == "" {
-		cfg.Tool = DefaultTool
-	}
-	if cfg.Name == "" {
-		cfg.Name = "mcpflow-cli"
-	}
-	if cfg.Version == "" {
-		cfg.Version = "dev"
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Tool = cmp.Or(cfg.Tool, DefaultTool)
+	cfg.Name, cfg.Version = cmp.Or(cfg.Name, "mcpflow-cli"), cmp.Or(cfg.Version, "dev")
 	s := &Server{
 		cfg:      cfg,
-		log:      log,
+		log:      cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		sem:      make(chan struct{}, cfg.MaxParallel),
 		shutdown: make(chan struct{}),
 	}
-	s.impl = &mcp.Implementation{Name: cfg.Name, Version: cfg.Version}
-	s.srv = mcp.NewServer(s.impl, &mcp.ServerOptions{
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
 	if cfg.Tool != "-" {
@@ -142,64 +104,29 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// MCPServer is the MCP server toward the client.
-func (s *Server) MCPServer() *mcp.Server { return s.srv }
-
-// Open serves one client session (a wire.Opener: stdio's one client, an
-// HTTP front's sessions, a mux session's part): mcpflow answers for
-// itself here, through the Go SDK's server.
+// Open serves one client session through the Go SDK's server (a wire.Opener).
 func (s *Server) Open(c wire.Client) wire.Session {
 	return wire.SDKServer{Server: s.srv, Log: s.log}.Open(c)
 }
 
-// Serve serves one client on a byte stream (stdin and stdout) with
-// wire.Serve until in ends or ctx does, then Closes s.
-func (s *Server) Serve(ctx context.Context, in wire.Stream, out io.Writer, o wire.ServeOptions) error {
-	defer s.Close()
-	if o.Log == nil {
-		o.Log = s.log
-	}
-	return wire.Serve(ctx, in, out, s, o)
-}
-
-// Tools is the CLI's tools as a tools/list lists them (the recompile tool
-// not among them): the mux's catalog of a CLI server.
-func (s *Server) Tools() []json.RawMessage {
-	s.mu.Lock()
-	sch := s.schema
-	s.mu.Unlock()
-	if sch == nil {
-		return nil
-	}
-	out := make([]json.RawMessage, 0, len(sch.Tools))
-	for _, t := range sch.Tools {
-		if b, err := json.Marshal(t.MCPTool()); err == nil {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// Close kills every call's process group (and a running schema command's)
-// and returns once all of them are reaped; their calls answer that the
-// server is shutting down. Later calls fail the same way at once.
+// Close kills every process group and returns once all are reaped; later calls fail.
 func (s *Server) Close() {
-	s.closeMu.Do(func() {
-		s.runMu.Lock()
+	s.runMu.Lock()
+	if !s.closed {
 		s.closed = true
 		close(s.shutdown)
-		s.runMu.Unlock()
-	})
+	}
+	s.runMu.Unlock()
 	s.running.Wait()
 }
 
-// run runs spec unless Close has begun, counting it in s.running so that
-// Close can wait for its process group to be reaped.
+// run runs spec in Dir with Env, unless Close has begun, counted for Close.
 func (s *Server) run(ctx context.Context, spec runSpec) outcome {
+	spec.dir, spec.env, spec.shutdown = s.cfg.Dir, s.cfg.Env, s.shutdown
 	s.runMu.Lock()
 	if s.closed {
 		s.runMu.Unlock()
-		return outcome{argv: spec.argv, exitCode: -1, err: errShutdown}
+		return outcome{exitCode: -1, err: errShutdown}
 	}
 	s.running.Add(1)
 	s.runMu.Unlock()
@@ -214,8 +141,7 @@ func (s *Server) Schema() (*Schema, error) {
 	return s.schema, s.lastErr
 }
 
-// Restart is Refresh in the shape the builder's Restarter wants: Gen
-// counts good refreshes, Pid is 0 (no process stays up).
+// Restart is Refresh as the builder's Restarter wants it (Gen: good refreshes; Pid 0).
 func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 	start := time.Now()
 	diff, err := s.Refresh(ctx)
@@ -225,19 +151,13 @@ func (s *Server) Restart(ctx context.Context) (*result.Restart, error) {
 	return &result.Restart{Gen: gen, Duration: time.Since(start), Err: err, Tools: diff}, err
 }
 
-// Refresh runs the schema command, validates its output and serves its
-// tools: those added, removed or changed (as the client sees them) are
-// updated on the MCP server, which then sends tools/list_changed; nothing
-// changes when nothing differs. On any failure the previous tools keep
-// serving, the error is returned and kept: recompile reports it and every
-// call's result carries it as a note until a refresh succeeds.
+// Refresh runs the schema command and serves its tools, updating those the
+// client would see differ (the SDK sends tools/list_changed). On failure the
+// previous tools stay and the error is noted in call results until one succeeds.
 func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	o := s.run(ctx, runSpec{
-		argv: s.cfg.Schema, dir: s.cfg.Dir, env: s.cfg.Env,
-		timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput, shutdown: s.shutdown,
-	})
+	o := s.run(ctx, runSpec{argv: s.cfg.Schema, timeout: s.cfg.SchemaTimeout, maxOutput: maxSchemaOutput})
 	sch, err := s.readSchema(o)
 	s.mu.Lock()
 	old := s.schema
@@ -253,9 +173,7 @@ func (s *Server) Refresh(ctx context.Context) (result.ToolDiff, error) {
 	s.lastErr = nil
 	s.gen++
 	s.mu.Unlock()
-	if len(diff.Removed) > 0 {
-		s.srv.RemoveTools(diff.Removed...)
-	}
+	s.srv.RemoveTools(diff.Removed...) // none: no list_changed
 	for _, name := range slices.Concat(diff.Added, diff.Changed) {
 		s.srv.AddTool(sch.Tool(name).MCPTool(), s.handler(name))
 	}
@@ -277,13 +195,9 @@ func (s *Server) readSchema(o outcome) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Tool != "-" {
-		for i, t := range sch.Tools {
-			if t.Name == s.cfg.Tool {
-				return nil, newSchemaError(o.stdout, []string{"tools", strconv.Itoa(i), "name"},
-					fmt.Sprintf("tool name %q is taken by mcpflow's own recompile tool", t.Name))
-			}
-		}
+	if i := slices.IndexFunc(sch.Tools, func(t *Tool) bool { return t.Name == s.cfg.Tool }); i >= 0 && s.cfg.Tool != "-" {
+		return nil, newSchemaError(o.stdout, []string{"tools", strconv.Itoa(i), "name"},
+			fmt.Sprintf("tool name %q is taken by mcpflow's own recompile tool", s.cfg.Tool))
 	}
 	return sch, nil
 }
@@ -291,25 +205,19 @@ func (s *Server) readSchema(o outcome) (*Schema, error) {
 // diffSchemas compares what the client sees of two tool lists.
 func diffSchemas(old, cur *Schema) result.ToolDiff {
 	d := result.ToolDiff{Known: old != nil, Current: cur.Names()}
-	for _, t := range cur.Tools {
-		o := old.Tool(t.Name)
-		switch {
+	for _, n := range d.Current {
+		switch o := old.Tool(n); {
 		case o == nil:
-			d.Added = append(d.Added, t.Name)
-		case !sameTool(o, t):
-			d.Changed = append(d.Changed, t.Name)
+			d.Added = append(d.Added, n)
+		case !sameTool(o, cur.Tool(n)):
+			d.Changed = append(d.Changed, n)
 		}
 	}
-	if old != nil {
-		for _, t := range old.Tools {
-			if cur.Tool(t.Name) == nil {
-				d.Removed = append(d.Removed, t.Name)
-			}
+	for _, n := range old.Names() {
+		if cur.Tool(n) == nil {
+			d.Removed = append(d.Removed, n)
 		}
 	}
-	slices.Sort(d.Added)
-	slices.Sort(d.Removed)
-	slices.Sort(d.Changed)
 	return d
 }
 
@@ -319,41 +227,42 @@ func sameTool(a, b *Tool) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
+// handler runs the CLI tool name and returns its result, notes appended.
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var notify func(n float64, msg string)
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-			notify = func(n float64, msg string) {
-				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+		res := s.runTool(ctx, name, req.Params.Arguments, notifier(ctx, req))
+		if _, lastErr := s.Schema(); lastErr != nil {
+			res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
+		}
+		if s.cfg.Note != nil {
+			if note := s.cfg.Note(); note != "" {
+				res.Content = append(res.Content, &mcp.TextContent{Text: note})
 			}
 		}
-		return s.call(ctx, name, req.Params.Arguments, notify), nil
+		return res, nil
 	}
+}
+
+// notifier notifies req's client of progress; nil without a progress token.
+func notifier(ctx context.Context, req *mcp.CallToolRequest) func(n float64, msg string) {
+	tok := req.Params.GetProgressToken()
+	if tok == nil || req.Session == nil {
+		return nil
+	}
+	return func(n float64, msg string) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: n, Message: msg})
+	}
+}
+
+func textResult(text string, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 func errResult(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+	return textResult(fmt.Sprintf(format, args...), true)
 }
 
-// call runs one call of the CLI tool name with the call's raw arguments
-// and returns its result, notes appended. notify, when set, gets stderr
-// lines as progress (at most one per progressEvery).
-func (s *Server) call(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
-	res := s.runTool(ctx, name, raw, notify)
-	s.mu.Lock()
-	lastErr := s.lastErr
-	s.mu.Unlock()
-	if lastErr != nil {
-		res.Content = append(res.Content, &mcp.TextContent{Text: "mcpflow note: the CLI's tool list could not be re-read, the previous tools are still served: " + lastErr.Error()})
-	}
-	if s.cfg.Note != nil {
-		if note := s.cfg.Note(); note != "" {
-			res.Content = append(res.Content, &mcp.TextContent{Text: note})
-		}
-	}
-	return res
-}
-
+// runTool runs the CLI tool name; notify, when set, gets stderr lines as progress.
 func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, notify func(n float64, msg string)) *mcp.CallToolResult {
 	s.mu.Lock()
 	t := s.schema.Tool(name)
@@ -382,10 +291,7 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 		return errResult("invalid arguments for %s: %v", name, err)
 	}
 	argv := slices.Concat(s.cfg.Command, tail, s.cfg.Append)
-	spec := runSpec{
-		argv: argv, dir: s.cfg.Dir, env: s.cfg.Env,
-		timeout: s.cfg.Timeout, maxOutput: s.cfg.MaxOutput, shutdown: s.shutdown,
-	}
+	spec := runSpec{argv: argv, timeout: s.cfg.Timeout, maxOutput: s.cfg.MaxOutput}
 	if t.Stdin {
 		spec.stdin = append(bytes.TrimSpace(raw), '\n')
 	}
@@ -403,9 +309,7 @@ func (s *Server) runTool(ctx context.Context, name string, raw json.RawMessage, 
 	o := s.run(ctx, spec)
 	<-s.sem
 
-	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
-	}
+	s.log.Debug("cli call", "tool", name, "argv", argv, "exit", o.exitCode, "err", o.err, "duration", result.Dur(o.duration))
 	return s.render(name, o)
 }
 
@@ -429,7 +333,7 @@ func (s *Server) render(name string, o outcome) *mcp.CallToolResult {
 		text := string(bytes.TrimSpace(o.stdout))
 		return &mcp.CallToolResult{StructuredContent: m, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: stdout}}}
+	return textResult(stdout, false)
 }
 
 func section(label, text string) string {
@@ -440,9 +344,7 @@ func section(label, text string) string {
 	return "\n" + label + ":\n" + text
 }
 
-// progressLines returns a stderr line handler that passes lines on to
-// notify with their count, at most one per progressEvery; a line that
-// comes too soon is dropped.
+// progressLines passes stderr lines to notify, at most one per progressEvery.
 func progressLines(notify func(n float64, msg string)) func(string) {
 	var n int
 	var last time.Time
@@ -457,19 +359,17 @@ func progressLines(notify func(n float64, msg string)) func(string) {
 
 func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var b strings.Builder
-	var diff result.ToolDiff
-	var err error
-	refreshed := false
-	if s.cfg.Recompiler != nil {
+	diff, err, refreshed := result.ToolDiff{}, error(nil), false
+	if s.cfg.Recompile != nil {
 		var progress func(string)
-		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+		if notify := notifier(ctx, req); notify != nil {
 			n := 0
 			progress = func(msg string) {
 				n++
-				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(n), Message: msg})
+				notify(float64(n), msg)
 			}
 		}
-		br := s.cfg.Recompiler.Recompile(ctx, progress)
+		br := s.cfg.Recompile(ctx, progress)
 		switch {
 		case br.Skipped:
 			b.WriteString("build: none configured\n")
@@ -486,7 +386,7 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			if lastErr != nil {
 				fmt.Fprintf(&b, "\nschema error: %v", lastErr)
 			}
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+			return textResult(b.String(), true), nil
 		}
 	}
 	if !refreshed {
@@ -495,9 +395,8 @@ func (s *Server) recompile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	b.WriteString(describeDiff(diff))
 	if err != nil {
 		fmt.Fprintf(&b, "\nschema error, previous tools kept: %v", err)
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+	return textResult(b.String(), err != nil), nil
 }
 
 // describeDiff renders a tool diff in one line for the agent.
@@ -506,14 +405,10 @@ func describeDiff(d result.ToolDiff) string {
 		return fmt.Sprintf("tools: unchanged, %d served", len(d.Current))
 	}
 	var parts []string
-	for _, n := range d.Added {
-		parts = append(parts, "+"+n)
-	}
-	for _, n := range d.Removed {
-		parts = append(parts, "-"+n)
-	}
-	for _, n := range d.Changed {
-		parts = append(parts, "~"+n)
+	for i, names := range [][]string{d.Added, d.Removed, d.Changed} {
+		for _, n := range names {
+			parts = append(parts, "+-~"[i:i+1]+n)
+		}
 	}
 	return fmt.Sprintf("tools: %s; %d served", strings.Join(parts, " "), len(d.Current))
 }

@@ -34,9 +34,9 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 	cc := cliConfig(c)
 	cc.Logger = slog.New(logging.Charm(logger).WithPrefix("cli"))
 	cc.Tool, cc.Name, cc.Version = tool, "mcpflow", Version
-	cc.Recompiler = clitools.RecompilerFunc(func(ctx context.Context, progress func(string)) result.Build {
+	cc.Recompile = func(ctx context.Context, progress func(string)) result.Build {
 		return b.Recompile(ctx, progress)
-	})
+	}
 	srv := clitools.New(cc)
 	gate := clitools.NewGate(srv, cfg.Relay.Notices, cfg.Relay.StartupGrace)
 	sv, err := assemble(cfg, logger, srv, gate.NoteBuild, cliPrograms(c.Cwd, c.Schema, c.Command)...)
