@@ -129,6 +129,8 @@ func TestNewSchemaErrors(t *testing.T) {
 			`mcpflow.toml:3:1: cli: [cli] cannot go with [servers.NAME] tables`},
 		{"dotted run and mux", "[mux]\nseparator = \"__\"\n[watch]\nenabled = false\n",
 			`mcpflow.toml:3:1: watch: [watch] cannot go with [servers.NAME] tables`},
+		{"mux key in a single config", minimal + "[http]\nadd_server = true\n",
+			`mcpflow.toml:4:14: http.add_server: does not apply to a single config: remove it`},
 		{"relay.drain in a mux", api + "[relay]\ndrain = \"1s\"\n",
 			`mcpflow.toml:4:9: relay.drain: in a mux the drain time is mux.drain: move it there`},
 		{"relay.tool in a mux", api + "[relay]\ntool = \"recompile\"\n",

@@ -69,12 +69,8 @@ func (r *reader) tables(prefix []string, tables map[string]any, names []string, 
 			r.servers = map[string]map[*setting]any{}
 			for srv, v := range r.table(path, v) {
 				r.servers[srv] = map[*setting]any{} // a server that sets nothing has the defaults
-				into := r.servers[srv]
-				if srv == "" {
-					into = r.top // read as the top level's keys (the name itself is refused)
-				}
 				path := []string{"servers", srv}
-				r.tables(path, r.table(path, v), serverTables, into)
+				r.tables(path, r.table(path, v), serverTables, r.servers[srv])
 			}
 		default:
 			r.keys(path, r.table(path, v), into)
@@ -655,7 +651,7 @@ func (c *Config) apply(r *reader) []error {
 		switch {
 		case !tableApplies(s.table(), c.mode): // reported above
 		case !s.modes.has(c.mode):
-			errs = append(errs, c.errorAt([]string{s.table(), s.name()}, "%s", cmp.Or(s.modeMsg, fmt.Sprintf("does not apply to a %s config: remove it", c.mode))))
+			errs = append(errs, c.errorAt([]string{s.table(), s.name()}, "%s", cmp.Or(s.modeMsg, fmt.Sprintf("does not apply to a %s config: remove it", c.Mode()))))
 		default:
 			c.set(reflect.ValueOf(c).Elem(), s, v)
 		}

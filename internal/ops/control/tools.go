@@ -32,18 +32,18 @@ type SessionTools struct {
 }
 
 func (t SessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
-	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+	return t.session(ctx, func(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
 		return ListToolsOn(ctx, cs)
 	})
 }
 
 func (t SessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	return t.session(ctx, func(cs *mcp.ClientSession) (json.RawMessage, error) {
+	return t.session(ctx, func(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
 		return CallToolOn(ctx, cs, name, args)
 	})
 }
 
-func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) (json.RawMessage, error)) (json.RawMessage, error) {
+func (t SessionTools) session(ctx context.Context, do func(context.Context, *mcp.ClientSession) (json.RawMessage, error)) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, SessionTimeout)
 	defer cancel()
 	cs, err := NewCLIClient(t.Version).Connect(ctx, wire.SessionTransport(t.Opener, t.Log.With("from", CLIClient)), nil)
@@ -51,7 +51,7 @@ func (t SessionTools) session(ctx context.Context, do func(*mcp.ClientSession) (
 		return nil, fmt.Errorf("opening a session: %w", err)
 	}
 	defer cs.Close()
-	return do(cs)
+	return do(ctx, cs)
 }
 
 // NewCLIClient is the MCP client of mcpflow tools and call.
@@ -127,7 +127,7 @@ func WriteTools(w io.Writer, tools []*mcp.Tool) {
 			case string:
 				kind = ty
 			case []any:
-				kind = strings.Trim(strings.ReplaceAll(fmt.Sprint(ty...), " ", "|"), "[]")
+				kind = strings.Trim(strings.ReplaceAll(fmt.Sprint(ty), " ", "|"), "[]")
 			}
 			if req(n) {
 				kind += ", required"

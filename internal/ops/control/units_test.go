@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Every --json output gives durations in whole milliseconds, in fields
@@ -95,5 +96,20 @@ func TestStatusJSONErrors(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"uptime_ms":"x"}`), &bad); err == nil {
 		t.Errorf("a bad uptime read without error")
+	}
+}
+
+func TestWriteTools(t *testing.T) {
+	var b strings.Builder
+	WriteTools(&b, []*mcp.Tool{
+		{Name: "a", Description: "does a", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"x": map[string]any{"type": []any{"string", "null"}, "description": "an x"},
+			"n": map[string]any{"type": "integer"},
+		}, "required": []any{"x"}}},
+		{Name: "b", InputSchema: map[string]any{"type": "object"}},
+	})
+	want := "a\n  does a\n  arguments:\n    x (string|null, required)  an x\n    n (integer)\n\nb\n  arguments: none\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
