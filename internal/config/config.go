@@ -112,6 +112,7 @@ type RelayConfig struct {
 	RestartMarker string // "" = off
 	ServerSuffix  string
 	CallTool      string // "" = off
+	MaxChildren   int    // processes of a stdio server, one per client session
 	QueueSize     int
 	QueueBytes    int64
 	QueueTimeout  time.Duration

@@ -265,6 +265,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Relay.MaxMessage = 64 << 20
 	want.Relay.Notices = true
 	want.Relay.OnCrash = "restart"
+	want.Relay.MaxChildren = 16
 	want.Relay.QueueSize = 256
 	want.Relay.QueueBytes = 32 << 20
 	want.Relay.QueueTimeout = 30 * time.Second

@@ -117,6 +117,8 @@ var settings = []setting{
 	{key: "relay.call_tool", field: "Relay.CallTool", kind: kString, def: `""`, modes: everywhere, check: toolNameProblem,
 		empty: "off", see: "[clients that never refresh their tool list](#clients-that-never-refresh-their-tool-list)",
 		doc: "name of an extra tool `{name, arguments}` that forwards a `tools/call`, for clients that ignore `list_changed`; must differ from `tool`; `\"\"` = off"},
+	{key: "relay.max_children", field: "Relay.MaxChildren", kind: kInt, def: `16`, modes: everywhere | inServer, min: 1,
+		doc: "processes of a stdio server that may run at once: a stdio server serves one client, so each client session (an agent, the Inspector, `mcpflow call`) gets a process of its own; a session beyond the limit is answered with an error saying so until another ends. An HTTP server is one process for every session"},
 	{key: "relay.queue_size", field: "Relay.QueueSize", kind: kInt, def: `256`, modes: everywhere | inServer, min: 1,
 		doc: "client messages held during a restart"},
 	{key: "relay.queue_bytes", field: "Relay.QueueBytes", kind: kSize, def: `"32MiB"`, modes: everywhere | inServer, min: kib,

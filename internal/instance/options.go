@@ -40,6 +40,7 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 		MaxMessage:       int(r.MaxMessage),
 		Notices:          r.Notices,
 		ServerSuffix:     r.ServerSuffix,
+		MaxChildren:      r.MaxChildren,
 		Queue:            relay.Queue{Size: r.QueueSize, Bytes: int(r.QueueBytes), Timeout: r.QueueTimeout},
 		Drain:            r.Drain,
 		HandshakeTimeout: r.Handshake,
