@@ -32,9 +32,13 @@ func WatchConfig(cfg *config.Config) watcher.Config {
 	}
 }
 
-// IgnoredOutputs lists what builds and mcpflow write in the tree, which never trigger a build.
+// IgnoredOutputs lists what builds and mcpflow write in the tree, which never trigger a build,
+// and the config file, whose edits start a new engine themselves.
 func IgnoredOutputs(cfg *config.Config) []string {
 	var out []string
+	if cfg.File != "" {
+		out = append(out, cfg.File)
+	}
 	if cfg.Log.File != "" {
 		out = append(out, cfg.Log.File, cfg.Log.File+".1")
 	}
