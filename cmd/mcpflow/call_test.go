@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkTools runs mcpflow tools (text and --json) and mcpflow call
@@ -65,7 +66,7 @@ func hasTool(tools []struct {
 
 // TestToolsAndCallAgainstTheInstance: with an instance running in the
 // project, tools and call go through its control socket, in a session of
-// their own: the client's session carries on.
+// their own: the client's session carries on untouched.
 func TestToolsAndCallAgainstTheInstance(t *testing.T) {
 	t.Parallel()
 	xdg := runtimeDir(t)
@@ -73,12 +74,37 @@ func TestToolsAndCallAgainstTheInstance(t *testing.T) {
 	r := startCtl(t, xdg, dir)
 	r.connect("2025-11-25", nil)
 	r.waitSocket(xdg)
+	untouched := agentUntouched(t, r, "")
 	errOut := checkTools(t, xdg, dir, "echo")
 	if want := fmt.Sprintf("mcpflow pid %d:", r.cmd.Process.Pid); !strings.Contains(errOut, want) {
 		t.Errorf("call nosuch did not go through the instance (%q): %s", want, errOut)
 	}
-	if got := r.call("echo", map[string]any{"text": "still here"}); got != "still here" {
-		t.Fatalf("the client's session: %q", got)
+	untouched()
+	if got := r.call("recompile", nil); strings.Contains(got, "differs") {
+		t.Errorf("the agent's recompile after the terminal's session: %q", got)
+	}
+}
+
+// agentUntouched notes the agent's child (the fixture's state tool, named
+// prefix+"state"), and returns the check that nothing of another session
+// reached the agent: no list_changed, the same child, a call's result
+// with no note.
+func agentUntouched(t *testing.T, r *ctlRun, prefix string) func() {
+	state := r.call(prefix+"state", nil)
+	drain(r.changed)
+	return func() {
+		t.Helper()
+		if got := r.call(prefix+"state", nil); got != state {
+			t.Errorf("the agent's child changed: %q, was %q", got, state)
+		}
+		if got := r.call(prefix+"echo", map[string]any{"text": "still here"}); !strings.HasSuffix(got, "still here") || strings.Contains(got, "\n") {
+			t.Errorf("the agent's call: %q", got)
+		}
+		select {
+		case <-r.changed:
+			t.Error("the agent was told its tools changed")
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
 }
 
@@ -91,7 +117,9 @@ func TestToolsAndCallInAMux(t *testing.T) {
 	r := startCtl(t, xdg, dir)
 	r.connect("2025-11-25", nil)
 	r.waitSocket(xdg)
+	untouched := agentUntouched(t, r, "b__")
 	checkTools(t, xdg, dir, "b__echo")
+	untouched()
 }
 
 // TestToolsAndCallWithoutAnInstance: with none running, tools and call
