@@ -117,7 +117,7 @@ var sections = []section{
 	{"save", "5. Save → notifications/tools/list_changed", saveToList},
 	{"memory", "6. Memory and leaks over restarts", memory},
 	{"watcher", "7. Watcher: start-up on a large tree, idle CPU", watcherBench},
-	{"http", "8. Streamable HTTP: added latency per call, save → list_changed, RSS with 10 sessions", httpBench},
+	{"http", "8. Streamable HTTP: added latency per call; 1, 3 and 10 sessions of a stdio server: RSS, save → every session's list_changed", httpBench},
 }
 
 func numCPU() int { return runtime.NumCPU() }

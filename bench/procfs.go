@@ -66,17 +66,21 @@ func procFDs(pid int) (float64, error) {
 	return float64(len(ents)), nil
 }
 
-// procChildren lists the live children of pid (any thread's).
+// procChildren lists the live children of pid: the processes whose
+// parent it is (/proc/PID/task/*/children misses those whose forking
+// thread has exited).
 func procChildren(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
 		if err != nil {
 			continue
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			if n, err := strconv.Atoi(filepath.Base(filepath.Dir(st))); err == nil {
 				out = append(out, n)
 			}
 		}
