@@ -129,3 +129,44 @@ func TestConfigEditsLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleSessionStopsItsChild: a client session that stays idle past
+// http.session_idle ends, and its server process with it; a new session
+// gets a process of its own.
+func TestIdleSessionStopsItsChild(t *testing.T) {
+	t.Parallel()
+	dir := mcpflowProject(t, transparencyModes[1], childRun{command: []string{fixtureBin}})
+	f, err := os.OpenFile(filepath.Join(dir, "mcpflow.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("[http]\nsession_idle = \"1s\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	h := startHTTP(t, dir, "watch", "-c", "mcpflow.toml", "--http", "127.0.0.1:0")
+	servers := func() []string {
+		return slices.DeleteFunc(testkit.Procs{Tag: h.tag, Except: []int{h.cmd.Process.Pid}}.Live(), func(p string) bool { return !strings.Contains(p, "fixture") })
+	}
+	c := rawHTTP(t, h.url)
+	c.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}`)
+	c.notify("notifications/initialized")
+	if _, resp := c.request("tools/call", `{"name":"echo","arguments":{"text":"x"}}`); resp.env.Result == nil {
+		t.Fatalf("echo: %s", resp.raw)
+	}
+	if n := len(servers()); n != 1 {
+		t.Fatalf("%d server processes for one session", n)
+	}
+	if !testkit.Wait(30*time.Second, func() bool { return len(servers()) == 0 }) {
+		t.Errorf("the idle session's server still runs: %q", servers())
+	}
+	c2 := rawHTTP(t, h.url)
+	c2.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"next","version":"1"}}`)
+	c2.notify("notifications/initialized")
+	if _, resp := c2.request("tools/call", `{"name":"echo","arguments":{"text":"y"}}`); resp.env.Result == nil {
+		t.Fatalf("echo in a new session: %s", resp.raw)
+	}
+	if n := len(servers()); n != 1 {
+		t.Errorf("%d server processes for the new session", n)
+	}
+}
