@@ -53,15 +53,36 @@ type ServeOptions struct {
 //     not read makes the session wait (back-pressure), and a write error
 //     ends Serve as the end of in does.
 func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOptions) error {
+	f := newFront(out, opt)
+	return f.serve(ctx, in, o.Open(f))
+}
+
+// InputGrace is how long the requests read before a peer's input ended may
+// take to be answered: a one-shot client writes its requests and closes
+// its input before it reads, and clients send SIGTERM soon after closing
+// it (mcpflow is gone within 5 s).
+const InputGrace = 2 * time.Second
+
+// TextShuttingDown answers a request still unanswered when mcpflow stops.
+const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
+
+// shutdownWrite bounds each write to the client once Serve is ending.
+const shutdownWrite = time.Second
+
+func newFront(out io.Writer, opt ServeOptions) *stdioFront {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	if opt.Grace <= 0 {
 		opt.Grace = InputGrace
 	}
-	f := &stdioFront{opt: opt, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, broken: make(chan struct{}), answered: make(chan struct{}, 1)}
+	f := &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, broken: make(chan struct{}), answered: make(chan struct{}, 1)}
 	f.batches = NewBatches(func(msg []byte) { f.write(msg) })
-	s := o.Open(f)
+	return f
+}
+
+// serve is Serve on the session s of f's.
+func (f *stdioFront) serve(ctx context.Context, in Stream, s Session) error {
 	read := make(chan error, 1)
 	go func() { read <- f.read(in, s) }()
 	var err error
@@ -69,8 +90,8 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	case err = <-read:
 		if errors.Is(err, io.EOF) {
 			err = nil
-			if opt.InputEnded != nil {
-				opt.InputEnded()
+			if f.opt.InputEnded != nil {
+				f.opt.InputEnded()
 			}
 			f.await(ctx)
 		}
@@ -79,7 +100,7 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	}
 	// A client that takes nothing more must not hold the way out: the
 	// writes left get a deadline, where out has them (a pipe, a socket).
-	if d, ok := out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+	if d, ok := f.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
 	}
 	s.Close()
@@ -87,15 +108,13 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	return err
 }
 
-// shutdownWrite bounds each write to the client once Serve is ending.
-const shutdownWrite = time.Second
-
 // stdioFront is Serve's Client and its bookkeeping.
 type stdioFront struct {
 	opt     ServeOptions
 	batches *Batches
 
 	wmu    sync.Mutex // one message at a time on out
+	out    io.Writer
 	bw     *bufio.Writer
 	werr   error
 	broken chan struct{} // closed on the first write error
@@ -283,4 +302,38 @@ func (f *stdioFront) shutDown() {
 			f.write(msg)
 		}
 	}
+}
+
+// Refusal reports whether err, from a Stream's Next, is a line that is no
+// message (a *TooLargeError, an *InvalidError); then it logs it and
+// returns the answer the peer gets: a parse error, or an invalid-request
+// error under the id of a line too large (nil when that id cannot be
+// read: a notification, or a line cut before its id).
+func Refusal(err error, log *slog.Logger) (answer []byte, refused bool) {
+	var tl *TooLargeError
+	var bad *InvalidError
+	switch {
+	case errors.As(err, &tl):
+		log.Warn("message too large; not read", "bytes", tl.Size, "limit", tl.Max)
+		if id := tl.ID(); id != nil && IDProblem(id) == "" && string(id) != "null" {
+			return ErrorResponse(id, CodeInvalidRequest, TextTooLarge(tl.Size, tl.Max), nil), true
+		}
+		return nil, true
+	case errors.As(err, &bad) && bad.BadUTF8:
+		log.Warn("a line is not valid UTF-8; answered with a parse error")
+		return ErrorResponse(nil, CodeParseError, TextBadUTF8, nil), true
+	case errors.As(err, &bad):
+		log.Warn("a line is not JSON; answered with a parse error", "line", Abbreviate(bad.Line, 200))
+		return ErrorResponse(nil, CodeParseError, TextBadJSON, nil), true
+	}
+	return nil, false
+}
+
+// Abbreviate is b for a log line: its first n bytes, and "…" when it is
+// longer.
+func Abbreviate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
 }
