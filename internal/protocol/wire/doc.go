@@ -11,7 +11,7 @@
 //     decoding the rest; ErrorResponse, ResultResponse, Request and Splice
 //     build and rewrite messages as bytes; the error codes and the texts of
 //     a bad line's answer are here.
-//   - Batches answers a client's JSON-RPC batch with one array.
+//   - Serve answers a client's JSON-RPC batch with one array.
 //   - Transport puts a Go SDK peer on a Reader and a writer, answering what
 //     the SDK's own stdio connection would end the session on and keeping
 //     every request id exactly as the peer wrote it.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,9 +77,8 @@ func newFront(out io.Writer, opt ServeOptions) *stdioFront {
 	if opt.Grace <= 0 {
 		opt.Grace = InputGrace
 	}
-	f := &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, broken: make(chan struct{}), answered: make(chan struct{}, 1)}
-	f.batches = NewBatches(func(msg []byte) { f.write(msg) })
-	return f
+	return &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, inBatch: map[string]*batch{},
+		broken: make(chan struct{}), answered: make(chan struct{}, 1)}
 }
 
 // serve is Serve on the session s of f's.
@@ -110,8 +110,7 @@ func (f *stdioFront) serve(ctx context.Context, in Stream, s Session) error {
 
 // stdioFront is Serve's Client and its bookkeeping.
 type stdioFront struct {
-	opt     ServeOptions
-	batches *Batches
+	opt ServeOptions
 
 	wmu    sync.Mutex // one message at a time on out
 	out    io.Writer
@@ -120,9 +119,18 @@ type stdioFront struct {
 	broken chan struct{} // closed on the first write error
 
 	mu       sync.Mutex
-	open     map[string]bool // requests read and not answered: raw id -> is a listen
-	closed   bool            // the session is closed: nothing more goes out but shutDown's
-	answered chan struct{}   // poked whenever an answer came
+	open     map[string]bool   // requests read and not answered: raw id -> is a listen
+	inBatch  map[string]*batch // requests of a batch not answered: raw id -> the batch
+	closed   bool              // the session is closed: nothing more goes out but shutDown's
+	answered chan struct{}     // poked whenever an answer came
+}
+
+// batch is a client's JSON-RPC batch (protocol 2025-03-26 has them),
+// answered with one array holding the answers of all its requests, in the
+// order they complete; a batch of notifications gets no answer.
+type batch struct {
+	want int      // requests still unanswered, +1 until every element is sent
+	out  [][]byte // answers so far
 }
 
 // read hands every message of in to s until in ends.
@@ -143,15 +151,12 @@ func (f *stdioFront) read(in Stream, s Session) error {
 		}
 		env, err := Peek(msg)
 		switch {
-		case err != nil:
-			f.write(ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
-		case env.IsArray:
+		case err == nil && env.IsArray:
 			f.batch(msg, s)
-		case env.IsRequest() && Reserved(env.ID):
-			f.write(ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
-		default:
-			f.note(env)
+		case f.admit(env, err, nil, &msg):
 			s.Send(msg)
+		default:
+			f.write(msg)
 		}
 	}
 }
@@ -164,50 +169,80 @@ func (f *stdioFront) batch(msg []byte, s Session) {
 		f.write(ErrorResponse(nil, CodeInvalidRequest, TextEmptyBatch, nil))
 		return
 	}
-	var ids, refused [][]byte
+	b := &batch{want: 1}
 	var send [][]byte
 	for _, el := range elems {
-		env, err := Peek(el)
-		if err != nil || env.IsArray {
-			refused = append(refused, ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
-			continue
+		m := []byte(el)
+		env, err := Peek(m)
+		if err == nil && env.IsArray {
+			err = errNotObject
 		}
-		if env.IsRequest() && Reserved(env.ID) {
-			refused = append(refused, ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
-			continue
+		if f.admit(env, err, b, &m) {
+			send = append(send, m)
+		} else {
+			b.out = append(b.out, m)
 		}
-		if env.IsRequest() && IDProblem(env.ID) == "" {
-			ids = append(ids, env.ID)
-		}
-		f.note(env)
-		send = append(send, el)
 	}
-	b := f.batches.Begin(ids, refused)
 	for _, el := range send {
 		s.Send(el)
 	}
-	f.batches.Dispatched(b)
+	f.mu.Lock()
+	whole := f.settle(b, "", nil)
+	f.mu.Unlock()
+	f.write(whole)
 }
 
-// note records a request read (to be answered), and forgets one the
-// client cancels.
-func (f *stdioFront) note(env Envelope) {
+// admit reports whether a message read (env, err: Peek's) goes to the
+// session: it notes a request (to be answered, in b when it is part of a
+// batch) and forgets one the client cancels. Otherwise *msg becomes its
+// refusal.
+func (f *stdioFront) admit(env Envelope, err error, b *batch, msg *[]byte) bool {
 	switch {
-	case env.IsRequest() && IDProblem(env.ID) == "":
-		f.mu.Lock()
-		f.open[string(env.ID)] = env.Method == "subscriptions/listen"
-		f.mu.Unlock()
-	case env.Method == "notifications/cancelled":
-		id := jsonscan.Member(env.Params, "requestId")
-		f.mu.Lock()
-		delete(f.open, string(id))
-		f.mu.Unlock()
-		f.batches.Forget(id)
+	case err != nil:
+		*msg = ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil)
+		return false
+	case env.IsRequest() && Reserved(env.ID):
+		*msg = ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil)
+		return false
 	}
+	var whole []byte
+	f.mu.Lock()
+	switch id := string(env.ID); {
+	case env.IsRequest() && IDProblem(env.ID) == "":
+		f.open[id] = env.Method == "subscriptions/listen"
+		if b != nil && f.inBatch[id] == nil {
+			f.inBatch[id] = b
+			b.want++
+		}
+	case env.Method == "notifications/cancelled":
+		id = string(jsonscan.Member(env.Params, "requestId"))
+		delete(f.open, id)
+		if cb := f.inBatch[id]; cb != nil {
+			whole = f.settle(cb, id, nil) // no answer will come
+		}
+	}
+	f.mu.Unlock()
+	f.write(whole)
+	return true
+}
+
+// settle adds msg (nil: none) to b's answers, for its request id ("": for
+// the sending of its elements); it returns b's array once nothing more is
+// missing. f.mu is held.
+func (f *stdioFront) settle(b *batch, id string, msg []byte) []byte {
+	delete(f.inBatch, id)
+	if msg != nil {
+		b.out = append(b.out, msg)
+	}
+	if b.want--; b.want > 0 || len(b.out) == 0 {
+		return nil
+	}
+	return append(append([]byte{'['}, bytes.Join(b.out, []byte{','})...), ']')
 }
 
 // Deliver writes one message of the session's; a response (rel: its own
-// id) ends its request's wait.
+// id) ends its request's wait, and one to a request of a batch goes in
+// the batch's array.
 func (f *stdioFront) Deliver(msg, rel []byte) {
 	f.mu.Lock()
 	if f.closed {
@@ -223,15 +258,20 @@ func (f *stdioFront) Deliver(msg, rel []byte) {
 			}
 		}
 	}
-	f.mu.Unlock()
-	if f.batches.Collect(msg) {
-		return
+	if len(f.inBatch) > 0 {
+		if env, err := Peek(msg); err == nil && env.IsResponse() && f.inBatch[string(env.ID)] != nil {
+			msg = f.settle(f.inBatch[string(env.ID)], string(env.ID), msg)
+		}
 	}
+	f.mu.Unlock()
 	f.write(msg)
 }
 
-// write puts one message on out, flushed.
+// write puts one message (none when nil) on out, flushed.
 func (f *stdioFront) write(msg []byte) {
+	if msg == nil {
+		return
+	}
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	if f.werr != nil {
@@ -288,19 +328,21 @@ func (f *stdioFront) await(ctx context.Context) {
 func (f *stdioFront) shutDown() {
 	f.mu.Lock()
 	f.closed = true
-	var ids []string
+	var out [][]byte
 	for id, listen := range f.open {
-		if !listen {
-			ids = append(ids, id)
+		if listen {
+			continue
 		}
+		msg := ErrorResponse([]byte(id), CodeServerDown, TextShuttingDown, nil)
+		if b := f.inBatch[id]; b != nil {
+			msg = f.settle(b, id, msg)
+		}
+		out = append(out, msg)
 	}
 	clear(f.open)
 	f.mu.Unlock()
-	for _, id := range ids {
-		msg := ErrorResponse([]byte(id), CodeServerDown, TextShuttingDown, nil)
-		if !f.batches.Collect(msg) {
-			f.write(msg)
-		}
+	for _, msg := range out {
+		f.write(msg)
 	}
 }
 
