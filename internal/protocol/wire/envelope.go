@@ -156,19 +156,10 @@ func Peek(msg []byte) (Envelope, error) {
 // PartialID returns the id of a message of which only the head is at hand
 // (an over-long line), if the id comes before the cut.
 func PartialID(head []byte) []byte {
-	i := jsonscan.SkipSpace(head, 0)
-	if i >= len(head) || head[i] != '{' {
-		return nil
+	if vs, ve, ok := jsonscan.MemberSpan(head, "id"); ok {
+		return bytes.Clone(head[vs:ve])
 	}
-	var id []byte
-	_, _ = jsonscan.Object(head, i, func(k []byte, s, e int) error {
-		if string(k) == "id" {
-			id = append([]byte(nil), head[s:e]...)
-			return jsonscan.ErrFound
-		}
-		return nil
-	})
-	return id
+	return nil
 }
 
 // IsResponse reports whether msg, a JSON-RPC message, is a response: the
