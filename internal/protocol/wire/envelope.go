@@ -153,6 +153,15 @@ func Peek(msg []byte) (Envelope, error) {
 	return e, err
 }
 
+// metaSpan returns the offsets in the message of the value of key in
+// params._meta.
+func (e *Envelope) metaSpan(key string) (vs, ve int, ok bool) {
+	ms, me, _ := jsonscan.MemberSpan(e.Params, "_meta")
+	vs, ve, ok = jsonscan.MemberSpan(e.Params[ms:me], key)
+	at := e.ParStart + ms
+	return at + vs, at + ve, ok
+}
+
 // PartialID returns the id of a message of which only the head is at hand
 // (an over-long line), if the id comes before the cut.
 func PartialID(head []byte) []byte {

@@ -92,12 +92,13 @@ func (f *FanIn) deliver(msg, rel []byte) {
 	case env.IsResponse():
 		key, at, end = string(env.ID), env.IDStart, env.IDEnd
 	default:
-		meta := jsonscan.Member(env.Params, "_meta")
-		if vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken"); ok {
-			key, at, end = string(env.Params[vs:ve]), env.ParStart+vs, env.ParStart+ve
-		} else if vs, ve, ok := jsonscan.MemberSpan(meta, mcp.MetaKeySubscriptionID); ok {
-			ms, _, _ := jsonscan.MemberSpan(env.Params, "_meta")
-			key, at, end = string(meta[vs:ve]), env.ParStart+ms+vs, env.ParStart+ms+ve
+		vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken")
+		vs, ve = env.ParStart+vs, env.ParStart+ve
+		if !ok {
+			vs, ve, ok = env.metaSpan(mcp.MetaKeySubscriptionID)
+		}
+		if ok {
+			key, at, end = string(msg[vs:ve]), vs, ve
 		}
 	}
 	f.mu.Lock()
@@ -143,14 +144,10 @@ func (s *fanSession) Send(msg []byte) {
 	case env.IsRequest():
 		id := f.newID()
 		r := fanRoute{c: s, id: env.ID, listen: env.Method == "subscriptions/listen"}
-		if ms, _, ok := jsonscan.MemberSpan(env.Params, "_meta"); ok {
-			meta := jsonscan.Member(env.Params, "_meta")
-			if ts, te, ok := jsonscan.MemberSpan(meta, "progressToken"); ok {
-				r.token = meta[ts:te]
-				at := env.ParStart + ms
-				msg = Splice(msg, at+ts, at+te, id)
-				env, _ = Peek(msg)
-			}
+		if ts, te, ok := env.metaSpan("progressToken"); ok {
+			r.token = msg[ts:te]
+			msg = Splice(msg, ts, te, id)
+			env, _ = Peek(msg)
 		}
 		r.id, r.token = append([]byte(nil), r.id...), append([]byte(nil), r.token...)
 		f.routes[string(id)] = r

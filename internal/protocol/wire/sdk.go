@@ -130,8 +130,7 @@ type conn struct {
 	once    sync.Once
 	onClose func() // run once by Close, when set
 
-	wmu     sync.Mutex // one send at a time
-	stopped bool       // no send any more
+	wmu sync.Mutex // one send at a time
 
 	mu       sync.Mutex
 	ready    bool // the other side sent notifications/initialized, or a request of the modern era
@@ -332,14 +331,12 @@ func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
 // the other side sent it, byte for byte: the SDK tags it with the number
 // it knew the request by.
 func (c *conn) restoreSubscriptionID(note []byte) []byte {
-	ps, pe, _ := jsonscan.MemberSpan(note, "params")
-	ms, me, _ := jsonscan.MemberSpan(note[ps:pe], "_meta")
-	at := ps + ms
-	vs, ve, ok := jsonscan.MemberSpan(note[at:ps+me], mcp.MetaKeySubscriptionID)
+	env, _ := Peek(note)
+	vs, ve, ok := env.metaSpan(mcp.MetaKeySubscriptionID)
 	if !ok {
 		return note
 	}
-	num, err := strconv.ParseInt(string(note[at+vs:at+ve]), 10, 64)
+	num, err := strconv.ParseInt(string(note[vs:ve]), 10, 64)
 	if err != nil {
 		return note
 	}
@@ -349,7 +346,7 @@ func (c *conn) restoreSubscriptionID(note []byte) []byte {
 	if cl == nil {
 		return note
 	}
-	return Splice(note, at+vs, at+ve, cl.id)
+	return Splice(note, vs, ve, cl.id)
 }
 
 // write sends one message; a response goes with its own id as rel.
@@ -362,7 +359,7 @@ func (c *conn) write(msg []byte) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.stopped || c.ctx.Err() != nil {
+	if c.ctx.Err() != nil {
 		return mcp.ErrConnectionClosed
 	}
 	c.send(msg, rel)
@@ -373,8 +370,7 @@ func (c *conn) write(msg []byte) error {
 // returns.
 func (c *conn) stop() {
 	c.wmu.Lock()
-	c.stopped = true
-	c.wmu.Unlock()
+	defer c.wmu.Unlock()
 	_ = c.Close()
 }
 

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -238,13 +239,7 @@ func (s *swapSession) drain(old Session, pending [][]byte) {
 	deadline := time.Now().Add(d)
 	for len(pending) > 0 && time.Now().Before(deadline) {
 		s.stmu.Lock()
-		left := pending[:0]
-		for _, id := range pending {
-			if s.st.InFlight(id) {
-				left = append(left, id)
-			}
-		}
-		pending = left
+		pending = slices.DeleteFunc(pending, func(id []byte) bool { return !s.st.InFlight(id) })
 		s.stmu.Unlock()
 		if len(pending) > 0 {
 			time.Sleep(20 * time.Millisecond)
