@@ -321,11 +321,12 @@ func (u upstream) Open(c wire.Client) wire.Session {
 		if !wire.IsResponse(msg) {
 			if env, err := wire.Peek(msg); err == nil && env.IsNotification() {
 				switch env.Method {
-				case "notifications/progress":
-					b.toClient(msg, b.calls.ofToken(jsonscan.Member(env.Params, "progressToken")))
+				case "notifications/progress": // on the stream of the call whose token it names
+					t := normalize(jsonscan.Member(env.Params, "progressToken"))
+					b.toClient(msg, b.calls.last(func(c call) bool { return t != "" && c.token == t }))
 					return
-				case "notifications/message":
-					b.toClient(msg, b.calls.newest())
+				case "notifications/message": // on the newest call's, listens aside
+					b.toClient(msg, b.calls.last(func(c call) bool { return !c.listen }))
 					return
 				}
 			}
@@ -927,43 +928,20 @@ func (cl *calls) answered(msg, rel []byte) {
 }
 
 func (cl *calls) end(id []byte) {
-	if id == nil {
-		return
-	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	for i, c := range cl.open {
-		if string(c.id) == string(id) {
-			cl.open = slices.Delete(cl.open, i, i+1)
-			return
-		}
+	if i := slices.IndexFunc(cl.open, func(c call) bool { return string(c.id) == string(id) }); i >= 0 {
+		cl.open = slices.Delete(cl.open, i, i+1)
 	}
 }
 
-// ofToken is the id of the call whose progress token is token (raw JSON);
-// nil when none.
-func (cl *calls) ofToken(token []byte) []byte {
-	t := normalize(token)
-	if t == "" {
-		return nil
-	}
+// last is the id of the newest call in flight that match reports; nil
+// when none.
+func (cl *calls) last(match func(call) bool) []byte {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	for i := len(cl.open) - 1; i >= 0; i-- {
-		if cl.open[i].token == t {
-			return cl.open[i].id
-		}
-	}
-	return nil
-}
-
-// newest is the id of the newest call in flight, listen streams aside;
-// nil when none.
-func (cl *calls) newest() []byte {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	for i := len(cl.open) - 1; i >= 0; i-- {
-		if !cl.open[i].listen {
+		if match(cl.open[i]) {
 			return cl.open[i].id
 		}
 	}
@@ -973,9 +951,6 @@ func (cl *calls) newest() []byte {
 // normalize is a JSON value in one spelling (1 and 1.0 alike); "" for
 // none.
 func normalize(raw []byte) string {
-	if raw == nil {
-		return ""
-	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil || v == nil {
 		return ""

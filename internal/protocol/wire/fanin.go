@@ -130,17 +130,22 @@ type fanSession struct {
 }
 
 func (s *fanSession) Send(msg []byte) {
-	env, err := Peek(msg)
-	if err != nil {
-		return
+	if env, err := Peek(msg); err == nil {
+		if msg, shared := s.route(msg, env); msg != nil {
+			shared.Send(msg)
+		}
 	}
+}
+
+// route makes the client's msg FanIn's, and returns the shared session it
+// goes to; nil when it goes nowhere.
+func (s *fanSession) route(msg []byte, env Envelope) ([]byte, Session) {
 	f := s.f
 	f.mu.Lock()
-	if s.closed {
-		f.mu.Unlock()
-		return
-	}
+	defer f.mu.Unlock()
 	switch {
+	case s.closed, env.IsResponse(): // no request of the server's was sent to it
+		return nil, nil
 	case env.IsRequest():
 		id := f.newID()
 		r := fanRoute{c: s, id: env.ID, listen: env.Method == "subscriptions/listen"}
@@ -157,17 +162,11 @@ func (s *fanSession) Send(msg []byte) {
 		vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId")
 		mine, known := s.ids[string(jsonscan.Member(env.Params, "requestId"))]
 		if !ok || !known {
-			f.mu.Unlock()
-			return
+			return nil, nil
 		}
 		msg = Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(mine))
-	case env.IsResponse():
-		f.mu.Unlock()
-		return // no request of the server's was sent to it
 	}
-	shared := f.session()
-	f.mu.Unlock()
-	shared.Send(msg)
+	return msg, f.session()
 }
 
 // Close cancels the client's requests in flight and forgets them.

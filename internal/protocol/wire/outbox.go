@@ -242,23 +242,21 @@ func (o *Outbox) fail(err error) {
 }
 
 // Close lets the writers finish what is queued, then stops Run.
-func (o *Outbox) Close() {
-	o.init()
-	o.mu.Lock()
-	o.closed = true
-	o.cond.Broadcast()
-	o.mu.Unlock()
-}
+func (o *Outbox) Close() { o.close(false) }
 
 // Drop empties the queue and stops every writer after its current
 // message: what is queued is never written.
-func (o *Outbox) Drop() {
+func (o *Outbox) Drop() { o.close(true) }
+
+func (o *Outbox) close(drop bool) {
 	o.init()
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.closed = true
-	o.q = backlog{}
+	if drop {
+		o.q = backlog{}
+	}
 	o.cond.Broadcast()
-	o.mu.Unlock()
 }
 
 // Done is closed once Run has returned.

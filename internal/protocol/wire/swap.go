@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -68,10 +69,7 @@ func (w *Swap) Open(c Client) Session {
 func (w *Swap) Replace(o Opener) {
 	w.mu.Lock()
 	w.cur = o
-	sessions := make([]*swapSession, 0, len(w.sessions))
-	for s := range w.sessions {
-		sessions = append(sessions, s)
-	}
+	sessions := slices.Collect(maps.Keys(w.sessions))
 	w.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range sessions {
@@ -141,9 +139,7 @@ func (sc *swapClient) Deliver(msg, rel []byte) {
 			s.stmu.Unlock()
 		}
 	}
-	s.dmu.Lock()
-	defer s.dmu.Unlock()
-	s.c.Deliver(msg, rel)
+	s.deliver(msg, rel)
 }
 
 func (s *swapSession) Send(msg []byte) {
