@@ -127,13 +127,8 @@ func each(obj []byte, stop func(key []byte) bool, fn func(key []byte, vs, ve int
 // SkipSpace returns the offset of the first byte at or after b[i] that is
 // not JSON white space.
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
 	}
 	return i
 }
@@ -177,22 +172,16 @@ func skipValue(b []byte, i int) (int, error) {
 			j++
 		}
 		return j, nil
-	case c == 't':
-		return literal(b, i, "true")
-	case c == 'f':
-		return literal(b, i, "false")
-	case c == 'n':
-		return literal(b, i, "null")
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if j, ok := validLiteral(b, i, lit); ok {
+				return j, nil
+			}
+		}
+		return 0, errors.New("invalid literal")
 	default:
 		return 0, errors.New("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
 	}
-}
-
-func literal(b []byte, i int, lit string) (int, error) {
-	if bytes.HasPrefix(b[i:], []byte(lit)) {
-		return i + len(lit), nil
-	}
-	return 0, errors.New("invalid literal")
 }
 
 // skipString returns the offset after the string starting at b[i] (a quote).
