@@ -30,31 +30,8 @@ import (
 //     notifications.
 //   - A message that is no JSON-RPC message gets an error answer, and the
 //     session goes on; the SDK's connection would end it.
-
-// Transport connects a Go SDK peer to newline-delimited JSON-RPC: it
-// serves the peer to the client on In and Out as Serve does (one message
-// per line; a bad line answered, a batch answered with one array, the
-// requests read before In ended answered within InputGrace), with the
-// promises of the SDK's seams above. Connect may be called once. Close
-// ends the serving but cannot interrupt a read of In in progress. Neither
-// In nor Out is closed by the connection.
-type Transport struct {
-	In  Stream
-	Out io.Writer
-	Log *slog.Logger // bad lines are logged here; nil = discard
-	// Traffic, when set, sees every message read from In (toServer) and
-	// written to Out, as it travelled; it must return quickly and not
-	// keep msg.
-	Traffic func(toServer bool, msg []byte)
-}
-
-// Connect implements mcp.Transport.
-func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
-	f := newFront(t.Out, ServeOptions{Log: t.Log, Traffic: t.Traffic})
-	c := newConn(f.Deliver, f.opt.Log)
-	go func() { _ = f.serve(c.ctx, t.In, sdkSession{c: c}) }()
-	return c, nil
-}
+//
+// On a byte stream, an SDK server is served by Serve on an SDKServer.
 
 // SDKServer is an Opener whose sessions a Go SDK server serves: each Open
 // connects srv to the client on a conn of its own.
