@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"sync"
@@ -61,18 +62,17 @@ func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bridge{
 		opts:   o,
-		log:    o.Log,
 		sdkLog: slog.New(minLevel{h: o.Log.Handler(), min: slog.LevelWarn}),
 		up:     upstream,
 		ctx:    ctx,
 		cancel: cancel,
-		relist: make(chan struct{}, 1),
 		reroot: make(chan struct{}, 1),
-		cat:    catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}},
-		roots:  map[string]string{},
+		cat:    newCatalog(),
+		// Unbounded: neither the bridge nor the SDK's peers wait on the
+		// client.
+		out: &wire.Outbox{Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil }, Hard: math.MaxInt, Stall: -1},
 	}
-	b.out = newOutbox(c, b.calls.answered)
-	go b.out.run()
+	go b.out.Run(nil)
 	return b
 }
 
@@ -87,56 +87,27 @@ const (
 
 // bridge is one client's session. Its goroutines open and work are
 // counted in wg and end once ctx is canceled (Close); the outbox's
-// goroutine ends when the outbox is closed.
+// goroutine ends when the outbox is dropped.
 type bridge struct {
 	opts   Options
-	log    *slog.Logger
 	sdkLog *slog.Logger
 	up     wire.Opener
-	out    *outbox
-	calls  calls // the client's requests in flight, for rel
+	out    *wire.Outbox // to the client, in order
+	calls  calls        // the client's requests in flight, for rel
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	mu      sync.Mutex
-	phase   phase
-	held    [][]byte
-	started bool   // open runs, or ran
-	reason  string // why the upstream session failed
-	front   wire.Session
-	cs      *mcp.ClientSession // the upstream session, once open
-	client  *mcp.Client
-	srv     *mcp.Server // once made
-	ss      *mcp.ServerSession
-	modern  bool            // the upstream session speaks 2026-07-28
-	listed  map[string]bool // the tools the SDK server lists
-
-	lmu   sync.Mutex
-	level mcp.LoggingLevel // the client's, as last said; "" = none
-
-	relist chan struct{} // a list changed (dirty says which)
-	dirty  atomic.Int32
 	reroot chan struct{} // the client's roots changed
+	cat    *catalog      // work's and sync's
 
-	syncMu sync.Mutex // one listing at a time; guards cat
-	cat    catalog
-	roots  map[string]string // the client's roots as the bridge's client has them: URI → JSON; work's own
-}
-
-// The lists a list_changed may concern.
-const (
-	listTools int32 = 1 << iota
-	listPrompts
-	listResources
-	listAll = listTools | listPrompts | listResources
-)
-
-// catalog is what the SDK server lists: name (or URI, URI template) → the
-// definition as added (JSON), so that an unchanged item is not added again
-// (which would tell the client its list changed).
-type catalog struct {
-	tools, prompts, resources, templates map[string]string
+	mu     sync.Mutex
+	phase  phase
+	held   [][]byte
+	reason string // why the upstream session failed
+	front  wire.Session
+	ch     *child      // the upstream session, once open
+	srv    *mcp.Server // once made
+	ss     *mcp.ServerSession
 }
 
 // Send takes one message of the client's (see wire.Session).
@@ -150,13 +121,12 @@ func (b *bridge) Send(msg []byte) {
 			b.refuse(msg, wire.CodeQueueFull, "mcpflow: too many messages while the era bridge opens its session with the MCP server; this one was dropped")
 			return
 		}
-		b.held = append(b.held, msg)
-		if !b.started {
-			b.started = true
+		if len(b.held) == 0 { // the first message
 			b.wg.Add(2)
 			go b.open(msg)
 			go b.work()
 		}
+		b.held = append(b.held, msg)
 	case live:
 		b.front.Send(msg)
 	case failed:
@@ -164,14 +134,20 @@ func (b *bridge) Send(msg []byte) {
 	}
 }
 
-// refuse answers msg, when it is a request, with an error. The answer is
-// queued: it never reaches the client before Send returns.
+// deliver queues a message for the client: it never reaches the client
+// before the caller returns.
+func (b *bridge) deliver(msg, rel []byte) {
+	b.calls.answered(msg, rel)
+	b.out.Send(msg, rel)
+}
+
+// refuse answers msg, when it is a request, with an error.
 func (b *bridge) refuse(msg []byte, code int, text string) {
 	env, err := wire.Peek(msg)
 	if err != nil || !env.IsRequest() || wire.IDProblem(env.ID) != "" {
 		return
 	}
-	b.out.Deliver(wire.ErrorResponse(env.ID, code, text, nil), env.ID)
+	b.deliver(wire.ErrorResponse(env.ID, code, text, nil), env.ID)
 }
 
 // Close ends the client's session (see the package documentation).
@@ -182,20 +158,22 @@ func (b *bridge) Close() {
 		return
 	}
 	b.phase = closed
-	front, cs := b.front, b.cs
+	front, ch := b.front, b.ch
 	b.held = nil
 	b.mu.Unlock()
-	b.out.close() // first: what the cancellations below answer is not delivered
+	b.out.Drop() // first: what the cancellations below answer is not delivered
 	b.cancel()
 	if front != nil {
 		front.Close()
 	}
-	if cs != nil {
-		_ = cs.Close()
+	if ch != nil {
+		_ = ch.cs.Close()
 	}
 	b.wg.Wait()
-	if !b.out.wait(closeWait) {
-		b.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	select {
+	case <-b.out.Done():
+	case <-time.After(closeWait):
+		b.opts.Log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
 	}
 }
 
@@ -213,7 +191,7 @@ func (b *bridge) open(first []byte) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		reason = fmt.Sprintf("the server did not complete the handshake within %s", b.opts.Handshake)
 	}
-	b.log.Warn("the era bridge could not open a session with the MCP server", "reason", reason)
+	b.opts.Log.Warn("the era bridge could not open a session with the MCP server", "reason", reason)
 	b.mu.Lock()
 	if b.phase != holding {
 		b.mu.Unlock()
@@ -224,11 +202,11 @@ func (b *bridge) open(first []byte) {
 		b.refuse(m, wire.CodeServerDown, "mcpflow: the era bridge could not open a session with the MCP server: "+reason)
 	}
 	b.held = nil
-	cs := b.cs
-	b.cs, b.srv = nil, nil
+	ch := b.ch
+	b.ch, b.srv = nil, nil
 	b.mu.Unlock()
-	if cs != nil {
-		_ = cs.Close()
+	if ch != nil {
+		_ = ch.cs.Close()
 	}
 }
 
@@ -239,20 +217,20 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	fc := frontOf(first)
 	client := mcp.NewClient(fc.impl(), b.clientOptions(fc))
 	client.AddReceivingMiddleware(b.bounded)
-	cs, err := client.Connect(ctx, wire.SessionTransport(upstream{b}, b.log), nil)
+	cs, err := client.Connect(ctx, wire.SessionTransport(upstream{b}, b.opts.Log), nil)
 	if err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
 	ir := cs.InitializeResult()
-	srv := b.newServer(ir)
+	ch := &child{cs: cs, client: client, modern: ir != nil && wire.IsModern(ir.ProtocolVersion), done: b.ctx, roots: map[string]string{}}
+	srv := b.newServer(ir, ch)
 	b.mu.Lock()
 	if b.phase != holding {
 		b.mu.Unlock()
 		_ = cs.Close()
 		return nil
 	}
-	b.cs, b.client, b.srv = cs, client, srv
-	b.modern = ir != nil && wire.IsModern(ir.ProtocolVersion)
+	b.ch, b.srv = ch, srv
 	b.mu.Unlock()
 
 	b.sync(ctx, listAll)
@@ -265,7 +243,7 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	if b.phase != holding {
 		return nil // Close closes cs
 	}
-	b.front = wire.SDKServer{Server: srv, Log: b.log}.Open(b.out)
+	b.front = wire.SDKServer{Server: srv, Log: b.opts.Log}.Open(wire.ClientFunc(b.deliver))
 	for ss := range srv.Sessions() {
 		b.ss = ss
 	}
@@ -274,7 +252,14 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	}
 	b.held = nil
 	b.phase = live
-	b.log.Info("the era bridge serves the client", "server", implName(ir), "server_protocol", protocolOf(ir))
+	var name, proto string
+	if ir != nil {
+		proto = ir.ProtocolVersion
+		if ir.ServerInfo != nil {
+			name = ir.ServerInfo.Name
+		}
+	}
+	b.opts.Log.Info("the era bridge serves the client", "server", name, "server_protocol", proto)
 	return nil
 }
 
@@ -285,22 +270,15 @@ func (b *bridge) work() {
 		select {
 		case <-b.ctx.Done():
 			return
-		case <-b.relist:
+		case <-b.cat.relist:
 			ctx, cancel := context.WithTimeout(b.ctx, relistTimeout)
-			b.sync(ctx, b.dirty.Swap(0))
+			b.sync(ctx, b.cat.dirty.Swap(0))
 			cancel()
 		case <-b.reroot:
-			b.syncRoots()
+			if ch, ss := b.session(); ch != nil && ss != nil {
+				ch.syncRoots(ss, b.opts.Log)
+			}
 		}
-	}
-}
-
-// changed notes that the child's lists of kind changed.
-func (b *bridge) changed(kind int32) {
-	b.dirty.Or(kind)
-	select {
-	case b.relist <- struct{}{}:
-	default:
 	}
 }
 
@@ -314,10 +292,10 @@ func (b *bridge) rootsChanged() {
 
 // session is the upstream session and the SDK server's session with the
 // client (nil until they exist).
-func (b *bridge) session() (*mcp.ClientSession, *mcp.ServerSession) {
+func (b *bridge) session() (*child, *mcp.ServerSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cs, b.ss
+	return b.ch, b.ss
 }
 
 // bounded gives a handler a context that also ends when the bridge
@@ -343,11 +321,12 @@ func (u upstream) Open(c wire.Client) wire.Session {
 		if !wire.IsResponse(msg) {
 			if env, err := wire.Peek(msg); err == nil && env.IsNotification() {
 				switch env.Method {
-				case "notifications/progress":
-					b.toClient(msg, b.calls.ofToken(jsonscan.Member(env.Params, "progressToken")))
+				case "notifications/progress": // on the stream of the call whose token it names
+					t := normalize(jsonscan.Member(env.Params, "progressToken"))
+					b.toClient(msg, b.calls.last(func(c call) bool { return t != "" && c.token == t }))
 					return
-				case "notifications/message":
-					b.toClient(msg, b.calls.newest())
+				case "notifications/message": // on the newest call's, listens aside
+					b.toClient(msg, b.calls.last(func(c call) bool { return !c.listen }))
 					return
 				}
 			}
@@ -363,7 +342,7 @@ func (b *bridge) toClient(msg, rel []byte) {
 	live := b.phase == live
 	b.mu.Unlock()
 	if live {
-		b.out.Deliver(msg, rel)
+		b.deliver(msg, rel)
 	}
 }
 
@@ -420,9 +399,9 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	o := &mcp.ClientOptions{
 		Logger:                     b.sdkLog,
 		Capabilities:               caps,
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { b.changed(listTools) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { b.changed(listPrompts) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { b.changed(listResources) },
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { b.cat.changed(listTools) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { b.cat.changed(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { b.cat.changed(listResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			b.mu.Lock()
 			srv := b.srv
@@ -470,8 +449,8 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 var errNoClientYet = errors.New("mcpflow: the client is not connected to the era bridge yet")
 
 // newServer makes the server the client sees: the child, as the upstream
-// session's handshake described it.
-func (b *bridge) newServer(ir *mcp.InitializeResult) *mcp.Server {
+// session's handshake described it, served by ch.
+func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
 	impl := &mcp.Implementation{Name: "mcpflow-bridge"}
 	var instructions string
 	subscribe := false
@@ -492,46 +471,48 @@ func (b *bridge) newServer(ir *mcp.InitializeResult) *mcp.Server {
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
 		},
-		CompletionHandler:       b.complete,
+		CompletionHandler:       ch.complete,
 		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { b.rootsChanged() },
 		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.rootsChanged() },
 	}
 	if subscribe {
-		opts.SubscribeHandler = b.subscribe
-		opts.UnsubscribeHandler = b.unsubscribe
+		opts.SubscribeHandler = ch.subscribe
+		opts.UnsubscribeHandler = ch.unsubscribe
 	}
 	srv := mcp.NewServer(impl, opts)
-	srv.AddReceivingMiddleware(b.frontMiddleware)
+	srv.AddReceivingMiddleware(b.frontMiddleware(ch))
 	return srv
 }
 
 // frontMiddleware bounds every handler by the bridge's life, carries the
 // client's log level to the child, and relists the tools before a call to
 // one the server does not list yet.
-func (b *bridge) frontMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return b.bounded(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		params := paramsOf(req)
-		switch p := params.(type) {
-		case *mcp.SetLoggingLevelParams:
-			if method == "logging/setLevel" {
-				if err := b.setLevel(ctx, p.Level, true); err != nil {
-					return nil, upstreamErr(ctx, err)
+func (b *bridge) frontMiddleware(ch *child) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return b.bounded(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			params := paramsOf(req)
+			switch p := params.(type) {
+			case *mcp.SetLoggingLevelParams:
+				if method == "logging/setLevel" {
+					if err := ch.setLevel(ctx, p.Level, true); err != nil {
+						return nil, upstreamErr(ctx, err)
+					}
+				}
+			case *mcp.CallToolParamsRaw:
+				if !b.cat.lists(p.Name) {
+					b.sync(ctx, listTools)
 				}
 			}
-		case *mcp.CallToolParamsRaw:
-			if !b.lists(p.Name) {
-				b.sync(ctx, listTools)
-			}
-		}
-		if params != nil {
-			if lvl, ok := params.GetMeta()[mcp.MetaKeyLogLevel].(string); ok && lvl != "" {
-				if err := b.setLevel(ctx, mcp.LoggingLevel(lvl), false); err != nil {
-					b.log.Warn("setting the MCP server's log level failed", "err", err)
+			if params != nil {
+				if lvl, ok := params.GetMeta()[mcp.MetaKeyLogLevel].(string); ok && lvl != "" {
+					if err := ch.setLevel(ctx, mcp.LoggingLevel(lvl), false); err != nil {
+						b.opts.Log.Warn("setting the MCP server's log level failed", "err", err)
+					}
 				}
 			}
-		}
-		return next(ctx, method, req)
-	})
+			return next(ctx, method, req)
+		})
+	}
 }
 
 // paramsOf is a request's params; nil when it has none.
@@ -546,22 +527,42 @@ func paramsOf(req mcp.Request) mcp.Params {
 	return p
 }
 
+// sync lists the child's lists of kind (listTools, ...) and makes the SDK
+// server's the same (see catalog).
+func (b *bridge) sync(ctx context.Context, kind int32) {
+	b.mu.Lock()
+	ch, srv := b.ch, b.srv
+	b.mu.Unlock()
+	if ch != nil && srv != nil {
+		b.cat.sync(ctx, kind, ch, srv, b.opts.Log, b.ctx)
+	}
+}
+
+// child is the bridge client's session with the upstream, in the child's
+// era: the SDK server's handlers forward to it.
+type child struct {
+	cs     *mcp.ClientSession
+	client *mcp.Client
+	modern bool              // it speaks 2026-07-28
+	done   context.Context   // the bridge's life
+	roots  map[string]string // the client's roots as client has them: URI → JSON; the bridge's work's
+
+	mu    sync.Mutex
+	level mcp.LoggingLevel // the client's, as last said; "" = none
+}
+
 // setLevel notes the client's log level. A legacy child is told with
 // logging/setLevel (when it changed, or always when force: the client
 // said so itself); a 2026-07-28 child reads it in each request's _meta.
-func (b *bridge) setLevel(ctx context.Context, level mcp.LoggingLevel, force bool) error {
-	b.lmu.Lock()
-	changed := b.level != level
-	b.level = level
-	b.lmu.Unlock()
-	cs, _ := b.session()
-	b.mu.Lock()
-	modern := b.modern
-	b.mu.Unlock()
-	if cs == nil || modern || !changed && !force {
+func (ch *child) setLevel(ctx context.Context, level mcp.LoggingLevel, force bool) error {
+	ch.mu.Lock()
+	changed := ch.level != level
+	ch.level = level
+	ch.mu.Unlock()
+	if ch.modern || !changed && !force {
 		return nil
 	}
-	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+	return ch.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 }
 
 // sessionMetaKeys are the _meta keys by which a 2026-07-28 peer describes
@@ -579,27 +580,38 @@ var sessionMetaKeys = []string{
 // meta is a request's _meta as forwarded: without sessionMetaKeys (the
 // progress token kept), with the client's log level for a 2026-07-28
 // child.
-func (b *bridge) meta(m mcp.Meta) mcp.Meta {
+func (ch *child) meta(m mcp.Meta) mcp.Meta {
 	out := mcp.Meta{}
 	for k, v := range m {
 		if !slices.Contains(sessionMetaKeys, k) {
 			out[k] = v
 		}
 	}
-	b.mu.Lock()
-	modern := b.modern
-	b.mu.Unlock()
-	if modern {
-		b.lmu.Lock()
-		if b.level != "" {
-			out[mcp.MetaKeyLogLevel] = string(b.level)
-		}
-		b.lmu.Unlock()
+	ch.mu.Lock()
+	if ch.modern && ch.level != "" {
+		out[mcp.MetaKeyLogLevel] = string(ch.level)
 	}
+	ch.mu.Unlock()
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// forward calls the child with a copy of params whose _meta is as
+// forwarded (meta); a failure is upstreamErr's.
+func forward[T any, P interface {
+	*T
+	mcp.Params
+}, R any](ctx context.Context, ch *child, params P, call func(*mcp.ClientSession, context.Context, P) (R, error)) (R, error) {
+	p := P(new(T))
+	*p = *params
+	p.SetMeta(ch.meta(params.GetMeta()))
+	res, err := call(ch.cs, ctx, p)
+	if err != nil {
+		err = upstreamErr(ctx, err)
+	}
+	return res, err
 }
 
 // upstreamErr is the error a request gets when its forwarding failed: the
@@ -616,15 +628,17 @@ func upstreamErr(ctx context.Context, err error) error {
 	return &jsonrpc.Error{Code: wire.CodeServerDown, Message: "mcpflow: the era bridge could not reach the MCP server: " + err.Error()}
 }
 
+// The results of the forwarding handlers are new ones: their resultType
+// is the client's era's, set by the SDK server (a legacy client gets none).
+
 // callTool forwards a tool call to the child's tool of that name.
-func (b *bridge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cs, _ := b.session()
+func (ch *child) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
-	params := &mcp.CallToolParams{Meta: b.meta(p.Meta), Name: p.Name, InputResponses: p.InputResponses, RequestState: p.RequestState}
+	params := &mcp.CallToolParams{Meta: ch.meta(p.Meta), Name: p.Name, InputResponses: p.InputResponses, RequestState: p.RequestState}
 	if len(p.Arguments) > 0 {
 		params.Arguments = p.Arguments
 	}
-	res, err := cs.CallTool(ctx, params)
+	res, err := ch.cs.CallTool(ctx, params)
 	if err != nil {
 		err = upstreamErr(ctx, err)
 		var werr *jsonrpc.Error
@@ -633,164 +647,191 @@ func (b *bridge) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 		}
 		return nil, err
 	}
-	// A new result: its resultType is the client's era's, set by the SDK
-	// server (a legacy client gets none).
-	return &mcp.CallToolResult{
-		Meta:              res.Meta,
-		Content:           res.Content,
-		StructuredContent: res.StructuredContent,
-		IsError:           res.IsError,
-		InputRequests:     res.InputRequests,
-		RequestState:      res.RequestState,
-	}, nil
+	return &mcp.CallToolResult{Meta: res.Meta, Content: res.Content, StructuredContent: res.StructuredContent,
+		IsError: res.IsError, InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 }
 
 // getPrompt forwards prompts/get.
-func (b *bridge) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	cs, _ := b.session()
-	p := *req.Params
-	p.Meta = b.meta(p.Meta)
-	res, err := cs.GetPrompt(ctx, &p)
+func (ch *child) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	res, err := forward(ctx, ch, req.Params, (*mcp.ClientSession).GetPrompt)
 	if err != nil {
-		return nil, upstreamErr(ctx, err)
+		return nil, err
 	}
-	return &mcp.GetPromptResult{
-		Meta:          res.Meta,
-		Description:   res.Description,
-		Messages:      res.Messages,
-		InputRequests: res.InputRequests,
-		RequestState:  res.RequestState,
-	}, nil
+	return &mcp.GetPromptResult{Meta: res.Meta, Description: res.Description, Messages: res.Messages,
+		InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 }
 
 // readResource forwards resources/read.
-func (b *bridge) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	cs, _ := b.session()
-	p := *req.Params
-	p.Meta = b.meta(p.Meta)
-	res, err := cs.ReadResource(ctx, &p)
+func (ch *child) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	res, err := forward(ctx, ch, req.Params, (*mcp.ClientSession).ReadResource)
 	if err != nil {
-		return nil, upstreamErr(ctx, err)
+		return nil, err
 	}
-	return &mcp.ReadResourceResult{
-		Meta:          res.Meta,
-		Cacheable:     res.Cacheable,
-		Contents:      res.Contents,
-		InputRequests: res.InputRequests,
-		RequestState:  res.RequestState,
-	}, nil
+	return &mcp.ReadResourceResult{Meta: res.Meta, Cacheable: res.Cacheable, Contents: res.Contents,
+		InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 }
 
 // complete forwards completion/complete.
-func (b *bridge) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	cs, _ := b.session()
-	p := *req.Params
-	p.Meta = b.meta(p.Meta)
-	res, err := cs.Complete(ctx, &p)
-	if err != nil {
-		return nil, upstreamErr(ctx, err)
-	}
-	return res, nil
+func (ch *child) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	return forward(ctx, ch, req.Params, (*mcp.ClientSession).Complete)
 }
 
 // subscribe forwards resources/subscribe (a legacy client's, or a
 // 2026-07-28 client's listen stream's resource subscriptions).
-func (b *bridge) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	cs, _ := b.session()
-	p := *req.Params
-	p.Meta = b.meta(p.Meta)
-	if err := cs.Subscribe(ctx, &p); err != nil {
-		return upstreamErr(ctx, err)
-	}
-	return nil
+func (ch *child) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	_, err := forward(ctx, ch, req.Params, func(cs *mcp.ClientSession, ctx context.Context, p *mcp.SubscribeParams) (any, error) {
+		return nil, cs.Subscribe(ctx, p)
+	})
+	return err
 }
 
 // unsubscribe forwards resources/unsubscribe. The SDK server unsubscribes
 // a listen stream's resources when the stream has ended, with its
 // context: the forwarding gets a context of its own, bounded.
-func (b *bridge) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	cs, _ := b.session()
+func (ch *child) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rootsTimeout)
 	defer cancel()
-	stop := context.AfterFunc(b.ctx, cancel)
+	stop := context.AfterFunc(ch.done, cancel)
 	defer stop()
-	p := *req.Params
-	p.Meta = b.meta(p.Meta)
-	if err := cs.Unsubscribe(ctx, &p); err != nil {
-		return upstreamErr(ctx, err)
+	_, err := forward(ctx, ch, req.Params, func(cs *mcp.ClientSession, ctx context.Context, p *mcp.UnsubscribeParams) (any, error) {
+		return nil, cs.Unsubscribe(ctx, p)
+	})
+	return err
+}
+
+// syncRoots copies a legacy client's roots (ss is the SDK server's
+// session with it) to the bridge's client, which answers a legacy child's
+// roots/list from them and tells it when they change.
+func (ch *child) syncRoots(ss *mcp.ServerSession, log *slog.Logger) {
+	if ch.modern {
+		return // a 2026-07-28 child asks for roots in its results
 	}
-	return nil
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || wire.IsModern(ip.ProtocolVersion) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ch.done, rootsTimeout)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		if ch.done.Err() == nil {
+			log.Warn("asking the client for its roots failed", "err", err)
+		}
+		return
+	}
+	now := map[string]string{}
+	var add []*mcp.Root
+	for _, r := range res.Roots {
+		def, _ := json.Marshal(r)
+		now[r.URI] = string(def)
+		if ch.roots[r.URI] != string(def) {
+			add = append(add, r)
+		}
+	}
+	var gone []string
+	for uri := range ch.roots {
+		if _, ok := now[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	ch.roots = now
+	if len(gone) > 0 {
+		ch.client.RemoveRoots(gone...)
+	}
+	if len(add) > 0 {
+		ch.client.AddRoots(add...)
+	}
+}
+
+// The lists a list_changed may concern.
+const (
+	listTools int32 = 1 << iota
+	listPrompts
+	listResources
+	listAll = listTools | listPrompts | listResources
+)
+
+// catalog is what the SDK server lists: name (or URI, URI template) → the
+// definition as added (JSON), so that an unchanged item is not added again
+// (which would tell the client its list changed); and which lists the
+// child said changed.
+type catalog struct {
+	mu                                   sync.Mutex // one listing at a time; guards the maps
+	tools, prompts, resources, templates map[string]string
+	listed                               atomic.Pointer[map[string]bool] // the tools listed, read without waiting for a listing
+	relist                               chan struct{}                   // a list changed (dirty says which)
+	dirty                                atomic.Int32
+}
+
+func newCatalog() *catalog {
+	return &catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, relist: make(chan struct{}, 1)}
+}
+
+// changed notes that the child's lists of kind changed.
+func (c *catalog) changed(kind int32) {
+	c.dirty.Or(kind)
+	select {
+	case c.relist <- struct{}{}:
+	default:
+	}
 }
 
 // lists reports whether the SDK server lists the tool name. It does not
 // wait for a listing under way.
-func (b *bridge) lists(name string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.listed[name]
+func (c *catalog) lists(name string) bool {
+	m := c.listed.Load()
+	return m != nil && (*m)[name]
 }
 
-// sync lists the child's lists of kind (listTools, ...) and makes the SDK
-// server's the same. A list the child does not declare is not asked for;
-// a list that cannot be read whole is left as it was.
-func (b *bridge) sync(ctx context.Context, kind int32) {
-	b.syncMu.Lock()
-	defer b.syncMu.Unlock()
-	b.mu.Lock()
-	cs, srv := b.cs, b.srv
-	b.mu.Unlock()
-	if cs == nil || srv == nil {
-		return
-	}
-	var caps *mcp.ServerCapabilities
-	if ir := cs.InitializeResult(); ir != nil {
+// sync lists the child's lists of kind and makes srv's the same. A list
+// the child does not declare is not asked for; a list that cannot be read
+// whole is left as it was (and logged unless the bridge is closing: done).
+func (c *catalog) sync(ctx context.Context, kind int32, ch *child, srv *mcp.Server, log *slog.Logger, done context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	caps := &mcp.ServerCapabilities{}
+	if ir := ch.cs.InitializeResult(); ir != nil && ir.Capabilities != nil {
 		caps = ir.Capabilities
 	}
-	if caps == nil {
-		caps = &mcp.ServerCapabilities{}
+	warnIf := func(list string, err error) {
+		if err != nil && done.Err() == nil {
+			log.Warn("listing the MCP server's "+list+" failed; the list is left as it was", "err", err)
+		}
 	}
+	leftOut := func(what string) func(string, error) {
+		return func(key string, err error) {
+			log.Warn("left out a "+what+" of the MCP server's that the Go SDK refuses", "name", key, "err", err)
+		}
+	}
+	cs := ch.cs
 	if kind&listTools != 0 {
-		b.warnIf("tools", syncList(b.cat.tools, cs.Tools(ctx, nil),
+		warnIf("tools", syncList(c.tools, cs.Tools(ctx, nil),
 			func(t *mcp.Tool) string { return t.Name },
-			func(t *mcp.Tool) error { return try(func() { srv.AddTool(t, b.callTool) }) },
-			srv.RemoveTools, b.leftOut("tool")))
-		listed := make(map[string]bool, len(b.cat.tools))
-		for name := range b.cat.tools {
+			func(t *mcp.Tool) error { return try(func() { srv.AddTool(t, ch.callTool) }) },
+			srv.RemoveTools, leftOut("tool")))
+		listed := make(map[string]bool, len(c.tools))
+		for name := range c.tools {
 			listed[name] = true
 		}
-		b.mu.Lock()
-		b.listed = listed
-		b.mu.Unlock()
+		c.listed.Store(&listed)
 	}
 	if kind&listPrompts != 0 && caps.Prompts != nil {
-		b.warnIf("prompts", syncList(b.cat.prompts, cs.Prompts(ctx, nil),
+		warnIf("prompts", syncList(c.prompts, cs.Prompts(ctx, nil),
 			func(p *mcp.Prompt) string { return p.Name },
-			func(p *mcp.Prompt) error { return try(func() { srv.AddPrompt(p, b.getPrompt) }) },
-			srv.RemovePrompts, b.leftOut("prompt")))
+			func(p *mcp.Prompt) error { return try(func() { srv.AddPrompt(p, ch.getPrompt) }) },
+			srv.RemovePrompts, leftOut("prompt")))
 	}
 	if kind&listResources != 0 && caps.Resources != nil {
-		b.warnIf("resources", syncList(b.cat.resources, cs.Resources(ctx, nil),
+		warnIf("resources", syncList(c.resources, cs.Resources(ctx, nil),
 			func(r *mcp.Resource) string { return r.URI },
-			func(r *mcp.Resource) error { return try(func() { srv.AddResource(r, b.readResource) }) },
-			srv.RemoveResources, b.leftOut("resource")))
-		b.warnIf("resource templates", syncList(b.cat.templates, cs.ResourceTemplates(ctx, nil),
+			func(r *mcp.Resource) error { return try(func() { srv.AddResource(r, ch.readResource) }) },
+			srv.RemoveResources, leftOut("resource")))
+		warnIf("resource templates", syncList(c.templates, cs.ResourceTemplates(ctx, nil),
 			func(t *mcp.ResourceTemplate) string { return t.URITemplate },
 			func(t *mcp.ResourceTemplate) error {
-				return try(func() { srv.AddResourceTemplate(t, b.readResource) })
+				return try(func() { srv.AddResourceTemplate(t, ch.readResource) })
 			},
-			srv.RemoveResourceTemplates, b.leftOut("resource template")))
-	}
-}
-
-func (b *bridge) warnIf(list string, err error) {
-	if err != nil && b.ctx.Err() == nil {
-		b.log.Warn("listing the MCP server's "+list+" failed; the list is left as it was", "err", err)
-	}
-}
-
-func (b *bridge) leftOut(what string) func(key string, err error) {
-	return func(key string, err error) {
-		b.log.Warn("left out a "+what+" of the MCP server's that the Go SDK refuses", "name", key, "err", err)
+			srv.RemoveResourceTemplates, leftOut("resource template")))
 	}
 }
 
@@ -846,67 +887,6 @@ func try(f func()) (err error) {
 	return nil
 }
 
-// syncRoots copies a legacy client's roots to the bridge's client, which
-// answers a legacy child's roots/list from them and tells it when they
-// change.
-func (b *bridge) syncRoots() {
-	b.mu.Lock()
-	ss, client, modern := b.ss, b.client, b.modern
-	b.mu.Unlock()
-	if ss == nil || client == nil || modern {
-		return // a 2026-07-28 child asks for roots in its results
-	}
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil || wire.IsModern(ip.ProtocolVersion) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, rootsTimeout)
-	defer cancel()
-	res, err := ss.ListRoots(ctx, nil)
-	if err != nil {
-		if b.ctx.Err() == nil {
-			b.log.Warn("asking the client for its roots failed", "err", err)
-		}
-		return
-	}
-	now := map[string]string{}
-	var add []*mcp.Root
-	for _, r := range res.Roots {
-		def, _ := json.Marshal(r)
-		now[r.URI] = string(def)
-		if b.roots[r.URI] != string(def) {
-			add = append(add, r)
-		}
-	}
-	var gone []string
-	for uri := range b.roots {
-		if _, ok := now[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
-	b.roots = now
-	if len(gone) > 0 {
-		client.RemoveRoots(gone...)
-	}
-	if len(add) > 0 {
-		client.AddRoots(add...)
-	}
-}
-
-func implName(ir *mcp.InitializeResult) string {
-	if ir == nil || ir.ServerInfo == nil {
-		return ""
-	}
-	return ir.ServerInfo.Name
-}
-
-func protocolOf(ir *mcp.InitializeResult) string {
-	if ir == nil {
-		return ""
-	}
-	return ir.ProtocolVersion
-}
-
 // calls are the client's requests in flight, in the order it sent them,
 // with their progress tokens: what the child sends during a call goes on
 // that call's stream (rel).
@@ -948,43 +928,20 @@ func (cl *calls) answered(msg, rel []byte) {
 }
 
 func (cl *calls) end(id []byte) {
-	if id == nil {
-		return
-	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	for i, c := range cl.open {
-		if string(c.id) == string(id) {
-			cl.open = slices.Delete(cl.open, i, i+1)
-			return
-		}
+	if i := slices.IndexFunc(cl.open, func(c call) bool { return string(c.id) == string(id) }); i >= 0 {
+		cl.open = slices.Delete(cl.open, i, i+1)
 	}
 }
 
-// ofToken is the id of the call whose progress token is token (raw JSON);
-// nil when none.
-func (cl *calls) ofToken(token []byte) []byte {
-	t := normalize(token)
-	if t == "" {
-		return nil
-	}
+// last is the id of the newest call in flight that match reports; nil
+// when none.
+func (cl *calls) last(match func(call) bool) []byte {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	for i := len(cl.open) - 1; i >= 0; i-- {
-		if cl.open[i].token == t {
-			return cl.open[i].id
-		}
-	}
-	return nil
-}
-
-// newest is the id of the newest call in flight, listen streams aside;
-// nil when none.
-func (cl *calls) newest() []byte {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	for i := len(cl.open) - 1; i >= 0; i-- {
-		if !cl.open[i].listen {
+		if match(cl.open[i]) {
 			return cl.open[i].id
 		}
 	}
@@ -994,90 +951,12 @@ func (cl *calls) newest() []byte {
 // normalize is a JSON value in one spelling (1 and 1.0 alike); "" for
 // none.
 func normalize(raw []byte) string {
-	if raw == nil {
-		return ""
-	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil || v == nil {
 		return ""
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// outbox delivers messages to the client in order from a goroutine of its
-// own: Deliver only queues, so neither the bridge nor the SDK's peers ever
-// wait on the client.
-type outbox struct {
-	c    wire.Client
-	seen func(msg, rel []byte) // each message queued, before it is delivered
-
-	mu     sync.Mutex
-	cond   *sync.Cond
-	q      []item
-	closed bool
-	done   chan struct{} // closed when run has returned
-}
-
-type item struct{ msg, rel []byte }
-
-func newOutbox(c wire.Client, seen func(msg, rel []byte)) *outbox {
-	o := &outbox{c: c, seen: seen, done: make(chan struct{})}
-	o.cond = sync.NewCond(&o.mu)
-	return o
-}
-
-// Deliver queues msg for the client (a wire.Client); nothing once closed.
-func (o *outbox) Deliver(msg, rel []byte) {
-	o.seen(msg, rel)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return
-	}
-	o.q = append(o.q, item{msg, rel})
-	o.cond.Signal()
-}
-
-// run delivers what is queued until close.
-func (o *outbox) run() {
-	defer close(o.done)
-	for {
-		o.mu.Lock()
-		for len(o.q) == 0 && !o.closed {
-			o.cond.Wait()
-		}
-		if o.closed {
-			o.mu.Unlock()
-			return
-		}
-		it := o.q[0]
-		o.q[0] = item{}
-		o.q = o.q[1:]
-		o.mu.Unlock()
-		o.c.Deliver(it.msg, it.rel)
-	}
-}
-
-// close drops what is queued and stops run after the delivery under way.
-func (o *outbox) close() {
-	o.mu.Lock()
-	o.closed = true
-	o.q = nil
-	o.cond.Broadcast()
-	o.mu.Unlock()
-}
-
-// wait waits, at most d, for run to return; it reports whether it did.
-func (o *outbox) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-o.done:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // minLevel is a slog.Handler that passes only records of min and above.

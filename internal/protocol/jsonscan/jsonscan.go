@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 )
 
@@ -32,6 +33,12 @@ func Members(msg []byte, i int, fn func(key []byte, vs, ve int) error) error {
 
 // Object walks the object at msg[i] and returns the offset after it.
 func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, error) {
+	return object(msg, i, nil, fn)
+}
+
+// object is Object, stopping with ErrFound before the value of the first
+// key that stop (when set) reports.
+func object(msg []byte, i int, stop func(key []byte) bool, fn func(key []byte, vs, ve int) error) (int, error) {
 	i++ // '{'
 	i = SkipSpace(msg, i)
 	if i < len(msg) && msg[i] == '}' {
@@ -53,6 +60,9 @@ func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, erro
 				return 0, err
 			}
 			key = []byte(k)
+		}
+		if stop != nil && stop(key) {
+			return 0, ErrFound
 		}
 		i = SkipSpace(msg, ke)
 		if i >= len(msg) || msg[i] != ':' {
@@ -97,11 +107,7 @@ var ErrFound = errors.New("found")
 
 // MemberSpan returns the offsets in obj of the value of key.
 func MemberSpan(obj []byte, key string) (vs, ve int, ok bool) {
-	i := SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return 0, 0, false
-	}
-	_, _ = Object(obj, i, func(k []byte, s, e int) error {
+	each(obj, nil, func(k []byte, s, e int) error {
 		if string(k) == key {
 			vs, ve, ok = s, e, true
 			return ErrFound
@@ -111,16 +117,18 @@ func MemberSpan(obj []byte, key string) (vs, ve int, ok bool) {
 	return vs, ve, ok
 }
 
+// each walks the members of obj, when it is an object, until an error.
+func each(obj []byte, stop func(key []byte) bool, fn func(key []byte, vs, ve int) error) {
+	if i := SkipSpace(obj, 0); i < len(obj) && obj[i] == '{' {
+		_, _ = object(obj, i, stop, fn)
+	}
+}
+
 // SkipSpace returns the offset of the first byte at or after b[i] that is
 // not JSON white space.
 func SkipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
 	}
 	return i
 }
@@ -164,22 +172,16 @@ func skipValue(b []byte, i int) (int, error) {
 			j++
 		}
 		return j, nil
-	case c == 't':
-		return literal(b, i, "true")
-	case c == 'f':
-		return literal(b, i, "false")
-	case c == 'n':
-		return literal(b, i, "null")
+	case c == 't' || c == 'f' || c == 'n':
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if j, ok := validLiteral(b, i, lit); ok {
+				return j, nil
+			}
+		}
+		return 0, errors.New("invalid literal")
 	default:
 		return 0, errors.New("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
 	}
-}
-
-func literal(b []byte, i int, lit string) (int, error) {
-	if bytes.HasPrefix(b[i:], []byte(lit)) {
-		return i + len(lit), nil
-	}
-	return 0, errors.New("invalid literal")
 }
 
 // skipString returns the offset after the string starting at b[i] (a quote).
@@ -220,44 +222,14 @@ func Unquote(b []byte) (string, error) {
 // large value after it costs nothing); "" when none is, or obj is no
 // object.
 func FirstKey(obj []byte, keys ...string) string {
-	i := SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return ""
-	}
-	i = SkipSpace(obj, i+1)
-	for i < len(obj) && obj[i] == '"' {
-		ke, err := skipString(obj, i)
-		if err != nil {
-			return ""
+	first := ""
+	each(obj, func(k []byte) bool {
+		if n := slices.Index(keys, string(k)); n >= 0 {
+			first = keys[n]
 		}
-		key := obj[i+1 : ke-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			k, err := Unquote(obj[i:ke])
-			if err != nil {
-				return ""
-			}
-			key = []byte(k)
-		}
-		for _, k := range keys {
-			if string(key) == k {
-				return k
-			}
-		}
-		i = SkipSpace(obj, ke)
-		if i >= len(obj) || obj[i] != ':' {
-			return ""
-		}
-		ve, err := skipValue(obj, SkipSpace(obj, i+1))
-		if err != nil {
-			return ""
-		}
-		i = SkipSpace(obj, ve)
-		if i >= len(obj) || obj[i] != ',' {
-			return ""
-		}
-		i = SkipSpace(obj, i+1)
-	}
-	return ""
+		return first != ""
+	}, nil)
+	return first
 }
 
 // Ambiguous reports whether the object obj names one of keys in a way
@@ -266,13 +238,9 @@ func FirstKey(obj []byte, keys ...string) string {
 // the Go SDK, matches member names case-insensitively; JSON.parse does
 // not). obj that is no object is not ambiguous.
 func Ambiguous(obj []byte, keys ...string) bool {
-	i := SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
 	var seen uint64 // keys found, by index (at most 64 keys)
 	amb := false
-	_, _ = Object(obj, i, func(k []byte, _, _ int) error {
+	each(obj, nil, func(k []byte, _, _ int) error {
 		for n, w := range keys {
 			if !bytes.EqualFold(k, []byte(w)) {
 				continue

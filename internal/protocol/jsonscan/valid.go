@@ -17,7 +17,7 @@ func Valid(b []byte) bool {
 	i := 0
 	var ok bool
 value:
-	i = skipWS(b, i)
+	i = SkipSpace(b, i)
 	if i >= n {
 		return false
 	}
@@ -26,7 +26,7 @@ value:
 		if len(stack)+1 > maxDepth {
 			return false
 		}
-		i = skipWS(b, i+1)
+		i = SkipSpace(b, i+1)
 		if i < n && b[i] == c+2 { // '}' is '{'+2, ']' is '['+2
 			i++
 			goto end
@@ -58,7 +58,7 @@ value:
 		}
 	}
 end: // after a value
-	i = skipWS(b, i)
+	i = SkipSpace(b, i)
 	if len(stack) == 0 {
 		return i == n
 	}
@@ -83,26 +83,19 @@ end: // after a value
 		return false
 	}
 key:
-	i = skipWS(b, i)
+	i = SkipSpace(b, i)
 	if i >= n || b[i] != '"' {
 		return false
 	}
 	if i, ok = validString(b, i); !ok {
 		return false
 	}
-	i = skipWS(b, i)
+	i = SkipSpace(b, i)
 	if i >= n || b[i] != ':' {
 		return false
 	}
 	i++
 	goto value
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
 }
 
 // validLiteral checks that b[i:] starts with lit and returns the index
@@ -136,7 +129,7 @@ func validString(b []byte, i int) (int, bool) {
 					return i, false
 				}
 				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
 						return i, false
 					}
 				}
@@ -157,11 +150,6 @@ func validString(b []byte, i int) (int, bool) {
 		}
 	}
 	return i, false
-}
-
-// isHex reports whether c is a hexadecimal digit.
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // validNumber checks the number starting at b[i]:

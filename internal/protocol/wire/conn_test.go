@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rawServer serves a Go SDK server through a Transport on pipes and
+// rawServer serves a Go SDK server through Serve and SDKServer on pipes and
 // returns a writer for the client's lines and the server's lines.
 func rawServer(t *testing.T, max int) (io.WriteCloser, <-chan string) {
 	t.Helper()
@@ -38,7 +38,7 @@ func rawServer(t *testing.T, max int) (io.WriteCloser, <-chan string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Run(ctx, &Transport{In: NewReader(inR, max), Out: outW})
+		_ = Serve(ctx, NewReader(inR, max), outW, SDKServer{Server: srv}, ServeOptions{})
 		outW.Close()
 	}()
 	lines := make(chan string, 100)
@@ -147,7 +147,7 @@ func TestTransportAnswersAfterTheInputEnds(t *testing.T) {
 	var out strings.Builder
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.Run(context.Background(), &Transport{In: NewReader(in, 0), Out: &syncWriter{w: &out}})
+		done <- Serve(context.Background(), NewReader(in, 0), &syncWriter{w: &out}, SDKServer{Server: srv}, ServeOptions{})
 	}()
 	select {
 	case <-done:
@@ -171,9 +171,9 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 // FuzzTransport: whatever bytes a client writes, a Go SDK server behind
-// Transport neither panics nor hangs, writes only JSON lines, and answers
-// every request line that has a valid id, under that id, at most once per
-// time the id was sent.
+// Serve and SDKServer neither panics nor hangs, writes only JSON lines,
+// and answers every request line that has a valid id, under that id, at
+// most once per time the id was sent.
 func FuzzTransport(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}` + "\n" + `{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`,
@@ -193,7 +193,7 @@ func FuzzTransport(f *testing.F) {
 		var out strings.Builder
 		done := make(chan error, 1)
 		go func() {
-			done <- srv.Run(context.Background(), &Transport{In: NewReader(bytes.NewReader(b), 1<<16), Out: &syncWriter{w: &out}})
+			done <- Serve(context.Background(), NewReader(bytes.NewReader(b), 1<<16), &syncWriter{w: &out}, SDKServer{Server: srv}, ServeOptions{})
 		}()
 		select {
 		case <-done:

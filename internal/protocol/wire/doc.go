@@ -1,20 +1,28 @@
-// Package wire is how mcpflow reads and writes JSON-RPC on a byte stream,
-// MCP's stdio transport: newline-delimited messages, one per line.
+// Package wire is mcpflow's message seam: how JSON-RPC is framed, read,
+// queued and handed between the fronts, the serving sides and the
+// children, in every mode.
 //
-// It is the one core that every mode shares:
-//   - Reader is the only framer: every stream, from a client or from a
-//     child, in every mode, is read by one, with one size limit and one
-//     check (one JSON value in valid UTF-8, jsonscan.Valid), and one way
-//     of reporting a bad line (TooLargeError, InvalidError) after which
-//     reading goes on.
-//   - Peek reads a message's envelope (id, method, params, result) without
-//     decoding the rest; ErrorResponse, ResultResponse, Request and Splice
-//     build and rewrite messages as bytes; the error codes and the texts of
-//     a bad line's answer are here.
-//   - Batches answers a client's JSON-RPC batch with one array.
-//   - Transport puts a Go SDK peer on a Reader and a writer, answering what
-//     the SDK's own stdio connection would end the session on and keeping
-//     every request id exactly as the peer wrote it.
-//   - modernVersion and IsModern tell the protocol eras apart; the _meta
-//     keys are the SDK's (mcp.MetaKey*).
+//   - Framing: Reader is the only framer of newline-delimited messages
+//     (MCP's stdio transport), with one size limit and one check (one JSON
+//     value in valid UTF-8, jsonscan.Valid) and one way of reporting a bad
+//     line (TooLargeError, InvalidError, answered as Refusal says) after
+//     which reading goes on. Serve is the front on a byte stream: it splits
+//     a batch and answers it with one array, and answers what is left
+//     unanswered when the client goes.
+//   - Peek reads a message's envelope without decoding the rest, and
+//     refuses to read an ambiguous one (a member named twice or in another
+//     case: -32600); ErrorResponse, ResultResponse, Request and Splice
+//     build and rewrite messages as bytes; the error codes and texts are
+//     here.
+//   - The seams (session.go): Opener, Session and Client between a front
+//     and what serves a client; Link and LinkReceiver to a child.
+//   - State is the one model of a client's session, given to a new serving
+//     side by its Replay; Outbox is the one bounded queue toward a peer.
+//   - FanIn shares one session among session-less 2026-07-28 clients under
+//     ids of its own ("mcpflow:" ones, ReservedPrefix); Swap moves sessions
+//     to another serving side on a live config edit.
+//   - SDKServer and SessionTransport put a Go SDK peer on these seams,
+//     keeping every request id exactly as the other side wrote it.
+//   - IsModern tells the protocol eras apart; the _meta keys are the SDK's
+//     (mcp.MetaKey*).
 package wire

@@ -153,22 +153,22 @@ func Peek(msg []byte) (Envelope, error) {
 	return e, err
 }
 
+// metaSpan returns the offsets in the message of the value of key in
+// params._meta.
+func (e *Envelope) metaSpan(key string) (vs, ve int, ok bool) {
+	ms, me, _ := jsonscan.MemberSpan(e.Params, "_meta")
+	vs, ve, ok = jsonscan.MemberSpan(e.Params[ms:me], key)
+	at := e.ParStart + ms
+	return at + vs, at + ve, ok
+}
+
 // PartialID returns the id of a message of which only the head is at hand
 // (an over-long line), if the id comes before the cut.
 func PartialID(head []byte) []byte {
-	i := jsonscan.SkipSpace(head, 0)
-	if i >= len(head) || head[i] != '{' {
-		return nil
+	if vs, ve, ok := jsonscan.MemberSpan(head, "id"); ok {
+		return bytes.Clone(head[vs:ve])
 	}
-	var id []byte
-	_, _ = jsonscan.Object(head, i, func(k []byte, s, e int) error {
-		if string(k) == "id" {
-			id = append([]byte(nil), head[s:e]...)
-			return jsonscan.ErrFound
-		}
-		return nil
-	})
-	return id
+	return nil
 }
 
 // IsResponse reports whether msg, a JSON-RPC message, is a response: the

@@ -92,12 +92,13 @@ func (f *FanIn) deliver(msg, rel []byte) {
 	case env.IsResponse():
 		key, at, end = string(env.ID), env.IDStart, env.IDEnd
 	default:
-		meta := jsonscan.Member(env.Params, "_meta")
-		if vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken"); ok {
-			key, at, end = string(env.Params[vs:ve]), env.ParStart+vs, env.ParStart+ve
-		} else if vs, ve, ok := jsonscan.MemberSpan(meta, mcp.MetaKeySubscriptionID); ok {
-			ms, _, _ := jsonscan.MemberSpan(env.Params, "_meta")
-			key, at, end = string(meta[vs:ve]), env.ParStart+ms+vs, env.ParStart+ms+ve
+		vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken")
+		vs, ve = env.ParStart+vs, env.ParStart+ve
+		if !ok {
+			vs, ve, ok = env.metaSpan(mcp.MetaKeySubscriptionID)
+		}
+		if ok {
+			key, at, end = string(msg[vs:ve]), vs, ve
 		}
 	}
 	f.mu.Lock()
@@ -129,28 +130,29 @@ type fanSession struct {
 }
 
 func (s *fanSession) Send(msg []byte) {
-	env, err := Peek(msg)
-	if err != nil {
-		return
+	if env, err := Peek(msg); err == nil {
+		if msg, shared := s.route(msg, env); msg != nil {
+			shared.Send(msg)
+		}
 	}
+}
+
+// route makes the client's msg FanIn's, and returns the shared session it
+// goes to; nil when it goes nowhere.
+func (s *fanSession) route(msg []byte, env Envelope) ([]byte, Session) {
 	f := s.f
 	f.mu.Lock()
-	if s.closed {
-		f.mu.Unlock()
-		return
-	}
+	defer f.mu.Unlock()
 	switch {
+	case s.closed, env.IsResponse(): // no request of the server's was sent to it
+		return nil, nil
 	case env.IsRequest():
 		id := f.newID()
 		r := fanRoute{c: s, id: env.ID, listen: env.Method == "subscriptions/listen"}
-		if ms, _, ok := jsonscan.MemberSpan(env.Params, "_meta"); ok {
-			meta := jsonscan.Member(env.Params, "_meta")
-			if ts, te, ok := jsonscan.MemberSpan(meta, "progressToken"); ok {
-				r.token = meta[ts:te]
-				at := env.ParStart + ms
-				msg = Splice(msg, at+ts, at+te, id)
-				env, _ = Peek(msg)
-			}
+		if ts, te, ok := env.metaSpan("progressToken"); ok {
+			r.token = msg[ts:te]
+			msg = Splice(msg, ts, te, id)
+			env, _ = Peek(msg)
 		}
 		r.id, r.token = append([]byte(nil), r.id...), append([]byte(nil), r.token...)
 		f.routes[string(id)] = r
@@ -160,17 +162,11 @@ func (s *fanSession) Send(msg []byte) {
 		vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId")
 		mine, known := s.ids[string(jsonscan.Member(env.Params, "requestId"))]
 		if !ok || !known {
-			f.mu.Unlock()
-			return
+			return nil, nil
 		}
 		msg = Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(mine))
-	case env.IsResponse():
-		f.mu.Unlock()
-		return // no request of the server's was sent to it
 	}
-	shared := f.session()
-	f.mu.Unlock()
-	shared.Send(msg)
+	return msg, f.session()
 }
 
 // Close cancels the client's requests in flight and forgets them.

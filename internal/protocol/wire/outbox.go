@@ -47,9 +47,7 @@ type Outbox struct {
 	once    sync.Once
 	mu      sync.Mutex
 	cond    *sync.Cond
-	q       []item // queued: q[head:]
-	head    int
-	bytes   int // queued bytes
+	q       backlog
 	closed  bool
 	err     error
 	writing bool // the write token is taken
@@ -62,6 +60,36 @@ type Outbox struct {
 }
 
 type item struct{ msg, rel []byte }
+
+// backlog is an Outbox's queue: q[head:] waits to be written; bytes
+// counts it, and the message being written.
+type backlog struct {
+	q     []item
+	head  int
+	bytes int
+}
+
+func (b *backlog) len() int { return len(b.q) - b.head }
+
+func (b *backlog) push(it item) {
+	if b.head > 0 && b.head >= b.len() {
+		// As many slots written as queued: move the queue to the front,
+		// so a steady flow reuses one array and a backlog does not keep
+		// the slots of what it wrote.
+		n := copy(b.q, b.q[b.head:])
+		clear(b.q[n:])
+		b.q, b.head = b.q[:n], 0
+	}
+	b.q = append(b.q, it)
+	b.bytes += len(it.msg)
+}
+
+func (b *backlog) pop() item {
+	it := b.q[b.head]
+	b.q[b.head] = item{}
+	b.head++
+	return it
+}
 
 // The default bounds of an Outbox.
 const (
@@ -98,21 +126,12 @@ func (o *Outbox) Send(msg, rel []byte) bool {
 	if o.closed || o.err != nil {
 		return false
 	}
-	if o.head > 0 && o.head >= o.queued() {
-		// As many slots written as queued: move the queue to the front,
-		// so a steady flow reuses one array and a backlog does not keep
-		// the slots of what it wrote.
-		n := copy(o.q, o.q[o.head:])
-		clear(o.q[n:])
-		o.q, o.head = o.q[:n], 0
-	}
-	if o.queued() == 0 && o.Stall > 0 {
+	if o.q.len() == 0 && o.Stall > 0 {
 		o.since = time.Now()
 		o.armStall()
 	}
-	o.q = append(o.q, item{msg, rel})
-	o.bytes += len(msg)
-	if o.bytes > o.Hard && o.queued() > 1 {
+	o.q.push(item{msg, rel})
+	if o.q.bytes > o.Hard && o.q.len() > 1 {
 		o.fail(ErrStalled)
 		return false
 	}
@@ -132,10 +151,13 @@ func (o *Outbox) armStall() {
 	o.timer = time.AfterFunc(o.Stall, func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		if o.queued() > 0 && o.err == nil && !o.closed && time.Since(o.since) >= o.Stall {
+		if o.q.len() == 0 || o.err != nil || o.closed {
+			return
+		}
+		if left := o.Stall - time.Since(o.since); left > 0 {
+			o.timer.Reset(left)
+		} else {
 			o.fail(ErrStalled)
-		} else if o.queued() > 0 && o.err == nil && !o.closed {
-			o.timer.Reset(o.Stall - time.Since(o.since))
 		}
 	})
 }
@@ -158,13 +180,13 @@ func (o *Outbox) EndInline() {
 	defer o.mu.Unlock()
 	o.inline--
 	switch {
-	case o.queued() == 0 || o.err != nil:
+	case o.q.len() == 0 || o.err != nil:
 	case !o.started:
 		o.cond.Signal()
 	case !o.writing:
 		o.drainLocked()
 	}
-	for o.bytes > o.Soft && o.err == nil && !o.closed {
+	for o.q.bytes > o.Soft && o.err == nil && !o.closed {
 		o.roomers++
 		o.cond.Wait()
 		o.roomers--
@@ -176,7 +198,7 @@ func (o *Outbox) EndInline() {
 func (o *Outbox) drainLocked() {
 	o.writing = true
 	for o.err == nil {
-		if o.queued() == 0 {
+		if o.q.len() == 0 {
 			if o.Flush == nil {
 				break
 			}
@@ -184,21 +206,19 @@ func (o *Outbox) drainLocked() {
 			err := o.Flush()
 			o.mu.Lock()
 			o.fail(err)
-			if o.queued() == 0 {
+			if o.q.len() == 0 {
 				break
 			}
 			continue
 		}
-		it := o.q[o.head]
-		o.q[o.head] = item{}
-		o.head++
+		it := o.q.pop()
 		o.mu.Unlock()
 		if o.Sent != nil {
 			o.Sent(it.msg)
 		}
 		err := o.Write(it.msg, it.rel)
 		o.mu.Lock()
-		o.bytes -= len(it.msg)
+		o.q.bytes -= len(it.msg)
 		o.since = time.Now()
 		o.fail(err)
 	}
@@ -208,15 +228,13 @@ func (o *Outbox) drainLocked() {
 	}
 }
 
-func (o *Outbox) queued() int { return len(o.q) - o.head }
-
 // fail records the first error: the queue is dropped. o.mu is held.
 func (o *Outbox) fail(err error) {
 	if err == nil || o.err != nil {
 		return
 	}
 	o.err = err
-	o.q, o.head, o.bytes = nil, 0, 0
+	o.q = backlog{}
 	o.cond.Broadcast()
 	if o.OnFail != nil {
 		go o.OnFail(err)
@@ -224,23 +242,21 @@ func (o *Outbox) fail(err error) {
 }
 
 // Close lets the writers finish what is queued, then stops Run.
-func (o *Outbox) Close() {
-	o.init()
-	o.mu.Lock()
-	o.closed = true
-	o.cond.Broadcast()
-	o.mu.Unlock()
-}
+func (o *Outbox) Close() { o.close(false) }
 
 // Drop empties the queue and stops every writer after its current
 // message: what is queued is never written.
-func (o *Outbox) Drop() {
+func (o *Outbox) Drop() { o.close(true) }
+
+func (o *Outbox) close(drop bool) {
 	o.init()
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.closed = true
-	o.q, o.head, o.bytes = nil, 0, 0
+	if drop {
+		o.q = backlog{}
+	}
 	o.cond.Broadcast()
-	o.mu.Unlock()
 }
 
 // Done is closed once Run has returned.
@@ -267,7 +283,7 @@ func (o *Outbox) Run(closeW func()) {
 	}()
 	o.started = true
 	for {
-		for !o.closed && (o.queued() == 0 || o.writing || o.inline > 0) && o.err == nil {
+		for !o.closed && (o.q.len() == 0 || o.writing || o.inline > 0) && o.err == nil {
 			o.cond.Wait()
 		}
 		if o.err != nil {
@@ -277,7 +293,7 @@ func (o *Outbox) Run(closeW func()) {
 			o.cond.Wait() // closing: wait for the inline writer to let go
 			continue
 		}
-		if o.queued() == 0 && o.closed {
+		if o.q.len() == 0 && o.closed {
 			return
 		}
 		o.drainLocked()

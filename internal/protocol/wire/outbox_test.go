@@ -62,7 +62,7 @@ func TestOutboxBacklogBounded(t *testing.T) {
 		o.Send(msg, nil)
 	}
 	o.mu.Lock()
-	slots, queued := cap(o.q), o.queued()
+	slots, queued := cap(o.q.q), o.q.len()
 	o.mu.Unlock()
 	if queued == 0 || slots > 1024 {
 		t.Fatalf("after %d messages with ~%d queued: %d queued, %d slots; want the written slots reused", behind+more, behind, queued, slots)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,15 +54,35 @@ type ServeOptions struct {
 //     not read makes the session wait (back-pressure), and a write error
 //     ends Serve as the end of in does.
 func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOptions) error {
+	f := newFront(out, opt)
+	return f.serve(ctx, in, o.Open(f))
+}
+
+// InputGrace is how long the requests read before a peer's input ended may
+// take to be answered: a one-shot client writes its requests and closes
+// its input before it reads, and clients send SIGTERM soon after closing
+// it (mcpflow is gone within 5 s).
+const InputGrace = 2 * time.Second
+
+// TextShuttingDown answers a request still unanswered when mcpflow stops.
+const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
+
+// shutdownWrite bounds each write to the client once Serve is ending.
+const shutdownWrite = time.Second
+
+func newFront(out io.Writer, opt ServeOptions) *stdioFront {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	if opt.Grace <= 0 {
 		opt.Grace = InputGrace
 	}
-	f := &stdioFront{opt: opt, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, broken: make(chan struct{}), answered: make(chan struct{}, 1)}
-	f.batches = NewBatches(func(msg []byte) { f.write(msg) })
-	s := o.Open(f)
+	return &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, inBatch: map[string]*batch{},
+		broken: make(chan struct{}), answered: make(chan struct{}, 1)}
+}
+
+// serve is Serve on the session s of f's.
+func (f *stdioFront) serve(ctx context.Context, in Stream, s Session) error {
 	read := make(chan error, 1)
 	go func() { read <- f.read(in, s) }()
 	var err error
@@ -69,8 +90,8 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	case err = <-read:
 		if errors.Is(err, io.EOF) {
 			err = nil
-			if opt.InputEnded != nil {
-				opt.InputEnded()
+			if f.opt.InputEnded != nil {
+				f.opt.InputEnded()
 			}
 			f.await(ctx)
 		}
@@ -79,7 +100,7 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	}
 	// A client that takes nothing more must not hold the way out: the
 	// writes left get a deadline, where out has them (a pipe, a socket).
-	if d, ok := out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+	if d, ok := f.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
 	}
 	s.Close()
@@ -87,23 +108,29 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	return err
 }
 
-// shutdownWrite bounds each write to the client once Serve is ending.
-const shutdownWrite = time.Second
-
 // stdioFront is Serve's Client and its bookkeeping.
 type stdioFront struct {
-	opt     ServeOptions
-	batches *Batches
+	opt ServeOptions
 
 	wmu    sync.Mutex // one message at a time on out
+	out    io.Writer
 	bw     *bufio.Writer
 	werr   error
 	broken chan struct{} // closed on the first write error
 
 	mu       sync.Mutex
-	open     map[string]bool // requests read and not answered: raw id -> is a listen
-	closed   bool            // the session is closed: nothing more goes out but shutDown's
-	answered chan struct{}   // poked whenever an answer came
+	open     map[string]bool   // requests read and not answered: raw id -> is a listen
+	inBatch  map[string]*batch // requests of a batch not answered: raw id -> the batch
+	closed   bool              // the session is closed: nothing more goes out but shutDown's
+	answered chan struct{}     // poked whenever an answer came
+}
+
+// batch is a client's JSON-RPC batch (protocol 2025-03-26 has them),
+// answered with one array holding the answers of all its requests, in the
+// order they complete; a batch of notifications gets no answer.
+type batch struct {
+	want int      // requests still unanswered, +1 until every element is sent
+	out  [][]byte // answers so far
 }
 
 // read hands every message of in to s until in ends.
@@ -124,15 +151,12 @@ func (f *stdioFront) read(in Stream, s Session) error {
 		}
 		env, err := Peek(msg)
 		switch {
-		case err != nil:
-			f.write(ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
-		case env.IsArray:
+		case err == nil && env.IsArray:
 			f.batch(msg, s)
-		case env.IsRequest() && Reserved(env.ID):
-			f.write(ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
-		default:
-			f.note(env)
+		case f.admit(env, err, nil, &msg):
 			s.Send(msg)
+		default:
+			f.write(msg)
 		}
 	}
 }
@@ -145,50 +169,80 @@ func (f *stdioFront) batch(msg []byte, s Session) {
 		f.write(ErrorResponse(nil, CodeInvalidRequest, TextEmptyBatch, nil))
 		return
 	}
-	var ids, refused [][]byte
+	b := &batch{want: 1}
 	var send [][]byte
 	for _, el := range elems {
-		env, err := Peek(el)
-		if err != nil || env.IsArray {
-			refused = append(refused, ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil))
-			continue
+		m := []byte(el)
+		env, err := Peek(m)
+		if err == nil && env.IsArray {
+			err = errNotObject
 		}
-		if env.IsRequest() && Reserved(env.ID) {
-			refused = append(refused, ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil))
-			continue
+		if f.admit(env, err, b, &m) {
+			send = append(send, m)
+		} else {
+			b.out = append(b.out, m)
 		}
-		if env.IsRequest() && IDProblem(env.ID) == "" {
-			ids = append(ids, env.ID)
-		}
-		f.note(env)
-		send = append(send, el)
 	}
-	b := f.batches.Begin(ids, refused)
 	for _, el := range send {
 		s.Send(el)
 	}
-	f.batches.Dispatched(b)
+	f.mu.Lock()
+	whole := f.settle(b, "", nil)
+	f.mu.Unlock()
+	f.write(whole)
 }
 
-// note records a request read (to be answered), and forgets one the
-// client cancels.
-func (f *stdioFront) note(env Envelope) {
+// admit reports whether a message read (env, err: Peek's) goes to the
+// session: it notes a request (to be answered, in b when it is part of a
+// batch) and forgets one the client cancels. Otherwise *msg becomes its
+// refusal.
+func (f *stdioFront) admit(env Envelope, err error, b *batch, msg *[]byte) bool {
 	switch {
-	case env.IsRequest() && IDProblem(env.ID) == "":
-		f.mu.Lock()
-		f.open[string(env.ID)] = env.Method == "subscriptions/listen"
-		f.mu.Unlock()
-	case env.Method == "notifications/cancelled":
-		id := jsonscan.Member(env.Params, "requestId")
-		f.mu.Lock()
-		delete(f.open, string(id))
-		f.mu.Unlock()
-		f.batches.Forget(id)
+	case err != nil:
+		*msg = ErrorResponse(nil, CodeInvalidRequest, TextNotAnRPC, nil)
+		return false
+	case env.IsRequest() && Reserved(env.ID):
+		*msg = ErrorResponse(env.ID, CodeInvalidRequest, TextReserved, nil)
+		return false
 	}
+	var whole []byte
+	f.mu.Lock()
+	switch id := string(env.ID); {
+	case env.IsRequest() && IDProblem(env.ID) == "":
+		f.open[id] = env.Method == "subscriptions/listen"
+		if b != nil && f.inBatch[id] == nil {
+			f.inBatch[id] = b
+			b.want++
+		}
+	case env.Method == "notifications/cancelled":
+		id = string(jsonscan.Member(env.Params, "requestId"))
+		delete(f.open, id)
+		if cb := f.inBatch[id]; cb != nil {
+			whole = f.settle(cb, id, nil) // no answer will come
+		}
+	}
+	f.mu.Unlock()
+	f.write(whole)
+	return true
+}
+
+// settle adds msg (nil: none) to b's answers, for its request id ("": for
+// the sending of its elements); it returns b's array once nothing more is
+// missing. f.mu is held.
+func (f *stdioFront) settle(b *batch, id string, msg []byte) []byte {
+	delete(f.inBatch, id)
+	if msg != nil {
+		b.out = append(b.out, msg)
+	}
+	if b.want--; b.want > 0 || len(b.out) == 0 {
+		return nil
+	}
+	return append(append([]byte{'['}, bytes.Join(b.out, []byte{','})...), ']')
 }
 
 // Deliver writes one message of the session's; a response (rel: its own
-// id) ends its request's wait.
+// id) ends its request's wait, and one to a request of a batch goes in
+// the batch's array.
 func (f *stdioFront) Deliver(msg, rel []byte) {
 	f.mu.Lock()
 	if f.closed {
@@ -204,15 +258,20 @@ func (f *stdioFront) Deliver(msg, rel []byte) {
 			}
 		}
 	}
-	f.mu.Unlock()
-	if f.batches.Collect(msg) {
-		return
+	if len(f.inBatch) > 0 {
+		if env, err := Peek(msg); err == nil && env.IsResponse() && f.inBatch[string(env.ID)] != nil {
+			msg = f.settle(f.inBatch[string(env.ID)], string(env.ID), msg)
+		}
 	}
+	f.mu.Unlock()
 	f.write(msg)
 }
 
-// write puts one message on out, flushed.
+// write puts one message (none when nil) on out, flushed.
 func (f *stdioFront) write(msg []byte) {
+	if msg == nil {
+		return
+	}
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	if f.werr != nil {
@@ -269,18 +328,54 @@ func (f *stdioFront) await(ctx context.Context) {
 func (f *stdioFront) shutDown() {
 	f.mu.Lock()
 	f.closed = true
-	var ids []string
+	var out [][]byte
 	for id, listen := range f.open {
-		if !listen {
-			ids = append(ids, id)
+		if listen {
+			continue
 		}
+		msg := ErrorResponse([]byte(id), CodeServerDown, TextShuttingDown, nil)
+		if b := f.inBatch[id]; b != nil {
+			msg = f.settle(b, id, msg)
+		}
+		out = append(out, msg)
 	}
 	clear(f.open)
 	f.mu.Unlock()
-	for _, id := range ids {
-		msg := ErrorResponse([]byte(id), CodeServerDown, TextShuttingDown, nil)
-		if !f.batches.Collect(msg) {
-			f.write(msg)
-		}
+	for _, msg := range out {
+		f.write(msg)
 	}
+}
+
+// Refusal reports whether err, from a Stream's Next, is a line that is no
+// message (a *TooLargeError, an *InvalidError); then it logs it and
+// returns the answer the peer gets: a parse error, or an invalid-request
+// error under the id of a line too large (nil when that id cannot be
+// read: a notification, or a line cut before its id).
+func Refusal(err error, log *slog.Logger) (answer []byte, refused bool) {
+	var tl *TooLargeError
+	var bad *InvalidError
+	switch {
+	case errors.As(err, &tl):
+		log.Warn("message too large; not read", "bytes", tl.Size, "limit", tl.Max)
+		if id := tl.ID(); id != nil && IDProblem(id) == "" && string(id) != "null" {
+			return ErrorResponse(id, CodeInvalidRequest, TextTooLarge(tl.Size, tl.Max), nil), true
+		}
+		return nil, true
+	case errors.As(err, &bad) && bad.BadUTF8:
+		log.Warn("a line is not valid UTF-8; answered with a parse error")
+		return ErrorResponse(nil, CodeParseError, TextBadUTF8, nil), true
+	case errors.As(err, &bad):
+		log.Warn("a line is not JSON; answered with a parse error", "line", Abbreviate(bad.Line, 200))
+		return ErrorResponse(nil, CodeParseError, TextBadJSON, nil), true
+	}
+	return nil, false
+}
+
+// Abbreviate is b for a log line: its first n bytes, and "…" when it is
+// longer.
+func Abbreviate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
 }

@@ -30,7 +30,7 @@ func (f OpenerFunc) Open(c Client) Session { return f(c) }
 //   - Send hands over one message from the client, in the order the client
 //     sent them: a request, a notification, or its answer to a request
 //     the serving side sent it. A batch is split by the front, which
-//     answers it with one array (Batches). Send holds no lock while a peer
+//     answers it with one array (Serve). Send holds no lock while a peer
 //     is slow to take what it is given (it may then wait: back-pressure),
 //     never waits for an answer, and never calls the Client back before it
 //     returns.

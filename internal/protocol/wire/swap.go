@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -67,10 +69,7 @@ func (w *Swap) Open(c Client) Session {
 func (w *Swap) Replace(o Opener) {
 	w.mu.Lock()
 	w.cur = o
-	sessions := make([]*swapSession, 0, len(w.sessions))
-	for s := range w.sessions {
-		sessions = append(sessions, s)
-	}
+	sessions := slices.Collect(maps.Keys(w.sessions))
 	w.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range sessions {
@@ -140,9 +139,7 @@ func (sc *swapClient) Deliver(msg, rel []byte) {
 			s.stmu.Unlock()
 		}
 	}
-	s.dmu.Lock()
-	defer s.dmu.Unlock()
-	s.c.Deliver(msg, rel)
+	s.deliver(msg, rel)
 }
 
 func (s *swapSession) Send(msg []byte) {
@@ -238,13 +235,7 @@ func (s *swapSession) drain(old Session, pending [][]byte) {
 	deadline := time.Now().Add(d)
 	for len(pending) > 0 && time.Now().Before(deadline) {
 		s.stmu.Lock()
-		left := pending[:0]
-		for _, id := range pending {
-			if s.st.InFlight(id) {
-				left = append(left, id)
-			}
-		}
-		pending = left
+		pending = slices.DeleteFunc(pending, func(id []byte) bool { return !s.st.InFlight(id) })
 		s.stmu.Unlock()
 		if len(pending) > 0 {
 			time.Sleep(20 * time.Millisecond)
