@@ -162,7 +162,17 @@ func TestIsolation(t *testing.T) {
 				return n
 			}
 			a, b := connectIso(t, h, "A"), connectIso(t, h, "B")
-			tools(t, a) // as clients do after their handshake: A hears of changes
+			// As clients do after their handshake, each lists its tools;
+			// what B heard of its own server's start is not A's.
+			for _, c := range []*isoClient{a, b} {
+				if !testkit.Wait(30*time.Second, func() bool { return slices.Contains(tools(t, c), tool("echo")) }) {
+					t.Fatalf("%s: its server's tools are not listed", c.name)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+			b.mu.Lock()
+			b.got = nil
+			b.mu.Unlock()
 
 			// B has a call in flight, the newest, while A's calls make
 			// the server send their session what they send.

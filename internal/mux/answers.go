@@ -275,7 +275,6 @@ func (s *session) answerList(ctx context.Context, env wire.Envelope) {
 	}
 	s.mu.Lock()
 	res := s.cat.list(field, names, own)
-	s.listed = true
 	s.mu.Unlock()
 	s.reply(env.ID, res)
 }
@@ -424,9 +423,6 @@ func (s *session) fetchLists(ctx context.Context, p *port) (Lists, error) {
 // listen answers a 2026-07-28 client's subscriptions/listen: the mux
 // sends its list_changed there (the listen is in the session's State).
 func (s *session) listen(env wire.Envelope) {
-	s.mu.Lock()
-	s.listed = true
-	s.mu.Unlock()
 	ack := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(env.ID) + `},"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`
 	s.deliver(wire.Request(nil, "notifications/subscriptions/acknowledged", []byte(ack)), env.ID)
 	for _, n := range s.m.names() {

@@ -44,7 +44,6 @@ type session struct {
 	cat     catalog
 	instr   map[string]string // each server's instructions, from its handshake
 	notify  *time.Timer       // a list_changed to the client, coalesced
-	listed  bool              // it was given a list, or listens: it hears of changes
 }
 
 // port is a session's part on one server. Its session with the server is
@@ -552,12 +551,12 @@ func (s *session) serverGone(srv *server) {
 	}
 }
 
-// listsChanged tells the client its lists changed (coalesced), once it
-// was given one: of lists it never got, nothing changed for it.
+// listsChanged tells the client its lists changed (coalesced; in its
+// era's way, once its session is established: wire.State.ListChanged).
 func (s *session) listsChanged() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.notify != nil || !s.listed {
+	if s.closed || s.notify != nil {
 		return
 	}
 	s.notify = time.AfterFunc(10*time.Millisecond, func() {
