@@ -3,31 +3,38 @@
 // the one validator (jsonscan.Valid) and read by their envelope
 // (wire.Peek), never decoded into the Go SDK's messages and encoded again.
 //
-// Why not the Go SDK's transport, which serves and speaks Streamable HTTP
-// well: it decodes every message into a jsonrpc.Message and encodes it
+// Why not the Go SDK's transports, which serve and speak Streamable HTTP
+// well: they decode every message into a jsonrpc.Message and encode it
 // again, so an id the client wrote as 1.5 comes back as 1 and 2^53+1 as
-// 2^53, and whatever the SDK's types do not hold is lost; its server side
+// 2^53, and whatever the SDK's types do not hold is lost; the server side
 // checks each method against the SDK's own table, so a server's method of
-// its own is refused before it gets there; and it can put a notification
-// or a server→client request on the stream of the request it belongs to
-// only from inside the SDK's own ServerSession (the context key that says
+// its own is refused before it gets there; it can put a notification or
+// a server→client request on the stream of the request it belongs to only
+// from inside the SDK's own ServerSession (the context key that says
 // which request that is is unexported), while mcpflow's serving side is
-// no ServerSession but a wire.Session that names the request (rel). A
-// proxy must pass every byte as the other side sent it and put each
-// message on the right stream, so both halves frame HTTP here; the SDK's
-// streamable.go stays the reference for status codes, headers and edge
-// cases, and the SDK's client is what the tests speak to the front with.
+// no ServerSession but a wire.Session that names the request (rel). The
+// client side hands every message, from whichever stream, to one channel
+// (Read says nothing of the request whose stream carried it), and fails
+// the whole connection, for good, on an error status that carries no
+// JSON-RPC error (a TypeScript server's 400 to logging/setLevel once made
+// mcpflow kill and restart a healthy server). A proxy must pass every
+// byte as the other side sent it and put each message on the right
+// stream, so both halves frame HTTP here; the SDK's streamable.go stays
+// the reference for status codes, headers and edge cases, and the SDK's
+// client is what the tests speak to the front with.
 //
 // # The front
 //
 // Front (front.go, front_post.go, front_session.go) serves clients over
-// HTTP at /mcp: Listen binds at once, Serve serves the sessions of a
-// wire.Opener, one wire.Session per client session, until its context
-// ends. Only the user that runs mcpflow is served: on Linux each
-// connection's peer socket must be that user's (front_owner.go), unless a
-// Token is set, which every request must then carry (401). Origin and
-// Host are checked next (403: DNS rebinding). Two eras
-// share the endpoint:
+// HTTP at /mcp (any other path: 404): Listen binds at once, Serve serves
+// the sessions of a wire.Opener, one wire.Session per client session,
+// until its context ends, then closes every session, ends every open
+// stream and returns within ShutdownTimeout. Only the user that runs
+// mcpflow is served: on Linux each connection's peer socket must be that
+// user's (front_owner.go), unless a Token is set, which every request
+// must then carry (401). Origin and Host are checked next (403: a web
+// page's origin, or DNS rebinding; no Origin passes, as non-browser
+// clients send none). Two eras share the endpoint:
 //
 //   - Legacy (no MCP-Protocol-Version, or one before 2026-07-28, or a
 //     session id): initialize opens a session and its answer carries the
@@ -61,42 +68,71 @@
 // client wrote it: by the session, or by the front when the message is no
 // message (-32700 for a body that is not JSON in UTF-8, -32600 for one
 // that is no JSON-RPC message, has no method or an id that is no string
-// or number, or reuses the id of a request in flight), or when mcpflow
-// stops first (wire.TextShuttingDown).
+// or number, reuses the id of a request in flight, or takes an id of
+// mcpflow's own, wire.ReservedPrefix), or when mcpflow stops first
+// (wire.TextShuttingDown).
 //
 // Delivering never waits for a client: each session has a bounded queue,
 // and a session whose client stays behind for StallTimeout is closed,
 // with a warning that names it, so one slow client never holds up the
 // serving side or another client. The other bounds are FrontConfig's:
 // header and body read times, open connections, open sessions, message
-// size.
+// size. FrontConfig.Traffic sees every message both ways with the session
+// id it belongs to ("" for a session-less client).
 //
 // # The child
 //
-// Link (child.go, child_exchange.go, child_headers.go) is the relay's
-// wire.Link to a child that serves Streamable HTTP, on the same framing:
-// Child.Link makes the link of one start (a free port for "{port}" in the
-// URL), Start waits, bounded by Child.Wait, until the URL answers. Each
-// request the relay sends is POSTed as the bytes it is, with the headers
-// its era needs (the session id the server gave, MCP-Protocol-Version,
-// and for 2026-07-28 Mcp-Method, Mcp-Name and the Mcp-Param- headers its
-// tool declares); each message that comes back, in a JSON body or on
-// the request's event stream (sse.go: our reader, each event bounded by
-// Child.MaxMessage; a request's stream is not read past an event over it,
-// which answers the request with the relay's too-large error), is handed on with the id of the request it came on
-// (rel), so the relay gives a log, progress or a sampling request to the
-// client whose call it belongs to. A stream that ends early is resumed
-// with Last-Event-ID when its events had ids. Notifications and answers
-// are POSTed in order; the GET stream carries what belongs to no request.
+// Link (child.go, child_exchange.go) is the relay's wire.Link to a child
+// that serves Streamable HTTP, on the same framing. Child.Prepare sends
+// the process's stdout and stderr to logs (an HTTP server's stdout is not
+// protocol) and, for a URL that holds the placeholder, picks a free port
+// (PORT in its environment); Child.Ready waits, bounded by Child.Wait,
+// until the URL answers an HTTP request at all (any status); Child.Link
+// makes the link of one client session.
+//
+// Each request the relay sends is POSTed as the bytes it is, on a
+// goroutine of its own; the next message goes out once it was written,
+// not answered, except after an initialize, whose answer comes first (the
+// session id in its headers, the version in its result). Notifications
+// and answers are POSTed in order, their 202 awaited (bounded); any other
+// answer to one is logged, never fatal. Each POST carries the headers of
+// its era: legacy, the session id the server gave and the version
+// initialize negotiated; 2026-07-28, the request's _meta version with
+// Mcp-Method, Mcp-Name and the Mcp-Param- headers its tool declares
+// (SEP-2243).
+//
+// Each message that comes back, in a JSON body (an array is split) or on
+// the request's event stream (sse.go: our reader), is checked as the one
+// framer checks a line: over Child.MaxMessage it is dropped unread
+// (TooLarge; a request's stream is not read past such an event), not JSON
+// in UTF-8 or no JSON-RPC object it is Junk. It is handed on with the id
+// of the request whose stream carried it (rel), so the relay gives a log,
+// progress or a sampling request to the client whose call it belongs to;
+// a response comes with rel nil. The receiver is called one call at a
+// time. A stream that ends before the answer is resumed (GET with
+// Last-Event-ID, bounded) when its events had ids. After a legacy
+// initialize the link opens the session's standalone GET stream, whose
+// messages come with rel nil, and reconnects it when the server ends it;
+// 2026-07-28 has none, and a subscriptions/listen's stream stays open,
+// its notifications with rel = the listen request's id.
 //
 // A child's HTTP answer is not a crash. An error status answers the
-// request that got it: with the server's own JSON-RPC error when the body
-// is one, else with an error naming the status and the body's start; the
-// link goes on. Only a lost session ends the link: a 404 to a request
-// that carried the session id is checked with a ping, and when the
-// server forgot the session the link ends (Lost) and the relay answers
-// the request with the report of the lost session. An exchange cut
-// without its answer (connection reset) waits failGrace for the process
-// to be seen dead (the relay's crash report is the better answer) before
-// the link answers it with the cut.
+// request that got it: with the server's JSON-RPC answer as written when
+// the body is one for the request's id, with the server's error under the
+// request's id when it wrote it under another (null: before it read the
+// request), else with a -32603 error naming the status and the body's
+// start; the link goes on. Until the server first answered a request,
+// the link answers a ping itself (the TypeScript SDK's 1.x servers refuse
+// anything before their handshake); a server/discover refused at the HTTP
+// level gets -32601: the server speaks the legacy handshake. Only a lost
+// session ends the link: a 404 to a message that carried the session id
+// (unless the body is the request's own answer), or to the GET stream, is
+// checked with a ping of the link's own, and when the server answers that
+// 404 too the link ends (Lost) and the relay answers the request with the
+// report of the lost session. An exchange cut without its answer
+// (connection reset) waits failGrace for the process to be seen dead
+// (the relay's crash report is the better answer) before the link
+// answers it with the cut. Close sends what is queued (bounded), then
+// cancels every exchange in flight (no DELETE: the process is being
+// stopped); Done closes once every goroutine of the link ended.
 package httpmcp

@@ -371,14 +371,6 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// The headers of the Streamable HTTP transport.
-const (
-	hdrSessionID       = "Mcp-Session-Id"
-	hdrProtocolVersion = "Mcp-Protocol-Version"
-	hdrMethod          = "Mcp-Method"
-	hdrName            = "Mcp-Name"
-)
-
 // rebinding reports a request that reached a loopback address of the
 // front under a Host that is not loopback: a web page whose host name an
 // attacker resolved to this machine.

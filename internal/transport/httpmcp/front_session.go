@@ -10,8 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
@@ -331,29 +329,6 @@ func (s *frontSession) learn(env wire.Envelope, headerVersion string) {
 	if proto != "" {
 		s.proto = clip(proto)
 	}
-}
-
-// requestMeta is what a 2026-07-28 request's _meta says.
-type requestMeta struct {
-	found                   bool // params has a _meta object
-	protocol, name, version string
-}
-
-func metaOf(params []byte) requestMeta {
-	meta := jsonscan.Member(params, "_meta")
-	if meta == nil {
-		return requestMeta{}
-	}
-	m := requestMeta{found: true}
-	_ = json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyProtocolVersion), &m.protocol)
-	var ci struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}
-	if raw := jsonscan.Member(meta, mcp.MetaKeyClientInfo); raw != nil && json.Unmarshal(raw, &ci) == nil {
-		m.name, m.version = ci.Name, ci.Version
-	}
-	return m
 }
 
 // clip cuts s to maxClientField bytes, on a rune boundary.
