@@ -1,6 +1,7 @@
 package httpmcp
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -15,33 +16,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
-
-// The front: Streamable HTTP served to clients, each client session a
-// wire.Session of the Opener that Serve is given. The package doc says
-// why it frames HTTP itself; front_post.go and front_session.go hold the
-// exchanges and the sessions.
-//
-// Contract:
-//   - Only the path /mcp is served; every other path is 404.
-//   - A request whose Origin header is present and not a loopback origin
-//     (LoopbackOrigin) is answered 403 before anything else; so is one
-//     that reached a loopback address of the front under a Host that is
-//     not loopback (DNS rebinding). No Origin passes: that is what
-//     non-browser clients send.
-//   - A request with no Mcp-Session-Id whose MCP-Protocol-Version is
-//     2026-07-28 or later is session-less: each POST is its own session
-//     (all of them served through one session of the Opener, wire.FanIn)
-//     (Open, Send, its answer, Close), GET and DELETE are 405. Every
-//     other request belongs to the legacy era: initialize opens a session
-//     whose id comes back in Mcp-Session-Id, the other requests name it
-//     (none: 400, unknown or closed: 404), GET opens its standalone
-//     stream, DELETE closes it.
-//   - Every message passes as bytes, never decoded and re-encoded: ids,
-//     numbers and unknown fields reach the other side as they were sent.
-//   - Serve serves until ctx ends, then stops accepting, closes every
-//     session, ends every open stream and returns within ShutdownTimeout.
-//   - Traffic, when set, sees every message both ways with the session id
-//     it belongs to ("" for a session-less client).
 
 // Defaults of FrontConfig's bounds.
 const (
@@ -106,27 +80,21 @@ type FrontConfig struct {
 }
 
 func (c *FrontConfig) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&c.BodyTimeout, DefaultBodyTimeout)
-	def(&c.IdleTimeout, DefaultIdleTimeout)
-	def(&c.StallTimeout, DefaultStallTimeout)
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = wire.DefaultMaxMessage
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.QueueBytes <= 0 {
-		c.QueueBytes = DefaultQueueBytes
+	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&c.BodyTimeout, DefaultBodyTimeout)
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&c.StallTimeout, DefaultStallTimeout)
+	orDefault(&c.MaxMessage, wire.DefaultMaxMessage)
+	orDefault(&c.MaxConns, DefaultMaxConns)
+	orDefault(&c.MaxSessions, DefaultMaxSessions)
+	orDefault(&c.QueueBytes, DefaultQueueBytes)
+}
+
+// orDefault sets *v to d when it is 0 or less.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
@@ -167,21 +135,12 @@ type SessionInfo struct {
 
 // Sessions lists the open sessions, oldest first.
 func (f *Front) Sessions() []SessionInfo {
-	f.mu.Lock()
-	all := make([]*frontSession, 0, len(f.all))
-	for s := range f.all {
-		all = append(all, s)
-	}
-	f.mu.Unlock()
-	out := make([]SessionInfo, 0, len(all))
-	for _, s := range all {
-		out = append(out, s.info())
+	var out []SessionInfo
+	for _, s := range f.sessions() {
+		out = append(out, s.describe())
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
-		if c := a.Started.Compare(b.Started); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID))
 	})
 	return out
 }
@@ -299,14 +258,8 @@ func (f *Front) listener() net.Listener {
 
 // closeAll closes every open session, all at once, and waits.
 func (f *Front) closeAll() {
-	f.mu.Lock()
-	all := make([]*frontSession, 0, len(f.all))
-	for s := range f.all {
-		all = append(all, s)
-	}
-	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, s := range all {
+	for _, s := range f.sessions() {
 		wg.Go(func() { s.close() })
 	}
 	wg.Wait()
@@ -401,15 +354,7 @@ func loopbackHost(host string) bool {
 // port.
 func LoopbackOrigin(origin string) bool {
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && loopbackHost(u.Host)
 }
 
 // note records one message: the traffic hook and the debug line.

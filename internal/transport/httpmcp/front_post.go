@@ -2,6 +2,7 @@ package httpmcp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -152,7 +153,7 @@ func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv strin
 	}
 	if pv != "" {
 		s.mu.Lock()
-		s.proto = clip(pv)
+		s.info.Protocol = clip(pv)
 		s.mu.Unlock()
 	}
 	st := newStream(s, sse, batch)
@@ -205,16 +206,13 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 		if !m.isRequest() {
 			continue
 		}
-		s.requests++
+		s.info.Requests++
 		if _, dup := s.pending[string(m.env.ID)]; dup {
 			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
 			continue
 		}
 		s.pending[string(m.env.ID)] = st
-		st.ids[string(m.env.ID)] = struct{}{}
-		if m.env.Method == "tools/list" {
-			s.toolLists[string(m.env.ID)] = true
-		}
+		st.ids[string(m.env.ID)] = m.env.Method
 		registered++
 	}
 	for i := range msgs {
@@ -262,8 +260,8 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, bool) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
-	body, err := readAtSize(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, f.cfg.MaxMessage)
-	if err == nil {
+	body, tl, err := readBody(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, int(f.cfg.MaxMessage))
+	if tl == nil && err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // a stream's connection must not time out reading
 		return body, true
 	}
@@ -274,9 +272,11 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]
 	r.Body.Close()
 	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
+	case tl != nil || errors.As(err, &tooLarge):
 		size := r.ContentLength
-		if size <= 0 {
+		if tl != nil {
+			body = tl.Head
+		} else if size <= 0 {
 			size = int64(len(body)) + 1
 		}
 		id := wire.PartialID(body)
@@ -294,31 +294,16 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]
 	return nil, false
 }
 
-// readAtSize reads r to its end into one buffer of the body's size when
-// the request gave it (length, up to max), so a large body is not grown
-// and copied as it arrives; a body without a length is read as it comes.
-func readAtSize(r io.Reader, length, max int64) ([]byte, error) {
-	if length < 0 || length > max {
-		return io.ReadAll(r)
-	}
-	body := make([]byte, length+1) // one more: a body longer than it said is read on
-	n, err := io.ReadFull(r, body)
-	switch {
-	case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && int64(n) == length:
-		return body[:n], nil
-	case err != nil:
-		return body[:n], err
-	}
-	rest, err := io.ReadAll(r) // net/http ends a body at its Content-Length: not reached
-	return append(body[:n], rest...), err
-}
-
 // refuse answers a request with a JSON-RPC message of the front's own.
 func (f *Front) refuse(w http.ResponseWriter, sid string, status int, msg []byte) {
 	f.note(sid, false, msg)
+	writeJSON(w, status, msg)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(msg)
+	_, _ = w.Write(body)
 }
 
 // get serves a legacy session's standalone stream.
@@ -341,15 +326,12 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, sid string) {
 		s.mu.Unlock()
 		http.Error(w, "Not Found: the session ended", http.StatusNotFound)
 		return
-	case s.get != nil:
+	case s.get.st != nil:
 		s.mu.Unlock()
 		http.Error(w, "Conflict: this session's GET stream is open already (one at a time)", http.StatusConflict)
 		return
 	}
-	s.get = st
-	st.q, s.parked = s.parked, nil
-	s.queued += s.parkedBytes
-	s.parkedBytes = 0
+	s.queue.bytes += s.get.open(st)
 	s.mu.Unlock()
 	st.serve(w, r)
 }
@@ -378,13 +360,20 @@ type frontStream struct {
 	wake      chan struct{}
 
 	// under s.mu
-	ids  map[string]struct{} // raw ids of this POST's requests not answered
-	q    [][]byte            // messages to write, in order
-	gone bool                // the response ended
+	ids  map[string]string // raw id -> method of this POST's requests not answered
+	q    [][]byte          // messages to write, in order
+	gone bool              // the response ended
 }
 
 func newStream(s *frontSession, sse, batch bool) *frontStream {
-	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]struct{}{}}
+	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]string{}}
+}
+
+func (st *frontStream) wakeUp() {
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
 }
 
 // answered says the request id of st's needs no more waiting. s.mu is
@@ -392,19 +381,6 @@ func newStream(s *frontSession, sse, batch bool) *frontStream {
 func (st *frontStream) answered(id string) {
 	delete(st.ids, id)
 	delete(st.s.pending, id)
-	delete(st.s.toolLists, id)
-}
-
-// shutDown answers every request of st still unanswered with
-// wire.TextShuttingDown, as the stdio front does when mcpflow stops.
-// s.mu is held.
-func (st *frontStream) shutDown() [][]byte {
-	var out [][]byte
-	for id := range st.ids {
-		out = append(out, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
-		st.answered(id)
-	}
-	return out
 }
 
 // serve writes what is queued for st until the stream is done (every
@@ -429,73 +405,53 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 	var answers [][]byte // JSON: the answers so far
 	for {
 		s.mu.Lock()
-		items := st.q
+		items, n := st.q, size(st.q)
 		st.q = nil
 		finished := !st.get && len(st.ids) == 0
 		closed := s.closed
-		n := 0
-		for _, m := range items {
-			n += len(m)
-		}
 		s.mu.Unlock()
-		if !st.sse {
+		switch {
+		case !st.sse:
 			answers = append(answers, items...)
 			st.written(n)
-		} else if len(items) > 0 {
+		case len(items) > 0:
 			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-			for i, m := range items {
-				if !started && st.mapStatus && finished && i == len(items)-1 {
-					if status := protocolStatus(m); status != 0 {
-						// A protocol error before any event: the answer
-						// is the HTTP response (SEP-2575).
-						st.written(n)
-						f.refuse(w, s.id, status, m)
-						return
-					}
-				}
-				if !started {
-					start()
-				}
-				f.note(s.id, false, m)
-				if err := writeEvent(w, m); err != nil {
-					st.failed(err, n)
+			if !started && st.mapStatus && finished && len(items) == 1 {
+				if status := protocolStatus(items[0]); status != 0 {
+					// A protocol error before any event: the answer is
+					// the HTTP response (SEP-2575).
+					st.written(n)
+					f.refuse(w, s.id, status, items[0])
 					return
 				}
 			}
-			if err := rc.Flush(); err != nil {
+			if !started {
+				start()
+			}
+			err := st.events(w, items)
+			if err == nil {
+				err = rc.Flush()
+			}
+			if err != nil {
 				st.failed(err, n)
 				return
 			}
 			st.written(n)
 		}
-		if finished {
-			if st.sse {
-				if !started {
-					start()
-				}
-				return
+		switch {
+		case finished && st.sse:
+			if !started {
+				start()
 			}
-			status := http.StatusOK
-			var body []byte
-			switch {
-			case st.batch:
-				body = joinBatch(answers)
-			case len(answers) > 0:
-				body = answers[0]
-				if st.mapStatus {
-					status = orStatus(protocolStatus(body), http.StatusOK)
-				}
-			}
-			for _, a := range answers {
-				f.note(s.id, false, a)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-			_, _ = w.Write(body)
 			return
-		}
-		if closed {
+		case finished:
+			status := http.StatusOK
+			if st.mapStatus && len(answers) > 0 {
+				status = cmp.Or(protocolStatus(answers[0]), status)
+			}
+			st.reply(w, rc, status, answers)
+			return
+		case closed:
 			st.stopped(w, rc, started, answers)
 			return
 		}
@@ -511,53 +467,69 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// events writes msgs as server-sent events.
+func (st *frontStream) events(w io.Writer, msgs [][]byte) error {
+	for _, m := range msgs {
+		st.s.f.note(st.s.id, false, m)
+		if err := writeEvent(w, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reply writes the answers of a stream that takes no events as one JSON
+// body: an array for a batch.
+func (st *frontStream) reply(w http.ResponseWriter, rc *http.ResponseController, status int, answers [][]byte) {
+	var body []byte
+	switch {
+	case st.batch:
+		body = joinBatch(answers)
+	case len(answers) > 0:
+		body = answers[0]
+	}
+	for _, a := range answers {
+		st.s.f.note(st.s.id, false, a)
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(st.s.f.cfg.StallTimeout))
+	writeJSON(w, status, body)
+}
+
 // stopped ends a stream whose session closed or whose front stops. When
-// the front stops, the requests still unanswered get TextShuttingDown;
-// a stream that wrote nothing yet and has nothing to say gets an HTTP
-// error instead.
+// the front stops, the requests still unanswered get TextShuttingDown,
+// as the stdio front answers them; a stream that wrote nothing yet and
+// has nothing to say gets an HTTP error instead.
 func (st *frontStream) stopped(w http.ResponseWriter, rc *http.ResponseController, started bool, answers [][]byte) {
 	s, f := st.s, st.s.f
 	var last [][]byte
+	stopping := false
 	select {
 	case <-f.stop:
+		stopping = true
 		s.mu.Lock()
-		last = st.shutDown()
+		for id := range st.ids {
+			last = append(last, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
+			st.answered(id)
+		}
 		s.mu.Unlock()
 	default:
 	}
 	_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
 	switch {
+	case len(last) == 0 && !started && stopping:
+		http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
 	case len(last) == 0 && !started:
-		select {
-		case <-f.stop:
-			http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
-		default:
-			http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
-		}
+		http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
 	case len(last) == 0:
 	case st.sse:
 		if !started {
 			setEventHeaders(w)
 		}
-		for _, m := range last {
-			f.note(s.id, false, m)
-			if writeEvent(w, m) != nil {
-				return
-			}
+		if st.events(w, last) == nil {
+			_ = rc.Flush()
 		}
-		_ = rc.Flush()
 	default:
-		answers = append(answers, last...)
-		for _, m := range answers {
-			f.note(s.id, false, m)
-		}
-		body := answers[0]
-		if st.batch {
-			body = joinBatch(answers)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
+		st.reply(w, rc, http.StatusOK, append(answers, last...))
 	}
 }
 
@@ -576,22 +548,18 @@ func setEventHeaders(w http.ResponseWriter) {
 func (st *frontStream) failed(err error, n int) {
 	s := st.s
 	s.mu.Lock()
-	if errors.Is(err, os.ErrDeadlineExceeded) && s.dead == "" {
-		s.dead = "its client took nothing of a write for " + s.f.cfg.StallTimeout.String()
-		s.deadBytes = s.queued
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.queue.die("its client took nothing of a write for " + s.f.cfg.StallTimeout.String())
 	}
-	s.written(n)
+	s.queue.taken(n, &s.f.cfg)
 	s.mu.Unlock()
-	select {
-	case s.f.kick <- struct{}{}:
-	default:
-	}
+	s.f.kickJanitor()
 }
 
 // written takes n bytes, written or dropped, off the session's queue.
 func (st *frontStream) written(n int) {
 	st.s.mu.Lock()
-	st.s.written(n)
+	st.s.queue.taken(n, &st.s.f.cfg)
 	st.s.mu.Unlock()
 }
 
@@ -603,19 +571,21 @@ func (st *frontStream) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.gone = true
-	n := 0
-	for _, m := range st.q {
-		n += len(m)
-	}
-	s.written(n)
-	if st.get && s.get == st {
-		s.get = nil
-		if !s.closed && len(st.q) > 0 {
-			s.parked = append(st.q, s.parked...)
-			s.parkedBytes += n
-		}
+	n := size(st.q)
+	s.queue.taken(n, &s.f.cfg)
+	if st.get {
+		s.get.end(st, n, !s.closed)
 	}
 	st.q = nil
+}
+
+// size is the bytes of msgs.
+func size(msgs [][]byte) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m)
+	}
+	return n
 }
 
 // writeEvent writes msg as one server-sent event. A message that holds
@@ -669,14 +639,6 @@ func protocolStatus(msg []byte) int {
 		return http.StatusBadRequest
 	}
 	return 0
-}
-
-// orStatus returns a, or b when a is zero.
-func orStatus(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // joinBatch makes the answers of a batch one array.

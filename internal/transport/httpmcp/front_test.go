@@ -506,7 +506,7 @@ func hasGET(f *Front, sid string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.get != nil
+	return s.get.st != nil
 }
 
 func TestFrontSDKClients(t *testing.T) {
@@ -1072,7 +1072,7 @@ func TestFrontFullQueue(t *testing.T) {
 					s := f.lookup(sid)
 					s.mu.Lock()
 					defer s.mu.Unlock()
-					return !s.fullSince.IsZero()
+					return !s.queue.fullSince.IsZero()
 				}
 				testkit.Eventually(t, 10*time.Second, "the queue full", full)
 				f.sweep(time.Now().Add(59 * time.Minute))
