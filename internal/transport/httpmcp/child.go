@@ -63,18 +63,14 @@ func (c Child) Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error
 		return nil, "", err
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	// The write end is the process's once it starts: closed here once
-	// the reader is done with it (at the process's end, whoever else
-	// holds it), and at once should the start fail.
-	return &logPipe{r: r, w: w, cmd: cmd}, url, nil
+	return &logPipe{r: r, w: w}, url, nil
 }
 
 // logPipe is a process's log: the read end of its output pipe, whose
-// write end mcpflow closes once the process started (or failed to).
+// write end is the process's once it starts, closed here at the first
+// read or at Close (a start that failed).
 type logPipe struct {
-	r    *os.File
-	w    *os.File
-	cmd  *exec.Cmd
+	r, w *os.File
 	once sync.Once
 }
 
@@ -183,7 +179,7 @@ type Link struct {
 	session linkSession  // the legacy era's session
 	params  paramHeaders // the tools' x-mcp-header bindings (SEP-2243)
 	greeted atomic.Bool  // the server answered a request
-	lost    atomic.Pointer[string]
+	lost    atomic.Bool  // the server forgot the session: the link ended
 }
 
 // linkSession is a link's legacy session: the id the server gave, the
@@ -246,11 +242,13 @@ func (l *Link) Kind() string { return "http" }
 // Done is closed once nothing more will be received.
 func (l *Link) Done() <-chan struct{} { return l.done }
 
-// Lost says why the link ended on its own: the URL never answered, or
-// the server's session ended.
+// textSessionLost is Lost once the server forgot the link's session.
+const textSessionLost = "its HTTP session ended (the server answered 404 for its session id)"
+
+// Lost says why the link ended on its own.
 func (l *Link) Lost() string {
-	if p := l.lost.Load(); p != nil {
-		return *p
+	if l.lost.Load() {
+		return textSessionLost
 	}
 	return fmt.Sprintf("its HTTP connection (%s) ended", l.url)
 }
@@ -310,16 +308,6 @@ func waitDone(ch <-chan struct{}, d time.Duration) bool {
 	case <-t.C:
 		return false
 	}
-}
-
-// end ends the link on its own, for the reason why (Lost).
-func (l *Link) end(why string) {
-	if l.ctx.Err() != nil {
-		return // closed already: the relay knows why
-	}
-	l.lost.CompareAndSwap(nil, &why)
-	l.log.Warn("HTTP child link ended", "url", l.url, "why", why)
-	l.cancel()
 }
 
 // receive calls fn with the receiver, one call at a time; not once the

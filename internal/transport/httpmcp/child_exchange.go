@@ -93,18 +93,17 @@ func (l *Link) post(msg []byte, env *wire.Envelope) {
 		return
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	case resp.StatusCode < 300:
-		l.log.Debug("the HTTP server answered a notification or response with "+resp.Status+" (202 expected)", "method", env.Method)
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	default:
-		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
-		l.log.Warn("the HTTP server refused a message; dropped", "method", env.Method, "status", resp.Status, "body", wire.Abbreviate(body, bodyStart))
-		if resp.StatusCode == http.StatusNotFound && req.Header.Get(hdrSessionID) != "" {
-			l.checkSession(true)
+	if resp.StatusCode < 300 {
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
+			l.log.Debug("the HTTP server answered a notification or response with "+resp.Status+" (202 expected)", "method", env.Method)
 		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return
+	}
+	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+	l.log.Warn("the HTTP server refused a message; dropped", "method", env.Method, "status", resp.Status, "body", wire.Abbreviate(body, bodyStart))
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get(hdrSessionID) != "" {
+		l.checkSession(true)
 	}
 }
 
@@ -455,9 +454,6 @@ func (l *Link) standalone(ev sseEvent) {
 	}
 }
 
-// textSessionLost is Lost once the server forgot the link's session.
-const textSessionLost = "its HTTP session ended (the server answered 404 for its session id)"
-
 // checkSession checks, with a ping of the link's own, whether the server
 // still knows the session after a 404: a 404 to the ping too, without
 // the ping's answer, ends the link (Lost). In the background, one check
@@ -472,11 +468,15 @@ func (l *Link) checkSession(background bool) (lost bool) {
 	}
 	check := func() bool {
 		defer l.session.checked(background)
-		if l.sessionGone(id) {
-			l.end(textSessionLost)
-			return true
+		if !l.sessionGone(id) {
+			return false
 		}
-		return false
+		if l.ctx.Err() == nil { // else closed already: the relay knows why
+			l.lost.Store(true)
+			l.log.Warn("HTTP child link ended", "url", l.url, "why", l.Lost())
+			l.cancel()
+		}
+		return true
 	}
 	if background {
 		l.wg.Go(func() { check() })
@@ -502,24 +502,22 @@ func (l *Link) sessionGone(id []byte) bool {
 		return false
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
+	gone := resp.StatusCode == http.StatusNotFound
+	if gone {
+		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+		env, err := wire.Peek(body)
+		gone = !jsonscan.Valid(body) || err != nil || !env.IsResponse() || !bytes.Equal(env.ID, id)
+	}
+	if !gone {
 		l.log.Debug("HTTP session check: the session is alive", "status", resp.Status)
-		return false
 	}
-	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
-	if jsonscan.Valid(body) {
-		if env, err := wire.Peek(body); err == nil && env.IsResponse() && bytes.Equal(env.ID, id) {
-			l.log.Debug("HTTP session check: the session is alive", "status", resp.Status)
-			return false
-		}
-	}
-	return true
+	return gone
 }
 
 // readBody reads a body of at most max bytes (length is its
-// Content-Length, -1 when unknown), once, into a slice of its size when
-// the length is known. A longer body is read no further than the limit:
-// tl reports it, with its start.
+// Content-Length, -1 when unknown), into a slice of its size when the
+// length is known. A longer body is not kept: tl reports it, with its
+// start and size (a body of unknown length is read on for the size).
 func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLargeError, err error) {
 	if length > int64(max) {
 		head := make([]byte, min(headSize, max))
@@ -531,26 +529,12 @@ func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLarg
 		n, err := io.ReadFull(r, body)
 		return body[:n], nil, err
 	}
-	body = make([]byte, 0, min(max+1, 4096))
-	for {
-		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
-		}
-		n, rerr := r.Read(body[len(body):min(cap(body), max+1)])
-		body = body[:len(body)+n]
-		if len(body) > max {
-			// Read on, not kept, for the size (the server is local).
-			head := bytes.Clone(body[:min(len(body), headSize)])
-			rest, _ := io.Copy(io.Discard, r)
-			return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: head}, nil
-		}
-		if rerr == io.EOF {
-			return body, nil, nil
-		}
-		if rerr != nil {
-			return body, nil, rerr
-		}
+	body, err = io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if len(body) > max {
+		rest, _ := io.Copy(io.Discard, r)
+		return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: bytes.Clone(body[:min(len(body), headSize)])}, nil
 	}
+	return body, nil, err
 }
 
 // headSize is how much of a message over the limit a TooLargeError

@@ -592,31 +592,11 @@ func size(msgs [][]byte) int {
 // line breaks (JSON white space) is split over several data lines, which
 // the client joins with "\n".
 func writeEvent(w io.Writer, msg []byte) error {
-	if !bytes.ContainsAny(msg, "\r\n") {
-		_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
-		return err
+	if bytes.ContainsAny(msg, "\r\n") {
+		msg = bytes.ReplaceAll(bytes.ReplaceAll(msg, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+		msg = bytes.ReplaceAll(bytes.TrimSuffix(msg, []byte("\n")), []byte("\n"), []byte("\ndata: "))
 	}
-	var b bytes.Buffer
-	b.WriteString("event: message\n")
-	for len(msg) > 0 {
-		i := bytes.IndexAny(msg, "\r\n")
-		line := msg
-		if i >= 0 {
-			line = msg[:i]
-		}
-		b.WriteString("data: ")
-		b.Write(line)
-		b.WriteByte('\n')
-		if i < 0 {
-			break
-		}
-		if msg[i] == '\r' && i+1 < len(msg) && msg[i+1] == '\n' {
-			i++
-		}
-		msg = msg[i+1:]
-	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
 	return err
 }
 
