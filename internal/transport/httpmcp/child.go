@@ -1,6 +1,7 @@
 package httpmcp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -93,23 +94,15 @@ func (c Child) Overlaps() bool {
 // Ready waits until url answers an HTTP request at all (any status),
 // within Wait (30 s when 0).
 func (c Child) Ready(ctx context.Context, url string) error {
-	wait := c.Wait
-	if wait <= 0 {
-		wait = 30 * time.Second
-	}
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	wait := cmp.Or(max(c.Wait, 0), 30*time.Second)
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}, Timeout: time.Second}
 	deadline := time.Now().Add(wait)
-	delay := 5 * time.Millisecond
-	for {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		req, err := http.NewRequestWithContext(rctx, http.MethodHead, url, nil)
+	for delay := 5 * time.Millisecond; ; delay = min(delay*2, 100*time.Millisecond) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
 		if err != nil {
-			cancel()
 			return fmt.Errorf("run.url %s: %v", url, err)
 		}
-		resp, err := hc.Do(req)
-		cancel()
-		if err == nil {
+		if resp, err := hc.Do(req); err == nil {
 			resp.Body.Close()
 			return nil
 		}
@@ -122,7 +115,6 @@ func (c Child) Ready(ctx context.Context, url string) error {
 		if !sleep(ctx, delay) {
 			return ctx.Err()
 		}
-		delay = min(delay*2, 100*time.Millisecond)
 	}
 }
 

@@ -80,6 +80,9 @@ type FrontConfig struct {
 }
 
 func (c *FrontConfig) fill() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	orDefault(&c.BodyTimeout, DefaultBodyTimeout)
@@ -153,29 +156,14 @@ func Listen(addr string, cfg FrontConfig) (*Front, error) {
 		return nil, err
 	}
 	cfg.fill()
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/mcp"}
-	return &Front{
-		cfg:  cfg,
-		log:  log,
-		ln:   ln,
-		url:  u.String(),
-		stop: make(chan struct{}),
-		kick: make(chan struct{}, 1),
-		byID: map[string]*frontSession{},
-		all:  map[*frontSession]struct{}{},
-	}, nil
+	return &Front{cfg: cfg, log: cfg.Logger, ln: ln, url: "http://" + ln.Addr().String() + "/mcp",
+		stop: make(chan struct{}), kick: make(chan struct{}, 1),
+		byID: map[string]*frontSession{}, all: map[*frontSession]struct{}{}}, nil
 }
 
 // URL is where the front serves: http://HOST:PORT/mcp, with the port it
 // bound.
 func (f *Front) URL() string { return f.url }
-
-// Addr is the address the front bound.
-func (f *Front) Addr() string { return f.ln.Addr().String() }
 
 // Close releases the listener of a front that will not Serve.
 func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
@@ -196,14 +184,10 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(f.listener()) }()
-	jstop, jdone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(jdone)
-		f.janitor(jstop)
-	}()
+	var janitor sync.WaitGroup
+	janitor.Go(f.janitor) // until f.stop
 	defer func() {
-		close(jstop)
-		<-jdone
+		janitor.Wait()
 		f.Close()
 	}()
 
@@ -238,9 +222,7 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		f.handlers.Wait()
 		close(waited)
 	}()
-	select {
-	case <-waited:
-	case <-time.After(time.Until(deadline)):
+	if !waitDone(waited, time.Until(deadline)) {
 		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
 	}
 	return serveErr
@@ -299,25 +281,19 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: Unsupported protocol version "+pv+" (supported versions: "+strings.Join(mcp.SupportedProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}
-	switch r.Method {
-	case http.MethodPost:
+	getOrDelete := r.Method == http.MethodGet || r.Method == http.MethodDelete
+	switch {
+	case r.Method == http.MethodPost:
 		f.post(w, r, sid, pv, modern)
-	case http.MethodGet, http.MethodDelete:
-		if modern {
-			// 2026-07-28: no standalone stream, no sessions to end.
-			w.Header().Set("Allow", "POST")
-			http.Error(w, "Method Not Allowed: the 2026-07-28 protocol has no "+r.Method+" (no sessions, no standalone stream)", http.StatusMethodNotAllowed)
-			return
-		}
-		if sid == "" {
-			http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
-			return
-		}
-		if r.Method == http.MethodGet {
-			f.get(w, r, sid)
-		} else {
-			f.delete(w, sid)
-		}
+	case getOrDelete && modern: // 2026-07-28: no standalone stream, no sessions to end
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed: the 2026-07-28 protocol has no "+r.Method+" (no sessions, no standalone stream)", http.StatusMethodNotAllowed)
+	case getOrDelete && sid == "":
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+	case r.Method == http.MethodGet:
+		f.get(w, r, sid)
+	case r.Method == http.MethodDelete:
+		f.delete(w, sid)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
@@ -329,10 +305,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // attacker resolved to this machine.
 func rebinding(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !loopbackHost(local.String()) {
-		return false
-	}
-	return !loopbackHost(r.Host)
+	return ok && loopbackHost(local.String()) && !loopbackHost(r.Host)
 }
 
 // loopbackHost reports whether host (with or without a port) is
@@ -342,11 +315,7 @@ func loopbackHost(host string) bool {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback()
 }
 
 // LoopbackOrigin reports whether an Origin header names this machine:

@@ -29,11 +29,11 @@ import (
 //     must carry "Authorization: Bearer <Token>" (compared in constant
 //     time), else it is answered 401 with a WWW-Authenticate header.
 
-// ownerListener serves only connections whose peer passes owned.
+// ownerListener serves only connections whose peer socket is euid's.
 type ownerListener struct {
 	net.Listener
-	log   *slog.Logger
-	owned func(local, remote *net.TCPAddr) (uid int, ok bool)
+	log  *slog.Logger
+	euid int
 }
 
 // newOwnerListener wraps ln with the owner check where one is known;
@@ -42,11 +42,7 @@ func newOwnerListener(ln net.Listener, log *slog.Logger) net.Listener {
 	if !ownerKnown {
 		return ln
 	}
-	euid := os.Geteuid()
-	return &ownerListener{Listener: ln, log: log, owned: func(local, remote *net.TCPAddr) (int, bool) {
-		uid, found := peerUID(local, remote)
-		return uid, found && uid == euid
-	}}
+	return &ownerListener{Listener: ln, log: log, euid: os.Geteuid()}
 }
 
 // refusedOwner is what a refused connection reads.
@@ -63,8 +59,8 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		if !lok || !rok {
 			return c, nil
 		}
-		uid, ok := l.owned(local, remote)
-		if ok {
+		uid, found := peerUID(local, remote)
+		if found && uid == l.euid {
 			return c, nil
 		}
 		who := "uid " + strconv.Itoa(uid)

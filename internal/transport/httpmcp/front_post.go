@@ -37,12 +37,8 @@ func (m *inMsg) isRequest() bool { return m.refusal == nil && m.env.IsRequest() 
 func check(raw []byte) inMsg {
 	env, err := wire.Peek(raw)
 	m := inMsg{raw: raw, env: env}
-	id := env.ID
-	if wire.IDProblem(id) != "" {
-		id = nil
-	}
-	invalid := func(why string) []byte {
-		return wire.ErrorResponse(id, wire.CodeInvalidRequest, "Invalid Request: "+why, nil)
+	invalid := func(why string) []byte { // the id has no problem: see the cases before
+		return wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, "Invalid Request: "+why, nil)
 	}
 	switch {
 	case err != nil || env.IsArray:
@@ -148,14 +144,11 @@ func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv strin
 		return
 	}
 	defer s.begin()()
+	var initEnv wire.Envelope // what else the POST holds says nothing of the client
 	if init != nil {
-		s.learn(init.env, "")
+		initEnv = init.env
 	}
-	if pv != "" {
-		s.mu.Lock()
-		s.info.Protocol = clip(pv)
-		s.mu.Unlock()
-	}
+	s.learn(initEnv, pv)
 	st := newStream(s, sse, batch)
 	st.init = init != nil
 	f.exchange(w, r, s, st, msgs, batch)

@@ -2,6 +2,7 @@ package httpmcp
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -344,36 +345,27 @@ func (s *frontSession) describe() SessionInfo {
 }
 
 // learn records what a request says of its client: initialize's params,
-// or the _meta of a 2026-07-28 request.
+// or the _meta of a 2026-07-28 request; the protocol version its headers
+// name, when they do, comes first.
 func (s *frontSession) learn(env wire.Envelope, headerVersion string) {
-	var name, version, proto string
+	m := metaOf(env.Params)
 	if env.Method == "initialize" {
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"clientInfo"`
-		}
+		m = requestMeta{}
+		var p struct{ ProtocolVersion string }
 		_ = json.Unmarshal(env.Params, &p)
-		name, version, proto = p.ClientInfo.Name, p.ClientInfo.Version, p.ProtocolVersion
-	} else if m := metaOf(env.Params); m.found {
-		name, version, proto = m.name, m.version, m.protocol
-	}
-	if proto == "" {
-		proto = headerVersion
+		_ = json.Unmarshal(jsonscan.Member(env.Params, "clientInfo"), &m.client)
+		m.protocol = p.ProtocolVersion
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if name != "" {
-		s.info.Client = clip(name)
+	set := func(to *string, v string) {
+		if v != "" {
+			*to = clip(v)
+		}
 	}
-	if version != "" {
-		s.info.ClientVersion = clip(version)
-	}
-	if proto != "" {
-		s.info.Protocol = clip(proto)
-	}
+	set(&s.info.Client, m.client.Name)
+	set(&s.info.ClientVersion, m.client.Version)
+	set(&s.info.Protocol, cmp.Or(headerVersion, m.protocol))
 }
 
 // clip cuts s to maxClientField bytes, on a rune boundary.
@@ -389,15 +381,15 @@ func clip(s string) string {
 }
 
 // janitor closes the sessions that must be: stalled, overflowing, idle.
-// It returns once stop is closed.
-func (f *Front) janitor(stop <-chan struct{}) {
+// It returns once the front stops.
+func (f *Front) janitor() {
 	period := min(f.cfg.StallTimeout, f.cfg.IdleTimeout) / 4
 	period = max(min(period, time.Second), 5*time.Millisecond)
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-f.stop:
 			return
 		case <-tick.C:
 		case <-f.kick:

@@ -280,6 +280,9 @@ func (s *echoSession) listChanged() {
 	}
 }
 
+// Addr is the address the front bound.
+func (f *Front) Addr() string { return f.ln.Addr().String() }
+
 // serveFront serves o on a front at 127.0.0.1:0 until the test ends; then
 // Serve must return nil, having closed every session it opened.
 func serveFront(t *testing.T, o *echo, cfg FrontConfig) *Front {

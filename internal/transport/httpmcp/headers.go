@@ -178,25 +178,18 @@ func nameOf(method string, params []byte) (string, bool) {
 	return s, err == nil
 }
 
-// requestMeta is what a 2026-07-28 request's _meta says.
+// requestMeta is what a request says of its client: a 2026-07-28
+// request's _meta, or an initialize's params.
 type requestMeta struct {
-	found                   bool // params has a _meta object
-	protocol, name, version string
+	protocol string
+	client   struct{ Name, Version string }
 }
 
-func metaOf(params []byte) requestMeta {
+func metaOf(params []byte) (m requestMeta) {
 	meta := jsonscan.Member(params, "_meta")
-	if meta == nil {
-		return requestMeta{}
-	}
-	m := requestMeta{found: true}
 	_ = json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyProtocolVersion), &m.protocol)
-	var ci struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}
-	if raw := jsonscan.Member(meta, mcp.MetaKeyClientInfo); raw != nil && json.Unmarshal(raw, &ci) == nil {
-		m.name, m.version = ci.Name, ci.Version
+	if ci := m.client; json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyClientInfo), &ci) == nil {
+		m.client = ci
 	}
 	return m
 }
