@@ -140,11 +140,8 @@ func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
 	return l
 }
 
-// failGrace is how long the link keeps to itself the news that a
-// request's HTTP exchange ended without its answer (the connection
-// reset, the stream cut): the process has most likely died, and the
-// relay's crash report is the better answer. A server that still runs
-// after it gets an error answer for the request from the link.
+// failGrace is how long the link keeps to itself that a request's
+// exchange ended without its answer: the process has most likely died.
 const failGrace = time.Second
 
 // Link is the wire.Link of a child that serves Streamable HTTP: it POSTs

@@ -270,7 +270,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-f.stop:
-		http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
 		return
 	default:
 	}

@@ -12,22 +12,16 @@ import (
 	"time"
 )
 
-// Who may use the front.
-//
-// Contract:
-//   - Without a Token, a connection is served only when the socket at its
-//     other end belongs to this machine's user that runs mcpflow (its
-//     effective uid). On Linux the peer socket's owner is read from
-//     /proc/net/tcp and /proc/net/tcp6 at Accept; a connection from
-//     another user, or whose peer is not found there (another machine),
-//     gets a 403 written before anything is read and is closed, with a
-//     warning that names the uid. On other systems no owner is known
-//     (ownerKnown is false): the front serves whoever connects, so only
-//     its loopback address and the Origin/Host checks stand between it
-//     and others; a Token is the way to require more.
-//   - With a Token, connections are not checked by owner; every request
-//     must carry "Authorization: Bearer <Token>" (compared in constant
-//     time), else it is answered 401 with a WWW-Authenticate header.
+// Who may use the front. Without a Token, a connection is served only
+// when the socket at its other end is the effective uid's of mcpflow's
+// process: on Linux its owner is read from /proc/net/tcp{,6} at Accept,
+// and a connection of another user, or whose peer is not listed there
+// (another machine), gets a 403 before anything is read and is closed,
+// with a warning that names the uid. Elsewhere no owner is known
+// (ownerKnown false): only the loopback address and the Origin and Host
+// checks stand between the front and others. With a Token, every request
+// must carry "Authorization: Bearer <Token>" (compared in constant time),
+// else it gets 401 with WWW-Authenticate; connections are not checked.
 
 // ownerListener serves only connections whose peer socket is euid's.
 type ownerListener struct {

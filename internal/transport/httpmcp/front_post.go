@@ -132,10 +132,7 @@ func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv strin
 			http.Error(w, "Bad Request: Mcp-Session-Id header required (send initialize first: its answer carries the session id)", http.StatusBadRequest)
 			return
 		}
-		var status int
-		var text string
-		if s, status, text = f.openSession(true); s == nil {
-			http.Error(w, text, status)
+		if s = f.openSession(w, true); s == nil {
 			return
 		}
 		w.Header().Set(hdrSessionID, s.id)
@@ -170,9 +167,8 @@ func (f *Front) postModern(w http.ResponseWriter, r *http.Request, pv string, ss
 		f.refuse(w, "", http.StatusBadRequest, refusal)
 		return
 	}
-	s, status, text := f.openSession(false)
+	s := f.openSession(w, false)
 	if s == nil {
-		http.Error(w, text, status)
 		return
 	}
 	defer s.close()
@@ -351,6 +347,7 @@ type frontStream struct {
 	init      bool // the POST holds the initialize that opened its session
 	mapStatus bool // session-less: a protocol error answer sets the HTTP status (SEP-2575)
 	wake      chan struct{}
+	started   bool // the events started: the status and headers are sent
 
 	// under s.mu
 	ids  map[string]string // raw id -> method of this POST's requests not answered
@@ -362,9 +359,10 @@ func newStream(s *frontSession, sse, batch bool) *frontStream {
 	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]string{}}
 }
 
-func (st *frontStream) wakeUp() {
+// notify wakes whoever waits on ch, if no wake-up is pending.
+func notify(ch chan struct{}) {
 	select {
-	case st.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -378,26 +376,35 @@ func (st *frontStream) answered(id string) {
 
 // serve writes what is queued for st until the stream is done (every
 // request answered), the client leaves, the session closes or the front
-// stops.
+// stops. When the front stops, the requests still unanswered get
+// TextShuttingDown, as the stdio front answers them; a stream that wrote
+// nothing yet and has nothing to say gets an HTTP error instead.
 func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 	s, f := st.s, st.s.f
 	rc := http.NewResponseController(w)
-	started := false
-	start := func() {
-		setEventHeaders(w)
-		started = true
-	}
 	defer st.end()
 	if st.get {
 		// The standalone stream may stay silent for long: its headers go
 		// out now, with a comment to carry them through proxies.
-		start()
+		st.start(w)
 		_, _ = io.WriteString(w, ": ok\n\n")
 		_ = rc.Flush()
 	}
 	var answers [][]byte // JSON: the answers so far
 	for {
+		stopping := false
+		select {
+		case <-f.stop:
+			stopping = true
+		default:
+		}
 		s.mu.Lock()
+		if stopping {
+			for id := range st.ids {
+				st.answered(id)
+				s.push(st, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
+			}
+		}
 		items, n := st.q, size(st.q)
 		st.q = nil
 		finished := !st.get && len(st.ids) == 0
@@ -409,7 +416,7 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 			st.written(n)
 		case len(items) > 0:
 			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-			if !started && st.mapStatus && finished && len(items) == 1 {
+			if !st.started && st.mapStatus && finished && len(items) == 1 {
 				if status := protocolStatus(items[0]); status != 0 {
 					// A protocol error before any event: the answer is
 					// the HTTP response (SEP-2575).
@@ -418,10 +425,14 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			}
-			if !started {
-				start()
+			st.start(w)
+			var err error
+			for _, m := range items {
+				f.note(s.id, false, m)
+				if err = writeEvent(w, m); err != nil {
+					break
+				}
 			}
-			err := st.events(w, items)
 			if err == nil {
 				err = rc.Flush()
 			}
@@ -433,106 +444,63 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		switch {
 		case finished && st.sse:
-			if !started {
-				start()
-			}
+			st.start(w)
 			return
 		case finished:
-			status := http.StatusOK
-			if st.mapStatus && len(answers) > 0 {
-				status = cmp.Or(protocolStatus(answers[0]), status)
-			}
-			st.reply(w, rc, status, answers)
+			st.reply(w, rc, answers)
+			return
+		case (stopping || closed) && st.started:
+			return
+		case stopping:
+			http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
 			return
 		case closed:
-			st.stopped(w, rc, started, answers)
+			http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
 			return
 		}
 		select {
 		case <-st.wake:
 		case <-s.done:
 		case <-f.stop:
-			st.stopped(w, rc, started, answers)
-			return
 		case <-r.Context().Done():
 			return
 		}
 	}
 }
 
-// events writes msgs as server-sent events.
-func (st *frontStream) events(w io.Writer, msgs [][]byte) error {
-	for _, m := range msgs {
-		st.s.f.note(st.s.id, false, m)
-		if err := writeEvent(w, m); err != nil {
-			return err
-		}
+// start starts the stream's events, once.
+func (st *frontStream) start(w http.ResponseWriter) {
+	if st.started {
+		return
 	}
-	return nil
+	st.started = true
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }
 
 // reply writes the answers of a stream that takes no events as one JSON
-// body: an array for a batch.
-func (st *frontStream) reply(w http.ResponseWriter, rc *http.ResponseController, status int, answers [][]byte) {
+// body: an array for a batch; a session-less request's protocol error
+// sets the status (SEP-2575).
+func (st *frontStream) reply(w http.ResponseWriter, rc *http.ResponseController, answers [][]byte) {
+	status := http.StatusOK
 	var body []byte
 	switch {
 	case st.batch:
 		body = joinBatch(answers)
 	case len(answers) > 0:
 		body = answers[0]
+		if st.mapStatus {
+			status = cmp.Or(protocolStatus(body), status)
+		}
 	}
 	for _, a := range answers {
 		st.s.f.note(st.s.id, false, a)
 	}
 	_ = rc.SetWriteDeadline(time.Now().Add(st.s.f.cfg.StallTimeout))
 	writeJSON(w, status, body)
-}
-
-// stopped ends a stream whose session closed or whose front stops. When
-// the front stops, the requests still unanswered get TextShuttingDown,
-// as the stdio front answers them; a stream that wrote nothing yet and
-// has nothing to say gets an HTTP error instead.
-func (st *frontStream) stopped(w http.ResponseWriter, rc *http.ResponseController, started bool, answers [][]byte) {
-	s, f := st.s, st.s.f
-	var last [][]byte
-	stopping := false
-	select {
-	case <-f.stop:
-		stopping = true
-		s.mu.Lock()
-		for id := range st.ids {
-			last = append(last, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
-			st.answered(id)
-		}
-		s.mu.Unlock()
-	default:
-	}
-	_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-	switch {
-	case len(last) == 0 && !started && stopping:
-		http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
-	case len(last) == 0 && !started:
-		http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
-	case len(last) == 0:
-	case st.sse:
-		if !started {
-			setEventHeaders(w)
-		}
-		if st.events(w, last) == nil {
-			_ = rc.Flush()
-		}
-	default:
-		st.reply(w, rc, http.StatusOK, append(answers, last...))
-	}
-}
-
-// setEventHeaders starts an event stream.
-func setEventHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 }
 
 // failed notes a write that failed, of n bytes taken off the queue: one
@@ -546,7 +514,7 @@ func (st *frontStream) failed(err error, n int) {
 	}
 	s.queue.taken(n, &s.f.cfg)
 	s.mu.Unlock()
-	s.f.kickJanitor()
+	notify(s.f.kick)
 }
 
 // written takes n bytes, written or dropped, off the session's queue.

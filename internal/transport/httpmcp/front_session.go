@@ -135,22 +135,24 @@ func (b *backlog) why(now time.Time, cfg *FrontConfig) string {
 	return b.dead
 }
 
-// errTooManySessions is the 503 text at the session limit.
-const errTooManySessions = "Service Unavailable: mcpflow serves at most %d sessions at once over HTTP, and that many are open; try again once one ends"
+// textShuttingDown answers an HTTP request that comes while the front stops.
+const textShuttingDown = "Service Unavailable: mcpflow is shutting down"
 
 // openSession opens a session with the Opener (id "" for a session-less
-// one), counted against MaxSessions; it returns the HTTP status and text
-// of the refusal when it cannot.
-func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
+// one), counted against MaxSessions; when it cannot, it answers the
+// request with 503 and returns nil.
+func (f *Front) openSession(w http.ResponseWriter, legacy bool) *frontSession {
 	f.mu.Lock()
 	if f.stopping || f.opener == nil {
 		f.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, "Service Unavailable: mcpflow is shutting down"
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
+		return nil
 	}
 	if len(f.all)+f.opening >= f.cfg.MaxSessions {
 		f.mu.Unlock()
 		f.log.Warn("HTTP front: session limit reached; refused a new session", "max", f.cfg.MaxSessions)
-		return nil, http.StatusServiceUnavailable, fmt.Sprintf(errTooManySessions, f.cfg.MaxSessions)
+		http.Error(w, fmt.Sprintf("Service Unavailable: mcpflow serves at most %d sessions at once over HTTP, and that many are open; try again once one ends", f.cfg.MaxSessions), http.StatusServiceUnavailable)
+		return nil
 	}
 	f.opening++
 	o := wire.Opener(f.fan) // session-less requests share one session behind the front
@@ -170,7 +172,8 @@ func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
 	if f.stopping {
 		f.mu.Unlock()
 		s.closeWS()
-		return nil, http.StatusServiceUnavailable, "Service Unavailable: mcpflow is shutting down"
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
+		return nil
 	}
 	f.all[s] = struct{}{}
 	if s.id != "" {
@@ -180,7 +183,7 @@ func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
 	if s.id != "" {
 		f.log.Debug("HTTP session opened", "session", s.id)
 	}
-	return s, 0, ""
+	return s
 }
 
 // lookup finds an open legacy session by its id.
@@ -322,7 +325,7 @@ func (s *frontSession) forget(id []byte) {
 	defer s.mu.Unlock()
 	if st := s.pending[string(id)]; st != nil {
 		st.answered(string(id))
-		st.wakeUp()
+		notify(st.wake)
 	}
 }
 
@@ -330,9 +333,9 @@ func (s *frontSession) forget(id []byte) {
 func (s *frontSession) push(st *frontStream, msg []byte) {
 	st.q = append(st.q, msg)
 	if s.queue.add(len(msg), &s.f.cfg) {
-		s.f.kickJanitor()
+		notify(s.f.kick)
 	}
-	st.wakeUp()
+	notify(st.wake)
 }
 
 // describe describes the session.
@@ -395,14 +398,6 @@ func (f *Front) janitor() {
 		case <-f.kick:
 		}
 		f.sweep(time.Now())
-	}
-}
-
-// kickJanitor wakes the janitor: a session must be closed.
-func (f *Front) kickJanitor() {
-	select {
-	case f.kick <- struct{}{}:
-	default:
 	}
 }
 

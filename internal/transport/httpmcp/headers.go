@@ -59,8 +59,12 @@ func (l *Link) setHeaders(h http.Header, env *wire.Envelope) {
 		return
 	}
 	h.Set(hdrMethod, env.Method)
-	if name, ok := nameOf(env.Method, env.Params); ok {
-		h.Set(hdrName, name)
+	if field := nameField(env.Method); field != "" {
+		if v := jsonscan.Member(env.Params, field); len(v) > 0 && v[0] == '"' {
+			if name, err := jsonscan.Unquote(v); err == nil {
+				h.Set(hdrName, name)
+			}
+		}
 	}
 	if env.Method != "tools/call" {
 		return
@@ -162,20 +166,6 @@ func nameField(method string) string {
 		return "uri"
 	}
 	return ""
-}
-
-// nameOf is what Mcp-Name carries for a request, when it has one.
-func nameOf(method string, params []byte) (string, bool) {
-	field := nameField(method)
-	if field == "" {
-		return "", false
-	}
-	v := jsonscan.Member(params, field)
-	if len(v) == 0 || v[0] != '"' {
-		return "", false
-	}
-	s, err := jsonscan.Unquote(v)
-	return s, err == nil
 }
 
 // requestMeta is what a request says of its client: a 2026-07-28
