@@ -108,11 +108,10 @@ type Front struct {
 	ln  net.Listener
 	url string
 
-	params    paramHeaders // the tools' x-mcp-header arguments, from the tools/list answers carried
-	closeOnce sync.Once
-	stop      chan struct{} // closed once Serve's context ends
-	kick      chan struct{} // wakes the janitor: a session must be closed
-	handlers  sync.WaitGroup
+	params   paramHeaders  // the tools' x-mcp-header arguments, from the tools/list answers carried
+	stop     chan struct{} // closed once Serve's context ends
+	kick     chan struct{} // wakes the janitor: a session must be closed
+	handlers sync.WaitGroup
 
 	mu       sync.Mutex
 	opener   wire.Opener
@@ -166,7 +165,7 @@ func Listen(addr string, cfg FrontConfig) (*Front, error) {
 func (f *Front) URL() string { return f.url }
 
 // Close releases the listener of a front that will not Serve.
-func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
+func (f *Front) Close() { f.ln.Close() }
 
 // Serve serves o's sessions until ctx ends, then closes every session and
 // every open stream and returns nil within ShutdownTimeout; or it returns
@@ -377,7 +376,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	return &limitConn{Conn: c, sem: l.sem}, nil
 }
 
 func (l *limitListener) Close() error {
@@ -388,12 +387,12 @@ func (l *limitListener) Close() error {
 // limitConn gives its slot back once closed.
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once sync.Once
+	sem  chan struct{}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { <-c.sem })
 	return err
 }

@@ -2,11 +2,14 @@ package httpmcp
 
 import (
 	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +25,9 @@ import (
 // checks stand between the front and others. With a Token, every request
 // must carry "Authorization: Bearer <Token>" (compared in constant time),
 // else it gets 401 with WWW-Authenticate; connections are not checked.
+
+// ownerKnown says whether peerUID can tell a connection's owner.
+const ownerKnown = runtime.GOOS == "linux"
 
 // ownerListener serves only connections whose peer socket is euid's.
 type ownerListener struct {
@@ -83,4 +89,49 @@ func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcpflow"`)
 	http.Error(w, "Unauthorized: this mcpflow requires Authorization: Bearer <token>", http.StatusUnauthorized)
 	return false
+}
+
+// peerUID finds the socket whose local address is remote and whose remote
+// address is local (the other end of our connection, when it is on this
+// machine) in /proc/net/tcp and /proc/net/tcp6, and returns its owner's
+// uid; found is false (uid -1) when no such socket is listed.
+func peerUID(local, remote *net.TCPAddr) (uid int, found bool) {
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, _ := os.ReadFile(table)
+		for i, line := range strings.Split(string(data), "\n") {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
+			fields := strings.Fields(line)
+			if i == 0 || len(fields) < 8 || !procAddrIs(fields[1], remote) || !procAddrIs(fields[2], local) {
+				continue
+			}
+			if uid, err := strconv.Atoi(fields[7]); err == nil {
+				return uid, true
+			}
+			break
+		}
+	}
+	return -1, false
+}
+
+// procAddrIs reports whether s, an address as /proc/net/tcp{,6} writes
+// it (the address's 32-bit words in hex, each in the host's byte order,
+// ":" and the port in hex), is a.
+func procAddrIs(s string, a *net.TCPAddr) bool {
+	hexIP, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil || int(port) != a.Port {
+		return false
+	}
+	raw, err := hex.DecodeString(hexIP)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return false
+	}
+	ip := make(net.IP, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
+	}
+	return ip.Equal(a.IP)
 }

@@ -302,18 +302,8 @@ func safeInt(s string) (float64, bool) {
 }
 
 func needsBase64(s string) bool {
-	if s == "" {
-		return false
-	}
-	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
-		return true
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return true
-		}
-	}
-	return strings.HasPrefix(s, base64Prefix) && strings.HasSuffix(s, base64Suffix)
+	return s != strings.Trim(s, " \t") || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r > 0x7e }) ||
+		strings.HasPrefix(s, base64Prefix) && strings.HasSuffix(s, base64Suffix)
 }
 
 // decodeParam undoes SEP-2243's Base64 wrapping of a header value; a
