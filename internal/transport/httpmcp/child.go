@@ -39,17 +39,21 @@ type Child struct {
 	Logger *slog.Logger
 }
 
-// Prepare is called before the server's process starts: its stdout and
-// stderr both go to logs (an HTTP server's stdout is not protocol), and
-// with a placeholder URL it gets a free port, as PORT in its environment.
-// It returns the URL this start serves.
+// Prepare readies a start's command (its logs, its port: the package
+// doc) and returns the URL this start serves.
 func (c Child) Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error) {
 	url = c.URL
 	if c.Overlaps() {
-		port, err := freePort(strings.ReplaceAll(url, c.Placeholder, "0"))
+		u, err := neturl.Parse(strings.ReplaceAll(url, c.Placeholder, "0"))
+		var ln net.Listener // a port of the host that is free a moment ago
+		if err == nil {
+			ln, err = net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("picking a port for %s: %w", c.URL, err)
 		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
 		url = strings.ReplaceAll(url, c.Placeholder, port)
 		if cmd.Env == nil {
 			cmd.Env = os.Environ()
@@ -144,12 +148,8 @@ func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
 // exchange ended without its answer: the process has most likely died.
 const failGrace = time.Second
 
-// Link is the wire.Link of a child that serves Streamable HTTP: it POSTs
-// the relay's messages to the server at the child's URL and hands each
-// message the server sends, as its bytes, to the relay's LinkReceiver
-// with the id of the request whose stream carried it. The package doc
-// says why not through the Go SDK's client, and what the link does ("The
-// child").
+// Link is the wire.Link of a child that serves Streamable HTTP (the
+// package doc says what it does, and why not through the Go SDK).
 type Link struct {
 	cfg Child
 	log *slog.Logger
@@ -242,20 +242,6 @@ func (l *Link) Lost() string {
 	return fmt.Sprintf("its HTTP connection (%s) ended", l.url)
 }
 
-// freePort returns a port that was free on the host of rawURL a moment ago.
-func freePort(rawURL string) (string, error) {
-	u, err := neturl.Parse(rawURL)
-	if err != nil {
-		return "", err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(u.Hostname(), "0"))
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
-}
-
 // Start begins carrying messages: each message the server sends goes to
 // rcv.
 func (l *Link) Start(rcv wire.LinkReceiver) {
@@ -274,8 +260,7 @@ func (l *Link) Start(rcv wire.LinkReceiver) {
 func (l *Link) Send(msg []byte) { l.out.Send(msg, nil) }
 
 // Close stops sending: what is queued goes out first (at most closeWait),
-// then every exchange in flight is canceled; Done closes once the link's
-// goroutines ended.
+// then every exchange in flight is canceled.
 func (l *Link) Close() {
 	l.out.Close()
 	go func() {

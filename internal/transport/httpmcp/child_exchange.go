@@ -299,12 +299,9 @@ func (x *exchange) tooLarge(tl *wire.TooLargeError) {
 	}
 }
 
-// status handles an error status: the request's answer is the server's
-// JSON-RPC error when the body is one, else the link's. A 404 to a
-// request that carried the session id, unless its body is the request's
-// own answer, is first checked against the session: when the server
-// forgot the session, the link ends and the request is left to the
-// relay, which answers it with the report of the lost session.
+// status handles an error status (the package doc says how); a request
+// whose 404 means the session is lost is left to the relay, which
+// answers it with the report of the lost session.
 func (x *exchange) status(resp *http.Response, withSession bool) {
 	l := x.l
 	body, tl, err := readBody(resp.Body, resp.ContentLength, l.cfg.MaxMessage)
@@ -552,13 +549,4 @@ func reconnectDelay(retry time.Duration, tries int) time.Duration {
 }
 
 // sleep waits d; false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return !waitDone(ctx.Done(), d) }

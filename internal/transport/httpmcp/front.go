@@ -34,43 +34,35 @@ const (
 const maxClientField = 200
 
 // FrontConfig is what a Front needs; the zero value serves with the
-// defaults, logs nothing and records nothing.
+// defaults, logs nothing and records nothing. A bound of 0 is its
+// Default (MaxMessage: wire.DefaultMaxMessage).
 type FrontConfig struct {
 	Logger *slog.Logger // nil = discard; the debug line per message goes here
 	// Traffic, when set, is called for every message through the front,
 	// with the session id it belongs to and its direction. It must not
 	// keep or modify msg.
-	Traffic func(session string, toServer bool, msg []byte)
-	// ShutdownTimeout bounds Serve's return once its context ends;
-	// 0 = DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-	// MaxMessage bounds a POST's body (413 beyond); 0 = wire.DefaultMaxMessage.
-	MaxMessage int64
-	// ReadHeaderTimeout bounds reading a request's headers;
-	// 0 = DefaultReadHeaderTimeout.
-	ReadHeaderTimeout time.Duration
+	Traffic           func(session string, toServer bool, msg []byte)
+	ShutdownTimeout   time.Duration // bounds Serve's return once its context ends
+	MaxMessage        int64         // bounds a POST's body (413 beyond)
+	ReadHeaderTimeout time.Duration // bounds reading a request's headers
 	// BodyTimeout bounds reading a POST's body: a body that trickles in
-	// longer is cut and answered 408; 0 = DefaultBodyTimeout.
+	// longer is cut and answered 408.
 	BodyTimeout time.Duration
-	// MaxConns bounds the open connections; more wait to be accepted;
-	// 0 = DefaultMaxConns.
-	MaxConns int
+	MaxConns    int // bounds the open connections; more wait to be accepted
 	// MaxSessions bounds the open sessions (a session-less POST counts
-	// while it runs); a request that would open one more is answered 503;
-	// 0 = DefaultMaxSessions.
+	// while it runs); a request that would open one more is answered 503.
 	MaxSessions int
 	// IdleTimeout closes a legacy session with no request and no open
-	// stream for this long; its id is 404 from then on;
-	// 0 = DefaultIdleTimeout.
+	// stream for this long; its id is 404 from then on.
 	IdleTimeout time.Duration
 	// QueueBytes bounds what waits for one session's client: messages
 	// not yet written to its streams (beyond it the session is full), and
 	// messages kept for a GET stream that is not open (beyond it they are
-	// dropped, with a warning); 0 = DefaultQueueBytes.
+	// dropped, with a warning).
 	QueueBytes int
 	// StallTimeout closes a session that stays full this long (its client
 	// does not read what it is sent); it also bounds the write of one
-	// event to a client. 0 = DefaultStallTimeout.
+	// event to a client.
 	StallTimeout time.Duration
 	// Token, when set, is required of every request as
 	// "Authorization: Bearer Token" (401 without it), and replaces the

@@ -15,16 +15,13 @@ import (
 	"time"
 )
 
-// Who may use the front. Without a Token, a connection is served only
-// when the socket at its other end is the effective uid's of mcpflow's
-// process: on Linux its owner is read from /proc/net/tcp{,6} at Accept,
-// and a connection of another user, or whose peer is not listed there
-// (another machine), gets a 403 before anything is read and is closed,
-// with a warning that names the uid. Elsewhere no owner is known
-// (ownerKnown false): only the loopback address and the Origin and Host
-// checks stand between the front and others. With a Token, every request
-// must carry "Authorization: Bearer <Token>" (compared in constant time),
-// else it gets 401 with WWW-Authenticate; connections are not checked.
+// Who may use the front. Without a Token, a connection whose peer socket
+// (on Linux, from /proc/net/tcp{,6} at Accept) is not mcpflow's effective
+// uid's, or is not listed (another machine), gets a 403 before anything
+// is read, with a warning; elsewhere only the loopback address and the
+// Origin and Host checks stand between the front and others. With a
+// Token, every request must carry "Authorization: Bearer <Token>"
+// (compared in constant time), else 401; connections are not checked.
 
 // ownerKnown says whether peerUID can tell a connection's owner.
 const ownerKnown = runtime.GOOS == "linux"

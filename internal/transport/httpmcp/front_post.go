@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,10 +86,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, mod
 	env, _ := wire.Peek(body)
 	batch := env.IsArray
 	if batch {
-		version := pv
-		if version == "" {
-			version = "2025-03-26" // the spec's assumption when the header is absent
-		}
+		version := cmp.Or(pv, "2025-03-26") // the spec's assumption when the header is absent
 		if version >= noBatchesFrom {
 			http.Error(w, "Bad Request: JSON-RPC batches are not part of protocol "+noBatchesFrom+" and later (this request: "+version+")", http.StatusBadRequest)
 			return
@@ -120,15 +118,9 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, mod
 // an initialize that opens one.
 func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv string, sse, batch bool, msgs []inMsg) {
 	var s *frontSession
-	var init *inMsg
-	for i := range msgs {
-		if msgs[i].isRequest() && msgs[i].env.Method == "initialize" {
-			init = &msgs[i]
-			break
-		}
-	}
+	init := slices.IndexFunc(msgs, func(m inMsg) bool { return m.isRequest() && m.env.Method == "initialize" })
 	if sid == "" {
-		if init == nil {
+		if init < 0 {
 			http.Error(w, "Bad Request: Mcp-Session-Id header required (send initialize first: its answer carries the session id)", http.StatusBadRequest)
 			return
 		}
@@ -142,12 +134,12 @@ func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv strin
 	}
 	defer s.begin()()
 	var initEnv wire.Envelope // what else the POST holds says nothing of the client
-	if init != nil {
-		initEnv = init.env
+	if init >= 0 {
+		initEnv = msgs[init].env
 	}
 	s.learn(initEnv, pv)
 	st := newStream(s, sse, batch)
-	st.init = init != nil
+	st.init = init >= 0
 	f.exchange(w, r, s, st, msgs, batch)
 	if st.init {
 		s.mu.Lock()
@@ -569,11 +561,7 @@ func protocolStatus(msg []byte) int {
 	if jsonscan.FirstKey(msg, "method", "result", "error") != "error" {
 		return 0 // a result is not walked
 	}
-	code, err := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64)
-	if err != nil {
-		return 0
-	}
-	switch int(code) {
+	switch code, _ := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64); int(code) {
 	case wire.CodeMethodNotFound:
 		return http.StatusNotFound
 	case codeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:

@@ -19,15 +19,8 @@ import (
 
 // A frontSession is one client session of the front: a legacy session
 // (an id, many POSTs, one GET stream at a time) or a session-less POST.
-//
-// What the serving side delivers is routed at once (Deliver never
-// blocks): an answer to the stream of the POST that holds its request; a
-// message related to a request (rel) to that POST's stream while it is
-// open and streams events; any other message to the GET stream, kept
-// (bounded) while none is open. A session-less session has one stream,
-// its POST's, and everything goes there. Each stream's handler writes
-// what is queued for it; what waits, over all of a session's streams, is
-// the session's backlog.
+// What the serving side delivers is routed at once (deliver), queued on
+// a stream whose handler writes it (frontStream.serve).
 type frontSession struct {
 	f    *Front
 	id   string // "" for a session-less POST
@@ -261,7 +254,10 @@ func (s *frontSession) begin() func() {
 	}
 }
 
-// deliver is the session's wire.Client: it routes msg and returns.
+// deliver is the session's wire.Client: it routes msg and returns. An
+// answer goes to its request's stream, a message related to a request
+// to that request's event stream, any other to the GET stream (parked
+// while none is open); a session-less session's all go to its stream.
 func (s *frontSession) deliver(msg, rel []byte) {
 	msg = bytes.Clone(msg) // kept until written; Deliver's caller keeps its own
 	s.mu.Lock()

@@ -35,9 +35,7 @@ const (
 )
 
 // setHeaders sets the headers of a POST of the message env: the media
-// types, the legacy session and version (none for an initialize, which
-// opens a session), or a 2026-07-28 request's version (its _meta) with
-// the SEP-2243 headers.
+// types and its era's (none of the session for an initialize).
 func (l *Link) setHeaders(h http.Header, env *wire.Envelope) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
@@ -78,13 +76,9 @@ func (l *Link) setHeaders(h http.Header, env *wire.Envelope) {
 }
 
 // headerProblem checks a 2026-07-28 message against its headers as the
-// SDK's stateless handler does: a request's _meta protocol version
-// present and equal to MCP-Protocol-Version; Mcp-Method equal to the
-// method; Mcp-Name equal to the name or URI of tools/call, prompts/get
-// and resources/read; and, for a tools/call of a tool whose input schema
-// marks arguments x-mcp-header (as the tools/list answers the front
-// carried said), each Mcp-Param- header present exactly when its argument
-// is, and equal to it. It returns the error answer (HTTP 400), or nil.
+// SDK's stateless handler does: the _meta version, Mcp-Method, Mcp-Name,
+// and each Mcp-Param- header present exactly when its argument is, and
+// equal to it. It returns the error answer (HTTP 400), or nil.
 func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byte {
 	if env.Method == "" {
 		return nil // an answer: no headers of its own
