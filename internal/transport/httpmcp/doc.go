@@ -48,12 +48,12 @@
 //     and listen ids renamed, nothing of one POST's reaching another):
 //     the related messages and the answer go on the POST's response; a
 //     subscriptions/listen holds its POST open until the client leaves.
-//     The headers are checked as the SDK checks them (the version against
-//     _meta, Mcp-Method, Mcp-Name, and the Mcp-Param- headers of the
-//     arguments a tool's input schema marks x-mcp-header, as the
-//     tools/list answers the front carried declared them: 400 with -32020
-//     or -32602); an error answer -32601 goes out as HTTP 404 and -32602,
-//     -32021, -32022 as 400 (SEP-2575). GET and DELETE are 405.
+//     The headers are checked as the SDK checks them (headers.go: the
+//     version against _meta, Mcp-Method, Mcp-Name, and the Mcp-Param-
+//     headers of the arguments a tool's input schema marks x-mcp-header,
+//     as the tools/list answers the front carried declared them: 400 with
+//     -32020 or -32602); an error answer -32601 goes out as HTTP 404 and
+//     -32602, -32021, -32022 as 400 (SEP-2575). GET and DELETE are 405.
 //
 // Every request of a client is answered exactly once, with its id as the
 // client wrote it: by the session, or by the front when the message is no
@@ -81,9 +81,9 @@
 // initialize, whose answer comes first (the session id, the version).
 // Notifications and answers are POSTed in order, their 202 awaited
 // (bounded); any other answer to one is logged. Each POST carries its
-// era's headers: legacy, the session id and the version initialize
-// negotiated; 2026-07-28, the request's _meta version, Mcp-Method,
-// Mcp-Name and the Mcp-Param- headers its tool declares (SEP-2243).
+// era's headers (headers.go): legacy, the session id and the version
+// initialize negotiated; 2026-07-28, the request's _meta version,
+// Mcp-Method, Mcp-Name and the Mcp-Param- headers its tool declares.
 //
 // Each message that comes back, in a JSON body (an array is split) or on
 // the request's event stream (sse.go), is checked as the one framer
