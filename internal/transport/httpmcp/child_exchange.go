@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
-	"strconv"
 	"sync"
 	"time"
 
@@ -50,14 +49,11 @@ func (l *Link) dispatch(msg []byte) {
 		return
 	}
 	x := &exchange{l: l, msg: msg, env: env, settled: make(chan struct{})}
-	wrote := make(chan struct{})
-	ended := make(chan struct{})
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
+	wrote, ended := make(chan struct{}), make(chan struct{})
+	l.wg.Go(func() {
 		defer close(ended)
 		x.run(wrote)
-	}()
+	})
 	next := wrote
 	if env.Method == "initialize" {
 		next = x.settled // what follows needs its answer: the session, the version
@@ -97,18 +93,17 @@ func (l *Link) post(msg []byte, env *wire.Envelope) {
 		return
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	case resp.StatusCode < 300:
-		l.log.Debug("the HTTP server answered a notification or response with "+resp.Status+" (202 expected)", "method", env.Method)
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	default:
-		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
-		l.log.Warn("the HTTP server refused a message; dropped", "method", env.Method, "status", resp.Status, "body", wire.Abbreviate(body, bodyStart))
-		if resp.StatusCode == http.StatusNotFound && req.Header.Get(headerSession) != "" {
-			l.checkSession()
+	if resp.StatusCode < 300 {
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent {
+			l.log.Debug("the HTTP server answered a notification or response with "+resp.Status+" (202 expected)", "method", env.Method)
 		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return
+	}
+	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+	l.log.Warn("the HTTP server refused a message; dropped", "method", env.Method, "status", resp.Status, "body", wire.Abbreviate(body, bodyStart))
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get(hdrSessionID) != "" {
+		l.checkSession(true)
 	}
 }
 
@@ -149,19 +144,14 @@ func (x *exchange) run(wrote chan struct{}) {
 		return
 	}
 	defer resp.Body.Close()
-	if x.env.Method == "initialize" && resp.StatusCode < 300 {
-		if sid := resp.Header.Get(headerSession); sid != "" {
-			l.mu.Lock()
-			l.session = sid
-			l.mu.Unlock()
-		}
+	if sid := resp.Header.Get(hdrSessionID); sid != "" && x.env.Method == "initialize" && resp.StatusCode < 300 {
+		l.session.setID(sid)
 	}
 	if resp.StatusCode >= 300 {
-		x.status(resp, req.Header.Get(headerSession) != "")
+		x.status(resp, req.Header.Get(hdrSessionID) != "")
 		return
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch {
+	switch ct := mediaType(resp); {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		x.failLater("the server answered " + resp.Status + ", with no answer to the request")
 	case ct == "application/json":
@@ -204,13 +194,12 @@ func (x *exchange) stream(body io.Reader) {
 		if !sleep(l.ctx, reconnectDelay(sr.retry, tries)) {
 			return
 		}
-		resp, gerr := l.get(l.ctx, last)
+		resp, gerr := l.get(last)
 		if gerr != nil {
 			err = gerr
 			continue
 		}
-		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		if !isStream(resp) {
 			resp.Body.Close()
 			err = fmt.Errorf("resuming it got %s", resp.Status)
 			break
@@ -252,26 +241,25 @@ func (x *exchange) data(data []byte) {
 		return
 	}
 	env, err := wire.Peek(data)
-	if err == nil && env.IsArray {
-		var elems []json.RawMessage
-		if json.Unmarshal(data, &elems) != nil || len(elems) == 0 {
-			l.junk(data, false)
-			return
-		}
-		for _, el := range elems {
-			env, err := wire.Peek(el)
-			x.message(el, &env, err)
-		}
+	if err != nil || !env.IsArray {
+		x.message(data, &env, err)
 		return
 	}
-	x.message(data, &env, err)
+	var elems []json.RawMessage
+	if json.Unmarshal(data, &elems) != nil || len(elems) == 0 {
+		l.junk(data, false)
+		return
+	}
+	for _, el := range elems {
+		env, err := wire.Peek(el)
+		x.message(el, &env, err)
+	}
 }
 
 // message hands on one message that arrived on the request's exchange.
 func (x *exchange) message(msg []byte, env *wire.Envelope, err error) {
 	l := x.l
-	if err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError) {
-		l.junk(msg, false)
+	if !l.isMessage(msg, env, err) {
 		return
 	}
 	if !env.IsResponse() {
@@ -294,19 +282,26 @@ func (x *exchange) message(msg []byte, env *wire.Envelope, err error) {
 	}
 }
 
+// isMessage reports whether a message of the server's, read by wire.Peek
+// (env, err), is one JSON-RPC message; what is not is handed on as junk.
+func (l *Link) isMessage(msg []byte, env *wire.Envelope, err error) bool {
+	if err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError) {
+		l.junk(msg, false)
+		return false
+	}
+	return true
+}
+
 func (x *exchange) tooLarge(tl *wire.TooLargeError) {
-	x.l.tooLarge(tl)
+	x.l.receive(func(r wire.LinkReceiver) { r.TooLarge(tl) })
 	if bytes.Equal(tl.ID(), x.env.ID) {
 		x.settle() // the relay answers it
 	}
 }
 
-// status handles an error status: the request's answer is the server's
-// JSON-RPC error when the body is one, else the link's. A 404 to a
-// request that carried the session id, unless its body is the request's
-// own answer, is first checked against the session (sessionGone): when
-// the server forgot the session, the link ends and the request is left
-// to the relay, which answers it with the report of the lost session.
+// status handles an error status (the package doc says how); a request
+// whose 404 means the session is lost is left to the relay, which
+// answers it with the report of the lost session.
 func (x *exchange) status(resp *http.Response, withSession bool) {
 	l := x.l
 	body, tl, err := readBody(resp.Body, resp.ContentLength, l.cfg.MaxMessage)
@@ -320,7 +315,7 @@ func (x *exchange) status(resp *http.Response, withSession bool) {
 		isRPC = err == nil && env.IsResponse()
 	}
 	own := isRPC && bytes.Equal(env.ID, x.env.ID)
-	if resp.StatusCode == http.StatusNotFound && withSession && !own && l.sessionLost() {
+	if resp.StatusCode == http.StatusNotFound && withSession && !own && l.checkSession(false) {
 		x.settle()
 		return
 	}
@@ -357,62 +352,53 @@ func (x *exchange) failLater(what string) {
 	}
 	x.settle()
 	answer := wire.ErrorResponse(x.env.ID, wire.CodeInternalError, "mcpflow: no answer from the server over HTTP: "+what, nil)
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		t := time.NewTimer(failGrace)
-		defer t.Stop()
-		select {
-		case <-l.ctx.Done():
-		case <-t.C:
+	l.wg.Go(func() {
+		if sleep(l.ctx, failGrace) {
 			l.deliver(answer, nil)
 		}
-	}()
+	})
 }
 
 // initialized notes a legacy initialize's answer: the negotiated version
 // for the headers, and the session's standalone GET stream.
 func (l *Link) initialized(result []byte) {
-	v := jsonscan.Member(result, "protocolVersion")
-	if len(v) == 0 || v[0] != '"' {
+	var version string
+	if json.Unmarshal(jsonscan.Member(result, "protocolVersion"), &version) != nil || version == "" || wire.IsModern(version) {
 		return
 	}
-	version, err := jsonscan.Unquote(v)
-	if err != nil || version == "" || wire.IsModern(version) {
-		return
-	}
-	l.mu.Lock()
-	l.version = version
-	open := !l.getOpen
-	l.getOpen = true
-	l.mu.Unlock()
-	if open {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			l.listen()
-		}()
+	if l.session.negotiated(version) {
+		l.wg.Go(l.listen)
 	}
 }
 
 // get opens a GET event stream with the session's headers.
-func (l *Link) get(ctx context.Context, lastID string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.url, nil)
+func (l *Link) get(lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	session, version := l.legacy()
+	session, version := l.session.legacy()
 	if session != "" {
-		req.Header.Set(headerSession, session)
+		req.Header.Set(hdrSessionID, session)
 	}
 	if version != "" {
-		req.Header.Set(headerVersion, version)
+		req.Header.Set(hdrProtocolVersion, version)
 	}
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
 	return l.hc.Do(req)
+}
+
+// isStream reports whether resp is an event stream.
+func isStream(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusOK && mediaType(resp) == "text/event-stream"
+}
+
+func mediaType(resp *http.Response) string {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return ct
 }
 
 // listen reads the session's standalone GET stream until the link ends,
@@ -425,16 +411,15 @@ func (l *Link) listen() {
 			return
 		}
 		last := sr.lastID
-		resp, err := l.get(l.ctx, last)
+		resp, err := l.get(last)
 		if err != nil {
 			continue
 		}
-		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		if !isStream(resp) {
 			resp.Body.Close()
-			l.log.Debug("no standalone stream from the HTTP server", "status", resp.Status, "content-type", ct)
+			l.log.Debug("no standalone stream from the HTTP server", "status", resp.Status, "content-type", mediaType(resp))
 			if resp.StatusCode == http.StatusNotFound {
-				l.checkSession()
+				l.checkSession(true)
 			}
 			return
 		}
@@ -454,68 +439,47 @@ func (l *Link) listen() {
 // standalone hands on one event of the standalone stream (rel nil).
 func (l *Link) standalone(ev sseEvent) {
 	if ev.tooLarge != nil {
-		l.tooLarge(ev.tooLarge)
+		l.receive(func(r wire.LinkReceiver) { r.TooLarge(ev.tooLarge) })
 		return
 	}
 	if !jsonscan.Valid(ev.data) {
 		l.junk(ev.data, true)
 		return
 	}
-	env, err := wire.Peek(ev.data)
-	if err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError) {
-		l.junk(ev.data, false)
-		return
+	if env, err := wire.Peek(ev.data); l.isMessage(ev.data, &env, err) {
+		l.deliver(ev.data, nil)
 	}
-	l.deliver(ev.data, nil)
-}
-
-// textSessionLost is Lost once the server forgot the link's session.
-const textSessionLost = "its HTTP session ended (the server answered 404 for its session id)"
-
-// sessionLost checks, now, whether the server still knows the session
-// (sessionGone); when it does not, the link ends. It reports whether the
-// session is lost.
-func (l *Link) sessionLost() bool {
-	l.mu.Lock()
-	if l.session == "" || l.ctx.Err() != nil {
-		l.mu.Unlock()
-		return l.ctx.Err() != nil
-	}
-	l.checks++
-	id := []byte(strconv.Quote("mcpflow-session-check-" + strconv.Itoa(l.checks)))
-	l.mu.Unlock()
-	if l.sessionGone(id) {
-		l.end(textSessionLost)
-		return true
-	}
-	return false
 }
 
 // checkSession checks, with a ping of the link's own, whether the server
-// still knows the session after a 404; a 404 to the ping too (without
-// the ping's answer) ends the link. One check runs at a time.
-func (l *Link) checkSession() {
-	l.mu.Lock()
-	if l.checking || l.session == "" || l.ctx.Err() != nil {
-		l.mu.Unlock()
-		return
+// still knows the session after a 404: a 404 to the ping too, without
+// the ping's answer, ends the link (Lost). In the background, one check
+// runs at a time; else it reports, now, whether the session is lost.
+func (l *Link) checkSession(background bool) (lost bool) {
+	if l.ctx.Err() != nil {
+		return true
 	}
-	l.checking = true
-	l.checks++
-	id := []byte(strconv.Quote("mcpflow-session-check-" + strconv.Itoa(l.checks)))
-	l.mu.Unlock()
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		defer func() {
-			l.mu.Lock()
-			l.checking = false
-			l.mu.Unlock()
-		}()
-		if l.sessionGone(id) {
-			l.end(textSessionLost)
+	id, ok := l.session.check(background)
+	if !ok {
+		return false
+	}
+	check := func() bool {
+		defer l.session.checked(background)
+		if !l.sessionGone(id) {
+			return false
 		}
-	}()
+		if l.ctx.Err() == nil { // else closed already: the relay knows why
+			l.lost.Store(true)
+			l.log.Warn("HTTP child link ended", "url", l.url, "why", l.Lost())
+			l.cancel()
+		}
+		return true
+	}
+	if background {
+		l.wg.Go(func() { check() })
+		return false
+	}
+	return check()
 }
 
 // sessionGone pings the server with the session id and reports whether
@@ -535,24 +499,22 @@ func (l *Link) sessionGone(id []byte) bool {
 		return false
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
+	gone := resp.StatusCode == http.StatusNotFound
+	if gone {
+		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+		env, err := wire.Peek(body)
+		gone = !jsonscan.Valid(body) || err != nil || !env.IsResponse() || !bytes.Equal(env.ID, id)
+	}
+	if !gone {
 		l.log.Debug("HTTP session check: the session is alive", "status", resp.Status)
-		return false
 	}
-	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
-	if jsonscan.Valid(body) {
-		if env, err := wire.Peek(body); err == nil && env.IsResponse() && bytes.Equal(env.ID, id) {
-			l.log.Debug("HTTP session check: the session is alive", "status", resp.Status)
-			return false
-		}
-	}
-	return true
+	return gone
 }
 
 // readBody reads a body of at most max bytes (length is its
-// Content-Length, -1 when unknown), once, into a slice of its size when
-// the length is known. A longer body is read no further than the limit:
-// tl reports it, with its start.
+// Content-Length, -1 when unknown), into a slice of its size when the
+// length is known. A longer body is not kept: tl reports it, with its
+// start and size (a body of unknown length is read on for the size).
 func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLargeError, err error) {
 	if length > int64(max) {
 		head := make([]byte, min(headSize, max))
@@ -564,26 +526,12 @@ func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLarg
 		n, err := io.ReadFull(r, body)
 		return body[:n], nil, err
 	}
-	body = make([]byte, 0, min(max+1, 4096))
-	for {
-		if len(body) == cap(body) {
-			body = append(body, 0)[:len(body)]
-		}
-		n, rerr := r.Read(body[len(body):min(cap(body), max+1)])
-		body = body[:len(body)+n]
-		if len(body) > max {
-			// Read on, not kept, for the size (the server is local).
-			head := bytes.Clone(body[:min(len(body), headSize)])
-			rest, _ := io.Copy(io.Discard, r)
-			return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: head}, nil
-		}
-		if rerr == io.EOF {
-			return body, nil, nil
-		}
-		if rerr != nil {
-			return body, nil, rerr
-		}
+	body, err = io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if len(body) > max {
+		rest, _ := io.Copy(io.Discard, r)
+		return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: bytes.Clone(body[:min(len(body), headSize)])}, nil
 	}
+	return body, nil, err
 }
 
 // headSize is how much of a message over the limit a TooLargeError
@@ -601,13 +549,4 @@ func reconnectDelay(retry time.Duration, tries int) time.Duration {
 }
 
 // sleep waits d; false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return !waitDone(ctx.Done(), d) }

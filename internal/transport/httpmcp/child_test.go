@@ -198,7 +198,7 @@ func startLink(t *testing.T, c Child, cmd *exec.Cmd) *linkRun {
 	if err := r.c.Ready(t.Context(), url); err != nil {
 		t.Logf("not ready: %v", err)
 	}
-	r.l = r.c.newLink(url)
+	r.l = r.c.Link(url, nil).(*Link)
 	r.l.Start(r.rec)
 	copied := make(chan struct{})
 	go func() {
@@ -392,7 +392,7 @@ func TestLinkModern(t *testing.T) {
 	if string(lc.rel) != `"L"` {
 		t.Errorf("list_changed with rel %s, want the listen's", lc.rel)
 	}
-	if _, version := r.l.legacy(); version != "" {
+	if _, version := r.l.session.legacy(); version != "" {
 		t.Errorf("a legacy version in the modern era: %q", version)
 	}
 	r.open()

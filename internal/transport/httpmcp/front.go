@@ -1,6 +1,7 @@
 package httpmcp
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -15,33 +16,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
-
-// The front: Streamable HTTP served to clients, each client session a
-// wire.Session of the Opener that Serve is given. The package doc says
-// why it frames HTTP itself; front_post.go and front_session.go hold the
-// exchanges and the sessions.
-//
-// Contract:
-//   - Only the path /mcp is served; every other path is 404.
-//   - A request whose Origin header is present and not a loopback origin
-//     (LoopbackOrigin) is answered 403 before anything else; so is one
-//     that reached a loopback address of the front under a Host that is
-//     not loopback (DNS rebinding). No Origin passes: that is what
-//     non-browser clients send.
-//   - A request with no Mcp-Session-Id whose MCP-Protocol-Version is
-//     2026-07-28 or later is session-less: each POST is its own session
-//     (all of them served through one session of the Opener, wire.FanIn)
-//     (Open, Send, its answer, Close), GET and DELETE are 405. Every
-//     other request belongs to the legacy era: initialize opens a session
-//     whose id comes back in Mcp-Session-Id, the other requests name it
-//     (none: 400, unknown or closed: 404), GET opens its standalone
-//     stream, DELETE closes it.
-//   - Every message passes as bytes, never decoded and re-encoded: ids,
-//     numbers and unknown fields reach the other side as they were sent.
-//   - Serve serves until ctx ends, then stops accepting, closes every
-//     session, ends every open stream and returns within ShutdownTimeout.
-//   - Traffic, when set, sees every message both ways with the session id
-//     it belongs to ("" for a session-less client).
 
 // Defaults of FrontConfig's bounds.
 const (
@@ -60,43 +34,35 @@ const (
 const maxClientField = 200
 
 // FrontConfig is what a Front needs; the zero value serves with the
-// defaults, logs nothing and records nothing.
+// defaults, logs nothing and records nothing. A bound of 0 is its
+// Default (MaxMessage: wire.DefaultMaxMessage).
 type FrontConfig struct {
 	Logger *slog.Logger // nil = discard; the debug line per message goes here
 	// Traffic, when set, is called for every message through the front,
 	// with the session id it belongs to and its direction. It must not
 	// keep or modify msg.
-	Traffic func(session string, toServer bool, msg []byte)
-	// ShutdownTimeout bounds Serve's return once its context ends;
-	// 0 = DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-	// MaxMessage bounds a POST's body (413 beyond); 0 = wire.DefaultMaxMessage.
-	MaxMessage int64
-	// ReadHeaderTimeout bounds reading a request's headers;
-	// 0 = DefaultReadHeaderTimeout.
-	ReadHeaderTimeout time.Duration
+	Traffic           func(session string, toServer bool, msg []byte)
+	ShutdownTimeout   time.Duration // bounds Serve's return once its context ends
+	MaxMessage        int64         // bounds a POST's body (413 beyond)
+	ReadHeaderTimeout time.Duration // bounds reading a request's headers
 	// BodyTimeout bounds reading a POST's body: a body that trickles in
-	// longer is cut and answered 408; 0 = DefaultBodyTimeout.
+	// longer is cut and answered 408.
 	BodyTimeout time.Duration
-	// MaxConns bounds the open connections; more wait to be accepted;
-	// 0 = DefaultMaxConns.
-	MaxConns int
+	MaxConns    int // bounds the open connections; more wait to be accepted
 	// MaxSessions bounds the open sessions (a session-less POST counts
-	// while it runs); a request that would open one more is answered 503;
-	// 0 = DefaultMaxSessions.
+	// while it runs); a request that would open one more is answered 503.
 	MaxSessions int
 	// IdleTimeout closes a legacy session with no request and no open
-	// stream for this long; its id is 404 from then on;
-	// 0 = DefaultIdleTimeout.
+	// stream for this long; its id is 404 from then on.
 	IdleTimeout time.Duration
 	// QueueBytes bounds what waits for one session's client: messages
 	// not yet written to its streams (beyond it the session is full), and
 	// messages kept for a GET stream that is not open (beyond it they are
-	// dropped, with a warning); 0 = DefaultQueueBytes.
+	// dropped, with a warning).
 	QueueBytes int
 	// StallTimeout closes a session that stays full this long (its client
 	// does not read what it is sent); it also bounds the write of one
-	// event to a client. 0 = DefaultStallTimeout.
+	// event to a client.
 	StallTimeout time.Duration
 	// Token, when set, is required of every request as
 	// "Authorization: Bearer Token" (401 without it), and replaces the
@@ -106,27 +72,24 @@ type FrontConfig struct {
 }
 
 func (c *FrontConfig) fill() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	def(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&c.BodyTimeout, DefaultBodyTimeout)
-	def(&c.IdleTimeout, DefaultIdleTimeout)
-	def(&c.StallTimeout, DefaultStallTimeout)
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = wire.DefaultMaxMessage
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
-	if c.QueueBytes <= 0 {
-		c.QueueBytes = DefaultQueueBytes
+	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&c.BodyTimeout, DefaultBodyTimeout)
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&c.StallTimeout, DefaultStallTimeout)
+	orDefault(&c.MaxMessage, wire.DefaultMaxMessage)
+	orDefault(&c.MaxConns, DefaultMaxConns)
+	orDefault(&c.MaxSessions, DefaultMaxSessions)
+	orDefault(&c.QueueBytes, DefaultQueueBytes)
+}
+
+// orDefault sets *v to d when it is 0 or less.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
@@ -137,11 +100,10 @@ type Front struct {
 	ln  net.Listener
 	url string
 
-	params    paramHeaders // the tools' x-mcp-header arguments, from the tools/list answers carried
-	closeOnce sync.Once
-	stop      chan struct{} // closed once Serve's context ends
-	kick      chan struct{} // wakes the janitor: a session must be closed
-	handlers  sync.WaitGroup
+	params   paramHeaders  // the tools' x-mcp-header arguments, from the tools/list answers carried
+	stop     chan struct{} // closed once Serve's context ends
+	kick     chan struct{} // wakes the janitor: a session must be closed
+	handlers sync.WaitGroup
 
 	mu       sync.Mutex
 	opener   wire.Opener
@@ -167,21 +129,12 @@ type SessionInfo struct {
 
 // Sessions lists the open sessions, oldest first.
 func (f *Front) Sessions() []SessionInfo {
-	f.mu.Lock()
-	all := make([]*frontSession, 0, len(f.all))
-	for s := range f.all {
-		all = append(all, s)
-	}
-	f.mu.Unlock()
-	out := make([]SessionInfo, 0, len(all))
-	for _, s := range all {
-		out = append(out, s.info())
+	var out []SessionInfo
+	for _, s := range f.sessions() {
+		out = append(out, s.describe())
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
-		if c := a.Started.Compare(b.Started); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID))
 	})
 	return out
 }
@@ -194,32 +147,17 @@ func Listen(addr string, cfg FrontConfig) (*Front, error) {
 		return nil, err
 	}
 	cfg.fill()
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/mcp"}
-	return &Front{
-		cfg:  cfg,
-		log:  log,
-		ln:   ln,
-		url:  u.String(),
-		stop: make(chan struct{}),
-		kick: make(chan struct{}, 1),
-		byID: map[string]*frontSession{},
-		all:  map[*frontSession]struct{}{},
-	}, nil
+	return &Front{cfg: cfg, log: cfg.Logger, ln: ln, url: "http://" + ln.Addr().String() + "/mcp",
+		stop: make(chan struct{}), kick: make(chan struct{}, 1),
+		byID: map[string]*frontSession{}, all: map[*frontSession]struct{}{}}, nil
 }
 
 // URL is where the front serves: http://HOST:PORT/mcp, with the port it
 // bound.
 func (f *Front) URL() string { return f.url }
 
-// Addr is the address the front bound.
-func (f *Front) Addr() string { return f.ln.Addr().String() }
-
 // Close releases the listener of a front that will not Serve.
-func (f *Front) Close() { f.closeOnce.Do(func() { f.ln.Close() }) }
+func (f *Front) Close() { f.ln.Close() }
 
 // Serve serves o's sessions until ctx ends, then closes every session and
 // every open stream and returns nil within ShutdownTimeout; or it returns
@@ -237,14 +175,10 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(f.listener()) }()
-	jstop, jdone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(jdone)
-		f.janitor(jstop)
-	}()
+	var janitor sync.WaitGroup
+	janitor.Go(f.janitor) // until f.stop
 	defer func() {
-		close(jstop)
-		<-jdone
+		janitor.Wait()
 		f.Close()
 	}()
 
@@ -279,9 +213,7 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		f.handlers.Wait()
 		close(waited)
 	}()
-	select {
-	case <-waited:
-	case <-time.After(time.Until(deadline)):
+	if !waitDone(waited, time.Until(deadline)) {
 		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
 	}
 	return serveErr
@@ -299,14 +231,8 @@ func (f *Front) listener() net.Listener {
 
 // closeAll closes every open session, all at once, and waits.
 func (f *Front) closeAll() {
-	f.mu.Lock()
-	all := make([]*frontSession, 0, len(f.all))
-	for s := range f.all {
-		all = append(all, s)
-	}
-	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, s := range all {
+	for _, s := range f.sessions() {
 		wg.Go(func() { s.close() })
 	}
 	wg.Wait()
@@ -335,7 +261,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	select {
 	case <-f.stop:
-		http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
 		return
 	default:
 	}
@@ -346,48 +272,31 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: Unsupported protocol version "+pv+" (supported versions: "+strings.Join(mcp.SupportedProtocolVersions(), ",")+")", http.StatusBadRequest)
 		return
 	}
-	switch r.Method {
-	case http.MethodPost:
+	getOrDelete := r.Method == http.MethodGet || r.Method == http.MethodDelete
+	switch {
+	case r.Method == http.MethodPost:
 		f.post(w, r, sid, pv, modern)
-	case http.MethodGet, http.MethodDelete:
-		if modern {
-			// 2026-07-28: no standalone stream, no sessions to end.
-			w.Header().Set("Allow", "POST")
-			http.Error(w, "Method Not Allowed: the 2026-07-28 protocol has no "+r.Method+" (no sessions, no standalone stream)", http.StatusMethodNotAllowed)
-			return
-		}
-		if sid == "" {
-			http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
-			return
-		}
-		if r.Method == http.MethodGet {
-			f.get(w, r, sid)
-		} else {
-			f.delete(w, sid)
-		}
+	case getOrDelete && modern: // 2026-07-28: no standalone stream, no sessions to end
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed: the 2026-07-28 protocol has no "+r.Method+" (no sessions, no standalone stream)", http.StatusMethodNotAllowed)
+	case getOrDelete && sid == "":
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+	case r.Method == http.MethodGet:
+		f.get(w, r, sid)
+	case r.Method == http.MethodDelete:
+		f.delete(w, sid)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 	}
 }
 
-// The headers of the Streamable HTTP transport.
-const (
-	hdrSessionID       = "Mcp-Session-Id"
-	hdrProtocolVersion = "Mcp-Protocol-Version"
-	hdrMethod          = "Mcp-Method"
-	hdrName            = "Mcp-Name"
-)
-
 // rebinding reports a request that reached a loopback address of the
 // front under a Host that is not loopback: a web page whose host name an
 // attacker resolved to this machine.
 func rebinding(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !loopbackHost(local.String()) {
-		return false
-	}
-	return !loopbackHost(r.Host)
+	return ok && loopbackHost(local.String()) && !loopbackHost(r.Host)
 }
 
 // loopbackHost reports whether host (with or without a port) is
@@ -397,11 +306,7 @@ func loopbackHost(host string) bool {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback()
 }
 
 // LoopbackOrigin reports whether an Origin header names this machine:
@@ -409,15 +314,7 @@ func loopbackHost(host string) bool {
 // port.
 func LoopbackOrigin(origin string) bool {
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return false
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && loopbackHost(u.Host)
 }
 
 // note records one message: the traffic hook and the debug line.
@@ -471,7 +368,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	return &limitConn{Conn: c, sem: l.sem}, nil
 }
 
 func (l *limitListener) Close() error {
@@ -482,12 +379,12 @@ func (l *limitListener) Close() error {
 // limitConn gives its slot back once closed.
 type limitConn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once sync.Once
+	sem  chan struct{}
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { <-c.sem })
 	return err
 }

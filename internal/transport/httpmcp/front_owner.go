@@ -2,38 +2,35 @@ package httpmcp
 
 import (
 	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Who may use the front.
-//
-// Contract:
-//   - Without a Token, a connection is served only when the socket at its
-//     other end belongs to this machine's user that runs mcpflow (its
-//     effective uid). On Linux the peer socket's owner is read from
-//     /proc/net/tcp and /proc/net/tcp6 at Accept; a connection from
-//     another user, or whose peer is not found there (another machine),
-//     gets a 403 written before anything is read and is closed, with a
-//     warning that names the uid. On other systems no owner is known
-//     (ownerKnown is false): the front serves whoever connects, so only
-//     its loopback address and the Origin/Host checks stand between it
-//     and others; a Token is the way to require more.
-//   - With a Token, connections are not checked by owner; every request
-//     must carry "Authorization: Bearer <Token>" (compared in constant
-//     time), else it is answered 401 with a WWW-Authenticate header.
+// Who may use the front. Without a Token, a connection whose peer socket
+// (on Linux, from /proc/net/tcp{,6} at Accept) is not mcpflow's effective
+// uid's, or is not listed (another machine), gets a 403 before anything
+// is read, with a warning; elsewhere only the loopback address and the
+// Origin and Host checks stand between the front and others. With a
+// Token, every request must carry "Authorization: Bearer <Token>"
+// (compared in constant time), else 401; connections are not checked.
 
-// ownerListener serves only connections whose peer passes owned.
+// ownerKnown says whether peerUID can tell a connection's owner.
+const ownerKnown = runtime.GOOS == "linux"
+
+// ownerListener serves only connections whose peer socket is euid's.
 type ownerListener struct {
 	net.Listener
-	log   *slog.Logger
-	owned func(local, remote *net.TCPAddr) (uid int, ok bool)
+	log  *slog.Logger
+	euid int
 }
 
 // newOwnerListener wraps ln with the owner check where one is known;
@@ -42,11 +39,7 @@ func newOwnerListener(ln net.Listener, log *slog.Logger) net.Listener {
 	if !ownerKnown {
 		return ln
 	}
-	euid := os.Geteuid()
-	return &ownerListener{Listener: ln, log: log, owned: func(local, remote *net.TCPAddr) (int, bool) {
-		uid, found := peerUID(local, remote)
-		return uid, found && uid == euid
-	}}
+	return &ownerListener{Listener: ln, log: log, euid: os.Geteuid()}
 }
 
 // refusedOwner is what a refused connection reads.
@@ -63,8 +56,8 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		if !lok || !rok {
 			return c, nil
 		}
-		uid, ok := l.owned(local, remote)
-		if ok {
+		uid, found := peerUID(local, remote)
+		if found && uid == l.euid {
 			return c, nil
 		}
 		who := "uid " + strconv.Itoa(uid)
@@ -93,4 +86,49 @@ func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcpflow"`)
 	http.Error(w, "Unauthorized: this mcpflow requires Authorization: Bearer <token>", http.StatusUnauthorized)
 	return false
+}
+
+// peerUID finds the socket whose local address is remote and whose remote
+// address is local (the other end of our connection, when it is on this
+// machine) in /proc/net/tcp and /proc/net/tcp6, and returns its owner's
+// uid; found is false (uid -1) when no such socket is listed.
+func peerUID(local, remote *net.TCPAddr) (uid int, found bool) {
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, _ := os.ReadFile(table)
+		for i, line := range strings.Split(string(data), "\n") {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
+			fields := strings.Fields(line)
+			if i == 0 || len(fields) < 8 || !procAddrIs(fields[1], remote) || !procAddrIs(fields[2], local) {
+				continue
+			}
+			if uid, err := strconv.Atoi(fields[7]); err == nil {
+				return uid, true
+			}
+			break
+		}
+	}
+	return -1, false
+}
+
+// procAddrIs reports whether s, an address as /proc/net/tcp{,6} writes
+// it (the address's 32-bit words in hex, each in the host's byte order,
+// ":" and the port in hex), is a.
+func procAddrIs(s string, a *net.TCPAddr) bool {
+	hexIP, hexPort, ok := strings.Cut(s, ":")
+	if !ok {
+		return false
+	}
+	port, err := strconv.ParseUint(hexPort, 16, 16)
+	if err != nil || int(port) != a.Port {
+		return false
+	}
+	raw, err := hex.DecodeString(hexIP)
+	if err != nil || (len(raw) != 4 && len(raw) != 16) {
+		return false
+	}
+	ip := make(net.IP, len(raw))
+	for i := 0; i < len(raw); i += 4 {
+		binary.NativeEndian.PutUint32(ip[i:], binary.BigEndian.Uint32(raw[i:]))
+	}
+	return ip.Equal(a.IP)
 }

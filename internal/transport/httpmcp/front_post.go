@@ -2,12 +2,14 @@ package httpmcp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,12 +38,8 @@ func (m *inMsg) isRequest() bool { return m.refusal == nil && m.env.IsRequest() 
 func check(raw []byte) inMsg {
 	env, err := wire.Peek(raw)
 	m := inMsg{raw: raw, env: env}
-	id := env.ID
-	if wire.IDProblem(id) != "" {
-		id = nil
-	}
-	invalid := func(why string) []byte {
-		return wire.ErrorResponse(id, wire.CodeInvalidRequest, "Invalid Request: "+why, nil)
+	invalid := func(why string) []byte { // the id has no problem: see the cases before
+		return wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, "Invalid Request: "+why, nil)
 	}
 	switch {
 	case err != nil || env.IsArray:
@@ -88,10 +86,7 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, mod
 	env, _ := wire.Peek(body)
 	batch := env.IsArray
 	if batch {
-		version := pv
-		if version == "" {
-			version = "2025-03-26" // the spec's assumption when the header is absent
-		}
+		version := cmp.Or(pv, "2025-03-26") // the spec's assumption when the header is absent
 		if version >= noBatchesFrom {
 			http.Error(w, "Bad Request: JSON-RPC batches are not part of protocol "+noBatchesFrom+" and later (this request: "+version+")", http.StatusBadRequest)
 			return
@@ -123,22 +118,13 @@ func (f *Front) post(w http.ResponseWriter, r *http.Request, sid, pv string, mod
 // an initialize that opens one.
 func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv string, sse, batch bool, msgs []inMsg) {
 	var s *frontSession
-	var init *inMsg
-	for i := range msgs {
-		if msgs[i].isRequest() && msgs[i].env.Method == "initialize" {
-			init = &msgs[i]
-			break
-		}
-	}
+	init := slices.IndexFunc(msgs, func(m inMsg) bool { return m.isRequest() && m.env.Method == "initialize" })
 	if sid == "" {
-		if init == nil {
+		if init < 0 {
 			http.Error(w, "Bad Request: Mcp-Session-Id header required (send initialize first: its answer carries the session id)", http.StatusBadRequest)
 			return
 		}
-		var status int
-		var text string
-		if s, status, text = f.openSession(true); s == nil {
-			http.Error(w, text, status)
+		if s = f.openSession(w, true); s == nil {
 			return
 		}
 		w.Header().Set(hdrSessionID, s.id)
@@ -147,16 +133,13 @@ func (f *Front) postLegacy(w http.ResponseWriter, r *http.Request, sid, pv strin
 		return
 	}
 	defer s.begin()()
-	if init != nil {
-		s.learn(init.env, "")
+	var initEnv wire.Envelope // what else the POST holds says nothing of the client
+	if init >= 0 {
+		initEnv = msgs[init].env
 	}
-	if pv != "" {
-		s.mu.Lock()
-		s.proto = clip(pv)
-		s.mu.Unlock()
-	}
+	s.learn(initEnv, pv)
 	st := newStream(s, sse, batch)
-	st.init = init != nil
+	st.init = init >= 0
 	f.exchange(w, r, s, st, msgs, batch)
 	if st.init {
 		s.mu.Lock()
@@ -176,9 +159,8 @@ func (f *Front) postModern(w http.ResponseWriter, r *http.Request, pv string, ss
 		f.refuse(w, "", http.StatusBadRequest, refusal)
 		return
 	}
-	s, status, text := f.openSession(false)
+	s := f.openSession(w, false)
 	if s == nil {
-		http.Error(w, text, status)
 		return
 	}
 	defer s.close()
@@ -205,16 +187,13 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 		if !m.isRequest() {
 			continue
 		}
-		s.requests++
+		s.info.Requests++
 		if _, dup := s.pending[string(m.env.ID)]; dup {
 			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
 			continue
 		}
 		s.pending[string(m.env.ID)] = st
-		st.ids[string(m.env.ID)] = struct{}{}
-		if m.env.Method == "tools/list" {
-			s.toolLists[string(m.env.ID)] = true
-		}
+		st.ids[string(m.env.ID)] = m.env.Method
 		registered++
 	}
 	for i := range msgs {
@@ -262,8 +241,8 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, bool) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
-	body, err := readAtSize(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, f.cfg.MaxMessage)
-	if err == nil {
+	body, tl, err := readBody(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, int(f.cfg.MaxMessage))
+	if tl == nil && err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // a stream's connection must not time out reading
 		return body, true
 	}
@@ -274,9 +253,11 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]
 	r.Body.Close()
 	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
+	case tl != nil || errors.As(err, &tooLarge):
 		size := r.ContentLength
-		if size <= 0 {
+		if tl != nil {
+			body = tl.Head
+		} else if size <= 0 {
 			size = int64(len(body)) + 1
 		}
 		id := wire.PartialID(body)
@@ -294,31 +275,16 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]
 	return nil, false
 }
 
-// readAtSize reads r to its end into one buffer of the body's size when
-// the request gave it (length, up to max), so a large body is not grown
-// and copied as it arrives; a body without a length is read as it comes.
-func readAtSize(r io.Reader, length, max int64) ([]byte, error) {
-	if length < 0 || length > max {
-		return io.ReadAll(r)
-	}
-	body := make([]byte, length+1) // one more: a body longer than it said is read on
-	n, err := io.ReadFull(r, body)
-	switch {
-	case (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && int64(n) == length:
-		return body[:n], nil
-	case err != nil:
-		return body[:n], err
-	}
-	rest, err := io.ReadAll(r) // net/http ends a body at its Content-Length: not reached
-	return append(body[:n], rest...), err
-}
-
 // refuse answers a request with a JSON-RPC message of the front's own.
 func (f *Front) refuse(w http.ResponseWriter, sid string, status int, msg []byte) {
 	f.note(sid, false, msg)
+	writeJSON(w, status, msg)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(msg)
+	_, _ = w.Write(body)
 }
 
 // get serves a legacy session's standalone stream.
@@ -341,15 +307,12 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, sid string) {
 		s.mu.Unlock()
 		http.Error(w, "Not Found: the session ended", http.StatusNotFound)
 		return
-	case s.get != nil:
+	case s.get.st != nil:
 		s.mu.Unlock()
 		http.Error(w, "Conflict: this session's GET stream is open already (one at a time)", http.StatusConflict)
 		return
 	}
-	s.get = st
-	st.q, s.parked = s.parked, nil
-	s.queued += s.parkedBytes
-	s.parkedBytes = 0
+	s.queue.bytes += s.get.open(st)
 	s.mu.Unlock()
 	st.serve(w, r)
 }
@@ -376,15 +339,24 @@ type frontStream struct {
 	init      bool // the POST holds the initialize that opened its session
 	mapStatus bool // session-less: a protocol error answer sets the HTTP status (SEP-2575)
 	wake      chan struct{}
+	started   bool // the events started: the status and headers are sent
 
 	// under s.mu
-	ids  map[string]struct{} // raw ids of this POST's requests not answered
-	q    [][]byte            // messages to write, in order
-	gone bool                // the response ended
+	ids  map[string]string // raw id -> method of this POST's requests not answered
+	q    [][]byte          // messages to write, in order
+	gone bool              // the response ended
 }
 
 func newStream(s *frontSession, sse, batch bool) *frontStream {
-	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]struct{}{}}
+	return &frontStream{s: s, sse: sse, batch: batch, wake: make(chan struct{}, 1), ids: map[string]string{}}
+}
+
+// notify wakes whoever waits on ch, if no wake-up is pending.
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // answered says the request id of st's needs no more waiting. s.mu is
@@ -392,182 +364,135 @@ func newStream(s *frontSession, sse, batch bool) *frontStream {
 func (st *frontStream) answered(id string) {
 	delete(st.ids, id)
 	delete(st.s.pending, id)
-	delete(st.s.toolLists, id)
-}
-
-// shutDown answers every request of st still unanswered with
-// wire.TextShuttingDown, as the stdio front does when mcpflow stops.
-// s.mu is held.
-func (st *frontStream) shutDown() [][]byte {
-	var out [][]byte
-	for id := range st.ids {
-		out = append(out, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
-		st.answered(id)
-	}
-	return out
 }
 
 // serve writes what is queued for st until the stream is done (every
 // request answered), the client leaves, the session closes or the front
-// stops.
+// stops. When the front stops, the requests still unanswered get
+// TextShuttingDown, as the stdio front answers them; a stream that wrote
+// nothing yet and has nothing to say gets an HTTP error instead.
 func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 	s, f := st.s, st.s.f
 	rc := http.NewResponseController(w)
-	started := false
-	start := func() {
-		setEventHeaders(w)
-		started = true
-	}
 	defer st.end()
 	if st.get {
 		// The standalone stream may stay silent for long: its headers go
 		// out now, with a comment to carry them through proxies.
-		start()
+		st.start(w)
 		_, _ = io.WriteString(w, ": ok\n\n")
 		_ = rc.Flush()
 	}
 	var answers [][]byte // JSON: the answers so far
 	for {
+		stopping := false
+		select {
+		case <-f.stop:
+			stopping = true
+		default:
+		}
 		s.mu.Lock()
-		items := st.q
+		if stopping {
+			for id := range st.ids {
+				st.answered(id)
+				s.push(st, wire.ErrorResponse([]byte(id), wire.CodeServerDown, wire.TextShuttingDown, nil))
+			}
+		}
+		items, n := st.q, size(st.q)
 		st.q = nil
 		finished := !st.get && len(st.ids) == 0
 		closed := s.closed
-		n := 0
-		for _, m := range items {
-			n += len(m)
-		}
 		s.mu.Unlock()
-		if !st.sse {
+		switch {
+		case !st.sse:
 			answers = append(answers, items...)
 			st.written(n)
-		} else if len(items) > 0 {
+		case len(items) > 0:
 			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-			for i, m := range items {
-				if !started && st.mapStatus && finished && i == len(items)-1 {
-					if status := protocolStatus(m); status != 0 {
-						// A protocol error before any event: the answer
-						// is the HTTP response (SEP-2575).
-						st.written(n)
-						f.refuse(w, s.id, status, m)
-						return
-					}
-				}
-				if !started {
-					start()
-				}
-				f.note(s.id, false, m)
-				if err := writeEvent(w, m); err != nil {
-					st.failed(err, n)
+			if !st.started && st.mapStatus && finished && len(items) == 1 {
+				if status := protocolStatus(items[0]); status != 0 {
+					// A protocol error before any event: the answer is
+					// the HTTP response (SEP-2575).
+					st.written(n)
+					f.refuse(w, s.id, status, items[0])
 					return
 				}
 			}
-			if err := rc.Flush(); err != nil {
+			st.start(w)
+			var err error
+			for _, m := range items {
+				f.note(s.id, false, m)
+				if err = writeEvent(w, m); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = rc.Flush()
+			}
+			if err != nil {
 				st.failed(err, n)
 				return
 			}
 			st.written(n)
 		}
-		if finished {
-			if st.sse {
-				if !started {
-					start()
-				}
-				return
-			}
-			status := http.StatusOK
-			var body []byte
-			switch {
-			case st.batch:
-				body = joinBatch(answers)
-			case len(answers) > 0:
-				body = answers[0]
-				if st.mapStatus {
-					status = orStatus(protocolStatus(body), http.StatusOK)
-				}
-			}
-			for _, a := range answers {
-				f.note(s.id, false, a)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-			_, _ = w.Write(body)
+		switch {
+		case finished && st.sse:
+			st.start(w)
 			return
-		}
-		if closed {
-			st.stopped(w, rc, started, answers)
+		case finished:
+			st.reply(w, rc, answers)
+			return
+		case (stopping || closed) && st.started:
+			return
+		case stopping:
+			http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
+			return
+		case closed:
+			http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
 			return
 		}
 		select {
 		case <-st.wake:
 		case <-s.done:
 		case <-f.stop:
-			st.stopped(w, rc, started, answers)
-			return
 		case <-r.Context().Done():
 			return
 		}
 	}
 }
 
-// stopped ends a stream whose session closed or whose front stops. When
-// the front stops, the requests still unanswered get TextShuttingDown;
-// a stream that wrote nothing yet and has nothing to say gets an HTTP
-// error instead.
-func (st *frontStream) stopped(w http.ResponseWriter, rc *http.ResponseController, started bool, answers [][]byte) {
-	s, f := st.s, st.s.f
-	var last [][]byte
-	select {
-	case <-f.stop:
-		s.mu.Lock()
-		last = st.shutDown()
-		s.mu.Unlock()
-	default:
+// start starts the stream's events, once.
+func (st *frontStream) start(w http.ResponseWriter) {
+	if st.started {
+		return
 	}
-	_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
-	switch {
-	case len(last) == 0 && !started:
-		select {
-		case <-f.stop:
-			http.Error(w, "Service Unavailable: mcpflow is shutting down", http.StatusServiceUnavailable)
-		default:
-			http.Error(w, "Not Found: the session ended before this request was answered", http.StatusNotFound)
-		}
-	case len(last) == 0:
-	case st.sse:
-		if !started {
-			setEventHeaders(w)
-		}
-		for _, m := range last {
-			f.note(s.id, false, m)
-			if writeEvent(w, m) != nil {
-				return
-			}
-		}
-		_ = rc.Flush()
-	default:
-		answers = append(answers, last...)
-		for _, m := range answers {
-			f.note(s.id, false, m)
-		}
-		body := answers[0]
-		if st.batch {
-			body = joinBatch(answers)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-	}
-}
-
-// setEventHeaders starts an event stream.
-func setEventHeaders(w http.ResponseWriter) {
+	st.started = true
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+}
+
+// reply writes the answers of a stream that takes no events as one JSON
+// body: an array for a batch; a session-less request's protocol error
+// sets the status (SEP-2575).
+func (st *frontStream) reply(w http.ResponseWriter, rc *http.ResponseController, answers [][]byte) {
+	status := http.StatusOK
+	var body []byte
+	switch {
+	case st.batch:
+		body = joinBatch(answers)
+	case len(answers) > 0:
+		body = answers[0]
+		if st.mapStatus {
+			status = cmp.Or(protocolStatus(body), status)
+		}
+	}
+	for _, a := range answers {
+		st.s.f.note(st.s.id, false, a)
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(st.s.f.cfg.StallTimeout))
+	writeJSON(w, status, body)
 }
 
 // failed notes a write that failed, of n bytes taken off the queue: one
@@ -576,22 +501,18 @@ func setEventHeaders(w http.ResponseWriter) {
 func (st *frontStream) failed(err error, n int) {
 	s := st.s
 	s.mu.Lock()
-	if errors.Is(err, os.ErrDeadlineExceeded) && s.dead == "" {
-		s.dead = "its client took nothing of a write for " + s.f.cfg.StallTimeout.String()
-		s.deadBytes = s.queued
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.queue.die("its client took nothing of a write for " + s.f.cfg.StallTimeout.String())
 	}
-	s.written(n)
+	s.queue.taken(n, &s.f.cfg)
 	s.mu.Unlock()
-	select {
-	case s.f.kick <- struct{}{}:
-	default:
-	}
+	notify(s.f.kick)
 }
 
 // written takes n bytes, written or dropped, off the session's queue.
 func (st *frontStream) written(n int) {
 	st.s.mu.Lock()
-	st.s.written(n)
+	st.s.queue.taken(n, &st.s.f.cfg)
 	st.s.mu.Unlock()
 }
 
@@ -603,50 +524,32 @@ func (st *frontStream) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.gone = true
-	n := 0
-	for _, m := range st.q {
-		n += len(m)
-	}
-	s.written(n)
-	if st.get && s.get == st {
-		s.get = nil
-		if !s.closed && len(st.q) > 0 {
-			s.parked = append(st.q, s.parked...)
-			s.parkedBytes += n
-		}
+	n := size(st.q)
+	s.queue.taken(n, &s.f.cfg)
+	if st.get {
+		s.get.end(st, n, !s.closed)
 	}
 	st.q = nil
+}
+
+// size is the bytes of msgs.
+func size(msgs [][]byte) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m)
+	}
+	return n
 }
 
 // writeEvent writes msg as one server-sent event. A message that holds
 // line breaks (JSON white space) is split over several data lines, which
 // the client joins with "\n".
 func writeEvent(w io.Writer, msg []byte) error {
-	if !bytes.ContainsAny(msg, "\r\n") {
-		_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
-		return err
+	if bytes.ContainsAny(msg, "\r\n") {
+		msg = bytes.ReplaceAll(bytes.ReplaceAll(msg, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+		msg = bytes.ReplaceAll(bytes.TrimSuffix(msg, []byte("\n")), []byte("\n"), []byte("\ndata: "))
 	}
-	var b bytes.Buffer
-	b.WriteString("event: message\n")
-	for len(msg) > 0 {
-		i := bytes.IndexAny(msg, "\r\n")
-		line := msg
-		if i >= 0 {
-			line = msg[:i]
-		}
-		b.WriteString("data: ")
-		b.Write(line)
-		b.WriteByte('\n')
-		if i < 0 {
-			break
-		}
-		if msg[i] == '\r' && i+1 < len(msg) && msg[i+1] == '\n' {
-			i++
-		}
-		msg = msg[i+1:]
-	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
 	return err
 }
 
@@ -658,25 +561,13 @@ func protocolStatus(msg []byte) int {
 	if jsonscan.FirstKey(msg, "method", "result", "error") != "error" {
 		return 0 // a result is not walked
 	}
-	code, err := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64)
-	if err != nil {
-		return 0
-	}
-	switch int(code) {
+	switch code, _ := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64); int(code) {
 	case wire.CodeMethodNotFound:
 		return http.StatusNotFound
 	case codeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
 		return http.StatusBadRequest
 	}
 	return 0
-}
-
-// orStatus returns a, or b when a is zero.
-func orStatus(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // joinBatch makes the answers of a batch one array.

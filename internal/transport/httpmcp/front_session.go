@@ -2,15 +2,16 @@ package httpmcp
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
@@ -18,76 +19,144 @@ import (
 
 // A frontSession is one client session of the front: a legacy session
 // (an id, many POSTs, one GET stream at a time) or a session-less POST.
-//
-// What the serving side delivers is routed at once (Deliver never
-// blocks): an answer to the stream of the POST that holds its request; a
-// message related to a request (rel) to that POST's stream while it is
-// open and streams events; any other message to the GET stream, kept
-// (bounded) while none is open. A session-less session has one stream,
-// its POST's, and everything goes there. Each stream's handler writes
-// what is queued for it; what waits, over all of a session's streams, is
-// the session's queue, bounded by QueueBytes. The janitor closes a
-// session whose queue stays over QueueBytes for StallTimeout or grows past
-// QueueBytes + MaxMessage, and one whose client took nothing of a write
-// for StallTimeout.
+// What the serving side delivers is routed at once (deliver), queued on
+// a stream whose handler writes it (frontStream.serve).
 type frontSession struct {
 	f    *Front
 	id   string // "" for a session-less POST
-	era  string // "legacy" or "modern"
 	ws   wire.Session
 	done chan struct{} // closed once the session is closed
 
 	// sendMu orders Send and Close: Send is never called after Close.
 	sendMu sync.Mutex
 
-	mu                           sync.Mutex
-	closed                       bool
-	dead                         string // why the janitor must close it
-	deadBytes                    int    // what waited for the client then
-	client, clientVersion, proto string
-	started, lastSeen, idleSince time.Time
-	requests                     int64
-	pending                      map[string]*frontStream // raw request id -> the stream awaiting its answer
-	toolLists                    map[string]bool         // raw ids of the tools/list requests among them
-	get                          *frontStream            // the open GET stream
-	only                         *frontStream            // a session-less session's stream
-	parked                       [][]byte                // for the GET stream while none is open
-	parkedBytes                  int
-	queued                       int       // bytes queued on open streams, not yet written
-	fullSince                    time.Time // when queued went over QueueBytes; zero while it is not
-	active                       int       // requests of this session being served
-	initFailed                   bool      // the initialize that opened it got an error
+	mu         sync.Mutex
+	closed     bool
+	info       SessionInfo // InFlight aside: len(pending)
+	idleSince  time.Time
+	active     int                     // requests of this session being served
+	initFailed bool                    // the initialize that opened it got an error
+	pending    map[string]*frontStream // raw request id -> the stream awaiting its answer
+	only       *frontStream            // a session-less session's stream
+	get        standalone
+	queue      backlog
 }
 
-// errTooManySessions is the 503 text at the session limit.
-const errTooManySessions = "Service Unavailable: mcpflow serves at most %d sessions at once over HTTP, and that many are open; try again once one ends"
+// standalone is a legacy session's GET stream: the one open, and what
+// waits for the next while none is (parked, up to QueueBytes).
+type standalone struct {
+	st     *frontStream
+	parked [][]byte
+	bytes  int
+}
+
+// park keeps msg for the next GET stream; false when it is full.
+func (g *standalone) park(msg []byte, max int) bool {
+	if len(g.parked) > 0 && g.bytes+len(msg) > max {
+		return false
+	}
+	g.parked = append(g.parked, msg)
+	g.bytes += len(msg)
+	return true
+}
+
+// open makes st the GET stream, with what was parked queued on it; it
+// returns the bytes that took.
+func (g *standalone) open(st *frontStream) int {
+	n := g.bytes
+	g.st, st.q = st, g.parked
+	g.parked, g.bytes = nil, 0
+	return n
+}
+
+// end notes that st, of n bytes not written, ended; what it had not
+// written waits for the next GET stream when keep is set.
+func (g *standalone) end(st *frontStream, n int, keep bool) {
+	if g.st != st {
+		return
+	}
+	g.st = nil
+	if keep && len(st.q) > 0 {
+		g.parked = append(st.q, g.parked...)
+		g.bytes += n
+	}
+}
+
+// backlog is what waits for a session's client on its open streams. The
+// janitor closes a session whose backlog stays over QueueBytes for
+// StallTimeout or grows past QueueBytes + MaxMessage, and one whose
+// client took nothing of a write for StallTimeout (dead).
+type backlog struct {
+	bytes     int
+	fullSince time.Time // when bytes went over QueueBytes; zero while they are not
+	dead      string    // why the session must be closed now
+	deadBytes int       // what waited then
+}
+
+// add counts n bytes queued; true when the session must be closed now.
+func (b *backlog) add(n int, cfg *FrontConfig) bool {
+	b.bytes += n
+	if b.bytes > cfg.QueueBytes && b.fullSince.IsZero() {
+		b.fullSince = time.Now()
+	}
+	if limit := int64(cfg.QueueBytes) + cfg.MaxMessage; b.bytes > n && int64(b.bytes) > limit {
+		b.die(fmt.Sprintf("more than %d bytes wait for its client", limit))
+		return true
+	}
+	return false
+}
+
+// taken counts n bytes written, or dropped.
+func (b *backlog) taken(n int, cfg *FrontConfig) {
+	b.bytes -= n
+	if b.bytes <= cfg.QueueBytes {
+		b.fullSince = time.Time{}
+	}
+}
+
+func (b *backlog) die(why string) {
+	if b.dead == "" {
+		b.dead, b.deadBytes = why, b.bytes
+	}
+}
+
+// why says why the session must be closed at now, or "".
+func (b *backlog) why(now time.Time, cfg *FrontConfig) string {
+	if b.dead == "" && !b.fullSince.IsZero() && now.Sub(b.fullSince) >= cfg.StallTimeout {
+		return fmt.Sprintf("more than %d bytes waited for its client for %v", cfg.QueueBytes, cfg.StallTimeout)
+	}
+	return b.dead
+}
+
+// textShuttingDown answers an HTTP request that comes while the front stops.
+const textShuttingDown = "Service Unavailable: mcpflow is shutting down"
 
 // openSession opens a session with the Opener (id "" for a session-less
-// one), counted against MaxSessions; it returns the HTTP status and text
-// of the refusal when it cannot.
-func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
+// one), counted against MaxSessions; when it cannot, it answers the
+// request with 503 and returns nil.
+func (f *Front) openSession(w http.ResponseWriter, legacy bool) *frontSession {
 	f.mu.Lock()
 	if f.stopping || f.opener == nil {
 		f.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, "Service Unavailable: mcpflow is shutting down"
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
+		return nil
 	}
 	if len(f.all)+f.opening >= f.cfg.MaxSessions {
 		f.mu.Unlock()
 		f.log.Warn("HTTP front: session limit reached; refused a new session", "max", f.cfg.MaxSessions)
-		return nil, http.StatusServiceUnavailable, fmt.Sprintf(errTooManySessions, f.cfg.MaxSessions)
+		http.Error(w, fmt.Sprintf("Service Unavailable: mcpflow serves at most %d sessions at once over HTTP, and that many are open; try again once one ends", f.cfg.MaxSessions), http.StatusServiceUnavailable)
+		return nil
 	}
 	f.opening++
-	o := f.opener
-	if !legacy {
-		o = f.fan // session-less requests share one session behind the front
-	}
+	o := wire.Opener(f.fan) // session-less requests share one session behind the front
 	f.mu.Unlock()
 
 	now := time.Now()
-	s := &frontSession{f: f, era: "modern", done: make(chan struct{}), started: now, lastSeen: now, idleSince: now,
-		pending: map[string]*frontStream{}, toolLists: map[string]bool{}}
+	s := &frontSession{f: f, done: make(chan struct{}), idleSince: now, pending: map[string]*frontStream{},
+		info: SessionInfo{Era: "modern", Started: now, LastSeen: now}}
 	if legacy {
-		s.id, s.era = rand.Text(), "legacy"
+		s.id, o = rand.Text(), f.opener
+		s.info.ID, s.info.Era = s.id, "legacy"
 	}
 	s.ws = o.Open(wire.ClientFunc(s.deliver))
 
@@ -96,7 +165,8 @@ func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
 	if f.stopping {
 		f.mu.Unlock()
 		s.closeWS()
-		return nil, http.StatusServiceUnavailable, "Service Unavailable: mcpflow is shutting down"
+		http.Error(w, textShuttingDown, http.StatusServiceUnavailable)
+		return nil
 	}
 	f.all[s] = struct{}{}
 	if s.id != "" {
@@ -106,7 +176,7 @@ func (f *Front) openSession(legacy bool) (*frontSession, int, string) {
 	if s.id != "" {
 		f.log.Debug("HTTP session opened", "session", s.id)
 	}
-	return s, 0, ""
+	return s
 }
 
 // lookup finds an open legacy session by its id.
@@ -114,6 +184,13 @@ func (f *Front) lookup(id string) *frontSession {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.byID[id]
+}
+
+// sessions lists the open sessions.
+func (f *Front) sessions() []*frontSession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Collect(maps.Keys(f.all))
 }
 
 // close closes the session: no more messages either way, its streams
@@ -127,14 +204,12 @@ func (s *frontSession) close() bool {
 	}
 	s.closed = true
 	close(s.done)
-	s.parked, s.parkedBytes = nil, 0
+	s.get.parked, s.get.bytes = nil, 0
 	s.mu.Unlock()
 	f := s.f
 	f.mu.Lock()
 	delete(f.all, s)
-	if s.id != "" {
-		delete(f.byID, s.id)
-	}
+	delete(f.byID, s.id)
 	f.mu.Unlock()
 	s.closeWS()
 	return true
@@ -167,7 +242,7 @@ func (s *frontSession) send(msg []byte) bool {
 func (s *frontSession) begin() func() {
 	s.mu.Lock()
 	s.active++
-	s.lastSeen = time.Now()
+	s.info.LastSeen = time.Now()
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
@@ -179,54 +254,64 @@ func (s *frontSession) begin() func() {
 	}
 }
 
-// deliver is the session's wire.Client: it routes msg and returns.
+// deliver is the session's wire.Client: it routes msg and returns. An
+// answer goes to its request's stream, a message related to a request
+// to that request's event stream, any other to the GET stream (parked
+// while none is open); a session-less session's all go to its stream.
 func (s *frontSession) deliver(msg, rel []byte) {
 	msg = bytes.Clone(msg) // kept until written; Deliver's caller keeps its own
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.dead != "" {
+	log := s.f.log
+	if s.closed || s.queue.dead != "" {
 		return
 	}
 	if wire.IsResponse(msg) {
-		id := jsonscan.Member(msg, "id")
-		st := s.pending[string(id)]
+		id := string(jsonscan.Member(msg, "id"))
+		st := s.pending[id]
 		if st == nil {
-			s.f.log.Debug("dropped an answer to no request of this HTTP client's in flight", "session", s.id, "id", string(id))
+			log.Debug("dropped an answer to no request of this HTTP client's in flight", "session", s.id, "id", id)
 			return
 		}
-		if s.toolLists[string(id)] {
+		if st.ids[id] == "tools/list" {
 			s.f.params.learn(jsonscan.Member(msg, "result"))
 		}
-		st.answered(string(id))
+		st.answered(id)
 		if st.init && jsonscan.FirstKey(msg, "result", "error") == "error" {
 			s.initFailed = true
 		}
 		if st.gone {
-			s.f.log.Debug("dropped an answer: the client's POST is gone", "session", s.id, "id", string(id))
+			log.Debug("dropped an answer: the client's POST is gone", "session", s.id, "id", id)
 			return
 		}
 		s.push(st, msg)
 		return
 	}
-	if s.id == "" { // session-less: its one stream, if it streams events
-		if st := s.only; st != nil && st.sse && !st.gone {
-			s.push(st, msg)
+	live := func(st *frontStream) bool { return st != nil && st.sse && !st.gone }
+	var st *frontStream
+	switch {
+	case s.id == "": // session-less: its one stream, if it streams events
+		if st = s.only; !live(st) {
+			log.Debug("dropped a message for a session-less client whose POST has no event stream", "bytes", len(msg))
 			return
 		}
-		s.f.log.Debug("dropped a message for a session-less client whose POST has no event stream", "bytes", len(msg))
-		return
-	}
-	if rel != nil {
-		if st := s.pending[string(rel)]; st != nil && st.sse && !st.gone {
-			s.push(st, msg)
-			return
+	case live(s.pending[string(rel)]):
+		st = s.pending[string(rel)]
+	case live(s.get.st):
+		st = s.get.st
+	case !s.get.park(msg, s.f.cfg.QueueBytes):
+		env, _ := wire.Peek(msg)
+		args := []any{"session", s.id, "bytes", len(msg), "waiting", s.get.bytes, "method", env.Method}
+		if env.ID != nil {
+			log.Warn("dropped a request from the server to an HTTP client: the client has no GET stream open and its queue is full; the request gets no answer", append(args, "id", string(env.ID))...)
+		} else {
+			log.Warn("dropped a message for an HTTP client: the client has no GET stream open and its queue is full", args...)
 		}
-	}
-	if st := s.get; st != nil && !st.gone {
-		s.push(st, msg)
 		return
+	default:
+		return // parked
 	}
-	s.park(msg)
+	s.push(st, msg)
 }
 
 // forget stops waiting for the answer to a request the client cancelled:
@@ -236,124 +321,50 @@ func (s *frontSession) forget(id []byte) {
 	defer s.mu.Unlock()
 	if st := s.pending[string(id)]; st != nil {
 		st.answered(string(id))
-		select {
-		case st.wake <- struct{}{}:
-		default:
-		}
+		notify(st.wake)
 	}
 }
 
 // push queues msg on st. s.mu is held.
 func (s *frontSession) push(st *frontStream, msg []byte) {
 	st.q = append(st.q, msg)
-	s.queued += len(msg)
-	cfg := &s.f.cfg
-	if s.queued > cfg.QueueBytes && s.fullSince.IsZero() {
-		s.fullSince = time.Now()
+	if s.queue.add(len(msg), &s.f.cfg) {
+		notify(s.f.kick)
 	}
-	if s.queued > len(msg) && int64(s.queued) > int64(cfg.QueueBytes)+cfg.MaxMessage {
-		s.dead = fmt.Sprintf("more than %d bytes wait for its client", int64(cfg.QueueBytes)+cfg.MaxMessage)
-		s.deadBytes = s.queued
-		select {
-		case s.f.kick <- struct{}{}:
-		default:
-		}
-	}
-	select {
-	case st.wake <- struct{}{}:
-	default:
-	}
+	notify(st.wake)
 }
 
-// written takes n written (or dropped) bytes off the queue. s.mu is held.
-func (s *frontSession) written(n int) {
-	s.queued -= n
-	if s.queued <= s.f.cfg.QueueBytes {
-		s.fullSince = time.Time{}
-	}
-}
-
-// park keeps msg for the GET stream while none is open. s.mu is held.
-func (s *frontSession) park(msg []byte) {
-	if len(s.parked) > 0 && s.parkedBytes+len(msg) > s.f.cfg.QueueBytes {
-		env, _ := wire.Peek(msg)
-		args := []any{"session", s.id, "bytes", len(msg), "waiting", s.parkedBytes, "method", env.Method}
-		if env.ID != nil {
-			args = append(args, "id", string(env.ID))
-			s.f.log.Warn("dropped a request from the server to an HTTP client: the client has no GET stream open and its queue is full; the request gets no answer", args...)
-			return
-		}
-		s.f.log.Warn("dropped a message for an HTTP client: the client has no GET stream open and its queue is full", args...)
-		return
-	}
-	s.parked = append(s.parked, msg)
-	s.parkedBytes += len(msg)
-}
-
-// info describes the session.
-func (s *frontSession) info() SessionInfo {
+// describe describes the session.
+func (s *frontSession) describe() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SessionInfo{
-		ID: s.id, Client: s.client, ClientVersion: s.clientVersion, Protocol: s.proto, Era: s.era,
-		Started: s.started, LastSeen: s.lastSeen, Requests: s.requests, InFlight: len(s.pending),
-	}
+	info := s.info
+	info.InFlight = len(s.pending)
+	return info
 }
 
 // learn records what a request says of its client: initialize's params,
-// or the _meta of a 2026-07-28 request.
+// or the _meta of a 2026-07-28 request; the protocol version its headers
+// name, when they do, comes first.
 func (s *frontSession) learn(env wire.Envelope, headerVersion string) {
-	var name, version, proto string
+	m := metaOf(env.Params)
 	if env.Method == "initialize" {
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"clientInfo"`
-		}
+		m = requestMeta{}
+		var p struct{ ProtocolVersion string }
 		_ = json.Unmarshal(env.Params, &p)
-		name, version, proto = p.ClientInfo.Name, p.ClientInfo.Version, p.ProtocolVersion
-	} else if m := metaOf(env.Params); m.found {
-		name, version, proto = m.name, m.version, m.protocol
-	}
-	if proto == "" {
-		proto = headerVersion
+		_ = json.Unmarshal(jsonscan.Member(env.Params, "clientInfo"), &m.client)
+		m.protocol = p.ProtocolVersion
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if name != "" {
-		s.client = clip(name)
+	set := func(to *string, v string) {
+		if v != "" {
+			*to = clip(v)
+		}
 	}
-	if version != "" {
-		s.clientVersion = clip(version)
-	}
-	if proto != "" {
-		s.proto = clip(proto)
-	}
-}
-
-// requestMeta is what a 2026-07-28 request's _meta says.
-type requestMeta struct {
-	found                   bool // params has a _meta object
-	protocol, name, version string
-}
-
-func metaOf(params []byte) requestMeta {
-	meta := jsonscan.Member(params, "_meta")
-	if meta == nil {
-		return requestMeta{}
-	}
-	m := requestMeta{found: true}
-	_ = json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyProtocolVersion), &m.protocol)
-	var ci struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	}
-	if raw := jsonscan.Member(meta, mcp.MetaKeyClientInfo); raw != nil && json.Unmarshal(raw, &ci) == nil {
-		m.name, m.version = ci.Name, ci.Version
-	}
-	return m
+	set(&s.info.Client, m.client.Name)
+	set(&s.info.ClientVersion, m.client.Version)
+	set(&s.info.Protocol, cmp.Or(headerVersion, m.protocol))
 }
 
 // clip cuts s to maxClientField bytes, on a rune boundary.
@@ -369,15 +380,15 @@ func clip(s string) string {
 }
 
 // janitor closes the sessions that must be: stalled, overflowing, idle.
-// It returns once stop is closed.
-func (f *Front) janitor(stop <-chan struct{}) {
+// It returns once the front stops.
+func (f *Front) janitor() {
 	period := min(f.cfg.StallTimeout, f.cfg.IdleTimeout) / 4
 	period = max(min(period, time.Second), 5*time.Millisecond)
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-f.stop:
 			return
 		case <-tick.C:
 		case <-f.kick:
@@ -387,23 +398,10 @@ func (f *Front) janitor(stop <-chan struct{}) {
 }
 
 func (f *Front) sweep(now time.Time) {
-	f.mu.Lock()
-	all := make([]*frontSession, 0, len(f.all))
-	for s := range f.all {
-		all = append(all, s)
-	}
-	f.mu.Unlock()
-	for _, s := range all {
+	for _, s := range f.sessions() {
 		s.mu.Lock()
-		closed, why, queued := s.closed, s.dead, max(s.queued, s.deadBytes)
-		idle := false
-		switch {
-		case closed || why != "":
-		case !s.fullSince.IsZero() && now.Sub(s.fullSince) >= f.cfg.StallTimeout:
-			why = fmt.Sprintf("more than %d bytes waited for its client for %v", f.cfg.QueueBytes, f.cfg.StallTimeout)
-		case s.id != "" && s.active == 0 && now.Sub(s.idleSince) >= f.cfg.IdleTimeout:
-			idle = true
-		}
+		closed, why, queued := s.closed, s.queue.why(now, &f.cfg), max(s.queue.bytes, s.queue.deadBytes)
+		idle := !closed && why == "" && s.id != "" && s.active == 0 && now.Sub(s.idleSince) >= f.cfg.IdleTimeout
 		s.mu.Unlock()
 		switch {
 		case closed:

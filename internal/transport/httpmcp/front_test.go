@@ -280,6 +280,9 @@ func (s *echoSession) listChanged() {
 	}
 }
 
+// Addr is the address the front bound.
+func (f *Front) Addr() string { return f.ln.Addr().String() }
+
 // serveFront serves o on a front at 127.0.0.1:0 until the test ends; then
 // Serve must return nil, having closed every session it opened.
 func serveFront(t *testing.T, o *echo, cfg FrontConfig) *Front {
@@ -506,7 +509,7 @@ func hasGET(f *Front, sid string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.get != nil
+	return s.get.st != nil
 }
 
 func TestFrontSDKClients(t *testing.T) {
@@ -1072,7 +1075,7 @@ func TestFrontFullQueue(t *testing.T) {
 					s := f.lookup(sid)
 					s.mu.Lock()
 					defer s.mu.Unlock()
-					return !s.fullSince.IsZero()
+					return !s.queue.fullSince.IsZero()
 				}
 				testkit.Eventually(t, 10*time.Second, "the queue full", full)
 				f.sweep(time.Now().Add(59 * time.Minute))

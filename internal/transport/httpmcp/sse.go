@@ -16,19 +16,16 @@ import (
 // blank line, the data of an event its data lines joined with "\n". Lines
 // may be of any length: an event's data is gathered once, in one slice,
 // up to the limit; past it the rest of the event is read without being
-// kept.
+// kept, or, with cutLarge, the stream is read no further: that event
+// comes (tooLarge, with the size read so far) with errCutLarge.
 type sseReader struct {
-	br     *bufio.Reader
-	max    int
-	lastID string        // the last event id the server gave
-	retry  time.Duration // the server's reconnection time; 0 = none given
-	// cutLarge stops reading at the first event whose data passes max:
-	// that event is returned (tooLarge, with the size read so far) with
-	// errCutLarge, and the stream is not read further.
+	br       *bufio.Reader
+	max      int
+	lastID   string        // the last event id the server gave
+	retry    time.Duration // the server's reconnection time; 0 = none given
 	cutLarge bool
 }
 
-// errCutLarge ends a cutLarge stream at an event over the limit.
 var errCutLarge = errors.New("an event over the size limit cut the stream")
 
 // sseEvent is one message event: its data (white space around it
@@ -38,13 +35,10 @@ type sseEvent struct {
 	tooLarge *wire.TooLargeError
 }
 
-// sseBufSize is the read buffer of a stream; longer lines are read in
-// pieces of it.
-const sseBufSize = 32 << 10
-
-// sseFieldMax bounds the value of a field other than data (event, id,
-// retry): more of it is read and dropped.
-const sseFieldMax = 1024
+const (
+	sseBufSize  = 32 << 10 // the read buffer: longer lines are read in pieces of it
+	sseFieldMax = 1024     // what is kept of an event, id or retry field
+)
 
 func newSSE(body io.Reader, max int) *sseReader {
 	return &sseReader{br: bufio.NewReaderSize(body, sseBufSize), max: max}
@@ -69,102 +63,83 @@ func (r *sseReader) each(fn func(sseEvent)) error {
 	}
 }
 
-// event is an event being read.
-type event struct {
-	data    []byte
-	hasData bool
-	size    int
-	head    []byte // the start of the data once it is over the limit
-	name    []byte
-}
-
-// add appends b to the event's data, up to the limit.
-func (e *event) add(b []byte, max int) {
-	e.size += len(b)
-	if e.head != nil {
-		return
-	}
-	if len(e.data)+len(b) <= max {
-		e.data = append(e.data, b...)
-		return
-	}
-	e.head = make([]byte, 0, headSize)
-	e.head = append(e.head, e.data[:min(len(e.data), headSize)]...)
-	e.head = append(e.head, b[:min(len(b), headSize-len(e.head))]...)
-	e.data = nil
-}
-
 // next returns the next message event with data.
 func (r *sseReader) next() (sseEvent, error) {
-	var ev event
+	var data, head, name []byte // head: the start of the data once it is over the limit
+	hasData, size := false, 0
+	add := func(b []byte) bool {
+		size += len(b)
+		if head == nil && len(data)+len(b) > r.max {
+			head = append(make([]byte, 0, headSize), data[:min(len(data), headSize)]...)
+			head, data = append(head, b[:min(len(b), headSize-len(head))]...), nil
+		} else if head == nil {
+			data = append(data, b...)
+		}
+		return head == nil || !r.cutLarge
+	}
+	tooLarge := func() sseEvent {
+		return sseEvent{tooLarge: &wire.TooLargeError{Size: size, Max: r.max, Head: head}}
+	}
 	for {
 		line, full, err := r.piece()
 		if err != nil {
-			if errors.Is(err, io.EOF) && (ev.hasData || len(ev.name) > 0) {
-				return sseEvent{}, io.ErrUnexpectedEOF
+			if errors.Is(err, io.EOF) && (hasData || len(name) > 0) {
+				err = io.ErrUnexpectedEOF
 			}
 			return sseEvent{}, err
 		}
-		if full && len(trimEOL(line)) == 0 {
-			// The end of an event: dispatch it if it is a message with data.
-			if ev.hasData && ev.size > 0 && (len(ev.name) == 0 || string(ev.name) == "message") {
-				if ev.head != nil {
-					return sseEvent{tooLarge: &wire.TooLargeError{Size: ev.size, Max: r.max, Head: ev.head}}, nil
-				}
-				return sseEvent{data: bytes.TrimSpace(ev.data)}, nil
+		if full && len(trimEOL(line)) == 0 { // the end of an event
+			switch {
+			case !hasData || size == 0 || (len(name) > 0 && string(name) != "message"):
+			case head != nil:
+				return tooLarge(), nil
+			default:
+				return sseEvent{data: bytes.TrimSpace(data)}, nil
 			}
-			ev = event{}
+			data, head, name, hasData, size = nil, nil, nil, false, 0
 			continue
 		}
-		var field, value []byte
-		if colon := bytes.IndexByte(line, ':'); colon >= 0 {
-			field, value = line[:colon], line[colon+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		} else if full {
+		field, value, colon := bytes.Cut(line, []byte{':'})
+		switch {
+		case colon:
+			value = bytes.TrimPrefix(value, []byte{' '})
+		case full:
 			field = trimEOL(line)
-		} else {
+		default:
 			field = nil // a field name longer than the buffer: no field of ours
+		}
+		var v []byte
+		keep := func(b []byte) bool {
+			v = append(v, b[:min(len(b), sseFieldMax-len(v))]...)
+			return true
 		}
 		switch string(field) {
 		case "data":
-			if ev.hasData {
-				ev.add([]byte{'\n'}, r.max)
+			if hasData {
+				add([]byte{'\n'})
 			}
-			ev.hasData = true
-			if err := r.rest(value, full, func(b []byte) bool {
-				ev.add(b, r.max)
-				return ev.head == nil || !r.cutLarge
-			}); err != nil {
-				if errors.Is(err, errCutLarge) {
-					return sseEvent{tooLarge: &wire.TooLargeError{Size: ev.size, Max: r.max, Head: ev.head}}, errCutLarge
-				}
-				return sseEvent{}, cut(err)
-			}
+			hasData, keep = true, add
 		case "event", "id", "retry":
-			var v []byte
-			if err := r.rest(value, full, func(b []byte) bool {
-				v = append(v, b[:min(len(b), sseFieldMax-len(v))]...)
-				return true
-			}); err != nil {
-				return sseEvent{}, cut(err)
-			}
-			switch string(field) {
-			case "event":
-				ev.name = v
-			case "id":
-				if bytes.IndexByte(v, 0) < 0 {
-					r.lastID = string(v)
-				}
-			case "retry":
-				if ms, err := strconv.ParseUint(string(v), 10, 32); err == nil {
-					r.retry = time.Duration(ms) * time.Millisecond
-				}
-			}
 		default: // a comment (":..."), or a field of no use here
-			if err := r.rest(nil, full, func([]byte) bool { return true }); err != nil {
-				return sseEvent{}, cut(err)
+			keep = func([]byte) bool { return true }
+		}
+		if err := r.rest(value, full, keep); errors.Is(err, errCutLarge) {
+			return tooLarge(), err
+		} else if errors.Is(err, io.EOF) {
+			return sseEvent{}, io.ErrUnexpectedEOF
+		} else if err != nil {
+			return sseEvent{}, err
+		}
+		switch string(field) {
+		case "event":
+			name = v
+		case "id":
+			if bytes.IndexByte(v, 0) < 0 {
+				r.lastID = string(v)
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(v), 10, 32); err == nil {
+				r.retry = time.Duration(ms) * time.Millisecond
 			}
 		}
 	}
@@ -186,55 +161,32 @@ func (r *sseReader) piece() (b []byte, full bool, err error) {
 	return nil, false, err
 }
 
-// rest hands fn first (the start of a line's value) and then the rest of
-// the line, piece by piece, without the line end.
-func (r *sseReader) rest(first []byte, full bool, fn func([]byte) bool) error {
-	cr := false // the last piece ended with '\r', held back
-	emit := func(b []byte, last bool) bool {
-		if cr {
-			cr = false
-			if !last || len(b) != 1 || b[0] != '\n' {
-				if !fn([]byte{'\r'}) { // a '\r' inside the line
-					return false
-				}
-			}
-		}
-		if last {
-			return fn(trimEOL(b))
-		}
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			cr = true
-			b = b[:n-1]
-		}
-		return fn(b)
-	}
-	if !emit(first, full) {
-		return errCutLarge
-	}
+// rest hands fn b, the start of a line's value, then the rest of the
+// line piece by piece, without the line end; fn stops it by returning
+// false (errCutLarge).
+func (r *sseReader) rest(b []byte, full bool, fn func([]byte) bool) (err error) {
 	for !full {
-		b, f, err := r.piece()
-		if err != nil {
-			return err
-		}
-		full = f
-		if !emit(b, full) {
+		// A '\r' that ends a piece is the line end's when '\n' follows.
+		cr := bytes.HasSuffix(b, []byte{'\r'})
+		if !fn(bytes.TrimSuffix(b, []byte{'\r'})) {
 			return errCutLarge
 		}
+		if cr {
+			if next, err := r.br.Peek(1); err == nil && next[0] != '\n' && !fn([]byte{'\r'}) {
+				return errCutLarge
+			}
+		}
+		if b, full, err = r.piece(); err != nil {
+			return err
+		}
+	}
+	if !fn(trimEOL(b)) {
+		return errCutLarge
 	}
 	return nil
 }
 
-// cut is err, the error that cut an event short: io.ErrUnexpectedEOF
-// rather than io.EOF.
-func cut(err error) error {
-	if errors.Is(err, io.EOF) {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
 // trimEOL trims a line end ("\n" or "\r\n") from b.
 func trimEOL(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte{'\n'})
-	return bytes.TrimSuffix(b, []byte{'\r'})
+	return bytes.TrimSuffix(bytes.TrimSuffix(b, []byte{'\n'}), []byte{'\r'})
 }
