@@ -32,7 +32,7 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 			Dir:         run.Cwd,
 			ExtraEnv:    run.Env,
 			StopTimeout: run.StopTimeout,
-			HTTP:        childHTTP(run, r),
+			HTTP:        childHTTP(run, r, logger),
 		},
 		EnvOverridable:   run.EnvOverridable,
 		Tool:             r.Tool,
@@ -54,11 +54,11 @@ func relayConfig(run config.RunConfig, r config.RelayConfig, traffic func(hop st
 
 // childHTTP is the relay's Child.HTTP for a server of run: nil (a stdio
 // server) unless run.url says it serves Streamable HTTP.
-func childHTTP(run config.RunConfig, r config.RelayConfig) relay.HTTPChild {
+func childHTTP(run config.RunConfig, r config.RelayConfig, logger *slog.Logger) relay.HTTPChild {
 	if run.URL == "" {
 		return nil
 	}
-	return httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage)}
+	return httpmcp.Child{URL: run.URL, Placeholder: config.PortPlaceholder, Wait: r.Handshake, MaxMessage: int(r.MaxMessage), Logger: logger.With("component", "http-child")}
 }
 
 // cliConfig is the command-line program of c ([cli], or a mux server's
