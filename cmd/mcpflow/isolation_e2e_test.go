@@ -26,12 +26,11 @@ type isoClient struct {
 	h    *httpRun
 	cs   *mcp.ClientSession
 
-	mu     sync.Mutex
-	got    []string      // what reached it, in order: "sampling hi", "log x", ...
-	hold   chan struct{} // while set, its sampling handler waits on it
-	asked  chan string   // told what its sampling handler was asked
-	tools  chan struct{} // a tools/list_changed came
-	closed bool
+	mu    sync.Mutex
+	got   []string      // what reached it, in order: "sampling hi", "log x", ...
+	hold  chan struct{} // while set, its sampling handler waits on it
+	asked chan string   // told what its sampling handler was asked
+	tools chan struct{} // a tools/list_changed came
 }
 
 func (c *isoClient) note(format string, args ...any) {
