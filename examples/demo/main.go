@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -67,7 +66,7 @@ type demo struct {
 	step      int
 	title     string
 
-	group   *proc.Group // mcpflow's process group
+	cmd     *proc.Cmd // mcpflow, the leader of a process group of its own
 	stdin   io.Closer
 	exited  chan struct{} // closed once mcpflow has been waited for
 	waitErr error         // cmd.Wait's result, set before exited closes
@@ -287,7 +286,7 @@ func (d *demo) startAndConnect(ctx context.Context, toml string) error {
 	if err != nil {
 		return err
 	}
-	d.ok("started mcpflow watch -c %s (pid %d, its own process group)", toml, d.group.Pid())
+	d.ok("started mcpflow watch -c %s (pid %d, its own process group)", toml, d.cmd.Process.Pid)
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-demo", Version: "1.0.0"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -315,22 +314,22 @@ func (d *demo) start(toml string) (mcp.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(d.bin, "watch", "-c", toml)
-	cmd.Dir = d.root // not the project: -c alone must locate everything
+	// Dir: not the project: -c alone must locate everything. The grace is
+	// also WaitDelay: a stray holder of stderr must not hang Wait.
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: []string{d.bin, "watch", "-c", toml}, Dir: d.root}, exitTimeout)
 	cmd.Stderr = errFile
-	cmd.WaitDelay = exitTimeout // a stray holder of stderr must not hang Wait
 	stdin, err1 := cmd.StdinPipe()
 	stdout, err2 := cmd.StdoutPipe()
 	if err = errors.Join(err1, err2); err == nil {
-		d.group, err = proc.Start(cmd)
+		err = cmd.Start()
 	}
 	if err != nil {
 		errFile.Close()
 		return nil, fmt.Errorf("start %s: %w", d.bin, err)
 	}
-	d.stdin, d.exited = stdin, make(chan struct{})
+	d.cmd, d.stdin, d.exited = cmd, stdin, make(chan struct{})
 	go func() {
-		d.waitErr = cmd.Wait()
+		d.waitErr = cmd.Wait() // and what is left of mcpflow's group is killed
 		errFile.Close()
 		close(d.exited)
 	}()
@@ -502,7 +501,7 @@ func (d *demo) save(src []byte, add string) ([]byte, int, error) {
 // of any process it ran is left. It runs once; it is also the cleanup
 // after a failed step.
 func (d *demo) shutdown() error {
-	if d.stopped || d.group == nil {
+	if d.stopped || d.cmd == nil {
 		return nil
 	}
 	d.noteStarted()
@@ -517,7 +516,8 @@ func (d *demo) shutdown() error {
 		}
 	case <-time.After(exitTimeout):
 		problems = append(problems, fmt.Errorf("mcpflow did not exit within %s of its stdin closing, so the demo stopped it", exitTimeout))
-		d.group.Stop(nil, d.exited, exitTimeout) // SIGTERM, then SIGKILL
+		d.cmd.Stop(nil, exitTimeout) // SIGTERM, then SIGKILL
+		<-d.exited
 	}
 	if d.waitErr != nil {
 		problems = append(problems, fmt.Errorf("mcpflow exited with %w", d.waitErr))
@@ -525,17 +525,16 @@ func (d *demo) shutdown() error {
 	if d.session != nil {
 		d.session.Close()
 	}
-	leaders := append([]int{d.group.Pid()}, d.started...)
-	for deadline := time.Now().Add(exitTimeout); slices.ContainsFunc(leaders, proc.GroupAlive) && time.Now().Before(deadline); {
+	leaders := append([]int{d.cmd.Process.Pid}, d.started...)
+	for deadline := time.Now().Add(exitTimeout); slices.ContainsFunc(leaders, groupAlive) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	left := slices.DeleteFunc(leaders, func(pid int) bool { return !proc.GroupAlive(pid) })
-	d.group.Release()
+	left := slices.DeleteFunc(leaders, func(pid int) bool { return !groupAlive(pid) })
 	switch {
 	case len(left) > 0:
-		problems = append(problems, fmt.Errorf("process groups alive after mcpflow (%d) exited, led by %v; the demo killed their leaders", d.group.Pid(), left))
+		problems = append(problems, fmt.Errorf("process groups alive after mcpflow (%d) exited, led by %v; the demo killed their leaders", d.cmd.Process.Pid, left))
 		for _, pid := range left {
-			if p, err := os.FindProcess(pid); err == nil && pid != d.group.Pid() {
+			if p, err := os.FindProcess(pid); err == nil && pid != d.cmd.Process.Pid {
 				_ = p.Kill()
 			}
 		}
@@ -552,10 +551,10 @@ func (d *demo) shutdown() error {
 // build), where /proc tells (Linux); elsewhere shutdown checks mcpflow's
 // own group only.
 func (d *demo) noteStarted() {
-	if d.group == nil || d.stopped {
+	if d.cmd == nil || d.stopped {
 		return
 	}
-	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", d.group.Pid()))
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", d.cmd.Process.Pid))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		for _, s := range strings.Fields(string(b)) {

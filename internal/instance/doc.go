@@ -10,7 +10,7 @@
 // config onto each part's options (options.go). The config file is
 // watched: an edit that loads starts a new engine under the open sessions
 // (wire.Swap), and while the file does not load, mcpflow answers the
-// session itself with the problem (broken.go).
+// session itself with the problem (brokenEngine).
 //
 // It imports every layer below it and nothing imports it but cmd/mcpflow,
 // which owns the command line: flags, subcommands and their output.

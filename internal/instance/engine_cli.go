@@ -1,11 +1,11 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/clitools"
@@ -16,24 +16,18 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// serveCLI serves [cli]: the CLI's tools to the client on stdin/stdout,
-// one process per call (package clitools). The [build] runs at start and
-// on every watched change or recompile; after a good build the schema
-// command is re-read and the client gets tools/list_changed when the tools
-// changed. tools/list and tools/call wait for the first cycle (at most
-// relay.startup_grace), so the first list holds the CLI's tools. A call of a tool that is not served
-// while the build or the schema is broken answers with why. It returns
-// after every call's process group, the build and the watch have stopped.
+// startCLI starts the engine of [cli]: the CLI's tools, one process per
+// call (package clitools). The [build] runs at start and on every watched
+// change or recompile; after a good build the schema command is re-read
+// (tools/list_changed when the tools changed). tools/list and tools/call
+// wait for the first cycle (at most relay.startup_grace), so the first
+// list holds the CLI's tools.
 func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
 	c := cfg.CLI
 	var b *builder.Builder
-	tool := cfg.Relay.Tool
-	if tool == "" {
-		tool = "-"
-	}
 	cc := cliConfig(c)
 	cc.Logger = slog.New(logging.Charm(logger).WithPrefix("cli"))
-	cc.Tool, cc.Name, cc.Version = tool, "mcpflow", Version
+	cc.Tool, cc.Name, cc.Version = cmp.Or(cfg.Relay.Tool, "-"), "mcpflow", Version
 	cc.Recompile = func(ctx context.Context, progress func(string)) result.Build {
 		return b.Recompile(ctx, progress)
 	}
@@ -46,21 +40,10 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 	}
 	b = sv.Builder
 	name := serverName(cfg)
-	target := oneServer(name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild)
-
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { sv.run(ctx) })
-	wg.Go(func() {
-		defer gate.Started()
-		sv.Startup(ctx)
-	})
+	target := oneTarget{name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild}
+	stop := sv.start(ctx, gate.Started, srv.Close) // srv.Close kills and reaps every running call's process group
 	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
-	return &engine{opener: srv, mode: control.ModeCLI, target: target, stop: func() {
-		srv.Close() // every running call's process group is killed and reaped
-		cancel()
-		wg.Wait()
-	}}, nil
+	return &engine{opener: srv, mode: control.ModeCLI, target: target, stop: stop}, nil
 }
 
 // cliPrograms are the CLI's program files inside the tree (a build writes

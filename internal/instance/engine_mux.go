@@ -28,13 +28,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 		specs = append(specs, specOf(s))
 	}
 	w := &muxWiring{cfg: cfg, configured: configured, logger: logger, run: run, target: newMuxTarget()}
-	relays := mux.NewRelayBackends(mux.RelayOptions{
-		NewHooks:  w.hooks,
-		Configure: w.configureRelay,
-		Drain:     cfg.Mux.Drain,
-		Logger:    logger,
-		Version:   Version,
-	})
+	relays := mux.NewRelayBackends(mux.RelayOptions{NewHooks: w.hooks, Configure: w.configureRelay, Drain: cfg.Mux.Drain, Logger: logger, Version: Version})
 	m := mux.New(mux.Config{
 		Servers:          specs,
 		Separator:        cfg.Mux.Separator,
@@ -57,7 +51,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	w.target.m = m
 	m.Start()
 	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return &engine{opener: m, mode: control.ModeMux, target: w.target.target(), inputEnded: m.InputEnded, stop: m.Close}, nil
+	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, stop: m.Close}, nil
 }
 
 // specOf is the mux's view of a configured server.
@@ -145,8 +139,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 		// Each configured server keeps the record of its last good start.
 		c.First.Record = filepath.Join(statedir.Of(w.cfg.Dir), "servers", spec.Name, "last-start.json")
 		c.First.Key = project.RecordKey(w.serverConfig(spec))
-	}
-	if spec.Source != "config" {
+	} else {
 		c.Drain = rc.Drain // mux.drain
 	}
 	*rc = c

@@ -3,7 +3,6 @@ package instance
 import (
 	"context"
 	"log/slog"
-	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
@@ -27,24 +26,15 @@ func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	}
 	rl.SetRecompiler(srv)
 	name := serverName(cfg)
-	target := oneServer(name, func() control.Status {
+	target := oneTarget{name, func() control.Status {
 		st := rl.Stats()
-		return control.Status{Client: clientInfoOf(st.Client), Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
-	}, srv.rebuild)
-
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { srv.run(ctx) })
-	wg.Go(func() { srv.Startup(ctx) })
+		c := st.Client
+		client := control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era.String()}
+		return control.Status{Client: client, Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
+	}, srv.rebuild}
+	stop := srv.start(ctx, func() {}, rl.Close)
 	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	return &engine{
-		opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded,
-		stop: func() {
-			rl.Close()
-			cancel()
-			wg.Wait()
-		},
-	}, nil
+	return &engine{opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded, stop: stop}, nil
 }
 
 func orFlags(file string) string {

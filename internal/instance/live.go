@@ -9,25 +9,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // engine is what one config serves — one server's relay, a mux, a [cli]
 // program — behind the run's front.
 type engine struct {
-	opener wire.Opener // each client's session: the front's, control's own
-	mode   string      // control's name for it
-	target control.Target
-	// inputEnded says the stdio client's input ended; nil = nothing to say.
-	inputEnded func()
-	// stop stops every child, build and watch of the engine and waits for
-	// them.
-	stop func()
+	opener     wire.Opener // each client's session: the front's, control's own
+	mode       string      // control's name for it
+	target     control.Target
+	inputEnded func() // the stdio client's input ended; nil = nothing to say
+	stop       func() // stops every child, build and watch and waits for them
 }
 
 // startEngine starts the engine of cfg's mode.
@@ -41,9 +42,18 @@ func startEngine(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	return startSingle(ctx, cfg, logger, run)
 }
 
-// brokenEngine serves while the config does not load (brokenConfig).
+// brokenEngine serves a client while the config does not load: mcpflow
+// answers for itself (the Go SDK's server), with problem — the file,
+// line, column and fix, as check prints them — as its instructions and as
+// the answer of its one tool, the rebuild tool.
 func brokenEngine(problem string, logger *slog.Logger) *engine {
-	o := brokenConfig(problem, logger)
+	text := texts.BrokenConfig(problem, relay.DefaultTool)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcpflow", Version: Version}, &mcp.ServerOptions{Instructions: text})
+	srv.AddTool(&mcp.Tool{Name: relay.DefaultTool, Description: texts.RecompileDescription, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+		})
+	o := wire.SDKServer{Server: srv, Log: logger}
 	return &engine{opener: o, mode: control.ModeSingle, target: brokenTarget(problem), stop: func() {}}
 }
 
@@ -98,13 +108,11 @@ func Serve(ctx context.Context, cfg *config.Config, broken string, logger *slog.
 			})
 		}
 	}
-	o := run.stdio()
-	o.InputEnded = func() {
+	err = run.serveFront(ctx, l.front, in, stdout, func() {
 		if e := l.current(); e.inputEnded != nil {
 			e.inputEnded()
 		}
-	}
-	err = run.serveFront(ctx, l.front, in, stdout, o)
+	})
 	switch {
 	case ctx.Err() != nil:
 		logger.Info("shutting down", "reason", "signal")
@@ -126,8 +134,9 @@ type live struct {
 	run   *instanceRun
 	front *wire.Swap
 
-	mu      sync.Mutex
-	cur     *engine
+	mu  sync.Mutex // guards cur; the rest is the reload goroutine's
+	cur *engine
+
 	loaded  *config.Config // the file as last loaded; nil while broken
 	problem string         // why the file does not load; "" when it does
 }
@@ -138,7 +147,12 @@ func (l *live) current() *engine {
 	return l.cur
 }
 
-func (l *live) Status() control.Status { return l.current().target.Status() }
+// Status is the engine's, with the HTTP front's sessions.
+func (l *live) Status() control.Status {
+	st := l.current().target.Status()
+	st.HTTP = l.run.httpStatus()
+	return st
+}
 
 func (l *live) Rebuild(ctx context.Context, name string) (result.Build, error) {
 	return l.current().target.Rebuild(ctx, name)
@@ -154,18 +168,12 @@ func (l *live) reload(ctx context.Context) {
 			return
 		}
 		l.log.Error("the config does not load; what serves the session keeps its settings", "err", err)
-		l.mu.Lock()
-		broken := l.loaded == nil
-		l.mu.Unlock()
-		if broken {
+		if l.loaded == nil {
 			l.swap(brokenEngine(err.Error(), l.log), nil, err.Error())
 		}
 		return
 	}
-	l.mu.Lock()
-	same := l.loaded != nil && reflect.DeepEqual(l.loaded, cfg)
-	l.mu.Unlock()
-	if same {
+	if l.loaded != nil && reflect.DeepEqual(l.loaded, cfg) {
 		return
 	}
 	next, err := startEngine(ctx, cfg, l.log, l.run)
@@ -205,9 +213,6 @@ func loadPristine(cfg *config.Config) *config.Config {
 	if cfg.File == "" {
 		return nil
 	}
-	c, err := loadAs(cfg.File, cfg)
-	if err != nil {
-		return nil
-	}
+	c, _ := loadAs(cfg.File, cfg)
 	return c
 }

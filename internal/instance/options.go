@@ -16,9 +16,8 @@ import (
 )
 
 // The mappings of the config's sections onto the options of the parts
-// that consume them: each section is mapped here, once, for every mode
-// (one [run] server, [cli], each server of a mux). The builder's and the
-// watcher's are assemble's (served.go), the mux's own serveMux's.
+// that consume them, once for every mode; the builder's and the watcher's
+// are assemble's (served.go), the mux's own startMux's.
 
 // relayConfig is the relay of a server with run and r ([run] and [relay],
 // or a mux server's [servers.NAME.run] and [servers.NAME.relay]): the one

@@ -7,11 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
@@ -21,7 +16,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
-	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
 
@@ -45,10 +39,7 @@ func openRun(cfg *config.Config, ring *logring.Ring, logger *slog.Logger) (*inst
 		if err := statedir.MkdirFor(cfg.Log.Traffic); err != nil {
 			return nil, fmt.Errorf("traffic capture: %w", err)
 		}
-		tw, err := traffic.Open(cfg.Log.Traffic, traffic.Options{
-			MaxMessage: int(cfg.Log.TrafficMaxMessage),
-			MaxFile:    cfg.Log.TrafficMaxSize,
-		})
+		tw, err := traffic.Open(cfg.Log.Traffic, traffic.Options{MaxMessage: int(cfg.Log.TrafficMaxMessage), MaxFile: cfg.Log.TrafficMaxSize})
 		if err != nil {
 			return nil, fmt.Errorf("traffic capture (log.traffic): %w", err)
 		}
@@ -74,33 +65,23 @@ func (w *instanceRun) trafficHook(server string) func(hop string, toServer bool,
 	return w.traffic.Hook(server)
 }
 
-// front is the transport to the client on in and out: what crosses it is
-// recorded as the client hop when log.traffic is set. With an HTTP front
-// it is the front (an httpFront), and in and out are not used.
 // serveFront serves o to the client(s): the HTTP front's when there is
-// one, else the one client on in and out (wire.Serve, with the traffic
-// capture of the client hop).
-func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Stream, out io.Writer, opt wire.ServeOptions) error {
+// one, else the one client on in and out (wire.Serve), whose input's end
+// calls inputEnded. Its requests read before that may wait for their
+// answers as long as a held request does (relay.queue_timeout: a one-shot
+// pipe on a cold build waits for the server); the client hop is recorded.
+func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Stream, out io.Writer, inputEnded func()) error {
 	if w.http != nil {
 		return w.http.Serve(ctx, o)
+	}
+	opt := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: w.cfg.Relay.QueueTimeout, InputEnded: inputEnded}
+	if hook := w.trafficHook(""); hook != nil {
+		opt.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
 	}
 	if f, ok := out.(*os.File); ok {
 		relay.GrowPipe(f)
 	}
 	return wire.Serve(ctx, in, out, o, opt)
-}
-
-// stdio is the stdio front's options: the log, the traffic capture of
-// the client hop, and how long the requests read before the client's
-// input ended may wait for their answers (relay.queue_timeout: a one-shot
-// pipe on a cold build waits for the server as a held request does).
-func (w *instanceRun) stdio() wire.ServeOptions {
-	o := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: w.cfg.Relay.QueueTimeout}
-	if w.traffic != nil {
-		hook := w.traffic.Hook("")
-		o.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
-	}
-	return o
 }
 
 // listen opens the control socket with t as its Target and o, the
@@ -111,9 +92,6 @@ func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 	if cfgFile != "" {
 		cfgFile = project.AbsFrom(w.cfg.Dir, cfgFile)
 	}
-	if w.http != nil {
-		t = frontTarget{Target: t, run: w}
-	}
 	srv, err := control.Listen(control.Info{
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: Version, Target: t, Logs: w.ring,
 		Tools: control.SessionTools{Opener: o, Log: w.log, Version: Version},
@@ -121,13 +99,61 @@ func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 	switch {
 	case errors.Is(err, control.ErrUnsupported):
 		w.log.Debug("no control socket", "err", err)
-		return
 	case err != nil:
 		w.log.Warn("no control socket: mcpflow status, rebuild and logs will not see this instance", "err", err)
-		return
+	default:
+		w.srv = srv
+		w.log.Debug("control socket", "path", srv.Path())
 	}
-	w.srv = srv
-	w.log.Debug("control socket", "path", srv.Path())
+}
+
+// tokenEnv, when set, is the bearer token every HTTP client must send
+// (Authorization: Bearer TOKEN); without it the front serves only the
+// user that runs mcpflow (httpmcp.FrontConfig.Token).
+const tokenEnv = "MCPFLOW_HTTP_TOKEN"
+
+// openFront binds [http] listen (--http ADDR): the client side of the run
+// is Streamable HTTP at http://ADDR/mcp, one session per client, instead
+// of stdin and stdout, which is not read. Binding at the start makes a
+// bad address fail it, and clients that connect early wait. The front
+// records the client hop with each message's session id.
+func (w *instanceRun) openFront(addr string) error {
+	fc := httpmcp.FrontConfig{Logger: w.log, MaxMessage: w.cfg.Relay.MaxMessage, Token: os.Getenv(tokenEnv),
+		MaxSessions: w.cfg.HTTP.MaxSessions, IdleTimeout: w.cfg.HTTP.IdleTimeout}
+	if w.traffic != nil {
+		hook := w.traffic.SessionHook("")
+		fc.Traffic = func(session string, toServer bool, msg []byte) { hook("client", session, toServer, 0, msg) }
+	}
+	f, err := httpmcp.Listen(addr, fc)
+	if err != nil {
+		return err
+	}
+	w.http = f
+	auth := "this user only"
+	if fc.Token != "" {
+		auth = "bearer token (" + tokenEnv + ")"
+	}
+	w.log.Info("serving MCP over Streamable HTTP", "url", f.URL(), "auth", auth)
+	return nil
+}
+
+// httpStatus is the HTTP front's part of status; nil on stdio.
+func (w *instanceRun) httpStatus() *control.HTTPStatus {
+	if w.http == nil {
+		return nil
+	}
+	hs := &control.HTTPStatus{URL: w.http.URL(), Sessions: []control.SessionStatus{}}
+	for _, s := range w.http.Sessions() {
+		hs.Sessions = append(hs.Sessions, control.SessionStatus{
+			ID:       s.ID,
+			Client:   control.ClientInfo{Name: s.Client, Version: s.ClientVersion, Protocol: s.Protocol, Era: s.Era},
+			Started:  s.Started,
+			LastSeen: s.LastSeen,
+			Requests: uint64(s.Requests),
+			InFlight: s.InFlight,
+		})
+	}
+	return hs
 }
 
 // close removes the control socket, releases the HTTP front's address
@@ -144,94 +170,4 @@ func (w *instanceRun) close() {
 			w.log.Error("traffic capture", "file", w.cfg.Log.Traffic, "err", err)
 		}
 	}
-}
-
-// buildLog keeps the last build cycle of a server for status. The zero
-// value is ready.
-type buildLog struct {
-	mu   sync.Mutex
-	last *control.BuildStatus
-}
-
-// note records a finished cycle (the builder's OnResult).
-func (b *buildLog) note(res result.Build) {
-	bs := control.BuildStatusOf(res, time.Now())
-	b.mu.Lock()
-	b.last = bs
-	b.mu.Unlock()
-}
-
-func (b *buildLog) lastBuild() *control.BuildStatus {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.last == nil {
-		return nil
-	}
-	c := *b.last
-	return &c
-}
-
-// serverStatusOf is one server's row of mcpflow status, from its relay's
-// Stats and its last build. A mux makes one per server.
-func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) control.ServerStatus {
-	tools := st.Tools
-	if !st.ToolsKnown {
-		tools = -1
-	}
-	return control.ServerStatus{
-		Name: name, State: st.State, Pid: st.Pid, Gen: st.Gen, Started: st.Started,
-		Restarts: st.Restarts, Crashes: st.Crashes, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
-	}
-}
-
-// clientInfoOf is the client line of mcpflow status.
-func clientInfoOf(c wire.ClientInfo) control.ClientInfo {
-	return control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era.String()}
-}
-
-// target is the control.Target of every mode: the servers' rows
-// (status) and rebuild of one server by name (rebuild), the name checked
-// against names first ("" names the only server).
-type target struct {
-	names   func() []string
-	status  func() control.Status
-	rebuild func(ctx context.Context, name string) (result.Build, error)
-}
-
-func (t target) Status() control.Status { return t.status() }
-
-// Rebuild is the agent's rebuild of server name: build, restart, the
-// client told its tools changed.
-func (t target) Rebuild(ctx context.Context, name string) (result.Build, error) {
-	names := t.names()
-	switch {
-	case name == "" && len(names) == 1:
-		name = names[0]
-	case name == "":
-		return result.Build{}, fmt.Errorf("this instance serves %d servers: name one, e.g. mcpflow rebuild %s (servers: %s)", len(names), firstOr(names, "NAME"), strings.Join(names, ", "))
-	case len(names) == 1 && name != names[0]:
-		return result.Build{}, fmt.Errorf("this instance serves one server, %q, not %q: run mcpflow rebuild without a name", names[0], name)
-	case !slices.Contains(names, name):
-		return result.Build{}, fmt.Errorf("no server named %q here (servers: %s): run mcpflow rebuild with one of them, or without a name when there is one", name, strings.Join(names, ", "))
-	}
-	return t.rebuild(ctx, name)
-}
-
-// oneServer is the target of an instance that serves one server, called
-// name: row is its status row, rebuild its rebuild.
-func oneServer(name string, status func() control.Status, rebuild func(context.Context) result.Build) target {
-	return target{
-		names:   func() []string { return []string{name} },
-		status:  status,
-		rebuild: func(ctx context.Context, _ string) (result.Build, error) { return rebuild(ctx), nil },
-	}
-}
-
-// serverName is what status calls the server of a watch run: its project
-// folder's name.
-func serverName(cfg *config.Config) string {
-	if n := filepath.Base(cfg.Dir); n != "" && n != "." && n != string(filepath.Separator) {
-		return n
-	}
-	return "server"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/builder/cache"
@@ -72,6 +73,23 @@ func assemble(sc *config.Config, log *slog.Logger, r builder.Restarter, note fun
 // run runs the builds and the watch until ctx ends (see
 // builder.RunWatching); the startup cycle is Startup's.
 func (s *served) run(ctx context.Context) { s.RunWatching(ctx, s.w, s.log, s.attrs...) }
+
+// start runs run and the startup cycle, then started, until stop, which
+// closes the server (closeServer) first, then ends both and waits for them.
+func (s *served) start(ctx context.Context, started, closeServer func()) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.run(ctx) })
+	wg.Go(func() {
+		defer started()
+		s.Startup(ctx)
+	})
+	return func() {
+		closeServer()
+		cancel()
+		wg.Wait()
+	}
+}
 
 // rebuild is the agent's and the person's rebuild: build, restart.
 func (s *served) rebuild(ctx context.Context) result.Build { return s.Recompile(ctx, nil) }

@@ -2,16 +2,98 @@ package instance
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/clitools"
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
+
+// buildLog keeps the last build cycle of a server for status. The zero
+// value is ready.
+type buildLog struct {
+	last atomic.Pointer[control.BuildStatus]
+}
+
+// note records a finished cycle (the builder's OnResult); a status once
+// recorded is never changed.
+func (b *buildLog) note(res result.Build) { b.last.Store(control.BuildStatusOf(res, time.Now())) }
+
+// lastBuild is the last cycle's status; nil before the first cycle, or
+// for no log (b nil: a server without a build).
+func (b *buildLog) lastBuild() *control.BuildStatus {
+	if b == nil {
+		return nil
+	}
+	return b.last.Load()
+}
+
+// serverStatusOf is one server's row of mcpflow status, from its relay's
+// Stats and its last build. A mux makes one per server.
+func serverStatusOf(name string, st relay.Stats, last *control.BuildStatus) control.ServerStatus {
+	tools := st.Tools
+	if !st.ToolsKnown {
+		tools = -1
+	}
+	return control.ServerStatus{
+		Name: name, State: st.State, Pid: st.Pid, Gen: st.Gen, Started: st.Started,
+		Restarts: st.Restarts, Crashes: st.Crashes, Build: last, Tools: tools, Served: st.Served, InFlight: st.InFlight,
+	}
+}
+
+// pick is the server of names that a rebuild of name means ("" names
+// the only server), or why there is none.
+func pick(names []string, name string) (string, error) {
+	switch {
+	case name == "" && len(names) == 1:
+		return names[0], nil
+	case name == "":
+		eg := append(slices.Clip(names), "NAME")[0] // the first server; NAME when there is none
+		return "", fmt.Errorf("this instance serves %d servers: name one, e.g. mcpflow rebuild %s (servers: %s)", len(names), eg, strings.Join(names, ", "))
+	case len(names) == 1 && name != names[0]:
+		return "", fmt.Errorf("this instance serves one server, %q, not %q: run mcpflow rebuild without a name", names[0], name)
+	case !slices.Contains(names, name):
+		return "", fmt.Errorf("no server named %q here (servers: %s): run mcpflow rebuild with one of them, or without a name when there is one", name, strings.Join(names, ", "))
+	}
+	return name, nil
+}
+
+// oneTarget is the control.Target of an instance that serves one server,
+// called name: status is its status, rebuild its rebuild (build, restart,
+// the client told its tools changed).
+type oneTarget struct {
+	name    string
+	status  func() control.Status
+	rebuild func(context.Context) result.Build
+}
+
+func (t oneTarget) Status() control.Status { return t.status() }
+
+func (t oneTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	if _, err := pick([]string{t.name}, name); err != nil {
+		return result.Build{}, err
+	}
+	return t.rebuild(ctx), nil
+}
+
+// serverName is what status calls the server of a watch run: its project
+// folder's name.
+func serverName(cfg *config.Config) string {
+	if n := filepath.Base(cfg.Dir); n != "" && n != "." && n != string(filepath.Separator) {
+		return n
+	}
+	return "server"
+}
 
 // cliStatus is a [cli] run's status: no process stays up, so its one row
 // shows the schema's state, the last build and the tool count.
@@ -36,12 +118,10 @@ type muxServers interface {
 	Reload(ctx context.Context, name string) (mux.Outcome, *result.Build, error)
 }
 
-// muxTarget is a mux run's control.Target: a row per server from the
-// mux's list, with the relay's counters (calls, uptime, generation) for
-// the servers that run behind a relay, and rebuild as reload_server.
-// serveMux wires it: newMuxTarget before mux.New, addRelay from
-// muxWiring.hooks, builds(name).note from each builder's OnResult, then
-// t.m = the mux and run.listen(control.ModeMux, t).
+// muxTarget is a mux run's control.Target: a row per server from the mux's list,
+// with the relay's counters (calls, uptime, generation) for the servers
+// that run behind a relay and the last build of those that build, and
+// rebuild as reload_server. startMux sets m once the mux is made.
 type muxTarget struct {
 	m muxServers
 
@@ -54,49 +134,21 @@ func newMuxTarget() *muxTarget {
 	return &muxTarget{relays: map[string]*relay.Relay{}, logs: map[string]*buildLog{}}
 }
 
-// addRelay registers the relay of server name (a server added again
-// replaces its old relay).
+// addRelay and setBuilds register server name's relay and build log (a
+// server added again replaces its old ones).
 func (t *muxTarget) addRelay(name string, r *relay.Relay) {
 	t.mu.Lock()
 	t.relays[name] = r
 	t.mu.Unlock()
 }
 
-// setBuilds registers the build log of server name.
 func (t *muxTarget) setBuilds(name string, b *buildLog) {
 	t.mu.Lock()
 	t.logs[name] = b
 	t.mu.Unlock()
 }
 
-// builds is server name's build log (a CLI without a build has none yet).
-func (t *muxTarget) builds(name string) *buildLog {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.logs[name]
-	if b == nil {
-		b = &buildLog{}
-		t.logs[name] = b
-	}
-	return b
-}
-
-// target is the mux's control.Target.
-func (t *muxTarget) target() target {
-	return target{
-		names: func() []string {
-			var names []string
-			for _, info := range t.m.List(false) {
-				names = append(names, info.Name)
-			}
-			return names
-		},
-		status:  t.status,
-		rebuild: t.rebuild,
-	}
-}
-
-func (t *muxTarget) status() control.Status {
+func (t *muxTarget) Status() control.Status {
 	var st control.Status
 	if c := t.m.Client(); c.Protocol != "" {
 		era := "legacy"
@@ -107,9 +159,9 @@ func (t *muxTarget) status() control.Status {
 	}
 	for _, info := range t.m.List(false) {
 		t.mu.Lock()
-		rl := t.relays[info.Name]
+		rl, builds := t.relays[info.Name], t.logs[info.Name]
 		t.mu.Unlock()
-		last := t.builds(info.Name).lastBuild()
+		last := builds.lastBuild()
 		if last == nil && info.LastBuild != nil {
 			last = control.BuildStatusOf(buildOfInfo(info.LastBuild), time.Time{})
 		}
@@ -124,8 +176,16 @@ func (t *muxTarget) status() control.Status {
 	return st
 }
 
-// rebuild is reload_server NAME.
-func (t *muxTarget) rebuild(ctx context.Context, name string) (result.Build, error) {
+// Rebuild is reload_server NAME.
+func (t *muxTarget) Rebuild(ctx context.Context, name string) (result.Build, error) {
+	var names []string
+	for _, info := range t.m.List(false) {
+		names = append(names, info.Name)
+	}
+	name, err := pick(names, name)
+	if err != nil {
+		return result.Build{}, err
+	}
 	_, res, err := t.m.Reload(ctx, name)
 	if res == nil {
 		return result.Build{Trigger: "recompile", Err: err}, err
@@ -139,11 +199,4 @@ func (t *muxTarget) rebuild(ctx context.Context, name string) (result.Build, err
 func buildOfInfo(bi *mux.BuildInfo) result.Build {
 	d, _ := time.ParseDuration(bi.Duration)
 	return result.Build{OK: bi.OK, Skipped: bi.Skipped, Duration: d, Errors: bi.Errors}
-}
-
-func firstOr(s []string, def string) string {
-	if len(s) == 0 {
-		return def
-	}
-	return s[0]
 }

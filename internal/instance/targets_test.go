@@ -21,9 +21,9 @@ func TestCLITarget(t *testing.T) {
 	var schErr error
 	builds := &buildLog{}
 	calls := 0
-	tg := oneServer("tool", func() control.Status {
+	tg := oneTarget{"tool", func() control.Status {
 		return cliStatus("tool", func() (*clitools.Schema, error) { return sch, schErr }, builds)
-	}, func(context.Context) result.Build { calls++; return result.Build{OK: true, Trigger: "recompile"} })
+	}, func(context.Context) result.Build { calls++; return result.Build{OK: true, Trigger: "recompile"} }}
 	if sv := tg.Status().Servers[0]; sv.State != "starting" || sv.Tools != -1 || sv.Build != nil {
 		t.Fatalf("before the first cycle: %+v", sv)
 	}
@@ -71,9 +71,11 @@ func TestMuxTarget(t *testing.T) {
 	}}
 	mt := newMuxTarget()
 	mt.m = fm
-	tg := mt.target()
+	tg := mt
 	mt.addRelay("notes", relay.New(relay.Config{Child: relay.Child{Command: []string{"true"}}}))
-	mt.builds("notes").note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
+	notes := &buildLog{}
+	mt.setBuilds("notes", notes)
+	notes.note(result.Build{OK: true, Trigger: "startup", Duration: time.Second})
 
 	st := tg.Status()
 	if len(st.Servers) != 2 {

@@ -9,16 +9,11 @@
 //     grandchild holds are closed (exec.Cmd's Cancel and WaitDelay), and
 //     Wait kills what is left of the group. Cmd.Stop stops it gracefully:
 //     close its stdin and wait the grace (when given a stdin), SIGTERM,
-//     wait the grace, SIGKILL. Builds, [cli] calls and servers run with
-//     it, and only with it.
-//   - Start puts a command the caller waits itself in a new group (Group);
-//     Group.Kill kills every process of the group at once, even after the
-//     leader exited; Release (after Wait) kills what is left and frees the
-//     group's id.
+//     wait the grace, SIGKILL. Cmd.Kill kills every process of the group
+//     at once, even after the leader exited. Builds, [cli] calls and
+//     servers run with it, and only with it.
 //   - Spec runs a Shell spec's script with the platform's shell: sh -c
 //     (the rest of Argv as $1, $2, ...) on Unix, cmd /S /C on Windows.
-//   - GroupAlive reports whether a group still has a process (zombies
-//     count); on Windows it cannot tell and reports false.
 //
 // # When mcpflow dies
 //

@@ -71,14 +71,13 @@ func guardPid(t *testing.T, ready string, not int) (pid int) {
 // group not released.
 func startTestGroup(t *testing.T, script string) (leader, id int) {
 	t.Helper()
-	cmd := shell(context.Background(), script)
-	g, err := Start(cmd)
-	if err != nil {
+	c := Command(context.Background(), Spec{Argv: []string{script}, Shell: true}, time.Second)
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = cmd.Wait() }()
-	t.Cleanup(g.Kill)
-	return g.Pid(), g.ID()
+	go func() { _ = c.Cmd.Wait() }() // the leader only: the group stays
+	t.Cleanup(c.Kill)
+	return c.Process.Pid, c.sys.pgid
 }
 
 // eventually waits up to 5 s for ok.

@@ -19,19 +19,16 @@ import (
 const guardStopWait = 2 * time.Second
 
 // guarded is this process's guard, if any, and the groups it is told of.
-var guarded struct {
+var guarded = struct {
 	mu     sync.Mutex
 	w      *os.File // the write end of the guard's stdin; nil = no guard
 	groups map[int]bool
-}
+}{groups: map[int]bool{}}
 
 // guardAdd tells the guard of a new group, before its first command runs.
 func guardAdd(pgid int) {
 	guarded.mu.Lock()
 	defer guarded.mu.Unlock()
-	if guarded.groups == nil {
-		guarded.groups = map[int]bool{}
-	}
 	guarded.groups[pgid] = true
 	tell(guarded.w, '+', pgid)
 }
@@ -48,8 +45,7 @@ func guardRemove(pgid int) {
 // by its waiter, not here.
 func tell(w *os.File, op byte, pgid int) {
 	if w != nil {
-		_, _ = w.Write(strconv.AppendInt([]byte{op}, int64(pgid), 10))
-		_, _ = w.Write([]byte{'\n'})
+		_, _ = w.Write(append(strconv.AppendInt([]byte{op}, int64(pgid), 10), '\n'))
 	}
 }
 

@@ -23,9 +23,12 @@ type Spec struct {
 // and wait it with Cmd's Start and Wait (or Run), not exec.Cmd's.
 type Cmd struct {
 	*exec.Cmd
-	group  Group
 	cancel context.CancelFunc
 	done   chan struct{} // closed once Wait returned or Start failed
+
+	mu       sync.Mutex // serializes signals with Start and release
+	sys      groupSys   // the platform's handle on the group
+	released bool       // after release, the id may name someone else's group
 }
 
 // Command returns the command of spec. Once ctx is done (or Stop cancels
@@ -39,43 +42,39 @@ type Cmd struct {
 // that then exited with status 0.
 func Command(ctx context.Context, spec Spec, grace time.Duration) *Cmd {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cmd{Cmd: spec.command(ctx), cancel: cancel, done: make(chan struct{})}
-	c.group.cmd = c.Cmd
-	c.Cmd.Cancel = func() error { c.group.terminate(); return nil }
-	c.Cmd.WaitDelay = grace
-	return c
-}
-
-func (s Spec) command(ctx context.Context) *exec.Cmd {
 	var cmd *exec.Cmd
 	switch {
-	case s.Shell && len(s.Argv) > 0:
-		cmd = shell(ctx, s.Argv[0], s.Argv[1:]...)
-	case len(s.Argv) > 0:
-		cmd = exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
+	case spec.Shell && len(spec.Argv) > 0:
+		cmd = shell(ctx, spec.Argv[0], spec.Argv[1:]...)
+	case len(spec.Argv) > 0:
+		cmd = exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
 	default:
 		cmd = exec.CommandContext(ctx, "")
 	}
-	cmd.Dir = s.Dir
-	cmd.Env = s.Env
-	return cmd
+	cmd.Dir, cmd.Env, cmd.WaitDelay = spec.Dir, spec.Env, grace
+	c := &Cmd{Cmd: cmd, cancel: cancel, done: make(chan struct{})}
+	cmd.Cancel = func() error { c.signal(groupSys.terminate); return nil }
+	return c
 }
 
 // Start starts the command as the leader of a new process group.
 func (c *Cmd) Start() error {
-	if err := c.group.start(); err != nil {
+	c.mu.Lock()
+	sys, err := startGroup(c.Cmd)
+	c.sys = sys
+	c.mu.Unlock()
+	if err != nil {
 		c.cancel()
 		close(c.done)
-		return err
 	}
-	return nil
+	return err
 }
 
 // Wait waits for the command to exit and its output to be copied
 // (exec.Cmd.Wait), then kills what is left of its group. Call it once.
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
-	c.group.Release()
+	c.release()
 	c.cancel()
 	close(c.done)
 	return err
@@ -89,12 +88,32 @@ func (c *Cmd) Run() error {
 	return c.Wait()
 }
 
-// Done is closed once Wait returned (or Start failed).
-func (c *Cmd) Done() <-chan struct{} { return c.done }
+// Kill kills every process of the group at once, even after the leader
+// exited; after Wait it does nothing.
+func (c *Cmd) Kill() { c.signal(groupSys.kill) }
 
-// Kill kills every process of the group at once; after Wait it does
-// nothing.
-func (c *Cmd) Kill() { c.group.Kill() }
+// signal sends the group terminate (SIGTERM on Unix; on Windows, where
+// console programs have no such request, a kill) or kill, unless the
+// group was released: its id (on Windows, the leader's pid) may then
+// belong to an unrelated process.
+func (c *Cmd) signal(send func(groupSys)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.released {
+		send(c.sys)
+	}
+}
+
+// release kills what is left of the group and frees the platform's handle
+// on it, once the leader has been waited.
+func (c *Cmd) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.released {
+		c.released = true
+		c.sys.release()
+	}
+}
 
 // Stop stops the started command, which someone waits, and returns once
 // Wait returned. It closes stdin (when not nil) and gives the command
@@ -113,95 +132,6 @@ func (c *Cmd) Stop(stdin io.Closer, grace time.Duration) {
 		c.Kill()
 	}
 	<-c.done
-}
-
-// Group is a started command's process group.
-type Group struct {
-	cmd      *exec.Cmd
-	mu       sync.Mutex // serializes signals with start and Release
-	sys      groupSys   // the platform's handle on the group
-	released bool       // after Release, the id may name someone else's group
-}
-
-// Start starts cmd as the leader of a new process group. The caller owns
-// cmd: it must call cmd.Wait, then Kill or Release on the group.
-func Start(cmd *exec.Cmd) (*Group, error) {
-	g := &Group{cmd: cmd}
-	if err := g.start(); err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-func (g *Group) start() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	sys, err := startGroup(g.cmd)
-	if err != nil {
-		return err
-	}
-	g.sys = sys
-	return nil
-}
-
-// Pid is the leader's process id.
-func (g *Group) Pid() int { return g.cmd.Process.Pid }
-
-// ID is the group's id: on Unix its sentinel's pid, what kill(-ID)
-// reaches; on Windows the leader's pid.
-func (g *Group) ID() int { return g.sys.id() }
-
-// terminate asks every process of the group to stop (SIGTERM on Unix; on
-// Windows, where console programs have no such request, it kills them).
-// After Release it does nothing.
-func (g *Group) terminate() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.released {
-		g.sys.terminate()
-	}
-}
-
-// Kill kills every process of the group that is still alive. After Release
-// it does nothing: the group's id (or, on Windows, the leader's pid) may by
-// then belong to an unrelated process.
-func (g *Group) Kill() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.released {
-		g.sys.kill()
-	}
-}
-
-// Release kills what is left of the group and frees the platform's handle
-// on it. Call it once the leader has been waited.
-func (g *Group) Release() {
-	g.Kill()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.released {
-		g.released = true
-		g.sys.release()
-	}
-}
-
-// Stop stops the group gracefully and returns once the leader exited
-// (done is closed by whoever waits the command): close stdin and wait
-// grace (skipped when stdin is nil), SIGTERM the group, wait grace, Kill.
-// What is left of the group once the leader exited is killed too.
-func (g *Group) Stop(stdin io.Closer, done <-chan struct{}, grace time.Duration) {
-	defer g.Kill()
-	if stdin != nil {
-		_ = stdin.Close()
-		if waitFor(done, grace) {
-			return
-		}
-	}
-	g.terminate()
-	if !waitFor(done, grace) {
-		g.Kill()
-	}
-	<-done
 }
 
 func waitFor(done <-chan struct{}, d time.Duration) bool {

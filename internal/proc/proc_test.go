@@ -128,7 +128,7 @@ func TestCancelKillsTheGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the grandchild's end", func() bool { return !testkit.Alive(grandchild) })
-	gone(t, c.group.ID())
+	gone(t, c.sys.pgid)
 }
 
 // A command that exited while a process it left in its group holds its
@@ -146,7 +146,7 @@ func TestWaitClosesHeldPipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the grandchild's end", func() bool { return !testkit.Alive(grandchild) })
-	gone(t, c.group.ID())
+	gone(t, c.sys.pgid)
 }
 
 // A command whose start fails is over at once.
@@ -155,7 +155,7 @@ func TestStartError(t *testing.T) {
 	if err := c.Run(); err == nil {
 		t.Fatal("Run of a missing program succeeded")
 	}
-	<-c.Done()
+	<-c.done
 }
 
 // stopCase is how a child meets a stop and what it sees of it.
@@ -209,39 +209,6 @@ func TestCmdStopShorterGrace(t *testing.T) {
 	checkStop(t, <-waited, c.ProcessState, out, []string{"eof", "term"}, true)
 }
 
-// Group.Stop is the same sequence for a command started with Start.
-func TestGroupStop(t *testing.T) {
-	const grace = time.Second
-	for _, tc := range stopCases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			cmd := helper(tc.exitOn).command(context.Background())
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stdin.Close()
-			out := newRecorder()
-			cmd.Stdout = out
-			g, err := Start(cmd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Release()
-			done := make(chan struct{})
-			var waitErr error
-			go func() { waitErr = cmd.Wait(); close(done) }()
-			<-out.ready
-			if tc.noStdin {
-				g.Stop(nil, done, grace)
-			} else {
-				g.Stop(stdin, done, grace)
-			}
-			checkStop(t, waitErr, cmd.ProcessState, out, tc.want, tc.killed)
-		})
-	}
-}
-
 func checkStop(t *testing.T, err error, ps *os.ProcessState, out *recorder, want []string, killed bool) {
 	t.Helper()
 	if got := out.lines(); strings.Join(got, " ") != "ready "+strings.Join(want, " ") {
@@ -255,37 +222,30 @@ func checkStop(t *testing.T, err error, ps *os.ProcessState, out *recorder, want
 	}
 }
 
-// Group.Stop kills what the leader left in its group.
-func TestGroupStopKillsGrandchildren(t *testing.T) {
-	cmd := shell(context.Background(), "sleep 60 & sleep 60 & echo started; wait")
-	out := newRecorder()
-	cmd.Stdout = out
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Release()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	<-out.ready
-	g.Stop(nil, done, 200*time.Millisecond)
-	gone(t, g.ID())
+// Stop kills what the leader left in its group.
+func TestCmdStopKillsGrandchildren(t *testing.T) {
+	c := Command(context.Background(), Spec{Argv: []string{"sleep 60 & sleep 60 & echo started; wait"}, Shell: true}, 200*time.Millisecond)
+	_, waited := started(t, c)
+	c.Stop(nil, 200*time.Millisecond)
+	<-waited
+	gone(t, c.sys.pgid)
 }
 
+// Kill reaches what the leader left in its group after it exited.
 func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
-	cmd := shell(context.Background(), "sleep 60 & exit 0")
-	g, err := Start(cmd)
-	if err != nil {
+	c := Command(context.Background(), Spec{Argv: []string{"sleep 60 & exit 0"}, Shell: true}, time.Second)
+	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	defer c.release()
+	if err := c.Cmd.Wait(); err != nil { // the leader only: the group stays
 		t.Fatal(err)
 	}
-	if !GroupAlive(g.ID()) {
+	if !testkit.GroupAlive(c.sys.pgid) {
 		t.Fatal("the orphaned sleep should still be in the group")
 	}
-	g.Release()
-	gone(t, g.ID())
+	c.Kill()
+	gone(t, c.sys.pgid)
 }
 
 func TestShellPositionalArgs(t *testing.T) {
@@ -298,34 +258,28 @@ func TestShellPositionalArgs(t *testing.T) {
 	}
 }
 
-// After Release the group's id may be reused by an unrelated group: Kill
-// and terminate must not signal it. The reuse is simulated by pointing the
-// released group at a live one, a cat, which SIGTERM or SIGKILL would end
-// at once: it must exit by itself once its stdin ends.
+// After Wait the group's id may be reused by an unrelated group: Kill,
+// terminate and release must not signal it. The reuse is simulated by
+// pointing the waited command at a live group, a cat's, which SIGTERM or
+// SIGKILL would end at once: it must exit by itself once its stdin ends.
 func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
-	cmd := exec.Command("true")
-	g, err := Start(cmd)
-	if err != nil {
+	c := Command(context.Background(), Spec{Argv: []string{"true"}}, time.Second)
+	if err := c.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	g.Release()
-	cat := exec.Command("cat")
+	cat := Command(context.Background(), Spec{Argv: []string{"cat"}}, time.Second)
 	stdin, err := cat.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := Start(cat)
-	if err != nil {
+	if err := cat.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer other.Release()
-	g.sys.pgid = other.ID()
-	g.terminate()
-	g.Kill()
-	g.Release()
+	defer cat.Kill()
+	c.sys.pgid = cat.sys.pgid
+	c.signal(groupSys.terminate)
+	c.Kill()
+	c.release()
 	stdin.Close()
 	if err := cat.Wait(); err != nil {
 		t.Fatalf("a released group's Kill or terminate reached another group: cat ended by %v", err)

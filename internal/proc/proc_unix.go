@@ -4,7 +4,6 @@ package proc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"syscall"
@@ -59,7 +58,6 @@ func startGroup(cmd *exec.Cmd) (groupSys, error) {
 	return g, nil
 }
 
-func (g groupSys) id() int    { return g.pgid }
 func (g groupSys) terminate() { signal(g.pgid, syscall.SIGTERM) }
 func (g groupSys) kill()      { signal(g.pgid, syscall.SIGKILL) }
 
@@ -80,16 +78,6 @@ func signal(pgid int, sig syscall.Signal) {
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, sig)
 	}
-}
-
-// GroupAlive reports whether any process of the group pgid exists
-// (zombies included: a group whose members are not reaped yet is alive).
-func GroupAlive(pgid int) bool {
-	if pgid <= 0 {
-		return false
-	}
-	err := syscall.Kill(-pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // ShellName is how a script is run, as messages name it.

@@ -64,7 +64,6 @@ func attach(cmd *exec.Cmd) windows.Handle {
 	return job
 }
 
-func (g groupSys) id() int    { return g.pid }
 func (g groupSys) terminate() { g.kill() }
 
 func (g groupSys) kill() {
@@ -78,15 +77,14 @@ func (g groupSys) kill() {
 	}
 }
 
+// release kills what is left of the group and closes the job.
 func (g *groupSys) release() {
+	g.kill()
 	if g.job != 0 {
 		windows.CloseHandle(g.job)
 		g.job = 0
 	}
 }
-
-// GroupAlive cannot tell on Windows; it reports false.
-func GroupAlive(int) bool { return false }
 
 // ShellName is how a script is run, as messages name it.
 const ShellName = "cmd /S /C"

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -449,23 +448,20 @@ func TestStaleSocketsSkippedThenCleaned(t *testing.T) {
 
 	// A real instance in another process, killed with SIGKILL: its socket
 	// stays behind.
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: []string{os.Args[0], "-test.run=^$"}, Env: append(os.Environ(), helperEnv+"="+dir)}, time.Second)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := proc.Start(cmd)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waited := false
 	defer func() {
-		g.Kill()
 		if !waited {
+			cmd.Kill()
 			cmd.Wait()
 		}
-		g.Release()
 	}()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || strings.HasPrefix(line, "error:") {
@@ -475,7 +471,7 @@ func TestStaleSocketsSkippedThenCleaned(t *testing.T) {
 	if got, _ := Instances(Filter{Dir: dir}); len(got) != 2 {
 		t.Fatalf("with the helper running, Instances found %+v", got)
 	}
-	g.Kill()
+	cmd.Kill()
 	cmd.Wait()
 	waited = true
 	if _, err := os.Lstat(helperSock); err != nil {
