@@ -461,6 +461,9 @@ func TestChildListChangedBurst(t *testing.T) {
 	e := start(t, envOpts{})
 	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	e.mustOK("add_server", addArgs("o", testkit.Fixture(t)))
+	if e.toolNames()["s__echo"] == nil { // the client has the list: it hears of changes
+		t.Fatal("s__echo not listed")
+	}
 	e.mustOK("s__grow", map[string]any{"n": 40})
 	// Calls keep being answered while the re-lists run.
 	for range 5 {
