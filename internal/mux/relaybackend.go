@@ -97,7 +97,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// client waits), never answering a handshake alone before.
 		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
 		rc.NoOwnTools = true
-		rc.Rebuild = reloadHint(spec.Name)
+		rc.Rebuild = texts.ReloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")
@@ -111,36 +111,31 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 			}
 			b.hooks = h
 		}
-		b.ctx, b.cancel = context.WithCancel(context.Background())
-		if b.hooks.Run != nil {
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				b.hooks.Run(b.ctx)
-			}()
-		}
+		ctx, stop := context.WithCancel(context.Background())
+		b.stop, b.ran = stop, make(chan struct{})
+		go func() {
+			defer close(b.ran)
+			if b.hooks.Run != nil {
+				b.hooks.Run(ctx)
+			}
+		}()
 		return b, nil
 	}
 }
-
-// reloadHint is what rebuilds server name, as the texts the agent reads
-// name it.
-func reloadHint(name string) string { return texts.ReloadHint(name) }
 
 type relayBackend struct {
 	name  string
 	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	stop  context.CancelFunc // ends hooks.Run
+	ran   chan struct{}      // closed once hooks.Run returned
+	once  sync.Once
 }
 
 // onEvent turns the relay's events into the mux's. It runs on the relay's
-// event goroutine, in order, with no relay lock held.
+// event goroutine, in order, with no relay lock held. A failed build is
+// noteBuild's to report, with the whole build.
 func (b *relayBackend) onEvent(ev relay.Event) {
 	switch ev.Kind {
 	case relay.Starting:
@@ -150,8 +145,6 @@ func (b *relayBackend) onEvent(ev relay.Event) {
 	case relay.Crashed, relay.RestartFailed:
 		b.emit(Event{Kind: EventCrashed, Gen: ev.Gen, Report: ev.Report})
 	}
-	// relay.BuildFailed comes from noteBuild, which reports it with the
-	// whole build.
 }
 
 // noteBuild reports a build cycle's result to the relay and the mux.
@@ -174,28 +167,31 @@ func (b *relayBackend) Open(c wire.Client) wire.Session { return b.r.Open(c) }
 func (b *relayBackend) HasRecord() bool { return b.r.HasRecord() }
 
 // SetEnv sets the server's environment overrides for its next starts
-// ([servers.NAME.run] env_overridable; reload_server's env).
+// (reload_server's env: the keys of its run.env_overridable).
 func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }
 
-func (b *relayBackend) Start(ctx context.Context) result.Build {
-	return b.cycle(ctx, b.hooks.Start)
-}
+func (b *relayBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
 
-func (b *relayBackend) Reload(ctx context.Context) result.Build {
-	return b.cycle(ctx, b.hooks.Reload)
-}
+func (b *relayBackend) Reload(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Reload) }
 
+// cycle runs a start or a reload: hook, or a restart alone. The mux
+// applies its result itself.
 func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) result.Build) result.Build {
 	b.emit(Event{Kind: EventStarting})
-	var res result.Build
 	if hook != nil {
-		res = hook(ctx)
-	} else {
-		rs, _ := b.r.Restart(ctx)
-		res = result.Build{Skipped: true, OK: true, Restart: rs}
+		return hook(ctx)
 	}
-	b.emit(eventOf(res, b.name))
-	return res
+	rs, _ := b.r.Restart(ctx)
+	return result.Build{Skipped: true, OK: true, Restart: rs}
+}
+
+func (b *relayBackend) Close() {
+	b.once.Do(func() {
+		b.stop()
+		<-b.ran
+		b.r.Close()
+		b.emit(Event{Kind: EventStopped})
+	})
 }
 
 // eventOf is the event that reports a start's or reload's result of
@@ -222,14 +218,5 @@ func buildReport(res result.Build, name string) string {
 	if errs == "" {
 		errs = res.Output
 	}
-	return texts.BuildFailed(res.Err, errs, reloadHint(name))
-}
-
-func (b *relayBackend) Close() {
-	b.once.Do(func() {
-		b.cancel()
-		b.wg.Wait()
-		b.r.Close()
-		b.emit(Event{Kind: EventStopped})
-	})
+	return texts.BuildFailed(res.Err, errs, texts.ReloadHint(name))
 }
