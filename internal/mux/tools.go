@@ -115,29 +115,42 @@ type ownTool struct {
 	run        func(t *toolbox, ctx context.Context, caller *session, args []byte) (text string, structured any, isErr bool)
 }
 
-func newToolbox(m *Mux) *toolbox {
-	t := &toolbox{m: m}
-	if !m.cfg.DisableAddServer {
-		t.defs = append(t.defs, ownTool{"add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), schemaOf[addServerArgs](), (*toolbox).addServer})
-	}
-	t.defs = append(t.defs,
-		ownTool{"remove_server", texts.RemoveServerDescription, schemaOf[nameArgs](), (*toolbox).removeServer},
-		ownTool{"reload_server", texts.ReloadServerDescription, schemaOf[reloadArgs](), (*toolbox).reloadServer},
-		ownTool{"list_servers", texts.ListServersDescription, schemaOf[listArgs](), (*toolbox).listServers},
-	)
-	if m.cfg.CallTool != "" {
-		t.defs = append(t.defs, ownTool{m.cfg.CallTool, texts.MuxCallToolDescription, schemaOf[callArgs](), nil}) // unwrap
-	}
-	return t
-}
-
-// schemaOf is the input schema of a tool whose arguments are a T.
-func schemaOf[T any]() any {
-	s, err := jsonschema.For[T](nil)
+// tool defines a tool whose arguments are a T: its input schema is made
+// from T, and its arguments are decoded into one for run (nil: the call
+// tool, whose calls the session unwraps).
+func tool[T any](name, desc string, run func(t *toolbox, ctx context.Context, caller *session, a T) (string, any, bool)) ownTool {
+	schema, err := jsonschema.For[T](nil)
 	if err != nil {
 		panic(err) // the argument types are the package's own
 	}
-	return s
+	if run == nil {
+		return ownTool{name: name, desc: desc, schema: schema}
+	}
+	return ownTool{name, desc, schema, func(t *toolbox, ctx context.Context, caller *session, args []byte) (string, any, bool) {
+		var a T
+		if len(args) > 0 && string(args) != "null" {
+			if err := json.Unmarshal(args, &a); err != nil {
+				return fmt.Sprintf("%s: invalid arguments: %v", name, err), nil, true
+			}
+		}
+		return run(t, ctx, caller, a)
+	}}
+}
+
+func newToolbox(m *Mux) *toolbox {
+	t := &toolbox{m: m}
+	if !m.cfg.DisableAddServer {
+		t.defs = append(t.defs, tool("add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), (*toolbox).addServer))
+	}
+	t.defs = append(t.defs,
+		tool("remove_server", texts.RemoveServerDescription, (*toolbox).removeServer),
+		tool("reload_server", texts.ReloadServerDescription, (*toolbox).reloadServer),
+		tool("list_servers", texts.ListServersDescription, (*toolbox).listServers),
+	)
+	if m.cfg.CallTool != "" {
+		t.defs = append(t.defs, tool[callArgs](m.cfg.CallTool, texts.MuxCallToolDescription, nil))
+	}
+	return t
 }
 
 // list is the tools as tools/list lists them.
@@ -212,23 +225,7 @@ func toolResult(text string, structured any, isErr bool) []byte {
 // toolError is a tool result that reports an error to the agent.
 func toolError(text string) []byte { return toolResult(text, nil, true) }
 
-// decodeArgs reads a tool's arguments into a; an error says what is
-// wrong with them.
-func decodeArgs(args []byte, a any) error {
-	if len(args) == 0 || string(args) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(args, a); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	return nil
-}
-
-func (t *toolbox) addServer(ctx context.Context, caller *session, args []byte) (string, any, bool) {
-	var a addServerArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "add_server: " + err.Error(), nil, true
-	}
+func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArgs) (string, any, bool) {
 	program := a.Command
 	if len(a.CLISchema) > 0 {
 		program = a.CLISchema[0]
@@ -338,22 +335,14 @@ func (t *toolbox) allowed(cmd, cwd string) bool {
 	return false
 }
 
-func (t *toolbox) removeServer(_ context.Context, _ *session, args []byte) (string, any, bool) {
-	var a nameArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "remove_server: " + err.Error(), nil, true
-	}
+func (t *toolbox) removeServer(_ context.Context, _ *session, a nameArgs) (string, any, bool) {
 	if err := t.m.remove(a.Name); err != nil {
 		return "remove_server: " + err.Error(), nil, true
 	}
 	return fmt.Sprintf("server %q removed and stopped; %s", a.Name, t.m.existing()), map[string]any{"removed": a.Name}, false
 }
 
-func (t *toolbox) reloadServer(ctx context.Context, caller *session, args []byte) (string, any, bool) {
-	var a reloadArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "reload_server: " + err.Error(), nil, true
-	}
+func (t *toolbox) reloadServer(ctx context.Context, caller *session, a reloadArgs) (string, any, bool) {
 	out, res, err := t.m.reload(ctx, a.Name, a.Env, caller)
 	if err != nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), out, true
@@ -362,11 +351,7 @@ func (t *toolbox) reloadServer(ctx context.Context, caller *session, args []byte
 	return text, out, isErr
 }
 
-func (t *toolbox) listServers(_ context.Context, caller *session, args []byte) (string, any, bool) {
-	var a listArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "list_servers: " + err.Error(), nil, true
-	}
+func (t *toolbox) listServers(_ context.Context, caller *session, a listArgs) (string, any, bool) {
 	list := t.m.list(a.Verbose, caller)
 	if len(list) == 0 {
 		return "no servers (add one with add_server)", map[string]any{"servers": list}, false
