@@ -141,13 +141,7 @@ type recorder interface{ HasRecord() bool }
 func (s *session) handshake(ctx context.Context, env wire.Envelope) {
 	deadline := s.startDeadline(env)
 	ports := s.await(ctx, s.m.names(), deadline, false)
-	res := map[string]any{"capabilities": map[string]any{
-		"tools":       map[string]bool{"listChanged": true},
-		"prompts":     map[string]bool{"listChanged": true},
-		"resources":   map[string]bool{"listChanged": true, "subscribe": true},
-		"logging":     map[string]any{},
-		"completions": map[string]any{},
-	}}
+	res := map[string]any{"capabilities": json.RawMessage(capabilities)}
 	if env.Method == "initialize" {
 		res["protocolVersion"] = legacyVersion(stringMember(env.Params, "protocolVersion"))
 		res["serverInfo"] = s.m.serverInfo()
@@ -196,6 +190,13 @@ func (s *session) handshake(ctx context.Context, env wire.Envelope) {
 	s.reply(env.ID, b)
 }
 
+// capabilities are the mux's: every list, changes announced, resource
+// subscriptions, logging and completion routed to the servers.
+const capabilities = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"logging":{},"completions":{}}`
+
+// everyList is a listen's notifications member: every list_changed.
+const everyList = `"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`
+
 // legacyVersion is the protocol version the mux answers a legacy
 // initialize asking for asked with: asked when supported, else the newest
 // of the legacy era.
@@ -237,7 +238,7 @@ func (s *session) listen(env wire.Envelope) {
 	s.mu.Lock()
 	s.listed = true
 	s.mu.Unlock()
-	ack := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(env.ID) + `},"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`
+	ack := `{"_meta":{"` + mcp.MetaKeySubscriptionID + `":` + string(env.ID) + `},` + everyList + `}`
 	s.deliver(wire.Request(nil, "notifications/subscriptions/acknowledged", []byte(ack)), env.ID)
 	for _, n := range s.m.names() {
 		if p := s.port(n); p != nil {

@@ -45,19 +45,13 @@ const readTimeout = 10 * time.Minute
 // open is the port's session with its server, opened at the first call.
 func (p *port) open() wire.Session {
 	p.once.Do(func() { p.sess = p.srv.b.Open(p) })
-	if p.sess == nil {
-		return closedSession{} // closed before it was ever opened
-	}
 	return p.sess
 }
 
-// close closes the port's session, if it was opened; it is never opened
-// afterwards.
+// close closes the port's session; one never opened never will be.
 func (p *port) close() {
-	p.once.Do(func() {})
-	if p.sess != nil {
-		p.sess.Close()
-	}
+	p.once.Do(func() { p.sess = closedSession{} })
+	p.sess.Close()
 }
 
 // closedSession is the session of a port closed before it opened.
@@ -116,12 +110,11 @@ func (p *port) greet() [][]byte {
 	p.opened = true
 	if s.st.Era == wire.EraModern {
 		close(p.ready)
-		params := map[string]any{"notifications": map[string]bool{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}}
+		params := `{` + everyList
 		if s.st.Meta != nil {
-			params["_meta"] = json.RawMessage(s.st.Meta)
+			params += `,"_meta":` + string(s.st.Meta)
 		}
-		b, _ := json.Marshal(params)
-		return [][]byte{wire.Request(s.m.newID(), "subscriptions/listen", b)}
+		return [][]byte{wire.Request(s.m.newID(), "subscriptions/listen", []byte(params+`}`))}
 	}
 	env, err := wire.Peek(s.st.Init)
 	if err != nil {
@@ -198,30 +191,11 @@ func (p *port) stale() chan struct{} {
 	return p.read()
 }
 
-// relist reads the lists again once the server answered the session's
-// handshake, and waits until they are in, at most listWait: after an
-// add_server or a reload, whose answer tells the tools.
+// relist reads the lists again and waits until they are in, at most
+// listWait: after an add_server or a reload, whose answer tells the tools.
 func (p *port) relist(ctx context.Context) {
-	p.s.mu.Lock()
-	opened := p.opened
-	p.s.mu.Unlock()
-	if !opened {
-		return
-	}
-	select {
-	case <-p.ready:
-	case <-ctx.Done():
-		return
-	}
-	t := time.NewTimer(listWait)
-	defer t.Stop()
-	if ch := p.stale(); ch != nil {
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-ctx.Done():
-		}
-	}
+	p.stale()
+	p.s.await(ctx, []string{p.srv.spec.Name}, nil, true)
 }
 
 // read starts reading the server's lists into the catalog, once the port

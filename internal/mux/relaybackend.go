@@ -3,6 +3,7 @@ package mux
 // This file is the mux's only contact with package relay's engine.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
@@ -62,19 +62,11 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.NewHooks == nil && (spec.Build != "" || len(spec.Watch) > 0) {
 			return nil, fmt.Errorf("build and watch are not available in this mcpflow (no builder is wired): leave them out, or build the server yourself before add_server")
 		}
-		logger := o.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
-		}
-		logger = logger.With("server", spec.Name)
+		logger := cmp.Or(o.Logger, slog.New(slog.DiscardHandler)).With("server", spec.Name)
 		b := &relayBackend{emit: emit, name: spec.Name}
-		onCrash := spec.OnCrash
-		if onCrash == "" && spec.Source == "agent" {
-			onCrash = "wait"
-		}
-		setting := fmt.Sprintf("servers.%s.run.command in mcpflow.toml", spec.Name)
+		onCrash, setting := spec.OnCrash, fmt.Sprintf("servers.%s.run.command in mcpflow.toml", spec.Name)
 		if spec.Source == "agent" {
-			setting = "the command and args given to add_server"
+			onCrash, setting = cmp.Or(onCrash, "wait"), "the command and args given to add_server"
 		}
 		rc := relay.Config{
 			Child: relay.Child{
@@ -102,11 +94,11 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")
 		rc.Version = o.Version
-		b.r = relay.New(rc)
+		b.Relay = relay.New(rc)
 		if o.NewHooks != nil {
-			h, err := o.NewHooks(spec.Name, spec, b.r, b.noteBuild)
+			h, err := o.NewHooks(spec.Name, spec, b.Relay, b.noteBuild)
 			if err != nil {
-				b.r.Close()
+				b.Relay.Close()
 				return nil, err
 			}
 			b.hooks = h
@@ -123,9 +115,12 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 	}
 }
 
+// relayBackend is a server's relay, which serves the sessions (Open),
+// answers from the record of the last good start (HasRecord: a recorder)
+// and takes reload_server's env (SetEnv), with its hooks.
 type relayBackend struct {
+	*relay.Relay
 	name  string
-	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
 	stop  context.CancelFunc // ends hooks.Run
@@ -149,7 +144,7 @@ func (b *relayBackend) onEvent(ev relay.Event) {
 
 // noteBuild reports a build cycle's result to the relay and the mux.
 func (b *relayBackend) noteBuild(res result.Build) {
-	b.r.NoteBuild(res)
+	b.NoteBuild(res)
 	if res.Canceled {
 		return
 	}
@@ -159,16 +154,6 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	}
 	b.emit(ev)
 }
-
-func (b *relayBackend) Open(c wire.Client) wire.Session { return b.r.Open(c) }
-
-// HasRecord reports whether the relay answers from the record of the
-// server's last good start (a recorder).
-func (b *relayBackend) HasRecord() bool { return b.r.HasRecord() }
-
-// SetEnv sets the server's environment overrides for its next starts
-// (reload_server's env: the keys of its run.env_overridable).
-func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }
 
 func (b *relayBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
 
@@ -181,7 +166,7 @@ func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) res
 	if hook != nil {
 		return hook(ctx)
 	}
-	rs, _ := b.r.Restart(ctx)
+	rs, _ := b.Restart(ctx)
 	return result.Build{Skipped: true, OK: true, Restart: rs}
 }
 
@@ -189,7 +174,7 @@ func (b *relayBackend) Close() {
 	b.once.Do(func() {
 		b.stop()
 		<-b.ran
-		b.r.Close()
+		b.Relay.Close()
 		b.emit(Event{Kind: EventStopped})
 	})
 }

@@ -38,7 +38,6 @@ type health struct {
 	gen       int // the generation of the child the status is about
 	started   time.Time
 	restarts  int
-	crashes   int
 	lastBuild *result.Build
 	report    string
 }
@@ -134,7 +133,6 @@ func (s *server) apply(ev Event) bool {
 			s.gen = ev.Gen
 		}
 		s.status, s.pid, s.report = StatusCrashed, 0, ev.Report
-		s.crashes++
 		line, _, _ := strings.Cut(s.report, "\n")
 		s.log.Error("server crashed", "report", line)
 	case EventBuilt:

@@ -226,25 +226,19 @@ func toolResult(text string, structured any, isErr bool) []byte {
 func toolError(text string) []byte { return toolResult(text, nil, true) }
 
 func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArgs) (string, any, bool) {
-	program := a.Command
-	if len(a.CLISchema) > 0 {
-		program = a.CLISchema[0]
-	}
-	if refusal := t.refusal(a, program); refusal != "" {
+	if refusal := t.refusal(a); refusal != "" {
 		return "add_server: " + refusal, nil, true
 	}
 	if a.Command == "" && len(a.CLISchema) == 0 {
 		return "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)", nil, true
 	}
-	spec := ServerSpec{Name: a.Name, Dir: a.Cwd, Env: a.Env, Build: a.Build, Watch: a.Watch, Source: "agent"}
+	spec := ServerSpec{Name: a.Name, Command: append([]string{a.Command}, a.Args...), Dir: a.Cwd, Env: a.Env, Build: a.Build, Watch: a.Watch, Source: "agent"}
 	if len(a.CLISchema) > 0 {
 		spec.CLI = &CLISpec{Schema: a.CLISchema}
 		if a.Command != "" {
-			spec.CLI.Command = append([]string{a.Command}, a.Args...)
+			spec.CLI.Command = spec.Command
 		}
-		spec.Command = spec.CLI.Schema
-	} else {
-		spec.Command = append([]string{a.Command}, a.Args...)
+		spec.Command = a.CLISchema
 	}
 	s, res, err := t.m.add(ctx, spec)
 	if err == nil {
@@ -280,13 +274,13 @@ func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArg
 // listed (the server's, and a CLI's call prefix), it may not give a
 // build (a shell command, which no list of programs can check), and it
 // may set only the env keys of allowed_env.
-func (t *toolbox) refusal(a addServerArgs, program string) string {
+func (t *toolbox) refusal(a addServerArgs) string {
 	cfg := t.m.cfg
 	if len(cfg.AllowedCommands) == 0 {
 		return ""
 	}
 	allowed := strings.Join(cfg.AllowedCommands, ", ")
-	for _, p := range []string{program, a.Command} {
+	for _, p := range slices.Concat(a.CLISchema[:min(1, len(a.CLISchema))], []string{a.Command}) {
 		if p != "" && !t.allowed(p, a.Cwd) {
 			return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", p, allowed)
 		}
@@ -495,11 +489,11 @@ func (m *Mux) list(verbose bool, from *session) []ServerInfo {
 }
 
 func buildInfo(b *result.Build) *BuildInfo {
-	if b == nil || b.Seq == 0 && b.Skipped && b.Duration == 0 {
-		if b != nil && b.Skipped {
-			return &BuildInfo{OK: true, Skipped: true}
-		}
+	switch {
+	case b == nil:
 		return nil
+	case b.Seq == 0 && b.Skipped && b.Duration == 0:
+		return &BuildInfo{OK: true, Skipped: true}
 	}
 	bi := &BuildInfo{OK: b.OK, Skipped: b.Skipped, Duration: result.Dur(b.Duration), Errors: b.Errors}
 	if !b.OK && bi.Errors == "" {
