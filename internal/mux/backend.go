@@ -22,6 +22,9 @@ type ServerSpec struct {
 	CLI     *CLISpec          // set: a command-line program served as MCP tools (Command unused)
 
 	StopTimeout time.Duration // grace per stop step; 0 = relay's default
+	// EnvOverridable are the env keys reload_server may set
+	// ([servers.NAME.run] env_overridable).
+	EnvOverridable []string
 	// URL is where the server serves Streamable HTTP ([servers.NAME.run]
 	// url); "" = stdio. The relay's Child.Link carries its messages, which
 	// RelayOptions.Configure sets.

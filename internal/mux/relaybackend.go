@@ -77,8 +77,9 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 				StopTimeout: spec.StopTimeout,
 				Setting:     setting,
 			},
-			OnCrash: onCrash,
-			Drain:   o.Drain,
+			EnvOverridable: spec.EnvOverridable,
+			OnCrash:        onCrash,
+			Drain:          o.Drain,
 		}
 		if o.Configure != nil {
 			o.Configure(spec, &rc)

@@ -37,10 +37,11 @@ type nameArgs struct {
 	Name string `json:"name" jsonschema:"the server's name, as list_servers shows it"`
 }
 
-// reloadArgs are reload_server's arguments.
+// reloadArgs are reload_server's arguments; env is offered when a
+// configured server has run.env_overridable.
 type reloadArgs struct {
 	Name string            `json:"name" jsonschema:"the server's name, as list_servers shows it"`
-	Env  map[string]string `json:"env,omitempty" jsonschema:"environment overrides for the restarted server, kept for later restarts; only the keys its configuration allows (run.env_overridable)"`
+	Env  map[string]string `json:"env,omitempty"`
 }
 
 // listArgs are list_servers' arguments.
@@ -111,7 +112,7 @@ type toolbox struct {
 // the caller's session.
 type ownTool struct {
 	name, desc string
-	schema     any
+	schema     *jsonschema.Schema
 	run        func(t *toolbox, ctx context.Context, caller *session, args []byte) (text string, structured any, isErr bool)
 }
 
@@ -142,9 +143,21 @@ func newToolbox(m *Mux) *toolbox {
 	if !m.cfg.DisableAddServer {
 		t.defs = append(t.defs, tool("add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), (*toolbox).addServer))
 	}
+	reload := tool("reload_server", texts.ReloadServerDescription, (*toolbox).reloadServer)
+	allowed := map[string][]string{}
+	for _, spec := range m.cfg.Servers {
+		if len(spec.EnvOverridable) > 0 {
+			allowed[spec.Name] = spec.EnvOverridable
+		}
+	}
+	if len(allowed) > 0 {
+		reload.schema.Properties["env"].Description = texts.ReloadEnvDescription(allowed)
+	} else {
+		delete(reload.schema.Properties, "env")
+	}
 	t.defs = append(t.defs,
 		tool("remove_server", texts.RemoveServerDescription, (*toolbox).removeServer),
-		tool("reload_server", texts.ReloadServerDescription, (*toolbox).reloadServer),
+		reload,
 		tool("list_servers", texts.ListServersDescription, (*toolbox).listServers),
 	)
 	if m.cfg.CallTool != "" {

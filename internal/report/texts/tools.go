@@ -2,6 +2,8 @@ package texts
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +19,16 @@ const RecompileDescription = "Rebuild and restart this MCP server (mcpflow hot r
 // keys given.
 func EnvDescription(allowed []string) string {
 	return "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys: " + strings.Join(allowed, ", ") + "."
+}
+
+// ReloadEnvDescription describes reload_server's env argument: allowed
+// are the keys each server lets the agent set (its run.env_overridable).
+func ReloadEnvDescription(allowed map[string][]string) string {
+	var by []string
+	for _, name := range slices.Sorted(maps.Keys(allowed)) {
+		by = append(by, name+": "+strings.Join(allowed[name], ", "))
+	}
+	return "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys, by server: " + strings.Join(by, "; ") + "."
 }
 
 // CallToolDescription is the call tool's description for one server,
