@@ -15,14 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The requests the mux answers for itself: the handshake, the merged
-// lists, a listen stream. Each waits for the servers at most as long as
-// the client waits for a server.
-
-// listWait bounds how long a */list waits for the servers' lists, past
-// the servers' start.
-const listWait = 5 * time.Second
-
 // startDeadline is closed when the session's requests stop waiting for
 // the servers still starting: Config.StartWait (else as long as the
 // client waits, by its name) after the session's first request that waits
@@ -103,7 +95,8 @@ func (s *session) await(ctx context.Context, names []string, deadline <-chan str
 	}
 	var waits []chan struct{}
 	for _, p := range ports {
-		if r, ok := p.srv.b.(recorder); !ok || !r.HasRecord() {
+		// A relay with the record of its last good start answers at once.
+		if r, ok := p.srv.b.(interface{ HasRecord() bool }); !ok || !r.HasRecord() {
 			waits = append(waits, p.srv.up)
 		}
 		s.mu.Lock()
@@ -126,37 +119,22 @@ func (s *session) await(ctx context.Context, names []string, deadline <-chan str
 	return ports
 }
 
-// recorder is a Backend that answers from the record of its server's
-// last good start while the first start runs (a relay).
-type recorder interface{ HasRecord() bool }
-
-// handshake answers the client's handshake with the mux's own
-// capabilities and the instructions of the servers that answered theirs by
-// then: a legacy client's initialize, or a 2026-07-28 client's
-// server/discover. The mux speaks 2026-07-28 when there are servers and
-// every one of them does (each asked through the client's own session with
-// it, by the deadline); otherwise the client is told the method is not
-// found, and falls back to the legacy handshake, which every server takes
-// (one of 2026-07-28 only through the era bridge).
+// handshake answers a legacy client's initialize, or a 2026-07-28
+// client's server/discover (see Eras in the package doc: each server is
+// asked through the client's own session with it, by the deadline), with
+// the mux's capabilities and the instructions of the servers that
+// answered by then.
 func (s *session) handshake(ctx context.Context, env wire.Envelope) {
 	deadline := s.startDeadline(env)
 	ports := s.await(ctx, s.m.names(), deadline, false)
 	res := map[string]any{"capabilities": json.RawMessage(capabilities)}
+	// mcpflow and its version, each followed by Config.ServerSuffix
+	info := map[string]string{"name": "mcpflow" + s.m.cfg.ServerSuffix, "version": s.m.cfg.Version + s.m.cfg.ServerSuffix}
 	if env.Method == "initialize" {
 		res["protocolVersion"] = legacyVersion(stringMember(env.Params, "protocolVersion"))
-		res["serverInfo"] = s.m.serverInfo()
+		res["serverInfo"] = info
 	} else {
-		actx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-deadline:
-				cancel()
-			case <-actx.Done():
-			}
-		}()
-		answers := askAll(actx, ports, "server/discover", env.Params)
-		cancel()
-		for i, ans := range answers {
+		for i, ans := range askAll(ctx, deadline, ports, "server/discover", env.Params) {
 			var d struct {
 				SupportedVersions []string `json:"supportedVersions"`
 				Instructions      string   `json:"instructions"`
@@ -174,7 +152,7 @@ func (s *session) handshake(ctx context.Context, env wire.Envelope) {
 			return
 		}
 		res["supportedVersions"] = mcp.SupportedProtocolVersions()
-		res["_meta"] = map[string]any{mcp.MetaKeyServerInfo: s.m.serverInfo()}
+		res["_meta"] = map[string]any{mcp.MetaKeyServerInfo: info}
 	}
 	var in strings.Builder
 	in.WriteString(texts.MuxInstructions(s.m.sep))
@@ -201,16 +179,11 @@ const everyList = `"notifications":{"toolsListChanged":true,"promptsListChanged"
 // initialize asking for asked with: asked when supported, else the newest
 // of the legacy era.
 func legacyVersion(asked string) string {
-	if slices.Contains(mcp.SupportedProtocolVersions(), asked) && !wire.IsModern(asked) {
+	legacy := slices.DeleteFunc(slices.Clone(mcp.SupportedProtocolVersions()), wire.IsModern)
+	if slices.Contains(legacy, asked) {
 		return asked
 	}
-	v := ""
-	for _, x := range mcp.SupportedProtocolVersions() {
-		if !wire.IsModern(x) && x > v {
-			v = x
-		}
-	}
-	return v
+	return slices.Max(legacy)
 }
 
 // answerList answers a */list from the session's catalog, once the lists

@@ -18,11 +18,9 @@ type Lists struct {
 	Tools, Prompts, Resources, Templates []json.RawMessage
 }
 
-// catalog is what one session lists to its client, read from its own
-// session with each server: each published tool, prompt, resource and
-// template, and the server that owns it. Items are the server's own JSON,
-// untouched but for the name the mux prefixes. Its session's lock guards
-// it.
+// catalog is what one session lists to its client, read through its ports,
+// and who owns each item: the server's own JSON but for the name the mux
+// prefixes. Its session's lock guards it.
 type catalog struct {
 	sep     string
 	own     []string // the mux's own tool names: no server's may take them

@@ -26,10 +26,10 @@ type Config struct {
 
 	DisableAddServer bool // [mux] add_server = false
 	// AllowedCommands, when set, are the only programs (argv[0])
-	// add_server accepts, and then no build: a bare name is a program
-	// found on PATH, given by that name; an entry with a path must be
-	// absolute (the config's folder resolves relative ones), and matches
-	// a command that names that file from the server's working directory.
+	// add_server accepts, and then no build: a bare name is a program on
+	// PATH, given by that name; an entry with a path must be absolute (the
+	// config's folder resolves relative ones) and matches a command that
+	// names that file from the server's working directory.
 	AllowedCommands []string
 	AllowedEnv      []string // with AllowedCommands: the env keys add_server accepts
 	CallTool        string   // name of the tool that calls NAME__tool for clients that ignore list_changed; "" = off
@@ -39,15 +39,13 @@ type Config struct {
 	NewBackend BackendFactory
 
 	// StartWait is how long a client's handshake waits for the servers
-	// still starting, so that the first answers hold their tools and
-	// instructions; those still starting then appear through
-	// list_changed. 0 = as long as the client waits for a server, by the
-	// name it gives (relay.ClientWait).
+	// still starting, so that its first answers hold their tools and
+	// instructions (the others come through list_changed); 0 = as long as
+	// the client waits for a server, by its name (relay.ClientWait).
 	StartWait time.Duration
 	// InputWait is how long, once the stdio client's input ended, its
-	// requests wait for the servers still starting (it reads the answers
-	// but acts on nothing sent later: no list_changed reaches it); 0 =
-	// relay.DefaultQueueTimeout.
+	// requests wait for the servers still starting (it reads answers but
+	// no list_changed); 0 = relay.DefaultQueueTimeout.
 	InputWait time.Duration
 
 	Logger       *slog.Logger // nil = discard
@@ -209,20 +207,6 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	return s, nil
 }
 
-// add registers spec and starts it for a call whose context is ctx: the
-// start ends with the mux, or with the call while it runs (the client
-// canceled it, or left).
-func (m *Mux) add(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
-	s, err := m.register(spec)
-	if err != nil {
-		return nil, result.Build{}, err
-	}
-	startCtx, cancel := context.WithCancel(m.ctx)
-	defer context.AfterFunc(ctx, cancel)()
-	res, err := m.start(startCtx, s)
-	return s, res, err
-}
-
 // start makes s's backend, has the sessions open it at once (its first
 // start answers them when it is up, or from the record of its last good
 // start) and starts it. On failure an agent-added server is dropped; a
@@ -247,14 +231,10 @@ func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	}
 	m.serverUp(s)
 	res := b.Start(ctx)
-	if s.apply(eventOf(res, name)) {
+	up, removed := s.finished(res)
+	if up {
 		m.serverUp(s)
 	}
-	s.mu.Lock()
-	s.starting = false
-	s.lastBuild = &res
-	removed = s.removed
-	s.mu.Unlock()
 	close(s.up)
 	var fail error
 	switch {
@@ -289,16 +269,6 @@ func (m *Mux) serverUp(s *server) {
 			p.stale()
 		}
 	})
-}
-
-// remove takes server name out at once and stops it.
-func (m *Mux) remove(name string) error {
-	s := m.server(name)
-	if s == nil {
-		return fmt.Errorf("no server named %q: %s", name, m.existing())
-	}
-	m.drop(s)
-	return nil
 }
 
 // drop takes server s out of the servers and of every session (its calls
@@ -359,12 +329,6 @@ func (m *Mux) newID() []byte {
 // ownPrefix starts every id the mux invents (wire.ReservedPrefix with
 // the mux's tag).
 const ownPrefix = `"mcpflow:m`
-
-// serverInfo is the mux's Implementation: mcpflow and its version, each
-// followed by Config.ServerSuffix.
-func (m *Mux) serverInfo() map[string]string {
-	return map[string]string{"name": "mcpflow" + m.cfg.ServerSuffix, "version": m.cfg.Version + m.cfg.ServerSuffix}
-}
 
 // notRunning says why server name takes no call now, and what to do.
 func (m *Mux) notRunning(name string) string {

@@ -15,11 +15,9 @@ import (
 )
 
 // port is a session's part on one server: its session with the server
-// (Backend.Open: a child of its own behind a relay), opened at first use,
-// never with a lock held; the handshake the mux gives it; the mux's own
-// requests on it; and the reading of what it lists into the session's
-// catalog. The port is that session's wire.Client. Its session's lock
-// guards its fields.
+// (Backend.Open, of which it is the wire.Client), opened at first use with
+// no lock held; the mux's handshake and requests on it; the reading of its
+// lists into the catalog. Its session's lock guards its fields.
 type port struct {
 	s       *session
 	srv     *server
@@ -34,13 +32,14 @@ type port struct {
 	reading chan struct{}          // closed when the lists being read are in; nil when none is
 }
 
-// handshakeWait bounds the wait for a server's answer to the handshake
-// the mux gave it.
-const handshakeWait = 30 * time.Second
-
-// readTimeout bounds one reading of a server's lists (a server still
-// starting answers once it is up).
-const readTimeout = 10 * time.Minute
+// The bounds of the waits on a server: its answer to the mux's handshake;
+// its lists, past its start, for a */list (listWait) and for one reading
+// (readTimeout: a server still starting answers once it is up).
+const (
+	handshakeWait = 30 * time.Second
+	listWait      = 5 * time.Second
+	readTimeout   = 10 * time.Minute
+)
 
 // open is the port's session with its server, opened at the first call.
 func (p *port) open() wire.Session {
@@ -169,8 +168,17 @@ func (p *port) ask(ctx context.Context, method string, params []byte) ([]byte, e
 }
 
 // askAll sends a request of the mux's own on each port at once and
-// returns their answers, in order (nil: none by ctx's end).
-func askAll(ctx context.Context, ports []*port, method string, params []byte) [][]byte {
+// returns their answers, in order (nil: none by ctx's end or deadline).
+func askAll(ctx context.Context, deadline <-chan struct{}, ports []*port, method string, params []byte) [][]byte {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-deadline:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	out := make([][]byte, len(ports))
 	var wg sync.WaitGroup
 	for i, p := range ports {

@@ -117,7 +117,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 }
 
 // relayBackend is a server's relay, which serves the sessions (Open),
-// answers from the record of the last good start (HasRecord: a recorder)
+// answers from the record of the last good start (HasRecord)
 // and takes reload_server's env (SetEnv), with its hooks.
 type relayBackend struct {
 	*relay.Relay

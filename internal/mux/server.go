@@ -86,10 +86,7 @@ func (s *server) follow(up func()) {
 	}
 }
 
-// apply records one event; it reports whether the server came up. A
-// start's or reload's result is applied at once by its caller, so that it
-// reports the new state; the same event, arriving later through follow,
-// changes nothing.
+// apply records one event; it reports whether the server came up.
 func (s *server) apply(ev Event) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,11 +181,19 @@ func (s *server) reload(ctx context.Context, env map[string]string) (result.Buil
 			return result.Build{}, err
 		}
 	}
-	res := b.Reload(ctx)
+	return b.Reload(ctx), nil
+}
+
+// finished records what a start or reload did at once, so that its
+// caller reports the new state (the same event, arriving later through
+// follow, changes nothing); it reports whether the server came up, and
+// whether it was removed meanwhile.
+func (s *server) finished(res result.Build) (up, removed bool) {
+	up = s.apply(eventOf(res, s.spec.Name))
 	s.mu.Lock()
-	s.lastBuild = &res
-	s.mu.Unlock()
-	return res, nil
+	defer s.mu.Unlock()
+	s.starting, s.lastBuild = false, &res
+	return up, s.removed
 }
 
 // info is the server as list_servers shows it to a client that is listed

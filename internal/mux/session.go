@@ -14,11 +14,9 @@ import (
 )
 
 // session is one client's session with the mux (a wire.Session): it
-// answers what the mux answers for itself (the handshake, the merged
-// lists, its own tools) and routes the rest to the servers, each through
-// its port on that server, the bytes as the client wrote them but for the
-// name the mux prefixes. What it lists is its own catalog, read through
-// its ports: what one client's servers list reaches no other client.
+// answers what the mux answers for itself and routes the rest through its
+// port on each server. What it lists is its own catalog: what one
+// client's servers list reaches no other client.
 type session struct {
 	m      *Mux
 	c      wire.Client
@@ -40,8 +38,7 @@ type session struct {
 	listed  bool        // it was given a list, or listens: it hears of changes
 }
 
-// serverReq is a server's request to the client: the server and the id
-// the client's answer goes back under.
+// serverReq is a server's request to the client: who asked, under what id.
 type serverReq struct {
 	server string
 	id     []byte
@@ -183,7 +180,7 @@ func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 		s.goOwn(id, func(ctx context.Context) {
 			wctx, cancel := context.WithTimeout(ctx, listWait)
 			defer cancel()
-			askAll(wctx, s.openPorts(), "logging/setLevel", env.Params)
+			askAll(wctx, nil, s.openPorts(), "logging/setLevel", env.Params)
 			if ctx.Err() == nil {
 				s.reply(id, []byte(`{}`))
 			}

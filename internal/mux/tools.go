@@ -2,6 +2,7 @@ package mux
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,11 +99,8 @@ type Outcome struct {
 	Build   *BuildInfo `json:"build,omitempty"`
 }
 
-// toolbox is the mux's own tools: add_server (unless
-// Config.DisableAddServer; AllowedCommands restricts it), remove_server,
-// reload_server, list_servers, and Config.CallTool when set. Their
-// definitions are made once from their argument types; their results are
-// built here, as bytes, like every answer the mux makes.
+// toolbox is the mux's own tools (see the package doc), defined once;
+// their results are built as bytes, like every answer the mux makes.
 type toolbox struct {
 	m    *Mux
 	defs []ownTool
@@ -253,7 +251,15 @@ func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArg
 		}
 		spec.Command = a.CLISchema
 	}
-	s, res, err := t.m.add(ctx, spec)
+	s, err := t.m.register(spec)
+	var res result.Build
+	if err == nil {
+		// The start ends with the mux, or with the call while it runs (the
+		// client canceled it, or left).
+		startCtx, cancel := context.WithCancel(t.m.ctx)
+		defer context.AfterFunc(ctx, cancel)()
+		res, err = t.m.start(startCtx, s)
+	}
 	if err == nil {
 		// The caller's answer holds the new server's tools.
 		if p := caller.port(a.Name); p != nil {
@@ -268,52 +274,29 @@ func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArg
 		return "add_server: " + err.Error(), nil, true
 	}
 	info := s.info(false, caller.published(a.Name))
-	tools := "no tools"
-	if len(info.Tools) > 0 {
-		tools = "tools: " + strings.Join(info.Tools, ", ")
-	}
-	text := fmt.Sprintf("server %q is running (pid %d); %s", a.Name, info.Pid, tools)
-	if info.Pid == 0 { // a CLI: one process per call
-		text = fmt.Sprintf("server %q is ready; %s", a.Name, tools)
-	}
-	if len(info.Warnings) > 0 {
-		text += "\nwarnings:\n- " + strings.Join(info.Warnings, "\n- ")
-	}
+	text := texts.ServerAdded(a.Name, info.Pid, info.Tools, info.Warnings)
 	return text, Outcome{Server: info, Build: buildInfo(&res)}, false
 }
 
 // refusal says why add_server may not start what a asks for under
 // [mux] allowed_commands, or "": every program it would run must be
-// listed (the server's, and a CLI's call prefix), it may not give a
-// build (a shell command, which no list of programs can check), and it
-// may set only the env keys of allowed_env.
+// listed (the server's, and a CLI's call prefix), it may give no build,
+// and it may set only the env keys of allowed_env.
 func (t *toolbox) refusal(a addServerArgs) string {
 	cfg := t.m.cfg
 	if len(cfg.AllowedCommands) == 0 {
 		return ""
 	}
-	allowed := strings.Join(cfg.AllowedCommands, ", ")
 	for _, p := range slices.Concat(a.CLISchema[:min(1, len(a.CLISchema))], []string{a.Command}) {
 		if p != "" && !t.allowed(p, a.Cwd) {
-			return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", p, allowed)
+			return texts.NotAllowedCommand(p, cfg.AllowedCommands)
 		}
 	}
 	if a.Build != "" {
-		return "build is not accepted here: a build is a shell command, and only the programs " + allowed + " may be started. Build the server before add_server, or ask the user to configure it with its build in mcpflow.toml"
+		return texts.BuildNotAllowed(cfg.AllowedCommands)
 	}
-	var refused []string
-	for k := range a.Env {
-		if !slices.Contains(cfg.AllowedEnv, k) {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		ok := "none"
-		if len(cfg.AllowedEnv) > 0 {
-			ok = strings.Join(cfg.AllowedEnv, ", ")
-		}
-		return fmt.Sprintf("env keys not allowed: %s; the keys add_server may set are: %s", strings.Join(refused, ", "), ok)
+	if refused := slices.DeleteFunc(slices.Collect(maps.Keys(a.Env)), func(k string) bool { return slices.Contains(cfg.AllowedEnv, k) }); len(refused) > 0 {
+		return texts.EnvNotAllowed(refused, cfg.AllowedEnv)
 	}
 	return ""
 }
@@ -343,9 +326,11 @@ func (t *toolbox) allowed(cmd, cwd string) bool {
 }
 
 func (t *toolbox) removeServer(_ context.Context, _ *session, a nameArgs) (string, any, bool) {
-	if err := t.m.remove(a.Name); err != nil {
-		return "remove_server: " + err.Error(), nil, true
+	s := t.m.server(a.Name)
+	if s == nil {
+		return fmt.Sprintf("remove_server: no server named %q: %s", a.Name, t.m.existing()), nil, true
 	}
+	t.m.drop(s)
 	return fmt.Sprintf("server %q removed and stopped; %s", a.Name, t.m.existing()), map[string]any{"removed": a.Name}, false
 }
 
@@ -369,7 +354,8 @@ func (t *toolbox) listServers(_ context.Context, caller *session, a listArgs) (s
 		if s.Pid != 0 {
 			fmt.Fprintf(&b, " pid %d up %s", s.Pid, s.Uptime)
 		}
-		fmt.Fprintf(&b, ", restarts %d\n  tools: %s\n", s.Restarts, orNone(s.Tools))
+		tools := cmp.Or(strings.Join(s.Tools, ", "), "(none)")
+		fmt.Fprintf(&b, ", restarts %d\n  tools: %s\n", s.Restarts, tools)
 		if s.LastBuild != nil && !s.LastBuild.Skipped {
 			if s.LastBuild.OK {
 				fmt.Fprintf(&b, "  last build: ok in %s\n", s.LastBuild.Duration)
@@ -389,13 +375,6 @@ func (t *toolbox) listServers(_ context.Context, caller *session, a listArgs) (s
 		}
 	}
 	return strings.TrimRight(b.String(), "\n"), map[string]any{"servers": list}, false
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "(none)"
-	}
-	return strings.Join(s, ", ")
 }
 
 func indent(s string) string {
@@ -424,16 +403,15 @@ func (m *Mux) reload(ctx context.Context, name string, env map[string]string, s 
 	if err != nil {
 		return Outcome{}, nil, err
 	}
-	if srv.apply(eventOf(res, name)) {
+	if up, _ := srv.finished(res); up {
 		m.serverUp(srv)
 	}
-	var after published
 	if s != nil {
 		if p := s.port(name); p != nil {
 			p.relist(ctx)
 		}
-		after = s.published(name)
 	}
+	after := s.published(name)
 	diff := toolDiff(before, after, s != nil)
 	out := Outcome{Server: srv.info(false, after), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
 	if rs := res.Restart; rs != nil {

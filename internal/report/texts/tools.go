@@ -56,6 +56,48 @@ func AddServerDescription(sep string, allowed []string) string {
 	return desc
 }
 
+// ServerAdded is add_server's answer: server name runs as pid (0: a
+// command-line program, one process per call) with tools, and what the
+// mux left out of them (warnings).
+func ServerAdded(name string, pid int, tools, warnings []string) string {
+	list := "no tools"
+	if len(tools) > 0 {
+		list = "tools: " + strings.Join(tools, ", ")
+	}
+	text := fmt.Sprintf("server %q is running (pid %d); %s", name, pid, list)
+	if pid == 0 {
+		text = fmt.Sprintf("server %q is ready; %s", name, list)
+	}
+	if len(warnings) > 0 {
+		text += "\nwarnings:\n- " + strings.Join(warnings, "\n- ")
+	}
+	return text
+}
+
+// The refusals of add_server under [mux] allowed_commands (allowed) and
+// allowed_env.
+
+// NotAllowedCommand: program is not one of the allowed commands.
+func NotAllowedCommand(program string, allowed []string) string {
+	return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", program, strings.Join(allowed, ", "))
+}
+
+// BuildNotAllowed: a build is a shell command, which no list of programs
+// can check.
+func BuildNotAllowed(allowed []string) string {
+	return "build is not accepted here: a build is a shell command, and only the programs " + strings.Join(allowed, ", ") +
+		" may be started. Build the server before add_server, or ask the user to configure it with its build in mcpflow.toml"
+}
+
+// EnvNotAllowed: the env keys refused are not of allowed_env (allowed).
+func EnvNotAllowed(refused, allowed []string) string {
+	ok := "none"
+	if len(allowed) > 0 {
+		ok = strings.Join(allowed, ", ")
+	}
+	return fmt.Sprintf("env keys not allowed: %s; the keys add_server may set are: %s", strings.Join(slices.Sorted(slices.Values(refused)), ", "), ok)
+}
+
 // The mux's states of one server and its answers about them.
 
 // ReloadHint is what rebuilds server name behind the mux, as a text names
