@@ -21,10 +21,8 @@ type ServerSpec struct {
 	OnCrash string            // "wait" or "restart"; "" = "wait" for agent-added, relay's default for configured
 	CLI     *CLISpec          // set: a command-line program served as MCP tools (Command unused)
 
-	StopTimeout time.Duration // grace per stop step; 0 = relay's default
-	// EnvOverridable are the env keys reload_server may set
-	// ([servers.NAME.run] env_overridable).
-	EnvOverridable []string
+	StopTimeout    time.Duration // grace per stop step; 0 = relay's default
+	EnvOverridable []string      // the env keys reload_server may set ([servers.NAME.run] env_overridable)
 	// URL is where the server serves Streamable HTTP ([servers.NAME.run]
 	// url); "" = stdio. The relay's Child.Link carries its messages, which
 	// RelayOptions.Configure sets.

@@ -12,11 +12,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// Lists is what a server lists, each item as the server wrote it (a JSON
-// object).
-type Lists struct {
-	Tools, Prompts, Resources, Templates []json.RawMessage
-}
+// Lists is what a server lists, each item as the server wrote it.
+type Lists struct{ Tools, Prompts, Resources, Templates []json.RawMessage }
 
 // catalog is what one session lists to its client, read through its ports,
 // and who owns each item: the server's own JSON but for the name the mux

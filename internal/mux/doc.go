@@ -76,8 +76,9 @@
 // calls in flight are answered once with the crash report, and calls to
 // it, to a removed or unknown server get a tool error naming the servers
 // that exist. reload_server rebuilds and restarts one server (its env
-// argument takes the keys of that server's run.env_overridable) and
-// answers with the same outcome text as watch's recompile.
+// argument, offered when a configured server has run.env_overridable,
+// takes that server's keys) and answers with the same outcome text as
+// watch's recompile.
 //
 // # Guarantees and locks
 //

@@ -106,12 +106,11 @@ func (m *Mux) Start() {
 	for _, spec := range m.cfg.Servers {
 		spec.Source = "config"
 		s, err := m.register(spec)
-		if err != nil {
-			m.log.Error("server did not start", "server", spec.Name, "err", err)
-			continue
-		}
 		go func() {
-			if _, err := m.start(m.ctx, s); err != nil {
+			if err == nil {
+				_, err = m.start(m.ctx, s)
+			}
+			if err != nil {
 				m.log.Error("server did not start", "server", spec.Name, "err", err)
 			}
 		}()
@@ -214,10 +213,7 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 func (m *Mux) start(ctx context.Context, s *server) (result.Build, error) {
 	name := s.spec.Name
 	b, err := m.cfg.NewBackend(s.spec, s.emit)
-	s.mu.Lock()
-	s.b = b
-	removed := s.removed
-	s.mu.Unlock()
+	removed := s.attach(b)
 	close(s.made)
 	if err != nil {
 		m.drop(s)
@@ -279,10 +275,7 @@ func (m *Mux) drop(s *server) {
 		delete(m.servers, s.spec.Name)
 	}
 	m.mu.Unlock()
-	s.mu.Lock()
-	s.removed = true
-	b := s.b
-	s.mu.Unlock()
+	b := s.detach()
 	m.eachSession(func(ss *session) { ss.serverGone(s) })
 	if b != nil {
 		b.Close()
@@ -290,20 +283,18 @@ func (m *Mux) drop(s *server) {
 	s.poke() // its worker ends
 }
 
-// ClientInfo is what the mux knows of a client: name, version and
-// protocol revision, from a legacy initialize or a 2026-07-28 request's
-// _meta; all empty before the client said.
+// ClientInfo is what the mux knows of a client (a legacy initialize's, a
+// 2026-07-28 request's _meta); all empty before the client said.
 type ClientInfo = wire.ClientInfo
 
 // Client reports the client of the most recently active session.
 func (m *Mux) Client() ClientInfo {
-	s := m.latest()
-	if s == nil {
-		return ClientInfo{}
+	if s := m.latest(); s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.st.Client
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.st.Client
+	return ClientInfo{}
 }
 
 // latest is the most recently active session; nil when none is open.

@@ -69,13 +69,12 @@ func (p *port) Deliver(msg, rel []byte) {
 		s.mu.Lock()
 		ch := p.waits[string(rel)]
 		delete(p.waits, string(rel))
-		_, client := s.calls[string(rel)]
 		delete(s.calls, string(rel))
 		s.mu.Unlock()
 		if ch != nil {
 			ch <- msg
-		} else if client {
-			s.answer(msg, rel)
+		} else {
+			s.answer(msg, rel) // if the client's request is still in flight
 		}
 		return
 	}
@@ -188,9 +187,8 @@ func askAll(ctx context.Context, deadline <-chan struct{}, ports []*port, method
 	return out
 }
 
-// stale marks the port's lists in the catalog as no longer current (the
-// server said they changed, or it came up) and reads them again; it
-// returns read's channel.
+// stale marks the port's lists as no longer current (the server said they
+// changed, or it came up) and reads them again (read).
 func (p *port) stale() chan struct{} {
 	p.s.mu.Lock()
 	p.fresh = false

@@ -145,6 +145,23 @@ func (s *server) apply(ev Event) bool {
 	return false
 }
 
+// attach gives the server its backend; it reports whether the server was
+// removed meanwhile.
+func (s *server) attach(b Backend) (removed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = b
+	return s.removed
+}
+
+// detach marks the server removed and returns its backend (nil: none).
+func (s *server) detach() Backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removed = true
+	return s.b
+}
+
 // backend is the server's backend; nil before it has one, and once it is
 // removed.
 func (s *server) backend() Backend {
@@ -184,10 +201,9 @@ func (s *server) reload(ctx context.Context, env map[string]string) (result.Buil
 	return b.Reload(ctx), nil
 }
 
-// finished records what a start or reload did at once, so that its
-// caller reports the new state (the same event, arriving later through
-// follow, changes nothing); it reports whether the server came up, and
-// whether it was removed meanwhile.
+// finished records a start's or reload's result at once, for its caller to
+// report (the same event, later through follow, changes nothing); it says
+// whether the server came up, and whether it was removed meanwhile.
 func (s *server) finished(res result.Build) (up, removed bool) {
 	up = s.apply(eventOf(res, s.spec.Name))
 	s.mu.Lock()

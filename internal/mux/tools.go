@@ -381,10 +381,9 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-// Reload rebuilds (when a build is configured) and restarts the server
-// name, and reports what it did: the outcome, and the build and restart
-// with the tool diff under the names the most recently active client
-// sees (nil when nothing ran).
+// Reload rebuilds (when it has a build) and restarts server name, and
+// reports the outcome, and the build and restart (nil when nothing ran)
+// with the tool diff the most recently active client sees.
 func (m *Mux) Reload(ctx context.Context, name string) (Outcome, *result.Build, error) {
 	return m.reload(ctx, name, nil, m.latest())
 }
