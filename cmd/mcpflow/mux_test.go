@@ -505,6 +505,9 @@ func TestMuxE2EAgentServerHotReloads(t *testing.T) {
 	if first.LastBuild == nil || !first.LastBuild.OK || first.LastBuild.Skipped {
 		t.Fatalf("no build before the start: %+v", first.LastBuild)
 	}
+	if !slices.Contains(h.tools(), "e__echo") { // the client has the list: it hears of changes
+		t.Fatal("e__echo not listed")
+	}
 	drain(h.listChanged)
 	editSource(t, filepath.Join(dir, "echo"), addReverse)
 	h.waitListChanged()

@@ -66,6 +66,7 @@ func specOf(s *config.ServerConfig) mux.ServerSpec {
 		StopTimeout: s.Run.StopTimeout,
 		URL:         s.Run.URL,
 	}
+	spec.EnvOverridable = s.Run.EnvOverridable // reload_server's env
 	if !s.Build.Command.IsZero() {
 		spec.Build = strings.Join(s.Build.Command.Argv, " ") // for show: the hooks build from s itself
 	}

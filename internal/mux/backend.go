@@ -21,7 +21,8 @@ type ServerSpec struct {
 	OnCrash string            // "wait" or "restart"; "" = "wait" for agent-added, relay's default for configured
 	CLI     *CLISpec          // set: a command-line program served as MCP tools (Command unused)
 
-	StopTimeout time.Duration // grace per stop step; 0 = relay's default
+	StopTimeout    time.Duration // grace per stop step; 0 = relay's default
+	EnvOverridable []string      // the env keys reload_server may set ([servers.NAME.run] env_overridable)
 	// URL is where the server serves Streamable HTTP ([servers.NAME.run]
 	// url); "" = stdio. The relay's Child.Link carries its messages, which
 	// RelayOptions.Configure sets.
@@ -51,24 +52,6 @@ const (
 	EventBuilt                        // a build succeeded (its restart is reported as EventUp)
 )
 
-func (k EventKind) String() string {
-	switch k {
-	case EventStarting:
-		return "starting"
-	case EventUp:
-		return "up"
-	case EventCrashed:
-		return "crashed"
-	case EventBuildFailed:
-		return "build-failed"
-	case EventStopped:
-		return "stopped"
-	case EventBuilt:
-		return "built"
-	}
-	return "unknown"
-}
-
 // Event is a backend's report of a state change. Report is the crash
 // report (exit status, stderr tail) or the build errors.
 type Event struct {
@@ -83,16 +66,14 @@ type Event struct {
 // client session, and its life. The default is a relay.Relay (see
 // NewRelayBackends); cmd serves CLI tools with one of its own.
 //
-// Contract: Open serves one mux session's messages to the server (a
-// wire.Opener: for a relay, a session with a child of its own). Start
-// brings up the first child and Reload replaces it (building first when a
-// build is configured; on a failed build the old child keeps serving).
-// Close stops the children and their process groups and returns once
-// everything the backend started has ended; it is safe to call more than
-// once. Events are
-// delivered through the emit function given to the backend's factory,
-// never while a Backend method holds a lock the mux might need, and in
-// order.
+// Contract: Open serves one mux session's messages to the server (for a
+// relay, a session with a child of its own). Start brings up the first
+// child and Reload replaces it (building first when a build is
+// configured; on a failed build the old child keeps serving). Close stops
+// the children and their process groups and returns once everything the
+// backend started has ended; it is safe to call more than once. Events go
+// to the emit function given to the factory, in order, never while a
+// Backend method holds a lock the mux might need.
 type Backend interface {
 	wire.Opener
 	Start(ctx context.Context) result.Build

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,17 +12,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// Lists is what a server lists, each item as the server wrote it (a JSON
-// object).
-type Lists struct {
-	Tools, Prompts, Resources, Templates []json.RawMessage
-}
+// Lists is what a server lists, each item as the server wrote it.
+type Lists struct{ Tools, Prompts, Resources, Templates []json.RawMessage }
 
-// catalog is what one session lists to its client, read from its own
-// session with each server: each published tool, prompt, resource and
-// template, and the server that owns it. Items are the server's own JSON,
-// untouched but for the name the mux prefixes. Its session's lock guards
-// it.
+// catalog is what one session lists to its client, read through its ports,
+// and who owns each item: the server's own JSON but for the name the mux
+// prefixes. Its session's lock guards it.
 type catalog struct {
 	sep     string
 	own     []string // the mux's own tool names: no server's may take them
@@ -44,8 +40,6 @@ type published struct {
 	tmpls    [][]byte // resource template items
 	names    []string // tool names as clients see them
 	pnames   []string // prompt names as clients see them
-	uris     []string
-	tURIs    []string
 }
 
 func newCatalog(sep string, own []string) catalog {
@@ -78,18 +72,19 @@ func (c *catalog) publish(name string, l Lists) bool {
 	for _, item := range l.Tools {
 		own := stringMember(item, "name")
 		full := joinName(name, c.sep, own)
+		why := ""
 		switch {
 		case own == "":
-			p.warnings = append(p.warnings, "a tool without a name left out")
-			continue
+			why = "a tool without a name left out"
 		case len(full) > MaxToolName:
-			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: %q is longer than the %d characters clients accept", own, full, MaxToolName))
-			continue
+			why = fmt.Sprintf("tool %q left out: %q is longer than the %d characters clients accept", own, full, MaxToolName)
 		case slices.Contains(c.own, full):
-			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: as %q it would take the place of mcpflow's %s tool (change mux.separator, or rename the tool)", own, full, full))
-			continue
+			why = fmt.Sprintf("tool %q left out: as %q it would take the place of mcpflow's %s tool (change mux.separator, or rename the tool)", own, full, full)
 		case !objectSchema(item):
-			p.warnings = append(p.warnings, fmt.Sprintf("tool %q left out: its input schema is not an object schema", own))
+			why = fmt.Sprintf("tool %q left out: its input schema is not an object schema", own)
+		}
+		if why != "" {
+			p.warnings = append(p.warnings, why)
 			continue
 		}
 		if _, taken := c.tools[full]; taken {
@@ -115,14 +110,11 @@ func (c *catalog) publish(name string, l Lists) bool {
 			p.warnings = append(p.warnings, fmt.Sprintf("resource %q is also listed by server %q; the latest listing wins", uri, owner))
 		}
 		p.res = append(p.res, item)
-		p.uris = append(p.uris, uri)
 		c.res[uri] = name
 	}
 	for _, item := range l.Templates {
-		t := stringMember(item, "uriTemplate")
 		p.tmpls = append(p.tmpls, item)
-		p.tURIs = append(p.tURIs, t)
-		c.tmpls[t] = name
+		c.tmpls[stringMember(item, "uriTemplate")] = name
 	}
 	c.pub[name] = p
 	if old == nil {
@@ -133,30 +125,12 @@ func (c *catalog) publish(name string, l Lists) bool {
 
 // unpublish takes everything of server name out of the catalog.
 func (c *catalog) unpublish(name string) {
-	p := c.pub[name]
-	if p == nil {
-		return
-	}
-	for _, n := range p.names {
-		if c.tools[n].server == name {
-			delete(c.tools, n)
-		}
-	}
-	for _, n := range p.pnames {
-		if c.prompts[n].server == name {
-			delete(c.prompts, n)
-		}
-	}
-	for _, u := range p.uris {
-		if c.res[u] == name {
-			delete(c.res, u)
-		}
-	}
-	for _, u := range p.tURIs {
-		if c.tmpls[u] == name {
-			delete(c.tmpls, u)
-		}
-	}
+	ofRoute := func(_ string, r route) bool { return r.server == name }
+	ofName := func(_, server string) bool { return server == name }
+	maps.DeleteFunc(c.tools, ofRoute)
+	maps.DeleteFunc(c.prompts, ofRoute)
+	maps.DeleteFunc(c.res, ofName)
+	maps.DeleteFunc(c.tmpls, ofName)
 	delete(c.pub, name)
 }
 
@@ -164,30 +138,14 @@ func (c *catalog) unpublish(name string) {
 // ("tools", "prompts", "resources", "resourceTemplates"), servers in the
 // order of names, own appended (the mux's tools).
 func (c *catalog) list(field string, names []string, own [][]byte) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"` + field + `":[`)
-	n := 0
-	add := func(item []byte) {
-		if n > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(item)
-		n++
-	}
+	var items [][]byte
 	for _, name := range names {
-		p := c.pub[name]
-		if p == nil {
-			continue
-		}
-		for _, it := range map[string][][]byte{"tools": p.tools, "prompts": p.prompts, "resources": p.res, "resourceTemplates": p.tmpls}[field] {
-			add(it)
+		if p := c.pub[name]; p != nil {
+			items = append(items, map[string][][]byte{"tools": p.tools, "prompts": p.prompts, "resources": p.res, "resourceTemplates": p.tmpls}[field]...)
 		}
 	}
-	for _, it := range own {
-		add(it)
-	}
-	b.WriteString("]}")
-	return b.Bytes()
+	items = append(items, own...)
+	return slices.Concat([]byte(`{"`+field+`":[`), bytes.Join(items, []byte(",")), []byte("]}"))
 }
 
 func sameItems(a, b [][]byte) bool {

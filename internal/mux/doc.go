@@ -28,16 +28,14 @@
 //   - Tool and prompt names: server NAME's tool t is listed and called as
 //     NAME + separator + t ("__" by default, split on the first
 //     separator); the item is the server's own JSON with "name" replaced.
-//     A name over MCP's 128 characters, or a tool whose input schema is no
-//     object, is left out, with a warning in list_servers.
+//     A name over MaxToolName characters, or a tool whose input schema is
+//     no object, is left out, with a warning in list_servers.
 //   - Ids of the requests a server sends the client (sampling,
 //     elicitation, roots/list) are the mux's own ("mcpflow:…") toward the
 //     client, so that two servers' ids never meet; the client's answer
 //     goes back to the server that asked, under the server's id.
-//   - Ids and progress tokens of the client's requests are the relay's
-//     business: a stdio client's reach the servers as they are (one
-//     client), those of the HTTP front's sessions are renamed per session
-//     by each relay and restored on the way back.
+//   - The client's own ids and progress tokens reach the servers as they
+//     are: each client session has a session of its own with each server.
 //
 // Results, errors, progress, log messages and the servers' own requests
 // are never decoded and encoded again, and never filtered: a log message
@@ -51,14 +49,16 @@
 // answered once every server took it (a server that refuses it keeps
 // serving); notifications (initialized, roots/list_changed, cancellations
 // of the call they name) to the servers concerned. A server's
-// list_changed re-lists that server on its own worker (a burst costs one
-// re-list) and the sessions hear one coalesced list_changed.
+// list_changed re-reads that server's lists for that session (a burst
+// costs one more read) and its client hears one coalesced list_changed,
+// once it was given a list (or listens).
 //
 // # Eras
 //
 // A legacy client's handshake is answered by the mux, then given to each
-// server that is up (and to each that comes up later) as the client sent
-// it: each server session is the client's own, under its capabilities. A
+// server (and to each added later) as the client sent it: each server
+// session is the client's own, under its capabilities; a 2026-07-28
+// client's session holds a listen of the mux's own on each server. A
 // 2026-07-28 client is served in its era only while there are servers and
 // every one of them speaks it; otherwise server/discover is refused and
 // the client falls back to the legacy handshake. A server that speaks
@@ -72,29 +72,31 @@
 // serves [cli] programs with a backend of its own; this package imports
 // neither builder, watcher nor clitools). A backend reports its state as
 // Events (starting, up, crashed with its report, build failed), which the
-// server's worker applies: a crashed server's tools leave the lists, its
+// server's worker applies for list_servers: a crashed server's tools leave the lists, its
 // calls in flight are answered once with the crash report, and calls to
 // it, to a removed or unknown server get a tool error naming the servers
 // that exist. reload_server rebuilds and restarts one server (its env
-// argument takes the keys of that server's run.env_overridable) and
-// answers with the same outcome text as watch's recompile.
+// argument, offered when a configured server has run.env_overridable,
+// takes that server's keys) and answers with the same outcome text as
+// watch's recompile.
 //
 // # Guarantees and locks
 //
 // Every request of a client gets exactly one response carrying its id.
 // Close stops every backend and waits for it: no child and no process
-// group survives the mux. Mux.mu guards the registry of servers, their
-// state and the catalog; each session has its own lock; the two are never
-// held together, and no backend call or delivery to a client runs under
-// either.
+// group survives the mux. Mux.mu guards the registry of servers and
+// sessions; each server and each session has a lock of its own (a
+// session's guards its ports and its catalog). No two of them are held
+// together, and no backend call or delivery to a client runs under any.
 //
 // # Parts
 //
-//   - mux.go: the Mux, its servers and their workers;
-//   - session.go: a client's session, its routing both ways;
-//   - answers.go: what a session answers itself (handshake, lists,
-//     completion, the call tool);
-//   - catalog.go: what the sessions list and who owns it;
+//   - mux.go: the Mux and its registry of servers;
+//   - server.go: a server's state, kept from its backend's events;
+//   - session.go: a client's session and its routing;
+//   - port.go: a session's part on one server;
+//   - answers.go: what a session answers itself (handshake, lists);
+//   - catalog.go: what a session lists and who owns it;
 //   - tools.go: the mux's own tools;
 //   - backend.go, relaybackend.go: the servers behind it.
 package mux

@@ -2,6 +2,7 @@ package mux
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -461,6 +462,9 @@ func TestChildListChangedBurst(t *testing.T) {
 	e := start(t, envOpts{})
 	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
 	e.mustOK("add_server", addArgs("o", testkit.Fixture(t)))
+	if e.toolNames()["s__echo"] == nil { // the client has the list: it hears of changes
+		t.Fatal("s__echo not listed")
+	}
 	e.mustOK("s__grow", map[string]any{"n": 40})
 	// Calls keep being answered while the re-lists run.
 	for range 5 {
@@ -593,4 +597,31 @@ func TestConfiguredServerRestartsAfterCrash(t *testing.T) {
 func restart(ctx context.Context, r *relay.Relay) result.Build {
 	rs, _ := r.Restart(ctx)
 	return result.Build{Skipped: true, OK: true, Restart: rs}
+}
+
+// TestReloadServerEnv: reload_server offers env when a configured server
+// has run.env_overridable, naming the keys each allows; a reload with env
+// starts a child that has it, and a key not allowed is refused.
+func TestReloadServerEnv(t *testing.T) {
+	if schema, _ := json.Marshal(start(t, envOpts{}).toolNames()["reload_server"].InputSchema); strings.Contains(string(schema), `"env"`) {
+		t.Errorf("reload_server offers env with no server allowing any: %s", schema)
+	}
+	e := start(t, envOpts{cfg: Config{Servers: []ServerSpec{
+		{Name: "s", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "s"}, EnvOverridable: []string{"FOO", "BAR"}},
+		{Name: "o", Command: []string{testkit.Fixture(t)}, Env: map[string]string{"FIXTURE_NAME": "o"}},
+	}}})
+	testkit.Eventually(t, 10*time.Second, "s's tools", func() bool { return e.toolNames()["s__env"] != nil })
+	schema, _ := json.Marshal(e.toolNames()["reload_server"].InputSchema)
+	if !strings.Contains(string(schema), `"env"`) || !strings.Contains(string(schema), "s: FOO, BAR") || strings.Contains(string(schema), "o:") {
+		t.Errorf("reload_server's env does not name s's keys alone: %s", schema)
+	}
+	if got := e.mustOK("s__env", map[string]any{"text": "FOO"}); got != "" {
+		t.Fatalf("FOO before the reload = %q", got)
+	}
+	e.mustOK("reload_server", map[string]any{"name": "s", "env": map[string]string{"FOO": "bar"}})
+	if got := e.mustOK("s__env", map[string]any{"text": "FOO"}); got != "bar" {
+		t.Errorf("FOO in the reloaded child = %q, want bar", got)
+	}
+	e.mustFail("reload_server", map[string]any{"name": "s", "env": map[string]string{"PATH": "/nowhere"}}, "PATH", "FOO")
+	e.mustFail("reload_server", map[string]any{"name": "o", "env": map[string]string{"FOO": "bar"}}, "FOO", "none")
 }

@@ -3,6 +3,7 @@ package mux
 // This file is the mux's only contact with package relay's engine.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
@@ -62,19 +62,11 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		if o.NewHooks == nil && (spec.Build != "" || len(spec.Watch) > 0) {
 			return nil, fmt.Errorf("build and watch are not available in this mcpflow (no builder is wired): leave them out, or build the server yourself before add_server")
 		}
-		logger := o.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
-		}
-		logger = logger.With("server", spec.Name)
+		logger := cmp.Or(o.Logger, slog.New(slog.DiscardHandler)).With("server", spec.Name)
 		b := &relayBackend{emit: emit, name: spec.Name}
-		onCrash := spec.OnCrash
-		if onCrash == "" && spec.Source == "agent" {
-			onCrash = "wait"
-		}
-		setting := fmt.Sprintf("servers.%s.run.command in mcpflow.toml", spec.Name)
+		onCrash, setting := spec.OnCrash, fmt.Sprintf("servers.%s.run.command in mcpflow.toml", spec.Name)
 		if spec.Source == "agent" {
-			setting = "the command and args given to add_server"
+			onCrash, setting = cmp.Or(onCrash, "wait"), "the command and args given to add_server"
 		}
 		rc := relay.Config{
 			Child: relay.Child{
@@ -85,8 +77,9 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 				StopTimeout: spec.StopTimeout,
 				Setting:     setting,
 			},
-			OnCrash: onCrash,
-			Drain:   o.Drain,
+			EnvOverridable: spec.EnvOverridable,
+			OnCrash:        onCrash,
+			Drain:          o.Drain,
 		}
 		if o.Configure != nil {
 			o.Configure(spec, &rc)
@@ -97,50 +90,48 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// client waits), never answering a handshake alone before.
 		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
 		rc.NoOwnTools = true
-		rc.Rebuild = reloadHint(spec.Name)
+		rc.Rebuild = texts.ReloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")
 		rc.Version = o.Version
-		b.r = relay.New(rc)
+		b.Relay = relay.New(rc)
 		if o.NewHooks != nil {
-			h, err := o.NewHooks(spec.Name, spec, b.r, b.noteBuild)
+			h, err := o.NewHooks(spec.Name, spec, b.Relay, b.noteBuild)
 			if err != nil {
-				b.r.Close()
+				b.Relay.Close()
 				return nil, err
 			}
 			b.hooks = h
 		}
-		b.ctx, b.cancel = context.WithCancel(context.Background())
-		if b.hooks.Run != nil {
-			b.wg.Add(1)
-			go func() {
-				defer b.wg.Done()
-				b.hooks.Run(b.ctx)
-			}()
-		}
+		ctx, stop := context.WithCancel(context.Background())
+		b.stop, b.ran = stop, make(chan struct{})
+		go func() {
+			defer close(b.ran)
+			if b.hooks.Run != nil {
+				b.hooks.Run(ctx)
+			}
+		}()
 		return b, nil
 	}
 }
 
-// reloadHint is what rebuilds server name, as the texts the agent reads
-// name it.
-func reloadHint(name string) string { return texts.ReloadHint(name) }
-
+// relayBackend is a server's relay, which serves the sessions (Open),
+// answers from the record of the last good start (HasRecord)
+// and takes reload_server's env (SetEnv), with its hooks.
 type relayBackend struct {
+	*relay.Relay
 	name  string
-	r     *relay.Relay
 	hooks Hooks
 	emit  func(Event)
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	stop  context.CancelFunc // ends hooks.Run
+	ran   chan struct{}      // closed once hooks.Run returned
+	once  sync.Once
 }
 
 // onEvent turns the relay's events into the mux's. It runs on the relay's
-// event goroutine, in order, with no relay lock held.
+// event goroutine, in order, with no relay lock held. A failed build is
+// noteBuild's to report, with the whole build.
 func (b *relayBackend) onEvent(ev relay.Event) {
 	switch ev.Kind {
 	case relay.Starting:
@@ -150,13 +141,11 @@ func (b *relayBackend) onEvent(ev relay.Event) {
 	case relay.Crashed, relay.RestartFailed:
 		b.emit(Event{Kind: EventCrashed, Gen: ev.Gen, Report: ev.Report})
 	}
-	// relay.BuildFailed comes from noteBuild, which reports it with the
-	// whole build.
 }
 
 // noteBuild reports a build cycle's result to the relay and the mux.
 func (b *relayBackend) noteBuild(res result.Build) {
-	b.r.NoteBuild(res)
+	b.NoteBuild(res)
 	if res.Canceled {
 		return
 	}
@@ -167,35 +156,28 @@ func (b *relayBackend) noteBuild(res result.Build) {
 	b.emit(ev)
 }
 
-func (b *relayBackend) Open(c wire.Client) wire.Session { return b.r.Open(c) }
+func (b *relayBackend) Start(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Start) }
 
-// HasRecord reports whether the relay answers from the record of the
-// server's last good start (a recorder).
-func (b *relayBackend) HasRecord() bool { return b.r.HasRecord() }
+func (b *relayBackend) Reload(ctx context.Context) result.Build { return b.cycle(ctx, b.hooks.Reload) }
 
-// SetEnv sets the server's environment overrides for its next starts
-// ([servers.NAME.run] env_overridable; reload_server's env).
-func (b *relayBackend) SetEnv(env map[string]string) error { return b.r.SetEnv(env) }
-
-func (b *relayBackend) Start(ctx context.Context) result.Build {
-	return b.cycle(ctx, b.hooks.Start)
-}
-
-func (b *relayBackend) Reload(ctx context.Context) result.Build {
-	return b.cycle(ctx, b.hooks.Reload)
-}
-
+// cycle runs a start or a reload: hook, or a restart alone. The mux
+// applies its result itself.
 func (b *relayBackend) cycle(ctx context.Context, hook func(context.Context) result.Build) result.Build {
 	b.emit(Event{Kind: EventStarting})
-	var res result.Build
 	if hook != nil {
-		res = hook(ctx)
-	} else {
-		rs, _ := b.r.Restart(ctx)
-		res = result.Build{Skipped: true, OK: true, Restart: rs}
+		return hook(ctx)
 	}
-	b.emit(eventOf(res, b.name))
-	return res
+	rs, _ := b.Restart(ctx)
+	return result.Build{Skipped: true, OK: true, Restart: rs}
+}
+
+func (b *relayBackend) Close() {
+	b.once.Do(func() {
+		b.stop()
+		<-b.ran
+		b.Relay.Close()
+		b.emit(Event{Kind: EventStopped})
+	})
 }
 
 // eventOf is the event that reports a start's or reload's result of
@@ -222,14 +204,5 @@ func buildReport(res result.Build, name string) string {
 	if errs == "" {
 		errs = res.Output
 	}
-	return texts.BuildFailed(res.Err, errs, reloadHint(name))
-}
-
-func (b *relayBackend) Close() {
-	b.once.Do(func() {
-		b.cancel()
-		b.wg.Wait()
-		b.r.Close()
-		b.emit(Event{Kind: EventStopped})
-	})
+	return texts.BuildFailed(res.Err, errs, texts.ReloadHint(name))
 }

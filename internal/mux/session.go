@@ -5,110 +5,50 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // session is one client's session with the mux (a wire.Session): it
-// answers what the mux answers for itself (the handshake, the merged
-// lists, its own tools) and routes the rest to the servers, each through
-// a session of the server's own (a port: Backend.Open, a child of its own
-// behind a relay), the bytes as the client wrote them but for the name
-// the mux prefixes. What it lists is its own catalog, read through its
-// ports: what one client's servers list reaches no other client.
+// answers what the mux answers for itself and routes the rest through its
+// port on each server. What it lists is its own catalog: what one
+// client's servers list reaches no other client.
 type session struct {
 	m      *Mux
 	c      wire.Client
 	ctx    context.Context // ends with the session (Close) or the mux
 	cancel context.CancelFunc
-
-	dmu sync.Mutex // one message at a time to the client
+	dmu    sync.Mutex // one message at a time to the client
 
 	mu      sync.Mutex
 	closed  bool
 	st      wire.State // the client's session, as its messages set it up
 	seen    time.Time  // its last message
 	startBy <-chan struct{}
-	ports   map[string]*port       // by server name
-	calls   map[string]string      // the client's requests in flight on a server: id -> server
-	own     map[string]func()      // the client's requests the mux answers itself: id -> cancel
-	reqs    map[string]serverReq   // servers' requests to the client, by the mux's id
-	waits   map[string]chan []byte // the mux's own requests to a server, by id
+	ports   map[string]*port     // by server name
+	calls   map[string]string    // the client's requests in flight on a server: id -> server
+	own     map[string]func()    // the client's requests the mux answers itself: id -> cancel
+	reqs    map[string]serverReq // servers' requests to the client, by the mux's id
 	cat     catalog
-	instr   map[string]string // each server's instructions, from its handshake
-	notify  *time.Timer       // a list_changed to the client, coalesced
+	notify  *time.Timer // a list_changed to the client, coalesced
 }
 
-// port is a session's part on one server. Its session with the server is
-// opened at first use (open), never with a lock of the mux's held.
-type port struct {
-	srv    *server
-	client wire.Client
-	once   sync.Once
-	sess   wire.Session  // once opened
-	opened bool          // the client's handshake was sent (legacy), or the mux's listen (2026-07-28)
-	fresh  bool          // its lists in the catalog are current
-	asked  int           // times they were marked stale: a read under way that sees it change reads again
-	ready  chan struct{} // closed once the server answered the handshake
-	read   chan struct{} // closed when the lists being read are in; nil when none is
-}
-
-// open is the port's session with its server, opened at the first call.
-func (p *port) open() wire.Session {
-	p.once.Do(func() { p.sess = p.srv.b.Open(p.client) })
-	if p.sess == nil {
-		return closedSession{} // closed before it was ever opened
-	}
-	return p.sess
-}
-
-// close closes the port's session, if it was opened; it is never opened
-// afterwards.
-func (p *port) close() {
-	p.once.Do(func() {})
-	if p.sess != nil {
-		p.sess.Close()
-	}
-}
-
-// closedSession is the session of a port closed before it opened.
-type closedSession struct{}
-
-func (closedSession) Send([]byte) {}
-func (closedSession) Close()      {}
-
-// serverReq is a server's request to the client: the server and the id
-// the client's answer goes back under.
+// serverReq is a server's request to the client: who asked, under what id.
 type serverReq struct {
 	server string
 	id     []byte
 }
 
-// ownPrefix starts every id the mux invents (wire.ReservedPrefix with
-// the mux's tag).
-const ownPrefix = `"mcpflow:m`
-
 func newSession(m *Mux, c wire.Client) *session {
 	ctx, cancel := context.WithCancel(m.ctx)
 	return &session{
-		m:      m,
-		c:      c,
-		ctx:    ctx,
-		cancel: cancel,
-		ports:  map[string]*port{},
-		calls:  map[string]string{},
-		own:    map[string]func(){},
-		reqs:   map[string]serverReq{},
-		waits:  map[string]chan []byte{},
-		cat:    newCatalog(m.sep, m.ownNames()),
-		instr:  map[string]string{},
+		m: m, c: c, ctx: ctx, cancel: cancel,
+		ports: map[string]*port{}, calls: map[string]string{}, own: map[string]func(){}, reqs: map[string]serverReq{},
+		cat: newCatalog(m.sep, m.tools.names()),
 	}
 }
 
@@ -154,11 +94,6 @@ func (s *session) answer(msg, id []byte) {
 	if open {
 		s.deliver(msg, id)
 	}
-}
-
-// newID is an id of the mux's own.
-func (s *session) newID() []byte {
-	return []byte(ownPrefix + strconv.FormatInt(s.m.seq.Add(1), 10) + `"`)
 }
 
 // Send handles one message from the client (see wire.Session).
@@ -227,40 +162,28 @@ func (s *session) Close() {
 func (s *session) clientRequest(msg []byte, env wire.Envelope) {
 	id := env.ID
 	switch env.Method {
-	case "initialize":
-		s.goOwn(id, func(ctx context.Context) { s.initialize(ctx, env) })
-	case "server/discover":
-		s.goOwn(id, func(ctx context.Context) { s.discover(ctx, env) })
+	case "initialize", "server/discover":
+		s.goOwn(id, func(ctx context.Context) { s.handshake(ctx, env) })
 	case "ping":
 		s.reply(id, []byte(`{}`))
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 		s.goOwn(id, func(ctx context.Context) { s.answerList(ctx, env) })
 	case "tools/call":
 		s.call(msg, env)
-	case "prompts/get":
-		name := stringMember(env.Params, "name")
-		s.mu.Lock()
-		r, ok := s.cat.prompts[name]
-		s.mu.Unlock()
-		if !ok {
-			s.fail(id, wire.CodeInvalidParams, texts.UnknownPrompt(name, s.m.sep, s.m.existing()))
-			return
-		}
-		s.forward(r.server, withName(msg, env, r.name), env)
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		uri := stringMember(env.Params, "uri")
-		s.mu.Lock()
-		owner, ok := s.cat.owner(uri)
-		s.mu.Unlock()
-		if !ok {
-			s.fail(id, codeResourceNotFound, texts.NoResource(uri))
-			return
-		}
-		s.forward(owner, msg, env)
-	case "completion/complete":
-		s.complete(msg, env)
+	case "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
+		s.toOwner(msg, env)
 	case "logging/setLevel":
-		s.goOwn(id, func(ctx context.Context) { s.setLevel(ctx, env) })
+		// Answered once every server took it (or answered otherwise: one
+		// that refuses it keeps serving), at most listWait: a call the
+		// client makes next finds the level set.
+		s.goOwn(id, func(ctx context.Context) {
+			wctx, cancel := context.WithTimeout(ctx, listWait)
+			defer cancel()
+			askAll(wctx, nil, s.openPorts(), "logging/setLevel", env.Params)
+			if ctx.Err() == nil {
+				s.reply(id, []byte(`{}`))
+			}
+		})
 	case "subscriptions/listen":
 		s.listen(env)
 	default:
@@ -284,119 +207,104 @@ func (s *session) goOwn(id []byte, f func(ctx context.Context)) {
 	})
 }
 
-// port returns the session's port on server name, opening it when the
-// server exists (and, for a legacy client whose handshake came, sending
-// that handshake; for a 2026-07-28 client, a listen of the mux's own, by
-// which it hears of changes); nil when it does not.
-func (s *session) port(name string) *port {
-	s.m.mu.Lock()
-	srv, ok := s.m.servers[name]
-	usable := ok && srv.b != nil && !srv.removed
-	s.m.mu.Unlock()
-	if !usable {
-		return nil
+// call routes a tools/call: a tool of the mux's own (the call tool's
+// call becomes the call of the tool it names), or a server's tool. A
+// server that is not read yet, or in its first start, may have a tool
+// not listed: its lists are read first (bounded), off the client's read.
+func (s *session) call(msg []byte, env wire.Envelope) {
+	name := stringMember(env.Params, "name")
+	if s.m.tools.has(name) {
+		if name != s.m.cfg.CallTool {
+			args := jsonscan.Member(env.Params, "arguments")
+			s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.tools.run(ctx, s, name, args)) })
+			return
+		}
+		var refusal string
+		if msg, env, refusal = s.m.tools.unwrap(env); refusal != "" {
+			s.reply(env.ID, toolError(refusal))
+			return
+		}
+		name = stringMember(env.Params, "name")
 	}
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	p := s.ports[name]
-	var stale *port
-	if p != nil && p.srv != srv {
-		// The server was removed and added again: a new backend.
-		stale, p = p, nil
-	}
-	if p == nil {
-		p = &port{srv: srv, ready: make(chan struct{}), client: wire.ClientFunc(func(msg, rel []byte) { s.fromServer(name, msg, rel) })}
-		s.ports[name] = p
-	}
-	var open [][]byte
-	if !p.opened && (s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern) {
-		p.opened = true
-		open = s.opening(p)
-	}
+	_, listed := s.cat.tools[name]
 	s.mu.Unlock()
-	if stale != nil {
-		stale.close()
-	}
-	sess := p.open() // the server's child for this session starts now
-	for _, m := range open {
-		sess.Send(m)
-	}
-	return p
-}
-
-// opening is what opens port p for the client's session: a legacy
-// client's handshake (initialize under an id of the mux's, whose answer
-// is awaited for the server's instructions; initialized; the log level);
-// for a 2026-07-28 client, a listen of the mux's own, on which the server
-// says its lists changed. s.mu is held.
-func (s *session) opening(p *port) [][]byte {
-	if s.st.Era == wire.EraModern {
-		close(p.ready)
-		params := map[string]any{"notifications": map[string]bool{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}}
-		if s.st.Meta != nil {
-			params["_meta"] = json.RawMessage(s.st.Meta)
-		}
-		b, _ := json.Marshal(params)
-		return [][]byte{wire.Request(s.newID(), "subscriptions/listen", b)}
-	}
-	env, err := wire.Peek(s.st.Init)
-	if err != nil {
-		close(p.ready)
-		return nil
-	}
-	id := s.newID()
-	ch := make(chan []byte, 1)
-	s.waits[string(id)] = ch
-	name := p.srv.spec.Name
-	s.m.wg.Go(func() {
-		defer close(p.ready)
-		select {
-		case ans := <-ch:
-			if in := stringMember(jsonscan.Member(ans, "result"), "instructions"); in != "" {
-				s.mu.Lock()
-				s.instr[name] = in
-				s.mu.Unlock()
+	if srv, _, ok := splitName(name, s.m.sep); !listed && ok && s.m.server(srv) != nil {
+		s.goOwn(env.ID, func(ctx context.Context) {
+			s.await(ctx, []string{srv}, s.startDeadline(env), true)
+			s.mu.Lock()
+			delete(s.own, string(env.ID))
+			s.mu.Unlock()
+			if ctx.Err() == nil {
+				s.toOwner(msg, env)
 			}
-		case <-s.ctx.Done():
-		case <-time.After(handshakeWait):
-		}
-	})
-	out := [][]byte{wire.Request(id, "initialize", env.Params)}
-	if s.st.Initialized {
-		out = append(out, wire.Request(nil, "notifications/initialized", nil))
+		})
+		return
 	}
-	if s.st.Level != nil {
-		out = append(out, wire.Request(s.newID(), "logging/setLevel", s.st.Level))
-	}
-	return out
+	s.toOwner(msg, env)
 }
 
-// handshakeWait bounds the wait for a server's answer to the handshake
-// the mux gave it.
-const handshakeWait = 30 * time.Second
-
-// ask sends a request of the mux's own to p and waits for its answer.
-func (s *session) ask(ctx context.Context, p *port, method string, params []byte) ([]byte, error) {
-	id := s.newID()
-	ch := make(chan []byte, 1)
-	s.mu.Lock()
-	s.waits[string(id)] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.waits, string(id))
-		s.mu.Unlock()
-	}()
-	p.open().Send(wire.Request(id, method, params))
-	select {
-	case msg := <-ch:
-		return msg, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// toOwner sends a request that names a tool, a prompt or a resource
+// (tools/call, prompts/get, resources/*, completion/complete by its ref)
+// to the server that listed it, a tool or prompt under its own name; one
+// that none listed is refused.
+func (s *session) toOwner(msg []byte, env wire.Envelope) {
+	obj, at := env.Params, env.ParStart // the object that names it
+	kind := map[string]string{"tools/call": "tool", "prompts/get": "prompt"}[env.Method]
+	if env.Method == "completion/complete" {
+		rs, re, _ := jsonscan.MemberSpan(env.Params, "ref")
+		obj, at = env.Params[rs:re], at+rs
+		switch stringMember(obj, "type") {
+		case "ref/prompt":
+			kind = "prompt"
+		case "ref/resource":
+		default:
+			s.fail(env.ID, wire.CodeInvalidParams, "completion/complete: unknown ref type")
+			return
+		}
 	}
+	name, uri := stringMember(obj, "name"), stringMember(obj, "uri")
+	var r route
+	var ok bool
+	s.mu.Lock()
+	switch kind {
+	case "tool":
+		r, ok = s.cat.tools[name]
+	case "prompt":
+		r, ok = s.cat.prompts[name]
+	default:
+		r.server, ok = s.cat.owner(uri)
+	}
+	s.mu.Unlock()
+	switch {
+	case ok:
+		if r.name != "" {
+			ns, ne, _ := jsonscan.MemberSpan(obj, "name")
+			q, _ := json.Marshal(r.name)
+			msg = wire.Splice(msg, at+ns, at+ne, q)
+		}
+		s.forward(r.server, msg, env)
+	case kind == "tool":
+		s.reply(env.ID, toolError(s.unknownTool(name)))
+	case kind == "prompt":
+		s.fail(env.ID, wire.CodeInvalidParams, texts.UnknownPrompt(name, s.m.sep, s.m.existing()))
+	case env.Method == "completion/complete":
+		s.fail(env.ID, wire.CodeInvalidParams, texts.NoResource(uri))
+	default:
+		s.fail(env.ID, codeResourceNotFound, texts.NoResource(uri))
+	}
+}
+
+// unknownTool explains a call to a tool the session does not list.
+func (s *session) unknownTool(name string) string {
+	srvName, tool, ok := splitName(name, s.m.sep)
+	if !ok || name == "add_server" {
+		return texts.UnknownTool(name, s.m.sep, s.m.existing())
+	}
+	if srv := s.m.server(srvName); srv == nil || srv.state().status != StatusRunning {
+		return s.m.notRunning(srvName)
+	}
+	return texts.NoSuchTool(srvName, tool, s.published(srvName).names)
 }
 
 // forward sends the client's request to server name.
@@ -410,44 +318,6 @@ func (s *session) forward(name string, msg []byte, env wire.Envelope) {
 	s.calls[string(env.ID)] = name
 	s.mu.Unlock()
 	p.open().Send(msg)
-}
-
-// fromServer handles one message a server delivers to this session.
-func (s *session) fromServer(name string, msg, rel []byte) {
-	if wire.IsResponse(msg) {
-		s.mu.Lock()
-		if ch, ok := s.waits[string(rel)]; ok {
-			delete(s.waits, string(rel))
-			s.mu.Unlock()
-			ch <- msg
-			return
-		}
-		_, client := s.calls[string(rel)]
-		delete(s.calls, string(rel))
-		s.mu.Unlock()
-		if client {
-			s.answer(msg, rel)
-		}
-		return
-	}
-	env, err := wire.Peek(msg)
-	if err != nil {
-		return
-	}
-	switch {
-	case env.IsRequest():
-		id := s.newID()
-		s.mu.Lock()
-		s.reqs[string(id)] = serverReq{server: name, id: bytes.Clone(env.ID)}
-		s.mu.Unlock()
-		s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), rel)
-	case strings.HasSuffix(env.Method, "/list_changed") && env.Method != "notifications/roots/list_changed":
-		s.stale(name)
-	case bytes.HasPrefix(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), mcp.MetaKeySubscriptionID), []byte(ownPrefix)):
-		// On a listen of the mux's own (its acknowledgement).
-	default:
-		s.deliver(msg, rel)
-	}
 }
 
 // clientResponse passes the client's answer to a server's request back to
@@ -465,29 +335,26 @@ func (s *session) clientResponse(msg []byte, env wire.Envelope) {
 	p.open().Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.id))
 }
 
+// clientNotification passes a notification to every server the session
+// reached; a cancellation only to the server its request went to (or it
+// cancels the mux's own answer).
 func (s *session) clientNotification(msg []byte, env wire.Envelope) {
-	switch env.Method {
-	case "notifications/initialized":
+	if env.Method != "notifications/cancelled" {
 		for _, p := range s.openPorts() {
 			p.open().Send(msg)
 		}
 		return
-	case "notifications/cancelled":
-		id := jsonscan.Member(env.Params, "requestId")
-		s.mu.Lock()
-		cancel, own := s.own[string(id)]
-		name, ok := s.calls[string(id)]
-		p := s.ports[name]
-		s.mu.Unlock()
-		if own {
-			cancel()
-		}
-		if ok && p != nil {
-			p.open().Send(msg)
-		}
-		return
 	}
-	for _, p := range s.openPorts() {
+	id := jsonscan.Member(env.Params, "requestId")
+	s.mu.Lock()
+	cancel, own := s.own[string(id)]
+	name, ok := s.calls[string(id)]
+	p := s.ports[name]
+	s.mu.Unlock()
+	if own {
+		cancel()
+	}
+	if ok && p != nil {
 		p.open().Send(msg)
 	}
 }
@@ -505,19 +372,45 @@ func (s *session) openPorts() []*port {
 	return out
 }
 
-// serverUp opens the session's part on a server that was added or came
-// up, and reads what it lists once the client's session is set up.
-func (s *session) serverUp(srv *server) {
-	s.port(srv.spec.Name)
-	s.mu.Lock()
-	set := s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern
-	s.mu.Unlock()
-	if set {
-		s.stale(srv.spec.Name)
+// port returns the session's port on server name, opening it when the
+// server exists (and, once the client's session is set up, greeting it);
+// nil when it does not.
+func (s *session) port(name string) *port {
+	srv := s.m.server(name)
+	if srv == nil || srv.backend() == nil {
+		return nil
 	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	p := s.ports[name]
+	var old *port
+	if p != nil && p.srv != srv {
+		// The server was removed and added again: a new backend.
+		old, p = p, nil
+	}
+	if p == nil {
+		p = &port{s: s, srv: srv, ready: make(chan struct{}), waits: map[string]chan []byte{}}
+		s.ports[name] = p
+	}
+	var greet [][]byte
+	if !p.opened && (s.st.Era == wire.EraLegacy && s.st.Init != nil || s.st.Era == wire.EraModern) {
+		greet = p.greet()
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	sess := p.open() // the server's child for this session starts now
+	for _, m := range greet {
+		sess.Send(m)
+	}
+	return p
 }
 
-// serverGone closes the session's part on a server that was removed; its
+// serverGone closes the session's port on a server that was removed; its
 // calls in flight are answered.
 func (s *session) serverGone(srv *server) {
 	name := srv.spec.Name
@@ -535,7 +428,6 @@ func (s *session) serverGone(srv *server) {
 			ids = append(ids, id)
 		}
 	}
-	modern := s.st.Era == wire.EraModern
 	changed := s.cat.pub[name] != nil
 	s.cat.unpublish(name)
 	s.mu.Unlock()
@@ -547,7 +439,7 @@ func (s *session) serverGone(srv *server) {
 	}
 	text := texts.RemovedBeforeAnswer(name, s.m.existing())
 	for _, id := range ids {
-		s.answer(wire.ResultResponse([]byte(id), errToolResult(text, modern)), []byte(id))
+		s.reply([]byte(id), toolError(text))
 	}
 }
 
@@ -570,22 +462,16 @@ func (s *session) listsChanged() {
 	})
 }
 
-// withName is a request with params.name replaced by name.
-func withName(msg []byte, env wire.Envelope, name string) []byte {
-	vs, ve, ok := jsonscan.MemberSpan(env.Params, "name")
-	if !ok {
-		return msg
+// published is what the session lists of server name (nothing for no
+// session).
+func (s *session) published(name string) published {
+	if s == nil {
+		return published{}
 	}
-	q, _ := json.Marshal(name)
-	return wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, q)
-}
-
-// errToolResult is a tool result that reports an error to the agent.
-func errToolResult(text string, modern bool) []byte {
-	res := map[string]any{"content": []map[string]string{{"type": "text", "text": text}}, "isError": true}
-	if modern {
-		res["resultType"] = "complete"
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.cat.pub[name]; p != nil {
+		return *p
 	}
-	b, _ := json.Marshal(res)
-	return b
+	return published{}
 }

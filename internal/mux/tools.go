@@ -2,18 +2,20 @@ package mux
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
@@ -36,10 +38,11 @@ type nameArgs struct {
 	Name string `json:"name" jsonschema:"the server's name, as list_servers shows it"`
 }
 
-// reloadArgs are reload_server's arguments.
+// reloadArgs are reload_server's arguments; env is offered when a
+// configured server has run.env_overridable.
 type reloadArgs struct {
 	Name string            `json:"name" jsonschema:"the server's name, as list_servers shows it"`
-	Env  map[string]string `json:"env,omitempty" jsonschema:"environment overrides for the restarted server, kept for later restarts; only the keys its configuration allows (run.env_overridable)"`
+	Env  map[string]string `json:"env,omitempty"`
 }
 
 // listArgs are list_servers' arguments.
@@ -96,191 +99,204 @@ type Outcome struct {
 	Build   *BuildInfo `json:"build,omitempty"`
 }
 
-// The mux's own tools: add_server (unless Config.DisableAddServer;
-// AllowedCommands restricts it), remove_server, reload_server,
-// list_servers, and Config.CallTool when set. Their definitions are made
-// once from their argument types; their results are built here, as
-// bytes, like every answer the mux makes.
+// toolbox is the mux's own tools (see the package doc), defined once;
+// their results are built as bytes, like every answer the mux makes.
+type toolbox struct {
+	m    *Mux
+	defs []ownTool
+}
 
-// ownTool is one of the mux's tools: its definition and what runs it.
+// ownTool is one of the mux's tools: its definition and what runs it for
+// the caller's session.
 type ownTool struct {
 	name, desc string
-	schema     any
-	run        func(m *Mux, ctx context.Context, s *session, args []byte) (text string, structured any, isErr bool)
+	schema     *jsonschema.Schema
+	run        func(t *toolbox, ctx context.Context, caller *session, args []byte) (text string, structured any, isErr bool)
 }
 
-// ownToolList makes the definitions; New keeps them in m.own.
-func (m *Mux) ownToolList() []ownTool {
-	var out []ownTool
-	if !m.cfg.DisableAddServer {
-		out = append(out, ownTool{"add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), schemaOf[addServerArgs](), (*Mux).addServerTool})
-	}
-	out = append(out,
-		ownTool{"remove_server", texts.RemoveServerDescription, schemaOf[nameArgs](), (*Mux).removeServerTool},
-		ownTool{"reload_server", texts.ReloadServerDescription, schemaOf[reloadArgs](), (*Mux).reloadServerTool},
-		ownTool{"list_servers", texts.ListServersDescription, schemaOf[listArgs](), (*Mux).listServersTool},
-	)
-	if m.cfg.CallTool != "" {
-		out = append(out, ownTool{m.cfg.CallTool, texts.MuxCallToolDescription, schemaOf[callArgs](), nil})
-	}
-	return out
-}
-
-// schemaOf is the input schema of a tool whose arguments are a T.
-func schemaOf[T any]() any {
-	s, err := jsonschema.For[T](nil)
+// tool defines a tool whose arguments are a T: its input schema is made
+// from T, and its arguments are decoded into one for run (nil: the call
+// tool, whose calls the session unwraps).
+func tool[T any](name, desc string, run func(t *toolbox, ctx context.Context, caller *session, a T) (string, any, bool)) ownTool {
+	schema, err := jsonschema.For[T](nil)
 	if err != nil {
 		panic(err) // the argument types are the package's own
 	}
-	return s
+	if run == nil {
+		return ownTool{name: name, desc: desc, schema: schema}
+	}
+	return ownTool{name, desc, schema, func(t *toolbox, ctx context.Context, caller *session, args []byte) (string, any, bool) {
+		var a T
+		if len(args) > 0 && string(args) != "null" {
+			if err := json.Unmarshal(args, &a); err != nil {
+				return fmt.Sprintf("%s: invalid arguments: %v", name, err), nil, true
+			}
+		}
+		return run(t, ctx, caller, a)
+	}}
 }
 
-// ownTools are the mux's tools as tools/list lists them.
-func (m *Mux) ownTools() [][]byte {
+func newToolbox(m *Mux) *toolbox {
+	t := &toolbox{m: m}
+	if !m.cfg.DisableAddServer {
+		t.defs = append(t.defs, tool("add_server", texts.AddServerDescription(m.sep, m.cfg.AllowedCommands), (*toolbox).addServer))
+	}
+	reload := tool("reload_server", texts.ReloadServerDescription, (*toolbox).reloadServer)
+	allowed := map[string][]string{}
+	for _, spec := range m.cfg.Servers {
+		if len(spec.EnvOverridable) > 0 {
+			allowed[spec.Name] = spec.EnvOverridable
+		}
+	}
+	if len(allowed) > 0 {
+		reload.schema.Properties["env"].Description = texts.ReloadEnvDescription(allowed)
+	} else {
+		delete(reload.schema.Properties, "env")
+	}
+	t.defs = append(t.defs,
+		tool("remove_server", texts.RemoveServerDescription, (*toolbox).removeServer),
+		reload,
+		tool("list_servers", texts.ListServersDescription, (*toolbox).listServers),
+	)
+	if m.cfg.CallTool != "" {
+		t.defs = append(t.defs, tool[callArgs](m.cfg.CallTool, texts.MuxCallToolDescription, nil))
+	}
+	return t
+}
+
+// list is the tools as tools/list lists them.
+func (t *toolbox) list() [][]byte {
 	var out [][]byte
-	for _, t := range m.own {
-		b, _ := json.Marshal(map[string]any{"name": t.name, "description": t.desc, "inputSchema": t.schema})
+	for _, d := range t.defs {
+		b, _ := json.Marshal(map[string]any{"name": d.name, "description": d.desc, "inputSchema": d.schema})
 		out = append(out, b)
 	}
 	return out
 }
 
-// ownNames are the names of the mux's tools.
-func (m *Mux) ownNames() []string {
+// names are the tools' names: no server's tool may take them.
+func (t *toolbox) names() []string {
 	var out []string
-	for _, t := range m.own {
-		out = append(out, t.name)
+	for _, d := range t.defs {
+		out = append(out, d.name)
 	}
 	return out
 }
 
-// isOwnTool reports whether name is one of the mux's tools.
-func (m *Mux) isOwnTool(name string) bool {
-	for _, t := range m.own {
-		if t.name == name {
-			return true
-		}
-	}
-	return false
+// has reports whether name is one of the mux's tools.
+func (t *toolbox) has(name string) bool {
+	return slices.ContainsFunc(t.defs, func(d ownTool) bool { return d.name == name })
 }
 
-// runOwnTool runs one of the mux's tools for session s and returns its
-// result.
-func (m *Mux) runOwnTool(ctx context.Context, s *session, name string, args []byte, modern bool) []byte {
-	for _, t := range m.own {
-		if t.name == name && t.run != nil {
-			text, structured, isErr := t.run(m, ctx, s, args)
-			return toolResult(text, structured, isErr, modern)
-		}
+// run runs tool name (not the call tool) for the caller's session and
+// returns its result.
+func (t *toolbox) run(ctx context.Context, caller *session, name string, args []byte) []byte {
+	i := slices.IndexFunc(t.defs, func(d ownTool) bool { return d.name == name })
+	text, structured, isErr := t.defs[i].run(t, ctx, caller, args)
+	return toolResult(text, structured, isErr)
+}
+
+// unwrap makes a call of the call tool ({name, arguments}) the
+// tools/call of the tool it names; refusal says why it cannot.
+func (t *toolbox) unwrap(env wire.Envelope) (msg []byte, out wire.Envelope, refusal string) {
+	args := jsonscan.Member(env.Params, "arguments")
+	p := map[string]json.RawMessage{"name": jsonscan.Member(args, "name")}
+	if p["name"] == nil {
+		return nil, env, t.m.cfg.CallTool + ": give the tool's full name, SERVER" + t.m.sep + "tool"
 	}
-	return errToolResult(s.unknownTool(name), modern)
+	if a := jsonscan.Member(args, "arguments"); a != nil {
+		p["arguments"] = a
+	}
+	if m := jsonscan.Member(env.Params, "_meta"); m != nil {
+		p["_meta"] = m
+	}
+	b, _ := json.Marshal(p)
+	if t.has(stringMember(b, "name")) {
+		return nil, env, t.m.cfg.CallTool + " calls the servers' tools, not mcpflow's"
+	}
+	msg = wire.Request(env.ID, "tools/call", b)
+	out, err := wire.Peek(msg)
+	if err != nil {
+		return nil, env, err.Error()
+	}
+	return msg, out, ""
 }
 
 // toolResult is a CallToolResult with one text item and, when structured
 // is not nil, its structuredContent.
-func toolResult(text string, structured any, isErr bool, modern bool) []byte {
+func toolResult(text string, structured any, isErr bool) []byte {
 	res := map[string]any{"content": []map[string]string{{"type": "text", "text": text}}, "isError": isErr}
 	if structured != nil {
 		res["structuredContent"] = structured
-	}
-	if modern {
-		res["resultType"] = "complete"
 	}
 	b, _ := json.Marshal(res)
 	return b
 }
 
-// decodeArgs reads a tool's arguments into a; an error says what is
-// wrong with them.
-func decodeArgs(args []byte, a any) error {
-	if len(args) == 0 || string(args) == "null" {
-		return nil
-	}
-	if err := json.Unmarshal(args, a); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	return nil
-}
+// toolError is a tool result that reports an error to the agent.
+func toolError(text string) []byte { return toolResult(text, nil, true) }
 
-func (m *Mux) addServerTool(ctx context.Context, caller *session, args []byte) (string, any, bool) {
-	var a addServerArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "add_server: " + err.Error(), nil, true
-	}
-	program := a.Command
-	if len(a.CLISchema) > 0 {
-		program = a.CLISchema[0]
-	}
-	if refusal := m.refusal(a, program); refusal != "" {
+func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArgs) (string, any, bool) {
+	if refusal := t.refusal(a); refusal != "" {
 		return "add_server: " + refusal, nil, true
 	}
 	if a.Command == "" && len(a.CLISchema) == 0 {
 		return "add_server: command is empty: give the program that runs the MCP server (or cli_schema for a command-line program)", nil, true
 	}
-	spec := ServerSpec{Name: a.Name, Dir: a.Cwd, Env: a.Env, Build: a.Build, Watch: a.Watch, Source: "agent"}
+	spec := ServerSpec{Name: a.Name, Command: append([]string{a.Command}, a.Args...), Dir: a.Cwd, Env: a.Env, Build: a.Build, Watch: a.Watch, Source: "agent"}
 	if len(a.CLISchema) > 0 {
 		spec.CLI = &CLISpec{Schema: a.CLISchema}
 		if a.Command != "" {
-			spec.CLI.Command = append([]string{a.Command}, a.Args...)
+			spec.CLI.Command = spec.Command
 		}
-		spec.Command = spec.CLI.Schema
-	} else {
-		spec.Command = append([]string{a.Command}, a.Args...)
+		spec.Command = a.CLISchema
 	}
-	s, res, err := m.addFor(ctx, spec)
+	s, err := t.m.register(spec)
+	var res result.Build
 	if err == nil {
-		err = caller.opened(ctx, s)
+		// The start ends with the mux, or with the call while it runs (the
+		// client canceled it, or left).
+		startCtx, cancel := context.WithCancel(t.m.ctx)
+		defer context.AfterFunc(ctx, cancel)()
+		res, err = t.m.start(startCtx, s)
+	}
+	if err == nil {
+		// The caller's answer holds the new server's tools.
+		if p := caller.port(a.Name); p != nil {
+			p.relist(ctx)
+		}
+		if h := s.state(); h.status == StatusCrashed || h.status == StatusBuildFailed {
+			t.m.drop(s)
+			err = fmt.Errorf("server %q: %s", a.Name, h.report)
+		}
 	}
 	if err != nil {
 		return "add_server: " + err.Error(), nil, true
 	}
-	info := m.info(s, false, caller)
-	out := Outcome{Server: info, Build: buildInfo(&res)}
-	tools := "no tools"
-	if len(info.Tools) > 0 {
-		tools = "tools: " + strings.Join(info.Tools, ", ")
-	}
-	text := fmt.Sprintf("server %q is running (pid %d); %s", a.Name, info.Pid, tools)
-	if info.Pid == 0 { // a CLI: one process per call
-		text = fmt.Sprintf("server %q is ready; %s", a.Name, tools)
-	}
-	if len(info.Warnings) > 0 {
-		text += "\nwarnings:\n- " + strings.Join(info.Warnings, "\n- ")
-	}
-	return text, out, false
+	info := s.info(false, caller.published(a.Name))
+	text := texts.ServerAdded(a.Name, info.Pid, info.Tools, info.Warnings)
+	return text, Outcome{Server: info, Build: buildInfo(&res)}, false
 }
 
 // refusal says why add_server may not start what a asks for under
 // [mux] allowed_commands, or "": every program it would run must be
-// listed (the server's, and a CLI's call prefix), it may not give a
-// build (a shell command, which no list of programs can check), and it
-// may set only the env keys of allowed_env.
-func (m *Mux) refusal(a addServerArgs, program string) string {
-	if len(m.cfg.AllowedCommands) == 0 {
+// listed (the server's, and a CLI's call prefix), it may give no build,
+// and it may set only the env keys of allowed_env.
+func (t *toolbox) refusal(a addServerArgs) string {
+	cfg := t.m.cfg
+	if len(cfg.AllowedCommands) == 0 {
 		return ""
 	}
-	allowed := strings.Join(m.cfg.AllowedCommands, ", ")
-	for _, p := range []string{program, a.Command} {
-		if p != "" && !m.allowed(p, a.Cwd) {
-			return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", p, allowed)
+	for _, p := range slices.Concat(a.CLISchema[:min(1, len(a.CLISchema))], []string{a.Command}) {
+		if p != "" && !t.allowed(p, a.Cwd) {
+			return texts.NotAllowedCommand(p, cfg.AllowedCommands)
 		}
 	}
 	if a.Build != "" {
-		return "build is not accepted here: a build is a shell command, and only the programs " + allowed + " may be started. Build the server before add_server, or ask the user to configure it with its build in mcpflow.toml"
+		return texts.BuildNotAllowed(cfg.AllowedCommands)
 	}
-	var refused []string
-	for k := range a.Env {
-		if !slices.Contains(m.cfg.AllowedEnv, k) {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		ok := "none"
-		if len(m.cfg.AllowedEnv) > 0 {
-			ok = strings.Join(m.cfg.AllowedEnv, ", ")
-		}
-		return fmt.Sprintf("env keys not allowed: %s; the keys add_server may set are: %s", strings.Join(refused, ", "), ok)
+	if refused := slices.DeleteFunc(slices.Collect(maps.Keys(a.Env)), func(k string) bool { return slices.Contains(cfg.AllowedEnv, k) }); len(refused) > 0 {
+		return texts.EnvNotAllowed(refused, cfg.AllowedEnv)
 	}
 	return ""
 }
@@ -289,7 +305,7 @@ func (m *Mux) refusal(a addServerArgs, program string) string {
 // working directory), is a program of AllowedCommands: a bare name only
 // as that bare name (found on PATH), a path only as the file an absolute
 // entry names, never a relative entry read against an agent's cwd.
-func (m *Mux) allowed(cmd, cwd string) bool {
+func (t *toolbox) allowed(cmd, cwd string) bool {
 	bare := !strings.ContainsRune(cmd, '/') && !strings.ContainsRune(cmd, filepath.Separator)
 	if !bare && !filepath.IsAbs(cmd) {
 		base, err := filepath.Abs(cwd)
@@ -298,7 +314,7 @@ func (m *Mux) allowed(cmd, cwd string) bool {
 		}
 		cmd = filepath.Join(base, cmd)
 	}
-	for _, c := range m.cfg.AllowedCommands {
+	for _, c := range t.m.cfg.AllowedCommands {
 		switch {
 		case bare && cmd == c:
 			return true
@@ -309,166 +325,26 @@ func (m *Mux) allowed(cmd, cwd string) bool {
 	return false
 }
 
-func (m *Mux) removeServerTool(_ context.Context, _ *session, args []byte) (string, any, bool) {
-	var a nameArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "remove_server: " + err.Error(), nil, true
-	}
-	if err := m.remove(a.Name); err != nil {
-		return "remove_server: " + err.Error(), nil, true
-	}
-	return fmt.Sprintf("server %q removed and stopped; %s", a.Name, m.existing()), map[string]any{"removed": a.Name}, false
-}
-
-// addFor adds a server for a call whose context is ctx: the start ends
-// with the mux, or with the call while it runs (the client canceled it,
-// or left).
-func (m *Mux) addFor(ctx context.Context, spec ServerSpec) (*server, result.Build, error) {
-	addCtx, cancel := context.WithCancel(m.ctx)
-	defer context.AfterFunc(ctx, cancel)()
-	return m.add(addCtx, spec)
-}
-
-// setEnv gives server name environment overrides for its next starts.
-func (m *Mux) setEnv(name string, env map[string]string) error {
-	if len(env) == 0 {
-		return nil
-	}
-	m.mu.Lock()
-	s, ok := m.servers[name]
-	var b Backend
-	if ok {
-		b = s.b
-	}
-	m.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("no server named %q: %s", name, m.existing())
-	}
-	es, ok := b.(interface{ SetEnv(map[string]string) error })
-	if !ok {
-		return fmt.Errorf("server %q takes no environment overrides", name)
-	}
-	return es.SetEnv(env)
-}
-
-// Reload rebuilds (when a build is configured) and restarts the server
-// name, and reports what it did: the outcome, and the build and restart
-// with the tool diff under the names the most recently active client
-// sees (nil when nothing ran).
-func (m *Mux) Reload(ctx context.Context, name string) (Outcome, *result.Build, error) {
-	return m.reload(ctx, name, m.latest())
-}
-
-// reload is Reload for session s (nil: none), whose catalog the tool diff
-// is of: before, and read again after.
-func (m *Mux) reload(ctx context.Context, name string, s *session) (Outcome, *result.Build, error) {
-	m.mu.Lock()
-	srv, ok := m.servers[name]
-	m.mu.Unlock()
-	if !ok {
-		return Outcome{}, nil, fmt.Errorf("no server named %q: %s", name, m.existing())
-	}
-	srv.opMu.Lock()
-	defer srv.opMu.Unlock()
-	m.mu.Lock()
-	starting := srv.starting
-	m.mu.Unlock()
-	if starting {
-		return Outcome{}, nil, fmt.Errorf("server %q is still starting (its first build or start is running): call list_servers to see when it runs", name)
-	}
-	before := s.toolItems(name)
-	res := srv.b.Reload(ctx)
-	lifecycle{m}.applyResult(srv, res)
-	m.mu.Lock()
-	srv.lastBuild = &res
-	m.mu.Unlock()
-	var after map[string][]byte
-	if s != nil {
-		s.stale(name)
-		s.refresh(ctx, []string{name}, nil)
-		after = s.toolItems(name)
-	}
-	diff := result.ToolDiff{Known: s != nil, Details: map[string]result.ToolDetail{}}
-	for full, item := range after {
-		diff.Current = append(diff.Current, full)
-		detail := result.ToolDetail{Description: stringMember(item, "description"), InputSchema: compact(jsonscan.Member(item, "inputSchema"))}
-		switch old, was := before[full]; {
-		case !was:
-			diff.Added = append(diff.Added, full)
-			diff.Details[full] = detail
-		case toolKey(old) != toolKey(item):
-			diff.Changed = append(diff.Changed, full)
-			detail.SchemaChanged = true
-			diff.Details[full] = detail
-		}
-	}
-	for full := range before {
-		if _, ok := after[full]; !ok {
-			diff.Removed = append(diff.Removed, full)
-		}
-	}
-	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed, diff.Current} {
-		sort.Strings(l)
-	}
-	out := Outcome{Server: m.info(srv, false, s), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
-	if rs := res.Restart; rs != nil {
-		shown := *rs
-		shown.Tools = diff
-		res.Restart = &shown
-	}
-	return out, &res, nil
-}
-
-// toolItems is what session s lists of server name's tools, by the names
-// its client sees; nil for no session.
-func (s *session) toolItems(name string) map[string][]byte {
+func (t *toolbox) removeServer(_ context.Context, _ *session, a nameArgs) (string, any, bool) {
+	s := t.m.server(a.Name)
 	if s == nil {
-		return nil
+		return fmt.Sprintf("remove_server: no server named %q: %s", a.Name, t.m.existing()), nil, true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string][]byte{}
-	if p := s.cat.pub[name]; p != nil {
-		for i, item := range p.tools {
-			out[p.names[i]] = item
-		}
-	}
-	return out
+	t.m.drop(s)
+	return fmt.Sprintf("server %q removed and stopped; %s", a.Name, t.m.existing()), map[string]any{"removed": a.Name}, false
 }
 
-// toolKey is what a tool diff compares of a tool item: all but its name.
-func toolKey(item []byte) string {
-	var t map[string]json.RawMessage
-	if json.Unmarshal(item, &t) != nil {
-		return string(item)
-	}
-	delete(t, "name")
-	b, _ := json.Marshal(t)
-	return string(b)
-}
-
-func (m *Mux) reloadServerTool(ctx context.Context, caller *session, args []byte) (string, any, bool) {
-	var a reloadArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "reload_server: " + err.Error(), nil, true
-	}
-	if err := m.setEnv(a.Name, a.Env); err != nil {
-		return fmt.Sprintf("reload_server %s: %v", a.Name, err), nil, true
-	}
-	out, res, err := m.reload(ctx, a.Name, caller)
-	if err != nil && res == nil {
+func (t *toolbox) reloadServer(ctx context.Context, caller *session, a reloadArgs) (string, any, bool) {
+	out, res, err := t.m.reload(ctx, a.Name, a.Env, caller)
+	if err != nil {
 		return fmt.Sprintf("reload_server %s: %v", a.Name, err), out, true
 	}
 	text, isErr := texts.Outcome(*res, texts.ReloadHint(a.Name), out.Server.Status == StatusRunning || !res.OK && out.Server.Pid != 0)
 	return text, out, isErr
 }
 
-func (m *Mux) listServersTool(_ context.Context, caller *session, args []byte) (string, any, bool) {
-	var a listArgs
-	if err := decodeArgs(args, &a); err != nil {
-		return "list_servers: " + err.Error(), nil, true
-	}
-	list := m.list(a.Verbose, caller)
+func (t *toolbox) listServers(_ context.Context, caller *session, a listArgs) (string, any, bool) {
+	list := t.m.list(a.Verbose, caller)
 	if len(list) == 0 {
 		return "no servers (add one with add_server)", map[string]any{"servers": list}, false
 	}
@@ -478,7 +354,8 @@ func (m *Mux) listServersTool(_ context.Context, caller *session, args []byte) (
 		if s.Pid != 0 {
 			fmt.Fprintf(&b, " pid %d up %s", s.Pid, s.Uptime)
 		}
-		fmt.Fprintf(&b, ", restarts %d\n  tools: %s\n", s.Restarts, orNone(s.Tools))
+		tools := cmp.Or(strings.Join(s.Tools, ", "), "(none)")
+		fmt.Fprintf(&b, ", restarts %d\n  tools: %s\n", s.Restarts, tools)
 		if s.LastBuild != nil && !s.LastBuild.Skipped {
 			if s.LastBuild.OK {
 				fmt.Fprintf(&b, "  last build: ok in %s\n", s.LastBuild.Duration)
@@ -500,15 +377,89 @@ func (m *Mux) listServersTool(_ context.Context, caller *session, args []byte) (
 	return strings.TrimRight(b.String(), "\n"), map[string]any{"servers": list}, false
 }
 
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "(none)"
-	}
-	return strings.Join(s, ", ")
-}
-
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+// Reload rebuilds (when it has a build) and restarts server name, and
+// reports the outcome, and the build and restart (nil when nothing ran)
+// with the tool diff the most recently active client sees.
+func (m *Mux) Reload(ctx context.Context, name string) (Outcome, *result.Build, error) {
+	return m.reload(ctx, name, nil, m.latest())
+}
+
+// reload is Reload with env's overrides, for session s (nil: none), whose
+// lists the tool diff is of: before, and read again after.
+func (m *Mux) reload(ctx context.Context, name string, env map[string]string, s *session) (Outcome, *result.Build, error) {
+	srv := m.server(name)
+	if srv == nil {
+		return Outcome{}, nil, fmt.Errorf("no server named %q: %s", name, m.existing())
+	}
+	srv.opMu.Lock()
+	defer srv.opMu.Unlock()
+	before := s.published(name)
+	res, err := srv.reload(ctx, env)
+	if err != nil {
+		return Outcome{}, nil, err
+	}
+	if up, _ := srv.finished(res); up {
+		m.serverUp(srv)
+	}
+	if s != nil {
+		if p := s.port(name); p != nil {
+			p.relist(ctx)
+		}
+	}
+	after := s.published(name)
+	diff := toolDiff(before, after, s != nil)
+	out := Outcome{Server: srv.info(false, after), Added: diff.Added, Removed: diff.Removed, Changed: diff.Changed, Build: buildInfo(&res)}
+	if rs := res.Restart; rs != nil {
+		shown := *rs
+		shown.Tools = diff
+		res.Restart = &shown
+	}
+	return out, &res, nil
+}
+
+// toolDiff compares what a session listed of a server's tools before and
+// after a reload (known: there is a session).
+func toolDiff(before, after published, known bool) result.ToolDiff {
+	old := map[string][]byte{}
+	for i, item := range before.tools {
+		old[before.names[i]] = item
+	}
+	diff := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
+	for i, item := range after.tools {
+		full := after.names[i]
+		diff.Current = append(diff.Current, full)
+		detail := result.ToolDetail{Description: stringMember(item, "description"), InputSchema: compact(jsonscan.Member(item, "inputSchema"))}
+		switch o, was := old[full]; {
+		case !was:
+			diff.Added = append(diff.Added, full)
+			diff.Details[full] = detail
+		case toolKey(o) != toolKey(item):
+			diff.Changed = append(diff.Changed, full)
+			detail.SchemaChanged = true
+			diff.Details[full] = detail
+		}
+		delete(old, full)
+	}
+	diff.Removed = slices.Collect(maps.Keys(old))
+	for _, l := range [][]string{diff.Added, diff.Changed, diff.Removed, diff.Current} {
+		sort.Strings(l)
+	}
+	return diff
+}
+
+// toolKey is what a tool diff compares of a tool item: all but its name.
+func toolKey(item []byte) string {
+	var t map[string]json.RawMessage
+	if json.Unmarshal(item, &t) != nil {
+		return string(item)
+	}
+	delete(t, "name")
+	b, _ := json.Marshal(t)
+	return string(b)
 }
 
 // List reports every server, sorted by name, with the tools the most
@@ -518,69 +469,21 @@ func (m *Mux) List(verbose bool) []ServerInfo { return m.list(verbose, m.latest(
 // list reports every server with what session from lists of it (nil: no
 // tools).
 func (m *Mux) list(verbose bool, from *session) []ServerInfo {
-	m.mu.Lock()
-	var all []*server
-	for _, n := range m.namesLocked() {
-		all = append(all, m.servers[n])
-	}
-	m.mu.Unlock()
-	list := make([]ServerInfo, 0, len(all))
-	for _, s := range all {
-		list = append(list, m.info(s, verbose, from))
+	list := []ServerInfo{}
+	for _, n := range m.names() {
+		if s := m.server(n); s != nil {
+			list = append(list, s.info(verbose, from.published(n)))
+		}
 	}
 	return list
 }
 
-// info is server s as list_servers shows it to session from's client.
-func (m *Mux) info(s *server, verbose bool, from *session) ServerInfo {
-	var pub published
-	if from != nil {
-		from.mu.Lock()
-		if p := from.cat.pub[s.spec.Name]; p != nil {
-			pub = *p
-		}
-		from.mu.Unlock()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	sp := s.spec
-	info := ServerInfo{
-		Name:     sp.Name,
-		Args:     []string{},
-		Cwd:      sp.Dir,
-		Source:   sp.Source,
-		Status:   s.status,
-		Pid:      s.pid,
-		Tools:    []string{},
-		Restarts: s.restarts,
-		Report:   s.report,
-		Warnings: pub.warnings,
-	}
-	if len(sp.Command) > 0 {
-		info.Command, info.Args = sp.Command[0], append(info.Args, sp.Command[1:]...)
-	}
-	if s.status == StatusRunning && !s.started.IsZero() {
-		info.Uptime = result.Dur(time.Since(s.started))
-	}
-	info.Tools = append(info.Tools, pub.names...)
-	if verbose {
-		for _, item := range pub.tools {
-			var t ToolInfo
-			_ = json.Unmarshal(item, &t)
-			info.Schemas = append(info.Schemas, t)
-		}
-	}
-	info.Prompts = append(info.Prompts, pub.pnames...)
-	info.LastBuild = buildInfo(s.lastBuild)
-	return info
-}
-
 func buildInfo(b *result.Build) *BuildInfo {
-	if b == nil || b.Seq == 0 && b.Skipped && b.Duration == 0 {
-		if b != nil && b.Skipped {
-			return &BuildInfo{OK: true, Skipped: true}
-		}
+	switch {
+	case b == nil:
 		return nil
+	case b.Seq == 0 && b.Skipped && b.Duration == 0:
+		return &BuildInfo{OK: true, Skipped: true}
 	}
 	bi := &BuildInfo{OK: b.OK, Skipped: b.Skipped, Duration: result.Dur(b.Duration), Errors: b.Errors}
 	if !b.OK && bi.Errors == "" {

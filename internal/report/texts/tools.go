@@ -2,6 +2,8 @@ package texts
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +19,16 @@ const RecompileDescription = "Rebuild and restart this MCP server (mcpflow hot r
 // keys given.
 func EnvDescription(allowed []string) string {
 	return "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys: " + strings.Join(allowed, ", ") + "."
+}
+
+// ReloadEnvDescription describes reload_server's env argument: allowed
+// are the keys each server lets the agent set (its run.env_overridable).
+func ReloadEnvDescription(allowed map[string][]string) string {
+	var by []string
+	for _, name := range slices.Sorted(maps.Keys(allowed)) {
+		by = append(by, name+": "+strings.Join(allowed[name], ", "))
+	}
+	return "Optional environment overrides for the restarted server; they persist for later restarts. Allowed keys, by server: " + strings.Join(by, "; ") + "."
 }
 
 // CallToolDescription is the call tool's description for one server,
@@ -42,6 +54,48 @@ func AddServerDescription(sep string, allowed []string) string {
 		desc += " Allowed commands: " + strings.Join(allowed, ", ") + " (no build command here)."
 	}
 	return desc
+}
+
+// ServerAdded is add_server's answer: server name runs as pid (0: a
+// command-line program, one process per call) with tools, and what the
+// mux left out of them (warnings).
+func ServerAdded(name string, pid int, tools, warnings []string) string {
+	list := "no tools"
+	if len(tools) > 0 {
+		list = "tools: " + strings.Join(tools, ", ")
+	}
+	text := fmt.Sprintf("server %q is running (pid %d); %s", name, pid, list)
+	if pid == 0 {
+		text = fmt.Sprintf("server %q is ready; %s", name, list)
+	}
+	if len(warnings) > 0 {
+		text += "\nwarnings:\n- " + strings.Join(warnings, "\n- ")
+	}
+	return text
+}
+
+// The refusals of add_server under [mux] allowed_commands (allowed) and
+// allowed_env.
+
+// NotAllowedCommand: program is not one of the allowed commands.
+func NotAllowedCommand(program string, allowed []string) string {
+	return fmt.Sprintf("%q is not an allowed command; the allowed commands are: %s", program, strings.Join(allowed, ", "))
+}
+
+// BuildNotAllowed: a build is a shell command, which no list of programs
+// can check.
+func BuildNotAllowed(allowed []string) string {
+	return "build is not accepted here: a build is a shell command, and only the programs " + strings.Join(allowed, ", ") +
+		" may be started. Build the server before add_server, or ask the user to configure it with its build in mcpflow.toml"
+}
+
+// EnvNotAllowed: the env keys refused are not of allowed_env (allowed).
+func EnvNotAllowed(refused, allowed []string) string {
+	ok := "none"
+	if len(allowed) > 0 {
+		ok = strings.Join(allowed, ", ")
+	}
+	return fmt.Sprintf("env keys not allowed: %s; the keys add_server may set are: %s", strings.Join(slices.Sorted(slices.Values(refused)), ", "), ok)
 }
 
 // The mux's states of one server and its answers about them.
