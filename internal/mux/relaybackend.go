@@ -96,8 +96,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// until it is up (the mux's own deadline decides how long a
 		// client waits), never answering a handshake alone before.
 		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
-		rc.NoOwnTools = true
-		rc.Rebuild = reloadHint(spec.Name)
+		rc.Tools.None, rc.Tools.Rebuild = true, reloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")

@@ -186,7 +186,7 @@ func (c *conn) exitInfo() texts.Exit {
 func (r *Relay) childLine(c *conn) func(string) {
 	return func(line string) {
 		r.cfg.ServerLogger.Info(line)
-		if r.cfg.RestartMarker != "" && line == r.cfg.RestartMarker && (c == nil || !c.stopping.Load()) {
+		if r.cfg.Child.RestartMarker != "" && line == r.cfg.Child.RestartMarker && (c == nil || !c.stopping.Load()) {
 			r.log.Info("the server asked for a restart (relay.restart_marker)")
 			r.wg.Go(func() { r.recompileInBackground("restart marker") })
 		}
@@ -204,7 +204,7 @@ func (s *Session) connEnded(c *conn) {
 	r := s.r
 	stopped := c.stopping.Load()
 	e := c.exitInfo()
-	tool := r.cfg.Rebuild
+	tool := r.cfg.Tools.Rebuild
 	s.mu.Lock()
 	// A child that ends while its calls drain is being replaced anyway:
 	// its calls get the crash report, the session goes on holding.

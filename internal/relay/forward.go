@@ -116,7 +116,7 @@ func (s *Session) boundHandshake(c *conn, pd *pending) {
 		}
 		stale := !live || s.child != c || c.exited() || c.failed != ""
 		if !stale {
-			c.failed = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Rebuild)
+			c.failed = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tools.Rebuild)
 		}
 		s.mu.Unlock()
 		if !stale {

@@ -91,7 +91,7 @@ func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []record
 		if s.view.noteTools(pd.firstPage, env.Result) {
 			s.r.knowTools(s.view.tools)
 		}
-		if !s.r.cfg.NoOwnTools {
+		if !s.r.cfg.Tools.None {
 			msg = s.r.ownTools.inject(msg, env)
 		}
 	case kindToolsCall:

@@ -19,23 +19,10 @@ import (
 // Child.Command has a usable default.
 type Config struct {
 	Child Child // how to start and stop the child
+	Tools Tools // mcpflow's own tools
 
-	// EnvOverridable lists the environment keys the agent may set through
-	// the recompile tool's env argument.
-	EnvOverridable []string
-
-	Tool       string // name of the added tool; default "recompile"
-	CallTool   string // name of the optional call-forwarding tool; "" = off
-	MaxMessage int    // largest message in either direction; default 64 MiB
-	Notices    bool   // add notes on failed auto-builds and crashes to the next tools/call result
-	// NoOwnTools: tools/list lists the child's tools only (the mux, whose
-	// reload_server rebuilds the server, lists its own); Tool and CallTool
-	// are then not served either.
-	NoOwnTools bool
-	// Rebuild is how the texts the agent reads name what rebuilds the
-	// server ("reload_server {\"name\": \"x\"}" in the mux); default Tool.
-	Rebuild string
-
+	MaxMessage   int    // largest message in either direction; default 64 MiB
+	Notices      bool   // add notes on failed auto-builds and crashes to the next tools/call result
 	ServerSuffix string // appended to serverInfo.name and version
 
 	Queue Queue // what a session may hold while its child cannot take it
@@ -58,9 +45,6 @@ type Config struct {
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
 	// loop) or "wait" (stay down until a build or recompile).
 	OnCrash string
-	// RestartMarker, when set, is a stderr line by which the child asks
-	// for a rebuild and restart.
-	RestartMarker string
 
 	// First says how a session is served before the first server is up.
 	First First
@@ -86,6 +70,19 @@ type Config struct {
 	Version      string // mcpflow's version, for its own serverInfo
 }
 
+// Tools are mcpflow's own tools, added to the child's.
+type Tools struct {
+	Recompile string // name of the rebuild tool; default "recompile"
+	Call      string // name of the optional call-forwarding tool; "" = off
+	// None: tools/list lists the child's tools only (the mux, whose
+	// reload_server rebuilds the server, lists its own); Recompile and
+	// Call are then not served either.
+	None bool
+	// Rebuild is how the texts the agent reads name what rebuilds the
+	// server ("reload_server {\"name\": \"x\"}" in the mux); default Recompile.
+	Rebuild string
+}
+
 // Child says how to start and stop the child.
 type Child struct {
 	Command []string // argv, or Command[0] as a script when Shell
@@ -93,7 +90,7 @@ type Child struct {
 	Dir     string   // working directory
 	Env     []string // base environment; nil = os.Environ()
 	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
-	// (Config.EnvOverridable) are added on top of both.
+	// (EnvOverridable) are added on top of both.
 	ExtraEnv map[string]string
 	// StopTimeout is the grace after closing its stdin, and after
 	// SIGTERM; default 2s.
@@ -101,6 +98,12 @@ type Child struct {
 	// Setting says where the command is set, for the messages that tell
 	// the agent to fix it; default "run.command in mcpflow.toml".
 	Setting string
+	// EnvOverridable lists the environment keys the agent may set through
+	// the recompile tool's env argument (or the mux's reload_server).
+	EnvOverridable []string
+	// RestartMarker, when set, is a stderr line by which the child asks
+	// for a rebuild and restart.
+	RestartMarker string
 	// HTTP, when set, makes the child a server of Streamable HTTP
 	// (internal/transport/httpmcp): one process serves every session, each
 	// over an HTTP session of its own. nil: a stdio server, a process per
@@ -199,14 +202,14 @@ func New(cfg Config) *Relay {
 			*d.p = d.v
 		}
 	}
-	if cfg.Tool == "" {
-		cfg.Tool = DefaultTool
+	if cfg.Tools.Recompile == "" {
+		cfg.Tools.Recompile = DefaultTool
 	}
 	if cfg.OnCrash == "" {
 		cfg.OnCrash = DefaultOnCrash
 	}
-	if cfg.Rebuild == "" {
-		cfg.Rebuild = cfg.Tool
+	if cfg.Tools.Rebuild == "" {
+		cfg.Tools.Rebuild = cfg.Tools.Recompile
 	}
 	if cfg.Child.Setting == "" {
 		cfg.Child.Setting = "run.command in mcpflow.toml"
@@ -232,7 +235,7 @@ func New(cfg Config) *Relay {
 	}
 	r.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
 	r.events.tap = r.stats.event
-	if !cfg.NoOwnTools {
+	if !cfg.Tools.None {
 		r.ownTools.defs = toolDefs(&cfg)
 	}
 	if r.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -421,7 +424,7 @@ func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 		r.log.Info("the first build is still running; the client's input ended, so its requests wait for the server", "after", result.Dur(grace))
 	default:
 		r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
-		s.goDown(texts.Building(r.cfg.Rebuild))
+		s.goDown(texts.Building(r.cfg.Tools.Rebuild))
 	}
 }
 

@@ -220,7 +220,7 @@ func (r *Relay) replaceServer(ctx context.Context, old *child, sessions []*Sessi
 	if err := r.cfg.Child.HTTP.Ready(rctx, srv.url); err != nil {
 		srv.stop(r.cfg.Child.StopTimeout, r.ctx, nil)
 		err = fmt.Errorf("%s: %w", describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), err)
-		return nil, errors.New(texts.WithStderr(texts.BadStart(err, r.cfg.Rebuild), srv.exitInfo()))
+		return nil, errors.New(texts.WithStderr(texts.BadStart(err, r.cfg.Tools.Rebuild), srv.exitInfo()))
 	}
 	return srv, nil
 }
@@ -270,9 +270,9 @@ func (r *Relay) serverExited(srv *child) {
 	var backoff time.Duration
 	switch {
 	case !srv.served.Load():
-		report = texts.FailedStart(e, r.cfg.Child.Setting, r.cfg.Rebuild)
+		report = texts.FailedStart(e, r.cfg.Child.Setting, r.cfg.Tools.Rebuild)
 	case r.health.lastBuildFailed:
-		report = texts.CrashAfterFailedBuild(e, r.cfg.Rebuild)
+		report = texts.CrashAfterFailedBuild(e, r.cfg.Tools.Rebuild)
 	default:
 		r.mu.Unlock()
 		report, backoff = r.crashed(e)
@@ -312,7 +312,7 @@ func (r *Relay) serverExited(srv *child) {
 func (r *Relay) crashed(e texts.Exit) (string, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	tool := r.cfg.Rebuild
+	tool := r.cfg.Tools.Rebuild
 	action, backoff := r.health.crashes.crashed(e.Uptime)
 	switch action {
 	case crashLoopStop:
@@ -699,9 +699,9 @@ func (s *Session) failStart(c *conn, err error) error {
 		c.stop(shutdownStep, r.ctx)
 		return errClosed
 	}
-	report := texts.BadStart(err, r.cfg.Rebuild)
+	report := texts.BadStart(err, r.cfg.Tools.Rebuild)
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Rebuild)
+		report = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tools.Rebuild)
 	}
 	s.mu.Lock()
 	alive := !c.exited()
@@ -715,7 +715,7 @@ func (s *Session) failStart(c *conn, err error) error {
 		report = s.report // connEnded's, which says more of an exit
 	}
 	s.mu.Unlock()
-	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Rebuild, "err", firstLine(report))
+	r.log.Error("the new server did not come up; waiting for the next change or "+r.cfg.Tools.Rebuild, "err", firstLine(report))
 	return errors.New(report)
 }
 
@@ -731,7 +731,7 @@ func (s *Session) respawn() {
 	}
 	if s.r.lastBuildFailed() {
 		s.mu.Lock()
-		s.notices.set(noticeBuild, texts.NoticeFailedBuildRunning(s.r.cfg.Rebuild), s.r.cfg.Notices)
+		s.notices.set(noticeBuild, texts.NoticeFailedBuildRunning(s.r.cfg.Tools.Rebuild), s.r.cfg.Notices)
 		s.mu.Unlock()
 	}
 }
@@ -755,7 +755,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		return
 	}
 	r.health.lastBuildFailed = true
-	report := texts.BuildFailed(o.Err, o.Errors, r.cfg.Rebuild)
+	report := texts.BuildFailed(o.Err, o.Errors, r.cfg.Tools.Rebuild)
 	st := r.state
 	if st == stateStarting || st == stateDown {
 		r.state = stateDown
@@ -768,7 +768,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 		case st == stateStarting || st == stateDown && s.child == nil:
 			s.down(report) // calls held for the first build are answered
 		case st == stateUp && o.Trigger == "watch":
-			s.notices.set(noticeBuild, texts.NoticeBuildFailed(r.cfg.Rebuild), r.cfg.Notices)
+			s.notices.set(noticeBuild, texts.NoticeBuildFailed(r.cfg.Tools.Rebuild), r.cfg.Notices)
 		}
 	})
 }
@@ -785,7 +785,7 @@ func (r *Relay) eachSession(f func(s *Session)) {
 // recompileInBackground rebuilds and restarts on the child's own request.
 func (r *Relay) recompileInBackground(why string) {
 	o := r.runRecompile(r.ctx, nil)
-	if text, isErr := texts.Outcome(o, r.cfg.Rebuild, r.running()); isErr {
+	if text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, r.running()); isErr {
 		r.log.Error("rebuild failed", "trigger", why, "result", firstLine(text))
 	}
 }

@@ -128,13 +128,13 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 	if env.Method == "initialize" && s.bridgeable() && !s.hs.initDecided && s.hs.initID == nil {
 		s.hs.initID = bytes.Clone(env.ID)
 	}
-	if env.Method == "tools/call" && !s.r.cfg.NoOwnTools {
+	if env.Method == "tools/call" && !s.r.cfg.Tools.None {
 		switch toolName(env.Params) {
-		case s.r.cfg.Tool:
+		case s.r.cfg.Tools.Recompile:
 			s.startRecompile(env)
 			return
-		case s.r.cfg.CallTool:
-			if s.r.cfg.CallTool != "" {
+		case s.r.cfg.Tools.Call:
+			if s.r.cfg.Tools.Call != "" {
 				msg, env = rewriteCallTool(msg, env)
 			}
 		}
@@ -268,7 +268,7 @@ func (s *Session) expire() {
 		switch {
 		case !m.env.IsRequest():
 		case building:
-			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Rebuild)), true, nil, s.modern())))
+			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Tools.Rebuild)), true, nil, s.modern())))
 		default:
 			s.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(s.r.cfg.Queue.Timeout), nil))
 		}

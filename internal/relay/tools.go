@@ -19,11 +19,11 @@ import (
 // ownTools is mcpflow's own tools as a client sees them, spliced into
 // the child's tools/list: their definitions, made once.
 type ownTools struct {
-	defs []byte // comma-separated JSON; nil when Config.NoOwnTools
+	defs []byte // comma-separated JSON; nil when Config.Tools.None
 }
 
 // list is mcpflow's tools as tools/list lists them (none when
-// Config.NoOwnTools).
+// Config.Tools.None).
 func (t ownTools) list() []byte { return t.defs }
 
 // noticeKind is what a notice for the agent is about: one of each at most
@@ -54,22 +54,22 @@ func (n *notices) clear() { *n = notices{} }
 // be spliced into a tools array.
 func toolDefs(cfg *Config) []byte {
 	props := map[string]any{}
-	if len(cfg.EnvOverridable) > 0 {
+	if len(cfg.Child.EnvOverridable) > 0 {
 		props["env"] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": map[string]string{"type": "string"},
-			"description":          texts.EnvDescription(cfg.EnvOverridable),
+			"description":          texts.EnvDescription(cfg.Child.EnvOverridable),
 		}
 	}
 	defs := []map[string]any{{
-		"name":        cfg.Tool,
+		"name":        cfg.Tools.Recompile,
 		"description": texts.RecompileDescription,
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
-	if cfg.CallTool != "" {
+	if cfg.Tools.Call != "" {
 		defs = append(defs, map[string]any{
-			"name":        cfg.CallTool,
-			"description": texts.CallToolDescription(cfg.Tool),
+			"name":        cfg.Tools.Call,
+			"description": texts.CallToolDescription(cfg.Tools.Recompile),
 			"inputSchema": map[string]any{
 				"type":     "object",
 				"required": []string{"name"},
@@ -122,7 +122,7 @@ func (s *Session) startRecompile(env wire.Envelope) {
 		running := r.running()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		text, isErr := texts.Outcome(o, r.cfg.Rebuild, running && s.child != nil)
+		text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, running && s.child != nil)
 		if _, ok := s.recompiles[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
@@ -171,15 +171,15 @@ func (r *Relay) acceptEnv(raw []byte) error {
 	}
 	var refused []string
 	for k := range env {
-		if !slices.Contains(r.cfg.EnvOverridable, k) {
+		if !slices.Contains(r.cfg.Child.EnvOverridable, k) {
 			refused = append(refused, k)
 		}
 	}
 	if len(refused) > 0 {
 		sort.Strings(refused)
 		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(r.cfg.EnvOverridable) > 0 {
-			allowed = strings.Join(r.cfg.EnvOverridable, ", ")
+		if len(r.cfg.Child.EnvOverridable) > 0 {
+			allowed = strings.Join(r.cfg.Child.EnvOverridable, ", ")
 		}
 		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
 	}
@@ -261,7 +261,7 @@ func compactJSON(b json.RawMessage) string {
 
 // SetEnv sets environment overrides for the next starts of the child, as
 // the recompile tool's env argument does (a mux's reload_server gives
-// them): only the keys of Config.EnvOverridable; an error names the
+// them): only the keys of Child.EnvOverridable; an error names the
 // others and sets nothing.
 func (r *Relay) SetEnv(env map[string]string) error {
 	if len(env) == 0 {
