@@ -3,14 +3,18 @@ package relay
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -61,49 +65,45 @@ type child struct {
 	done     chan struct{}
 }
 
-// spec says how to start a process of the server.
+// spec says how to start a process of the server: Child, with the
+// environment it gets.
 type spec struct {
-	argv  []string
-	shell bool
-	dir   string
-	env   []string
-	grace time.Duration
+	Child
+	env []string
 }
 
 func (r *Relay) spec() spec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	c := r.cfg.Child
-	return spec{argv: c.Command, shell: c.Shell, dir: c.Dir, grace: c.StopTimeout, env: mergeEnv(mergeEnv(c.Env, c.ExtraEnv), r.env)}
+	return spec{Child: c, env: r.env.apply(mergeEnv(c.Env, c.ExtraEnv))}
 }
 
 // check finds what keeps any process of the server from starting (its
 // working directory, its program), so that a restart reports it even
 // with no session to start a child for.
 func (sp spec) check() error {
-	if len(sp.argv) == 0 {
+	if len(sp.Command) == 0 {
 		return errors.New("run.command is empty")
 	}
-	if sp.dir != "" {
-		if fi, err := os.Stat(sp.dir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: %s", texts.ErrNoDir, sp.dir)
+	if sp.Dir != "" {
+		if fi, err := os.Stat(sp.Dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: %s", texts.ErrNoDir, sp.Dir)
 		}
 	}
-	if sp.shell {
+	if sp.Shell {
 		return nil
 	}
-	prog := sp.argv[0]
+	prog := sp.Command[0]
+	var err error
 	if filepath.Base(prog) != prog {
 		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(sp.dir, prog)
+			prog = filepath.Join(sp.Dir, prog)
 		}
-		if _, err := os.Stat(prog); err != nil {
-			return fmt.Errorf("start %s: %w", describeCommand(sp.argv, false), err)
-		}
-		return nil
+		_, err = os.Stat(prog)
+	} else if _, err = exec.LookPath(prog); errors.Is(err, exec.ErrDot) {
+		err = nil
 	}
-	if _, err := exec.LookPath(prog); err != nil && !errors.Is(err, exec.ErrDot) {
-		return fmt.Errorf("start %s: %w", describeCommand(sp.argv, false), err)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", sp.describe(), err)
 	}
 	return nil
 }
@@ -115,19 +115,20 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 	if err := sp.check(); err != nil {
 		return nil, err
 	}
-	argv := sp.argv
-	if sp.shell {
+	argv := sp.Command
+	if sp.Shell {
 		argv = argv[:1] // the script; Child.Command has no positional arguments
 	}
 	// Stop cancels the command: SIGTERM, and SIGKILL StopTimeout later.
-	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: sp.shell, Dir: sp.dir, Env: sp.env}, sp.grace)
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: sp.Shell, Dir: sp.Dir, Env: sp.env}, sp.StopTimeout)
 	logs, err := attach(cmd.Cmd)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", describeCommand(sp.argv, sp.shell), err)
+	if err == nil {
+		if err = cmd.Start(); err != nil {
+			logs.Close()
+		}
 	}
-	if err := cmd.Start(); err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("start %s: %w", describeCommand(sp.argv, sp.shell), err)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", sp.describe(), err)
 	}
 	p := &child{gen: gen, pid: cmd.Process.Pid, cmd: cmd, tail: tail.New(0, 64<<10, nil), started: time.Now(), done: make(chan struct{})}
 	logsDone := make(chan struct{})
@@ -169,6 +170,15 @@ func (p *child) readLogs(r io.Reader, onLine func(string)) {
 	}
 }
 
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitFor waits for ch to be closed, at most d; it reports whether it was.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -207,14 +217,7 @@ type closerFunc func()
 
 func (f closerFunc) Close() error { f(); return nil }
 
-func (p *child) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *child) exited() bool { return closed(p.done) }
 
 // ranFor is how long the process ran (so far, or until it exited).
 func (p *child) ranFor() time.Duration {
@@ -229,13 +232,13 @@ func (p *child) exitInfo() texts.Exit {
 	return texts.Exit{Status: p.exitDesc, Uptime: p.ranFor(), Stderr: strings.TrimSpace(p.tail.String())}
 }
 
-// describeCommand is how a command is named in messages: a script with
-// the shell that runs it.
-func describeCommand(argv []string, shell bool) string {
-	if shell {
-		return fmt.Sprintf("%s %q", proc.ShellName, argv[0])
+// describe is how the command is named in messages: a script with the
+// shell that runs it.
+func (c *Child) describe() string {
+	if c.Shell {
+		return fmt.Sprintf("%s %q", proc.ShellName, c.Command[0])
 	}
-	return fmt.Sprintf("%q", strings.Join(argv, " "))
+	return fmt.Sprintf("%q", strings.Join(c.Command, " "))
 }
 
 func describeExit(err error, ps *os.ProcessState) string {
@@ -258,4 +261,68 @@ func signalName(n int) string {
 		return name
 	}
 	return fmt.Sprintf("signal %d", n)
+}
+
+// overrides are the agent's accepted env overrides, for the next starts
+// of the child (Child.EnvOverridable).
+type overrides struct {
+	allowed []string
+	mu      sync.Mutex
+	set     map[string]string
+}
+
+// accept validates and stores env overrides, a JSON object (null: none).
+func (o *overrides) accept(raw []byte) error {
+	if raw == nil || string(raw) == "null" {
+		return nil
+	}
+	var env map[string]string
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("env must be an object of strings: %v", err)
+	}
+	var refused []string
+	for k := range env {
+		if !slices.Contains(o.allowed, k) {
+			refused = append(refused, k)
+		}
+	}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		allowed := "none (set run.env_overridable in mcpflow.toml)"
+		if len(o.allowed) > 0 {
+			allowed = strings.Join(o.allowed, ", ")
+		}
+		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.set == nil {
+		o.set = map[string]string{}
+	}
+	maps.Copy(o.set, env)
+	return nil
+}
+
+// apply is base with the overrides.
+func (o *overrides) apply(base []string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return mergeEnv(base, o.set)
+}
+
+func mergeEnv(base []string, over map[string]string) []string {
+	if len(over) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(over)) {
+		out = append(out, k+"="+over[k])
+	}
+	return out
 }

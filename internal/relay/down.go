@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
@@ -17,7 +18,7 @@ import (
 func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 	r := s.r
 	id := env.ID
-	report := orString(s.report, r.report())
+	report := cmp.Or(s.report, r.now().describe())
 	if env.Method == "tools/call" {
 		r.stats.callServed()
 	}
@@ -47,10 +48,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		// (a legacy-only server is bridged). The record's answer when there
 		// is one.
 		s.hs.selfDiscover = true
-		r.mu.Lock()
-		res, found := r.rec.answer(env, nil)
-		r.mu.Unlock()
-		if found {
+		if res, found := r.rec.current().answer(env, nil); found {
 			s.reply(id, wire.ResultResponse(id, res))
 			return
 		}
@@ -63,7 +61,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		})
 	case "tools/list":
 		s.view.beginEmpty()
-		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.list())+`]}`), modern)))
+		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`]}`), modern)))
 	case "prompts/list":
 		ok(map[string]any{"prompts": []any{}})
 	case "resources/list":

@@ -12,8 +12,6 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
 // handshake is what the session's child, or mcpflow, answered of the
@@ -67,7 +65,7 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 		k = kindListen
 	}
 	pd := &pending{kind: k, gen: c.gen, method: env.Method}
-	if s.r.tracing() {
+	if s.r.tracer != nil {
 		pd.sent = time.Now()
 	}
 	if strings.HasSuffix(env.Method, "/list") {
@@ -75,55 +73,9 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 	}
 	if k == kindInitialize || k == kindDiscover {
 		pd.msg = orig // answered by mcpflow should the child die first
-		s.boundHandshake(c, pd)
+		c.boundHandshake(pd)
 	}
-	s.send(c, msg, env, pd)
-}
-
-// send sends a client request to c under an id the child echoes exactly
-// (the client's, or one of the relay's), tracked as pd. s.mu is held.
-func (s *Session) send(c *conn, msg []byte, env wire.Envelope, pd *pending) {
-	key := string(env.ID)
-	if !plainID(env.ID) {
-		id := s.ids.newID('r')
-		pd.clientID = bytes.Clone(env.ID)
-		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
-		key = string(id)
-		if e, err := wire.Peek(msg); err == nil {
-			env = e
-		}
-	}
-	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
-		if _, taken := s.ids.tokens[string(tok)]; !taken {
-			pd.token = string(tok)
-			s.ids.tokens[pd.token] = key
-		}
-	}
-	s.ids.track(key, pd)
-	c.send(msg)
-}
-
-// boundHandshake gives child c HandshakeTimeout to answer the client's
-// handshake pd; a child that does not is stopped, and mcpflow answers the
-// handshake itself, saying why (texts.NoHandshake). s.mu is held.
-func (s *Session) boundHandshake(c *conn, pd *pending) {
-	r := s.r
-	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
-		s.mu.Lock()
-		live := false
-		for _, q := range s.ids.pending {
-			live = live || q == pd
-		}
-		stale := !live || s.child != c || c.exited() || c.failed != ""
-		if !stale {
-			c.failed = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Tools.Rebuild)
-		}
-		s.mu.Unlock()
-		if !stale {
-			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
-			c.end(r.cfg.Child.StopTimeout, context.Background())
-		}
-	})
+	c.request(msg, env, pd)
 }
 
 // probeFirst reports whether the client's request must wait while mcpflow
@@ -139,20 +91,21 @@ func (s *Session) probeFirst(env wire.Envelope) bool {
 		return false
 	}
 	s.hs.probing = true
-	s.r.wg.Go(func() { s.probeEra(c) })
+	s.r.wg.Go(c.probeEra)
 	return true
 }
 
-// probeEra asks child c, with a server/discover of mcpflow's own, whether
-// it speaks 2026-07-28: if it does, the held requests go on; if not, the
-// session goes to the era bridge.
-func (s *Session) probeEra(c *conn) {
+// probeEra asks the child, with a server/discover of mcpflow's own,
+// whether it speaks 2026-07-28: if it does, the held requests go on; if
+// not, the session goes to the era bridge.
+func (c *conn) probeEra() {
+	s := c.s
 	s.mu.Lock()
-	params := s.withMeta(nil)
+	params := withMeta(&s.st, nil)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.r.ctx, s.r.cfg.HandshakeTimeout)
 	defer cancel()
-	res, err := s.call(ctx, c, "server/discover", params)
+	res, err := c.call(ctx, "server/discover", params)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hs.probing = false
@@ -169,14 +122,24 @@ func (s *Session) probeEra(c *conn) {
 	s.flush()
 }
 
-// withMeta returns params (nil: none) with the client's _meta added, for
-// mcpflow's own requests in the 2026-07-28 era. s.mu is held.
-func (s *Session) withMeta(params map[string]any) []byte {
-	if s.modern() && s.st.Meta != nil {
+// speaksModern reports whether a server/discover result names a version
+// of the 2026-07-28 era among the server's.
+func speaksModern(result []byte) bool {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
+}
+
+// withMeta returns params (nil: none) with the _meta of the client of
+// session st added, for mcpflow's own requests in the 2026-07-28 era.
+func withMeta(st *wire.State, params map[string]any) []byte {
+	if st.Era == wire.EraModern && st.Meta != nil {
 		if params == nil {
 			params = map[string]any{}
 		}
-		params["_meta"] = json.RawMessage(metaTriple(s.st.Meta))
+		params["_meta"] = json.RawMessage(metaTriple(st.Meta))
 	}
 	if params == nil {
 		return []byte("{}")
@@ -201,14 +164,10 @@ func (s *Session) ready() bool {
 	return false
 }
 
-// hearsOf reports whether the client may hear of changes to the prompts
-// or resources list: in the legacy era, if the initialize result it got
-// declared them; in the 2026-07-28 era, its listen streams say.
-func (s *Session) hearsOf(kind string) bool {
-	if s.st.Era != wire.EraLegacy {
-		return true
-	}
-	v := jsonscan.Member(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
+// declares reports whether the initialize result the client got declared
+// the list kind.
+func (h *handshake) declares(kind string) bool {
+	v := jsonscan.Member(jsonscan.Member(h.initResult, "capabilities"), kind)
 	return v != nil && string(v) != "null"
 }
 
@@ -221,18 +180,18 @@ type bridged struct {
 	answered [][]byte
 }
 
-// opening is what opened the client's session, for the era bridge: its
-// initialize (and initialized), or its listens. s.mu is held.
-func (s *Session) opening() [][]byte {
+// opening is what opened the client's session st, for the era bridge:
+// its initialize (and initialized), or its listens.
+func opening(st *wire.State) [][]byte {
 	var first [][]byte
-	if s.st.Init != nil {
-		first = append(first, s.st.Init)
-		if s.st.Initialized {
+	if st.Init != nil {
+		first = append(first, st.Init)
+		if st.Initialized {
 			first = append(first, wire.Request(nil, "notifications/initialized", nil))
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.st.Listens())) {
-		first = append(first, s.st.Listens()[id].Msg)
+	for _, id := range slices.Sorted(maps.Keys(st.Listens())) {
+		first = append(first, st.Listens()[id].Msg)
 	}
 	return first
 }

@@ -8,27 +8,27 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// fromChild handles one message the session's child c sent (valid JSON:
-// the link's framer checked); rel is the id (as the child knows it) of
-// the request whose exchange carried it, when the link knows (an HTTP
-// child).
-func (s *Session) fromChild(c *conn, msg, rel []byte) {
+// Message handles one message the child sent (valid JSON: the link's
+// framer checked); rel is the id (as the child knows it) of the request
+// whose exchange carried it, when the link knows (an HTTP child).
+func (c *conn) Message(msg, rel []byte) {
+	s := c.s
 	if t := s.r.cfg.Traffic; t != nil {
 		t("server", false, c.p.gen, msg)
 	}
 	env, err := wire.Peek(msg)
 	switch {
 	case err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError):
-		s.childJunk(c, msg, "not JSON-RPC", false)
+		c.junk(msg, "not JSON-RPC", false)
 		return
 	case env.Ambiguous:
-		s.childJunk(c, msg, "ambiguous (a member named twice, or in another case)", true)
+		c.junk(msg, "ambiguous (a member named twice, or in another case)", true)
 		return
 	}
 	if env.IsResponse() {
 		c.markAnswered()
 	} else {
-		s.r.trace("server", &env, len(msg), nil)
+		s.r.tracer.trace("server", &env, len(msg), nil)
 	}
 	var keep []recorded
 	s.mu.Lock()
@@ -36,29 +36,30 @@ func (s *Session) fromChild(c *conn, msg, rel []byte) {
 	if c == s.child {
 		switch {
 		case env.IsResponse():
-			keep = s.childResponse(c, msg, env)
+			keep = c.response(msg, env)
 		case env.IsRequest():
 			id := s.ids.renumber(c.gen, env.ID)
-			s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), s.relOf(c, env, rel))
+			s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), c.relOf(env, rel))
 		case env.IsNotification():
-			s.childNotification(c, msg, env, rel)
+			c.notification(msg, env, rel)
 		}
 	}
 	s.mu.Unlock()
 	s.out.EndInline()
-	s.r.keep(keep)
+	s.r.rec.keep(keep)
 }
 
-// childResponse hands the child's answer to the client request it
-// answers, and returns what the record keeps of it. s.mu is held.
-func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []recorded {
+// response hands the child's answer to the client request it answers,
+// and returns what the record keeps of it. The session's lock is held.
+func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
+	s := c.s
 	key := string(env.ID)
 	if strings.HasPrefix(key, `"mcpflow:r`) && s.ids.answer(key, msg) {
-		s.r.trace("server", &env, len(msg), nil)
+		s.r.tracer.trace("server", &env, len(msg), nil)
 		return nil
 	}
 	pd, ok := s.ids.lookup(key, c.gen)
-	s.r.trace("server", &env, len(msg), pd)
+	s.r.tracer.trace("server", &env, len(msg), pd)
 	if !ok {
 		s.r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return nil
@@ -79,21 +80,21 @@ func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []record
 		return nil
 	}
 	s.ids.forget(key)
-	s.r.stats.answered(pd.kind, env.Result)
+	if pd.kind == kindToolsCall {
+		s.r.stats.callServed()
+	}
 	var keep []recorded
 	switch pd.kind {
 	case kindInitialize, kindDiscover:
-		msg = s.forceResult(c, msg, env, pd.kind == kindInitialize)
+		msg = c.forceResult(msg, env, pd.kind == kindInitialize)
 		if !env.HasError {
 			keep = append(keep, recorded{pd.method, true, s.hs.initResult})
 		}
 	case kindToolsList:
 		if s.view.noteTools(pd.firstPage, env.Result) {
-			s.r.knowTools(s.view.tools)
+			s.r.known.note(s.view.tools)
 		}
-		if !s.r.cfg.Tools.None {
-			msg = s.r.ownTools.inject(msg, env)
-		}
+		msg = s.r.ownTools.inject(msg, env)
 	case kindToolsCall:
 		msg = s.notices.attach(msg, env)
 	}
@@ -117,8 +118,9 @@ func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []record
 // belongs to: the request whose exchange carried it (rel, an HTTP
 // child's), the one its progress token names, the listen its
 // subscription id names, else the one call in flight; nil when none is
-// known. s.mu is held.
-func (s *Session) relOf(c *conn, env wire.Envelope, rel []byte) []byte {
+// known. The session's lock is held.
+func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
+	s := c.s
 	if rel != nil {
 		if pd, ok := s.ids.lookup(string(rel), c.gen); ok {
 			return pd.replyID(string(rel))
@@ -142,9 +144,10 @@ func (s *Session) relOf(c *conn, env wire.Envelope, rel []byte) []byte {
 	return nil
 }
 
-// childNotification passes a notification of the child's to the client.
-// s.mu is held.
-func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel []byte) {
+// notification passes a notification of the child's to the client. The
+// session's lock is held.
+func (c *conn) notification(msg []byte, env wire.Envelope, rel []byte) {
+	s := c.s
 	switch env.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		// The child changed a list itself: what the client is served is
@@ -179,14 +182,24 @@ func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel 
 			}
 		}
 	}
-	s.deliver(msg, s.relOf(c, env, rel))
+	s.deliver(msg, c.relOf(env, rel))
 }
 
-// childJunk drops a line the child wrote that is no message to pass on
-// (what it is): forwarding it would corrupt the client's stream. When
-// answer, the request the line seems to answer gets an error instead.
-func (s *Session) childJunk(c *conn, msg []byte, what string, answer bool) {
-	c.tail().Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
+// Junk drops a line the child wrote that is no JSON-RPC message.
+func (c *conn) Junk(line []byte, badJSON bool) {
+	what := "not JSON-RPC"
+	if badJSON {
+		what = "not valid JSON"
+	}
+	c.junk(line, what, badJSON)
+}
+
+// junk drops a line the child wrote that is no message to pass on (what
+// it is): forwarding it would corrupt the client's stream. When answer,
+// the request the line seems to answer gets an error instead.
+func (c *conn) junk(msg []byte, what string, answer bool) {
+	s := c.s
+	c.p.tail.Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
 	if id := wire.PartialID(msg); answer && id != nil {
 		s.mu.Lock()
 		if pd, ok := s.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen && c == s.child {
@@ -203,9 +216,10 @@ func (s *Session) childJunk(c *conn, msg []byte, what string, answer bool) {
 	}
 }
 
-// childTooLarge handles an over-long message from the child: it is
-// dropped, and the request it answered gets an error instead.
-func (s *Session) childTooLarge(c *conn, tl *wire.TooLargeError) {
+// TooLarge handles an over-long message from the child: it is dropped,
+// and the request it answered gets an error instead.
+func (c *conn) TooLarge(tl *wire.TooLargeError) {
+	s := c.s
 	s.r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
 	id := tl.ID()
 	if id == nil {

@@ -1,37 +1,34 @@
 package relay
 
-import "github.com/mcpflow/mcpflow/internal/report/texts"
+import (
+	"cmp"
+	"log/slog"
+	"time"
 
-// health is what the relay knows of whether a child may serve: why none
-// serves (the report the agent reads), whether the first build still runs
-// past StartupGrace, whether the last build failed, and the crash policy.
-// It has no lock: its owner's lock guards it.
+	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/report/texts"
+)
+
+// health is what the relay knows of whether a child may serve. Relay.mu
+// guards it.
 type health struct {
-	downReport string // why no child serves, for errors and tool results
-	// building: the first build is still running after StartupGrace; tool
+	state  state
+	report string // why no child serves, for errors and tool results
+	// building: the first build still runs past the client's grace; tool
 	// calls wait for it (held) while everything else is answered at once.
 	building bool
-	// lastBuildFailed: the last build failed, so the files on disk are
-	// not what the running server was built from.
+	// lastBuildFailed: the files on disk are not what the running server
+	// was built from.
 	lastBuildFailed bool
+	ended           bool // the stdio client's input ended
 	crashes         crashPolicy
 }
 
 // describe says why no server runs, for errors and tool results.
-func (h *health) describe() string {
-	if h.downReport != "" {
-		return h.downReport
-	}
-	return texts.NotRunning
-}
+func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }
 
-// setReport records why no child serves: report, when override or when
-// none was said.
-func (h *health) setReport(report string, override bool) {
-	if override || h.downReport == "" {
-		h.downReport = report
-	}
-}
+// buildingFirst reports whether calls wait for the first build.
+func (h health) buildingFirst() bool { return h.building && h.state != stateUp }
 
 // restartedByBuild starts afresh after a build (or the agent) restarted
 // the server: the crash count and the failed build are over.
@@ -39,3 +36,66 @@ func (h *health) restartedByBuild() {
 	h.crashes.reset()
 	h.lastBuildFailed = false
 }
+
+// crashed applies the crash policy to a crash of a child that served,
+// after it ran e.Uptime: the report the agent reads, and after how long
+// it is restarted (0: it is not). A crash while the last build failed is
+// not restarted: the files on disk came from that build.
+func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string, time.Duration) {
+	if h.lastBuildFailed {
+		return texts.CrashAfterFailedBuild(e, rebuild), 0
+	}
+	switch action, backoff := h.crashes.crashed(e.Uptime); action {
+	case crashLoopStop:
+		log.Error("crash loop: automatic restarts stopped until a file changes or "+rebuild+" is called", "crashes", h.crashes.quick)
+		return texts.CrashLoop(e, h.crashes.quick, rebuild), 0
+	case crashRestart:
+		log.Info("restarting after crash", "in", result.Dur(backoff))
+		return texts.CrashRestarting(e), backoff
+	}
+	log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + rebuild)
+	return texts.CrashWait(e, rebuild), 0
+}
+
+// Crash policy: a crash within quickCrash of the start counts towards a
+// crash loop; after crashLoop of them in a row, automatic restarts stop
+// until a build or recompile calls Restart.
+const (
+	quickCrash = 5 * time.Second
+	crashLoop  = 3
+)
+
+// crashPolicy decides what follows a crash of the child (Config.OnCrash).
+type crashPolicy struct {
+	restart bool // OnCrash is "restart"
+	quick   int  // crashes in a row soon after start
+	stopped bool // automatic restarts stopped by a crash loop
+}
+
+type crashAction int
+
+const (
+	crashWait     crashAction = iota // on_crash = "wait": stay down
+	crashRestart                     // restart after the backoff
+	crashLoopStop                    // a crash loop: stay down until Restart
+)
+
+// crashed records a crash after uptime and says what to do; with
+// crashRestart, after how long.
+func (p *crashPolicy) crashed(uptime time.Duration) (crashAction, time.Duration) {
+	if uptime < quickCrash {
+		p.quick++
+	} else {
+		p.quick = 1
+	}
+	switch {
+	case !p.restart:
+		return crashWait, 0
+	case p.quick >= crashLoop:
+		p.stopped = true
+		return crashLoopStop, 0
+	}
+	return crashRestart, 100 * time.Millisecond << (p.quick - 1)
+}
+
+func (p *crashPolicy) reset() { p.quick, p.stopped = 0, false }

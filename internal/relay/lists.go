@@ -1,14 +1,12 @@
 package relay
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"strings"
+	"sync"
 
-	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
-	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // The lists a client can be told have changed. The relay tells it
@@ -158,7 +156,7 @@ func (v *clientView) beginEmpty() {
 // whose contents changed for it (State.ListChanged: only once its session
 // is established). s.mu is held.
 func (s *Session) announce(views map[string]listView) {
-	changed := s.view.update(views, s.hearsOf)
+	changed := s.view.update(views, func(kind string) bool { return s.st.Era != wire.EraLegacy || s.hs.declares(kind) })
 	if len(changed) == 0 || !s.st.Established() {
 		return
 	}
@@ -179,72 +177,6 @@ func toolInfos(raw []json.RawMessage) []toolInfo {
 	return out
 }
 
-// lists reads what child c lists, when the session lets mcpflow ask it:
-// the tools always, prompts and resources when the child declared them
-// (legacy) or may have them (2026-07-28; an error counts as an empty
-// list). nil views: not read.
-func (s *Session) lists(ctx context.Context, c *conn) (map[string]listView, []toolInfo, error) {
-	s.mu.Lock()
-	ready, caps, modern := s.ready(), s.hs.caps, s.modern()
-	s.mu.Unlock()
-	if !ready {
-		return nil, nil, nil
-	}
-	views := map[string]listView{}
-	var keep []recorded
-	var tools []toolInfo
-	for _, k := range []struct {
-		kind     string
-		declared bool
-	}{{"tools", true}, {"prompts", caps.prompts}, {"resources", caps.resources}} {
-		if !k.declared && !modern {
-			views[k.kind] = viewOf(nil)
-			continue
-		}
-		items, err := s.fetchList(ctx, c, k.kind+"/list", k.kind)
-		if err != nil && (k.kind == "tools" || c.exited()) {
-			return nil, nil, err
-		}
-		views[k.kind] = viewOf(items)
-		keep = append(keep, recorded{k.kind + "/list", true, listResult(k.kind, items)})
-		if k.kind == "tools" {
-			tools = toolInfos(items)
-		}
-	}
-	s.r.keep(keep)
-	return views, tools, nil
-}
-
-// learnLists reads the lists of c, the child about to be replaced, where
-// the session does not know what its client is served, so that the tool
-// diff is told and list_changed sent only for what changes.
-func (s *Session) learnLists(ctx context.Context, c *conn) {
-	views, tools, err := s.lists(ctx, c)
-	if err != nil || views == nil {
-		return
-	}
-	s.mu.Lock()
-	s.view.learn(views)
-	s.mu.Unlock()
-	s.r.knowTools(tools)
-}
-
-// diff is the tool diff of a new child's tools (read: they were) against
-// what the client last listed, else the first tools the server listed.
-func (s *Session) diff(tools []toolInfo, read bool) result.ToolDiff {
-	if !read {
-		return result.ToolDiff{}
-	}
-	s.mu.Lock()
-	base, known := s.view.tools, s.view.toolsKnown
-	s.mu.Unlock()
-	if !known {
-		base, known = s.r.baseline()
-	}
-	s.r.knowTools(tools)
-	return diffTools(base, tools, known)
-}
-
 // listResult is a */list result holding items.
 func listResult(field string, items []json.RawMessage) []byte {
 	if items == nil {
@@ -253,67 +185,29 @@ func listResult(field string, items []json.RawMessage) []byte {
 	return mustJSON(map[string]any{field: items})
 }
 
-// fetchList reads every page of one list.
-func (s *Session) fetchList(ctx context.Context, c *conn, method, field string) ([]json.RawMessage, error) {
-	var all []json.RawMessage
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		var params map[string]any
-		if cursor != "" {
-			params = map[string]any{"cursor": cursor}
-		}
-		s.mu.Lock()
-		p := s.withMeta(params)
-		s.mu.Unlock()
-		res, err := s.call(ctx, c, method, p)
-		if err != nil {
-			return nil, err
-		}
-		var lr struct {
-			NextCursor string `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(res, &lr); err != nil {
-			return nil, fmt.Errorf("%s result: %w", method, err)
-		}
-		var items []json.RawMessage
-		if raw := jsonscan.Member(res, field); raw != nil && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return nil, fmt.Errorf("%s result: %w", method, err)
-			}
-		}
-		all = append(all, items...)
-		if lr.NextCursor == "" {
-			break
-		}
-		cursor = lr.NextCursor
-	}
-	return all, nil
-}
-
 // knownTools is what the relay knows of the server's tools: the first
 // list read (what a diff is against for a client that never listed), and
 // the count of the latest, for status.
 type knownTools struct {
-	first []toolInfo
-	have  bool
+	mu    sync.Mutex
+	first []toolInfo // nil until a list was read
 	count int
-	known bool
 }
 
-func (r *Relay) knowTools(tools []toolInfo) {
+func (k *knownTools) note(tools []toolInfo) {
 	if tools == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.known.have {
-		r.known.first, r.known.have = tools, true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.first == nil {
+		k.first = tools
 	}
-	r.known.count, r.known.known = len(tools), true
+	k.count = len(tools)
 }
 
-func (r *Relay) baseline() ([]toolInfo, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.known.first, r.known.have
+func (k *knownTools) baseline() ([]toolInfo, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.first, k.first != nil
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
@@ -269,14 +270,12 @@ func appendItems(arr, items []byte) []byte {
 // held.
 func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	r := s.r
-	r.mu.Lock()
-	rec := r.rec
-	r.mu.Unlock()
+	rec := r.rec.current()
 	if rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
 		s.answerDown(msg, env) // taken, as while no server runs; replayed to the server
 		return true
 	}
-	res, ok := rec.answer(env, r.ownTools.list())
+	res, ok := rec.answer(env, r.ownTools.defs)
 	if !ok {
 		if !s.graceArmed && env.Method != "tools/call" {
 			s.graceArmed = true
@@ -322,38 +321,51 @@ type recorded struct {
 	result    []byte
 }
 
-// keep records the server's answers in the record, when they hold a
-// whole list or the handshake, and writes the record (never with a lock
-// of the relay's held). The answers are a child's, so from a good start.
-// A record that would not change is not written again.
-func (r *Relay) keep(answers []recorded) {
-	if r.cfg.First.Record == "" || len(answers) == 0 {
+// records keeps the record of the server's last good start (First.Record)
+// and writes it, never under a lock of the relay's.
+type records struct {
+	path, key string
+	log       *slog.Logger
+	write     sync.Mutex // one write of the file at a time
+	mu        sync.Mutex // guards rec, which is never changed once set
+	rec       *record    // nil when none
+}
+
+func (rs *records) current() *record {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.rec
+}
+
+// keep records the server's answers (a child's, so from a good start) in
+// the record, when they hold a whole list or the handshake, and writes
+// it when it changed.
+func (rs *records) keep(answers []recorded) {
+	if rs.path == "" || len(answers) == 0 {
 		return
 	}
-	r.recMu.Lock()
-	defer r.recMu.Unlock()
-	r.mu.Lock()
-	rec := &record{Key: r.cfg.First.Key, Lists: map[string]json.RawMessage{}}
-	if old := r.rec; old != nil {
+	rs.write.Lock()
+	defer rs.write.Unlock()
+	rec := &record{Key: rs.key}
+	if old := rs.current(); old != nil {
 		*rec = *old
-		rec.Lists = maps.Clone(old.Lists)
 	}
-	if rec.Lists == nil { // a record read from a file without lists
+	rec.Lists = maps.Clone(rec.Lists)
+	if rec.Lists == nil {
 		rec.Lists = map[string]json.RawMessage{}
 	}
 	changed := false
 	for _, a := range answers {
 		changed = rec.note(a) || changed
 	}
-	if changed {
-		r.rec = rec
-	}
-	r.mu.Unlock()
 	if !changed {
 		return
 	}
-	if err := rec.save(r.cfg.First.Record); err != nil {
-		r.log.Warn("could not write the record of the server's answers", "file", r.cfg.First.Record, "err", err)
+	rs.mu.Lock()
+	rs.rec = rec
+	rs.mu.Unlock()
+	if err := rec.save(rs.path); err != nil {
+		rs.log.Warn("could not write the record of the server's answers", "file", rs.path, "err", err)
 	}
 }
 

@@ -1,11 +1,13 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,26 +146,23 @@ type Relay struct {
 	events *eventQueue
 	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
 	cancel context.CancelFunc
+	wg     sync.WaitGroup // every child until reaped, every goroutine
 
-	restarts sync.Mutex     // one restart at a time
-	conns    atomic.Int64   // a sequence of the sessions' connections to their children
-	wg       sync.WaitGroup // every child until reaped, every goroutine
-	recMu    sync.Mutex     // one write of the record at a time
+	restarts sync.Mutex   // one restart at a time
+	gen      atomic.Int64 // the last process started: each has a generation of its own
+	conns    atomic.Int64 // a sequence of the sessions' connections to their children
 
-	// mu guards what follows. It is never held while a session's lock
-	// is taken (a session takes it briefly under its own).
+	// mu guards what follows; no session's lock is taken under it.
 	mu       sync.Mutex
-	state    state
-	gen      int // the last process started: each has a generation of its own
-	starts   int // restarts completed, the first start included
 	health   health
-	env      map[string]string // the agent's accepted env overrides
-	rec      *record           // the server's last good start; nil when none
-	sessions []*Session        // open, oldest first
-	server   *child            // an HTTP server's process, shared; nil for stdio
-	known    knownTools        // what the server lists, for diffs and status
-	stats    counters
-	ended    bool // the stdio client's input ended
+	sessions []*Session // open, oldest first
+	server   *child     // an HTTP server's process, shared; nil for stdio
+
+	// Each with a lock of its own, a leaf.
+	env   overrides  // the agent's accepted env overrides
+	rec   records    // the record of the server's last good start
+	known knownTools // what the server lists
+	stats counters
 
 	ownTools ownTools  // mcpflow's tools, spliced into tools/list
 	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
@@ -179,41 +178,23 @@ const (
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
-	DefaultStartupGrace = 0 // as long as the client waits: ClientWait
 	DefaultHandshake    = 30 * time.Second
 	DefaultMaxChildren  = 16
 )
 
 // New returns a relay for cfg. Nothing runs until the first Restart.
 func New(cfg Config) *Relay {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
 	def(&cfg.Child.StopTimeout, DefaultStopTimeout)
 	def(&cfg.Queue.Timeout, DefaultQueueTimeout)
 	def(&cfg.HandshakeTimeout, DefaultHandshake)
-	for _, d := range []struct {
-		p *int
-		v int
-	}{{&cfg.MaxMessage, DefaultMaxMessage}, {&cfg.Queue.Size, DefaultQueueSize}, {&cfg.Queue.Bytes, DefaultQueueBytes}, {&cfg.MaxChildren, DefaultMaxChildren}} {
-		if *d.p <= 0 {
-			*d.p = d.v
-		}
-	}
-	if cfg.Tools.Recompile == "" {
-		cfg.Tools.Recompile = DefaultTool
-	}
-	if cfg.OnCrash == "" {
-		cfg.OnCrash = DefaultOnCrash
-	}
-	if cfg.Tools.Rebuild == "" {
-		cfg.Tools.Rebuild = cfg.Tools.Recompile
-	}
-	if cfg.Child.Setting == "" {
-		cfg.Child.Setting = "run.command in mcpflow.toml"
-	}
+	def(&cfg.MaxMessage, DefaultMaxMessage)
+	def(&cfg.Queue.Size, DefaultQueueSize)
+	def(&cfg.Queue.Bytes, DefaultQueueBytes)
+	def(&cfg.MaxChildren, DefaultMaxChildren)
+	def(&cfg.OnCrash, DefaultOnCrash)
+	def(&cfg.Tools.Recompile, DefaultTool)
+	def(&cfg.Tools.Rebuild, cfg.Tools.Recompile)
+	def(&cfg.Child.Setting, "run.command in mcpflow.toml")
 	if cfg.Child.Env == nil {
 		cfg.Child.Env = os.Environ()
 	}
@@ -230,10 +211,11 @@ func New(cfg Config) *Relay {
 		ctx:    ctx,
 		cancel: cancel,
 		events: newEventQueue(cfg.OnEvent),
-		env:    map[string]string{},
 		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
+		env:    overrides{allowed: cfg.Child.EnvOverridable},
+		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger},
 	}
-	r.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
+	r.rec.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
 	r.events.tap = r.stats.event
 	if !cfg.Tools.None {
 		r.ownTools.defs = toolDefs(&cfg)
@@ -247,6 +229,14 @@ func New(cfg Config) *Relay {
 	return r
 }
 
+// def sets *p to v when it is zero (or less).
+func def[T cmp.Ordered](p *T, v T) {
+	var zero T
+	if *p <= zero {
+		*p = v
+	}
+}
+
 var errClosed = errors.New("relay is shut down")
 
 // Open opens a client's session (a wire.Opener): its messages go to a
@@ -255,19 +245,18 @@ var errClosed = errors.New("relay is shut down")
 func (r *Relay) Open(c wire.Client) wire.Session {
 	s := newSession(r, c)
 	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
-		s.closeLocal()
-		return s
+	st := r.health.state
+	if st != stateClosed {
+		r.sessions = append(r.sessions, s)
 	}
-	r.sessions = append(r.sessions, s)
-	st := r.state
 	r.mu.Unlock()
 	switch st {
+	case stateClosed:
+		s.Close()
 	case stateUp:
 		r.goConnect(s)
 	case stateDown:
-		s.goDown(r.report())
+		s.goDown(r.now().describe())
 	}
 	return s
 }
@@ -281,12 +270,12 @@ const shutdownStep = time.Second
 // than once.
 func (r *Relay) Close() {
 	r.mu.Lock()
-	if r.state == stateClosed {
+	if r.health.state == stateClosed {
 		r.mu.Unlock()
 		r.wg.Wait()
 		return
 	}
-	r.state = stateClosed
+	r.health.state = stateClosed
 	sessions := slices.Clone(r.sessions)
 	r.mu.Unlock()
 	r.cancel()
@@ -320,34 +309,28 @@ func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 func (r *Relay) InputEnded() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ended = true
+	r.health.ended = true
 }
 
 // GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout):
 // large messages then cost fewer context switches. Best effort.
 func GrowPipe(f *os.File) { growPipe(f) }
 
-// nextGen is the generation of a new process.
-func (r *Relay) nextGen() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gen++
-	return r.gen
-}
-
 // HasRecord reports whether the record of the server's last good start
 // answers its sessions before the first start is up.
-func (r *Relay) HasRecord() bool {
+func (r *Relay) HasRecord() bool { return r.rec.current() != nil }
+
+// now is the relay's health as it is now.
+func (r *Relay) now() health {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.rec != nil
+	return r.health
 }
 
-// report is why no child serves, for a session that is answered alone.
-func (r *Relay) report() string {
+func (r *Relay) openSessions() []*Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.health.describe()
+	return slices.Clone(r.sessions)
 }
 
 // remove forgets a closed session; a session that waited for a child
@@ -356,12 +339,9 @@ func (r *Relay) remove(s *Session) {
 	r.mu.Lock()
 	r.sessions = slices.DeleteFunc(r.sessions, func(q *Session) bool { return q == s })
 	var next *Session
-	if r.state == stateUp && r.cfg.Child.HTTP == nil {
-		for _, q := range r.sessions {
-			if q.waitsForSlot() {
-				next = q
-				break
-			}
+	if r.health.state == stateUp && r.cfg.Child.HTTP == nil {
+		if i := slices.IndexFunc(r.sessions, func(q *Session) bool { return q.waiting.Load() }); i >= 0 {
+			next = r.sessions[i]
 		}
 	}
 	r.mu.Unlock()
@@ -370,42 +350,34 @@ func (r *Relay) remove(s *Session) {
 	}
 }
 
-// slotFor reports whether session s may have a child process of its own:
-// a stdio server runs at most MaxChildren. r.mu is held.
-func (r *Relay) slotFor(s *Session) bool {
-	if r.cfg.Child.HTTP != nil {
-		return true
-	}
-	n := 0
-	for _, q := range r.sessions {
-		if q == s {
-			return n < r.cfg.MaxChildren
-		}
-		if !q.bridged() {
-			n++
-		}
-	}
-	return false
-}
-
-// goConnect starts session s's child in the background.
+// goConnect starts session s's child in the background. A stdio server
+// runs at most MaxChildren: a session past them (those handed to the era
+// bridge aside) is answered alone until one ends (remove).
 func (r *Relay) goConnect(s *Session) {
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.wg.Go(func() {
 		r.mu.Lock()
-		srv, ok := r.server, r.slotFor(s)
+		srv, sessions := r.server, slices.Clone(r.sessions)
 		r.mu.Unlock()
-		if !ok {
-			s.goDown(texts.TooManyChildren(r.cfg.MaxChildren))
-			s.setWaiting(true)
-			return
+		if r.cfg.Child.HTTP == nil {
+			i, n := slices.Index(sessions, s), 0
+			for _, q := range sessions[:max(i, 0)] {
+				q.mu.Lock()
+				if q.bridge == nil {
+					n++
+				}
+				q.mu.Unlock()
+			}
+			if i < 0 || n >= r.cfg.MaxChildren {
+				s.goDown(texts.TooManyChildren(r.cfg.MaxChildren))
+				s.waiting.Store(true)
+				return
+			}
 		}
-		s.setWaiting(false)
-		if _, err := s.reconnect(r.ctx, srv, false); err != nil && !errors.Is(err, errClosed) {
+		s.waiting.Store(false)
+		if _, err := (&reconnect{s: s, ctx: r.ctx}).run(srv); err != nil && !errors.Is(err, errClosed) {
 			r.log.Warn("a client's server did not start", "err", firstLine(err.Error()))
 		}
-	}()
+	})
 }
 
 // firstServerLate: the first build is not done after the grace a
@@ -413,7 +385,7 @@ func (r *Relay) goConnect(s *Session) {
 // is (unless the client's input ended: it waits for the server).
 func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	r.mu.Lock()
-	starting, ended := r.state == stateStarting, r.ended
+	starting, ended := r.health.state == stateStarting, r.health.ended
 	if starting && !ended {
 		r.health.building = true
 	}
@@ -428,13 +400,39 @@ func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	}
 }
 
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
+// childLine copies one line of a process's log to the server's logger,
+// and acts on Child.RestartMarker (c: the line's conn; nil for an HTTP
+// server's process): the server is rebuilt and restarted.
+func (r *Relay) childLine(c *conn) func(string) {
+	return func(line string) {
+		r.cfg.ServerLogger.Info(line)
+		if r.cfg.Child.RestartMarker == "" || line != r.cfg.Child.RestartMarker || c != nil && c.stopping.Load() {
+			return
 		}
+		r.log.Info("the server asked for a restart (relay.restart_marker)")
+		r.wg.Go(func() {
+			o := r.runRecompile(r.ctx, nil)
+			if text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, r.now().state == stateUp); isErr {
+				r.log.Error("rebuild failed", "trigger", "restart marker", "result", firstLine(text))
+			}
+		})
 	}
-	return s
+}
+
+// later runs f after d, unless the relay shuts down first.
+func (r *Relay) later(d time.Duration, f func()) {
+	r.wg.Go(func() {
+		select {
+		case <-r.ctx.Done():
+		case <-time.After(d):
+			f()
+		}
+	})
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // msgTrace writes the debug line for each message read from a peer.
@@ -443,14 +441,11 @@ type msgTrace struct {
 	via string // the server hop's transport
 }
 
-func (r *Relay) tracing() bool { return r.tracer != nil }
-
-// trace writes the line for one message, when tracing: where from (the
-// hop; for the server's, its transport), its method (or, for a response,
-// its id), its size and, for a response to a client request, how long the
-// server took.
-func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
-	t := r.tracer
+// trace writes the line for one message, when tracing (t not nil): where
+// from (the hop; for the server's, its transport), its method (or, for a
+// response, its id), its size and, for a response to a client request,
+// how long the server took.
+func (t *msgTrace) trace(from string, env *wire.Envelope, size int, p *pending) {
 	if t == nil {
 		return
 	}
@@ -458,16 +453,14 @@ func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
 	if from == "server" {
 		args = append(args, "via", t.via)
 	}
-	switch {
-	case env.Method != "" && env.ID != nil:
-		args = append(args, "method", env.Method, "id", string(env.ID))
-	case env.Method != "":
+	if env.Method != "" {
 		args = append(args, "method", env.Method)
-	default:
+	}
+	if env.ID != nil {
 		args = append(args, "id", string(env.ID))
-		if p != nil && !p.sent.IsZero() {
-			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
-		}
+	}
+	if p != nil && env.Method == "" && !p.sent.IsZero() {
+		args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
 	}
 	t.log.Debug("from "+from, args...)
 }

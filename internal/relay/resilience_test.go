@@ -319,7 +319,7 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 	// No call until the server is back: the crash happened between calls.
 	testkit.Eventually(t, 20*time.Second, "a restart after the crash", func() bool {
 		pid := h.childPID()
-		return h.r.running() && pid != 0 && pid != first
+		return h.r.now().state == stateUp && pid != 0 && pid != first
 	})
 	// One notice, saying what mcpflow did; no call to restart what runs.
 	text := h.mustCall("echo", map[string]any{"text": "hi"})

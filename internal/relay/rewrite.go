@@ -17,8 +17,9 @@ import (
 // resources where the child declares them. Everything else is kept as
 // the child sent it, unknown fields included. An error answer is passed
 // on as it is: a legacy server refuses server/discover, and the client
-// then falls back to initialize. s.mu is held.
-func (s *Session) forceResult(c *conn, msg []byte, env wire.Envelope, isInit bool) []byte {
+// then falls back to initialize. The session's lock is held.
+func (c *conn) forceResult(msg []byte, env wire.Envelope, isInit bool) []byte {
+	s := c.s
 	if env.HasError {
 		s.r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
 		if !isInit {
@@ -120,6 +121,9 @@ func declaredCaps(result []byte) caps {
 // never decoded.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 	res := env.Result
+	if t.defs == nil {
+		return msg
+	}
 	if nc := jsonscan.Member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}

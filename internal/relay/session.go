@@ -3,8 +3,10 @@ package relay
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
@@ -31,6 +33,8 @@ type Session struct {
 	r   *Relay
 	out *wire.Outbox // to the client
 
+	waiting atomic.Bool // it waits for a child slot (MaxChildren)
+
 	mu         sync.Mutex
 	st         wire.State // the client's session, as its messages set it up
 	phase      phase
@@ -41,15 +45,15 @@ type Session struct {
 	view       clientView
 	hs         handshake
 	notices    notices
-	recompiles map[string]context.CancelFunc // recompile calls running, by the client's raw id
-	bridge     *bridged                      // the era bridge's session, once handed over
-	waiting    bool                          // it waits for a child slot (MaxChildren)
-	graceArmed bool                          // its first request armed First's grace
-	seen       time.Time                     // the client's last message
+	recompiles recompiles
+	bridge     *bridged  // the era bridge's session, once handed over
+	graceArmed bool      // its first request armed First's grace
+	seen       time.Time // the client's last message
 }
 
 func newSession(r *Relay, c wire.Client) *Session {
-	s := &Session{r: r, ids: newRouter(), view: newClientView(), recompiles: map[string]context.CancelFunc{}}
+	s := &Session{r: r, ids: newRouter(), view: newClientView()}
+	s.recompiles = recompiles{s: s, running: map[string]context.CancelFunc{}}
 	s.held = holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}
 	s.out = &wire.Outbox{
 		Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil },
@@ -70,7 +74,7 @@ func (s *Session) Send(msg []byte) {
 		s.out.Send(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil), nil)
 		return
 	}
-	s.r.trace("client", &env, len(msg), nil)
+	s.r.tracer.trace("client", &env, len(msg), nil)
 	s.mu.Lock()
 	var in *wire.Outbox
 	if s.child != nil && s.bridge == nil {
@@ -128,13 +132,13 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 	if env.Method == "initialize" && s.bridgeable() && !s.hs.initDecided && s.hs.initID == nil {
 		s.hs.initID = bytes.Clone(env.ID)
 	}
-	if env.Method == "tools/call" && !s.r.cfg.Tools.None {
+	if tools := s.r.cfg.Tools; env.Method == "tools/call" && !tools.None {
 		switch toolName(env.Params) {
-		case s.r.cfg.Tools.Recompile:
-			s.startRecompile(env)
+		case tools.Recompile:
+			s.recompiles.start(env)
 			return
-		case s.r.cfg.Tools.Call:
-			if s.r.cfg.Tools.Call != "" {
+		case tools.Call:
+			if tools.Call != "" {
 				msg, env = rewriteCallTool(msg, env)
 			}
 		}
@@ -147,12 +151,12 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 func (s *Session) dispatch(msg []byte, env wire.Envelope) {
 	switch s.phase {
 	case phaseHold:
-		if s.r.starting() && s.firstAnswer(msg, env) {
+		if s.r.now().state == stateStarting && s.firstAnswer(msg, env) {
 			return
 		}
 		s.hold(msg, env)
 	case phaseDown:
-		if env.Method == "tools/call" && s.r.buildingFirst() {
+		if h := s.r.now(); env.Method == "tools/call" && h.buildingFirst() {
 			s.hold(msg, env) // a call waits for the first build
 			return
 		}
@@ -174,8 +178,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 		}
 	case "notifications/cancelled":
 		id := jsonscan.Member(env.Params, "requestId")
-		if cancel, ok := s.recompiles[string(id)]; ok {
-			cancel()
+		if s.recompiles.cancel(id) {
 			return
 		}
 		if s.held.remove(id) {
@@ -191,7 +194,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && key != string(id) {
 				msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(key))
 			}
-			c.send(msg)
+			c.link.Send(msg)
 		}
 		return
 	}
@@ -199,7 +202,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 	case phaseHold:
 		s.hold(msg, env)
 	case phaseUp:
-		s.child.send(msg)
+		s.child.link.Send(msg)
 	}
 }
 
@@ -211,11 +214,12 @@ func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 		s.r.log.Warn("dropped a client response to an unknown request id", "id", string(env.ID))
 		return
 	}
-	if c := s.child; c == nil || c.gen != sr.gen || c.exited() {
+	c := s.child
+	if c == nil || c.gen != sr.gen || c.exited() {
 		s.r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", string(env.ID))
 		return
 	}
-	s.child.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
+	c.link.Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
 // reply answers one of the client's requests (msg carries its id). s.mu
@@ -263,7 +267,7 @@ func (s *Session) hold(msg []byte, env wire.Envelope) {
 func (s *Session) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	building := s.r.buildingFirst()
+	building := s.r.now().buildingFirst()
 	for _, m := range s.held.expire(time.Now().Add(-s.r.cfg.Queue.Timeout)) {
 		switch {
 		case !m.env.IsRequest():
@@ -300,8 +304,39 @@ func (s *Session) flush() {
 // modern reports whether the client speaks 2026-07-28. s.mu is held.
 func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 
-// bridgeable reports whether the session could go to the era bridge.
+// bridgeable reports whether the session could go to the era bridge. s.mu
+// is held.
 func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
+
+// holdFor makes the session hold its client's messages for a restart
+// (auto: not a build's), withdrawing the notices a build makes untrue.
+func (s *Session) holdFor(auto bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bridge == nil && s.phase != phaseClosed {
+		s.phase = phaseHold
+	}
+	if !auto {
+		s.notices.clear()
+	}
+}
+
+// respawn gives the session a fresh child without a build (initialize
+// after server/discover). After a failed build that child runs that
+// build's output: the agent is told so.
+func (s *Session) respawn() {
+	if _, err := (&reconnect{s: s, ctx: s.r.ctx}).run(nil); err != nil {
+		if !errors.Is(err, errClosed) {
+			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
+		}
+		return
+	}
+	if s.r.now().lastBuildFailed {
+		s.mu.Lock()
+		s.notices.set(noticeBuild, texts.NoticeFailedBuildRunning(s.r.cfg.Tools.Rebuild), s.r.cfg.Notices)
+		s.mu.Unlock()
+	}
+}
 
 // goDown answers the session alone from now on, saying report (its child
 // is gone, or none may start).
@@ -323,25 +358,6 @@ func (s *Session) down(report string) {
 	s.announce(emptyViews())
 }
 
-func (s *Session) setWaiting(w bool) {
-	s.mu.Lock()
-	s.waiting = w
-	s.mu.Unlock()
-}
-
-func (s *Session) waitsForSlot() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting
-}
-
-// bridged reports whether the session went to the era bridge.
-func (s *Session) bridged() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bridge != nil
-}
-
 // Close ends the session: its child is stopped (its requests in flight
 // are the front's to answer), its held messages dropped, nothing more is
 // delivered once Close returns but for a delivery under way that the
@@ -360,18 +376,18 @@ func (s *Session) Close() {
 		// is gone.
 		for id, sr := range s.ids.serverReqs {
 			if sr.gen == c.gen {
-				c.send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
+				c.link.Send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
 			}
 			delete(s.ids.serverReqs, id)
 		}
 	}
-	for id, cancel := range s.recompiles {
-		cancel()
-		delete(s.recompiles, id)
-	}
+	s.recompiles.stopAll()
 	s.held.take()
 	s.mu.Unlock()
-	s.closeLocal()
+	s.out.Drop() // what is under way: at most closeWait
+	if !waitFor(s.out.Done(), closeWait) {
+		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	}
 	if br != nil {
 		br.Close()
 	}
@@ -379,18 +395,6 @@ func (s *Session) Close() {
 		c.stop(min(s.r.cfg.Child.StopTimeout, shutdownStep), s.r.ctx)
 	}
 	s.r.remove(s)
-}
-
-// closeLocal stops deliveries: at most closeWait for one under way.
-func (s *Session) closeLocal() {
-	s.out.Drop()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-s.out.Done():
-	case <-t.C:
-		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
-	}
 }
 
 // closeWait bounds how long Close waits for a delivery under way.

@@ -36,6 +36,7 @@ type Stats struct {
 // hold. Their lock is a leaf.
 type counters struct {
 	mu      sync.Mutex
+	starts  int // restarts completed, the first start included
 	served  uint64
 	crashes int
 	crashed bool // the last child exited on its own
@@ -44,11 +45,10 @@ type counters struct {
 	junkWarned atomic.Bool
 }
 
-// answered notes a child's answer to a client request of this kind.
-func (c *counters) answered(k kind, _ []byte) {
-	if k == kindToolsCall {
-		c.callServed()
-	}
+func (c *counters) started() {
+	c.mu.Lock()
+	c.starts++
+	c.mu.Unlock()
 }
 
 // callServed counts a tools/call answered.
@@ -94,7 +94,7 @@ func (r *Relay) Stats() Stats {
 				st.InFlight++
 			}
 		}
-		st.InFlight += len(s.recompiles)
+		st.InFlight += len(s.recompiles.running)
 		for _, q := range s.held.q {
 			if q.env.Method == "tools/call" {
 				st.InFlight++
@@ -103,16 +103,17 @@ func (r *Relay) Stats() Stats {
 		s.mu.Unlock()
 	}
 	r.mu.Lock()
-	st.Gen = r.gen
-	st.Restarts = max(r.starts-1, 0)
 	if srv := r.server; srv != nil && !srv.exited() {
 		st.Pid, st.Started, st.Children = srv.pid, srv.started, 1
 	}
-	st.Tools, st.ToolsKnown = r.known.count, r.known.known
-	st8, gen, lastFailed := r.state, r.gen, r.health.lastBuildFailed
+	st8, lastFailed := r.health.state, r.health.lastBuildFailed
 	r.mu.Unlock()
+	st.Gen = int(r.gen.Load())
+	r.known.mu.Lock()
+	st.Tools, st.ToolsKnown = r.known.count, r.known.first != nil
+	r.known.mu.Unlock()
 	r.stats.mu.Lock()
-	st.Served, st.Crashes = r.stats.served, r.stats.crashes
+	st.Served, st.Crashes, st.Restarts = r.stats.served, r.stats.crashes, max(r.stats.starts-1, 0)
 	crashed := r.stats.crashed
 	r.stats.mu.Unlock()
 	st.State = map[state]string{stateStarting: "starting", stateUp: "running", stateRestarting: "restarting", stateClosed: "stopped"}[st8]
@@ -120,7 +121,7 @@ func (r *Relay) Stats() Stats {
 		switch {
 		case crashed:
 			st.State = "crashed"
-		case gen == 0 && !lastFailed:
+		case st.Gen == 0 && !lastFailed:
 			st.State = "starting" // the first build outlasted the client's grace
 		default:
 			st.State = "down"

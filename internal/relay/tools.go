@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 
@@ -21,10 +18,6 @@ import (
 type ownTools struct {
 	defs []byte // comma-separated JSON; nil when Config.Tools.None
 }
-
-// list is mcpflow's tools as tools/list lists them (none when
-// Config.Tools.None).
-func (t ownTools) list() []byte { return t.defs }
 
 // noticeKind is what a notice for the agent is about: one of each at most
 // is pending, and it is withdrawn when it stops being true.
@@ -90,19 +83,26 @@ func toolDefs(cfg *Config) []byte {
 	return b
 }
 
-// startRecompile runs the recompile tool for the client's request env
-// in the background and answers the call when it is done. s.mu is held.
-func (s *Session) startRecompile(env wire.Envelope) {
-	r := s.r
+// recompiles are the recompile calls a session runs. Its session's lock
+// guards them.
+type recompiles struct {
+	s       *Session
+	running map[string]context.CancelFunc // by the client's raw id
+}
+
+// start runs the recompile tool for the client's request env in the
+// background and answers the call when it is done.
+func (rc *recompiles) start(env wire.Envelope) {
+	s, r := rc.s, rc.s.r
 	id := bytes.Clone(env.ID)
 	modern := s.modern()
-	if err := r.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
+	if err := r.env.accept(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
 		s.reply(id, wire.ResultResponse(id, toolResult(err.Error(), true, nil, modern)))
 		return
 	}
 	token := bytes.Clone(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(context.WithValue(r.ctx, sessionKey{}, s))
-	s.recompiles[string(id)] = cancel
+	rc.running[string(id)] = cancel
 	r.wg.Go(func() {
 		defer cancel()
 		var progress func(string)
@@ -112,35 +112,43 @@ func (s *Session) startRecompile(env wire.Envelope) {
 				n++
 				params := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
 				s.mu.Lock()
-				if _, ok := s.recompiles[string(id)]; ok {
+				if _, ok := rc.running[string(id)]; ok {
 					s.deliver(wire.Request(nil, "notifications/progress", mustJSON(params)), id)
 				}
 				s.mu.Unlock()
 			}
 		}
 		o := r.runRecompile(ctx, progress)
-		running := r.running()
+		running := r.now().state == stateUp
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, running && s.child != nil)
-		if _, ok := s.recompiles[string(id)]; !ok {
+		if _, ok := rc.running[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
 		r.stats.callServed()
-		delete(s.recompiles, string(id))
+		delete(rc.running, string(id))
 		s.notices.clear() // the result says it all
 		s.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
 	})
 }
 
-// runRecompile builds and restarts, through the Recompiler when there is
-// one.
-func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.Build {
-	if r.cfg.Recompiler == nil {
-		rs, _ := r.Restart(ctx)
-		return result.Build{Trigger: "recompile", Skipped: true, OK: true, Restart: rs}
+// cancel cancels the recompile call the client knows as id; it reports
+// whether there was one.
+func (rc *recompiles) cancel(id []byte) bool {
+	cancel, ok := rc.running[string(id)]
+	if ok {
+		cancel()
 	}
-	return r.cfg.Recompiler.Recompile(ctx, progress)
+	return ok
+}
+
+// stopAll cancels every call (the session ends).
+func (rc *recompiles) stopAll() {
+	for id, cancel := range rc.running {
+		cancel()
+		delete(rc.running, id)
+	}
 }
 
 // toolResult is a CallToolResult with one text item and, when structured
@@ -157,38 +165,6 @@ func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 		res["resultType"] = "complete"
 	}
 	return mustJSON(res)
-}
-
-// acceptEnv validates and stores the recompile tool's env overrides, for
-// the next children.
-func (r *Relay) acceptEnv(raw []byte) error {
-	if raw == nil || string(raw) == "null" {
-		return nil
-	}
-	var env map[string]string
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return fmt.Errorf("env must be an object of strings: %v", err)
-	}
-	var refused []string
-	for k := range env {
-		if !slices.Contains(r.cfg.Child.EnvOverridable, k) {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(r.cfg.Child.EnvOverridable) > 0 {
-			allowed = strings.Join(r.cfg.Child.EnvOverridable, ", ")
-		}
-		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, v := range env {
-		r.env[k] = v
-	}
-	return nil
 }
 
 // toolInfo is what the diff compares.
@@ -261,15 +237,11 @@ func compactJSON(b json.RawMessage) string {
 
 // SetEnv sets environment overrides for the next starts of the child, as
 // the recompile tool's env argument does (a mux's reload_server gives
-// them): only the keys of Child.EnvOverridable; an error names the
-// others and sets nothing.
+// them): only the keys of Child.EnvOverridable; an error names the others
+// and sets nothing.
 func (r *Relay) SetEnv(env map[string]string) error {
 	if len(env) == 0 {
 		return nil
 	}
-	raw, err := json.Marshal(env)
-	if err != nil {
-		return err
-	}
-	return r.acceptEnv(raw)
+	return r.env.accept(mustJSON(env))
 }
