@@ -16,11 +16,10 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// conn is a session's connection to its child: a process of its own on
-// its stdin and stdout (a stdio server), or an HTTP session on the HTTP
-// server's process. It is its link's wire.LinkReceiver (fromchild.go).
-// done is closed once it ended (its link is done and, when the process is
-// its own, the process is gone) and its end was handled (ended).
+// conn is a session's connection to its child: a process of its own (a
+// stdio server), or an HTTP session on the HTTP server's process. It is
+// its link's wire.LinkReceiver (fromchild.go). done is closed once the
+// link and a process of its own are gone and its end was handled.
 type conn struct {
 	s        *Session
 	p        *child // the process: the session's own, or the HTTP server's
@@ -38,9 +37,8 @@ type conn struct {
 	failed  string   // the report its end is given (no handshake in time)
 }
 
-// stdoutGrace is how long a child whose link ended (it closed its
-// stdout) may take to exit before mcpflow stops it: it can answer
-// nothing more.
+// stdoutGrace is how long a child that closed its stdout may take to exit
+// before mcpflow stops it.
 const stdoutGrace = 500 * time.Millisecond
 
 // newConn connects session s to a new child: a process of its own (srv
@@ -75,8 +73,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 	r.wg.Go(func() {
 		select {
 		case <-p.done:
-		case <-link.Done():
-			// Its stdout ended while it runs: it can answer nothing more.
+		case <-link.Done(): // it can answer nothing more
 			if !waitFor(p.done, stdoutGrace) && !p.ending.Load() {
 				why := link.Lost()
 				p.lost.Store(&why)
@@ -94,8 +91,8 @@ func newConn(s *Session, srv *child) (*conn, error) {
 	return c, nil
 }
 
-// inline is the outbox the session's client reader may write itself (a
-// stdio child's stdin); nil for another link.
+// inline is the outbox the client's reader may write itself (a stdio
+// child's stdin); nil for another link.
 func (c *conn) inline() *wire.Outbox {
 	if l, ok := c.link.(*stdioLink); ok {
 		return l.in
@@ -105,10 +102,9 @@ func (c *conn) inline() *wire.Outbox {
 
 func (c *conn) exited() bool { return closed(c.done) }
 
-// stop ends the connection on purpose (a restart, the session's end): a
-// process of its own is stopped (its input closed first), an HTTP
-// session's link closed. It returns once the connection ended; when ctx
-// ends, what is left of a process's stop is cut short.
+// stop ends the connection on purpose: a process of its own is stopped
+// (its input closed first), an HTTP session's link closed. It returns once
+// the connection ended; when ctx ends, a process's stop is cut short.
 func (c *conn) stop(grace time.Duration, ctx context.Context) {
 	c.stopping.Store(true)
 	c.end(grace, ctx)
@@ -124,7 +120,6 @@ func (c *conn) end(grace time.Duration, ctx context.Context) {
 	<-c.done
 }
 
-// markAnswered records that the child answered a request.
 func (c *conn) markAnswered() {
 	c.once.Do(func() {
 		c.p.served.Store(true)
@@ -135,7 +130,7 @@ func (c *conn) markAnswered() {
 func (c *conn) hasAnswered() bool { return closed(c.answered) }
 
 // noHandshake is the report of a child that did not answer its handshake
-// within HandshakeTimeout.
+// in time.
 func (c *conn) noHandshake() string {
 	cfg := &c.s.r.cfg
 	stderr := texts.Exit{Stderr: strings.TrimSpace(c.p.tail.String())}
@@ -151,8 +146,7 @@ func (c *conn) exitInfo() texts.Exit {
 	return texts.Exit{Status: c.link.Lost(), Uptime: c.p.ranFor(), Stderr: strings.TrimSpace(c.p.tail.String())}
 }
 
-// call sends the child a request of mcpflow's own and waits for its
-// result.
+// call sends the child a request of mcpflow's own and waits for its result.
 func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, error) {
 	s := c.s
 	s.mu.Lock()
@@ -195,9 +189,8 @@ func (e *callError) Error() string {
 	return fmt.Sprintf("%s: server answered error %d: %s", e.method, e.Code, e.Message)
 }
 
-// request sends the child a client request under an id it echoes
-// exactly (the client's, or one of the relay's), tracked as pd. The
-// session's lock is held.
+// request sends the child a client request, tracked as pd, under an id it
+// echoes exactly (the client's, or one of the relay's). s.mu is held.
 func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 	ids := &c.s.ids
 	key := string(env.ID)
@@ -220,9 +213,8 @@ func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 	c.link.Send(msg)
 }
 
-// boundHandshake gives the child HandshakeTimeout to answer the client's
-// handshake pd; a child that does not is stopped, and mcpflow answers the
-// handshake itself, saying why. The session's lock is held.
+// boundHandshake stops a child that does not answer the client's
+// handshake pd in time; mcpflow then answers it, saying why. s.mu is held.
 func (c *conn) boundHandshake(pd *pending) {
 	s, r := c.s, c.s.r
 	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
@@ -244,9 +236,8 @@ func (c *conn) boundHandshake(pd *pending) {
 }
 
 // drain lets the calls in flight on c, a child about to be replaced,
-// finish within Config.Drain, while new messages are held. It returns
-// when none is left, at the end of Drain, when c ends or when the relay
-// shuts down.
+// finish within Config.Drain (new messages are held meanwhile); it also
+// returns when c ends or the relay shuts down.
 func (c *conn) drain() {
 	s, r := c.s, c.s.r
 	if r.cfg.Drain <= 0 || c.exited() {
@@ -276,27 +267,26 @@ func (c *conn) drain() {
 	}
 }
 
-// retire stops c, a child being replaced, once its calls in flight
-// finished (drain): its requests still pending get the restart error.
+// retire stops c, a child being replaced, once its calls drained: its
+// requests still pending get the restart error.
 func (c *conn) retire() {
 	c.drain()
 	c.stop(c.s.r.cfg.Child.StopTimeout, c.s.r.ctx)
 }
 
-// ended is called once per conn, after it is fully gone, and closes
-// done. Every request still pending on it gets exactly one error. A child
-// that ends before it answered its handshake, or before the start that
-// made it completed, is a failed start: reported, not restarted. Other
-// crashes follow health.crashed; an HTTP server's process that is gone is
-// the relay's to restart (serverExited).
+// ended handles the end of c, once it is fully gone, and closes done.
+// Every request still pending on it gets exactly one error. A child that
+// ends before it answered its handshake, or before the start that made it
+// completed, is a failed start: reported, not restarted. Other crashes
+// follow health.crashed; an HTTP server's process is the relay's to
+// restart (serverExited).
 func (c *conn) ended() {
 	defer close(c.done)
 	s, r := c.s, c.s.r
 	stopped := c.stopping.Load()
 	e := c.exitInfo()
 	s.mu.Lock()
-	// A child that ends while its calls drain is being replaced anyway:
-	// its calls get the crash report, the session goes on holding.
+	// One that ends while its calls drain is being replaced anyway.
 	current := !stopped && s.child == c && s.phase != phaseClosed && s.ids.drain.gen != c.gen
 	serverGone := !c.own && c.p.exited()
 	failedStart := false
@@ -320,8 +310,7 @@ func (c *conn) ended() {
 	var handshake []queued
 	for key, pd := range s.ids.takeGen(c.gen) {
 		if current && (pd.kind == kindInitialize || pd.kind == kindDiscover) {
-			// The session must survive a server that dies at once: mcpflow
-			// answers the handshake itself, once it is down.
+			// mcpflow answers the handshake itself, once the session is down.
 			if env, err := wire.Peek(pd.msg); err == nil {
 				handshake = append(handshake, queued{msg: pd.msg, env: env})
 				continue

@@ -28,21 +28,10 @@ const (
 )
 
 func (k EventKind) String() string {
-	switch k {
-	case Starting:
-		return "starting"
-	case Up:
-		return "up"
-	case RestartFailed:
-		return "restart-failed"
-	case Crashed:
-		return "crashed"
-	case BuildFailed:
-		return "build-failed"
-	case Stopped:
-		return "stopped"
+	if k < Starting || k > Stopped {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"starting", "up", "restart-failed", "crashed", "build-failed", "stopped"}[k-Starting]
 }
 
 // Event is what Config.OnEvent receives.
@@ -55,24 +44,18 @@ type Event struct {
 }
 
 // eventQueue delivers events to one callback in the order they were
-// posted, from a goroutine of its own, so that the callback never runs
-// with a relay lock held and never holds up the relay.
+// posted, from a goroutine of its own (one at a time), so that the
+// callback never runs with a relay lock held and never holds up the
+// relay.
 type eventQueue struct {
 	fn  func(Event)
 	tap func(Event) // told of each event as it is posted; nil = none
 
 	mu      sync.Mutex
-	cond    *sync.Cond
 	q       []Event
 	running bool
 	closed  bool
-	done    chan struct{}
-}
-
-func newEventQueue(fn func(Event)) *eventQueue {
-	e := &eventQueue{fn: fn, done: make(chan struct{})}
-	e.cond = sync.NewCond(&e.mu)
-	return e
+	wg      sync.WaitGroup
 }
 
 // post queues ev; with no callback it does nothing.
@@ -91,28 +74,22 @@ func (e *eventQueue) post(ev Event) {
 	e.q = append(e.q, ev)
 	if !e.running {
 		e.running = true
-		go e.run()
+		e.wg.Go(e.run)
 	}
-	e.cond.Signal()
 }
 
 func (e *eventQueue) run() {
-	defer close(e.done)
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for {
-		for len(e.q) == 0 && !e.closed {
-			e.cond.Wait()
-		}
+		e.mu.Lock()
 		if len(e.q) == 0 {
+			e.running = false
+			e.mu.Unlock()
 			return
 		}
 		ev := e.q[0]
-		e.q[0] = Event{}
 		e.q = e.q[1:]
 		e.mu.Unlock()
 		e.fn(ev)
-		e.mu.Lock()
 	}
 }
 
@@ -121,10 +98,6 @@ func (e *eventQueue) run() {
 func (e *eventQueue) close() {
 	e.mu.Lock()
 	e.closed = true
-	running := e.running
-	e.cond.Broadcast()
 	e.mu.Unlock()
-	if running {
-		<-e.done
-	}
+	e.wg.Wait()
 }

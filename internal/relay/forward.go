@@ -15,13 +15,12 @@ import (
 )
 
 // handshake is what the session's child, or mcpflow, answered of the
-// client's handshake: what a new child is compared with, and what the
-// era bridge and the record need. Its session's lock guards it.
+// client's handshake. Its session's lock guards it.
 type handshake struct {
 	initResult []byte // the initialize (or server/discover) result the client got, forced
 	selfInit   bool   // mcpflow answered initialize itself (no child did yet)
-	// selfDiscover: mcpflow answered server/discover itself (from the
-	// record, or while none ran), so the next child's era is unknown.
+	// selfDiscover: mcpflow answered server/discover itself, so the next
+	// child's era is unknown.
 	selfDiscover  bool
 	childDiscover bool // the current child answered server/discover
 	caps          caps // what the current child declared
@@ -34,18 +33,19 @@ type handshake struct {
 
 type caps struct{ prompts, resources bool }
 
+// methodKinds are the requests the relay acts on when their answer comes.
+var methodKinds = map[string]kind{"initialize": kindInitialize, "server/discover": kindDiscover,
+	"tools/list": kindToolsList, "tools/call": kindToolsCall, "subscriptions/listen": kindListen}
+
 // forward sends a client request to the session's child. s.mu is held
 // and a child serves.
 func (s *Session) forward(msg []byte, env wire.Envelope) {
 	c := s.child
-	orig := msg
-	k := kindPlain
 	switch env.Method {
 	case "initialize":
 		if s.hs.childDiscover && c.own {
 			// A Go SDK server that answered server/discover refuses a later
-			// initialize; the session's child is its own: a fresh one
-			// takes it.
+			// initialize: a fresh child of the session's own takes it.
 			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			s.hold(msg, env)
 			s.phase = phaseHold
@@ -53,26 +53,18 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 			return
 		}
 		s.hs.selfInit = false
-		k = kindInitialize
 	case "server/discover":
 		s.hs.childDiscover = true
-		k = kindDiscover
-	case "tools/list":
-		k = kindToolsList
-	case "tools/call":
-		k = kindToolsCall
-	case "subscriptions/listen":
-		k = kindListen
 	}
-	pd := &pending{kind: k, gen: c.gen, method: env.Method}
+	pd := &pending{kind: methodKinds[env.Method], gen: c.gen, method: env.Method}
 	if s.r.tracer != nil {
 		pd.sent = time.Now()
 	}
 	if strings.HasSuffix(env.Method, "/list") {
 		pd.firstPage = jsonscan.Member(env.Params, "cursor") == nil
 	}
-	if k == kindInitialize || k == kindDiscover {
-		pd.msg = orig // answered by mcpflow should the child die first
+	if pd.kind == kindInitialize || pd.kind == kindDiscover {
+		pd.msg = msg // answered by mcpflow should the child die first
 		c.boundHandshake(pd)
 	}
 	c.request(msg, env, pd)
@@ -80,8 +72,8 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 
 // probeFirst reports whether the client's request must wait while mcpflow
 // asks the child whether it speaks 2026-07-28 (probeEra): a 2026-07-28
-// client's request to a child that said nothing of its era yet, when the
-// era bridge could take the session should it not. s.mu is held.
+// client's request to a child of unknown era, when the era bridge could
+// take the session. s.mu is held.
 func (s *Session) probeFirst(env wire.Envelope) bool {
 	if s.hs.probing {
 		return true
@@ -132,8 +124,8 @@ func speaksModern(result []byte) bool {
 	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
 }
 
-// withMeta returns params (nil: none) with the _meta of the client of
-// session st added, for mcpflow's own requests in the 2026-07-28 era.
+// withMeta returns params (nil: none) with the _meta of session st's
+// client added, for mcpflow's own requests in the 2026-07-28 era.
 func withMeta(st *wire.State, params map[string]any) []byte {
 	if st.Era == wire.EraModern && st.Meta != nil {
 		if params == nil {
@@ -147,9 +139,9 @@ func withMeta(st *wire.State, params map[string]any) []byte {
 	return mustJSON(params)
 }
 
-// ready reports whether mcpflow may send requests of its own to the
-// session's child: its session is open (legacy: initialized; 2026-07-28:
-// the client's _meta is known). s.mu is held.
+// ready reports whether mcpflow may send the child requests of its own:
+// the session is open (legacy: initialized; 2026-07-28: the client's
+// _meta is known). s.mu is held.
 func (s *Session) ready() bool {
 	switch s.st.Era {
 	case wire.EraLegacy:
@@ -172,12 +164,23 @@ func (h *handshake) declares(kind string) bool {
 }
 
 // bridged is the era bridge's session of a client, and the ids of the
-// requests the client has its answer to already (answered by mcpflow
-// before the bridge took over): the bridge's answers to them are dropped.
+// requests mcpflow answered before the bridge took over: the bridge's
+// answers to them are dropped.
 type bridged struct {
 	wire.Session
 	mu       sync.Mutex
 	answered [][]byte
+}
+
+// drop reports, once, whether the client has its answer to id already.
+func (b *bridged) drop(id []byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.answered, func(a []byte) bool { return bytes.Equal(a, id) })
+	if i >= 0 {
+		b.answered = slices.Delete(b.answered, i, i+1)
+	}
+	return i >= 0
 }
 
 // opening is what opened the client's session st, for the era bridge:
@@ -197,28 +200,18 @@ func opening(st *wire.State) [][]byte {
 }
 
 // handOff gives the session to the era bridge: first (what opened the
-// session), then what it held; answered are the ids of those the client
-// has its answer to. Its child is stopped: the bridge's own session with
-// the relay has a child of its own. Until the bridge took the first
-// messages, the client's are held. s.mu is held.
+// session), then what it held (meanwhile, the client's messages are
+// held); answered are the ids of those the client has its answer to. Its
+// child is stopped: the bridge's session with the relay has its own.
+// s.mu is held.
 func (s *Session) handOff(first, answered [][]byte) {
-	r := s.r
-	c := s.child
+	r, c := s.r, s.child
 	s.child, s.hs.initID, s.phase = nil, nil, phaseHold
 	b := &bridged{answered: answered}
 	deliver := wire.ClientFunc(func(msg, rel []byte) {
-		if rel != nil && wire.IsResponse(msg) {
-			b.mu.Lock()
-			for i, id := range b.answered {
-				if bytes.Equal(id, rel) {
-					b.answered = append(b.answered[:i], b.answered[i+1:]...)
-					b.mu.Unlock()
-					return
-				}
-			}
-			b.mu.Unlock()
+		if rel == nil || !wire.IsResponse(msg) || !b.drop(rel) {
+			s.out.Send(msg, rel)
 		}
-		s.out.Send(msg, rel)
 	})
 	r.log.Info("the server speaks the other protocol era: the session is handed to the era bridge")
 	r.wg.Go(func() {

@@ -9,6 +9,16 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
+type state int
+
+const (
+	stateStarting   state = iota // no good build yet: sessions hold, or answer from the record
+	stateUp                      // children may serve
+	stateRestarting              // a restart runs: sessions hold
+	stateDown                    // no child can serve (a failed build or start, a crash loop): sessions answer alone
+	stateClosed
+)
+
 // health is what the relay knows of whether a child may serve. Relay.mu
 // guards it.
 type health struct {

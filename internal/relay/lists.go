@@ -9,14 +9,13 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// The lists a client can be told have changed. The relay tells it
-// whenever the list it would get from */list changes, and only then: when
-// a new child serves different contents (compared whole, canonical JSON),
-// when no child serves (the lists are empty but for mcpflow's tools) and
-// when one serves again.
+// The lists a client is told have changed whenever what it would get from
+// */list changes, compared whole (canonical JSON), and only then: a new
+// child with other contents, no child (empty lists but for mcpflow's
+// tools), one again.
 var listKindNames = []string{"tools", "prompts", "resources"}
 
-// listView is what a */list answer holds, as a digest; unknown until the
+// listView is a digest of what a */list answer holds; unknown until the
 // relay or the client listed it.
 type listView struct {
 	known bool
@@ -40,19 +39,15 @@ func emptyViews() map[string]listView {
 	return v
 }
 
-// clientView is what a session's client is served: per list kind, a
-// digest of what */list returns now, and the tool list the client last
-// fetched whole. It decides which lists changed for the client. Its
-// session's lock guards it.
+// clientView is what a session's client is served, per list kind, and
+// the tool list it last fetched whole: it decides which lists changed for
+// the client. Its session's lock guards it.
 type clientView struct {
 	served map[string]listView
-	// heard holds the kinds of list the client has been given an answer
-	// for, by a child, the record or mcpflow alone: of a list it never
-	// got, nothing changed for it.
-	heard map[string]bool
-	// tools is the tool list the client last fetched whole (the child's
-	// tools, without mcpflow's); toolsKnown once it did.
-	tools      []toolInfo
+	// heard: the kinds of list the client got an answer for (of a list it
+	// never got, nothing changed for it).
+	heard      map[string]bool
+	tools      []toolInfo // the child's tools the client last fetched whole
 	toolsKnown bool
 	fetching   []json.RawMessage // the pages of a tools/list in progress
 }
@@ -77,8 +72,7 @@ func (v *clientView) unknown() bool {
 	return false
 }
 
-// learn records lists read from the serving child where they were
-// unknown.
+// learn records the lists read from the serving child where unknown.
 func (v *clientView) learn(views map[string]listView) {
 	for k, lv := range views {
 		if !v.served[k].known {
@@ -87,11 +81,7 @@ func (v *clientView) learn(views map[string]listView) {
 	}
 }
 
-// forget marks every list unknown (a new child whose lists the relay did
-// not read).
-func (v *clientView) forget() { clear(v.served) }
-
-// forgetKind marks one list unknown: the child changed it itself.
+func (v *clientView) forget()                { clear(v.served) }
 func (v *clientView) forgetKind(kind string) { delete(v.served, kind) }
 
 // update records views as what the client is served now and returns the
@@ -106,10 +96,7 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 		}
 		old := v.served[k]
 		v.served[k] = lv
-		if old.known && lv.known && old.sum == lv.sum || !old.known && !v.heard[k] {
-			continue
-		}
-		if k != "tools" && !hears(k) {
+		if old.known && lv.known && old.sum == lv.sum || !old.known && !v.heard[k] || k != "tools" && !hears(k) {
 			continue
 		}
 		changed = append(changed, k)
@@ -118,8 +105,8 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 }
 
 // noteTools records a page of a tools/list answer the client gets from
-// the child (firstPage: one without a cursor); the last page completes
-// the list the client fetched, and noteTools then reports true.
+// the child (firstPage: one without a cursor); it reports true on the
+// last page, which completes the list.
 func (v *clientView) noteTools(firstPage bool, result []byte) bool {
 	var lr struct {
 		Tools      []json.RawMessage `json:"tools"`
@@ -136,25 +123,22 @@ func (v *clientView) noteTools(firstPage bool, result []byte) bool {
 		return false
 	}
 	v.tools, v.toolsKnown = toolInfos(v.fetching), true
-	v.served["tools"] = viewOf(v.fetching)
-	v.heard["tools"] = true
+	v.served["tools"], v.heard["tools"] = viewOf(v.fetching), true
 	v.fetching = nil
 	return true
 }
 
-// beginEmpty records a session that begins with no child: no list but
-// mcpflow's tools.
+// beginEmpty records a session that begins with no child.
 func (v *clientView) beginEmpty() {
 	for k, lv := range emptyViews() {
-		v.served[k] = lv
-		v.heard[k] = true
+		v.served[k], v.heard[k] = lv, true
 	}
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
 // announce records what the client is served now and tells it each list
-// whose contents changed for it (State.ListChanged: only once its session
-// is established). s.mu is held.
+// whose contents changed for it, once its session is established. s.mu is
+// held.
 func (s *Session) announce(views map[string]listView) {
 	changed := s.view.update(views, func(kind string) bool { return s.st.Era != wire.EraLegacy || s.hs.declares(kind) })
 	if len(changed) == 0 || !s.st.Established() {
@@ -187,7 +171,7 @@ func listResult(field string, items []json.RawMessage) []byte {
 
 // knownTools is what the relay knows of the server's tools: the first
 // list read (what a diff is against for a client that never listed), and
-// the count of the latest, for status.
+// the size of the latest, for status.
 type knownTools struct {
 	mu    sync.Mutex
 	first []toolInfo // nil until a list was read

@@ -29,44 +29,43 @@ type reconnect struct {
 }
 
 // run gives the session a new child of the current generation: a process
-// of its own (srv nil), or an HTTP session on srv.
-func (rc *reconnect) run(srv *child) (*result.Restart, error) {
+// of its own (srv nil), or an HTTP session on srv. On error the Restart
+// carries it too.
+func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	s, r := rc.s, rc.s.r
 	t0 := time.Now()
 	s.mu.Lock()
-	if s.phase == phaseClosed {
-		s.mu.Unlock()
-		return nil, errClosed
+	old, closed, bridged := s.child, s.phase == phaseClosed, s.bridge != nil
+	learn := old != nil && !old.exited() && s.ready() && s.view.unknown()
+	if !closed && !bridged {
+		s.phase = phaseHold
 	}
-	if s.bridge != nil {
-		s.mu.Unlock()
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed
+	} else if bridged {
 		return nil, nil // the bridge's own session with the relay has a child of its own
 	}
-	old := s.child
-	learn := old != nil && !old.exited() && s.ready() && s.view.unknown()
-	s.phase = phaseHold
-	s.mu.Unlock()
 	if learn {
 		rc.learn(old)
 	}
-	res := &result.Restart{}
-	tStop := time.Now()
+	res = &result.Restart{}
+	defer func() { res.Err = err }()
+	mark := time.Now()
+	lap := func() time.Duration { d := time.Since(mark); mark = time.Now(); return d }
 	if old != nil {
 		old.retire()
 	}
-	res.Stop = time.Since(tStop)
-
-	tStart := time.Now()
+	res.Stop = lap()
 	c, err := newConn(s, srv)
 	if err != nil {
 		report := texts.NoStart(err, r.cfg.Child.Setting)
 		s.goDown(report)
 		r.failedStart(report)
-		res.Err = errors.New(report)
-		return res, res.Err
+		return res, errors.New(report)
 	}
 	rc.c = c
-	res.Gen, res.Pid, res.Start = c.p.gen, c.p.pid, time.Since(tStart)
+	res.Gen, res.Pid, res.Start = c.p.gen, c.p.pid, lap()
 	s.mu.Lock()
 	if s.phase == phaseClosed {
 		s.mu.Unlock()
@@ -80,34 +79,23 @@ func (rc *reconnect) run(srv *child) (*result.Restart, error) {
 	defer cancel()
 	defer context.AfterFunc(r.ctx, cancel)()
 	rc.ctx = ctx
-
-	tReplay := time.Now()
-	if res.Handshake, err = rc.replay(); err != nil {
-		if errors.Is(err, errOtherEra) {
-			return res, nil // the era bridge serves the session
-		}
-		res.Err = rc.fail(err)
-		return res, res.Err
+	if res.Handshake, err = rc.replay(); errors.Is(err, errOtherEra) {
+		return res, nil // the era bridge serves the session
+	} else if err != nil {
+		return res, rc.fail(err)
 	}
-	res.Replay = time.Since(tReplay)
-	tTools := time.Now()
+	res.Replay = lap()
 	views, tools, err := rc.lists(c)
 	if err != nil {
-		res.Err = rc.fail(err)
-		return res, res.Err
+		return res, rc.fail(err)
 	}
-	res.Tools = rc.diff(tools, views != nil)
-	res.ToolsList = time.Since(tTools)
+	res.Tools, res.ToolsList = rc.diff(tools, views != nil), lap()
 	probe, err := rc.goUp(views)
 	if err == nil {
 		err = rc.awaitAnswer(probe)
 	}
-	if err != nil {
-		res.Err = err
-		return res, err
-	}
 	res.Duration = time.Since(t0)
-	return res, nil
+	return res, err
 }
 
 // errOtherEra: the new child does not speak the era of the client's

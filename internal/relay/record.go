@@ -82,29 +82,34 @@ func loadRecord(path, key string, log *slog.Logger) *record {
 	b, err := statedir.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil {
 		log.Warn("the record of the server's last start is not used", "file", path, "err", err)
 		return nil
 	}
 	var rec record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		log.Warn("the record of the server's last start is not used: it is not JSON (it is rewritten at the next good start)", "file", path, "err", err)
-		return nil
+	if err = json.Unmarshal(b, &rec); err == nil && rec.Key == "" {
+		err = errors.New("it is no record")
 	}
-	if rec.Key == "" {
-		log.Warn("the record of the server's last start is not used: it is no record (it is rewritten at the next good start)", "file", path)
-		return nil
-	}
-	if rec.Key != key {
+	if err == nil && rec.Key != key {
 		log.Debug("the record of the server's last start is of another config", "file", path)
 		return nil
 	}
-	if err := rec.valid(); err != nil {
+	if err == nil {
+		err = rec.valid()
+	}
+	if err != nil {
 		log.Warn("the record of the server's last start is not used (it is rewritten at the next good start)", "file", path, "err", err)
 		return nil
 	}
 	return &rec
+}
+
+// discoverResult is what the record reads of a server/discover result.
+type discoverResult struct {
+	SupportedVersions []string                   `json:"supportedVersions"`
+	Capabilities      json.RawMessage            `json:"capabilities"`
+	Instructions      string                     `json:"instructions"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
 }
 
 // valid checks every part of a record read from a file: the handshake
@@ -124,16 +129,11 @@ func (rec *record) valid() error {
 		}
 	}
 	if rec.Discover != nil {
-		var d struct {
-			SupportedVersions []string                   `json:"supportedVersions"`
-			Capabilities      map[string]json.RawMessage `json:"capabilities"`
-			Instructions      string                     `json:"instructions"`
-			Meta              map[string]json.RawMessage `json:"_meta"`
-		}
-		if !isObject(rec.Discover) || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
+		var d discoverResult
+		if !isObject(rec.Discover) || json.Unmarshal(rec.Discover, &d) != nil || !isObject(d.Capabilities) {
 			return errors.New("discover: not a server/discover result")
 		}
-		if info := d.Meta["io.modelcontextprotocol/serverInfo"]; info != nil && !isObject(info) {
+		if info := d.Meta[mcp.MetaKeyServerInfo]; info != nil && !isObject(info) {
 			return errors.New("discover: serverInfo is not an object")
 		}
 	}
@@ -145,10 +145,8 @@ func (rec *record) valid() error {
 		if t := bytes.TrimSpace(items); len(t) == 0 || t[0] != '[' || json.Unmarshal(items, &list) != nil {
 			return fmt.Errorf("lists.%s: not an array", field)
 		}
-		for _, it := range list {
-			if !isObject(it) {
-				return fmt.Errorf("lists.%s: an item is not an object", field)
-			}
+		if slices.ContainsFunc(list, func(it json.RawMessage) bool { return !isObject(it) }) {
+			return fmt.Errorf("lists.%s: an item is not an object", field)
 		}
 	}
 	return nil
@@ -226,16 +224,11 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 		}
 		return res
 	}
-	var d struct {
-		SupportedVersions []string                   `json:"supportedVersions"`
-		Capabilities      json.RawMessage            `json:"capabilities"`
-		Instructions      string                     `json:"instructions"`
-		Meta              map[string]json.RawMessage `json:"_meta"`
-	}
+	var d discoverResult
 	if rec.Discover == nil || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
 		return nil
 	}
-	info := d.Meta["io.modelcontextprotocol/serverInfo"]
+	info := d.Meta[mcp.MetaKeyServerInfo]
 	legacy := slices.DeleteFunc(d.SupportedVersions, wire.IsModern)
 	if info == nil || len(legacy) == 0 {
 		return nil // a server of 2026-07-28 only: the era bridge serves a legacy client

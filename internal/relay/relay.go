@@ -20,37 +20,28 @@ import (
 // Config is what the relay needs. The zero value of every field but
 // Child.Command has a usable default.
 type Config struct {
-	Child Child // how to start and stop the child
-	Tools Tools // mcpflow's own tools
-
+	Child        Child  // how to start and stop the child
+	Tools        Tools  // mcpflow's own tools
+	Queue        Queue  // what a session may hold while its child cannot take it
+	First        First  // how a session is served before the first server is up
 	MaxMessage   int    // largest message in either direction; default 64 MiB
 	Notices      bool   // add notes on failed auto-builds and crashes to the next tools/call result
 	ServerSuffix string // appended to serverInfo.name and version
-
-	Queue Queue // what a session may hold while its child cannot take it
-
 	// MaxChildren bounds the processes of a stdio server, one per client
-	// session; a session past it is answered by mcpflow (texts.TooManyChildren)
-	// until another ends. Default DefaultMaxChildren.
+	// session; a session past it is answered by mcpflow until another
+	// ends. Default DefaultMaxChildren.
 	MaxChildren int
-
 	// HandshakeTimeout bounds a child's answer to a handshake (the
 	// client's initialize or server/discover, the relay's replay): a child
 	// that does not answer in time is stopped and reported. Default 30s.
 	HandshakeTimeout time.Duration
-
 	// Drain is how long calls already running on a child that a restart
 	// replaces may go on before it is stopped; meanwhile new messages wait
 	// for the new child. 0 = stop the old child at once.
 	Drain time.Duration
-
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
 	// loop) or "wait" (stay down until a build or recompile).
 	OnCrash string
-
-	// First says how a session is served before the first server is up.
-	First First
-
 	// OnEvent, when set, is told what happens to the children (see Event),
 	// in order, from a goroutine of the relay's that holds no relay lock.
 	OnEvent func(Event)
@@ -59,17 +50,14 @@ type Config struct {
 	// direction, gen the generation of the child. It is called with no
 	// relay lock held; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
-
 	// Bridge, when set, serves a client whose era the child does not speak
 	// (internal/protocol/bridge): the session goes to a session of the
 	// bridge's, itself a client of the relay in the child's era.
-	Bridge func(upstream wire.Opener, c wire.Client) wire.Session
-
-	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
-	Logger     *slog.Logger // nil = discard
-	// ServerLogger gets the children's stderr lines; nil = Logger.WithGroup("server").
-	ServerLogger *slog.Logger
-	Version      string // mcpflow's version, for its own serverInfo
+	Bridge       func(upstream wire.Opener, c wire.Client) wire.Session
+	Recompiler   Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
+	Logger       *slog.Logger // nil = discard
+	ServerLogger *slog.Logger // the children's stderr lines; nil = Logger.WithGroup("server")
+	Version      string       // mcpflow's version, for its own serverInfo
 }
 
 // Tools are mcpflow's own tools, added to the child's.
@@ -94,18 +82,14 @@ type Child struct {
 	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
 	// (EnvOverridable) are added on top of both.
 	ExtraEnv map[string]string
-	// StopTimeout is the grace after closing its stdin, and after
-	// SIGTERM; default 2s.
-	StopTimeout time.Duration
-	// Setting says where the command is set, for the messages that tell
-	// the agent to fix it; default "run.command in mcpflow.toml".
-	Setting string
 	// EnvOverridable lists the environment keys the agent may set through
 	// the recompile tool's env argument (or the mux's reload_server).
 	EnvOverridable []string
-	// RestartMarker, when set, is a stderr line by which the child asks
-	// for a rebuild and restart.
-	RestartMarker string
+	StopTimeout    time.Duration // the grace after closing its stdin, and after SIGTERM; default 2s
+	// Setting says where the command is set, for the messages that tell
+	// the agent to fix it; default "run.command in mcpflow.toml".
+	Setting       string
+	RestartMarker string // when set, a stderr line by which the child asks for a rebuild and restart
 	// HTTP, when set, makes the child a server of Streamable HTTP
 	// (internal/transport/httpmcp): one process serves every session, each
 	// over an HTTP session of its own. nil: a stdio server, a process per
@@ -127,14 +111,18 @@ type Recompiler interface {
 	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
-type state int
-
+// The defaults of Config's zero values. The config file's defaults are
+// these same constants.
 const (
-	stateStarting   state = iota // no good build yet: sessions hold, or answer from the record
-	stateUp                      // children may serve
-	stateRestarting              // a restart runs: sessions hold
-	stateDown                    // no child can serve (a failed build or start, a crash loop): sessions answer alone
-	stateClosed
+	DefaultStopTimeout  = 2 * time.Second
+	DefaultTool         = "recompile"
+	DefaultMaxMessage   = wire.DefaultMaxMessage
+	DefaultQueueSize    = 256
+	DefaultQueueBytes   = 32 << 20
+	DefaultQueueTimeout = 30 * time.Second
+	DefaultOnCrash      = "restart"
+	DefaultHandshake    = 30 * time.Second
+	DefaultMaxChildren  = 16
 )
 
 // Relay is the engine of one server: a session per client (Open), each
@@ -168,20 +156,6 @@ type Relay struct {
 	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
 }
 
-// The defaults of Config's zero values. The config file's defaults are
-// these same constants.
-const (
-	DefaultStopTimeout  = 2 * time.Second
-	DefaultTool         = "recompile"
-	DefaultMaxMessage   = wire.DefaultMaxMessage
-	DefaultQueueSize    = 256
-	DefaultQueueBytes   = 32 << 20
-	DefaultQueueTimeout = 30 * time.Second
-	DefaultOnCrash      = "restart"
-	DefaultHandshake    = 30 * time.Second
-	DefaultMaxChildren  = 16
-)
-
 // New returns a relay for cfg. Nothing runs until the first Restart.
 func New(cfg Config) *Relay {
 	def(&cfg.Child.StopTimeout, DefaultStopTimeout)
@@ -198,24 +172,17 @@ func New(cfg Config) *Relay {
 	if cfg.Child.Env == nil {
 		cfg.Child.Env = os.Environ()
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ServerLogger == nil {
-		cfg.ServerLogger = cfg.Logger.WithGroup("server")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.ServerLogger = cmp.Or(cfg.ServerLogger, cfg.Logger.WithGroup("server"))
 	r := &Relay{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		ctx:    ctx,
-		cancel: cancel,
-		events: newEventQueue(cfg.OnEvent),
+		events: &eventQueue{fn: cfg.OnEvent},
 		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
 		env:    overrides{allowed: cfg.Child.EnvOverridable},
-		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger},
+		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger, rec: loadRecord(cfg.First.Record, cfg.First.Key, cfg.Logger)},
 	}
-	r.rec.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.events.tap = r.stats.event
 	if !cfg.Tools.None {
 		r.ownTools.defs = toolDefs(&cfg)
@@ -245,18 +212,18 @@ var errClosed = errors.New("relay is shut down")
 func (r *Relay) Open(c wire.Client) wire.Session {
 	s := newSession(r, c)
 	r.mu.Lock()
-	st := r.health.state
-	if st != stateClosed {
+	h := r.health
+	if h.state != stateClosed {
 		r.sessions = append(r.sessions, s)
 	}
 	r.mu.Unlock()
-	switch st {
+	switch h.state {
 	case stateClosed:
 		s.Close()
 	case stateUp:
 		r.goConnect(s)
 	case stateDown:
-		s.goDown(r.now().describe())
+		s.goDown(h.describe())
 	}
 	return s
 }
@@ -339,10 +306,8 @@ func (r *Relay) remove(s *Session) {
 	r.mu.Lock()
 	r.sessions = slices.DeleteFunc(r.sessions, func(q *Session) bool { return q == s })
 	var next *Session
-	if r.health.state == stateUp && r.cfg.Child.HTTP == nil {
-		if i := slices.IndexFunc(r.sessions, func(q *Session) bool { return q.waiting.Load() }); i >= 0 {
-			next = r.sessions[i]
-		}
+	if i := slices.IndexFunc(r.sessions, func(q *Session) bool { return q.waiting.Load() }); i >= 0 && r.health.state == stateUp && r.cfg.Child.HTTP == nil {
+		next = r.sessions[i]
 	}
 	r.mu.Unlock()
 	if next != nil {
@@ -386,9 +351,7 @@ func (r *Relay) goConnect(s *Session) {
 func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	r.mu.Lock()
 	starting, ended := r.health.state == stateStarting, r.health.ended
-	if starting && !ended {
-		r.health.building = true
-	}
+	r.health.building = r.health.building || starting && !ended
 	r.mu.Unlock()
 	switch {
 	case !starting:

@@ -6,18 +6,14 @@ import (
 	"time"
 )
 
-// router keeps a session's ids toward its child:
-//   - the client's requests in flight, each with the generation of the
-//     child it was sent to (pending), by the id the child knows: the
-//     client's own, or one of the relay's ("mcpflow:r<n>") for an id a
-//     peer might not echo byte for byte (see plainID);
-//   - requests the child sent the client, renumbered ("mcpflow:s<n>") so
-//     that an answer goes back only to the child that asked (serverReqs);
-//   - progress tokens of requests in flight, for the request a progress
-//     notification belongs to;
-//   - the relay's own requests, each with a channel waiting for its answer.
-//
-// It has no lock: its session's guards it.
+// router keeps a session's ids toward its child: the client's requests in
+// flight (pending), by the id the child knows (the client's own, or one
+// of the relay's, "mcpflow:r<n>", for an id a peer might not echo byte for
+// byte: see plainID); the child's requests to the client, renumbered
+// ("mcpflow:s<n>") so that an answer goes back only to the child that
+// asked; the progress tokens of requests in flight; the relay's own
+// requests, each with a channel waiting for its answer. Its session's lock
+// guards it.
 type router struct {
 	seq        int64
 	pending    map[string]*pending // by the id the child knows
@@ -25,14 +21,12 @@ type router struct {
 	serverReqs map[string]serverReq
 	tokens     map[string]string // progress token (raw JSON) -> the id the child knows
 	waiters    map[string]chan []byte
-	drain      drain
-}
-
-// drain is the generation whose calls in flight may finish before its
-// child is stopped (gen 0: none); done is closed once none is left.
-type drain struct {
-	gen  int
-	done chan struct{}
+	// drain is the generation whose calls in flight may finish before its
+	// child is stopped (gen 0: none); done is closed once none is left.
+	drain struct {
+		gen  int
+		done chan struct{}
+	}
 }
 
 type kind int
@@ -47,12 +41,11 @@ const (
 )
 
 type pending struct {
-	kind   kind
-	gen    int
-	method string
-	msg    []byte // the request, kept for initialize and server/discover only
-	// firstPage: a */list without a cursor.
-	firstPage bool
+	kind      kind
+	gen       int
+	method    string
+	msg       []byte    // the request, kept for initialize and server/discover only
+	firstPage bool      // a */list without a cursor
 	sent      time.Time // when it was forwarded, for the debug log's latency
 	// clientID is the client's id of a request the child knows under one
 	// of the relay's; nil when the child got the client's own.
@@ -76,13 +69,8 @@ type serverReq struct {
 }
 
 func newRouter() router {
-	return router{
-		pending:    map[string]*pending{},
-		renamed:    map[string]string{},
-		serverReqs: map[string]serverReq{},
-		tokens:     map[string]string{},
-		waiters:    map[string]chan []byte{},
-	}
+	return router{pending: map[string]*pending{}, renamed: map[string]string{}, serverReqs: map[string]serverReq{},
+		tokens: map[string]string{}, waiters: map[string]chan []byte{}}
 }
 
 // newID returns a fresh id of the relay's, with tag ('r': its own
@@ -92,7 +80,6 @@ func (rt *router) newID(tag byte) []byte {
 	return []byte(`"mcpflow:` + string(tag) + strconv.FormatInt(rt.seq, 10) + `"`)
 }
 
-// track records a request sent to the child under key.
 func (rt *router) track(key string, pd *pending) {
 	rt.pending[key] = pd
 	if pd.clientID != nil {
@@ -115,30 +102,24 @@ func (rt *router) byClient(id []byte) (string, *pending, bool) {
 
 // lookup returns the request a response from generation gen answers.
 func (rt *router) lookup(key string, gen int) (*pending, bool) {
-	p, ok := rt.pending[key]
-	if !ok || p.gen != gen {
-		return nil, false
+	if p, ok := rt.pending[key]; ok && p.gen == gen {
+		return p, true
 	}
-	return p, true
+	return nil, false
 }
 
 // forget ends a request: its answer, if one comes, is dropped.
-func (rt *router) forget(key string) (*pending, bool) {
+func (rt *router) forget(key string) {
 	pd, ok := rt.pending[key]
 	if !ok {
-		return nil, false
+		return
 	}
 	delete(rt.pending, key)
-	if pd.clientID != nil {
-		delete(rt.renamed, string(pd.clientID))
-	}
-	if pd.token != "" {
-		delete(rt.tokens, pd.token)
-	}
+	delete(rt.renamed, string(pd.clientID))
+	delete(rt.tokens, pd.token)
 	if rt.drain.gen != 0 && pd.gen == rt.drain.gen && rt.calls(pd.gen) == 0 {
 		rt.endDrain()
 	}
-	return pd, true
 }
 
 // calls counts the requests in flight on generation gen, listens aside
@@ -185,11 +166,12 @@ func (rt *router) handshakePending(gen int) bool {
 // closed once none is left (at once if none is).
 func (rt *router) startDrain(gen int) <-chan struct{} {
 	rt.endDrain()
-	rt.drain = drain{gen: gen, done: make(chan struct{})}
+	rt.drain.gen, rt.drain.done = gen, make(chan struct{})
+	done := rt.drain.done
 	if rt.calls(gen) == 0 {
 		rt.endDrain()
 	}
-	return rt.drain.done
+	return done
 }
 
 func (rt *router) endDrain() {

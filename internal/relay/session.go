@@ -2,7 +2,9 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // phase is where a session stands with its child.
@@ -25,15 +28,12 @@ const (
 )
 
 // Session is one client's session with the server (a wire.Session): a
-// child of its own (a process of a stdio server, an HTTP session of an
-// HTTP server's), the client's State replayed into each new one, and what
-// the client is served. Its lock is taken before the Relay's, never
-// after.
+// child of its own, the client's State replayed into each new one, and
+// what the client is served. Its lock is taken before the Relay's.
 type Session struct {
-	r   *Relay
-	out *wire.Outbox // to the client
-
-	waiting atomic.Bool // it waits for a child slot (MaxChildren)
+	r       *Relay
+	out     *wire.Outbox // to the client
+	waiting atomic.Bool  // it waits for a child slot (MaxChildren)
 
 	mu         sync.Mutex
 	st         wire.State // the client's session, as its messages set it up
@@ -117,8 +117,7 @@ func (s *Session) fromClient(msg []byte, env wire.Envelope) {
 	case env.IsRequest():
 		s.clientRequest(msg, env)
 	default:
-		// Neither request, response nor notification: answered under its
-		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
+		// Answered under its id when valid, else under null (JSON-RPC 2.0, 5.1).
 		s.r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", wire.Abbreviate(msg, 200))
 		id := env.ID
 		if wire.IDProblem(id) != "" {
@@ -206,8 +205,8 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 	}
 }
 
-// clientResponse maps the client's answer to a request of the child's
-// back to the child that asked, if it is still the session's.
+// clientResponse passes the client's answer to the child that asked, if
+// it is still the session's.
 func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 	sr, ok := s.ids.mapBack(string(env.ID))
 	if !ok {
@@ -222,8 +221,8 @@ func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 	c.link.Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
-// reply answers one of the client's requests (msg carries its id). s.mu
-// is held.
+// reply answers one of the client's requests (msg carries its id), once.
+// s.mu is held.
 func (s *Session) reply(id, msg []byte) {
 	if s.hs.initID != nil && bytes.Equal(id, s.hs.initID) {
 		// Its initialize is answered: what it held back goes on.
@@ -231,7 +230,7 @@ func (s *Session) reply(id, msg []byte) {
 		defer s.flush()
 	}
 	if !s.st.InFlight(id) {
-		return // answered already, or canceled by the client
+		return // answered already, or canceled
 	}
 	s.st.Answered(id)
 	s.out.Send(msg, id)
@@ -262,8 +261,7 @@ func (s *Session) hold(msg []byte, env wire.Envelope) {
 	}
 }
 
-// expire answers the held requests that waited longer than the queue's
-// timeout.
+// expire answers the held requests that waited past Queue.Timeout.
 func (s *Session) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,8 +280,8 @@ func (s *Session) expire() {
 	}
 }
 
-// flush dispatches the held messages in order. s.mu is held. A message
-// that finds the session holding again is held again, in order.
+// flush dispatches the held messages in order; one that finds the
+// session holding again is held again. s.mu is held.
 func (s *Session) flush() {
 	for _, m := range s.held.take() {
 		switch {
@@ -301,7 +299,6 @@ func (s *Session) flush() {
 	}
 }
 
-// modern reports whether the client speaks 2026-07-28. s.mu is held.
 func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 
 // bridgeable reports whether the session could go to the era bridge. s.mu
@@ -338,17 +335,15 @@ func (s *Session) respawn() {
 	}
 }
 
-// goDown answers the session alone from now on, saying report (its child
-// is gone, or none may start).
 func (s *Session) goDown(report string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down(report)
 }
 
-// down answers the session alone: held requests are answered, and the
-// client is told its lists are empty but for mcpflow's tools. s.mu is
-// held.
+// down answers the session alone from now on, saying report: held
+// requests are answered, and the client is told its lists are empty but
+// for mcpflow's tools. s.mu is held.
 func (s *Session) down(report string) {
 	if s.phase == phaseClosed {
 		return
@@ -371,9 +366,7 @@ func (s *Session) Close() {
 	s.phase = phaseClosed
 	c, br := s.child, s.bridge
 	s.child = nil
-	if c != nil {
-		// The child's requests to the client get their answer: the client
-		// is gone.
+	if c != nil { // the child's requests to the client get their answer
 		for id, sr := range s.ids.serverReqs {
 			if sr.gen == c.gen {
 				c.link.Send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
@@ -399,6 +392,70 @@ func (s *Session) Close() {
 
 // closeWait bounds how long Close waits for a delivery under way.
 const closeWait = 2 * time.Second
+
+// answerDown answers the client's request while no child serves the
+// session: mcpflow stands in for the server so that the session survives,
+// and tells the agent what to do. What sets the session up is in its
+// State, replayed to the next child. s.mu is held.
+func (s *Session) answerDown(msg []byte, env wire.Envelope) {
+	r := s.r
+	id := env.ID
+	report := cmp.Or(s.report, r.now().describe())
+	if env.Method == "tools/call" {
+		r.stats.callServed()
+	}
+	modern := s.modern()
+	ok := func(result any) { s.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
+	switch env.Method {
+	case "initialize":
+		var pv struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(env.Params, &pv)
+		if pv.ProtocolVersion == "" {
+			pv.ProtocolVersion = "2025-06-18"
+		}
+		result := map[string]any{
+			"protocolVersion": pv.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
+			"instructions":    texts.Instructions(report),
+		}
+		s.hs.selfInit, s.hs.initResult, s.hs.initDecided = true, mustJSON(result), true
+		s.view.beginEmpty()
+		ok(result)
+	case "server/discover":
+		// Answered, not declined, so that a 2026-07-28 client stays in its
+		// era (a legacy-only server is bridged); from the record if it can.
+		s.hs.selfDiscover = true
+		if res, found := r.rec.current().answer(env, nil); found {
+			s.reply(id, wire.ResultResponse(id, res))
+			return
+		}
+		ok(map[string]any{
+			"resultType":        "complete",
+			"_meta":             map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": "mcpflow", "version": r.cfg.Version}},
+			"supportedVersions": mcp.SupportedProtocolVersions(),
+			"capabilities":      map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"instructions":      texts.Instructions(report),
+		})
+	case "tools/list":
+		s.view.beginEmpty()
+		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`]}`), modern)))
+	case "prompts/list", "resources/list", "resources/templates/list":
+		ok(map[string]any{recordLists[env.Method]: []any{}})
+	case "tools/call":
+		s.notices.clear()
+		s.reply(id, wire.ResultResponse(id, toolResult(texts.ErrDown(report), true, nil, modern)))
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		ok(map[string]any{}) // in its State: replayed to the next child
+	case "subscriptions/listen":
+		// Taken: replayed to the next child (its acknowledgement dropped).
+		s.deliver(selfAck(id, s.st.Listens()[string(id)].Tools), id)
+	default:
+		s.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, texts.ErrDown(report), nil))
+	}
+}
 
 func toolName(params []byte) string {
 	v := jsonscan.Member(params, "name")

@@ -73,14 +73,8 @@ func toolDefs(cfg *Config) []byte {
 			},
 		})
 	}
-	var b []byte
-	for i, d := range defs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, mustJSON(d)...)
-	}
-	return b
+	b := mustJSON(defs)
+	return b[1 : len(b)-1]
 }
 
 // recompiles are the recompile calls a session runs. Its session's lock
@@ -189,18 +183,17 @@ func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
 		if !known {
 			continue
 		}
-		o, ok := om[t.Name]
+		o, was := om[t.Name]
+		schema := was && !sameJSON(o.InputSchema, t.InputSchema)
 		switch {
-		case !ok:
+		case !was:
 			d.Added = append(d.Added, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
-		case !sameJSON(o.InputSchema, t.InputSchema):
+		case schema || o.Description != t.Description:
 			d.Changed = append(d.Changed, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: true}
-		case o.Description != t.Description:
-			d.Changed = append(d.Changed, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
+		default:
+			continue
 		}
+		d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: schema}
 	}
 	if known {
 		for _, t := range old {
