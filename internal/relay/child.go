@@ -25,30 +25,26 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// HTTPChild is a server that serves Streamable HTTP (internal/transport/
-// httpmcp's Child): one process per start, each session of the relay an
-// HTTP session of its own on it.
+// HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp's
+// Child): one process per start, each session an HTTP session on it.
 type HTTPChild interface {
 	// Prepare is called before the process starts: it sets where its
-	// output goes (logs: its stdout and stderr, for a person) and what it
-	// needs in its environment (a free port), and returns the URL it
-	// will serve.
+	// output goes (logs, for a person) and what it needs in its
+	// environment (a free port), and returns the URL it will serve.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
 	// Link is a new session's link to the server at url; sent, when set,
 	// sees each message as it is sent (Config.Traffic).
 	Link(url string, sent func(msg []byte)) wire.Link
 	// Overlaps reports whether a new process may run beside the one it
-	// replaces (each start has a port of its own): it is then started
-	// while the calls of the old one drain.
+	// replaces: it is then started while the old one's calls drain.
 	Overlaps() bool
-	// Ready waits until the server answers at url, or says why it does
-	// not.
+	// Ready waits until the server answers at url, or says why not.
 	Ready(ctx context.Context, url string) error
 }
 
 // child is one process of the server: a stdio server's, of one session,
-// or an HTTP server's, of every session. done is closed once it was
-// waited, its group killed and its output read to its end.
+// or an HTTP server's. done is closed once it was waited, its group
+// killed and its output read.
 type child struct {
 	gen      int
 	pid      int
@@ -65,8 +61,7 @@ type child struct {
 	done     chan struct{}
 }
 
-// spec says how to start a process of the server: Child, with the
-// environment it gets.
+// spec is how to start a process of the server: Child, with its env.
 type spec struct {
 	Child
 	env []string
@@ -78,8 +73,7 @@ func (r *Relay) spec() spec {
 }
 
 // check finds what keeps any process of the server from starting (its
-// working directory, its program), so that a restart reports it even
-// with no session to start a child for.
+// directory, its program): a restart reports it even with no session.
 func (sp spec) check() error {
 	if len(sp.Command) == 0 {
 		return errors.New("run.command is empty")
@@ -108,9 +102,9 @@ func (sp spec) check() error {
 	return nil
 }
 
-// start starts a process of the server for generation gen. attach sets
-// its stdio (a stdio link's pipes, or an HTTP server's Prepare) and
-// returns the reader of its log lines; each line goes to onLine.
+// start starts a process of the server. attach sets its stdio (a stdio
+// link's pipes, or an HTTP server's Prepare) and returns the reader of
+// its log lines, each of which goes to onLine.
 func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
 	if err := sp.check(); err != nil {
 		return nil, err
@@ -119,7 +113,6 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 	if sp.Shell {
 		argv = argv[:1] // the script; Child.Command has no positional arguments
 	}
-	// Stop cancels the command: SIGTERM, and SIGKILL StopTimeout later.
 	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: sp.Shell, Dir: sp.Dir, Env: sp.env}, sp.StopTimeout)
 	logs, err := attach(cmd.Cmd)
 	if err == nil {
@@ -151,8 +144,8 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 	return p, nil
 }
 
-// readLogs keeps the tail of what the process writes for a person and
-// hands each line to onLine until it ends.
+// readLogs keeps the tail of the process's log and hands each line to
+// onLine.
 func (p *child) readLogs(r io.Reader, onLine func(string)) {
 	sc := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -192,16 +185,14 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 }
 
 // stop stops the process on purpose: closeIn first (a stdio child sees
-// the end of its input), grace, SIGTERM to its group, grace again, then
-// SIGKILL. It returns when the process is fully gone; when ctx ends, what
-// is left of the stop is cut short (SIGKILL).
+// the end of its input), grace, SIGTERM to its group, grace, SIGKILL. It
+// returns when the process is gone; when ctx ends, it kills it at once.
 func (p *child) stop(grace time.Duration, ctx context.Context, closeIn func()) {
 	p.stopping.Store(true)
 	p.kill(grace, ctx, closeIn)
 }
 
-// kill stops a process as stop does, but its exit is handled as a
-// failure (its failed report says why), not a stop mcpflow asked for.
+// kill stops a process as stop does, but its exit is a failure.
 func (p *child) kill(grace time.Duration, ctx context.Context, closeIn func()) {
 	p.ending.Store(true)
 	defer context.AfterFunc(ctx, p.cmd.Kill)()
@@ -219,7 +210,7 @@ func (f closerFunc) Close() error { f(); return nil }
 
 func (p *child) exited() bool { return closed(p.done) }
 
-// ranFor is how long the process ran (so far, or until it exited).
+// ranFor is how long the process ran (so far).
 func (p *child) ranFor() time.Duration {
 	if p.exited() {
 		return p.endedAt.Sub(p.started)
@@ -232,8 +223,7 @@ func (p *child) exitInfo() texts.Exit {
 	return texts.Exit{Status: p.exitDesc, Uptime: p.ranFor(), Stderr: strings.TrimSpace(p.tail.String())}
 }
 
-// describe is how the command is named in messages: a script with the
-// shell that runs it.
+// describe names the command in messages (a script with its shell).
 func (c *Child) describe() string {
 	if c.Shell {
 		return fmt.Sprintf("%s %q", proc.ShellName, c.Command[0])
@@ -263,8 +253,8 @@ func signalName(n int) string {
 	return fmt.Sprintf("signal %d", n)
 }
 
-// overrides are the agent's accepted env overrides, for the next starts
-// of the child (Child.EnvOverridable).
+// overrides are the agent's accepted env overrides for the next starts
+// (Child.EnvOverridable).
 type overrides struct {
 	allowed []string
 	mu      sync.Mutex

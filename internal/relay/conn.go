@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -166,9 +167,12 @@ func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, 
 			return nil, err
 		}
 		if env.HasError {
-			e := &callError{method: method}
-			_ = json.Unmarshal(env.Error, e)
-			return nil, e
+			var e struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(env.Error, &e)
+			return nil, fmt.Errorf("%s: %w %d: %s", method, errRefused, e.Code, e.Message)
 		}
 		return env.Result, nil
 	case <-c.done:
@@ -178,16 +182,8 @@ func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, 
 	}
 }
 
-// callError is a child's error answer to a request of mcpflow's own.
-type callError struct {
-	method  string
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *callError) Error() string {
-	return fmt.Sprintf("%s: server answered error %d: %s", e.method, e.Code, e.Message)
-}
+// errRefused is a child's error answer to a request of mcpflow's own.
+var errRefused = errors.New("server answered error")
 
 // request sends the child a client request, tracked as pd, under an id it
 // echoes exactly (the client's, or one of the relay's). s.mu is held.

@@ -6,6 +6,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Message handles one message the child sent (valid JSON: the link's
@@ -50,7 +51,7 @@ func (c *conn) Message(msg, rel []byte) {
 }
 
 // response hands the child's answer to the client request it answers,
-// and returns what the record keeps of it. The session's lock is held.
+// and returns what the record keeps of it. s.mu is held.
 func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	s := c.s
 	key := string(env.ID)
@@ -65,17 +66,13 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 		return nil
 	}
 	if pd.kind == kindListen && !env.HasError {
-		if l := s.st.Listens()[string(pd.replyID(key))]; l.Tools {
-			// mcpflow keeps this stream open: it sends tools/list_changed
-			// on it itself after each restart.
+		if s.st.Listens()[string(pd.replyID(key))].Tools { // mcpflow keeps it open: it sends list_changed on it
 			s.r.log.Debug("kept a subscriptions/listen open that the server ended", "id", key)
 			return nil
 		}
 	}
 	if pd.kind == kindInitialize && env.HasError && s.bridgeable() && !s.hs.initDecided {
-		// The child refused the client's first initialize: a server of
-		// 2026-07-28 only, which the era bridge serves.
-		s.ids.forget(key)
+		s.ids.forget(key) // a server of 2026-07-28 only
 		s.handOff([][]byte{pd.msg}, nil)
 		return nil
 	}
@@ -115,10 +112,9 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 }
 
 // relOf is the client's id of the request a message of the child's
-// belongs to: the request whose exchange carried it (rel, an HTTP
-// child's), the one its progress token names, the listen its
-// subscription id names, else the one call in flight; nil when none is
-// known. The session's lock is held.
+// belongs to: the one whose exchange carried it (rel, an HTTP child's),
+// the one its progress token or subscription id names, else the one call
+// in flight; nil when none is known. s.mu is held.
 func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
 	s := c.s
 	if rel != nil {
@@ -144,14 +140,12 @@ func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
 	return nil
 }
 
-// notification passes a notification of the child's to the client. The
-// session's lock is held.
+// notification passes a notification of the child's to the client. s.mu
+// is held.
 func (c *conn) notification(msg []byte, env wire.Envelope, rel []byte) {
 	s := c.s
 	switch env.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		// The child changed a list itself: what the client is served is
-		// no longer known.
 		s.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
 		sub := subscriptionID(env.Params)
@@ -166,8 +160,7 @@ func (c *conn) notification(msg []byte, env wire.Envelope, rel []byte) {
 		if pd != nil && pd.clientID != nil {
 			msg = withSubscriptionID(msg, pd.clientID)
 		}
-	case "notifications/cancelled":
-		// The child cancels one of its own requests to the client.
+	case "notifications/cancelled": // one of the child's requests to the client
 		id, ok := s.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId"))
 		if !ok {
 			return
@@ -195,18 +188,13 @@ func (c *conn) Junk(line []byte, badJSON bool) {
 }
 
 // junk drops a line the child wrote that is no message to pass on (what
-// it is): forwarding it would corrupt the client's stream. When answer,
-// the request the line seems to answer gets an error instead.
+// it is); when answer, the request it seems to answer gets an error.
 func (c *conn) junk(msg []byte, what string, answer bool) {
 	s := c.s
 	c.p.tail.Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
 	if id := wire.PartialID(msg); answer && id != nil {
 		s.mu.Lock()
-		if pd, ok := s.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen && c == s.child {
-			s.ids.forget(string(id))
-			rid := pd.replyID(string(id))
-			s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerBadJSON, nil))
-		}
+		c.answerError(string(id), texts.ErrServerBadJSON)
 		s.mu.Unlock()
 	}
 	if s.r.stats.junkWarned.CompareAndSwap(false, true) {
@@ -216,8 +204,8 @@ func (c *conn) junk(msg []byte, what string, answer bool) {
 	}
 }
 
-// TooLarge handles an over-long message from the child: it is dropped,
-// and the request it answered gets an error instead.
+// TooLarge drops an over-long message from the child; the request it
+// answers gets an error instead.
 func (c *conn) TooLarge(tl *wire.TooLargeError) {
 	s := c.s
 	s.r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
@@ -227,16 +215,23 @@ func (c *conn) TooLarge(tl *wire.TooLargeError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := string(id)
+	c.answerError(string(id), texts.ErrServerTooLarge(tl.Size, tl.Max))
+}
+
+// answerError answers the client's request that the child knows as key,
+// if in flight on c, with an error in place of the child's answer. s.mu
+// is held.
+func (c *conn) answerError(key, text string) {
+	s := c.s
 	if pd, ok := s.ids.lookup(key, c.gen); ok && pd.kind != kindListen && c == s.child {
 		s.ids.forget(key)
-		rid := pd.replyID(key)
-		s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerTooLarge(tl.Size, tl.Max), nil))
+		id := pd.replyID(key)
+		s.reply(id, wire.ErrorResponse(id, wire.CodeInternalError, text, nil))
 	}
 }
 
-// withSubscriptionID puts the client's own listen id in a notification's
-// subscription id, where the child wrote the one it knows.
+// withSubscriptionID puts the client's own listen id in a notification
+// where the child wrote the one it knows.
 func withSubscriptionID(msg, id []byte) []byte {
 	env, err := wire.Peek(msg)
 	if err != nil {
@@ -246,7 +241,7 @@ func withSubscriptionID(msg, id []byte) []byte {
 	if !ok {
 		return msg
 	}
-	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], subscriptionKey)
+	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], mcp.MetaKeySubscriptionID)
 	if !ok {
 		return msg
 	}

@@ -34,23 +34,22 @@ type health struct {
 	crashes         crashPolicy
 }
 
-// describe says why no server runs, for errors and tool results.
 func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }
 
 // buildingFirst reports whether calls wait for the first build.
 func (h health) buildingFirst() bool { return h.building && h.state != stateUp }
 
-// restartedByBuild starts afresh after a build (or the agent) restarted
-// the server: the crash count and the failed build are over.
+// restartedByBuild: a build (or the agent) restarted the server; the
+// crash count and the failed build are over.
 func (h *health) restartedByBuild() {
 	h.crashes.reset()
 	h.lastBuildFailed = false
 }
 
-// crashed applies the crash policy to a crash of a child that served,
-// after it ran e.Uptime: the report the agent reads, and after how long
-// it is restarted (0: it is not). A crash while the last build failed is
-// not restarted: the files on disk came from that build.
+// crashed applies the crash policy to a crash of a child that served:
+// the report the agent reads, and after how long it is restarted (0: it
+// is not). A crash while the last build failed is not restarted: the
+// files on disk came from that build.
 func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string, time.Duration) {
 	if h.lastBuildFailed {
 		return texts.CrashAfterFailedBuild(e, rebuild), 0
@@ -75,7 +74,7 @@ const (
 	crashLoop  = 3
 )
 
-// crashPolicy decides what follows a crash of the child (Config.OnCrash).
+// crashPolicy decides what follows a crash (Config.OnCrash).
 type crashPolicy struct {
 	restart bool // OnCrash is "restart"
 	quick   int  // crashes in a row soon after start

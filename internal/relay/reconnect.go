@@ -18,10 +18,9 @@ import (
 // child that no client request reached yet.
 const probeTimeout = 5 * time.Second
 
-// reconnect is one session's move to a new child (run): the old one is
-// stopped once its calls drained, the session replayed into the new one,
-// its lists read and the client told of what changed, the held messages
-// sent on.
+// reconnect is one session's move to a new child: the old one is stopped
+// once its calls drained, the session replayed into the new one, its
+// lists read and the client told of what changed, what it held sent on.
 type reconnect struct {
 	s   *Session
 	ctx context.Context
@@ -98,15 +97,14 @@ func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	return res, err
 }
 
-// errOtherEra: the new child does not speak the era of the client's
-// session, which mcpflow answered itself: the era bridge serves it.
+// errOtherEra: the new child does not speak the era mcpflow answered the
+// client in; the era bridge serves it.
 var errOtherEra = errors.New("the server does not speak the client's protocol era")
 
 // replay brings the new child to where the client's session is: the
-// legacy handshake (the answer compared with the last one), or the check
-// that it speaks the 2026-07-28 era mcpflow answered for, then the rest
-// of the session (resume). It returns what differs from the previous
-// child's answer; errOtherEra when the session went to the era bridge.
+// legacy handshake, or the check that it speaks the 2026-07-28 era
+// mcpflow answered for, then the rest (resume). It returns how the
+// handshake's answer changed.
 func (rc *reconnect) replay() ([]string, error) {
 	s, c := rc.s, rc.c
 	s.mu.Lock()
@@ -128,8 +126,7 @@ func (rc *reconnect) replay() ([]string, error) {
 	case era == wire.EraLegacy && init != nil:
 		env, _ := wire.Peek(init)
 		res, err := c.call(rc.ctx, "initialize", env.Params)
-		var refused *callError
-		if errors.As(err, &refused) && rc.handOff([][]byte{env.ID}) { // a server of 2026-07-28 only
+		if errors.Is(err, errRefused) && rc.handOff([][]byte{env.ID}) { // a server of 2026-07-28 only
 			return nil, errOtherEra
 		}
 		if err != nil {
@@ -146,8 +143,6 @@ func (rc *reconnect) replay() ([]string, error) {
 		s.r.rec.keep([]recorded{{"initialize", true, forced}})
 		changes = compareInit(prev, forced)
 	case probe:
-		// mcpflow answered server/discover itself: does this server speak
-		// 2026-07-28?
 		res, err := c.call(rc.ctx, "server/discover", params)
 		if (err != nil || !speaksModern(res)) && rc.handOff(nil) {
 			return nil, errOtherEra
@@ -170,8 +165,7 @@ func (rc *reconnect) replay() ([]string, error) {
 	return changes, nil
 }
 
-// handOff gives the session to the era bridge, when it may go there;
-// answered are the ids of the requests the client has its answer to.
+// handOff gives the session to the era bridge, if it may go there.
 func (rc *reconnect) handOff(answered [][]byte) bool {
 	s := rc.s
 	s.mu.Lock()
@@ -183,10 +177,9 @@ func (rc *reconnect) handOff(answered [][]byte) bool {
 	return true
 }
 
-// resume sends the new child the rest of the session: initialized, the
-// log level and the subscriptions (answers dropped), the open listens
-// (their acknowledgements dropped) — but what the hold queue has, which
-// reaches the child when it is sent on. The session's lock is held.
+// resume sends the new child the rest of the session but what the hold
+// queue has: initialized, level, subscriptions (answers dropped), listens
+// (acknowledgements dropped). s.mu is held.
 func (rc *reconnect) resume() {
 	s, c := rc.s, rc.c
 	for _, m := range s.st.Replay(func() []byte { return s.ids.newID('r') }) {
@@ -220,10 +213,9 @@ func compareInit(prev, cur []byte) []string {
 	return out
 }
 
-// lists reads what child c lists, when the session lets mcpflow ask it:
-// the tools always, prompts and resources when the child declared them
-// (legacy) or may have them (2026-07-28; an error counts as an empty
-// list). nil views: not read.
+// lists reads what c lists, when the session lets mcpflow ask (nil views
+// when not): the tools, and prompts and resources when the child declared
+// them (legacy) or may have them (2026-07-28; an error: empty).
 func (rc *reconnect) lists(c *conn) (map[string]listView, []toolInfo, error) {
 	s := rc.s
 	s.mu.Lock()
@@ -295,9 +287,9 @@ func (rc *reconnect) fetchList(c *conn, kind string) ([]json.RawMessage, error) 
 	return all, nil
 }
 
-// learn reads the lists of old, the child about to be replaced, where the
-// session does not know what its client is served, so that the tool diff
-// is told and list_changed sent only for what changes.
+// learn reads what old, the child being replaced, lists, where the
+// session does not know it: the tool diff and list_changed then say only
+// what changes.
 func (rc *reconnect) learn(old *conn) {
 	views, tools, err := rc.lists(old)
 	if err != nil || views == nil {
@@ -309,9 +301,8 @@ func (rc *reconnect) learn(old *conn) {
 	rc.s.r.known.note(tools)
 }
 
-// diff is the tool diff of the new child's tools (read: they were)
-// against what the client last listed, else the first tools the server
-// listed.
+// diff is the tool diff of the new child's tools (if read) against what
+// the client last listed, else the first tools the server listed.
 func (rc *reconnect) diff(tools []toolInfo, read bool) result.ToolDiff {
 	if !read {
 		return result.ToolDiff{}
@@ -327,11 +318,9 @@ func (rc *reconnect) diff(tools []toolInfo, read bool) result.ToolDiff {
 	return diffTools(base, tools, known)
 }
 
-// goUp makes the new child the session's serving one: the client hears
-// of the lists that changed (views; nil: not read), the held messages go
-// to it. It returns the params of a ping to send when the child answered
-// nothing yet and no handshake of the client's is on its way to it (nil:
-// none).
+// goUp makes the new child the session's: the client hears of the lists
+// that changed (views, if read), what it held goes on. It returns the
+// params of a ping to send when no answer of the child's is on its way.
 func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	s, c := rc.s, rc.c
 	s.mu.Lock()
@@ -357,9 +346,9 @@ func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	return nil, nil
 }
 
-// awaitAnswer waits until the new child answered a request: the client's
-// held handshake, just sent, or else a ping of mcpflow's (probe). A child
-// that ignores a ping is taken as up after probeTimeout.
+// awaitAnswer waits until the new child answered a request (the client's
+// handshake, or a ping of mcpflow's, probe); one that ignores the ping is
+// taken as up after probeTimeout.
 func (rc *reconnect) awaitAnswer(probe []byte) error {
 	s, c := rc.s, rc.c
 	if c.hasAnswered() {
@@ -387,8 +376,8 @@ func (rc *reconnect) awaitAnswer(probe []byte) error {
 	return nil
 }
 
-// fail stops the new child, which came up broken; the session is then
-// answered alone (conn.ended). It returns the report the agent reads.
+// fail stops the new child, which came up broken, and returns the report
+// the agent reads; the session is then answered alone (conn.ended).
 func (rc *reconnect) fail(err error) error {
 	s, c, r := rc.s, rc.c, rc.s.r
 	if r.ctx.Err() != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // First says how the relay serves the client before the first server is
-// up (the first build runs, as a rule).
+// up.
 type First struct {
 	// Grace is how long the client's messages wait for the first server
 	// when no record answers them, from the client's first request; then
@@ -54,9 +54,8 @@ func ClientWait(name string) time.Duration {
 	}
 }
 
-// record is what the server said at its last good start: its answer to
-// initialize and to server/discover (as the client got them: listChanged
-// forced), and its lists.
+// record is what the server said at its last good start: its answers to
+// initialize and server/discover (as the client got them), its lists.
 type record struct {
 	Key        string                     `json:"key"`
 	Initialize json.RawMessage            `json:"initialize,omitempty"`
@@ -72,9 +71,8 @@ var recordLists = map[string]string{
 	"resources/templates/list": "resourceTemplates",
 }
 
-// loadRecord reads the record at path, if it is one written for key. A
-// record that cannot be read (not a regular file, say) or is not one in
-// every part (valid) is left unused, with a warning in log.
+// loadRecord reads the record at path, if it is one written for key; one
+// that cannot be read or is not valid is left unused, with a warning.
 func loadRecord(path, key string, log *slog.Logger) *record {
 	if path == "" {
 		return nil
@@ -113,8 +111,8 @@ type discoverResult struct {
 }
 
 // valid checks every part of a record read from a file: the handshake
-// answers are objects of the fields the record's answers use, each list
-// is an array of objects, and no other list is named.
+// answers have the fields its answers use, each list is an array of
+// objects, and no other list is named.
 func (rec *record) valid() error {
 	if rec.Initialize != nil {
 		var res struct {
@@ -158,24 +156,14 @@ func isObject(b json.RawMessage) bool {
 	return len(b) > 0 && b[0] == '{'
 }
 
-// save writes rec to path whole or not at all (statedir.WriteFile).
-func (rec *record) save(path string) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return statedir.WriteFile(path, b)
-}
-
-// modernOnly are the result fields of the 2026-07-28 era alone: a
-// record's answer to a legacy client never has them.
+// modernOnly are the result fields of the 2026-07-28 era alone, never in
+// an answer to a legacy client.
 var modernOnly = []string{"resultType", "ttlMs", "cacheScope"}
 
 // answer is the record's result for a request, if it has one: the
-// handshake (initialize, with the client's protocol version when the SDKs
-// know it; server/discover) and the lists (the first page holds them all,
-// with the relay's own tools on it). ownTools is the relay's tools,
-// comma-separated JSON.
+// handshake (initialize in the client's protocol version when the SDKs
+// know it) and the lists (all on the first page, with ownTools, mcpflow's
+// tools as comma-separated JSON).
 func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	if rec == nil {
 		return nil, false
@@ -194,7 +182,7 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 			res["protocolVersion"] = mustJSON(p.ProtocolVersion)
 		}
 		for _, k := range modernOnly {
-			delete(res, k) // initialize is of the legacy era: none of 2026-07-28's fields
+			delete(res, k)
 		}
 		return mustJSON(res), true
 	case "server/discover":
@@ -211,11 +199,9 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	return []byte(`{"` + field + `":` + string(items) + `}`), true
 }
 
-// initializeResult is the recorded answer to initialize, or one made
-// from the recorded server/discover answer when the last start was of a
-// modern session and the server said it speaks a legacy version too (the
-// one the client asks for, else its newest): the same capabilities,
-// instructions and serverInfo. nil when the record has neither.
+// initializeResult is the recorded answer to initialize, else one made
+// from the recorded server/discover answer when the server speaks a
+// legacy version too (the one asked for, else its newest); nil when none.
 func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	var res map[string]json.RawMessage
 	if rec.Initialize != nil {
@@ -244,28 +230,16 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	return res
 }
 
-// appendItems appends comma-separated JSON values to a JSON array.
-func appendItems(arr, items []byte) []byte {
-	arr = bytes.TrimSpace(arr)
-	out := append([]byte(nil), arr[:len(arr)-1]...)
-	if len(bytes.TrimSpace(arr[1:len(arr)-1])) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, items...)
-	return append(out, ']')
-}
-
-// firstAnswer serves a request that comes before the first server is up:
-// from the record when it has the answer (the handshake, the lists);
-// otherwise the request is held, and the session's first request that is
-// not a call arms First.Grace (the client's own wait when it is 0), past
-// which mcpflow answers alone. It reports whether it answered. s.mu is
+// firstAnswer answers a request that comes before the first server is
+// up from the record, if it can, and reports whether it did. Otherwise
+// the session's first request that is not a call arms First.Grace (the
+// client's own wait when 0), past which mcpflow answers alone. s.mu is
 // held.
 func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	r := s.r
 	rec := r.rec.current()
 	if rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
-		s.answerDown(msg, env) // taken, as while no server runs; replayed to the server
+		s.answerDown(msg, env) // taken, as while no server runs
 		return true
 	}
 	res, ok := rec.answer(env, r.ownTools.defs)
@@ -282,8 +256,7 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	}
 	switch env.Method {
 	case "initialize":
-		s.hs.selfInit, s.hs.initResult = true, res
-		s.hs.initDecided = true
+		s.hs.selfInit, s.hs.initResult, s.hs.initDecided = true, res, true
 		if s.hs.initID != nil && bytes.Equal(s.hs.initID, env.ID) {
 			s.hs.initID = nil
 		}
@@ -306,8 +279,8 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	return true
 }
 
-// recorded is one answer of the server's that the record keeps: to
-// method (firstPage: a request without a cursor), its result.
+// recorded is one answer of the server's to method (firstPage: a request
+// without a cursor), for the record.
 type recorded struct {
 	method    string
 	firstPage bool
@@ -357,7 +330,11 @@ func (rs *records) keep(answers []recorded) {
 	rs.mu.Lock()
 	rs.rec = rec
 	rs.mu.Unlock()
-	if err := rec.save(rs.path); err != nil {
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = statedir.WriteFile(rs.path, b) // whole or not at all
+	}
+	if err != nil {
 		rs.log.Warn("could not write the record of the server's answers", "file", rs.path, "err", err)
 	}
 }
@@ -367,7 +344,7 @@ func (rec *record) note(a recorded) bool {
 	if a.result == nil {
 		return false
 	}
-	var was, now []byte // the recorded answer before and after
+	var was, now []byte
 	switch a.method {
 	case "initialize":
 		was, rec.Initialize, now = rec.Initialize, a.result, a.result

@@ -16,15 +16,12 @@ import (
 )
 
 // Restart starts, or replaces, every session's child with the server as
-// it is now (a build finished): each session holds its client's messages,
-// lets the calls in flight on its old child finish (Config.Drain), stops
-// it (every request still pending on it gets one error), starts a new
-// one, replays the session into it, sends on what it held and tells the
-// client which of its lists changed. An HTTP server's process is replaced
-// once, for every session. It returns what it did for the session whose
-// recompile asked for it (ctx), else for the most recently active one:
-// timings, the tool diff against what that client last listed, how the
-// new handshake differs. On error the Restart (never nil) carries it too.
+// it is now (a build finished; see the package documentation). An HTTP
+// server's process is replaced once, for every session. It returns what
+// it did for the session whose recompile asked for it (ctx), else for the
+// most recently active one: timings, the tool diff against what that
+// client last listed, how the handshake changed. On error the Restart
+// (never nil) carries it too.
 func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return (&restartRun{r: r, ctx: ctx}).run()
 }
@@ -32,8 +29,8 @@ func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 // sessionKey is the context key of the session a recompile runs for.
 type sessionKey struct{}
 
-// restartRun is one restart of every session's child: Restart's, or
-// after an HTTP server's crash (auto).
+// restartRun is one restart of every session's child: Restart's, or after
+// an HTTP server's crash (auto).
 type restartRun struct {
 	r        *Relay
 	ctx      context.Context
@@ -102,9 +99,9 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	default:
 		r.health.state = stateDown
 	}
-	late := slices.DeleteFunc(slices.Clone(r.sessions), func(s *Session) bool { return slices.Contains(rr.sessions, s) })
+	late := slices.DeleteFunc(slices.Clone(r.sessions), func(s *Session) bool { return slices.Contains(rr.sessions, s) }) // opened meanwhile
 	r.mu.Unlock()
-	for _, s := range late { // opened during the restart
+	for _, s := range late {
 		r.goConnect(s)
 	}
 	if !ok {
@@ -116,8 +113,8 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	return res, err
 }
 
-// allDown leaves the relay, and every session, without a child: none can
-// start (err says why) until the next build or recompile.
+// allDown leaves the relay and every session without a child until the
+// next build or recompile: none can start (err says why).
 func (rr *restartRun) allDown(err error) (*result.Restart, error) {
 	r := rr.r
 	r.mu.Lock()
@@ -160,10 +157,9 @@ func (rr *restartRun) reported() *Session {
 	return best
 }
 
-// replaceServer stops the HTTP server's old process, once every session
-// let its calls in flight finish (Drain), and starts the new one (before
-// that, when a process may run beside the one it replaces), then waits
-// until its URL answers.
+// replaceServer stops the HTTP server's old process once every session's
+// calls drained, starts the new one (before that, when it may run beside
+// the old one) and waits until its URL answers.
 func (rr *restartRun) replaceServer(old *child) (*child, error) {
 	r := rr.r
 	var srv *child
@@ -230,9 +226,9 @@ func (rr *restartRun) startServer() (*child, error) {
 	return srv, nil
 }
 
-// serverExited handles the end of the HTTP server's process: every
-// session's HTTP session ended with it; one mcpflow did not stop is a
-// crash (one no session got an answer from, a failed start).
+// serverExited handles the end of the HTTP server's process, and so of
+// every session's HTTP session: one mcpflow did not stop is a crash (or,
+// if it never answered, a failed start).
 func (r *Relay) serverExited(srv *child) {
 	if srv.stopping.Load() {
 		r.events.post(Event{Kind: Stopped, Gen: srv.gen, Pid: srv.pid})
@@ -273,8 +269,8 @@ func (r *Relay) serverExited(srv *child) {
 }
 
 // failedStart notes a child that did not come up: while no session is
-// served by a child, the relay is down with report (new sessions are
-// answered alone with it) until the next build or recompile.
+// served by a child, the relay is down with report until the next build
+// or recompile.
 func (r *Relay) failedStart(report string) {
 	for _, s := range r.openSessions() {
 		s.mu.Lock()
@@ -325,12 +321,10 @@ func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool,
 	})
 }
 
-// NoteBuild tells the relay how a build cycle ended (the builder's
-// OnResult); it receives every build's result. A failed build leaves the
-// old children serving, with a notice for the agent after an automatic
-// rebuild; should one then crash, it is not restarted from the failed
-// build's output. A failed first build leaves the sessions answered
-// alone.
+// NoteBuild tells the relay how each build cycle ended (the builder's
+// OnResult). A failed build leaves the old children serving, with a
+// notice for the agent after an automatic rebuild; a failed first build
+// leaves the sessions answered alone.
 func (r *Relay) NoteBuild(o result.Build) {
 	if o.Canceled {
 		return
@@ -364,8 +358,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 	}
 }
 
-// runRecompile builds and restarts, through the Recompiler when there is
-// one.
+// runRecompile builds and restarts, through the Recompiler if any.
 func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.Build {
 	if r.cfg.Recompiler == nil {
 		rs, _ := r.Restart(ctx)

@@ -18,8 +18,6 @@ type Stats struct {
 	Gen      int       // the last process's generation: processes started, from 1; 0 before the first
 	Pid      int       // the most recently active session's child (an HTTP server's process); 0 when none runs
 	Started  time.Time // when that process started; zero when none runs
-	Children int       // processes of the server running now
-	Sessions int       // client sessions open
 	Restarts int       // restarts (a build's, or after a crash) after the first start
 	Crashes  int       // times a child exited on its own
 	Served   uint64    // tools/call requests answered (by the server or by mcpflow)
@@ -33,7 +31,7 @@ type Stats struct {
 }
 
 // counters are the figures Stats reports that the relay's state does not
-// hold. Their lock is a leaf.
+// hold.
 type counters struct {
 	mu      sync.Mutex
 	starts  int // restarts completed, the first start included
@@ -51,7 +49,6 @@ func (c *counters) started() {
 	c.mu.Unlock()
 }
 
-// callServed counts a tools/call answered.
 func (c *counters) callServed() {
 	c.mu.Lock()
 	c.served++
@@ -71,18 +68,13 @@ func (c *counters) event(ev Event) {
 	}
 }
 
-// Stats reports what the relay is doing now. It is safe to call at any
-// time, from any goroutine.
+// Stats reports what the relay is doing now, from any goroutine.
 func (r *Relay) Stats() Stats {
 	var st Stats
 	var newest time.Time
 	down := false // the most recently active session is answered alone
 	for _, s := range r.openSessions() {
 		s.mu.Lock()
-		st.Sessions++
-		if c := s.child; c != nil && c.own && !c.exited() {
-			st.Children++
-		}
 		if s.seen.After(newest) || newest.IsZero() {
 			newest, st.Client, down = s.seen, s.st.Client, s.phase == phaseDown
 			if c := s.child; c != nil && !c.p.exited() {
@@ -94,19 +86,19 @@ func (r *Relay) Stats() Stats {
 				st.InFlight++
 			}
 		}
-		st.InFlight += len(s.recompiles.running)
 		for _, q := range s.held.q {
 			if q.env.Method == "tools/call" {
 				st.InFlight++
 			}
 		}
+		st.InFlight += len(s.recompiles.running)
 		s.mu.Unlock()
 	}
 	r.mu.Lock()
 	if srv := r.server; srv != nil && !srv.exited() {
-		st.Pid, st.Started, st.Children = srv.pid, srv.started, 1
+		st.Pid, st.Started = srv.pid, srv.started
 	}
-	st8, lastFailed := r.health.state, r.health.lastBuildFailed
+	h := r.health
 	r.mu.Unlock()
 	st.Gen = int(r.gen.Load())
 	r.known.mu.Lock()
@@ -116,12 +108,12 @@ func (r *Relay) Stats() Stats {
 	st.Served, st.Crashes, st.Restarts = r.stats.served, r.stats.crashes, max(r.stats.starts-1, 0)
 	crashed := r.stats.crashed
 	r.stats.mu.Unlock()
-	st.State = map[state]string{stateStarting: "starting", stateUp: "running", stateRestarting: "restarting", stateClosed: "stopped"}[st8]
-	if st8 == stateDown || st8 == stateUp && down {
+	st.State = map[state]string{stateStarting: "starting", stateUp: "running", stateRestarting: "restarting", stateClosed: "stopped"}[h.state]
+	if h.state == stateDown || h.state == stateUp && down {
 		switch {
 		case crashed:
 			st.State = "crashed"
-		case st.Gen == 0 && !lastFailed:
+		case st.Gen == 0 && !h.lastBuildFailed:
 			st.State = "starting" // the first build outlasted the client's grace
 		default:
 			st.State = "down"

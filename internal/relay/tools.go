@@ -13,14 +13,13 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// ownTools is mcpflow's own tools as a client sees them, spliced into
-// the child's tools/list: their definitions, made once.
+// ownTools are mcpflow's own tools, spliced into the child's tools/list.
 type ownTools struct {
 	defs []byte // comma-separated JSON; nil when Config.Tools.None
 }
 
 // noticeKind is what a notice for the agent is about: one of each at most
-// is pending, and it is withdrawn when it stops being true.
+// is pending, withdrawn when it stops being true.
 type noticeKind int
 
 const (
@@ -30,21 +29,19 @@ const (
 )
 
 // notices are a session's notes for its agent, given on the next
-// tools/call result (Config.Notices). Its session's lock guards them.
+// tools/call result (Config.Notices).
 type notices [numNotices]string
 
-// set sets (text "" withdraws) the note of kind k, when on.
+// set sets the note of kind k when on ("" withdraws it).
 func (n *notices) set(k noticeKind, text string, on bool) {
 	if on || text == "" {
 		n[k] = text
 	}
 }
 
-// clear withdraws every note.
 func (n *notices) clear() { *n = notices{} }
 
-// toolDefs is the JSON of the relay's own tools, comma-separated, ready to
-// be spliced into a tools array.
+// toolDefs is mcpflow's tools as comma-separated JSON.
 func toolDefs(cfg *Config) []byte {
 	props := map[string]any{}
 	if len(cfg.Child.EnvOverridable) > 0 {
@@ -77,8 +74,7 @@ func toolDefs(cfg *Config) []byte {
 	return b[1 : len(b)-1]
 }
 
-// recompiles are the recompile calls a session runs. Its session's lock
-// guards them.
+// recompiles are the recompile calls a session runs.
 type recompiles struct {
 	s       *Session
 	running map[string]context.CancelFunc // by the client's raw id
@@ -127,8 +123,7 @@ func (rc *recompiles) start(env wire.Envelope) {
 	})
 }
 
-// cancel cancels the recompile call the client knows as id; it reports
-// whether there was one.
+// cancel cancels the call the client knows as id, if there is one.
 func (rc *recompiles) cancel(id []byte) bool {
 	cancel, ok := rc.running[string(id)]
 	if ok {
@@ -137,7 +132,6 @@ func (rc *recompiles) cancel(id []byte) bool {
 	return ok
 }
 
-// stopAll cancels every call (the session ends).
 func (rc *recompiles) stopAll() {
 	for id, cancel := range rc.running {
 		cancel()
@@ -145,8 +139,8 @@ func (rc *recompiles) stopAll() {
 	}
 }
 
-// toolResult is a CallToolResult with one text item and, when structured
-// is not nil, its structuredContent; modern marks it complete.
+// toolResult is a CallToolResult with one text item and structured as
+// its structuredContent (if not nil); modern marks it complete.
 func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	res := map[string]any{
 		"content": []json.RawMessage{textContent(text)},
@@ -169,7 +163,7 @@ type toolInfo struct {
 }
 
 // diffTools compares the tool lists by name, input schema and
-// description; known says whether old is a real earlier list.
+// description; known: old is a real earlier list.
 func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
 	d := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
 	om := map[string]toolInfo{}
@@ -228,10 +222,9 @@ func compactJSON(b json.RawMessage) string {
 	return buf.String()
 }
 
-// SetEnv sets environment overrides for the next starts of the child, as
-// the recompile tool's env argument does (a mux's reload_server gives
-// them): only the keys of Child.EnvOverridable; an error names the others
-// and sets nothing.
+// SetEnv sets env overrides for the next starts of the child, as the
+// recompile tool's env argument does (the mux's reload_server): only the
+// keys of Child.EnvOverridable; an error names the others, setting none.
 func (r *Relay) SetEnv(env map[string]string) error {
 	if len(env) == 0 {
 		return nil
