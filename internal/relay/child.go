@@ -28,9 +28,8 @@ import (
 // HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp's
 // Child): one process per start, each session an HTTP session on it.
 type HTTPChild interface {
-	// Prepare is called before the process starts: it sets where its
-	// output goes (logs, for a person) and what it needs in its
-	// environment (a free port), and returns the URL it will serve.
+	// Prepare sets up a process before it starts (its log, a free port)
+	// and returns the URL it will serve.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
 	// Link is a new session's link to the server at url; sent, when set,
 	// sees each message as it is sent (Config.Traffic).
@@ -42,9 +41,7 @@ type HTTPChild interface {
 	Ready(ctx context.Context, url string) error
 }
 
-// child is one process of the server: a stdio server's, of one session,
-// or an HTTP server's. done is closed once it was waited, its group
-// killed and its output read.
+// child is one process of the server; done: waited, group killed, log read.
 type child struct {
 	gen      int
 	pid      int
@@ -72,8 +69,7 @@ func (r *Relay) spec() spec {
 	return spec{Child: c, env: r.env.apply(mergeEnv(c.Env, c.ExtraEnv))}
 }
 
-// check finds what keeps any process of the server from starting (its
-// directory, its program): a restart reports it even with no session.
+// check finds what keeps any process of the server from starting.
 func (sp spec) check() error {
 	if len(sp.Command) == 0 {
 		return errors.New("run.command is empty")
@@ -102,9 +98,8 @@ func (sp spec) check() error {
 	return nil
 }
 
-// start starts a process of the server. attach sets its stdio (a stdio
-// link's pipes, or an HTTP server's Prepare) and returns the reader of
-// its log lines, each of which goes to onLine.
+// start starts a process of the server. attach sets its stdio and
+// returns the reader of its log, each line of which goes to onLine.
 func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
 	if err := sp.check(); err != nil {
 		return nil, err
@@ -144,8 +139,7 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 	return p, nil
 }
 
-// readLogs keeps the tail of the process's log and hands each line to
-// onLine.
+// readLogs keeps the tail of the log and hands each line to onLine.
 func (p *child) readLogs(r io.Reader, onLine func(string)) {
 	sc := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -184,9 +178,8 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// stop stops the process on purpose: closeIn first (a stdio child sees
-// the end of its input), grace, SIGTERM to its group, grace, SIGKILL. It
-// returns when the process is gone; when ctx ends, it kills it at once.
+// stop stops the process on purpose: closeIn, grace, SIGTERM to its
+// group, grace, SIGKILL (at once when ctx ends). It returns when it is gone.
 func (p *child) stop(grace time.Duration, ctx context.Context, closeIn func()) {
 	p.stopping.Store(true)
 	p.kill(grace, ctx, closeIn)
@@ -238,23 +231,18 @@ func describeExit(err error, ps *os.ProcessState) string {
 		}
 		return "exited"
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && runtime.GOOS != "windows" && ws.Signaled() {
-		return "killed by " + signalName(int(ws.Signal()))
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || runtime.GOOS == "windows" || !ws.Signaled() {
+		return fmt.Sprintf("exit status %d", ps.ExitCode())
 	}
-	return fmt.Sprintf("exit status %d", ps.ExitCode())
+	if name, ok := map[syscall.Signal]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[ws.Signal()]; ok {
+		return "killed by " + name
+	}
+	return fmt.Sprintf("killed by signal %d", ws.Signal())
 }
 
-// signalName names the signals a server is commonly killed by.
-func signalName(n int) string {
-	if name, ok := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
-		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[n]; ok {
-		return name
-	}
-	return fmt.Sprintf("signal %d", n)
-}
-
-// overrides are the agent's accepted env overrides for the next starts
-// (Child.EnvOverridable).
+// overrides are the agent's accepted env overrides for the next starts.
 type overrides struct {
 	allowed []string
 	mu      sync.Mutex
@@ -270,14 +258,8 @@ func (o *overrides) accept(raw []byte) error {
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return fmt.Errorf("env must be an object of strings: %v", err)
 	}
-	var refused []string
-	for k := range env {
-		if !slices.Contains(o.allowed, k) {
-			refused = append(refused, k)
-		}
-	}
+	refused := slices.DeleteFunc(slices.Sorted(maps.Keys(env)), func(k string) bool { return slices.Contains(o.allowed, k) })
 	if len(refused) > 0 {
-		slices.Sort(refused)
 		allowed := "none (set run.env_overridable in mcpflow.toml)"
 		if len(o.allowed) > 0 {
 			allowed = strings.Join(o.allowed, ", ")
@@ -286,9 +268,6 @@ func (o *overrides) accept(raw []byte) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.set == nil {
-		o.set = map[string]string{}
-	}
 	maps.Copy(o.set, env)
 	return nil
 }
@@ -315,4 +294,99 @@ func mergeEnv(base []string, over map[string]string) []string {
 		out = append(out, k+"="+over[k])
 	}
 	return out
+}
+
+// stdioLink is a stdio server's wire.Link: a line a message to its stdin
+// through an Outbox, its stdout read by wire.Reader. os.Pipe: Wait must
+// not close the read ends before all was read.
+type stdioLink struct {
+	maxMsg                           int
+	inR, inW, outR, outW, errR, errW *os.File
+	in                               *wire.Outbox
+	done                             chan struct{}
+	closeOnce                        sync.Once
+}
+
+func newStdioLink(maxMsg int, sent func(msg []byte)) *stdioLink {
+	l := &stdioLink{maxMsg: maxMsg, done: make(chan struct{})}
+	// A child that computes is not stalled: only what piles up is bounded.
+	l.in = &wire.Outbox{Sent: sent, Stall: -1}
+	return l
+}
+
+// attach gives cmd the link's pipes; stderr's read end is the log.
+func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
+	for _, ends := range [][2]**os.File{{&l.inR, &l.inW}, {&l.outR, &l.outW}, {&l.errR, &l.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		*ends[0], *ends[1] = r, w
+	}
+	growPipe(l.outR)
+	growPipe(l.inW)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.inR, l.outW, l.errW
+	bw := bufio.NewWriterSize(l.inW, 64<<10)
+	l.in.Write = func(msg, _ []byte) error {
+		if _, err := bw.Write(msg); err != nil {
+			return err
+		}
+		return bw.WriteByte('\n')
+	}
+	l.in.Flush = bw.Flush
+	return l.errR, nil
+}
+
+// Start begins reading the child's stdout once it runs.
+func (l *stdioLink) Start(rcv wire.LinkReceiver) {
+	// The child's ends are the child's now.
+	l.inR.Close()
+	l.outW.Close()
+	l.errW.Close()
+	l.in.Start(func() { l.inW.Close() })
+	go func() {
+		defer close(l.done)
+		defer l.outR.Close()
+		rd := wire.NewReader(l.outR, l.maxMsg)
+		for {
+			msg, err := rd.Next()
+			var tl *wire.TooLargeError
+			var bad *wire.InvalidError
+			switch {
+			case errors.As(err, &tl):
+				rcv.TooLarge(tl)
+			case errors.As(err, &bad):
+				// A line cut by the child's death: its call gets the crash report.
+				rcv.Junk(bad.Line, !rd.Cut())
+			case err != nil:
+				return
+			default:
+				rcv.Message(msg, nil)
+			}
+		}
+	}()
+}
+
+func (l *stdioLink) Send(msg []byte) { l.in.Send(msg, nil) }
+
+// Close closes the child's stdin once what is queued was written.
+func (l *stdioLink) Close() { l.in.Close() }
+
+func (l *stdioLink) Done() <-chan struct{} { return l.done }
+func (l *stdioLink) Kind() string          { return "stdio" }
+func (l *stdioLink) Lost() string          { return "it closed its stdout" }
+
+// abandon closes stdout's read end (a daemon may hold its write end).
+func (l *stdioLink) abandon() { l.outR.Close() }
+
+// closeAll closes every pipe (a start that failed).
+func (l *stdioLink) closeAll() {
+	l.closeOnce.Do(func() {
+		for _, f := range []*os.File{l.inR, l.inW, l.outR, l.outW, l.errR, l.errW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+	})
 }

@@ -17,10 +17,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// conn is a session's connection to its child: a process of its own (a
-// stdio server), or an HTTP session on the HTTP server's process. It is
-// its link's wire.LinkReceiver (fromchild.go). done is closed once the
-// link and a process of its own are gone and its end was handled.
+// conn is a session's connection to its child: a process of its own, or
+// an HTTP session on the HTTP server's. It is its link's receiver
+// (fromchild.go). done is closed once it ended and its end was handled.
 type conn struct {
 	s        *Session
 	p        *child // the process: the session's own, or the HTTP server's
@@ -38,12 +37,10 @@ type conn struct {
 	failed  string   // the report its end is given (no handshake in time)
 }
 
-// stdoutGrace is how long a child that closed its stdout may take to exit
-// before mcpflow stops it.
+// stdoutGrace is how long a child that closed its stdout may take to exit.
 const stdoutGrace = 500 * time.Millisecond
 
-// newConn connects session s to a new child: a process of its own (srv
-// nil), or an HTTP session on srv.
+// newConn connects s to a new child: its own process, or a session on srv.
 func newConn(s *Session, srv *child) (*conn, error) {
 	r := s.r
 	c := &conn{s: s, gen: int(r.conns.Add(1)), answered: make(chan struct{}), done: make(chan struct{})}
@@ -92,8 +89,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 	return c, nil
 }
 
-// inline is the outbox the client's reader may write itself (a stdio
-// child's stdin); nil for another link.
+// inline is a stdio child's stdin, which the client's reader may write.
 func (c *conn) inline() *wire.Outbox {
 	if l, ok := c.link.(*stdioLink); ok {
 		return l.in
@@ -103,9 +99,8 @@ func (c *conn) inline() *wire.Outbox {
 
 func (c *conn) exited() bool { return closed(c.done) }
 
-// stop ends the connection on purpose: a process of its own is stopped
-// (its input closed first), an HTTP session's link closed. It returns once
-// the connection ended; when ctx ends, a process's stop is cut short.
+// stop ends the connection on purpose and returns once it ended; when
+// ctx ends, a process's stop is cut short.
 func (c *conn) stop(grace time.Duration, ctx context.Context) {
 	c.stopping.Store(true)
 	c.end(grace, ctx)
@@ -130,16 +125,14 @@ func (c *conn) markAnswered() {
 
 func (c *conn) hasAnswered() bool { return closed(c.answered) }
 
-// noHandshake is the report of a child that did not answer its handshake
-// in time.
+// noHandshake is the report of a child that did not answer its handshake.
 func (c *conn) noHandshake() string {
 	cfg := &c.s.r.cfg
 	stderr := texts.Exit{Stderr: strings.TrimSpace(c.p.tail.String())}
 	return texts.NoHandshake(cfg.Child.describe(), cfg.Child.Setting, cfg.HandshakeTimeout, stderr, cfg.Tools.Rebuild)
 }
 
-// exitInfo is what the agent is told of a child that is gone: its
-// process's exit, or why its HTTP session ended.
+// exitInfo is what the agent is told of a child that is gone.
 func (c *conn) exitInfo() texts.Exit {
 	if c.own || c.p.exited() {
 		return c.p.exitInfo()
@@ -199,13 +192,10 @@ func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 			env = e
 		}
 	}
-	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
-		if _, taken := ids.tokens[string(tok)]; !taken {
-			pd.token = string(tok)
-			ids.tokens[pd.token] = key
-		}
+	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil && ids.byToken(tok) == "" {
+		pd.token = string(tok)
 	}
-	ids.track(key, pd)
+	ids.pending[key] = pd
 	c.link.Send(msg)
 }
 
@@ -231,9 +221,7 @@ func (c *conn) boundHandshake(pd *pending) {
 	})
 }
 
-// drain lets the calls in flight on c, a child about to be replaced,
-// finish within Config.Drain (new messages are held meanwhile); it also
-// returns when c ends or the relay shuts down.
+// drain lets the calls on c, a child being replaced, finish (Config.Drain).
 func (c *conn) drain() {
 	s, r := c.s, c.s.r
 	if r.cfg.Drain <= 0 || c.exited() {
@@ -263,19 +251,16 @@ func (c *conn) drain() {
 	}
 }
 
-// retire stops c, a child being replaced, once its calls drained: its
-// requests still pending get the restart error.
+// retire stops c, a child being replaced, once its calls drained.
 func (c *conn) retire() {
 	c.drain()
 	c.stop(c.s.r.cfg.Child.StopTimeout, c.s.r.ctx)
 }
 
-// ended handles the end of c, once it is fully gone, and closes done.
-// Every request still pending on it gets exactly one error. A child that
-// ends before it answered its handshake, or before the start that made it
-// completed, is a failed start: reported, not restarted. Other crashes
-// follow health.crashed; an HTTP server's process is the relay's to
-// restart (serverExited).
+// ended handles the end of c, and closes done: every request pending on
+// it gets one error. A child that ends before its start completed is a
+// failed start, not restarted; others follow health.crashed (an HTTP
+// server's process, serverExited).
 func (c *conn) ended() {
 	defer close(c.done)
 	s, r := c.s, c.s.r

@@ -14,8 +14,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// handshake is what the session's child, or mcpflow, answered of the
-// client's handshake. Its session's lock guards it.
+// handshake is what the child, or mcpflow, answered of the handshake.
 type handshake struct {
 	initResult []byte // the initialize (or server/discover) result the client got, forced
 	selfInit   bool   // mcpflow answered initialize itself (no child did yet)
@@ -37,8 +36,7 @@ type caps struct{ prompts, resources bool }
 var methodKinds = map[string]kind{"initialize": kindInitialize, "server/discover": kindDiscover,
 	"tools/list": kindToolsList, "tools/call": kindToolsCall, "subscriptions/listen": kindListen}
 
-// forward sends a client request to the session's child. s.mu is held
-// and a child serves.
+// forward sends a client request to the session's child. s.mu is held.
 func (s *Session) forward(msg []byte, env wire.Envelope) {
 	c := s.child
 	switch env.Method {
@@ -70,10 +68,9 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 	c.request(msg, env, pd)
 }
 
-// probeFirst reports whether the client's request must wait while mcpflow
-// asks the child whether it speaks 2026-07-28 (probeEra): a 2026-07-28
-// client's request to a child of unknown era, when the era bridge could
-// take the session. s.mu is held.
+// probeFirst reports whether a 2026-07-28 client's request must wait
+// while mcpflow asks a child of unknown era which it speaks (probeEra).
+// s.mu is held.
 func (s *Session) probeFirst(env wire.Envelope) bool {
 	if s.hs.probing {
 		return true
@@ -87,9 +84,8 @@ func (s *Session) probeFirst(env wire.Envelope) bool {
 	return true
 }
 
-// probeEra asks the child, with a server/discover of mcpflow's own,
-// whether it speaks 2026-07-28: if it does, the held requests go on; if
-// not, the session goes to the era bridge.
+// probeEra asks the child whether it speaks 2026-07-28: if not, the
+// session goes to the era bridge.
 func (c *conn) probeEra() {
 	s := c.s
 	s.mu.Lock()
@@ -114,8 +110,7 @@ func (c *conn) probeEra() {
 	s.flush()
 }
 
-// speaksModern reports whether a server/discover result names a version
-// of the 2026-07-28 era among the server's.
+// speaksModern reports whether a server/discover result names 2026-07-28.
 func speaksModern(result []byte) bool {
 	var r struct {
 		SupportedVersions []string `json:"supportedVersions"`
@@ -124,8 +119,7 @@ func speaksModern(result []byte) bool {
 	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
 }
 
-// withMeta returns params (nil: none) with the _meta of session st's
-// client added, for mcpflow's own requests in the 2026-07-28 era.
+// withMeta is params with the client's _meta, for mcpflow's own requests.
 func withMeta(st *wire.State, params map[string]any) []byte {
 	if st.Era == wire.EraModern && st.Meta != nil {
 		if params == nil {
@@ -156,16 +150,14 @@ func (s *Session) ready() bool {
 	return false
 }
 
-// declares reports whether the initialize result the client got declared
-// the list kind.
+// declares reports whether the client's initialize result declared kind.
 func (h *handshake) declares(kind string) bool {
 	v := jsonscan.Member(jsonscan.Member(h.initResult, "capabilities"), kind)
 	return v != nil && string(v) != "null"
 }
 
-// bridged is the era bridge's session of a client, and the ids of the
-// requests mcpflow answered before the bridge took over: the bridge's
-// answers to them are dropped.
+// bridged is the era bridge's session of a client; answered are the ids
+// of the requests mcpflow answered before, whose answers it drops.
 type bridged struct {
 	wire.Session
 	mu       sync.Mutex
@@ -183,8 +175,7 @@ func (b *bridged) drop(id []byte) bool {
 	return i >= 0
 }
 
-// opening is what opened the client's session st, for the era bridge:
-// its initialize (and initialized), or its listens.
+// opening is what opened session st: its initialize, or its listens.
 func opening(st *wire.State) [][]byte {
 	var first [][]byte
 	if st.Init != nil {
@@ -199,11 +190,9 @@ func opening(st *wire.State) [][]byte {
 	return first
 }
 
-// handOff gives the session to the era bridge: first (what opened the
-// session), then what it held (meanwhile, the client's messages are
-// held); answered are the ids of those the client has its answer to. Its
-// child is stopped: the bridge's session with the relay has its own.
-// s.mu is held.
+// handOff gives the session to the era bridge: first (what opened it),
+// then what it held. Its child is stopped: the bridge's session with the
+// relay has its own. s.mu is held.
 func (s *Session) handOff(first, answered [][]byte) {
 	r, c := s.r, s.child
 	s.child, s.hs.initID, s.phase = nil, nil, phaseHold

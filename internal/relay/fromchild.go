@@ -9,9 +9,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Message handles one message the child sent (valid JSON: the link's
-// framer checked); rel is the id (as the child knows it) of the request
-// whose exchange carried it, when the link knows (an HTTP child).
+// Message handles one message the child sent; rel is the id of the
+// request whose exchange carried it, when known (an HTTP child).
 func (c *conn) Message(msg, rel []byte) {
 	s := c.s
 	if t := s.r.cfg.Traffic; t != nil {
@@ -50,8 +49,7 @@ func (c *conn) Message(msg, rel []byte) {
 	s.r.rec.keep(keep)
 }
 
-// response hands the child's answer to the client request it answers,
-// and returns what the record keeps of it. s.mu is held.
+// response passes the child's answer on and returns what the record keeps.
 func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	s := c.s
 	key := string(env.ID)
@@ -122,12 +120,8 @@ func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
 			return pd.replyID(string(rel))
 		}
 	}
-	if tok := jsonscan.Member(env.Params, "progressToken"); tok != nil {
-		if key, ok := s.ids.tokens[string(tok)]; ok {
-			if pd, ok := s.ids.pending[key]; ok {
-				return pd.replyID(key)
-			}
-		}
+	if key := s.ids.byToken(jsonscan.Member(env.Params, "progressToken")); key != "" {
+		return s.ids.pending[key].replyID(key)
 	}
 	if sub := subscriptionID(env.Params); sub != nil {
 		if pd, ok := s.ids.pending[string(sub)]; ok && pd.kind == kindListen {
@@ -140,8 +134,7 @@ func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
 	return nil
 }
 
-// notification passes a notification of the child's to the client. s.mu
-// is held.
+// notification passes a child's notification to the client. s.mu is held.
 func (c *conn) notification(msg []byte, env wire.Envelope, rel []byte) {
 	s := c.s
 	switch env.Method {
@@ -204,8 +197,7 @@ func (c *conn) junk(msg []byte, what string, answer bool) {
 	}
 }
 
-// TooLarge drops an over-long message from the child; the request it
-// answers gets an error instead.
+// TooLarge drops an over-long message; the request it answers gets an error.
 func (c *conn) TooLarge(tl *wire.TooLargeError) {
 	s := c.s
 	s.r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
@@ -218,9 +210,8 @@ func (c *conn) TooLarge(tl *wire.TooLargeError) {
 	c.answerError(string(id), texts.ErrServerTooLarge(tl.Size, tl.Max))
 }
 
-// answerError answers the client's request that the child knows as key,
-// if in flight on c, with an error in place of the child's answer. s.mu
-// is held.
+// answerError answers the request the child knows as key, if in flight
+// on c, with an error in place of the child's answer. s.mu is held.
 func (c *conn) answerError(key, text string) {
 	s := c.s
 	if pd, ok := s.ids.lookup(key, c.gen); ok && pd.kind != kindListen && c == s.child {
@@ -230,8 +221,7 @@ func (c *conn) answerError(key, text string) {
 	}
 }
 
-// withSubscriptionID puts the client's own listen id in a notification
-// where the child wrote the one it knows.
+// withSubscriptionID puts the client's listen id in a notification.
 func withSubscriptionID(msg, id []byte) []byte {
 	env, err := wire.Peek(msg)
 	if err != nil {

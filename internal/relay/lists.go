@@ -9,14 +9,11 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// The lists a client is told have changed whenever what it would get from
-// */list changes, compared whole (canonical JSON), and only then: a new
-// child with other contents, no child (empty lists but for mcpflow's
-// tools), one again.
+// The lists a client is told have changed, when what it would get from
+// */list changes (compared whole, as canonical JSON), and only then.
 var listKindNames = []string{"tools", "prompts", "resources"}
 
-// listView is a digest of what a */list answer holds; unknown until the
-// relay or the client listed it.
+// listView is a digest of a list; unknown until someone listed it.
 type listView struct {
 	known bool
 	sum   [sha256.Size]byte
@@ -39,13 +36,10 @@ func emptyViews() map[string]listView {
 	return v
 }
 
-// clientView is what a session's client is served, per list kind, and
-// the tool list it last fetched whole: it decides which lists changed for
-// the client. Its session's lock guards it.
+// clientView is what a session's client is served, per list kind.
 type clientView struct {
 	served map[string]listView
-	// heard: the kinds of list the client got an answer for (of a list it
-	// never got, nothing changed for it).
+	// heard: kinds of list the client got (of others, nothing changed for it)
 	heard      map[string]bool
 	tools      []toolInfo // the child's tools the client last fetched whole
 	toolsKnown bool
@@ -84,9 +78,8 @@ func (v *clientView) learn(views map[string]listView) {
 func (v *clientView) forget()                { clear(v.served) }
 func (v *clientView) forgetKind(kind string) { delete(v.served, kind) }
 
-// update records views as what the client is served now and returns the
-// kinds whose contents changed (or were unknown) and that the client
-// hears of (hears: tools always).
+// update records views as what the client is served and returns the
+// kinds that changed (or were unknown) that it hears of (tools always).
 func (v *clientView) update(views map[string]listView, hears func(kind string) bool) []string {
 	var changed []string
 	for _, k := range listKindNames {
@@ -104,9 +97,7 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 	return changed
 }
 
-// noteTools records a page of a tools/list answer the client gets from
-// the child (firstPage: one without a cursor); it reports true on the
-// last page, which completes the list.
+// noteTools records a page of a tools/list answer; true on the last.
 func (v *clientView) noteTools(firstPage bool, result []byte) bool {
 	var lr struct {
 		Tools      []json.RawMessage `json:"tools"`
@@ -136,9 +127,8 @@ func (v *clientView) beginEmpty() {
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
-// announce records what the client is served now and tells it each list
-// whose contents changed for it, once its session is established. s.mu is
-// held.
+// announce records what the client is served and tells it which lists
+// changed (once its session is established). s.mu is held.
 func (s *Session) announce(views map[string]listView) {
 	changed := s.view.update(views, func(kind string) bool { return s.st.Era != wire.EraLegacy || s.hs.declares(kind) })
 	if len(changed) == 0 || !s.st.Established() {
@@ -161,17 +151,8 @@ func toolInfos(raw []json.RawMessage) []toolInfo {
 	return out
 }
 
-// listResult is a */list result holding items.
-func listResult(field string, items []json.RawMessage) []byte {
-	if items == nil {
-		items = []json.RawMessage{}
-	}
-	return mustJSON(map[string]any{field: items})
-}
-
-// knownTools is what the relay knows of the server's tools: the first
-// list read (what a diff is against for a client that never listed), and
-// the size of the latest, for status.
+// knownTools are the first tools the server listed (what a diff is
+// against for a client that never listed) and how many it lists now.
 type knownTools struct {
 	mu    sync.Mutex
 	first []toolInfo // nil until a list was read

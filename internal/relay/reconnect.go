@@ -14,22 +14,20 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// probeTimeout bounds the wait for an answer to mcpflow's ping to a new
-// child that no client request reached yet.
+// probeTimeout bounds the wait for a new child's answer to a ping.
 const probeTimeout = 5 * time.Second
 
-// reconnect is one session's move to a new child: the old one is stopped
-// once its calls drained, the session replayed into the new one, its
-// lists read and the client told of what changed, what it held sent on.
+// reconnect is one session's move to a new child.
 type reconnect struct {
 	s   *Session
 	ctx context.Context
 	c   *conn // the new child
 }
 
-// run gives the session a new child of the current generation: a process
-// of its own (srv nil), or an HTTP session on srv. On error the Restart
-// carries it too.
+// run stops the old child once its calls drained, starts the new one (a
+// process of its own, or an HTTP session on srv), replays the session
+// into it, reads its lists and tells the client what changed, and sends
+// on what the session held. On error the Restart carries it too.
 func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	s, r := rc.s, rc.s.r
 	t0 := time.Now()
@@ -97,14 +95,12 @@ func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	return res, err
 }
 
-// errOtherEra: the new child does not speak the era mcpflow answered the
-// client in; the era bridge serves it.
+// errOtherEra: the new child does not speak the client's era (bridged).
 var errOtherEra = errors.New("the server does not speak the client's protocol era")
 
 // replay brings the new child to where the client's session is: the
-// legacy handshake, or the check that it speaks the 2026-07-28 era
-// mcpflow answered for, then the rest (resume). It returns how the
-// handshake's answer changed.
+// legacy handshake, or the check that it speaks the 2026-07-28 era, then
+// the rest. It returns how the handshake's answer changed.
 func (rc *reconnect) replay() ([]string, error) {
 	s, c := rc.s, rc.c
 	s.mu.Lock()
@@ -177,9 +173,8 @@ func (rc *reconnect) handOff(answered [][]byte) bool {
 	return true
 }
 
-// resume sends the new child the rest of the session but what the hold
-// queue has: initialized, level, subscriptions (answers dropped), listens
-// (acknowledgements dropped). s.mu is held.
+// resume replays the rest of the session (answers and acknowledgements
+// dropped) but what the hold queue has. s.mu is held.
 func (rc *reconnect) resume() {
 	s, c := rc.s, rc.c
 	for _, m := range s.st.Replay(func() []byte { return s.ids.newID('r') }) {
@@ -214,8 +209,8 @@ func compareInit(prev, cur []byte) []string {
 }
 
 // lists reads what c lists, when the session lets mcpflow ask (nil views
-// when not): the tools, and prompts and resources when the child declared
-// them (legacy) or may have them (2026-07-28; an error: empty).
+// when not): tools, and prompts and resources if declared (legacy) or
+// maybe there (2026-07-28; an error: empty).
 func (rc *reconnect) lists(c *conn) (map[string]listView, []toolInfo, error) {
 	s := rc.s
 	s.mu.Lock()
@@ -240,7 +235,7 @@ func (rc *reconnect) lists(c *conn) (map[string]listView, []toolInfo, error) {
 			return nil, nil, err
 		}
 		views[k.kind] = viewOf(items)
-		keep = append(keep, recorded{k.kind + "/list", true, listResult(k.kind, items)})
+		keep = append(keep, recorded{k.kind + "/list", true, mustJSON(map[string]any{k.kind: append([]json.RawMessage{}, items...)})})
 		if k.kind == "tools" {
 			tools = toolInfos(items)
 		}
@@ -287,9 +282,8 @@ func (rc *reconnect) fetchList(c *conn, kind string) ([]json.RawMessage, error) 
 	return all, nil
 }
 
-// learn reads what old, the child being replaced, lists, where the
-// session does not know it: the tool diff and list_changed then say only
-// what changes.
+// learn reads what old, the child being replaced, lists where unknown,
+// so that the diff and list_changed say only what changes.
 func (rc *reconnect) learn(old *conn) {
 	views, tools, err := rc.lists(old)
 	if err != nil || views == nil {
@@ -301,8 +295,7 @@ func (rc *reconnect) learn(old *conn) {
 	rc.s.r.known.note(tools)
 }
 
-// diff is the tool diff of the new child's tools (if read) against what
-// the client last listed, else the first tools the server listed.
+// diff is the tool diff against what the client, or the server, listed.
 func (rc *reconnect) diff(tools []toolInfo, read bool) result.ToolDiff {
 	if !read {
 		return result.ToolDiff{}
@@ -318,9 +311,8 @@ func (rc *reconnect) diff(tools []toolInfo, read bool) result.ToolDiff {
 	return diffTools(base, tools, known)
 }
 
-// goUp makes the new child the session's: the client hears of the lists
-// that changed (views, if read), what it held goes on. It returns the
-// params of a ping to send when no answer of the child's is on its way.
+// goUp makes the new child the session's; it returns the params of a
+// ping to send when no answer of the child's is on its way.
 func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	s, c := rc.s, rc.c
 	s.mu.Lock()
@@ -346,9 +338,8 @@ func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	return nil, nil
 }
 
-// awaitAnswer waits until the new child answered a request (the client's
-// handshake, or a ping of mcpflow's, probe); one that ignores the ping is
-// taken as up after probeTimeout.
+// awaitAnswer waits until the new child answered a request; one that
+// ignores the ping (probe) is taken as up after probeTimeout.
 func (rc *reconnect) awaitAnswer(probe []byte) error {
 	s, c := rc.s, rc.c
 	if c.hasAnswered() {
@@ -376,8 +367,7 @@ func (rc *reconnect) awaitAnswer(probe []byte) error {
 	return nil
 }
 
-// fail stops the new child, which came up broken, and returns the report
-// the agent reads; the session is then answered alone (conn.ended).
+// fail stops the new child, which came up broken, and says why.
 func (rc *reconnect) fail(err error) error {
 	s, c, r := rc.s, rc.c, rc.s.r
 	if r.ctx.Err() != nil {

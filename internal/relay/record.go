@@ -19,29 +19,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// First says how the relay serves the client before the first server is
-// up.
+// First says how the relay serves clients before the first server is up.
 type First struct {
-	// Grace is how long the client's messages wait for the first server
-	// when no record answers them, from the client's first request; then
-	// the relay answers alone and sends list_changed once the server is
-	// up. 0 = as long as the client waits for a server (ClientWait).
+	// Grace is how long the client's messages wait for the first server,
+	// when no record answers them; then the relay answers alone. 0 = as
+	// long as the client waits (ClientWait).
 	Grace time.Duration
-	// Record is the file holding what the server said at its last good
-	// start ("" = none): the relay answers the handshake and the lists
-	// from it at once, holds calls until the server is up, then sends
-	// list_changed for each list that differs. It is written whenever the
-	// server answers the handshake or a whole list, however long its
-	// start took (through statedir: see internal/ops/statedir), and used
-	// only when its Key is Key and it is valid in every part.
+	// Record is the file of what the server said at its last good start
+	// ("" = none), written through statedir: the relay answers the
+	// handshake and the lists from it at once, calls wait for the server.
+	// It is used only when its Key is Key and it is valid in every part.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
 }
 
-// ClientWait is how long a client gives a server to answer before it
-// gives up on it, less a margin, by the name the client gives itself
-// (clientInfo.name): Claude Code waits 30 s, Codex 10 s, Gemini CLI 5 s;
-// others 4 s.
+// ClientWait is how long a client waits for a server, less a margin, by
+// its clientInfo.name (Claude Code 30 s, Codex 10 s, others about 5 s).
 func ClientWait(name string) time.Duration {
 	name = strings.ToLower(name)
 	switch {
@@ -71,8 +64,7 @@ var recordLists = map[string]string{
 	"resources/templates/list": "resourceTemplates",
 }
 
-// loadRecord reads the record at path, if it is one written for key; one
-// that cannot be read or is not valid is left unused, with a warning.
+// loadRecord reads the record at path, if valid and written for key.
 func loadRecord(path, key string, log *slog.Logger) *record {
 	if path == "" {
 		return nil
@@ -110,9 +102,7 @@ type discoverResult struct {
 	Meta              map[string]json.RawMessage `json:"_meta"`
 }
 
-// valid checks every part of a record read from a file: the handshake
-// answers have the fields its answers use, each list is an array of
-// objects, and no other list is named.
+// valid checks every part of a record read from a file.
 func (rec *record) valid() error {
 	if rec.Initialize != nil {
 		var res struct {
@@ -156,14 +146,12 @@ func isObject(b json.RawMessage) bool {
 	return len(b) > 0 && b[0] == '{'
 }
 
-// modernOnly are the result fields of the 2026-07-28 era alone, never in
-// an answer to a legacy client.
+// modernOnly: result fields of 2026-07-28 alone, never for a legacy client.
 var modernOnly = []string{"resultType", "ttlMs", "cacheScope"}
 
 // answer is the record's result for a request, if it has one: the
-// handshake (initialize in the client's protocol version when the SDKs
-// know it) and the lists (all on the first page, with ownTools, mcpflow's
-// tools as comma-separated JSON).
+// handshake (initialize in the client's protocol version) and the lists
+// (all on the first page, with ownTools added).
 func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	if rec == nil {
 		return nil, false
@@ -200,8 +188,7 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 }
 
 // initializeResult is the recorded answer to initialize, else one made
-// from the recorded server/discover answer when the server speaks a
-// legacy version too (the one asked for, else its newest); nil when none.
+// from the server/discover answer if the server speaks a legacy version.
 func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	var res map[string]json.RawMessage
 	if rec.Initialize != nil {
@@ -230,11 +217,9 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	return res
 }
 
-// firstAnswer answers a request that comes before the first server is
-// up from the record, if it can, and reports whether it did. Otherwise
-// the session's first request that is not a call arms First.Grace (the
-// client's own wait when 0), past which mcpflow answers alone. s.mu is
-// held.
+// firstAnswer answers a request before the first server is up from the
+// record, if it can. Otherwise the first request that is not a call arms
+// First.Grace, past which mcpflow answers alone. s.mu is held.
 func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	r := s.r
 	rec := r.rec.current()
@@ -279,16 +264,14 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	return true
 }
 
-// recorded is one answer of the server's to method (firstPage: a request
-// without a cursor), for the record.
+// recorded is an answer of the server's, for the record.
 type recorded struct {
 	method    string
 	firstPage bool
 	result    []byte
 }
 
-// records keeps the record of the server's last good start (First.Record)
-// and writes it, never under a lock of the relay's.
+// records keeps the record (First.Record) and writes it, under no relay lock.
 type records struct {
 	path, key string
 	log       *slog.Logger
@@ -303,9 +286,8 @@ func (rs *records) current() *record {
 	return rs.rec
 }
 
-// keep records the server's answers (a child's, so from a good start) in
-// the record, when they hold a whole list or the handshake, and writes
-// it when it changed.
+// keep records the server's answers that hold the handshake or a whole
+// list, and writes the record when it changed.
 func (rs *records) keep(answers []recorded) {
 	if rs.path == "" || len(answers) == 0 {
 		return

@@ -27,17 +27,12 @@ type Config struct {
 	MaxMessage   int    // largest message in either direction; default 64 MiB
 	Notices      bool   // add notes on failed auto-builds and crashes to the next tools/call result
 	ServerSuffix string // appended to serverInfo.name and version
-	// MaxChildren bounds the processes of a stdio server, one per client
-	// session; a session past it is answered by mcpflow until another
-	// ends. Default DefaultMaxChildren.
-	MaxChildren int
+	MaxChildren  int    // bounds a stdio server's processes (one per session); default 16
 	// HandshakeTimeout bounds a child's answer to a handshake (the
-	// client's initialize or server/discover, the relay's replay): a child
-	// that does not answer in time is stopped and reported. Default 30s.
+	// client's or the replay's); default 30s.
 	HandshakeTimeout time.Duration
-	// Drain is how long calls already running on a child that a restart
-	// replaces may go on before it is stopped; meanwhile new messages wait
-	// for the new child. 0 = stop the old child at once.
+	// Drain is how long calls running on a child that a restart replaces
+	// may go on before it is stopped; 0 = stop it at once.
 	Drain time.Duration
 	// OnCrash is "restart" (default: restart with backoff, stop on a crash
 	// loop) or "wait" (stay down until a build or recompile).
@@ -51,8 +46,7 @@ type Config struct {
 	// relay lock held; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
 	// Bridge, when set, serves a client whose era the child does not speak
-	// (internal/protocol/bridge): the session goes to a session of the
-	// bridge's, itself a client of the relay in the child's era.
+	// (internal/protocol/bridge), as a client of the relay in the child's.
 	Bridge       func(upstream wire.Opener, c wire.Client) wire.Session
 	Recompiler   Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger       *slog.Logger // nil = discard
@@ -64,10 +58,7 @@ type Config struct {
 type Tools struct {
 	Recompile string // name of the rebuild tool; default "recompile"
 	Call      string // name of the optional call-forwarding tool; "" = off
-	// None: tools/list lists the child's tools only (the mux, whose
-	// reload_server rebuilds the server, lists its own); Recompile and
-	// Call are then not served either.
-	None bool
+	None      bool   // list and serve none (the mux lists its own)
 	// Rebuild is how the texts the agent reads name what rebuilds the
 	// server ("reload_server {\"name\": \"x\"}" in the mux); default Recompile.
 	Rebuild string
@@ -75,44 +66,34 @@ type Tools struct {
 
 // Child says how to start and stop the child.
 type Child struct {
-	Command []string // argv, or Command[0] as a script when Shell
-	Shell   bool     // run Command[0] through the system's shell
-	Dir     string   // working directory
-	Env     []string // base environment; nil = os.Environ()
-	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
-	// (EnvOverridable) are added on top of both.
-	ExtraEnv map[string]string
-	// EnvOverridable lists the environment keys the agent may set through
-	// the recompile tool's env argument (or the mux's reload_server).
-	EnvOverridable []string
-	StopTimeout    time.Duration // the grace after closing its stdin, and after SIGTERM; default 2s
-	// Setting says where the command is set, for the messages that tell
-	// the agent to fix it; default "run.command in mcpflow.toml".
-	Setting       string
-	RestartMarker string // when set, a stderr line by which the child asks for a rebuild and restart
-	// HTTP, when set, makes the child a server of Streamable HTTP
-	// (internal/transport/httpmcp): one process serves every session, each
-	// over an HTTP session of its own. nil: a stdio server, a process per
-	// session.
+	Command        []string          // argv, or Command[0] as a script when Shell
+	Shell          bool              // run Command[0] through the system's shell
+	Dir            string            // working directory
+	Env            []string          // base environment; nil = os.Environ()
+	ExtraEnv       map[string]string // added to Env (run.env); the agent's overrides on top
+	EnvOverridable []string          // the keys the agent may set (recompile's env argument)
+	StopTimeout    time.Duration     // the grace after closing its stdin, and after SIGTERM; default 2s
+	Setting        string            // where the command is set, for the agent; default "run.command in mcpflow.toml"
+	RestartMarker  string            // when set, a stderr line by which the child asks for a rebuild and restart
+	// HTTP, when set, makes the child a server of Streamable HTTP: one
+	// process serves every session, each over an HTTP session of its own.
+	// nil: a stdio server, a process per session.
 	HTTP HTTPChild
 }
 
-// Queue bounds the client messages a session holds while its child cannot
-// take them (the first build, a restart).
+// Queue bounds what a session holds while its child cannot take it.
 type Queue struct {
 	Size    int           // messages; default 256
 	Bytes   int           // bytes; default 32 MiB
 	Timeout time.Duration // how long one may wait; default 30s
 }
 
-// Recompiler rebuilds the server and restarts it through Restart. The
-// builder satisfies it.
+// Recompiler rebuilds the server and restarts it through Restart.
 type Recompiler interface {
 	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
-// The defaults of Config's zero values. The config file's defaults are
-// these same constants.
+// The defaults of Config's zero values, the config file's too.
 const (
 	DefaultStopTimeout  = 2 * time.Second
 	DefaultTool         = "recompile"
@@ -125,9 +106,7 @@ const (
 	DefaultMaxChildren  = 16
 )
 
-// Relay is the engine of one server: a session per client (Open), each
-// with a child of its own, restarted together by Restart. See the package
-// documentation.
+// Relay is the engine of one server (see the package documentation).
 type Relay struct {
 	cfg    Config
 	log    *slog.Logger
@@ -179,7 +158,7 @@ func New(cfg Config) *Relay {
 		log:    cfg.Logger,
 		events: &eventQueue{fn: cfg.OnEvent},
 		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
-		env:    overrides{allowed: cfg.Child.EnvOverridable},
+		env:    overrides{allowed: cfg.Child.EnvOverridable, set: map[string]string{}},
 		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger, rec: loadRecord(cfg.First.Record, cfg.First.Key, cfg.Logger)},
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -206,9 +185,8 @@ func def[T cmp.Ordered](p *T, v T) {
 
 var errClosed = errors.New("relay is shut down")
 
-// Open opens a client's session (a wire.Opener): its messages go to a
-// child of its own, started now when a good build is at hand, else when
-// it is (Restart). What the client is sent goes to c.
+// Open opens a client's session (a wire.Opener) with a child of its own,
+// started now when a good build is at hand, else when it is (Restart).
 func (r *Relay) Open(c wire.Client) wire.Session {
 	s := newSession(r, c)
 	r.mu.Lock()
@@ -231,10 +209,9 @@ func (r *Relay) Open(c wire.Client) wire.Session {
 // shutdownStep bounds each step of stopping a child at shutdown.
 const shutdownStep = time.Second
 
-// Close stops everything the relay started: every session is closed (its
-// requests still waiting are its front's to answer), every child stopped
-// with its process group, every goroutine ended. It is safe to call more
-// than once.
+// Close stops everything the relay started: every session (its requests
+// still waiting are its front's to answer), every child with its process
+// group, every goroutine. It may be called more than once.
 func (r *Relay) Close() {
 	r.mu.Lock()
 	if r.health.state == stateClosed {
@@ -264,15 +241,12 @@ func (r *Relay) Close() {
 	r.events.close()
 }
 
-// SetRecompiler sets what the recompile tool calls. The builder needs the
-// relay (as its Restarter) and the relay needs the builder, so one of them
-// is set after both exist.
+// SetRecompiler sets what the recompile tool calls.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
-// InputEnded says the stdio client's input ended. It will read the
-// answers but act on nothing sent later (list_changed), so its requests
-// wait for the server's real answers (bounded by the queue's timeout)
-// rather than being answered for a server still starting.
+// InputEnded says the stdio client's input ended: its requests wait for
+// the server's answers (within Queue.Timeout) rather than being answered
+// for a server still starting.
 func (r *Relay) InputEnded() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -283,8 +257,7 @@ func (r *Relay) InputEnded() {
 // large messages then cost fewer context switches. Best effort.
 func GrowPipe(f *os.File) { growPipe(f) }
 
-// HasRecord reports whether the record of the server's last good start
-// answers its sessions before the first start is up.
+// HasRecord reports whether a record of the last good start answers.
 func (r *Relay) HasRecord() bool { return r.rec.current() != nil }
 
 // now is the relay's health as it is now.
@@ -300,8 +273,7 @@ func (r *Relay) openSessions() []*Session {
 	return slices.Clone(r.sessions)
 }
 
-// remove forgets a closed session; a session that waited for a child
-// slot gets one.
+// remove forgets a closed session; one that waited for a slot gets it.
 func (r *Relay) remove(s *Session) {
 	r.mu.Lock()
 	r.sessions = slices.DeleteFunc(r.sessions, func(q *Session) bool { return q == s })
@@ -315,9 +287,9 @@ func (r *Relay) remove(s *Session) {
 	}
 }
 
-// goConnect starts session s's child in the background. A stdio server
-// runs at most MaxChildren: a session past them (those handed to the era
-// bridge aside) is answered alone until one ends (remove).
+// goConnect starts session s's child in the background; a stdio server's
+// session past the first MaxChildren (bridged ones aside) is answered
+// alone until one ends (remove).
 func (r *Relay) goConnect(s *Session) {
 	r.wg.Go(func() {
 		r.mu.Lock()
@@ -345,9 +317,9 @@ func (r *Relay) goConnect(s *Session) {
 	})
 }
 
-// firstServerLate: the first build is not done after the grace a
-// session's first request armed; the session is answered alone until it
-// is (unless the client's input ended: it waits for the server).
+// firstServerLate: the first build outlasted the grace a session's first
+// request armed; the session is answered alone until it is done (unless
+// the client's input ended).
 func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	r.mu.Lock()
 	starting, ended := r.health.state == stateStarting, r.health.ended
@@ -363,9 +335,9 @@ func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	}
 }
 
-// childLine copies one line of a process's log to the server's logger,
-// and acts on Child.RestartMarker (c: the line's conn; nil for an HTTP
-// server's process): the server is rebuilt and restarted.
+// childLine copies a process's log lines to the server's logger, and
+// rebuilds and restarts on Child.RestartMarker (c: nil for an HTTP
+// server's process).
 func (r *Relay) childLine(c *conn) func(string) {
 	return func(line string) {
 		r.cfg.ServerLogger.Info(line)
@@ -404,10 +376,9 @@ type msgTrace struct {
 	via string // the server hop's transport
 }
 
-// trace writes the line for one message, when tracing (t not nil): where
-// from (the hop; for the server's, its transport), its method (or, for a
-// response, its id), its size and, for a response to a client request,
-// how long the server took.
+// trace writes the line for one message when tracing (t not nil): the hop
+// (the server's with its transport), method and id, size, and for an
+// answer to a client request, the server's latency.
 func (t *msgTrace) trace(from string, env *wire.Envelope, size int, p *pending) {
 	if t == nil {
 		return

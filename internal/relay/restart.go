@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"slices"
 	"sync"
@@ -15,12 +16,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// Restart starts, or replaces, every session's child with the server as
-// it is now (a build finished; see the package documentation). An HTTP
-// server's process is replaced once, for every session. It returns what
-// it did for the session whose recompile asked for it (ctx), else for the
-// most recently active one: timings, the tool diff against what that
-// client last listed, how the handshake changed. On error the Restart
+// Restart starts, or replaces, every session's child (see the package
+// documentation). It returns what it did for the session whose recompile
+// asked (ctx), else the most recently active one; on error the Restart
 // (never nil) carries it too.
 func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return (&restartRun{r: r, ctx: ctx}).run()
@@ -29,8 +27,7 @@ func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 // sessionKey is the context key of the session a recompile runs for.
 type sessionKey struct{}
 
-// restartRun is one restart of every session's child: Restart's, or after
-// an HTTP server's crash (auto).
+// restartRun is one restart of every child (auto: after a crash).
 type restartRun struct {
 	r        *Relay
 	ctx      context.Context
@@ -109,7 +106,11 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	}
 	res.Duration = time.Since(rr.t0)
 	r.events.post(Event{Kind: Up, Gen: int(r.gen.Load()), Pid: res.Pid, Restart: res})
-	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "sessions", len(rr.sessions), "tools", diffOr(res.Tools))
+	tools := "(no earlier list)"
+	if res.Tools.Known {
+		tools = res.Tools.String()
+	}
+	r.log.Debug("restart ✓", "took", result.Dur(res.Duration), "sessions", len(rr.sessions), "tools", tools)
 	return res, err
 }
 
@@ -138,8 +139,7 @@ func (rr *restartRun) failed(err error) (*result.Restart, error) {
 	return res, err
 }
 
-// reported is the session the restart reports on: the one whose
-// recompile asked for it, else the most recently active one.
+// reported is the session whose recompile asked, else the latest active.
 func (rr *restartRun) reported() *Session {
 	if s, ok := rr.ctx.Value(sessionKey{}).(*Session); ok && slices.Contains(rr.sessions, s) {
 		return s
@@ -157,9 +157,9 @@ func (rr *restartRun) reported() *Session {
 	return best
 }
 
-// replaceServer stops the HTTP server's old process once every session's
-// calls drained, starts the new one (before that, when it may run beside
-// the old one) and waits until its URL answers.
+// replaceServer stops the HTTP server's old process once the calls
+// drained, starts the new one (before, if it may overlap) and waits until
+// its URL answers.
 func (rr *restartRun) replaceServer(old *child) (*child, error) {
 	r := rr.r
 	var srv *child
@@ -226,9 +226,8 @@ func (rr *restartRun) startServer() (*child, error) {
 	return srv, nil
 }
 
-// serverExited handles the end of the HTTP server's process, and so of
-// every session's HTTP session: one mcpflow did not stop is a crash (or,
-// if it never answered, a failed start).
+// serverExited handles the end of the HTTP server's process: one mcpflow
+// did not stop is a crash (or, if it never answered, a failed start).
 func (r *Relay) serverExited(srv *child) {
 	if srv.stopping.Load() {
 		r.events.post(Event{Kind: Stopped, Gen: srv.gen, Pid: srv.pid})
@@ -269,8 +268,7 @@ func (r *Relay) serverExited(srv *child) {
 }
 
 // failedStart notes a child that did not come up: while no session is
-// served by a child, the relay is down with report until the next build
-// or recompile.
+// served, the relay is down with report.
 func (r *Relay) failedStart(report string) {
 	for _, s := range r.openSessions() {
 		s.mu.Lock()
@@ -289,8 +287,8 @@ func (r *Relay) failedStart(report string) {
 }
 
 // restartAfterCrash starts a new child for session s after backoff,
-// unless something else did meanwhile; quiet: no request saw the crash,
-// so the next tool result says that mcpflow restarted the server.
+// unless something else did; quiet: no request saw the crash, so the next
+// tool result says so.
 func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool, status string) {
 	r.later(backoff, func() {
 		s.mu.Lock()
@@ -321,10 +319,9 @@ func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool,
 	})
 }
 
-// NoteBuild tells the relay how each build cycle ended (the builder's
-// OnResult). A failed build leaves the old children serving, with a
-// notice for the agent after an automatic rebuild; a failed first build
-// leaves the sessions answered alone.
+// NoteBuild tells the relay how each build ended (the builder's OnResult):
+// a failed build leaves the children serving (with a notice after an
+// automatic one), or the sessions answered alone before the first start.
 func (r *Relay) NoteBuild(o result.Build) {
 	if o.Canceled {
 		return
@@ -367,9 +364,93 @@ func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.
 	return r.cfg.Recompiler.Recompile(ctx, progress)
 }
 
-func diffOr(d result.ToolDiff) string {
-	if !d.Known {
-		return "(no earlier list)"
+type state int
+
+const (
+	stateStarting   state = iota // no good build yet: sessions hold, or answer from the record
+	stateUp                      // children may serve
+	stateRestarting              // a restart runs: sessions hold
+	stateDown                    // no child can serve (a failed build or start, a crash loop): sessions answer alone
+	stateClosed
+)
+
+// health is whether a child may serve. Relay.mu guards it.
+type health struct {
+	state  state
+	report string // why no child serves, for errors and tool results
+	// building: the first build still runs past the client's grace; tool
+	// calls wait for it (held) while everything else is answered at once.
+	building bool
+	// lastBuildFailed: the files on disk are not what the server runs.
+	lastBuildFailed bool
+	ended           bool // the stdio client's input ended
+	crashes         crashPolicy
+}
+
+func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }
+
+// buildingFirst reports whether calls wait for the first build.
+func (h health) buildingFirst() bool { return h.building && h.state != stateUp }
+
+// restartedByBuild: a build (or the agent) restarted the server; the
+// crash count and the failed build are over.
+func (h *health) restartedByBuild() {
+	h.crashes.quick, h.crashes.stopped, h.lastBuildFailed = 0, false, false
+}
+
+// crashed applies the crash policy to a crash of a child that served: the
+// report, and the backoff (0: not restarted, as after a failed build).
+func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string, time.Duration) {
+	if h.lastBuildFailed {
+		return texts.CrashAfterFailedBuild(e, rebuild), 0
 	}
-	return d.String()
+	switch action, backoff := h.crashes.crashed(e.Uptime); action {
+	case crashLoopStop:
+		log.Error("crash loop: automatic restarts stopped until a file changes or "+rebuild+" is called", "crashes", h.crashes.quick)
+		return texts.CrashLoop(e, h.crashes.quick, rebuild), 0
+	case crashRestart:
+		log.Info("restarting after crash", "in", result.Dur(backoff))
+		return texts.CrashRestarting(e), backoff
+	}
+	log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + rebuild)
+	return texts.CrashWait(e, rebuild), 0
+}
+
+// A crash within quickCrash of the start counts towards a crash loop:
+// after crashLoop in a row, restarts stop until the next Restart.
+const (
+	quickCrash = 5 * time.Second
+	crashLoop  = 3
+)
+
+// crashPolicy decides what follows a crash (Config.OnCrash).
+type crashPolicy struct {
+	restart bool // OnCrash is "restart"
+	quick   int  // crashes in a row soon after start
+	stopped bool // automatic restarts stopped by a crash loop
+}
+
+type crashAction int
+
+const (
+	crashWait     crashAction = iota // on_crash = "wait": stay down
+	crashRestart                     // restart after the backoff
+	crashLoopStop                    // a crash loop: stay down until Restart
+)
+
+// crashed records a crash after uptime and says what to do.
+func (p *crashPolicy) crashed(uptime time.Duration) (crashAction, time.Duration) {
+	if uptime < quickCrash {
+		p.quick++
+	} else {
+		p.quick = 1
+	}
+	switch {
+	case !p.restart:
+		return crashWait, 0
+	case p.quick >= crashLoop:
+		p.stopped = true
+		return crashLoopStop, 0
+	}
+	return crashRestart, 100 * time.Millisecond << (p.quick - 1)
 }

@@ -10,9 +10,8 @@ import (
 )
 
 // forceResult rewrites the child's answer to initialize (isInit) or
-// server/discover (forcedResult) and notes what it says; an error answer
-// is passed on as it is (a legacy server refuses server/discover, and the
-// client falls back to initialize). s.mu is held.
+// server/discover and notes what it says; an error is passed on. s.mu is
+// held.
 func (c *conn) forceResult(msg []byte, env wire.Envelope, isInit bool) []byte {
 	s := c.s
 	if env.HasError {
@@ -36,10 +35,9 @@ func (c *conn) forceResult(msg []byte, env wire.Envelope, isInit bool) []byte {
 	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }
 
-// forcedResult is a handshake result with which clients re-fetch the
-// lists after a restart: listChanged forced on tools (added when missing:
-// mcpflow adds a tool), prompts and resources (where declared), suffix
-// added to serverInfo; all else kept as it is.
+// forcedResult is a handshake result with listChanged forced on tools
+// (added if missing), prompts and resources (if declared), and suffix
+// added to serverInfo; all else kept.
 func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
 	var res map[string]json.RawMessage
 	if err := json.Unmarshal(result, &res); err != nil {
@@ -113,9 +111,8 @@ func declaredCaps(result []byte) caps {
 	return caps{prompts: present("prompts"), resources: present("resources")}
 }
 
-// inject appends mcpflow's tools to the last page of a tools/list result
-// (the page without nextCursor), splicing bytes: a long list is never
-// decoded.
+// inject appends mcpflow's tools to the last page of a tools/list result,
+// splicing bytes: a long list is never decoded.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 	if nc := jsonscan.Member(env.Result, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
@@ -124,8 +121,7 @@ func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 	return out
 }
 
-// attach appends the pending notices to a tools/call result as text
-// items.
+// attach appends the pending notices to a tools/call result.
 func (n *notices) attach(msg []byte, env wire.Envelope) []byte {
 	var items [][]byte
 	for _, text := range n {
@@ -196,8 +192,7 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// metaTriple keeps the per-request keys the relay copies onto its own
-// requests.
+// metaTriple keeps the _meta keys mcpflow copies onto its own requests.
 func metaTriple(meta []byte) []byte {
 	out := map[string]json.RawMessage{}
 	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
@@ -213,8 +208,7 @@ func subscriptionID(params []byte) []byte {
 	return jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeySubscriptionID)
 }
 
-// forceAck makes an acknowledgement include toolsListChanged: mcpflow
-// sends it after each restart.
+// forceAck makes an acknowledgement include toolsListChanged.
 func forceAck(msg []byte, env wire.Envelope) []byte {
 	var params map[string]json.RawMessage
 	if err := json.Unmarshal(env.Params, &params); err != nil {
@@ -233,8 +227,7 @@ func forceAck(msg []byte, env wire.Envelope) []byte {
 	return wire.Request(nil, env.Method, mustJSON(params))
 }
 
-// selfAck is the acknowledgement mcpflow sends for a listen it takes
-// while no child runs.
+// selfAck acknowledges a listen mcpflow takes while no child runs.
 func selfAck(id []byte, tools bool) []byte {
 	params := map[string]any{
 		"_meta":         map[string]json.RawMessage{mcp.MetaKeySubscriptionID: id},

@@ -205,8 +205,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 	}
 }
 
-// clientResponse passes the client's answer to the child that asked, if
-// it is still the session's.
+// clientResponse passes the client's answer to the child that asked.
 func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 	sr, ok := s.ids.mapBack(string(env.ID))
 	if !ok {
@@ -221,8 +220,7 @@ func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 	c.link.Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
-// reply answers one of the client's requests (msg carries its id), once.
-// s.mu is held.
+// reply answers one of the client's requests, once. s.mu is held.
 func (s *Session) reply(id, msg []byte) {
 	if s.hs.initID != nil && bytes.Equal(id, s.hs.initID) {
 		// Its initialize is answered: what it held back goes on.
@@ -301,8 +299,7 @@ func (s *Session) flush() {
 
 func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 
-// bridgeable reports whether the session could go to the era bridge. s.mu
-// is held.
+// bridgeable reports whether the session could go to the era bridge.
 func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
 
 // holdFor makes the session hold its client's messages for a restart
@@ -319,8 +316,8 @@ func (s *Session) holdFor(auto bool) {
 }
 
 // respawn gives the session a fresh child without a build (initialize
-// after server/discover). After a failed build that child runs that
-// build's output: the agent is told so.
+// after server/discover), telling the agent if it runs a failed build's
+// output.
 func (s *Session) respawn() {
 	if _, err := (&reconnect{s: s, ctx: s.r.ctx}).run(nil); err != nil {
 		if !errors.Is(err, errClosed) {
@@ -341,9 +338,8 @@ func (s *Session) goDown(report string) {
 	s.down(report)
 }
 
-// down answers the session alone from now on, saying report: held
-// requests are answered, and the client is told its lists are empty but
-// for mcpflow's tools. s.mu is held.
+// down answers the session alone from now on, saying report, and tells
+// the client its lists are empty. s.mu is held.
 func (s *Session) down(report string) {
 	if s.phase == phaseClosed {
 		return
@@ -354,9 +350,8 @@ func (s *Session) down(report string) {
 }
 
 // Close ends the session: its child is stopped (its requests in flight
-// are the front's to answer), its held messages dropped, nothing more is
-// delivered once Close returns but for a delivery under way that the
-// client does not take within closeWait.
+// are the front's to answer), its held messages dropped; nothing is
+// delivered after, but for one under way (at most closeWait).
 func (s *Session) Close() {
 	s.mu.Lock()
 	if s.phase == phaseClosed {
@@ -393,10 +388,8 @@ func (s *Session) Close() {
 // closeWait bounds how long Close waits for a delivery under way.
 const closeWait = 2 * time.Second
 
-// answerDown answers the client's request while no child serves the
-// session: mcpflow stands in for the server so that the session survives,
-// and tells the agent what to do. What sets the session up is in its
-// State, replayed to the next child. s.mu is held.
+// answerDown answers the client's request while no child serves: mcpflow
+// stands in for the server, saying why. s.mu is held.
 func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 	r := s.r
 	id := env.ID
@@ -466,11 +459,9 @@ func toolName(params []byte) string {
 	return s
 }
 
-// plainID reports whether any peer echoes the request id back byte for
-// byte: a string of printable ASCII with nothing an encoder escapes
-// (quotes, backslashes, and <, > and &, which Go escapes), not of
-// mcpflow's own namespace, or an integer that a float64 holds exactly.
-// Other ids reach the child as one of the relay's.
+// plainID reports whether any peer echoes the request id byte for byte:
+// printable ASCII that no encoder escapes (Go escapes <, > and &), not in
+// mcpflow's namespace, or an integer that a float64 holds exactly.
 func plainID(id []byte) bool {
 	if id[0] == '"' {
 		if strings.HasPrefix(string(id), `"mcpflow:r`) || strings.HasPrefix(string(id), `"mcpflow:s`) {

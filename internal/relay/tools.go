@@ -18,8 +18,7 @@ type ownTools struct {
 	defs []byte // comma-separated JSON; nil when Config.Tools.None
 }
 
-// noticeKind is what a notice for the agent is about: one of each at most
-// is pending, withdrawn when it stops being true.
+// noticeKind is what a notice is about: one of each at most is pending.
 type noticeKind int
 
 const (
@@ -28,8 +27,7 @@ const (
 	numNotices
 )
 
-// notices are a session's notes for its agent, given on the next
-// tools/call result (Config.Notices).
+// notices are notes for the agent, on its next tools/call result.
 type notices [numNotices]string
 
 // set sets the note of kind k when on ("" withdraws it).
@@ -80,8 +78,7 @@ type recompiles struct {
 	running map[string]context.CancelFunc // by the client's raw id
 }
 
-// start runs the recompile tool for the client's request env in the
-// background and answers the call when it is done.
+// start runs the recompile tool in the background, then answers the call.
 func (rc *recompiles) start(env wire.Envelope) {
 	s, r := rc.s, rc.s.r
 	id := bytes.Clone(env.ID)
@@ -162,8 +159,7 @@ type toolInfo struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-// diffTools compares the tool lists by name, input schema and
-// description; known: old is a real earlier list.
+// diffTools compares tools by name, schema and description.
 func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
 	d := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
 	om := map[string]toolInfo{}
@@ -222,9 +218,8 @@ func compactJSON(b json.RawMessage) string {
 	return buf.String()
 }
 
-// SetEnv sets env overrides for the next starts of the child, as the
-// recompile tool's env argument does (the mux's reload_server): only the
-// keys of Child.EnvOverridable; an error names the others, setting none.
+// SetEnv sets env overrides for the next starts, as recompile's env
+// argument does: only keys of Child.EnvOverridable, else none.
 func (r *Relay) SetEnv(env map[string]string) error {
 	if len(env) == 0 {
 		return nil
