@@ -28,14 +28,11 @@ import (
 // HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp's
 // Child): one process per start, each session an HTTP session on it.
 type HTTPChild interface {
-	// Prepare sets up a process before it starts (its log, a free port)
-	// and returns the URL it will serve.
+	// Prepare sets up a process (its log, a port); url is what it serves.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
-	// Link is a new session's link to the server at url; sent, when set,
-	// sees each message as it is sent (Config.Traffic).
+	// Link is a new session's link to url; sent sees what it sends.
 	Link(url string, sent func(msg []byte)) wire.Link
-	// Overlaps reports whether a new process may run beside the one it
-	// replaces: it is then started while the old one's calls drain.
+	// Overlaps: a new process may run beside the one it replaces.
 	Overlaps() bool
 	// Ready waits until the server answers at url, or says why not.
 	Ready(ctx context.Context, url string) error
@@ -58,57 +55,46 @@ type child struct {
 	done     chan struct{}
 }
 
-// spec is how to start a process of the server: Child, with its env.
-type spec struct {
-	Child
-	env []string
-}
-
-func (r *Relay) spec() spec {
-	c := r.cfg.Child
-	return spec{Child: c, env: r.env.apply(mergeEnv(c.Env, c.ExtraEnv))}
-}
-
 // check finds what keeps any process of the server from starting.
-func (sp spec) check() error {
-	if len(sp.Command) == 0 {
+func (c *Child) check() error {
+	if len(c.Command) == 0 {
 		return errors.New("run.command is empty")
 	}
-	if sp.Dir != "" {
-		if fi, err := os.Stat(sp.Dir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: %s", texts.ErrNoDir, sp.Dir)
+	if c.Dir != "" {
+		if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: %s", texts.ErrNoDir, c.Dir)
 		}
 	}
-	if sp.Shell {
+	if c.Shell {
 		return nil
 	}
-	prog := sp.Command[0]
+	prog := c.Command[0]
 	var err error
 	if filepath.Base(prog) != prog {
 		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(sp.Dir, prog)
+			prog = filepath.Join(c.Dir, prog)
 		}
 		_, err = os.Stat(prog)
 	} else if _, err = exec.LookPath(prog); errors.Is(err, exec.ErrDot) {
 		err = nil
 	}
 	if err != nil {
-		return fmt.Errorf("start %s: %w", sp.describe(), err)
+		return fmt.Errorf("start %s: %w", c.describe(), err)
 	}
 	return nil
 }
 
-// start starts a process of the server. attach sets its stdio and
+// start starts a process of the server with env. attach sets its stdio and
 // returns the reader of its log, each line of which goes to onLine.
-func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
-	if err := sp.check(); err != nil {
+func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
-	argv := sp.Command
-	if sp.Shell {
+	argv := c.Command
+	if c.Shell {
 		argv = argv[:1] // the script; Child.Command has no positional arguments
 	}
-	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: sp.Shell, Dir: sp.Dir, Env: sp.env}, sp.StopTimeout)
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: c.Shell, Dir: c.Dir, Env: env}, c.StopTimeout)
 	logs, err := attach(cmd.Cmd)
 	if err == nil {
 		if err = cmd.Start(); err != nil {
@@ -116,7 +102,7 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", sp.describe(), err)
+		return nil, fmt.Errorf("start %s: %w", c.describe(), err)
 	}
 	p := &child{gen: gen, pid: cmd.Process.Pid, cmd: cmd, tail: tail.New(0, 64<<10, nil), started: time.Now(), done: make(chan struct{})}
 	logsDone := make(chan struct{})
@@ -180,20 +166,16 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 
 // stop stops the process on purpose: closeIn, grace, SIGTERM to its
 // group, grace, SIGKILL (at once when ctx ends). It returns when it is gone.
-func (p *child) stop(grace time.Duration, ctx context.Context, closeIn func()) {
+func (p *child) stop(grace time.Duration, ctx context.Context, closeIn io.Closer) {
 	p.stopping.Store(true)
 	p.kill(grace, ctx, closeIn)
 }
 
 // kill stops a process as stop does, but its exit is a failure.
-func (p *child) kill(grace time.Duration, ctx context.Context, closeIn func()) {
+func (p *child) kill(grace time.Duration, ctx context.Context, closeIn io.Closer) {
 	p.ending.Store(true)
 	defer context.AfterFunc(ctx, p.cmd.Kill)()
-	var in io.Closer
-	if closeIn != nil {
-		in = closerFunc(closeIn)
-	}
-	p.cmd.Stop(in, grace)
+	p.cmd.Stop(closeIn, grace)
 	<-p.done
 }
 
@@ -203,7 +185,6 @@ func (f closerFunc) Close() error { f(); return nil }
 
 func (p *child) exited() bool { return closed(p.done) }
 
-// ranFor is how long the process ran (so far).
 func (p *child) ranFor() time.Duration {
 	if p.exited() {
 		return p.endedAt.Sub(p.started)
@@ -211,7 +192,6 @@ func (p *child) ranFor() time.Duration {
 	return time.Since(p.started)
 }
 
-// exitInfo is what the agent is told of a process that exited.
 func (p *child) exitInfo() texts.Exit {
 	return texts.Exit{Status: p.exitDesc, Uptime: p.ranFor(), Stderr: strings.TrimSpace(p.tail.String())}
 }
@@ -272,11 +252,11 @@ func (o *overrides) accept(raw []byte) error {
 	return nil
 }
 
-// apply is base with the overrides.
-func (o *overrides) apply(base []string) []string {
+// environ is the environment of a process of c: Env, ExtraEnv, overrides.
+func (o *overrides) environ(c *Child) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return mergeEnv(base, o.set)
+	return mergeEnv(mergeEnv(c.Env, c.ExtraEnv), o.set)
 }
 
 func mergeEnv(base []string, over map[string]string) []string {
@@ -338,7 +318,6 @@ func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
 	return l.errR, nil
 }
 
-// Start begins reading the child's stdout once it runs.
 func (l *stdioLink) Start(rcv wire.LinkReceiver) {
 	// The child's ends are the child's now.
 	l.inR.Close()

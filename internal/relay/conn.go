@@ -59,7 +59,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 	}
 	link := newStdioLink(r.cfg.MaxMessage, sent)
 	gen := int(r.gen.Add(1))
-	p, err := start(r.spec(), gen, link.attach, r.childLine(c))
+	p, err := start(&r.cfg.Child, r.env.environ(&r.cfg.Child), gen, link.attach, r.childLine(c))
 	if err != nil {
 		link.closeAll()
 		return nil, err
@@ -75,7 +75,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 			if !waitFor(p.done, stdoutGrace) && !p.ending.Load() {
 				why := link.Lost()
 				p.lost.Store(&why)
-				p.kill(r.cfg.Child.StopTimeout, r.ctx, link.Close)
+				p.kill(r.cfg.Child.StopTimeout, r.ctx, closerFunc(link.Close))
 			}
 		}
 		<-p.done
@@ -109,7 +109,7 @@ func (c *conn) stop(grace time.Duration, ctx context.Context) {
 // end ends a connection that failed (its failed report says why).
 func (c *conn) end(grace time.Duration, ctx context.Context) {
 	if c.own {
-		c.p.stop(grace, ctx, c.link.Close)
+		c.p.stop(grace, ctx, closerFunc(c.link.Close))
 	} else {
 		c.link.Close()
 	}
@@ -132,7 +132,6 @@ func (c *conn) noHandshake() string {
 	return texts.NoHandshake(cfg.Child.describe(), cfg.Child.Setting, cfg.HandshakeTimeout, stderr, cfg.Tools.Rebuild)
 }
 
-// exitInfo is what the agent is told of a child that is gone.
 func (c *conn) exitInfo() texts.Exit {
 	if c.own || c.p.exited() {
 		return c.p.exitInfo()

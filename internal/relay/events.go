@@ -59,7 +59,6 @@ type eventQueue struct {
 	wg      sync.WaitGroup
 }
 
-// post queues ev; with no callback it does nothing.
 func (e *eventQueue) post(ev Event) {
 	if e.tap != nil {
 		e.tap(ev) // Stats: at once, in the poster's goroutine
@@ -123,37 +122,20 @@ type Stats struct {
 
 // counters are the figures of Stats that the relay's state does not hold.
 type counters struct {
-	mu      sync.Mutex
-	starts  int // restarts completed, the first start included
-	served  uint64
-	crashes int
-	crashed bool // the last child exited on its own
-	// junkWarned: junk on a child's stdout was warned of (then: debug).
-	junkWarned atomic.Bool
+	starts     atomic.Int64 // restarts completed, the first start included
+	served     atomic.Uint64
+	crashes    atomic.Int64
+	crashed    atomic.Bool // the last child exited on its own
+	junkWarned atomic.Bool // junk on a child's stdout was warned of (then: debug)
 }
 
-func (c *counters) started() {
-	c.mu.Lock()
-	c.starts++
-	c.mu.Unlock()
-}
-
-func (c *counters) callServed() {
-	c.mu.Lock()
-	c.served++
-	c.mu.Unlock()
-}
-
-// event notes what an Event says, as it is posted.
 func (c *counters) event(ev Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch ev.Kind {
 	case Starting, Up:
-		c.crashed = false
+		c.crashed.Store(false)
 	case Crashed:
-		c.crashes++
-		c.crashed = true
+		c.crashes.Add(1)
+		c.crashed.Store(true)
 	}
 }
 
@@ -193,14 +175,11 @@ func (r *Relay) Stats() Stats {
 	r.known.mu.Lock()
 	st.Tools, st.ToolsKnown = r.known.count, r.known.first != nil
 	r.known.mu.Unlock()
-	r.stats.mu.Lock()
-	st.Served, st.Crashes, st.Restarts = r.stats.served, r.stats.crashes, max(r.stats.starts-1, 0)
-	crashed := r.stats.crashed
-	r.stats.mu.Unlock()
+	st.Served, st.Crashes, st.Restarts = r.stats.served.Load(), int(r.stats.crashes.Load()), int(max(r.stats.starts.Load()-1, 0))
 	st.State = map[state]string{stateStarting: "starting", stateUp: "running", stateRestarting: "restarting", stateClosed: "stopped"}[h.state]
 	if h.state == stateDown || h.state == stateUp && down {
 		switch {
-		case crashed:
+		case r.stats.crashed.Load():
 			st.State = "crashed"
 		case st.Gen == 0 && !h.lastBuildFailed:
 			st.State = "starting" // the first build outlasted the client's grace

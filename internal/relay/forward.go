@@ -16,21 +16,17 @@ import (
 
 // handshake is what the child, or mcpflow, answered of the handshake.
 type handshake struct {
-	initResult []byte // the initialize (or server/discover) result the client got, forced
-	selfInit   bool   // mcpflow answered initialize itself (no child did yet)
-	// selfDiscover: mcpflow answered server/discover itself, so the next
-	// child's era is unknown.
-	selfDiscover  bool
-	childDiscover bool // the current child answered server/discover
-	caps          caps // what the current child declared
+	initResult    []byte // the initialize (or server/discover) result the client got, forced
+	selfInit      bool   // mcpflow answered initialize itself (no child did yet)
+	selfDiscover  bool   // mcpflow answered server/discover itself: the child's era is unknown
+	childDiscover bool   // the current child answered server/discover
+	caps          []byte // the capabilities the current child declared
 	// initID is the client's first initialize while unanswered, when the
 	// era bridge may take the session (its messages wait meanwhile).
 	initID      []byte
 	initDecided bool
 	probing     bool // mcpflow asks the child whether it speaks 2026-07-28
 }
-
-type caps struct{ prompts, resources bool }
 
 // methodKinds are the requests the relay acts on when their answer comes.
 var methodKinds = map[string]kind{"initialize": kindInitialize, "server/discover": kindDiscover,
@@ -42,8 +38,7 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 	switch env.Method {
 	case "initialize":
 		if s.hs.childDiscover && c.own {
-			// A Go SDK server that answered server/discover refuses a later
-			// initialize: a fresh child of the session's own takes it.
+			// A Go SDK server that answered server/discover refuses initialize.
 			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			s.hold(msg, env)
 			s.phase = phaseHold
@@ -150,9 +145,9 @@ func (s *Session) ready() bool {
 	return false
 }
 
-// declares reports whether the client's initialize result declared kind.
-func (h *handshake) declares(kind string) bool {
-	v := jsonscan.Member(jsonscan.Member(h.initResult, "capabilities"), kind)
+// declares reports whether capabilities caps declare the list kind.
+func declares(caps []byte, kind string) bool {
+	v := jsonscan.Member(caps, kind)
 	return v != nil && string(v) != "null"
 }
 

@@ -76,7 +76,7 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	}
 	s.ids.forget(key)
 	if pd.kind == kindToolsCall {
-		s.r.stats.callServed()
+		s.r.stats.served.Add(1)
 	}
 	var keep []recorded
 	switch pd.kind {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
@@ -50,13 +51,11 @@ func newClientView() clientView {
 	return clientView{served: map[string]listView{}, heard: map[string]bool{}}
 }
 
-// hear records that the client got an answer to method (a */list).
 func (v *clientView) hear(method string) {
 	kind, _, _ := strings.Cut(method, "/")
 	v.heard[kind] = true
 }
 
-// unknown reports whether the relay does not know what some list holds.
 func (v *clientView) unknown() bool {
 	for _, k := range listKindNames {
 		if !v.served[k].known {
@@ -130,7 +129,9 @@ func (v *clientView) beginEmpty() {
 // announce records what the client is served and tells it which lists
 // changed (once its session is established). s.mu is held.
 func (s *Session) announce(views map[string]listView) {
-	changed := s.view.update(views, func(kind string) bool { return s.st.Era != wire.EraLegacy || s.hs.declares(kind) })
+	changed := s.view.update(views, func(kind string) bool {
+		return s.st.Era != wire.EraLegacy || declares(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
+	})
 	if len(changed) == 0 || !s.st.Established() {
 		return
 	}

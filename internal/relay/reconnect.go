@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -133,7 +134,7 @@ func (rc *reconnect) replay() ([]string, error) {
 			return nil, fmt.Errorf("replaying initialize: %w", err)
 		}
 		s.mu.Lock()
-		s.hs.selfInit, s.hs.caps, s.hs.initResult = false, declaredCaps(res), forced
+		s.hs.selfInit, s.hs.caps, s.hs.initResult = false, bytes.Clone(jsonscan.Member(res, "capabilities")), forced
 		c.speaks = wire.EraLegacy
 		s.mu.Unlock()
 		s.r.rec.keep([]recorded{{"initialize", true, forced}})
@@ -225,7 +226,7 @@ func (rc *reconnect) lists(c *conn) (map[string]listView, []toolInfo, error) {
 	for _, k := range []struct {
 		kind     string
 		declared bool
-	}{{"tools", true}, {"prompts", caps.prompts}, {"resources", caps.resources}} {
+	}{{"tools", true}, {"prompts", declares(caps, "prompts")}, {"resources", declares(caps, "resources")}} {
 		if !k.declared && !modern {
 			views[k.kind] = viewOf(nil)
 			continue

@@ -21,9 +21,8 @@ import (
 
 // First says how the relay serves clients before the first server is up.
 type First struct {
-	// Grace is how long the client's messages wait for the first server,
-	// when no record answers them; then the relay answers alone. 0 = as
-	// long as the client waits (ClientWait).
+	// Grace is how long messages the record does not answer wait for the
+	// first server; 0 = as long as the client waits (ClientWait).
 	Grace time.Duration
 	// Record is the file of what the server said at its last good start
 	// ("" = none), written through statedir: the relay answers the
@@ -94,7 +93,6 @@ func loadRecord(path, key string, log *slog.Logger) *record {
 	return &rec
 }
 
-// discoverResult is what the record reads of a server/discover result.
 type discoverResult struct {
 	SupportedVersions []string                   `json:"supportedVersions"`
 	Capabilities      json.RawMessage            `json:"capabilities"`

@@ -20,23 +20,17 @@ import (
 // Config is what the relay needs. The zero value of every field but
 // Child.Command has a usable default.
 type Config struct {
-	Child        Child  // how to start and stop the child
-	Tools        Tools  // mcpflow's own tools
-	Queue        Queue  // what a session may hold while its child cannot take it
-	First        First  // how a session is served before the first server is up
-	MaxMessage   int    // largest message in either direction; default 64 MiB
-	Notices      bool   // add notes on failed auto-builds and crashes to the next tools/call result
-	ServerSuffix string // appended to serverInfo.name and version
-	MaxChildren  int    // bounds a stdio server's processes (one per session); default 16
-	// HandshakeTimeout bounds a child's answer to a handshake (the
-	// client's or the replay's); default 30s.
-	HandshakeTimeout time.Duration
-	// Drain is how long calls running on a child that a restart replaces
-	// may go on before it is stopped; 0 = stop it at once.
-	Drain time.Duration
-	// OnCrash is "restart" (default: restart with backoff, stop on a crash
-	// loop) or "wait" (stay down until a build or recompile).
-	OnCrash string
+	Child            Child         // how to start and stop the child
+	Tools            Tools         // mcpflow's own tools
+	Queue            Queue         // what a session may hold while its child cannot take it
+	First            First         // how a session is served before the first server is up
+	MaxMessage       int           // largest message in either direction; default 64 MiB
+	Notices          bool          // add notes on failed auto-builds and crashes to the next tools/call result
+	ServerSuffix     string        // appended to serverInfo.name and version
+	MaxChildren      int           // bounds a stdio server's processes (one per session); default 16
+	HandshakeTimeout time.Duration // bounds a child's answer to a handshake; default 30s
+	Drain            time.Duration // how long calls on a child being replaced may go on; 0 = none
+	OnCrash          string        // "restart" (with backoff; default) or "wait" (for a build)
 	// OnEvent, when set, is told what happens to the children (see Event),
 	// in order, from a goroutine of the relay's that holds no relay lock.
 	OnEvent func(Event)
@@ -260,7 +254,6 @@ func GrowPipe(f *os.File) { growPipe(f) }
 // HasRecord reports whether a record of the last good start answers.
 func (r *Relay) HasRecord() bool { return r.rec.current() != nil }
 
-// now is the relay's health as it is now.
 func (r *Relay) now() health {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -55,7 +55,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	rr.sessions = slices.Clone(r.sessions)
 	old := r.server
 	r.mu.Unlock()
-	if err := r.spec().check(); err != nil {
+	if err := r.cfg.Child.check(); err != nil {
 		return rr.allDown(errors.New(texts.NoStart(err, r.cfg.Child.Setting)))
 	}
 	for _, s := range rr.sessions {
@@ -92,7 +92,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 		return res, errClosed
 	case ok:
 		r.health.state, r.health.report = stateUp, ""
-		r.stats.started()
+		r.stats.starts.Add(1)
 	default:
 		r.health.state = stateDown
 	}
@@ -200,12 +200,11 @@ func (rr *restartRun) replaceServer(old *child) (*child, error) {
 	return srv, nil
 }
 
-// startServer starts a process of the HTTP server.
 func (rr *restartRun) startServer() (*child, error) {
 	r := rr.r
 	gen := int(r.gen.Add(1))
 	var url string
-	srv, err := start(r.spec(), gen, func(cmd *exec.Cmd) (io.ReadCloser, error) {
+	srv, err := start(&r.cfg.Child, r.env.environ(&r.cfg.Child), gen, func(cmd *exec.Cmd) (io.ReadCloser, error) {
 		logs, u, err := r.cfg.Child.HTTP.Prepare(cmd)
 		url = u
 		return logs, err
@@ -309,7 +308,7 @@ func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool,
 			return
 		}
 		r.log.Info("server restarted after its crash", "took", result.Dur(res.Duration))
-		r.stats.started()
+		r.stats.starts.Add(1)
 		r.events.post(Event{Kind: Up, Gen: res.Gen, Pid: res.Pid, Restart: res})
 		if quiet {
 			s.mu.Lock()
@@ -378,8 +377,7 @@ const (
 type health struct {
 	state  state
 	report string // why no child serves, for errors and tool results
-	// building: the first build still runs past the client's grace; tool
-	// calls wait for it (held) while everything else is answered at once.
+	// building: the first build outlasted the grace; calls wait for it.
 	building bool
 	// lastBuildFailed: the files on disk are not what the server runs.
 	lastBuildFailed bool

@@ -26,7 +26,7 @@ func (c *conn) forceResult(msg []byte, env wire.Envelope, isInit bool) []byte {
 		s.r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	s.hs.caps, s.hs.initResult = declaredCaps(env.Result), res
+	s.hs.caps, s.hs.initResult = bytes.Clone(jsonscan.Member(env.Result, "capabilities")), res
 	if isInit {
 		c.speaks = wire.EraLegacy
 	} else if speaksModern(env.Result) {
@@ -99,16 +99,6 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 	}
 	obj["listChanged"] = json.RawMessage("true")
 	caps[key] = mustJSON(obj)
-}
-
-// declaredCaps reads which lists the child itself declared.
-func declaredCaps(result []byte) caps {
-	c := jsonscan.Member(result, "capabilities")
-	present := func(k string) bool {
-		v := jsonscan.Member(c, k)
-		return v != nil && string(v) != "null"
-	}
-	return caps{prompts: present("prompts"), resources: present("resources")}
 }
 
 // inject appends mcpflow's tools to the last page of a tools/list result,

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"bytes"
+	"iter"
+	"maps"
 	"strconv"
 	"time"
 
@@ -17,8 +19,8 @@ type router struct {
 	pending    map[string]*pending // by the id the child knows
 	serverReqs map[string]serverReq
 	waiters    map[string]chan []byte
-	// drain is the generation whose calls in flight may finish before its
-	// child is stopped (gen 0: none); done is closed once none is left.
+	// drain is the generation whose calls are let finish (0: none); done
+	// is closed once none is left.
 	drain struct {
 		gen  int
 		done chan struct{}
@@ -37,17 +39,15 @@ const (
 )
 
 type pending struct {
-	kind      kind
-	gen       int
-	method    string
-	msg       []byte    // the request, kept for initialize and server/discover only
-	firstPage bool      // a */list without a cursor
-	sent      time.Time // when it was forwarded, for the debug log's latency
-	// clientID is the client's id of a request the child knows under one
-	// of the relay's; nil when the child got the client's own.
-	clientID    []byte
-	token       string // its progress token (raw JSON), if no other request has it
-	awaitingAck bool   // a listen replayed to a new child: its acknowledgement is consumed
+	kind        kind
+	gen         int
+	method      string
+	msg         []byte    // the request, kept for initialize and server/discover only
+	firstPage   bool      // a */list without a cursor
+	sent        time.Time // when it was forwarded, for the debug log's latency
+	clientID    []byte    // the client's id, when the child knows one of the relay's
+	token       string    // its progress token (raw JSON), if no other request has it
+	awaitingAck bool      // a listen replayed to a new child: its acknowledgement is consumed
 }
 
 // replyID is the id of the client's answer to p (key: the child's id).
@@ -116,26 +116,29 @@ func (rt *router) forget(key string) {
 	}
 }
 
-// calls counts the requests in flight on gen, listens aside.
-func (rt *router) calls(gen int) int {
-	n := 0
-	for _, p := range rt.pending {
-		if p.gen == gen && p.kind != kindListen {
-			n++
+// onGen yields the requests in flight on generation gen, listens aside
+// (they outlive children).
+func (rt *router) onGen(gen int) iter.Seq2[string, *pending] {
+	return func(yield func(string, *pending) bool) {
+		for k, p := range rt.pending {
+			if p.gen == gen && p.kind != kindListen && !yield(k, p) {
+				return
+			}
 		}
+	}
+}
+
+func (rt *router) calls(gen int) (n int) {
+	for range rt.onGen(gen) {
+		n++
 	}
 	return n
 }
 
-// only is the one call in flight on generation gen (listens aside), and
-// the id the child knows it by; nil when there is none or more than one.
-func (rt *router) only(gen int) (string, *pending) {
-	var key string
-	var one *pending
-	for k, p := range rt.pending {
-		if p.gen != gen || p.kind == kindListen {
-			continue
-		}
+// only is the one call in flight on gen, and the id the child knows it
+// by; nil when there is none or more than one.
+func (rt *router) only(gen int) (key string, one *pending) {
+	for k, p := range rt.onGen(gen) {
 		if one != nil {
 			return "", nil
 		}
@@ -146,8 +149,8 @@ func (rt *router) only(gen int) (string, *pending) {
 
 // handshakePending: a handshake request sent to gen awaits its answer.
 func (rt *router) handshakePending(gen int) bool {
-	for _, p := range rt.pending {
-		if p.gen == gen && (p.kind == kindInitialize || p.kind == kindDiscover) {
+	for _, p := range rt.onGen(gen) {
+		if p.kind == kindInitialize || p.kind == kindDiscover {
 			return true
 		}
 	}
@@ -176,12 +179,9 @@ func (rt *router) endDrain() {
 // takeGen removes and returns the requests pending on generation gen,
 // listens aside, and forgets that generation's requests to the client.
 func (rt *router) takeGen(gen int) map[string]*pending {
-	out := map[string]*pending{}
-	for key, pd := range rt.pending {
-		if pd.gen == gen && pd.kind != kindListen {
-			rt.forget(key)
-			out[key] = pd
-		}
+	out := maps.Collect(rt.onGen(gen))
+	for key := range out {
+		rt.forget(key)
 	}
 	for id, sr := range rt.serverReqs {
 		if sr.gen == gen {
@@ -247,7 +247,6 @@ type queued struct {
 	at  time.Time
 }
 
-// holdResult says what add did with a message.
 type holdResult int
 
 const (
@@ -329,5 +328,3 @@ func (h *holdQueue) expire(cutoff time.Time) []queued {
 	h.q = keep
 	return out
 }
-
-func (h *holdQueue) len() int { return len(h.q) }

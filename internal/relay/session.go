@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,9 +53,8 @@ type Session struct {
 }
 
 func newSession(r *Relay, c wire.Client) *Session {
-	s := &Session{r: r, ids: newRouter(), view: newClientView()}
+	s := &Session{r: r, ids: newRouter(), view: newClientView(), held: holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}}
 	s.recompiles = recompiles{s: s, running: map[string]context.CancelFunc{}}
-	s.held = holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}
 	s.out = &wire.Outbox{
 		Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil },
 		Hard:  r.cfg.Queue.Bytes + 2*r.cfg.MaxMessage,
@@ -242,7 +242,6 @@ func (s *Session) deliver(msg, rel []byte) {
 	}
 }
 
-// hold keeps a client message until a child can take it.
 func (s *Session) hold(msg []byte, env wire.Envelope) {
 	switch s.held.add(msg, env, time.Now()) {
 	case duplicate:
@@ -250,10 +249,10 @@ func (s *Session) hold(msg []byte, env wire.Envelope) {
 	case full:
 		s.r.log.Warn("queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
-			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(s.held.len(), s.held.bytes), nil))
+			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(len(s.held.q), s.held.bytes), nil))
 		}
 	case held:
-		if s.held.len() == 1 {
+		if len(s.held.q) == 1 {
 			time.AfterFunc(s.r.cfg.Queue.Timeout, s.expire)
 		}
 	}
@@ -273,7 +272,7 @@ func (s *Session) expire() {
 			s.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(s.r.cfg.Queue.Timeout), nil))
 		}
 	}
-	if s.held.len() > 0 {
+	if len(s.held.q) > 0 {
 		time.AfterFunc(s.r.cfg.Queue.Timeout/4, s.expire)
 	}
 }
@@ -395,7 +394,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 	id := env.ID
 	report := cmp.Or(s.report, r.now().describe())
 	if env.Method == "tools/call" {
-		r.stats.callServed()
+		r.stats.served.Add(1)
 	}
 	modern := s.modern()
 	ok := func(result any) { s.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
@@ -418,8 +417,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		s.view.beginEmpty()
 		ok(result)
 	case "server/discover":
-		// Answered, not declined, so that a 2026-07-28 client stays in its
-		// era (a legacy-only server is bridged); from the record if it can.
+		// Answered, so that a 2026-07-28 client stays in its era (bridged).
 		s.hs.selfDiscover = true
 		if res, found := r.rec.current().answer(env, nil); found {
 			s.reply(id, wire.ResultResponse(id, res))
@@ -474,17 +472,6 @@ func plainID(id []byte) bool {
 		}
 		return true
 	}
-	digits := id
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && (len(digits) > 1 || id[0] == '-') {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && strconv.FormatInt(n, 10) == string(id) && n > -1e15 && n < 1e15
 }

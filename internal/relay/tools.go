@@ -113,7 +113,7 @@ func (rc *recompiles) start(env wire.Envelope) {
 		if _, ok := rc.running[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
-		r.stats.callServed()
+		r.stats.served.Add(1)
 		delete(rc.running, string(id))
 		s.notices.clear() // the result says it all
 		s.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
@@ -130,19 +130,16 @@ func (rc *recompiles) cancel(id []byte) bool {
 }
 
 func (rc *recompiles) stopAll() {
-	for id, cancel := range rc.running {
+	for _, cancel := range rc.running {
 		cancel()
-		delete(rc.running, id)
 	}
+	clear(rc.running)
 }
 
 // toolResult is a CallToolResult with one text item and structured as
 // its structuredContent (if not nil); modern marks it complete.
 func toolResult(text string, isErr bool, structured any, modern bool) []byte {
-	res := map[string]any{
-		"content": []json.RawMessage{textContent(text)},
-		"isError": isErr,
-	}
+	res := map[string]any{"content": []json.RawMessage{textContent(text)}, "isError": isErr}
 	if structured != nil {
 		res["structuredContent"] = structured
 	}
@@ -152,7 +149,6 @@ func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	return mustJSON(res)
 }
 
-// toolInfo is what the diff compares.
 type toolInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
