@@ -25,8 +25,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp's
-// Child): one process per start, each session an HTTP session on it.
+// HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp).
 type HTTPChild interface {
 	// Prepare sets up a process (its log, a port); url is what it serves.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
@@ -84,8 +83,7 @@ func (c *Child) check() error {
 	return nil
 }
 
-// start starts a process of the server with env. attach sets its stdio and
-// returns the reader of its log, each line of which goes to onLine.
+// start starts a process; attach sets its stdio and returns its log.
 func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -164,8 +162,8 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// stop stops the process on purpose: closeIn, grace, SIGTERM to its
-// group, grace, SIGKILL (at once when ctx ends). It returns when it is gone.
+// stop stops it on purpose: closeIn, grace, SIGTERM, grace, SIGKILL (at
+// once when ctx ends). It returns when the process is gone.
 func (p *child) stop(grace time.Duration, ctx context.Context, closeIn io.Closer) {
 	p.stopping.Store(true)
 	p.kill(grace, ctx, closeIn)
@@ -304,8 +302,8 @@ func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
 		}
 		*ends[0], *ends[1] = r, w
 	}
-	growPipe(l.outR)
-	growPipe(l.inW)
+	GrowPipe(l.outR)
+	GrowPipe(l.inW)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.inR, l.outW, l.errW
 	bw := bufio.NewWriterSize(l.inW, 64<<10)
 	l.in.Write = func(msg, _ []byte) error {

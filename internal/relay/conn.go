@@ -99,8 +99,7 @@ func (c *conn) inline() *wire.Outbox {
 
 func (c *conn) exited() bool { return closed(c.done) }
 
-// stop ends the connection on purpose and returns once it ended; when
-// ctx ends, a process's stop is cut short.
+// stop ends the connection on purpose and returns once it ended.
 func (c *conn) stop(grace time.Duration, ctx context.Context) {
 	c.stopping.Store(true)
 	c.end(grace, ctx)
@@ -143,8 +142,8 @@ func (c *conn) exitInfo() texts.Exit {
 func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, error) {
 	s := c.s
 	s.mu.Lock()
-	id := s.ids.newID('r')
-	ch := s.ids.wait(id)
+	id, ch := s.ids.newID('r'), make(chan []byte, 1)
+	s.ids.waiters[string(id)] = ch
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -177,8 +176,7 @@ func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, 
 // errRefused is a child's error answer to a request of mcpflow's own.
 var errRefused = errors.New("server answered error")
 
-// request sends the child a client request, tracked as pd, under an id it
-// echoes exactly (the client's, or one of the relay's). s.mu is held.
+// request sends the child a client request, tracked as pd. s.mu is held.
 func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 	ids := &c.s.ids
 	key := string(env.ID)
@@ -198,8 +196,7 @@ func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 	c.link.Send(msg)
 }
 
-// boundHandshake stops a child that does not answer the client's
-// handshake pd in time; mcpflow then answers it, saying why. s.mu is held.
+// boundHandshake stops a child that does not answer handshake pd in time.
 func (c *conn) boundHandshake(pd *pending) {
 	s, r := c.s, c.s.r
 	time.AfterFunc(r.cfg.HandshakeTimeout, func() {

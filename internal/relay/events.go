@@ -17,16 +17,13 @@ const (
 	Starting EventKind = iota + 1
 	// Up: a child answered its handshake and serves (Gen, Pid, Restart).
 	Up
-	// RestartFailed: a child did not come up (Gen, Pid if it started,
-	// Report, Restart).
+	// RestartFailed: a child did not come up (Gen, Pid, Report, Restart).
 	RestartFailed
-	// Crashed: a child exited on its own (Gen, Pid; Report is the exit
-	// status and the tail of its stderr).
+	// Crashed: a child exited on its own (Gen, Pid; Report: exit, stderr).
 	Crashed
 	// BuildFailed: a build failed (Report holds the compiler errors).
 	BuildFailed
-	// Stopped: a child exited because the relay stopped it, for a restart
-	// or at shutdown (Gen, Pid).
+	// Stopped: the relay stopped a child (Gen, Pid).
 	Stopped
 )
 
@@ -46,8 +43,7 @@ type Event struct {
 	Restart *result.Restart // Up, RestartFailed: what the restart did
 }
 
-// eventQueue delivers events to the callback in order, from a goroutine
-// of its own: never under a relay lock, never holding up the relay.
+// eventQueue delivers events in order from a goroutine holding no lock.
 type eventQueue struct {
 	fn  func(Event)
 	tap func(Event) // told of each event as it is posted; nil = none

@@ -21,8 +21,7 @@ type handshake struct {
 	selfDiscover  bool   // mcpflow answered server/discover itself: the child's era is unknown
 	childDiscover bool   // the current child answered server/discover
 	caps          []byte // the capabilities the current child declared
-	// initID is the client's first initialize while unanswered, when the
-	// era bridge may take the session (its messages wait meanwhile).
+	// initID: the client's first initialize, unanswered, if it may be bridged
 	initID      []byte
 	initDecided bool
 	probing     bool // mcpflow asks the child whether it speaks 2026-07-28
@@ -116,14 +115,11 @@ func speaksModern(result []byte) bool {
 
 // withMeta is params with the client's _meta, for mcpflow's own requests.
 func withMeta(st *wire.State, params map[string]any) []byte {
-	if st.Era == wire.EraModern && st.Meta != nil {
-		if params == nil {
-			params = map[string]any{}
-		}
-		params["_meta"] = json.RawMessage(metaTriple(st.Meta))
-	}
 	if params == nil {
-		return []byte("{}")
+		params = map[string]any{}
+	}
+	if st.Era == wire.EraModern && st.Meta != nil {
+		params["_meta"] = json.RawMessage(metaTriple(st.Meta))
 	}
 	return mustJSON(params)
 }
@@ -185,9 +181,7 @@ func opening(st *wire.State) [][]byte {
 	return first
 }
 
-// handOff gives the session to the era bridge: first (what opened it),
-// then what it held. Its child is stopped: the bridge's session with the
-// relay has its own. s.mu is held.
+// handOff gives the session to the era bridge: first, then what it held.
 func (s *Session) handOff(first, answered [][]byte) {
 	r, c := s.r, s.child
 	s.child, s.hs.initID, s.phase = nil, nil, phaseHold

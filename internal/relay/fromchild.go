@@ -9,8 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Message handles one message the child sent; rel is the id of the
-// request whose exchange carried it, when known (an HTTP child).
+// Message handles a message of the child's; rel: the request that carried it.
 func (c *conn) Message(msg, rel []byte) {
 	s := c.s
 	if t := s.r.cfg.Traffic; t != nil {
@@ -109,10 +108,9 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	return keep
 }
 
-// relOf is the client's id of the request a message of the child's
-// belongs to: the one whose exchange carried it (rel, an HTTP child's),
-// the one its progress token or subscription id names, else the one call
-// in flight; nil when none is known. s.mu is held.
+// relOf is the client's id of the request a child's message belongs to:
+// the one that carried it (rel), or its progress token or subscription id
+// names, else the one call in flight; nil when none. s.mu is held.
 func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
 	s := c.s
 	if rel != nil {
@@ -180,8 +178,7 @@ func (c *conn) Junk(line []byte, badJSON bool) {
 	c.junk(line, what, badJSON)
 }
 
-// junk drops a line the child wrote that is no message to pass on (what
-// it is); when answer, the request it seems to answer gets an error.
+// junk drops a line of the child's; answer: its request gets an error.
 func (c *conn) junk(msg []byte, what string, answer bool) {
 	s := c.s
 	c.p.tail.Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
@@ -210,8 +207,7 @@ func (c *conn) TooLarge(tl *wire.TooLargeError) {
 	c.answerError(string(id), texts.ErrServerTooLarge(tl.Size, tl.Max))
 }
 
-// answerError answers the request the child knows as key, if in flight
-// on c, with an error in place of the child's answer. s.mu is held.
+// answerError answers the request key, if in flight on c, with an error.
 func (c *conn) answerError(key, text string) {
 	s := c.s
 	if pd, ok := s.ids.lookup(key, c.gen); ok && pd.kind != kindListen && c == s.child {

@@ -10,8 +10,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// The lists a client is told have changed, when what it would get from
-// */list changes (compared whole, as canonical JSON), and only then.
+// The lists a client is told have changed (compared as canonical JSON).
 var listKindNames = []string{"tools", "prompts", "resources"}
 
 // listView is a digest of a list; unknown until someone listed it.
@@ -77,8 +76,7 @@ func (v *clientView) learn(views map[string]listView) {
 func (v *clientView) forget()                { clear(v.served) }
 func (v *clientView) forgetKind(kind string) { delete(v.served, kind) }
 
-// update records views as what the client is served and returns the
-// kinds that changed (or were unknown) that it hears of (tools always).
+// update records views and returns the kinds that changed for the client.
 func (v *clientView) update(views map[string]listView, hears func(kind string) bool) []string {
 	var changed []string
 	for _, k := range listKindNames {
@@ -126,8 +124,7 @@ func (v *clientView) beginEmpty() {
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
-// announce records what the client is served and tells it which lists
-// changed (once its session is established). s.mu is held.
+// announce records views and tells the client what changed. s.mu is held.
 func (s *Session) announce(views map[string]listView) {
 	changed := s.view.update(views, func(kind string) bool {
 		return s.st.Era != wire.EraLegacy || declares(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
@@ -152,8 +149,7 @@ func toolInfos(raw []json.RawMessage) []toolInfo {
 	return out
 }
 
-// knownTools are the first tools the server listed (what a diff is
-// against for a client that never listed) and how many it lists now.
+// knownTools: the first tools the server listed, and how many it lists.
 type knownTools struct {
 	mu    sync.Mutex
 	first []toolInfo // nil until a list was read

@@ -174,8 +174,7 @@ func (rc *reconnect) handOff(answered [][]byte) bool {
 	return true
 }
 
-// resume replays the rest of the session (answers and acknowledgements
-// dropped) but what the hold queue has. s.mu is held.
+// resume replays the rest of the session but what is held. s.mu is held.
 func (rc *reconnect) resume() {
 	s, c := rc.s, rc.c
 	for _, m := range s.st.Replay(func() []byte { return s.ids.newID('r') }) {
@@ -283,8 +282,7 @@ func (rc *reconnect) fetchList(c *conn, kind string) ([]json.RawMessage, error) 
 	return all, nil
 }
 
-// learn reads what old, the child being replaced, lists where unknown,
-// so that the diff and list_changed say only what changes.
+// learn reads what old lists, where unknown, for the diff and list_changed.
 func (rc *reconnect) learn(old *conn) {
 	views, tools, err := rc.lists(old)
 	if err != nil || views == nil {
@@ -312,8 +310,7 @@ func (rc *reconnect) diff(tools []toolInfo, read bool) result.ToolDiff {
 	return diffTools(base, tools, known)
 }
 
-// goUp makes the new child the session's; it returns the params of a
-// ping to send when no answer of the child's is on its way.
+// goUp makes the new child the session's; probe: a ping to send, if any.
 func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	s, c := rc.s, rc.c
 	s.mu.Lock()
@@ -339,8 +336,7 @@ func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	return nil, nil
 }
 
-// awaitAnswer waits until the new child answered a request; one that
-// ignores the ping (probe) is taken as up after probeTimeout.
+// awaitAnswer waits until the new child answered (probe: up after a while).
 func (rc *reconnect) awaitAnswer(probe []byte) error {
 	s, c := rc.s, rc.c
 	if c.hasAnswered() {

@@ -33,7 +33,7 @@ type First struct {
 }
 
 // ClientWait is how long a client waits for a server, less a margin, by
-// its clientInfo.name (Claude Code 30 s, Codex 10 s, others about 5 s).
+// its clientInfo.name: Claude Code 30 s, Codex 10 s, others about 5 s.
 func ClientWait(name string) time.Duration {
 	name = strings.ToLower(name)
 	switch {
@@ -46,8 +46,7 @@ func ClientWait(name string) time.Duration {
 	}
 }
 
-// record is what the server said at its last good start: its answers to
-// initialize and server/discover (as the client got them), its lists.
+// record is what the server said at its last good start.
 type record struct {
 	Key        string                     `json:"key"`
 	Initialize json.RawMessage            `json:"initialize,omitempty"`
@@ -156,16 +155,13 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	}
 	switch env.Method {
 	case "initialize":
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		res := rec.initializeResult(p.ProtocolVersion)
+		asked := protocolVersion(env.Params)
+		res := rec.initializeResult(asked)
 		if res == nil {
 			return nil, false
 		}
-		if slices.Contains(mcp.SupportedProtocolVersions(), p.ProtocolVersion) && !wire.IsModern(p.ProtocolVersion) {
-			res["protocolVersion"] = mustJSON(p.ProtocolVersion)
+		if slices.Contains(mcp.SupportedProtocolVersions(), asked) && !wire.IsModern(asked) {
+			res["protocolVersion"] = mustJSON(asked)
 		}
 		for _, k := range modernOnly {
 			delete(res, k)
@@ -185,8 +181,14 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	return []byte(`{"` + field + `":` + string(items) + `}`), true
 }
 
-// initializeResult is the recorded answer to initialize, else one made
-// from the server/discover answer if the server speaks a legacy version.
+// protocolVersion is the version an initialize request asks for.
+func protocolVersion(params []byte) string {
+	var p struct{ ProtocolVersion string }
+	_ = json.Unmarshal(params, &p)
+	return p.ProtocolVersion
+}
+
+// initializeResult is the recorded initialize answer, or one from discover.
 func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	var res map[string]json.RawMessage
 	if rec.Initialize != nil {
@@ -284,8 +286,7 @@ func (rs *records) current() *record {
 	return rs.rec
 }
 
-// keep records the server's answers that hold the handshake or a whole
-// list, and writes the record when it changed.
+// keep records the answers that hold the handshake or a whole list.
 func (rs *records) keep(answers []recorded) {
 	if rs.path == "" || len(answers) == 0 {
 		return

@@ -17,8 +17,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// Config is what the relay needs. The zero value of every field but
-// Child.Command has a usable default.
+// Config is what the relay needs; zero values have defaults (not Command).
 type Config struct {
 	Child            Child         // how to start and stop the child
 	Tools            Tools         // mcpflow's own tools
@@ -31,16 +30,15 @@ type Config struct {
 	HandshakeTimeout time.Duration // bounds a child's answer to a handshake; default 30s
 	Drain            time.Duration // how long calls on a child being replaced may go on; 0 = none
 	OnCrash          string        // "restart" (with backoff; default) or "wait" (for a build)
-	// OnEvent, when set, is told what happens to the children (see Event),
-	// in order, from a goroutine of the relay's that holds no relay lock.
+	// OnEvent is told what happens to the children, in order, from a
+	// goroutine holding no relay lock.
 	OnEvent func(Event)
 	// Traffic, when set, is called with every message between a session
 	// and its child, as read and as sent: hop "server", toServer the
 	// direction, gen the generation of the child. It is called with no
 	// relay lock held; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
-	// Bridge, when set, serves a client whose era the child does not speak
-	// (internal/protocol/bridge), as a client of the relay in the child's.
+	// Bridge serves a client whose era the child does not speak, if set.
 	Bridge       func(upstream wire.Opener, c wire.Client) wire.Session
 	Recompiler   Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
 	Logger       *slog.Logger // nil = discard
@@ -179,8 +177,7 @@ func def[T cmp.Ordered](p *T, v T) {
 
 var errClosed = errors.New("relay is shut down")
 
-// Open opens a client's session (a wire.Opener) with a child of its own,
-// started now when a good build is at hand, else when it is (Restart).
+// Open opens a client's session (a wire.Opener) with a child of its own.
 func (r *Relay) Open(c wire.Client) wire.Session {
 	s := newSession(r, c)
 	r.mu.Lock()
@@ -246,10 +243,6 @@ func (r *Relay) InputEnded() {
 	defer r.mu.Unlock()
 	r.health.ended = true
 }
-
-// GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout):
-// large messages then cost fewer context switches. Best effort.
-func GrowPipe(f *os.File) { growPipe(f) }
 
 // HasRecord reports whether a record of the last good start answers.
 func (r *Relay) HasRecord() bool { return r.rec.current() != nil }

@@ -114,8 +114,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	return res, err
 }
 
-// allDown leaves the relay and every session without a child until the
-// next build or recompile: none can start (err says why).
+// allDown leaves the relay and every session without a child (err: why).
 func (rr *restartRun) allDown(err error) (*result.Restart, error) {
 	r := rr.r
 	r.mu.Lock()
@@ -226,7 +225,7 @@ func (rr *restartRun) startServer() (*child, error) {
 }
 
 // serverExited handles the end of the HTTP server's process: one mcpflow
-// did not stop is a crash (or, if it never answered, a failed start).
+// did not stop is a crash (a failed start, if it never answered).
 func (r *Relay) serverExited(srv *child) {
 	if srv.stopping.Load() {
 		r.events.post(Event{Kind: Stopped, Gen: srv.gen, Pid: srv.pid})
@@ -266,8 +265,7 @@ func (r *Relay) serverExited(srv *child) {
 	}
 }
 
-// failedStart notes a child that did not come up: while no session is
-// served, the relay is down with report.
+// failedStart: a child did not come up; with none up, the relay is down.
 func (r *Relay) failedStart(report string) {
 	for _, s := range r.openSessions() {
 		s.mu.Lock()
@@ -390,14 +388,12 @@ func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }
 // buildingFirst reports whether calls wait for the first build.
 func (h health) buildingFirst() bool { return h.building && h.state != stateUp }
 
-// restartedByBuild: a build (or the agent) restarted the server; the
-// crash count and the failed build are over.
+// restartedByBuild: the crash count and the failed build are over.
 func (h *health) restartedByBuild() {
 	h.crashes.quick, h.crashes.stopped, h.lastBuildFailed = 0, false, false
 }
 
-// crashed applies the crash policy to a crash of a child that served: the
-// report, and the backoff (0: not restarted, as after a failed build).
+// crashed applies the crash policy: the report, and the backoff (0: none).
 func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string, time.Duration) {
 	if h.lastBuildFailed {
 		return texts.CrashAfterFailedBuild(e, rebuild), 0
@@ -414,8 +410,8 @@ func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string
 	return texts.CrashWait(e, rebuild), 0
 }
 
-// A crash within quickCrash of the start counts towards a crash loop:
-// after crashLoop in a row, restarts stop until the next Restart.
+// After crashLoop crashes in a row, each within quickCrash of its start,
+// restarts stop until the next Restart.
 const (
 	quickCrash = 5 * time.Second
 	crashLoop  = 3

@@ -101,8 +101,7 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 	caps[key] = mustJSON(obj)
 }
 
-// inject appends mcpflow's tools to the last page of a tools/list result,
-// splicing bytes: a long list is never decoded.
+// inject appends mcpflow's tools to the last page of a tools/list result.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 	if nc := jsonscan.Member(env.Result, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
@@ -126,8 +125,7 @@ func (n *notices) attach(msg []byte, env wire.Envelope) []byte {
 	return out
 }
 
-// appendTo appends items, comma-separated JSON values, to the array that
-// is member key of env's result; it reports whether it did.
+// appendTo appends items to env's result's array key, if there is one.
 func appendTo(msg []byte, env wire.Envelope, key string, items []byte) ([]byte, bool) {
 	vs, ve, ok := jsonscan.MemberSpan(env.Result, key)
 	if !ok || env.Result[vs] != '[' || len(items) == 0 {
@@ -151,8 +149,7 @@ func textContent(s string) []byte {
 	return mustJSON(map[string]string{"type": "text", "text": s})
 }
 
-// rewriteCallTool turns a call of the call-forwarding tool, {name,
-// arguments}, into a tools/call of the named tool.
+// rewriteCallTool turns a call-forwarding call into a call of the tool.
 func rewriteCallTool(msg []byte, env wire.Envelope) ([]byte, wire.Envelope) {
 	args := jsonscan.Member(env.Params, "arguments")
 	name := jsonscan.Member(args, "name")

@@ -135,8 +135,7 @@ func (rt *router) calls(gen int) (n int) {
 	return n
 }
 
-// only is the one call in flight on gen, and the id the child knows it
-// by; nil when there is none or more than one.
+// only is the one call in flight on gen (nil: none or more than one).
 func (rt *router) only(gen int) (key string, one *pending) {
 	for k, p := range rt.onGen(gen) {
 		if one != nil {
@@ -157,8 +156,7 @@ func (rt *router) handshakePending(gen int) bool {
 	return false
 }
 
-// startDrain begins waiting for generation gen's calls: the channel is
-// closed once none is left (at once if none is).
+// startDrain begins waiting for gen's calls; done is closed when none is left.
 func (rt *router) startDrain(gen int) <-chan struct{} {
 	rt.endDrain()
 	rt.drain.gen, rt.drain.done = gen, make(chan struct{})
@@ -176,8 +174,7 @@ func (rt *router) endDrain() {
 	}
 }
 
-// takeGen removes and returns the requests pending on generation gen,
-// listens aside, and forgets that generation's requests to the client.
+// takeGen removes and returns gen's requests and requests to the client.
 func (rt *router) takeGen(gen int) map[string]*pending {
 	out := maps.Collect(rt.onGen(gen))
 	for key := range out {
@@ -216,13 +213,6 @@ func (rt *router) cancelServerReq(gen int, orig []byte) (string, bool) {
 	return "", false
 }
 
-// wait registers a request of the relay's own, for its answer.
-func (rt *router) wait(id []byte) chan []byte {
-	ch := make(chan []byte, 1)
-	rt.waiters[string(id)] = ch
-	return ch
-}
-
 // answer hands its answer to a request of the relay's own, if key is one.
 func (rt *router) answer(key string, msg []byte) bool {
 	ch, ok := rt.waiters[key]
@@ -233,8 +223,7 @@ func (rt *router) answer(key string, msg []byte) bool {
 	return ok
 }
 
-// holdQueue holds a session's client messages while no child can take
-// them, in order, within a count and a byte limit.
+// holdQueue holds a session's client messages while no child can take them.
 type holdQueue struct {
 	maxLen, maxBytes int
 	q                []queued
@@ -288,8 +277,7 @@ func (h *holdQueue) remove(id []byte) bool {
 	return true
 }
 
-// has reports whether a message like env is held: a request with its id,
-// or a notification of its method.
+// has reports whether a request with env's id, or a like notification, is held.
 func (h *holdQueue) has(env wire.Envelope) bool {
 	for _, m := range h.q {
 		if env.ID != nil && bytes.Equal(m.env.ID, env.ID) || env.ID == nil && m.env.ID == nil && m.env.Method == env.Method {

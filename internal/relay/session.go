@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -145,8 +144,7 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 	s.dispatch(msg, env)
 }
 
-// dispatch sends a request where the session's phase says: to the child,
-// to the hold queue, or to mcpflow's own answers. s.mu is held.
+// dispatch sends a request where the session's phase says. s.mu is held.
 func (s *Session) dispatch(msg []byte, env wire.Envelope) {
 	switch s.phase {
 	case phaseHold:
@@ -234,8 +232,7 @@ func (s *Session) reply(id, msg []byte) {
 	s.out.Send(msg, id)
 }
 
-// deliver sends the client a message that is no answer; rel is the
-// client's id of the request it belongs to. s.mu is held.
+// deliver sends the client a message that is no answer. s.mu is held.
 func (s *Session) deliver(msg, rel []byte) {
 	if s.phase != phaseClosed {
 		s.out.Send(msg, rel)
@@ -277,8 +274,7 @@ func (s *Session) expire() {
 	}
 }
 
-// flush dispatches the held messages in order; one that finds the
-// session holding again is held again. s.mu is held.
+// flush dispatches the held messages in order (or holds them). s.mu is held.
 func (s *Session) flush() {
 	for _, m := range s.held.take() {
 		switch {
@@ -301,8 +297,7 @@ func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 // bridgeable reports whether the session could go to the era bridge.
 func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
 
-// holdFor makes the session hold its client's messages for a restart
-// (auto: not a build's), withdrawing the notices a build makes untrue.
+// holdFor makes the session hold for a restart (auto: not a build's).
 func (s *Session) holdFor(auto bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -337,8 +332,7 @@ func (s *Session) goDown(report string) {
 	s.down(report)
 }
 
-// down answers the session alone from now on, saying report, and tells
-// the client its lists are empty. s.mu is held.
+// down answers the session alone from now on, saying report. s.mu is held.
 func (s *Session) down(report string) {
 	if s.phase == phaseClosed {
 		return
@@ -387,8 +381,7 @@ func (s *Session) Close() {
 // closeWait bounds how long Close waits for a delivery under way.
 const closeWait = 2 * time.Second
 
-// answerDown answers the client's request while no child serves: mcpflow
-// stands in for the server, saying why. s.mu is held.
+// answerDown answers for the server while none serves. s.mu is held.
 func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 	r := s.r
 	id := env.ID
@@ -400,15 +393,8 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 	ok := func(result any) { s.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
 	switch env.Method {
 	case "initialize":
-		var pv struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(env.Params, &pv)
-		if pv.ProtocolVersion == "" {
-			pv.ProtocolVersion = "2025-06-18"
-		}
 		result := map[string]any{
-			"protocolVersion": pv.ProtocolVersion,
+			"protocolVersion": cmp.Or(protocolVersion(env.Params), "2025-06-18"),
 			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
 			"instructions":    texts.Instructions(report),

@@ -136,8 +136,7 @@ func (rc *recompiles) stopAll() {
 	clear(rc.running)
 }
 
-// toolResult is a CallToolResult with one text item and structured as
-// its structuredContent (if not nil); modern marks it complete.
+// toolResult is a CallToolResult of text (and structured, if not nil).
 func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	res := map[string]any{"content": []json.RawMessage{textContent(text)}, "isError": isErr}
 	if structured != nil {
