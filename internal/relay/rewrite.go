@@ -103,6 +103,9 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 
 // inject appends mcpflow's tools to the last page of a tools/list result.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
+	if t.defs == nil {
+		return msg
+	}
 	if nc := jsonscan.Member(env.Result, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}
@@ -112,6 +115,9 @@ func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
 
 // attach appends the pending notices to a tools/call result.
 func (n *notices) attach(msg []byte, env wire.Envelope) []byte {
+	if *n == (notices{}) {
+		return msg
+	}
 	var items [][]byte
 	for _, text := range n {
 		if text != "" {
