@@ -17,9 +17,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// conn is a session's connection to its child: a process of its own, or
-// an HTTP session on the HTTP server's. It is its link's receiver
-// (fromchild.go). done is closed once it ended and its end was handled.
+// conn is a session's connection to its child (a process of its own, or
+// an HTTP session), its link's receiver; done: its end was handled.
 type conn struct {
 	s        *Session
 	p        *child // the process: the session's own, or the HTTP server's
@@ -176,8 +175,9 @@ func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, 
 // errRefused is a child's error answer to a request of mcpflow's own.
 var errRefused = errors.New("server answered error")
 
-// request sends the child a client request, tracked as pd. s.mu is held.
-func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
+// request sends the child a client request, tracked as pd under the id it
+// returns. s.mu is held.
+func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) string {
 	ids := &c.s.ids
 	key := string(env.ID)
 	if !plainID(env.ID) {
@@ -194,18 +194,16 @@ func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) {
 	}
 	ids.pending[key] = pd
 	c.link.Send(msg)
+	return key
 }
 
-// boundHandshake stops a child that does not answer handshake pd in time.
-func (c *conn) boundHandshake(pd *pending) {
+// boundHandshake stops a child that does not answer handshake key in time.
+func (c *conn) boundHandshake(key string) {
 	s, r := c.s, c.s.r
+	pd := s.ids.pending[key]
 	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
 		s.mu.Lock()
-		live := false
-		for _, q := range s.ids.pending {
-			live = live || q == pd
-		}
-		stale := !live || s.child != c || c.exited() || c.failed != ""
+		stale := s.ids.pending[key] != pd || s.child != c || c.exited() || c.failed != ""
 		if !stale {
 			c.failed = c.noHandshake()
 		}

@@ -99,10 +99,9 @@ func (e *eventQueue) close() {
 
 // Stats is what the relay is doing now, for a person (mcpflow status).
 type Stats struct {
-	// State is "starting" (the first server is not up yet, its build
-	// running or not begun), "running", "restarting", "crashed" (the
-	// server exited on its own and none runs), "down" (no server runs: a
-	// failed build or start) or "stopped" (closed).
+	// State is "starting" (the first server is not up yet), "running",
+	// "restarting", "crashed" (the server exited on its own and none runs),
+	// "down" (a failed build or start) or "stopped" (closed).
 	State      string
 	Gen        int             // the last process's generation: processes started, from 1; 0 before the first
 	Pid        int             // the most recently active session's child (an HTTP server's process); 0 when none runs

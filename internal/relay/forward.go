@@ -57,9 +57,10 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 	}
 	if pd.kind == kindInitialize || pd.kind == kindDiscover {
 		pd.msg = msg // answered by mcpflow should the child die first
-		c.boundHandshake(pd)
 	}
-	c.request(msg, env, pd)
+	if key := c.request(msg, env, pd); pd.msg != nil {
+		c.boundHandshake(key)
+	}
 }
 
 // probeFirst reports whether a 2026-07-28 client's request must wait

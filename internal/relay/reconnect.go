@@ -25,10 +25,9 @@ type reconnect struct {
 	c   *conn // the new child
 }
 
-// run stops the old child once its calls drained, starts the new one (a
-// process of its own, or an HTTP session on srv), replays the session
-// into it, reads its lists and tells the client what changed, and sends
-// on what the session held. On error the Restart carries it too.
+// run stops the old child once its calls drained, starts the new one (an
+// HTTP session on srv, if not nil), replays the session into it, reads its
+// lists, tells the client what changed and sends on what was held.
 func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	s, r := rc.s, rc.s.r
 	t0 := time.Now()

@@ -25,9 +25,8 @@ type First struct {
 	// first server; 0 = as long as the client waits (ClientWait).
 	Grace time.Duration
 	// Record is the file of what the server said at its last good start
-	// ("" = none), written through statedir: the relay answers the
-	// handshake and the lists from it at once, calls wait for the server.
-	// It is used only when its Key is Key and it is valid in every part.
+	// ("" = none; through statedir), from which the relay answers the
+	// handshake and the lists at once, if its Key is Key and it is valid.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
 }

@@ -33,10 +33,9 @@ type Config struct {
 	// OnEvent is told what happens to the children, in order, from a
 	// goroutine holding no relay lock.
 	OnEvent func(Event)
-	// Traffic, when set, is called with every message between a session
-	// and its child, as read and as sent: hop "server", toServer the
-	// direction, gen the generation of the child. It is called with no
-	// relay lock held; it must not keep msg (nor write to it).
+	// Traffic, when set, sees every message between a session and its
+	// child (hop "server", toServer: the direction, gen: the child's), under
+	// no relay lock; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
 	// Bridge serves a client whose era the child does not speak, if set.
 	Bridge       func(upstream wire.Opener, c wire.Client) wire.Session
@@ -236,8 +235,7 @@ func (r *Relay) Close() {
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
 // InputEnded says the stdio client's input ended: its requests wait for
-// the server's answers (within Queue.Timeout) rather than being answered
-// for a server still starting.
+// the server (within Queue.Timeout), not answered for one still starting.
 func (r *Relay) InputEnded() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -17,9 +17,8 @@ import (
 )
 
 // Restart starts, or replaces, every session's child (see the package
-// documentation). It returns what it did for the session whose recompile
-// asked (ctx), else the most recently active one; on error the Restart
-// (never nil) carries it too.
+// documentation) and says what it did for the session whose recompile
+// asked (ctx), else the latest active; on error the Restart carries it.
 func (r *Relay) Restart(ctx context.Context) (*result.Restart, error) {
 	return (&restartRun{r: r, ctx: ctx}).run()
 }
