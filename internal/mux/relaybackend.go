@@ -70,16 +70,16 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		}
 		rc := relay.Config{
 			Child: relay.Child{
-				Command:     spec.Command,
-				Shell:       spec.Shell,
-				Dir:         spec.Dir,
-				ExtraEnv:    spec.Env,
-				StopTimeout: spec.StopTimeout,
-				Setting:     setting,
+				Command:        spec.Command,
+				Shell:          spec.Shell,
+				Dir:            spec.Dir,
+				ExtraEnv:       spec.Env,
+				StopTimeout:    spec.StopTimeout,
+				Setting:        setting,
+				EnvOverridable: spec.EnvOverridable,
 			},
-			EnvOverridable: spec.EnvOverridable,
-			OnCrash:        onCrash,
-			Drain:          o.Drain,
+			OnCrash: onCrash,
+			Drain:   o.Drain,
 		}
 		if o.Configure != nil {
 			o.Configure(spec, &rc)
@@ -89,8 +89,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// until it is up (the mux's own deadline decides how long a
 		// client waits), never answering a handshake alone before.
 		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
-		rc.NoOwnTools = true
-		rc.Rebuild = texts.ReloadHint(spec.Name)
+		rc.Tools.None, rc.Tools.Rebuild = true, texts.ReloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger
 		rc.ServerLogger = logger.With("stream", "stderr")

@@ -3,14 +3,18 @@ package relay
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,30 +25,19 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// HTTPChild is a server that serves Streamable HTTP (internal/transport/
-// httpmcp's Child): one process per start, each session of the relay an
-// HTTP session of its own on it.
+// HTTPChild is a server of Streamable HTTP (internal/transport/httpmcp).
 type HTTPChild interface {
-	// Prepare is called before the process starts: it sets where its
-	// output goes (logs: its stdout and stderr, for a person) and what it
-	// needs in its environment (a free port), and returns the URL it
-	// will serve.
+	// Prepare sets up a process (its log, a port); url is what it serves.
 	Prepare(cmd *exec.Cmd) (logs io.ReadCloser, url string, err error)
-	// Link is a new session's link to the server at url; sent, when set,
-	// sees each message as it is sent (Config.Traffic).
+	// Link is a new session's link to url; sent sees what it sends.
 	Link(url string, sent func(msg []byte)) wire.Link
-	// Overlaps reports whether a new process may run beside the one it
-	// replaces (each start has a port of its own): it is then started
-	// while the calls of the old one drain.
+	// Overlaps: a new process may run beside the one it replaces.
 	Overlaps() bool
-	// Ready waits until the server answers at url, or says why it does
-	// not.
+	// Ready waits until the server answers at url, or says why not.
 	Ready(ctx context.Context, url string) error
 }
 
-// child is one process of the server: a stdio server's, of one session,
-// or an HTTP server's, of every session. done is closed once it was
-// waited, its group killed and its output read to its end.
+// child is one process of the server; done: waited, group killed, log read.
 type child struct {
 	gen      int
 	pid      int
@@ -61,73 +54,53 @@ type child struct {
 	done     chan struct{}
 }
 
-// spec says how to start a process of the server.
-type spec struct {
-	argv  []string
-	shell bool
-	dir   string
-	env   []string
-	grace time.Duration
-}
-
-func (r *Relay) spec() spec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.cfg.Child
-	return spec{argv: c.Command, shell: c.Shell, dir: c.Dir, grace: c.StopTimeout, env: mergeEnv(mergeEnv(c.Env, c.ExtraEnv), r.env)}
-}
-
-// check finds what keeps any process of the server from starting (its
-// working directory, its program), so that a restart reports it even
-// with no session to start a child for.
-func (sp spec) check() error {
-	if len(sp.argv) == 0 {
+// check finds what keeps any process of the server from starting.
+func (c *Child) check() error {
+	if len(c.Command) == 0 {
 		return errors.New("run.command is empty")
 	}
-	if sp.dir != "" {
-		if fi, err := os.Stat(sp.dir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%w: %s", texts.ErrNoDir, sp.dir)
+	if c.Dir != "" {
+		if fi, err := os.Stat(c.Dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: %s", texts.ErrNoDir, c.Dir)
 		}
 	}
-	if sp.shell {
+	if c.Shell {
 		return nil
 	}
-	prog := sp.argv[0]
+	prog := c.Command[0]
+	var err error
 	if filepath.Base(prog) != prog {
 		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(sp.dir, prog)
+			prog = filepath.Join(c.Dir, prog)
 		}
-		if _, err := os.Stat(prog); err != nil {
-			return fmt.Errorf("start %s: %w", describeCommand(sp.argv, false), err)
-		}
-		return nil
+		_, err = os.Stat(prog)
+	} else if _, err = exec.LookPath(prog); errors.Is(err, exec.ErrDot) {
+		err = nil
 	}
-	if _, err := exec.LookPath(prog); err != nil && !errors.Is(err, exec.ErrDot) {
-		return fmt.Errorf("start %s: %w", describeCommand(sp.argv, false), err)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", c.describe(), err)
 	}
 	return nil
 }
 
-// start starts a process of the server for generation gen. attach sets
-// its stdio (a stdio link's pipes, or an HTTP server's Prepare) and
-// returns the reader of its log lines; each line goes to onLine.
-func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
-	if err := sp.check(); err != nil {
+// start starts a process; attach sets its stdio and returns its log.
+func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
+	if err := c.check(); err != nil {
 		return nil, err
 	}
-	argv := sp.argv
-	if sp.shell {
+	argv := c.Command
+	if c.Shell {
 		argv = argv[:1] // the script; Child.Command has no positional arguments
 	}
-	// Stop cancels the command: SIGTERM, and SIGKILL StopTimeout later.
-	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: sp.shell, Dir: sp.dir, Env: sp.env}, sp.grace)
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: c.Shell, Dir: c.Dir, Env: env}, c.StopTimeout)
 	logs, err := attach(cmd.Cmd)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", describeCommand(sp.argv, sp.shell), err)
+	if err == nil {
+		if err = cmd.Start(); err != nil {
+			logs.Close()
+		}
 	}
-	if err := cmd.Start(); err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("start %s: %w", describeCommand(sp.argv, sp.shell), err)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.describe(), err)
 	}
 	p := &child{gen: gen, pid: cmd.Process.Pid, cmd: cmd, tail: tail.New(0, 64<<10, nil), started: time.Now(), done: make(chan struct{})}
 	logsDone := make(chan struct{})
@@ -150,8 +123,7 @@ func start(sp spec, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLi
 	return p, nil
 }
 
-// readLogs keeps the tail of what the process writes for a person and
-// hands each line to onLine until it ends.
+// readLogs keeps the tail of the log and hands each line to onLine.
 func (p *child) readLogs(r io.Reader, onLine func(string)) {
 	sc := bufio.NewReaderSize(r, 64<<10)
 	for {
@@ -169,6 +141,15 @@ func (p *child) readLogs(r io.Reader, onLine func(string)) {
 	}
 }
 
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // waitFor waits for ch to be closed, at most d; it reports whether it was.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -181,25 +162,18 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// stop stops the process on purpose: closeIn first (a stdio child sees
-// the end of its input), grace, SIGTERM to its group, grace again, then
-// SIGKILL. It returns when the process is fully gone; when ctx ends, what
-// is left of the stop is cut short (SIGKILL).
-func (p *child) stop(grace time.Duration, ctx context.Context, closeIn func()) {
+// stop stops it on purpose: closeIn, grace, SIGTERM, grace, SIGKILL (at
+// once when ctx ends). It returns when the process is gone.
+func (p *child) stop(grace time.Duration, ctx context.Context, closeIn io.Closer) {
 	p.stopping.Store(true)
 	p.kill(grace, ctx, closeIn)
 }
 
-// kill stops a process as stop does, but its exit is handled as a
-// failure (its failed report says why), not a stop mcpflow asked for.
-func (p *child) kill(grace time.Duration, ctx context.Context, closeIn func()) {
+// kill stops a process as stop does, but its exit is a failure.
+func (p *child) kill(grace time.Duration, ctx context.Context, closeIn io.Closer) {
 	p.ending.Store(true)
 	defer context.AfterFunc(ctx, p.cmd.Kill)()
-	var in io.Closer
-	if closeIn != nil {
-		in = closerFunc(closeIn)
-	}
-	p.cmd.Stop(in, grace)
+	p.cmd.Stop(closeIn, grace)
 	<-p.done
 }
 
@@ -207,16 +181,8 @@ type closerFunc func()
 
 func (f closerFunc) Close() error { f(); return nil }
 
-func (p *child) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *child) exited() bool { return closed(p.done) }
 
-// ranFor is how long the process ran (so far, or until it exited).
 func (p *child) ranFor() time.Duration {
 	if p.exited() {
 		return p.endedAt.Sub(p.started)
@@ -224,18 +190,16 @@ func (p *child) ranFor() time.Duration {
 	return time.Since(p.started)
 }
 
-// exitInfo is what the agent is told of a process that exited.
 func (p *child) exitInfo() texts.Exit {
 	return texts.Exit{Status: p.exitDesc, Uptime: p.ranFor(), Stderr: strings.TrimSpace(p.tail.String())}
 }
 
-// describeCommand is how a command is named in messages: a script with
-// the shell that runs it.
-func describeCommand(argv []string, shell bool) string {
-	if shell {
-		return fmt.Sprintf("%s %q", proc.ShellName, argv[0])
+// describe names the command in messages (a script with its shell).
+func (c *Child) describe() string {
+	if c.Shell {
+		return fmt.Sprintf("%s %q", proc.ShellName, c.Command[0])
 	}
-	return fmt.Sprintf("%q", strings.Join(argv, " "))
+	return fmt.Sprintf("%q", strings.Join(c.Command, " "))
 }
 
 func describeExit(err error, ps *os.ProcessState) string {
@@ -245,17 +209,161 @@ func describeExit(err error, ps *os.ProcessState) string {
 		}
 		return "exited"
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && runtime.GOOS != "windows" && ws.Signaled() {
-		return "killed by " + signalName(int(ws.Signal()))
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || runtime.GOOS == "windows" || !ws.Signaled() {
+		return fmt.Sprintf("exit status %d", ps.ExitCode())
 	}
-	return fmt.Sprintf("exit status %d", ps.ExitCode())
+	if name, ok := map[syscall.Signal]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[ws.Signal()]; ok {
+		return "killed by " + name
+	}
+	return fmt.Sprintf("killed by signal %d", ws.Signal())
 }
 
-// signalName names the signals a server is commonly killed by.
-func signalName(n int) string {
-	if name, ok := map[int]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
-		9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}[n]; ok {
-		return name
+// overrides are the agent's accepted env overrides for the next starts.
+type overrides struct {
+	allowed []string
+	mu      sync.Mutex
+	set     map[string]string
+}
+
+// accept validates and stores env overrides, a JSON object (null: none).
+func (o *overrides) accept(raw []byte) error {
+	if raw == nil || string(raw) == "null" {
+		return nil
 	}
-	return fmt.Sprintf("signal %d", n)
+	var env map[string]string
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("env must be an object of strings: %v", err)
+	}
+	refused := slices.DeleteFunc(slices.Sorted(maps.Keys(env)), func(k string) bool { return slices.Contains(o.allowed, k) })
+	if len(refused) > 0 {
+		allowed := "none (set run.env_overridable in mcpflow.toml)"
+		if len(o.allowed) > 0 {
+			allowed = strings.Join(o.allowed, ", ")
+		}
+		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	maps.Copy(o.set, env)
+	return nil
+}
+
+// environ is the environment of a process of c: Env, ExtraEnv, overrides.
+func (o *overrides) environ(c *Child) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return mergeEnv(mergeEnv(c.Env, c.ExtraEnv), o.set)
+}
+
+func mergeEnv(base []string, over map[string]string) []string {
+	if len(over) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := over[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(over)) {
+		out = append(out, k+"="+over[k])
+	}
+	return out
+}
+
+// stdioLink is a stdio server's wire.Link: a line a message to its stdin
+// through an Outbox, its stdout read by wire.Reader. os.Pipe: Wait must
+// not close the read ends before all was read.
+type stdioLink struct {
+	maxMsg                           int
+	inR, inW, outR, outW, errR, errW *os.File
+	in                               *wire.Outbox
+	done                             chan struct{}
+	closeOnce                        sync.Once
+}
+
+func newStdioLink(maxMsg int, sent func(msg []byte)) *stdioLink {
+	l := &stdioLink{maxMsg: maxMsg, done: make(chan struct{})}
+	// A child that computes is not stalled: only what piles up is bounded.
+	l.in = &wire.Outbox{Sent: sent, Stall: -1}
+	return l
+}
+
+// attach gives cmd the link's pipes; stderr's read end is the log.
+func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
+	for _, ends := range [][2]**os.File{{&l.inR, &l.inW}, {&l.outR, &l.outW}, {&l.errR, &l.errW}} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			l.closeAll()
+			return nil, err
+		}
+		*ends[0], *ends[1] = r, w
+	}
+	GrowPipe(l.outR)
+	GrowPipe(l.inW)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.inR, l.outW, l.errW
+	bw := bufio.NewWriterSize(l.inW, 64<<10)
+	l.in.Write = func(msg, _ []byte) error {
+		if _, err := bw.Write(msg); err != nil {
+			return err
+		}
+		return bw.WriteByte('\n')
+	}
+	l.in.Flush = bw.Flush
+	return l.errR, nil
+}
+
+func (l *stdioLink) Start(rcv wire.LinkReceiver) {
+	// The child's ends are the child's now.
+	l.inR.Close()
+	l.outW.Close()
+	l.errW.Close()
+	l.in.Start(func() { l.inW.Close() })
+	go func() {
+		defer close(l.done)
+		defer l.outR.Close()
+		rd := wire.NewReader(l.outR, l.maxMsg)
+		for {
+			msg, err := rd.Next()
+			var tl *wire.TooLargeError
+			var bad *wire.InvalidError
+			switch {
+			case errors.As(err, &tl):
+				rcv.TooLarge(tl)
+			case errors.As(err, &bad):
+				// A line cut by the child's death: its call gets the crash report.
+				rcv.Junk(bad.Line, !rd.Cut())
+			case err != nil:
+				return
+			default:
+				rcv.Message(msg, nil)
+			}
+		}
+	}()
+}
+
+func (l *stdioLink) Send(msg []byte) { l.in.Send(msg, nil) }
+
+// Close closes the child's stdin once what is queued was written.
+func (l *stdioLink) Close() { l.in.Close() }
+
+func (l *stdioLink) Done() <-chan struct{} { return l.done }
+func (l *stdioLink) Kind() string          { return "stdio" }
+func (l *stdioLink) Lost() string          { return "it closed its stdout" }
+
+// abandon closes stdout's read end (a daemon may hold its write end).
+func (l *stdioLink) abandon() { l.outR.Close() }
+
+// closeAll closes every pipe (a start that failed).
+func (l *stdioLink) closeAll() {
+	l.closeOnce.Do(func() {
+		for _, f := range []*os.File{l.inR, l.inW, l.outR, l.outW, l.errR, l.errW} {
+			if f != nil {
+				f.Close()
+			}
+		}
+	})
 }

@@ -1,23 +1,24 @@
 package relay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/proc/tail"
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// conn is a session's connection to its child: a process of its own on
-// its stdin and stdout (a stdio server), or an HTTP session on the HTTP
-// server's process. done is closed once it ended (its link is done and,
-// when the process is its own, the process is gone) and its end was
-// handled (connEnded).
+// conn is a session's connection to its child (a process of its own, or
+// an HTTP session), its link's receiver; done: its end was handled.
 type conn struct {
 	s        *Session
 	p        *child // the process: the session's own, or the HTTP server's
@@ -35,14 +36,11 @@ type conn struct {
 	failed  string   // the report its end is given (no handshake in time)
 }
 
-// stdoutGrace is how long a child whose link ended (it closed its
-// stdout) may take to exit before mcpflow stops it: it can answer
-// nothing more.
+// stdoutGrace is how long a child that closed its stdout may take to exit.
 const stdoutGrace = 500 * time.Millisecond
 
-// connect makes session s's connection to a new child: a process of its
-// own (srv nil), or an HTTP session on srv.
-func (s *Session) connect(srv *child) (*conn, error) {
+// newConn connects s to a new child: its own process, or a session on srv.
+func newConn(s *Session, srv *child) (*conn, error) {
 	r := s.r
 	c := &conn{s: s, gen: int(r.conns.Add(1)), answered: make(chan struct{}), done: make(chan struct{})}
 	var sent func([]byte)
@@ -51,34 +49,32 @@ func (s *Session) connect(srv *child) (*conn, error) {
 	}
 	if srv != nil {
 		c.p, c.link = srv, r.cfg.Child.HTTP.Link(srv.url, sent)
-		c.link.Start(receiver{c})
+		c.link.Start(c)
 		r.wg.Go(func() {
 			<-c.link.Done()
-			s.connEnded(c)
-			close(c.done)
+			c.ended()
 		})
 		return c, nil
 	}
 	link := newStdioLink(r.cfg.MaxMessage, sent)
-	gen := r.nextGen()
-	p, err := start(r.spec(), gen, link.attach, r.childLine(c))
+	gen := int(r.gen.Add(1))
+	p, err := start(&r.cfg.Child, r.env.environ(&r.cfg.Child), gen, link.attach, r.childLine(c))
 	if err != nil {
 		link.closeAll()
 		return nil, err
 	}
 	c.p, c.own, c.link = p, true, link
-	link.Start(receiver{c})
+	link.Start(c)
 	r.events.post(Event{Kind: Starting, Gen: gen, Pid: p.pid})
-	r.log.Info("server started", "pid", p.pid, "gen", gen, "cmd", describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell))
+	r.log.Info("server started", "pid", p.pid, "gen", gen, "cmd", r.cfg.Child.describe())
 	r.wg.Go(func() {
 		select {
 		case <-p.done:
-		case <-link.Done():
-			// Its stdout ended while it runs: it can answer nothing more.
+		case <-link.Done(): // it can answer nothing more
 			if !waitFor(p.done, stdoutGrace) && !p.ending.Load() {
 				why := link.Lost()
 				p.lost.Store(&why)
-				p.kill(r.cfg.Child.StopTimeout, r.ctx, link.Close)
+				p.kill(r.cfg.Child.StopTimeout, r.ctx, closerFunc(link.Close))
 			}
 		}
 		<-p.done
@@ -87,30 +83,12 @@ func (s *Session) connect(srv *child) (*conn, error) {
 			link.abandon() // a process outside the group holds its stdout
 			waitFor(link.Done(), 2*time.Second)
 		}
-		s.connEnded(c)
-		close(c.done)
+		c.ended()
 	})
 	return c, nil
 }
 
-// receiver is a conn's wire.LinkReceiver.
-type receiver struct{ c *conn }
-
-func (r receiver) Message(msg, rel []byte)         { r.c.s.fromChild(r.c, msg, rel) }
-func (r receiver) TooLarge(tl *wire.TooLargeError) { r.c.s.childTooLarge(r.c, tl) }
-func (r receiver) Junk(line []byte, badJSON bool) {
-	what := "not JSON-RPC"
-	if badJSON {
-		what = "not valid JSON"
-	}
-	r.c.s.childJunk(r.c, line, what, badJSON)
-}
-
-// send sends one message to the child.
-func (c *conn) send(msg []byte) { c.link.Send(msg) }
-
-// inline is the outbox the session's client reader may write itself (a
-// stdio child's stdin); nil for another link.
+// inline is a stdio child's stdin, which the client's reader may write.
 func (c *conn) inline() *wire.Outbox {
 	if l, ok := c.link.(*stdioLink); ok {
 		return l.in
@@ -118,21 +96,9 @@ func (c *conn) inline() *wire.Outbox {
 	return nil
 }
 
-func (c *conn) tail() *tail.Buffer { return c.p.tail }
+func (c *conn) exited() bool { return closed(c.done) }
 
-func (c *conn) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop ends the connection on purpose (a restart, the session's end): a
-// process of its own is stopped (its input closed first), an HTTP
-// session's link closed. It returns once the connection ended; when ctx
-// ends, what is left of a process's stop is cut short.
+// stop ends the connection on purpose and returns once it ended.
 func (c *conn) stop(grace time.Duration, ctx context.Context) {
 	c.stopping.Store(true)
 	c.end(grace, ctx)
@@ -141,14 +107,13 @@ func (c *conn) stop(grace time.Duration, ctx context.Context) {
 // end ends a connection that failed (its failed report says why).
 func (c *conn) end(grace time.Duration, ctx context.Context) {
 	if c.own {
-		c.p.stop(grace, ctx, c.link.Close)
+		c.p.stop(grace, ctx, closerFunc(c.link.Close))
 	} else {
 		c.link.Close()
 	}
 	<-c.done
 }
 
-// markAnswered records that the child answered a request.
 func (c *conn) markAnswered() {
 	c.once.Do(func() {
 		c.p.served.Store(true)
@@ -156,24 +121,15 @@ func (c *conn) markAnswered() {
 	})
 }
 
-// hasAnswered reports whether the child ever answered a request.
-func (c *conn) hasAnswered() bool {
-	select {
-	case <-c.answered:
-		return true
-	default:
-		return false
-	}
+func (c *conn) hasAnswered() bool { return closed(c.answered) }
+
+// noHandshake is the report of a child that did not answer its handshake.
+func (c *conn) noHandshake() string {
+	cfg := &c.s.r.cfg
+	stderr := texts.Exit{Stderr: strings.TrimSpace(c.p.tail.String())}
+	return texts.NoHandshake(cfg.Child.describe(), cfg.Child.Setting, cfg.HandshakeTimeout, stderr, cfg.Tools.Rebuild)
 }
 
-// stderrInfo is what is known of the child, which may still run: the end
-// of its stderr.
-func (c *conn) stderrInfo() texts.Exit {
-	return texts.Exit{Stderr: strings.TrimSpace(c.p.tail.String())}
-}
-
-// exitInfo is what the agent is told of a child that is gone: its
-// process's exit, or why its HTTP session ended.
 func (c *conn) exitInfo() texts.Exit {
 	if c.own || c.p.exited() {
 		return c.p.exitInfo()
@@ -181,33 +137,131 @@ func (c *conn) exitInfo() texts.Exit {
 	return texts.Exit{Status: c.link.Lost(), Uptime: c.p.ranFor(), Stderr: strings.TrimSpace(c.p.tail.String())}
 }
 
-// childLine copies one line of a process's log to the server's logger,
-// and acts on relay.restart_marker.
-func (r *Relay) childLine(c *conn) func(string) {
-	return func(line string) {
-		r.cfg.ServerLogger.Info(line)
-		if r.cfg.RestartMarker != "" && line == r.cfg.RestartMarker && (c == nil || !c.stopping.Load()) {
-			r.log.Info("the server asked for a restart (relay.restart_marker)")
-			r.wg.Go(func() { r.recompileInBackground("restart marker") })
+// call sends the child a request of mcpflow's own and waits for its result.
+func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, error) {
+	s := c.s
+	s.mu.Lock()
+	id, ch := s.ids.newID('r'), make(chan []byte, 1)
+	s.ids.waiters[string(id)] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.ids.waiters, string(id))
+		s.mu.Unlock()
+	}()
+	c.link.Send(wire.Request(id, method, params))
+	select {
+	case msg := <-ch:
+		env, err := wire.Peek(msg)
+		if err != nil {
+			return nil, err
 		}
+		if env.HasError {
+			var e struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(env.Error, &e)
+			return nil, fmt.Errorf("%s: %w %d: %s", method, errRefused, e.Code, e.Message)
+		}
+		return env.Result, nil
+	case <-c.done:
+		return nil, fmt.Errorf("it exited (%s) before answering %s", c.exitInfo().Status, method)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: no answer: %w", method, ctx.Err())
 	}
 }
 
-// connEnded is called once per conn, after it is fully gone. Every
-// request still pending on it gets exactly one error. A child that ends
-// before it answered its handshake, or before the start that made it
-// completed, is a failed start: reported, not restarted. A crash while
-// the last build failed is not restarted either (the files on disk came
-// from that build). Other crashes follow relay.on_crash; an HTTP server's
-// process that is gone is the relay's to restart (serverExited).
-func (s *Session) connEnded(c *conn) {
-	r := s.r
+// errRefused is a child's error answer to a request of mcpflow's own.
+var errRefused = errors.New("server answered error")
+
+// request sends the child a client request, tracked as pd under the id it
+// returns. s.mu is held.
+func (c *conn) request(msg []byte, env wire.Envelope, pd *pending) string {
+	ids := &c.s.ids
+	key := string(env.ID)
+	if !plainID(env.ID) {
+		id := ids.newID('r')
+		pd.clientID = bytes.Clone(env.ID)
+		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
+		key = string(id)
+		if e, err := wire.Peek(msg); err == nil {
+			env = e
+		}
+	}
+	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil && ids.byToken(tok) == "" {
+		pd.token = string(tok)
+	}
+	ids.pending[key] = pd
+	c.link.Send(msg)
+	return key
+}
+
+// boundHandshake stops a child that does not answer handshake key in time.
+func (c *conn) boundHandshake(key string) {
+	s, r := c.s, c.s.r
+	pd := s.ids.pending[key]
+	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
+		s.mu.Lock()
+		stale := s.ids.pending[key] != pd || s.child != c || c.exited() || c.failed != ""
+		if !stale {
+			c.failed = c.noHandshake()
+		}
+		s.mu.Unlock()
+		if !stale {
+			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
+			c.end(r.cfg.Child.StopTimeout, context.Background())
+		}
+	})
+}
+
+// drain lets the calls on c, a child being replaced, finish (Config.Drain).
+func (c *conn) drain() {
+	s, r := c.s, c.s.r
+	if r.cfg.Drain <= 0 || c.exited() {
+		return
+	}
+	s.mu.Lock()
+	done := s.ids.startDrain(c.gen)
+	n := s.ids.calls(c.gen)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.ids.endDrain()
+		s.mu.Unlock()
+	}()
+	if n == 0 {
+		return
+	}
+	r.log.Info("letting the calls in flight finish before the restart", "calls", n, "drain", result.Dur(r.cfg.Drain))
+	t := time.NewTimer(r.cfg.Drain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		r.log.Warn("drain time over: the calls still running get the restart error", "drain", result.Dur(r.cfg.Drain))
+	case <-c.done:
+	case <-r.ctx.Done():
+	}
+}
+
+// retire stops c, a child being replaced, once its calls drained.
+func (c *conn) retire() {
+	c.drain()
+	c.stop(c.s.r.cfg.Child.StopTimeout, c.s.r.ctx)
+}
+
+// ended handles the end of c, and closes done: every request pending on
+// it gets one error. A child that ends before its start completed is a
+// failed start, not restarted; others follow health.crashed (an HTTP
+// server's process, serverExited).
+func (c *conn) ended() {
+	defer close(c.done)
+	s, r := c.s, c.s.r
 	stopped := c.stopping.Load()
 	e := c.exitInfo()
-	tool := r.cfg.Rebuild
 	s.mu.Lock()
-	// A child that ends while its calls drain is being replaced anyway:
-	// its calls get the crash report, the session goes on holding.
+	// One that ends while its calls drain is being replaced anyway.
 	current := !stopped && s.child == c && s.phase != phaseClosed && s.ids.drain.gen != c.gen
 	serverGone := !c.own && c.p.exited()
 	failedStart := false
@@ -220,19 +274,18 @@ func (s *Session) connEnded(c *conn) {
 	case c.failed != "":
 		failedStart, report = true, c.failed
 	case !c.hasAnswered() || !c.settled:
-		failedStart, report = true, texts.FailedStart(e, r.cfg.Child.Setting, tool)
+		failedStart, report = true, texts.FailedStart(e, r.cfg.Child.Setting, r.cfg.Tools.Rebuild)
 	case serverGone:
-		report = r.report()
-	case r.lastBuildFailed():
-		report = texts.CrashAfterFailedBuild(e, tool)
+		report = r.now().describe()
 	default:
-		report, backoff = r.crashed(e)
+		r.mu.Lock()
+		report, backoff = r.health.crashed(e, r.cfg.Tools.Rebuild, r.log)
+		r.mu.Unlock()
 	}
 	var handshake []queued
 	for key, pd := range s.ids.takeGen(c.gen) {
 		if current && (pd.kind == kindInitialize || pd.kind == kindDiscover) {
-			// The session must survive a server that dies at once: mcpflow
-			// answers the handshake itself, once it is down.
+			// mcpflow answers the handshake itself, once the session is down.
 			if env, err := wire.Peek(pd.msg); err == nil {
 				handshake = append(handshake, queued{msg: pd.msg, env: env})
 				continue
@@ -245,7 +298,6 @@ func (s *Session) connEnded(c *conn) {
 			s.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, texts.ErrCrashed(report), map[string]any{"exit": e.Status, "stderr": e.Stderr}))
 		}
 	}
-	quiet := len(handshake) == 0
 	if current {
 		s.child = nil
 		s.hs.childDiscover = false
@@ -255,12 +307,12 @@ func (s *Session) connEnded(c *conn) {
 		}
 	}
 	s.mu.Unlock()
-	if c.own {
-		if stopped {
-			r.events.post(Event{Kind: Stopped, Gen: c.p.gen, Pid: c.p.pid})
-		} else {
-			r.events.post(Event{Kind: Crashed, Gen: c.p.gen, Pid: c.p.pid, Report: report})
-		}
+	switch {
+	case !c.own:
+	case stopped:
+		r.events.post(Event{Kind: Stopped, Gen: c.p.gen, Pid: c.p.pid})
+	default:
+		r.events.post(Event{Kind: Crashed, Gen: c.p.gen, Pid: c.p.pid, Report: report})
 	}
 	if !current {
 		return
@@ -268,10 +320,9 @@ func (s *Session) connEnded(c *conn) {
 	r.log.Error("server crashed", "status", e.Status, "uptime", result.Dur(e.Uptime))
 	switch {
 	case failedStart:
-		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + tool)
+		r.log.Error("it exited before answering its handshake: a failed start, not restarted until the next change or " + r.cfg.Tools.Rebuild)
 		r.failedStart(report)
-	case serverGone:
 	case backoff > 0:
-		r.restartAfterCrash(s, backoff, quiet, e.Status)
+		r.restartAfterCrash(s, backoff, len(handshake) == 0, e.Status)
 	}
 }

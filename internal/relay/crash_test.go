@@ -16,7 +16,9 @@ func TestCrashPolicy(t *testing.T) {
 	if a, _ := p.crashed(time.Second); a != crashLoopStop || !p.stopped {
 		t.Fatalf("third quick crash: %v, want the loop stopped", a)
 	}
-	p.reset()
+	h := health{crashes: p}
+	h.restartedByBuild()
+	p = h.crashes
 	if a, d := p.crashed(time.Second); a != crashRestart || d != 100*time.Millisecond || p.stopped {
 		t.Fatalf("after reset: %v %v", a, d)
 	}

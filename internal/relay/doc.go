@@ -79,9 +79,11 @@
 //
 // # Locks and queues
 //
-// Relay.restarts (one restart at a time) > Session.mu > Relay.mu > the
-// outboxes' own. No callback (a client's Deliver, OnEvent, Traffic) and no
-// file write runs under Session.mu or Relay.mu. Every queue toward a peer
-// is bounded: a session's hold queue (Config.Queue), its outbox to the
-// client and a stdio child's stdin (wire.Outbox).
+// Relay.restarts (one restart at a time) > Session.mu > Relay.mu > leaf
+// locks (the outboxes', the record's and the like); no
+// session's lock is taken under Relay.mu. No callback (a client's Deliver,
+// OnEvent, Traffic) and no file write runs under Session.mu or Relay.mu.
+// Every queue toward a peer is bounded: a session's hold queue
+// (Config.Queue), its outbox to the client and a stdio child's stdin
+// (wire.Outbox).
 package relay

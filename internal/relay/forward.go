@@ -12,42 +12,32 @@ import (
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/report/result"
-	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// handshake is what the session's child, or mcpflow, answered of the
-// client's handshake: what a new child is compared with, and what the
-// era bridge and the record need. Its session's lock guards it.
+// handshake is what the child, or mcpflow, answered of the handshake.
 type handshake struct {
-	initResult []byte // the initialize (or server/discover) result the client got, forced
-	selfInit   bool   // mcpflow answered initialize itself (no child did yet)
-	// selfDiscover: mcpflow answered server/discover itself (from the
-	// record, or while none ran), so the next child's era is unknown.
-	selfDiscover  bool
-	childDiscover bool // the current child answered server/discover
-	caps          caps // what the current child declared
-	// initID is the client's first initialize while unanswered, when the
-	// era bridge may take the session (its messages wait meanwhile).
+	initResult    []byte // the initialize (or server/discover) result the client got, forced
+	selfInit      bool   // mcpflow answered initialize itself (no child did yet)
+	selfDiscover  bool   // mcpflow answered server/discover itself: the child's era is unknown
+	childDiscover bool   // the current child answered server/discover
+	caps          []byte // the capabilities the current child declared
+	// initID: the client's first initialize, unanswered, if it may be bridged
 	initID      []byte
 	initDecided bool
 	probing     bool // mcpflow asks the child whether it speaks 2026-07-28
 }
 
-type caps struct{ prompts, resources bool }
+// methodKinds are the requests the relay acts on when their answer comes.
+var methodKinds = map[string]kind{"initialize": kindInitialize, "server/discover": kindDiscover,
+	"tools/list": kindToolsList, "tools/call": kindToolsCall, "subscriptions/listen": kindListen}
 
-// forward sends a client request to the session's child. s.mu is held
-// and a child serves.
+// forward sends a client request to the session's child. s.mu is held.
 func (s *Session) forward(msg []byte, env wire.Envelope) {
 	c := s.child
-	orig := msg
-	k := kindPlain
 	switch env.Method {
 	case "initialize":
 		if s.hs.childDiscover && c.own {
-			// A Go SDK server that answered server/discover refuses a later
-			// initialize; the session's child is its own: a fresh one
-			// takes it.
+			// A Go SDK server that answered server/discover refuses initialize.
 			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			s.hold(msg, env)
 			s.phase = phaseHold
@@ -55,81 +45,27 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 			return
 		}
 		s.hs.selfInit = false
-		k = kindInitialize
 	case "server/discover":
 		s.hs.childDiscover = true
-		k = kindDiscover
-	case "tools/list":
-		k = kindToolsList
-	case "tools/call":
-		k = kindToolsCall
-	case "subscriptions/listen":
-		k = kindListen
 	}
-	pd := &pending{kind: k, gen: c.gen, method: env.Method}
-	if s.r.tracing() {
+	pd := &pending{kind: methodKinds[env.Method], gen: c.gen, method: env.Method}
+	if s.r.tracer != nil {
 		pd.sent = time.Now()
 	}
 	if strings.HasSuffix(env.Method, "/list") {
 		pd.firstPage = jsonscan.Member(env.Params, "cursor") == nil
 	}
-	if k == kindInitialize || k == kindDiscover {
-		pd.msg = orig // answered by mcpflow should the child die first
-		s.boundHandshake(c, pd)
+	if pd.kind == kindInitialize || pd.kind == kindDiscover {
+		pd.msg = msg // answered by mcpflow should the child die first
 	}
-	s.send(c, msg, env, pd)
+	if key := c.request(msg, env, pd); pd.msg != nil {
+		c.boundHandshake(key)
+	}
 }
 
-// send sends a client request to c under an id the child echoes exactly
-// (the client's, or one of the relay's), tracked as pd. s.mu is held.
-func (s *Session) send(c *conn, msg []byte, env wire.Envelope, pd *pending) {
-	key := string(env.ID)
-	if !plainID(env.ID) {
-		id := s.ids.newID('r')
-		pd.clientID = bytes.Clone(env.ID)
-		msg = wire.Splice(msg, env.IDStart, env.IDEnd, id)
-		key = string(id)
-		if e, err := wire.Peek(msg); err == nil {
-			env = e
-		}
-	}
-	if tok := jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"); tok != nil {
-		if _, taken := s.ids.tokens[string(tok)]; !taken {
-			pd.token = string(tok)
-			s.ids.tokens[pd.token] = key
-		}
-	}
-	s.ids.track(key, pd)
-	c.send(msg)
-}
-
-// boundHandshake gives child c HandshakeTimeout to answer the client's
-// handshake pd; a child that does not is stopped, and mcpflow answers the
-// handshake itself, saying why (texts.NoHandshake). s.mu is held.
-func (s *Session) boundHandshake(c *conn, pd *pending) {
-	r := s.r
-	time.AfterFunc(r.cfg.HandshakeTimeout, func() {
-		s.mu.Lock()
-		live := false
-		for _, q := range s.ids.pending {
-			live = live || q == pd
-		}
-		stale := !live || s.child != c || c.exited() || c.failed != ""
-		if !stale {
-			c.failed = texts.NoHandshake(describeCommand(r.cfg.Child.Command, r.cfg.Child.Shell), r.cfg.Child.Setting, r.cfg.HandshakeTimeout, c.stderrInfo(), r.cfg.Rebuild)
-		}
-		s.mu.Unlock()
-		if !stale {
-			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
-			c.end(r.cfg.Child.StopTimeout, context.Background())
-		}
-	})
-}
-
-// probeFirst reports whether the client's request must wait while mcpflow
-// asks the child whether it speaks 2026-07-28 (probeEra): a 2026-07-28
-// client's request to a child that said nothing of its era yet, when the
-// era bridge could take the session should it not. s.mu is held.
+// probeFirst reports whether a 2026-07-28 client's request must wait
+// while mcpflow asks a child of unknown era which it speaks (probeEra).
+// s.mu is held.
 func (s *Session) probeFirst(env wire.Envelope) bool {
 	if s.hs.probing {
 		return true
@@ -139,20 +75,20 @@ func (s *Session) probeFirst(env wire.Envelope) bool {
 		return false
 	}
 	s.hs.probing = true
-	s.r.wg.Go(func() { s.probeEra(c) })
+	s.r.wg.Go(c.probeEra)
 	return true
 }
 
-// probeEra asks child c, with a server/discover of mcpflow's own, whether
-// it speaks 2026-07-28: if it does, the held requests go on; if not, the
+// probeEra asks the child whether it speaks 2026-07-28: if not, the
 // session goes to the era bridge.
-func (s *Session) probeEra(c *conn) {
+func (c *conn) probeEra() {
+	s := c.s
 	s.mu.Lock()
-	params := s.withMeta(nil)
+	params := withMeta(&s.st, nil)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.r.ctx, s.r.cfg.HandshakeTimeout)
 	defer cancel()
-	res, err := s.call(ctx, c, "server/discover", params)
+	res, err := c.call(ctx, "server/discover", params)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hs.probing = false
@@ -169,24 +105,29 @@ func (s *Session) probeEra(c *conn) {
 	s.flush()
 }
 
-// withMeta returns params (nil: none) with the client's _meta added, for
-// mcpflow's own requests in the 2026-07-28 era. s.mu is held.
-func (s *Session) withMeta(params map[string]any) []byte {
-	if s.modern() && s.st.Meta != nil {
-		if params == nil {
-			params = map[string]any{}
-		}
-		params["_meta"] = json.RawMessage(metaTriple(s.st.Meta))
+// speaksModern reports whether a server/discover result names 2026-07-28.
+func speaksModern(result []byte) bool {
+	var r struct {
+		SupportedVersions []string `json:"supportedVersions"`
 	}
+	_ = json.Unmarshal(result, &r)
+	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
+}
+
+// withMeta is params with the client's _meta, for mcpflow's own requests.
+func withMeta(st *wire.State, params map[string]any) []byte {
 	if params == nil {
-		return []byte("{}")
+		params = map[string]any{}
+	}
+	if st.Era == wire.EraModern && st.Meta != nil {
+		params["_meta"] = json.RawMessage(metaTriple(st.Meta))
 	}
 	return mustJSON(params)
 }
 
-// ready reports whether mcpflow may send requests of its own to the
-// session's child: its session is open (legacy: initialized; 2026-07-28:
-// the client's _meta is known). s.mu is held.
+// ready reports whether mcpflow may send the child requests of its own:
+// the session is open (legacy: initialized; 2026-07-28: the client's
+// _meta is known). s.mu is held.
 func (s *Session) ready() bool {
 	switch s.st.Era {
 	case wire.EraLegacy:
@@ -201,65 +142,55 @@ func (s *Session) ready() bool {
 	return false
 }
 
-// hearsOf reports whether the client may hear of changes to the prompts
-// or resources list: in the legacy era, if the initialize result it got
-// declared them; in the 2026-07-28 era, its listen streams say.
-func (s *Session) hearsOf(kind string) bool {
-	if s.st.Era != wire.EraLegacy {
-		return true
-	}
-	v := jsonscan.Member(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
+// declares reports whether capabilities caps declare the list kind.
+func declares(caps []byte, kind string) bool {
+	v := jsonscan.Member(caps, kind)
 	return v != nil && string(v) != "null"
 }
 
-// bridged is the era bridge's session of a client, and the ids of the
-// requests the client has its answer to already (answered by mcpflow
-// before the bridge took over): the bridge's answers to them are dropped.
+// bridged is the era bridge's session of a client; answered are the ids
+// of the requests mcpflow answered before, whose answers it drops.
 type bridged struct {
 	wire.Session
 	mu       sync.Mutex
 	answered [][]byte
 }
 
-// opening is what opened the client's session, for the era bridge: its
-// initialize (and initialized), or its listens. s.mu is held.
-func (s *Session) opening() [][]byte {
+// drop reports, once, whether the client has its answer to id already.
+func (b *bridged) drop(id []byte) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.IndexFunc(b.answered, func(a []byte) bool { return bytes.Equal(a, id) })
+	if i >= 0 {
+		b.answered = slices.Delete(b.answered, i, i+1)
+	}
+	return i >= 0
+}
+
+// opening is what opened session st: its initialize, or its listens.
+func opening(st *wire.State) [][]byte {
 	var first [][]byte
-	if s.st.Init != nil {
-		first = append(first, s.st.Init)
-		if s.st.Initialized {
+	if st.Init != nil {
+		first = append(first, st.Init)
+		if st.Initialized {
 			first = append(first, wire.Request(nil, "notifications/initialized", nil))
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.st.Listens())) {
-		first = append(first, s.st.Listens()[id].Msg)
+	for _, id := range slices.Sorted(maps.Keys(st.Listens())) {
+		first = append(first, st.Listens()[id].Msg)
 	}
 	return first
 }
 
-// handOff gives the session to the era bridge: first (what opened the
-// session), then what it held; answered are the ids of those the client
-// has its answer to. Its child is stopped: the bridge's own session with
-// the relay has a child of its own. Until the bridge took the first
-// messages, the client's are held. s.mu is held.
+// handOff gives the session to the era bridge: first, then what it held.
 func (s *Session) handOff(first, answered [][]byte) {
-	r := s.r
-	c := s.child
+	r, c := s.r, s.child
 	s.child, s.hs.initID, s.phase = nil, nil, phaseHold
 	b := &bridged{answered: answered}
 	deliver := wire.ClientFunc(func(msg, rel []byte) {
-		if rel != nil && wire.IsResponse(msg) {
-			b.mu.Lock()
-			for i, id := range b.answered {
-				if bytes.Equal(id, rel) {
-					b.answered = append(b.answered[:i], b.answered[i+1:]...)
-					b.mu.Unlock()
-					return
-				}
-			}
-			b.mu.Unlock()
+		if rel == nil || !wire.IsResponse(msg) || !b.drop(rel) {
+			s.out.Send(msg, rel)
 		}
-		s.out.Send(msg, rel)
 	})
 	r.log.Info("the server speaks the other protocol era: the session is handed to the era bridge")
 	r.wg.Go(func() {

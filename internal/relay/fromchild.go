@@ -6,29 +6,28 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// fromChild handles one message the session's child c sent (valid JSON:
-// the link's framer checked); rel is the id (as the child knows it) of
-// the request whose exchange carried it, when the link knows (an HTTP
-// child).
-func (s *Session) fromChild(c *conn, msg, rel []byte) {
+// Message handles a message of the child's; rel: the request that carried it.
+func (c *conn) Message(msg, rel []byte) {
+	s := c.s
 	if t := s.r.cfg.Traffic; t != nil {
 		t("server", false, c.p.gen, msg)
 	}
 	env, err := wire.Peek(msg)
 	switch {
 	case err != nil || env.IsArray || (env.Method == "" && env.Result == nil && !env.HasError):
-		s.childJunk(c, msg, "not JSON-RPC", false)
+		c.junk(msg, "not JSON-RPC", false)
 		return
 	case env.Ambiguous:
-		s.childJunk(c, msg, "ambiguous (a member named twice, or in another case)", true)
+		c.junk(msg, "ambiguous (a member named twice, or in another case)", true)
 		return
 	}
 	if env.IsResponse() {
 		c.markAnswered()
 	} else {
-		s.r.trace("server", &env, len(msg), nil)
+		s.r.tracer.trace("server", &env, len(msg), nil)
 	}
 	var keep []recorded
 	s.mu.Lock()
@@ -36,64 +35,60 @@ func (s *Session) fromChild(c *conn, msg, rel []byte) {
 	if c == s.child {
 		switch {
 		case env.IsResponse():
-			keep = s.childResponse(c, msg, env)
+			keep = c.response(msg, env)
 		case env.IsRequest():
 			id := s.ids.renumber(c.gen, env.ID)
-			s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), s.relOf(c, env, rel))
+			s.deliver(wire.Splice(msg, env.IDStart, env.IDEnd, id), c.relOf(env, rel))
 		case env.IsNotification():
-			s.childNotification(c, msg, env, rel)
+			c.notification(msg, env, rel)
 		}
 	}
 	s.mu.Unlock()
 	s.out.EndInline()
-	s.r.keep(keep)
+	s.r.rec.keep(keep)
 }
 
-// childResponse hands the child's answer to the client request it
-// answers, and returns what the record keeps of it. s.mu is held.
-func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []recorded {
+// response passes the child's answer on and returns what the record keeps.
+func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
+	s := c.s
 	key := string(env.ID)
 	if strings.HasPrefix(key, `"mcpflow:r`) && s.ids.answer(key, msg) {
-		s.r.trace("server", &env, len(msg), nil)
+		s.r.tracer.trace("server", &env, len(msg), nil)
 		return nil
 	}
 	pd, ok := s.ids.lookup(key, c.gen)
-	s.r.trace("server", &env, len(msg), pd)
+	s.r.tracer.trace("server", &env, len(msg), pd)
 	if !ok {
 		s.r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		return nil
 	}
 	if pd.kind == kindListen && !env.HasError {
-		if l := s.st.Listens()[string(pd.replyID(key))]; l.Tools {
-			// mcpflow keeps this stream open: it sends tools/list_changed
-			// on it itself after each restart.
+		if s.st.Listens()[string(pd.replyID(key))].Tools { // mcpflow keeps it open: it sends list_changed on it
 			s.r.log.Debug("kept a subscriptions/listen open that the server ended", "id", key)
 			return nil
 		}
 	}
 	if pd.kind == kindInitialize && env.HasError && s.bridgeable() && !s.hs.initDecided {
-		// The child refused the client's first initialize: a server of
-		// 2026-07-28 only, which the era bridge serves.
-		s.ids.forget(key)
+		s.ids.forget(key) // a server of 2026-07-28 only
 		s.handOff([][]byte{pd.msg}, nil)
 		return nil
 	}
 	s.ids.forget(key)
-	s.r.stats.answered(pd.kind, env.Result)
+	if pd.kind == kindToolsCall {
+		s.r.stats.served.Add(1)
+	}
 	var keep []recorded
 	switch pd.kind {
 	case kindInitialize, kindDiscover:
-		msg = s.forceResult(c, msg, env, pd.kind == kindInitialize)
+		msg = c.forceResult(msg, env, pd.kind == kindInitialize)
 		if !env.HasError {
 			keep = append(keep, recorded{pd.method, true, s.hs.initResult})
 		}
 	case kindToolsList:
 		if s.view.noteTools(pd.firstPage, env.Result) {
-			s.r.knowTools(s.view.tools)
+			s.r.known.note(s.view.tools)
 		}
-		if !s.r.cfg.NoOwnTools {
-			msg = s.r.ownTools.inject(msg, env)
-		}
+		msg = s.r.ownTools.inject(msg, env)
 	case kindToolsCall:
 		msg = s.notices.attach(msg, env)
 	}
@@ -113,23 +108,18 @@ func (s *Session) childResponse(c *conn, msg []byte, env wire.Envelope) []record
 	return keep
 }
 
-// relOf is the client's id of the request a message of the child's
-// belongs to: the request whose exchange carried it (rel, an HTTP
-// child's), the one its progress token names, the listen its
-// subscription id names, else the one call in flight; nil when none is
-// known. s.mu is held.
-func (s *Session) relOf(c *conn, env wire.Envelope, rel []byte) []byte {
+// relOf is the client's id of the request a child's message belongs to:
+// the one that carried it (rel), or its progress token or subscription id
+// names, else the one call in flight; nil when none. s.mu is held.
+func (c *conn) relOf(env wire.Envelope, rel []byte) []byte {
+	s := c.s
 	if rel != nil {
 		if pd, ok := s.ids.lookup(string(rel), c.gen); ok {
 			return pd.replyID(string(rel))
 		}
 	}
-	if tok := jsonscan.Member(env.Params, "progressToken"); tok != nil {
-		if key, ok := s.ids.tokens[string(tok)]; ok {
-			if pd, ok := s.ids.pending[key]; ok {
-				return pd.replyID(key)
-			}
-		}
+	if key := s.ids.byToken(jsonscan.Member(env.Params, "progressToken")); key != "" {
+		return s.ids.pending[key].replyID(key)
 	}
 	if sub := subscriptionID(env.Params); sub != nil {
 		if pd, ok := s.ids.pending[string(sub)]; ok && pd.kind == kindListen {
@@ -142,13 +132,11 @@ func (s *Session) relOf(c *conn, env wire.Envelope, rel []byte) []byte {
 	return nil
 }
 
-// childNotification passes a notification of the child's to the client.
-// s.mu is held.
-func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel []byte) {
+// notification passes a child's notification to the client. s.mu is held.
+func (c *conn) notification(msg []byte, env wire.Envelope, rel []byte) {
+	s := c.s
 	switch env.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		// The child changed a list itself: what the client is served is
-		// no longer known.
 		s.view.forgetKind(strings.TrimSuffix(strings.TrimPrefix(env.Method, "notifications/"), "/list_changed"))
 	case "notifications/subscriptions/acknowledged":
 		sub := subscriptionID(env.Params)
@@ -163,8 +151,7 @@ func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel 
 		if pd != nil && pd.clientID != nil {
 			msg = withSubscriptionID(msg, pd.clientID)
 		}
-	case "notifications/cancelled":
-		// The child cancels one of its own requests to the client.
+	case "notifications/cancelled": // one of the child's requests to the client
 		id, ok := s.ids.cancelServerReq(c.gen, jsonscan.Member(env.Params, "requestId"))
 		if !ok {
 			return
@@ -179,21 +166,25 @@ func (s *Session) childNotification(c *conn, msg []byte, env wire.Envelope, rel 
 			}
 		}
 	}
-	s.deliver(msg, s.relOf(c, env, rel))
+	s.deliver(msg, c.relOf(env, rel))
 }
 
-// childJunk drops a line the child wrote that is no message to pass on
-// (what it is): forwarding it would corrupt the client's stream. When
-// answer, the request the line seems to answer gets an error instead.
-func (s *Session) childJunk(c *conn, msg []byte, what string, answer bool) {
-	c.tail().Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
+// Junk drops a line the child wrote that is no JSON-RPC message.
+func (c *conn) Junk(line []byte, badJSON bool) {
+	what := "not JSON-RPC"
+	if badJSON {
+		what = "not valid JSON"
+	}
+	c.junk(line, what, badJSON)
+}
+
+// junk drops a line of the child's; answer: its request gets an error.
+func (c *conn) junk(msg []byte, what string, answer bool) {
+	s := c.s
+	c.p.tail.Write([]byte("[stdout] " + wire.Abbreviate(msg, 2000) + "\n"))
 	if id := wire.PartialID(msg); answer && id != nil {
 		s.mu.Lock()
-		if pd, ok := s.ids.lookup(string(id), c.gen); ok && pd.kind != kindListen && c == s.child {
-			s.ids.forget(string(id))
-			rid := pd.replyID(string(id))
-			s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerBadJSON, nil))
-		}
+		c.answerError(string(id), texts.ErrServerBadJSON)
 		s.mu.Unlock()
 	}
 	if s.r.stats.junkWarned.CompareAndSwap(false, true) {
@@ -203,9 +194,9 @@ func (s *Session) childJunk(c *conn, msg []byte, what string, answer bool) {
 	}
 }
 
-// childTooLarge handles an over-long message from the child: it is
-// dropped, and the request it answered gets an error instead.
-func (s *Session) childTooLarge(c *conn, tl *wire.TooLargeError) {
+// TooLarge drops an over-long message; the request it answers gets an error.
+func (c *conn) TooLarge(tl *wire.TooLargeError) {
+	s := c.s
 	s.r.log.Error("server message too large; dropped", "bytes", tl.Size, "limit", tl.Max)
 	id := tl.ID()
 	if id == nil {
@@ -213,16 +204,20 @@ func (s *Session) childTooLarge(c *conn, tl *wire.TooLargeError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := string(id)
+	c.answerError(string(id), texts.ErrServerTooLarge(tl.Size, tl.Max))
+}
+
+// answerError answers the request key, if in flight on c, with an error.
+func (c *conn) answerError(key, text string) {
+	s := c.s
 	if pd, ok := s.ids.lookup(key, c.gen); ok && pd.kind != kindListen && c == s.child {
 		s.ids.forget(key)
-		rid := pd.replyID(key)
-		s.reply(rid, wire.ErrorResponse(rid, wire.CodeInternalError, texts.ErrServerTooLarge(tl.Size, tl.Max), nil))
+		id := pd.replyID(key)
+		s.reply(id, wire.ErrorResponse(id, wire.CodeInternalError, text, nil))
 	}
 }
 
-// withSubscriptionID puts the client's own listen id in a notification's
-// subscription id, where the child wrote the one it knows.
+// withSubscriptionID puts the client's listen id in a notification.
 func withSubscriptionID(msg, id []byte) []byte {
 	env, err := wire.Peek(msg)
 	if err != nil {
@@ -232,7 +227,7 @@ func withSubscriptionID(msg, id []byte) []byte {
 	if !ok {
 		return msg
 	}
-	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], subscriptionKey)
+	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], mcp.MetaKeySubscriptionID)
 	if !ok {
 		return msg
 	}

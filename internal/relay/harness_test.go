@@ -194,7 +194,7 @@ func (s *Session) childGen() int {
 func (s *Session) heldLen() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.held.len()
+	return len(s.held.q)
 }
 
 // setCommand sets the command of the next children.

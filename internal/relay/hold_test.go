@@ -40,19 +40,19 @@ func TestHoldQueue(t *testing.T) {
 	if h.bytes != len(m1)+len(m2)+len(m3) {
 		t.Fatalf("bytes %d", h.bytes)
 	}
-	if !h.remove([]byte("3")) || h.remove([]byte("3")) || h.len() != 2 || h.bytes != len(m1)+len(m2) {
-		t.Fatalf("remove: len %d bytes %d", h.len(), h.bytes)
+	if !h.remove([]byte("3")) || h.remove([]byte("3")) || len(h.q) != 2 || h.bytes != len(m1)+len(m2) {
+		t.Fatalf("remove: len %d bytes %d", len(h.q), h.bytes)
 	}
 	exp := h.expire(t0.Add(500 * time.Millisecond))
-	if len(exp) != 1 || string(exp[0].msg) != string(m1) || h.len() != 1 || h.bytes != len(m2) {
-		t.Fatalf("expire: %d expired, len %d bytes %d", len(exp), h.len(), h.bytes)
+	if len(exp) != 1 || string(exp[0].msg) != string(m1) || len(h.q) != 1 || h.bytes != len(m2) {
+		t.Fatalf("expire: %d expired, len %d bytes %d", len(exp), len(h.q), h.bytes)
 	}
 	got := h.take()
-	if len(got) != 1 || h.len() != 0 || h.bytes != 0 {
-		t.Fatalf("take: %d, left %d/%d", len(got), h.len(), h.bytes)
+	if len(got) != 1 || len(h.q) != 0 || h.bytes != 0 {
+		t.Fatalf("take: %d, left %d/%d", len(got), len(h.q), h.bytes)
 	}
 	h.put(got[0])
-	if h.len() != 1 || h.bytes != len(m2) {
+	if len(h.q) != 1 || h.bytes != len(m2) {
 		t.Fatal("put")
 	}
 

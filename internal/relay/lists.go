@@ -1,25 +1,19 @@
 package relay
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
-	"github.com/mcpflow/mcpflow/internal/report/result"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// The lists a client can be told have changed. The relay tells it
-// whenever the list it would get from */list changes, and only then: when
-// a new child serves different contents (compared whole, canonical JSON),
-// when no child serves (the lists are empty but for mcpflow's tools) and
-// when one serves again.
+// The lists a client is told have changed (compared as canonical JSON).
 var listKindNames = []string{"tools", "prompts", "resources"}
 
-// listView is what a */list answer holds, as a digest; unknown until the
-// relay or the client listed it.
+// listView is a digest of a list; unknown until someone listed it.
 type listView struct {
 	known bool
 	sum   [sha256.Size]byte
@@ -42,19 +36,12 @@ func emptyViews() map[string]listView {
 	return v
 }
 
-// clientView is what a session's client is served: per list kind, a
-// digest of what */list returns now, and the tool list the client last
-// fetched whole. It decides which lists changed for the client. Its
-// session's lock guards it.
+// clientView is what a session's client is served, per list kind.
 type clientView struct {
 	served map[string]listView
-	// heard holds the kinds of list the client has been given an answer
-	// for, by a child, the record or mcpflow alone: of a list it never
-	// got, nothing changed for it.
-	heard map[string]bool
-	// tools is the tool list the client last fetched whole (the child's
-	// tools, without mcpflow's); toolsKnown once it did.
-	tools      []toolInfo
+	// heard: kinds of list the client got (of others, nothing changed for it)
+	heard      map[string]bool
+	tools      []toolInfo // the child's tools the client last fetched whole
 	toolsKnown bool
 	fetching   []json.RawMessage // the pages of a tools/list in progress
 }
@@ -63,13 +50,11 @@ func newClientView() clientView {
 	return clientView{served: map[string]listView{}, heard: map[string]bool{}}
 }
 
-// hear records that the client got an answer to method (a */list).
 func (v *clientView) hear(method string) {
 	kind, _, _ := strings.Cut(method, "/")
 	v.heard[kind] = true
 }
 
-// unknown reports whether the relay does not know what some list holds.
 func (v *clientView) unknown() bool {
 	for _, k := range listKindNames {
 		if !v.served[k].known {
@@ -79,8 +64,7 @@ func (v *clientView) unknown() bool {
 	return false
 }
 
-// learn records lists read from the serving child where they were
-// unknown.
+// learn records the lists read from the serving child where unknown.
 func (v *clientView) learn(views map[string]listView) {
 	for k, lv := range views {
 		if !v.served[k].known {
@@ -89,16 +73,10 @@ func (v *clientView) learn(views map[string]listView) {
 	}
 }
 
-// forget marks every list unknown (a new child whose lists the relay did
-// not read).
-func (v *clientView) forget() { clear(v.served) }
-
-// forgetKind marks one list unknown: the child changed it itself.
+func (v *clientView) forget()                { clear(v.served) }
 func (v *clientView) forgetKind(kind string) { delete(v.served, kind) }
 
-// update records views as what the client is served now and returns the
-// kinds whose contents changed (or were unknown) and that the client
-// hears of (hears: tools always).
+// update records views and returns the kinds that changed for the client.
 func (v *clientView) update(views map[string]listView, hears func(kind string) bool) []string {
 	var changed []string
 	for _, k := range listKindNames {
@@ -108,10 +86,7 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 		}
 		old := v.served[k]
 		v.served[k] = lv
-		if old.known && lv.known && old.sum == lv.sum || !old.known && !v.heard[k] {
-			continue
-		}
-		if k != "tools" && !hears(k) {
+		if old.known && lv.known && old.sum == lv.sum || !old.known && !v.heard[k] || k != "tools" && !hears(k) {
 			continue
 		}
 		changed = append(changed, k)
@@ -119,9 +94,7 @@ func (v *clientView) update(views map[string]listView, hears func(kind string) b
 	return changed
 }
 
-// noteTools records a page of a tools/list answer the client gets from
-// the child (firstPage: one without a cursor); the last page completes
-// the list the client fetched, and noteTools then reports true.
+// noteTools records a page of a tools/list answer; true on the last.
 func (v *clientView) noteTools(firstPage bool, result []byte) bool {
 	var lr struct {
 		Tools      []json.RawMessage `json:"tools"`
@@ -138,27 +111,24 @@ func (v *clientView) noteTools(firstPage bool, result []byte) bool {
 		return false
 	}
 	v.tools, v.toolsKnown = toolInfos(v.fetching), true
-	v.served["tools"] = viewOf(v.fetching)
-	v.heard["tools"] = true
+	v.served["tools"], v.heard["tools"] = viewOf(v.fetching), true
 	v.fetching = nil
 	return true
 }
 
-// beginEmpty records a session that begins with no child: no list but
-// mcpflow's tools.
+// beginEmpty records a session that begins with no child.
 func (v *clientView) beginEmpty() {
 	for k, lv := range emptyViews() {
-		v.served[k] = lv
-		v.heard[k] = true
+		v.served[k], v.heard[k] = lv, true
 	}
 	v.tools, v.toolsKnown = []toolInfo{}, true
 }
 
-// announce records what the client is served now and tells it each list
-// whose contents changed for it (State.ListChanged: only once its session
-// is established). s.mu is held.
+// announce records views and tells the client what changed. s.mu is held.
 func (s *Session) announce(views map[string]listView) {
-	changed := s.view.update(views, s.hearsOf)
+	changed := s.view.update(views, func(kind string) bool {
+		return s.st.Era != wire.EraLegacy || declares(jsonscan.Member(s.hs.initResult, "capabilities"), kind)
+	})
 	if len(changed) == 0 || !s.st.Established() {
 		return
 	}
@@ -179,141 +149,27 @@ func toolInfos(raw []json.RawMessage) []toolInfo {
 	return out
 }
 
-// lists reads what child c lists, when the session lets mcpflow ask it:
-// the tools always, prompts and resources when the child declared them
-// (legacy) or may have them (2026-07-28; an error counts as an empty
-// list). nil views: not read.
-func (s *Session) lists(ctx context.Context, c *conn) (map[string]listView, []toolInfo, error) {
-	s.mu.Lock()
-	ready, caps, modern := s.ready(), s.hs.caps, s.modern()
-	s.mu.Unlock()
-	if !ready {
-		return nil, nil, nil
-	}
-	views := map[string]listView{}
-	var keep []recorded
-	var tools []toolInfo
-	for _, k := range []struct {
-		kind     string
-		declared bool
-	}{{"tools", true}, {"prompts", caps.prompts}, {"resources", caps.resources}} {
-		if !k.declared && !modern {
-			views[k.kind] = viewOf(nil)
-			continue
-		}
-		items, err := s.fetchList(ctx, c, k.kind+"/list", k.kind)
-		if err != nil && (k.kind == "tools" || c.exited()) {
-			return nil, nil, err
-		}
-		views[k.kind] = viewOf(items)
-		keep = append(keep, recorded{k.kind + "/list", true, listResult(k.kind, items)})
-		if k.kind == "tools" {
-			tools = toolInfos(items)
-		}
-	}
-	s.r.keep(keep)
-	return views, tools, nil
-}
-
-// learnLists reads the lists of c, the child about to be replaced, where
-// the session does not know what its client is served, so that the tool
-// diff is told and list_changed sent only for what changes.
-func (s *Session) learnLists(ctx context.Context, c *conn) {
-	views, tools, err := s.lists(ctx, c)
-	if err != nil || views == nil {
-		return
-	}
-	s.mu.Lock()
-	s.view.learn(views)
-	s.mu.Unlock()
-	s.r.knowTools(tools)
-}
-
-// diff is the tool diff of a new child's tools (read: they were) against
-// what the client last listed, else the first tools the server listed.
-func (s *Session) diff(tools []toolInfo, read bool) result.ToolDiff {
-	if !read {
-		return result.ToolDiff{}
-	}
-	s.mu.Lock()
-	base, known := s.view.tools, s.view.toolsKnown
-	s.mu.Unlock()
-	if !known {
-		base, known = s.r.baseline()
-	}
-	s.r.knowTools(tools)
-	return diffTools(base, tools, known)
-}
-
-// listResult is a */list result holding items.
-func listResult(field string, items []json.RawMessage) []byte {
-	if items == nil {
-		items = []json.RawMessage{}
-	}
-	return mustJSON(map[string]any{field: items})
-}
-
-// fetchList reads every page of one list.
-func (s *Session) fetchList(ctx context.Context, c *conn, method, field string) ([]json.RawMessage, error) {
-	var all []json.RawMessage
-	cursor := ""
-	for page := 0; page < 100; page++ {
-		var params map[string]any
-		if cursor != "" {
-			params = map[string]any{"cursor": cursor}
-		}
-		s.mu.Lock()
-		p := s.withMeta(params)
-		s.mu.Unlock()
-		res, err := s.call(ctx, c, method, p)
-		if err != nil {
-			return nil, err
-		}
-		var lr struct {
-			NextCursor string `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(res, &lr); err != nil {
-			return nil, fmt.Errorf("%s result: %w", method, err)
-		}
-		var items []json.RawMessage
-		if raw := jsonscan.Member(res, field); raw != nil && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &items); err != nil {
-				return nil, fmt.Errorf("%s result: %w", method, err)
-			}
-		}
-		all = append(all, items...)
-		if lr.NextCursor == "" {
-			break
-		}
-		cursor = lr.NextCursor
-	}
-	return all, nil
-}
-
-// knownTools is what the relay knows of the server's tools: the first
-// list read (what a diff is against for a client that never listed), and
-// the count of the latest, for status.
+// knownTools: the first tools the server listed, and how many it lists.
 type knownTools struct {
-	first []toolInfo
-	have  bool
+	mu    sync.Mutex
+	first []toolInfo // nil until a list was read
 	count int
-	known bool
 }
 
-func (r *Relay) knowTools(tools []toolInfo) {
+func (k *knownTools) note(tools []toolInfo) {
 	if tools == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.known.have {
-		r.known.first, r.known.have = tools, true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.first == nil {
+		k.first = tools
 	}
-	r.known.count, r.known.known = len(tools), true
+	k.count = len(tools)
 }
 
-func (r *Relay) baseline() ([]toolInfo, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.known.first, r.known.have
+func (k *knownTools) baseline() ([]toolInfo, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.first, k.first != nil
 }

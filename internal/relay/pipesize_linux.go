@@ -9,9 +9,10 @@ import (
 // default) costs a context switch per 64 KiB on each side.
 const pipeSize = 1 << 20
 
-// growPipe enlarges the pipe behind f, if f is a pipe. Best effort: the
-// kernel caps it at /proc/sys/fs/pipe-max-size for unprivileged users.
-func growPipe(f *os.File) {
+// GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout, a
+// child's stdio): large messages then cost fewer context switches. Best
+// effort: the kernel caps it at /proc/sys/fs/pipe-max-size.
+func GrowPipe(f *os.File) {
 	if f == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
@@ -18,29 +19,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// First says how the relay serves the client before the first server is
-// up (the first build runs, as a rule).
+// First says how the relay serves clients before the first server is up.
 type First struct {
-	// Grace is how long the client's messages wait for the first server
-	// when no record answers them, from the client's first request; then
-	// the relay answers alone and sends list_changed once the server is
-	// up. 0 = as long as the client waits for a server (ClientWait).
+	// Grace is how long messages the record does not answer wait for the
+	// first server; 0 = as long as the client waits (ClientWait).
 	Grace time.Duration
-	// Record is the file holding what the server said at its last good
-	// start ("" = none): the relay answers the handshake and the lists
-	// from it at once, holds calls until the server is up, then sends
-	// list_changed for each list that differs. It is written whenever the
-	// server answers the handshake or a whole list, however long its
-	// start took (through statedir: see internal/ops/statedir), and used
-	// only when its Key is Key and it is valid in every part.
+	// Record is the file of what the server said at its last good start
+	// ("" = none; through statedir), from which the relay answers the
+	// handshake and the lists at once, if its Key is Key and it is valid.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
 }
 
-// ClientWait is how long a client gives a server to answer before it
-// gives up on it, less a margin, by the name the client gives itself
-// (clientInfo.name): Claude Code waits 30 s, Codex 10 s, Gemini CLI 5 s;
-// others 4 s.
+// ClientWait is how long a client waits for a server, less a margin, by
+// its clientInfo.name: Claude Code 30 s, Codex 10 s, others about 5 s.
 func ClientWait(name string) time.Duration {
 	name = strings.ToLower(name)
 	switch {
@@ -53,9 +45,7 @@ func ClientWait(name string) time.Duration {
 	}
 }
 
-// record is what the server said at its last good start: its answer to
-// initialize and to server/discover (as the client got them: listChanged
-// forced), and its lists.
+// record is what the server said at its last good start.
 type record struct {
 	Key        string                     `json:"key"`
 	Initialize json.RawMessage            `json:"initialize,omitempty"`
@@ -71,9 +61,7 @@ var recordLists = map[string]string{
 	"resources/templates/list": "resourceTemplates",
 }
 
-// loadRecord reads the record at path, if it is one written for key. A
-// record that cannot be read (not a regular file, say) or is not one in
-// every part (valid) is left unused, with a warning in log.
+// loadRecord reads the record at path, if valid and written for key.
 func loadRecord(path, key string, log *slog.Logger) *record {
 	if path == "" {
 		return nil
@@ -81,34 +69,36 @@ func loadRecord(path, key string, log *slog.Logger) *record {
 	b, err := statedir.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
-	}
-	if err != nil {
+	} else if err != nil {
 		log.Warn("the record of the server's last start is not used", "file", path, "err", err)
 		return nil
 	}
 	var rec record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		log.Warn("the record of the server's last start is not used: it is not JSON (it is rewritten at the next good start)", "file", path, "err", err)
-		return nil
+	if err = json.Unmarshal(b, &rec); err == nil && rec.Key == "" {
+		err = errors.New("it is no record")
 	}
-	if rec.Key == "" {
-		log.Warn("the record of the server's last start is not used: it is no record (it is rewritten at the next good start)", "file", path)
-		return nil
-	}
-	if rec.Key != key {
+	if err == nil && rec.Key != key {
 		log.Debug("the record of the server's last start is of another config", "file", path)
 		return nil
 	}
-	if err := rec.valid(); err != nil {
+	if err == nil {
+		err = rec.valid()
+	}
+	if err != nil {
 		log.Warn("the record of the server's last start is not used (it is rewritten at the next good start)", "file", path, "err", err)
 		return nil
 	}
 	return &rec
 }
 
-// valid checks every part of a record read from a file: the handshake
-// answers are objects of the fields the record's answers use, each list
-// is an array of objects, and no other list is named.
+type discoverResult struct {
+	SupportedVersions []string                   `json:"supportedVersions"`
+	Capabilities      json.RawMessage            `json:"capabilities"`
+	Instructions      string                     `json:"instructions"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+}
+
+// valid checks every part of a record read from a file.
 func (rec *record) valid() error {
 	if rec.Initialize != nil {
 		var res struct {
@@ -123,16 +113,11 @@ func (rec *record) valid() error {
 		}
 	}
 	if rec.Discover != nil {
-		var d struct {
-			SupportedVersions []string                   `json:"supportedVersions"`
-			Capabilities      map[string]json.RawMessage `json:"capabilities"`
-			Instructions      string                     `json:"instructions"`
-			Meta              map[string]json.RawMessage `json:"_meta"`
-		}
-		if !isObject(rec.Discover) || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
+		var d discoverResult
+		if !isObject(rec.Discover) || json.Unmarshal(rec.Discover, &d) != nil || !isObject(d.Capabilities) {
 			return errors.New("discover: not a server/discover result")
 		}
-		if info := d.Meta["io.modelcontextprotocol/serverInfo"]; info != nil && !isObject(info) {
+		if info := d.Meta[mcp.MetaKeyServerInfo]; info != nil && !isObject(info) {
 			return errors.New("discover: serverInfo is not an object")
 		}
 	}
@@ -144,10 +129,8 @@ func (rec *record) valid() error {
 		if t := bytes.TrimSpace(items); len(t) == 0 || t[0] != '[' || json.Unmarshal(items, &list) != nil {
 			return fmt.Errorf("lists.%s: not an array", field)
 		}
-		for _, it := range list {
-			if !isObject(it) {
-				return fmt.Errorf("lists.%s: an item is not an object", field)
-			}
+		if slices.ContainsFunc(list, func(it json.RawMessage) bool { return !isObject(it) }) {
+			return fmt.Errorf("lists.%s: an item is not an object", field)
 		}
 	}
 	return nil
@@ -159,43 +142,28 @@ func isObject(b json.RawMessage) bool {
 	return len(b) > 0 && b[0] == '{'
 }
 
-// save writes rec to path whole or not at all (statedir.WriteFile).
-func (rec *record) save(path string) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return statedir.WriteFile(path, b)
-}
-
-// modernOnly are the result fields of the 2026-07-28 era alone: a
-// record's answer to a legacy client never has them.
+// modernOnly: result fields of 2026-07-28 alone, never for a legacy client.
 var modernOnly = []string{"resultType", "ttlMs", "cacheScope"}
 
 // answer is the record's result for a request, if it has one: the
-// handshake (initialize, with the client's protocol version when the SDKs
-// know it; server/discover) and the lists (the first page holds them all,
-// with the relay's own tools on it). ownTools is the relay's tools,
-// comma-separated JSON.
+// handshake (initialize in the client's protocol version) and the lists
+// (all on the first page, with ownTools added).
 func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	if rec == nil {
 		return nil, false
 	}
 	switch env.Method {
 	case "initialize":
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		res := rec.initializeResult(p.ProtocolVersion)
+		asked := protocolVersion(env.Params)
+		res := rec.initializeResult(asked)
 		if res == nil {
 			return nil, false
 		}
-		if slices.Contains(mcp.SupportedProtocolVersions(), p.ProtocolVersion) && !wire.IsModern(p.ProtocolVersion) {
-			res["protocolVersion"] = mustJSON(p.ProtocolVersion)
+		if slices.Contains(mcp.SupportedProtocolVersions(), asked) && !wire.IsModern(asked) {
+			res["protocolVersion"] = mustJSON(asked)
 		}
 		for _, k := range modernOnly {
-			delete(res, k) // initialize is of the legacy era: none of 2026-07-28's fields
+			delete(res, k)
 		}
 		return mustJSON(res), true
 	case "server/discover":
@@ -212,11 +180,14 @@ func (rec *record) answer(env wire.Envelope, ownTools []byte) ([]byte, bool) {
 	return []byte(`{"` + field + `":` + string(items) + `}`), true
 }
 
-// initializeResult is the recorded answer to initialize, or one made
-// from the recorded server/discover answer when the last start was of a
-// modern session and the server said it speaks a legacy version too (the
-// one the client asks for, else its newest): the same capabilities,
-// instructions and serverInfo. nil when the record has neither.
+// protocolVersion is the version an initialize request asks for.
+func protocolVersion(params []byte) string {
+	var p struct{ ProtocolVersion string }
+	_ = json.Unmarshal(params, &p)
+	return p.ProtocolVersion
+}
+
+// initializeResult is the recorded initialize answer, or one from discover.
 func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	var res map[string]json.RawMessage
 	if rec.Initialize != nil {
@@ -225,16 +196,11 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 		}
 		return res
 	}
-	var d struct {
-		SupportedVersions []string                   `json:"supportedVersions"`
-		Capabilities      json.RawMessage            `json:"capabilities"`
-		Instructions      string                     `json:"instructions"`
-		Meta              map[string]json.RawMessage `json:"_meta"`
-	}
+	var d discoverResult
 	if rec.Discover == nil || json.Unmarshal(rec.Discover, &d) != nil || d.Capabilities == nil {
 		return nil
 	}
-	info := d.Meta["io.modelcontextprotocol/serverInfo"]
+	info := d.Meta[mcp.MetaKeyServerInfo]
 	legacy := slices.DeleteFunc(d.SupportedVersions, wire.IsModern)
 	if info == nil || len(legacy) == 0 {
 		return nil // a server of 2026-07-28 only: the era bridge serves a legacy client
@@ -250,33 +216,17 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 	return res
 }
 
-// appendItems appends comma-separated JSON values to a JSON array.
-func appendItems(arr, items []byte) []byte {
-	arr = bytes.TrimSpace(arr)
-	out := append([]byte(nil), arr[:len(arr)-1]...)
-	if len(bytes.TrimSpace(arr[1:len(arr)-1])) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, items...)
-	return append(out, ']')
-}
-
-// firstAnswer serves a request that comes before the first server is up:
-// from the record when it has the answer (the handshake, the lists);
-// otherwise the request is held, and the session's first request that is
-// not a call arms First.Grace (the client's own wait when it is 0), past
-// which mcpflow answers alone. It reports whether it answered. s.mu is
-// held.
+// firstAnswer answers a request before the first server is up from the
+// record, if it can. Otherwise the first request that is not a call arms
+// First.Grace, past which mcpflow answers alone. s.mu is held.
 func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	r := s.r
-	r.mu.Lock()
-	rec := r.rec
-	r.mu.Unlock()
+	rec := r.rec.current()
 	if rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
-		s.answerDown(msg, env) // taken, as while no server runs; replayed to the server
+		s.answerDown(msg, env) // taken, as while no server runs
 		return true
 	}
-	res, ok := rec.answer(env, r.ownTools.list())
+	res, ok := rec.answer(env, r.ownTools.defs)
 	if !ok {
 		if !s.graceArmed && env.Method != "tools/call" {
 			s.graceArmed = true
@@ -290,8 +240,7 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	}
 	switch env.Method {
 	case "initialize":
-		s.hs.selfInit, s.hs.initResult = true, res
-		s.hs.initDecided = true
+		s.hs.selfInit, s.hs.initResult, s.hs.initDecided = true, res, true
 		if s.hs.initID != nil && bytes.Equal(s.hs.initID, env.ID) {
 			s.hs.initID = nil
 		}
@@ -314,46 +263,59 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	return true
 }
 
-// recorded is one answer of the server's that the record keeps: to
-// method (firstPage: a request without a cursor), its result.
+// recorded is an answer of the server's, for the record.
 type recorded struct {
 	method    string
 	firstPage bool
 	result    []byte
 }
 
-// keep records the server's answers in the record, when they hold a
-// whole list or the handshake, and writes the record (never with a lock
-// of the relay's held). The answers are a child's, so from a good start.
-// A record that would not change is not written again.
-func (r *Relay) keep(answers []recorded) {
-	if r.cfg.First.Record == "" || len(answers) == 0 {
+// records keeps the record (First.Record) and writes it, under no relay lock.
+type records struct {
+	path, key string
+	log       *slog.Logger
+	write     sync.Mutex // one write of the file at a time
+	mu        sync.Mutex // guards rec, which is never changed once set
+	rec       *record    // nil when none
+}
+
+func (rs *records) current() *record {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.rec
+}
+
+// keep records the answers that hold the handshake or a whole list.
+func (rs *records) keep(answers []recorded) {
+	if rs.path == "" || len(answers) == 0 {
 		return
 	}
-	r.recMu.Lock()
-	defer r.recMu.Unlock()
-	r.mu.Lock()
-	rec := &record{Key: r.cfg.First.Key, Lists: map[string]json.RawMessage{}}
-	if old := r.rec; old != nil {
+	rs.write.Lock()
+	defer rs.write.Unlock()
+	rec := &record{Key: rs.key}
+	if old := rs.current(); old != nil {
 		*rec = *old
-		rec.Lists = maps.Clone(old.Lists)
 	}
-	if rec.Lists == nil { // a record read from a file without lists
+	rec.Lists = maps.Clone(rec.Lists)
+	if rec.Lists == nil {
 		rec.Lists = map[string]json.RawMessage{}
 	}
 	changed := false
 	for _, a := range answers {
 		changed = rec.note(a) || changed
 	}
-	if changed {
-		r.rec = rec
-	}
-	r.mu.Unlock()
 	if !changed {
 		return
 	}
-	if err := rec.save(r.cfg.First.Record); err != nil {
-		r.log.Warn("could not write the record of the server's answers", "file", r.cfg.First.Record, "err", err)
+	rs.mu.Lock()
+	rs.rec = rec
+	rs.mu.Unlock()
+	b, err := json.Marshal(rec)
+	if err == nil {
+		err = statedir.WriteFile(rs.path, b) // whole or not at all
+	}
+	if err != nil {
+		rs.log.Warn("could not write the record of the server's answers", "file", rs.path, "err", err)
 	}
 }
 
@@ -362,7 +324,7 @@ func (rec *record) note(a recorded) bool {
 	if a.result == nil {
 		return false
 	}
-	var was, now []byte // the recorded answer before and after
+	var was, now []byte
 	switch a.method {
 	case "initialize":
 		was, rec.Initialize, now = rec.Initialize, a.result, a.result

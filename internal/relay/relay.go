@@ -1,11 +1,13 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,159 +17,74 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 )
 
-// Config is what the relay needs. The zero value of every field but
-// Child.Command has a usable default.
+// Config is what the relay needs; zero values have defaults (not Command).
 type Config struct {
-	Child Child // how to start and stop the child
-
-	// EnvOverridable lists the environment keys the agent may set through
-	// the recompile tool's env argument.
-	EnvOverridable []string
-
-	Tool       string // name of the added tool; default "recompile"
-	CallTool   string // name of the optional call-forwarding tool; "" = off
-	MaxMessage int    // largest message in either direction; default 64 MiB
-	Notices    bool   // add notes on failed auto-builds and crashes to the next tools/call result
-	// NoOwnTools: tools/list lists the child's tools only (the mux, whose
-	// reload_server rebuilds the server, lists its own); Tool and CallTool
-	// are then not served either.
-	NoOwnTools bool
-	// Rebuild is how the texts the agent reads name what rebuilds the
-	// server ("reload_server {\"name\": \"x\"}" in the mux); default Tool.
-	Rebuild string
-
-	ServerSuffix string // appended to serverInfo.name and version
-
-	Queue Queue // what a session may hold while its child cannot take it
-
-	// MaxChildren bounds the processes of a stdio server, one per client
-	// session; a session past it is answered by mcpflow (texts.TooManyChildren)
-	// until another ends. Default DefaultMaxChildren.
-	MaxChildren int
-
-	// HandshakeTimeout bounds a child's answer to a handshake (the
-	// client's initialize or server/discover, the relay's replay): a child
-	// that does not answer in time is stopped and reported. Default 30s.
-	HandshakeTimeout time.Duration
-
-	// Drain is how long calls already running on a child that a restart
-	// replaces may go on before it is stopped; meanwhile new messages wait
-	// for the new child. 0 = stop the old child at once.
-	Drain time.Duration
-
-	// OnCrash is "restart" (default: restart with backoff, stop on a crash
-	// loop) or "wait" (stay down until a build or recompile).
-	OnCrash string
-	// RestartMarker, when set, is a stderr line by which the child asks
-	// for a rebuild and restart.
-	RestartMarker string
-
-	// First says how a session is served before the first server is up.
-	First First
-
-	// OnEvent, when set, is told what happens to the children (see Event),
-	// in order, from a goroutine of the relay's that holds no relay lock.
+	Child            Child         // how to start and stop the child
+	Tools            Tools         // mcpflow's own tools
+	Queue            Queue         // what a session may hold while its child cannot take it
+	First            First         // how a session is served before the first server is up
+	MaxMessage       int           // largest message in either direction; default 64 MiB
+	Notices          bool          // add notes on failed auto-builds and crashes to the next tools/call result
+	ServerSuffix     string        // appended to serverInfo.name and version
+	MaxChildren      int           // bounds a stdio server's processes (one per session); default 16
+	HandshakeTimeout time.Duration // bounds a child's answer to a handshake; default 30s
+	Drain            time.Duration // how long calls on a child being replaced may go on; 0 = none
+	OnCrash          string        // "restart" (with backoff; default) or "wait" (for a build)
+	// OnEvent is told what happens to the children, in order, from a
+	// goroutine holding no relay lock.
 	OnEvent func(Event)
-	// Traffic, when set, is called with every message between a session
-	// and its child, as read and as sent: hop "server", toServer the
-	// direction, gen the generation of the child. It is called with no
-	// relay lock held; it must not keep msg (nor write to it).
+	// Traffic, when set, sees every message between a session and its
+	// child (hop "server", toServer: the direction, gen: the child's), under
+	// no relay lock; it must not keep msg (nor write to it).
 	Traffic func(hop string, toServer bool, gen int, msg []byte)
+	// Bridge serves a client whose era the child does not speak, if set.
+	Bridge       func(upstream wire.Opener, c wire.Client) wire.Session
+	Recompiler   Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
+	Logger       *slog.Logger // nil = discard
+	ServerLogger *slog.Logger // the children's stderr lines; nil = Logger.WithGroup("server")
+	Version      string       // mcpflow's version, for its own serverInfo
+}
 
-	// Bridge, when set, serves a client whose era the child does not speak
-	// (internal/protocol/bridge): the session goes to a session of the
-	// bridge's, itself a client of the relay in the child's era.
-	Bridge func(upstream wire.Opener, c wire.Client) wire.Session
-
-	Recompiler Recompiler   // runs build + Restart for the recompile tool; nil = Restart only
-	Logger     *slog.Logger // nil = discard
-	// ServerLogger gets the children's stderr lines; nil = Logger.WithGroup("server").
-	ServerLogger *slog.Logger
-	Version      string // mcpflow's version, for its own serverInfo
+// Tools are mcpflow's own tools, added to the child's.
+type Tools struct {
+	Recompile string // name of the rebuild tool; default "recompile"
+	Call      string // name of the optional call-forwarding tool; "" = off
+	None      bool   // list and serve none (the mux lists its own)
+	// Rebuild is how the texts the agent reads name what rebuilds the
+	// server ("reload_server {\"name\": \"x\"}" in the mux); default Recompile.
+	Rebuild string
 }
 
 // Child says how to start and stop the child.
 type Child struct {
-	Command []string // argv, or Command[0] as a script when Shell
-	Shell   bool     // run Command[0] through the system's shell
-	Dir     string   // working directory
-	Env     []string // base environment; nil = os.Environ()
-	// ExtraEnv is added to Env (run.env); the agent's accepted overrides
-	// (Config.EnvOverridable) are added on top of both.
-	ExtraEnv map[string]string
-	// StopTimeout is the grace after closing its stdin, and after
-	// SIGTERM; default 2s.
-	StopTimeout time.Duration
-	// Setting says where the command is set, for the messages that tell
-	// the agent to fix it; default "run.command in mcpflow.toml".
-	Setting string
-	// HTTP, when set, makes the child a server of Streamable HTTP
-	// (internal/transport/httpmcp): one process serves every session, each
-	// over an HTTP session of its own. nil: a stdio server, a process per
-	// session.
+	Command        []string          // argv, or Command[0] as a script when Shell
+	Shell          bool              // run Command[0] through the system's shell
+	Dir            string            // working directory
+	Env            []string          // base environment; nil = os.Environ()
+	ExtraEnv       map[string]string // added to Env (run.env); the agent's overrides on top
+	EnvOverridable []string          // the keys the agent may set (recompile's env argument)
+	StopTimeout    time.Duration     // the grace after closing its stdin, and after SIGTERM; default 2s
+	Setting        string            // where the command is set, for the agent; default "run.command in mcpflow.toml"
+	RestartMarker  string            // when set, a stderr line by which the child asks for a rebuild and restart
+	// HTTP, when set, makes the child a server of Streamable HTTP: one
+	// process serves every session, each over an HTTP session of its own.
+	// nil: a stdio server, a process per session.
 	HTTP HTTPChild
 }
 
-// Queue bounds the client messages a session holds while its child cannot
-// take them (the first build, a restart).
+// Queue bounds what a session holds while its child cannot take it.
 type Queue struct {
 	Size    int           // messages; default 256
 	Bytes   int           // bytes; default 32 MiB
 	Timeout time.Duration // how long one may wait; default 30s
 }
 
-// Recompiler rebuilds the server and restarts it through Restart. The
-// builder satisfies it.
+// Recompiler rebuilds the server and restarts it through Restart.
 type Recompiler interface {
 	Recompile(ctx context.Context, progress func(msg string)) result.Build
 }
 
-type state int
-
-const (
-	stateStarting   state = iota // no good build yet: sessions hold, or answer from the record
-	stateUp                      // children may serve
-	stateRestarting              // a restart runs: sessions hold
-	stateDown                    // no child can serve (a failed build or start, a crash loop): sessions answer alone
-	stateClosed
-)
-
-// Relay is the engine of one server: a session per client (Open), each
-// with a child of its own, restarted together by Restart. See the package
-// documentation.
-type Relay struct {
-	cfg    Config
-	log    *slog.Logger
-	events *eventQueue
-	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
-	cancel context.CancelFunc
-
-	restarts sync.Mutex     // one restart at a time
-	conns    atomic.Int64   // a sequence of the sessions' connections to their children
-	wg       sync.WaitGroup // every child until reaped, every goroutine
-	recMu    sync.Mutex     // one write of the record at a time
-
-	// mu guards what follows. It is never held while a session's lock
-	// is taken (a session takes it briefly under its own).
-	mu       sync.Mutex
-	state    state
-	gen      int // the last process started: each has a generation of its own
-	starts   int // restarts completed, the first start included
-	health   health
-	env      map[string]string // the agent's accepted env overrides
-	rec      *record           // the server's last good start; nil when none
-	sessions []*Session        // open, oldest first
-	server   *child            // an HTTP server's process, shared; nil for stdio
-	known    knownTools        // what the server lists, for diffs and status
-	stats    counters
-	ended    bool // the stdio client's input ended
-
-	ownTools ownTools  // mcpflow's tools, spliced into tools/list
-	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
-}
-
-// The defaults of Config's zero values. The config file's defaults are
-// these same constants.
+// The defaults of Config's zero values, the config file's too.
 const (
 	DefaultStopTimeout  = 2 * time.Second
 	DefaultTool         = "recompile"
@@ -176,63 +93,68 @@ const (
 	DefaultQueueBytes   = 32 << 20
 	DefaultQueueTimeout = 30 * time.Second
 	DefaultOnCrash      = "restart"
-	DefaultStartupGrace = 0 // as long as the client waits: ClientWait
 	DefaultHandshake    = 30 * time.Second
 	DefaultMaxChildren  = 16
 )
 
+// Relay is the engine of one server (see the package documentation).
+type Relay struct {
+	cfg    Config
+	log    *slog.Logger
+	events *eventQueue
+	ctx    context.Context // canceled at shutdown; bounds the relay's own calls
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every child until reaped, every goroutine
+
+	restarts sync.Mutex   // one restart at a time
+	gen      atomic.Int64 // the last process started: each has a generation of its own
+	conns    atomic.Int64 // a sequence of the sessions' connections to their children
+
+	// mu guards what follows; no session's lock is taken under it.
+	mu       sync.Mutex
+	health   health
+	sessions []*Session // open, oldest first
+	server   *child     // an HTTP server's process, shared; nil for stdio
+
+	// Each with a lock of its own, a leaf.
+	env   overrides  // the agent's accepted env overrides
+	rec   records    // the record of the server's last good start
+	known knownTools // what the server lists
+	stats counters
+
+	ownTools ownTools  // mcpflow's tools, spliced into tools/list
+	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
+}
+
 // New returns a relay for cfg. Nothing runs until the first Restart.
 func New(cfg Config) *Relay {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
 	def(&cfg.Child.StopTimeout, DefaultStopTimeout)
 	def(&cfg.Queue.Timeout, DefaultQueueTimeout)
 	def(&cfg.HandshakeTimeout, DefaultHandshake)
-	for _, d := range []struct {
-		p *int
-		v int
-	}{{&cfg.MaxMessage, DefaultMaxMessage}, {&cfg.Queue.Size, DefaultQueueSize}, {&cfg.Queue.Bytes, DefaultQueueBytes}, {&cfg.MaxChildren, DefaultMaxChildren}} {
-		if *d.p <= 0 {
-			*d.p = d.v
-		}
-	}
-	if cfg.Tool == "" {
-		cfg.Tool = DefaultTool
-	}
-	if cfg.OnCrash == "" {
-		cfg.OnCrash = DefaultOnCrash
-	}
-	if cfg.Rebuild == "" {
-		cfg.Rebuild = cfg.Tool
-	}
-	if cfg.Child.Setting == "" {
-		cfg.Child.Setting = "run.command in mcpflow.toml"
-	}
+	def(&cfg.MaxMessage, DefaultMaxMessage)
+	def(&cfg.Queue.Size, DefaultQueueSize)
+	def(&cfg.Queue.Bytes, DefaultQueueBytes)
+	def(&cfg.MaxChildren, DefaultMaxChildren)
+	def(&cfg.OnCrash, DefaultOnCrash)
+	def(&cfg.Tools.Recompile, DefaultTool)
+	def(&cfg.Tools.Rebuild, cfg.Tools.Recompile)
+	def(&cfg.Child.Setting, "run.command in mcpflow.toml")
 	if cfg.Child.Env == nil {
 		cfg.Child.Env = os.Environ()
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ServerLogger == nil {
-		cfg.ServerLogger = cfg.Logger.WithGroup("server")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	cfg.ServerLogger = cmp.Or(cfg.ServerLogger, cfg.Logger.WithGroup("server"))
 	r := &Relay{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		ctx:    ctx,
-		cancel: cancel,
-		events: newEventQueue(cfg.OnEvent),
-		env:    map[string]string{},
+		events: &eventQueue{fn: cfg.OnEvent},
 		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
+		env:    overrides{allowed: cfg.Child.EnvOverridable, set: map[string]string{}},
+		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger, rec: loadRecord(cfg.First.Record, cfg.First.Key, cfg.Logger)},
 	}
-	r.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.log)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.events.tap = r.stats.event
-	if !cfg.NoOwnTools {
+	if !cfg.Tools.None {
 		r.ownTools.defs = toolDefs(&cfg)
 	}
 	if r.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -244,27 +166,32 @@ func New(cfg Config) *Relay {
 	return r
 }
 
+// def sets *p to v when it is zero (or less).
+func def[T cmp.Ordered](p *T, v T) {
+	var zero T
+	if *p <= zero {
+		*p = v
+	}
+}
+
 var errClosed = errors.New("relay is shut down")
 
-// Open opens a client's session (a wire.Opener): its messages go to a
-// child of its own, started now when a good build is at hand, else when
-// it is (Restart). What the client is sent goes to c.
+// Open opens a client's session (a wire.Opener) with a child of its own.
 func (r *Relay) Open(c wire.Client) wire.Session {
 	s := newSession(r, c)
 	r.mu.Lock()
-	if r.state == stateClosed {
-		r.mu.Unlock()
-		s.closeLocal()
-		return s
+	h := r.health
+	if h.state != stateClosed {
+		r.sessions = append(r.sessions, s)
 	}
-	r.sessions = append(r.sessions, s)
-	st := r.state
 	r.mu.Unlock()
-	switch st {
+	switch h.state {
+	case stateClosed:
+		s.Close()
 	case stateUp:
 		r.goConnect(s)
 	case stateDown:
-		s.goDown(r.report())
+		s.goDown(h.describe())
 	}
 	return s
 }
@@ -272,18 +199,17 @@ func (r *Relay) Open(c wire.Client) wire.Session {
 // shutdownStep bounds each step of stopping a child at shutdown.
 const shutdownStep = time.Second
 
-// Close stops everything the relay started: every session is closed (its
-// requests still waiting are its front's to answer), every child stopped
-// with its process group, every goroutine ended. It is safe to call more
-// than once.
+// Close stops everything the relay started: every session (its requests
+// still waiting are its front's to answer), every child with its process
+// group, every goroutine. It may be called more than once.
 func (r *Relay) Close() {
 	r.mu.Lock()
-	if r.state == stateClosed {
+	if r.health.state == stateClosed {
 		r.mu.Unlock()
 		r.wg.Wait()
 		return
 	}
-	r.state = stateClosed
+	r.health.state = stateClosed
 	sessions := slices.Clone(r.sessions)
 	r.mu.Unlock()
 	r.cancel()
@@ -305,61 +231,39 @@ func (r *Relay) Close() {
 	r.events.close()
 }
 
-// SetRecompiler sets what the recompile tool calls. The builder needs the
-// relay (as its Restarter) and the relay needs the builder, so one of them
-// is set after both exist.
+// SetRecompiler sets what the recompile tool calls.
 func (r *Relay) SetRecompiler(rc Recompiler) { r.cfg.Recompiler = rc }
 
-// InputEnded says the stdio client's input ended. It will read the
-// answers but act on nothing sent later (list_changed), so its requests
-// wait for the server's real answers (bounded by the queue's timeout)
-// rather than being answered for a server still starting.
+// InputEnded says the stdio client's input ended: its requests wait for
+// the server (within Queue.Timeout), not answered for one still starting.
 func (r *Relay) InputEnded() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ended = true
+	r.health.ended = true
 }
 
-// GrowPipe enlarges the pipe behind f, if f is one (mcpflow's stdout):
-// large messages then cost fewer context switches. Best effort.
-func GrowPipe(f *os.File) { growPipe(f) }
+// HasRecord reports whether a record of the last good start answers.
+func (r *Relay) HasRecord() bool { return r.rec.current() != nil }
 
-// nextGen is the generation of a new process.
-func (r *Relay) nextGen() int {
+func (r *Relay) now() health {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.gen++
-	return r.gen
+	return r.health
 }
 
-// HasRecord reports whether the record of the server's last good start
-// answers its sessions before the first start is up.
-func (r *Relay) HasRecord() bool {
+func (r *Relay) openSessions() []*Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.rec != nil
+	return slices.Clone(r.sessions)
 }
 
-// report is why no child serves, for a session that is answered alone.
-func (r *Relay) report() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.health.describe()
-}
-
-// remove forgets a closed session; a session that waited for a child
-// slot gets one.
+// remove forgets a closed session; one that waited for a slot gets it.
 func (r *Relay) remove(s *Session) {
 	r.mu.Lock()
 	r.sessions = slices.DeleteFunc(r.sessions, func(q *Session) bool { return q == s })
 	var next *Session
-	if r.state == stateUp && r.cfg.Child.HTTP == nil {
-		for _, q := range r.sessions {
-			if q.waitsForSlot() {
-				next = q
-				break
-			}
-		}
+	if i := slices.IndexFunc(r.sessions, func(q *Session) bool { return q.waiting.Load() }); i >= 0 && r.health.state == stateUp && r.cfg.Child.HTTP == nil {
+		next = r.sessions[i]
 	}
 	r.mu.Unlock()
 	if next != nil {
@@ -367,53 +271,43 @@ func (r *Relay) remove(s *Session) {
 	}
 }
 
-// slotFor reports whether session s may have a child process of its own:
-// a stdio server runs at most MaxChildren. r.mu is held.
-func (r *Relay) slotFor(s *Session) bool {
-	if r.cfg.Child.HTTP != nil {
-		return true
-	}
-	n := 0
-	for _, q := range r.sessions {
-		if q == s {
-			return n < r.cfg.MaxChildren
-		}
-		if !q.bridged() {
-			n++
-		}
-	}
-	return false
-}
-
-// goConnect starts session s's child in the background.
+// goConnect starts session s's child in the background; a stdio server's
+// session past the first MaxChildren (bridged ones aside) is answered
+// alone until one ends (remove).
 func (r *Relay) goConnect(s *Session) {
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
+	r.wg.Go(func() {
 		r.mu.Lock()
-		srv, ok := r.server, r.slotFor(s)
+		srv, sessions := r.server, slices.Clone(r.sessions)
 		r.mu.Unlock()
-		if !ok {
-			s.goDown(texts.TooManyChildren(r.cfg.MaxChildren))
-			s.setWaiting(true)
-			return
+		if r.cfg.Child.HTTP == nil {
+			i, n := slices.Index(sessions, s), 0
+			for _, q := range sessions[:max(i, 0)] {
+				q.mu.Lock()
+				if q.bridge == nil {
+					n++
+				}
+				q.mu.Unlock()
+			}
+			if i < 0 || n >= r.cfg.MaxChildren {
+				s.goDown(texts.TooManyChildren(r.cfg.MaxChildren))
+				s.waiting.Store(true)
+				return
+			}
 		}
-		s.setWaiting(false)
-		if _, err := s.reconnect(r.ctx, srv, false); err != nil && !errors.Is(err, errClosed) {
+		s.waiting.Store(false)
+		if _, err := (&reconnect{s: s, ctx: r.ctx}).run(srv); err != nil && !errors.Is(err, errClosed) {
 			r.log.Warn("a client's server did not start", "err", firstLine(err.Error()))
 		}
-	}()
+	})
 }
 
-// firstServerLate: the first build is not done after the grace a
-// session's first request armed; the session is answered alone until it
-// is (unless the client's input ended: it waits for the server).
+// firstServerLate: the first build outlasted the grace a session's first
+// request armed; the session is answered alone until it is done (unless
+// the client's input ended).
 func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	r.mu.Lock()
-	starting, ended := r.state == stateStarting, r.ended
-	if starting && !ended {
-		r.health.building = true
-	}
+	starting, ended := r.health.state == stateStarting, r.health.ended
+	r.health.building = r.health.building || starting && !ended
 	r.mu.Unlock()
 	switch {
 	case !starting:
@@ -421,17 +315,43 @@ func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 		r.log.Info("the first build is still running; the client's input ended, so its requests wait for the server", "after", result.Dur(grace))
 	default:
 		r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
-		s.goDown(texts.Building(r.cfg.Rebuild))
+		s.goDown(texts.Building(r.cfg.Tools.Rebuild))
 	}
 }
 
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
+// childLine copies a process's log lines to the server's logger, and
+// rebuilds and restarts on Child.RestartMarker (c: nil for an HTTP
+// server's process).
+func (r *Relay) childLine(c *conn) func(string) {
+	return func(line string) {
+		r.cfg.ServerLogger.Info(line)
+		if r.cfg.Child.RestartMarker == "" || line != r.cfg.Child.RestartMarker || c != nil && c.stopping.Load() {
+			return
 		}
+		r.log.Info("the server asked for a restart (relay.restart_marker)")
+		r.wg.Go(func() {
+			o := r.runRecompile(r.ctx, nil)
+			if text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, r.now().state == stateUp); isErr {
+				r.log.Error("rebuild failed", "trigger", "restart marker", "result", firstLine(text))
+			}
+		})
 	}
-	return s
+}
+
+// later runs f after d, unless the relay shuts down first.
+func (r *Relay) later(d time.Duration, f func()) {
+	r.wg.Go(func() {
+		select {
+		case <-r.ctx.Done():
+		case <-time.After(d):
+			f()
+		}
+	})
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // msgTrace writes the debug line for each message read from a peer.
@@ -440,14 +360,10 @@ type msgTrace struct {
 	via string // the server hop's transport
 }
 
-func (r *Relay) tracing() bool { return r.tracer != nil }
-
-// trace writes the line for one message, when tracing: where from (the
-// hop; for the server's, its transport), its method (or, for a response,
-// its id), its size and, for a response to a client request, how long the
-// server took.
-func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
-	t := r.tracer
+// trace writes the line for one message when tracing (t not nil): the hop
+// (the server's with its transport), method and id, size, and for an
+// answer to a client request, the server's latency.
+func (t *msgTrace) trace(from string, env *wire.Envelope, size int, p *pending) {
 	if t == nil {
 		return
 	}
@@ -455,16 +371,14 @@ func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
 	if from == "server" {
 		args = append(args, "via", t.via)
 	}
-	switch {
-	case env.Method != "" && env.ID != nil:
-		args = append(args, "method", env.Method, "id", string(env.ID))
-	case env.Method != "":
+	if env.Method != "" {
 		args = append(args, "method", env.Method)
-	default:
+	}
+	if env.ID != nil {
 		args = append(args, "id", string(env.ID))
-		if p != nil && !p.sent.IsZero() {
-			args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
-		}
+	}
+	if p != nil && env.Method == "" && !p.sent.IsZero() {
+		args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
 	}
 	t.log.Debug("from "+from, args...)
 }

@@ -408,7 +408,7 @@ func TestHeldUntilReplayed(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the restart to begin", func() bool {
 		h.r.mu.Lock()
 		defer h.r.mu.Unlock()
-		return h.r.state == stateRestarting
+		return h.r.health.state == stateRestarting
 	})
 	var wg sync.WaitGroup
 	for i := range 5 {

@@ -244,7 +244,7 @@ func TestQueueOverflowAndDeadline(t *testing.T) {
 
 func TestRestartMarker(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-marker", "MCPFLOW-RESTART"}, cfg: func(c *Config) { c.RestartMarker = "MCPFLOW-RESTART" }})
+	h := newHarness(t, hopts{version: "2025-11-25", args: []string{"-marker", "MCPFLOW-RESTART"}, cfg: func(c *Config) { c.Child.RestartMarker = "MCPFLOW-RESTART" }})
 	before := h.childPID()
 	h.setVariant("v2") // a new tool: the client is told
 	h.mustCall("marker", nil)
@@ -259,7 +259,7 @@ func TestRestartMarker(t *testing.T) {
 func TestEnvOverrides(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
-		c.EnvOverridable = []string{"FOO"}
+		c.Child.EnvOverridable = []string{"FOO"}
 		c.Child.ExtraEnv = map[string]string{"FOO": "base"} // run.env
 	}})
 	if got := h.mustCall("env", map[string]any{"text": "FOO"}); strings.TrimSpace(got) != "base" {
@@ -295,7 +295,7 @@ func TestCallToolForwards(t *testing.T) {
 	t.Parallel()
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		t.Parallel()
-		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.CallTool = "call" }})
+		h := newHarness(t, hopts{version: era.Version, cfg: func(c *Config) { c.Tools.Call = "call" }})
 		if !slices.Contains(h.toolNames(), "call") {
 			t.Fatal("call tool not listed")
 		}
@@ -319,7 +319,7 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 	// No call until the server is back: the crash happened between calls.
 	testkit.Eventually(t, 20*time.Second, "a restart after the crash", func() bool {
 		pid := h.childPID()
-		return h.r.running() && pid != 0 && pid != first
+		return h.r.now().state == stateUp && pid != 0 && pid != first
 	})
 	// One notice, saying what mcpflow did; no call to restart what runs.
 	text := h.mustCall("echo", map[string]any{"text": "hi"})

@@ -3,22 +3,17 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// forceResult rewrites an initialize (isInit) or server/discover result so
-// that clients re-fetch tools after a restart: capabilities.tools.listChanged
-// is forced to true (the tools capability is added when missing, since
-// mcpflow adds a tool), and listChanged is forced on prompts and
-// resources where the child declares them. Everything else is kept as
-// the child sent it, unknown fields included. An error answer is passed
-// on as it is: a legacy server refuses server/discover, and the client
-// then falls back to initialize. s.mu is held.
-func (s *Session) forceResult(c *conn, msg []byte, env wire.Envelope, isInit bool) []byte {
+// forceResult rewrites the child's answer to initialize (isInit) or
+// server/discover and notes what it says; an error is passed on. s.mu is
+// held.
+func (c *conn) forceResult(msg []byte, env wire.Envelope, isInit bool) []byte {
+	s := c.s
 	if env.HasError {
 		s.r.log.Debug("the server refused the handshake request; passed its error on", "initialize", isInit)
 		if !isInit {
@@ -31,8 +26,7 @@ func (s *Session) forceResult(c *conn, msg []byte, env wire.Envelope, isInit boo
 		s.r.log.Warn("could not read the server's capabilities; passed its answer on unchanged", "err", err)
 		return msg
 	}
-	s.hs.caps = declaredCaps(env.Result)
-	s.hs.initResult = res
+	s.hs.caps, s.hs.initResult = bytes.Clone(jsonscan.Member(env.Result, "capabilities")), res
 	if isInit {
 		c.speaks = wire.EraLegacy
 	} else if speaksModern(env.Result) {
@@ -41,6 +35,9 @@ func (s *Session) forceResult(c *conn, msg []byte, env wire.Envelope, isInit boo
 	return wire.Splice(msg, env.ResStart, env.ResStart+len(env.Result), res)
 }
 
+// forcedResult is a handshake result with listChanged forced on tools
+// (added if missing), prompts and resources (if declared), and suffix
+// added to serverInfo; all else kept.
 func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
 	var res map[string]json.RawMessage
 	if err := json.Unmarshal(result, &res); err != nil {
@@ -62,8 +59,7 @@ func forcedResult(result []byte, isInit bool, suffix string) ([]byte, error) {
 	if suffix != "" {
 		if isInit {
 			res["serverInfo"] = suffixed(res["serverInfo"], suffix)
-		} else if meta := res["_meta"]; meta != nil {
-			// server/discover carries serverInfo in its _meta.
+		} else if meta := res["_meta"]; meta != nil { // server/discover's serverInfo
 			var m map[string]json.RawMessage
 			if json.Unmarshal(meta, &m) == nil && m[mcp.MetaKeyServerInfo] != nil {
 				m[mcp.MetaKeyServerInfo] = suffixed(m[mcp.MetaKeyServerInfo], suffix)
@@ -105,67 +101,61 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 	caps[key] = mustJSON(obj)
 }
 
-// declaredCaps reads which list capabilities the child itself declared.
-func declaredCaps(result []byte) caps {
-	c := jsonscan.Member(result, "capabilities")
-	present := func(k string) bool {
-		v := jsonscan.Member(c, k)
-		return v != nil && string(v) != "null"
-	}
-	return caps{prompts: present("prompts"), resources: present("resources")}
-}
-
-// injectTools appends the relay's tools to the last page of a tools/list
-// result (the page without nextCursor), splicing bytes so a long list is
-// never decoded.
+// inject appends mcpflow's tools to the last page of a tools/list result.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
-	res := env.Result
-	if nc := jsonscan.Member(res, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
+	if t.defs == nil {
 		return msg
 	}
-	vs, ve, ok := jsonscan.MemberSpan(res, "tools")
-	if !ok || res[vs] != '[' {
+	if nc := jsonscan.Member(env.Result, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}
-	ins := slices.Clone(t.defs)
-	if len(bytes.TrimSpace(res[vs+1:ve-1])) > 0 {
-		ins = append([]byte{','}, ins...)
-	}
-	at := env.ResStart + ve - 1
-	return wire.Splice(msg, at, at, ins)
+	out, _ := appendTo(msg, env, "tools", t.defs)
+	return out
 }
 
-// attach appends the pending notices (failed automatic builds, crashes
-// between calls) to a tools/call result as text items.
+// attach appends the pending notices to a tools/call result.
 func (n *notices) attach(msg []byte, env wire.Envelope) []byte {
-	if *n == (notices{}) || env.Result == nil {
+	if *n == (notices{}) {
 		return msg
 	}
-	vs, ve, ok := jsonscan.MemberSpan(env.Result, "content")
-	if !ok || env.Result[vs] != '[' {
-		return msg
-	}
-	var ins []byte
+	var items [][]byte
 	for _, text := range n {
-		if text == "" {
-			continue
+		if text != "" {
+			items = append(items, textContent(text))
 		}
-		if len(ins) > 0 || len(bytes.TrimSpace(env.Result[vs+1:ve-1])) > 0 {
-			ins = append(ins, ',')
-		}
-		ins = append(ins, textContent(text)...)
 	}
-	n.clear()
-	at := env.ResStart + ve - 1
-	return wire.Splice(msg, at, at, ins)
+	out, ok := appendTo(msg, env, "content", bytes.Join(items, []byte{','}))
+	if ok {
+		n.clear()
+	}
+	return out
+}
+
+// appendTo appends items to env's result's array key, if there is one.
+func appendTo(msg []byte, env wire.Envelope, key string, items []byte) ([]byte, bool) {
+	vs, ve, ok := jsonscan.MemberSpan(env.Result, key)
+	if !ok || env.Result[vs] != '[' || len(items) == 0 {
+		return msg, false
+	}
+	return wire.Splice(msg, env.ResStart+vs, env.ResStart+ve, appendItems(env.Result[vs:ve], items)), true
+}
+
+// appendItems appends comma-separated JSON values to a JSON array.
+func appendItems(arr, items []byte) []byte {
+	arr = bytes.TrimSpace(arr)
+	out := append([]byte(nil), arr[:len(arr)-1]...)
+	if len(bytes.TrimSpace(arr[1:len(arr)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, items...)
+	return append(out, ']')
 }
 
 func textContent(s string) []byte {
 	return mustJSON(map[string]string{"type": "text", "text": s})
 }
 
-// rewriteCallTool turns a call of the call-forwarding tool,
-// {name, arguments}, into a tools/call of the named tool.
+// rewriteCallTool turns a call-forwarding call into a call of the tool.
 func rewriteCallTool(msg []byte, env wire.Envelope) ([]byte, wire.Envelope) {
 	args := jsonscan.Member(env.Params, "arguments")
 	name := jsonscan.Member(args, "name")
@@ -193,4 +183,59 @@ func mustJSON(v any) []byte {
 		panic(err) // only called with values that always marshal
 	}
 	return b
+}
+
+// metaTriple keeps the _meta keys mcpflow copies onto its own requests.
+func metaTriple(meta []byte) []byte {
+	out := map[string]json.RawMessage{}
+	for _, k := range []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities} {
+		if v := jsonscan.Member(meta, k); v != nil {
+			out[k] = bytes.Clone(v)
+		}
+	}
+	return mustJSON(out)
+}
+
+// subscriptionID is the raw listen id a notification is tagged with.
+func subscriptionID(params []byte) []byte {
+	return jsonscan.Member(jsonscan.Member(params, "_meta"), mcp.MetaKeySubscriptionID)
+}
+
+// forceAck makes an acknowledgement include toolsListChanged.
+func forceAck(msg []byte, env wire.Envelope) []byte {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(env.Params, &params); err != nil {
+		return msg
+	}
+	var n map[string]json.RawMessage
+	_ = json.Unmarshal(params["notifications"], &n)
+	if n == nil {
+		n = map[string]json.RawMessage{}
+	}
+	if string(n["toolsListChanged"]) == "true" {
+		return msg
+	}
+	n["toolsListChanged"] = json.RawMessage("true")
+	params["notifications"] = mustJSON(n)
+	return wire.Request(nil, env.Method, mustJSON(params))
+}
+
+// selfAck acknowledges a listen mcpflow takes while no child runs.
+func selfAck(id []byte, tools bool) []byte {
+	params := map[string]any{
+		"_meta":         map[string]json.RawMessage{mcp.MetaKeySubscriptionID: id},
+		"notifications": map[string]bool{"toolsListChanged": tools},
+	}
+	return wire.Request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
+}
+
+// withResultType marks a result complete for a 2026-07-28 client.
+func withResultType(result []byte, modern bool) []byte {
+	if !modern || len(result) < 2 {
+		return result
+	}
+	if len(result) == 2 {
+		return []byte(`{"resultType":"complete"}`)
+	}
+	return append([]byte(`{"resultType":"complete",`), result[1:]...)
 }

@@ -16,7 +16,7 @@ func testRelay(cfg Config) *Relay {
 
 func TestInjectToolsPagination(t *testing.T) {
 	t.Parallel()
-	r := testRelay(Config{Tool: "recompile"})
+	r := testRelay(Config{Tools: Tools{Recompile: "recompile"}})
 	cases := []struct {
 		name   string
 		in     string

@@ -2,37 +2,29 @@ package relay
 
 import (
 	"bytes"
+	"iter"
+	"maps"
 	"strconv"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// router keeps a session's ids toward its child:
-//   - the client's requests in flight, each with the generation of the
-//     child it was sent to (pending), by the id the child knows: the
-//     client's own, or one of the relay's ("mcpflow:r<n>") for an id a
-//     peer might not echo byte for byte (see plainID);
-//   - requests the child sent the client, renumbered ("mcpflow:s<n>") so
-//     that an answer goes back only to the child that asked (serverReqs);
-//   - progress tokens of requests in flight, for the request a progress
-//     notification belongs to;
-//   - the relay's own requests, each with a channel waiting for its answer.
-//
-// It has no lock: its session's guards it.
+// router keeps a session's ids toward its child: the client's requests in
+// flight, by the id the child knows (the client's, or "mcpflow:r<n>": see
+// plainID); the child's requests to the client, renumbered
+// ("mcpflow:s<n>"); the relay's own, each with a channel for its answer.
 type router struct {
 	seq        int64
 	pending    map[string]*pending // by the id the child knows
-	renamed    map[string]string   // the client's raw id -> the id the child knows, where they differ
 	serverReqs map[string]serverReq
-	tokens     map[string]string // progress token (raw JSON) -> the id the child knows
 	waiters    map[string]chan []byte
-	drain      drain
-}
-
-// drain is the generation whose calls in flight may finish before its
-// child is stopped (gen 0: none); done is closed once none is left.
-type drain struct {
-	gen  int
-	done chan struct{}
+	// drain is the generation whose calls are let finish (0: none); done
+	// is closed once none is left.
+	drain struct {
+		gen  int
+		done chan struct{}
+	}
 }
 
 type kind int
@@ -47,22 +39,18 @@ const (
 )
 
 type pending struct {
-	kind   kind
-	gen    int
-	method string
-	msg    []byte // the request, kept for initialize and server/discover only
-	// firstPage: a */list without a cursor.
-	firstPage bool
-	sent      time.Time // when it was forwarded, for the debug log's latency
-	// clientID is the client's id of a request the child knows under one
-	// of the relay's; nil when the child got the client's own.
-	clientID    []byte
-	token       string // its progress token, if any
-	awaitingAck bool   // a listen replayed to a new child: its acknowledgement is consumed
+	kind        kind
+	gen         int
+	method      string
+	msg         []byte    // the request, kept for initialize and server/discover only
+	firstPage   bool      // a */list without a cursor
+	sent        time.Time // when it was forwarded, for the debug log's latency
+	clientID    []byte    // the client's id, when the child knows one of the relay's
+	token       string    // its progress token (raw JSON), if no other request has it
+	awaitingAck bool      // a listen replayed to a new child: its acknowledgement is consumed
 }
 
-// replyID is the id the client's answer to p carries; key is the id the
-// child knows.
+// replyID is the id of the client's answer to p (key: the child's id).
 func (p *pending) replyID(key string) []byte {
 	if p.clientID != nil {
 		return p.clientID
@@ -76,92 +64,80 @@ type serverReq struct {
 }
 
 func newRouter() router {
-	return router{
-		pending:    map[string]*pending{},
-		renamed:    map[string]string{},
-		serverReqs: map[string]serverReq{},
-		tokens:     map[string]string{},
-		waiters:    map[string]chan []byte{},
-	}
+	return router{pending: map[string]*pending{}, serverReqs: map[string]serverReq{}, waiters: map[string]chan []byte{}}
 }
 
-// newID returns a fresh id of the relay's, with tag ('r': its own
-// requests and renamed ones; 's': the child's requests to the client).
+// newID returns a fresh id of the relay's, tagged 'r' or 's'.
 func (rt *router) newID(tag byte) []byte {
 	rt.seq++
 	return []byte(`"mcpflow:` + string(tag) + strconv.FormatInt(rt.seq, 10) + `"`)
 }
 
-// track records a request sent to the child under key.
-func (rt *router) track(key string, pd *pending) {
-	rt.pending[key] = pd
-	if pd.clientID != nil {
-		rt.renamed[string(pd.clientID)] = key
-	}
-}
-
 // byClient finds the request in flight that the client knows as id.
 func (rt *router) byClient(id []byte) (string, *pending, bool) {
-	key := string(id)
-	if k, ok := rt.renamed[key]; ok {
-		key = k
+	if pd, ok := rt.pending[string(id)]; ok && pd.clientID == nil {
+		return string(id), pd, true
 	}
-	pd, ok := rt.pending[key]
-	if !ok || pd.clientID != nil && !bytes.Equal(pd.clientID, id) {
-		return "", nil, false
+	for key, pd := range rt.pending {
+		if bytes.Equal(pd.clientID, id) {
+			return key, pd, true
+		}
 	}
-	return key, pd, true
+	return "", nil, false
+}
+
+// byToken is the request with progress token tok; "" when none.
+func (rt *router) byToken(tok []byte) string {
+	for key, pd := range rt.pending {
+		if pd.token != "" && pd.token == string(tok) {
+			return key
+		}
+	}
+	return ""
 }
 
 // lookup returns the request a response from generation gen answers.
 func (rt *router) lookup(key string, gen int) (*pending, bool) {
-	p, ok := rt.pending[key]
-	if !ok || p.gen != gen {
-		return nil, false
+	if p, ok := rt.pending[key]; ok && p.gen == gen {
+		return p, true
 	}
-	return p, true
+	return nil, false
 }
 
 // forget ends a request: its answer, if one comes, is dropped.
-func (rt *router) forget(key string) (*pending, bool) {
+func (rt *router) forget(key string) {
 	pd, ok := rt.pending[key]
 	if !ok {
-		return nil, false
+		return
 	}
 	delete(rt.pending, key)
-	if pd.clientID != nil {
-		delete(rt.renamed, string(pd.clientID))
-	}
-	if pd.token != "" {
-		delete(rt.tokens, pd.token)
-	}
 	if rt.drain.gen != 0 && pd.gen == rt.drain.gen && rt.calls(pd.gen) == 0 {
 		rt.endDrain()
 	}
-	return pd, true
 }
 
-// calls counts the requests in flight on generation gen, listens aside
+// onGen yields the requests in flight on generation gen, listens aside
 // (they outlive children).
-func (rt *router) calls(gen int) int {
-	n := 0
-	for _, p := range rt.pending {
-		if p.gen == gen && p.kind != kindListen {
-			n++
+func (rt *router) onGen(gen int) iter.Seq2[string, *pending] {
+	return func(yield func(string, *pending) bool) {
+		for k, p := range rt.pending {
+			if p.gen == gen && p.kind != kindListen && !yield(k, p) {
+				return
+			}
 		}
+	}
+}
+
+func (rt *router) calls(gen int) (n int) {
+	for range rt.onGen(gen) {
+		n++
 	}
 	return n
 }
 
-// only is the one call in flight on generation gen (listens aside), and
-// the id the child knows it by; nil when there is none or more than one.
-func (rt *router) only(gen int) (string, *pending) {
-	var key string
-	var one *pending
-	for k, p := range rt.pending {
-		if p.gen != gen || p.kind == kindListen {
-			continue
-		}
+// only is the one call in flight on gen (nil: none or more than one).
+func (rt *router) only(gen int) (key string, one *pending) {
+	for k, p := range rt.onGen(gen) {
 		if one != nil {
 			return "", nil
 		}
@@ -170,26 +146,25 @@ func (rt *router) only(gen int) (string, *pending) {
 	return key, one
 }
 
-// handshakePending reports whether an initialize or server/discover sent
-// to generation gen awaits its answer.
+// handshakePending: a handshake request sent to gen awaits its answer.
 func (rt *router) handshakePending(gen int) bool {
-	for _, p := range rt.pending {
-		if p.gen == gen && (p.kind == kindInitialize || p.kind == kindDiscover) {
+	for _, p := range rt.onGen(gen) {
+		if p.kind == kindInitialize || p.kind == kindDiscover {
 			return true
 		}
 	}
 	return false
 }
 
-// startDrain begins waiting for generation gen's calls: the channel is
-// closed once none is left (at once if none is).
+// startDrain begins waiting for gen's calls; done is closed when none is left.
 func (rt *router) startDrain(gen int) <-chan struct{} {
 	rt.endDrain()
-	rt.drain = drain{gen: gen, done: make(chan struct{})}
+	rt.drain.gen, rt.drain.done = gen, make(chan struct{})
+	done := rt.drain.done
 	if rt.calls(gen) == 0 {
 		rt.endDrain()
 	}
-	return rt.drain.done
+	return done
 }
 
 func (rt *router) endDrain() {
@@ -199,15 +174,11 @@ func (rt *router) endDrain() {
 	}
 }
 
-// takeGen removes and returns the requests pending on generation gen,
-// listens aside, and forgets that generation's requests to the client.
+// takeGen removes and returns gen's requests and requests to the client.
 func (rt *router) takeGen(gen int) map[string]*pending {
-	out := map[string]*pending{}
-	for key, pd := range rt.pending {
-		if pd.gen == gen && pd.kind != kindListen {
-			rt.forget(key)
-			out[key] = pd
-		}
+	out := maps.Collect(rt.onGen(gen))
+	for key := range out {
+		rt.forget(key)
 	}
 	for id, sr := range rt.serverReqs {
 		if sr.gen == gen {
@@ -217,24 +188,21 @@ func (rt *router) takeGen(gen int) map[string]*pending {
 	return out
 }
 
-// renumber records a request of the child of generation gen to the
-// client and returns the id it goes under.
+// renumber records a child's request to the client; its id for the client.
 func (rt *router) renumber(gen int, origID []byte) []byte {
 	id := rt.newID('s')
 	rt.serverReqs[string(id)] = serverReq{gen: gen, origID: bytes.Clone(origID)}
 	return id
 }
 
-// mapBack returns, and forgets, the request of the child's that the
-// client's answer with id key answers.
+// mapBack returns, and forgets, the child's request that key answers.
 func (rt *router) mapBack(key string) (serverReq, bool) {
 	sr, ok := rt.serverReqs[key]
 	delete(rt.serverReqs, key)
 	return sr, ok
 }
 
-// cancelServerReq forgets generation gen's request to the client with
-// the child's id orig, and returns the id the client knows it by.
+// cancelServerReq forgets a child's request; its id for the client.
 func (rt *router) cancelServerReq(gen int, orig []byte) (string, bool) {
 	for id, sr := range rt.serverReqs {
 		if sr.gen == gen && bytes.Equal(sr.origID, orig) {
@@ -245,16 +213,7 @@ func (rt *router) cancelServerReq(gen int, orig []byte) (string, bool) {
 	return "", false
 }
 
-// wait registers a request of the relay's own; its answer goes to the
-// returned channel.
-func (rt *router) wait(id []byte) chan []byte {
-	ch := make(chan []byte, 1)
-	rt.waiters[string(id)] = ch
-	return ch
-}
-
-// answer hands the answer to a request of the relay's own to its waiter;
-// it reports whether key is such a request.
+// answer hands its answer to a request of the relay's own, if key is one.
 func (rt *router) answer(key string, msg []byte) bool {
 	ch, ok := rt.waiters[key]
 	if ok {
@@ -262,4 +221,98 @@ func (rt *router) answer(key string, msg []byte) bool {
 		ch <- msg
 	}
 	return ok
+}
+
+// holdQueue holds a session's client messages while no child can take them.
+type holdQueue struct {
+	maxLen, maxBytes int
+	q                []queued
+	bytes            int
+}
+
+type queued struct {
+	msg []byte
+	env wire.Envelope
+	at  time.Time
+}
+
+type holdResult int
+
+const (
+	held      holdResult = iota
+	duplicate            // a held request has the same id
+	full                 // the count or byte limit would be passed
+)
+
+// add holds msg, unless a held request has its id or the queue is full.
+func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
+	if env.IsRequest() && h.index(env.ID) >= 0 {
+		return duplicate
+	}
+	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
+		return full
+	}
+	h.q = append(h.q, queued{msg: msg, env: env, at: now})
+	h.bytes += len(msg)
+	return held
+}
+
+func (h *holdQueue) index(id []byte) int {
+	for i, m := range h.q {
+		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove drops the held request with this id, if there is one.
+func (h *holdQueue) remove(id []byte) bool {
+	i := h.index(id)
+	if i < 0 {
+		return false
+	}
+	h.bytes -= len(h.q[i].msg)
+	h.q = append(h.q[:i], h.q[i+1:]...)
+	return true
+}
+
+// has reports whether a request with env's id, or a like notification, is held.
+func (h *holdQueue) has(env wire.Envelope) bool {
+	for _, m := range h.q {
+		if env.ID != nil && bytes.Equal(m.env.ID, env.ID) || env.ID == nil && m.env.ID == nil && m.env.Method == env.Method {
+			return true
+		}
+	}
+	return false
+}
+
+// take empties the queue and returns what it held, oldest first.
+func (h *holdQueue) take() []queued {
+	q := h.q
+	h.q, h.bytes = nil, 0
+	return q
+}
+
+// put holds m again, at the back, whatever the limits: it was held before.
+func (h *holdQueue) put(m queued) {
+	h.q = append(h.q, m)
+	h.bytes += len(m.msg)
+}
+
+// expire removes and returns the messages held since before cutoff.
+func (h *holdQueue) expire(cutoff time.Time) []queued {
+	var out []queued
+	keep := h.q[:0]
+	for _, m := range h.q {
+		if m.at.Before(cutoff) {
+			h.bytes -= len(m.msg)
+			out = append(out, m)
+			continue
+		}
+		keep = append(keep, m)
+	}
+	clear(h.q[len(keep):])
+	h.q = keep
+	return out
 }

@@ -2,14 +2,19 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // phase is where a session stands with its child.
@@ -23,13 +28,12 @@ const (
 )
 
 // Session is one client's session with the server (a wire.Session): a
-// child of its own (a process of a stdio server, an HTTP session of an
-// HTTP server's), the client's State replayed into each new one, and what
-// the client is served. Its lock is taken before the Relay's, never
-// after.
+// child of its own, the client's State replayed into each new one, and
+// what the client is served. Its lock is taken before the Relay's.
 type Session struct {
-	r   *Relay
-	out *wire.Outbox // to the client
+	r       *Relay
+	out     *wire.Outbox // to the client
+	waiting atomic.Bool  // it waits for a child slot (MaxChildren)
 
 	mu         sync.Mutex
 	st         wire.State // the client's session, as its messages set it up
@@ -41,16 +45,15 @@ type Session struct {
 	view       clientView
 	hs         handshake
 	notices    notices
-	recompiles map[string]context.CancelFunc // recompile calls running, by the client's raw id
-	bridge     *bridged                      // the era bridge's session, once handed over
-	waiting    bool                          // it waits for a child slot (MaxChildren)
-	graceArmed bool                          // its first request armed First's grace
-	seen       time.Time                     // the client's last message
+	recompiles recompiles
+	bridge     *bridged  // the era bridge's session, once handed over
+	graceArmed bool      // its first request armed First's grace
+	seen       time.Time // the client's last message
 }
 
 func newSession(r *Relay, c wire.Client) *Session {
-	s := &Session{r: r, ids: newRouter(), view: newClientView(), recompiles: map[string]context.CancelFunc{}}
-	s.held = holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}
+	s := &Session{r: r, ids: newRouter(), view: newClientView(), held: holdQueue{maxLen: r.cfg.Queue.Size, maxBytes: r.cfg.Queue.Bytes}}
+	s.recompiles = recompiles{s: s, running: map[string]context.CancelFunc{}}
 	s.out = &wire.Outbox{
 		Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil },
 		Hard:  r.cfg.Queue.Bytes + 2*r.cfg.MaxMessage,
@@ -70,7 +73,7 @@ func (s *Session) Send(msg []byte) {
 		s.out.Send(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil), nil)
 		return
 	}
-	s.r.trace("client", &env, len(msg), nil)
+	s.r.tracer.trace("client", &env, len(msg), nil)
 	s.mu.Lock()
 	var in *wire.Outbox
 	if s.child != nil && s.bridge == nil {
@@ -113,8 +116,7 @@ func (s *Session) fromClient(msg []byte, env wire.Envelope) {
 	case env.IsRequest():
 		s.clientRequest(msg, env)
 	default:
-		// Neither request, response nor notification: answered under its
-		// id when it has a valid one, else under null (JSON-RPC 2.0, 5.1).
+		// Answered under its id when valid, else under null (JSON-RPC 2.0, 5.1).
 		s.r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", wire.Abbreviate(msg, 200))
 		id := env.ID
 		if wire.IDProblem(id) != "" {
@@ -128,13 +130,13 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 	if env.Method == "initialize" && s.bridgeable() && !s.hs.initDecided && s.hs.initID == nil {
 		s.hs.initID = bytes.Clone(env.ID)
 	}
-	if env.Method == "tools/call" && !s.r.cfg.NoOwnTools {
+	if tools := s.r.cfg.Tools; env.Method == "tools/call" && !tools.None {
 		switch toolName(env.Params) {
-		case s.r.cfg.Tool:
-			s.startRecompile(env)
+		case tools.Recompile:
+			s.recompiles.start(env)
 			return
-		case s.r.cfg.CallTool:
-			if s.r.cfg.CallTool != "" {
+		case tools.Call:
+			if tools.Call != "" {
 				msg, env = rewriteCallTool(msg, env)
 			}
 		}
@@ -142,17 +144,16 @@ func (s *Session) clientRequest(msg []byte, env wire.Envelope) {
 	s.dispatch(msg, env)
 }
 
-// dispatch sends a request where the session's phase says: to the child,
-// to the hold queue, or to mcpflow's own answers. s.mu is held.
+// dispatch sends a request where the session's phase says. s.mu is held.
 func (s *Session) dispatch(msg []byte, env wire.Envelope) {
 	switch s.phase {
 	case phaseHold:
-		if s.r.starting() && s.firstAnswer(msg, env) {
+		if s.r.now().state == stateStarting && s.firstAnswer(msg, env) {
 			return
 		}
 		s.hold(msg, env)
 	case phaseDown:
-		if env.Method == "tools/call" && s.r.buildingFirst() {
+		if h := s.r.now(); env.Method == "tools/call" && h.buildingFirst() {
 			s.hold(msg, env) // a call waits for the first build
 			return
 		}
@@ -174,8 +175,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 		}
 	case "notifications/cancelled":
 		id := jsonscan.Member(env.Params, "requestId")
-		if cancel, ok := s.recompiles[string(id)]; ok {
-			cancel()
+		if s.recompiles.cancel(id) {
 			return
 		}
 		if s.held.remove(id) {
@@ -191,7 +191,7 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 			if vs, ve, ok := jsonscan.MemberSpan(env.Params, "requestId"); ok && key != string(id) {
 				msg = wire.Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(key))
 			}
-			c.send(msg)
+			c.link.Send(msg)
 		}
 		return
 	}
@@ -199,27 +199,26 @@ func (s *Session) clientNotification(msg []byte, env wire.Envelope) {
 	case phaseHold:
 		s.hold(msg, env)
 	case phaseUp:
-		s.child.send(msg)
+		s.child.link.Send(msg)
 	}
 }
 
-// clientResponse maps the client's answer to a request of the child's
-// back to the child that asked, if it is still the session's.
+// clientResponse passes the client's answer to the child that asked.
 func (s *Session) clientResponse(msg []byte, env wire.Envelope) {
 	sr, ok := s.ids.mapBack(string(env.ID))
 	if !ok {
 		s.r.log.Warn("dropped a client response to an unknown request id", "id", string(env.ID))
 		return
 	}
-	if c := s.child; c == nil || c.gen != sr.gen || c.exited() {
+	c := s.child
+	if c == nil || c.gen != sr.gen || c.exited() {
 		s.r.log.Info("dropped a client answer meant for a server that has since been replaced", "id", string(env.ID))
 		return
 	}
-	s.child.send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
+	c.link.Send(wire.Splice(msg, env.IDStart, env.IDEnd, sr.origID))
 }
 
-// reply answers one of the client's requests (msg carries its id). s.mu
-// is held.
+// reply answers one of the client's requests, once. s.mu is held.
 func (s *Session) reply(id, msg []byte) {
 	if s.hs.initID != nil && bytes.Equal(id, s.hs.initID) {
 		// Its initialize is answered: what it held back goes on.
@@ -227,21 +226,19 @@ func (s *Session) reply(id, msg []byte) {
 		defer s.flush()
 	}
 	if !s.st.InFlight(id) {
-		return // answered already, or canceled by the client
+		return // answered already, or canceled
 	}
 	s.st.Answered(id)
 	s.out.Send(msg, id)
 }
 
-// deliver sends the client a message that is no answer; rel is the
-// client's id of the request it belongs to. s.mu is held.
+// deliver sends the client a message that is no answer. s.mu is held.
 func (s *Session) deliver(msg, rel []byte) {
 	if s.phase != phaseClosed {
 		s.out.Send(msg, rel)
 	}
 }
 
-// hold keeps a client message until a child can take it.
 func (s *Session) hold(msg []byte, env wire.Envelope) {
 	switch s.held.add(msg, env, time.Now()) {
 	case duplicate:
@@ -249,37 +246,35 @@ func (s *Session) hold(msg []byte, env wire.Envelope) {
 	case full:
 		s.r.log.Warn("queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
-			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(s.held.len(), s.held.bytes), nil))
+			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(len(s.held.q), s.held.bytes), nil))
 		}
 	case held:
-		if s.held.len() == 1 {
+		if len(s.held.q) == 1 {
 			time.AfterFunc(s.r.cfg.Queue.Timeout, s.expire)
 		}
 	}
 }
 
-// expire answers the held requests that waited longer than the queue's
-// timeout.
+// expire answers the held requests that waited past Queue.Timeout.
 func (s *Session) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	building := s.r.buildingFirst()
+	building := s.r.now().buildingFirst()
 	for _, m := range s.held.expire(time.Now().Add(-s.r.cfg.Queue.Timeout)) {
 		switch {
 		case !m.env.IsRequest():
 		case building:
-			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Rebuild)), true, nil, s.modern())))
+			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Tools.Rebuild)), true, nil, s.modern())))
 		default:
 			s.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(s.r.cfg.Queue.Timeout), nil))
 		}
 	}
-	if s.held.len() > 0 {
+	if len(s.held.q) > 0 {
 		time.AfterFunc(s.r.cfg.Queue.Timeout/4, s.expire)
 	}
 }
 
-// flush dispatches the held messages in order. s.mu is held. A message
-// that finds the session holding again is held again, in order.
+// flush dispatches the held messages in order (or holds them). s.mu is held.
 func (s *Session) flush() {
 	for _, m := range s.held.take() {
 		switch {
@@ -297,23 +292,47 @@ func (s *Session) flush() {
 	}
 }
 
-// modern reports whether the client speaks 2026-07-28. s.mu is held.
 func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 
 // bridgeable reports whether the session could go to the era bridge.
 func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
 
-// goDown answers the session alone from now on, saying report (its child
-// is gone, or none may start).
+// holdFor makes the session hold for a restart (auto: not a build's).
+func (s *Session) holdFor(auto bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bridge == nil && s.phase != phaseClosed {
+		s.phase = phaseHold
+	}
+	if !auto {
+		s.notices.clear()
+	}
+}
+
+// respawn gives the session a fresh child without a build (initialize
+// after server/discover), telling the agent if it runs a failed build's
+// output.
+func (s *Session) respawn() {
+	if _, err := (&reconnect{s: s, ctx: s.r.ctx}).run(nil); err != nil {
+		if !errors.Is(err, errClosed) {
+			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
+		}
+		return
+	}
+	if s.r.now().lastBuildFailed {
+		s.mu.Lock()
+		s.notices.set(noticeBuild, texts.NoticeFailedBuildRunning(s.r.cfg.Tools.Rebuild), s.r.cfg.Notices)
+		s.mu.Unlock()
+	}
+}
+
 func (s *Session) goDown(report string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down(report)
 }
 
-// down answers the session alone: held requests are answered, and the
-// client is told its lists are empty but for mcpflow's tools. s.mu is
-// held.
+// down answers the session alone from now on, saying report. s.mu is held.
 func (s *Session) down(report string) {
 	if s.phase == phaseClosed {
 		return
@@ -323,29 +342,9 @@ func (s *Session) down(report string) {
 	s.announce(emptyViews())
 }
 
-func (s *Session) setWaiting(w bool) {
-	s.mu.Lock()
-	s.waiting = w
-	s.mu.Unlock()
-}
-
-func (s *Session) waitsForSlot() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting
-}
-
-// bridged reports whether the session went to the era bridge.
-func (s *Session) bridged() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.bridge != nil
-}
-
 // Close ends the session: its child is stopped (its requests in flight
-// are the front's to answer), its held messages dropped, nothing more is
-// delivered once Close returns but for a delivery under way that the
-// client does not take within closeWait.
+// are the front's to answer), its held messages dropped; nothing is
+// delivered after, but for one under way (at most closeWait).
 func (s *Session) Close() {
 	s.mu.Lock()
 	if s.phase == phaseClosed {
@@ -355,23 +354,21 @@ func (s *Session) Close() {
 	s.phase = phaseClosed
 	c, br := s.child, s.bridge
 	s.child = nil
-	if c != nil {
-		// The child's requests to the client get their answer: the client
-		// is gone.
+	if c != nil { // the child's requests to the client get their answer
 		for id, sr := range s.ids.serverReqs {
 			if sr.gen == c.gen {
-				c.send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
+				c.link.Send(wire.ErrorResponse(sr.origID, wire.CodeInternalError, texts.ErrClientLeft, nil))
 			}
 			delete(s.ids.serverReqs, id)
 		}
 	}
-	for id, cancel := range s.recompiles {
-		cancel()
-		delete(s.recompiles, id)
-	}
+	s.recompiles.stopAll()
 	s.held.take()
 	s.mu.Unlock()
-	s.closeLocal()
+	s.out.Drop() // what is under way: at most closeWait
+	if !waitFor(s.out.Done(), closeWait) {
+		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
+	}
 	if br != nil {
 		br.Close()
 	}
@@ -381,20 +378,61 @@ func (s *Session) Close() {
 	s.r.remove(s)
 }
 
-// closeLocal stops deliveries: at most closeWait for one under way.
-func (s *Session) closeLocal() {
-	s.out.Drop()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-s.out.Done():
-	case <-t.C:
-		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
-	}
-}
-
 // closeWait bounds how long Close waits for a delivery under way.
 const closeWait = 2 * time.Second
+
+// answerDown answers for the server while none serves. s.mu is held.
+func (s *Session) answerDown(msg []byte, env wire.Envelope) {
+	r := s.r
+	id := env.ID
+	report := cmp.Or(s.report, r.now().describe())
+	if env.Method == "tools/call" {
+		r.stats.served.Add(1)
+	}
+	modern := s.modern()
+	ok := func(result any) { s.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
+	switch env.Method {
+	case "initialize":
+		result := map[string]any{
+			"protocolVersion": cmp.Or(protocolVersion(env.Params), "2025-06-18"),
+			"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"serverInfo":      map[string]string{"name": "mcpflow", "version": r.cfg.Version},
+			"instructions":    texts.Instructions(report),
+		}
+		s.hs.selfInit, s.hs.initResult, s.hs.initDecided = true, mustJSON(result), true
+		s.view.beginEmpty()
+		ok(result)
+	case "server/discover":
+		// Answered, so that a 2026-07-28 client stays in its era (bridged).
+		s.hs.selfDiscover = true
+		if res, found := r.rec.current().answer(env, nil); found {
+			s.reply(id, wire.ResultResponse(id, res))
+			return
+		}
+		ok(map[string]any{
+			"resultType":        "complete",
+			"_meta":             map[string]any{mcp.MetaKeyServerInfo: map[string]string{"name": "mcpflow", "version": r.cfg.Version}},
+			"supportedVersions": mcp.SupportedProtocolVersions(),
+			"capabilities":      map[string]any{"tools": map[string]bool{"listChanged": true}},
+			"instructions":      texts.Instructions(report),
+		})
+	case "tools/list":
+		s.view.beginEmpty()
+		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`]}`), modern)))
+	case "prompts/list", "resources/list", "resources/templates/list":
+		ok(map[string]any{recordLists[env.Method]: []any{}})
+	case "tools/call":
+		s.notices.clear()
+		s.reply(id, wire.ResultResponse(id, toolResult(texts.ErrDown(report), true, nil, modern)))
+	case "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+		ok(map[string]any{}) // in its State: replayed to the next child
+	case "subscriptions/listen":
+		// Taken: replayed to the next child (its acknowledgement dropped).
+		s.deliver(selfAck(id, s.st.Listens()[string(id)].Tools), id)
+	default:
+		s.reply(id, wire.ErrorResponse(id, wire.CodeServerDown, texts.ErrDown(report), nil))
+	}
+}
 
 func toolName(params []byte) string {
 	v := jsonscan.Member(params, "name")
@@ -405,11 +443,9 @@ func toolName(params []byte) string {
 	return s
 }
 
-// plainID reports whether any peer echoes the request id back byte for
-// byte: a string of printable ASCII with nothing an encoder escapes
-// (quotes, backslashes, and <, > and &, which Go escapes), not of
-// mcpflow's own namespace, or an integer that a float64 holds exactly.
-// Other ids reach the child as one of the relay's.
+// plainID reports whether any peer echoes the request id byte for byte:
+// printable ASCII that no encoder escapes (Go escapes <, > and &), not in
+// mcpflow's namespace, or an integer that a float64 holds exactly.
 func plainID(id []byte) bool {
 	if id[0] == '"' {
 		if strings.HasPrefix(string(id), `"mcpflow:r`) || strings.HasPrefix(string(id), `"mcpflow:s`) {
@@ -422,17 +458,6 @@ func plainID(id []byte) bool {
 		}
 		return true
 	}
-	digits := id
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || len(digits) > 15 || digits[0] == '0' && (len(digits) > 1 || id[0] == '-') {
-		return false
-	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && strconv.FormatInt(n, 10) == string(id) && n > -1e15 && n < 1e15
 }

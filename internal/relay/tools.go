@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/report/texts"
 
@@ -16,18 +13,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// ownTools is mcpflow's own tools as a client sees them, spliced into
-// the child's tools/list: their definitions, made once.
+// ownTools are mcpflow's own tools, spliced into the child's tools/list.
 type ownTools struct {
-	defs []byte // comma-separated JSON; nil when Config.NoOwnTools
+	defs []byte // comma-separated JSON; nil when Config.Tools.None
 }
 
-// list is mcpflow's tools as tools/list lists them (none when
-// Config.NoOwnTools).
-func (t ownTools) list() []byte { return t.defs }
-
-// noticeKind is what a notice for the agent is about: one of each at most
-// is pending, and it is withdrawn when it stops being true.
+// noticeKind is what a notice is about: one of each at most is pending.
 type noticeKind int
 
 const (
@@ -36,40 +27,37 @@ const (
 	numNotices
 )
 
-// notices are a session's notes for its agent, given on the next
-// tools/call result (Config.Notices). Its session's lock guards them.
+// notices are notes for the agent, on its next tools/call result.
 type notices [numNotices]string
 
-// set sets (text "" withdraws) the note of kind k, when on.
+// set sets the note of kind k when on ("" withdraws it).
 func (n *notices) set(k noticeKind, text string, on bool) {
 	if on || text == "" {
 		n[k] = text
 	}
 }
 
-// clear withdraws every note.
 func (n *notices) clear() { *n = notices{} }
 
-// toolDefs is the JSON of the relay's own tools, comma-separated, ready to
-// be spliced into a tools array.
+// toolDefs is mcpflow's tools as comma-separated JSON.
 func toolDefs(cfg *Config) []byte {
 	props := map[string]any{}
-	if len(cfg.EnvOverridable) > 0 {
+	if len(cfg.Child.EnvOverridable) > 0 {
 		props["env"] = map[string]any{
 			"type":                 "object",
 			"additionalProperties": map[string]string{"type": "string"},
-			"description":          texts.EnvDescription(cfg.EnvOverridable),
+			"description":          texts.EnvDescription(cfg.Child.EnvOverridable),
 		}
 	}
 	defs := []map[string]any{{
-		"name":        cfg.Tool,
+		"name":        cfg.Tools.Recompile,
 		"description": texts.RecompileDescription,
 		"inputSchema": map[string]any{"type": "object", "properties": props},
 	}}
-	if cfg.CallTool != "" {
+	if cfg.Tools.Call != "" {
 		defs = append(defs, map[string]any{
-			"name":        cfg.CallTool,
-			"description": texts.CallToolDescription(cfg.Tool),
+			"name":        cfg.Tools.Call,
+			"description": texts.CallToolDescription(cfg.Tools.Recompile),
 			"inputSchema": map[string]any{
 				"type":     "object",
 				"required": []string{"name"},
@@ -80,29 +68,28 @@ func toolDefs(cfg *Config) []byte {
 			},
 		})
 	}
-	var b []byte
-	for i, d := range defs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, mustJSON(d)...)
-	}
-	return b
+	b := mustJSON(defs)
+	return b[1 : len(b)-1]
 }
 
-// startRecompile runs the recompile tool for the client's request env
-// in the background and answers the call when it is done. s.mu is held.
-func (s *Session) startRecompile(env wire.Envelope) {
-	r := s.r
+// recompiles are the recompile calls a session runs.
+type recompiles struct {
+	s       *Session
+	running map[string]context.CancelFunc // by the client's raw id
+}
+
+// start runs the recompile tool in the background, then answers the call.
+func (rc *recompiles) start(env wire.Envelope) {
+	s, r := rc.s, rc.s.r
 	id := bytes.Clone(env.ID)
 	modern := s.modern()
-	if err := r.acceptEnv(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
+	if err := r.env.accept(jsonscan.Member(jsonscan.Member(env.Params, "arguments"), "env")); err != nil {
 		s.reply(id, wire.ResultResponse(id, toolResult(err.Error(), true, nil, modern)))
 		return
 	}
 	token := bytes.Clone(jsonscan.Member(jsonscan.Member(env.Params, "_meta"), "progressToken"))
 	ctx, cancel := context.WithCancel(context.WithValue(r.ctx, sessionKey{}, s))
-	s.recompiles[string(id)] = cancel
+	rc.running[string(id)] = cancel
 	r.wg.Go(func() {
 		defer cancel()
 		var progress func(string)
@@ -112,44 +99,46 @@ func (s *Session) startRecompile(env wire.Envelope) {
 				n++
 				params := map[string]any{"progressToken": json.RawMessage(token), "progress": n, "message": msg}
 				s.mu.Lock()
-				if _, ok := s.recompiles[string(id)]; ok {
+				if _, ok := rc.running[string(id)]; ok {
 					s.deliver(wire.Request(nil, "notifications/progress", mustJSON(params)), id)
 				}
 				s.mu.Unlock()
 			}
 		}
 		o := r.runRecompile(ctx, progress)
-		running := r.running()
+		running := r.now().state == stateUp
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		text, isErr := texts.Outcome(o, r.cfg.Rebuild, running && s.child != nil)
-		if _, ok := s.recompiles[string(id)]; !ok {
+		text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, running && s.child != nil)
+		if _, ok := rc.running[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
-		r.stats.callServed()
-		delete(s.recompiles, string(id))
+		r.stats.served.Add(1)
+		delete(rc.running, string(id))
 		s.notices.clear() // the result says it all
 		s.reply(id, wire.ResultResponse(id, toolResult(text, isErr, o.Structured(), modern)))
 	})
 }
 
-// runRecompile builds and restarts, through the Recompiler when there is
-// one.
-func (r *Relay) runRecompile(ctx context.Context, progress func(string)) result.Build {
-	if r.cfg.Recompiler == nil {
-		rs, _ := r.Restart(ctx)
-		return result.Build{Trigger: "recompile", Skipped: true, OK: true, Restart: rs}
+// cancel cancels the call the client knows as id, if there is one.
+func (rc *recompiles) cancel(id []byte) bool {
+	cancel, ok := rc.running[string(id)]
+	if ok {
+		cancel()
 	}
-	return r.cfg.Recompiler.Recompile(ctx, progress)
+	return ok
 }
 
-// toolResult is a CallToolResult with one text item and, when structured
-// is not nil, its structuredContent; modern marks it complete.
-func toolResult(text string, isErr bool, structured any, modern bool) []byte {
-	res := map[string]any{
-		"content": []json.RawMessage{textContent(text)},
-		"isError": isErr,
+func (rc *recompiles) stopAll() {
+	for _, cancel := range rc.running {
+		cancel()
 	}
+	clear(rc.running)
+}
+
+// toolResult is a CallToolResult of text (and structured, if not nil).
+func toolResult(text string, isErr bool, structured any, modern bool) []byte {
+	res := map[string]any{"content": []json.RawMessage{textContent(text)}, "isError": isErr}
 	if structured != nil {
 		res["structuredContent"] = structured
 	}
@@ -159,47 +148,13 @@ func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	return mustJSON(res)
 }
 
-// acceptEnv validates and stores the recompile tool's env overrides, for
-// the next children.
-func (r *Relay) acceptEnv(raw []byte) error {
-	if raw == nil || string(raw) == "null" {
-		return nil
-	}
-	var env map[string]string
-	if err := json.Unmarshal(raw, &env); err != nil {
-		return fmt.Errorf("env must be an object of strings: %v", err)
-	}
-	var refused []string
-	for k := range env {
-		if !slices.Contains(r.cfg.EnvOverridable, k) {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		sort.Strings(refused)
-		allowed := "none (set run.env_overridable in mcpflow.toml)"
-		if len(r.cfg.EnvOverridable) > 0 {
-			allowed = strings.Join(r.cfg.EnvOverridable, ", ")
-		}
-		return fmt.Errorf("env keys not allowed: %s. Allowed keys: %s", strings.Join(refused, ", "), allowed)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k, v := range env {
-		r.env[k] = v
-	}
-	return nil
-}
-
-// toolInfo is what the diff compares.
 type toolInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-// diffTools compares the tool lists by name, input schema and
-// description; known says whether old is a real earlier list.
+// diffTools compares tools by name, schema and description.
 func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
 	d := result.ToolDiff{Known: known, Details: map[string]result.ToolDetail{}}
 	om := map[string]toolInfo{}
@@ -213,18 +168,17 @@ func diffTools(old, cur []toolInfo, known bool) result.ToolDiff {
 		if !known {
 			continue
 		}
-		o, ok := om[t.Name]
+		o, was := om[t.Name]
+		schema := was && !sameJSON(o.InputSchema, t.InputSchema)
 		switch {
-		case !ok:
+		case !was:
 			d.Added = append(d.Added, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
-		case !sameJSON(o.InputSchema, t.InputSchema):
+		case schema || o.Description != t.Description:
 			d.Changed = append(d.Changed, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: true}
-		case o.Description != t.Description:
-			d.Changed = append(d.Changed, t.Name)
-			d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema)}
+		default:
+			continue
 		}
+		d.Details[t.Name] = result.ToolDetail{Description: t.Description, InputSchema: compactJSON(t.InputSchema), SchemaChanged: schema}
 	}
 	if known {
 		for _, t := range old {
@@ -259,17 +213,11 @@ func compactJSON(b json.RawMessage) string {
 	return buf.String()
 }
 
-// SetEnv sets environment overrides for the next starts of the child, as
-// the recompile tool's env argument does (a mux's reload_server gives
-// them): only the keys of Config.EnvOverridable; an error names the
-// others and sets nothing.
+// SetEnv sets env overrides for the next starts, as recompile's env
+// argument does: only keys of Child.EnvOverridable, else none.
 func (r *Relay) SetEnv(env map[string]string) error {
 	if len(env) == 0 {
 		return nil
 	}
-	raw, err := json.Marshal(env)
-	if err != nil {
-		return err
-	}
-	return r.acceptEnv(raw)
+	return r.env.accept(mustJSON(env))
 }
