@@ -132,8 +132,8 @@ fuzz:
 	$(call fuzz1,FuzzTransport,./internal/protocol/wire)
 	$(call fuzz1,FuzzValid,./internal/protocol/jsonscan)
 	$(call fuzz1,FuzzParseConfig,./internal/config)
-	$(call fuzz1,FuzzExpand,./clitools)
-	$(call fuzz1,FuzzParse,./clitools)
+	$(call fuzz1,FuzzExpand,./internal/clitools)
+	$(call fuzz1,FuzzParse,./internal/clitools)
 	$(call fuzz1,FuzzFront,./internal/transport/httpmcp)
 
 # Linux and macOS are supported; Windows must at least build. One macOS

@@ -91,7 +91,15 @@ func TestToolsAndCallAgainstTheInstance(t *testing.T) {
 // with no note.
 func agentUntouched(t *testing.T, r *ctlRun, prefix string) func() {
 	state := r.call(prefix+"state", nil)
-	drain(r.changed)
+	// A mux tells its client of each server that comes up: wait until
+	// they all did (no news for a second) before the terminal's turn.
+	for quiet := false; !quiet; {
+		select {
+		case <-r.changed:
+		case <-time.After(time.Second):
+			quiet = true
+		}
+	}
 	return func() {
 		t.Helper()
 		if got := r.call(prefix+"state", nil); got != state {
