@@ -115,7 +115,7 @@ func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadClose
 		if why := p.lost.Load(); why != nil {
 			p.exitDesc = *why + ", so mcpflow stopped it"
 		}
-		if !waitFor(logsDone, 2*time.Second) {
+		if !wire.WaitClosed(logsDone, 2*time.Second) {
 			logs.Close() // a process outside the group holds its output
 		}
 		close(p.done)
@@ -146,18 +146,6 @@ func closed(ch <-chan struct{}) bool {
 	case <-ch:
 		return true
 	default:
-		return false
-	}
-}
-
-// waitFor waits for ch to be closed, at most d; it reports whether it was.
-func waitFor(ch <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
 		return false
 	}
 }

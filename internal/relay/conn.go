@@ -71,7 +71,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 		select {
 		case <-p.done:
 		case <-link.Done(): // it can answer nothing more
-			if !waitFor(p.done, stdoutGrace) && !p.ending.Load() {
+			if !wire.WaitClosed(p.done, stdoutGrace) && !p.ending.Load() {
 				why := link.Lost()
 				p.lost.Store(&why)
 				p.kill(r.cfg.Child.StopTimeout, r.ctx, closerFunc(link.Close))
@@ -79,9 +79,9 @@ func newConn(s *Session, srv *child) (*conn, error) {
 		}
 		<-p.done
 		link.Close()
-		if !waitFor(link.Done(), 2*time.Second) {
+		if !wire.WaitClosed(link.Done(), 2*time.Second) {
 			link.abandon() // a process outside the group holds its stdout
-			waitFor(link.Done(), 2*time.Second)
+			wire.WaitClosed(link.Done(), 2*time.Second)
 		}
 		c.ended()
 	})

@@ -366,7 +366,7 @@ func (s *Session) Close() {
 	s.held.take()
 	s.mu.Unlock()
 	s.out.Drop() // what is under way: at most closeWait
-	if !waitFor(s.out.Done(), closeWait) {
+	if !wire.WaitClosed(s.out.Done(), closeWait) {
 		s.r.log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
 	}
 	if br != nil {

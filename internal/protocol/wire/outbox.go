@@ -305,3 +305,15 @@ func (o *Outbox) Start(closeW func()) *Outbox {
 	go o.Run(closeW)
 	return o
 }
+
+// WaitClosed waits for ch to be closed, at most d; it reports whether it was.
+func WaitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}

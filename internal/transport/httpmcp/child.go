@@ -264,25 +264,13 @@ func (l *Link) Send(msg []byte) { l.out.Send(msg, nil) }
 func (l *Link) Close() {
 	l.out.Close()
 	go func() {
-		waitDone(l.out.Done(), closeWait)
+		wire.WaitClosed(l.out.Done(), closeWait)
 		l.cancel()
 	}()
 }
 
 // closeWait bounds how long Close lets what is queued go out.
 const closeWait = 2 * time.Second
-
-// waitDone waits until ch is closed, at most d; false when d passed.
-func waitDone(ch <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
-}
 
 // receive calls fn with the receiver, one call at a time; not once the
 // link ended.

@@ -549,4 +549,4 @@ func reconnectDelay(retry time.Duration, tries int) time.Duration {
 }
 
 // sleep waits d; false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool { return !waitDone(ctx.Done(), d) }
+func sleep(ctx context.Context, d time.Duration) bool { return !wire.WaitClosed(ctx.Done(), d) }

@@ -213,7 +213,7 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		f.handlers.Wait()
 		close(waited)
 	}()
-	if !waitDone(waited, time.Until(deadline)) {
+	if !wire.WaitClosed(waited, time.Until(deadline)) {
 		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
 	}
 	return serveErr
