@@ -108,6 +108,11 @@ func startE2EAs(t *testing.T, name, bin, dir, version string, copts *mcp.ClientO
 		select {
 		case <-h.exited:
 		case <-time.After(20 * time.Second):
+			h.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, in the log below
+			select {
+			case <-h.exited:
+			case <-time.After(3 * time.Second):
+			}
 			syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 			t.Error("mcpflow did not exit on SIGTERM")
 		}

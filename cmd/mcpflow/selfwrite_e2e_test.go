@@ -58,7 +58,7 @@ func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
 	}
 	log := readLog(dir)
 	t.Logf("%d starts", starts())
-	if n := strings.Count(log, "writes server.log in its watched folder"); n != 1 || !strings.Contains(log, "watch.exclude") {
+	if n := strings.Count(log, "the server writes server.log"); n != 1 || !strings.Contains(log, "watch.exclude") {
 		t.Errorf("the log does not name server.log and the fix:\n%s", log)
 	}
 }

@@ -41,7 +41,7 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 			s.r.log.Info("initialize after server/discover: starting a fresh server for the legacy handshake")
 			s.hold(msg, env)
 			s.phase = phaseHold
-			s.r.wg.Go(s.respawn)
+			s.r.wg.Go(func() { s.respawn(c) })
 			return
 		}
 		s.hs.selfInit = false

@@ -20,9 +20,10 @@ const probeTimeout = 5 * time.Second
 
 // reconnect is one session's move to a new child.
 type reconnect struct {
-	s   *Session
-	ctx context.Context
-	c   *conn // the new child
+	s    *Session
+	ctx  context.Context
+	c    *conn                 // the new child
+	skip func(s *Session) bool // s.mu held: another move made this one moot
 }
 
 // run stops the old child once its calls drained, starts the new one (an
@@ -31,7 +32,13 @@ type reconnect struct {
 func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	s, r := rc.s, rc.s.r
 	t0 := time.Now()
+	s.moving.Lock() // one move at a time: the next retires the child this one starts
+	defer s.moving.Unlock()
 	s.mu.Lock()
+	if rc.skip != nil && rc.skip(s) {
+		s.mu.Unlock()
+		return nil, nil
+	}
 	old, closed, bridged := s.child, s.phase == phaseClosed, s.bridge != nil
 	learn := old != nil && !old.exited() && s.ready() && s.view.unknown()
 	if !closed && !bridged {

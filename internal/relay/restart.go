@@ -287,17 +287,18 @@ func (r *Relay) failedStart(report string) {
 // tool result says so.
 func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool, status string) {
 	r.later(backoff, func() {
-		s.mu.Lock()
-		skip := s.child != nil || s.phase != phaseDown
-		s.mu.Unlock()
 		r.mu.Lock()
-		skip = skip || r.health.crashes.stopped || r.health.state != stateUp
+		skip := r.health.crashes.stopped || r.health.state != stateUp
 		srv := r.server
 		r.mu.Unlock()
 		if skip {
 			return
 		}
-		res, err := (&reconnect{s: s, ctx: r.ctx}).run(srv)
+		moot := func(s *Session) bool { return s.child != nil || s.phase != phaseDown }
+		res, err := (&reconnect{s: s, ctx: r.ctx, skip: moot}).run(srv)
+		if res == nil && err == nil {
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, errClosed) {
 				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))

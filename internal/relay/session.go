@@ -34,6 +34,7 @@ type Session struct {
 	r       *Relay
 	out     *wire.Outbox // to the client
 	waiting atomic.Bool  // it waits for a child slot (MaxChildren)
+	moving  sync.Mutex   // held by the reconnect under way
 
 	mu         sync.Mutex
 	st         wire.State // the client's session, as its messages set it up
@@ -309,11 +310,12 @@ func (s *Session) holdFor(auto bool) {
 	}
 }
 
-// respawn gives the session a fresh child without a build (initialize
-// after server/discover), telling the agent if it runs a failed build's
-// output.
-func (s *Session) respawn() {
-	if _, err := (&reconnect{s: s, ctx: s.r.ctx}).run(nil); err != nil {
+// respawn gives the session a fresh child in place of old without a
+// build (initialize after server/discover), telling the agent if it runs
+// a failed build's output.
+func (s *Session) respawn(old *conn) {
+	moot := func(s *Session) bool { return s.child != old }
+	if _, err := (&reconnect{s: s, ctx: s.r.ctx, skip: moot}).run(nil); err != nil {
 		if !errors.Is(err, errClosed) {
 			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
 		}
