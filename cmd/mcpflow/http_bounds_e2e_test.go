@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -431,51 +430,4 @@ func TestHTTPFrontMemory(t *testing.T) {
 	if status, _, body := rawPost(t, h.url, "", initBody); status != http.StatusServiceUnavailable {
 		t.Errorf("a session past the limit: %d %s, want 503", status, body)
 	}
-}
-
-// TestHTTPFrontTrickleCut: a POST whose body trickles in (a byte a second)
-// is cut once the body timeout (30 s, the default) has passed, answered
-// 408, and the connection closed; mcpflow serves others meanwhile.
-func TestHTTPFrontTrickleCut(t *testing.T) {
-	t.Parallel()
-	h := startHTTP(t, frontProject(t), watchHTTPArgs()...)
-	sid := rawSession(t, h.url)
-	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(h.url, "http://"), "/mcp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: %d\r\n\r\n", conn.RemoteAddr(), sid, len(body)+1000)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if _, err := conn.Write([]byte{body[i%len(body)]}); err != nil {
-				return
-			}
-		}
-	}()
-	if status, _, _ := rawPost(t, h.url, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`); status != http.StatusOK {
-		t.Errorf("another request while the body trickles: %d", status)
-	}
-	conn.SetReadDeadline(time.Now().Add(90 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer to the trickling POST: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout {
-		t.Errorf("the trickling POST: %s, want 408", resp.Status)
-	}
-	testkit.Eventually(t, 10*time.Second, "the warning of the cut body in the log", func() bool {
-		return strings.Contains(h.stderr.String(), "did not arrive in time; cut")
-	})
 }
