@@ -322,15 +322,19 @@ type records struct {
 	rec       *record    // nil when none
 }
 
-// stamp notes the sources a restart starts from (First.Sources).
+// stamp notes the sources a restart starts from (First.Sources); the
+// record, if any, is rewritten for them.
 func (rs *records) stamp(sources func() string) {
 	if sources == nil || rs.path == "" {
 		return
 	}
 	k := sources()
 	rs.write.Lock()
-	defer rs.write.Unlock()
 	rs.sources = k
+	rs.write.Unlock()
+	if rs.current() != nil {
+		rs.keep(nil)
+	}
 }
 
 func (rs *records) current() *record {
@@ -341,7 +345,7 @@ func (rs *records) current() *record {
 
 // keep records the answers that hold the handshake or a whole list.
 func (rs *records) keep(answers []recorded) {
-	if rs.path == "" || len(answers) == 0 {
+	if rs.path == "" {
 		return
 	}
 	rs.write.Lock()
