@@ -164,7 +164,7 @@ file = %s
 	res.add(stat("save → callable − build", uDur, &callNet).
 		judge("≤ build + 150ms (median; issue 38)", callNet.median() <= float64(150*time.Millisecond)))
 	res.add(stat("  · mcpflow's own: − the server's own start", uDur, &own).
-		withRatio(ratio(own.median(), float64(debounce))+" of debounce"))
+		withRatio(ratio(own.median(), float64(debounce)) + " of debounce"))
 	res.note("build = `cp src.txt variant` by sh -c; watch include = [\"src.txt\"], debounce %s (the default); each save flips the fixture between v1 and v2 (tools +reverse / -reverse); one warm-up save", debounce)
 	res.note("the build time subtracted is the one mcpflow logs for that cycle (rounded to 100µs); the bench times the same command alone in the same round for comparison")
 	return res, nil
