@@ -284,13 +284,14 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 }
 
 // answerLate answers what the session holds from a record of other
-// sources, once the first build outlasted the client's wait; it reports
+// sources, once the first build outlasted the client's wait (never
+// mcpflow tools' and call's: they say the build still runs); it reports
 // whether no request but a call is left waiting (list_changed follows
 // the first start).
 func (s *Session) answerLate() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rec := s.r.rec.current(); rec == nil || !rec.stale || s.phase != phaseHold {
+	if rec := s.r.rec.current(); rec == nil || !rec.stale || s.phase != phaseHold || s.oneShot {
 		return false
 	}
 	s.late = true

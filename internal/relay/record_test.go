@@ -150,6 +150,37 @@ func TestStaleRecordAnswersOnlyWhenTheBuildIsLate(t *testing.T) {
 	}
 }
 
+// mcpflow tools and call (wire.OneShotClient) wait for the first build
+// as long as First.OneShot says, not the client's usual wait, and a
+// record of other sources never answers them: past it, the list says why
+// (wire.DownMeta): the build still running, and for how long.
+func TestOneShotIsToldTheBuildStillRuns(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "last-start.json")
+	var sources atomic.Value
+	sources.Store("s1")
+	first := func(c *Config) {
+		c.First = First{Record: file, Key: "k", Grace: 50 * time.Millisecond, OneShot: 600 * time.Millisecond, Sources: func() string { return sources.Load().(string) }}
+	}
+	h := newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first})
+	if _, err := h.cs.ListTools(h.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h.cs.Close()
+	<-h.served
+
+	sources.Store("s2")
+	h = newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first, noStart: true, client: wire.OneShotClient})
+	res, err := h.cs.ListTools(h.ctx(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, _ := res.Meta[wire.DownMeta].(string)
+	if !strings.Contains(down, "still running after 600ms") || len(res.Tools) != 1 {
+		t.Fatalf("the one-shot's list: %d tools, %s = %q", len(res.Tools), wire.DownMeta, down)
+	}
+}
+
 // A record written in a modern session answers a legacy client's
 // initialize too (the server's name, the version asked), as long as the
 // server said it speaks that era; one of a server of 2026-07-28 only does
