@@ -323,19 +323,18 @@ type records struct {
 	rec       *record    // nil when none
 }
 
-// stamp notes the sources a restart starts from (First.Sources); the
-// record, if any, is rewritten for them.
+// stamp notes the sources a restart starts from (First.Sources), for
+// the answers kept from then on. (A scan that ends after the new
+// server's answers were kept leaves the record of the older sources:
+// the next start waits for its build, which the cache then skips.)
 func (rs *records) stamp(sources func() string) {
 	if sources == nil || rs.path == "" {
 		return
 	}
 	k := sources()
 	rs.write.Lock()
+	defer rs.write.Unlock()
 	rs.sources = k
-	rs.write.Unlock()
-	if rs.current() != nil {
-		rs.keep(nil)
-	}
 }
 
 func (rs *records) current() *record {
@@ -346,7 +345,7 @@ func (rs *records) current() *record {
 
 // keep records the answers that hold the handshake or a whole list.
 func (rs *records) keep(answers []recorded) {
-	if rs.path == "" {
+	if rs.path == "" || len(answers) == 0 {
 		return
 	}
 	rs.write.Lock()
