@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // editedProject is a project whose build (about a second) writes
@@ -70,6 +71,16 @@ func TestEditWhileNothingRan(t *testing.T) {
 	out, errOut, code := mcpflow(t, xdg, dir, "tools")
 	if names := toolLines(out); code != 0 || slices.Contains(names, "beta") || !slices.Contains(names, "echo") {
 		t.Fatalf("mcpflow tools after the edit that removed beta: exit %d, tools %q\nstderr:\n%s", code, names, errOut)
+	}
+
+	// A piped one-shot (its input closed at once) waits for its build too.
+	writeFile(t, filepath.Join(dir, "tools.txt"), "-extra-tool gamma")
+	input := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"script","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+	if out, errOut := oneShot(t, dir, input, time.Minute, "watch"); !strings.Contains(out, `"name":"gamma"`) {
+		t.Fatalf("a piped one-shot after an edit: no gamma in\n%s\nstderr:\n%s", out, errOut)
 	}
 }
 
