@@ -120,8 +120,9 @@ func TestFirstStartWaitsAsLongAsTheClient(t *testing.T) {
 }
 
 // TestFirstStartFromTheRecord: after a good start, the next start with a
-// changed source and a 4 s build answers the handshake and the lists from
-// the record before the build ends (the server's name, its tools), a call
+// changed source and a build longer than the client's wait (4 s) answers
+// the handshake and the lists from the record once that wait passed,
+// before the build ends (the server's name, its tools), a call
 // made at once is served by the new build, then list_changed brings the
 // new tool. A failed build writes no record.
 func TestFirstStartFromTheRecord(t *testing.T) {
@@ -137,7 +138,7 @@ func TestFirstStartFromTheRecord(t *testing.T) {
 		}
 
 		os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
-		os.WriteFile(filepath.Join(dir, "delay"), []byte("4"), 0o644)
+		os.WriteFile(filepath.Join(dir, "delay"), []byte("8"), 0o644)
 		os.Remove(filepath.Join(dir, "built"))
 		start := time.Now()
 		h = startE2E(t, dir, era.Version, "watch")
@@ -178,7 +179,7 @@ func TestFirstStartFromTheRecord(t *testing.T) {
 }
 
 // TestFirstStartFromTheRecordTypeScript is TestFirstStartFromTheRecord
-// with the TypeScript SDK's client, named as Claude Code.
+// with the TypeScript SDK's client (a name mcpflow does not know: 4 s).
 func TestFirstStartFromTheRecordTypeScript(t *testing.T) {
 	t.Parallel()
 	peers := nodePeers(t)
@@ -187,10 +188,10 @@ func TestFirstStartFromTheRecordTypeScript(t *testing.T) {
 	h.waitTools("echo")
 	stopE2E(t, h)
 	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
-	os.WriteFile(filepath.Join(dir, "delay"), []byte("4"), 0o644)
+	os.WriteFile(filepath.Join(dir, "delay"), []byte("8"), 0o644)
 	os.Remove(filepath.Join(dir, "built"))
 	tag := testkit.Tag(t)
-	cmd := testkit.Command(tag, nil, "node", "first.mjs", mcpflowBin, dir, "claude-code")
+	cmd := testkit.Command(tag, nil, "node", "first.mjs", mcpflowBin, dir, "ts-client")
 	cmd.Dir = peers
 	stderr := &testkit.Buffer{}
 	cmd.Stderr = stderr
@@ -243,7 +244,9 @@ func TestFirstStartBridgesALegacyServer(t *testing.T) {
 // a client that waits 8 s gets the server's tools from a 2 s build, which
 // is kept: the next start builds nothing. A client gone after a second
 // (the build killed under it) leaves nothing a later start takes for a
-// good build. mcpflow exits within 5 s of either client leaving.
+// good build. mcpflow exits within 5 s of either client leaving. (A
+// client whose input ended is a one-shot: its build runs to its end,
+// TestOneShotPipeColdBuild; a client gone is one stopped with SIGTERM.)
 func TestFirstStartShortCheck(t *testing.T) {
 	t.Parallel()
 	dir := firstProject(t, 2, "")
@@ -262,8 +265,8 @@ func TestFirstStartShortCheck(t *testing.T) {
 	}
 	closeAndWait(t, h)
 
-	// A changed source, a 6 s build, a client gone once the build began,
-	// after its initialize.
+	// A changed source, a 6 s build, a client gone (mcpflow stopped)
+	// once the build began, after its initialize.
 	os.WriteFile(filepath.Join(dir, "src.txt"), []byte("v2"), 0o644)
 	os.WriteFile(filepath.Join(dir, "delay"), []byte("6"), 0o644)
 	os.Remove(filepath.Join(dir, "built"))
@@ -280,7 +283,7 @@ func TestFirstStartShortCheck(t *testing.T) {
 	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"codex-mcp-client","version":"1"}}}`)
 	// The client leaves once the build has begun (it logs itself first).
 	testkit.Eventually(t, 30*time.Second, "the build to begin", func() bool { return countBuilds(t, dir) > builds })
-	stdin.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {

@@ -276,7 +276,7 @@ func TestDefaultConfig(t *testing.T) {
 	want.Watch.Include = []string{"**/*"}
 	want.Watch.Exclude = []string{}
 	want.Watch.GitIgnore = true
-	want.Watch.Debounce = 100 * time.Millisecond
+	want.Watch.Debounce = 50 * time.Millisecond
 	want.Watch.Ignore = ClientFiles()
 	want.Log.Level = "info"
 	want.Log.Format = "text"
@@ -879,7 +879,7 @@ func TestDescribe(t *testing.T) {
 		"\n[build]\ncommand = \"\"  # no build step\ntimeout = \"10m\"\n",
 		"\ncommand = [\"./bin/server\"]  # executed directly\n",
 		"\nmax_message = \"64MiB\"\n",
-		"\ndebounce = \"100ms\"\npoll = \"\"  # off: fsnotify\n",
+		"\ndebounce = \"50ms\"\npoll = \"\"  # off: fsnotify\n",
 		"\nfile = \"\"  # stderr only\n",
 	} {
 		if !strings.Contains(text, want) {

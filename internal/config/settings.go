@@ -156,7 +156,7 @@ var settings = []setting{
 		doc: "globs of files that never trigger, e.g. `[\"**/*_test.go\"]`; exclude wins over include, and excluded folders are not watched at all. Your MCP clients' and editors' files never trigger, listed or not"},
 	{key: "watch.gitignore", field: "Watch.GitIgnore", kind: kBool, def: `true`, modes: inSingle | inCLI | inServer,
 		doc: "honour `.gitignore` files (root and nested) and `.git/info/exclude`"},
-	{key: "watch.debounce", field: "Watch.Debounce", kind: kDuration, def: `"100ms"`, modes: inSingle | inCLI | inServer,
+	{key: "watch.debounce", field: "Watch.Debounce", kind: kDuration, def: `"50ms"`, modes: inSingle | inCLI | inServer,
 		doc: "quiet time after the last change before a build starts (capped at 3 s of continuous changes)"},
 	{key: "watch.poll", field: "Watch.Poll", kind: kDuration, def: `""`, modes: inSingle | inCLI | inServer, empty: "off: fsnotify",
 		doc: "poll at this interval instead of file system events (network mounts, containers, WSL), e.g. `\"500ms\"`; `\"\"` = off"},

@@ -139,7 +139,7 @@ func (w *muxWiring) configureRelay(spec mux.ServerSpec, rc *relay.Config) {
 	if spec.Source == "config" {
 		// Each configured server keeps the record of its last good start.
 		c.First.Record = filepath.Join(statedir.Of(w.cfg.Dir), "servers", spec.Name, "last-start.json")
-		c.First.Key = project.RecordKey(w.serverConfig(spec))
+		c.First.Key, c.First.Sources = project.RecordKey(w.serverConfig(spec)), project.Sources(w.serverConfig(spec))
 	} else {
 		c.Drain = rc.Drain // mux.drain
 	}

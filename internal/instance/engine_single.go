@@ -16,7 +16,7 @@ import (
 func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, run *instanceRun) (*engine, error) {
 	charm := logging.Charm(logger)
 	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
-	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg)}
+	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg), Sources: project.Sources(cfg), OneShot: oneShotWait(cfg)}
 	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
 	rl := relay.New(rc)
 	srv, err := assemble(cfg, logger, rl, rl.NoteBuild)

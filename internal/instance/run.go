@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
@@ -74,7 +75,7 @@ func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Str
 	if w.http != nil {
 		return w.http.Serve(ctx, o)
 	}
-	opt := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: w.cfg.Relay.QueueTimeout, InputEnded: inputEnded}
+	opt := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: max(w.cfg.Relay.QueueTimeout, oneShotWait(w.cfg)), InputEnded: inputEnded}
 	if hook := w.trafficHook(""); hook != nil {
 		opt.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
 	}
@@ -82,6 +83,15 @@ func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Str
 		relay.GrowPipe(f)
 	}
 	return wire.Serve(ctx, in, out, o, opt)
+}
+
+// oneShotWait bounds how long a one-shot client (mcpflow tools and call, a
+// pipe) waits for the first server: the build, then a handshake.
+func oneShotWait(cfg *config.Config) time.Duration {
+	if cfg.Build.Timeout <= 0 {
+		return 0
+	}
+	return cfg.Build.Timeout + cfg.Relay.Handshake
 }
 
 // listen opens the control socket with t as its Target and o, the

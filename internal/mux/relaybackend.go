@@ -88,7 +88,7 @@ func NewRelayBackends(o RelayOptions) BackendFactory {
 		// them from the record of its last good start, or holds them
 		// until it is up (the mux's own deadline decides how long a
 		// client waits), never answering a handshake alone before.
-		rc.First = relay.First{Grace: 24 * time.Hour, Record: rc.First.Record, Key: rc.First.Key}
+		rc.First.Grace = 24 * time.Hour
 		rc.Tools.None, rc.Tools.Rebuild = true, texts.ReloadHint(spec.Name)
 		rc.OnEvent = b.onEvent
 		rc.Logger = logger

@@ -103,6 +103,16 @@ func RecordKey(cfg *config.Config) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Sources is the fingerprint of what the build reads now (the build
+// cache's, cache.Fingerprint): a record of the server's last start is
+// current only for the sources it was written for. "" when unknown.
+func Sources(cfg *config.Config) func() string {
+	return func() string {
+		k, _ := cache.Fingerprint(CacheOptions(cfg, nil), nil)
+		return k
+	}
+}
+
 // RunOutput is the run binary given as a path, or node's or python's script; "" for none.
 func RunOutput(cfg *config.Config) string {
 	argv := cfg.Run.Command.Argv

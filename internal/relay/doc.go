@@ -50,8 +50,10 @@
 //
 // Before the first good build a session's messages wait, answered from the
 // record of the server's last good start (First.Record) when it has the
-// answer, until the client's own wait (ClientWait) passes; then mcpflow
-// answers alone, saying why, and the first start replays the session. A
+// answer and was written for the sources now (First.Sources), until the
+// client's own wait (ClientWait; mcpflow tools and call: First.OneShot)
+// passes; then a record of other sources answers what it can, mcpflow
+// the rest, saying why, and the first start replays the session. A
 // child that exits before it answered, or before its start completed, is a
 // failed start: reported, not restarted. A child that crashes later is
 // restarted after a backoff (relay.on_crash = "restart") until three quick

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -42,7 +43,8 @@ type hopts struct {
 	version  string
 	args     []string
 	cfg      func(*Config)
-	noStart  bool // do not run the startup Restart
+	noStart  bool   // do not run the startup Restart
+	client   string // the client's name; "" = test-client
 	sampling bool
 }
 
@@ -100,7 +102,7 @@ func newHarness(t *testing.T, o hopts) *harness {
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: strings.ToUpper(in)}}, nil
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: cmp.Or(o.client, "test-client"), Version: "1"}, copts)
 	cs := testkit.Connect(t, o.version, client, transport)
 	h.cs = cs
 	return h

@@ -14,7 +14,7 @@ func TestStartupGraceDefault(t *testing.T) {
 		t.Fatalf("default First.Grace %s, want 0 (by client)", d)
 	}
 	h := newHarness(t, hopts{version: "2025-11-25", noStart: true})
-	want := "mcpflow is answering for the MCP server until it runs. The server's first build is still running; its tools appear when it finishes. Call recompile to wait for it and see the result."
+	want := "mcpflow is answering for the MCP server until it runs. The server's first build is still running after 4s; its tools appear when it finishes. Call recompile to wait for it and see the result."
 	if got := h.cs.InitializeResult().Instructions; got != want {
 		t.Fatalf("instructions while building:\n got %q\nwant %q", got, want)
 	}

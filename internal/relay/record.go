@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,14 @@ type First struct {
 	// handshake and the lists at once, if its Key is Key and it is valid.
 	Record string
 	Key    string // what the record must have been written for: the run command and config
+	// Sources is the fingerprint of what the build reads now (nil: none).
+	// A record written for other sources (an edit made while nothing ran)
+	// answers only once the first build outlasts the client's wait.
+	Sources func() string
+	// OneShot is how long the requests of mcpflow tools and call
+	// (wire.OneShotClient) wait for the first server: build.timeout and a
+	// handshake; 0 = no bound of the relay's own.
+	OneShot time.Duration
 }
 
 // ClientWait is how long a client waits for a server, less a margin, by
@@ -48,9 +57,11 @@ func ClientWait(name string) time.Duration {
 // record is what the server said at its last good start.
 type record struct {
 	Key        string                     `json:"key"`
+	Sources    string                     `json:"sources,omitempty"` // First.Sources when it was written
 	Initialize json.RawMessage            `json:"initialize,omitempty"`
 	Discover   json.RawMessage            `json:"discover,omitempty"`
 	Lists      map[string]json.RawMessage `json:"lists,omitempty"` // list field -> JSON array
+	stale      bool                       // written for other sources
 }
 
 // The list methods a record answers, and the field of their results.
@@ -61,8 +72,9 @@ var recordLists = map[string]string{
 	"resources/templates/list": "resourceTemplates",
 }
 
-// loadRecord reads the record at path, if valid and written for key.
-func loadRecord(path, key string, log *slog.Logger) *record {
+// loadRecord reads the record at path, if valid and written for key;
+// stale when written for other sources.
+func loadRecord(path, key, sources string, log *slog.Logger) *record {
 	if path == "" {
 		return nil
 	}
@@ -87,6 +99,9 @@ func loadRecord(path, key string, log *slog.Logger) *record {
 	if err != nil {
 		log.Warn("the record of the server's last start is not used (it is rewritten at the next good start)", "file", path, "err", err)
 		return nil
+	}
+	if rec.stale = rec.Sources != sources; rec.stale {
+		log.Debug("the sources changed since the record of the server's last start: the first lists wait for the build", "file", path)
 	}
 	return &rec
 }
@@ -222,6 +237,9 @@ func (rec *record) initializeResult(asked string) map[string]json.RawMessage {
 func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	r := s.r
 	rec := r.rec.current()
+	if rec != nil && rec.stale && !s.late {
+		rec = nil // the build may finish within the client's wait
+	}
 	if rec != nil && (env.Method == "subscriptions/listen" || env.Method == "ping") {
 		s.answerDown(msg, env) // taken, as while no server runs
 		return true
@@ -230,11 +248,13 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 	if !ok {
 		if !s.graceArmed && env.Method != "tools/call" {
 			s.graceArmed = true
-			grace := r.cfg.First.Grace
-			if grace <= 0 {
-				grace = ClientWait(env.ClientName())
+			grace := cmp.Or(r.cfg.First.Grace, ClientWait(env.ClientName()))
+			if s.oneShot = env.ClientName() == wire.OneShotClient; s.oneShot {
+				grace = r.cfg.First.OneShot
 			}
-			time.AfterFunc(grace, func() { r.firstServerLate(s, grace) })
+			if grace > 0 {
+				time.AfterFunc(grace, func() { r.firstServerLate(s, grace) })
+			}
 		}
 		return false
 	}
@@ -258,9 +278,32 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 			s.view.hear(env.Method)
 		}
 	}
-	r.log.Debug("answered from the record of the server's last start", "method", env.Method)
+	r.log.Debug("answered from the record of the server's last start", "method", env.Method, "stale", rec.stale)
 	s.reply(env.ID, wire.ResultResponse(env.ID, withResultType(res, s.modern())))
 	return true
+}
+
+// answerLate answers what the session holds from a record of other
+// sources, once the first build outlasted the client's wait (never
+// mcpflow tools' and call's: they say the build still runs); it reports
+// whether no request but a call is left waiting (list_changed follows
+// the first start).
+func (s *Session) answerLate() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec := s.r.rec.current(); rec == nil || !rec.stale || s.phase != phaseHold || s.oneShot {
+		return false
+	}
+	s.late = true
+	for _, m := range s.held.take() {
+		switch {
+		case m.env.IsNotification():
+			s.clientNotification(m.msg, m.env)
+		case !m.env.IsRequest() || !s.firstAnswer(m.msg, m.env):
+			s.held.put(m)
+		}
+	}
+	return !slices.ContainsFunc(s.held.q, func(m queued) bool { return m.env.IsRequest() && m.env.Method != "tools/call" })
 }
 
 // recorded is an answer of the server's, for the record.
@@ -273,10 +316,25 @@ type recorded struct {
 // records keeps the record (First.Record) and writes it, under no relay lock.
 type records struct {
 	path, key string
+	sources   string // what the sources were at the last restart
 	log       *slog.Logger
 	write     sync.Mutex // one write of the file at a time
 	mu        sync.Mutex // guards rec, which is never changed once set
 	rec       *record    // nil when none
+}
+
+// stamp notes the sources a restart starts from (First.Sources), for
+// the answers kept from then on. (A scan that ends after the new
+// server's answers were kept leaves the record of the older sources:
+// the next start waits for its build, which the cache then skips.)
+func (rs *records) stamp(sources func() string) {
+	if sources == nil || rs.path == "" {
+		return
+	}
+	k := sources()
+	rs.write.Lock()
+	defer rs.write.Unlock()
+	rs.sources = k
 }
 
 func (rs *records) current() *record {
@@ -296,11 +354,12 @@ func (rs *records) keep(answers []recorded) {
 	if old := rs.current(); old != nil {
 		*rec = *old
 	}
+	changed := rec.Sources != rs.sources || rec.stale
+	rec.Sources, rec.stale = rs.sources, false
 	rec.Lists = maps.Clone(rec.Lists)
 	if rec.Lists == nil {
 		rec.Lists = map[string]json.RawMessage{}
 	}
-	changed := false
 	for _, a := range answers {
 		changed = rec.note(a) || changed
 	}

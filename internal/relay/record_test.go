@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,6 +99,88 @@ func TestRecordAnswersWhileTheBuildRuns(t *testing.T) {
 	})
 }
 
+// A record written for other sources (an edit made while nothing ran)
+// does not answer at once: the client waits for the build within its
+// wait; past it, the record answers, and list_changed follows the start.
+// The start writes the record anew, for the sources it started from,
+// and the next start with those sources is answered at once.
+func TestStaleRecordAnswersOnlyWhenTheBuildIsLate(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "last-start.json")
+	var sources atomic.Value
+	sources.Store("s1")
+	first := func(grace time.Duration) func(c *Config) {
+		return func(c *Config) {
+			c.First = First{Record: file, Key: "k", Grace: grace, Sources: func() string { return sources.Load().(string) }}
+		}
+	}
+	h := newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first(time.Hour)})
+	if _, err := h.cs.ListTools(h.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h.cs.Close()
+	<-h.served
+
+	sources.Store("s2")
+	h = newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first(500 * time.Millisecond), noStart: true})
+	if got := h.cs.InitializeResult().ServerInfo.Name; got != "fixture" {
+		t.Fatalf("the late build: answered as %q, want the record's server", got)
+	}
+	if names := h.toolNames(); !slices.Contains(names, "echo") || slices.Contains(names, "reverse") {
+		t.Fatalf("the late build: tools %q, want the record's", names)
+	}
+	if !strings.Contains(h.logs.String(), "of other sources") {
+		t.Fatalf("answered before the client's wait passed:\n%s", h.logs.String())
+	}
+	h.setVariant("v2")
+	if _, err := h.r.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitListChanged()
+	if names := h.toolNames(); !slices.Contains(names, "reverse") {
+		t.Fatalf("after the start: tools %q, want the server's", names)
+	}
+	h.cs.Close()
+	<-h.served
+
+	// The sources of the last start: answered at once (the grace is an hour).
+	h = newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first(time.Hour), noStart: true})
+	if names := h.toolNames(); !slices.Contains(names, "reverse") {
+		t.Fatalf("the record of the last start: tools %q", names)
+	}
+}
+
+// mcpflow tools and call (wire.OneShotClient) wait for the first build
+// as long as First.OneShot says, not the client's usual wait, and a
+// record of other sources never answers them: past it, the list says why
+// (wire.DownMeta): the build still running, and for how long.
+func TestOneShotIsToldTheBuildStillRuns(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "last-start.json")
+	var sources atomic.Value
+	sources.Store("s1")
+	first := func(c *Config) {
+		c.First = First{Record: file, Key: "k", Grace: 50 * time.Millisecond, OneShot: 600 * time.Millisecond, Sources: func() string { return sources.Load().(string) }}
+	}
+	h := newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first})
+	if _, err := h.cs.ListTools(h.ctx(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h.cs.Close()
+	<-h.served
+
+	sources.Store("s2")
+	h = newHarness(t, hopts{version: testkit.Legacy.Version, cfg: first, noStart: true, client: wire.OneShotClient})
+	res, err := h.cs.ListTools(h.ctx(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, _ := res.Meta[wire.DownMeta].(string)
+	if !strings.Contains(down, "still running after 600ms") || len(res.Tools) != 1 {
+		t.Fatalf("the one-shot's list: %d tools, %s = %q", len(res.Tools), wire.DownMeta, down)
+	}
+}
+
 // A record written in a modern session answers a legacy client's
 // initialize too (the server's name, the version asked), as long as the
 // server said it speaks that era; one of a server of 2026-07-28 only does
@@ -158,7 +241,7 @@ func TestRecordOfASlowFirstStart(t *testing.T) {
 		h.waitListChanged()
 		h.cs.Close()
 		<-h.served
-		rec := loadRecord(file, "k", slog.New(slog.DiscardHandler))
+		rec := loadRecord(file, "k", "", slog.New(slog.DiscardHandler))
 		if rec == nil || rec.Initialize == nil && rec.Discover == nil || rec.Lists["tools"] == nil {
 			b, _ := os.ReadFile(file)
 			t.Fatalf("the record of a slow first start lacks the handshake or the tools:\n%s", b)
@@ -200,7 +283,7 @@ func TestCorruptRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		logs := &testkit.Buffer{}
-		if rec := loadRecord(file, "k", slog.New(slog.NewTextHandler(logs, nil))); rec != nil {
+		if rec := loadRecord(file, "k", "", slog.New(slog.NewTextHandler(logs, nil))); rec != nil {
 			t.Errorf("%s: used", bad)
 		}
 		if strings.Count(logs.String(), "level=WARN") != 1 {

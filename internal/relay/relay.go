@@ -150,7 +150,11 @@ func New(cfg Config) *Relay {
 		events: &eventQueue{fn: cfg.OnEvent},
 		health: health{crashes: crashPolicy{restart: cfg.OnCrash == "restart"}},
 		env:    overrides{allowed: cfg.Child.EnvOverridable, set: map[string]string{}},
-		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger, rec: loadRecord(cfg.First.Record, cfg.First.Key, cfg.Logger)},
+		rec:    records{path: cfg.First.Record, key: cfg.First.Key, log: cfg.Logger},
+	}
+	if cfg.First.Record != "" {
+		r.rec.stamp(cfg.First.Sources)
+		r.rec.rec = loadRecord(cfg.First.Record, cfg.First.Key, r.rec.sources, cfg.Logger)
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.events.tap = r.stats.event
@@ -242,8 +246,8 @@ func (r *Relay) InputEnded() {
 	r.health.ended = true
 }
 
-// HasRecord reports whether a record of the last good start answers.
-func (r *Relay) HasRecord() bool { return r.rec.current() != nil }
+// HasRecord reports whether a record of the last good start answers at once.
+func (r *Relay) HasRecord() bool { rec := r.rec.current(); return rec != nil && !rec.stale }
 
 func (r *Relay) now() health {
 	r.mu.Lock()
@@ -313,9 +317,11 @@ func (r *Relay) firstServerLate(s *Session, grace time.Duration) {
 	case !starting:
 	case ended:
 		r.log.Info("the first build is still running; the client's input ended, so its requests wait for the server", "after", result.Dur(grace))
+	case s.answerLate():
+		r.log.Info("the first build is still running: answered from the record of an earlier start, of other sources; list_changed follows the start", "after", result.Dur(grace))
 	default:
 		r.log.Info("the first build is still running: answering the client until the server is up", "after", result.Dur(grace))
-		s.goDown(texts.Building(r.cfg.Tools.Rebuild))
+		s.goDown(texts.Building(r.cfg.Tools.Rebuild, grace))
 	}
 }
 

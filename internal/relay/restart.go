@@ -54,6 +54,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	rr.sessions = slices.Clone(r.sessions)
 	old := r.server
 	r.mu.Unlock()
+	r.wg.Go(func() { r.rec.stamp(r.cfg.First.Sources) }) // a scan of the sources, off the restart's path
 	if err := r.cfg.Child.check(); err != nil {
 		return rr.allDown(errors.New(texts.NoStart(err, r.cfg.Child.Setting)))
 	}

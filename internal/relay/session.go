@@ -49,6 +49,8 @@ type Session struct {
 	recompiles recompiles
 	bridge     *bridged  // the era bridge's session, once handed over
 	graceArmed bool      // its first request armed First's grace
+	oneShot    bool      // mcpflow tools or call: waits for the first build
+	late       bool      // the first build outlasted its wait: a stale record answers
 	seen       time.Time // the client's last message
 }
 
@@ -260,12 +262,17 @@ func (s *Session) hold(msg []byte, env wire.Envelope) {
 func (s *Session) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	building := s.r.now().buildingFirst()
+	h := s.r.now()
+	building := h.buildingFirst()
+	if (s.oneShot || h.ended) && h.state == stateStarting {
+		time.AfterFunc(s.r.cfg.Queue.Timeout/4, s.expire) // a one-shot waits for the first build (its own bound)
+		return
+	}
 	for _, m := range s.held.expire(time.Now().Add(-s.r.cfg.Queue.Timeout)) {
 		switch {
 		case !m.env.IsRequest():
 		case building:
-			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Tools.Rebuild)), true, nil, s.modern())))
+			s.reply(m.env.ID, wire.ResultResponse(m.env.ID, toolResult(texts.ErrDown(texts.Building(s.r.cfg.Tools.Rebuild, s.r.cfg.Queue.Timeout)), true, nil, s.modern())))
 		default:
 			s.reply(m.env.ID, wire.ErrorResponse(m.env.ID, wire.CodeQueueFull, texts.ErrQueueTimeout(s.r.cfg.Queue.Timeout), nil))
 		}
@@ -420,7 +427,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		})
 	case "tools/list":
 		s.view.beginEmpty()
-		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`]}`), modern)))
+		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`],"_meta":{`+string(mustJSON(wire.DownMeta))+`:`+string(mustJSON(report))+`}}`), modern)))
 	case "prompts/list", "resources/list", "resources/templates/list":
 		ok(map[string]any{recordLists[env.Method]: []any{}})
 	case "tools/call":

@@ -16,7 +16,7 @@ import (
 
 // Defaults for the zero values of Config.Debounce and Config.MaxWait.
 const (
-	DefaultDebounce = 100 * time.Millisecond
+	DefaultDebounce = 50 * time.Millisecond
 	defaultMaxWait  = 3 * time.Second
 )
 

@@ -135,36 +135,48 @@ func (c *buildCache) save(st State) {
 	}
 }
 
-// key is the Key of the sources now: the watched files, without the ones
-// builds write, and the lock files of the package managers. It reports
-// false when the files cannot be listed.
+// key is the Key of the sources now (Fingerprint); false when the output
+// the server runs is unknown or the files cannot be listed.
 func (c *buildCache) key() (string, bool) {
-	if c.o.Output == "" || c.o.Sources == nil {
+	if c.o.Output == "" {
 		return "", false
 	}
-	files, err := c.o.Sources()
-	if err != nil {
-		c.log.Debug("cannot list the sources for the build cache", "err", err)
-		return "", false
-	}
-	// What builds write is no source: the files learned as outputs (by
-	// this instance or, as the state file says, another one), those in
-	// the usual output folders, and the run output.
-	st, _ := Load(c.file)
-	skip := map[string]bool{c.show(c.o.Output): true}
 	c.mu.Lock()
-	for _, o := range slices.Concat(c.outputs, st.Outputs) {
-		skip[o] = true
-	}
+	learned := c.outputs
 	c.mu.Unlock()
-	keep := slices.DeleteFunc(files, func(f string) bool { return skip[f] || underAny(c.o.Skip, f) })
+	return Fingerprint(c.o, learned)
+}
+
+// Fingerprint is the Key of o's sources now: the watched files, without
+// the ones builds write (learned, those the state file names, those in
+// the usual output folders, the run output), and the lock files of the
+// package managers. It reports false when the files cannot be listed.
+func Fingerprint(o Options, learned []string) (string, bool) {
+	if o.Sources == nil {
+		return "", false
+	}
+	files, err := o.Sources()
+	if err != nil {
+		return "", false
+	}
+	st, _ := Load(StateFile(Dir(o.Root), o.Identity...))
+	skip := map[string]bool{}
+	if o.Output != "" {
+		skip[show(o.Root, o.Output)] = true
+	}
+	for _, f := range slices.Concat(learned, st.Outputs) {
+		skip[f] = true
+	}
+	keep := slices.DeleteFunc(files, func(f string) bool { return skip[f] || underAny(o.Skip, f) })
 	keep = append(keep, "go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json")
-	return Key(append(slices.Clone(c.o.Identity), "run:"+c.o.Output), c.o.Root, keep), true
+	return Key(append(slices.Clone(o.Identity), "run:"+o.Output), o.Root, keep), true
 }
 
 // show renders a path relative to the project folder when inside it.
-func (c *buildCache) show(p string) string {
-	if rel, err := filepath.Rel(c.o.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+func (c *buildCache) show(p string) string { return show(c.o.Root, p) }
+
+func show(root, p string) string {
+	if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return filepath.ToSlash(rel)
 	}
 	return p

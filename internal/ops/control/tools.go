@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,7 +19,7 @@ import (
 )
 
 // CLIClient is the name mcpflow tools and call give their MCP client.
-const CLIClient = "mcpflow-cli"
+const CLIClient = wire.OneShotClient
 
 // SessionTimeout bounds one session of mcpflow tools or call.
 const SessionTimeout = 10 * time.Minute
@@ -59,16 +60,25 @@ func NewCLIClient(version string) *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: CLIClient, Version: version}, nil)
 }
 
-// ListToolsOn is the tools/list result of every page, as one result.
+// ListToolsOn is the tools/list result of every page, as one result; an
+// error saying why when mcpflow answered for a server that does not run
+// (wire.DownMeta): a failed build, a missing program, a build still running.
 func ListToolsOn(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
 	all := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
-	for t, err := range cs.Tools(ctx, nil) {
+	p := &mcp.ListToolsParams{}
+	for {
+		res, err := cs.ListTools(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
-		all.Tools = append(all.Tools, t)
+		if down, _ := res.Meta[wire.DownMeta].(string); down != "" {
+			return nil, errors.New(down)
+		}
+		all.Tools = append(all.Tools, res.Tools...)
+		if p.Cursor = res.NextCursor; p.Cursor == "" {
+			return json.Marshal(all)
+		}
 	}
-	return json.Marshal(all)
 }
 
 // CallToolOn is the tools/call result of name with args (none when empty).

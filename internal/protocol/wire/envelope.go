@@ -50,6 +50,14 @@ func (e *Envelope) IsRequest() bool { return e.Method != "" && e.ID != nil }
 // IsNotification reports whether the message is a notification.
 func (e *Envelope) IsNotification() bool { return e.Method != "" && e.ID == nil }
 
+// OneShotClient is the clientInfo.name of mcpflow tools and call: they
+// wait for the first build and read why no server runs (DownMeta).
+const OneShotClient = "mcpflow-cli"
+
+// DownMeta is the _meta member of a tools/list result mcpflow gives while
+// no server runs: why none runs, the text the agent reads.
+const DownMeta = "mcpflow/down"
+
 // ClientName is the name a client gives itself in a request: initialize's
 // clientInfo, or a 2026-07-28 request's _meta; "" when it gives none.
 func (e *Envelope) ClientName() string {

@@ -41,9 +41,9 @@ func WithStderr(msg string, e Exit) string {
 // say what happened and what to do; the stderr tail, when there is one,
 // follows.
 
-// Building: the first build is still running.
-func Building(tool string) string {
-	return fmt.Sprintf("The server's first build is still running; its tools appear when it finishes. Call %s to wait for it and see the result.", tool)
+// Building: the first build is still running after d.
+func Building(tool string, d time.Duration) string {
+	return fmt.Sprintf("The server's first build is still running after %s; its tools appear when it finishes. Call %s to wait for it and see the result.", result.Dur(d), tool)
 }
 
 // BuildFailed: the build failed and no server runs.

@@ -42,7 +42,7 @@ func TestCatalog(t *testing.T) {
 		return fmt.Sprintf("isError=%v\n%s", isErr, text)
 	}
 	cases := []struct{ name, text string }{
-		{"building", Building(tool)},
+		{"building", Building(tool, 4*time.Second)},
 		{"build failed", BuildFailed(buildErr, "src/index.ts(3,1): error TS1005: ';' expected.\n", tool)},
 		{"failed start", FailedStart(e, "run.command in mcpflow.toml", tool)},
 		{"no start", NoStart(errors.New(`start "./server": no such file or directory`), "run.command in mcpflow.toml")},
@@ -55,11 +55,11 @@ func TestCatalog(t *testing.T) {
 		{"crash loop", CrashLoop(e, 3, tool)},
 		{"crash after a failed build", CrashAfterFailedBuild(e, tool)},
 		{"not running", NotRunning},
-		{"instructions", Instructions(Building(tool))},
+		{"instructions", Instructions(Building(tool, 4*time.Second))},
 		{"notice: build failed", NoticeBuildFailed(tool)},
 		{"notice: failed build running", NoticeFailedBuildRunning(tool)},
 		{"notice: crash restarted", NoticeCrashRestarted("exit status 4")},
-		{"error: down", ErrDown(Building(tool))},
+		{"error: down", ErrDown(Building(tool, 4*time.Second))},
 		{"error: crashed", ErrCrashed(CrashRestarting(bare))},
 		{"error: restarted", ErrRestarted},
 		{"error: shutting down", wire.TextShuttingDown},
