@@ -51,7 +51,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	w.target.m = m
 	m.Start()
 	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, stop: m.Close}, nil
+	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, tell: w.target.tell, stop: m.Close}, nil
 }
 
 // specOf is the mux's view of a configured server.

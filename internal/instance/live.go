@@ -28,6 +28,9 @@ type engine struct {
 	mode       string      // control's name for it
 	target     control.Target
 	inputEnded func() // the stdio client's input ended; nil = nothing to say
+	// tell tells the agent why the config file no longer loads ("": that
+	// it loads again); nil = nothing to say
+	tell func(problem string)
 	stop       func() // stops every child, build and watch and waits for them
 }
 
@@ -170,10 +173,16 @@ func (l *live) reload(ctx context.Context) {
 		l.log.Error("the config does not load; what serves the session keeps its settings", "err", err)
 		if l.loaded == nil {
 			l.swap(brokenEngine(err.Error(), l.log), nil, err.Error())
+		} else if l.problem = err.Error(); l.cur.tell != nil {
+			l.cur.tell(texts.ConfigProblem(l.problem))
 		}
 		return
 	}
 	if l.loaded != nil && reflect.DeepEqual(l.loaded, cfg) {
+		if l.problem != "" && l.cur.tell != nil {
+			l.cur.tell("")
+		}
+		l.problem = ""
 		return
 	}
 	next, err := startEngine(ctx, cfg, l.log, l.run)

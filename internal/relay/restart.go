@@ -380,6 +380,7 @@ type health struct {
 	lastBuildFailed bool
 	ended           bool // the stdio client's input ended
 	crashes         crashPolicy
+	configProblem   string // why the config file no longer loads (texts.ConfigProblem); "" when it does
 }
 
 func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }
