@@ -27,11 +27,9 @@ type engine struct {
 	opener     wire.Opener // each client's session: the front's, control's own
 	mode       string      // control's name for it
 	target     control.Target
-	inputEnded func() // the stdio client's input ended; nil = nothing to say
-	// tell tells the agent why the config file no longer loads ("": that
-	// it loads again); nil = nothing to say
-	tell func(problem string)
-	stop       func() // stops every child, build and watch and waits for them
+	inputEnded func()               // the stdio client's input ended; nil = nothing to say
+	tell       func(problem string) // tells the agent why the config file no longer loads ("": it loads again); nil = nothing to say
+	stop       func()               // stops every child, build and watch and waits for them
 }
 
 // startEngine starts the engine of cfg's mode.

@@ -22,9 +22,9 @@ type ownTools struct {
 type noticeKind int
 
 const (
-	noticeBuild noticeKind = iota // an automatic rebuild failed
-	noticeCrash                   // the server crashed between calls and was restarted
-	noticeConfig                  // the config file no longer loads
+	noticeBuild  noticeKind = iota // an automatic rebuild failed
+	noticeCrash                    // the server crashed between calls and was restarted
+	noticeConfig                   // the config file no longer loads
 	numNotices
 )
 
