@@ -81,8 +81,8 @@ func Instances(f Filter) ([]Instance, error) {
 	}
 	var paths []string
 	for _, dir := range dirs {
-		if err := prepareDir(dir, false); errors.Is(err, fs.ErrNotExist) {
-			continue
+		if err := prepareDir(dir, false); errors.Is(err, fs.ErrNotExist) || err != nil && dir != dirs[0] {
+			continue // none of ours can listen in a folder that is not ours
 		} else if err != nil {
 			return nil, err
 		}
