@@ -44,7 +44,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	r.mu.Lock()
 	if r.health.state == stateClosed {
 		r.mu.Unlock()
-		return &result.Restart{Err: errClosed}, errClosed
+		return &result.Restart{Err: ErrClosed}, ErrClosed
 	}
 	r.health.state, r.health.building = stateRestarting, false
 	rr.gen = int(r.gen.Load()) + 1
@@ -88,7 +88,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	switch {
 	case r.health.state == stateClosed:
 		r.mu.Unlock()
-		return res, errClosed
+		return res, ErrClosed
 	case ok:
 		r.health.state, r.health.report = stateUp, ""
 		r.stats.starts.Add(1)
@@ -131,7 +131,7 @@ func (rr *restartRun) allDown(err error) (*result.Restart, error) {
 // failed reports a restart that left no child serving.
 func (rr *restartRun) failed(err error) (*result.Restart, error) {
 	res := &result.Restart{Gen: rr.gen, Err: err, Duration: time.Since(rr.t0)}
-	if !errors.Is(err, errClosed) {
+	if !errors.Is(err, ErrClosed) {
 		rr.r.events.post(Event{Kind: RestartFailed, Gen: rr.gen, Report: err.Error(), Restart: res})
 	}
 	return res, err
@@ -257,7 +257,7 @@ func (r *Relay) serverExited(srv *child) {
 	}
 	if backoff > 0 {
 		r.later(backoff, func() {
-			if _, err := (&restartRun{r: r, ctx: r.ctx, auto: true}).run(); err != nil && !errors.Is(err, errClosed) {
+			if _, err := (&restartRun{r: r, ctx: r.ctx, auto: true}).run(); err != nil && !errors.Is(err, ErrClosed) {
 				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
 			}
 		})
@@ -299,7 +299,7 @@ func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool,
 		}
 		res, err := (&reconnect{s: s, ctx: r.ctx}).run(srv)
 		if err != nil {
-			if !errors.Is(err, errClosed) {
+			if !errors.Is(err, ErrClosed) {
 				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
 			}
 			return

@@ -314,7 +314,7 @@ func (s *Session) holdFor(auto bool) {
 // output.
 func (s *Session) respawn() {
 	if _, err := (&reconnect{s: s, ctx: s.r.ctx}).run(nil); err != nil {
-		if !errors.Is(err, errClosed) {
+		if !errors.Is(err, ErrClosed) {
 			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
 		}
 		return
