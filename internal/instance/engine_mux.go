@@ -95,7 +95,7 @@ type muxWiring struct {
 // defaults (paths relative to the server's cwd, else mcpflow's folder).
 func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
-		return &config.Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
+		return w.cfg.Server(s)
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {

@@ -87,9 +87,7 @@ func checkViews(cfg *config.Config) []checkView {
 	}
 	var views []checkView
 	for _, s := range cfg.Servers {
-		v := *cfg
-		v.Build, v.Run, v.CLI, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Watch, nil
-		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: &v})
+		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: cfg.Server(&s)})
 	}
 	return views
 }
