@@ -229,6 +229,11 @@ func ClientSnippet(name, configPath string, l Launcher) string {
   .vscode/mcp.json (VS Code):
     { "servers": { %[3]s: { "type": "stdio", "command": %[4]s, "args": %[5]s } } }
 
+  ~/.codex/config.toml (Codex CLI):
+    [mcp_servers.%[1]s]
+    command = %[4]s
+    args = %[5]s
+
   (%[6]s)
 
   Over HTTP instead: run mcpflow yourself,
