@@ -43,6 +43,9 @@ file = ".mcpflow/mcpflow.log"
 func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
+	if p.Kind == "" && cliSchema == "" && !exists(dir, p.Run[0]) {
+		return "", fmt.Errorf("no server found in %s (no go.mod, Cargo.toml, package.json or pyproject.toml, no ./server): run mcpflow init in your server's folder, or write mcpflow.toml yourself (mcpflow.toml.example shows every setting)", dir)
+	}
 	text := RenderConfig(p)
 	if cliSchema != "" {
 		var err error
