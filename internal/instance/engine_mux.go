@@ -27,12 +27,13 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 		configured[s.Name] = s
 		specs = append(specs, specOf(s))
 	}
+	noAdd := !cfg.Mux.AddServer || cfg.HTTP.Listen != "" && !cfg.HTTP.AddServer
 	w := &muxWiring{cfg: cfg, configured: configured, logger: logger, run: run, target: newMuxTarget()}
 	relays := mux.NewRelayBackends(mux.RelayOptions{NewHooks: w.hooks, Configure: w.configureRelay, Drain: cfg.Mux.Drain, Logger: logger, Version: Version})
 	m := mux.New(mux.Config{
 		Servers:          specs,
 		Separator:        cfg.Mux.Separator,
-		DisableAddServer: !cfg.Mux.AddServer || cfg.HTTP.Listen != "" && !cfg.HTTP.AddServer,
+		DisableAddServer: noAdd,
 		AllowedCommands:  allowedCommands(cfg),
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
@@ -50,7 +51,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	})
 	w.target.m = m
 	m.Start()
-	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
+	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", !noAdd)
 	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, tell: w.target.tell, stop: m.Close}, nil
 }
 
