@@ -531,7 +531,7 @@ func detectNode(dir string) Project {
 	} else if !exists(dir, entry) && p.Build == "" {
 		p.Notes = append(p.Notes, fmt.Sprintf("run.command starts %s (%s), which does not exist.", entry, why))
 	}
-	if p.Build == "" {
+	if _, script := m.Scripts["build"]; p.Build == "" && !script { // a build script in watch mode: the note says what to write
 		p.Build = `find . -path ./node_modules -prune -o -path './.*' -prune -o \( -name '*.js' -o -name '*.mjs' -o -name '*.cjs' \) -print0 | xargs -0 -n1 node --check`
 		p.BuildNotes = append(p.BuildNotes, checkStepNote)
 	}

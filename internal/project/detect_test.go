@@ -142,12 +142,13 @@ func runInit(t *testing.T, dir string) (string, *config.Config) {
 	return out, cfg
 }
 
-// TestInitEmptyFolder: init in a folder with no server writes nothing and
-// says where to run it; one with only a ./server binary gets its config.
+// TestInitEmptyFolder: init in an empty folder writes nothing and says
+// where to run it; one with only a ./server binary gets its config.
 func TestInitEmptyFolder(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if _, err := Init(dir, "", LauncherFor(testExe, "")); err == nil || !strings.Contains(err.Error(), "no server found") {
+	testkit.WriteFiles(t, dir, map[string]string{".git/HEAD": "ref: refs/heads/main\n"})
+	if _, err := Init(dir, "", LauncherFor(testExe, "")); err == nil || !strings.Contains(err.Error(), "is empty: run mcpflow init in your server's folder") {
 		t.Errorf("init in an empty folder: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mcpflow.toml")); err == nil {

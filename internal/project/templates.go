@@ -43,8 +43,8 @@ file = ".mcpflow/mcpflow.log"
 func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
-	if p.Kind == "" && cliSchema == "" && !exists(dir, p.Run[0]) {
-		return "", fmt.Errorf("no server found in %s (no go.mod, Cargo.toml, package.json or pyproject.toml, no ./server): run mcpflow init in your server's folder, or write mcpflow.toml yourself (mcpflow.toml.example shows every setting)", dir)
+	if ents, _ := os.ReadDir(dir); p.Kind == "" && cliSchema == "" && !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return !strings.HasPrefix(e.Name(), ".") }) {
+		return "", fmt.Errorf("%s is empty: run mcpflow init in your server's folder, or write mcpflow.toml yourself (mcpflow.toml.example shows every setting)", dir)
 	}
 	text := RenderConfig(p)
 	if cliSchema != "" {
