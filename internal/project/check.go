@@ -106,7 +106,7 @@ func checkWarnings(v checkView, files []string) []string {
 	// A build output or the run binary matched by the globs would loop, were it not ignored: say so.
 	// tsc's outDir is projectWarnings', the log and traffic files logFileWarnings'.
 	if cfg.Watch.Enabled {
-		others := append(projectOutputs(cfg.Dir), cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1")
+		others := append(projectOutputs(cfg.Dir), cfg.File, cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1") // the config file: its edits start a new engine
 		for _, p := range IgnoredOutputs(cfg) {
 			if slices.Contains(others, p) {
 				continue
