@@ -63,12 +63,11 @@ func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
 }
 
 func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
-	s := selectFlags{
-		cfg: fs.String("c", "", "only the instances of this config file"),
-		all: fs.Bool("all", false, "every instance, wherever it runs"),
-	}
-	if withPid {
+	s := selectFlags{cfg: fs.String("c", "", "only the instances of this config file"), all: new(bool)}
+	if withPid { // the commands that pick one instance
 		s.pid = fs.Int("pid", 0, "the instance with this process id (mcpflow status lists them)")
+	} else {
+		s.all = fs.Bool("all", false, "every instance, wherever it runs")
 	}
 	return s
 }

@@ -31,8 +31,10 @@ import (
 )
 
 // The control tests run the real mcpflow binary with XDG_RUNTIME_DIR set
-// to a folder of their own, so that they see only their own instances,
-// and drive it with the real mcpflow status, rebuild and logs commands.
+// to a folder of their own, and drive it with the real mcpflow status,
+// rebuild and logs commands. These also find the instances in
+// /tmp/mcpflow-<uid> (other tests', started without XDG_RUNTIME_DIR): a
+// test counts only its own.
 
 // runtimeDir makes a short XDG_RUNTIME_DIR (socket paths are limited to
 // about 100 bytes) and returns it.
@@ -89,11 +91,16 @@ type ctlRun struct {
 	stderrReader *os.File
 }
 
-// startCtl starts mcpflow watch in dir with the runtime folder xdg.
+// startCtl starts mcpflow watch in dir with the runtime folder xdg ("":
+// with a bare environment, HOME and PATH only, as some clients give).
 func startCtl(t *testing.T, xdg, dir string, args ...string) *ctlRun {
 	t.Helper()
 	r := &ctlRun{t: t, stderr: &testkit.Buffer{}, exited: make(chan error, 1), changed: make(chan struct{}, 16)}
-	r.cmd = testkit.Command(testkit.Tag(t), []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, append([]string{"watch"}, args...)...)
+	tag := testkit.Tag(t)
+	r.cmd = testkit.Command(tag, []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, append([]string{"watch"}, args...)...)
+	if xdg == "" {
+		r.cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), tag}
+	}
 	r.cmd.Dir = dir
 	r.cmd.Stderr = r.stderr
 	var err error
@@ -259,6 +266,9 @@ func TestControlStatusTwoInstances(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &sts); err != nil {
 			t.Fatalf("status --json is not JSON: %v\n%s", err, out)
 		}
+		sts = slices.DeleteFunc(sts, func(s control.Status) bool {
+			return s.Pid != r1.cmd.Process.Pid && s.Pid != r2.cmd.Process.Pid
+		})
 		return len(sts) == 2 && sts[0].Servers[0].State == "running" && sts[1].Servers[0].State == "running"
 	})
 	byPid := map[int]control.Status{sts[0].Pid: sts[0], sts[1].Pid: sts[1]}
@@ -304,6 +314,29 @@ func TestControlStatusTwoInstances(t *testing.T) {
 	_, errOut, code := mcpflow(t, xdg, elsewhere, "rebuild")
 	if code != 1 || !strings.Contains(errOut, "--pid") {
 		t.Errorf("rebuild with two instances: exit %d: %s", code, errOut)
+	}
+}
+
+// An instance whose client passed it a bare environment (the Inspector
+// passes HOME, PATH, PWD, SHELL and TERM) is found from a terminal that
+// has XDG_RUNTIME_DIR: status, rebuild and logs reach it.
+func TestControlFindsABareInstance(t *testing.T) {
+	t.Parallel()
+	dir := fixtureDir(t)
+	r := startCtl(t, "", dir)
+	pid := strconv.Itoa(r.cmd.Process.Pid)
+	sock := filepath.Join("/tmp", "mcpflow-"+strconv.Itoa(os.Geteuid()), pid+".sock")
+	waitFor(t, "the control socket "+sock, func() bool { _, err := os.Stat(sock); return err == nil })
+	xdg := runtimeDir(t)
+	waitFor(t, "the instance in status", func() bool {
+		out, _, _ := mcpflow(t, xdg, dir, "status")
+		return strings.Contains(out, "mcpflow pid "+pid) && strings.Contains(out, "running")
+	})
+	if out, errOut, code := mcpflow(t, xdg, dir, "rebuild"); code != 0 || !strings.Contains(out, "restart ok") {
+		t.Errorf("rebuild: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := mcpflow(t, xdg, dir, "logs"); code != 0 || !strings.Contains(out, "mcpflow started") {
+		t.Errorf("logs: exit %d\n%s%s", code, out, errOut)
 	}
 }
 
@@ -538,7 +571,7 @@ func TestControlSocketRemovedOnExit(t *testing.T) {
 		if _, err := os.Lstat(stale); err != nil {
 			t.Fatalf("a killed instance cannot remove its socket, yet it is gone: %v", err)
 		}
-		out, errOut, code := mcpflow(t, xdg, dir, "status")
+		out, errOut, code := mcpflow(t, xdg, dir, "status", "-c", "mcpflow.toml")
 		if code != 0 || !strings.Contains(out, "no mcpflow instance running") {
 			t.Fatalf("status with a stale socket: exit %d\n%s%s", code, out, errOut)
 		}

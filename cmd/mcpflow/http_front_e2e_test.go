@@ -448,6 +448,9 @@ func TestHTTPMuxAddServerOnlyWhenAllowed(t *testing.T) {
 			if has != allow {
 				t.Errorf("add_server listed: %v, want %v", has, allow)
 			}
+			if logged := fmt.Sprintf("add_server=%v", allow); !strings.Contains(h.stderr.String(), logged) {
+				t.Errorf("the log does not say %s:\n%s", logged, h.stderr.String())
+			}
 		})
 	}
 }

@@ -172,7 +172,7 @@ func TestInitStartsGoAndJavaScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, cfg := runInit(t, dir)
-		if !cfg.Build.Command.IsZero() || strings.Join(cfg.Run.Command.Argv, " ") != "node index.js" {
+		if b := cfg.Build.Command.Argv; len(b) != 1 || !strings.HasSuffix(b[0], "node --check") || strings.Join(cfg.Run.Command.Argv, " ") != "node index.js" {
 			t.Fatalf("init for plain JavaScript: build %v, run %v", cfg.Build.Command.Argv, cfg.Run.Command.Argv)
 		}
 		h := startE2E(t, dir, "", "watch")

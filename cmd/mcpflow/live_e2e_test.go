@@ -65,6 +65,42 @@ func TestBrokenConfigTalksAndIsFixedLive(t *testing.T) {
 			if !slices.Contains(h.tools(), "echo") {
 				t.Errorf("tools after the edit: %v", h.tools())
 			}
+
+			// Broken while the client is connected: the next recompile
+			// answer and the next tool result say where and how to fix it,
+			// the tool result once; the previous settings serve on.
+			if err := os.WriteFile(cfgFile, []byte(renamed+"[bulid]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"mcpflow.toml:5:1", `did you mean "build"`, "the previous settings still serve"}
+			hasAll := func(text string) bool {
+				return !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(text, w) })
+			}
+			testkit.Eventually(t, 30*time.Second, "recompile to name the broken config", func() bool {
+				text, _ := h.call("recompile", nil)
+				return hasAll(text)
+			})
+			if err := os.WriteFile(cfgFile, []byte(renamed+"\n\n[bulid]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want[0] = "mcpflow.toml:7:1"
+			testkit.Eventually(t, 30*time.Second, "the notice on the next tool result", func() bool {
+				got, _ := h.call("echo", map[string]any{"text": "hi"})
+				return strings.HasPrefix(got, "renamed:hi") && hasAll(got)
+			})
+			if got, _ := h.call("echo", map[string]any{"text": "hi"}); got != "renamed:hi" {
+				t.Errorf("the notice is said twice: %q", got)
+			}
+			if err := os.WriteFile(cfgFile, []byte(renamed), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 30*time.Second, "recompile to stop naming the fixed config", func() bool {
+				text, isErr := h.call("recompile", nil)
+				return !isErr && !strings.Contains(text, "mcpflow.toml")
+			})
+			if got, _ := h.call("echo", map[string]any{"text": "hi"}); got != "renamed:hi" {
+				t.Errorf("echo after the fix: %q", got)
+			}
 		})
 	}
 }

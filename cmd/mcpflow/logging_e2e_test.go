@@ -303,3 +303,44 @@ file = ".mcpflow/mcpflow.log"
 		t.Errorf("mcpflow finished the scan before it exited on stdin EOF\n%s", r.log())
 	}
 }
+
+// A clean run logs no ERRO or WARN line: one-shot tools runs (the server
+// stopped as soon as the list is read, its start maybe still running),
+// piped clients that close, a probe of server/discover that closes, and a
+// client that probes server/discover on a legacy server, then falls back
+// to initialize.
+func TestCleanRunsLogNoErrors(t *testing.T) {
+	t.Parallel()
+	dir, logFile := t.TempDir(), filepath.Join(t.TempDir(), "mcpflow.log")
+	writeFile(t, filepath.Join(dir, "mcpflow.toml"), fmt.Sprintf("[build]\ncommand = \"cp src.txt variant\"\n[run]\ncommand = [%q, \"-no-discover\", \"-variant-file\", \"variant\"]\n[watch]\npaths = [\".\"]\ninclude = [\"src.txt\"]\n[log]\nfile = %q\n", fixtureBin, logFile))
+	xdg := runtimeDir(t)
+	for i := range 4 {
+		writeFile(t, filepath.Join(dir, "src.txt"), fmt.Sprintf("v%d", i%2+1))
+		if out, errOut, code := mcpflow(t, xdg, dir, "tools"); code != 0 || !strings.Contains(out, "echo") {
+			t.Fatalf("tools: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	const (
+		discover   = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"probe","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		initialize = `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`
+		list       = `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
+	)
+	tag := testkit.Tag(t)
+	for _, in := range []string{initialize + "\n" + list, initialize + "\n" + list, discover, discover + "\n" + initialize + "\n" + list} {
+		cmd := testkit.Command(tag, []string{"XDG_RUNTIME_DIR=" + xdg}, mcpflowBin, "watch")
+		cmd.Dir, cmd.Stdin = dir, strings.NewReader(in+"\n")
+		out, err := cmd.Output()
+		if n := strings.Count(in, `"id"`); err != nil || strings.Count(string(out), "\n") != n || !strings.Contains(string(out), `"id":`+strconv.Itoa(n)) {
+			t.Fatalf("a piped client: %v, want %d answers:\n%s", err, n, out)
+		}
+	}
+	log, _ := os.ReadFile(logFile)
+	for line := range strings.Lines(string(log)) {
+		if strings.Contains(line, " ERRO ") || strings.Contains(line, " WARN ") {
+			t.Errorf("a clean run logged: %s", line)
+		}
+	}
+	if !strings.Contains(string(log), "startup →") {
+		t.Fatalf("no log in %s:\n%s", logFile, log)
+	}
+}

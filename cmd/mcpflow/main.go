@@ -181,7 +181,7 @@ func cmdHelp(e env, args []string) int {
 		}
 		c, ok := lookup(pos[0], false)
 		if !ok {
-			return fs.misuse("unknown command %q", pos[0])
+			return e.fail(exitUsage, "mcpflow help: unknown command %q (run \"mcpflow -h\" for the commands)", pos[0])
 		}
 		return c.run(e, []string{"-h"})
 	})

@@ -581,3 +581,36 @@ func TestMuxE2EFirstBuildLongerThanQueueTimeout(t *testing.T) {
 	}
 	h.stopAndCheckGroups([]int{all["echo"].Pid, all["notes"].Pid})
 }
+
+// TestMuxE2EServerInAnotherFolder: a configured server whose run.cwd is
+// another folder builds there and reads its watch globs from there, and
+// check, which reads them the same way, has nothing to say.
+func TestMuxE2EServerInAnotherFolder(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir, srv := filepath.Join(root, "mux"), filepath.Join(root, "srv")
+	os.Mkdir(dir, 0o755)
+	os.Mkdir(srv, 0o755)
+	writeFile(t, filepath.Join(srv, "src.txt"), "v1")
+	writeFile(t, filepath.Join(dir, "mcpflow.toml"), fmt.Sprintf(`[servers.s.build]
+command = "cp src.txt variant"
+[servers.s.run]
+command = [%q, "-variant-file", "variant"]
+cwd = "../srv"
+[servers.s.watch]
+paths = ["../srv"]
+include = ["src.txt"]
+`, fixtureBin))
+	var out, errOut bytes.Buffer
+	e := env{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, getwd: func() (string, error) { return dir, nil }}
+	if code := cmdCheck(e, []string{"-c", filepath.Join(dir, "mcpflow.toml")}); code != exitOK || !strings.Contains(out.String(), "# no warnings") || !strings.Contains(out.String(), "1 files match") {
+		t.Errorf("check: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	h := startE2E(t, dir, "", "watch")
+	h.waitTools("s__echo")
+	writeFile(t, filepath.Join(srv, "src.txt"), "v2")
+	h.waitTools("s__reverse")
+	if got := h.mustCall("s__reverse", map[string]any{"text": "abc"}); got != "cba" {
+		t.Fatalf("s__reverse: %q", got)
+	}
+}

@@ -162,6 +162,22 @@ type ServerConfig struct {
 	Watch WatchConfig
 }
 
+// Server is server s of a mux as a config of its own: its tables over
+// c's, rooted where it runs (run.cwd, or cli.cwd), as a server an agent
+// adds is: its build runs there and its watch globs are read from there.
+func (c *Config) Server(s *ServerConfig) *Config {
+	v := *c
+	v.Build, v.Run, v.CLI, v.Relay, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Relay, s.Watch, nil
+	dir := s.Run.Cwd
+	if s.CLI != nil {
+		dir = s.CLI.Cwd
+	}
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		v.Dir = dir // else check and the start say what is wrong with it
+	}
+	return &v
+}
+
 // Load reads, parses and validates the config file at path; messages name
 // the file as path spells it.
 func Load(path string) (*Config, error) {

@@ -27,12 +27,13 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 		configured[s.Name] = s
 		specs = append(specs, specOf(s))
 	}
+	noAdd := !cfg.Mux.AddServer || cfg.HTTP.Listen != "" && !cfg.HTTP.AddServer
 	w := &muxWiring{cfg: cfg, configured: configured, logger: logger, run: run, target: newMuxTarget()}
 	relays := mux.NewRelayBackends(mux.RelayOptions{NewHooks: w.hooks, Configure: w.configureRelay, Drain: cfg.Mux.Drain, Logger: logger, Version: Version})
 	m := mux.New(mux.Config{
 		Servers:          specs,
 		Separator:        cfg.Mux.Separator,
-		DisableAddServer: !cfg.Mux.AddServer || cfg.HTTP.Listen != "" && !cfg.HTTP.AddServer,
+		DisableAddServer: noAdd,
 		AllowedCommands:  allowedCommands(cfg),
 		AllowedEnv:       cfg.Mux.AllowedEnv,
 		CallTool:         cfg.Relay.CallTool,
@@ -50,8 +51,8 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	})
 	w.target.m = m
 	m.Start()
-	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", cfg.Mux.AddServer)
-	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, stop: m.Close}, nil
+	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", !noAdd)
+	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, tell: w.target.tell, stop: m.Close}, nil
 }
 
 // specOf is the mux's view of a configured server.
@@ -95,7 +96,7 @@ type muxWiring struct {
 // defaults (paths relative to the server's cwd, else mcpflow's folder).
 func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
-		return &config.Config{File: w.cfg.File, Dir: w.cfg.Dir, Build: s.Build, Run: s.Run, CLI: s.CLI, Relay: s.Relay, Watch: s.Watch, Log: w.cfg.Log}
+		return w.cfg.Server(s)
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {

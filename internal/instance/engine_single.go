@@ -34,7 +34,7 @@ func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	}, srv.rebuild}
 	stop := srv.start(ctx, func() {}, rl.Close)
 	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
-	return &engine{opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded, stop: stop}, nil
+	return &engine{opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded, tell: rl.ConfigProblem, stop: stop}, nil
 }
 
 func orFlags(file string) string {

@@ -27,8 +27,9 @@ type engine struct {
 	opener     wire.Opener // each client's session: the front's, control's own
 	mode       string      // control's name for it
 	target     control.Target
-	inputEnded func() // the stdio client's input ended; nil = nothing to say
-	stop       func() // stops every child, build and watch and waits for them
+	inputEnded func()               // the stdio client's input ended; nil = nothing to say
+	tell       func(problem string) // tells the agent why the config file no longer loads ("": it loads again); nil = nothing to say
+	stop       func()               // stops every child, build and watch and waits for them
 }
 
 // startEngine starts the engine of cfg's mode.
@@ -170,10 +171,16 @@ func (l *live) reload(ctx context.Context) {
 		l.log.Error("the config does not load; what serves the session keeps its settings", "err", err)
 		if l.loaded == nil {
 			l.swap(brokenEngine(err.Error(), l.log), nil, err.Error())
+		} else if l.problem = err.Error(); l.cur.tell != nil {
+			l.cur.tell(texts.ConfigProblem(l.problem))
 		}
 		return
 	}
 	if l.loaded != nil && reflect.DeepEqual(l.loaded, cfg) {
+		if l.problem != "" && l.cur.tell != nil {
+			l.cur.tell("")
+		}
+		l.problem = ""
 		return
 	}
 	next, err := startEngine(ctx, cfg, l.log, l.run)

@@ -160,7 +160,7 @@ func (w *instanceRun) httpStatus() *control.HTTPStatus {
 			Started:  s.Started,
 			LastSeen: s.LastSeen,
 			Requests: uint64(s.Requests),
-			InFlight: s.InFlight,
+			InFlight: s.InFlight, IdleSince: s.IdleSince,
 		})
 	}
 	return hs

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
 	"github.com/mcpflow/mcpflow/internal/project"
+	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
@@ -44,7 +45,7 @@ func assemble(sc *config.Config, log *slog.Logger, r builder.Restarter, note fun
 		Timeout: sc.Build.Timeout,
 		Logger:  buildLog,
 		OnResult: func(res result.Build) {
-			if !res.Canceled || !errors.Is(res.Err, context.Canceled) {
+			if (!res.Canceled || !errors.Is(res.Err, context.Canceled)) && (res.Restart == nil || !errors.Is(res.Restart.Err, relay.ErrClosed)) {
 				logging.Cycle(charm, res) // a cycle cut short by the end of the run says nothing
 			}
 			s.builds.note(res)

@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -140,6 +141,16 @@ func (t *muxTarget) addRelay(name string, r *relay.Relay) {
 	t.mu.Lock()
 	t.relays[name] = r
 	t.mu.Unlock()
+}
+
+// tell tells every server's relay about the config file (relay.ConfigProblem).
+func (t *muxTarget) tell(problem string) {
+	t.mu.Lock()
+	relays := slices.Collect(maps.Values(t.relays))
+	t.mu.Unlock()
+	for _, r := range relays {
+		r.ConfigProblem(problem)
+	}
 }
 
 func (t *muxTarget) setBuilds(name string, b *buildLog) {

@@ -87,9 +87,7 @@ func checkViews(cfg *config.Config) []checkView {
 	}
 	var views []checkView
 	for _, s := range cfg.Servers {
-		v := *cfg
-		v.Build, v.Run, v.CLI, v.Watch, v.Servers = s.Build, s.Run, s.CLI, s.Watch, nil
-		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: &v})
+		views = append(views, checkView{prefix: "servers." + s.Name + ": ", table: "servers." + s.Name + ".", cfg: cfg.Server(&s)})
 	}
 	return views
 }
@@ -108,7 +106,7 @@ func checkWarnings(v checkView, files []string) []string {
 	// A build output or the run binary matched by the globs would loop, were it not ignored: say so.
 	// tsc's outDir is projectWarnings', the log and traffic files logFileWarnings'.
 	if cfg.Watch.Enabled {
-		others := append(projectOutputs(cfg.Dir), cfg.File, cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1")
+		others := append(projectOutputs(cfg.Dir), cfg.File, cfg.Log.File, cfg.Log.File+".1", cfg.Log.Traffic, cfg.Log.Traffic+".1") // the config file: its edits start a new engine
 		for _, p := range IgnoredOutputs(cfg) {
 			if slices.Contains(others, p) {
 				continue

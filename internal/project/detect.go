@@ -531,6 +531,10 @@ func detectNode(dir string) Project {
 	} else if !exists(dir, entry) && p.Build == "" {
 		p.Notes = append(p.Notes, fmt.Sprintf("run.command starts %s (%s), which does not exist.", entry, why))
 	}
+	if _, script := m.Scripts["build"]; p.Build == "" && !script { // a build script in watch mode: the note says what to write
+		p.Build = `find . -path ./node_modules -prune -o -path './.*' -prune -o \( -name '*.js' -o -name '*.mjs' -o -name '*.cjs' \) -print0 | xargs -0 -n1 node --check`
+		p.BuildNotes = append(p.BuildNotes, checkStepNote)
+	}
 	p.Include = []string{"**/*.ts", "**/*.mts", "**/*.cts", "**/*.js", "**/*.mjs", "**/*.cjs", "**/*.json"}
 	p.Exclude = []string{"node_modules/**", "package-lock.json"}
 	if p.Build != "" {
@@ -557,6 +561,9 @@ func isSourceDir(d string, ts tsConfig, src string) bool {
 	}
 	return d == ts.RootDir || (src != "" && d == path.Dir(src))
 }
+
+// checkStepNote explains the build init writes for an interpreted server.
+const checkStepNote = "A syntax check of the sources: on an error, the old server keeps serving and the agent reads file:line."
 
 func detectPython(dir string) Project {
 	var m struct {
@@ -594,6 +601,8 @@ func detectPython(dir string) Project {
 		p.Notes = append(p.Notes, "No [project.scripts], package with __main__.py or top-level script found: set run.command to your server.")
 		return p
 	}
+	p.Build = "find . -path './.*' -prune -o -name '*.py' -print0 | xargs -0 " + strings.Join(e.py, " ") + " -m py_compile"
+	p.BuildNotes = append(p.BuildNotes, checkStepNote)
 	pick := cands[0]
 	p.Run, p.Env = pick.run, pick.env
 	p.RunWhy = pick.what

@@ -2,6 +2,7 @@ package project
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,4 +140,22 @@ func runInit(t *testing.T, dir string) (string, *config.Config) {
 		t.Fatalf("the generated config does not load: %v", err)
 	}
 	return out, cfg
+}
+
+// TestInitEmptyFolder: init in an empty folder writes nothing and says
+// where to run it; one with only a ./server binary gets its config.
+func TestInitEmptyFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testkit.WriteFiles(t, dir, map[string]string{".git/HEAD": "ref: refs/heads/main\n"})
+	if _, err := Init(dir, "", LauncherFor(testExe, "")); err == nil || !strings.Contains(err.Error(), "is empty: run mcpflow init in your server's folder") {
+		t.Errorf("init in an empty folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcpflow.toml")); err == nil {
+		t.Error("init in an empty folder wrote mcpflow.toml")
+	}
+	testkit.WriteFiles(t, dir, map[string]string{"server": "#!/bin/sh\n"})
+	if _, cfg := runInit(t, dir); cfg.Run.Command.Argv[0] != "./server" {
+		t.Errorf("run.command %q", cfg.Run.Command.Argv)
+	}
 }

@@ -174,8 +174,8 @@ func TestInitPython(t *testing.T) {
 			if len(c.env) == 0 && len(cfg.Run.Env) != 0 {
 				t.Errorf("run.env = %v, want none", cfg.Run.Env)
 			}
-			if !cfg.Build.Command.IsZero() {
-				t.Errorf("a Python project got a build step: %v", cfg.Build.Command)
+			if b := cfg.Build.Command.Argv; len(b) != 1 || !strings.Contains(b[0], "xargs -0 "+cfg.Run.Command.Argv[0]) || !strings.HasSuffix(b[0], " -m py_compile") {
+				t.Errorf("a Python project's build is not a syntax check with its interpreter: %v (run %v)", cfg.Build.Command, cfg.Run.Command)
 			}
 			switch {
 			case c.note == "" && strings.Contains(out, "Check:"):

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	toml "github.com/pelletier/go-toml/v2"
+
 	"github.com/mcpflow/mcpflow/internal/testkit"
 )
 
@@ -65,6 +67,25 @@ func TestInitSnippet(t *testing.T) {
 			for _, s := range vscode["servers"] {
 				if s.Type != "stdio" || s.Command != c.command || len(s.Args) != len(want) {
 					t.Errorf("VS Code snippet: %s", line)
+				}
+			}
+			var codex struct {
+				MCPServers map[string]struct {
+					Command string   `toml:"command"`
+					Args    []string `toml:"args"`
+				} `toml:"mcp_servers"`
+			}
+			lines := strings.Split(out[strings.Index(out, "[mcp_servers."):], "\n")[:3]
+			for i := range lines {
+				lines[i] = strings.TrimSpace(lines[i])
+			}
+			block := strings.Join(lines, "\n")
+			if err := toml.Unmarshal([]byte(block), &codex); err != nil || len(codex.MCPServers) != 1 {
+				t.Fatalf("the Codex snippet does not parse: %v\n%s", err, block)
+			}
+			for _, s := range codex.MCPServers {
+				if s.Command != c.command || strings.Join(s.Args, "\x00") != strings.Join(want, "\x00") {
+					t.Errorf("Codex snippet runs %q %q, want %q %q", s.Command, s.Args, c.command, want)
 				}
 			}
 			claude := "claude mcp add "

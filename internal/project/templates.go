@@ -43,6 +43,9 @@ file = ".mcpflow/mcpflow.log"
 func Init(dir, cliSchema string, l Launcher) (string, error) {
 	path := filepath.Join(dir, "mcpflow.toml")
 	p := Detect(dir)
+	if ents, _ := os.ReadDir(dir); p.Kind == "" && cliSchema == "" && !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return !strings.HasPrefix(e.Name(), ".") }) {
+		return "", fmt.Errorf("%s is empty: run mcpflow init in your server's folder, or write mcpflow.toml yourself (mcpflow.toml.example shows every setting)", dir)
+	}
 	text := RenderConfig(p)
 	if cliSchema != "" {
 		var err error
@@ -228,6 +231,11 @@ func ClientSnippet(name, configPath string, l Launcher) string {
 
   .vscode/mcp.json (VS Code):
     { "servers": { %[3]s: { "type": "stdio", "command": %[4]s, "args": %[5]s } } }
+
+  ~/.codex/config.toml (Codex CLI):
+    [mcp_servers.%[1]s]
+    command = %[4]s
+    args = %[5]s
 
   (%[6]s)
 

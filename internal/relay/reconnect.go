@@ -46,7 +46,7 @@ func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	}
 	s.mu.Unlock()
 	if closed {
-		return nil, errClosed
+		return nil, ErrClosed
 	} else if bridged {
 		return nil, nil // the bridge's own session with the relay has a child of its own
 	}
@@ -74,7 +74,7 @@ func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	if s.phase == phaseClosed {
 		s.mu.Unlock()
 		c.stop(shutdownStep, r.ctx)
-		return res, errClosed
+		return res, ErrClosed
 	}
 	s.child, s.hs.childDiscover = c, false
 	s.mu.Unlock()
@@ -322,7 +322,7 @@ func (rc *reconnect) goUp(views map[string]listView) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.phase == phaseClosed {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
 	if s.child != c {
 		return nil, errors.New(s.report)
@@ -375,7 +375,7 @@ func (rc *reconnect) fail(err error) error {
 	s, c, r := rc.s, rc.c, rc.s.r
 	if r.ctx.Err() != nil {
 		c.stop(shutdownStep, r.ctx)
-		return errClosed
+		return ErrClosed
 	}
 	report := texts.BadStart(err, r.cfg.Tools.Rebuild)
 	if errors.Is(err, context.DeadlineExceeded) {

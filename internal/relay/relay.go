@@ -178,7 +178,8 @@ func def[T cmp.Ordered](p *T, v T) {
 	}
 }
 
-var errClosed = errors.New("relay is shut down")
+// ErrClosed: the relay was closed (mcpflow is stopping) before the restart ended.
+var ErrClosed = errors.New("relay is shut down")
 
 // Open opens a client's session (a wire.Opener) with a child of its own.
 func (r *Relay) Open(c wire.Client) wire.Session {
@@ -299,7 +300,7 @@ func (r *Relay) goConnect(s *Session) {
 			}
 		}
 		s.waiting.Store(false)
-		if _, err := (&reconnect{s: s, ctx: r.ctx}).run(srv); err != nil && !errors.Is(err, errClosed) {
+		if _, err := (&reconnect{s: s, ctx: r.ctx}).run(srv); err != nil && !errors.Is(err, ErrClosed) {
 			r.log.Warn("a client's server did not start", "err", firstLine(err.Error()))
 		}
 	})

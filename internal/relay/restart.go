@@ -44,7 +44,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	r.mu.Lock()
 	if r.health.state == stateClosed {
 		r.mu.Unlock()
-		return &result.Restart{Err: errClosed}, errClosed
+		return &result.Restart{Err: ErrClosed}, ErrClosed
 	}
 	r.health.state, r.health.building = stateRestarting, false
 	rr.gen = int(r.gen.Load()) + 1
@@ -89,7 +89,7 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	switch {
 	case r.health.state == stateClosed:
 		r.mu.Unlock()
-		return res, errClosed
+		return res, ErrClosed
 	case ok:
 		r.health.state, r.health.report = stateUp, ""
 		r.stats.starts.Add(1)
@@ -132,7 +132,7 @@ func (rr *restartRun) allDown(err error) (*result.Restart, error) {
 // failed reports a restart that left no child serving.
 func (rr *restartRun) failed(err error) (*result.Restart, error) {
 	res := &result.Restart{Gen: rr.gen, Err: err, Duration: time.Since(rr.t0)}
-	if !errors.Is(err, errClosed) {
+	if !errors.Is(err, ErrClosed) {
 		rr.r.events.post(Event{Kind: RestartFailed, Gen: rr.gen, Report: err.Error(), Restart: res})
 	}
 	return res, err
@@ -258,7 +258,7 @@ func (r *Relay) serverExited(srv *child) {
 	}
 	if backoff > 0 {
 		r.later(backoff, func() {
-			if _, err := (&restartRun{r: r, ctx: r.ctx, auto: true}).run(); err != nil && !errors.Is(err, errClosed) {
+			if _, err := (&restartRun{r: r, ctx: r.ctx, auto: true}).run(); err != nil && !errors.Is(err, ErrClosed) {
 				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
 			}
 		})
@@ -301,7 +301,7 @@ func (r *Relay) restartAfterCrash(s *Session, backoff time.Duration, quiet bool,
 			return
 		}
 		if err != nil {
-			if !errors.Is(err, errClosed) {
+			if !errors.Is(err, ErrClosed) {
 				r.log.Error("restart after crash failed", "err", firstLine(err.Error()))
 			}
 			return
@@ -382,6 +382,7 @@ type health struct {
 	lastBuildFailed bool
 	ended           bool // the stdio client's input ended
 	crashes         crashPolicy
+	configProblem   string // why the config file no longer loads (texts.ConfigProblem); "" when it does
 }
 
 func (h health) describe() string { return cmp.Or(h.report, texts.NotRunning) }

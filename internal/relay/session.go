@@ -323,7 +323,7 @@ func (s *Session) holdFor(auto bool) {
 func (s *Session) respawn(old *conn) {
 	moot := func(s *Session) bool { return s.child != old }
 	if _, err := (&reconnect{s: s, ctx: s.r.ctx, skip: moot}).run(nil); err != nil {
-		if !errors.Is(err, errClosed) {
+		if !errors.Is(err, ErrClosed) {
 			s.r.log.Error("starting a fresh server", "err", firstLine(err.Error()))
 		}
 		return

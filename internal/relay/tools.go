@@ -22,8 +22,9 @@ type ownTools struct {
 type noticeKind int
 
 const (
-	noticeBuild noticeKind = iota // an automatic rebuild failed
-	noticeCrash                   // the server crashed between calls and was restarted
+	noticeBuild  noticeKind = iota // an automatic rebuild failed
+	noticeCrash                    // the server crashed between calls and was restarted
+	noticeConfig                   // the config file no longer loads
 	numNotices
 )
 
@@ -106,10 +107,13 @@ func (rc *recompiles) start(env wire.Envelope) {
 			}
 		}
 		o := r.runRecompile(ctx, progress)
-		running := r.now().state == stateUp
+		h := r.now()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, running && s.child != nil)
+		text, isErr := texts.Outcome(o, r.cfg.Tools.Rebuild, h.state == stateUp && s.child != nil)
+		if h.configProblem != "" {
+			text += "\n\n" + h.configProblem
+		}
 		if _, ok := rc.running[string(id)]; !ok {
 			return // canceled by the client: no answer
 		}
@@ -211,6 +215,20 @@ func compactJSON(b json.RawMessage) string {
 		return string(b)
 	}
 	return buf.String()
+}
+
+// ConfigProblem tells the relay why its config file no longer loads
+// (text, from texts.ConfigProblem), or that it loads again (""): the next
+// recompile answers and each session's next tools/call result carry it.
+func (r *Relay) ConfigProblem(text string) {
+	r.mu.Lock()
+	r.health.configProblem = text
+	r.mu.Unlock()
+	for _, s := range r.openSessions() {
+		s.mu.Lock()
+		s.notices.set(noticeConfig, text, true)
+		s.mu.Unlock()
+	}
 }
 
 // SetEnv sets env overrides for the next starts, as recompile's env

@@ -36,7 +36,7 @@ type Instance struct {
 
 // Filter selects instances; the zero Filter selects all of this user's.
 type Filter struct {
-	Dir     string // runtime folder; "" = runtimeDir()
+	Dir     string // runtime folder; "" = each of runtimeDirs()
 	Config  string // only instances of this config file
 	Project string // only instances whose project folder is this folder or holds it
 }
@@ -72,25 +72,26 @@ const helloTimeout = 2 * time.Second // for Instances to wait for one instance
 // Instances lists the live instances of this user that pass the filter,
 // by pid; a missing runtime folder means none, a wrong one is an error.
 func Instances(f Filter) ([]Instance, error) {
-	dir := f.Dir
-	if dir == "" {
-		d, err := runtimeDir()
-		if err != nil {
-			return nil, err
-		}
-		dir = d
+	dirs, err := runtimeDirs()
+	if f.Dir != "" {
+		dirs, err = []string{f.Dir}, nil
 	}
-	if err := prepareDir(dir, false); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	if err != nil {
 		return nil, err
 	}
-	socks, err := sockets(dir)
-	if err != nil {
-		return nil, fmt.Errorf("control folder: %w", err)
+	var paths []string
+	for _, dir := range dirs {
+		if err := prepareDir(dir, false); errors.Is(err, fs.ErrNotExist) || err != nil && dir != dirs[0] {
+			continue // none of ours can listen in a folder that is not ours
+		} else if err != nil {
+			return nil, err
+		}
+		socks, err := sockets(dir)
+		if err != nil {
+			return nil, fmt.Errorf("control folder: %w", err)
+		}
+		paths = slices.AppendSeq(paths, maps.Keys(socks))
 	}
-	paths := slices.Collect(maps.Keys(socks))
 	found := make([]Instance, len(paths)) // Pid 0: none
 	var wg sync.WaitGroup
 	for i, path := range paths {

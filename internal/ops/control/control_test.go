@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -866,6 +867,9 @@ func TestPickAndStatuses(t *testing.T) {
 	_ = a
 }
 
+// An instance listens under $XDG_RUNTIME_DIR when set, else under a
+// folder named by the uid alone; Instances searches both, so one started
+// with a bare environment is found from a terminal that has XDG_RUNTIME_DIR.
 func TestRuntimeDirDefault(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no Unix sockets")
@@ -875,26 +879,33 @@ func TestRuntimeDirDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(base)
+	byUID := filepath.Join("/tmp", fmt.Sprintf("mcpflow-%d", os.Geteuid()))
 	t.Setenv("XDG_RUNTIME_DIR", base)
-	d, err := runtimeDir()
-	if err != nil || d != filepath.Join(base, "mcpflow") {
-		t.Fatalf("runtimeDir = %q, %v", d, err)
-	}
-	if got, err := Instances(Filter{}); err != nil || len(got) != 0 {
-		t.Fatalf("no folder yet: %+v, %v", got, err)
+	if d, err := runtimeDirs(); err != nil || !slices.Equal(d, []string{filepath.Join(base, "mcpflow"), byUID}) {
+		t.Fatalf("runtimeDirs = %q, %v", d, err)
 	}
 	s := listenT(t, Info{Target: &fakeTarget{}})
-	if filepath.Dir(s.Path()) != d {
-		t.Fatalf("socket %s not in %s", s.Path(), d)
-	}
-	if got, err := Instances(Filter{}); err != nil || len(got) != 1 {
-		t.Fatalf("Instances: %+v, %v", got, err)
+	if filepath.Dir(s.Path()) != filepath.Join(base, "mcpflow") {
+		t.Fatalf("socket %s not in %s", s.Path(), base)
 	}
 
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "missing"))
-	d, _ = runtimeDir()
-	if want := filepath.Join(os.TempDir(), fmt.Sprintf("mcpflow-%d", os.Geteuid())); d != want {
-		t.Fatalf("with a missing XDG_RUNTIME_DIR: %q, want %q", d, want)
+	if d, _ := runtimeDirs(); !slices.Equal(d, []string{byUID}) {
+		t.Fatalf("with a missing XDG_RUNTIME_DIR: %q, want %q", d, byUID)
+	}
+	bare := listenT(t, Info{Target: &fakeTarget{}})
+	if filepath.Dir(bare.Path()) != byUID {
+		t.Fatalf("socket %s not in %s", bare.Path(), byUID)
+	}
+
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	got, err := Instances(Filter{})
+	sockets := map[string]bool{}
+	for _, in := range got {
+		sockets[in.Socket] = true
+	}
+	if err != nil || !sockets[s.Path()] || !sockets[bare.Path()] {
+		t.Fatalf("Instances finds %+v, %v; want %s and %s", got, err, s.Path(), bare.Path())
 	}
 }
 

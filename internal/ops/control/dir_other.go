@@ -4,9 +4,9 @@ package control
 
 import "net"
 
-// runtimeDir and prepareDir report ErrUnsupported, and so Listen and
+// runtimeDirs and prepareDir report ErrUnsupported, and so Listen and
 // Instances do, on this system.
-func runtimeDir() (string, error) { return "", ErrUnsupported }
+func runtimeDirs() ([]string, error) { return nil, ErrUnsupported }
 
 func prepareDir(string, bool) error { return ErrUnsupported }
 

@@ -16,15 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runtimeDir is where this user's instances put their sockets: the same
-// for processes that share XDG_RUNTIME_DIR and TMPDIR.
-func runtimeDir() (string, error) {
+// runtimeDirs are where this user's instances put their sockets: an
+// instance listens in the first, $XDG_RUNTIME_DIR/mcpflow, else
+// /tmp/mcpflow-<uid> (named by the uid alone: the same whatever env a
+// client passed its server); Instances searches each.
+func runtimeDirs() ([]string, error) {
+	byUID := filepath.Join("/tmp", "mcpflow-"+strconv.Itoa(os.Geteuid()))
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return filepath.Join(d, "mcpflow"), nil
+			return []string{filepath.Join(d, "mcpflow"), byUID}, nil
 		}
 	}
-	return filepath.Join(os.TempDir(), "mcpflow-"+strconv.Itoa(os.Geteuid())), nil
+	return []string{byUID}, nil
 }
 
 // prepareDir checks that dir is a real directory of this user's, closed to

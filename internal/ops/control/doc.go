@@ -2,9 +2,11 @@
 // terminal: mcpflow status, rebuild, logs, tools and call.
 //
 // Each running instance listens on a Unix socket, <pid>.sock, in a
-// per-user folder, $XDG_RUNTIME_DIR/mcpflow, else <temp>/mcpflow-<uid>,
-// created 0700; one that is not a real directory of this user's, or that
-// others may enter, is refused with an error saying what to do. Only this
+// per-user folder, $XDG_RUNTIME_DIR/mcpflow, else /tmp/mcpflow-<uid>,
+// created 0700; Instances searches both, so an instance whose client gave
+// it a bare environment is found from a terminal. A folder that is not a
+// real directory of this user's, or that others may enter, is refused
+// with an error saying what to do. Only this
 // user can connect: the folder keeps others out, and where the OS tells
 // the peer's uid (Linux SO_PEERCRED, macOS and FreeBSD LOCAL_PEERCRED)
 // another uid is refused too.

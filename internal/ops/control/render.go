@@ -91,6 +91,9 @@ func writeHTTP(b *strings.Builder, h *HTTPStatus) {
 		if s.InFlight > 0 {
 			line += fmt.Sprintf(", %d in flight", s.InFlight)
 		}
+		if idle := now.Sub(s.IdleSince); !s.IdleSince.IsZero() && idle >= time.Minute {
+			line += fmt.Sprintf(", nothing open for %s: its client may have exited (the session ends after http.session_idle)", uptime(idle))
+		}
 		b.WriteString(line + "\n")
 	}
 }

@@ -40,7 +40,7 @@ var ErrUnsupported = errors.New("the control socket (mcpflow status, rebuild, lo
 
 // Info is what Listen needs from the instance.
 type Info struct {
-	Dir     string        // runtime folder; "" = runtimeDir()
+	Dir     string        // runtime folder; "" = runtimeDirs()'s first
 	Config  string        // absolute path of the config file; "" when started from the command line
 	Project string        // absolute project folder
 	Mode    string        // ModeSingle, ModeMux or ModeCLI
@@ -84,11 +84,11 @@ func listen(info Info, wantUID int) (*Server, error) {
 		return nil, errors.New("control: Listen needs a Target")
 	}
 	if info.Dir == "" {
-		d, err := runtimeDir()
+		d, err := runtimeDirs()
 		if err != nil {
 			return nil, err
 		}
-		info.Dir = d
+		info.Dir = d[0]
 	}
 	if err := prepareDir(info.Dir, true); err != nil {
 		return nil, err
@@ -138,7 +138,7 @@ func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
 		}
 		path := filepath.Join(dir, name+".sock")
 		if len(path) > maxSocketPath {
-			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR (or TMPDIR) to a shorter folder", path, maxSocketPath)
+			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR to a shorter folder", path, maxSocketPath)
 		}
 		if live(path) {
 			continue

@@ -59,6 +59,9 @@ type SessionStatus struct {
 	LastSeen time.Time  `json:"last_seen,omitzero"` // zero when not known ([cli])
 	Requests uint64     `json:"requests"`
 	InFlight int        `json:"calls_in_flight"`
+	// IdleSince: since when the client has no request or stream open
+	// (zero while it has one, or when not known).
+	IdleSince time.Time `json:"idle_since,omitzero"`
 }
 
 // ClientInfo is the MCP client on the other end of stdin/stdout.

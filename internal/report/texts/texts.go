@@ -305,6 +305,13 @@ func BrokenConfig(problem, tool string) string {
 		"mcpflow check shows the same problem; call " + tool + " to read it again."
 }
 
+// ConfigProblem: mcpflow.toml was edited during the session and no longer
+// loads; what runs keeps the settings it started with.
+func ConfigProblem(problem string) string {
+	return "mcpflow: mcpflow.toml no longer loads, so the previous settings still serve:\n" + problem +
+		"\nFix the file and save it: the new settings apply then."
+}
+
 // TooManyChildren: a stdio server runs a process per client session, and
 // this many run already (relay.max_children).
 func TooManyChildren(n int) string {

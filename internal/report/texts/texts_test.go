@@ -75,6 +75,7 @@ func TestCatalog(t *testing.T) {
 		{"error: moved to a new config", wire.TextMoved},
 		{"error: the client left", ErrClientLeft},
 		{"down: too many children", TooManyChildren(16)},
+		{"config broken mid-session", ConfigProblem(`mcpflow.toml:5:1: unknown key "bulid" (did you mean "build"?)`)},
 		{"error: server bad JSON", ErrServerBadJSON},
 		{"error: queue full", ErrQueueFull(256, 1<<20)},
 		{"error: queue timeout", ErrQueueTimeout(30 * time.Second)},

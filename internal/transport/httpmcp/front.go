@@ -123,8 +123,9 @@ type SessionInfo struct {
 	Client, ClientVersion, Protocol string
 	Era                             string // "legacy" or "modern"
 	Started, LastSeen               time.Time
-	Requests                        int64 // requests received
-	InFlight                        int   // requests not answered yet
+	Requests                        int64     // requests received
+	InFlight                        int       // requests not answered yet
+	IdleSince                       time.Time // since when none of its requests or streams is open; zero while one is
 }
 
 // Sessions lists the open sessions, oldest first.

@@ -340,6 +340,9 @@ func (s *frontSession) describe() SessionInfo {
 	defer s.mu.Unlock()
 	info := s.info
 	info.InFlight = len(s.pending)
+	if s.active == 0 {
+		info.IdleSince = s.idleSince
+	}
 	return info
 }
 

@@ -843,7 +843,7 @@ func TestFrontCancelledAndFailedInit(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the slow call never arrived")
 		}
-		if in := f.Sessions(); len(in) != 1 || in[0].InFlight != 1 {
+		if in := f.Sessions(); len(in) != 1 || in[0].InFlight != 1 || !in[0].IdleSince.IsZero() {
 			t.Fatalf("Sessions() with a call in flight: %+v", in)
 		}
 		if r := c.post(sid, accept, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c"}}`); r.status != http.StatusAccepted {
@@ -852,7 +852,7 @@ func TestFrontCancelledAndFailedInit(t *testing.T) {
 		if r := c.await(call); r.status != http.StatusOK || strings.Contains(r.body, "jsonrpc") {
 			t.Errorf("a cancelled call (%s): %d %q, want its stream ended without an answer", accept, r.status, r.body)
 		}
-		if in := f.Sessions(); len(in) != 1 || in[0].InFlight != 0 {
+		if in := f.Sessions(); len(in) != 1 || in[0].InFlight != 0 || in[0].IdleSince.IsZero() {
 			t.Errorf("Sessions() after the cancellation: %+v", in)
 		}
 	}
