@@ -27,8 +27,7 @@ const HeadSize = 4096
 // goal and the peak memory follow its size on every message, not double.
 const bufSize = 64 << 10
 
-// Stream is a source of messages: a Reader, or whatever hands a Reader's
-// messages on (cmd's era bridge).
+// Stream is a source of messages: a Reader, or what hands its messages on.
 type Stream interface {
 	Next() ([]byte, error)
 }
