@@ -518,7 +518,7 @@ func TestErasIndependently(t *testing.T) {
 		{"modern client, legacy-only child", "", "2025-11-25,2025-06-18"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bridged := NewRelayBackends(RelayOptions{Configure: func(_ ServerSpec, rc *relay.Config) { rc.Bridge = bridge.New }})
+			bridged := NewRelayBackends(RelayOptions{Configure: func(_ ServerSpec, rc *relay.Config) { rc.Bridge = bridge.Options{}.New }})
 			e := start(t, envOpts{version: c.client, cfg: Config{NewBackend: bridged}})
 			args := addArgs("s", testkit.Fixture(t))
 			args["env"] = map[string]string{"FIXTURE_NAME": "s", "FIXTURE_VERSIONS": c.child}

@@ -45,9 +45,6 @@ type Options struct {
 	Handshake time.Duration // bounds opening the upstream session; 0 = DefaultHandshake
 }
 
-// New is Options{}.New: relay.Config.Bridge.
-func New(upstream wire.Opener, c wire.Client) wire.Session { return Options{}.New(upstream, c) }
-
 // New returns the session of a client c whose era the child does not
 // speak, served through a session of upstream in the child's era (see the
 // package documentation). Nothing is opened until the client's first

@@ -1,9 +1,9 @@
 // Package bridge is the era bridge: it serves one client whose protocol
 // era the child server does not speak (a legacy client in front of a
 // child that refuses initialize; a 2026-07-28 client in front of a child
-// that speaks only the legacy revisions). It is relay.Config.Bridge: New
-// (or Options.New) takes the relay as upstream, a wire.Opener whose
-// sessions are clients of the relay in the child's era, and the client's
+// that speaks only the legacy revisions). It is relay.Config.Bridge:
+// Options.New takes the relay as upstream, a wire.Opener whose sessions
+// are clients of the relay in the child's era, and the client's
 // wire.Client, and returns the client's wire.Session.
 //
 // It is one of the two places where the Go SDK terminates the protocol

@@ -3,9 +3,11 @@ package wire
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
@@ -15,22 +17,17 @@ import (
 // configured (relay.max_message).
 const DefaultMaxMessage = 64 << 20
 
-// headSize is how much of an over-long line a TooLargeError keeps: enough
+// HeadSize is how much of an over-long line a TooLargeError keeps: enough
 // for the id of any message that puts it first, as SDKs do.
-const headSize = 4096
+const HeadSize = 4096
 
-// bufSize is the read buffer. A line that fits is copied out of it once; a
-// longer one is gathered in chunks, then copied into one slice of its exact
-// size, so its memory peaks at twice its size. The first chunk is as large
-// as the last long line (and an eighth): long lines tend to come alike, and
-// one that fits in it is returned as it is, without a second copy.
-const (
-	bufSize   = 64 << 10
-	chunkSize = 1 << 20
-)
+// bufSize is the read buffer. A longer line is spooled to a temporary file
+// (the kernel's pages, gone once it is closed), then read back into one
+// slice of its size: in the heap once, never twice, so the collector's
+// goal and the peak memory follow its size on every message, not double.
+const bufSize = 64 << 10
 
-// Stream is a source of messages: a Reader, or whatever hands a Reader's
-// messages on (cmd's era bridge).
+// Stream is a source of messages: a Reader, or what hands its messages on.
 type Stream interface {
 	Next() ([]byte, error)
 }
@@ -39,11 +36,10 @@ type Stream interface {
 // It is the only framer in mcpflow: every stream, from a client or from a
 // child, in every mode, is read by one.
 type Reader struct {
-	br   *bufio.Reader
-	max  int
-	err  error // the read error that ended the last line, returned next
-	last int   // the size of the last long line
-	cut  bool  // the last line ended with the input, not with a newline
+	br  *bufio.Reader
+	max int
+	err error // the read error that ended the last line, returned next
+	cut bool  // the last line ended with the input, not with a newline
 }
 
 // Cut reports whether the line Next returned last (as a message or in an
@@ -65,7 +61,7 @@ func NewReader(r io.Reader, max int) *Reader {
 type TooLargeError struct {
 	Size int    // the line's length (at least; a line cut by the end of input may be longer)
 	Max  int    // the limit
-	Head []byte // the line's first headSize bytes
+	Head []byte // the line's first HeadSize bytes
 }
 
 func (e *TooLargeError) Error() string {
@@ -136,59 +132,70 @@ func (r *Reader) line() ([]byte, error) {
 		}
 		return bytes.Clone(b), err
 	}
-	chunks := [][]byte{append(make([]byte, 0, max(chunkSize, r.last+r.last/8)), b...)}
-	size := len(b)
-	for errors.Is(err, bufio.ErrBufferFull) {
-		if size > r.max {
-			return nil, r.skip(size, head(chunks[0]))
+	sp, hd, size := &spool{}, head(b), 0
+	if sp.f, _ = os.CreateTemp("", "mcpflow-line-*"); sp.f != nil {
+		_ = os.Remove(sp.f.Name()) // unlinked while open: gone with mcpflow
+	}
+	defer sp.close()
+	for {
+		if size += len(b); size <= r.max+1 { // past the limit (and a newline), the line is skipped
+			sp.write(b)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
 		}
 		b, err = r.br.ReadSlice('\n')
-		size += len(b)
-		for len(b) > 0 {
-			last := &chunks[len(chunks)-1]
-			if len(*last) == cap(*last) {
-				chunks = append(chunks, make([]byte, 0, chunkSize))
-				last = &chunks[len(chunks)-1]
-			}
-			n := min(len(b), cap(*last)-len(*last))
-			*last = append(*last, b[:n]...)
-			b = b[n:]
-		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	switch {
+	case err == nil:
+		size-- // the newline
+	case !errors.Is(err, io.EOF):
 		return nil, err // a read error cut the line: it is no message
 	}
-	r.last = size
-	line := chunks[0]
-	if len(chunks) > 1 {
-		line = make([]byte, 0, size)
-		for _, c := range chunks {
-			line = append(line, c...)
+	if size > r.max {
+		r.err = err
+		return nil, &TooLargeError{Size: size, Max: r.max, Head: hd}
+	}
+	line, rerr := sp.bytes(size)
+	return line, cmp.Or(rerr, err)
+}
+
+// spool gathers a long line in a temporary file (in memory when none can
+// be made or written).
+type spool struct {
+	f   *os.File
+	n   int64 // bytes in f
+	buf bytes.Buffer
+}
+
+func (s *spool) write(b []byte) {
+	if s.f != nil {
+		if _, err := s.f.Write(b); err == nil {
+			s.n += int64(len(b))
+			return
 		}
+		_, _ = s.buf.ReadFrom(io.NewSectionReader(s.f, 0, s.n)) // the disk is full: on in memory
+		s.close()
 	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	if len(line) > r.max {
-		return nil, &TooLargeError{Size: len(line), Max: r.max, Head: head(line)}
+	s.buf.Write(b)
+}
+
+// bytes reads the line back, size bytes, into a slice of its own.
+func (s *spool) bytes(size int) ([]byte, error) {
+	line := make([]byte, size)
+	if s.f == nil {
+		return line[:copy(line, s.buf.Bytes())], nil
 	}
+	_, err := s.f.ReadAt(line, 0)
 	return line, err
 }
 
-// skip discards the rest of an over-long line, size bytes of which were read.
-func (r *Reader) skip(size int, head []byte) error {
-	for {
-		b, err := r.br.ReadSlice('\n')
-		size += len(b)
-		switch {
-		case err == nil:
-			return &TooLargeError{Size: size - 1, Max: r.max, Head: head}
-		case errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF):
-			r.err = err
-			return &TooLargeError{Size: size, Max: r.max, Head: head}
-		default:
-			return err
-		}
+func (s *spool) close() {
+	if s.f != nil {
+		s.f.Close()
+		_ = os.Remove(s.f.Name()) // Windows: removed once closed
+		s.f = nil
 	}
 }
 
-func head(b []byte) []byte { return bytes.Clone(b[:min(len(b), headSize)]) }
+func head(b []byte) []byte { return bytes.Clone(b[:min(len(b), HeadSize)]) }

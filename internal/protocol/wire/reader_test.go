@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -89,7 +91,7 @@ func FuzzReader(f *testing.F) {
 			var bad *InvalidError
 			switch {
 			case w.tooLarge > 0:
-				if !errors.As(err, &tl) || tl.Size < w.tooLarge-1 || tl.Max != max || !bytes.HasPrefix(w.raw, tl.Head) || len(tl.Head) > headSize {
+				if !errors.As(err, &tl) || tl.Size < w.tooLarge-1 || tl.Max != max || !bytes.HasPrefix(w.raw, tl.Head) || len(tl.Head) > HeadSize {
 					t.Fatalf("line %d: want a TooLargeError of %d bytes with a prefix of %q, got %q, %v", i, w.tooLarge, w.raw, got, err)
 				}
 			case w.invalid:
@@ -155,6 +157,39 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), r.n)], r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// A line longer than the read buffer comes in a slice of its own size,
+// whatever came before it (no buffer sized for an earlier, longer line is
+// kept or handed on), and the spool it was gathered in is gone once it is
+// read: in a temporary file, or in memory when no file can be made.
+func TestReaderLongLinesLetGo(t *testing.T) {
+	for _, tmp := range []string{t.TempDir(), "/nonexistent-mcpflow-dir"} {
+		t.Setenv("TMPDIR", tmp)
+		t.Setenv("TMP", tmp) // Windows
+		var in strings.Builder
+		sizes := []int{3 << 20, 200 << 10, 5 << 20, 100 << 10}
+		for i, n := range sizes {
+			fmt.Fprintf(&in, "{\"id\":%d,\"x\":\"%s\"}\n", i, strings.Repeat("y", n))
+		}
+		rd := NewReader(strings.NewReader(in.String()), 8<<20)
+		for i, n := range sizes {
+			line, err := rd.Next()
+			want := fmt.Sprintf(`{"id":%d,"x":"%s"}`, i, strings.Repeat("y", n))
+			if err != nil || string(line) != want {
+				t.Fatalf("TMPDIR=%s: line %d: %v, %d bytes, want %d", tmp, i, err, len(line), len(want))
+			}
+			if cap(line) > len(line)+1 {
+				t.Errorf("TMPDIR=%s: line %d of %d bytes is held in %d", tmp, i, len(line), cap(line))
+			}
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("TMPDIR=%s: the spool is still there: %s", tmp, left[0].Name())
+			}
+		}
+		if _, err := rd.Next(); !errors.Is(err, io.EOF) {
+			t.Fatalf("want EOF, got %v", err)
+		}
+	}
 }
 
 func TestPeek(t *testing.T) {

@@ -48,13 +48,15 @@ type Session interface {
 // Client is how a Session reaches its client.
 //
 // Deliver is called with one message for the client at a time, in order,
-// with no lock of the serving side held; it may block (the serving side
-// then waits: back-pressure) but must not call the Session. rel is the id
-// of the client's request the message belongs to, as the client wrote it:
-// for a response, the request it answers (its own id); for a notification
-// or a request sent while that request ran (a progress notification, a
-// log message, a sampling request), that request, whose stream it goes on
-// over Streamable HTTP; nil when it belongs to none or that is not known.
+// with no lock of the serving side held; msg is the client's to keep (the
+// serving side never touches it again: a large message is not copied).
+// Deliver may block (the serving side then waits: back-pressure) but must
+// not call the Session. rel is the id of the client's request the message
+// belongs to, as the client wrote it: for a response, the request it
+// answers (its own id); for a notification or a request sent while that
+// request ran (a progress notification, a log message, a sampling
+// request), that request, whose stream it goes on over Streamable HTTP;
+// nil when it belongs to none or that is not known.
 type Client interface {
 	Deliver(msg, rel []byte)
 }

@@ -517,7 +517,7 @@ func (l *Link) sessionGone(id []byte) bool {
 // start and size (a body of unknown length is read on for the size).
 func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLargeError, err error) {
 	if length > int64(max) {
-		head := make([]byte, min(headSize, max))
+		head := make([]byte, min(wire.HeadSize, max))
 		n, _ := io.ReadFull(r, head)
 		return nil, &wire.TooLargeError{Size: int(length), Max: max, Head: head[:n]}, nil
 	}
@@ -529,15 +529,10 @@ func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLarg
 	body, err = io.ReadAll(io.LimitReader(r, int64(max)+1))
 	if len(body) > max {
 		rest, _ := io.Copy(io.Discard, r)
-		return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: bytes.Clone(body[:min(len(body), headSize)])}, nil
+		return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: bytes.Clone(body[:min(len(body), wire.HeadSize)])}, nil
 	}
 	return body, nil, err
 }
-
-// headSize is how much of a message over the limit a TooLargeError
-// keeps, as wire.Reader keeps: enough for the id of any message that
-// puts it first, as SDKs do.
-const headSize = 4096
 
 // reconnectDelay is the wait before reconnecting a stream: the server's
 // retry when it gave one, else a little longer each try.

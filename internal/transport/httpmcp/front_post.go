@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -549,7 +550,7 @@ func writeEvent(w io.Writer, msg []byte) error {
 		msg = bytes.ReplaceAll(bytes.ReplaceAll(msg, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 		msg = bytes.ReplaceAll(bytes.TrimSuffix(msg, []byte("\n")), []byte("\n"), []byte("\ndata: "))
 	}
-	_, err := w.Write(append(append([]byte("event: message\ndata: "), msg...), '\n', '\n'))
+	_, err := (&net.Buffers{[]byte("event: message\ndata: "), msg, []byte("\n\n")}).WriteTo(w) // msg is not copied
 	return err
 }
 

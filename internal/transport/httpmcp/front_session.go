@@ -1,7 +1,6 @@
 package httpmcp
 
 import (
-	"bytes"
 	"cmp"
 	"crypto/rand"
 	"encoding/json"
@@ -259,7 +258,6 @@ func (s *frontSession) begin() func() {
 // to that request's event stream, any other to the GET stream (parked
 // while none is open); a session-less session's all go to its stream.
 func (s *frontSession) deliver(msg, rel []byte) {
-	msg = bytes.Clone(msg) // kept until written; Deliver's caller keeps its own
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	log := s.f.log

@@ -70,8 +70,8 @@ func (r *sseReader) next() (sseEvent, error) {
 	add := func(b []byte) bool {
 		size += len(b)
 		if head == nil && len(data)+len(b) > r.max {
-			head = append(make([]byte, 0, headSize), data[:min(len(data), headSize)]...)
-			head, data = append(head, b[:min(len(b), headSize-len(head))]...), nil
+			head = append(make([]byte, 0, wire.HeadSize), data[:min(len(data), wire.HeadSize)]...)
+			head, data = append(head, b[:min(len(b), wire.HeadSize-len(head))]...), nil
 		} else if head == nil {
 			data = append(data, b...)
 		}
