@@ -31,6 +31,10 @@ const (
 	// selfWriteRuns is how many restarts in a row the server must be seen
 	// writing files during before its writes are taken as its own.
 	selfWriteRuns = 2
+	// selfWriteSettle is how long after the new server answered its
+	// writes still count as written while it started: a server may write
+	// its log just after its handshake as well as before.
+	selfWriteSettle = 500 * time.Millisecond
 )
 
 // guard tells the changes that need a cycle from those that do not:
@@ -44,13 +48,15 @@ const (
 //     one build; a change made during a cycle still starts one more.
 //   - What the server writes into its own watched tree as it starts (a
 //     log, a data file it rewrites, a new file each time): files modified
-//     within a restart, from the old server's stop to the new one's answer
-//     (open while the restart runs, as the watcher may report the write
-//     first; never before the build ended). Once such writes were seen
-//     during selfWriteRuns restarts in a row, the server restarts itself
-//     in a loop: from then on the files it wrote, and any file written
-//     within a restart, start nothing, and the log says so once, naming
-//     the files and the fix. The server so starts itself at most
+//     within a restart, from the old server's stop to selfWriteSettle
+//     after the new one's answer (but not into the next cycle), whatever
+//     the order of its writes and its handshake (open while the restart
+//     runs, as the watcher may report the write first; never before the
+//     build ended). Once such writes were seen during selfWriteRuns
+//     restarts in a row, the server restarts itself in a loop: from then
+//     on the files it wrote during the latest (not an edit that fell in
+//     an earlier one), and any file written within a restart, start
+//     nothing, and the log says so once, naming the files and the fix. The server so starts itself at most
 //     selfWriteRuns+1 times.
 type guard struct {
 	dir     string
@@ -68,7 +74,8 @@ type guard struct {
 	restart  window    // the latest restart; end zero while it runs
 	restarts int       // restarts begun
 	// wroteIn is the restart during which the server was last seen
-	// writing, runs how many restarts in a row it was, written what.
+	// writing, runs how many restarts in a row it was, written what (in
+	// that restart).
 	wroteIn, runs int
 	written       []string
 	loop          bool // the server restarts itself: drop what it writes
@@ -96,6 +103,9 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 func (g *guard) begin(build bool) {
 	g.mu.Lock()
 	g.started = time.Now()
+	if g.restart.end.After(g.started) {
+		g.restart.end = g.started // what comes next is no longer the server's start
+	}
 	if build {
 		g.running = g.started
 	}
@@ -206,11 +216,11 @@ func inDir(dir, p string) string {
 }
 
 // restarting records that a restart (the old server's stop, the new
-// one's start) begins now; ended records that it returned. The kernel
+// one's start) begins now; ended records that it returned: the window
+// ends selfWriteSettle later, or when the next cycle begins. The kernel
 // stamps files with a clock that lags by up to a tick: the window opens
 // that much earlier, though never before the build ended (what the build
-// wrote is never the server's), and ends that much earlier (a file
-// stamped within mtimeSlack of the end may have been written after it).
+// wrote is never the server's).
 func (g *guard) restarting() (ended func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -222,7 +232,7 @@ func (g *guard) restarting() (ended func()) {
 	g.restart = window{start: start}
 	return func() {
 		g.mu.Lock()
-		g.restart.end = time.Now().Add(-mtimeSlack)
+		g.restart.end = time.Now().Add(selfWriteSettle)
 		g.mu.Unlock()
 	}
 }
@@ -254,8 +264,9 @@ func (g *guard) dropCovered(paths []string) []string {
 		if g.wroteIn == g.restarts-1 {
 			g.runs++
 		} else {
-			g.runs, g.written = 1, nil
+			g.runs = 1
 		}
+		g.written = nil
 		g.wroteIn = g.restarts
 	}
 	g.written = appendNew(g.written, wrote)
