@@ -210,6 +210,9 @@ func (c *conn) boundHandshake(key string) {
 		s.mu.Unlock()
 		if !stale {
 			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
+			if c.own { // it never spoke: the end of its input means nothing to it
+				c.p.stop(r.cfg.Child.StopTimeout, context.Background(), nil)
+			}
 			c.end(r.cfg.Child.StopTimeout, context.Background())
 		}
 	})
