@@ -25,8 +25,12 @@ import (
 // peer socket cannot change hands but from its owner, so no client can
 // race the check by closing at once; elsewhere only the loopback address and the
 // Origin and Host checks stand between the front and others. With a
-// Token, every request must carry "Authorization: Bearer <Token>"
-// (compared in constant time), else 401; connections are not checked.
+// Token, every request must carry "Authorization: Bearer <Token>" (the
+// scheme in any case; compared in constant time), else 401; connections
+// are not checked. A token is not the default: on Linux the fail-closed
+// owner check already keeps other users out, and a default token would
+// break every client entry that sends no header (some clients cannot)
+// for no gain there; where the owner is unknown, set one.
 
 // ownerKnown says whether peerUID can tell a connection's owner.
 const ownerKnown = runtime.GOOS == "linux"
