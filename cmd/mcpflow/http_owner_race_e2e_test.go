@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -95,8 +94,8 @@ func TestHTTPFrontRefusesRacingOtherUser(t *testing.T) {
 		bin := t.TempDir()
 		os.Chmod(filepath.Dir(bin), 0o755) // the test's temp folder
 		os.Chmod(bin, 0o755)
-		for _, b := range []string{mcpflowBin, fixtureBin} {
-			copyFile(t, b, filepath.Join(bin, filepath.Base(b)))
+		if out, err := exec.Command("cp", mcpflowBin, fixtureBin, bin).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
 		}
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "mcpflow.toml"), fmt.Appendf(nil, fixtureProject+"[http]\nlisten = \"127.0.0.1:0\"\n", filepath.Join(bin, filepath.Base(fixtureBin))), 0o644)
@@ -115,21 +114,4 @@ func TestHTTPFrontRefusesRacingOtherUser(t *testing.T) {
 			t.Errorf("the owner (uid 65534): %s, want 200", out)
 		}
 	})
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
 }
