@@ -66,7 +66,7 @@ func TestAddServerOfAProgramThatNeverAnswers(t *testing.T) {
 				}
 			} else {
 				if took := time.Since(start); took > 3*time.Second {
-					t.Errorf("add_server's error came after %s, want ≤ relay.handshake_timeout (2s) + 1 s", took.Round(time.Millisecond))
+					t.Errorf("add_server's error came after %s, want ≤ relay.handshake_timeout (2s) + 1 s\n%s", took.Round(time.Millisecond), stderr.String())
 				}
 				for _, want := range []string{`"isError":true`, `sleep 1000`, "did not answer its MCP handshake within 2s", "the command and args given to add_server"} {
 					if !strings.Contains(answer, want) {
