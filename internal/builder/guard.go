@@ -48,15 +48,18 @@ const (
 //     one build; a change made during a cycle still starts one more.
 //   - What the server writes into its own watched tree as it starts (a
 //     log, a data file it rewrites, a new file each time): files modified
-//     within a restart, from the old server's stop to selfWriteSettle
-//     after the new one's answer (but not into the next cycle), whatever
-//     the order of its writes and its handshake (open while the restart
-//     runs, as the watcher may report the write first; never before the
-//     build ended). Once such writes were seen during selfWriteRuns
-//     restarts in a row, the server restarts itself in a loop: from then
-//     on the files it wrote during the latest (not an edit that fell in
-//     an earlier one), and any file written within a restart, start
-//     nothing, and the log says so once, naming the files and the fix. The server so starts itself at most
+//     within a restart, from the old server's stop to the new one's answer
+//     (open while the restart runs, as the watcher may report the write
+//     first; never before the build ended). Once such writes were seen
+//     during selfWriteRuns restarts in a row, the server restarts itself
+//     in a loop: from then on the files it wrote during the latest (not
+//     an edit that fell in an earlier one), and any file written within a
+//     restart, start nothing, and the log says so once, naming the files
+//     and the fix. A server may write just after its handshake too: a
+//     file modified within selfWriteSettle after the answer (and before
+//     the next cycle) during selfWriteRuns restarts in a row is the
+//     server's as well (the same file: an edit that falls there once is
+//     not). The server so starts itself at most
 //     selfWriteRuns+1 times.
 type guard struct {
 	dir     string
@@ -72,12 +75,14 @@ type guard struct {
 	started  time.Time // when the latest cycle began
 	built    time.Time // when the latest build command ended
 	restart  window    // the latest restart; end zero while it runs
+	settled  time.Time // the end of the time just after it (selfWriteSettle)
 	restarts int       // restarts begun
 	// wroteIn is the restart during which the server was last seen
 	// writing, runs how many restarts in a row it was, written what (in
 	// that restart).
 	wroteIn, runs int
 	written       []string
+	late          map[string][2]int // file -> [restarts in a row written just after, the latest]
 	loop          bool // the server restarts itself: drop what it writes
 	selfWrites    map[string]bool
 }
@@ -92,6 +97,7 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 		outputs:    map[string]bool{},
 		verify:     map[string]bool{},
 		selfWrites: map[string]bool{},
+		late:       map[string][2]int{},
 	}
 	for _, p := range cfg.Outputs {
 		g.outputs[filepath.ToSlash(p)] = true
@@ -103,8 +109,8 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 func (g *guard) begin(build bool) {
 	g.mu.Lock()
 	g.started = time.Now()
-	if g.restart.end.After(g.started) {
-		g.restart.end = g.started // what comes next is no longer the server's start
+	if g.settled.After(g.started) {
+		g.settled = g.started // what comes next is no longer the server's start
 	}
 	if build {
 		g.running = g.started
@@ -216,11 +222,11 @@ func inDir(dir, p string) string {
 }
 
 // restarting records that a restart (the old server's stop, the new
-// one's start) begins now; ended records that it returned: the window
-// ends selfWriteSettle later, or when the next cycle begins. The kernel
+// one's start) begins now; ended records that it returned. The kernel
 // stamps files with a clock that lags by up to a tick: the window opens
 // that much earlier, though never before the build ended (what the build
-// wrote is never the server's).
+// wrote is never the server's), and ends that much earlier (a file
+// stamped within mtimeSlack of the end may have been written after it).
 func (g *guard) restarting() (ended func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -232,7 +238,8 @@ func (g *guard) restarting() (ended func()) {
 	g.restart = window{start: start}
 	return func() {
 		g.mu.Lock()
-		g.restart.end = time.Now().Add(selfWriteSettle)
+		g.restart.end = time.Now().Add(-mtimeSlack)
+		g.settled = g.restart.end.Add(selfWriteSettle)
 		g.mu.Unlock()
 	}
 }
@@ -242,12 +249,15 @@ func (g *guard) restarting() (ended func()) {
 func (g *guard) dropCovered(paths []string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var keep, wrote []string
+	var keep, wrote, late []string
 	for _, p := range paths {
 		if g.selfWrites[p] {
 			continue
 		}
 		fi, statErr := os.Stat(inDir(g.dir, p))
+		if statErr == nil && g.writtenLate(p, fi.ModTime()) {
+			late = append(late, p)
+		}
 		if statErr == nil && g.restart.holds(fi.ModTime(), 0) {
 			if g.loop {
 				g.log.Debug("ignoring a file written while the server started", "file", p)
@@ -270,7 +280,10 @@ func (g *guard) dropCovered(paths []string) []string {
 		g.wroteIn = g.restarts
 	}
 	g.written = appendNew(g.written, wrote)
-	if len(wrote) == 0 || g.runs < selfWriteRuns {
+	switch {
+	case len(late) > 0: // written just after the answer, again
+		g.written, g.runs = late, selfWriteRuns
+	case len(wrote) == 0 || g.runs < selfWriteRuns:
 		return keep
 	}
 	g.loop = true
@@ -281,6 +294,26 @@ func (g *guard) dropCovered(paths []string) []string {
 		"files it writes while it starts no longer rebuild or restart it; add them to watch.exclude in mcpflow.toml, or have the server write them outside the watched folders (e.g. under .mcpflow/)",
 		"files", g.written, "restarts", g.runs)
 	return slices.DeleteFunc(keep, func(p string) bool { return g.selfWrites[p] })
+}
+
+// writtenLate reports whether p, modified at mt just after the latest
+// restart's answer, was so during selfWriteRuns restarts in a row. g.mu
+// is held.
+func (g *guard) writtenLate(p string, mt time.Time) bool {
+	after := g.restart.end.Add(mtimeSlack) // the answer
+	if after.Before(g.built) {
+		after = g.built
+	}
+	if g.loop || g.outputs[p] || g.restart.end.IsZero() || !mt.After(after) || mt.After(g.settled) {
+		return false
+	}
+	if w := g.late[p]; w[1] != g.restarts {
+		if w[1] != g.restarts-1 {
+			w[0] = 0
+		}
+		g.late[p] = [2]int{w[0] + 1, g.restarts}
+	}
+	return g.late[p][0] >= selfWriteRuns
 }
 
 func appendNew(list, add []string) []string {
