@@ -83,7 +83,7 @@ type guard struct {
 	wroteIn, runs int
 	written       []string
 	late          map[string][2]int // file -> [restarts in a row written just after, the latest]
-	loop          bool // the server restarts itself: drop what it writes
+	loop          bool              // the server restarts itself: drop what it writes
 	selfWrites    map[string]bool
 }
 
