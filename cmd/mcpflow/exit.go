@@ -19,7 +19,8 @@ var (
 	errParentGone = errors.New("the parent process exited")
 )
 
-// parentPollInterval is how often the run checks that its parent is alive.
+// parentPollInterval is how often the run checks that its parent is alive
+// (where no pidfd tells it) and that its stdout still has a reader.
 const parentPollInterval = 500 * time.Millisecond
 
 // exitWatch cancels ctx on a stop signal, a broken stdout or stderr and the
@@ -54,12 +55,20 @@ func newExitWatch(e env) *exitWatch {
 // start watches for the reasons to stop, and logs the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
 	parentGone := watchParent(x.ppid, x.done)
+	// A client that closed mcpflow's stdout and keeps stdin open is gone
+	// too, though nothing is written to find the pipe broken.
+	stdoutPoll := time.NewTicker(parentPollInterval)
 	go func() {
+		defer stdoutPoll.Stop()
 		ended := x.ctx.Done()
 		for {
 			select {
 			case <-x.done:
 				return
+			case <-stdoutPoll.C:
+				if pipeGone(x.e.stdout) {
+					x.cancel(errStdoutGone)
+				}
 			case <-ended:
 				ended = nil
 				if why := context.Cause(x.ctx); why != context.Canceled {

@@ -288,6 +288,25 @@ func TestExitStdoutClosed(t *testing.T) {
 	}
 }
 
+// TestExitStdoutClosedIdle: the client closed its end of mcpflow's stdout
+// and keeps stdin open, with nothing for mcpflow to write: mcpflow ends
+// as at stdin's end, within 5 s, and nothing it started is left.
+func TestExitStdoutClosedIdle(t *testing.T) {
+	t.Parallel()
+	dir := exitProject(t)
+	r := startExit(t, dir, nil, nil)
+	r.busy()
+	start := time.Now()
+	r.stdout.Close()
+	r.expectExit(exitOK)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("mcpflow exited %s after its stdout was closed, want ≤ 5 s", took.Round(time.Millisecond))
+	}
+	if log := readLog(dir); !strings.Contains(log, "stopping reason=\"stdout closed") {
+		t.Fatalf("the log file lacks the reason:\n%s", log)
+	}
+}
+
 // TestExitParentDies: mcpflow's parent is SIGKILLed while mcpflow's stdin
 // and stdout stay open (the test holds them), as when a client dies
 // without closing its pipes for everyone who holds them.

@@ -300,3 +300,17 @@ func TestGuardDeathLogged(t *testing.T) {
 		t.Errorf("no new guard (was %d, now %d)", guard, g)
 	}
 }
+
+// TestGuardKilledWithMcpflowHangupIgnored: mcpflow and its guard are
+// killed together while a server's group holds a child and a
+// double-forked daemon that both ignore SIGHUP (as nohup leaves them):
+// the orphaned group's sentinel kills its group.
+func TestGuardKilledWithMcpflowHangupIgnored(t *testing.T) {
+	t.Parallel()
+	r := startGuarded(t, map[string]string{
+		"mcpflow.toml": fmt.Sprintf("[run]\ncommand = [\"sh\", \"-c\", \"trap '' HUP; sleep 300 & echo $! > a.pid; (sleep 300 & echo $! > b.pid); exec %s\"]\n[watch]\nenabled = false\n", fixtureBin),
+	})
+	r.initialize()
+	r.pidFile("a.pid")
+	r.killAndCheck(r.pidFile("b.pid"), true)
+}

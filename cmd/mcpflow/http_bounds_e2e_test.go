@@ -144,7 +144,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestHTTPFrontToken: with MCPFLOW_HTTP_TOKEN set, a request without the
 // token or with a wrong one gets 401 and WWW-Authenticate; the SDK's
-// client with it is served, and so is another user that has it.
+// client with it is served, and so are a request that writes the scheme
+// in any case and another user that has it.
 func TestHTTPFrontToken(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
@@ -157,6 +158,12 @@ func TestHTTPFrontToken(t *testing.T) {
 		status, hdr, _ := rawPost(t, h.url, "", initBody, more...)
 		if status != http.StatusUnauthorized || !strings.HasPrefix(hdr.Get("WWW-Authenticate"), "Bearer") {
 			t.Errorf("%q: %d WWW-Authenticate %q, want 401 with Bearer", auth, status, hdr.Get("WWW-Authenticate"))
+		}
+	}
+	// The scheme is case-insensitive (RFC 9110).
+	for _, scheme := range []string{"bearer", "BEARER", "bEaReR"} {
+		if status, _, body := rawPost(t, h.url, "", initBody, "Authorization: "+scheme+" "+token); status != http.StatusOK {
+			t.Errorf("%s: %d %s, want 200", scheme, status, body)
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "token", Version: "1"}, nil)

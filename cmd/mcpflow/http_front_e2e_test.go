@@ -51,9 +51,19 @@ func startHTTP(t *testing.T, dir string, args ...string) *httpRun {
 // startHTTPEnv is startHTTP with env added to mcpflow's environment.
 func startHTTPEnv(t *testing.T, env []string, dir string, args ...string) *httpRun {
 	t.Helper()
+	return startHTTPWith(t, env, dir, mcpflowBin, nil, args...)
+}
+
+// startHTTPWith is startHTTPEnv with the binary bin and, when not nil,
+// setup called on the command before it starts.
+func startHTTPWith(t *testing.T, env []string, dir, bin string, setup func(*exec.Cmd), args ...string) *httpRun {
+	t.Helper()
 	h := &httpRun{t: t, dir: dir, tag: testkit.Tag(t), stderr: &testkit.Buffer{}, exited: make(chan error, 1)}
-	h.cmd = testkit.Command(h.tag, env, mcpflowBin, args...)
+	h.cmd = testkit.Command(h.tag, env, bin, args...)
 	h.cmd.Dir = dir
+	if setup != nil {
+		setup(h.cmd)
+	}
 	h.cmd.Stderr = h.stderr
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,4 +121,37 @@ func TestFinishedBuildStopsWhenEveryInstanceIsGone(t *testing.T) {
 	}
 	testkit.NoLeftovers(t, testkit.Procs{Tag: holder.tag})
 	testkit.NoLeftovers(t, testkit.Procs{Tag: waiter.tag})
+}
+
+// A waiter never waits on a stopped build-lock holder longer than
+// build.timeout: with the instance that builds stopped (SIGSTOP) midway,
+// another's recompile says the build of that pid has not finished in
+// build.timeout, builds itself and answers within build.timeout + 1 s
+// (its own build is quick).
+func TestStoppedBuildHolderHoldsNoWaiter(t *testing.T) {
+	t.Parallel()
+	dir := firstProject(t, 60, "")
+	cfg := filepath.Join(dir, "mcpflow.toml")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, []byte(strings.Replace(string(b), "[build]\n", "[build]\ntimeout = \"5s\"\n", 1)), 0o644)
+	a := startE2E(t, dir, "", "watch")
+	testkit.Eventually(t, time.Minute, "the build started", func() bool { return countBuilds(t, dir) == 1 && buildHolder(dir) == a.cmd.Process.Pid })
+	time.Sleep(500 * time.Millisecond) // its sleep has read "delay"
+	if err := syscall.Kill(a.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT) })
+	os.WriteFile(filepath.Join(dir, "delay"), []byte("0"), 0o644)
+	w := startE2E(t, dir, "", "watch")
+	w.waitTools("echo") // its startup waited 5 s, then built
+	start := time.Now()
+	text, isErr := w.call("recompile", nil)
+	t.Logf("recompile took %s", time.Since(start))
+	if took := time.Since(start); isErr || took > 6*time.Second {
+		t.Errorf("recompile answered after %s (want ≤ build.timeout + 1 s), error %v:\n%s", took.Round(time.Millisecond), isErr, text)
+	}
+	want := fmt.Sprintf("the build of mcpflow pid %d has not finished in 5s", a.cmd.Process.Pid)
+	if n := strings.Count(readLog(dir), want); n < 2 {
+		t.Errorf("the log says %q %d times, want 2 (startup, recompile):\n%s", want, n, readLog(dir))
+	}
 }

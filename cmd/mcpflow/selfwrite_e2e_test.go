@@ -30,10 +30,34 @@ file = "mcpflow.log"
 // then starts it again, under the watch.
 func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
 	t.Parallel()
+	for name, c := range map[string]struct{ config, script string }{
+		"include, before its handshake": {selfWriteConfig, "echo started >> server.log\nexec %q\n"},
+		"paths, before its handshake":   {selfWritePaths, "echo started >> server.log\nexec %q\n"},
+		"paths, after its handshake":    {selfWritePaths, "(sleep 0.2; echo started >> server.log) &\nexec %q\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testSelfWriter(t, c.config, fmt.Sprintf(c.script, fixtureBin))
+		})
+	}
+}
+
+// selfWritePaths is selfWriteConfig as issue 39 wrote it: the project
+// folder watched, the default debounce.
+const selfWritePaths = `[run]
+command = ["sh", "server.sh"]
+stop_timeout = "1s"
+[watch]
+paths = ["."]
+[log]
+file = "mcpflow.log"
+`
+
+func testSelfWriter(t *testing.T, config, script string) {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
-		"mcpflow.toml": selfWriteConfig,
-		"server.sh":    fmt.Sprintf("echo started >> server.log\nexec %q\n", fixtureBin),
+		"mcpflow.toml": config,
+		"server.sh":    script,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -52,13 +76,13 @@ func TestServerAppendingToItsTreeIsNotRestartedInALoop(t *testing.T) {
 	}
 	// The observation window is bounded; a loop (a start, the debounce,
 	// a start) restarts the server ten times in it.
-	time.Sleep(3 * time.Second)
+	time.Sleep(10 * time.Second)
 	if n := starts(); n > 3 {
-		t.Errorf("the server was started %d times in 3 s, want at most 3\nlog:\n%s", n, readLog(dir))
+		t.Errorf("the server was started %d times in 10 s, want at most 3\nlog:\n%s", n, readLog(dir))
 	}
 	log := readLog(dir)
-	t.Logf("%d starts", starts())
-	if n := strings.Count(log, "the server writes server.log"); n != 1 || !strings.Contains(log, "watch.exclude") {
+	t.Logf("%d starts\n%s", starts(), log)
+	if n := strings.Count(log, "writes server.log in its watched folder"); n != 1 || !strings.Contains(log, "watch.exclude") {
 		t.Errorf("the log does not name server.log and the fix:\n%s", log)
 	}
 }

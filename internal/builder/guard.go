@@ -31,6 +31,10 @@ const (
 	// selfWriteRuns is how many restarts in a row the server must be seen
 	// writing files during before its writes are taken as its own.
 	selfWriteRuns = 2
+	// selfWriteSettle is how long after the new server answered its
+	// writes still count as written while it started: a server may write
+	// its log just after its handshake as well as before.
+	selfWriteSettle = 500 * time.Millisecond
 )
 
 // guard tells the changes that need a cycle from those that do not:
@@ -48,9 +52,14 @@ const (
 //     (open while the restart runs, as the watcher may report the write
 //     first; never before the build ended). Once such writes were seen
 //     during selfWriteRuns restarts in a row, the server restarts itself
-//     in a loop: from then on the files it wrote, and any file written
-//     within a restart, start nothing, and the log says so once, naming
-//     the files and the fix. The server so starts itself at most
+//     in a loop: from then on the files it wrote during the latest (not
+//     an edit that fell in an earlier one), and any file written within a
+//     restart, start nothing, and the log says so once, naming the files
+//     and the fix. A server may write just after its handshake too: a
+//     file modified within selfWriteSettle after the answer (and before
+//     the next cycle) during selfWriteRuns restarts in a row is the
+//     server's as well (the same file: an edit that falls there once is
+//     not). The server so starts itself at most
 //     selfWriteRuns+1 times.
 type guard struct {
 	dir     string
@@ -66,12 +75,15 @@ type guard struct {
 	started  time.Time // when the latest cycle began
 	built    time.Time // when the latest build command ended
 	restart  window    // the latest restart; end zero while it runs
+	settled  time.Time // the end of the time just after it (selfWriteSettle)
 	restarts int       // restarts begun
 	// wroteIn is the restart during which the server was last seen
-	// writing, runs how many restarts in a row it was, written what.
+	// writing, runs how many restarts in a row it was, written what (in
+	// that restart).
 	wroteIn, runs int
 	written       []string
-	loop          bool // the server restarts itself: drop what it writes
+	late          map[string][2]int // file -> [restarts in a row written just after, the latest]
+	loop          bool              // the server restarts itself: drop what it writes
 	selfWrites    map[string]bool
 }
 
@@ -85,6 +97,7 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 		outputs:    map[string]bool{},
 		verify:     map[string]bool{},
 		selfWrites: map[string]bool{},
+		late:       map[string][2]int{},
 	}
 	for _, p := range cfg.Outputs {
 		g.outputs[filepath.ToSlash(p)] = true
@@ -96,6 +109,9 @@ func newGuard(cfg Config, lg *slog.Logger) *guard {
 func (g *guard) begin(build bool) {
 	g.mu.Lock()
 	g.started = time.Now()
+	if g.settled.After(g.started) {
+		g.settled = g.started // what comes next is no longer the server's start
+	}
 	if build {
 		g.running = g.started
 	}
@@ -223,6 +239,7 @@ func (g *guard) restarting() (ended func()) {
 	return func() {
 		g.mu.Lock()
 		g.restart.end = time.Now().Add(-mtimeSlack)
+		g.settled = g.restart.end.Add(selfWriteSettle)
 		g.mu.Unlock()
 	}
 }
@@ -232,12 +249,15 @@ func (g *guard) restarting() (ended func()) {
 func (g *guard) dropCovered(paths []string) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var keep, wrote []string
+	var keep, wrote, late []string
 	for _, p := range paths {
 		if g.selfWrites[p] {
 			continue
 		}
 		fi, statErr := os.Stat(inDir(g.dir, p))
+		if statErr == nil && g.writtenLate(p, fi.ModTime()) {
+			late = append(late, p)
+		}
 		if statErr == nil && g.restart.holds(fi.ModTime(), 0) {
 			if g.loop {
 				g.log.Debug("ignoring a file written while the server started", "file", p)
@@ -254,12 +274,16 @@ func (g *guard) dropCovered(paths []string) []string {
 		if g.wroteIn == g.restarts-1 {
 			g.runs++
 		} else {
-			g.runs, g.written = 1, nil
+			g.runs = 1
 		}
+		g.written = nil
 		g.wroteIn = g.restarts
 	}
 	g.written = appendNew(g.written, wrote)
-	if len(wrote) == 0 || g.runs < selfWriteRuns {
+	switch {
+	case len(late) > 0: // written just after the answer, again
+		g.written, g.runs = late, selfWriteRuns
+	case len(wrote) == 0 || g.runs < selfWriteRuns:
 		return keep
 	}
 	g.loop = true
@@ -270,6 +294,26 @@ func (g *guard) dropCovered(paths []string) []string {
 		"files it writes while it starts no longer rebuild or restart it; add them to watch.exclude in mcpflow.toml, or have the server write them outside the watched folders (e.g. under .mcpflow/)",
 		"files", g.written, "restarts", g.runs)
 	return slices.DeleteFunc(keep, func(p string) bool { return g.selfWrites[p] })
+}
+
+// writtenLate reports whether p, modified at mt just after the latest
+// restart's answer, was so during selfWriteRuns restarts in a row. g.mu
+// is held.
+func (g *guard) writtenLate(p string, mt time.Time) bool {
+	after := g.restart.end.Add(mtimeSlack) // the answer
+	if after.Before(g.built) {
+		after = g.built
+	}
+	if g.loop || g.outputs[p] || g.restart.end.IsZero() || !mt.After(after) || mt.After(g.settled) {
+		return false
+	}
+	if w := g.late[p]; w[1] != g.restarts {
+		if w[1] != g.restarts-1 {
+			w[0] = 0
+		}
+		g.late[p] = [2]int{w[0] + 1, g.restarts}
+	}
+	return g.late[p][0] >= selfWriteRuns
 }
 
 func appendNew(list, add []string) []string {

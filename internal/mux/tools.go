@@ -260,15 +260,21 @@ func (t *toolbox) addServer(ctx context.Context, caller *session, a addServerArg
 		defer context.AfterFunc(ctx, cancel)()
 		res, err = t.m.start(startCtx, s)
 	}
-	if err == nil {
-		// The caller's answer holds the new server's tools.
-		if p := caller.port(a.Name); p != nil {
-			p.relist(ctx)
-		}
-		if h := s.state(); h.status == StatusCrashed || h.status == StatusBuildFailed {
+	failed := func() bool {
+		h := s.state()
+		if h.status == StatusCrashed || h.status == StatusBuildFailed {
 			t.m.drop(s)
 			err = fmt.Errorf("server %q: %s", a.Name, h.report)
 		}
+		return err != nil
+	}
+	// The caller's answer holds the new server's tools; a server that
+	// failed to start has none to read.
+	if err == nil && !failed() {
+		if p := caller.port(a.Name); p != nil {
+			p.relist(ctx)
+		}
+		failed()
 	}
 	if err != nil {
 		return "add_server: " + err.Error(), nil, true

@@ -10,9 +10,9 @@ import (
 )
 
 // sentinelScript is the group's first member (see the package doc): it
-// stops itself, and again should anything but the kernel's orphaned-group
-// SIGHUP wake it; that SIGHUP ends it.
-const sentinelScript = "while :; do kill -STOP $$; done"
+// stops itself, and again should anything but a SIGHUP wake it; a SIGHUP
+// (the kernel's, to an orphaned group) makes it SIGKILL its whole group.
+const sentinelScript = "trap 'kill -KILL 0' HUP; while :; do kill -STOP $$; done"
 
 // groupSys is the group's sentinel, whose pid is the group's id.
 type groupSys struct {

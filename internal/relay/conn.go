@@ -114,6 +114,15 @@ func (c *conn) end(grace time.Duration, ctx context.Context) {
 	<-c.done
 }
 
+// endMute ends a child that did not answer its handshake: the end of its
+// input means nothing to it, so it gets SIGTERM at once.
+func (c *conn) endMute(grace time.Duration, ctx context.Context) {
+	if c.own {
+		c.p.stop(grace, ctx, nil)
+	}
+	c.end(grace, ctx)
+}
+
 func (c *conn) markAnswered() {
 	c.once.Do(func() {
 		c.p.served.Store(true)
@@ -210,7 +219,7 @@ func (c *conn) boundHandshake(key string) {
 		s.mu.Unlock()
 		if !stale {
 			r.log.Error("the server did not answer its handshake in time; stopping it", "after", result.Dur(r.cfg.HandshakeTimeout))
-			c.end(r.cfg.Child.StopTimeout, context.Background())
+			c.endMute(r.cfg.Child.StopTimeout, context.Background())
 		}
 	})
 }

@@ -377,16 +377,16 @@ func (rc *reconnect) fail(err error) error {
 		c.stop(shutdownStep, r.ctx)
 		return ErrClosed
 	}
-	report := texts.BadStart(err, r.cfg.Tools.Rebuild)
+	report, end := texts.BadStart(err, r.cfg.Tools.Rebuild), c.end
 	if errors.Is(err, context.DeadlineExceeded) {
-		report = c.noHandshake()
+		report, end = c.noHandshake(), c.endMute
 	}
 	s.mu.Lock()
 	if !c.exited() && c.failed == "" {
 		c.failed = report
 	}
 	s.mu.Unlock()
-	c.end(r.cfg.Child.StopTimeout, r.ctx)
+	end(r.cfg.Child.StopTimeout, r.ctx)
 	s.mu.Lock()
 	report = cmp.Or(s.report, report) // conn.ended's, which says more of an exit
 	s.mu.Unlock()

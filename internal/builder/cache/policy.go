@@ -37,9 +37,10 @@ type Options struct {
 // output is still in place. It also keeps the files the builder learned as
 // build output across runs.
 type buildCache struct {
-	o    Options
-	file string // this configuration's state file
-	log  *slog.Logger
+	o       Options
+	file    string // this configuration's state file
+	log     *slog.Logger
+	timeout time.Duration // the longest wait for another instance's build: build.timeout
 
 	mu      sync.Mutex
 	outputs []string // the builder's learned outputs
@@ -49,7 +50,7 @@ type buildCache struct {
 // Attach returns bc with the build cache of o attached: its Outputs,
 // OnOutputs and Prepare. Call it only for a build that has a command.
 func Attach(o Options, bc builder.Config) builder.Config {
-	c := &buildCache{o: o, file: StateFile(Dir(o.Root), o.Identity...), log: cmp.Or(o.Log, slog.New(slog.DiscardHandler))}
+	c := &buildCache{o: o, file: StateFile(Dir(o.Root), o.Identity...), log: cmp.Or(o.Log, slog.New(slog.DiscardHandler)), timeout: bc.Timeout}
 	st, err := Load(c.file)
 	if err != nil {
 		c.log.Warn("build cache unreadable; the first build runs", "err", err)
@@ -62,20 +63,32 @@ func Attach(o Options, bc builder.Config) builder.Config {
 	return bc
 }
 
-// prepare is the builder's Config.Prepare.
+// prepare is the builder's Config.Prepare. It waits for another
+// instance's build at most the build's own timeout (a holder stopped or
+// stuck holds no one longer), then builds without the lock.
 func (c *buildCache) prepare(ctx context.Context, trigger string, say func(string)) (string, func(bool), error) {
-	lock, err := Acquire(ctx, LockFile(c.file), func(holder int) {
-		msg := "waiting for the build of another mcpflow"
+	wait, cancel := ctx, context.CancelFunc(func() {})
+	if c.timeout > 0 {
+		wait, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	defer cancel()
+	other := "another mcpflow"
+	lock, err := Acquire(wait, LockFile(c.file), func(holder int) {
 		if holder != 0 {
-			msg = fmt.Sprintf("waiting for the build of mcpflow pid %d", holder)
+			other = fmt.Sprintf("mcpflow pid %d", holder)
 		}
-		say(msg)
-		c.log.Info(msg+": it builds the same sources with the same command; its result serves this one too", "lock", LockFile(c.file))
+		say("waiting for the build of " + other)
+		c.log.Info("waiting for the build of "+other+": it builds the same sources with the same command; its result serves this one too", "lock", LockFile(c.file))
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", nil, ctx.Err()
-		}
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return "", nil, ctx.Err()
+	case wait.Err() != nil:
+		msg := fmt.Sprintf("the build of %s has not finished in %s (build.timeout): building without waiting longer", other, c.timeout)
+		say(msg)
+		c.log.Warn(msg, "lock", LockFile(c.file))
+	case err != nil:
 		c.log.Warn("cannot take the build lock; building without it", "err", err)
 	}
 	key, keyed := c.key()

@@ -17,11 +17,20 @@ import (
 
 // Who may use the front. Without a Token, a connection whose peer socket
 // (on Linux, from /proc/net/tcp{,6} at Accept) is not mcpflow's effective
-// uid's, or is not listed (another machine), gets a 403 before anything
-// is read, with a warning; elsewhere only the loopback address and the
+// uid's, or whose owner cannot be established then, gets a 403 before
+// anything is read, with a warning: fail-closed. Unestablished are a peer
+// not listed (another machine) and one no process holds any more (inode
+// 0: its owner closed it, and the kernel lists an orphaned or TIME_WAIT
+// socket with uid 0, which must not pass for root's); a connection's
+// peer socket cannot change hands but from its owner, so no client can
+// race the check by closing at once; elsewhere only the loopback address and the
 // Origin and Host checks stand between the front and others. With a
-// Token, every request must carry "Authorization: Bearer <Token>"
-// (compared in constant time), else 401; connections are not checked.
+// Token, every request must carry "Authorization: Bearer <Token>" (the
+// scheme in any case; compared in constant time), else 401; connections
+// are not checked. A token is not the default: on Linux the fail-closed
+// owner check already keeps other users out, and a default token would
+// break every client entry that sends no header (some clients cannot)
+// for no gain there; where the owner is unknown, set one.
 
 // ownerKnown says whether peerUID can tell a connection's owner.
 const ownerKnown = runtime.GOOS == "linux"
@@ -62,7 +71,7 @@ func (l *ownerListener) Accept() (net.Conn, error) {
 		}
 		who := "uid " + strconv.Itoa(uid)
 		if uid < 0 {
-			who = "an owner not on this machine"
+			who = "an owner that cannot be established (not on this machine, or its end already closed)"
 		}
 		l.log.Warn("refused an HTTP connection of another user (the front serves only the user that runs mcpflow; set a token to let others in)", "remote", remote.String(), "owner", who)
 		body := "Forbidden: this mcpflow serves only the user that runs it (connection owned by " + who + ")\n"
@@ -78,8 +87,8 @@ func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if f.cfg.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(f.cfg.Token)) == 1 {
+	scheme, got, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(f.cfg.Token)) == 1 {
 		return true
 	}
 	f.log.Warn("refused an HTTP request without the front's token", "method", r.Method, "remote", r.RemoteAddr)
@@ -91,17 +100,18 @@ func (f *Front) authorized(w http.ResponseWriter, r *http.Request) bool {
 // peerUID finds the socket whose local address is remote and whose remote
 // address is local (the other end of our connection, when it is on this
 // machine) in /proc/net/tcp and /proc/net/tcp6, and returns its owner's
-// uid; found is false (uid -1) when no such socket is listed.
+// uid; found is false (uid -1) when no such socket is listed or no
+// process holds it (its inode is 0).
 func peerUID(local, remote *net.TCPAddr) (uid int, found bool) {
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		data, _ := os.ReadFile(table)
 		for i, line := range strings.Split(string(data), "\n") {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid ...
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
 			fields := strings.Fields(line)
-			if i == 0 || len(fields) < 8 || !procAddrIs(fields[1], remote) || !procAddrIs(fields[2], local) {
+			if i == 0 || len(fields) < 10 || !procAddrIs(fields[1], remote) || !procAddrIs(fields[2], local) {
 				continue
 			}
-			if uid, err := strconv.Atoi(fields[7]); err == nil {
+			if uid, err := strconv.Atoi(fields[7]); err == nil && fields[9] != "0" {
 				return uid, true
 			}
 			break

@@ -83,8 +83,10 @@ func (g *standalone) end(st *frontStream, n int, keep bool) {
 
 // backlog is what waits for a session's client on its open streams. The
 // janitor closes a session whose backlog stays over QueueBytes for
-// StallTimeout or grows past QueueBytes + MaxMessage, and one whose
-// client took nothing of a write for StallTimeout (dead).
+// StallTimeout or grows past QueueBytes + MaxMessage (a session-less one,
+// which shares its server connection, as soon as more than QueueBytes
+// wait before a message),
+// and one whose client took nothing of a write for StallTimeout (dead).
 type backlog struct {
 	bytes     int
 	fullSince time.Time // when bytes went over QueueBytes; zero while they are not
@@ -326,7 +328,15 @@ func (s *frontSession) forget(id []byte) {
 // push queues msg on st. s.mu is held.
 func (s *frontSession) push(st *frontStream, msg []byte) {
 	st.q = append(st.q, msg)
-	if s.queue.add(len(msg), &s.f.cfg) {
+	dead := s.queue.add(len(msg), &s.f.cfg)
+	if s.id == "" && s.queue.bytes-len(msg) > s.f.cfg.QueueBytes {
+		// Session-less clients share one connection to the server: one
+		// that does not read must not hold the others behind its flood
+		// (one large message alone may wait).
+		s.queue.die(fmt.Sprintf("more than %d bytes wait for a session-less client (its server connection is shared)", s.f.cfg.QueueBytes))
+		dead = true
+	}
+	if dead {
 		notify(s.f.kick)
 	}
 	notify(st.wake)
