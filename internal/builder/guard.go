@@ -55,7 +55,7 @@ const (
 //     in a loop: from then on the files it wrote during the latest (not
 //     an edit that fell in an earlier one), and any file written within a
 //     restart, start nothing, and the log says so once, naming the files
-//     and the fix. A server may write just after its handshake too: a
+//     and the fix. A server with no build may write just after its handshake too: a
 //     file modified within selfWriteSettle after the answer (and before
 //     the next cycle) during selfWriteRuns restarts in a row is the
 //     server's as well (the same file: an edit that falls there once is
@@ -297,14 +297,16 @@ func (g *guard) dropCovered(paths []string) []string {
 }
 
 // writtenLate reports whether p, modified at mt just after the latest
-// restart's answer, was so during selfWriteRuns restarts in a row. g.mu
-// is held.
+// restart's answer, was so during selfWriteRuns restarts in a row. Not
+// after a build: there a file saved just after the answer is as likely
+// the next edit of a source, and a self-writer is caught while it starts.
+// g.mu is held.
 func (g *guard) writtenLate(p string, mt time.Time) bool {
 	after := g.restart.end.Add(mtimeSlack) // the answer
 	if after.Before(g.built) {
 		after = g.built
 	}
-	if g.loop || g.outputs[p] || g.restart.end.IsZero() || !mt.After(after) || mt.After(g.settled) {
+	if g.loop || g.outputs[p] || g.restart.end.IsZero() || !mt.After(after) || mt.After(g.settled) || !g.built.Before(g.started) {
 		return false
 	}
 	if w := g.late[p]; w[1] != g.restarts {
