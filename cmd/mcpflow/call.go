@@ -58,7 +58,7 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 		f.Project = mustGetwd(e)
 	}
 	insts, err := control.Instances(f)
-	if err != nil && !errors.Is(err, control.ErrUnsupported) {
+	if err != nil {
 		return toolsAsker{}, err
 	}
 	if len(insts) > 0 || *s.pid > 0 {
