@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -371,7 +370,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 		t.Errorf("goroutines grew from %d to %d over %d restarts", gBefore, gAfter, cycles)
 	}
 	for _, pid := range pids[:len(pids)-1] {
-		if syscall.Kill(-pid, 0) == nil {
+		if testkit.GroupAlive(pid) {
 			t.Errorf("process group %d still alive", pid)
 		}
 	}
