@@ -161,6 +161,9 @@ func (s *buildSet) get(pkg string, flags []string) (*binary, error) {
 }
 
 func (s *buildSet) build(n int, pkg string, flags []string) (string, error) {
+	if dir := os.Getenv(PrebuiltEnv); dir != "" {
+		return prebuilt(dir, pkg, flags)
+	}
 	dir, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -217,4 +220,27 @@ func ReadFile(tb testing.TB, path string) string {
 		tb.Fatal(err)
 	}
 	return string(b)
+}
+
+// PrebuiltEnv names a folder of binaries built beforehand, which Build
+// returns instead of building: make test-windows sets it, as a Windows
+// test binary under Wine has no Go toolchain.
+const PrebuiltEnv = "MCPFLOW_PREBUILT"
+
+// prebuilt is pkg's binary in dir: NAME.exe (NAME-v2.exe with FixtureV2),
+// built without the race detector.
+func prebuilt(dir, pkg string, flags []string) (string, error) {
+	name := filepath.Base(pkg)
+	for _, f := range flags {
+		switch f {
+		case "-race":
+		case FixtureV2:
+			name += "-v2"
+		default:
+			return "", fmt.Errorf("%s holds no build with %s", dir, f)
+		}
+	}
+	p := filepath.Join(dir, name+".exe")
+	_, err := os.Stat(p)
+	return p, err
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# test.sh (make test-windows): the Windows build's tests under Wine.
+#   1. setup.sh: Wine, the shim, a prefix, the overlay (idempotent);
+#   2. mcpflow.exe, the fixture (v1, v2) and examples/cli for windows/amd64
+#      in $WINE_WINDOWS_HOME/bin, which the Windows tests take as
+#      testkit.PrebuiltEnv (no Go toolchain runs under Wine);
+#   3. every package's tests, built for windows/amd64 (go test -c) and run
+#      under Wine in the package's folder, one package at a time;
+#   4. the end-to-end session (tools/wine/e2e_test.go, on Linux): watch,
+#      mux and --http of a Windows server under Wine.
+# Prints the time each step took; exits non-zero when any test failed.
+set -uo pipefail
+KIT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$KIT/../.."
+export WINE_WINDOWS_HOME=${WINE_WINDOWS_HOME:-$PWD/.cache/wine}
+WW=$WINE_WINDOWS_HOME
+t0=$(date +%s)
+since() { echo "$(( $(date +%s) - $1 )) s"; }
+bash "$KIT/setup.sh" || exit 1
+OV=(-overlay "$WW/overlay/overlay.json")
+[ -f "$WW/overlay/overlay.json" ] || OV=()
+bin=$WW/bin
+rm -rf "$bin" "$WW/tests" && mkdir -p "$bin" "$WW/tests"
+t=$(date +%s)
+win() { GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go "$@"; }
+win build "${OV[@]}" -o "$bin/mcpflow.exe" ./cmd/mcpflow &&
+	win build -o "$bin/fixture.exe" ./internal/testkit/testdata/fixture &&
+	win build -ldflags=-X\ main.variant=v2 -o "$bin/fixture-v2.exe" ./internal/testkit/testdata/fixture &&
+	win build -o "$bin/cli.exe" ./examples/cli || exit 1
+echo "test-windows: binaries built in $(since "$t")"
+
+failed=() passed=0
+for pkg in $(win list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do
+	t=$(date +%s)
+	exe=$WW/tests/$(basename "$pkg").test.exe
+	if ! win test -c "${OV[@]}" -o "$exe" "$pkg" >"$WW/tests/build.log" 2>&1; then
+		cat "$WW/tests/build.log"; failed+=("$pkg (build)"); continue
+	fi
+	[ -f "$exe" ] || continue
+	out=$WW/tests/$(basename "$pkg").out
+	(cd "$(win list -f '{{.Dir}}' "$pkg")" && MCPFLOW_PREBUILT=$bin timeout 900 "$KIT/run.sh" "$exe" \
+		-test.count=1 -test.timeout=10m -test.v </dev/null >"$out" 2>&1)
+	rc=$?
+	n=$(grep -c '^--- PASS' "$out"); s=$(grep -c '^--- SKIP' "$out")
+	if [ $rc = 0 ]; then
+		passed=$((passed + 1)); echo "ok   $pkg ($n passed, $s skipped) $(since "$t")"
+	else
+		grep -E '^(--- FAIL|panic|FAIL|\s+\S+_test.go:[0-9]+:)' "$out" | head -40
+		echo "FAIL $pkg (exit $rc; full output in $out) $(since "$t")"; failed+=("$pkg")
+	fi
+	"$KIT/run.sh" --kill 2>/dev/null
+done
+
+t=$(date +%s)
+if MCPFLOW_WINE_BIN=$bin go test -count=1 -v -timeout 10m ./tools/wine/ >"$WW/tests/e2e.out" 2>&1; then
+	passed=$((passed + 1)); echo "ok   end-to-end session under Wine $(since "$t")"
+else
+	cat "$WW/tests/e2e.out"; failed+=("end-to-end session")
+fi
+grep -E '^\s+e2e_test.go:[0-9]+: (timing|took)' "$WW/tests/e2e.out"
+"$KIT/run.sh" --kill 2>/dev/null
+echo "test-windows: ${#failed[@]} failed${failed:+: ${failed[*]}}; took $(since "$t0")"
+[ ${#failed[@]} = 0 ]
