@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,4 +244,22 @@ func prebuilt(dir, pkg string, flags []string) (string, error) {
 	p := filepath.Join(dir, name+".exe")
 	_, err := os.Stat(p)
 	return p, err
+}
+
+// UnixOnly skips the test on Windows, saying why it is Unix's (it runs sh,
+// cat, or compares Unix paths).
+func UnixOnly(tb testing.TB, why string) {
+	tb.Helper()
+	if runtime.GOOS == "windows" {
+		tb.Skip("Unix only: " + why)
+	}
+}
+
+// SkipUnderWine skips a test that fails only because of Wine (tools/wine's
+// README lists Wine's gaps), saying which gap.
+func SkipUnderWine(tb testing.TB, gap string) {
+	tb.Helper()
+	if UnderWine() {
+		tb.Skip("Wine: " + gap)
+	}
 }
