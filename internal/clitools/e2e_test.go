@@ -384,6 +384,7 @@ func writeSchema(t *testing.T, path string, extra ...string) {
 }
 
 func TestSchemaEditAddsTool(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -424,6 +425,7 @@ func TestSchemaEditAddsTool(t *testing.T) {
 }
 
 func TestBrokenSchemaKeepsTools(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -488,6 +490,7 @@ func TestSchemaCommandTimeout(t *testing.T) {
 // TestImplementationEdit: the CLI rebuilt between two calls serves the new
 // code on the second call, with no refresh and no restart.
 func TestImplementationEdit(t *testing.T) {
+	testkit.SkipUnderWine(t, "no Go toolchain under Wine: the edit rebuilds the CLI with go")
 	dir := t.TempDir()
 	for _, f := range []string{"main.go", "schema.json"} {
 		b, err := os.ReadFile(filepath.Join("../../examples/cli", f))
@@ -537,6 +540,7 @@ func (f *fakeRecompiler) Recompile(ctx context.Context, _ func(string)) result.B
 }
 
 func TestRecompileTool(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -562,6 +566,7 @@ func TestRecompileTool(t *testing.T) {
 }
 
 func TestRecompileNameTaken(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	path := filepath.Join(t.TempDir(), "schema.json")
 	writeSchema(t, path, `{"name": "recompile", "parameters": {"type": "object"}, "cli_command": ["x"]}`)
 	s := New(Config{Schema: []string{"cat", path}})
@@ -621,6 +626,7 @@ func TestLogs(t *testing.T) {
 }
 
 func TestKilledBySignal(t *testing.T) {
+	testkit.UnixOnly(t, "sh and kill -KILL")
 	h := start(t, testkit.Legacy, Config{Command: []string{"sh", "-c", "echo out; echo err >&2; kill -KILL $$", "sh"}})
 	r := h.call("fail", map[string]any{"status": 1})
 	if s := testkit.Text(r); !r.IsError || !strings.Contains(s, "signal: killed") || !strings.Contains(s, "out") || !strings.Contains(s, "err") {

@@ -197,6 +197,7 @@ func TestSessionReplayLegacy(t *testing.T) {
 // being held for it.
 func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 	t.Helper()
+	testkit.UnixOnly(t, "its server command is a sh script")
 	w := newRawPeer(t, func(c *Config) {
 		if cfg != nil {
 			cfg(c)

@@ -241,8 +241,10 @@ func prebuilt(dir, pkg string, flags []string) (string, error) {
 			return "", fmt.Errorf("%s holds no build with %s", dir, f)
 		}
 	}
-	p := filepath.Join(dir, name+".exe")
-	_, err := os.Stat(p)
+	p, err := filepath.Abs(filepath.Join(dir, name+".exe"))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
 	return p, err
 }
 

@@ -26,7 +26,8 @@ win() { GOOS=windows GOARCH=amd64 CGO_ENABLED=0 go "$@"; }
 win build "${OV[@]}" -o "$bin/mcpflow.exe" ./cmd/mcpflow &&
 	win build -o "$bin/fixture.exe" ./internal/testkit/testdata/fixture &&
 	win build -ldflags=-X\ main.variant=v2 -o "$bin/fixture-v2.exe" ./internal/testkit/testdata/fixture &&
-	win build -o "$bin/cli.exe" ./examples/cli || exit 1
+	win build -o "$bin/cli.exe" ./examples/cli &&
+	win build -o "$bin/everything-server.exe" github.com/modelcontextprotocol/go-sdk/conformance/everything-server || exit 1
 echo "test-windows: binaries built in $(since "$t")"
 
 failed=() passed=0
