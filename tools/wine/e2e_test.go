@@ -153,12 +153,19 @@ func waitExit(t *testing.T, cmd *exec.Cmd, why string) {
 
 // stdio runs ARGS in dir with a client on its stdin and stdout; closing
 // the session is the client's EOF.
-func stdio(t *testing.T, runSh, bin, dir string, args ...string) (*exec.Cmd, *mcp.ClientSession, chan struct{}, *bytes.Buffer) {
+func stdio(t *testing.T, runSh, bin, dir string, args ...string) (*exec.Cmd, *mcp.ClientSession, chan struct{}) {
 	cmd := mcpflow(runSh, bin, dir, args...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
+	start(t, cmd)
+	cs, changed := client(t, testkit.Stdio(out, in))
+	return cmd, cs, changed
+}
+
+// start starts cmd, to be killed when the test ends, its log shown if the test failed.
+func start(t *testing.T, cmd *exec.Cmd) {
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -168,8 +175,6 @@ func stdio(t *testing.T, runSh, bin, dir string, args ...string) (*exec.Cmd, *mc
 			t.Logf("mcpflow's log:\n%s", logs.String())
 		}
 	})
-	cs, changed := client(t, testkit.Stdio(out, in))
-	return cmd, cs, changed, &logs
 }
 
 // TestWatch: watch of a bare fixture.exe; an edit builds a new .exe over
@@ -178,7 +183,7 @@ func stdio(t *testing.T, runSh, bin, dir string, args ...string) (*exec.Cmd, *mc
 func TestWatch(t *testing.T) {
 	bin, runSh := kit(t)
 	dir := project(t, bin, "")
-	cmd, cs, changed, _ := stdio(t, runSh, bin, dir, "watch")
+	cmd, cs, changed := stdio(t, runSh, bin, dir, "watch")
 	replace(t, bin, dir, cs, changed, "reverse")
 	for _, c := range [][]string{{"status"}, {"tools"}} {
 		out, err := mcpflow(runSh, bin, dir, c...).CombinedOutput()
@@ -195,7 +200,7 @@ func TestWatch(t *testing.T) {
 func TestMux(t *testing.T) {
 	bin, runSh := kit(t)
 	dir := project(t, bin, "s")
-	cmd, cs, changed, _ := stdio(t, runSh, bin, dir, "mux", "-c", "mcpflow.toml")
+	cmd, cs, changed := stdio(t, runSh, bin, dir, "mux", "-c", "mcpflow.toml")
 	replace(t, bin, dir, cs, changed, "s__reverse")
 	cs.Close()
 	waitExit(t, cmd, "stdin EOF")
@@ -214,17 +219,7 @@ func TestHTTP(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	cmd := mcpflow(runSh, bin, dir, "watch", "--http", addr)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("mcpflow's log:\n%s", logs.String())
-		}
-	})
+	start(t, cmd)
 	if !testkit.Wait(time.Minute, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

@@ -60,5 +60,7 @@ else
 fi
 grep -E '^\s+e2e_test.go:[0-9]+: (timing|took)' "$WW/tests/e2e.out"
 "$KIT/run.sh" --kill 2>/dev/null
-echo "test-windows: ${#failed[@]} failed${failed:+: ${failed[*]}}; took $(since "$t0")"
+[ ${#failed[@]} = 0 ] || echo "test-windows: failed: ${failed[*]}"
+echo "test-windows: took $(since "$t0")"
+echo "test-windows: $passed passed, ${#failed[@]} failed"
 [ ${#failed[@]} = 0 ]
