@@ -617,7 +617,7 @@ func TestLogs(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		`level=INFO msg="cli schema refreshed" tools=7 added="[add args big count fail greet slow]"`,
-		`level=DEBUG msg="cli call" tool=fail argv="[` + testkit.ExampleCLI(t) + ` fail 4]" exit=4 err=<nil> duration=`,
+		`level=DEBUG msg="cli call" tool=fail argv="[` + strings.ReplaceAll(testkit.ExampleCLI(t), `\`, `\\`) + ` fail 4]" exit=4 err=<nil> duration=`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
