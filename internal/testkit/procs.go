@@ -212,6 +212,9 @@ func readStat(pid int) (stat, bool) {
 // stopped before it had read the whole tree". ok is false where there is
 // no /proc/PID/io (not Linux, or the process is gone).
 func BytesRead(pid int) (n int64, ok bool) {
+	if !procMounted() {
+		return 0, false
+	}
 	path := "/proc/self/io"
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/io", pid)
