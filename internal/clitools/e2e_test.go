@@ -248,6 +248,7 @@ func TestNonZeroExit(t *testing.T) {
 }
 
 func TestTimeoutKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	h := start(t, testkit.Modern, Config{Timeout: 500 * time.Millisecond})
 	r := h.call("slow", map[string]any{"seconds": 60, "child": true})
 	if !r.IsError || !strings.Contains(testkit.Text(r), "timed out after 500ms") {
@@ -257,6 +258,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 }
 
 func TestCancelKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -581,6 +583,7 @@ func TestRecompileNameTaken(t *testing.T) {
 // client died) while a call runs; the call's process group is killed and
 // Serve returns.
 func TestClientGoneKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		state := t.TempDir()
 		s := New(Config{Schema: []string{testkit.ExampleCLI(t), "schema", "--json"}, Env: append(os.Environ(), "EXAMPLE_CLI_STATE="+state)})

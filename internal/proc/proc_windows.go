@@ -4,7 +4,6 @@ package proc
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -21,39 +20,18 @@ type groupSys struct {
 	pid int // the leader
 }
 
-// startGroup starts cmd in a new process group, suspended, assigns it to
-// a new kill-on-close job, then lets it run: every process it starts
-// belongs to the job too, even one started at once.
+// startGroup starts cmd in a new process group and assigns it to a new
+// kill-on-close job. Processes the command starts from then on belong to
+// the job too.
 func startGroup(cmd *exec.Cmd) (groupSys, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.CreationFlags |= syscall.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED
+	cmd.SysProcAttr.CreationFlags |= syscall.CREATE_NEW_PROCESS_GROUP
 	if err := cmd.Start(); err != nil {
 		return groupSys{}, err
 	}
-	g := groupSys{job: attach(cmd), pid: cmd.Process.Pid}
-	if err := resume(cmd.Process.Pid); err != nil {
-		g.release()
-		cmd.Wait()
-		return groupSys{}, fmt.Errorf("resuming the new process: %w", err)
-	}
-	return g, nil
-}
-
-var ntResumeProcess = windows.NewLazySystemDLL("ntdll.dll").NewProc("NtResumeProcess")
-
-// resume lets the threads of a process started suspended run.
-func resume(pid int) error {
-	h, err := windows.OpenProcess(windows.PROCESS_SUSPEND_RESUME, false, uint32(pid))
-	if err != nil {
-		return err
-	}
-	defer windows.CloseHandle(h)
-	if st, _, _ := ntResumeProcess.Call(uintptr(h)); st != 0 {
-		return windows.NTStatus(st)
-	}
-	return nil
+	return groupSys{job: attach(cmd), pid: cmd.Process.Pid}, nil
 }
 
 // attach assigns the started process to a new kill-on-close job; 0 if it
