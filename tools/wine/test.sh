@@ -5,7 +5,8 @@
 #      in $WINE_WINDOWS_HOME/bin, which the Windows tests take as
 #      testkit.PrebuiltEnv (no Go toolchain runs under Wine);
 #   3. every package's tests, built for windows/amd64 (go test -c) and run
-#      under Wine in the package's folder, one package at a time;
+#      under Wine in the package's folder, one package and one test at a
+#      time, a failed package once more (Wine 8 flakes, see below);
 #   4. the end-to-end session (tools/wine/e2e_test.go, on Linux): watch,
 #      mux and --http of a Windows server under Wine.
 # Prints the time each step took; exits non-zero when any test failed.
