@@ -7,7 +7,7 @@ BIN      := bin/mcpflow
 FUZZTIME ?= 10000x
 PKGS     := ./...
 
-.PHONY: all build test unit fuzz cross lint demo bench clean deps node-deps clients dist dist-check install conformance conformance-deps
+.PHONY: all build test test-windows unit fuzz cross lint demo bench clean deps node-deps clients dist dist-check install conformance conformance-deps
 
 all: build
 
@@ -135,6 +135,15 @@ fuzz:
 	$(call fuzz1,FuzzExpand,./internal/clitools)
 	$(call fuzz1,FuzzParse,./internal/clitools)
 	$(call fuzz1,FuzzFront,./internal/transport/httpmcp)
+
+# The Windows build's tests under Wine, on Linux (tools/wine/test.sh):
+# installs Wine and mingw-w64 from Debian when missing (apt-get), builds the
+# ProcessPrng shim, a Wine prefix and a go build overlay in .cache/wine,
+# then runs every package's tests built for windows/amd64 and the
+# end-to-end session (watch, mux, --http of a Windows server). Not part of
+# `make test`; .ci/run runs it after.
+test-windows:
+	bash tools/wine/test.sh
 
 # Linux and macOS are supported; Windows must at least build. One macOS
 # architecture is enough to compile every darwin file; the two builds run

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,7 +57,7 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 		f.Project = mustGetwd(e)
 	}
 	insts, err := control.Instances(f)
-	if err != nil && !errors.Is(err, control.ErrUnsupported) {
+	if err != nil {
 		return toolsAsker{}, err
 	}
 	if len(insts) > 0 || *s.pid > 0 {

@@ -248,6 +248,7 @@ func TestNonZeroExit(t *testing.T) {
 }
 
 func TestTimeoutKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	h := start(t, testkit.Modern, Config{Timeout: 500 * time.Millisecond})
 	r := h.call("slow", map[string]any{"seconds": 60, "child": true})
 	if !r.IsError || !strings.Contains(testkit.Text(r), "timed out after 500ms") {
@@ -257,6 +258,7 @@ func TestTimeoutKillsTheGroup(t *testing.T) {
 }
 
 func TestCancelKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		h := start(t, era, Config{})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -384,6 +386,7 @@ func writeSchema(t *testing.T, path string, extra ...string) {
 }
 
 func TestSchemaEditAddsTool(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -424,6 +427,7 @@ func TestSchemaEditAddsTool(t *testing.T) {
 }
 
 func TestBrokenSchemaKeepsTools(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -488,6 +492,7 @@ func TestSchemaCommandTimeout(t *testing.T) {
 // TestImplementationEdit: the CLI rebuilt between two calls serves the new
 // code on the second call, with no refresh and no restart.
 func TestImplementationEdit(t *testing.T) {
+	testkit.SkipUnderWine(t, "no Go toolchain under Wine: the edit rebuilds the CLI with go")
 	dir := t.TempDir()
 	for _, f := range []string{"main.go", "schema.json"} {
 		b, err := os.ReadFile(filepath.Join("../../examples/cli", f))
@@ -537,6 +542,7 @@ func (f *fakeRecompiler) Recompile(ctx context.Context, _ func(string)) result.B
 }
 
 func TestRecompileTool(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		path := filepath.Join(t.TempDir(), "schema.json")
 		writeSchema(t, path)
@@ -562,6 +568,7 @@ func TestRecompileTool(t *testing.T) {
 }
 
 func TestRecompileNameTaken(t *testing.T) {
+	testkit.UnixOnly(t, "its schema command is cat")
 	path := filepath.Join(t.TempDir(), "schema.json")
 	writeSchema(t, path, `{"name": "recompile", "parameters": {"type": "object"}, "cli_command": ["x"]}`)
 	s := New(Config{Schema: []string{"cat", path}})
@@ -576,6 +583,7 @@ func TestRecompileNameTaken(t *testing.T) {
 // client died) while a call runs; the call's process group is killed and
 // Serve returns.
 func TestClientGoneKillsTheGroup(t *testing.T) {
+	testkit.UnixOnly(t, "Windows: a child the CLI starts at once escapes the Job Object, which it joins just after its start (README, Platforms: known gap)")
 	testkit.EachEra(t, func(t *testing.T, era testkit.Era) {
 		state := t.TempDir()
 		s := New(Config{Schema: []string{testkit.ExampleCLI(t), "schema", "--json"}, Env: append(os.Environ(), "EXAMPLE_CLI_STATE="+state)})
@@ -612,7 +620,7 @@ func TestLogs(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		`level=INFO msg="cli schema refreshed" tools=7 added="[add args big count fail greet slow]"`,
-		`level=DEBUG msg="cli call" tool=fail argv="[` + testkit.ExampleCLI(t) + ` fail 4]" exit=4 err=<nil> duration=`,
+		`level=DEBUG msg="cli call" tool=fail argv="[` + strings.ReplaceAll(testkit.ExampleCLI(t), `\`, `\\`) + ` fail 4]" exit=4 err=<nil> duration=`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %s:\n%s", want, out)
@@ -621,6 +629,7 @@ func TestLogs(t *testing.T) {
 }
 
 func TestKilledBySignal(t *testing.T) {
+	testkit.UnixOnly(t, "sh and kill -KILL")
 	h := start(t, testkit.Legacy, Config{Command: []string{"sh", "-c", "echo out; echo err >&2; kill -KILL $$", "sh"}})
 	r := h.call("fail", map[string]any{"status": 1})
 	if s := testkit.Text(r); !r.IsError || !strings.Contains(s, "signal: killed") || !strings.Contains(s, "out") || !strings.Contains(s, "err") {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -254,6 +255,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 func TestDefaultConfig(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c := Default("/proj")
 	want := Config{Dir: "/proj"}
 	want.Build.Timeout = 10 * time.Minute
@@ -329,6 +331,7 @@ func TestFlagsConfigValidate(t *testing.T) {
 }
 
 func TestLoadConfig(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c, err := Load("testdata/full.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +391,7 @@ func TestLoadConfigErrors(t *testing.T) {
 }
 
 func TestPaths(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c := mustParse(t, `
 [run]
 command = ["./bin/server"]

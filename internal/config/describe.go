@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/proc"
 )
 
 // Describe returns the settings that apply to the config's mode as TOML, one
@@ -77,7 +79,7 @@ func (s *setting) text(v any) (value, note string) {
 		case cmd.IsZero():
 			return `""`, s.empty
 		case cmd.Shell:
-			return cmd.String(), "run by sh -c"
+			return cmd.String(), "run by " + proc.ShellName
 		}
 		return cmd.String(), "executed directly"
 	case kEnv:

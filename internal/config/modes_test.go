@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/mcpflow/mcpflow/internal/testkit"
 	"reflect"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ func TestModes(t *testing.T) {
 }
 
 func TestCLIConfig(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c := mustParse(t, "[cli]\nschema = [\"./bin/tool\", \"schema\", \"--json\"]\n")
 	want := &CLIConfig{
 		Schema: []string{"./bin/tool", "schema", "--json"}, Command: []string{"./bin/tool"}, Append: []string{},
@@ -52,6 +54,7 @@ func TestCLIConfig(t *testing.T) {
 }
 
 func TestMuxConfig(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c, err := Load("testdata/mux.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +252,7 @@ func TestNewSchemaErrors(t *testing.T) {
 }
 
 func TestNewKeys(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/proj)")
 	c := mustParse(t, minimal+"[relay]\nstartup_grace = \"10s\"\ndrain = \"0s\"\n[log]\nformat = \"json\"\ntraffic = \"logs/traffic.jsonl\"\ntraffic_max_message = \"1MiB\"\ntraffic_max_size = \"1GiB\"\n")
 	if c.Relay.StartupGrace != 10*time.Second || c.Relay.Drain != 0 || c.Log.Format != "json" ||
 		c.Log.Traffic != "/proj/logs/traffic.jsonl" || c.Log.TrafficMaxMessage != 1<<20 || c.Log.TrafficMaxSize != 1<<30 {

@@ -18,6 +18,9 @@ func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 	rc := relayConfig(cfg.Run, cfg.Relay, run.trafficHook(""), logger)
 	rc.First = relay.First{Grace: cfg.Relay.StartupGrace, Record: project.RecordFile(cfg), Key: project.RecordKey(cfg), Sources: project.Sources(cfg), OneShot: oneShotWait(cfg)}
 	rc.Logger, rc.ServerLogger = logger, slog.New(charm.WithPrefix("server"))
+	if cfg.File == "" {
+		rc.Child.Setting = "the command after --"
+	}
 	rl := relay.New(rc)
 	srv, err := assemble(cfg, logger, rl, rl.NoteBuild)
 	if err != nil {

@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -107,8 +106,6 @@ func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 		Tools: control.SessionTools{Opener: o, Log: w.log, Version: Version},
 	})
 	switch {
-	case errors.Is(err, control.ErrUnsupported):
-		w.log.Debug("no control socket", "err", err)
 	case err != nil:
 		w.log.Warn("no control socket: mcpflow status, rebuild and logs will not see this instance", "err", err)
 	default:

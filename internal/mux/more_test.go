@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +38,7 @@ func copyFile(t *testing.T, src, dst string) {
 }
 
 func TestReloadAfterSwappingBinary(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	bin := filepath.Join(t.TempDir(), "srv")
 	copyFile(t, testkit.Fixture(t), bin)
 	e := start(t, envOpts{})
@@ -168,8 +168,8 @@ func TestCrashThenReload(t *testing.T) {
 	e.mu.Lock()
 	before := e.changed
 	e.mu.Unlock()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	if p, err := os.FindProcess(pid); err != nil || p.Kill() != nil {
+		t.Fatalf("cannot kill %d: %v", pid, err)
 	}
 	testkit.Eventually(t, 10*time.Second, "status crashed", func() bool { return e.server("s").Status == StatusCrashed })
 	if e.toolNames()["s__echo"] != nil {
@@ -353,6 +353,7 @@ func TestCallToolAndVerboseList(t *testing.T) {
 }
 
 func TestShutdownLeavesNoProcess(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	e := start(t, envOpts{})
 	e.mustOK("add_server", map[string]any{"name": "sh", "command": "sh", "args": []string{"-c", "sleep 300 & exec " + testkit.Fixture(t)}})
 	e.mustOK("add_server", addArgs("s", testkit.Fixture(t)))
@@ -422,6 +423,7 @@ func testHooks(name string, spec ServerSpec, r *relay.Relay, noteBuild func(resu
 }
 
 func TestReloadWithBuildHooks(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "srv")
 	src := filepath.Join(dir, "src")
@@ -542,6 +544,7 @@ func TestErasIndependently(t *testing.T) {
 // reload_server brings it up with its tools, prompts and resources (its
 // session began with the relay's stand-in handshake).
 func TestConfiguredServerBrokenAtStart(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "srv")
 	src := filepath.Join(dir, "src")

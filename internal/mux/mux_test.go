@@ -185,6 +185,7 @@ func TestOwnToolsCannotBeShadowed(t *testing.T) {
 // is read against the agent's cwd and must be that file, so another
 // folder's ./bin/server is refused even though its name matches.
 func TestAddServerAllowedPathIsOneFile(t *testing.T) {
+	testkit.UnixOnly(t, "its program has no .exe")
 	mine, other := t.TempDir(), t.TempDir()
 	for _, dir := range []string{mine, other} {
 		if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {

@@ -16,6 +16,7 @@ import (
 // meanwhile and comes up, with its tools, when the build ends: the mux
 // does not send its handshake into a queue that would expire.
 func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	const queueTimeout = 200 * time.Millisecond
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "srv")
@@ -67,6 +68,7 @@ func TestFirstBuildLongerThanQueueTimeout(t *testing.T) {
 // first tools/list holds the server's tools. With StartWait shorter than
 // the build, the first list goes without them.
 func TestStartWaitsAsLongAsTheClient(t *testing.T) {
+	testkit.UnixOnly(t, "its build or server is a sh script")
 	for _, tc := range []struct {
 		name      string
 		startWait time.Duration

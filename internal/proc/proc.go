@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -47,7 +49,7 @@ func Command(ctx context.Context, spec Spec, grace time.Duration) *Cmd {
 	case spec.Shell && len(spec.Argv) > 0:
 		cmd = shell(ctx, spec.Argv[0], spec.Argv[1:]...)
 	case len(spec.Argv) > 0:
-		cmd = exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
+		cmd = exec.CommandContext(ctx, Program(spec.Argv[0], spec.Dir), spec.Argv[1:]...)
 	default:
 		cmd = exec.CommandContext(ctx, "")
 	}
@@ -55,6 +57,22 @@ func Command(ctx context.Context, spec Spec, grace time.Duration) *Cmd {
 	c := &Cmd{Cmd: cmd, cancel: cancel, done: make(chan struct{})}
 	cmd.Cancel = func() error { c.signal(groupSys.terminate); return nil }
 	return c
+}
+
+// Program is the program name as a person typing it in dir runs it: on
+// Windows, where cmd.exe runs a bare name found in the current folder
+// before one on PATH, a bare name found in dir (with PATHEXT's
+// extensions) is that file's absolute path; otherwise name itself.
+func Program(name, dir string) string {
+	if runtime.GOOS != "windows" || filepath.Base(name) != name {
+		return name
+	}
+	if p, err := exec.LookPath(filepath.Join(dir, name)); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return name
 }
 
 // Start starts the command as the leader of a new process group.

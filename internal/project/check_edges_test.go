@@ -78,6 +78,7 @@ func TestWatchModeBuild(t *testing.T) {
 // The script file an interpreter runs, through the runners that start it,
 // with the folder it is relative to.
 func TestScriptOf(t *testing.T) {
+	testkit.UnixOnly(t, "compares Unix absolute paths (/p)")
 	t.Parallel()
 	for _, c := range []struct {
 		argv        []string

@@ -70,6 +70,7 @@ func TestInitThenCheckWarnsNothing(t *testing.T) {
 // fix; when the build's output cannot be told, a missing program is only
 // mentioned.
 func TestRunProgramAndBuild(t *testing.T) {
+	testkit.UnixOnly(t, "its programs have no .exe")
 	t.Parallel()
 	dir := t.TempDir()
 	testkit.WriteFiles(t, dir, map[string]string{

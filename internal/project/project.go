@@ -15,6 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
+	"github.com/mcpflow/mcpflow/internal/proc"
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
@@ -119,8 +120,8 @@ func RunOutput(cfg *config.Config) string {
 	if cfg.Run.Command.Shell || len(argv) == 0 {
 		return ""
 	}
-	if strings.ContainsRune(argv[0], '/') || strings.ContainsRune(argv[0], filepath.Separator) {
-		return AbsFrom(cfg.Run.Cwd, argv[0])
+	if prog := proc.Program(argv[0], cfg.Run.Cwd); strings.ContainsRune(prog, '/') || strings.ContainsRune(prog, filepath.Separator) {
+		return AbsFrom(cfg.Run.Cwd, prog)
 	}
 	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
 	case "node", "bun", "python", "python3":

@@ -13,6 +13,7 @@ import (
 // is answered by the relay, whose instructions and tool results say why,
 // with the child's stderr.
 func TestHandshakeTimeoutStopsTheChild(t *testing.T) {
+	testkit.UnixOnly(t, "its server command is a sh script")
 	t.Parallel()
 	w := newRawPeer(t, func(c *Config) {
 		c.Child = Child{Command: []string{"echo listening on http://127.0.0.1:8080 >&2; exec sleep 1000"}, Shell: true, StopTimeout: time.Second}

@@ -67,15 +67,18 @@ func (c *Child) check() error {
 	if c.Shell {
 		return nil
 	}
-	prog := c.Command[0]
+	prog := proc.Program(c.Command[0], c.Dir)
 	var err error
 	if filepath.Base(prog) != prog {
 		if !filepath.IsAbs(prog) {
 			prog = filepath.Join(c.Dir, prog)
 		}
 		_, err = os.Stat(prog)
-	} else if _, err = exec.LookPath(prog); errors.Is(err, exec.ErrDot) {
+	} else if _, err = exec.LookPath(prog); errors.Is(err, exec.ErrDot) && runtime.GOOS != "windows" {
 		err = nil
+	} else if err != nil && runtime.GOOS == "windows" { // what exec says names PATH, or the wrong folder
+		dir, _ := filepath.Abs(c.Dir)
+		err = fmt.Errorf("%s is neither in the folder %s nor on PATH", prog, dir)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", c.describe(), err)

@@ -392,6 +392,7 @@ func TestSlowFirstBuildAnsweredAlone(t *testing.T) {
 // new child only after its session was replayed (a legacy server refuses
 // requests before initialize).
 func TestHeldUntilReplayed(t *testing.T) {
+	testkit.UnixOnly(t, "its server command is a sh script")
 	t.Parallel()
 	h := newHarness(t, hopts{version: "2025-11-25", cfg: func(c *Config) {
 		// The old child takes a second to stop after its stdin closes, so

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -198,6 +197,7 @@ func TestSessionReplayLegacy(t *testing.T) {
 // being held for it.
 func newHeldWire(t *testing.T, startDelay string, cfg func(*Config)) *rawPeer {
 	t.Helper()
+	testkit.UnixOnly(t, "its server command is a sh script")
 	w := newRawPeer(t, func(c *Config) {
 		if cfg != nil {
 			cfg(c)
@@ -333,6 +333,7 @@ func TestCrashBetweenCallsNotice(t *testing.T) {
 }
 
 func TestRestartCyclesDoNotLeak(t *testing.T) {
+	testkit.UnixOnly(t, "counts open fds in /proc/self/fd")
 	cycles := 500
 	if testing.Short() {
 		cycles = 50
@@ -371,7 +372,7 @@ func TestRestartCyclesDoNotLeak(t *testing.T) {
 		t.Errorf("goroutines grew from %d to %d over %d restarts", gBefore, gAfter, cycles)
 	}
 	for _, pid := range pids[:len(pids)-1] {
-		if syscall.Kill(-pid, 0) == nil {
+		if testkit.GroupAlive(pid) {
 			t.Errorf("process group %d still alive", pid)
 		}
 	}

@@ -344,6 +344,7 @@ done`
 // but is not valid JSON never reaches the client, short or long; the
 // request it answers gets an error, and the stream goes on.
 func TestInvalidServerLinesNotForwarded(t *testing.T) {
+	testkit.UnixOnly(t, "its server command is a sh script")
 	t.Parallel()
 	w := newRawPeer(t, func(c *Config) {
 		c.Child.Command = []string{badJSONServer}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,6 +162,9 @@ func (s *buildSet) get(pkg string, flags []string) (*binary, error) {
 }
 
 func (s *buildSet) build(n int, pkg string, flags []string) (string, error) {
+	if dir := os.Getenv(PrebuiltEnv); dir != "" {
+		return prebuilt(dir, pkg, flags)
+	}
 	dir, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -217,4 +221,47 @@ func ReadFile(tb testing.TB, path string) string {
 		tb.Fatal(err)
 	}
 	return string(b)
+}
+
+// PrebuiltEnv names a folder of binaries built beforehand, which Build
+// returns instead of building: make test-windows sets it, as a Windows
+// test binary under Wine has no Go toolchain.
+const PrebuiltEnv = "MCPFLOW_PREBUILT"
+
+// prebuilt is pkg's binary in dir: NAME.exe (NAME-v2.exe with FixtureV2),
+// built without the race detector.
+func prebuilt(dir, pkg string, flags []string) (string, error) {
+	name := filepath.Base(pkg)
+	for _, f := range flags {
+		switch f {
+		case "-race":
+		case FixtureV2:
+			name += "-v2"
+		default:
+			return "", fmt.Errorf("%s holds no build with %s", dir, f)
+		}
+	}
+	p, err := filepath.Abs(filepath.Join(dir, name+".exe"))
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	return p, err
+}
+
+// UnixOnly skips the test on Windows, saying why it is Unix's (it runs sh,
+// cat, or compares Unix paths).
+func UnixOnly(tb testing.TB, why string) {
+	tb.Helper()
+	if runtime.GOOS == "windows" {
+		tb.Skip("Unix only: " + why)
+	}
+}
+
+// SkipUnderWine skips a test that fails only because of Wine (tools/wine's
+// README lists Wine's gaps), saying which gap.
+func SkipUnderWine(tb testing.TB, gap string) {
+	tb.Helper()
+	if UnderWine() {
+		tb.Skip("Wine: " + gap)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -183,6 +184,9 @@ type stat struct {
 // readStat reads /proc/PID/stat: "pid (comm) state ppid pgrp ...", where
 // comm may hold spaces and parentheses.
 func readStat(pid int) (stat, bool) {
+	if !procMounted() {
+		return stat{}, false
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return stat{}, false
@@ -208,6 +212,9 @@ func readStat(pid int) (stat, bool) {
 // stopped before it had read the whole tree". ok is false where there is
 // no /proc/PID/io (not Linux, or the process is gone).
 func BytesRead(pid int) (n int64, ok bool) {
+	if !procMounted() {
+		return 0, false
+	}
 	path := "/proc/self/io"
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/io", pid)
@@ -225,7 +232,12 @@ func BytesRead(pid int) (n int64, ok bool) {
 	return 0, false
 }
 
+// procMounted: Wine shows the Linux /proc to Windows programs (as Z:\proc),
+// whose pids are not theirs.
 func procMounted() bool {
+	if runtime.GOOS == "windows" {
+		return false
+	}
 	_, err := os.Stat("/proc/self/stat")
 	return err == nil
 }

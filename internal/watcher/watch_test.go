@@ -337,6 +337,7 @@ func TestEditorScratchFilesDoNotTrigger(t *testing.T) {
 }
 
 func TestRemovedDirectoryIsForgotten(t *testing.T) {
+	testkit.SkipUnderWine(t, "Wine deletes on close, not with POSIX semantics: a folder whose file another handle still holds stays non-empty")
 	h := start(t, Config{}, seed("main.go", "pkg/a.go", "pkg/sub/b.go"))
 	if st := h.w.Stats(); st.Watches != 3 || st.Dirs != 3 || st.Files != 3 {
 		t.Fatalf("stats at start = %+v", st)

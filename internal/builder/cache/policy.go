@@ -110,8 +110,10 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	st.Key = ""
 	c.save(st)
 	c.held = lock
+	restore := setAside(c.o.Output, filepath.Dir(c.file))
 	return "", func(ok bool) {
 		defer lock.Release()
+		restore()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.held = nil

@@ -118,20 +118,25 @@ var ErrBusy = errors.New("busy")
 
 // Client talks to one instance over HTTP on its socket, safe for concurrent use.
 type Client struct {
-	hc   *http.Client
-	inst Instance
+	hc    *http.Client
+	inst  Instance
+	token string
 }
 
 // Dial makes a client of an instance found by Instances; its first request connects.
 func Dial(ctx context.Context, inst Instance) (*Client, error) {
 	var d net.Dialer
+	addr, token, err := readEndpoint(inst.Socket)
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", inst.Socket)
+			if err != nil {
+				return nil, err
+			}
+			return d.DialContext(ctx, endpointNet, addr)
 		},
 		DisableCompression: true,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, inst: inst}, nil
+	return &Client{hc: &http.Client{Transport: tr}, inst: inst, token: token}, nil
 }
 
 func dialSocket(ctx context.Context, path string) (*Client, error) {
@@ -203,6 +208,9 @@ func (c *Client) call(ctx context.Context, method, path string, q url.Values, bo
 	req, err := http.NewRequestWithContext(ctx, method, "http://mcpflow"+path+"?"+q.Encode(), bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	if c.token != "" {
+		req.Header.Set(tokenHeader, c.token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

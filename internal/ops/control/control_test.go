@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,10 +141,10 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 	dir := shortDir(t)
 	a := listenT(t, Info{Dir: dir, Config: "/p/a/mcpflow.toml", Project: "/p/a", Mode: ModeSingle, Version: "v1", Target: &fakeTarget{name: "a"}})
 	b := listenT(t, Info{Dir: dir, Config: "/p/b/mcpflow.toml", Project: "/p/b", Mode: ModeMux, Target: &fakeTarget{name: "b"}})
-	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 && runtime.GOOS != "windows" {
 		t.Fatalf("runtime folder: %v, mode %v", err, st.Mode().Perm())
 	}
-	if a.Path() == b.Path() || filepath.Base(a.Path()) != fmt.Sprintf("%d.sock", os.Getpid()) {
+	if a.Path() == b.Path() || filepath.Base(a.Path()) != fmt.Sprintf("%d"+endpointExt, os.Getpid()) {
 		t.Fatalf("socket paths %s and %s", a.Path(), b.Path())
 	}
 
@@ -420,7 +421,7 @@ func TestSocketRemovedOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An idle client does not hold Close up.
-	idle, err := net.Dial("unix", s.Path())
+	idle, err := rawDial(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,12 +598,15 @@ func TestPeerOfAnotherUidRefused(t *testing.T) {
 // status code and body.
 func ask(t *testing.T, sock, req string) (int, string) {
 	t.Helper()
-	c, err := net.Dial("unix", sock)
+	c, err := rawDial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, tok, _ := readEndpoint(sock); tok != "" { // Windows: the token is asked
+		req = strings.Replace(req, "Host: x\r\n", "Host: x\r\n"+tokenHeader+": "+tok+"\r\n", 1)
+	}
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
@@ -632,6 +636,7 @@ func TestBadRequestsAnswered(t *testing.T) {
 		{"POST /rebuild?name=x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", http.StatusRequestEntityTooLarge, "no body"},
 		{"GET /logs HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusNotFound, "keeps no log"},
 		{"GET /status HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", MaxRequest+8<<10) + "\r\n\r\n", http.StatusRequestHeaderFieldsTooLarge, ""},
+		{"GET /status HTTP/1.1\r\nHost: y\r\n\r\n", cmp.Or(map[bool]int{true: http.StatusForbidden}[s.token != ""], 200), ""}, // no token
 	} {
 		code, body := ask(t, s.Path(), c.req)
 		if code != c.code || !strings.Contains(body, c.want) {
@@ -679,14 +684,14 @@ func TestSlowPeersDoNotBlockOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	half, err := net.Dial("unix", s.Path())
+	half, err := rawDial(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer half.Close()
 	io.WriteString(half, "GET /status HTTP/1.1\r\nHost: x\r\n")
 
-	stuck, err := net.Dial("unix", s.Path())
+	stuck, err := rawDial(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1007,4 +1012,13 @@ func TestCachedBuildRendered(t *testing.T) {
 	if !strings.Contains(buf.String(), "no build command") {
 		t.Errorf("no build command:\n%s", buf.String())
 	}
+}
+
+// rawDial connects to the control endpoint at path (with no token).
+func rawDial(path string) (net.Conn, error) {
+	addr, _, err := readEndpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	return net.Dial(endpointNet, addr)
 }

@@ -16,6 +16,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The control endpoint is a Unix socket, <pid>.sock.
+const (
+	endpointExt  = ".sock"
+	endpointType = fs.ModeSocket
+	endpointNet  = "unix"
+)
+
+// listenEndpoint listens on the socket path, for this user alone; Close
+// removes it. Its peers need no token.
+func listenEndpoint(path string) (net.Listener, string, error) {
+	if len(path) > maxSocketPath {
+		return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR to a shorter folder", path, maxSocketPath)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err == nil {
+		if err = os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			return nil, "", fmt.Errorf("control socket: %w", err)
+		}
+	}
+	return ln, "", err
+}
+
+// readEndpoint: a socket is its own address.
+func readEndpoint(path string) (addr, token string, err error) { return path, "", nil }
+
 // runtimeDirs are where this user's instances put their sockets: an
 // instance listens in the first, $XDG_RUNTIME_DIR/mcpflow, else
 // /tmp/mcpflow-<uid> (named by the uid alone: the same whatever env a
@@ -65,8 +91,9 @@ func pidGone(pid int) bool {
 
 // peerUID returns the uid of the process on the other end of c; known is
 // false where peerCred cannot tell.
-func peerUID(c *net.UnixConn) (uid int, known bool, err error) {
-	if peerCred == nil {
+func peerUID(nc net.Conn) (uid int, known bool, err error) {
+	c, ok := nc.(*net.UnixConn)
+	if peerCred == nil || !ok {
 		return 0, false, nil
 	}
 	raw, err := c.SyscallConn()

@@ -12,8 +12,10 @@
 // another uid is refused too.
 // Close removes the socket; one a killed instance left (nothing listens,
 // its process is gone) is removed by the next Listen and skipped by
-// Instances. Without Unix sockets (Windows), Listen and Instances return
-// ErrUnsupported.
+// Instances. On Windows, where Wine (which tests the Windows build here)
+// has no AF_UNIX, the instance listens on a loopback TCP port instead,
+// named with a random token in <pid>.addr in %TEMP%\mcpflow; a request
+// must carry the token (header Mcpflow-Token).
 //
 // The protocol is HTTP/1.1 on that socket (curl --unix-socket PATH
 // http://mcpflow/status speaks it too):

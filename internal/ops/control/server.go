@@ -3,6 +3,7 @@ package control
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,11 +33,9 @@ const (
 	idleTimeout       = time.Minute      // between requests on one connection
 	closeGrace        = 500 * time.Millisecond
 
-	maxSocketPath = 103 // sun_path holds 104 bytes on macOS and BSDs (108 on Linux), with its NUL
+	tokenHeader   = "Mcpflow-Token" // on Windows, the token of the instance's control file
+	maxSocketPath = 103             // sun_path holds 104 bytes on macOS and BSDs (108 on Linux), with its NUL
 )
-
-// ErrUnsupported is returned where this system has no control sockets.
-var ErrUnsupported = errors.New("the control socket (mcpflow status, rebuild, logs) is not supported on this system yet")
 
 // Info is what Listen needs from the instance.
 type Info struct {
@@ -61,7 +60,8 @@ type Tools interface {
 type Server struct {
 	info    Info
 	hello   Instance
-	wantUID int // -1: no peer check
+	wantUID int    // -1: no peer check
+	token   string // "": no token asked (Windows asks one)
 	ln      *limitListener
 	srv     *http.Server
 
@@ -94,16 +94,12 @@ func listen(info Info, wantUID int) (*Server, error) {
 		return nil, err
 	}
 	cleanStale(info.Dir)
-	ln, path, err := listenFree(info.Dir, os.Getpid())
+	ln, path, token, err := listenFree(info.Dir, os.Getpid())
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("control socket: %w", err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{info: info, wantUID: wantUID, ln: newLimitListener(ln, maxConns), cancel: cancel, hello: Instance{
+	s := &Server{info: info, wantUID: wantUID, token: token, ln: newLimitListener(ln, maxConns), cancel: cancel, hello: Instance{
 		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
 		Version: info.Version, Started: time.Now(), Socket: path,
 	}}
@@ -128,37 +124,39 @@ func listen(info Info, wantUID int) (*Server, error) {
 }
 
 // listenFree binds <pid>.sock, or <pid>-N.sock when another Server of this
-// process holds that name, replacing one of an earlier process.
-func listenFree(dir string, pid int) (*net.UnixListener, string, error) {
+// process holds that name, replacing one of an earlier process (.addr on
+// Windows).
+func listenFree(dir string, pid int) (net.Listener, string, string, error) {
 	lastErr := errors.New("64 live sockets of this process already")
 	for n := 1; n <= 64; n++ {
 		name := strconv.Itoa(pid)
 		if n > 1 {
 			name += "-" + strconv.Itoa(n)
 		}
-		path := filepath.Join(dir, name+".sock")
-		if len(path) > maxSocketPath {
-			return nil, "", fmt.Errorf("control socket path %s is longer than the %d bytes a Unix socket allows: set XDG_RUNTIME_DIR to a shorter folder", path, maxSocketPath)
-		}
+		path := filepath.Join(dir, name+endpointExt)
 		if live(path) {
 			continue
 		}
 		os.Remove(path) // one an earlier process left, if any
-		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		ln, token, err := listenEndpoint(path)
 		if err == nil {
-			return ln, path, nil
+			return ln, path, token, nil
 		}
 		lastErr = err
 		if !errors.Is(err, syscall.EADDRINUSE) {
 			break
 		}
 	}
-	return nil, "", fmt.Errorf("control socket: %w", lastErr)
+	return nil, "", "", fmt.Errorf("control socket: %w", lastErr)
 }
 
 // live reports whether something accepts connections on the socket.
 func live(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
+	addr, _, err := readEndpoint(path)
+	if err != nil {
+		return false
+	}
+	c, err := net.DialTimeout(endpointNet, addr, time.Second)
 	if err == nil {
 		c.Close()
 	}
@@ -171,9 +169,9 @@ func sockets(dir string) (map[string]int, error) {
 	ents, err := os.ReadDir(dir)
 	out := map[string]int{}
 	for _, e := range ents {
-		base, ok := strings.CutSuffix(e.Name(), ".sock")
+		base, ok := strings.CutSuffix(e.Name(), endpointExt)
 		base, _, _ = strings.Cut(base, "-")
-		if pid, err := strconv.Atoi(base); ok && err == nil && pid > 0 && e.Type()&fs.ModeSocket != 0 {
+		if pid, err := strconv.Atoi(base); ok && err == nil && pid > 0 && e.Type()&fs.ModeType == endpointType {
 			out[filepath.Join(dir, e.Name())] = pid
 		}
 	}
@@ -217,46 +215,46 @@ func (s *Server) Close() error {
 // limitListener hands out at most n connections to be served at once and
 // n more marked busy; beyond those, Accept waits for one to close.
 type limitListener struct {
-	*net.UnixListener
+	net.Listener
 	served, busy chan struct{}
 	done         chan struct{} // closed by Close
 	once         sync.Once
 	err          error
 }
 
-func newLimitListener(ln *net.UnixListener, n int) *limitListener {
-	return &limitListener{UnixListener: ln, served: make(chan struct{}, n), busy: make(chan struct{}, n), done: make(chan struct{})}
+func newLimitListener(ln net.Listener, n int) *limitListener {
+	return &limitListener{Listener: ln, served: make(chan struct{}, n), busy: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 // limitedConn is an accepted connection; Close frees its slot.
 type limitedConn struct {
-	*net.UnixConn
+	net.Conn
 	busy bool // over the limit: every request is answered busy
 	slot chan struct{}
 	once sync.Once
 }
 
 func (c *limitedConn) Close() error {
-	err := c.UnixConn.Close()
+	err := c.Conn.Close()
 	c.once.Do(func() { <-c.slot })
 	return err
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	c, err := l.AcceptUnix()
+	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
 	select {
 	case l.served <- struct{}{}:
-		return &limitedConn{UnixConn: c, slot: l.served}, nil
+		return &limitedConn{Conn: c, slot: l.served}, nil
 	default:
 	}
 	select {
 	case l.served <- struct{}{}:
-		return &limitedConn{UnixConn: c, slot: l.served}, nil
+		return &limitedConn{Conn: c, slot: l.served}, nil
 	case l.busy <- struct{}{}:
-		return &limitedConn{UnixConn: c, slot: l.busy, busy: true}, nil
+		return &limitedConn{Conn: c, slot: l.busy, busy: true}, nil
 	case <-l.done:
 		c.Close()
 		return nil, net.ErrClosed
@@ -266,7 +264,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 func (l *limitListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
-		l.err = l.UnixListener.Close()
+		l.err = l.Listener.Close()
 	})
 	return l.err
 }
@@ -279,7 +277,7 @@ func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
 	c := nc.(*limitedConn)
 	var ref *errorBody
 	if s.wantUID >= 0 {
-		switch uid, known, err := peerUID(c.UnixConn); {
+		switch uid, known, err := peerUID(c.Conn); {
 		case known && err != nil:
 			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}
 		case known && uid != s.wantUID:
@@ -304,6 +302,9 @@ type errorBody struct {
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ref, _ := r.Context().Value(refusalKey{}).(*errorBody)
+		if s.token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(tokenHeader)), []byte(s.token)) != 1 {
+			ref = &errorBody{code: http.StatusForbidden, Error: "permission denied: no valid " + tokenHeader + " (it is in the instance's control file)"}
+		}
 		if r.ContentLength != 0 && r.URL.Path != "/call" {
 			// Nothing reads the body: the connection ends instead.
 			http.NewResponseController(w).SetReadDeadline(time.Now())
