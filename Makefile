@@ -42,16 +42,21 @@ dist:
 dist-check:
 	MCPFLOW_DIST_CHECK=1 $(GO) test -count=1 -v -run '^TestPackaging$$' ./packaging
 
-# The test command the README gives and .ci/run calls: lint (beside
-# node-deps and conformance-deps), then the unit tests with the fuzz targets and the cross builds
-# beside them at a lower CPU priority: the unit tests spend much of their
-# time waiting on the processes they start, and the others fill the cores
-# meanwhile. What runs beside is shown once it is done; any failure fails
+# The test command the README gives and .ci/run calls: the tests compiled
+# (beside node-deps and conformance-deps), then the unit tests with lint,
+# the fuzz targets and the cross builds beside them at a lower CPU
+# priority: the unit tests spend much of their time waiting on the
+# processes they start, and the others fill the cores meanwhile. What runs beside is shown once it is done; any failure fails
 # the whole.
 test: export MCPFLOW_CONFORMANCE = 1
 test:
-	@$(call beside,node-deps conformance-deps,lint)
-	@$(call beside,fuzz cross,unit,NICE='$(BESIDE)')
+	@$(call beside,node-deps conformance-deps,test-build)
+	@$(call beside,lint fuzz cross,unit,NICE='$(BESIDE)')
+
+# The unit tests' packages compiled (beside the npm installs), so that
+# unit starts at once.
+test-build:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(GO) test -race -ldflags=-w -c -o "$$tmp/" $(PKGS)
 
 # $(call beside,BG,FG[,VARS]): make FG while the targets BG run in the
 # background, their output kept and shown after FG's, then fail if any did.
@@ -164,10 +169,10 @@ RELEASE_ENV := CGO_ENABLED=0 GOFLAGS='$(strip $(GOFLAGS) -trimpath)'
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(RELEASE_ENV) $(GO) vet $(PKGS)
+	$(RELEASE_ENV) $(NICE) $(GO) vet $(PKGS)
 	# The tests use legacy-era features (sampling, logging/setLevel) on
 	# purpose: their deprecation notices (SA1019) are expected.
-	$(RELEASE_ENV) $(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
+	$(RELEASE_ENV) $(NICE) $(GO) run $(STATICCHECK) -checks 'inherit,-SA1019' $(PKGS)
 
 # Runs mcpflow on a copy of examples/echo under a real MCP client, edits the
 # source to add a tool, and shows each step; then the mux: examples/mux,
