@@ -62,6 +62,19 @@ func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
 	return control.Dial(ctx, inst)
 }
 
+// session runs fn with the picked instance's control connection, until
+// fn returns or Ctrl-C.
+func (s selectFlags) session(e env, fn func(context.Context, *control.Client) int) int {
+	ctx, cancel := interruptible()
+	defer cancel()
+	c, err := s.dial(ctx, e)
+	if err != nil {
+		return e.fail(exitFailure, "mcpflow: %v", err)
+	}
+	defer c.Close()
+	return fn(ctx, c)
+}
+
 func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
 	s := selectFlags{cfg: fs.String("c", "", "only the instances of this config file"), all: new(bool)}
 	if withPid { // the commands that pick one instance
@@ -136,28 +149,23 @@ func cmdRebuild(e env, args []string) int {
 		if len(rest) == 1 {
 			name = rest[0]
 		}
-		ctx, cancel := interruptible()
-		defer cancel()
-		c, err := sel.dial(ctx, e)
-		if err != nil {
-			return e.fail(exitFailure, "mcpflow: %v", err)
-		}
-		defer c.Close()
-		b, err := c.Rebuild(ctx, name)
-		if err != nil {
-			return e.fail(exitFailure, "mcpflow: %v", err)
-		}
-		if *asJSON {
-			enc := json.NewEncoder(e.stdout)
-			enc.SetIndent("", "  ")
-			err = enc.Encode(control.BuildToJSON(b))
-		} else {
-			err = control.WriteBuild(e.stdout, name, b)
-		}
-		if err != nil {
-			return e.fail(exitFailure, "mcpflow: %v", err)
-		}
-		return control.ExitCode(b)
+		return sel.session(e, func(ctx context.Context, c *control.Client) int {
+			b, err := c.Rebuild(ctx, name)
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			if *asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(control.BuildToJSON(b))
+			} else {
+				err = control.WriteBuild(e.stdout, name, b)
+			}
+			if err != nil {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			return control.ExitCode(b)
+		})
 	})
 }
 
@@ -170,16 +178,11 @@ func cmdLogs(e env, args []string) int {
 		if len(rest) > 0 || *tail < 0 {
 			return e.fail(exitUsage, "mcpflow logs: takes no arguments; -n wants a count of lines")
 		}
-		ctx, cancel := interruptible()
-		defer cancel()
-		c, err := sel.dial(ctx, e)
-		if err != nil {
-			return e.fail(exitFailure, "mcpflow: %v", err)
-		}
-		defer c.Close()
-		if err := c.Logs(ctx, e.stdout, *follow, *tail); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-			return e.fail(exitFailure, "mcpflow: %v", err)
-		}
-		return exitOK
+		return sel.session(e, func(ctx context.Context, c *control.Client) int {
+			if err := c.Logs(ctx, e.stdout, *follow, *tail); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+				return e.fail(exitFailure, "mcpflow: %v", err)
+			}
+			return exitOK
+		})
 	})
 }
