@@ -50,24 +50,21 @@ type selectFlags struct {
 }
 
 // dial connects to the one instance the flags select (rebuild, logs).
-func (s selectFlags) dial(ctx context.Context, e env) (*control.Client, error) {
-	insts, err := s.instances(e)
-	if err != nil {
-		return nil, err
-	}
-	inst, err := control.Pick(insts, *s.pid)
-	if err != nil {
-		return nil, err
-	}
-	return control.Dial(ctx, inst)
-}
 
 // session runs fn with the picked instance's control connection, until
 // fn returns or Ctrl-C.
 func (s selectFlags) session(e env, fn func(context.Context, *control.Client) int) int {
 	ctx, cancel := interruptible()
 	defer cancel()
-	c, err := s.dial(ctx, e)
+	insts, err := s.instances(e)
+	var inst control.Instance
+	if err == nil {
+		inst, err = control.Pick(insts, *s.pid)
+	}
+	var c *control.Client
+	if err == nil {
+		c, err = control.Dial(ctx, inst)
+	}
 	if err != nil {
 		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
