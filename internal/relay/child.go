@@ -317,6 +317,7 @@ func (l *stdioLink) Start(rcv wire.LinkReceiver) {
 		defer close(l.done)
 		defer l.outR.Close()
 		rd := wire.NewReader(l.outR, l.maxMsg)
+		rd.Stub = true // what the child says goes on without its long strings in memory
 		for {
 			msg, err := rd.Next()
 			var tl *wire.TooLargeError

@@ -76,6 +76,9 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	s.ids.forget(key)
 	if pd.kind == kindToolsCall {
 		s.r.stats.served.Add(1)
+	} else if whole := wire.Expand(msg); len(whole) != len(msg) {
+		msg = whole // the handshake and the lists are kept: whole
+		env, _ = wire.Peek(msg)
 	}
 	var keep []recorded
 	switch pd.kind {

@@ -59,7 +59,10 @@ type Outbox struct {
 	timer   *time.Timer
 }
 
-type item struct{ msg, rel []byte }
+type item struct {
+	msg, rel []byte
+	n        int // its size as written (Size)
+}
 
 // backlog is an Outbox's queue: q[head:] waits to be written; bytes
 // counts it, and the message being written.
@@ -81,7 +84,7 @@ func (b *backlog) push(it item) {
 		b.q, b.head = b.q[:n], 0
 	}
 	b.q = append(b.q, it)
-	b.bytes += len(it.msg)
+	b.bytes += it.n
 }
 
 func (b *backlog) pop() item {
@@ -130,7 +133,7 @@ func (o *Outbox) Send(msg, rel []byte) bool {
 		o.since = time.Now()
 		o.armStall()
 	}
-	o.q.push(item{msg, rel})
+	o.q.push(item{msg, rel, Size(msg)})
 	if o.q.bytes > o.Hard && o.q.len() > 1 {
 		o.fail(ErrStalled)
 		return false
@@ -218,7 +221,7 @@ func (o *Outbox) drainLocked() {
 		}
 		err := o.Write(it.msg, it.rel)
 		o.mu.Lock()
-		o.q.bytes -= len(it.msg)
+		o.q.bytes -= it.n
 		o.since = time.Now()
 		o.fail(err)
 	}

@@ -3,11 +3,9 @@ package wire
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
@@ -21,10 +19,8 @@ const DefaultMaxMessage = 64 << 20
 // for the id of any message that puts it first, as SDKs do.
 const HeadSize = 4096
 
-// bufSize is the read buffer. A longer line is spooled to a temporary file
-// (the kernel's pages, gone once it is closed), then read back into one
-// slice of its size: in the heap once, never twice, so the collector's
-// goal and the peak memory follow its size on every message, not double.
+// bufSize is the read buffer. A longer line is gathered in a Spool: its
+// long strings are never in the heap.
 const bufSize = 64 << 10
 
 // Stream is a source of messages: a Reader, or what hands its messages on.
@@ -36,6 +32,11 @@ type Stream interface {
 // It is the only framer in mcpflow: every stream, from a client or from a
 // child, in every mode, is read by one.
 type Reader struct {
+	// Stub: a line longer than the buffer comes as a stub, its long
+	// strings left in a Spool (a child's output); else whole (a client's:
+	// mcpflow may write it to a child again, after a restart).
+	Stub bool
+
 	br  *bufio.Reader
 	max int
 	err error // the read error that ended the last line, returned next
@@ -101,7 +102,11 @@ func (r *Reader) Next() ([]byte, error) {
 		r.cut = err != nil
 		if err != nil {
 			var tl *TooLargeError
-			if errors.As(err, &tl) {
+			var bad *InvalidError
+			if errors.As(err, &bad) {
+				r.cut = r.err != nil
+			}
+			if errors.As(err, &tl) || bad != nil {
 				return nil, err
 			}
 			r.err = err
@@ -132,70 +137,34 @@ func (r *Reader) line() ([]byte, error) {
 		}
 		return bytes.Clone(b), err
 	}
-	sp, hd, size := &spool{}, head(b), 0
-	if sp.f, _ = os.CreateTemp("", "mcpflow-line-*"); sp.f != nil {
-		_ = os.Remove(sp.f.Name()) // unlinked while open: gone with mcpflow
-	}
-	defer sp.close()
+	sp, hd, size := &Spool{}, head(b), 0
+	defer sp.Close()
 	for {
-		if size += len(b); size <= r.max+1 { // past the limit (and a newline), the line is skipped
-			sp.write(b)
+		chunk := b
+		if err == nil {
+			chunk = b[:len(b)-1] // the newline
+		}
+		if size += len(chunk); size <= r.max { // past the limit, the line is skipped
+			_, _ = sp.Write(chunk)
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			break
 		}
 		b, err = r.br.ReadSlice('\n')
 	}
-	switch {
-	case err == nil:
-		size-- // the newline
-	case !errors.Is(err, io.EOF):
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err // a read error cut the line: it is no message
 	}
 	if size > r.max {
 		r.err = err
 		return nil, &TooLargeError{Size: size, Max: r.max, Head: hd}
 	}
-	line, rerr := sp.bytes(size)
-	return line, cmp.Or(rerr, err)
-}
-
-// spool gathers a long line in a temporary file (in memory when none can
-// be made or written).
-type spool struct {
-	f   *os.File
-	n   int64 // bytes in f
-	buf bytes.Buffer
-}
-
-func (s *spool) write(b []byte) {
-	if s.f != nil {
-		if _, err := s.f.Write(b); err == nil {
-			s.n += int64(len(b))
-			return
-		}
-		_, _ = s.buf.ReadFrom(io.NewSectionReader(s.f, 0, s.n)) // the disk is full: on in memory
-		s.close()
+	line, merr := sp.Message(!r.Stub)
+	if merr != nil {
+		r.err = err
+		return nil, merr
 	}
-	s.buf.Write(b)
-}
-
-// bytes reads the line back, size bytes, into a slice of its own.
-func (s *spool) bytes(size int) ([]byte, error) {
-	line := make([]byte, size)
-	if s.f == nil {
-		return line[:copy(line, s.buf.Bytes())], nil
-	}
-	_, err := s.f.ReadAt(line, 0)
 	return line, err
-}
-
-func (s *spool) close() {
-	if s.f != nil {
-		s.f.Close()
-		_ = os.Remove(s.f.Name()) // Windows: removed once closed
-		s.f = nil
-	}
 }
 
 func head(b []byte) []byte { return bytes.Clone(b[:min(len(b), HeadSize)]) }

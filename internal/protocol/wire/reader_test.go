@@ -22,7 +22,7 @@ func TestReaderLimits(t *testing.T) {
 	want := []string{"1", `{"id":1,"x":"` + big + `"}`, `"` + strings.Repeat("z", 5000) + `"`, "[2]"}
 	for _, w := range want {
 		got, err := rd.Next()
-		if err != nil || string(got) != w {
+		if err != nil || string(Expand(got)) != w {
 			t.Fatalf("got %d bytes, err %v; want %d bytes", len(got), err, len(w))
 		}
 	}
@@ -159,10 +159,11 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// A line longer than the read buffer comes in a slice of its own size,
-// whatever came before it (no buffer sized for an earlier, longer line is
-// kept or handed on), and the spool it was gathered in is gone once it is
-// read: in a temporary file, or in memory when no file can be made.
+// A line longer than the read buffer comes without its long strings:
+// whatever came before it, it takes a slice of the size of what is left
+// (its stub); WriteMsg writes the line byte for byte; no file is left in
+// the temporary folder (the spool is unlinked at once). When no file can
+// be made, the line comes whole, from memory.
 func TestReaderLongLinesLetGo(t *testing.T) {
 	for _, tmp := range []string{t.TempDir(), "/nonexistent-mcpflow-dir"} {
 		t.Setenv("TMPDIR", tmp)
@@ -170,16 +171,27 @@ func TestReaderLongLinesLetGo(t *testing.T) {
 		var in strings.Builder
 		sizes := []int{3 << 20, 200 << 10, 5 << 20, 100 << 10}
 		for i, n := range sizes {
-			fmt.Fprintf(&in, "{\"id\":%d,\"x\":\"%s\"}\n", i, strings.Repeat("y", n))
+			fmt.Fprintf(&in, "{\"id\":%d,\"x\":\"%s\",\"s\":\"short\"}\n", i, strings.Repeat("y", n))
 		}
 		rd := NewReader(strings.NewReader(in.String()), 8<<20)
+		rd.Stub = true
 		for i, n := range sizes {
 			line, err := rd.Next()
-			want := fmt.Sprintf(`{"id":%d,"x":"%s"}`, i, strings.Repeat("y", n))
-			if err != nil || string(line) != want {
-				t.Fatalf("TMPDIR=%s: line %d: %v, %d bytes, want %d", tmp, i, err, len(line), len(want))
+			want := fmt.Sprintf(`{"id":%d,"x":"%s","s":"short"}`, i, strings.Repeat("y", n))
+			var out bytes.Buffer
+			size := Size(line)
+			if err == nil {
+				err = WriteMsg(&out, line)
 			}
-			if cap(line) > len(line)+1 {
+			if err != nil || out.String() != want || size != len(want) {
+				t.Fatalf("TMPDIR=%s: line %d: %v, %d bytes (Size %d), want %d", tmp, i, err, out.Len(), size, len(want))
+			}
+			if env, err := Peek(line); err != nil || string(env.ID) != fmt.Sprint(i) {
+				t.Fatalf("TMPDIR=%s: line %d: the stub's id: %v %s", tmp, i, err, env.ID)
+			}
+			if stub := tmp != "/nonexistent-mcpflow-dir"; stub && cap(line) > 200 {
+				t.Errorf("TMPDIR=%s: line %d of %d bytes is held in %d", tmp, i, len(want), cap(line))
+			} else if !stub && cap(line) > len(line)+8<<10 {
 				t.Errorf("TMPDIR=%s: line %d of %d bytes is held in %d", tmp, i, len(line), cap(line))
 			}
 			if left, _ := os.ReadDir(tmp); len(left) > 0 {

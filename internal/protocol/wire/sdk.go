@@ -85,7 +85,7 @@ type sessionTransport struct {
 func (st sessionTransport) Connect(context.Context) (mcp.Connection, error) {
 	var s Session
 	c := newConn(func(msg, _ []byte) { s.Send(msg) }, st.log)
-	s = st.o.Open(ClientFunc(func(msg, _ []byte) { c.push(msg) }))
+	s = st.o.Open(ClientFunc(func(msg, _ []byte) { c.push(Expand(msg)) })) // the peer reads it all
 	c.onClose = s.Close
 	return c, nil
 }

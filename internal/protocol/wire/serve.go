@@ -280,7 +280,7 @@ func (f *stdioFront) write(msg []byte) {
 	if f.opt.Traffic != nil {
 		f.opt.Traffic(false, msg)
 	}
-	_, err := f.bw.Write(msg)
+	err := WriteMsg(f.bw, msg)
 	if err == nil {
 		err = f.bw.WriteByte('\n')
 	}

@@ -2,6 +2,7 @@ package httpmcp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,7 +101,7 @@ func (l *Link) post(msg []byte, env *wire.Envelope) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return
 	}
-	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+	body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10, false)
 	l.log.Warn("the HTTP server refused a message; dropped", "method", env.Method, "status", resp.Status, "body", wire.Abbreviate(body, bodyStart))
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get(hdrSessionID) != "" {
 		l.checkSession(true)
@@ -166,7 +167,7 @@ func (x *exchange) run(wrote chan struct{}) {
 // jsonBody hands on the message (or each message of the array) of a JSON
 // answer.
 func (x *exchange) jsonBody(resp *http.Response) {
-	body, tl, err := readBody(resp.Body, resp.ContentLength, x.l.cfg.MaxMessage)
+	body, tl, err := readBody(resp.Body, resp.ContentLength, x.l.cfg.MaxMessage, true)
 	switch {
 	case tl != nil:
 		x.tooLarge(tl)
@@ -304,7 +305,7 @@ func (x *exchange) tooLarge(tl *wire.TooLargeError) {
 // answers it with the report of the lost session.
 func (x *exchange) status(resp *http.Response, withSession bool) {
 	l := x.l
-	body, tl, err := readBody(resp.Body, resp.ContentLength, l.cfg.MaxMessage)
+	body, tl, err := readBody(resp.Body, resp.ContentLength, l.cfg.MaxMessage, true)
 	if tl != nil {
 		body = tl.Head
 	}
@@ -501,7 +502,7 @@ func (l *Link) sessionGone(id []byte) bool {
 	defer resp.Body.Close()
 	gone := resp.StatusCode == http.StatusNotFound
 	if gone {
-		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10)
+		body, _, _ := readBody(resp.Body, resp.ContentLength, 64<<10, false)
 		env, err := wire.Peek(body)
 		gone = !jsonscan.Valid(body) || err != nil || !env.IsResponse() || !bytes.Equal(env.ID, id)
 	}
@@ -512,26 +513,29 @@ func (l *Link) sessionGone(id []byte) bool {
 }
 
 // readBody reads a body of at most max bytes (length is its
-// Content-Length, -1 when unknown), into a slice of its size when the
-// length is known. A longer body is not kept: tl reports it, with its
-// start and size (a body of unknown length is read on for the size).
-func readBody(r io.Reader, length int64, max int) (body []byte, tl *wire.TooLargeError, err error) {
+// Content-Length, -1 when unknown): whole, or, with stub, as a stub when
+// it is long (a server's: wire.Spool). A longer body is not kept: tl
+// reports it, with its start and size (a body of unknown length is read
+// on for the size). A body that is not valid JSON comes as it was read.
+func readBody(r io.Reader, length int64, max int, stub bool) (body []byte, tl *wire.TooLargeError, err error) {
 	if length > int64(max) {
 		head := make([]byte, min(wire.HeadSize, max))
 		n, _ := io.ReadFull(r, head)
 		return nil, &wire.TooLargeError{Size: int(length), Max: max, Head: head[:n]}, nil
 	}
-	if length >= 0 {
-		body = make([]byte, length)
-		n, err := io.ReadFull(r, body)
-		return body[:n], nil, err
-	}
-	body, err = io.ReadAll(io.LimitReader(r, int64(max)+1))
-	if len(body) > max {
+	var sp wire.Spool
+	defer sp.Close()
+	n, err := io.Copy(&sp, io.LimitReader(r, int64(max)+1))
+	if n > int64(max) {
 		rest, _ := io.Copy(io.Discard, r)
-		return nil, &wire.TooLargeError{Size: len(body) + int(rest), Max: max, Head: bytes.Clone(body[:min(len(body), wire.HeadSize)])}, nil
+		return nil, &wire.TooLargeError{Size: int(n + rest), Max: max, Head: sp.Head()}, nil
 	}
-	return body, nil, err
+	body, merr := sp.Message(!stub)
+	var bad *wire.InvalidError
+	if errors.As(merr, &bad) {
+		body, merr = bad.Line, nil // the caller finds it is no message
+	}
+	return body, nil, cmp.Or(err, merr)
 }
 
 // reconnectDelay is the wait before reconnecting a stream: the server's

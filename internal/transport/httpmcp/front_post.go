@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -242,7 +241,7 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 func (f *Front) readBody(w http.ResponseWriter, r *http.Request, sid string) ([]byte, bool) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(f.cfg.BodyTimeout))
-	body, tl, err := readBody(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, int(f.cfg.MaxMessage))
+	body, tl, err := readBody(http.MaxBytesReader(w, r.Body, f.cfg.MaxMessage), r.ContentLength, int(f.cfg.MaxMessage), false)
 	if tl == nil && err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // a stream's connection must not time out reading
 		return body, true
@@ -285,7 +284,7 @@ func (f *Front) refuse(w http.ResponseWriter, sid string, status int, msg []byte
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_ = wire.WriteMsg(w, body)
 }
 
 // get serves a legacy session's standalone stream.
@@ -537,7 +536,7 @@ func (st *frontStream) end() {
 func size(msgs [][]byte) int {
 	n := 0
 	for _, m := range msgs {
-		n += len(m)
+		n += wire.Size(m)
 	}
 	return n
 }
@@ -550,7 +549,13 @@ func writeEvent(w io.Writer, msg []byte) error {
 		msg = bytes.ReplaceAll(bytes.ReplaceAll(msg, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
 		msg = bytes.ReplaceAll(bytes.TrimSuffix(msg, []byte("\n")), []byte("\n"), []byte("\ndata: "))
 	}
-	_, err := (&net.Buffers{[]byte("event: message\ndata: "), msg, []byte("\n\n")}).WriteTo(w) // msg is not copied
+	if _, err := io.WriteString(w, "event: message\ndata: "); err != nil {
+		return err
+	}
+	if err := wire.WriteMsg(w, msg); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n\n")
 	return err
 }
 

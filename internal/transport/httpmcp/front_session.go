@@ -51,11 +51,12 @@ type standalone struct {
 
 // park keeps msg for the next GET stream; false when it is full.
 func (g *standalone) park(msg []byte, max int) bool {
-	if len(g.parked) > 0 && g.bytes+len(msg) > max {
+	n := wire.Size(msg)
+	if len(g.parked) > 0 && g.bytes+n > max {
 		return false
 	}
 	g.parked = append(g.parked, msg)
-	g.bytes += len(msg)
+	g.bytes += n
 	return true
 }
 
@@ -328,8 +329,9 @@ func (s *frontSession) forget(id []byte) {
 // push queues msg on st. s.mu is held.
 func (s *frontSession) push(st *frontStream, msg []byte) {
 	st.q = append(st.q, msg)
-	dead := s.queue.add(len(msg), &s.f.cfg)
-	if s.id == "" && s.queue.bytes-len(msg) > s.f.cfg.QueueBytes {
+	n := wire.Size(msg)
+	dead := s.queue.add(n, &s.f.cfg)
+	if s.id == "" && s.queue.bytes-n > s.f.cfg.QueueBytes {
 		// Session-less clients share one connection to the server: one
 		// that does not read must not hold the others behind its flood
 		// (one large message alone may wait).

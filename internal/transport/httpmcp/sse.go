@@ -14,8 +14,8 @@ import (
 // sseReader reads the events of a text/event-stream body (the WHATWG
 // event stream format): lines of "field: value", an event ending at a
 // blank line, the data of an event its data lines joined with "\n". Lines
-// may be of any length: an event's data is gathered once, in one slice,
-// up to the limit; past it the rest of the event is read without being
+// may be of any length: an event's data is gathered in a wire.Spool (a
+// long one comes as a stub), up to the limit; past it the rest of the event is read without being
 // kept, or, with cutLarge, the stream is read no further: that event
 // comes (tooLarge, with the size read so far) with errCutLarge.
 type sseReader struct {
@@ -65,15 +65,17 @@ func (r *sseReader) each(fn func(sseEvent)) error {
 
 // next returns the next message event with data.
 func (r *sseReader) next() (sseEvent, error) {
-	var data, head, name []byte // head: the start of the data once it is over the limit
+	var data wire.Spool   // the event's data: a long one outside the heap
+	var head, name []byte // head: the start of the data once it is over the limit
+	defer data.Close()
 	hasData, size := false, 0
 	add := func(b []byte) bool {
-		size += len(b)
-		if head == nil && len(data)+len(b) > r.max {
-			head = append(make([]byte, 0, wire.HeadSize), data[:min(len(data), wire.HeadSize)]...)
-			head, data = append(head, b[:min(len(b), wire.HeadSize-len(head))]...), nil
+		if size += len(b); head == nil && size > r.max {
+			_, _ = data.Write(b[:min(len(b), wire.HeadSize)])
+			head = data.Head()
+			data.Close()
 		} else if head == nil {
-			data = append(data, b...)
+			_, _ = data.Write(b)
 		}
 		return head == nil || !r.cutLarge
 	}
@@ -94,9 +96,15 @@ func (r *sseReader) next() (sseEvent, error) {
 			case head != nil:
 				return tooLarge(), nil
 			default:
-				return sseEvent{data: bytes.TrimSpace(data)}, nil
+				msg, err := data.Message(false)
+				var bad *wire.InvalidError
+				if errors.As(err, &bad) {
+					msg = bad.Line // no message: the caller says so
+				}
+				return sseEvent{data: bytes.TrimSpace(msg)}, nil
 			}
-			data, head, name, hasData, size = nil, nil, nil, false, 0
+			data.Close()
+			head, name, hasData, size = nil, nil, false, 0
 			continue
 		}
 		field, value, colon := bytes.Cut(line, []byte{':'})

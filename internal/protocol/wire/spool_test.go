@@ -1,0 +1,135 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
+)
+
+// strScan judges a string handed in two pieces, cut anywhere, as
+// jsonscan.Valid judges it whole.
+func TestStrScanAcrossPieces(t *testing.T) {
+	for _, lit := range []string{
+		`"plain"`, `"é漢🙂"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\uD83D\uDE42"`, `""`,
+		`"\x"`, `"\u00g0"`, "\"\x01\"", "\"\xff\"", "\"\xe6\xbc\"", "\"\xf0\x9f\x99\"", `"\`, `"\u12`,
+	} {
+		want := jsonscan.Valid([]byte(lit))
+		body := lit[1:]
+		for k := 0; k <= len(body); k++ {
+			var sc strScan
+			end, ok := sc.feed([]byte(body[:k]))
+			got := ok && end == len(body[:k])-1 && k == len(body)
+			if ok && end < 0 {
+				end, ok = sc.feed([]byte(body[k:]))
+				got = ok && end >= 0 && end == len(body)-k-1
+			}
+			if got != want {
+				t.Errorf("%q cut at %d: valid %v, want %v", lit, k, got, want)
+			}
+		}
+	}
+}
+
+func readOne(t *testing.T, line string) ([]byte, error) {
+	t.Helper()
+	t.Setenv("TMPDIR", t.TempDir())
+	rd := NewReader(strings.NewReader(line+"\n"), 0)
+	rd.Stub = true
+	return rd.Next()
+}
+
+// A stub is what a peer may decode and encode again: the long string as
+// a string and as base64 bytes (an image's data, a blob) comes back as
+// it was; the message WriteMsg writes is the line; a long string with a
+// bad escape or bad UTF-8 deep inside makes the line invalid.
+func TestSpoolStub(t *testing.T) {
+	long := strings.Repeat("QUJD", 100<<10) // base64, longer than LongString
+	line := `{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"image","data":"` + long + `","mimeType":"image/png"},{"type":"text","text":"é` + long + `\n"}]}}`
+	stub, err := readOne(t, line)
+	if err != nil || len(stub) > 400 {
+		t.Fatalf("stub of %d bytes, %v", len(stub), err)
+	}
+	var v struct {
+		ID     string `json:"id"`
+		Result struct {
+			Content []struct {
+				Type     string `json:"type"`
+				Data     []byte `json:"data,omitempty"`
+				MimeType string `json:"mimeType,omitempty"`
+				Text     string `json:"text,omitempty"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(stub, &v); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": v.ID, "result": v.Result})
+	size, whole := Size(again), Expand(again)
+	var out bytes.Buffer
+	if err := WriteMsg(&out, again); err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(out.Bytes(), []byte(line)) || size != out.Len() || string(whole) != out.String() {
+		t.Fatalf("decoded and encoded again, the stub does not write the line (%d bytes, want %d)", out.Len(), len(line))
+	}
+	for _, bad := range []string{`\q`, "\xff", "\x01"} {
+		_, err := readOne(t, `{"s":"`+long+bad+long+`"}`)
+		var inv *InvalidError
+		if !errors.As(err, &inv) {
+			t.Errorf("%q in a long string: %v, want an InvalidError", bad, err)
+		}
+	}
+	if _, err := readOne(t, `{"s":"`+long+`"`); err == nil {
+		t.Error("a stub left unclosed is valid")
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && jsonText(x) == jsonText(y)
+}
+
+func jsonText(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// A long string is let go once written, or SpoolTTL after it was read;
+// afterwards its placeholder is text.
+func TestSpoolLetGo(t *testing.T) {
+	long := `{"s":"` + strings.Repeat("a", 2*LongString) + `"}`
+	stub, err := readOne(t, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := live.Load()
+	var out bytes.Buffer
+	if n := Size(stub); n != len(long) {
+		t.Fatalf("size %d, want %d", n, len(long))
+	}
+	if err := WriteMsg(&out, stub); err != nil || out.String() != long {
+		t.Fatalf("%v, %d bytes written", err, out.Len())
+	}
+	if live.Load() != before-1 {
+		t.Fatalf("%d pieces held after the write, %d before", live.Load(), before)
+	}
+	if got := Expand(stub); !bytes.Equal(got, stub) {
+		t.Fatalf("a placeholder whose piece is gone changed: %q", got)
+	}
+
+	stub, _ = readOne(t, long)
+	spools.mu.Lock()
+	for _, h := range spools.m {
+		if time.Until(h.until) > SpoolTTL {
+			t.Errorf("a piece is kept until %v", h.until)
+		}
+		h.until = time.Now().Add(-time.Second)
+	}
+	spools.mu.Unlock()
+	spools.sweep()
+	if live.Load() != 0 || Size(stub) == len(long) {
+		t.Fatalf("%d pieces held after the sweep", live.Load())
+	}
+}
