@@ -20,28 +20,21 @@ import (
 // A long message is never held whole in mcpflow's memory. Whoever reads
 // one (Reader, the HTTP child link) gathers it in a Spool: up to bufSize
 // in memory, past that in an unlinked temporary file (the kernel's pages,
-// not mcpflow's heap). Spool.Message then hands on the message with every
-// string longer than LongString left in that file: in its place stands a
-// placeholder, a string of its own (plain base64 characters, so that it
-// survives being decoded and re-encoded as a string or as base64 bytes).
-// Everything that routes, rewrites or records a message works on that
-// stub: its envelope, its structure and its short strings are the
-// message's own. The writers toward a peer (the stdio front, the HTTP
-// front, a child's input) write it with WriteMsg, which copies each long
-// string from its file as it writes; Expand puts them back in memory for
-// what mcpflow keeps beyond the message (the record of the last start).
-//
-// A long string's file is closed once a writer wrote it whole (the
-// record of the last start keeps its answers whole, Expand), or SpoolTTL
-// after it was read when no writer took it (a message dropped on the
-// way: an answer to a cancelled request).
+// not mcpflow's heap). Message then hands on a stub: the message with
+// every string longer than LongString left in the file and a placeholder
+// in its place (plain base64 characters: it survives being decoded and
+// encoded again, as a string or as bytes). What routes, rewrites or
+// records a message works on the stub; the writers toward a peer copy
+// each long string from its file (WriteMsg) and let it go; Expand puts
+// them back in memory for what mcpflow keeps (the handshake, the lists)
+// or reads (an SDK peer). A long string no writer took (an answer to a
+// cancelled request) is let go after SpoolTTL.
 
-// LongString is the length from which a string of a spooled message
-// stays in its file.
+// LongString is the length from which a string stays in its file.
 const LongString = bufSize
 
 // SpoolTTL bounds how long a long string not written stays in its file.
-const SpoolTTL = 10 * time.Minute
+var SpoolTTL = 10 * time.Minute
 
 // Spool gathers one message: in memory up to bufSize, then in a
 // temporary file (in memory still when none can be made or written).
@@ -53,35 +46,25 @@ type Spool struct {
 
 // Write adds b to the message.
 func (s *Spool) Write(b []byte) (int, error) {
+	n := len(b)
 	if s.f == nil && s.buf.Len()+len(b) > bufSize {
-		s.toFile()
+		if s.f, _ = os.CreateTemp("", "mcpflow-line-*"); s.f != nil {
+			_ = os.Remove(s.f.Name()) // unlinked while open: gone with mcpflow (Windows: once closed)
+			b = append(s.buf.Bytes(), b...)
+			s.buf = bytes.Buffer{}
+		}
 	}
 	if s.f != nil {
 		if _, err := s.f.Write(b); err == nil {
 			s.n += int64(len(b))
-			return len(b), nil
+			return n, nil
 		}
 		_, _ = s.buf.ReadFrom(io.NewSectionReader(s.f, 0, s.n)) // the disk is full: on in memory
 		s.closeFile()
 	}
-	return s.buf.Write(b)
+	s.buf.Write(b)
+	return n, nil
 }
-
-func (s *Spool) toFile() {
-	if s.f, _ = os.CreateTemp("", "mcpflow-line-*"); s.f == nil {
-		return
-	}
-	_ = os.Remove(s.f.Name()) // unlinked while open: gone with mcpflow (Windows: once closed)
-	if _, err := s.f.Write(s.buf.Bytes()); err != nil {
-		s.closeFile()
-		return
-	}
-	s.n = int64(s.buf.Len())
-	s.buf = bytes.Buffer{}
-}
-
-// Len is the size of the message so far.
-func (s *Spool) Len() int { return int(s.n) + s.buf.Len() }
 
 // Head is the message's first HeadSize bytes.
 func (s *Spool) Head() []byte {
@@ -110,9 +93,8 @@ func (s *Spool) closeFile() {
 }
 
 // Message returns the message gathered: its bytes, or, when it went to
-// the file and whole is not set, its stub (its long strings left there).
-// It checks what it walks: a stub that is not one valid JSON value in
-// UTF-8 is an *InvalidError. The Spool is empty afterwards.
+// the file and whole is not set, its stub. A stub that is not one valid
+// JSON value in UTF-8 is an *InvalidError. The Spool is empty afterwards.
 func (s *Spool) Message(whole bool) ([]byte, error) {
 	if s.f == nil {
 		b := bytes.Clone(s.buf.Bytes()) // in a slice of its size
@@ -138,57 +120,57 @@ func (s *Spool) Message(whole bool) ([]byte, error) {
 }
 
 // stub walks the file: the message with each long string replaced by a
-// placeholder, and the pieces the placeholders stand for.
-func (s *Spool) stub() (stub []byte, pieces []piece, err error) {
+// placeholder, and the pieces the placeholders stand for. A block ends
+// where its last string's walk stopped (at a character or an escape the
+// block cut), so the next one starts there.
+func (s *Spool) stub() (stub []byte, pieces []*held, err error) {
 	block := make([]byte, bufSize)
 	var str []byte // the string being read, while it is short
-	var sc strScan
 	in, long, start := false, false, int64(0)
 	for off := int64(0); off < s.n; {
 		k, rerr := s.f.ReadAt(block[:min(int64(bufSize), s.n-off)], off)
 		if k == 0 {
 			return nil, nil, rerr
 		}
-		b := block[:k]
-		for i := 0; i < len(b); {
+		b, eof := block[:k], off+int64(k) == s.n
+		i := 0
+		for i < len(b) {
 			if !in {
 				j := bytes.IndexByte(b[i:], '"')
 				if j < 0 {
-					stub = append(stub, b[i:]...)
+					stub, i = append(stub, b[i:]...), len(b)
 					break
 				}
 				stub = append(stub, b[i:i+j]...)
-				in, long, start, str, sc = true, false, off+int64(i+j), append(str[:0], '"'), strScan{}
+				in, long, start, str = true, false, off+int64(i+j), append(str[:0], '"')
 				i += j + 1
 				continue
 			}
-			end, ok := sc.feed(b[i:])
-			if !ok {
-				return stub, nil, &InvalidError{Line: stub, BadUTF8: sc.badUTF8}
-			}
-			seg := b[i:]
-			if end >= 0 {
-				seg = b[i : i+end+1]
+			end, next, bad := scanString(b[i:], eof)
+			if bad != nil {
+				bad.Line = stub
+				return stub, nil, bad
 			}
 			if !long {
-				if str = append(str, seg...); len(str) > LongString {
+				if str = append(str, b[i:i+next]...); len(str) > LongString {
 					long = true
 				}
 			}
-			i += len(seg)
-			if end < 0 {
-				continue
+			if i += next; end < 0 {
+				break
 			}
-			in = false
-			if !long {
+			if in = false; !long {
 				stub = append(stub, str...)
 				continue
 			}
-			p := piece{seq: spools.next(), off: start, n: off + int64(i) - start}
-			pieces = append(pieces, p)
-			stub = p.placeholder(stub)
+			h := &held{seq: spools.next(), off: start, n: off + int64(i) - start}
+			pieces = append(pieces, h)
+			stub = fmt.Appendf(stub, "%s%012d\"", marker, h.seq)
 		}
-		off += int64(k)
+		if i == 0 {
+			return stub, nil, &InvalidError{Line: stub}
+		}
+		off += int64(i)
 	}
 	if in {
 		return stub, nil, &InvalidError{Line: stub}
@@ -196,80 +178,53 @@ func (s *Spool) stub() (stub []byte, pieces []piece, err error) {
 	return stub, pieces, nil
 }
 
-// strScan checks a JSON string's body handed in pieces: escapes, control
-// characters and UTF-8, as jsonscan.Valid does, across the pieces' ends.
-type strScan struct {
-	esc     int     // 0; 1 after a backslash; 2..5 in the hex digits of \u
-	part    [4]byte // a character cut by the end of the last piece
-	np      int
-	badUTF8 bool
-}
-
-// feed walks b; it returns the offset of the closing quote in b (-1: not
-// in b) and false when the string is not valid.
-func (s *strScan) feed(b []byte) (int, bool) {
-	i := 0
-	for s.np > 0 && i < len(b) && !utf8.FullRune(s.part[:s.np]) {
-		s.part[s.np] = b[i]
-		s.np++
-		i++
-	}
-	if s.np > 0 {
-		if !utf8.FullRune(s.part[:s.np]) {
-			return -1, true
+// scanString walks a JSON string's body (after its opening quote), as
+// jsonscan.Valid does. end is the offset after its closing quote, -1
+// when b holds none; next is how far b was walked (end, or the start of
+// a character or an escape b cuts, unless eof); bad is set when the
+// string is not valid.
+func scanString(b []byte, eof bool) (end, next int, bad *InvalidError) {
+	for i := 0; ; {
+		i = skipPlain(b, i)
+		if i == len(b) {
+			return -1, i, nil
 		}
-		if r, size := utf8.DecodeRune(s.part[:s.np]); r == utf8.RuneError && size == 1 {
-			s.badUTF8 = true
-			return -1, false
-		}
-		s.np = 0
-	}
-	for i < len(b) {
-		if s.esc == 0 {
-			if i = skipPlain(b, i); i == len(b) {
-				break
-			}
-		}
-		c := b[i]
-		switch {
-		case s.esc == 1:
-			switch c {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.esc = 0
-			case 'u':
-				s.esc = 2
-			default:
-				return -1, false
-			}
-		case s.esc > 1:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return -1, false
-			}
-			if s.esc++; s.esc == 6 {
-				s.esc = 0
-			}
+		switch c := b[i]; {
 		case c == '"':
-			return i, true
+			return i + 1, i + 1, nil
 		case c == '\\':
-			s.esc = 1
+			if i+6 > len(b) && !eof && (i+1 == len(b) || b[i+1] == 'u') {
+				return -1, i, nil
+			}
+			if i+1 < len(b) && bytes.IndexByte([]byte(`"\/bfnrt`), b[i+1]) >= 0 {
+				i += 2
+			} else if i+6 <= len(b) && b[i+1] == 'u' && isHex(b[i+2:i+6]) {
+				i += 6
+			} else {
+				return -1, i, &InvalidError{}
+			}
 		case c < 0x20:
-			return -1, false
-		case c >= utf8.RuneSelf:
-			if !utf8.FullRune(b[i:]) {
-				s.np = copy(s.part[:], b[i:])
-				return -1, true
+			return -1, i, &InvalidError{}
+		default:
+			if !utf8.FullRune(b[i:]) && !eof {
+				return -1, i, nil
 			}
 			r, size := utf8.DecodeRune(b[i:])
 			if r == utf8.RuneError && size == 1 {
-				s.badUTF8 = true
-				return -1, false
+				return -1, i, &InvalidError{BadUTF8: true}
 			}
 			i += size
-			continue
 		}
-		i++
 	}
-	return -1, true
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // skipPlain returns the offset of the first byte at or after b[i] that
@@ -290,30 +245,16 @@ func skipPlain(b []byte, i int) int {
 	return i
 }
 
-// piece is one long string: where it is in its file.
-type piece struct {
-	seq    uint64
-	off, n int64
-}
-
-// The placeholder: a quote, placeholderPrefix, the process's key, the
-// piece's number in 12 digits, a quote: 40 characters between the quotes,
-// all of base64's alphabet, a multiple of 4.
-const placeholderPrefix = "mcpflowspool"
-
-var spoolKey = func() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// The placeholder: a quote, "mcpflowspool", the process's key (16 hex
+// digits), the piece's number (12 digits), a quote: 40 characters of
+// base64's alphabet between the quotes, a multiple of 4.
+var marker = func() []byte {
+	key := make([]byte, 8)
+	_, _ = rand.Read(key)
+	return []byte(`"mcpflowspool` + hex.EncodeToString(key))
 }()
 
-var marker = []byte(`"` + placeholderPrefix + spoolKey)
-
-const placeholderLen = 1 + len(placeholderPrefix) + 16 + 12 + 1
-
-func (p piece) placeholder(b []byte) []byte {
-	return fmt.Appendf(b, "%s%012d\"", marker, p.seq)
-}
+const placeholderLen = 1 + 12 + 16 + 12 + 1
 
 // spools holds the long strings of the messages read; live counts them,
 // so that a writer looks for placeholders only while there are any.
@@ -322,16 +263,16 @@ var spools = &spoolSet{m: map[uint64]*held{}}
 var live atomic.Int64
 
 type spoolSet struct {
-	mu    sync.Mutex
-	seq   uint64
-	m     map[uint64]*held
-	timer *time.Timer
+	mu  sync.Mutex
+	seq uint64
+	m   map[uint64]*held
 }
 
+// held is one long string: where it is in its file.
 type held struct {
-	piece
-	f     *spoolFile
-	until time.Time // when it is let go
+	seq    uint64
+	off, n int64
+	f      *spoolFile
 }
 
 type spoolFile struct {
@@ -346,43 +287,34 @@ func (ss *spoolSet) next() uint64 {
 	return ss.seq
 }
 
-func (ss *spoolSet) keep(f *os.File, pieces []piece) {
+func (ss *spoolSet) keep(f *os.File, pieces []*held) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	sf := &spoolFile{f: f, refs: len(pieces)}
-	until := time.Now().Add(SpoolTTL)
-	for _, p := range pieces {
-		ss.m[p.seq] = &held{p, sf, until}
+	seqs := make([]uint64, len(pieces))
+	for i, h := range pieces {
+		h.f, seqs[i] = sf, h.seq
+		ss.m[h.seq] = h
 	}
 	live.Add(int64(len(pieces)))
-	if ss.timer == nil {
-		ss.timer = time.AfterFunc(time.Minute, ss.sweep)
-	}
+	time.AfterFunc(SpoolTTL, func() { ss.drop(seqs) })
 }
 
-// sweep lets go of what is due, every minute while anything is held.
-func (ss *spoolSet) sweep() {
+// drop lets go of the pieces still held.
+func (ss *spoolSet) drop(seqs []uint64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	now := time.Now()
-	for seq, h := range ss.m {
-		if now.After(h.until) {
-			ss.drop(seq, h)
+	for _, seq := range seqs {
+		h := ss.m[seq]
+		if h == nil {
+			continue
 		}
-	}
-	if len(ss.m) > 0 {
-		ss.timer.Reset(time.Minute)
-	} else {
-		ss.timer = nil
-	}
-}
-
-func (ss *spoolSet) drop(seq uint64, h *held) {
-	delete(ss.m, seq)
-	live.Add(-1)
-	if h.f.refs--; h.f.refs == 0 {
-		h.f.f.Close()
-		_ = os.Remove(h.f.f.Name())
+		delete(ss.m, seq)
+		live.Add(-1)
+		if h.f.refs--; h.f.refs == 0 {
+			h.f.f.Close()
+			_ = os.Remove(h.f.f.Name())
+		}
 	}
 }
 
@@ -390,17 +322,6 @@ func (ss *spoolSet) get(seq uint64) *held {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.m[seq]
-}
-
-// written lets go of the pieces.
-func (ss *spoolSet) written(seqs []uint64) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for _, seq := range seqs {
-		if h := ss.m[seq]; h != nil {
-			ss.drop(seq, h)
-		}
-	}
 }
 
 // each calls fn for the text before each placeholder of msg with the
@@ -430,10 +351,9 @@ func each(msg []byte, fn func(text []byte, h *held) error) error {
 }
 
 // WriteMsg writes msg to w, each long string it names copied from its
-// file: the one way a message goes to a peer.
+// file, then let go: the one way a message goes to a peer.
 func WriteMsg(w io.Writer, msg []byte) error { return write(w, msg, true) }
 
-// write writes msg to w; done: the long strings are let go once written.
 func write(w io.Writer, msg []byte, done bool) error {
 	var seqs []uint64
 	err := each(msg, func(text []byte, h *held) error {
@@ -444,8 +364,8 @@ func write(w io.Writer, msg []byte, done bool) error {
 		_, err := io.Copy(w, io.NewSectionReader(h.f.f, h.off, h.n))
 		return err
 	})
-	if err == nil && done && len(seqs) > 0 {
-		spools.written(seqs)
+	if err == nil && done {
+		spools.drop(seqs)
 	}
 	return err
 }
@@ -454,8 +374,7 @@ func write(w io.Writer, msg []byte, done bool) error {
 func Size(msg []byte) int {
 	n := 0
 	_ = each(msg, func(text []byte, h *held) error {
-		n += len(text)
-		if h != nil {
+		if n += len(text); h != nil {
 			n += int(h.n)
 		}
 		return nil
@@ -464,7 +383,7 @@ func Size(msg []byte) int {
 }
 
 // Expand returns msg with its long strings in memory (msg itself when it
-// names none): for what mcpflow keeps beyond the message.
+// names none).
 func Expand(msg []byte) []byte {
 	if live.Load() == 0 || !bytes.Contains(msg, marker) {
 		return msg

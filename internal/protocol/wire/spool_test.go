@@ -11,24 +11,24 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 )
 
-// strScan judges a string handed in two pieces, cut anywhere, as
+// scanString judges a string handed in two pieces, cut anywhere, as
 // jsonscan.Valid judges it whole.
-func TestStrScanAcrossPieces(t *testing.T) {
+func TestScanStringAcrossPieces(t *testing.T) {
 	for _, lit := range []string{
-		`"plain"`, `"é漢🙂"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\uD83D\uDE42"`, `""`,
-		`"\x"`, `"\u00g0"`, "\"\x01\"", "\"\xff\"", "\"\xe6\xbc\"", "\"\xf0\x9f\x99\"", `"\`, `"\u12`,
+		`"plain"`, `"é漢🙂"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\uD83D\uDE42"`, `""`, `"` + strings.Repeat("x", 20) + `"`,
+		`"\x"`, `"\u00g0"`, "\"\x01\"", "\"\xff\"", "\"\xe6\xbc\"", "\"\xf0\x9f\x99\"", `"\`, `"\u12`, `"abc`,
 	} {
 		want := jsonscan.Valid([]byte(lit))
 		body := lit[1:]
 		for k := 0; k <= len(body); k++ {
-			var sc strScan
-			end, ok := sc.feed([]byte(body[:k]))
-			got := ok && end == len(body[:k])-1 && k == len(body)
-			if ok && end < 0 {
-				end, ok = sc.feed([]byte(body[k:]))
-				got = ok && end >= 0 && end == len(body)-k-1
+			end, next, bad := scanString([]byte(body[:k]), false)
+			if bad == nil && end < 0 {
+				var rest int
+				if rest, _, bad = scanString([]byte(body[next:]), true); rest >= 0 {
+					end = next + rest
+				}
 			}
-			if got != want {
+			if got := bad == nil && end == len(body); got != want {
 				t.Errorf("%q cut at %d: valid %v, want %v", lit, k, got, want)
 			}
 		}
@@ -77,6 +77,18 @@ func TestSpoolStub(t *testing.T) {
 	if !jsonEqual(out.Bytes(), []byte(line)) || size != out.Len() || string(whole) != out.String() {
 		t.Fatalf("decoded and encoded again, the stub does not write the line (%d bytes, want %d)", out.Len(), len(line))
 	}
+	// Characters and escapes cut by the walk's 64 KiB blocks.
+	for _, unit := range []string{"漢", `\u00e9`, `\n`, "🙂"} {
+		line := `{"s":"` + strings.Repeat(unit, 3*LongString/len(unit)) + `"}`
+		stub, err := readOne(t, line)
+		var out bytes.Buffer
+		if err == nil {
+			err = WriteMsg(&out, stub)
+		}
+		if err != nil || out.String() != line || len(stub) > 100 {
+			t.Errorf("%q repeated: %v, %d bytes written, stub of %d", unit, err, out.Len(), len(stub))
+		}
+	}
 	for _, bad := range []string{`\q`, "\xff", "\x01"} {
 		_, err := readOne(t, `{"s":"`+long+bad+long+`"}`)
 		var inv *InvalidError
@@ -119,17 +131,17 @@ func TestSpoolLetGo(t *testing.T) {
 		t.Fatalf("a placeholder whose piece is gone changed: %q", got)
 	}
 
+	SpoolTTL = 100 * time.Millisecond
+	defer func() { SpoolTTL = 10 * time.Minute }()
 	stub, _ = readOne(t, long)
-	spools.mu.Lock()
-	for _, h := range spools.m {
-		if time.Until(h.until) > SpoolTTL {
-			t.Errorf("a piece is kept until %v", h.until)
-		}
-		h.until = time.Now().Add(-time.Second)
+	if Size(stub) != len(long) {
+		t.Fatal("the new stub's piece is not held")
 	}
-	spools.mu.Unlock()
-	spools.sweep()
+	deadline := time.Now().Add(10 * time.Second)
+	for live.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if live.Load() != 0 || Size(stub) == len(long) {
-		t.Fatalf("%d pieces held after the sweep", live.Load())
+		t.Fatalf("%d pieces held after SpoolTTL", live.Load())
 	}
 }
