@@ -6,7 +6,10 @@
 //     (MCP's stdio transport), with one size limit and one check (one JSON
 //     value in valid UTF-8, jsonscan.Valid) and one way of reporting a bad
 //     line (TooLargeError, InvalidError, answered as Refusal says) after
-//     which reading goes on. Serve is the front on a byte stream: it splits
+//     which reading goes on. A long message from a server is handed on as
+//     a stub, its long strings left in a Spool file; WriteMsg, the one way
+//     a message goes to a peer, copies them from there (spool.go). Serve
+//     is the front on a byte stream: it splits
 //     a batch and answers it with one array, and answers what is left
 //     unanswered when the client goes.
 //   - Peek reads a message's envelope without decoding the rest, and
