@@ -1,6 +1,9 @@
 package jsonscan
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // maxDepth is encoding/json's limit on nested arrays and objects.
 const maxDepth = 10000
@@ -107,12 +110,20 @@ func validLiteral(b []byte, i int, lit string) (int, bool) {
 	return i + len(lit), true
 }
 
+// StringBody checks a string's body, b after its opening quote: the
+// offset after its closing quote, or, when it is not valid or b holds no
+// closing quote, the offset where the walk stopped.
+func StringBody(b []byte) (int, bool) { return validString(b, -1) }
+
 // validString checks the string starting at b[i] (a quote) and returns
 // the index after its closing quote.
 func validString(b []byte, i int) (int, bool) {
 	n := len(b)
 	i++
 	for i < n {
+		if i = skipPlain(b, i); i == n {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -190,6 +201,24 @@ func validNumber(b []byte, i int) (int, bool) {
 
 func digits(b []byte, i int) int {
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// skipPlain returns the offset of the first byte at or after b[i] that
+// needs a look in a string (a quote, a backslash, a control character,
+// non-ASCII), eight bytes at a time.
+func skipPlain(b []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(lo*'"'), x^(lo*'\\')
+		if ((x-lo*0x20)&^x|(q-lo)&^q|(bs-lo)&^bs|x)&hi != 0 {
+			break
+		}
+	}
+	for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
 		i++
 	}
 	return i

@@ -12,6 +12,7 @@ func FuzzValid(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
 		`[1,-2.5e+3,true,false,null,"\u00e9\n",{}]`, ` {"a" : [ ] } `, `{"a":1,}`, `[01]`, `"\ud800"`, `-`, `1.`, `1e`,
+		`"abcdefghijklmnop\"qrstuvwxyz"`, "\"abcdefgh\x01ijklmnop\"", `"abcdefghijklmnopqrstuvwx\\yz"`, "\"abcdefghéijklmnop\x7f\"", `"abcdefghijklmnop`,
 		"\"\xff\"", "\"é\"", `{"a":"b"}x`, `{"a"}`, `[1 2]`, "\"\x01\"", `{"a":[}`, `{"a":{]}`, ``, ` `, `nul`, `[,]`,
 	} {
 		f.Add([]byte(s))

@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -121,8 +120,8 @@ func (s *Spool) Message(whole bool) ([]byte, error) {
 
 // stub walks the file: the message with each long string replaced by a
 // placeholder, and the pieces the placeholders stand for. A block ends
-// where its last string's walk stopped (at a character or an escape the
-// block cut), so the next one starts there.
+// where its last string's walk stopped (a character or an escape that
+// the block cut), so the next one starts there.
 func (s *Spool) stub() (stub []byte, pieces []*held, err error) {
 	block := make([]byte, bufSize)
 	var str []byte // the string being read, while it is short
@@ -146,10 +145,13 @@ func (s *Spool) stub() (stub []byte, pieces []*held, err error) {
 				i += j + 1
 				continue
 			}
-			end, next, bad := scanString(b[i:], eof)
-			if bad != nil {
-				bad.Line = stub
-				return stub, nil, bad
+			next, ok := jsonscan.StringBody(b[i:])
+			end := -1
+			switch {
+			case ok:
+				end = next
+			case next < len(b)-i-6 || eof && next < len(b)-i: // not valid (short of the end: cut by the block)
+				return stub, nil, &InvalidError{Line: stub, BadUTF8: b[i+next] >= utf8.RuneSelf}
 			}
 			if !long {
 				if str = append(str, b[i:i+next]...); len(str) > LongString {
@@ -176,73 +178,6 @@ func (s *Spool) stub() (stub []byte, pieces []*held, err error) {
 		return stub, nil, &InvalidError{Line: stub}
 	}
 	return stub, pieces, nil
-}
-
-// scanString walks a JSON string's body (after its opening quote), as
-// jsonscan.Valid does. end is the offset after its closing quote, -1
-// when b holds none; next is how far b was walked (end, or the start of
-// a character or an escape b cuts, unless eof); bad is set when the
-// string is not valid.
-func scanString(b []byte, eof bool) (end, next int, bad *InvalidError) {
-	for i := 0; ; {
-		i = skipPlain(b, i)
-		if i == len(b) {
-			return -1, i, nil
-		}
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, i + 1, nil
-		case c == '\\':
-			if i+6 > len(b) && !eof && (i+1 == len(b) || b[i+1] == 'u') {
-				return -1, i, nil
-			}
-			if i+1 < len(b) && bytes.IndexByte([]byte(`"\/bfnrt`), b[i+1]) >= 0 {
-				i += 2
-			} else if i+6 <= len(b) && b[i+1] == 'u' && isHex(b[i+2:i+6]) {
-				i += 6
-			} else {
-				return -1, i, &InvalidError{}
-			}
-		case c < 0x20:
-			return -1, i, &InvalidError{}
-		default:
-			if !utf8.FullRune(b[i:]) && !eof {
-				return -1, i, nil
-			}
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return -1, i, &InvalidError{BadUTF8: true}
-			}
-			i += size
-		}
-	}
-}
-
-func isHex(b []byte) bool {
-	for _, c := range b {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// skipPlain returns the offset of the first byte at or after b[i] that
-// needs a look (a quote, a backslash, a control character, non-ASCII),
-// eight bytes at a time.
-func skipPlain(b []byte, i int) int {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q, bs := x^(lo*'"'), x^(lo*'\\')
-		if ((x-lo*0x20)&^x|(q-lo)&^q|(bs-lo)&^bs|x)&hi != 0 {
-			break
-		}
-	}
-	for i < len(b) && b[i] >= 0x20 && b[i] < utf8.RuneSelf && b[i] != '"' && b[i] != '\\' {
-		i++
-	}
-	return i
 }
 
 // The placeholder: a quote, "mcpflowspool", the process's key (16 hex

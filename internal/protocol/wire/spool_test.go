@@ -7,33 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 )
-
-// scanString judges a string handed in two pieces, cut anywhere, as
-// jsonscan.Valid judges it whole.
-func TestScanStringAcrossPieces(t *testing.T) {
-	for _, lit := range []string{
-		`"plain"`, `"é漢🙂"`, `"a\"b\\c\/\b\f\n\r\t"`, `"\u00e9\uD83D\uDE42"`, `""`, `"` + strings.Repeat("x", 20) + `"`,
-		`"\x"`, `"\u00g0"`, "\"\x01\"", "\"\xff\"", "\"\xe6\xbc\"", "\"\xf0\x9f\x99\"", `"\`, `"\u12`, `"abc`,
-	} {
-		want := jsonscan.Valid([]byte(lit))
-		body := lit[1:]
-		for k := 0; k <= len(body); k++ {
-			end, next, bad := scanString([]byte(body[:k]), false)
-			if bad == nil && end < 0 {
-				var rest int
-				if rest, _, bad = scanString([]byte(body[next:]), true); rest >= 0 {
-					end = next + rest
-				}
-			}
-			if got := bad == nil && end == len(body); got != want {
-				t.Errorf("%q cut at %d: valid %v, want %v", lit, k, got, want)
-			}
-		}
-	}
-}
 
 func readOne(t *testing.T, line string) ([]byte, error) {
 	t.Helper()
