@@ -21,6 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // commandWarnings checks the folder, program and script of run.command (or [cli]).
@@ -397,11 +398,8 @@ func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) 
 	if !inAny(cfg.Watch.Paths, p) {
 		return "", false
 	}
-	for _, d := range strings.Split(path.Dir(rel), "/") {
-		switch d {
-		case ".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow":
-			return "", false
-		}
+	if slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) {
+		return "", false
 	}
 	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false
