@@ -107,12 +107,6 @@ func (q *stderrQueue) signal() {
 	}
 }
 
-func (q *stderrQueue) setNoticing(on bool) {
-	q.mu.Lock()
-	q.noticing = on
-	q.mu.Unlock()
-}
-
 func (q *stderrQueue) run() {
 	defer close(q.done)
 	for range q.wake {
@@ -134,7 +128,9 @@ func (q *stderrQueue) run() {
 			q.mu.Unlock()
 			if dropped > 0 {
 				q.notice(dropped)
-				q.setNoticing(false)
+				q.mu.Lock()
+				q.noticing = false
+				q.mu.Unlock()
 			}
 		}
 		if closed {
