@@ -49,8 +49,6 @@ type selectFlags struct {
 	pid *int
 }
 
-// dial connects to the one instance the flags select (rebuild, logs).
-
 // session runs fn with the picked instance's control connection, until
 // fn returns or Ctrl-C.
 func (s selectFlags) session(e env, fn func(context.Context, *control.Client) int) int {
