@@ -42,7 +42,7 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 	name := serverName(cfg)
 	target := oneTarget{name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild}
 	stop := sv.start(ctx, gate.Started, srv.Close) // srv.Close kills and reaps every running call's process group
-	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
+	logger.Info("mcpflow started", "version", Version, "config", cmp.Or(cfg.File, "(command line)"), "cli", strings.Join(c.Schema, " "))
 	return &engine{opener: srv, mode: control.ModeCLI, target: target, stop: stop}, nil
 }
 

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -51,7 +52,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	})
 	w.target.m = m
 	m.Start()
-	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", !noAdd)
+	logger.Info("mcpflow mux started", "version", Version, "config", cmp.Or(cfg.File, "(command line)"), "servers", len(specs), "add_server", !noAdd)
 	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, tell: w.target.tell, stop: m.Close}, nil
 }
 
