@@ -12,7 +12,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
-	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
@@ -52,7 +51,7 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 	var out []string
 	for _, argv := range argvs {
 		if len(argv) > 0 && strings.ContainsRune(argv[0], filepath.Separator) {
-			out = append(out, project.AbsFrom(dir, argv[0]))
+			out = append(out, config.AbsFrom(dir, argv[0]))
 		}
 	}
 	return out

@@ -101,7 +101,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {
-		dir = project.AbsFrom(w.cfg.Dir, spec.Dir)
+		dir = config.AbsFrom(w.cfg.Dir, spec.Dir)
 	}
 	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
@@ -113,7 +113,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	sc.Watch.Enabled = len(spec.Watch) > 0
 	sc.Watch.Paths = nil
 	for _, p := range spec.Watch {
-		sc.Watch.Paths = append(sc.Watch.Paths, project.AbsFrom(dir, p))
+		sc.Watch.Paths = append(sc.Watch.Paths, config.AbsFrom(dir, p))
 	}
 	return sc
 }
