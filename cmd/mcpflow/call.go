@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
-	"github.com/mcpflow/mcpflow/internal/project"
 )
 
 // mcpflow tools and call ask the instance running in this project, on a
@@ -52,7 +52,7 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 	switch {
 	case *s.pid > 0:
 	case *s.cfg != "":
-		f.Config = project.AbsFrom(mustGetwd(e), *s.cfg)
+		f.Config = config.AbsFrom(mustGetwd(e), *s.cfg)
 	default:
 		f.Project = mustGetwd(e)
 	}

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
-	"github.com/mcpflow/mcpflow/internal/project"
 )
 
 // The person's commands: mcpflow status, rebuild, logs.
@@ -49,8 +49,6 @@ type selectFlags struct {
 	pid *int
 }
 
-// dial connects to the one instance the flags select (rebuild, logs).
-
 // session runs fn with the picked instance's control connection, until
 // fn returns or Ctrl-C.
 func (s selectFlags) session(e env, fn func(context.Context, *control.Client) int) int {
@@ -87,7 +85,7 @@ func addSelectFlags(fs *flagSet, withPid bool) selectFlags {
 func (s selectFlags) instances(e env) ([]control.Instance, error) {
 	var f control.Filter
 	if *s.cfg != "" {
-		f.Config = project.AbsFrom(mustGetwd(e), *s.cfg)
+		f.Config = config.AbsFrom(mustGetwd(e), *s.cfg)
 		if _, err := os.Stat(f.Config); err != nil {
 			return nil, fmt.Errorf("-c %s: %w", *s.cfg, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/project"
 )
 
@@ -35,7 +36,7 @@ func cmdInit(e env, args []string) int {
 		}
 		dir := mustGetwd(e)
 		if len(pos) == 1 {
-			dir = project.AbsFrom(dir, pos[0])
+			dir = config.AbsFrom(dir, pos[0])
 		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return e.fail(exitUsage, "mcpflow init: %s is not a folder", dir)

@@ -72,10 +72,10 @@ func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlag
 		problem = broken.Error()
 	}
 	if *f.logFile != "" {
-		cfg.Log.File = project.AbsFrom(mustGetwd(e), *f.logFile)
+		cfg.Log.File = config.AbsFrom(mustGetwd(e), *f.logFile)
 	}
 	if *f.traffic != "" {
-		cfg.Log.Traffic = project.AbsFrom(mustGetwd(e), *f.traffic)
+		cfg.Log.Traffic = config.AbsFrom(mustGetwd(e), *f.traffic)
 	}
 	if *f.logLevel != "" {
 		if msg := config.ValueProblem("log.level", *f.logLevel); msg != "" {

@@ -34,8 +34,7 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 	// The first half of the budget and the last half.
 	out := tail.New(b.cfg.MaxOutput/2, b.cfg.MaxOutput-b.cfg.MaxOutput/2, nil)
 	cmd := proc.Command(ctx, proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}, killGrace)
-	cmd.Stdout = out
-	cmd.Stderr = out
+	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()
 	res := buildOutcome{started: cmd.ProcessState != nil, err: err, duration: time.Since(start), output: out.String()}

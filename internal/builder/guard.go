@@ -279,7 +279,11 @@ func (g *guard) dropCovered(paths []string) []string {
 		g.written = nil
 		g.wroteIn = g.restarts
 	}
-	g.written = appendNew(g.written, wrote)
+	for _, p := range wrote {
+		if !slices.Contains(g.written, p) {
+			g.written = append(g.written, p)
+		}
+	}
 	switch {
 	case len(late) > 0: // written just after the answer, again
 		g.written, g.runs = late, selfWriteRuns
@@ -316,13 +320,4 @@ func (g *guard) writtenLate(p string, mt time.Time) bool {
 		g.late[p] = [2]int{w[0] + 1, g.restarts}
 	}
 	return g.late[p][0] >= selfWriteRuns
-}
-
-func appendNew(list, add []string) []string {
-	for _, p := range add {
-		if !slices.Contains(list, p) {
-			list = append(list, p)
-		}
-	}
-	return list
 }

@@ -299,27 +299,19 @@ func (x *expander) text(n node, bound string, item any) (string, bool) {
 	return b.String(), true
 }
 
+// emit appends s, n's value, unless it starts with "-" in a positional
+// slot whose parameter does not allow it.
 func (x *expander) emit(out *[]string, n node, s string) error {
-	if err := x.checkDash(n, s); err != nil {
-		return err
-	}
-	*out = append(*out, s)
-	return nil
-}
-
-func (x *expander) checkDash(n node, s string) error {
-	if !n.posPos || x.dashed || !strings.HasPrefix(s, "-") {
-		return nil
-	}
 	name := n.name
 	if n.kind == textNode {
 		name = n.parts[0].name
 	}
-	if x.t.params[name].allowDash {
-		return nil
+	if n.posPos && !x.dashed && strings.HasPrefix(s, "-") && !x.t.params[name].allowDash {
+		return &argError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
+			"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, allowDashKey)}
 	}
-	return &argError{Param: name, Msg: fmt.Sprintf("value %q starts with \"-\" and fills a positional slot, where the program could read it as an option; "+
-		"the tool's schema must set %q: true on this parameter, or put a \"--\" before it in cli_command, to allow it", s, allowDashKey)}
+	*out = append(*out, s)
+	return nil
 }
 
 // render gives a value's argv text: a string as is, anything else (a

@@ -606,14 +606,14 @@ func (c *Config) set(root reflect.Value, s *setting, v any) {
 	switch s.kind {
 	case kPath:
 		if p := v.(string); p != "" || s.empty == "" {
-			v = c.abs(p)
+			v = AbsFrom(c.Dir, p)
 		}
 	case kList, kPaths, kGlobs:
 		items := slices.Clone(v.([]string))
 		for i, p := range items {
 			switch {
 			case s.kind == kPaths && p != "":
-				items[i] = c.abs(p)
+				items[i] = AbsFrom(c.Dir, p)
 			case s.kind == kGlobs:
 				for strings.HasPrefix(p, "./") {
 					p = strings.TrimLeft(p[2:], "/")
@@ -702,9 +702,10 @@ func (c *Config) serverNames(servers map[string]map[*setting]any) []string {
 	return names
 }
 
-func (c *Config) abs(p string) string {
+// AbsFrom is p, absolute: as it is when it is, else joined to dir.
+func AbsFrom(dir, p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
-	return filepath.Join(c.Dir, p)
+	return filepath.Join(dir, p)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
 	"github.com/mcpflow/mcpflow/internal/ops/logging"
-	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
@@ -42,7 +41,7 @@ func startCLI(ctx context.Context, cfg *config.Config, logger *slog.Logger, run 
 	name := serverName(cfg)
 	target := oneTarget{name, func() control.Status { return cliStatus(name, srv.Schema, &sv.builds) }, sv.rebuild}
 	stop := sv.start(ctx, gate.Started, srv.Close) // srv.Close kills and reaps every running call's process group
-	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "cli", strings.Join(c.Schema, " "))
+	logger.Info("mcpflow started", "version", Version, "config", cmp.Or(cfg.File, "(command line)"), "cli", strings.Join(c.Schema, " "))
 	return &engine{opener: srv, mode: control.ModeCLI, target: target, stop: stop}, nil
 }
 
@@ -52,7 +51,7 @@ func cliPrograms(dir string, argvs ...[]string) []string {
 	var out []string
 	for _, argv := range argvs {
 		if len(argv) > 0 && strings.ContainsRune(argv[0], filepath.Separator) {
-			out = append(out, project.AbsFrom(dir, argv[0]))
+			out = append(out, config.AbsFrom(dir, argv[0]))
 		}
 	}
 	return out

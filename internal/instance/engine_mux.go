@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -51,7 +52,7 @@ func startMux(_ context.Context, cfg *config.Config, logger *slog.Logger, run *i
 	})
 	w.target.m = m
 	m.Start()
-	logger.Info("mcpflow mux started", "version", Version, "config", orFlags(cfg.File), "servers", len(specs), "add_server", !noAdd)
+	logger.Info("mcpflow mux started", "version", Version, "config", cmp.Or(cfg.File, "(command line)"), "servers", len(specs), "add_server", !noAdd)
 	return &engine{opener: m, mode: control.ModeMux, target: w.target, inputEnded: m.InputEnded, tell: w.target.tell, stop: m.Close}, nil
 }
 
@@ -100,7 +101,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	}
 	dir := w.cfg.Dir
 	if spec.Dir != "" {
-		dir = project.AbsFrom(w.cfg.Dir, spec.Dir)
+		dir = config.AbsFrom(w.cfg.Dir, spec.Dir)
 	}
 	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
@@ -112,7 +113,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	sc.Watch.Enabled = len(spec.Watch) > 0
 	sc.Watch.Paths = nil
 	for _, p := range spec.Watch {
-		sc.Watch.Paths = append(sc.Watch.Paths, project.AbsFrom(dir, p))
+		sc.Watch.Paths = append(sc.Watch.Paths, config.AbsFrom(dir, p))
 	}
 	return sc
 }

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 
@@ -36,13 +37,6 @@ func startSingle(ctx context.Context, cfg *config.Config, logger *slog.Logger, r
 		return control.Status{Client: client, Servers: []control.ServerStatus{serverStatusOf(name, st, srv.builds.lastBuild())}}
 	}, srv.rebuild}
 	stop := srv.start(ctx, func() {}, rl.Close)
-	logger.Info("mcpflow started", "version", Version, "config", orFlags(cfg.File), "run", cfg.Run.Command.String())
+	logger.Info("mcpflow started", "version", Version, "config", cmp.Or(cfg.File, "(command line)"), "run", cfg.Run.Command.String())
 	return &engine{opener: rl, mode: control.ModeSingle, target: target, inputEnded: rl.InputEnded, tell: rl.ConfigProblem, stop: stop}, nil
-}
-
-func orFlags(file string) string {
-	if file == "" {
-		return "(command line)"
-	}
-	return file
 }

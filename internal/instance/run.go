@@ -13,7 +13,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/logring"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
-	"github.com/mcpflow/mcpflow/internal/project"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
@@ -99,7 +98,7 @@ func oneShotWait(cfg *config.Config) time.Duration {
 func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 	cfgFile := w.cfg.File
 	if cfgFile != "" {
-		cfgFile = project.AbsFrom(w.cfg.Dir, cfgFile)
+		cfgFile = config.AbsFrom(w.cfg.Dir, cfgFile)
 	}
 	srv, err := control.Listen(control.Info{
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: Version, Target: t, Logs: w.ring,

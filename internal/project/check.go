@@ -190,10 +190,8 @@ func hasWord(s, w string) bool {
 }
 
 func matchesAny(globs []string, rel string) bool {
-	for _, g := range globs {
-		if ok, _ := doublestar.Match(g, rel); ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(globs, func(g string) bool {
+		ok, _ := doublestar.Match(g, rel)
+		return ok
+	})
 }

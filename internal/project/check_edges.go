@@ -21,6 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/mux"
+	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
 // commandWarnings checks the folder, program and script of run.command (or [cli]).
@@ -101,7 +102,7 @@ func programStatus(v checkView, key, name, cwd string) (note, warning string) {
 		}
 		return fmt.Sprintf("%s %s: on PATH (%s)", full, name, p), ""
 	}
-	p := AbsFrom(cwd, name)
+	p := config.AbsFrom(cwd, name)
 	if _, err := os.Stat(p); err == nil {
 		return fmt.Sprintf("%s %s: exists (%s)", full, name, p), ""
 	}
@@ -149,7 +150,7 @@ type product struct {
 func buildProducts(cfg *config.Config) []product {
 	var out []product
 	add := func(p string, dir bool, how string) {
-		out = append(out, product{path: AbsFrom(cfg.Dir, p), dir: dir, how: how})
+		out = append(out, product{path: config.AbsFrom(cfg.Dir, p), dir: dir, how: how})
 	}
 	for _, words := range commandWords(cfg.Build.Command) {
 		if len(words) == 0 {
@@ -177,7 +178,7 @@ func buildProducts(cfg *config.Config) []product {
 				dir = val
 			case cargo || val == "": // cargo has no -o; an option without a value names nothing
 			case name == "-o" || name == "--outfile" || name == "--out-file":
-				st, err := os.Stat(AbsFrom(cfg.Dir, val))
+				st, err := os.Stat(config.AbsFrom(cfg.Dir, val))
 				add(val, strings.HasSuffix(val, "/") || err == nil && st.IsDir(), line)
 			case name == "--outdir" || name == "--out-dir" || name == "--outDir":
 				add(val, true, line)
@@ -235,7 +236,7 @@ func scriptProblem(v checkView, key string, argv []string, cwd string) string {
 	if !ok || path.Base(filepath.ToSlash(sr.prog)) == "node" {
 		return ""
 	}
-	abs := AbsFrom(sr.dir, sr.script)
+	abs := config.AbsFrom(sr.dir, sr.script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
@@ -397,11 +398,8 @@ func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) 
 	if !inAny(cfg.Watch.Paths, p) {
 		return "", false
 	}
-	for _, d := range strings.Split(path.Dir(rel), "/") {
-		switch d {
-		case ".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow":
-			return "", false
-		}
+	if slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) {
+		return "", false
 	}
 	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false

@@ -423,7 +423,7 @@ func NodeEntryWarning(dir string, run config.Command) string {
 	if !ok || run.Shell || len(run.Argv) < 2 || filepath.Base(run.Argv[0]) != "node" {
 		return ""
 	}
-	abs := AbsFrom(sr.dir, sr.script)
+	abs := config.AbsFrom(sr.dir, sr.script)
 	if _, err := os.Stat(abs); err == nil {
 		return ""
 	}
@@ -772,7 +772,7 @@ func builtByOther(cfg *config.Config) bool {
 	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
 		return false
 	}
-	abs := AbsFrom(sr.dir, sr.script)
+	abs := config.AbsFrom(sr.dir, sr.script)
 	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
 }
 

@@ -53,7 +53,7 @@ func IgnoredOutputs(cfg *config.Config) []string {
 		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
 	}
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
-		out = append(out, AbsFrom(cfg.Run.Cwd, argv[0]))
+		out = append(out, config.AbsFrom(cfg.Run.Cwd, argv[0]))
 	}
 	return append(out, buildOutputs(cfg)...)
 }
@@ -69,10 +69,10 @@ func buildOutputs(cfg *config.Config) []string {
 	for i, w := range words {
 		switch {
 		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
-			out = append(out, AbsFrom(cfg.Dir, strings.Trim(words[i+1], `"'`)))
+			out = append(out, config.AbsFrom(cfg.Dir, strings.Trim(words[i+1], `"'`)))
 		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
 			_, v, _ := strings.Cut(w, "=")
-			out = append(out, AbsFrom(cfg.Dir, strings.Trim(v, `"'`)))
+			out = append(out, config.AbsFrom(cfg.Dir, strings.Trim(v, `"'`)))
 		}
 	}
 	return out
@@ -97,7 +97,7 @@ func RecordKey(cfg *config.Config) string {
 		fmt.Fprintf(h, "%q=%q\n", k, cfg.Run.Env[k])
 	}
 	if cfg.File != "" {
-		if b, err := os.ReadFile(AbsFrom(cfg.Dir, cfg.File)); err == nil {
+		if b, err := os.ReadFile(config.AbsFrom(cfg.Dir, cfg.File)); err == nil {
 			h.Write(b)
 		}
 	}
@@ -121,25 +121,17 @@ func RunOutput(cfg *config.Config) string {
 		return ""
 	}
 	if prog := proc.Program(argv[0], cfg.Run.Cwd); strings.ContainsRune(prog, '/') || strings.ContainsRune(prog, filepath.Separator) {
-		return AbsFrom(cfg.Run.Cwd, prog)
+		return config.AbsFrom(cfg.Run.Cwd, prog)
 	}
 	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
 	case "node", "bun", "python", "python3":
 		args := argv[1:]
 		i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
 		if i >= 0 && slices.Contains([]string{".js", ".mjs", ".cjs", ".py"}, filepath.Ext(args[i])) {
-			return AbsFrom(cfg.Run.Cwd, args[i])
+			return config.AbsFrom(cfg.Run.Cwd, args[i])
 		}
 	}
 	return ""
-}
-
-// AbsFrom is p, absolute: as it is when it is, else joined to dir.
-func AbsFrom(dir, p string) string {
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(dir, p)
 }
 
 // CacheOptions is the build cache of cfg's build, keyed by its command and the watched sources.

@@ -36,7 +36,7 @@ func startGenerated(t *testing.T, cfg *config.Config) *mcp.ClientSession {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	if strings.ContainsRune(argv[0], '/') {
-		cmd.Path = AbsFrom(cfg.Run.Cwd, argv[0])
+		cmd.Path = config.AbsFrom(cfg.Run.Cwd, argv[0])
 	}
 	cmd.Dir = cfg.Run.Cwd
 	cmd.Env = os.Environ()

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/mcpflow/mcpflow/internal/config"
 )
 
 // interpreter is how an interpreter's command line names the file it runs.
@@ -103,7 +105,7 @@ func scriptOf(argv []string, cwd string) (scriptRun, bool) {
 				i++
 				val = args[i]
 			}
-			cwd = AbsFrom(cwd, val)
+			cwd = config.AbsFrom(cwd, val)
 		case slices.Contains(it.valued, a):
 			i++
 		case strings.HasPrefix(a, "-") && a != "-":
@@ -138,7 +140,7 @@ func unwrapScriptRunner(argv []string, cwd string) ([]string, string) {
 					val, hasVal, rest = rest[1], true, rest[1:]
 				}
 				if name == "--directory" && hasVal {
-					cwd = AbsFrom(cwd, val)
+					cwd = config.AbsFrom(cwd, val)
 				}
 				rest = rest[1:]
 			}

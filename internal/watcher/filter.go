@@ -25,8 +25,8 @@ func newFilter(s *settings) *filter {
 	return f
 }
 
-// builtinDir reports the directory names that are never entered.
-func builtinDir(name string) bool {
+// BuiltinDir reports the directory names that are never entered.
+func BuiltinDir(name string) bool {
 	return slices.Contains([]string{".git", ".hg", ".svn", ".jj", "node_modules", ".mcpflow"}, name)
 }
 
@@ -52,7 +52,7 @@ func matchAny(globs []string, rel string) bool {
 // skipDir reports whether the directory rel is pruned: not entered, not
 // watched, nothing under it counts. Its parent is assumed kept.
 func (f *filter) skipDir(rel string) bool {
-	return builtinDir(path.Base(rel)) || f.ignored(rel) ||
+	return BuiltinDir(path.Base(rel)) || f.ignored(rel) ||
 		matchAny(f.s.Exclude, rel) || matchAny(f.s.excludeDir, rel) ||
 		f.git != nil && f.git.ignored(f.abs(rel), true)
 }

@@ -74,7 +74,8 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 			shared, _ = tryLockShared(w)
 		}
 		if waiting != nil {
-			if holder := readPid(name); holder != 0 || polls >= holderPolls {
+			b, _ := os.ReadFile(name)
+			if holder, _ := strconv.Atoi(strings.TrimSpace(string(b))); holder != 0 || polls >= holderPolls {
 				waiting(holder)
 				waiting = nil // once
 			}
@@ -87,12 +88,6 @@ func Acquire(ctx context.Context, name string, waiting func(holder int)) (*Lock,
 		case <-t.C:
 		}
 	}
-}
-
-func readPid(name string) int {
-	b, _ := os.ReadFile(name)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }
 
 // Awaited reports whether another Acquire waits for l now.

@@ -182,7 +182,9 @@ func Fingerprint(o Options, learned []string) (string, bool) {
 	for _, f := range slices.Concat(learned, st.Outputs) {
 		skip[f] = true
 	}
-	keep := slices.DeleteFunc(files, func(f string) bool { return skip[f] || underAny(o.Skip, f) })
+	keep := slices.DeleteFunc(files, func(f string) bool {
+		return skip[f] || slices.ContainsFunc(o.Skip, func(d string) bool { return strings.HasPrefix(f, d+"/") })
+	})
 	keep = append(keep, "go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json")
 	return Key(append(slices.Clone(o.Identity), "run:"+o.Output), o.Root, keep), true
 }
@@ -195,10 +197,6 @@ func show(root, p string) string {
 		return filepath.ToSlash(rel)
 	}
 	return p
-}
-
-func underAny(dirs []string, f string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(f, d+"/") })
 }
 
 // Outputs are the files (relative to root, slash separated) that builds

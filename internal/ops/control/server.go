@@ -99,10 +99,11 @@ func listen(info Info, wantUID int) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{info: info, wantUID: wantUID, token: token, ln: newLimitListener(ln, maxConns), cancel: cancel, hello: Instance{
+	s := &Server{info: info, wantUID: wantUID, token: token, cancel: cancel, hello: Instance{
 		Pid: os.Getpid(), Config: info.Config, Project: info.Project, Mode: info.Mode,
 		Version: info.Version, Started: time.Now(), Socket: path,
 	}}
+	s.ln = &limitListener{Listener: ln, served: make(chan struct{}, maxConns), busy: make(chan struct{}, maxConns), done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /instance", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.hello) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) { send(w, http.StatusOK, s.status()) })
@@ -212,18 +213,14 @@ func (s *Server) Close() error {
 	return err
 }
 
-// limitListener hands out at most n connections to be served at once and
-// n more marked busy; beyond those, Accept waits for one to close.
+// limitListener hands out at most maxConns connections to be served at once and
+// as many more marked busy; beyond those, Accept waits for one to close.
 type limitListener struct {
 	net.Listener
 	served, busy chan struct{}
 	done         chan struct{} // closed by Close
 	once         sync.Once
 	err          error
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, served: make(chan struct{}, n), busy: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 // limitedConn is an accepted connection; Close frees its slot.

@@ -79,12 +79,6 @@ type stderrQueue struct {
 	closed   bool
 }
 
-func newStderrQueue(w io.Writer, notice func(dropped int)) *stderrQueue {
-	q := &stderrQueue{w: w, notice: notice, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go q.run()
-	return q
-}
-
 func (q *stderrQueue) add(p []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -105,12 +99,6 @@ func (q *stderrQueue) signal() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-}
-
-func (q *stderrQueue) setNoticing(on bool) {
-	q.mu.Lock()
-	q.noticing = on
-	q.mu.Unlock()
 }
 
 func (q *stderrQueue) run() {
@@ -134,7 +122,9 @@ func (q *stderrQueue) run() {
 			q.mu.Unlock()
 			if dropped > 0 {
 				q.notice(dropped)
-				q.setNoticing(false)
+				q.mu.Lock()
+				q.noticing = false
+				q.mu.Unlock()
 			}
 		}
 		if closed {
@@ -255,13 +245,14 @@ func Open(stderr, ring io.Writer, cfg config.LogConfig) (*slog.Logger, func(), e
 		}
 	}
 	var logger *slog.Logger
-	out.queue = newStderrQueue(stderr, func(n int) {
+	out.queue = &stderrQueue{w: stderr, wake: make(chan struct{}, 1), done: make(chan struct{}), notice: func(n int) {
 		if n == 1 {
 			logger.Warn("1 log line was dropped: stderr was not read")
 			return
 		}
 		logger.Warn(fmt.Sprintf("%d log lines were dropped: stderr was not read", n))
-	})
+	}}
+	go out.queue.run()
 	logger = newLogger(out, cfg)
 	if noFile != nil {
 		logger.Warn("no log file: " + noFile.Error())
