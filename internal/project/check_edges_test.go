@@ -288,3 +288,25 @@ func TestNodeScriptOfOtherBuilds(t *testing.T) {
 		}
 	}
 }
+
+// What the build command says it writes is never watched: -o, --outdir,
+// --outfile, attached or not, in a shell line of several commands, and
+// tsconfig.json's outDir.
+func TestBuildOutputsIgnored(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	testkit.WriteFiles(t, dir, map[string]string{
+		"mcpflow.toml":  "[build]\ncommand = \"go build -o bin/server . && esbuild web/x.ts --outfile=web/x.js && cp a b --outdir out\"\n[run]\ncommand = [\"bin/server\"]\n",
+		"tsconfig.json": `{"compilerOptions": {"outDir": "dist"}}`,
+	})
+	cfg, err := config.Load(filepath.Join(dir, "mcpflow.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := IgnoredOutputs(cfg)
+	for _, want := range []string{"bin/server", "web/x.js", "out", "dist"} {
+		if !slices.Contains(got, filepath.Join(dir, want)) {
+			t.Errorf("%s is watched; ignored: %q", want, got)
+		}
+	}
+}

@@ -58,22 +58,12 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	return append(out, buildOutputs(cfg)...)
 }
 
-// buildOutputs are tsconfig.json's outDir and the "-o PATH" / "--out-dir PATH" style outputs of
-// cfg's build command, absolute.
+// buildOutputs are tsconfig.json's outDir and what cfg's build command
+// says it writes (buildProducts), absolute.
 func buildOutputs(cfg *config.Config) []string {
-	c, out := cfg.Build.Command, projectOutputs(cfg.Dir)
-	words := c.Argv
-	if c.Shell && len(c.Argv) > 0 {
-		words = strings.Fields(c.Argv[0])
-	}
-	for i, w := range words {
-		switch {
-		case (w == "-o" || w == "--out-dir" || w == "--outdir" || w == "--outDir") && i+1 < len(words):
-			out = append(out, config.AbsFrom(cfg.Dir, strings.Trim(words[i+1], `"'`)))
-		case strings.HasPrefix(w, "-o="), strings.HasPrefix(w, "--outDir="), strings.HasPrefix(w, "--outdir="):
-			_, v, _ := strings.Cut(w, "=")
-			out = append(out, config.AbsFrom(cfg.Dir, strings.Trim(v, `"'`)))
-		}
+	out := projectOutputs(cfg.Dir)
+	for _, p := range buildProducts(cfg) {
+		out = append(out, p.path)
 	}
 	return out
 }
