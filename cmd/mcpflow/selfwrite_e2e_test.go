@@ -78,10 +78,14 @@ func testSelfWriter(t *testing.T, config, script string) {
 	// The observation window is bounded; a loop (a start, the debounce,
 	// a start) restarts the server ten times in it.
 	time.Sleep(10 * time.Second)
-	if n := starts(); n > 3 {
-		t.Errorf("the server was started %d times in 10 s, want at most 3\nlog:\n%s", n, readLog(dir))
-	}
 	log := readLog(dir)
+	most := 3
+	if strings.Contains(log, "changed edit.txt →") {
+		most++ // the test's edit had a restart of its own
+	}
+	if n := starts(); n > most {
+		t.Errorf("the server was started %d times in 10 s, want at most %d\nlog:\n%s", n, most, log)
+	}
 	t.Logf("%d starts\n%s", starts(), log)
 	// (The test's own edit may be named beside it: it falls in a start.)
 	warned := regexp.MustCompile(`writes (\S+, )*server\.log(, \S+)* in its watched folder`)
