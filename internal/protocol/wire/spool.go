@@ -165,7 +165,7 @@ func (s *Spool) stub() (stub []byte, pieces []*held, err error) {
 				stub = append(stub, str...)
 				continue
 			}
-			h := &held{seq: spools.next(), off: start, n: off + int64(i) - start}
+			h := &held{seq: spools.seq.Add(1), off: start, n: off + int64(i) - start}
 			pieces = append(pieces, h)
 			stub = fmt.Appendf(stub, "%s%012d\"", marker, h.seq)
 		}
@@ -191,15 +191,12 @@ var marker = func() []byte {
 
 const placeholderLen = 1 + 12 + 16 + 12 + 1
 
-// spools holds the long strings of the messages read; live counts them,
-// so that a writer looks for placeholders only while there are any.
+// spools holds the long strings of the messages read.
 var spools = &spoolSet{m: map[uint64]*held{}}
 
-var live atomic.Int64
-
 type spoolSet struct {
+	seq atomic.Uint64 // the last piece's number: once any is made, writers look for placeholders
 	mu  sync.Mutex
-	seq uint64
 	m   map[uint64]*held
 }
 
@@ -215,13 +212,6 @@ type spoolFile struct {
 	refs int
 }
 
-func (ss *spoolSet) next() uint64 {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.seq++
-	return ss.seq
-}
-
 func (ss *spoolSet) keep(f *os.File, pieces []*held) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -231,7 +221,6 @@ func (ss *spoolSet) keep(f *os.File, pieces []*held) {
 		h.f, seqs[i] = sf, h.seq
 		ss.m[h.seq] = h
 	}
-	live.Add(int64(len(pieces)))
 	time.AfterFunc(SpoolTTL, func() { ss.drop(seqs) })
 }
 
@@ -245,7 +234,6 @@ func (ss *spoolSet) drop(seqs []uint64) {
 			continue
 		}
 		delete(ss.m, seq)
-		live.Add(-1)
 		if h.f.refs--; h.f.refs == 0 {
 			h.f.f.Close()
 			_ = os.Remove(h.f.f.Name())
@@ -261,21 +249,20 @@ func (ss *spoolSet) get(seq uint64) *held {
 
 // each calls fn for the text before each placeholder of msg with the
 // piece it stands for, then for the rest (h nil). A placeholder whose
-// piece is gone is text.
+// piece is gone (written, or SpoolTTL passed) becomes "": the process's
+// key never leaves it.
 func each(msg []byte, fn func(text []byte, h *held) error) error {
-	for live.Load() > 0 {
+	for spools.seq.Load() > 0 {
 		i := bytes.Index(msg, marker)
 		if i < 0 {
 			break
 		}
 		end, h := i+placeholderLen, (*held)(nil)
-		if end <= len(msg) && msg[end-1] == '"' {
-			if seq, err := strconv.ParseUint(string(msg[i+len(marker):end-1]), 10, 64); err == nil {
-				h = spools.get(seq)
-			}
-		}
-		if h == nil {
-			end, i = i+len(marker), i+len(marker)
+		seq, err := strconv.ParseUint(string(msg[i+len(marker):min(end-1, len(msg))]), 10, 64)
+		if err != nil || end > len(msg) || msg[end-1] != '"' {
+			end, i = i+len(marker), i+len(marker) // no placeholder
+		} else if h = spools.get(seq); h == nil {
+			end, i = end-1, i+1 // gone: its quotes only
 		}
 		if err := fn(msg[:i], h); err != nil {
 			return err
@@ -320,7 +307,7 @@ func Size(msg []byte) int {
 // Expand returns msg with its long strings in memory (msg itself when it
 // names none).
 func Expand(msg []byte) []byte {
-	if live.Load() == 0 || !bytes.Contains(msg, marker) {
+	if !bytes.Contains(msg, marker) {
 		return msg
 	}
 	var b bytes.Buffer
