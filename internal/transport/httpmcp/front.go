@@ -29,6 +29,16 @@ const (
 	DefaultStallTimeout      = 10 * time.Second
 )
 
+// Session-less clients share one connection to the server: one that does
+// not read must be cut before its flood holds the others' answers behind
+// it. So the kernel keeps little of what waits for any client (sendBuffer:
+// the rest waits in its session's queue, where the bounds see it), and a
+// session-less client is cut once more than sharedQueueBytes wait.
+const (
+	sendBuffer       = 64 << 10
+	sharedQueueBytes = 1 << 20
+)
+
 // maxClientField bounds a client's name, version and protocol as the
 // front remembers them.
 const maxClientField = 200
@@ -368,6 +378,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		<-l.sem
 		return nil, err
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(sendBuffer)
 	}
 	return &limitConn{Conn: c, sem: l.sem}, nil
 }

@@ -85,8 +85,8 @@ func (g *standalone) end(st *frontStream, n int, keep bool) {
 // backlog is what waits for a session's client on its open streams. The
 // janitor closes a session whose backlog stays over QueueBytes for
 // StallTimeout or grows past QueueBytes + MaxMessage (a session-less one,
-// which shares its server connection, as soon as more than QueueBytes
-// wait before a message),
+// which shares its server connection, as soon as more than
+// sharedQueueBytes wait before a message),
 // and one whose client took nothing of a write for StallTimeout (dead).
 type backlog struct {
 	bytes     int
@@ -331,11 +331,9 @@ func (s *frontSession) push(st *frontStream, msg []byte) {
 	st.q = append(st.q, msg)
 	n := wire.Size(msg)
 	dead := s.queue.add(n, &s.f.cfg)
-	if s.id == "" && s.queue.bytes-n > s.f.cfg.QueueBytes {
-		// Session-less clients share one connection to the server: one
-		// that does not read must not hold the others behind its flood
-		// (one large message alone may wait).
-		s.queue.die(fmt.Sprintf("more than %d bytes wait for a session-less client (its server connection is shared)", s.f.cfg.QueueBytes))
+	if bound := min(s.f.cfg.QueueBytes, sharedQueueBytes); s.id == "" && s.queue.bytes-n > bound {
+		// One large message alone may wait.
+		s.queue.die(fmt.Sprintf("more than %d bytes wait for a session-less client (its server connection is shared)", bound))
 		dead = true
 	}
 	if dead {
