@@ -14,7 +14,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/transport/httpmcp"
 )
 
@@ -76,9 +75,6 @@ func (w *instanceRun) serveFront(ctx context.Context, o wire.Opener, in wire.Str
 	opt := wire.ServeOptions{Log: w.log.With("from", "client"), Grace: max(w.cfg.Relay.QueueTimeout, oneShotWait(w.cfg)), InputEnded: inputEnded}
 	if hook := w.trafficHook(""); hook != nil {
 		opt.Traffic = func(toServer bool, msg []byte) { hook("client", toServer, 0, msg) }
-	}
-	if f, ok := out.(*os.File); ok {
-		relay.GrowPipe(f)
 	}
 	return wire.Serve(ctx, in, out, o, opt)
 }

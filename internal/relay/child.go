@@ -293,8 +293,6 @@ func (l *stdioLink) attach(cmd *exec.Cmd) (io.ReadCloser, error) {
 		}
 		*ends[0], *ends[1] = r, w
 	}
-	GrowPipe(l.outR)
-	GrowPipe(l.inW)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = l.inR, l.outW, l.errW
 	bw := bufio.NewWriterSize(l.inW, 64<<10)
 	l.in.Write = func(msg, _ []byte) error {
