@@ -60,6 +60,7 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	s.r.tracer.trace("server", &env, len(msg), pd)
 	if !ok {
 		s.r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
+		wire.Discard(msg)
 		return nil
 	}
 	if pd.kind == kindListen && !env.HasError {

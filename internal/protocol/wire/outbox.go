@@ -87,6 +87,14 @@ func (b *backlog) push(it item) {
 	b.bytes += it.n
 }
 
+// discard empties the queue, letting go of what its messages hold.
+func (b *backlog) discard() {
+	for _, it := range b.q[b.head:] {
+		Discard(it.msg)
+	}
+	*b = backlog{}
+}
+
 func (b *backlog) pop() item {
 	it := b.q[b.head]
 	b.q[b.head] = item{}
@@ -237,7 +245,7 @@ func (o *Outbox) fail(err error) {
 		return
 	}
 	o.err = err
-	o.q = backlog{}
+	o.q.discard()
 	o.cond.Broadcast()
 	if o.OnFail != nil {
 		go o.OnFail(err)
@@ -257,7 +265,7 @@ func (o *Outbox) close(drop bool) {
 	defer o.mu.Unlock()
 	o.closed = true
 	if drop {
-		o.q = backlog{}
+		o.q.discard()
 	}
 	o.cond.Broadcast()
 }

@@ -292,6 +292,19 @@ func write(w io.Writer, msg []byte, done bool) error {
 	return err
 }
 
+// Discard lets go of the long strings msg names: a message dropped on
+// the way (an answer to a cancelled request, a queue dropped).
+func Discard(msg []byte) {
+	var seqs []uint64
+	_ = each(msg, func(_ []byte, h *held) error {
+		if h != nil {
+			seqs = append(seqs, h.seq)
+		}
+		return nil
+	})
+	spools.drop(seqs)
+}
+
 // Size is the length of msg as WriteMsg writes it.
 func Size(msg []byte) int {
 	n := 0

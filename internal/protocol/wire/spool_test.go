@@ -82,8 +82,8 @@ func jsonEqual(a, b []byte) bool {
 
 func jsonText(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-// A long string is let go once written, or SpoolTTL after it was read;
-// afterwards its placeholder is text.
+// A long string is let go once written, when its message is discarded,
+// or SpoolTTL after it was read; afterwards its placeholder is "".
 func TestSpoolLetGo(t *testing.T) {
 	long := `{"s":"` + strings.Repeat("a", 2*LongString) + `"}`
 	stub, err := readOne(t, long)
@@ -108,6 +108,12 @@ func TestSpoolLetGo(t *testing.T) {
 
 	SpoolTTL = 100 * time.Millisecond
 	defer func() { SpoolTTL = 10 * time.Minute }()
+	stub, _ = readOne(t, long)
+	Discard(stub)
+	if heldCount() != 0 {
+		t.Fatalf("%d pieces held after Discard", heldCount())
+	}
+
 	stub, _ = readOne(t, long)
 	if Size(stub) != len(long) {
 		t.Fatal("the new stub's piece is not held")
