@@ -92,6 +92,9 @@ func (c *conn) probeEra() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hs.probing = false
+	if s.child == c && err != nil && c.exited() {
+		return // it ended first (a restart, a crash): what waits is flushed to the next child, who is asked, or answered down
+	}
 	if s.child == c && (err != nil || !speaksModern(res)) {
 		c.speaks = wire.EraLegacy
 		s.r.log.Info("the server does not speak the 2026-07-28 era of its client: the client goes to the era bridge", "err", err)
