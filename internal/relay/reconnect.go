@@ -373,7 +373,10 @@ func (rc *reconnect) awaitAnswer(probe []byte) error {
 // fail stops the new child, which came up broken, and says why.
 func (rc *reconnect) fail(err error) error {
 	s, c, r := rc.s, rc.c, rc.s.r
-	if r.ctx.Err() != nil {
+	s.mu.Lock()
+	closed := s.phase == phaseClosed // its client left meanwhile
+	s.mu.Unlock()
+	if r.ctx.Err() != nil || closed {
 		c.stop(shutdownStep, r.ctx)
 		return ErrClosed
 	}
