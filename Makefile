@@ -117,7 +117,7 @@ conformance: conformance-deps
 # No DWARF in the test binaries (-ldflags=-w): quicker links; the race
 # detector's reports do not need it.
 unit:
-	$(GO) test -race -count=1 -timeout 12m -ldflags=-w -parallel 8 $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m -ldflags=-w -parallel 6 $(PKGS)
 
 # Each fuzz target for a fixed number of inputs (the seed corpus also runs
 # in unit), printing the fuzzer's last line: how many inputs it ran in how
