@@ -108,14 +108,13 @@ func field(key, value string) []byte {
 }
 
 func (w *Writer) record(fields []byte, hop string, toServer bool, gen int, msg []byte) {
-	now := time.Now().UTC()
-	w.mu.Lock()
+	w.mu.Lock() // the time is taken under the lock: the file's lines never go back in time
 	defer w.mu.Unlock()
 	if w.closed || w.err != nil {
 		return
 	}
 	b := append(w.line[:0], `{"t":"`...)
-	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = time.Now().UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","hop":`...)
 	b = appendString(b, hop)
 	if toServer {
