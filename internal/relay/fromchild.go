@@ -224,17 +224,8 @@ func (c *conn) answerError(key, text string) {
 // withSubscriptionID puts the client's listen id in a notification.
 func withSubscriptionID(msg, id []byte) []byte {
 	env, err := wire.Peek(msg)
-	if err != nil {
-		return msg
+	if vs, ve, ok := env.MetaSpan(mcp.MetaKeySubscriptionID); err == nil && ok {
+		return wire.Splice(msg, vs, ve, id)
 	}
-	ms, me, ok := jsonscan.MemberSpan(env.Params, "_meta")
-	if !ok {
-		return msg
-	}
-	vs, ve, ok := jsonscan.MemberSpan(env.Params[ms:me], mcp.MetaKeySubscriptionID)
-	if !ok {
-		return msg
-	}
-	at := env.ParStart + ms
-	return wire.Splice(msg, at+vs, at+ve, id)
+	return msg
 }

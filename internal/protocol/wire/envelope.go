@@ -161,9 +161,9 @@ func Peek(msg []byte) (Envelope, error) {
 	return e, err
 }
 
-// metaSpan returns the offsets in the message of the value of key in
+// MetaSpan returns the offsets in the message of the value of key in
 // params._meta.
-func (e *Envelope) metaSpan(key string) (vs, ve int, ok bool) {
+func (e *Envelope) MetaSpan(key string) (vs, ve int, ok bool) {
 	ms, me, _ := jsonscan.MemberSpan(e.Params, "_meta")
 	vs, ve, ok = jsonscan.MemberSpan(e.Params[ms:me], key)
 	at := e.ParStart + ms

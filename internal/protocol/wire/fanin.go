@@ -95,7 +95,7 @@ func (f *FanIn) deliver(msg, rel []byte) {
 		vs, ve, ok := jsonscan.MemberSpan(env.Params, "progressToken")
 		vs, ve = env.ParStart+vs, env.ParStart+ve
 		if !ok {
-			vs, ve, ok = env.metaSpan(mcp.MetaKeySubscriptionID)
+			vs, ve, ok = env.MetaSpan(mcp.MetaKeySubscriptionID)
 		}
 		if ok {
 			key, at, end = string(msg[vs:ve]), vs, ve
@@ -149,7 +149,7 @@ func (s *fanSession) route(msg []byte, env Envelope) ([]byte, Session) {
 	case env.IsRequest():
 		id := f.newID()
 		r := fanRoute{c: s, id: env.ID, listen: env.Method == "subscriptions/listen"}
-		if ts, te, ok := env.metaSpan("progressToken"); ok {
+		if ts, te, ok := env.MetaSpan("progressToken"); ok {
 			r.token = msg[ts:te]
 			msg = Splice(msg, ts, te, id)
 			env, _ = Peek(msg)

@@ -309,7 +309,7 @@ func (c *conn) Write(_ context.Context, m jsonrpc.Message) error {
 // it knew the request by.
 func (c *conn) restoreSubscriptionID(note []byte) []byte {
 	env, _ := Peek(note)
-	vs, ve, ok := env.metaSpan(mcp.MetaKeySubscriptionID)
+	vs, ve, ok := env.MetaSpan(mcp.MetaKeySubscriptionID)
 	if !ok {
 		return note
 	}
