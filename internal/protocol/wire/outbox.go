@@ -36,13 +36,12 @@ type Outbox struct {
 	Write func(msg, rel []byte) error
 	Flush func() error
 	Sent  func(msg []byte)
-	// Soft, Hard and Stall are the bounds (0 = DefaultSoft, DefaultHard,
-	// DefaultStall; Stall < 0: a peer busy for long is not stalled, as a
-	// child that computes before it reads its input again); OnFail is
-	// told why the outbox failed.
-	Soft, Hard int
-	Stall      time.Duration
-	OnFail     func(err error)
+	// Hard and Stall are bounds (0 = DefaultHard, DefaultStall; Stall < 0:
+	// a peer busy for long is not stalled, as a child that computes before
+	// it reads its input again); OnFail is told why the outbox failed.
+	Hard   int
+	Stall  time.Duration
+	OnFail func(err error)
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -102,9 +101,9 @@ func (b *backlog) pop() item {
 	return it
 }
 
-// The default bounds of an Outbox.
+// The bounds of an Outbox (Soft: for every one).
 const (
-	DefaultSoft  = 4 << 20
+	Soft         = 4 << 20
 	DefaultHard  = 2*DefaultMaxMessage + 32<<20
 	DefaultStall = 30 * time.Second
 )
@@ -116,9 +115,6 @@ func (o *Outbox) init() {
 	o.once.Do(func() {
 		o.cond = sync.NewCond(&o.mu)
 		o.done = make(chan struct{})
-		if o.Soft <= 0 {
-			o.Soft = DefaultSoft
-		}
 		if o.Hard <= 0 {
 			o.Hard = DefaultHard
 		}
@@ -197,7 +193,7 @@ func (o *Outbox) EndInline() {
 	case !o.writing:
 		o.drainLocked()
 	}
-	for o.q.bytes > o.Soft && o.err == nil && !o.closed {
+	for o.q.bytes > Soft && o.err == nil && !o.closed {
 		o.roomers++
 		o.cond.Wait()
 		o.roomers--
