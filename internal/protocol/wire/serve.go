@@ -54,35 +54,15 @@ type ServeOptions struct {
 //     not read makes the session wait (back-pressure), and a write error
 //     ends Serve as the end of in does.
 func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOptions) error {
-	f := newFront(out, opt)
-	return f.serve(ctx, in, o.Open(f))
-}
-
-// InputGrace is how long the requests read before a peer's input ended may
-// take to be answered: a one-shot client writes its requests and closes
-// its input before it reads, and clients send SIGTERM soon after closing
-// it (mcpflow is gone within 5 s).
-const InputGrace = 2 * time.Second
-
-// TextShuttingDown answers a request still unanswered when mcpflow stops.
-const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
-
-// shutdownWrite bounds each write to the client once Serve is ending.
-const shutdownWrite = time.Second
-
-func newFront(out io.Writer, opt ServeOptions) *stdioFront {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	if opt.Grace <= 0 {
 		opt.Grace = InputGrace
 	}
-	return &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, inBatch: map[string]*batch{},
+	f := &stdioFront{opt: opt, out: out, bw: bufio.NewWriterSize(out, 64<<10), open: map[string]bool{}, inBatch: map[string]*batch{},
 		broken: make(chan struct{}), answered: make(chan struct{}, 1)}
-}
-
-// serve is Serve on the session s of f's.
-func (f *stdioFront) serve(ctx context.Context, in Stream, s Session) error {
+	s := o.Open(f)
 	read := make(chan error, 1)
 	go func() { read <- f.read(in, s) }()
 	var err error
@@ -107,6 +87,18 @@ func (f *stdioFront) serve(ctx context.Context, in Stream, s Session) error {
 	f.shutDown()
 	return err
 }
+
+// InputGrace is how long the requests read before a peer's input ended may
+// take to be answered: a one-shot client writes its requests and closes
+// its input before it reads, and clients send SIGTERM soon after closing
+// it (mcpflow is gone within 5 s).
+const InputGrace = 2 * time.Second
+
+// TextShuttingDown answers a request still unanswered when mcpflow stops.
+const TextShuttingDown = "mcpflow: shutting down (the client's input ended, or mcpflow was asked to stop) before the MCP server answered"
+
+// shutdownWrite bounds each write to the client once Serve is ending.
+const shutdownWrite = time.Second
 
 // stdioFront is Serve's Client and its bookkeeping.
 type stdioFront struct {
