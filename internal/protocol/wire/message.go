@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -60,15 +61,7 @@ func ResultResponse(id []byte, result []byte) []byte {
 }
 
 func response(id []byte, field string, body []byte) []byte {
-	b := make([]byte, 0, len(body)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"`...)
-	b = append(b, field...)
-	b = append(b, `":`...)
-	b = append(b, body...)
-	b = append(b, '}')
-	return b
+	return slices.Concat([]byte(`{"jsonrpc":"2.0","id":`), id, []byte(`,"`+field+`":`), body, []byte{'}'})
 }
 
 // Request builds a JSON-RPC request or, with a nil id, a notification.
@@ -93,10 +86,7 @@ func Request(id []byte, method string, params []byte) []byte {
 
 // Splice returns msg with msg[start:end] replaced by repl, in a new slice.
 func Splice(msg []byte, start, end int, repl []byte) []byte {
-	out := make([]byte, 0, len(msg)-(end-start)+len(repl))
-	out = append(out, msg[:start]...)
-	out = append(out, repl...)
-	return append(out, msg[end:]...)
+	return slices.Concat(msg[:start], repl, msg[end:])
 }
 
 // modernVersion is the first protocol revision of the modern era
