@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -74,13 +75,13 @@ func TestHealth(t *testing.T) {
 	if h.describe() != "third" {
 		t.Fatal("describe with a report")
 	}
-	h.lastBuildFailed = true
 	for range crashLoop {
-		h.crashes.crashed(0)
+		h.crashed(texts.Exit{}, "recompile", slog.New(slog.DiscardHandler))
 	}
 	if !h.crashes.stopped {
 		t.Fatal("no crash loop")
 	}
+	h.lastBuildFailed = true
 	h.restartedByBuild()
 	if h.lastBuildFailed || h.crashes.stopped || h.crashes.quick != 0 {
 		t.Fatalf("restartedByBuild: %+v", h)

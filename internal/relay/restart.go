@@ -395,21 +395,30 @@ func (h *health) restartedByBuild() {
 	h.crashes.quick, h.crashes.stopped, h.lastBuildFailed = 0, false, false
 }
 
-// crashed applies the crash policy: the report, and the backoff (0: none).
+// crashed applies the crash policy (Config.OnCrash) to a crash: the
+// report, and the backoff (0: none).
 func (h *health) crashed(e texts.Exit, rebuild string, log *slog.Logger) (string, time.Duration) {
 	if h.lastBuildFailed {
 		return texts.CrashAfterFailedBuild(e, rebuild), 0
 	}
-	switch action, backoff := h.crashes.crashed(e.Uptime); action {
-	case crashLoopStop:
-		log.Error("crash loop: automatic restarts stopped until a file changes or "+rebuild+" is called", "crashes", h.crashes.quick)
-		return texts.CrashLoop(e, h.crashes.quick, rebuild), 0
-	case crashRestart:
-		log.Info("restarting after crash", "in", result.Dur(backoff))
-		return texts.CrashRestarting(e), backoff
+	p := &h.crashes
+	if e.Uptime < quickCrash {
+		p.quick++
+	} else {
+		p.quick = 1
 	}
-	log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + rebuild)
-	return texts.CrashWait(e, rebuild), 0
+	switch {
+	case !p.restart:
+		log.Info("not restarting (relay.on_crash = \"wait\"): fix the code, then save or call " + rebuild)
+		return texts.CrashWait(e, rebuild), 0
+	case p.quick >= crashLoop:
+		p.stopped = true
+		log.Error("crash loop: automatic restarts stopped until a file changes or "+rebuild+" is called", "crashes", p.quick)
+		return texts.CrashLoop(e, p.quick, rebuild), 0
+	}
+	backoff := 100 * time.Millisecond << (p.quick - 1)
+	log.Info("restarting after crash", "in", result.Dur(backoff))
+	return texts.CrashRestarting(e), backoff
 }
 
 // After crashLoop crashes in a row, each within quickCrash of its start,
@@ -419,34 +428,9 @@ const (
 	crashLoop  = 3
 )
 
-// crashPolicy decides what follows a crash (Config.OnCrash).
+// crashPolicy is what health.crashed decides by.
 type crashPolicy struct {
 	restart bool // OnCrash is "restart"
 	quick   int  // crashes in a row soon after start
 	stopped bool // automatic restarts stopped by a crash loop
-}
-
-type crashAction int
-
-const (
-	crashWait     crashAction = iota // on_crash = "wait": stay down
-	crashRestart                     // restart after the backoff
-	crashLoopStop                    // a crash loop: stay down until Restart
-)
-
-// crashed records a crash after uptime and says what to do.
-func (p *crashPolicy) crashed(uptime time.Duration) (crashAction, time.Duration) {
-	if uptime < quickCrash {
-		p.quick++
-	} else {
-		p.quick = 1
-	}
-	switch {
-	case !p.restart:
-		return crashWait, 0
-	case p.quick >= crashLoop:
-		p.stopped = true
-		return crashLoopStop, 0
-	}
-	return crashRestart, 100 * time.Millisecond << (p.quick - 1)
 }
