@@ -373,22 +373,20 @@ func (rc *reconnect) awaitAnswer(probe []byte) error {
 // fail stops the new child, which came up broken, and says why.
 func (rc *reconnect) fail(err error) error {
 	s, c, r := rc.s, rc.c, rc.s.r
-	s.mu.Lock()
-	closed := s.phase == phaseClosed // its client left meanwhile
-	s.mu.Unlock()
-	if r.ctx.Err() != nil || closed {
-		c.stop(shutdownStep, r.ctx)
-		return ErrClosed
-	}
 	report, end := texts.BadStart(err, r.cfg.Tools.Rebuild), c.end
 	if errors.Is(err, context.DeadlineExceeded) {
 		report, end = c.noHandshake(), c.endMute
 	}
 	s.mu.Lock()
-	if !c.exited() && c.failed == "" {
+	closed := s.phase == phaseClosed || r.ctx.Err() != nil // its client left meanwhile, or mcpflow stops
+	if !closed && !c.exited() && c.failed == "" {
 		c.failed = report
 	}
 	s.mu.Unlock()
+	if closed {
+		c.stop(shutdownStep, r.ctx)
+		return ErrClosed
+	}
 	end(r.cfg.Child.StopTimeout, r.ctx)
 	s.mu.Lock()
 	report = cmp.Or(s.report, report) // conn.ended's, which says more of an exit
