@@ -310,7 +310,7 @@ func (l *stdioLink) Start(rcv wire.LinkReceiver) {
 	l.inR.Close()
 	l.outW.Close()
 	l.errW.Close()
-	l.in.Start(func() { l.inW.Close() })
+	go l.in.Run(func() { l.inW.Close() })
 	go func() {
 		defer close(l.done)
 		defer l.outR.Close()

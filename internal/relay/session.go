@@ -65,7 +65,7 @@ func newSession(r *Relay, c wire.Client) *Session {
 			s.Close()
 		},
 	}
-	s.out.Start(nil)
+	go s.out.Run(nil)
 	return s
 }
 

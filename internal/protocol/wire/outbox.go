@@ -307,12 +307,6 @@ func (o *Outbox) Run(closeW func()) {
 	}
 }
 
-// Start runs the outbox on a goroutine of its own and returns it.
-func (o *Outbox) Start(closeW func()) *Outbox {
-	go o.Run(closeW)
-	return o
-}
-
 // WaitClosed waits for ch to be closed, at most d; it reports whether it was.
 func WaitClosed(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -242,7 +242,7 @@ func TestOutboxBounds(t *testing.T) {
 		o := c.o
 		o.Write = func([]byte, []byte) error { <-block; return nil }
 		o.OnFail = func(err error) { failed <- err }
-		o.Start(nil)
+		go o.Run(nil)
 		ok := true
 		for range c.n {
 			ok = o.Send(make([]byte, 100), nil)
