@@ -86,8 +86,10 @@ func (c *Child) check() error {
 	return nil
 }
 
-// start starts a process; attach sets its stdio and returns its log.
-func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
+// start starts a process of the server, a generation of its own (the
+// Starting event); attach sets its stdio and returns its log.
+func (r *Relay) start(attach func(*exec.Cmd) (io.ReadCloser, error), onLine func(string)) (*child, error) {
+	c, gen := &r.cfg.Child, int(r.gen.Add(1))
 	if err := c.check(); err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadClose
 	if c.Shell {
 		argv = argv[:1] // the script; Child.Command has no positional arguments
 	}
-	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: c.Shell, Dir: c.Dir, Env: env}, c.StopTimeout)
+	cmd := proc.Command(context.Background(), proc.Spec{Argv: argv, Shell: c.Shell, Dir: c.Dir, Env: r.env.environ(c)}, c.StopTimeout)
 	logs, err := attach(cmd.Cmd)
 	if err == nil {
 		if err = cmd.Start(); err != nil {
@@ -123,6 +125,7 @@ func start(c *Child, env []string, gen int, attach func(*exec.Cmd) (io.ReadClose
 		}
 		close(p.done)
 	}()
+	r.events.post(Event{Kind: Starting, Gen: gen, Pid: p.pid})
 	return p, nil
 }
 
@@ -274,13 +277,6 @@ type stdioLink struct {
 	in                               *wire.Outbox
 	done                             chan struct{}
 	closeOnce                        sync.Once
-}
-
-func newStdioLink(maxMsg int, sent func(msg []byte)) *stdioLink {
-	l := &stdioLink{maxMsg: maxMsg, done: make(chan struct{})}
-	// A child that computes is not stalled: only what piles up is bounded.
-	l.in = &wire.Outbox{Sent: sent, Stall: -1}
-	return l
 }
 
 // attach gives cmd the link's pipes; stderr's read end is the log.

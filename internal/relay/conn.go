@@ -56,17 +56,16 @@ func newConn(s *Session, srv *child) (*conn, error) {
 		})
 		return c, nil
 	}
-	link := newStdioLink(r.cfg.MaxMessage, sent)
-	gen := int(r.gen.Add(1))
-	p, err := start(&r.cfg.Child, r.env.environ(&r.cfg.Child), gen, link.attach, r.childLine(c))
+	// A child that computes is not stalled: only what piles up is bounded.
+	link := &stdioLink{maxMsg: r.cfg.MaxMessage, in: &wire.Outbox{Sent: sent, Stall: -1}, done: make(chan struct{})}
+	p, err := r.start(link.attach, r.childLine(c))
 	if err != nil {
 		link.closeAll()
 		return nil, err
 	}
 	c.p, c.own, c.link = p, true, link
 	link.Start(c)
-	r.events.post(Event{Kind: Starting, Gen: gen, Pid: p.pid})
-	r.log.Info("server started", "pid", p.pid, "gen", gen, "cmd", r.cfg.Child.describe())
+	r.log.Info("server started", "pid", p.pid, "gen", p.gen, "cmd", r.cfg.Child.describe())
 	r.wg.Go(func() {
 		select {
 		case <-p.done:

@@ -201,9 +201,8 @@ func (rr *restartRun) replaceServer(old *child) (*child, error) {
 
 func (rr *restartRun) startServer() (*child, error) {
 	r := rr.r
-	gen := int(r.gen.Add(1))
 	var url string
-	srv, err := start(&r.cfg.Child, r.env.environ(&r.cfg.Child), gen, func(cmd *exec.Cmd) (io.ReadCloser, error) {
+	srv, err := r.start(func(cmd *exec.Cmd) (io.ReadCloser, error) {
 		logs, u, err := r.cfg.Child.HTTP.Prepare(cmd)
 		url = u
 		return logs, err
@@ -215,8 +214,7 @@ func (rr *restartRun) startServer() (*child, error) {
 	r.mu.Lock()
 	r.server = srv
 	r.mu.Unlock()
-	r.events.post(Event{Kind: Starting, Gen: gen, Pid: srv.pid})
-	r.log.Info("server started", "pid", srv.pid, "gen", gen, "url", url, "cmd", r.cfg.Child.describe())
+	r.log.Info("server started", "pid", srv.pid, "gen", srv.gen, "url", url, "cmd", r.cfg.Child.describe())
 	r.wg.Go(func() {
 		<-srv.done
 		r.serverExited(srv)
