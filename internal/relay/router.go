@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"iter"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -303,16 +304,13 @@ func (h *holdQueue) put(m queued) {
 // expire removes and returns the messages held since before cutoff.
 func (h *holdQueue) expire(cutoff time.Time) []queued {
 	var out []queued
-	keep := h.q[:0]
-	for _, m := range h.q {
-		if m.at.Before(cutoff) {
-			h.bytes -= len(m.msg)
-			out = append(out, m)
-			continue
+	h.q = slices.DeleteFunc(h.q, func(m queued) bool {
+		if !m.at.Before(cutoff) {
+			return false
 		}
-		keep = append(keep, m)
-	}
-	clear(h.q[len(keep):])
-	h.q = keep
+		h.bytes -= len(m.msg)
+		out = append(out, m)
+		return true
+	})
 	return out
 }
