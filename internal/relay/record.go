@@ -75,9 +75,6 @@ var recordLists = map[string]string{
 // loadRecord reads the record at path, if valid and written for key;
 // stale when written for other sources.
 func loadRecord(path, key, sources string, log *slog.Logger) *record {
-	if path == "" {
-		return nil
-	}
 	b, err := statedir.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
