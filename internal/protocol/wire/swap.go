@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -228,11 +229,7 @@ func (s *swapSession) move(o Opener) {
 // that were in flight on it (pending), then closes it and answers those
 // it did not.
 func (s *swapSession) drain(old Session, pending [][]byte) {
-	d := s.w.Drain
-	if d <= 0 {
-		d = DefaultDrain
-	}
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(cmp.Or(s.w.Drain, DefaultDrain))
 	for len(pending) > 0 && time.Now().Before(deadline) {
 		s.stmu.Lock()
 		pending = slices.DeleteFunc(pending, func(id []byte) bool { return !s.st.InFlight(id) })
