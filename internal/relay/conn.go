@@ -24,9 +24,9 @@ type conn struct {
 	p        *child // the process: the session's own, or the HTTP server's
 	own      bool
 	link     wire.Link
-	gen      int         // the connection's own: what its session's requests were sent to
-	stopping atomic.Bool // mcpflow ends it on purpose
-	answered chan struct{}
+	gen      int           // the connection's own: what its session's requests were sent to
+	stopping atomic.Bool   // mcpflow ends it on purpose
+	answered chan struct{} // closed at its first answer (Message), once
 	once     sync.Once
 	done     chan struct{}
 
@@ -120,13 +120,6 @@ func (c *conn) endMute(grace time.Duration, ctx context.Context) {
 		c.p.stop(grace, ctx, nil)
 	}
 	c.end(grace, ctx)
-}
-
-func (c *conn) markAnswered() {
-	c.once.Do(func() {
-		c.p.served.Store(true)
-		close(c.answered)
-	})
 }
 
 func (c *conn) hasAnswered() bool { return closed(c.answered) }

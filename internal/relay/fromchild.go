@@ -25,7 +25,10 @@ func (c *conn) Message(msg, rel []byte) {
 		return
 	}
 	if env.IsResponse() {
-		c.markAnswered()
+		c.once.Do(func() {
+			c.p.served.Store(true)
+			close(c.answered)
+		})
 	} else {
 		s.r.tracer.trace("server", &env, len(msg), nil)
 	}
