@@ -110,9 +110,7 @@ func (c *conn) probeEra() {
 
 // speaksModern reports whether a server/discover result names 2026-07-28.
 func speaksModern(result []byte) bool {
-	var r struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
+	var r struct{ SupportedVersions []string }
 	_ = json.Unmarshal(result, &r)
 	return slices.ContainsFunc(r.SupportedVersions, wire.IsModern)
 }

@@ -267,9 +267,7 @@ func (rc *reconnect) fetchList(c *conn, kind string) ([]json.RawMessage, error) 
 		if err != nil {
 			return nil, err
 		}
-		var lr struct {
-			NextCursor string `json:"nextCursor"`
-		}
+		var lr struct{ NextCursor string }
 		if err := json.Unmarshal(res, &lr); err != nil {
 			return nil, fmt.Errorf("%s result: %w", method, err)
 		}

@@ -116,9 +116,7 @@ func (rec *record) valid() error {
 		var res struct {
 			ProtocolVersion string                     `json:"protocolVersion"`
 			Capabilities    map[string]json.RawMessage `json:"capabilities"`
-			ServerInfo      *struct {
-				Name string `json:"name"`
-			} `json:"serverInfo"`
+			ServerInfo      *struct{ Name string }
 		}
 		if !isObject(rec.Initialize) || json.Unmarshal(rec.Initialize, &res) != nil || res.ProtocolVersion == "" || res.Capabilities == nil || res.ServerInfo == nil {
 			return errors.New("initialize: not an initialize result")

@@ -62,18 +62,14 @@ const DownMeta = "mcpflow/down"
 // clientInfo, or a 2026-07-28 request's _meta; "" when it gives none.
 func (e *Envelope) ClientName() string {
 	var p struct {
-		ClientInfo struct {
-			Name string `json:"name"`
-		} `json:"clientInfo"`
-		Meta map[string]json.RawMessage `json:"_meta"`
+		ClientInfo struct{ Name string }
+		Meta       map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(e.Params, &p)
 	if p.ClientInfo.Name != "" {
 		return p.ClientInfo.Name
 	}
-	var ci struct {
-		Name string `json:"name"`
-	}
+	var ci struct{ Name string }
 	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &ci)
 	return ci.Name
 }

@@ -128,11 +128,8 @@ func (s *State) noteRequest(msg []byte, env Envelope) {
 			s.Era = EraLegacy
 		}
 		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-			ClientInfo      struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"clientInfo"`
+			ProtocolVersion string
+			ClientInfo      struct{ Name, Version string }
 		}
 		_ = json.Unmarshal(env.Params, &p)
 		s.Client = ClientInfo{Name: clip(p.ClientInfo.Name), Version: clip(p.ClientInfo.Version), Protocol: clip(p.ProtocolVersion), Era: EraLegacy}
@@ -178,10 +175,7 @@ func (s *State) noteRequest(msg []byte, env Envelope) {
 		s.Era = EraModern
 	}
 	if s.Era == EraModern {
-		var ci struct {
-			Name    string `json:"name"`
-			Version string `json:"version"`
-		}
+		var ci struct{ Name, Version string }
 		_ = json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyClientInfo), &ci)
 		s.Client = ClientInfo{Name: clip(ci.Name), Version: clip(ci.Version), Protocol: clip(version), Era: EraModern}
 	}
