@@ -228,21 +228,18 @@ func (rc *reconnect) lists(c *conn) (map[string]listView, []toolInfo, error) {
 	views := map[string]listView{}
 	var keep []recorded
 	var tools []toolInfo
-	for _, k := range []struct {
-		kind     string
-		declared bool
-	}{{"tools", true}, {"prompts", declares(caps, "prompts")}, {"resources", declares(caps, "resources")}} {
-		if !k.declared && !modern {
-			views[k.kind] = viewOf(nil)
+	for _, kind := range listKindNames {
+		if kind != "tools" && !declares(caps, kind) && !modern {
+			views[kind] = viewOf(nil)
 			continue
 		}
-		items, err := rc.fetchList(c, k.kind)
-		if err != nil && (k.kind == "tools" || c.exited()) {
+		items, err := rc.fetchList(c, kind)
+		if err != nil && (kind == "tools" || c.exited()) {
 			return nil, nil, err
 		}
-		views[k.kind] = viewOf(items)
-		keep = append(keep, recorded{k.kind + "/list", true, mustJSON(map[string]any{k.kind: append([]json.RawMessage{}, items...)})})
-		if k.kind == "tools" {
+		views[kind] = viewOf(items)
+		keep = append(keep, recorded{kind + "/list", true, mustJSON(map[string]any{kind: append([]json.RawMessage{}, items...)})})
+		if kind == "tools" {
 			tools = toolInfos(items)
 		}
 	}
