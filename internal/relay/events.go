@@ -27,13 +27,6 @@ const (
 	Stopped
 )
 
-func (k EventKind) String() string {
-	if k < Starting || k > Stopped {
-		return "unknown"
-	}
-	return [...]string{"starting", "up", "restart-failed", "crashed", "build-failed", "stopped"}[k-Starting]
-}
-
 // Event is what Config.OnEvent receives.
 type Event struct {
 	Kind    EventKind
