@@ -371,7 +371,10 @@ func (s *Session) Close() {
 			delete(s.ids.serverReqs, id)
 		}
 	}
-	s.recompiles.stopAll()
+	for _, cancel := range s.recompiles.running {
+		cancel()
+	}
+	clear(s.recompiles.running)
 	s.held.take()
 	s.mu.Unlock()
 	s.out.Drop() // what is under way: at most closeWait

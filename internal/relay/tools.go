@@ -133,13 +133,6 @@ func (rc *recompiles) cancel(id []byte) bool {
 	return ok
 }
 
-func (rc *recompiles) stopAll() {
-	for _, cancel := range rc.running {
-		cancel()
-	}
-	clear(rc.running)
-}
-
 // toolResult is a CallToolResult of text (and structured, if not nil).
 func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	res := map[string]any{"content": []json.RawMessage{textContent(text)}, "isError": isErr}
