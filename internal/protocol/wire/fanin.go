@@ -59,14 +59,6 @@ func (f *FanIn) Close() {
 	}
 }
 
-// session is the shared session, opened at first use. f.mu is held.
-func (f *FanIn) session() Session {
-	if f.shared == nil {
-		f.shared = f.o.Open(ClientFunc(f.deliver))
-	}
-	return f.shared
-}
-
 func (f *FanIn) newID() []byte {
 	f.seq++
 	return []byte(`"mcpflow:f` + strconv.Itoa(f.seq) + `"`)
@@ -166,7 +158,10 @@ func (s *fanSession) route(msg []byte, env Envelope) ([]byte, Session) {
 		}
 		msg = Splice(msg, env.ParStart+vs, env.ParStart+ve, []byte(mine))
 	}
-	return msg, f.session()
+	if f.shared == nil { // opened at first use
+		f.shared = f.o.Open(ClientFunc(f.deliver))
+	}
+	return msg, f.shared
 }
 
 // Close cancels the client's requests in flight and forgets them.
