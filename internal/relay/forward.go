@@ -49,7 +49,7 @@ func (s *Session) forward(msg []byte, env wire.Envelope) {
 		s.hs.childDiscover = true
 	}
 	pd := &pending{kind: methodKinds[env.Method], gen: c.gen, method: env.Method}
-	if s.r.tracer != nil {
+	if s.r.tracing {
 		pd.sent = time.Now()
 	}
 	if strings.HasSuffix(env.Method, "/list") {

@@ -30,7 +30,7 @@ func (c *conn) Message(msg, rel []byte) {
 			close(c.answered)
 		})
 	} else {
-		s.r.tracer.trace("server", &env, len(msg), nil)
+		s.r.trace("server", &env, len(msg), nil)
 	}
 	var keep []recorded
 	s.mu.Lock()
@@ -56,11 +56,11 @@ func (c *conn) response(msg []byte, env wire.Envelope) []recorded {
 	s := c.s
 	key := string(env.ID)
 	if strings.HasPrefix(key, `"mcpflow:r`) && s.ids.answer(key, msg) {
-		s.r.tracer.trace("server", &env, len(msg), nil)
+		s.r.trace("server", &env, len(msg), nil)
 		return nil
 	}
 	pd, ok := s.ids.lookup(key, c.gen)
-	s.r.tracer.trace("server", &env, len(msg), pd)
+	s.r.trace("server", &env, len(msg), pd)
 	if !ok {
 		s.r.log.Debug("dropped a server response to a request that is no longer in flight", "id", key)
 		wire.Discard(msg)

@@ -122,8 +122,8 @@ type Relay struct {
 	known knownTools // what the server lists
 	stats counters
 
-	ownTools ownTools  // mcpflow's tools, spliced into tools/list
-	tracer   *msgTrace // nil unless the logger takes debug lines: one per message
+	ownTools ownTools // mcpflow's tools, spliced into tools/list
+	tracing  bool     // the logger takes debug lines: one per message (trace)
 }
 
 // New returns a relay for cfg. Nothing runs until the first Restart.
@@ -161,12 +161,7 @@ func New(cfg Config) *Relay {
 	if !cfg.Tools.None {
 		r.ownTools.defs = toolDefs(&cfg)
 	}
-	if r.log.Enabled(context.Background(), slog.LevelDebug) {
-		r.tracer = &msgTrace{log: r.log, via: "stdio"}
-		if cfg.Child.HTTP != nil {
-			r.tracer.via = "http"
-		}
-	}
+	r.tracing = r.log.Enabled(context.Background(), slog.LevelDebug)
 	return r
 }
 
@@ -361,22 +356,20 @@ func firstLine(s string) string {
 	return line
 }
 
-// msgTrace writes the debug line for each message read from a peer.
-type msgTrace struct {
-	log *slog.Logger
-	via string // the server hop's transport
-}
-
-// trace writes the line for one message when tracing (t not nil): the hop
-// (the server's with its transport), method and id, size, and for an
-// answer to a client request, the server's latency.
-func (t *msgTrace) trace(from string, env *wire.Envelope, size int, p *pending) {
-	if t == nil {
+// trace writes the debug line for one message read from a peer, when
+// tracing: the hop (the server's with its transport), method and id,
+// size, and for an answer to a client request, the server's latency.
+func (r *Relay) trace(from string, env *wire.Envelope, size int, p *pending) {
+	if !r.tracing {
 		return
 	}
 	args := []any{"bytes", size}
 	if from == "server" {
-		args = append(args, "via", t.via)
+		via := "stdio"
+		if r.cfg.Child.HTTP != nil {
+			via = "http"
+		}
+		args = append(args, "via", via)
 	}
 	if env.Method != "" {
 		args = append(args, "method", env.Method)
@@ -387,5 +380,5 @@ func (t *msgTrace) trace(from string, env *wire.Envelope, size int, p *pending) 
 	if p != nil && env.Method == "" && !p.sent.IsZero() {
 		args = append(args, "for", p.method, "latency", result.Dur(time.Since(p.sent)))
 	}
-	t.log.Debug("from "+from, args...)
+	r.log.Debug("from "+from, args...)
 }

@@ -76,7 +76,7 @@ func (s *Session) Send(msg []byte) {
 		s.out.Send(wire.ErrorResponse(nil, wire.CodeInvalidRequest, wire.TextNotAnRPC, nil), nil)
 		return
 	}
-	s.r.tracer.trace("client", &env, len(msg), nil)
+	s.r.trace("client", &env, len(msg), nil)
 	s.mu.Lock()
 	var in *wire.Outbox
 	if s.child != nil && s.bridge == nil {
