@@ -87,14 +87,6 @@ func newConn(s *Session, srv *child) (*conn, error) {
 	return c, nil
 }
 
-// inline is a stdio child's stdin, which the client's reader may write.
-func (c *conn) inline() *wire.Outbox {
-	if l, ok := c.link.(*stdioLink); ok {
-		return l.in
-	}
-	return nil
-}
-
 func (c *conn) exited() bool { return closed(c.done) }
 
 // stop ends the connection on purpose and returns once it ended.

@@ -78,10 +78,11 @@ func (s *Session) Send(msg []byte) {
 	}
 	s.r.trace("client", &env, len(msg), nil)
 	s.mu.Lock()
-	var in *wire.Outbox
-	if s.child != nil && s.bridge == nil {
-		if in = s.child.inline(); in != nil {
-			in.BeginInline() // written by this goroutine once the lock is free
+	var in *wire.Outbox // a stdio child's stdin: written by this goroutine once the lock is free
+	if c := s.child; c != nil && s.bridge == nil {
+		if l, ok := c.link.(*stdioLink); ok {
+			in = l.in
+			in.BeginInline()
 		}
 	}
 	br := s.bridge
