@@ -45,17 +45,16 @@ func (s SDKServer) Open(c Client) Session {
 	conn := newConn(c.Deliver, s.Log)
 	ss, err := s.Server.Connect(context.Background(), conn, nil)
 	if err != nil {
-		conn.stop()
-		return sdkSession{c: conn}
+		conn.stop() // ss is nil
 	}
-	return sdkSession{c: conn, close: func() { _ = ss.Close() }}
+	return sdkSession{c: conn, ss: ss}
 }
 
-// sdkSession is the session a conn's SDK peer serves; close, when set,
-// closes the peer's session.
+// sdkSession is the session a conn's SDK peer serves, ss (nil when it
+// could not connect).
 type sdkSession struct {
-	c     *conn
-	close func()
+	c  *conn
+	ss *mcp.ServerSession
 }
 
 func (s sdkSession) Send(msg []byte) { s.c.push(msg) }
@@ -64,8 +63,8 @@ func (s sdkSession) Send(msg []byte) { s.c.push(msg) }
 // the SDK's session, so that nothing is delivered once it returns.
 func (s sdkSession) Close() {
 	s.c.stop()
-	if s.close != nil {
-		s.close()
+	if s.ss != nil {
+		_ = s.ss.Close()
 	}
 }
 
