@@ -58,8 +58,15 @@ func (rr *restartRun) run() (*result.Restart, error) {
 	if err := r.cfg.Child.check(); err != nil {
 		return rr.allDown(errors.New(texts.NoStart(err, r.cfg.Child.Setting)))
 	}
-	for _, s := range rr.sessions {
-		s.holdFor(rr.auto)
+	for _, s := range rr.sessions { // they hold for the restart
+		s.mu.Lock()
+		if s.bridge == nil && s.phase != phaseClosed {
+			s.phase = phaseHold
+		}
+		if !rr.auto {
+			s.notices.clear() // a build's restart, not one after a crash
+		}
+		s.mu.Unlock()
 	}
 	var srv *child
 	if r.cfg.Child.HTTP != nil {

@@ -306,18 +306,6 @@ func (s *Session) modern() bool { return s.st.Era == wire.EraModern }
 // bridgeable reports whether the session could go to the era bridge.
 func (s *Session) bridgeable() bool { return s.r.cfg.Bridge != nil && s.bridge == nil }
 
-// holdFor makes the session hold for a restart (auto: not a build's).
-func (s *Session) holdFor(auto bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.bridge == nil && s.phase != phaseClosed {
-		s.phase = phaseHold
-	}
-	if !auto {
-		s.notices.clear()
-	}
-}
-
 // respawn gives the session a fresh child in place of old without a
 // build (initialize after server/discover), telling the agent if it runs
 // a failed build's output.
