@@ -239,7 +239,7 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 		s.answerDown(msg, env) // taken, as while no server runs
 		return true
 	}
-	res, ok := rec.answer(env, r.ownTools.defs)
+	res, ok := rec.answer(env, r.ownTools)
 	if !ok {
 		if !s.graceArmed && env.Method != "tools/call" {
 			s.graceArmed = true

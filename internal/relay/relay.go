@@ -159,7 +159,7 @@ func New(cfg Config) *Relay {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.events.tap = r.stats.event
 	if !cfg.Tools.None {
-		r.ownTools.defs = toolDefs(&cfg)
+		r.ownTools = toolDefs(&cfg)
 	}
 	r.tracing = r.log.Enabled(context.Background(), slog.LevelDebug)
 	return r

@@ -103,13 +103,13 @@ func forceListChanged(caps map[string]json.RawMessage, key string, create bool) 
 
 // inject appends mcpflow's tools to the last page of a tools/list result.
 func (t ownTools) inject(msg []byte, env wire.Envelope) []byte {
-	if t.defs == nil {
+	if t == nil {
 		return msg
 	}
 	if nc := jsonscan.Member(env.Result, "nextCursor"); nc != nil && string(nc) != "null" && string(nc) != `""` {
 		return msg
 	}
-	out, _ := appendTo(msg, env, "tools", t.defs)
+	out, _ := appendTo(msg, env, "tools", t)
 	return out
 }
 

@@ -419,7 +419,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		})
 	case "tools/list":
 		s.view.beginEmpty()
-		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools.defs)+`],"_meta":{`+string(mustJSON(wire.DownMeta))+`:`+string(mustJSON(report))+`}}`), modern)))
+		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools)+`],"_meta":{`+string(mustJSON(wire.DownMeta))+`:`+string(mustJSON(report))+`}}`), modern)))
 	case "prompts/list", "resources/list", "resources/templates/list":
 		ok(map[string]any{recordLists[env.Method]: []any{}})
 	case "tools/call":

@@ -13,10 +13,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
-// ownTools are mcpflow's own tools, spliced into the child's tools/list.
-type ownTools struct {
-	defs []byte // comma-separated JSON; nil when Config.Tools.None
-}
+// ownTools are mcpflow's own tools, spliced into the child's tools/list:
+// comma-separated JSON; nil when Config.Tools.None.
+type ownTools []byte
 
 // noticeKind is what a notice is about: one of each at most is pending.
 type noticeKind int
