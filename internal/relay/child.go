@@ -340,9 +340,6 @@ func (l *stdioLink) Done() <-chan struct{} { return l.done }
 func (l *stdioLink) Kind() string          { return "stdio" }
 func (l *stdioLink) Lost() string          { return "it closed its stdout" }
 
-// abandon closes stdout's read end (a daemon may hold its write end).
-func (l *stdioLink) abandon() { l.outR.Close() }
-
 // closeAll closes every pipe (a start that failed).
 func (l *stdioLink) closeAll() {
 	l.closeOnce.Do(func() {

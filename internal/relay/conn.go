@@ -79,7 +79,7 @@ func newConn(s *Session, srv *child) (*conn, error) {
 		<-p.done
 		link.Close()
 		if !wire.WaitClosed(link.Done(), 2*time.Second) {
-			link.abandon() // a process outside the group holds its stdout
+			link.outR.Close() // a process outside the group (a daemon) holds its stdout: its read end goes
 			wire.WaitClosed(link.Done(), 2*time.Second)
 		}
 		c.ended()
