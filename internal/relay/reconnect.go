@@ -50,8 +50,13 @@ func (rc *reconnect) run(srv *child) (res *result.Restart, err error) {
 	} else if bridged {
 		return nil, nil // the bridge's own session with the relay has a child of its own
 	}
-	if learn {
-		rc.learn(old)
+	if learn { // what old lists, where unknown, for the diff and list_changed
+		if views, tools, err := rc.lists(old); err == nil && views != nil {
+			s.mu.Lock()
+			s.view.learn(views)
+			s.mu.Unlock()
+			r.known.note(tools)
+		}
 	}
 	res = &result.Restart{}
 	defer func() { res.Err = err }()
@@ -281,18 +286,6 @@ func (rc *reconnect) fetchList(c *conn, kind string) ([]json.RawMessage, error) 
 		cursor = lr.NextCursor
 	}
 	return all, nil
-}
-
-// learn reads what old lists, where unknown, for the diff and list_changed.
-func (rc *reconnect) learn(old *conn) {
-	views, tools, err := rc.lists(old)
-	if err != nil || views == nil {
-		return
-	}
-	rc.s.mu.Lock()
-	rc.s.view.learn(views)
-	rc.s.mu.Unlock()
-	rc.s.r.known.note(tools)
 }
 
 // diff is the tool diff against what the client, or the server, listed.
