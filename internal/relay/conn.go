@@ -15,6 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 	"github.com/mcpflow/mcpflow/internal/report/texts"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // conn is a session's connection to its child (a process of its own, or
@@ -150,10 +151,7 @@ func (c *conn) call(ctx context.Context, method string, params []byte) ([]byte, 
 			return nil, err
 		}
 		if env.HasError {
-			var e struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			}
+			var e jsonrpc.Error
 			_ = json.Unmarshal(env.Error, &e)
 			return nil, fmt.Errorf("%s: %w %d: %s", method, errRefused, e.Code, e.Message)
 		}
