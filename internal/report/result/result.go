@@ -6,6 +6,7 @@
 package result
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -81,11 +82,11 @@ func (d ToolDiff) String() string {
 	var parts []string
 	for _, n := range d.Current {
 		switch {
-		case contains(d.Added, n):
+		case slices.Contains(d.Added, n):
 			parts = append(parts, "+"+n)
-		case contains(d.Changed, n) && d.Details[n].SchemaChanged:
+		case slices.Contains(d.Changed, n) && d.Details[n].SchemaChanged:
 			parts = append(parts, "~"+n+" (input schema changed)")
-		case contains(d.Changed, n):
+		case slices.Contains(d.Changed, n):
 			parts = append(parts, "~"+n+" (description changed)")
 		}
 	}
@@ -93,15 +94,6 @@ func (d ToolDiff) String() string {
 		parts = append(parts, "-"+n)
 	}
 	return strings.Join(parts, " ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Empty reports whether nothing was added, removed or changed.
