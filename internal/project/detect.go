@@ -81,15 +81,9 @@ func projectKind(dir string) string {
 
 // detectManifest is Detect without the sources' search.
 func detectManifest(dir string) Project {
-	switch projectKind(dir) {
-	case "go":
-		return detectGo(dir)
-	case "rust":
-		return detectRust(dir)
-	case "node", "typescript":
-		return detectNode(dir)
-	case "python":
-		return detectPython(dir)
+	detectors := map[string]func(string) Project{"go": detectGo, "rust": detectRust, "node": detectNode, "typescript": detectNode, "python": detectPython}
+	if detect := detectors[projectKind(dir)]; detect != nil {
+		return detect(dir)
 	}
 	return Project{
 		Name:    filepath.Base(dir),
