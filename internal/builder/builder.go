@@ -22,13 +22,11 @@ type Restarter interface {
 
 // Config says what to build and how.
 type Config struct {
-	Command   []string      // argv; empty = no build step (a build then "succeeds" at once, Skipped=true)
-	Shell     bool          // true: Command[0] is a script run by `sh -c` (Windows: `cmd /C`)
-	Dir       string        // working directory; "" = the current one
-	Env       []string      // full environment; nil = inherit os.Environ()
-	Timeout   time.Duration // 0 = none; a build that runs longer is killed and fails
-	MaxOutput int           // bytes of combined output kept; default 1 MiB (head and tail)
-	Logger    *slog.Logger  // nil = discard
+	Command []string      // argv; empty = no build step (a build then "succeeds" at once, Skipped=true)
+	Shell   bool          // true: Command[0] is a script run by `sh -c` (Windows: `cmd /C`)
+	Dir     string        // working directory; "" = the current one
+	Timeout time.Duration // 0 = none; a build that runs longer is killed and fails
+	Logger  *slog.Logger  // nil = discard
 	// OnResult, when not nil, is called on Run's goroutine after every
 	// cycle that was not canceled; the next cycle waits for it.
 	OnResult func(result.Build)
@@ -56,8 +54,8 @@ type Config struct {
 }
 
 const (
-	defaultMaxOutput = 1 << 20 // Config.MaxOutput's default
-	maxErrors        = 8 << 10 // bytes of result.Build.Errors
+	maxOutput = 1 << 20 // bytes of combined output kept (head and tail)
+	maxErrors = 8 << 10 // bytes of result.Build.Errors
 	// killGrace is how long a canceled build has, after SIGTERM, to exit
 	// and close its output before its process group gets SIGKILL.
 	killGrace = 2 * time.Second
@@ -125,10 +123,6 @@ type cycle struct {
 // nil r means there is nothing to restart: cycles end after the build.
 func New(cfg Config, r Restarter) *Builder {
 	cfg.Command = slices.Clone(cfg.Command)
-	cfg.Env = slices.Clone(cfg.Env)
-	if cfg.MaxOutput <= 0 {
-		cfg.MaxOutput = defaultMaxOutput
-	}
 	lg := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	return &Builder{
 		cfg:     cfg,

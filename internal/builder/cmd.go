@@ -32,8 +32,8 @@ func (b *Builder) build(parent context.Context) buildOutcome {
 		defer cancel()
 	}
 	// The first half of the budget and the last half.
-	out := tail.New(b.cfg.MaxOutput/2, b.cfg.MaxOutput-b.cfg.MaxOutput/2, nil)
-	cmd := proc.Command(ctx, proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir, Env: b.cfg.Env}, killGrace)
+	out := tail.New(maxOutput/2, maxOutput/2, nil)
+	cmd := proc.Command(ctx, proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir}, killGrace)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()

@@ -40,7 +40,7 @@
 // Run's goroutine, before any Recompile or Startup waiting for it returns.
 // Canceled cycles (superseded by newer changes, or cut short by Run's ctx)
 // are only logged, so OnResult may see gaps in Seq. result.Build.Output
-// holds the combined stdout and stderr, at most Config.MaxOutput bytes (the
+// holds the combined stdout and stderr, at most 1 MiB (the
 // head and the tail, with a "… N bytes cut …" marker between). When the
 // build fails, result.Build.Errors holds the lines of Output an agent needs
 // (8 KiB at most; see summarize). result.Build.Restart is what the

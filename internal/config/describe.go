@@ -83,12 +83,7 @@ func (s *setting) text(v any) (value, note string) {
 		}
 		return cmd.String(), "executed directly"
 	case kEnv:
-		env := v.(map[string]string)
-		if len(env) == 0 {
-			return "{}", ""
-		}
-		kv := func(k string) string { return tomlKey(k) + " = " + TOMLString(env[k]) }
-		return "{ " + joinEach(slices.Sorted(maps.Keys(env)), kv, ", ") + " }", ""
+		return TOMLTable(v.(map[string]string)), ""
 	}
 	str := v.(string)
 	return TOMLString(str), when(str == "", "%s", s.empty)
@@ -137,6 +132,15 @@ var tomlEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '\n': `\n`, '\r': `\r`,
 
 // TOMLStrings writes ss as a TOML array of strings.
 func TOMLStrings(ss []string) string { return "[" + joinEach(ss, TOMLString, ", ") + "]" }
+
+// TOMLTable writes env as a TOML inline table, its keys sorted.
+func TOMLTable(env map[string]string) string {
+	if len(env) == 0 {
+		return "{}"
+	}
+	kv := func(k string) string { return tomlKey(k) + " = " + TOMLString(env[k]) }
+	return "{ " + joinEach(slices.Sorted(maps.Keys(env)), kv, ", ") + " }"
+}
 
 // tomlKey writes a key bare when TOML allows it, else quoted.
 func tomlKey(k string) string {

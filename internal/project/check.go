@@ -33,7 +33,8 @@ func Check(cfg *config.Config) ([]Scan, []string, error) {
 	var warnings []string
 	for _, v := range checkViews(cfg) {
 		var files []string
-		s := Scan{Server: v.prefix, Programs: programNotes(v)}
+		notes, _ := commandChecks(v)
+		s := Scan{Server: v.prefix, Programs: notes}
 		if v.cfg.Watch.Enabled {
 			start := time.Now()
 			var err error
@@ -132,7 +133,8 @@ func checkWarnings(v checkView, files []string) []string {
 			}
 		}
 	}
-	add("", commandWarnings(v)...)
+	_, warnings := commandChecks(v)
+	add("", warnings...)
 	add("", servingWarnings(v)...)
 	add(v.prefix, projectWarnings(cfg)...)
 	if cfg.Watch.Enabled && !cfg.Build.Command.IsZero() {

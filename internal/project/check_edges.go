@@ -24,57 +24,44 @@ import (
 	"github.com/mcpflow/mcpflow/internal/watcher"
 )
 
-// commandWarnings checks the folder, program and script of run.command (or [cli]).
-func commandWarnings(v checkView) []string {
+// commandChecks checks the folder, program and script of run.command (or
+// [cli]): the notes say where its programs are, the warnings what is wrong.
+func commandChecks(v checkView) (notes, warnings []string) {
 	cfg := v.cfg
-	var out []string
-	add := func(w string) {
+	warn := func(w string) {
 		if w != "" {
-			out = append(out, w)
+			warnings = append(warnings, w)
 		}
 	}
-	program := func(_, w string) { add(w) }
-	switch {
+	program := func(key, name, cwd string) {
+		n, w := programStatus(v, key, name, cwd)
+		if n != "" {
+			notes = append(notes, n)
+		}
+		warn(w)
+	}
+	switch c := cfg.Run.Command; {
 	case cfg.CLI != nil:
+		program("cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd)
+		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
+			program("cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd)
+		}
 		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
-			return []string{w}
+			return notes, []string{w}
 		}
-		program(programStatus(v, "cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd))
-		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
-			program(programStatus(v, "cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd))
-		}
-		add(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
-	case !cfg.Run.Command.IsZero():
+		warn(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
+	case !c.IsZero() && c.Shell:
 		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
-			return []string{w}
+			return notes, []string{w}
 		}
-		if c := cfg.Run.Command; !c.Shell {
-			program(programStatus(v, "run.command", c.Argv[0], cfg.Run.Cwd))
-			add(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
+	case !c.IsZero():
+		program("run.command", c.Argv[0], cfg.Run.Cwd)
+		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
+			return notes, []string{w}
 		}
+		warn(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
 	}
-	return out
-}
-
-// programNotes say where the programs commandWarnings checks are, when it has no warning.
-func programNotes(v checkView) []string {
-	cfg := v.cfg
-	var out []string
-	note := func(key, name, cwd string) {
-		if n, _ := programStatus(v, key, name, cwd); n != "" {
-			out = append(out, n)
-		}
-	}
-	switch {
-	case cfg.CLI != nil:
-		note("cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd)
-		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
-			note("cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd)
-		}
-	case !cfg.Run.Command.IsZero() && !cfg.Run.Command.Shell:
-		note("run.command", cfg.Run.Command.Argv[0], cfg.Run.Cwd)
-	}
-	return out
+	return notes, warnings
 }
 
 // cwdProblem warns when the working folder set by key is no folder (a build may create it).

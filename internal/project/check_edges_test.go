@@ -222,7 +222,8 @@ func TestCommandWarnings(t *testing.T) {
 		{"[build]\ncommand = \"make\"\n[run]\ncommand = [\"./server\"]\ncwd = \"out\"\n", "does not exist yet: fine if build.command creates it", "not found"},
 		{"[cli]\nschema = [\"python3\", \"tool.py\", \"schema\"]\n", "mcpflow.toml:2:10: cli.schema: python3 runs tool.py, which does not exist", ""},
 	} {
-		got := strings.Join(commandWarnings(load(c.doc)), "\n")
+		_, warnings := commandChecks(load(c.doc))
+		got := strings.Join(warnings, "\n")
 		if c.want != "" && !strings.Contains(got, c.want) || c.want == "" && c.not == "" && got != "" {
 			t.Errorf("%s: warnings %q, want %q", c.doc, got, c.want)
 		}

@@ -81,15 +81,9 @@ func projectKind(dir string) string {
 
 // detectManifest is Detect without the sources' search.
 func detectManifest(dir string) Project {
-	switch projectKind(dir) {
-	case "go":
-		return detectGo(dir)
-	case "rust":
-		return detectRust(dir)
-	case "node", "typescript":
-		return detectNode(dir)
-	case "python":
-		return detectPython(dir)
+	detectors := map[string]func(string) Project{"go": detectGo, "rust": detectRust, "node": detectNode, "typescript": detectNode, "python": detectPython}
+	if detect := detectors[projectKind(dir)]; detect != nil {
+		return detect(dir)
 	}
 	return Project{
 		Name:    filepath.Base(dir),
@@ -593,9 +587,7 @@ func detectPython(dir string) Project {
 	// uv installs the project and its scripts when it has a build system.
 	e.installed = e.uv && m.BuildSystem != nil
 	// [project.scripts], then a package with __main__.py, then a top-level script.
-	cands := e.scripts(m.Project.Scripts, p.Name)
-	cands = append(cands, e.mainPackages()...)
-	cands = append(cands, e.topScripts()...)
+	cands := slices.Concat(e.scripts(m.Project.Scripts, p.Name), e.mainPackages(), e.topScripts())
 	if len(cands) == 0 {
 		p.Run = append(slices.Clone(e.py), "server.py")
 		p.Notes = append(p.Notes, "No [project.scripts], package with __main__.py or top-level script found: set run.command to your server.")
@@ -604,8 +596,7 @@ func detectPython(dir string) Project {
 	p.Build = "find . -path './.*' -prune -o -name '*.py' -print0 | xargs -0 " + strings.Join(e.py, " ") + " -m py_compile"
 	p.BuildNotes = append(p.BuildNotes, checkStepNote)
 	pick := cands[0]
-	p.Run, p.Env = pick.run, pick.env
-	p.RunWhy = pick.what
+	p.Run, p.Env, p.RunWhy = pick.run, pick.env, pick.what
 	if pick.why != "" {
 		p.RunWhy += ": " + pick.why
 	}

@@ -99,7 +99,7 @@ func TestRunProgramAndBuild(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := checkView{cfg: cfg}
-		notes, warns := programNotes(v), commandWarnings(v)
+		notes, warns := commandChecks(v)
 		if c.warn == "" && (len(warns) > 0 || len(notes) != 1 || !strings.Contains(notes[0], c.note)) ||
 			c.warn != "" && (len(warns) != 1 || !strings.Contains(warns[0], c.warn) || len(notes) > 0) {
 			t.Errorf("build %q, run %q: notes %q, warnings %q; want note %q, warning %q", c.build, c.run, notes, warns, c.note, c.warn)

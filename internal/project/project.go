@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpflow/mcpflow/internal/builder"
 	"github.com/mcpflow/mcpflow/internal/builder/cache"
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
@@ -131,7 +130,6 @@ func CacheOptions(cfg *config.Config, log *slog.Logger) cache.Options {
 		Identity: BuildIdentity(cfg),
 		Output:   RunOutput(cfg),
 		Sources:  func() ([]string, error) { return watcher.Scan(WatchConfig(cfg)) },
-		Skip:     builder.OutputDirs(),
 		Log:      log,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -127,11 +126,7 @@ func RenderConfig(p Project) string {
 		b.WriteString("# url = \"http://127.0.0.1:{port}/mcp\"\n")
 	}
 	if len(p.Env) > 0 {
-		var pairs []string
-		for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-			pairs = append(pairs, k+" = "+config.TOMLString(p.Env[k]))
-		}
-		fmt.Fprintf(&b, "env = { %s }   # added to the inherited environment\n", strings.Join(pairs, ", "))
+		fmt.Fprintf(&b, "env = %s   # added to the inherited environment\n", config.TOMLTable(p.Env))
 	} else {
 		b.WriteString("# env = { LOG_LEVEL = \"debug\" }   # added to the inherited environment\n")
 	}

@@ -175,7 +175,6 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 	}
 	const restarter = `mcpflow restarts the server itself: drop the watcher from the build (or have no build) and put the server in run.command, e.g. ["node", "dist/index.js"]`
 	const runIt = `the program it restarts, e.g. ["node", "dist/index.js"]`
-	const goRun = `the built server, e.g. [".mcpflow/server"] with build.command = "go build -o .mcpflow/server ."`
 	const anyRun = "the command it runs on each change, once"
 	switch {
 	case prog == "tsc" && flag("--watch", "-w"):
@@ -188,15 +187,11 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 		return hit(restarter, runIt)
 	case slices.Contains([]string{"uvicorn", "hypercorn", "fastmcp", "gunicorn", "flask"}, prog) && flag("--reload"):
 		return hit("the same without --reload: "+without(words, "--reload"), "the same without --reload: "+without(words, "--reload"))
-	case prog == "watchfiles":
-		return hit(anyRun, anyRun)
 	case prog == "cargo" && first == "watch", prog == "cargo-watch":
 		return hit(`cargo build`, `the built server, e.g. ["target/debug/NAME"] with build.command = "cargo build"`)
-	case prog == "go" && first == "run" && goWatcher(args[1:]):
-		return hit(`go build -o .mcpflow/server .`, goRun)
-	case slices.Contains(goWatchers, prog):
-		return hit(`go build -o .mcpflow/server .`, goRun)
-	case slices.Contains([]string{"watchexec", "entr", "chokidar", "onchange", "npm-watch", "watch", "when-changed", "watchmedo"}, prog):
+	case prog == "go" && first == "run" && goWatcher(args[1:]), slices.Contains(goWatchers, prog):
+		return hit(`go build -o .mcpflow/server .`, `the built server, e.g. [".mcpflow/server"] with build.command = "go build -o .mcpflow/server ."`)
+	case slices.Contains([]string{"watchexec", "entr", "chokidar", "onchange", "npm-watch", "watch", "when-changed", "watchmedo", "watchfiles"}, prog):
 		return hit(anyRun, anyRun)
 	case prog == "dotnet" && first == "watch":
 		return hit("dotnet build", `the built server, with build.command = "dotnet build"`)

@@ -24,10 +24,7 @@ type Options struct {
 	// Sources lists the source files now (slash paths relative to Root):
 	// the watched files.
 	Sources func() ([]string, error)
-	// Skip are folders (relative, slash) whose files are build output,
-	// never sources: builder.OutputDirs.
-	Skip []string
-	Log  *slog.Logger
+	Log     *slog.Logger
 }
 
 // buildCache connects a builder to the project's build cache: before each
@@ -101,7 +98,7 @@ func (c *buildCache) prepare(ctx context.Context, trigger string, say func(strin
 	if keyed && trigger != builder.TriggerRecompile && st.Fresh(key) {
 		lock.Release()
 		msg := fmt.Sprintf("sources unchanged since the last good build at %s: starting %s without building",
-			st.Time.Local().Format("2006-01-02 15:04:05"), c.show(st.Output))
+			st.Time.Local().Format("2006-01-02 15:04:05"), show(c.o.Root, st.Output))
 		c.log.Info(msg)
 		return msg, nil, nil
 	}
@@ -183,15 +180,13 @@ func Fingerprint(o Options, learned []string) (string, bool) {
 		skip[f] = true
 	}
 	keep := slices.DeleteFunc(files, func(f string) bool {
-		return skip[f] || slices.ContainsFunc(o.Skip, func(d string) bool { return strings.HasPrefix(f, d+"/") })
+		return skip[f] || slices.ContainsFunc(builder.OutputDirs(), func(d string) bool { return strings.HasPrefix(f, d+"/") })
 	})
 	keep = append(keep, "go.mod", "go.sum", "package.json", "package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "uv.lock", "tsconfig.json")
 	return Key(append(slices.Clone(o.Identity), "run:"+o.Output), o.Root, keep), true
 }
 
 // show renders a path relative to the project folder when inside it.
-func (c *buildCache) show(p string) string { return show(c.o.Root, p) }
-
 func show(root, p string) string {
 	if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return filepath.ToSlash(rel)
