@@ -14,11 +14,10 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// DefaultDebounce is the zero Config.Debounce's value; maxWait caps a
-// window from its first event.
+// Defaults for the zero values of Config.Debounce and Config.MaxWait.
 const (
 	DefaultDebounce = 50 * time.Millisecond
-	maxWait         = 3 * time.Second
+	defaultMaxWait  = 3 * time.Second
 )
 
 // Config says what to watch and how to batch changes.
@@ -44,6 +43,9 @@ type Config struct {
 	// Debounce is the quiet time after the last relevant event; default
 	// DefaultDebounce.
 	Debounce time.Duration
+	// MaxWait caps the wait from the first event of a batch; default
+	// defaultMaxWait.
+	MaxWait time.Duration
 	// Poll, when > 0, replaces fsnotify by a walk of the tree at this interval.
 	Poll time.Duration
 	// Logger receives diagnostics; nil discards them.
@@ -68,6 +70,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s := &settings{Config: cfg}
 	s.Root = filepath.Clean(cfg.Root)
 	s.Debounce = cmp.Or(cfg.Debounce, DefaultDebounce)
+	s.MaxWait = cmp.Or(cfg.MaxWait, defaultMaxWait)
 	s.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if err := isDir(s.Root); err != nil {
 		return nil, fmt.Errorf("watcher: root: %w", err)
@@ -101,6 +104,8 @@ func newSettings(cfg Config) (*settings, error) {
 	switch {
 	case s.Debounce < 0:
 		return nil, fmt.Errorf("watcher: negative debounce %v", s.Debounce)
+	case s.MaxWait < 0:
+		return nil, fmt.Errorf("watcher: negative max wait %v", s.MaxWait)
 	case s.Poll < 0:
 		return nil, fmt.Errorf("watcher: negative poll interval %v", s.Poll)
 	}

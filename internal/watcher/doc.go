@@ -41,8 +41,8 @@
 //
 // Each relevant event (one on a file that counts, or on a directory the
 // tree holds) restarts a quiet time of Config.Debounce; when it runs out
-// the window closes and its changes form one Batch. A window ends 3s
-// after its first event at the latest, so an endless stream of events still
+// the window closes and its changes form one Batch. Config.MaxWait caps a
+// window from its first event, so an endless stream of events still
 // yields batches. A window in which nothing really changed yields no
 // Batch.
 //

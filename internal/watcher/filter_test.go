@@ -68,8 +68,8 @@ func TestSettingsNormalize(t *testing.T) {
 	if got := strings.Join(s.Ignore, ","); got != "bin/app,out" {
 		t.Errorf("ignore = %q", got)
 	}
-	if s.Debounce != DefaultDebounce {
-		t.Errorf("default not applied: %v", s.Debounce)
+	if s.Debounce != DefaultDebounce || s.MaxWait != defaultMaxWait {
+		t.Errorf("defaults not applied: %v %v", s.Debounce, s.MaxWait)
 	}
 }
 

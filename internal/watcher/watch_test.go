@@ -198,7 +198,7 @@ func TestCheckoutIsOneBatch(t *testing.T) {
 	for i := range 500 {
 		files = append(files, fmt.Sprintf("pkg%d/f%03d.go", i%10, i))
 	}
-	h := start(t, Config{Debounce: 200 * time.Millisecond}, seed(files[:400]...))
+	h := start(t, Config{Debounce: 200 * time.Millisecond, MaxWait: time.Minute}, seed(files[:400]...))
 	for _, f := range files { // 400 rewritten, 100 new
 		h.write(f, "package x // checked out "+f)
 	}
