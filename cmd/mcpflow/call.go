@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,10 +66,7 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 		if err != nil {
 			return toolsAsker{}, err
 		}
-		c, err := control.Dial(ctx, inst)
-		if err != nil {
-			return toolsAsker{}, err
-		}
+		c := control.Dial(inst)
 		return toolsAsker{list: c.Tools, call: c.Call, done: c.Close}, nil
 	}
 	return s.startServer(ctx, e)
@@ -178,7 +176,7 @@ func cmdCall(e env, args []string) int {
 
 // askTools runs do with the asker sel selects, until Ctrl-C or control.SessionTimeout.
 func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) int {
-	ctx, cancel := interruptible()
+	ctx, cancel := signal.NotifyContext(context.Background(), stopSignals...)
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, control.SessionTimeout)
 	defer cancelT()

@@ -98,7 +98,7 @@ func Instances(f Filter) ([]Instance, error) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, _ := dialSocket(ctx, path)
+			c := Dial(Instance{Socket: path})
 			defer c.Close()
 			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
 				found[i] = inst
@@ -124,7 +124,7 @@ type Client struct {
 }
 
 // Dial makes a client of an instance found by Instances; its first request connects.
-func Dial(ctx context.Context, inst Instance) (*Client, error) {
+func Dial(inst Instance) *Client {
 	var d net.Dialer
 	addr, token, err := readEndpoint(inst.Socket)
 	tr := &http.Transport{
@@ -136,11 +136,7 @@ func Dial(ctx context.Context, inst Instance) (*Client, error) {
 		},
 		DisableCompression: true,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, inst: inst, token: token}, nil
-}
-
-func dialSocket(ctx context.Context, path string) (*Client, error) {
-	return Dial(ctx, Instance{Socket: path})
+	return &Client{hc: &http.Client{Transport: tr}, inst: inst, token: token}
 }
 
 // Close closes the client's idle connections.
@@ -287,7 +283,7 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 func Statuses(ctx context.Context, insts []Instance) []Status {
 	out := make([]Status, 0, len(insts))
 	for _, in := range insts {
-		c, _ := Dial(ctx, in)
+		c := Dial(in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err == nil {

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(clientEnv); sock != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c, _ := dialSocket(ctx, sock)
+		c := dialSocket(sock)
 		_, err := c.Status(ctx)
 		fmt.Println("status:", err)
 		return
@@ -161,10 +161,7 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 		if in.Pid != os.Getpid() {
 			t.Errorf("pid %d", in.Pid)
 		}
-		c, err := Dial(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := Dial(in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err != nil {
@@ -233,10 +230,7 @@ func TestRebuildReturnsTheInstanceResult(t *testing.T) {
 	ft := &fakeTarget{name: "notes", build: want}
 	s := listenT(t, Info{Dir: dir, Target: ft})
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	defer c.Close()
 	got, err := c.Rebuild(ctx, "notes")
 	if err != nil {
@@ -288,10 +282,7 @@ func TestRebuildCanceledWhenThePersonLeaves(t *testing.T) {
 	ft := &fakeTarget{name: "x", block: true, started: make(chan struct{}, 1), canceled: make(chan struct{})}
 	s := listenT(t, Info{Dir: dir, Target: ft})
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	defer c.Close()
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -317,10 +308,7 @@ func TestLogsAndFollow(t *testing.T) {
 	s := listenT(t, Info{Dir: dir, Target: &fakeTarget{}, Logs: ring})
 	ctx := ctxT(t)
 
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	var buf bytes.Buffer
 	if err := c.Logs(ctx, &buf, false, 2); err != nil {
 		t.Fatal(err)
@@ -331,10 +319,7 @@ func TestLogsAndFollow(t *testing.T) {
 	c.Close()
 
 	// Follow: the backlog, then lines written later, until ctx ends.
-	c, err = dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = dialSocket(s.Path())
 	defer c.Close()
 	fctx, cancel := context.WithCancel(ctx)
 	pr := newLineWaiter()
@@ -354,10 +339,7 @@ func TestLogsAndFollow(t *testing.T) {
 	}
 
 	// A follower ends cleanly when the instance closes.
-	c2, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := dialSocket(s.Path())
 	defer c2.Close()
 	pr2 := newLineWaiter()
 	go func() { done <- c2.Logs(ctx, pr2, true, 1) }()
@@ -369,7 +351,7 @@ func TestLogsAndFollow(t *testing.T) {
 
 	// No ring: a clear error.
 	s2 := listenT(t, Info{Dir: dir, Target: &fakeTarget{}})
-	c3, _ := dialSocket(ctx, s2.Path())
+	c3 := dialSocket(s2.Path())
 	defer c3.Close()
 	if err := c3.Logs(ctx, &buf, false, 0); err == nil || !strings.Contains(err.Error(), "keeps no log") {
 		t.Fatalf("logs without a ring: %v", err)
@@ -584,10 +566,7 @@ func TestPeerOfAnotherUidRefused(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("status from the wrong uid: %v", err)
@@ -651,10 +630,7 @@ func TestBadRequestsAnswered(t *testing.T) {
 
 	// A panic in the instance is an error answer, not a crash.
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	defer c.Close()
 	ft.mu.Lock()
 	ft.panicky = true
@@ -703,15 +679,12 @@ func TestSlowPeersDoNotBlockOthers(t *testing.T) {
 	}
 
 	ctx := ctxT(t)
-	rebuilder, _ := dialSocket(ctx, s.Path())
+	rebuilder := dialSocket(s.Path())
 	defer rebuilder.Close()
 	go rebuilder.Rebuild(ctx, "x")
 	<-ft.started
 
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialSocket(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); err != nil {
 		t.Fatal(err)
@@ -753,7 +726,7 @@ func TestConcurrentRebuildsOkOrBusy(t *testing.T) {
 				results <- err
 				return
 			}
-			c, _ := Dial(ctx, inst)
+			c := Dial(inst)
 			defer c.Close()
 			_, err = c.Rebuild(ctx, "x")
 			results <- err
@@ -791,7 +764,7 @@ func TestConnectionsBounded(t *testing.T) {
 		}
 	}()
 	for range maxConns {
-		c, _ := dialSocket(ctx, s.Path())
+		c := dialSocket(s.Path())
 		defer c.Close()
 		fctx, cancel := context.WithCancel(ctx)
 		f := follower{cancel, make(chan error, 1)}
@@ -801,7 +774,7 @@ func TestConnectionsBounded(t *testing.T) {
 		w.waitFor(t, "hello")
 	}
 
-	c, _ := dialSocket(ctx, s.Path())
+	c := dialSocket(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "too many control connections") {
 		t.Fatalf("status over the limit: %v", err)
@@ -1013,6 +986,9 @@ func TestCachedBuildRendered(t *testing.T) {
 		t.Errorf("no build command:\n%s", buf.String())
 	}
 }
+
+// dialSocket is a client of the control endpoint at path.
+func dialSocket(path string) *Client { return Dial(Instance{Socket: path}) }
 
 // rawDial connects to the control endpoint at path (with no token).
 func rawDial(path string) (net.Conn, error) {
