@@ -132,7 +132,7 @@ func (s *State) noteRequest(msg []byte, env Envelope) {
 			ClientInfo      struct{ Name, Version string }
 		}
 		_ = json.Unmarshal(env.Params, &p)
-		s.Client = ClientInfo{Name: clip(p.ClientInfo.Name), Version: clip(p.ClientInfo.Version), Protocol: clip(p.ProtocolVersion), Era: EraLegacy}
+		s.Client = ClientInfo{Name: Clip(p.ClientInfo.Name), Version: Clip(p.ClientInfo.Version), Protocol: Clip(p.ProtocolVersion), Era: EraLegacy}
 		return
 	case "logging/setLevel":
 		s.Level = bytes.Clone(env.Params)
@@ -177,7 +177,7 @@ func (s *State) noteRequest(msg []byte, env Envelope) {
 	if s.Era == EraModern {
 		var ci struct{ Name, Version string }
 		_ = json.Unmarshal(jsonscan.Member(meta, mcp.MetaKeyClientInfo), &ci)
-		s.Client = ClientInfo{Name: clip(ci.Name), Version: clip(ci.Version), Protocol: clip(version), Era: EraModern}
+		s.Client = ClientInfo{Name: Clip(ci.Name), Version: Clip(ci.Version), Protocol: Clip(version), Era: EraModern}
 	}
 }
 
@@ -281,7 +281,8 @@ func Reserved(id []byte) bool { return strings.HasPrefix(string(id), ReservedPre
 // remembers them.
 const maxClientField = 200
 
-func clip(s string) string {
+// Clip cuts s to maxClientField bytes, on a rune boundary.
+func Clip(s string) string {
 	if len(s) <= maxClientField {
 		return s
 	}

@@ -39,10 +39,6 @@ const (
 	sharedQueueBytes = 1 << 20
 )
 
-// maxClientField bounds a client's name, version and protocol as the
-// front remembers them.
-const maxClientField = 200
-
 // FrontConfig is what a Front needs; the zero value serves with the
 // defaults, logs nothing and records nothing. A bound of 0 is its
 // Default (MaxMessage: wire.DefaultMaxMessage).

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
@@ -370,24 +369,12 @@ func (s *frontSession) learn(env wire.Envelope, headerVersion string) {
 	defer s.mu.Unlock()
 	set := func(to *string, v string) {
 		if v != "" {
-			*to = clip(v)
+			*to = wire.Clip(v)
 		}
 	}
 	set(&s.info.Client, m.client.Name)
 	set(&s.info.ClientVersion, m.client.Version)
 	set(&s.info.Protocol, cmp.Or(headerVersion, m.protocol))
-}
-
-// clip cuts s to maxClientField bytes, on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxClientField {
-		return s
-	}
-	s = s[:maxClientField]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // janitor closes the sessions that must be: stalled, overflowing, idle.
