@@ -1,8 +1,10 @@
 package texts
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,7 +236,7 @@ func restartText(res *result.Restart, tool string) string {
 			det, ok := d.Details[n]
 			switch {
 			case !ok:
-			case contains(d.Added, n):
+			case slices.Contains(d.Added, n):
 				fmt.Fprintf(&b, "  %s (new): %s\n  input schema: %s\n", n, det.Description, det.InputSchema)
 			case det.SchemaChanged:
 				fmt.Fprintf(&b, "  %s (changed): input schema: %s\n", n, det.InputSchema)
@@ -252,28 +254,12 @@ func restartText(res *result.Restart, tool string) string {
 		if tool != "" && !strings.Contains(tool, " ") {
 			besides = ", besides " + tool
 		}
-		fmt.Fprintf(&b, "Tools now (%d%s): %s%s.\n", len(d.Current), besides, orNone(strings.Join(names, ", ")), more)
+		fmt.Fprintf(&b, "Tools now (%d%s): %s%s.\n", len(d.Current), besides, cmp.Or(strings.Join(names, ", "), "none"), more)
 	}
 	for _, ch := range res.Handshake {
 		b.WriteString("Note: " + ch + "\n")
 	}
 	return b.String()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ErrClientLeft answers a server's request whose client's session ended
