@@ -351,7 +351,7 @@ func (r *Relay) NoteBuild(o result.Build) {
 			s.notices.set(noticeBuild, "", true)
 		case st == stateStarting || st == stateDown && s.child == nil:
 			s.down(report) // calls held for the first build are answered
-		case st == stateUp && o.Trigger == "watch":
+		case (st == stateUp || st == stateRestarting) && o.Trigger == "watch": // a crash's restart may run meanwhile
 			s.notices.set(noticeBuild, texts.NoticeBuildFailed(r.cfg.Tools.Rebuild), r.cfg.Notices)
 		}
 		s.mu.Unlock()
