@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // Spec is a command to run: an argv, or a script for the platform's shell.
@@ -141,24 +143,13 @@ func (c *Cmd) release() {
 func (c *Cmd) Stop(stdin io.Closer, grace time.Duration) {
 	if stdin != nil {
 		_ = stdin.Close()
-		if waitFor(c.done, grace) {
+		if wire.WaitClosed(c.done, grace) {
 			return
 		}
 	}
 	c.cancel()
-	if grace < c.WaitDelay && !waitFor(c.done, grace) {
+	if grace < c.WaitDelay && !wire.WaitClosed(c.done, grace) {
 		c.Kill()
 	}
 	<-c.done
-}
-
-func waitFor(done <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }
