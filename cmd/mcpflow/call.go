@@ -65,10 +65,7 @@ func (s selectFlags) asker(ctx context.Context, e env) (toolsAsker, error) {
 		if err != nil {
 			return toolsAsker{}, err
 		}
-		c, err := control.Dial(ctx, inst)
-		if err != nil {
-			return toolsAsker{}, err
-		}
+		c := control.Dial(inst)
 		return toolsAsker{list: c.Tools, call: c.Call, done: c.Close}, nil
 	}
 	return s.startServer(ctx, e)

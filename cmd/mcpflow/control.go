@@ -59,13 +59,10 @@ func (s selectFlags) session(e env, fn func(context.Context, *control.Client) in
 	if err == nil {
 		inst, err = control.Pick(insts, *s.pid)
 	}
-	var c *control.Client
-	if err == nil {
-		c, err = control.Dial(ctx, inst)
-	}
 	if err != nil {
 		return e.fail(exitFailure, "mcpflow: %v", err)
 	}
+	c := control.Dial(inst)
 	defer c.Close()
 	return fn(ctx, c)
 }

@@ -98,7 +98,7 @@ func Instances(f Filter) ([]Instance, error) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), helloTimeout)
 			defer cancel()
-			c, _ := dialSocket(ctx, path)
+			c := Dial(Instance{Socket: path})
 			defer c.Close()
 			if inst, err := c.Hello(ctx); err == nil && f.Match(inst) {
 				found[i] = inst
@@ -123,8 +123,9 @@ type Client struct {
 	token string
 }
 
-// Dial makes a client of an instance found by Instances; its first request connects.
-func Dial(ctx context.Context, inst Instance) (*Client, error) {
+// Dial makes a client of an instance found by Instances; its first request
+// connects (and reports an endpoint it cannot read).
+func Dial(inst Instance) *Client {
 	var d net.Dialer
 	addr, token, err := readEndpoint(inst.Socket)
 	tr := &http.Transport{
@@ -136,11 +137,7 @@ func Dial(ctx context.Context, inst Instance) (*Client, error) {
 		},
 		DisableCompression: true,
 	}
-	return &Client{hc: &http.Client{Transport: tr}, inst: inst, token: token}, nil
-}
-
-func dialSocket(ctx context.Context, path string) (*Client, error) {
-	return Dial(ctx, Instance{Socket: path})
+	return &Client{hc: &http.Client{Transport: tr}, inst: inst, token: token}
 }
 
 // Close closes the client's idle connections.
@@ -287,7 +284,7 @@ func Pick(insts []Instance, pid int) (Instance, error) {
 func Statuses(ctx context.Context, insts []Instance) []Status {
 	out := make([]Status, 0, len(insts))
 	for _, in := range insts {
-		c, _ := Dial(ctx, in)
+		c := Dial(in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err == nil {

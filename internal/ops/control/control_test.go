@@ -161,10 +161,7 @@ func TestTwoInstancesListedAndStatusJSON(t *testing.T) {
 		if in.Pid != os.Getpid() {
 			t.Errorf("pid %d", in.Pid)
 		}
-		c, err := Dial(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := Dial(in)
 		st, err := c.Status(ctx)
 		c.Close()
 		if err != nil {
@@ -753,7 +750,7 @@ func TestConcurrentRebuildsOkOrBusy(t *testing.T) {
 				results <- err
 				return
 			}
-			c, _ := Dial(ctx, inst)
+			c := Dial(inst)
 			defer c.Close()
 			_, err = c.Rebuild(ctx, "x")
 			results <- err
@@ -1021,4 +1018,9 @@ func rawDial(path string) (net.Conn, error) {
 		return nil, err
 	}
 	return net.Dial(endpointNet, addr)
+}
+
+// dialSocket is Dial of the instance listening at path.
+func dialSocket(_ context.Context, path string) (*Client, error) {
+	return Dial(Instance{Socket: path}), nil
 }

@@ -77,18 +77,15 @@ func ExampleClient_Rebuild() {
 		var inst control.Instance
 		inst, err = control.Pick(insts, 0) // 0, or --pid
 		if err == nil {
-			var c *control.Client
-			c, err = control.Dial(ctx, inst)
+			c := control.Dial(inst)
+			defer c.Close()
+			var b result.Build
+			b, err = c.Rebuild(ctx, "") // NAME in a mux
 			if err == nil {
-				defer c.Close()
-				var b result.Build
-				b, err = c.Rebuild(ctx, "") // NAME in a mux
-				if err == nil {
-					control.WriteBuild(os.Stdout, "", b)
-					os.Exit(control.ExitCode(b))
-				}
-				// logs: err = c.Logs(ctx, os.Stdout, follow, tail)
+				control.WriteBuild(os.Stdout, "", b)
+				os.Exit(control.ExitCode(b))
 			}
+			// logs: err = c.Logs(ctx, os.Stdout, follow, tail)
 		}
 	}
 	fmt.Fprintln(os.Stderr, "mcpflow:", err)
