@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,12 +83,8 @@ type Mux struct {
 
 // New returns a mux for cfg. Nothing runs until Start.
 func New(cfg Config) *Mux {
-	if cfg.Separator == "" {
-		cfg.Separator = DefaultSeparator
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Separator = cmp.Or(cfg.Separator, DefaultSeparator)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.NewBackend == nil {
 		cfg.NewBackend = NewRelayBackends(RelayOptions{Logger: cfg.Logger, Version: cfg.Version})
 	}
