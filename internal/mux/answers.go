@@ -39,22 +39,13 @@ func (s *session) startDeadline(env wire.Envelope) <-chan struct{} {
 	start := time.Now()
 	s.m.wg.Go(func() {
 		defer close(ch)
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
+		if wire.WaitClosed(s.ctx.Done(), wait) {
 			return
 		}
 		select {
 		case <-s.m.ended:
+			wire.WaitClosed(s.ctx.Done(), s.m.cfg.InputWait-time.Since(start))
 		default:
-			return
-		}
-		t.Reset(s.m.cfg.InputWait - time.Since(start))
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
 		}
 	})
 	return ch
