@@ -183,9 +183,10 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 	}
 	cc := cliConfig(c)
 	cc.Logger, cc.Tool, cc.Name, cc.Version = w.logger.With("server", spec.Name), "-", spec.Name, Version
-	b := clitools.NewBackend(clitools.New(cc), emit)
+	srv := clitools.New(cc)
+	b := clitools.NewBackend(srv, emit)
 	if spec.Build != "" || len(spec.Watch) > 0 {
-		h, _, err := w.buildAndWatch(spec, b.Server(), b.NoteBuild)
+		h, _, err := w.buildAndWatch(spec, srv, b.NoteBuild)
 		if err != nil {
 			b.Close()
 			return nil, err
