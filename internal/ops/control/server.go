@@ -84,11 +84,7 @@ func listen(info Info, wantUID int) (*Server, error) {
 		return nil, errors.New("control: Listen needs a Target")
 	}
 	if info.Dir == "" {
-		d, err := runtimeDirs()
-		if err != nil {
-			return nil, err
-		}
-		info.Dir = d[0]
+		info.Dir = runtimeDirs()[0]
 	}
 	if err := prepareDir(info.Dir, true); err != nil {
 		return nil, err
