@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,11 +29,7 @@ func (s *session) startDeadline(env wire.Envelope) <-chan struct{} {
 	}
 	wait := s.m.cfg.StartWait
 	if wait <= 0 {
-		name := env.ClientName()
-		if name == "" {
-			name = s.st.Client.Name
-		}
-		wait = relay.ClientWait(name)
+		wait = relay.ClientWait(cmp.Or(env.ClientName(), s.st.Client.Name))
 	}
 	ch := make(chan struct{})
 	s.startBy = ch
