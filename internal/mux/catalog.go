@@ -42,10 +42,6 @@ type published struct {
 	pnames   []string // prompt names as clients see them
 }
 
-func newCatalog(sep string, own []string) catalog {
-	return catalog{sep: sep, own: own, tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}, pub: map[string]*published{}}
-}
-
 // owner finds the server that listed a resource URI, or whose template
 // matches it.
 func (c *catalog) owner(uri string) (string, bool) {

@@ -189,7 +189,11 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := newServer(spec, m.log)
+	s := &server{
+		spec: spec, log: m.log.With("server", spec.Name),
+		made: make(chan struct{}), up: make(chan struct{}), wake: make(chan struct{}, 1),
+		starting: true, health: health{status: StatusStarting},
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

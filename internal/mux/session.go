@@ -49,7 +49,7 @@ func newSession(m *Mux, c wire.Client) *session {
 	return &session{
 		m: m, c: c, ctx: ctx, cancel: cancel,
 		ports: map[string]*port{}, calls: map[string]string{}, own: map[string]func(){}, reqs: map[string]serverReq{},
-		cat: newCatalog(m.sep, m.tools.names()),
+		cat: catalog{sep: m.sep, own: m.tools.names(), tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}, pub: map[string]*published{}},
 	}
 }
 
