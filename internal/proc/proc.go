@@ -30,9 +30,9 @@ type Cmd struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once Wait returned or Start failed
 
-	mu       sync.Mutex // serializes signals with Start and release
+	mu       sync.Mutex // serializes signals with Start and Wait's release
 	sys      groupSys   // the platform's handle on the group
-	released bool       // after release, the id may name someone else's group
+	released bool       // after Wait released it, the id may name someone else's group
 }
 
 // Command returns the command of spec. Once ctx is done (or Stop cancels
@@ -91,10 +91,14 @@ func (c *Cmd) Start() error {
 }
 
 // Wait waits for the command to exit and its output to be copied
-// (exec.Cmd.Wait), then kills what is left of its group. Call it once.
+// (exec.Cmd.Wait), then kills what is left of its group and frees the
+// platform's handle on it (the group is released). Call it once.
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
-	c.release()
+	c.mu.Lock()
+	c.released = true
+	c.sys.release()
+	c.mu.Unlock()
 	c.cancel()
 	close(c.done)
 	return err
@@ -121,17 +125,6 @@ func (c *Cmd) signal(send func(groupSys)) {
 	defer c.mu.Unlock()
 	if !c.released {
 		send(c.sys)
-	}
-}
-
-// release kills what is left of the group and frees the platform's handle
-// on it, once the leader has been waited.
-func (c *Cmd) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.released {
-		c.released = true
-		c.sys.release()
 	}
 }
 
