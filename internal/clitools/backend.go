@@ -92,6 +92,5 @@ func (b *Backend) Close() {
 		b.cancel()
 		b.wg.Wait()
 		b.srv.Close()
-		b.emit(mux.Event{Kind: mux.EventStopped})
 	})
 }

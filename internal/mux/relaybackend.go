@@ -175,7 +175,6 @@ func (b *relayBackend) Close() {
 		b.stop()
 		<-b.ran
 		b.Relay.Close()
-		b.emit(Event{Kind: EventStopped})
 	})
 }
 
