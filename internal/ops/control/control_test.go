@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv(clientEnv); sock != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c, _ := dialSocket(ctx, sock)
+		c := dial(sock)
 		_, err := c.Status(ctx)
 		fmt.Println("status:", err)
 		return
@@ -230,10 +230,7 @@ func TestRebuildReturnsTheInstanceResult(t *testing.T) {
 	ft := &fakeTarget{name: "notes", build: want}
 	s := listenT(t, Info{Dir: dir, Target: ft})
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	defer c.Close()
 	got, err := c.Rebuild(ctx, "notes")
 	if err != nil {
@@ -285,10 +282,7 @@ func TestRebuildCanceledWhenThePersonLeaves(t *testing.T) {
 	ft := &fakeTarget{name: "x", block: true, started: make(chan struct{}, 1), canceled: make(chan struct{})}
 	s := listenT(t, Info{Dir: dir, Target: ft})
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	defer c.Close()
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -314,10 +308,7 @@ func TestLogsAndFollow(t *testing.T) {
 	s := listenT(t, Info{Dir: dir, Target: &fakeTarget{}, Logs: ring})
 	ctx := ctxT(t)
 
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	var buf bytes.Buffer
 	if err := c.Logs(ctx, &buf, false, 2); err != nil {
 		t.Fatal(err)
@@ -328,10 +319,7 @@ func TestLogsAndFollow(t *testing.T) {
 	c.Close()
 
 	// Follow: the backlog, then lines written later, until ctx ends.
-	c, err = dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c = dial(s.Path())
 	defer c.Close()
 	fctx, cancel := context.WithCancel(ctx)
 	pr := newLineWaiter()
@@ -351,10 +339,7 @@ func TestLogsAndFollow(t *testing.T) {
 	}
 
 	// A follower ends cleanly when the instance closes.
-	c2, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c2 := dial(s.Path())
 	defer c2.Close()
 	pr2 := newLineWaiter()
 	go func() { done <- c2.Logs(ctx, pr2, true, 1) }()
@@ -366,7 +351,7 @@ func TestLogsAndFollow(t *testing.T) {
 
 	// No ring: a clear error.
 	s2 := listenT(t, Info{Dir: dir, Target: &fakeTarget{}})
-	c3, _ := dialSocket(ctx, s2.Path())
+	c3 := dial(s2.Path())
 	defer c3.Close()
 	if err := c3.Logs(ctx, &buf, false, 0); err == nil || !strings.Contains(err.Error(), "keeps no log") {
 		t.Fatalf("logs without a ring: %v", err)
@@ -581,10 +566,7 @@ func TestPeerOfAnotherUidRefused(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); err == nil || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("status from the wrong uid: %v", err)
@@ -648,10 +630,7 @@ func TestBadRequestsAnswered(t *testing.T) {
 
 	// A panic in the instance is an error answer, not a crash.
 	ctx := ctxT(t)
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	defer c.Close()
 	ft.mu.Lock()
 	ft.panicky = true
@@ -700,15 +679,12 @@ func TestSlowPeersDoNotBlockOthers(t *testing.T) {
 	}
 
 	ctx := ctxT(t)
-	rebuilder, _ := dialSocket(ctx, s.Path())
+	rebuilder := dial(s.Path())
 	defer rebuilder.Close()
 	go rebuilder.Rebuild(ctx, "x")
 	<-ft.started
 
-	c, err := dialSocket(ctx, s.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dial(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); err != nil {
 		t.Fatal(err)
@@ -788,7 +764,7 @@ func TestConnectionsBounded(t *testing.T) {
 		}
 	}()
 	for range maxConns {
-		c, _ := dialSocket(ctx, s.Path())
+		c := dial(s.Path())
 		defer c.Close()
 		fctx, cancel := context.WithCancel(ctx)
 		f := follower{cancel, make(chan error, 1)}
@@ -798,7 +774,7 @@ func TestConnectionsBounded(t *testing.T) {
 		w.waitFor(t, "hello")
 	}
 
-	c, _ := dialSocket(ctx, s.Path())
+	c := dial(s.Path())
 	defer c.Close()
 	if _, err := c.Status(ctx); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "too many control connections") {
 		t.Fatalf("status over the limit: %v", err)
@@ -1020,7 +996,5 @@ func rawDial(path string) (net.Conn, error) {
 	return net.Dial(endpointNet, addr)
 }
 
-// dialSocket is Dial of the instance listening at path.
-func dialSocket(_ context.Context, path string) (*Client, error) {
-	return Dial(Instance{Socket: path}), nil
-}
+// dial is Dial of the instance listening at path.
+func dial(path string) *Client { return Dial(Instance{Socket: path}) }

@@ -60,7 +60,7 @@ func TestPeerAsAnotherUserRefused(t *testing.T) {
 
 func dialAndStatus(t *testing.T, sock string) (Status, error) {
 	ctx := ctxT(t)
-	c, _ := dialSocket(ctx, sock)
+	c := dial(sock)
 	defer c.Close()
 	return c.Status(ctx)
 }
