@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,7 +176,7 @@ func cmdCall(e env, args []string) int {
 
 // askTools runs do with the asker sel selects, until Ctrl-C or control.SessionTimeout.
 func askTools(e env, sel selectFlags, do func(context.Context, toolsAsker) int) int {
-	ctx, cancel := interruptible()
+	ctx, cancel := signal.NotifyContext(context.Background(), stopSignals...) // Ctrl-C
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, control.SessionTimeout)
 	defer cancelT()

@@ -52,7 +52,7 @@ type selectFlags struct {
 // session runs fn with the picked instance's control connection, until
 // fn returns or Ctrl-C.
 func (s selectFlags) session(e env, fn func(context.Context, *control.Client) int) int {
-	ctx, cancel := interruptible()
+	ctx, cancel := signal.NotifyContext(context.Background(), stopSignals...) // Ctrl-C
 	defer cancel()
 	insts, err := s.instances(e)
 	var inst control.Instance
@@ -97,11 +97,6 @@ func (s selectFlags) instances(e env) ([]control.Instance, error) {
 		return mine, nil
 	}
 	return insts, nil
-}
-
-// interruptible is ctx ended by Ctrl-C or SIGTERM.
-func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), stopSignals...)
 }
 
 func cmdStatus(e env, args []string) int {
