@@ -33,9 +33,7 @@ type SessionTools struct {
 }
 
 func (t SessionTools) ListTools(ctx context.Context) (json.RawMessage, error) {
-	return t.session(ctx, func(ctx context.Context, cs *mcp.ClientSession) (json.RawMessage, error) {
-		return ListToolsOn(ctx, cs)
-	})
+	return t.session(ctx, ListToolsOn)
 }
 
 func (t SessionTools) CallTool(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
