@@ -99,10 +99,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		return w.cfg.Server(s)
 	}
-	dir := w.cfg.Dir
-	if spec.Dir != "" {
-		dir = config.AbsFrom(w.cfg.Dir, spec.Dir)
-	}
+	dir := config.AbsFrom(w.cfg.Dir, spec.Dir) // "": the config's folder
 	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
 	sc.Run.Command = config.Command{Argv: spec.Command, Shell: spec.Shell}
