@@ -55,6 +55,7 @@ func newExitWatch(e env) *exitWatch {
 // start watches for the reasons to stop, and logs the one that ends the run.
 func (x *exitWatch) start(logger *slog.Logger) {
 	parentGone := watchParent(x.ppid, x.done)
+	pollParent := parentGone == nil
 	// A client that closed mcpflow's stdout and keeps stdin open is gone
 	// too, though nothing is written to find the pipe broken.
 	stdoutPoll := time.NewTicker(parentPollInterval)
@@ -68,6 +69,9 @@ func (x *exitWatch) start(logger *slog.Logger) {
 			case <-stdoutPoll.C:
 				if pipeGone(x.e.stdout) {
 					x.cancel(errStdoutGone)
+				}
+				if pollParent && os.Getppid() != x.ppid {
+					x.cancel(errParentGone)
 				}
 			case <-ended:
 				ended = nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,27 +48,13 @@ func pipeGone(w io.Writer) bool {
 	return gone
 }
 
-// watchParent returns a channel closed when the parent ppid exits, until done:
-// by a pidfd on Linux, else by polling for a new parent pid (the orphan's).
+// watchParent returns a channel closed when the parent ppid exits, until
+// done, by a pidfd on Linux; nil without one: the caller polls for a new
+// parent pid (the orphan's).
 func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 	gone := make(chan struct{})
 	if os.Getppid() == ppid && parentExit(ppid, done, gone) {
 		return gone
 	}
-	go func() {
-		t := time.NewTicker(parentPollInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if os.Getppid() != ppid {
-					close(gone)
-					return
-				}
-			}
-		}
-	}()
-	return gone
+	return nil
 }

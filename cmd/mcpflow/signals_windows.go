@@ -32,6 +32,6 @@ func isBrokenPipe(err error) bool {
 
 func pipeGone(io.Writer) bool { return false }
 
-// watchParent: Windows keeps an orphan's parent pid, nothing to poll; the
-// child's Job Object still dies with mcpflow.
-func watchParent(int, <-chan struct{}) <-chan struct{} { return nil }
+// watchParent: Windows keeps an orphan's parent pid, nothing to poll (a
+// channel never closed); the child's Job Object still dies with mcpflow.
+func watchParent(int, <-chan struct{}) <-chan struct{} { return make(chan struct{}) }

@@ -317,11 +317,8 @@ func (x *expander) emit(out *[]string, n node, s string) error {
 // render gives a value's argv text: a string as is, anything else (a
 // json.Number, true, null, an object) as its compact JSON.
 func render(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+	if s, ok := v.(string); ok {
+		return s
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -31,9 +31,6 @@ func NewBackend(srv *Server, emit func(mux.Event)) *Backend {
 	return b
 }
 
-// Server is the backend's server (the Restarter of its builds).
-func (b *Backend) Server() *Server { return b.srv }
-
 // Attach gives the backend its hooks and runs their loop until Close; call it once, before Start.
 func (b *Backend) Attach(h mux.Hooks) {
 	b.hooks = h
@@ -95,6 +92,5 @@ func (b *Backend) Close() {
 		b.cancel()
 		b.wg.Wait()
 		b.srv.Close()
-		b.emit(mux.Event{Kind: mux.EventStopped})
 	})
 }

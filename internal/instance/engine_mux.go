@@ -99,10 +99,7 @@ func (w *muxWiring) serverConfig(spec mux.ServerSpec) *config.Config {
 	if s, ok := w.configured[spec.Name]; ok && spec.Source == "config" {
 		return w.cfg.Server(s)
 	}
-	dir := w.cfg.Dir
-	if spec.Dir != "" {
-		dir = config.AbsFrom(w.cfg.Dir, spec.Dir)
-	}
+	dir := config.AbsFrom(w.cfg.Dir, spec.Dir) // "": the config's folder
 	sc := config.Default(dir)
 	sc.File, sc.Log = w.cfg.File, w.cfg.Log
 	sc.Run.Command = config.Command{Argv: spec.Command, Shell: spec.Shell}
@@ -183,9 +180,10 @@ func (w *muxWiring) cliBackend(spec mux.ServerSpec, emit func(mux.Event)) (mux.B
 	}
 	cc := cliConfig(c)
 	cc.Logger, cc.Tool, cc.Name, cc.Version = w.logger.With("server", spec.Name), "-", spec.Name, Version
-	b := clitools.NewBackend(clitools.New(cc), emit)
+	srv := clitools.New(cc)
+	b := clitools.NewBackend(srv, emit)
 	if spec.Build != "" || len(spec.Watch) > 0 {
-		h, _, err := w.buildAndWatch(spec, b.Server(), b.NoteBuild)
+		h, _, err := w.buildAndWatch(spec, srv, b.NoteBuild)
 		if err != nil {
 			b.Close()
 			return nil, err

@@ -100,13 +100,12 @@ func (w *instanceRun) listen(mode string, t control.Target, o wire.Opener) {
 		Config: cfgFile, Project: w.cfg.Dir, Mode: mode, Version: Version, Target: t, Logs: w.ring,
 		Tools: control.SessionTools{Opener: o, Log: w.log, Version: Version},
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		w.log.Warn("no control socket: mcpflow status, rebuild and logs will not see this instance", "err", err)
-	default:
-		w.srv = srv
-		w.log.Debug("control socket", "path", srv.Path())
+		return
 	}
+	w.srv = srv
+	w.log.Debug("control socket", "path", srv.Path())
 }
 
 // tokenEnv, when set, is the bearer token every HTTP client must send

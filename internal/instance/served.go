@@ -49,9 +49,7 @@ func assemble(sc *config.Config, log *slog.Logger, r builder.Restarter, note fun
 				logging.Cycle(charm, res) // a cycle cut short by the end of the run says nothing
 			}
 			s.builds.note(res)
-			if note != nil {
-				note(res)
-			}
+			note(res)
 		},
 	}
 	if !sc.Build.Command.IsZero() {

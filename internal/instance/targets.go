@@ -15,7 +15,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
-	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
@@ -162,11 +161,7 @@ func (t *muxTarget) setBuilds(name string, b *buildLog) {
 func (t *muxTarget) Status() control.Status {
 	var st control.Status
 	if c := t.m.Client(); c.Protocol != "" {
-		era := "legacy"
-		if wire.IsModern(c.Protocol) {
-			era = "modern"
-		}
-		st.Client = control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: era}
+		st.Client = control.ClientInfo{Name: c.Name, Version: c.Version, Protocol: c.Protocol, Era: c.Era.String()}
 	}
 	for _, info := range t.m.List(false) {
 		t.mu.Lock()

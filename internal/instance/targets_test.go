@@ -11,6 +11,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/clitools"
 	"github.com/mcpflow/mcpflow/internal/mux"
 	"github.com/mcpflow/mcpflow/internal/ops/control"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/relay"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
@@ -55,7 +56,7 @@ type fakeMux struct {
 func (f *fakeMux) List(bool) []mux.ServerInfo { return f.list }
 
 func (f *fakeMux) Client() mux.ClientInfo {
-	return mux.ClientInfo{Name: "gemini-cli", Version: "0.61.0", Protocol: "2025-06-18"}
+	return mux.ClientInfo{Name: "gemini-cli", Version: "0.61.0", Protocol: "2025-06-18", Era: wire.EraLegacy}
 }
 
 func (f *fakeMux) Reload(_ context.Context, name string) (mux.Outcome, *result.Build, error) {

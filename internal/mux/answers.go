@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,33 +29,20 @@ func (s *session) startDeadline(env wire.Envelope) <-chan struct{} {
 	}
 	wait := s.m.cfg.StartWait
 	if wait <= 0 {
-		name := env.ClientName()
-		if name == "" {
-			name = s.st.Client.Name
-		}
-		wait = relay.ClientWait(name)
+		wait = relay.ClientWait(cmp.Or(env.ClientName(), s.st.Client.Name))
 	}
 	ch := make(chan struct{})
 	s.startBy = ch
 	start := time.Now()
 	s.m.wg.Go(func() {
 		defer close(ch)
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
+		if wire.WaitClosed(s.ctx.Done(), wait) {
 			return
 		}
 		select {
 		case <-s.m.ended:
+			wire.WaitClosed(s.ctx.Done(), s.m.cfg.InputWait-time.Since(start))
 		default:
-			return
-		}
-		t.Reset(s.m.cfg.InputWait - time.Since(start))
-		select {
-		case <-t.C:
-		case <-s.ctx.Done():
 		}
 	})
 	return ch

@@ -48,7 +48,6 @@ const (
 	EventUp                           // a child serves
 	EventCrashed                      // the child exited on its own
 	EventBuildFailed                  // a build failed; the old child, if any, still serves
-	EventStopped                      // the backend was closed
 	EventBuilt                        // a build succeeded (its restart is reported as EventUp)
 )
 

@@ -42,10 +42,6 @@ type published struct {
 	pnames   []string // prompt names as clients see them
 }
 
-func newCatalog(sep string, own []string) catalog {
-	return catalog{sep: sep, own: own, tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}, pub: map[string]*published{}}
-}
-
 // owner finds the server that listed a resource URI, or whose template
 // matches it.
 func (c *catalog) owner(uri string) (string, bool) {
@@ -120,7 +116,8 @@ func (c *catalog) publish(name string, l Lists) bool {
 	if old == nil {
 		old = &published{}
 	}
-	return !sameItems(old.tools, p.tools) || !sameItems(old.prompts, p.prompts) || !sameItems(old.res, p.res) || !sameItems(old.tmpls, p.tmpls)
+	same := func(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Equal) }
+	return !same(old.tools, p.tools) || !same(old.prompts, p.prompts) || !same(old.res, p.res) || !same(old.tmpls, p.tmpls)
 }
 
 // unpublish takes everything of server name out of the catalog.
@@ -146,10 +143,6 @@ func (c *catalog) list(field string, names []string, own [][]byte) []byte {
 	}
 	items = append(items, own...)
 	return slices.Concat([]byte(`{"`+field+`":[`), bytes.Join(items, []byte(",")), []byte("]}"))
-}
-
-func sameItems(a, b [][]byte) bool {
-	return slices.EqualFunc(a, b, bytes.Equal)
 }
 
 func stringMember(obj []byte, key string) string {

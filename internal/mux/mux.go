@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,12 +83,8 @@ type Mux struct {
 
 // New returns a mux for cfg. Nothing runs until Start.
 func New(cfg Config) *Mux {
-	if cfg.Separator == "" {
-		cfg.Separator = DefaultSeparator
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Separator = cmp.Or(cfg.Separator, DefaultSeparator)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.NewBackend == nil {
 		cfg.NewBackend = NewRelayBackends(RelayOptions{Logger: cfg.Logger, Version: cfg.Version})
 	}
@@ -192,7 +189,11 @@ func (m *Mux) register(spec ServerSpec) (*server, error) {
 	if spec.CLI == nil && (len(spec.Command) == 0 || spec.Command[0] == "") {
 		return nil, fmt.Errorf("server %q: command is empty", spec.Name)
 	}
-	s := newServer(spec, m.log)
+	s := &server{
+		spec: spec, log: m.log.With("server", spec.Name),
+		made: make(chan struct{}), up: make(chan struct{}), wake: make(chan struct{}, 1),
+		starting: true, health: health{status: StatusStarting},
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -28,9 +29,7 @@ func ManagementTools() []string {
 // in tool names), no separator inside, and not ending in '_' (else "a_" +
 // "__" + "tool" would split as "a" and "_tool"). Each rule has its own error.
 func ValidateName(name, sep string) error {
-	if sep == "" {
-		sep = DefaultSeparator
-	}
+	sep = cmp.Or(sep, DefaultSeparator)
 	if name == "" {
 		return fmt.Errorf("server name is empty")
 	}

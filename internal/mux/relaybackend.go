@@ -175,7 +175,6 @@ func (b *relayBackend) Close() {
 		b.stop()
 		<-b.ran
 		b.Relay.Close()
-		b.emit(Event{Kind: EventStopped})
 	})
 }
 
@@ -199,9 +198,5 @@ func eventOf(res result.Build, name string) Event {
 
 // buildReport is the agent's report of a failed build of server name.
 func buildReport(res result.Build, name string) string {
-	errs := res.Errors
-	if errs == "" {
-		errs = res.Output
-	}
-	return texts.BuildFailed(res.Err, errs, texts.ReloadHint(name))
+	return texts.BuildFailed(res.Err, cmp.Or(res.Errors, res.Output), texts.ReloadHint(name))
 }

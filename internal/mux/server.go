@@ -42,14 +42,6 @@ type health struct {
 	report    string
 }
 
-func newServer(spec ServerSpec, log *slog.Logger) *server {
-	return &server{
-		spec: spec, log: log.With("server", spec.Name),
-		made: make(chan struct{}), up: make(chan struct{}), wake: make(chan struct{}, 1),
-		starting: true, health: health{status: StatusStarting},
-	}
-}
-
 // emit queues a backend event for follow; it never blocks.
 func (s *server) emit(ev Event) {
 	s.mu.Lock()

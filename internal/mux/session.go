@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ func newSession(m *Mux, c wire.Client) *session {
 	return &session{
 		m: m, c: c, ctx: ctx, cancel: cancel,
 		ports: map[string]*port{}, calls: map[string]string{}, own: map[string]func(){}, reqs: map[string]serverReq{},
-		cat: newCatalog(m.sep, m.tools.names()),
+		cat: catalog{sep: m.sep, own: m.tools.names(), tools: map[string]route{}, prompts: map[string]route{}, res: map[string]string{}, tmpls: map[string]string{}, pub: map[string]*published{}},
 	}
 }
 
@@ -213,7 +214,7 @@ func (s *session) goOwn(id []byte, f func(ctx context.Context)) {
 // not listed: its lists are read first (bounded), off the client's read.
 func (s *session) call(msg []byte, env wire.Envelope) {
 	name := stringMember(env.Params, "name")
-	if s.m.tools.has(name) {
+	if slices.Contains(s.m.tools.names(), name) {
 		if name != s.m.cfg.CallTool {
 			args := jsonscan.Member(env.Params, "arguments")
 			s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.tools.run(ctx, s, name, args)) })

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // guardStopWait bounds how long the stop function of StartGuard waits for
@@ -111,7 +113,7 @@ func StartGuard(argv []string, died func(error)) (stop func(), err error) {
 		if w != nil {
 			_ = w.Close()
 		}
-		if !waitFor(d, guardStopWait) {
+		if !wire.WaitClosed(d, guardStopWait) {
 			_ = c.Process.Kill()
 			<-d
 		}

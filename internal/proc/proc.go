@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
 // Spec is a command to run: an argv, or a script for the platform's shell.
@@ -28,9 +30,9 @@ type Cmd struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed once Wait returned or Start failed
 
-	mu       sync.Mutex // serializes signals with Start and release
+	mu       sync.Mutex // serializes signals with Start and Wait's release
 	sys      groupSys   // the platform's handle on the group
-	released bool       // after release, the id may name someone else's group
+	released bool       // after Wait released it, the id may name someone else's group
 }
 
 // Command returns the command of spec. Once ctx is done (or Stop cancels
@@ -89,10 +91,14 @@ func (c *Cmd) Start() error {
 }
 
 // Wait waits for the command to exit and its output to be copied
-// (exec.Cmd.Wait), then kills what is left of its group. Call it once.
+// (exec.Cmd.Wait), then kills what is left of its group and frees the
+// platform's handle on it (the group is released). Call it once.
 func (c *Cmd) Wait() error {
 	err := c.Cmd.Wait()
-	c.release()
+	c.mu.Lock()
+	c.released = true
+	c.sys.release()
+	c.mu.Unlock()
 	c.cancel()
 	close(c.done)
 	return err
@@ -122,17 +128,6 @@ func (c *Cmd) signal(send func(groupSys)) {
 	}
 }
 
-// release kills what is left of the group and frees the platform's handle
-// on it, once the leader has been waited.
-func (c *Cmd) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.released {
-		c.released = true
-		c.sys.release()
-	}
-}
-
 // Stop stops the started command, which someone waits, and returns once
 // Wait returned. It closes stdin (when not nil) and gives the command
 // grace to exit, then cancels it: SIGTERM to the group, and SIGKILL grace
@@ -141,24 +136,13 @@ func (c *Cmd) release() {
 func (c *Cmd) Stop(stdin io.Closer, grace time.Duration) {
 	if stdin != nil {
 		_ = stdin.Close()
-		if waitFor(c.done, grace) {
+		if wire.WaitClosed(c.done, grace) {
 			return
 		}
 	}
 	c.cancel()
-	if grace < c.WaitDelay && !waitFor(c.done, grace) {
+	if grace < c.WaitDelay && !wire.WaitClosed(c.done, grace) {
 		c.Kill()
 	}
 	<-c.done
-}
-
-func waitFor(done <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }

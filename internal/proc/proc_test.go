@@ -237,7 +237,7 @@ func TestKillAfterLeaderExitReachesOrphans(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer c.release()
+	defer c.sys.release()                // the group, as Wait releases it
 	if err := c.Cmd.Wait(); err != nil { // the leader only: the group stays
 		t.Fatal(err)
 	}
@@ -258,8 +258,8 @@ func TestShellPositionalArgs(t *testing.T) {
 	}
 }
 
-// After Wait the group's id may be reused by an unrelated group: Kill,
-// terminate and release must not signal it. The reuse is simulated by
+// After Wait the group's id may be reused by an unrelated group: Kill
+// and terminate must not signal it. The reuse is simulated by
 // pointing the waited command at a live group, a cat's, which SIGTERM or
 // SIGKILL would end at once: it must exit by itself once its stdin ends.
 func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
@@ -279,7 +279,6 @@ func TestSignalsAfterReleaseAreNoOps(t *testing.T) {
 	c.sys.pgid = cat.sys.pgid
 	c.signal(groupSys.terminate)
 	c.Kill()
-	c.release()
 	stdin.Close()
 	if err := cat.Wait(); err != nil {
 		t.Fatalf("a released group's Kill or terminate reached another group: cat ended by %v", err)

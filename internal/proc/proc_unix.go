@@ -87,8 +87,7 @@ const ShellName = "sh -c"
 func shell(ctx context.Context, script string, args ...string) *exec.Cmd {
 	argv := []string{"-c", script}
 	if len(args) > 0 {
-		argv = append(argv, "sh")
-		argv = append(argv, args...)
+		argv = append(append(argv, "sh"), args...) // "sh" is $0
 	}
 	return exec.CommandContext(ctx, "sh", argv...)
 }

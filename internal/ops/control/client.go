@@ -72,12 +72,9 @@ const helloTimeout = 2 * time.Second // for Instances to wait for one instance
 // Instances lists the live instances of this user that pass the filter,
 // by pid; a missing runtime folder means none, a wrong one is an error.
 func Instances(f Filter) ([]Instance, error) {
-	dirs, err := runtimeDirs()
+	dirs := runtimeDirs()
 	if f.Dir != "" {
-		dirs, err = []string{f.Dir}, nil
-	}
-	if err != nil {
-		return nil, err
+		dirs = []string{f.Dir}
 	}
 	var paths []string
 	for _, dir := range dirs {

@@ -859,8 +859,8 @@ func TestRuntimeDirDefault(t *testing.T) {
 	defer os.RemoveAll(base)
 	byUID := filepath.Join("/tmp", fmt.Sprintf("mcpflow-%d", os.Geteuid()))
 	t.Setenv("XDG_RUNTIME_DIR", base)
-	if d, err := runtimeDirs(); err != nil || !slices.Equal(d, []string{filepath.Join(base, "mcpflow"), byUID}) {
-		t.Fatalf("runtimeDirs = %q, %v", d, err)
+	if d := runtimeDirs(); !slices.Equal(d, []string{filepath.Join(base, "mcpflow"), byUID}) {
+		t.Fatalf("runtimeDirs = %q", d)
 	}
 	s := listenT(t, Info{Target: &fakeTarget{}})
 	if filepath.Dir(s.Path()) != filepath.Join(base, "mcpflow") {
@@ -868,7 +868,7 @@ func TestRuntimeDirDefault(t *testing.T) {
 	}
 
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "missing"))
-	if d, _ := runtimeDirs(); !slices.Equal(d, []string{byUID}) {
+	if d := runtimeDirs(); !slices.Equal(d, []string{byUID}) {
 		t.Fatalf("with a missing XDG_RUNTIME_DIR: %q, want %q", d, byUID)
 	}
 	bare := listenT(t, Info{Target: &fakeTarget{}})
@@ -998,3 +998,6 @@ func rawDial(path string) (net.Conn, error) {
 	}
 	return net.Dial(endpointNet, addr)
 }
+
+// dial is Dial of the instance listening at path.
+func dial(path string) *Client { return Dial(Instance{Socket: path}) }

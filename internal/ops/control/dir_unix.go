@@ -46,14 +46,14 @@ func readEndpoint(path string) (addr, token string, err error) { return path, ""
 // instance listens in the first, $XDG_RUNTIME_DIR/mcpflow, else
 // /tmp/mcpflow-<uid> (named by the uid alone: the same whatever env a
 // client passed its server); Instances searches each.
-func runtimeDirs() ([]string, error) {
+func runtimeDirs() []string {
 	byUID := filepath.Join("/tmp", "mcpflow-"+strconv.Itoa(os.Geteuid()))
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return []string{filepath.Join(d, "mcpflow"), byUID}, nil
+			return []string{filepath.Join(d, "mcpflow"), byUID}
 		}
 	}
-	return []string{byUID}, nil
+	return []string{byUID}
 }
 
 // prepareDir checks that dir is a real directory of this user's, closed to

@@ -26,7 +26,7 @@ const (
 	endpointNet              = "tcp"
 )
 
-func runtimeDirs() ([]string, error) { return []string{filepath.Join(os.TempDir(), "mcpflow")}, nil }
+func runtimeDirs() []string { return []string{filepath.Join(os.TempDir(), "mcpflow")} }
 
 // prepareDir checks that dir is a real directory; with create, a missing
 // dir is made. Its ACL is the one it inherits from the user's temp folder.

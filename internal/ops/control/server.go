@@ -60,7 +60,7 @@ type Tools interface {
 type Server struct {
 	info    Info
 	hello   Instance
-	wantUID int    // -1: no peer check
+	wantUID int    // the uid peers must have, where peerUID can tell
 	token   string // "": no token asked (Windows asks one)
 	ln      *limitListener
 	srv     *http.Server
@@ -78,17 +78,13 @@ func Listen(info Info) (*Server, error) {
 	return listen(info, os.Geteuid())
 }
 
-// listen is Listen with the uid peers must have (-1: no check).
+// listen is Listen with the uid peers must have.
 func listen(info Info, wantUID int) (*Server, error) {
 	if info.Target == nil {
 		return nil, errors.New("control: Listen needs a Target")
 	}
 	if info.Dir == "" {
-		d, err := runtimeDirs()
-		if err != nil {
-			return nil, err
-		}
-		info.Dir = d[0]
+		info.Dir = runtimeDirs()[0]
 	}
 	if err := prepareDir(info.Dir, true); err != nil {
 		return nil, err
@@ -273,13 +269,11 @@ type refusalKey struct{}
 func (s *Server) connContext(ctx context.Context, nc net.Conn) context.Context {
 	c := nc.(*limitedConn)
 	var ref *errorBody
-	if s.wantUID >= 0 {
-		switch uid, known, err := peerUID(c.Conn); {
-		case known && err != nil:
-			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}
-		case known && uid != s.wantUID:
-			ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}
-		}
+	switch uid, known, err := peerUID(c.Conn); {
+	case known && err != nil:
+		ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("cannot check who is connecting (%v): refused", err)}
+	case known && uid != s.wantUID:
+		ref = &errorBody{code: http.StatusForbidden, Error: fmt.Sprintf("permission denied: uid %d may not control an instance of uid %d", uid, s.wantUID)}
 	}
 	if ref == nil && c.busy {
 		ref = &errorBody{code: http.StatusServiceUnavailable, Error: fmt.Sprintf("too many control connections (%d): try again later", maxConns), Instance: &s.hello}

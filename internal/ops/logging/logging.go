@@ -18,6 +18,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/config"
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 	"github.com/mcpflow/mcpflow/internal/ops/traffic"
+	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 	"github.com/mcpflow/mcpflow/internal/report/result"
 )
 
@@ -144,12 +145,8 @@ func (q *stderrQueue) close() {
 	q.closed = true
 	q.signal()
 	q.mu.Unlock()
-	t := time.NewTimer(stderrCloseWait)
-	defer t.Stop()
-	select {
-	case <-q.done:
-	case <-t.C: // stderr's reader stalls: the goroutine stays blocked in its write
-	}
+	// When stderr's reader stalls, the goroutine stays blocked in its write.
+	wire.WaitClosed(q.done, stderrCloseWait)
 	q.mu.Lock()
 	lost := 0
 	if !q.gone {

@@ -71,14 +71,11 @@ func Open(path string, opts Options) (*Writer, error) {
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = DefaultMaxMessage
 	}
-	if opts.MaxFile <= 0 {
-		opts.MaxFile = DefaultMaxFile
-	}
-	f, err := OpenFile(path, opts.MaxFile)
+	f, err := OpenFile(path, opts.MaxFile) // DefaultMaxFile when not set
 	if err != nil {
 		return nil, fmt.Errorf("traffic file: %w", err)
 	}
-	w := &Writer{maxMsg: opts.MaxMessage, f: f, bufMax: int(min(64<<10, opts.MaxFile/2))}
+	w := &Writer{maxMsg: opts.MaxMessage, f: f, bufMax: int(min(64<<10, f.max/2))}
 	w.timer = time.AfterFunc(flushInterval, w.flush)
 	return w, nil
 }
