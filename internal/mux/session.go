@@ -1,7 +1,6 @@
 package mux
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -71,14 +70,7 @@ func (s *session) reply(id, result []byte) {
 	s.mu.Lock()
 	modern := s.st.Era == wire.EraModern
 	s.mu.Unlock()
-	if modern && len(result) > 1 && result[0] == '{' && jsonscan.Member(result, "resultType") == nil {
-		if len(bytes.TrimSpace(result[1:])) == 1 {
-			result = []byte(`{"resultType":"complete"}`)
-		} else {
-			result = append([]byte(`{"resultType":"complete",`), result[1:]...)
-		}
-	}
-	s.answer(wire.ResultResponse(id, result), id)
+	s.answer(wire.ResultResponse(id, wire.Complete(result, modern)), id)
 }
 
 func (s *session) fail(id []byte, code int, text string) {

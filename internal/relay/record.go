@@ -274,7 +274,7 @@ func (s *Session) firstAnswer(msg []byte, env wire.Envelope) bool {
 		}
 	}
 	r.log.Debug("answered from the record of the server's last start", "method", env.Method, "stale", rec.stale)
-	s.reply(env.ID, wire.ResultResponse(env.ID, withResultType(res, s.modern())))
+	s.reply(env.ID, wire.ResultResponse(env.ID, wire.Complete(res, s.modern())))
 	return true
 }
 

@@ -228,14 +228,3 @@ func selfAck(id []byte, tools bool) []byte {
 	}
 	return wire.Request(nil, "notifications/subscriptions/acknowledged", mustJSON(params))
 }
-
-// withResultType marks a result complete for a 2026-07-28 client.
-func withResultType(result []byte, modern bool) []byte {
-	if !modern || len(result) < 2 {
-		return result
-	}
-	if len(result) == 2 {
-		return []byte(`{"resultType":"complete"}`)
-	}
-	return append([]byte(`{"resultType":"complete",`), result[1:]...)
-}

@@ -391,7 +391,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		r.stats.served.Add(1)
 	}
 	modern := s.modern()
-	ok := func(result any) { s.reply(id, wire.ResultResponse(id, withResultType(mustJSON(result), modern))) }
+	ok := func(result any) { s.reply(id, wire.ResultResponse(id, wire.Complete(mustJSON(result), modern))) }
 	switch env.Method {
 	case "initialize":
 		result := map[string]any{
@@ -419,7 +419,7 @@ func (s *Session) answerDown(msg []byte, env wire.Envelope) {
 		})
 	case "tools/list":
 		s.view.beginEmpty()
-		s.reply(id, wire.ResultResponse(id, withResultType([]byte(`{"tools":[`+string(r.ownTools)+`],"_meta":{`+string(mustJSON(wire.DownMeta))+`:`+string(mustJSON(report))+`}}`), modern)))
+		s.reply(id, wire.ResultResponse(id, wire.Complete([]byte(`{"tools":[`+string(r.ownTools)+`],"_meta":{`+string(mustJSON(wire.DownMeta))+`:`+string(mustJSON(report))+`}}`), modern)))
 	case "prompts/list", "resources/list", "resources/templates/list":
 		ok(map[string]any{recordLists[env.Method]: []any{}})
 	case "tools/call":

@@ -138,10 +138,7 @@ func toolResult(text string, isErr bool, structured any, modern bool) []byte {
 	if structured != nil {
 		res["structuredContent"] = structured
 	}
-	if modern {
-		res["resultType"] = "complete"
-	}
-	return mustJSON(res)
+	return wire.Complete(mustJSON(res), modern)
 }
 
 type toolInfo struct {

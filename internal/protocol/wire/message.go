@@ -1,10 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 
+	"github.com/mcpflow/mcpflow/internal/protocol/jsonscan"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -58,6 +60,18 @@ func ErrorResponse(id []byte, code int, message string, data any) []byte {
 // ResultResponse builds a JSON-RPC result response from raw JSON.
 func ResultResponse(id []byte, result []byte) []byte {
 	return response(id, "result", result)
+}
+
+// Complete marks result, a JSON object mcpflow answers with, complete for
+// a 2026-07-28 client, unless it names its resultType.
+func Complete(result []byte, modern bool) []byte {
+	if !modern || len(result) < 2 || result[0] != '{' || jsonscan.Member(result, "resultType") != nil {
+		return result
+	}
+	if len(bytes.TrimSpace(result[1:])) == 1 {
+		return []byte(`{"resultType":"complete"}`)
+	}
+	return append([]byte(`{"resultType":"complete",`), result[1:]...)
 }
 
 func response(id []byte, field string, body []byte) []byte {
