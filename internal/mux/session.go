@@ -115,14 +115,8 @@ func (s *session) Send(msg []byte) {
 		s.clientResponse(msg, env)
 	case env.IsNotification():
 		s.clientNotification(msg, env)
-	case env.IsRequest():
-		s.clientRequest(msg, env)
 	default:
-		id := env.ID
-		if wire.IDProblem(id) != "" {
-			id = nil
-		}
-		s.deliver(wire.ErrorResponse(id, wire.CodeInvalidRequest, texts.ErrNoKind, nil), id)
+		s.clientRequest(msg, env)
 	}
 }
 

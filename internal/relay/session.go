@@ -117,16 +117,8 @@ func (s *Session) fromClient(msg []byte, env wire.Envelope) {
 		s.clientResponse(msg, env)
 	case env.IsNotification():
 		s.clientNotification(msg, env)
-	case env.IsRequest():
-		s.clientRequest(msg, env)
 	default:
-		// Answered under its id when valid, else under null (JSON-RPC 2.0, 5.1).
-		s.r.log.Warn("client sent a message that is neither request, response nor notification; answered with an error", "msg", wire.Abbreviate(msg, 200))
-		id := env.ID
-		if wire.IDProblem(id) != "" {
-			id = nil
-		}
-		s.out.Send(wire.ErrorResponse(id, wire.CodeInvalidRequest, texts.ErrNoKind, nil), id)
+		s.clientRequest(msg, env)
 	}
 }
 

@@ -189,7 +189,7 @@ func (c *conn) prepare(msg []byte) (jsonrpc.Message, []byte) {
 	case string(env.Version) != `"2.0"`:
 		return nil, invalid(`"jsonrpc" must be "2.0"`)
 	case env.Method == "":
-		return nil, invalid("a message needs a method, a result or an error")
+		return nil, ErrorResponse(id, CodeInvalidRequest, TextNoKind, nil)
 	}
 	req := &jsonrpc.Request{Method: env.Method, Params: env.Params}
 	c.mu.Lock()

@@ -78,6 +78,7 @@ type Listen struct {
 // Refusal texts of Note.
 const (
 	TextInFlight  = "Invalid Request: a request with this id is already in flight"
+	TextNoKind    = "Invalid Request: a message needs a method, a result or an error"
 	TextAmbiguous = "Invalid Request: a member of this message is named twice, or in another case, so peers would read it differently"
 )
 
@@ -101,6 +102,8 @@ func (s *State) Note(msg []byte, env Envelope) (answer []byte, refused bool) {
 		return ErrorResponse(nil, CodeInvalidRequest, IDProblem(env.ID), nil), true
 	case env.IsRequest() && s.inFlight[string(env.ID)] != "":
 		return ErrorResponse(env.ID, CodeInvalidRequest, TextInFlight, nil), true
+	case !env.IsRequest() && !env.IsNotification() && !env.IsResponse():
+		return ErrorResponse(id, CodeInvalidRequest, TextNoKind, nil), true // under null when its id is bad (JSON-RPC 2.0, 5.1)
 	}
 	if env.IsRequest() {
 		if s.inFlight == nil {

@@ -152,7 +152,6 @@ func ErrDown(state string) string { return "mcpflow: " + state }
 
 const (
 	ErrRestarted     = "mcpflow: the MCP server was restarted (rebuilt) before it answered; send the request again"
-	ErrNoKind        = "Invalid Request: a message with an id needs a method, a result or an error"
 	ErrServerBadJSON = "mcpflow: the server answered with a line that is not valid JSON; it was not forwarded (see mcpflow's log)"
 )
 

@@ -67,7 +67,7 @@ func TestCatalog(t *testing.T) {
 		{"error: bad JSON", wire.TextBadJSON},
 		{"error: empty batch", wire.TextEmptyBatch},
 		{"error: batch element", wire.TextNotAnRPC},
-		{"error: no kind", ErrNoKind},
+		{"error: no kind", wire.TextNoKind},
 		{"error: null id", wire.IDProblem([]byte("null"))},
 		{"error: reserved id", wire.TextReserved},
 		{"error: in flight", wire.TextInFlight},
