@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpflow/mcpflow/internal/testkit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A large result passes whole, and what carried it is let go: a 1 MiB
@@ -59,6 +61,63 @@ func TestLargeResultsPassWhole(t *testing.T) {
 				}
 			}
 			testkit.Eventually(t, 5*time.Second, "no spool file open in mcpflow", func() bool { return len(spoolsOpen(pid)) == 0 })
+		})
+	}
+}
+
+// Two clients of different eras on one HTTP front get large results at
+// the same time, each whole and each its own: a legacy session and a
+// 2026-07-28 one, through watch and the mux (a stdio child each: a
+// process per legacy session, the fan-in for the 2026-07-28 one) and
+// through watch with an HTTP child.
+func TestLargeResultsTwoErasAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, way := range []string{"watch", "mux", "http child"} {
+		t.Run(way, func(t *testing.T) {
+			t.Parallel()
+			tool, args, dir := "big", []string{"watch"}, ""
+			switch way {
+			case "watch":
+				dir = fixtureDir(t)
+			case "mux":
+				dir, tool, args = t.TempDir(), "a__big", []string{"mux", "-c", "mcpflow.toml"}
+				os.WriteFile(filepath.Join(dir, "mcpflow.toml"), []byte("[servers.a.run]\ncommand = [\""+fixtureBin+"\", \"-name\", \"a\"]\n"), 0o644)
+			default:
+				dir = httpDir(t, "{port}", "20s")
+			}
+			f, _ := os.OpenFile(filepath.Join(dir, "mcpflow.toml"), os.O_APPEND|os.O_WRONLY, 0)
+			fmt.Fprint(f, "[http]\nlisten = \"127.0.0.1:0\"\n")
+			f.Close()
+			h := startHTTP(t, dir, args...)
+			eras := []testkit.Era{testkit.Legacy, testkit.Modern}
+			var clients []*httpClient
+			for _, era := range eras {
+				c := h.connect(era.Name, era.Version)
+				testkit.Eventually(t, 30*time.Second, tool, func() bool { return slices.Contains(c.tools(), tool) })
+				clients = append(clients, c)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for i, c := range clients { // both at once
+				era, mib := eras[i], 1+i // each its own size: a piece of the other's is seen
+				want := bigText(mib << 20)
+				wg.Go(func() {
+					for n := range 2 {
+						res, err := c.cs.CallTool(c.ctx(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"mib": mib}})
+						if err != nil {
+							errs <- fmt.Errorf("%s, call %d: %v", era.Name, n, err)
+						} else if got := testkit.Text(res); res.IsError || got != want {
+							errs <- fmt.Errorf("%s, call %d: %d bytes (isError %v), want %d bytes as the server wrote them", era.Name, n, len(got), res.IsError, len(want))
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			testkit.Eventually(t, 5*time.Second, "no spool file open in mcpflow", func() bool { return len(spoolsOpen(h.cmd.Process.Pid)) == 0 })
 		})
 	}
 }
