@@ -3,12 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +120,67 @@ func TestLargeResultsTwoErasAtOnce(t *testing.T) {
 				t.Error(err)
 			}
 			testkit.Eventually(t, 5*time.Second, "no spool file open in mcpflow", func() bool { return len(spoolsOpen(h.cmd.Process.Pid)) == 0 })
+		})
+	}
+}
+
+// mcpflow stopped in the middle of writing a large result to a client that
+// stopped reading it (SIGTERM, SIGINT, the end of its input) exits within
+// its bounds, leaves no process and no spool file behind.
+func TestExitDuringLargeWrite(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"SIGTERM", "SIGINT", "EOF"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			dir, tmp, tag := fixtureDir(t), t.TempDir(), testkit.Tag(t)
+			cmd := testkit.Command(tag, []string{"TMPDIR=" + tmp}, mcpflowBin, "watch")
+			cmd.Dir, cmd.Stderr = dir, &testkit.Buffer{}
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { cmd.Process.Kill(); testkit.Procs{Dir: dir, Tag: tag}.Kill() })
+			fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			fmt.Fprintln(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"mib":8}}}`)
+			// Read until 64 KiB of one long line came, then read no more.
+			r := bufio.NewReaderSize(stdout, 4096)
+			for line := 0; line < 64<<10; {
+				b, err := r.ReadSlice('\n')
+				switch {
+				case err == bufio.ErrBufferFull:
+					line += len(b)
+				case err != nil:
+					t.Fatalf("stdout: %v\n%s", err, cmd.Stderr)
+				default:
+					line = 0
+				}
+			}
+			t0 := time.Now()
+			switch how {
+			case "SIGTERM":
+				cmd.Process.Signal(syscall.SIGTERM)
+			case "SIGINT":
+				cmd.Process.Signal(syscall.SIGINT)
+			default:
+				stdin.Close()
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Errorf("mcpflow: %v\n%s", err, cmd.Stderr)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("mcpflow did not exit while its client did not read\n%s", cmd.Stderr)
+			}
+			t.Logf("exited %v after the stop", time.Since(t0))
+			testkit.NoLeftovers(t, testkit.Procs{Dir: dir, Tag: tag})
+			if left, _ := filepath.Glob(filepath.Join(tmp, "mcpflow-line-*")); len(left) > 0 {
+				t.Errorf("spool files left: %v", left)
+			}
 		})
 	}
 }

@@ -35,3 +35,6 @@ func pipeGone(io.Writer) bool { return false }
 // watchParent: Windows keeps an orphan's parent pid, nothing to poll (a
 // channel never closed); the child's Job Object still dies with mcpflow.
 func watchParent(int, <-chan struct{}) <-chan struct{} { return make(chan struct{}) }
+
+// pollable: Windows' pipes take no deadline; w as it is.
+func pollable(w io.Writer) (io.Writer, func()) { return w, func() {} }
