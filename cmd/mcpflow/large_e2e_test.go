@@ -5,6 +5,8 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,6 +185,51 @@ func TestExitDuringLargeWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The same over the HTTP front: SIGTERM while a client reads no more of a
+// large result's response.
+func TestHTTPExitDuringLargeWrite(t *testing.T) {
+	t.Parallel()
+	dir := fixtureDir(t)
+	f, _ := os.OpenFile(filepath.Join(dir, "mcpflow.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprint(f, "[http]\nlisten = \"127.0.0.1:0\"\n")
+	f.Close()
+	h := startHTTP(t, dir, "watch")
+	session := ""
+	post := func(body string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, h.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	session = resp.Header.Get("Mcp-Session-Id")
+	resp.Body.Close()
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	resp = post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"mib":8}}}`)
+	defer resp.Body.Close()
+	if _, err := io.ReadFull(resp.Body, make([]byte, 64<<10)); err != nil {
+		t.Fatalf("%d: %v\n%s", resp.StatusCode, err, h.stderr)
+	}
+	t0 := time.Now()
+	h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-h.exited:
+		if err != nil {
+			t.Errorf("mcpflow: %v\n%s", err, h.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("mcpflow did not exit while its client did not read\n%s", h.stderr)
+	}
+	t.Logf("exited %v after the stop", time.Since(t0))
 }
 
 // bigText is the fixture's text of n bytes.
