@@ -998,6 +998,3 @@ func rawDial(path string) (net.Conn, error) {
 	}
 	return net.Dial(endpointNet, addr)
 }
-
-// dial is Dial of the instance listening at path.
-func dial(path string) *Client { return Dial(Instance{Socket: path}) }
