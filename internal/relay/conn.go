@@ -298,11 +298,7 @@ func (c *conn) ended() {
 		}
 	}
 	s.mu.Unlock()
-	switch {
-	case !c.own:
-	case stopped:
-		r.events.post(Event{Kind: Stopped, Gen: c.p.gen, Pid: c.p.pid})
-	default:
+	if c.own && !stopped {
 		r.events.post(Event{Kind: Crashed, Gen: c.p.gen, Pid: c.p.pid, Report: report})
 	}
 	if !current {

@@ -74,8 +74,8 @@
 // HTTP front, the mux's sessions, control's); Restart after each good
 // build (the builder's Restarter); NoteBuild with every build's result;
 // Config.Recompiler for the recompile tool; Config.OnEvent for what
-// happens to the children (Starting, Up, RestartFailed, Crashed,
-// BuildFailed, Stopped: in order, from a goroutine holding no relay lock);
+// happens to the children (Starting, Up, RestartFailed, Crashed: in
+// order, from a goroutine holding no relay lock);
 // Config.Traffic for every message between a session and its child; Stats
 // for mcpflow status; Close to stop everything.
 //

@@ -21,18 +21,14 @@ const (
 	RestartFailed
 	// Crashed: a child exited on its own (Gen, Pid; Report: exit, stderr).
 	Crashed
-	// BuildFailed: a build failed (Report holds the compiler errors).
-	BuildFailed
-	// Stopped: the relay stopped a child (Gen, Pid).
-	Stopped
 )
 
 // Event is what Config.OnEvent receives.
 type Event struct {
 	Kind    EventKind
-	Gen     int             // the child's generation, from 1; 0 for BuildFailed
+	Gen     int             // the child's generation, from 1
 	Pid     int             // the child's process id, 0 if none
-	Report  string          // Crashed, RestartFailed, BuildFailed: what a person reads
+	Report  string          // Crashed, RestartFailed: what a person reads
 	Restart *result.Restart // Up, RestartFailed: what the restart did
 }
 

@@ -233,7 +233,6 @@ func (rr *restartRun) startServer() (*child, error) {
 // did not stop is a crash (a failed start, if it never answered).
 func (r *Relay) serverExited(srv *child) {
 	if srv.stopping.Load() {
-		r.events.post(Event{Kind: Stopped, Gen: srv.gen, Pid: srv.pid})
 		return
 	}
 	e := srv.exitInfo()
@@ -341,9 +340,6 @@ func (r *Relay) NoteBuild(o result.Build) {
 	}
 	sessions := slices.Clone(r.sessions)
 	r.mu.Unlock()
-	if !o.OK {
-		r.events.post(Event{Kind: BuildFailed, Report: report})
-	}
 	for _, s := range sessions {
 		s.mu.Lock()
 		switch {
