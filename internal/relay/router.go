@@ -240,16 +240,13 @@ type queued struct {
 type holdResult int
 
 const (
-	held      holdResult = iota
-	duplicate            // a held request has the same id
-	full                 // the count or byte limit would be passed
+	held holdResult = iota
+	full            // the count or byte limit would be passed
 )
 
-// add holds msg, unless a held request has its id or the queue is full.
+// add holds msg, unless the queue is full. (A request with the id of one
+// held never comes: wire.State refuses it, in flight.)
 func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
-	if env.IsRequest() && h.index(env.ID) >= 0 {
-		return duplicate
-	}
 	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
 		return full
 	}

@@ -237,8 +237,6 @@ func (s *Session) deliver(msg, rel []byte) {
 
 func (s *Session) hold(msg []byte, env wire.Envelope) {
 	switch s.held.add(msg, env, time.Now()) {
-	case duplicate:
-		s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextInFlight, nil))
 	case full:
 		s.r.log.Warn("queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
