@@ -24,15 +24,15 @@ func TestHoldQueue(t *testing.T) {
 	m1, e1 := heldMsg(t, `{"jsonrpc":"2.0","id":1,"method":"a"}`)
 	m2, e2 := heldMsg(t, `{"jsonrpc":"2.0","method":"n"}`)
 	m3, e3 := heldMsg(t, `{"jsonrpc":"2.0","id":3,"method":"c"}`)
-	if h.add(m1, e1, t0) != held || h.add(m2, e2, t0.Add(time.Second)) != held {
+	if !h.add(m1, e1, t0) || !h.add(m2, e2, t0.Add(time.Second)) {
 		t.Fatal("not held")
 	}
-	if h.add(m3, e3, t0.Add(2*time.Second)) != held {
+	if !h.add(m3, e3, t0.Add(2*time.Second)) {
 		t.Fatal("third not held")
 	}
 	m4, e4 := heldMsg(t, `{"jsonrpc":"2.0","id":4,"method":"d"}`)
-	if got := h.add(m4, e4, t0); got != full {
-		t.Fatalf("over maxLen: %v", got)
+	if h.add(m4, e4, t0) {
+		t.Fatal("held over maxLen")
 	}
 	if h.bytes != len(m1)+len(m2)+len(m3) {
 		t.Fatalf("bytes %d", h.bytes)
@@ -56,7 +56,7 @@ func TestHoldQueue(t *testing.T) {
 	small := holdQueue{maxLen: 100, maxBytes: 100}
 	for i := 0; ; i++ {
 		m, e := heldMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x"}`, i))
-		if small.add(m, e, t0) == full {
+		if !small.add(m, e, t0) {
 			if small.bytes+len(m) <= 100 {
 				t.Fatalf("refused under maxBytes: %d + %d", small.bytes, len(m))
 			}

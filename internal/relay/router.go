@@ -237,22 +237,15 @@ type queued struct {
 	at  time.Time
 }
 
-type holdResult int
-
-const (
-	held holdResult = iota
-	full            // the count or byte limit would be passed
-)
-
-// add holds msg, unless the queue is full. (A request with the id of one
-// held never comes: wire.State refuses it, in flight.)
-func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) holdResult {
+// add holds msg; false when the count or byte limit would be passed. (A
+// request with the id of one held never comes: wire.State refuses it.)
+func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) bool {
 	if len(h.q) >= h.maxLen || h.bytes+len(msg) > h.maxBytes {
-		return full
+		return false
 	}
 	h.q = append(h.q, queued{msg: msg, env: env, at: now})
 	h.bytes += len(msg)
-	return held
+	return true
 }
 
 func (h *holdQueue) index(id []byte) int {

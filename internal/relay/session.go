@@ -236,16 +236,14 @@ func (s *Session) deliver(msg, rel []byte) {
 }
 
 func (s *Session) hold(msg []byte, env wire.Envelope) {
-	switch s.held.add(msg, env, time.Now()) {
-	case full:
+	switch {
+	case !s.held.add(msg, env, time.Now()):
 		s.r.log.Warn("queue full; refused a message", "method", env.Method)
 		if env.IsRequest() {
 			s.reply(env.ID, wire.ErrorResponse(env.ID, wire.CodeQueueFull, texts.ErrQueueFull(len(s.held.q), s.held.bytes), nil))
 		}
-	case held:
-		if len(s.held.q) == 1 {
-			time.AfterFunc(s.r.cfg.Queue.Timeout, s.expire)
-		}
+	case len(s.held.q) == 1:
+		time.AfterFunc(s.r.cfg.Queue.Timeout, s.expire)
 	}
 }
 
