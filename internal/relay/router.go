@@ -248,23 +248,14 @@ func (h *holdQueue) add(msg []byte, env wire.Envelope, now time.Time) bool {
 	return true
 }
 
-func (h *holdQueue) index(id []byte) int {
-	for i, m := range h.q {
-		if m.env.IsRequest() && bytes.Equal(m.env.ID, id) {
-			return i
-		}
-	}
-	return -1
-}
-
 // remove drops the held request with this id, if there is one.
 func (h *holdQueue) remove(id []byte) bool {
-	i := h.index(id)
+	i := slices.IndexFunc(h.q, func(m queued) bool { return m.env.IsRequest() && bytes.Equal(m.env.ID, id) })
 	if i < 0 {
 		return false
 	}
 	h.bytes -= len(h.q[i].msg)
-	h.q = append(h.q[:i], h.q[i+1:]...)
+	h.q = slices.Delete(h.q, i, i+1)
 	return true
 }
 
