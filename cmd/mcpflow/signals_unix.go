@@ -62,15 +62,22 @@ func watchParent(ppid int, done <-chan struct{}) <-chan struct{} {
 // pollable is w, when it is a pipe or a socket, switched to non-blocking
 // under a descriptor of its own, so that its writes take a deadline: a
 // client that stopped reading cannot hold mcpflow's shutdown (Serve bounds
-// its last writes). restore puts the pipe back in blocking mode.
-func pollable(w io.Writer) (out io.Writer, restore func()) {
+// its last writes). Not when it is in as well (one socket both ways):
+// in's reads would find it non-blocking. restore puts it back.
+func pollable(w io.Writer, in io.Reader) (out io.Writer, restore func()) {
 	f, ok := w.(*os.File)
 	if !ok {
 		return w, func() {}
 	}
 	rc, err := f.SyscallConn()
 	fd := -1
-	if fi, serr := f.Stat(); err == nil && serr == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
+	fi, serr := f.Stat()
+	if inf, ok := in.(*os.File); ok && serr == nil {
+		if ini, err := inf.Stat(); err == nil && os.SameFile(fi, ini) {
+			serr = errors.New("stdin is stdout")
+		}
+	}
+	if err == nil && serr == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
 		_ = rc.Control(func(u uintptr) { fd, err = unix.Dup(int(u)) })
 	}
 	if fd < 0 || err != nil || unix.SetNonblock(fd, true) != nil {

@@ -37,4 +37,4 @@ func pipeGone(io.Writer) bool { return false }
 func watchParent(int, <-chan struct{}) <-chan struct{} { return make(chan struct{}) }
 
 // pollable: Windows' pipes take no deadline; w as it is.
-func pollable(w io.Writer) (io.Writer, func()) { return w, func() {} }
+func pollable(w io.Writer, _ io.Reader) (io.Writer, func()) { return w, func() {} }

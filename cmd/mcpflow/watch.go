@@ -103,7 +103,7 @@ func runSession(e env, x *exitWatch, cfg *config.Config, cfgErr error, f runFlag
 	}
 	x.start(logger)
 	defer startGuard(logger)()
-	out, restore := pollable(e.stdout)
+	out, restore := pollable(e.stdout, e.stdin)
 	defer restore()
 	if err := instance.Serve(x.ctx, cfg, problem, logger, ring, wire.NewReader(e.stdin, int(cfg.Relay.MaxMessage)), out); err != nil {
 		logger.Error("mcpflow stopped", "err", err)

@@ -78,12 +78,17 @@ func Serve(ctx context.Context, in Stream, out io.Writer, o Opener, opt ServeOpt
 	case <-ctx.Done():
 	case <-f.broken:
 	}
-	// A client that takes nothing more must not hold the way out: the
-	// writes left get a deadline, where out has them (a pipe, a socket).
-	if d, ok := f.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
+	// A client that takes nothing more must not hold the way out: what is
+	// written while the session closes, and then shutDown's answers, get a
+	// deadline each, where out has them (a pipe or a socket, non-blocking).
+	bound := func() {
+		if d, ok := f.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+			_ = d.SetWriteDeadline(time.Now().Add(shutdownWrite))
+		}
 	}
+	bound()
 	s.Close()
+	bound()
 	f.shutDown()
 	return err
 }
