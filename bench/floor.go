@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	"syscall"
 )
 
@@ -20,14 +19,6 @@ func runFloor(argv []string) int {
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "bench -floor: no command after --")
 		return 2
-	}
-	// BENCH_FLOOR_CPUPROFILE=FILE profiles the floor, to compare with
-	// mcpflow's MCPFLOW_CPUPROFILE.
-	if path := os.Getenv("BENCH_FLOOR_CPUPROFILE"); path != "" {
-		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
-			defer f.Close()
-			defer pprof.StopCPUProfile()
-		}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr

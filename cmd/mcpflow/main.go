@@ -17,8 +17,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"runtime/pprof"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,19 +48,7 @@ func (e env) fail(code int, format string, a ...any) int {
 }
 
 func main() {
-	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}
-	// MCPFLOW_CPUPROFILE=FILE writes a CPU profile of the run (BENCHMARKS.md's
-	// profiles); %p in FILE is the process id.
-	if path := os.Getenv("MCPFLOW_CPUPROFILE"); path != "" {
-		path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
-		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
-			code := run(e, os.Args[1:])
-			pprof.StopCPUProfile()
-			f.Close()
-			os.Exit(code)
-		}
-	}
-	os.Exit(run(e, os.Args[1:]))
+	os.Exit(run(env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getwd: os.Getwd}, os.Args[1:]))
 }
 
 // command is one subcommand: its name, its lines in mcpflow's usage
