@@ -125,9 +125,7 @@ func (c Child) Ready(ctx context.Context, url string) error {
 // Link returns one session's link to the server serving at url; sent,
 // when set, sees each message as it is sent.
 func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = wire.DefaultMaxMessage
-	}
+	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

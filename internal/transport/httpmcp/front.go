@@ -81,22 +81,15 @@ func (c *FrontConfig) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	orDefault(&c.BodyTimeout, DefaultBodyTimeout)
-	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
-	orDefault(&c.StallTimeout, DefaultStallTimeout)
-	orDefault(&c.MaxMessage, wire.DefaultMaxMessage)
-	orDefault(&c.MaxConns, DefaultMaxConns)
-	orDefault(&c.MaxSessions, DefaultMaxSessions)
-	orDefault(&c.QueueBytes, DefaultQueueBytes)
-}
-
-// orDefault sets *v to d when it is 0 or less.
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
-	if *v <= 0 {
-		*v = d
-	}
+	c.ShutdownTimeout = cmp.Or(max(c.ShutdownTimeout, 0), DefaultShutdownTimeout)
+	c.ReadHeaderTimeout = cmp.Or(max(c.ReadHeaderTimeout, 0), DefaultReadHeaderTimeout)
+	c.BodyTimeout = cmp.Or(max(c.BodyTimeout, 0), DefaultBodyTimeout)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), DefaultIdleTimeout)
+	c.StallTimeout = cmp.Or(max(c.StallTimeout, 0), DefaultStallTimeout)
+	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
+	c.MaxConns = cmp.Or(max(c.MaxConns, 0), DefaultMaxConns)
+	c.MaxSessions = cmp.Or(max(c.MaxSessions, 0), DefaultMaxSessions)
+	c.QueueBytes = cmp.Or(max(c.QueueBytes, 0), DefaultQueueBytes)
 }
 
 // Front is a Streamable HTTP front. Make it with Listen; Serve it once.
