@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -173,8 +174,14 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		ErrorLog:          slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// At most MaxConns connections, of the owner only (where one is
+	// known) unless a Token is set.
+	var ln net.Listener = &limitListener{Listener: f.ln, sem: make(chan struct{}, f.cfg.MaxConns), done: make(chan struct{})}
+	if f.cfg.Token == "" && ownerKnown {
+		ln = &ownerListener{Listener: ln, log: f.log, euid: os.Geteuid()}
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(f.listener()) }()
+	go func() { served <- hs.Serve(ln) }()
 	var janitor sync.WaitGroup
 	janitor.Go(f.janitor) // until f.stop
 	defer func() {
@@ -199,7 +206,11 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		_ = hs.Shutdown(sctx)
 		close(shut)
 	}()
-	f.closeAll()
+	var closing sync.WaitGroup // every session, all at once
+	for _, s := range f.sessions() {
+		closing.Go(func() { s.close() })
+	}
+	closing.Wait()
 	f.fan.Close()
 	<-shut
 	_ = hs.Close() // what Shutdown left: connections in the middle of a write
@@ -217,25 +228,6 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
 	}
 	return serveErr
-}
-
-// listener is what Serve accepts from: at most MaxConns connections, of
-// the owner only unless a Token is set.
-func (f *Front) listener() net.Listener {
-	var ln net.Listener = newLimitListener(f.ln, f.cfg.MaxConns)
-	if f.cfg.Token == "" {
-		ln = newOwnerListener(ln, f.log)
-	}
-	return ln
-}
-
-// closeAll closes every open session, all at once, and waits.
-func (f *Front) closeAll() {
-	var wg sync.WaitGroup
-	for _, s := range f.sessions() {
-		wg.Go(func() { s.close() })
-	}
-	wg.Wait()
 }
 
 // ServeHTTP serves one request at /mcp.
@@ -351,10 +343,6 @@ type limitListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {

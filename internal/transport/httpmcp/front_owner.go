@@ -42,15 +42,6 @@ type ownerListener struct {
 	euid int
 }
 
-// newOwnerListener wraps ln with the owner check where one is known;
-// elsewhere it is ln.
-func newOwnerListener(ln net.Listener, log *slog.Logger) net.Listener {
-	if !ownerKnown {
-		return ln
-	}
-	return &ownerListener{Listener: ln, log: log, euid: os.Geteuid()}
-}
-
 // refusedOwner is what a refused connection reads.
 const refusedOwner = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
 
