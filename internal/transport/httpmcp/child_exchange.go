@@ -205,7 +205,7 @@ func (x *exchange) stream(body io.Reader) {
 			err = fmt.Errorf("resuming it got %s", resp.Status)
 			break
 		}
-		sr.reset(resp.Body)
+		sr.br.Reset(resp.Body) // a resumed stream: the last event id is kept
 		err = sr.each(x.event)
 		resp.Body.Close()
 		if sr.lastID != last {
@@ -425,7 +425,7 @@ func (l *Link) listen() {
 			return
 		}
 		got := false
-		sr.reset(resp.Body)
+		sr.br.Reset(resp.Body)
 		_ = sr.each(func(ev sseEvent) {
 			got = true
 			l.standalone(ev)
