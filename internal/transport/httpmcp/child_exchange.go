@@ -66,12 +66,15 @@ func (l *Link) dispatch(msg []byte) {
 	}
 }
 
-// newPost makes the POST of msg with the headers its era needs.
+// newPost makes the POST of msg with the media types and the headers
+// its era needs.
 func (l *Link) newPost(ctx context.Context, msg []byte, env *wire.Envelope) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(msg))
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
 	l.setHeaders(req.Header, env)
 	return req, nil
 }
@@ -379,13 +382,7 @@ func (l *Link) get(lastID string) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	session, version := l.session.legacy()
-	if session != "" {
-		req.Header.Set(hdrSessionID, session)
-	}
-	if version != "" {
-		req.Header.Set(hdrProtocolVersion, version)
-	}
+	l.setHeaders(req.Header, &wire.Envelope{}) // the session's, and its legacy version
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}

@@ -34,11 +34,9 @@ const (
 	maxSafeInt   = 1<<53 - 1 // the largest integer a header may carry
 )
 
-// setHeaders sets the headers of a POST of the message env: the media
-// types and its era's (none of the session for an initialize).
+// setHeaders sets the headers of the message env's era (none of the
+// session for an initialize); a GET's env is empty.
 func (l *Link) setHeaders(h http.Header, env *wire.Envelope) {
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
 	session, version := l.session.legacy()
 	if env.Method == "initialize" {
 		session, version = "", ""
