@@ -18,18 +18,6 @@ import (
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
 )
 
-// Defaults of FrontConfig's bounds.
-const (
-	DefaultShutdownTimeout   = 2 * time.Second
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultBodyTimeout       = 30 * time.Second
-	DefaultMaxConns          = 1024
-	DefaultMaxSessions       = 1000
-	DefaultIdleTimeout       = 30 * time.Minute
-	DefaultQueueBytes        = 8 << 20
-	DefaultStallTimeout      = 10 * time.Second
-)
-
 // Session-less clients share one connection to the server: one that does
 // not read must be cut before its flood holds the others' answers behind
 // it. So the kernel keeps little of what waits for any client (sendBuffer:
@@ -42,7 +30,7 @@ const (
 
 // FrontConfig is what a Front needs; the zero value serves with the
 // defaults, logs nothing and records nothing. A bound of 0 is its
-// Default (MaxMessage: wire.DefaultMaxMessage).
+// default, which fill sets.
 type FrontConfig struct {
 	Logger *slog.Logger // nil = discard; the debug line per message goes here
 	// Traffic, when set, is called for every message through the front,
@@ -82,15 +70,15 @@ func (c *FrontConfig) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.ShutdownTimeout = cmp.Or(max(c.ShutdownTimeout, 0), DefaultShutdownTimeout)
-	c.ReadHeaderTimeout = cmp.Or(max(c.ReadHeaderTimeout, 0), DefaultReadHeaderTimeout)
-	c.BodyTimeout = cmp.Or(max(c.BodyTimeout, 0), DefaultBodyTimeout)
-	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), DefaultIdleTimeout)
-	c.StallTimeout = cmp.Or(max(c.StallTimeout, 0), DefaultStallTimeout)
+	c.ShutdownTimeout = cmp.Or(max(c.ShutdownTimeout, 0), 2*time.Second)
+	c.ReadHeaderTimeout = cmp.Or(max(c.ReadHeaderTimeout, 0), 10*time.Second)
+	c.BodyTimeout = cmp.Or(max(c.BodyTimeout, 0), 30*time.Second)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), 30*time.Minute)
+	c.StallTimeout = cmp.Or(max(c.StallTimeout, 0), 10*time.Second)
 	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
-	c.MaxConns = cmp.Or(max(c.MaxConns, 0), DefaultMaxConns)
-	c.MaxSessions = cmp.Or(max(c.MaxSessions, 0), DefaultMaxSessions)
-	c.QueueBytes = cmp.Or(max(c.QueueBytes, 0), DefaultQueueBytes)
+	c.MaxConns = cmp.Or(max(c.MaxConns, 0), 1024)
+	c.MaxSessions = cmp.Or(max(c.MaxSessions, 0), 1000)
+	c.QueueBytes = cmp.Or(max(c.QueueBytes, 0), 8<<20)
 }
 
 // Front is a Streamable HTTP front. Make it with Listen; Serve it once.
