@@ -189,7 +189,7 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 		}
 		s.info.Requests++
 		if _, dup := s.pending[string(m.env.ID)]; dup {
-			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
+			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, wire.TextInFlight, nil)
 			continue
 		}
 		s.pending[string(m.env.ID)] = st
