@@ -81,18 +81,17 @@ func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byt
 	if env.Method == "" {
 		return nil // an answer: no headers of its own
 	}
-	id := env.ID
+	mismatch := func(format string, args ...any) []byte {
+		return wire.ErrorResponse(env.ID, mcp.CodeHeaderMismatch, fmt.Sprintf(format, args...), nil)
+	}
 	m := metaOf(env.Params)
 	if env.ID != nil || m.protocol != "" {
 		switch {
 		case m.protocol == "":
-			return wire.ErrorResponse(id, codeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
+			return wire.ErrorResponse(env.ID, codeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
 		case m.protocol != pv:
-			return wire.ErrorResponse(id, mcp.CodeHeaderMismatch, fmt.Sprintf("%s header %q does not match request %s %q", hdrProtocolVersion, pv, mcp.MetaKeyProtocolVersion, m.protocol), nil)
+			return mismatch("%s header %q does not match request %s %q", hdrProtocolVersion, pv, mcp.MetaKeyProtocolVersion, m.protocol)
 		}
-	}
-	mismatch := func(format string, args ...any) []byte {
-		return wire.ErrorResponse(id, mcp.CodeHeaderMismatch, fmt.Sprintf(format, args...), nil)
 	}
 	method := h.Get(hdrMethod)
 	switch {
