@@ -120,7 +120,14 @@ type SessionInfo struct {
 func (f *Front) Sessions() []SessionInfo {
 	var out []SessionInfo
 	for _, s := range f.sessions() {
-		out = append(out, s.describe())
+		s.mu.Lock()
+		info := s.info
+		info.InFlight = len(s.pending)
+		if s.active == 0 {
+			info.IdleSince = s.idleSince
+		}
+		s.mu.Unlock()
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
 		return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID))

@@ -341,18 +341,6 @@ func (s *frontSession) push(st *frontStream, msg []byte) {
 	notify(st.wake)
 }
 
-// describe describes the session.
-func (s *frontSession) describe() SessionInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	info := s.info
-	info.InFlight = len(s.pending)
-	if s.active == 0 {
-		info.IdleSince = s.idleSince
-	}
-	return info
-}
-
 // learn records what a request says of its client: initialize's params,
 // or the _meta of a 2026-07-28 request; the protocol version its headers
 // name, when they do, comes first.
