@@ -312,7 +312,10 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, sid string) {
 		http.Error(w, "Conflict: this session's GET stream is open already (one at a time)", http.StatusConflict)
 		return
 	}
-	s.queue.bytes += s.get.open(st)
+	// st is the GET stream now, with what was parked queued on it.
+	s.get.st, st.q = st, s.get.parked
+	s.queue.bytes += s.get.bytes
+	s.get.parked, s.get.bytes = nil, 0
 	s.mu.Unlock()
 	st.serve(w, r)
 }

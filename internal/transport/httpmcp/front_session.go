@@ -59,15 +59,6 @@ func (g *standalone) park(msg []byte, max int) bool {
 	return true
 }
 
-// open makes st the GET stream, with what was parked queued on it; it
-// returns the bytes that took.
-func (g *standalone) open(st *frontStream) int {
-	n := g.bytes
-	g.st, st.q = st, g.parked
-	g.parked, g.bytes = nil, 0
-	return n
-}
-
 // end notes that st, of n bytes not written, ended; what it had not
 // written waits for the next GET stream when keep is set.
 func (g *standalone) end(st *frontStream, n int, keep bool) {
