@@ -126,9 +126,7 @@ func (c Child) Ready(ctx context.Context, url string) error {
 // when set, sees each message as it is sent.
 func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
 	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	hc := &http.Client{Transport: &http.Transport{
 		Proxy:               nil, // the child is local: no proxy from the environment

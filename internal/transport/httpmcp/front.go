@@ -67,9 +67,7 @@ type FrontConfig struct {
 }
 
 func (c *FrontConfig) fill() {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	c.ShutdownTimeout = cmp.Or(max(c.ShutdownTimeout, 0), 2*time.Second)
 	c.ReadHeaderTimeout = cmp.Or(max(c.ReadHeaderTimeout, 0), 10*time.Second)
 	c.BodyTimeout = cmp.Or(max(c.BodyTimeout, 0), 30*time.Second)
