@@ -565,7 +565,7 @@ func protocolStatus(msg []byte) int {
 	switch code, _ := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64); int(code) {
 	case wire.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+	case wire.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
 		return http.StatusBadRequest
 	}
 	return 0

@@ -88,7 +88,7 @@ func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byt
 	if env.ID != nil || m.protocol != "" {
 		switch {
 		case m.protocol == "":
-			return wire.ErrorResponse(env.ID, codeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
+			return wire.ErrorResponse(env.ID, wire.CodeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
 		case m.protocol != pv:
 			return mismatch("%s header %q does not match request %s %q", hdrProtocolVersion, pv, mcp.MetaKeyProtocolVersion, m.protocol)
 		}
@@ -143,9 +143,6 @@ func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byt
 	}
 	return nil
 }
-
-// codeInvalidParams answers a 2026-07-28 request without its _meta version.
-const codeInvalidParams = -32602
 
 // nameField is the member of a method's params that Mcp-Name carries:
 // a tool's or a prompt's name, a resource's URI; "" for other methods.
