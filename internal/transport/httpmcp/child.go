@@ -186,12 +186,6 @@ func (s *linkSession) legacy() (id, version string) {
 	return s.id, s.version
 }
 
-func (s *linkSession) setID(id string) {
-	s.mu.Lock()
-	s.id = id
-	s.mu.Unlock()
-}
-
 // negotiated notes the legacy version; true the first time, when the
 // standalone stream is to be opened.
 func (s *linkSession) negotiated(version string) (listen bool) {

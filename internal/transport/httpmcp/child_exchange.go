@@ -149,7 +149,9 @@ func (x *exchange) run(wrote chan struct{}) {
 	}
 	defer resp.Body.Close()
 	if sid := resp.Header.Get(hdrSessionID); sid != "" && x.env.Method == "initialize" && resp.StatusCode < 300 {
-		l.session.setID(sid)
+		l.session.mu.Lock()
+		l.session.id = sid
+		l.session.mu.Unlock()
 	}
 	if resp.StatusCode >= 300 {
 		x.status(resp, req.Header.Get(hdrSessionID) != "")
