@@ -521,8 +521,12 @@ func (st *frontStream) end() {
 	st.gone = true
 	n := size(st.q)
 	s.queue.taken(n, &s.f.cfg)
-	if st.get {
-		s.get.end(st, n, !s.closed)
+	if s.get.st == st {
+		s.get.st = nil
+		if !s.closed && len(st.q) > 0 {
+			s.get.parked = append(st.q, s.get.parked...)
+			s.get.bytes += n
+		}
 	}
 	st.q = nil
 }

@@ -59,19 +59,6 @@ func (g *standalone) park(msg []byte, max int) bool {
 	return true
 }
 
-// end notes that st, of n bytes not written, ended; what it had not
-// written waits for the next GET stream when keep is set.
-func (g *standalone) end(st *frontStream, n int, keep bool) {
-	if g.st != st {
-		return
-	}
-	g.st = nil
-	if keep && len(st.q) > 0 {
-		g.parked = append(st.q, g.parked...)
-		g.bytes += n
-	}
-}
-
 // backlog is what waits for a session's client on its open streams. The
 // janitor closes a session whose backlog stays over QueueBytes for
 // StallTimeout or grows past QueueBytes + MaxMessage (a session-less one,
