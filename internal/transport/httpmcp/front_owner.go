@@ -115,10 +115,7 @@ func peerUID(local, remote *net.TCPAddr) (uid int, found bool) {
 // it (the address's 32-bit words in hex, each in the host's byte order,
 // ":" and the port in hex), is a.
 func procAddrIs(s string, a *net.TCPAddr) bool {
-	hexIP, hexPort, ok := strings.Cut(s, ":")
-	if !ok {
-		return false
-	}
+	hexIP, hexPort, _ := strings.Cut(s, ":") // no ":": no port
 	port, err := strconv.ParseUint(hexPort, 16, 16)
 	if err != nil || int(port) != a.Port {
 		return false
