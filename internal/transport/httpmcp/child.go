@@ -125,12 +125,8 @@ func (c Child) Ready(ctx context.Context, url string) error {
 // Link returns one session's link to the server serving at url; sent,
 // when set, sees each message as it is sent.
 func (c Child) Link(url string, sent func(msg []byte)) wire.Link {
-	if c.MaxMessage <= 0 {
-		c.MaxMessage = wire.DefaultMaxMessage
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	hc := &http.Client{Transport: &http.Transport{
 		Proxy:               nil, // the child is local: no proxy from the environment
@@ -188,12 +184,6 @@ func (s *linkSession) legacy() (id, version string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.id, s.version
-}
-
-func (s *linkSession) setID(id string) {
-	s.mu.Lock()
-	s.id = id
-	s.mu.Unlock()
 }
 
 // negotiated notes the legacy version; true the first time, when the

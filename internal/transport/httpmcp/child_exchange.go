@@ -66,12 +66,15 @@ func (l *Link) dispatch(msg []byte) {
 	}
 }
 
-// newPost makes the POST of msg with the headers its era needs.
+// newPost makes the POST of msg with the media types and the headers
+// its era needs.
 func (l *Link) newPost(ctx context.Context, msg []byte, env *wire.Envelope) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.url, bytes.NewReader(msg))
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
 	l.setHeaders(req.Header, env)
 	return req, nil
 }
@@ -146,7 +149,9 @@ func (x *exchange) run(wrote chan struct{}) {
 	}
 	defer resp.Body.Close()
 	if sid := resp.Header.Get(hdrSessionID); sid != "" && x.env.Method == "initialize" && resp.StatusCode < 300 {
-		l.session.setID(sid)
+		l.session.mu.Lock()
+		l.session.id = sid
+		l.session.mu.Unlock()
 	}
 	if resp.StatusCode >= 300 {
 		x.status(resp, req.Header.Get(hdrSessionID) != "")
@@ -205,7 +210,7 @@ func (x *exchange) stream(body io.Reader) {
 			err = fmt.Errorf("resuming it got %s", resp.Status)
 			break
 		}
-		sr.reset(resp.Body)
+		sr.br.Reset(resp.Body) // a resumed stream: the last event id is kept
 		err = sr.each(x.event)
 		resp.Body.Close()
 		if sr.lastID != last {
@@ -379,13 +384,7 @@ func (l *Link) get(lastID string) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	session, version := l.session.legacy()
-	if session != "" {
-		req.Header.Set(hdrSessionID, session)
-	}
-	if version != "" {
-		req.Header.Set(hdrProtocolVersion, version)
-	}
+	l.setHeaders(req.Header, &wire.Envelope{}) // the session's, and its legacy version
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
@@ -425,7 +424,7 @@ func (l *Link) listen() {
 			return
 		}
 		got := false
-		sr.reset(resp.Body)
+		sr.br.Reset(resp.Body)
 		_ = sr.each(func(ev sseEvent) {
 			got = true
 			l.standalone(ev)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,18 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpflow/mcpflow/internal/protocol/wire"
-)
-
-// Defaults of FrontConfig's bounds.
-const (
-	DefaultShutdownTimeout   = 2 * time.Second
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultBodyTimeout       = 30 * time.Second
-	DefaultMaxConns          = 1024
-	DefaultMaxSessions       = 1000
-	DefaultIdleTimeout       = 30 * time.Minute
-	DefaultQueueBytes        = 8 << 20
-	DefaultStallTimeout      = 10 * time.Second
 )
 
 // Session-less clients share one connection to the server: one that does
@@ -41,7 +30,7 @@ const (
 
 // FrontConfig is what a Front needs; the zero value serves with the
 // defaults, logs nothing and records nothing. A bound of 0 is its
-// Default (MaxMessage: wire.DefaultMaxMessage).
+// default, which fill sets.
 type FrontConfig struct {
 	Logger *slog.Logger // nil = discard; the debug line per message goes here
 	// Traffic, when set, is called for every message through the front,
@@ -78,25 +67,16 @@ type FrontConfig struct {
 }
 
 func (c *FrontConfig) fill() {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	orDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	orDefault(&c.BodyTimeout, DefaultBodyTimeout)
-	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
-	orDefault(&c.StallTimeout, DefaultStallTimeout)
-	orDefault(&c.MaxMessage, wire.DefaultMaxMessage)
-	orDefault(&c.MaxConns, DefaultMaxConns)
-	orDefault(&c.MaxSessions, DefaultMaxSessions)
-	orDefault(&c.QueueBytes, DefaultQueueBytes)
-}
-
-// orDefault sets *v to d when it is 0 or less.
-func orDefault[T int | int64 | time.Duration](v *T, d T) {
-	if *v <= 0 {
-		*v = d
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	c.ShutdownTimeout = cmp.Or(max(c.ShutdownTimeout, 0), 2*time.Second)
+	c.ReadHeaderTimeout = cmp.Or(max(c.ReadHeaderTimeout, 0), 10*time.Second)
+	c.BodyTimeout = cmp.Or(max(c.BodyTimeout, 0), 30*time.Second)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), 30*time.Minute)
+	c.StallTimeout = cmp.Or(max(c.StallTimeout, 0), 10*time.Second)
+	c.MaxMessage = cmp.Or(max(c.MaxMessage, 0), wire.DefaultMaxMessage)
+	c.MaxConns = cmp.Or(max(c.MaxConns, 0), 1024)
+	c.MaxSessions = cmp.Or(max(c.MaxSessions, 0), 1000)
+	c.QueueBytes = cmp.Or(max(c.QueueBytes, 0), 8<<20)
 }
 
 // Front is a Streamable HTTP front. Make it with Listen; Serve it once.
@@ -138,7 +118,14 @@ type SessionInfo struct {
 func (f *Front) Sessions() []SessionInfo {
 	var out []SessionInfo
 	for _, s := range f.sessions() {
-		out = append(out, s.describe())
+		s.mu.Lock()
+		info := s.info
+		info.InFlight = len(s.pending)
+		if s.active == 0 {
+			info.IdleSince = s.idleSince
+		}
+		s.mu.Unlock()
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
 		return cmp.Or(a.Started.Compare(b.Started), strings.Compare(a.ID, b.ID))
@@ -180,8 +167,14 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		ErrorLog:          slog.NewLogLogger(f.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// At most MaxConns connections, of the owner only (where one is
+	// known) unless a Token is set.
+	var ln net.Listener = &limitListener{Listener: f.ln, sem: make(chan struct{}, f.cfg.MaxConns), done: make(chan struct{})}
+	if f.cfg.Token == "" && ownerKnown {
+		ln = &ownerListener{Listener: ln, log: f.log, euid: os.Geteuid()}
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(f.listener()) }()
+	go func() { served <- hs.Serve(ln) }()
 	var janitor sync.WaitGroup
 	janitor.Go(f.janitor) // until f.stop
 	defer func() {
@@ -206,7 +199,11 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		_ = hs.Shutdown(sctx)
 		close(shut)
 	}()
-	f.closeAll()
+	var closing sync.WaitGroup // every session, all at once
+	for _, s := range f.sessions() {
+		closing.Go(func() { s.close() })
+	}
+	closing.Wait()
 	f.fan.Close()
 	<-shut
 	_ = hs.Close() // what Shutdown left: connections in the middle of a write
@@ -224,25 +221,6 @@ func (f *Front) Serve(ctx context.Context, o wire.Opener) error {
 		f.log.Warn("HTTP front: requests still running after the shutdown timeout", "timeout", f.cfg.ShutdownTimeout)
 	}
 	return serveErr
-}
-
-// listener is what Serve accepts from: at most MaxConns connections, of
-// the owner only unless a Token is set.
-func (f *Front) listener() net.Listener {
-	var ln net.Listener = newLimitListener(f.ln, f.cfg.MaxConns)
-	if f.cfg.Token == "" {
-		ln = newOwnerListener(ln, f.log)
-	}
-	return ln
-}
-
-// closeAll closes every open session, all at once, and waits.
-func (f *Front) closeAll() {
-	var wg sync.WaitGroup
-	for _, s := range f.sessions() {
-		wg.Go(func() { s.close() })
-	}
-	wg.Wait()
 }
 
 // ServeHTTP serves one request at /mcp.
@@ -358,10 +336,6 @@ type limitListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {

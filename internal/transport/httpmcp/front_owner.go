@@ -42,15 +42,6 @@ type ownerListener struct {
 	euid int
 }
 
-// newOwnerListener wraps ln with the owner check where one is known;
-// elsewhere it is ln.
-func newOwnerListener(ln net.Listener, log *slog.Logger) net.Listener {
-	if !ownerKnown {
-		return ln
-	}
-	return &ownerListener{Listener: ln, log: log, euid: os.Geteuid()}
-}
-
 // refusedOwner is what a refused connection reads.
 const refusedOwner = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
 
@@ -124,10 +115,7 @@ func peerUID(local, remote *net.TCPAddr) (uid int, found bool) {
 // it (the address's 32-bit words in hex, each in the host's byte order,
 // ":" and the port in hex), is a.
 func procAddrIs(s string, a *net.TCPAddr) bool {
-	hexIP, hexPort, ok := strings.Cut(s, ":")
-	if !ok {
-		return false
-	}
+	hexIP, hexPort, _ := strings.Cut(s, ":") // no ":": no port
 	port, err := strconv.ParseUint(hexPort, 16, 16)
 	if err != nil || int(port) != a.Port {
 		return false

@@ -189,7 +189,7 @@ func (f *Front) exchange(w http.ResponseWriter, r *http.Request, s *frontSession
 		}
 		s.info.Requests++
 		if _, dup := s.pending[string(m.env.ID)]; dup {
-			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, "Invalid Request: a request with this id is already in flight", nil)
+			m.refusal = wire.ErrorResponse(m.env.ID, wire.CodeInvalidRequest, wire.TextInFlight, nil)
 			continue
 		}
 		s.pending[string(m.env.ID)] = st
@@ -312,7 +312,10 @@ func (f *Front) get(w http.ResponseWriter, r *http.Request, sid string) {
 		http.Error(w, "Conflict: this session's GET stream is open already (one at a time)", http.StatusConflict)
 		return
 	}
-	s.queue.bytes += s.get.open(st)
+	// st is the GET stream now, with what was parked queued on it.
+	s.get.st, st.q = st, s.get.parked
+	s.queue.bytes += s.get.bytes
+	s.get.parked, s.get.bytes = nil, 0
 	s.mu.Unlock()
 	st.serve(w, r)
 }
@@ -405,14 +408,14 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case !st.sse:
 			answers = append(answers, items...)
-			st.written(n)
+			st.written(n, nil)
 		case len(items) > 0:
 			_ = rc.SetWriteDeadline(time.Now().Add(f.cfg.StallTimeout))
 			if !st.started && st.mapStatus && finished && len(items) == 1 {
 				if status := protocolStatus(items[0]); status != 0 {
 					// A protocol error before any event: the answer is
 					// the HTTP response (SEP-2575).
-					st.written(n)
+					st.written(n, nil)
 					f.refuse(w, s.id, status, items[0])
 					return
 				}
@@ -428,11 +431,11 @@ func (st *frontStream) serve(w http.ResponseWriter, r *http.Request) {
 			if err == nil {
 				err = rc.Flush()
 			}
+			st.written(n, err)
 			if err != nil {
-				st.failed(err, n)
+				notify(f.kick)
 				return
 			}
-			st.written(n)
 		}
 		switch {
 		case finished && st.sse:
@@ -495,25 +498,17 @@ func (st *frontStream) reply(w http.ResponseWriter, rc *http.ResponseController,
 	writeJSON(w, status, body)
 }
 
-// failed notes a write that failed, of n bytes taken off the queue: one
-// that did not finish within StallTimeout means the client reads nothing,
-// and its session is closed.
-func (st *frontStream) failed(err error, n int) {
+// written takes n bytes, written or dropped, off the session's queue;
+// err is the write's: one that did not finish within StallTimeout means
+// the client reads nothing, and its session is closed.
+func (st *frontStream) written(n int, err error) {
 	s := st.s
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		s.queue.die("its client took nothing of a write for " + s.f.cfg.StallTimeout.String())
 	}
 	s.queue.taken(n, &s.f.cfg)
-	s.mu.Unlock()
-	notify(s.f.kick)
-}
-
-// written takes n bytes, written or dropped, off the session's queue.
-func (st *frontStream) written(n int) {
-	st.s.mu.Lock()
-	st.s.queue.taken(n, &st.s.f.cfg)
-	st.s.mu.Unlock()
 }
 
 // end marks the stream gone: what is related to its requests goes to the
@@ -526,8 +521,12 @@ func (st *frontStream) end() {
 	st.gone = true
 	n := size(st.q)
 	s.queue.taken(n, &s.f.cfg)
-	if st.get {
-		s.get.end(st, n, !s.closed)
+	if s.get.st == st {
+		s.get.st = nil
+		if !s.closed && len(st.q) > 0 {
+			s.get.parked = append(st.q, s.get.parked...)
+			s.get.bytes += n
+		}
 	}
 	st.q = nil
 }
@@ -570,7 +569,7 @@ func protocolStatus(msg []byte) int {
 	switch code, _ := strconv.ParseFloat(string(jsonscan.Member(jsonscan.Member(msg, "error"), "code")), 64); int(code) {
 	case wire.CodeMethodNotFound:
 		return http.StatusNotFound
-	case codeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+	case wire.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
 		return http.StatusBadRequest
 	}
 	return 0

@@ -59,28 +59,6 @@ func (g *standalone) park(msg []byte, max int) bool {
 	return true
 }
 
-// open makes st the GET stream, with what was parked queued on it; it
-// returns the bytes that took.
-func (g *standalone) open(st *frontStream) int {
-	n := g.bytes
-	g.st, st.q = st, g.parked
-	g.parked, g.bytes = nil, 0
-	return n
-}
-
-// end notes that st, of n bytes not written, ended; what it had not
-// written waits for the next GET stream when keep is set.
-func (g *standalone) end(st *frontStream, n int, keep bool) {
-	if g.st != st {
-		return
-	}
-	g.st = nil
-	if keep && len(st.q) > 0 {
-		g.parked = append(st.q, g.parked...)
-		g.bytes += n
-	}
-}
-
 // backlog is what waits for a session's client on its open streams. The
 // janitor closes a session whose backlog stays over QueueBytes for
 // StallTimeout or grows past QueueBytes + MaxMessage (a session-less one,
@@ -339,18 +317,6 @@ func (s *frontSession) push(st *frontStream, msg []byte) {
 		notify(s.f.kick)
 	}
 	notify(st.wake)
-}
-
-// describe describes the session.
-func (s *frontSession) describe() SessionInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	info := s.info
-	info.InFlight = len(s.pending)
-	if s.active == 0 {
-		info.IdleSince = s.idleSince
-	}
-	return info
 }
 
 // learn records what a request says of its client: initialize's params,

@@ -34,11 +34,9 @@ const (
 	maxSafeInt   = 1<<53 - 1 // the largest integer a header may carry
 )
 
-// setHeaders sets the headers of a POST of the message env: the media
-// types and its era's (none of the session for an initialize).
+// setHeaders sets the headers of the message env's era (none of the
+// session for an initialize); a GET's env is empty.
 func (l *Link) setHeaders(h http.Header, env *wire.Envelope) {
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
 	session, version := l.session.legacy()
 	if env.Method == "initialize" {
 		session, version = "", ""
@@ -83,18 +81,17 @@ func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byt
 	if env.Method == "" {
 		return nil // an answer: no headers of its own
 	}
-	id := env.ID
+	mismatch := func(format string, args ...any) []byte {
+		return wire.ErrorResponse(env.ID, mcp.CodeHeaderMismatch, fmt.Sprintf(format, args...), nil)
+	}
 	m := metaOf(env.Params)
 	if env.ID != nil || m.protocol != "" {
 		switch {
 		case m.protocol == "":
-			return wire.ErrorResponse(id, codeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
+			return wire.ErrorResponse(env.ID, wire.CodeInvalidParams, "missing or invalid _meta field \""+mcp.MetaKeyProtocolVersion+"\"", nil)
 		case m.protocol != pv:
-			return wire.ErrorResponse(id, mcp.CodeHeaderMismatch, fmt.Sprintf("%s header %q does not match request %s %q", hdrProtocolVersion, pv, mcp.MetaKeyProtocolVersion, m.protocol), nil)
+			return mismatch("%s header %q does not match request %s %q", hdrProtocolVersion, pv, mcp.MetaKeyProtocolVersion, m.protocol)
 		}
-	}
-	mismatch := func(format string, args ...any) []byte {
-		return wire.ErrorResponse(id, mcp.CodeHeaderMismatch, fmt.Sprintf(format, args...), nil)
 	}
 	method := h.Get(hdrMethod)
 	switch {
@@ -146,9 +143,6 @@ func (f *Front) headerProblem(h http.Header, pv string, env wire.Envelope) []byt
 	}
 	return nil
 }
-
-// codeInvalidParams answers a 2026-07-28 request without its _meta version.
-const codeInvalidParams = -32602
 
 // nameField is the member of a method's params that Mcp-Name carries:
 // a tool's or a prompt's name, a resource's URI; "" for other methods.

@@ -44,9 +44,6 @@ func newSSE(body io.Reader, max int) *sseReader {
 	return &sseReader{br: bufio.NewReaderSize(body, sseBufSize), max: max}
 }
 
-// reset reads body next (a resumed stream), keeping the last event id.
-func (r *sseReader) reset(body io.Reader) { r.br.Reset(body) }
-
 // each calls fn for every message event (named "message", or not named)
 // with data, until the stream ends: io.EOF at its end, io.ErrUnexpectedEOF
 // when it ended inside an event (that event is dropped), or the read
