@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,7 @@ func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bridge{
 		opts:   o,
-		sdkLog: slog.New(minLevel{h: o.Log.Handler(), min: slog.LevelWarn}),
+		sdkLog: slog.New(minLevel{o.Log.Handler(), slog.LevelWarn}),
 		up:     upstream,
 		ctx:    ctx,
 		cancel: cancel,
@@ -167,9 +168,7 @@ func (b *bridge) Close() {
 		_ = ch.cs.Close()
 	}
 	b.wg.Wait()
-	select {
-	case <-b.out.Done():
-	case <-time.After(closeWait):
+	if !wire.WaitClosed(b.out.Done(), closeWait) {
 		b.opts.Log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
 	}
 }
@@ -218,8 +217,8 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	if err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
-	ir := cs.InitializeResult()
-	ch := &child{cs: cs, client: client, modern: ir != nil && wire.IsModern(ir.ProtocolVersion), done: b.ctx, roots: map[string]string{}}
+	ir := cmp.Or(cs.InitializeResult(), &mcp.InitializeResult{})
+	ch := &child{cs: cs, client: client, modern: wire.IsModern(ir.ProtocolVersion), done: b.ctx, roots: map[string]string{}}
 	srv := b.newServer(ir, ch)
 	b.mu.Lock()
 	if b.phase != holding {
@@ -249,14 +248,11 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	}
 	b.held = nil
 	b.phase = live
-	var name, proto string
-	if ir != nil {
-		proto = ir.ProtocolVersion
-		if ir.ServerInfo != nil {
-			name = ir.ServerInfo.Name
-		}
+	var name string
+	if ir.ServerInfo != nil {
+		name = ir.ServerInfo.Name
 	}
-	b.opts.Log.Info("the era bridge serves the client", "server", name, "server_protocol", proto)
+	b.opts.Log.Info("the era bridge serves the client", "server", name, "server_protocol", ir.ProtocolVersion)
 	return nil
 }
 
@@ -446,20 +442,11 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 var errNoClientYet = errors.New("mcpflow: the client is not connected to the era bridge yet")
 
 // newServer makes the server the client sees: the child, as the upstream
-// session's handshake described it, served by ch.
+// session's handshake described it (ir), served by ch.
 func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
-	impl := &mcp.Implementation{Name: "mcpflow-bridge"}
-	var instructions string
-	subscribe := false
-	if ir != nil {
-		if ir.ServerInfo != nil {
-			impl = ir.ServerInfo
-		}
-		instructions = ir.Instructions
-		subscribe = ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe
-	}
+	subscribe := ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe
 	opts := &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: ir.Instructions,
 		Logger:       b.sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
@@ -476,7 +463,7 @@ func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
 		opts.SubscribeHandler = ch.subscribe
 		opts.UnsubscribeHandler = ch.unsubscribe
 	}
-	srv := mcp.NewServer(impl, opts)
+	srv := mcp.NewServer(cmp.Or(ir.ServerInfo, &mcp.Implementation{Name: "mcpflow-bridge"}), opts)
 	srv.AddReceivingMiddleware(b.frontMiddleware(ch))
 	return srv
 }
@@ -958,17 +945,16 @@ func normalize(raw []byte) string {
 
 // minLevel is a slog.Handler that passes only records of min and above.
 type minLevel struct {
-	h   slog.Handler
+	slog.Handler
 	min slog.Level
 }
 
 func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.h.Enabled(ctx, l)
+	return l >= m.min && m.Handler.Enabled(ctx, l)
 }
-func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
 func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h: m.h.WithAttrs(as), min: m.min}
+	return minLevel{m.Handler.WithAttrs(as), m.min}
 }
 func (m minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h: m.h.WithGroup(name), min: m.min}
+	return minLevel{m.Handler.WithGroup(name), m.min}
 }
