@@ -135,7 +135,9 @@ func (b *bridge) Send(msg []byte) {
 // deliver queues a message for the client: it never reaches the client
 // before the caller returns.
 func (b *bridge) deliver(msg, rel []byte) {
-	b.calls.answered(msg, rel)
+	if rel != nil && wire.IsResponse(msg) {
+		b.calls.end(rel) // an answer ends its call
+	}
 	b.out.Send(msg, rel)
 }
 
@@ -901,13 +903,6 @@ func (cl *calls) sent(msg []byte) {
 		cl.mu.Unlock()
 	case env.Method == "notifications/cancelled":
 		cl.end(jsonscan.Member(env.Params, "requestId"))
-	}
-}
-
-// answered notes a message to the client: an answer ends its call.
-func (cl *calls) answered(msg, rel []byte) {
-	if rel != nil && wire.IsResponse(msg) {
-		cl.end(rel)
 	}
 }
 
