@@ -215,7 +215,7 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	fc := frontOf(first)
 	client := mcp.NewClient(fc.impl(), b.clientOptions(fc))
 	client.AddReceivingMiddleware(b.bounded)
-	cs, err := client.Connect(ctx, wire.SessionTransport(upstream{b}, b.opts.Log), nil)
+	cs, err := client.Connect(ctx, wire.SessionTransport(wire.OpenerFunc(b.openUpstream), b.opts.Log), nil)
 	if err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
@@ -305,13 +305,10 @@ func (b *bridge) bounded(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// upstream opens the bridge client's sessions with the relay: what the
-// relay delivers goes to the SDK client, but for the progress
+// openUpstream opens the bridge client's sessions with the relay: what
+// the relay delivers goes to the SDK client, but for the progress
 // notifications and log messages, which go to the client as they are.
-type upstream struct{ b *bridge }
-
-func (u upstream) Open(c wire.Client) wire.Session {
-	b := u.b
+func (b *bridge) openUpstream(c wire.Client) wire.Session {
 	return b.up.Open(wire.ClientFunc(func(msg, rel []byte) {
 		if !wire.IsResponse(msg) {
 			if env, err := wire.Peek(msg); err == nil && env.IsNotification() {
