@@ -270,7 +270,7 @@ func (b *bridge) work() {
 			b.sync(ctx, b.cat.dirty.Swap(0))
 			cancel()
 		case <-b.reroot:
-			if ch, ss := b.session(); ch != nil && ss != nil {
+			if ch, _, ss := b.session(); ch != nil && ss != nil {
 				ch.syncRoots(ss, b.opts.Log)
 			}
 		}
@@ -285,12 +285,12 @@ func (b *bridge) rootsChanged() {
 	}
 }
 
-// session is the upstream session and the SDK server's session with the
-// client (nil until they exist).
-func (b *bridge) session() (*child, *mcp.ServerSession) {
+// session is the upstream session, the SDK server and its session with
+// the client (nil until they exist).
+func (b *bridge) session() (*child, *mcp.Server, *mcp.ServerSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.ch, b.ss
+	return b.ch, b.srv, b.ss
 }
 
 // bounded gives a handler a context that also ends when the bridge
@@ -395,15 +395,12 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { b.cat.changed(listPrompts) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { b.cat.changed(listResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			b.mu.Lock()
-			srv := b.srv
-			b.mu.Unlock()
-			if srv != nil && req.Params != nil {
+			if _, srv, _ := b.session(); srv != nil && req.Params != nil {
 				_ = srv.ResourceUpdated(ctx, req.Params)
 			}
 		},
 		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-			if _, ss := b.session(); ss != nil && req.Params != nil {
+			if _, _, ss := b.session(); ss != nil && req.Params != nil {
 				_ = ss.NotifyElicitationComplete(ctx, req.Params)
 			}
 		},
@@ -418,7 +415,7 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	if fc.sampling != nil {
 		caps.Sampling = fc.sampling
 		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			_, ss := b.session()
+			_, _, ss := b.session()
 			if ss == nil {
 				return nil, errNoClientYet
 			}
@@ -428,7 +425,7 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	if fc.elicitation != nil {
 		caps.Elicitation = fc.elicitation
 		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			_, ss := b.session()
+			_, _, ss := b.session()
 			if ss == nil {
 				return nil, errNoClientYet
 			}
@@ -513,10 +510,7 @@ func paramsOf(req mcp.Request) mcp.Params {
 // sync lists the child's lists of kind (listTools, ...) and makes the SDK
 // server's the same (see catalog).
 func (b *bridge) sync(ctx context.Context, kind int32) {
-	b.mu.Lock()
-	ch, srv := b.ch, b.srv
-	b.mu.Unlock()
-	if ch != nil && srv != nil {
+	if ch, srv, _ := b.session(); ch != nil && srv != nil {
 		b.cat.sync(ctx, kind, ch, srv, b.opts.Log, b.ctx)
 	}
 }
