@@ -173,10 +173,8 @@ func skipValue(b []byte, i int) (int, error) {
 		}
 		return j, nil
 	case c == 't' || c == 'f' || c == 'n':
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if j, ok := validLiteral(b, i, lit); ok {
-				return j, nil
-			}
+		if j, ok := validLiteral(b, i, literals[c]); ok {
+			return j, nil
 		}
 		return 0, errors.New("invalid literal")
 	default:
