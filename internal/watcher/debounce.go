@@ -77,5 +77,3 @@ func (b *batcher) sent() {
 	clear(b.ready)
 	b.batch = Batch{}
 }
-
-func (b *batcher) stop() { b.timer.Stop() }

@@ -164,7 +164,7 @@ func TestDebouncer(t *testing.T) {
 
 func TestBatcherMergesWhileReceiverIsBusy(t *testing.T) {
 	b := newBatcher(time.Millisecond, time.Second)
-	defer b.stop()
+	defer b.timer.Stop()
 	out := make(chan Batch)
 	if b.out(out) != nil {
 		t.Fatal("out is enabled with nothing to send")

@@ -116,7 +116,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	close(w.ready)
 
 	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), roots: w.s.roots, dirty: make(pathSet)}
-	defer n.b.stop()
+	defer n.b.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
