@@ -414,28 +414,25 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	caps.RootsV2 = fc.roots
 	if fc.sampling != nil {
 		caps.Sampling = fc.sampling
-		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			_, _, ss := b.session()
-			if ss == nil {
-				return nil, errNoClientYet
-			}
-			return ss.CreateMessageWithTools(ctx, req.Params)
-		}
+		o.CreateMessageWithToolsHandler = askClient(b, (*mcp.ServerSession).CreateMessageWithTools)
 	}
 	if fc.elicitation != nil {
 		caps.Elicitation = fc.elicitation
-		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			_, _, ss := b.session()
-			if ss == nil {
-				return nil, errNoClientYet
-			}
-			return ss.Elicit(ctx, req.Params)
-		}
+		o.ElicitationHandler = askClient(b, (*mcp.ServerSession).Elicit)
 	}
 	return o
 }
 
-var errNoClientYet = errors.New("mcpflow: the client is not connected to the era bridge yet")
+// askClient is a handler of the bridge's client that forwards the child's
+// request to the client, with call, once the SDK server serves it.
+func askClient[P mcp.Params, R any](b *bridge, call func(*mcp.ServerSession, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
+	return func(ctx context.Context, req *mcp.ClientRequest[P]) (res R, err error) {
+		if _, _, ss := b.session(); ss != nil {
+			return call(ss, ctx, req.Params)
+		}
+		return res, errors.New("mcpflow: the client is not connected to the era bridge yet")
+	}
+}
 
 // newServer makes the server the client sees: the child, as the upstream
 // session's handshake described it (ir), served by ch.
