@@ -825,15 +825,13 @@ func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func
 	for _, it := range all {
 		k := key(it)
 		def, _ := json.Marshal(it)
-		if d, ok := have[k]; ok && d == string(def) {
-			keep[k] = true
-			continue
+		if d, ok := have[k]; !ok || d != string(def) {
+			if err := add(it); err != nil {
+				refused(k, err)
+				continue
+			}
+			have[k] = string(def)
 		}
-		if err := add(it); err != nil {
-			refused(k, err)
-			continue
-		}
-		have[k] = string(def)
 		keep[k] = true
 	}
 	var gone []string
