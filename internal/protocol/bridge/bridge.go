@@ -51,9 +51,7 @@ type Options struct {
 // package documentation). Nothing is opened until the client's first
 // message.
 func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	if o.Handshake <= 0 {
 		o.Handshake = DefaultHandshake
 	}
