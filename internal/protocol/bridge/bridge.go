@@ -336,13 +336,16 @@ func (b *bridge) toClient(msg, rel []byte) {
 	}
 }
 
-// frontInfo is what the client's first message says of it.
+// frontInfo is what the client's first message says of it (as
+// initialize's params).
 type frontInfo struct {
-	info        *mcp.Implementation
-	roots       *mcp.RootCapabilities
-	sampling    *mcp.SamplingCapabilities
-	elicitation *mcp.ElicitationCapabilities
-	legacy      bool // it opened with initialize: it may be sent requests
+	Info *mcp.Implementation `json:"clientInfo"`
+	Caps struct {
+		Roots       *mcp.RootCapabilities        `json:"roots"`
+		Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
+		Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+	} `json:"capabilities"`
+	legacy bool // it opened with initialize: it may be sent requests
 }
 
 // frontOf reads the client's name and capabilities from its first
@@ -352,33 +355,26 @@ func frontOf(msg []byte) frontInfo {
 	if err != nil {
 		return frontInfo{}
 	}
+	var fi frontInfo
 	if env.Method == "initialize" {
-		var p struct {
-			ClientInfo   *mcp.Implementation `json:"clientInfo"`
-			Capabilities struct {
-				Roots       *mcp.RootCapabilities        `json:"roots"`
-				Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
-				Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
-			} `json:"capabilities"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		return frontInfo{info: p.ClientInfo, roots: p.Capabilities.Roots, sampling: p.Capabilities.Sampling, elicitation: p.Capabilities.Elicitation, legacy: true}
+		_ = json.Unmarshal(env.Params, &fi)
+		fi.legacy = true
+		return fi
 	}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(env.Params, &p)
-	var fi frontInfo
-	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &fi.info)
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &fi.Info)
 	return fi
 }
 
 // impl is the clientInfo the bridge's client gives: the client's own.
 func (f frontInfo) impl() *mcp.Implementation {
-	if f.info == nil || f.info.Name == "" {
+	if f.Info == nil || f.Info.Name == "" {
 		return &mcp.Implementation{Name: "mcpflow-bridge"}
 	}
-	return f.info
+	return f.Info
 }
 
 // clientOptions are the bridge client's: the client's capabilities, with
@@ -409,13 +405,13 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	if !fc.legacy {
 		return o
 	}
-	caps.RootsV2 = fc.roots
-	if fc.sampling != nil {
-		caps.Sampling = fc.sampling
+	caps.RootsV2 = fc.Caps.Roots
+	if fc.Caps.Sampling != nil {
+		caps.Sampling = fc.Caps.Sampling
 		o.CreateMessageWithToolsHandler = askClient(b, (*mcp.ServerSession).CreateMessageWithTools)
 	}
-	if fc.elicitation != nil {
-		caps.Elicitation = fc.elicitation
+	if fc.Caps.Elicitation != nil {
+		caps.Elicitation = fc.Caps.Elicitation
 		o.ElicitationHandler = askClient(b, (*mcp.ServerSession).Elicit)
 	}
 	return o
