@@ -93,7 +93,7 @@ type bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	reroot chan struct{} // the client's roots changed
+	reroot chan struct{} // the client's roots may have changed
 	cat    *catalog      // work's and sync's
 
 	mu     sync.Mutex
@@ -275,10 +275,11 @@ func (b *bridge) work() {
 	}
 }
 
-// rootsChanged notes that the client's roots may have changed.
-func (b *bridge) rootsChanged() {
+// poke wakes the goroutine that waits on ch (of capacity 1), unless it is
+// woken already.
+func poke(ch chan struct{}) {
 	select {
-	case b.reroot <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -443,8 +444,8 @@ func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
 			Completions: &mcp.CompletionCapabilities{},
 		},
 		CompletionHandler:       ch.complete,
-		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { b.rootsChanged() },
-		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.rootsChanged() },
+		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { poke(b.reroot) },
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { poke(b.reroot) },
 	}
 	if subscribe {
 		opts.SubscribeHandler = ch.subscribe
@@ -738,10 +739,7 @@ func newCatalog() *catalog {
 // changed notes that the child's lists of kind changed.
 func (c *catalog) changed(kind int32) {
 	c.dirty.Or(kind)
-	select {
-	case c.relist <- struct{}{}:
-	default:
-	}
+	poke(c.relist)
 }
 
 // lists reports whether the SDK server lists the tool name. It does not
