@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -551,10 +552,9 @@ var sessionMetaKeys = []string{
 // child.
 func (ch *child) meta(m mcp.Meta) mcp.Meta {
 	out := mcp.Meta{}
-	for k, v := range m {
-		if !slices.Contains(sessionMetaKeys, k) {
-			out[k] = v
-		}
+	maps.Copy(out, m)
+	for _, k := range sessionMetaKeys {
+		delete(out, k)
 	}
 	ch.mu.Lock()
 	if ch.modern && ch.level != "" {
