@@ -773,7 +773,7 @@ func (c *catalog) sync(ctx context.Context, kind int32, ch *child, srv *mcp.Serv
 	if kind&listTools != 0 {
 		warnIf("tools", syncList(c.tools, cs.Tools(ctx, nil),
 			func(t *mcp.Tool) string { return t.Name },
-			func(t *mcp.Tool) error { return try(func() { srv.AddTool(t, ch.callTool) }) },
+			func(t *mcp.Tool) { srv.AddTool(t, ch.callTool) },
 			srv.RemoveTools, leftOut("tool")))
 		listed := make(map[string]bool, len(c.tools))
 		for name := range c.tools {
@@ -784,28 +784,26 @@ func (c *catalog) sync(ctx context.Context, kind int32, ch *child, srv *mcp.Serv
 	if kind&listPrompts != 0 && caps.Prompts != nil {
 		warnIf("prompts", syncList(c.prompts, cs.Prompts(ctx, nil),
 			func(p *mcp.Prompt) string { return p.Name },
-			func(p *mcp.Prompt) error { return try(func() { srv.AddPrompt(p, ch.getPrompt) }) },
+			func(p *mcp.Prompt) { srv.AddPrompt(p, ch.getPrompt) },
 			srv.RemovePrompts, leftOut("prompt")))
 	}
 	if kind&listResources != 0 && caps.Resources != nil {
 		warnIf("resources", syncList(c.resources, cs.Resources(ctx, nil),
 			func(r *mcp.Resource) string { return r.URI },
-			func(r *mcp.Resource) error { return try(func() { srv.AddResource(r, ch.readResource) }) },
+			func(r *mcp.Resource) { srv.AddResource(r, ch.readResource) },
 			srv.RemoveResources, leftOut("resource")))
 		warnIf("resource templates", syncList(c.templates, cs.ResourceTemplates(ctx, nil),
 			func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-			func(t *mcp.ResourceTemplate) error {
-				return try(func() { srv.AddResourceTemplate(t, ch.readResource) })
-			},
+			func(t *mcp.ResourceTemplate) { srv.AddResourceTemplate(t, ch.readResource) },
 			srv.RemoveResourceTemplates, leftOut("resource template")))
 	}
 }
 
 // syncList reads every page of a list and makes the server's the same:
-// it adds what is new or changed (add; an item add refuses is reported to
-// refused and not listed), and removes what is gone. have maps the keys
-// listed to their definitions.
-func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func(T) string, add func(T) error, remove func(...string), refused func(string, error)) error {
+// it adds what is new or changed (add; an item add refuses, by a panic, is
+// reported to refused and not listed), and removes what is gone. have maps
+// the keys listed to their definitions.
+func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func(T) string, add func(T), remove func(...string), refused func(string, error)) error {
 	var all []T
 	for it, err := range items {
 		if err != nil {
@@ -818,7 +816,7 @@ func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func
 		k := key(it)
 		def, _ := json.Marshal(it)
 		if d, ok := have[k]; !ok || d != string(def) {
-			if err := add(it); err != nil {
+			if err := try(func() { add(it) }); err != nil {
 				refused(k, err)
 				continue
 			}
