@@ -64,7 +64,7 @@ func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
 		ctx:    ctx,
 		cancel: cancel,
 		reroot: make(chan struct{}, 1),
-		cat:    newCatalog(),
+		cat:    &catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, relist: make(chan struct{}, 1)},
 		// Unbounded: neither the bridge nor the SDK's peers wait on the
 		// client.
 		out: &wire.Outbox{Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil }, Hard: math.MaxInt, Stall: -1},
@@ -730,10 +730,6 @@ type catalog struct {
 	listed                               atomic.Pointer[map[string]bool] // the tools listed, read without waiting for a listing
 	relist                               chan struct{}                   // a list changed (dirty says which)
 	dirty                                atomic.Int32
-}
-
-func newCatalog() *catalog {
-	return &catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, relist: make(chan struct{}, 1)}
 }
 
 // changed notes that the child's lists of kind changed.
