@@ -45,7 +45,9 @@ func New(cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{s: s, ready: make(chan struct{})}, nil
+	w := &Watcher{s: s, ready: make(chan struct{})}
+	w.setStats(Stats{})
+	return w, nil
 }
 
 // Ready is closed once Run has scanned the tree and set its watches:
@@ -53,12 +55,7 @@ func New(cfg Config) (*Watcher, error) {
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
 // Stats reports the current size of the watched tree, from any goroutine.
-func (w *Watcher) Stats() Stats {
-	if st := w.stats.Load(); st != nil {
-		return *st
-	}
-	return Stats{}
-}
+func (w *Watcher) Stats() Stats { return *w.stats.Load() }
 
 func (w *Watcher) setStats(st Stats) { w.stats.Store(&st) }
 
