@@ -149,7 +149,11 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 				break
 			}
 			w.s.Logger.Warn("too many file events at once; rescanning the tree")
-			n.rescan()
+			for _, r := range w.s.roots {
+				if t.dirs[r] != nil {
+					n.syncDir(r)
+				}
+			}
 			n.b.touch()
 		case <-n.b.timer.C:
 			n.evaluate()
@@ -255,15 +259,6 @@ func (n *notifier) evaluate() {
 		}
 	}
 	clear(n.dirty)
-}
-
-// rescan re-syncs every watch root after events were lost.
-func (n *notifier) rescan() {
-	for _, r := range n.roots {
-		if n.t.dirs[r] != nil {
-			n.syncDir(r)
-		}
-	}
 }
 
 // watchHint suggests a fix for running out of inotify resources.
