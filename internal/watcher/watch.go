@@ -112,7 +112,7 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	}
 	close(w.ready)
 
-	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), roots: w.s.roots, dirty: make(pathSet)}
+	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), dirty: make(pathSet)}
 	defer n.b.timer.Stop()
 	for {
 		select {
@@ -172,7 +172,6 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 type notifier struct {
 	t     *tree
 	b     *batcher
-	roots []string
 	dirty pathSet // paths with events since the window opened, to check when it closes
 }
 
@@ -194,7 +193,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 		t.forget(rel, n.b.pending)
 		fi, err := os.Lstat(ev.Name)
 		back := err == nil && fi.IsDir()
-		root := slices.Contains(n.roots, rel)
+		root := slices.Contains(t.f.s.roots, rel)
 		switch {
 		case root && !back:
 			t.f.s.Logger.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
