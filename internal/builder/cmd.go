@@ -25,12 +25,11 @@ type buildOutcome struct {
 // build runs the build command once and waits for it; see "Processes" in
 // the package documentation for how it is stopped.
 func (b *Builder) build(parent context.Context) buildOutcome {
-	ctx := parent
+	ctx, cancel := parent, context.CancelFunc(func() {})
 	if b.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(parent, b.cfg.Timeout)
-		defer cancel()
 	}
+	defer cancel()
 	// The first half of the budget and the last half.
 	out := tail.New(maxOutput/2, maxOutput/2, nil)
 	cmd := proc.Command(ctx, proc.Spec{Argv: b.cfg.Command, Shell: b.cfg.Shell, Dir: b.cfg.Dir}, killGrace)

@@ -105,9 +105,7 @@ func (b *Builder) restart(ctx context.Context, c *cycle, res *result.Build) {
 	ended := b.guard.restarting()
 	rs, err := b.r.Restart(ctx)
 	ended()
-	if rs == nil {
-		rs = &result.Restart{}
-	}
+	rs = cmp.Or(rs, &result.Restart{})
 	rs.Duration = cmp.Or(rs.Duration, time.Since(start))
 	rs.Err = cmp.Or(rs.Err, err)
 	res.Restart = rs

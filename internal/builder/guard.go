@@ -185,14 +185,6 @@ func (g *guard) dropOutputs(paths []string) []string {
 	return keep
 }
 
-// Outputs returns the paths (relative to Config.Dir, slash-separated) the
-// builder knows as written by builds, sorted.
-func (b *Builder) Outputs() []string {
-	b.guard.mu.Lock()
-	defer b.guard.mu.Unlock()
-	return b.guard.snapshot(true)
-}
-
 // snapshot returns the sorted outputs if want, else nil; g.mu must be held.
 func (g *guard) snapshot(want bool) []string {
 	if !want {

@@ -52,8 +52,8 @@ func TestOutputFolderWrittenByBuildNeverBuilds(t *testing.T) {
 	if n := len(h.builds()); n != 3 {
 		t.Errorf("%d builds, want 3", n)
 	}
-	if got := h.b.Outputs(); !slices.Equal(got, []string{"dist/out.js"}) {
-		t.Errorf("Outputs() = %q", got)
+	if got := h.outputs(); !slices.Equal(got, []string{"dist/out.js"}) {
+		t.Errorf("outputs() = %q", got)
 	}
 	h.noMoreResults()
 }
@@ -74,8 +74,8 @@ func TestOutputLearnedFromTheBuild(t *testing.T) {
 	// known.
 	h.b.Changed([]string{"gen/out.js"})
 	h.expect(2, triggerWatch, "gen/out.js")
-	if got := h.b.Outputs(); !slices.Equal(got, []string{"gen/out.js"}) {
-		t.Fatalf("Outputs() = %q after the build rewrote gen/out.js", got)
+	if got := h.outputs(); !slices.Equal(got, []string{"gen/out.js"}) {
+		t.Fatalf("outputs() = %q after the build rewrote gen/out.js", got)
 	}
 	mu.Lock()
 	if !slices.Equal(learned, []string{"gen/out.js"}) {
@@ -126,7 +126,7 @@ func TestSaveDuringBuildBuildsOnceMore(t *testing.T) {
 	h.write("src", "v3")
 	h.recompile(context.Background()).wait(t)
 	h.expect(4, TriggerRecompile)
-	if got := h.b.Outputs(); slices.Contains(got, "lib.ts") {
+	if got := h.outputs(); slices.Contains(got, "lib.ts") {
 		t.Errorf("a save is taken for the build's output: %q", got)
 	}
 	h.noMoreResults()
@@ -143,7 +143,14 @@ func TestEditedOutputBuilds(t *testing.T) {
 	h.write("gen/out.js", "edited by hand")
 	h.b.Changed([]string{"gen/out.js"})
 	h.expect(2, triggerWatch, "gen/out.js")
-	if got := h.b.Outputs(); len(got) != 0 {
-		t.Errorf("Outputs() = %q: an edited file is still taken for output", got)
+	if got := h.outputs(); len(got) != 0 {
+		t.Errorf("outputs() = %q: an edited file is still taken for output", got)
 	}
+}
+
+// outputs returns the paths the builder knows as written by builds, sorted.
+func (h *harness) outputs() []string {
+	h.b.guard.mu.Lock()
+	defer h.b.guard.mu.Unlock()
+	return h.b.guard.snapshot(true)
 }

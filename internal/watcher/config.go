@@ -120,10 +120,10 @@ func (s *settings) watchRoots(paths []string) ([]string, error) {
 	var roots []string
 	for _, p := range paths {
 		rel, err := s.rel(p)
-		if err != nil {
-			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
+		if err == nil {
+			err = isDir(filepath.Join(s.Root, filepath.FromSlash(rel)))
 		}
-		if err := isDir(filepath.Join(s.Root, filepath.FromSlash(rel))); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("watcher: watch path %q: %w", p, err)
 		}
 		roots = append(roots, rel)

@@ -24,9 +24,6 @@ func (d *debouncer) touch(now time.Time) time.Time {
 	return now.Add(d.quiet)
 }
 
-// reset closes the batch; the next event starts a new one.
-func (d *debouncer) reset() { d.armed = false }
-
 // batcher collects the changes of the open window and hands closed
 // batches to the receiver, merging them while it is not ready.
 type batcher struct {
@@ -55,7 +52,7 @@ func (b *batcher) touch() {
 
 // close ends the window, moving its changes to the waiting batch.
 func (b *batcher) close() {
-	b.deb.reset()
+	b.deb.armed = false // the next event starts a new batch
 	if len(b.pending) == 0 {
 		return
 	}
@@ -77,5 +74,3 @@ func (b *batcher) sent() {
 	clear(b.ready)
 	b.batch = Batch{}
 }
-
-func (b *batcher) stop() { b.timer.Stop() }

@@ -155,7 +155,7 @@ func TestDebouncer(t *testing.T) {
 	if got := d.touch(t0.Add(950 * time.Millisecond)); !got.Equal(t0.Add(time.Second)) {
 		t.Fatalf("capped deadline %v", got.Sub(t0))
 	}
-	d.reset()
+	d.armed = false // as batcher.close does
 	t1 := t0.Add(5 * time.Second)
 	if got := d.touch(t1); !got.Equal(t1.Add(100 * time.Millisecond)) {
 		t.Fatalf("deadline after reset %v", got.Sub(t1))
@@ -164,7 +164,7 @@ func TestDebouncer(t *testing.T) {
 
 func TestBatcherMergesWhileReceiverIsBusy(t *testing.T) {
 	b := newBatcher(time.Millisecond, time.Second)
-	defer b.stop()
+	defer b.timer.Stop()
 	out := make(chan Batch)
 	if b.out(out) != nil {
 		t.Fatal("out is enabled with nothing to send")

@@ -45,7 +45,9 @@ func New(cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{s: s, ready: make(chan struct{})}, nil
+	w := &Watcher{s: s, ready: make(chan struct{})}
+	w.setStats(Stats{})
+	return w, nil
 }
 
 // Ready is closed once Run has scanned the tree and set its watches:
@@ -53,12 +55,7 @@ func New(cfg Config) (*Watcher, error) {
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
 // Stats reports the current size of the watched tree, from any goroutine.
-func (w *Watcher) Stats() Stats {
-	if st := w.stats.Load(); st != nil {
-		return *st
-	}
-	return Stats{}
-}
+func (w *Watcher) Stats() Stats { return *w.stats.Load() }
 
 func (w *Watcher) setStats(st Stats) { w.stats.Store(&st) }
 
@@ -115,8 +112,8 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 	}
 	close(w.ready)
 
-	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), roots: w.s.roots, dirty: make(pathSet)}
-	defer n.b.stop()
+	n := &notifier{t: t, b: newBatcher(w.s.Debounce, w.s.MaxWait), dirty: make(pathSet)}
+	defer n.b.timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -152,7 +149,11 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 				break
 			}
 			w.s.Logger.Warn("too many file events at once; rescanning the tree")
-			n.rescan()
+			for _, r := range w.s.roots {
+				if t.dirs[r] != nil {
+					n.syncDir(r)
+				}
+			}
 			n.b.touch()
 		case <-n.b.timer.C:
 			n.evaluate()
@@ -171,7 +172,6 @@ func (w *Watcher) Run(ctx context.Context, out chan<- Batch) error {
 type notifier struct {
 	t     *tree
 	b     *batcher
-	roots []string
 	dirty pathSet // paths with events since the window opened, to check when it closes
 }
 
@@ -193,7 +193,7 @@ func (n *notifier) event(ev fsnotify.Event) bool {
 		t.forget(rel, n.b.pending)
 		fi, err := os.Lstat(ev.Name)
 		back := err == nil && fi.IsDir()
-		root := slices.Contains(n.roots, rel)
+		root := slices.Contains(t.f.s.roots, rel)
 		switch {
 		case root && !back:
 			t.f.s.Logger.Warn("a watched path was removed; restart mcpflow to watch it again", "path", ev.Name)
@@ -258,15 +258,6 @@ func (n *notifier) evaluate() {
 		}
 	}
 	clear(n.dirty)
-}
-
-// rescan re-syncs every watch root after events were lost.
-func (n *notifier) rescan() {
-	for _, r := range n.roots {
-		if n.t.dirs[r] != nil {
-			n.syncDir(r)
-		}
-	}
 }
 
 // watchHint suggests a fix for running out of inotify resources.

@@ -104,9 +104,7 @@ func Key(build []string, root string, files []string) string {
 	for _, b := range build {
 		fmt.Fprintf(h, "b%d:%s\n", len(b), b)
 	}
-	files = slices.Clone(files)
-	slices.Sort(files)
-	for _, f := range slices.Compact(files) {
+	for _, f := range slices.Compact(slices.Sorted(slices.Values(files))) {
 		stamp := "-"
 		if fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err == nil {
 			stamp = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())

@@ -171,12 +171,11 @@ func Fingerprint(o Options, learned []string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	st, _ := Load(StateFile(Dir(o.Root), o.Identity...))
 	skip := map[string]bool{}
 	if o.Output != "" {
 		skip[show(o.Root, o.Output)] = true
 	}
-	for _, f := range slices.Concat(learned, st.Outputs) {
+	for _, f := range slices.Concat(learned, Outputs(o.Root, o.Identity...)) {
 		skip[f] = true
 	}
 	keep := slices.DeleteFunc(files, func(f string) bool {

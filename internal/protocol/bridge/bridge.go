@@ -1,12 +1,14 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -50,21 +52,19 @@ type Options struct {
 // package documentation). Nothing is opened until the client's first
 // message.
 func (o Options) New(upstream wire.Opener, c wire.Client) wire.Session {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	if o.Handshake <= 0 {
 		o.Handshake = DefaultHandshake
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &bridge{
 		opts:   o,
-		sdkLog: slog.New(minLevel{h: o.Log.Handler(), min: slog.LevelWarn}),
+		sdkLog: slog.New(minLevel{o.Log.Handler(), slog.LevelWarn}),
 		up:     upstream,
 		ctx:    ctx,
 		cancel: cancel,
 		reroot: make(chan struct{}, 1),
-		cat:    newCatalog(),
+		cat:    &catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, relist: make(chan struct{}, 1)},
 		// Unbounded: neither the bridge nor the SDK's peers wait on the
 		// client.
 		out: &wire.Outbox{Write: func(msg, rel []byte) error { c.Deliver(msg, rel); return nil }, Hard: math.MaxInt, Stall: -1},
@@ -94,7 +94,7 @@ type bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	reroot chan struct{} // the client's roots changed
+	reroot chan struct{} // the client's roots may have changed
 	cat    *catalog      // work's and sync's
 
 	mu     sync.Mutex
@@ -134,7 +134,9 @@ func (b *bridge) Send(msg []byte) {
 // deliver queues a message for the client: it never reaches the client
 // before the caller returns.
 func (b *bridge) deliver(msg, rel []byte) {
-	b.calls.answered(msg, rel)
+	if rel != nil && wire.IsResponse(msg) {
+		b.calls.end(rel) // an answer ends its call
+	}
 	b.out.Send(msg, rel)
 }
 
@@ -167,9 +169,7 @@ func (b *bridge) Close() {
 		_ = ch.cs.Close()
 	}
 	b.wg.Wait()
-	select {
-	case <-b.out.Done():
-	case <-time.After(closeWait):
+	if !wire.WaitClosed(b.out.Done(), closeWait) {
 		b.opts.Log.Warn("a client took no message for a while; its session was closed under a delivery", "after", closeWait)
 	}
 }
@@ -214,12 +214,12 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	fc := frontOf(first)
 	client := mcp.NewClient(fc.impl(), b.clientOptions(fc))
 	client.AddReceivingMiddleware(b.bounded)
-	cs, err := client.Connect(ctx, wire.SessionTransport(upstream{b}, b.opts.Log), nil)
+	cs, err := client.Connect(ctx, wire.SessionTransport(wire.OpenerFunc(b.openUpstream), b.opts.Log), nil)
 	if err != nil {
 		return fmt.Errorf("handshake: %w", err)
 	}
-	ir := cs.InitializeResult()
-	ch := &child{cs: cs, client: client, modern: ir != nil && wire.IsModern(ir.ProtocolVersion), done: b.ctx, roots: map[string]string{}}
+	ir := cmp.Or(cs.InitializeResult(), &mcp.InitializeResult{})
+	ch := &child{cs: cs, client: client, modern: wire.IsModern(ir.ProtocolVersion), done: b.ctx, roots: map[string]string{}}
 	srv := b.newServer(ir, ch)
 	b.mu.Lock()
 	if b.phase != holding {
@@ -249,14 +249,11 @@ func (b *bridge) connect(ctx context.Context, first []byte) error {
 	}
 	b.held = nil
 	b.phase = live
-	var name, proto string
-	if ir != nil {
-		proto = ir.ProtocolVersion
-		if ir.ServerInfo != nil {
-			name = ir.ServerInfo.Name
-		}
+	var name string
+	if ir.ServerInfo != nil {
+		name = ir.ServerInfo.Name
 	}
-	b.opts.Log.Info("the era bridge serves the client", "server", name, "server_protocol", proto)
+	b.opts.Log.Info("the era bridge serves the client", "server", name, "server_protocol", ir.ProtocolVersion)
 	return nil
 }
 
@@ -272,27 +269,28 @@ func (b *bridge) work() {
 			b.sync(ctx, b.cat.dirty.Swap(0))
 			cancel()
 		case <-b.reroot:
-			if ch, ss := b.session(); ch != nil && ss != nil {
+			if ch, _, ss := b.session(); ch != nil && ss != nil {
 				ch.syncRoots(ss, b.opts.Log)
 			}
 		}
 	}
 }
 
-// rootsChanged notes that the client's roots may have changed.
-func (b *bridge) rootsChanged() {
+// poke wakes the goroutine that waits on ch (of capacity 1), unless it is
+// woken already.
+func poke(ch chan struct{}) {
 	select {
-	case b.reroot <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// session is the upstream session and the SDK server's session with the
-// client (nil until they exist).
-func (b *bridge) session() (*child, *mcp.ServerSession) {
+// session is the upstream session, the SDK server and its session with
+// the client (nil until they exist).
+func (b *bridge) session() (*child, *mcp.Server, *mcp.ServerSession) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.ch, b.ss
+	return b.ch, b.srv, b.ss
 }
 
 // bounded gives a handler a context that also ends when the bridge
@@ -307,13 +305,10 @@ func (b *bridge) bounded(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// upstream opens the bridge client's sessions with the relay: what the
-// relay delivers goes to the SDK client, but for the progress
+// openUpstream opens the bridge client's sessions with the relay: what
+// the relay delivers goes to the SDK client, but for the progress
 // notifications and log messages, which go to the client as they are.
-type upstream struct{ b *bridge }
-
-func (u upstream) Open(c wire.Client) wire.Session {
-	b := u.b
+func (b *bridge) openUpstream(c wire.Client) wire.Session {
 	return b.up.Open(wire.ClientFunc(func(msg, rel []byte) {
 		if !wire.IsResponse(msg) {
 			if env, err := wire.Peek(msg); err == nil && env.IsNotification() {
@@ -343,13 +338,16 @@ func (b *bridge) toClient(msg, rel []byte) {
 	}
 }
 
-// frontInfo is what the client's first message says of it.
+// frontInfo is what the client's first message says of it (as
+// initialize's params).
 type frontInfo struct {
-	info        *mcp.Implementation
-	roots       *mcp.RootCapabilities
-	sampling    *mcp.SamplingCapabilities
-	elicitation *mcp.ElicitationCapabilities
-	legacy      bool // it opened with initialize: it may be sent requests
+	Info *mcp.Implementation `json:"clientInfo"`
+	Caps struct {
+		Roots       *mcp.RootCapabilities        `json:"roots"`
+		Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
+		Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
+	} `json:"capabilities"`
+	legacy bool // it opened with initialize: it may be sent requests
 }
 
 // frontOf reads the client's name and capabilities from its first
@@ -359,33 +357,26 @@ func frontOf(msg []byte) frontInfo {
 	if err != nil {
 		return frontInfo{}
 	}
+	var fi frontInfo
 	if env.Method == "initialize" {
-		var p struct {
-			ClientInfo   *mcp.Implementation `json:"clientInfo"`
-			Capabilities struct {
-				Roots       *mcp.RootCapabilities        `json:"roots"`
-				Sampling    *mcp.SamplingCapabilities    `json:"sampling"`
-				Elicitation *mcp.ElicitationCapabilities `json:"elicitation"`
-			} `json:"capabilities"`
-		}
-		_ = json.Unmarshal(env.Params, &p)
-		return frontInfo{info: p.ClientInfo, roots: p.Capabilities.Roots, sampling: p.Capabilities.Sampling, elicitation: p.Capabilities.Elicitation, legacy: true}
+		_ = json.Unmarshal(env.Params, &fi)
+		fi.legacy = true
+		return fi
 	}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(env.Params, &p)
-	var fi frontInfo
-	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &fi.info)
+	_ = json.Unmarshal(p.Meta[mcp.MetaKeyClientInfo], &fi.Info)
 	return fi
 }
 
 // impl is the clientInfo the bridge's client gives: the client's own.
 func (f frontInfo) impl() *mcp.Implementation {
-	if f.info == nil || f.info.Name == "" {
+	if f.Info == nil || f.Info.Name == "" {
 		return &mcp.Implementation{Name: "mcpflow-bridge"}
 	}
-	return f.info
+	return f.Info
 }
 
 // clientOptions are the bridge client's: the client's capabilities, with
@@ -400,15 +391,12 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { b.cat.changed(listPrompts) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { b.cat.changed(listResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			b.mu.Lock()
-			srv := b.srv
-			b.mu.Unlock()
-			if srv != nil && req.Params != nil {
+			if _, srv, _ := b.session(); srv != nil && req.Params != nil {
 				_ = srv.ResourceUpdated(ctx, req.Params)
 			}
 		},
 		ElicitationCompleteHandler: func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-			if _, ss := b.session(); ss != nil && req.Params != nil {
+			if _, _, ss := b.session(); ss != nil && req.Params != nil {
 				_ = ss.NotifyElicitationComplete(ctx, req.Params)
 			}
 		},
@@ -419,47 +407,35 @@ func (b *bridge) clientOptions(fc frontInfo) *mcp.ClientOptions {
 	if !fc.legacy {
 		return o
 	}
-	caps.RootsV2 = fc.roots
-	if fc.sampling != nil {
-		caps.Sampling = fc.sampling
-		o.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-			_, ss := b.session()
-			if ss == nil {
-				return nil, errNoClientYet
-			}
-			return ss.CreateMessageWithTools(ctx, req.Params)
-		}
+	caps.RootsV2 = fc.Caps.Roots
+	if fc.Caps.Sampling != nil {
+		caps.Sampling = fc.Caps.Sampling
+		o.CreateMessageWithToolsHandler = askClient(b, (*mcp.ServerSession).CreateMessageWithTools)
 	}
-	if fc.elicitation != nil {
-		caps.Elicitation = fc.elicitation
-		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			_, ss := b.session()
-			if ss == nil {
-				return nil, errNoClientYet
-			}
-			return ss.Elicit(ctx, req.Params)
-		}
+	if fc.Caps.Elicitation != nil {
+		caps.Elicitation = fc.Caps.Elicitation
+		o.ElicitationHandler = askClient(b, (*mcp.ServerSession).Elicit)
 	}
 	return o
 }
 
-var errNoClientYet = errors.New("mcpflow: the client is not connected to the era bridge yet")
+// askClient is a handler of the bridge's client that forwards the child's
+// request to the client, with call, once the SDK server serves it.
+func askClient[P mcp.Params, R any](b *bridge, call func(*mcp.ServerSession, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
+	return func(ctx context.Context, req *mcp.ClientRequest[P]) (res R, err error) {
+		if _, _, ss := b.session(); ss != nil {
+			return call(ss, ctx, req.Params)
+		}
+		return res, errors.New("mcpflow: the client is not connected to the era bridge yet")
+	}
+}
 
 // newServer makes the server the client sees: the child, as the upstream
-// session's handshake described it, served by ch.
+// session's handshake described it (ir), served by ch.
 func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
-	impl := &mcp.Implementation{Name: "mcpflow-bridge"}
-	var instructions string
-	subscribe := false
-	if ir != nil {
-		if ir.ServerInfo != nil {
-			impl = ir.ServerInfo
-		}
-		instructions = ir.Instructions
-		subscribe = ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe
-	}
+	subscribe := ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe
 	opts := &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: ir.Instructions,
 		Logger:       b.sdkLog,
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
@@ -469,14 +445,14 @@ func (b *bridge) newServer(ir *mcp.InitializeResult, ch *child) *mcp.Server {
 			Completions: &mcp.CompletionCapabilities{},
 		},
 		CompletionHandler:       ch.complete,
-		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { b.rootsChanged() },
-		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { b.rootsChanged() },
+		InitializedHandler:      func(context.Context, *mcp.InitializedRequest) { poke(b.reroot) },
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { poke(b.reroot) },
 	}
 	if subscribe {
 		opts.SubscribeHandler = ch.subscribe
 		opts.UnsubscribeHandler = ch.unsubscribe
 	}
-	srv := mcp.NewServer(impl, opts)
+	srv := mcp.NewServer(cmp.Or(ir.ServerInfo, &mcp.Implementation{Name: "mcpflow-bridge"}), opts)
 	srv.AddReceivingMiddleware(b.frontMiddleware(ch))
 	return srv
 }
@@ -527,10 +503,7 @@ func paramsOf(req mcp.Request) mcp.Params {
 // sync lists the child's lists of kind (listTools, ...) and makes the SDK
 // server's the same (see catalog).
 func (b *bridge) sync(ctx context.Context, kind int32) {
-	b.mu.Lock()
-	ch, srv := b.ch, b.srv
-	b.mu.Unlock()
-	if ch != nil && srv != nil {
+	if ch, srv, _ := b.session(); ch != nil && srv != nil {
 		b.cat.sync(ctx, kind, ch, srv, b.opts.Log, b.ctx)
 	}
 }
@@ -579,10 +552,9 @@ var sessionMetaKeys = []string{
 // child.
 func (ch *child) meta(m mcp.Meta) mcp.Meta {
 	out := mcp.Meta{}
-	for k, v := range m {
-		if !slices.Contains(sessionMetaKeys, k) {
-			out[k] = v
-		}
+	maps.Copy(out, m)
+	for _, k := range sessionMetaKeys {
+		delete(out, k)
 	}
 	ch.mu.Lock()
 	if ch.modern && ch.level != "" {
@@ -760,17 +732,10 @@ type catalog struct {
 	dirty                                atomic.Int32
 }
 
-func newCatalog() *catalog {
-	return &catalog{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}, relist: make(chan struct{}, 1)}
-}
-
 // changed notes that the child's lists of kind changed.
 func (c *catalog) changed(kind int32) {
 	c.dirty.Or(kind)
-	select {
-	case c.relist <- struct{}{}:
-	default:
-	}
+	poke(c.relist)
 }
 
 // lists reports whether the SDK server lists the tool name. It does not
@@ -804,7 +769,7 @@ func (c *catalog) sync(ctx context.Context, kind int32, ch *child, srv *mcp.Serv
 	if kind&listTools != 0 {
 		warnIf("tools", syncList(c.tools, cs.Tools(ctx, nil),
 			func(t *mcp.Tool) string { return t.Name },
-			func(t *mcp.Tool) error { return try(func() { srv.AddTool(t, ch.callTool) }) },
+			func(t *mcp.Tool) { srv.AddTool(t, ch.callTool) },
 			srv.RemoveTools, leftOut("tool")))
 		listed := make(map[string]bool, len(c.tools))
 		for name := range c.tools {
@@ -815,28 +780,26 @@ func (c *catalog) sync(ctx context.Context, kind int32, ch *child, srv *mcp.Serv
 	if kind&listPrompts != 0 && caps.Prompts != nil {
 		warnIf("prompts", syncList(c.prompts, cs.Prompts(ctx, nil),
 			func(p *mcp.Prompt) string { return p.Name },
-			func(p *mcp.Prompt) error { return try(func() { srv.AddPrompt(p, ch.getPrompt) }) },
+			func(p *mcp.Prompt) { srv.AddPrompt(p, ch.getPrompt) },
 			srv.RemovePrompts, leftOut("prompt")))
 	}
 	if kind&listResources != 0 && caps.Resources != nil {
 		warnIf("resources", syncList(c.resources, cs.Resources(ctx, nil),
 			func(r *mcp.Resource) string { return r.URI },
-			func(r *mcp.Resource) error { return try(func() { srv.AddResource(r, ch.readResource) }) },
+			func(r *mcp.Resource) { srv.AddResource(r, ch.readResource) },
 			srv.RemoveResources, leftOut("resource")))
 		warnIf("resource templates", syncList(c.templates, cs.ResourceTemplates(ctx, nil),
 			func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-			func(t *mcp.ResourceTemplate) error {
-				return try(func() { srv.AddResourceTemplate(t, ch.readResource) })
-			},
+			func(t *mcp.ResourceTemplate) { srv.AddResourceTemplate(t, ch.readResource) },
 			srv.RemoveResourceTemplates, leftOut("resource template")))
 	}
 }
 
 // syncList reads every page of a list and makes the server's the same:
-// it adds what is new or changed (add; an item add refuses is reported to
-// refused and not listed), and removes what is gone. have maps the keys
-// listed to their definitions.
-func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func(T) string, add func(T) error, remove func(...string), refused func(string, error)) error {
+// it adds what is new or changed (add; an item add refuses, by a panic, is
+// reported to refused and not listed), and removes what is gone. have maps
+// the keys listed to their definitions.
+func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func(T) string, add func(T), remove func(...string), refused func(string, error)) error {
 	var all []T
 	for it, err := range items {
 		if err != nil {
@@ -848,15 +811,13 @@ func syncList[T any](have map[string]string, items iter.Seq2[T, error], key func
 	for _, it := range all {
 		k := key(it)
 		def, _ := json.Marshal(it)
-		if d, ok := have[k]; ok && d == string(def) {
-			keep[k] = true
-			continue
+		if d, ok := have[k]; !ok || d != string(def) {
+			if err := try(func() { add(it) }); err != nil {
+				refused(k, err)
+				continue
+			}
+			have[k] = string(def)
 		}
-		if err := add(it); err != nil {
-			refused(k, err)
-			continue
-		}
-		have[k] = string(def)
 		keep[k] = true
 	}
 	var gone []string
@@ -917,13 +878,6 @@ func (cl *calls) sent(msg []byte) {
 	}
 }
 
-// answered notes a message to the client: an answer ends its call.
-func (cl *calls) answered(msg, rel []byte) {
-	if rel != nil && wire.IsResponse(msg) {
-		cl.end(rel)
-	}
-}
-
 func (cl *calls) end(id []byte) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -958,17 +912,16 @@ func normalize(raw []byte) string {
 
 // minLevel is a slog.Handler that passes only records of min and above.
 type minLevel struct {
-	h   slog.Handler
+	slog.Handler
 	min slog.Level
 }
 
 func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= m.min && m.h.Enabled(ctx, l)
+	return l >= m.min && m.Handler.Enabled(ctx, l)
 }
-func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
 func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h: m.h.WithAttrs(as), min: m.min}
+	return minLevel{m.Handler.WithAttrs(as), m.min}
 }
 func (m minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h: m.h.WithGroup(name), min: m.min}
+	return minLevel{m.Handler.WithGroup(name), m.min}
 }

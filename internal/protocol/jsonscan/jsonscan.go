@@ -21,7 +21,7 @@ import (
 // with the (unescaped) key and the span of its value. It requires that the
 // object is the whole of msg apart from white space.
 func Members(msg []byte, i int, fn func(key []byte, vs, ve int) error) error {
-	end, err := Object(msg, i, fn)
+	end, err := object(msg, i, nil, fn)
 	if err != nil {
 		return err
 	}
@@ -31,13 +31,9 @@ func Members(msg []byte, i int, fn func(key []byte, vs, ve int) error) error {
 	return nil
 }
 
-// Object walks the object at msg[i] and returns the offset after it.
-func Object(msg []byte, i int, fn func(key []byte, vs, ve int) error) (int, error) {
-	return object(msg, i, nil, fn)
-}
-
-// object is Object, stopping with ErrFound before the value of the first
-// key that stop (when set) reports.
+// object walks the object at msg[i], calling fn (when set) for each
+// member, and returns the offset after it; it stops with ErrFound before
+// the value of the first key that stop (when set) reports.
 func object(msg []byte, i int, stop func(key []byte) bool, fn func(key []byte, vs, ve int) error) (int, error) {
 	i++ // '{'
 	i = SkipSpace(msg, i)
@@ -102,7 +98,7 @@ func Member(obj []byte, key string) []byte {
 	return obj[vs:ve]
 }
 
-// ErrFound is what a callback of Object returns to stop the walk early.
+// ErrFound is what a callback of Members returns to stop the walk early.
 var ErrFound = errors.New("found")
 
 // MemberSpan returns the offsets in obj of the value of key.
@@ -142,7 +138,7 @@ func skipValue(b []byte, i int) (int, error) {
 	case c == '"':
 		return skipString(b, i)
 	case c == '{':
-		return Object(b, i, nil)
+		return object(b, i, nil, nil)
 	case c == '[':
 		i = SkipSpace(b, i+1)
 		if i < len(b) && b[i] == ']' {
@@ -173,10 +169,8 @@ func skipValue(b []byte, i int) (int, error) {
 		}
 		return j, nil
 	case c == 't' || c == 'f' || c == 'n':
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if j, ok := validLiteral(b, i, lit); ok {
-				return j, nil
-			}
+		if j, ok := validLiteral(b, i, literals[c]); ok {
+			return j, nil
 		}
 		return 0, errors.New("invalid literal")
 	default:

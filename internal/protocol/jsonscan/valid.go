@@ -43,16 +43,8 @@ value:
 		if i, ok = validString(b, i); !ok {
 			return false
 		}
-	case 't':
-		if i, ok = validLiteral(b, i, "true"); !ok {
-			return false
-		}
-	case 'f':
-		if i, ok = validLiteral(b, i, "false"); !ok {
-			return false
-		}
-	case 'n':
-		if i, ok = validLiteral(b, i, "null"); !ok {
+	case 't', 'f', 'n':
+		if i, ok = validLiteral(b, i, literals[c]); !ok {
 			return false
 		}
 	default:
@@ -100,6 +92,9 @@ key:
 	i++
 	goto value
 }
+
+// literals are the JSON literals by their first byte.
+var literals = [256]string{'t': "true", 'f': "false", 'n': "null"}
 
 // validLiteral checks that b[i:] starts with lit and returns the index
 // after it.
