@@ -936,7 +936,11 @@ func scanServing(dir, kind string) serving {
 	files := servingFiles(dir, lang)
 	texts := map[string]string{}
 	for _, f := range files {
-		texts[f] = readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
+		if fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f))); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(fh, servingMaxBytes))
+			fh.Close()
+			texts[f] = string(b)
+		}
 	}
 	// The transports: in a Go module, its main packages' choice when they
 	// make one (another package may hold a transport main does not use).
@@ -1052,14 +1056,4 @@ func findMark(ms []servingMark, f, text string) string {
 // lineOf is "f:LINE" for the byte offset at in text.
 func lineOf(f, text string, at int) string {
 	return fmt.Sprintf("%s:%d", f, strings.Count(text[:at], "\n")+1)
-}
-
-func readHead(p string, max int64) string {
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	return string(b)
 }
