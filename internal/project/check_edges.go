@@ -382,13 +382,8 @@ func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) 
 		return "", false
 	}
 	rel = filepath.ToSlash(rel)
-	if !inAny(cfg.Watch.Paths, p) {
-		return "", false
-	}
-	if slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) {
-		return "", false
-	}
-	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
+	if !inAny(cfg.Watch.Paths, p) || slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) ||
+		!matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false
 	}
 	if _, err := os.Stat(p); err == nil && !slices.Contains(scanned, rel) {
