@@ -760,11 +760,7 @@ func projectWarnings(cfg *config.Config) []string {
 // builtByOther reports whether node's missing script is what a build other than tsc writes.
 func builtByOther(cfg *config.Config) bool {
 	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
-	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
-		return false
-	}
-	abs := config.AbsFrom(sr.dir, sr.script)
-	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
+	return ok && !cfg.Build.Command.IsZero() && !readTSConfig(cfg.Dir).Found && inAny(outputFolders(cfg), config.AbsFrom(sr.dir, sr.script))
 }
 
 // watchedOutputDir is tsconfig.json's outDir when the watch globs cover a file the build writes there.
