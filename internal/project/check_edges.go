@@ -476,7 +476,7 @@ func servingWarnings(v checkView) []string {
 		out = append(out, v.at("run.url", "the server serves the legacy HTTP+SSE transport (%s), which mcpflow does not speak, on stdio or with run.url: make it serve stdio, or Streamable HTTP and set run.url", s.SSE))
 	case u == "" && s.OnlyHTTP():
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
-	case u != "" && s.OnlyStdio():
+	case u != "" && s.Stdio != "" && s.HTTP == "":
 		out = append(out, v.at("run.url", "set, but the server looks like a stdio server (%s; no Streamable HTTP transport found): mcpflow would wait in vain for it to answer at %s; remove run.url, or make the server serve Streamable HTTP there", s.Stdio, u))
 	case strings.Contains(u, config.PortPlaceholder) && s.HTTP != "" && s.Env == "" && s.Port != 0:
 		fixed := strings.Replace(u, config.PortPlaceholder, strconv.Itoa(s.Port), 1)

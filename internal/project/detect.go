@@ -803,9 +803,6 @@ func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
 // OnlySSE reports a server with only the legacy HTTP+SSE transport, which mcpflow does not speak.
 func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio == "" }
 
-// OnlyStdio reports a server with stdio and no HTTP: run.url would wait on it in vain.
-func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
-
 // URL is run.url for an HTTP server: {port} when it reads $PORT, else its
 // port, else the framework's default, else {port} with sure false.
 func (s serving) URL() (url, why string, sure bool) {
