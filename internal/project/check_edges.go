@@ -512,8 +512,7 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 			name, val, eq := strings.Cut(w, "=")
 			n := 1 // words that ask
 			switch {
-			case (name == "TRANSPORT" || name == "MCP_TRANSPORT") && eq:
-			case name == "--transport" && eq:
+			case (name == "TRANSPORT" || name == "MCP_TRANSPORT" || name == "--transport") && eq:
 			case name == "--transport" && i+1 < len(words):
 				val, n = words[i+1], 2
 			case w == "--stdio":
