@@ -440,12 +440,9 @@ func muxNameWarnings(cfg *config.Config) []string {
 
 // inAny reports whether the absolute path p is one of dirs or lies under one.
 func inAny(dirs []string, p string) bool {
-	for _, d := range dirs {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool {
+		return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator))
+	})
 }
 
 // servingWarnings compares run.url with the transport the run command asks
