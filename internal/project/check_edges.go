@@ -40,27 +40,25 @@ func commandChecks(v checkView) (notes, warnings []string) {
 		}
 		warn(w)
 	}
+	key, cwdKey, cwd, argv := "run.command", "run.cwd", cfg.Run.Cwd, cfg.Run.Command.Argv
 	switch c := cfg.Run.Command; {
 	case cfg.CLI != nil:
 		program("cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd)
 		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
 			program("cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd)
 		}
-		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
-			return notes, []string{w}
-		}
-		warn(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
-	case !c.IsZero() && c.Shell:
-		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
-			return notes, []string{w}
-		}
-	case !c.IsZero():
+		key, cwdKey, cwd, argv = "cli.schema", "cli.cwd", cfg.CLI.Cwd, cfg.CLI.Schema
+	case c.IsZero():
+		return nil, nil
+	case c.Shell:
+		argv = nil // a script: no program or script file to look for
+	default:
 		program("run.command", c.Argv[0], cfg.Run.Cwd)
-		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
-			return notes, []string{w}
-		}
-		warn(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
 	}
+	if w := cwdProblem(v, cwdKey, cwd); w != "" {
+		return notes, []string{w}
+	}
+	warn(scriptProblem(v, key, argv, cwd))
 	return notes, warnings
 }
 
