@@ -89,7 +89,6 @@ func detectManifest(dir string) Project {
 		Name:    filepath.Base(dir),
 		Run:     []string{"./server"},
 		Include: []string{"**/*"},
-		Exclude: []string{},
 		Notes:   []string{"No go.mod, Cargo.toml, package.json or pyproject.toml found: set run.command (and build.command) yourself."},
 	}
 }
