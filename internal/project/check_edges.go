@@ -291,11 +291,9 @@ func dataFile(f string) (string, bool) {
 	ext := path.Ext(base)
 	dirs := strings.Split(path.Dir(f), "/")
 	for i, d := range dirs {
-		switch strings.ToLower(d) {
-		case "data", "tmp", "temp", "logs", "log", "storage", "cache", ".cache", "uploads", "db", "var":
-			if !isSourceFile(ext) {
-				return strings.Join(dirs[:i+1], "/") + "/**", true
-			}
+		if slices.Contains([]string{"data", "tmp", "temp", "logs", "log", "storage", "cache", ".cache", "uploads", "db", "var"}, strings.ToLower(d)) &&
+			!slices.Contains(sourceExts, ext) {
+			return strings.Join(dirs[:i+1], "/") + "/**", true
 		}
 	}
 	switch {
@@ -303,32 +301,27 @@ func dataFile(f string) (string, bool) {
 		return "**/*.log", true
 	case slices.Contains([]string{".db", ".sqlite", ".sqlite3", ".db3", ".jsonl", ".ndjson", ".pid", ".rdb", ".aof", ".pickle", ".pkl", ".parquet"}, ext),
 		strings.HasSuffix(base, "-wal"), strings.HasSuffix(base, "-shm"), strings.HasSuffix(base, "-journal"),
-		strings.Contains(base, ".log."): // server.log.1
-		return f, true
-	case ext == ".json" && !strings.Contains(f, "/") && !isConfigJSON(base):
+		strings.Contains(base, ".log."), // server.log.1
+		ext == ".json" && !strings.Contains(f, "/") && !configJSONRE.MatchString(base) && !slices.Contains(configJSONs, base):
 		return f, true
 	}
 	return "", false
 }
 
-// isSourceFile reports a source's extension: under data/, such a file is code, not data.
-func isSourceFile(ext string) bool {
-	return slices.Contains([]string{
-		".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
-		".php", ".java", ".kt", ".swift", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".lua", ".sh",
-		".pl", ".ex", ".exs", ".zig", ".dart", ".scala", ".sql", ".proto", ".graphql", ".prisma",
-	}, ext)
+// sourceExts are the extensions of sources: under data/, such a file is code, not data.
+var sourceExts = []string{
+	".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
+	".php", ".java", ".kt", ".swift", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".lua", ".sh",
+	".pl", ".ex", ".exs", ".zig", ".dart", ".scala", ".sql", ".proto", ".graphql", ".prisma",
 }
 
-// isConfigJSON reports the JSON files projects keep at the top as config.
-func isConfigJSON(base string) bool {
-	return configJSONRE.MatchString(base) || slices.Contains([]string{
-		"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
-		"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
-		"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
-		"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
-		"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
-	}, base)
+// configJSONs are the JSON files projects keep at the top as config.
+var configJSONs = []string{
+	"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
+	"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
+	"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
+	"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
+	"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
 }
 
 // configJSONRE matches more config files: tsconfig.build.json, .eslintrc.json, x.schema.json, ...
