@@ -399,12 +399,9 @@ func muxNameWarnings(cfg *config.Config) []string {
 	var eg []string
 	for _, name := range own {
 		for j := range len(name) {
-			if !strings.HasPrefix(name[j:], sep) {
-				continue
-			}
-			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
-				clashes = append(clashes, clash{server, tool, name})
-				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", server, tool, name))
+			if tool, ok := strings.CutPrefix(name[j:], sep); ok && tool != "" && mux.ValidateName(name[:j], sep) == nil {
+				clashes = append(clashes, clash{name[:j], tool, name})
+				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", name[:j], tool, name))
 			}
 		}
 	}
