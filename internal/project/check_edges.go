@@ -520,11 +520,8 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 
 // fixedPort is the host and port run.url names; 0 for none, {port} or a bad URL.
 func fixedPort(raw string) (string, int) {
-	if raw == "" || strings.Contains(raw, config.PortPlaceholder) {
-		return "", 0
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
+	u, err := url.Parse(raw) // "" parses, with no port
+	if err != nil || strings.Contains(raw, config.PortPlaceholder) {
 		return "", 0
 	}
 	p, _ := strconv.Atoi(u.Port())
