@@ -546,11 +546,8 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 	}
 	owner := map[int]string{} // fixed port → the first key that names it
 	for _, v := range views {
-		_, p := fixedPort(v.cfg.Run.URL)
-		if p == 0 {
-			continue
-		}
-		switch {
+		switch _, p := fixedPort(v.cfg.Run.URL); {
+		case p == 0: // {port}, or stdio
 		case p == listenPort:
 			out = append(out, v.at("run.url", "port %d is also [http] listen's: mcpflow serves its clients there, so the server cannot listen on it; give one of them another port (or {port} in run.url)", p))
 		case owner[p] != "":
