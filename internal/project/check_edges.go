@@ -339,13 +339,11 @@ func logFileWarnings(v checkView, files []string) []string {
 		}
 		var hit, loop []string
 		for _, p := range []string{lf.file, lf.file + ".1"} {
-			rel, ok := watchedPath(cfg, p, files)
-			if !ok {
-				continue
-			}
-			hit = append(hit, rel)
-			if !slices.Contains(ignored, p) {
-				loop = append(loop, rel)
+			if rel, ok := watchedPath(cfg, p, files); ok {
+				hit = append(hit, rel)
+				if !slices.Contains(ignored, p) {
+					loop = append(loop, rel)
+				}
 			}
 		}
 		if len(hit) == 0 {
