@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -635,7 +634,7 @@ func (e pyEnv) srcPath(pkg string) map[string]string {
 // scripts are the [project.scripts] of the project called name, the likeliest server first.
 func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
 	keys := slices.Sorted(maps.Keys(scripts))
-	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], name) < scriptRank(keys[j], name) })
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(scriptRank(a, name), scriptRank(b, name)) })
 	var cands []pyCandidate
 	for _, k := range keys {
 		target := strings.TrimSpace(scripts[k])
@@ -691,7 +690,7 @@ func (e pyEnv) topScripts() []pyCandidate {
 			scripts = append(scripts, base)
 		}
 	}
-	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
+	slices.SortStableFunc(scripts, func(a, b string) int { return cmp.Compare(scriptFileRank(a), scriptFileRank(b)) })
 	var cands []pyCandidate
 	why := "it is the only top-level script"
 	if len(scripts) > 1 {
