@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/config"
-
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
