@@ -69,8 +69,7 @@ func buildOutputs(cfg *config.Config) []string {
 
 // BuildIdentity is what makes two builds of one folder the same build.
 func BuildIdentity(cfg *config.Config) []string {
-	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
-	return append(id, cfg.Build.Command.Argv...)
+	return append([]string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}, cfg.Build.Command.Argv...)
 }
 
 // RecordFile is where the relay keeps what the server said at its last good start.
