@@ -111,8 +111,7 @@ func RunOutput(cfg *config.Config) string {
 	if prog := proc.Program(argv[0], cfg.Run.Cwd); strings.ContainsRune(prog, '/') || strings.ContainsRune(prog, filepath.Separator) {
 		return config.AbsFrom(cfg.Run.Cwd, prog)
 	}
-	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
-	case "node", "bun", "python", "python3":
+	if slices.Contains([]string{"node", "bun", "python", "python3"}, strings.TrimSuffix(filepath.Base(argv[0]), ".exe")) {
 		args := argv[1:]
 		i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
 		if i >= 0 && slices.Contains([]string{".js", ".mjs", ".cjs", ".py"}, filepath.Ext(args[i])) {
