@@ -39,17 +39,16 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	if cfg.File != "" {
 		out = append(out, cfg.File)
 	}
-	if cfg.Log.File != "" {
-		out = append(out, cfg.Log.File, cfg.Log.File+".1")
+	for _, f := range []string{cfg.Log.File, cfg.Log.Traffic} {
+		if f != "" {
+			out = append(out, f, f+".1")
+		}
 	}
 	// A client may send mcpflow's stderr to a file in the tree (Linux only tells which).
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode().IsRegular() {
 		if p, err := os.Readlink("/proc/self/fd/2"); err == nil && filepath.IsAbs(p) {
 			out = append(out, p)
 		}
-	}
-	if cfg.Log.Traffic != "" {
-		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
 	}
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, config.AbsFrom(cfg.Run.Cwd, argv[0]))
