@@ -17,8 +17,7 @@ import (
 // key a line, for `mcpflow check`; the text parses back into the same ones.
 func (c *Config) Describe() string {
 	var b strings.Builder
-	file := cmp.Or(c.File, "no file (defaults and flags)")
-	fmt.Fprintf(&b, "# config: %s\n# relative paths resolve against %s\n# mode: %s\n", file, c.Dir, c.Mode())
+	fmt.Fprintf(&b, "# config: %s\n# relative paths resolve against %s\n# mode: %s\n", cmp.Or(c.File, "no file (defaults and flags)"), c.Dir, c.Mode())
 
 	c.describe(&b, nil)
 	if c.Mode() == Mux && len(c.Servers) == 0 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -140,7 +139,7 @@ func keyPath(e *unstable.Node) (parts []string, start, end int) {
 
 func (x *docIndex) lineCol(off int) pos {
 	off = min(max(off, 0), len(x.data))
-	line := sort.SearchInts(x.lines, off+1) // lines[line-1] <= off
+	line, _ := slices.BinarySearch(x.lines, off+1) // lines[line-1] <= off
 	return pos{line, off - x.lines[line-1] + 1}
 }
 

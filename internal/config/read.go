@@ -113,13 +113,8 @@ func (r *reader) table(path []string, v any) map[string]any {
 // candidates, does not have.
 func (r *reader) unknown(path []string, candidates []string) {
 	word, table := path[len(path)-1], path[:len(path)-1]
-	msg := fmt.Sprintf("unknown key %s", TOMLString(word))
-	if len(table) > 0 {
-		msg += fmt.Sprintf(" in [%s]", keyString(table))
-	}
-	if hint := suggestKey(word, table, candidates); hint != "" {
-		msg += " (did you mean " + hint + "?)"
-	}
+	hint := suggestKey(word, table, candidates)
+	msg := "unknown key " + TOMLString(word) + when(len(table) > 0, " in [%s]", keyString(table)) + when(hint != "", " (did you mean %s?)", hint)
 	if i := slices.IndexFunc(candidates, func(c string) bool { return strings.EqualFold(c, word) }); i >= 0 {
 		msg = fmt.Sprintf("unknown key %s (keys are case-sensitive: write %q)", TOMLString(word), candidates[i])
 	}

@@ -400,9 +400,5 @@ func ListenProblem(addr string) string {
 // Loopback reports whether host (a name or an address, without a port)
 // is this machine: localhost, or an address in 127.0.0.0/8 or ::1.
 func Loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(strings.Trim(host, "[]")).IsLoopback() // a nil IP is no loopback
 }

@@ -68,7 +68,8 @@ func (v *validator) setting(root reflect.Value, s *setting, path []string) {
 			v.bad(path, `must not be empty; use "." for the config file's folder`)
 		}
 		if len(s.values) > 0 && !slices.Contains(s.values, str) {
-			v.bad(path, "%s", enumProblem(str, s.values))
+			hint := Suggest(str, s.values)
+			v.bad(path, "%s is not one of %s%s", TOMLString(str), joinEach(s.values, strconv.Quote, ", "), when(hint != "", " (did you mean %q?)", hint))
 		}
 		if s.check != nil {
 			if msg := s.check(str); msg != "" {
@@ -185,12 +186,4 @@ func checkServerName(name, separator string) error {
 		}
 	}
 	return nil
-}
-
-func enumProblem(got string, valid []string) string {
-	msg := fmt.Sprintf("%s is not one of %s", TOMLString(got), joinEach(valid, strconv.Quote, ", "))
-	if s := Suggest(got, valid); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return msg
 }

@@ -168,13 +168,9 @@ func watchedBuildOutputs(cfg *config.Config, files []string) []string {
 
 // noEmitOnErrorWarning warns about tsc without noEmitOnError: a restart could run broken code.
 func noEmitOnErrorWarning(cfg *config.Config) string {
-	c := cfg.Build.Command
-	if c.IsZero() {
-		return ""
-	}
 	ts := readTSConfig(cfg.Dir)
-	line := strings.Join(c.Argv, " ")
-	if !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
+	line := strings.Join(cfg.Build.Command.Argv, " ")
+	if cfg.Build.Command.IsZero() || !ts.Found || ts.NoEmitOnError || strings.Contains(line, "noEmitOnError") {
 		return ""
 	}
 	if !hasWord(line, "tsc") {

@@ -40,27 +40,25 @@ func commandChecks(v checkView) (notes, warnings []string) {
 		}
 		warn(w)
 	}
+	key, cwdKey, cwd, argv := "run.command", "run.cwd", cfg.Run.Cwd, cfg.Run.Command.Argv
 	switch c := cfg.Run.Command; {
 	case cfg.CLI != nil:
 		program("cli.schema", cfg.CLI.Schema[0], cfg.CLI.Cwd)
 		if cfg.CLI.Command[0] != cfg.CLI.Schema[0] {
 			program("cli.command", cfg.CLI.Command[0], cfg.CLI.Cwd)
 		}
-		if w := cwdProblem(v, "cli.cwd", cfg.CLI.Cwd); w != "" {
-			return notes, []string{w}
-		}
-		warn(scriptProblem(v, "cli.schema", cfg.CLI.Schema, cfg.CLI.Cwd))
-	case !c.IsZero() && c.Shell:
-		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
-			return notes, []string{w}
-		}
-	case !c.IsZero():
+		key, cwdKey, cwd, argv = "cli.schema", "cli.cwd", cfg.CLI.Cwd, cfg.CLI.Schema
+	case c.IsZero():
+		return nil, nil
+	case c.Shell:
+		argv = nil // a script: no program or script file to look for
+	default:
 		program("run.command", c.Argv[0], cfg.Run.Cwd)
-		if w := cwdProblem(v, "run.cwd", cfg.Run.Cwd); w != "" {
-			return notes, []string{w}
-		}
-		warn(scriptProblem(v, "run.command", c.Argv, cfg.Run.Cwd))
 	}
+	if w := cwdProblem(v, cwdKey, cwd); w != "" {
+		return notes, []string{w}
+	}
+	warn(scriptProblem(v, key, argv, cwd))
 	return notes, warnings
 }
 
@@ -293,11 +291,9 @@ func dataFile(f string) (string, bool) {
 	ext := path.Ext(base)
 	dirs := strings.Split(path.Dir(f), "/")
 	for i, d := range dirs {
-		switch strings.ToLower(d) {
-		case "data", "tmp", "temp", "logs", "log", "storage", "cache", ".cache", "uploads", "db", "var":
-			if !isSourceFile(ext) {
-				return strings.Join(dirs[:i+1], "/") + "/**", true
-			}
+		if slices.Contains([]string{"data", "tmp", "temp", "logs", "log", "storage", "cache", ".cache", "uploads", "db", "var"}, strings.ToLower(d)) &&
+			!slices.Contains(sourceExts, ext) {
+			return strings.Join(dirs[:i+1], "/") + "/**", true
 		}
 	}
 	switch {
@@ -305,32 +301,27 @@ func dataFile(f string) (string, bool) {
 		return "**/*.log", true
 	case slices.Contains([]string{".db", ".sqlite", ".sqlite3", ".db3", ".jsonl", ".ndjson", ".pid", ".rdb", ".aof", ".pickle", ".pkl", ".parquet"}, ext),
 		strings.HasSuffix(base, "-wal"), strings.HasSuffix(base, "-shm"), strings.HasSuffix(base, "-journal"),
-		strings.Contains(base, ".log."): // server.log.1
-		return f, true
-	case ext == ".json" && !strings.Contains(f, "/") && !isConfigJSON(base):
+		strings.Contains(base, ".log."), // server.log.1
+		ext == ".json" && !strings.Contains(f, "/") && !configJSONRE.MatchString(base) && !slices.Contains(configJSONs, base):
 		return f, true
 	}
 	return "", false
 }
 
-// isSourceFile reports a source's extension: under data/, such a file is code, not data.
-func isSourceFile(ext string) bool {
-	return slices.Contains([]string{
-		".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
-		".php", ".java", ".kt", ".swift", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".lua", ".sh",
-		".pl", ".ex", ".exs", ".zig", ".dart", ".scala", ".sql", ".proto", ".graphql", ".prisma",
-	}, ext)
+// sourceExts are the extensions of sources: under data/, such a file is code, not data.
+var sourceExts = []string{
+	".go", ".rs", ".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs", ".py", ".pyi", ".rb",
+	".php", ".java", ".kt", ".swift", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".lua", ".sh",
+	".pl", ".ex", ".exs", ".zig", ".dart", ".scala", ".sql", ".proto", ".graphql", ".prisma",
 }
 
-// isConfigJSON reports the JSON files projects keep at the top as config.
-func isConfigJSON(base string) bool {
-	return configJSONRE.MatchString(base) || slices.Contains([]string{
-		"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
-		"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
-		"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
-		"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
-		"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
-	}, base)
+// configJSONs are the JSON files projects keep at the top as config.
+var configJSONs = []string{
+	"package.json", "composer.json", "deno.json", "biome.json", "turbo.json", "nx.json",
+	"lerna.json", "vercel.json", "renovate.json", "app.json", "angular.json", "project.json",
+	"components.json", "wrangler.json", "firebase.json", "server.json", "smithery.json", "cspell.json",
+	"typedoc.json", "api-extractor.json", "nodemon.json", "dprint.json", "knip.json", "devcontainer.json",
+	"global.json", "openapi.json", "swagger.json", "mcp.json", "dxt.json",
 }
 
 // configJSONRE matches more config files: tsconfig.build.json, .eslintrc.json, x.schema.json, ...
@@ -348,13 +339,11 @@ func logFileWarnings(v checkView, files []string) []string {
 		}
 		var hit, loop []string
 		for _, p := range []string{lf.file, lf.file + ".1"} {
-			rel, ok := watchedPath(cfg, p, files)
-			if !ok {
-				continue
-			}
-			hit = append(hit, rel)
-			if !slices.Contains(ignored, p) {
-				loop = append(loop, rel)
+			if rel, ok := watchedPath(cfg, p, files); ok {
+				hit = append(hit, rel)
+				if !slices.Contains(ignored, p) {
+					loop = append(loop, rel)
+				}
 			}
 		}
 		if len(hit) == 0 {
@@ -382,13 +371,8 @@ func watchedPath(cfg *config.Config, p string, scanned []string) (string, bool) 
 		return "", false
 	}
 	rel = filepath.ToSlash(rel)
-	if !inAny(cfg.Watch.Paths, p) {
-		return "", false
-	}
-	if slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) {
-		return "", false
-	}
-	if !matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
+	if !inAny(cfg.Watch.Paths, p) || slices.ContainsFunc(strings.Split(path.Dir(rel), "/"), watcher.BuiltinDir) ||
+		!matchesAny(cfg.Watch.Include, rel) || matchesAny(cfg.Watch.Excludes(cfg.Dir), rel) {
 		return "", false
 	}
 	if _, err := os.Stat(p); err == nil && !slices.Contains(scanned, rel) {
@@ -413,12 +397,9 @@ func muxNameWarnings(cfg *config.Config) []string {
 	var eg []string
 	for _, name := range own {
 		for j := range len(name) {
-			if !strings.HasPrefix(name[j:], sep) {
-				continue
-			}
-			if server, tool := name[:j], name[j+len(sep):]; tool != "" && mux.ValidateName(server, sep) == nil {
-				clashes = append(clashes, clash{server, tool, name})
-				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", server, tool, name))
+			if tool, ok := strings.CutPrefix(name[j:], sep); ok && tool != "" && mux.ValidateName(name[:j], sep) == nil {
+				clashes = append(clashes, clash{name[:j], tool, name})
+				eg = append(eg, fmt.Sprintf("a server %q with a tool %q would be listed as %s", name[:j], tool, name))
 			}
 		}
 	}
@@ -445,12 +426,9 @@ func muxNameWarnings(cfg *config.Config) []string {
 
 // inAny reports whether the absolute path p is one of dirs or lies under one.
 func inAny(dirs []string, p string) bool {
-	for _, d := range dirs {
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(d string) bool {
+		return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, string(filepath.Separator))+string(filepath.Separator))
+	})
 }
 
 // servingWarnings compares run.url with the transport the run command asks
@@ -481,7 +459,7 @@ func servingWarnings(v checkView) []string {
 		out = append(out, v.at("run.url", "the server serves the legacy HTTP+SSE transport (%s), which mcpflow does not speak, on stdio or with run.url: make it serve stdio, or Streamable HTTP and set run.url", s.SSE))
 	case u == "" && s.OnlyHTTP():
 		out = append(out, v.at("run.url", "not set, so mcpflow talks to the server on its stdin and stdout, but the source serves Streamable HTTP (%s) and has no stdio transport: add url = %s to [run] (where the server answers; {port} is a free port for each start, passed as $PORT)", s.HTTP, config.TOMLString(want)))
-	case u != "" && s.OnlyStdio():
+	case u != "" && s.Stdio != "" && s.HTTP == "":
 		out = append(out, v.at("run.url", "set, but the server looks like a stdio server (%s; no Streamable HTTP transport found): mcpflow would wait in vain for it to answer at %s; remove run.url, or make the server serve Streamable HTTP there", s.Stdio, u))
 	case strings.Contains(u, config.PortPlaceholder) && s.HTTP != "" && s.Env == "" && s.Port != 0:
 		fixed := strings.Replace(u, config.PortPlaceholder, strconv.Itoa(s.Port), 1)
@@ -517,8 +495,7 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 			name, val, eq := strings.Cut(w, "=")
 			n := 1 // words that ask
 			switch {
-			case (name == "TRANSPORT" || name == "MCP_TRANSPORT") && eq:
-			case name == "--transport" && eq:
+			case (name == "TRANSPORT" || name == "MCP_TRANSPORT" || name == "--transport") && eq:
 			case name == "--transport" && i+1 < len(words):
 				val, n = words[i+1], 2
 			case w == "--stdio":
@@ -541,11 +518,8 @@ func commandTransport(c config.Command, env map[string]string) (string, string) 
 
 // fixedPort is the host and port run.url names; 0 for none, {port} or a bad URL.
 func fixedPort(raw string) (string, int) {
-	if raw == "" || strings.Contains(raw, config.PortPlaceholder) {
-		return "", 0
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
+	u, err := url.Parse(raw) // "" parses, with no port
+	if err != nil || strings.Contains(raw, config.PortPlaceholder) {
 		return "", 0
 	}
 	p, _ := strconv.Atoi(u.Port())
@@ -570,11 +544,8 @@ func listenWarnings(cfg *config.Config, views []checkView) []string {
 	}
 	owner := map[int]string{} // fixed port → the first key that names it
 	for _, v := range views {
-		_, p := fixedPort(v.cfg.Run.URL)
-		if p == 0 {
-			continue
-		}
-		switch {
+		switch _, p := fixedPort(v.cfg.Run.URL); {
+		case p == 0: // {port}, or stdio
 		case p == listenPort:
 			out = append(out, v.at("run.url", "port %d is also [http] listen's: mcpflow serves its clients there, so the server cannot listen on it; give one of them another port (or {port} in run.url)", p))
 		case owner[p] != "":

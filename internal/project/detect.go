@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,7 +88,6 @@ func detectManifest(dir string) Project {
 		Name:    filepath.Base(dir),
 		Run:     []string{"./server"},
 		Include: []string{"**/*"},
-		Exclude: []string{},
 		Notes:   []string{"No go.mod, Cargo.toml, package.json or pyproject.toml found: set run.command (and build.command) yourself."},
 	}
 }
@@ -636,7 +634,7 @@ func (e pyEnv) srcPath(pkg string) map[string]string {
 // scripts are the [project.scripts] of the project called name, the likeliest server first.
 func (e pyEnv) scripts(scripts map[string]string, name string) []pyCandidate {
 	keys := slices.Sorted(maps.Keys(scripts))
-	sort.SliceStable(keys, func(i, j int) bool { return scriptRank(keys[i], name) < scriptRank(keys[j], name) })
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(scriptRank(a, name), scriptRank(b, name)) })
 	var cands []pyCandidate
 	for _, k := range keys {
 		target := strings.TrimSpace(scripts[k])
@@ -692,7 +690,7 @@ func (e pyEnv) topScripts() []pyCandidate {
 			scripts = append(scripts, base)
 		}
 	}
-	sort.SliceStable(scripts, func(i, j int) bool { return scriptFileRank(scripts[i]) < scriptFileRank(scripts[j]) })
+	slices.SortStableFunc(scripts, func(a, b string) int { return cmp.Compare(scriptFileRank(a), scriptFileRank(b)) })
 	var cands []pyCandidate
 	why := "it is the only top-level script"
 	if len(scripts) > 1 {
@@ -760,11 +758,7 @@ func projectWarnings(cfg *config.Config) []string {
 // builtByOther reports whether node's missing script is what a build other than tsc writes.
 func builtByOther(cfg *config.Config) bool {
 	sr, ok := scriptOf(cfg.Run.Command.Argv, cfg.Run.Cwd)
-	if !ok || cfg.Build.Command.IsZero() || readTSConfig(cfg.Dir).Found {
-		return false
-	}
-	abs := config.AbsFrom(sr.dir, sr.script)
-	return inAny(outputFolders(cfg), abs) || slices.ContainsFunc(buildProducts(cfg), func(o product) bool { return o.path == abs })
+	return ok && !cfg.Build.Command.IsZero() && !readTSConfig(cfg.Dir).Found && inAny(outputFolders(cfg), config.AbsFrom(sr.dir, sr.script))
 }
 
 // watchedOutputDir is tsconfig.json's outDir when the watch globs cover a file the build writes there.
@@ -806,9 +800,6 @@ func (s serving) OnlyHTTP() bool { return s.HTTP != "" && s.Stdio == "" }
 
 // OnlySSE reports a server with only the legacy HTTP+SSE transport, which mcpflow does not speak.
 func (s serving) OnlySSE() bool { return s.SSE != "" && s.HTTP == "" && s.Stdio == "" }
-
-// OnlyStdio reports a server with stdio and no HTTP: run.url would wait on it in vain.
-func (s serving) OnlyStdio() bool { return s.Stdio != "" && s.HTTP == "" }
 
 // URL is run.url for an HTTP server: {port} when it reads $PORT, else its
 // port, else the framework's default, else {port} with sure false.
@@ -936,7 +927,11 @@ func scanServing(dir, kind string) serving {
 	files := servingFiles(dir, lang)
 	texts := map[string]string{}
 	for _, f := range files {
-		texts[f] = readHead(filepath.Join(dir, filepath.FromSlash(f)), servingMaxBytes)
+		if fh, err := os.Open(filepath.Join(dir, filepath.FromSlash(f))); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(fh, servingMaxBytes))
+			fh.Close()
+			texts[f] = string(b)
+		}
 	}
 	// The transports: in a Go module, its main packages' choice when they
 	// make one (another package may hold a transport main does not use).
@@ -1052,14 +1047,4 @@ func findMark(ms []servingMark, f, text string) string {
 // lineOf is "f:LINE" for the byte offset at in text.
 func lineOf(f, text string, at int) string {
 	return fmt.Sprintf("%s:%d", f, strings.Count(text[:at], "\n")+1)
-}
-
-func readHead(p string, max int64) string {
-	f, err := os.Open(p)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	return string(b)
 }

@@ -39,17 +39,16 @@ func IgnoredOutputs(cfg *config.Config) []string {
 	if cfg.File != "" {
 		out = append(out, cfg.File)
 	}
-	if cfg.Log.File != "" {
-		out = append(out, cfg.Log.File, cfg.Log.File+".1")
+	for _, f := range []string{cfg.Log.File, cfg.Log.Traffic} {
+		if f != "" {
+			out = append(out, f, f+".1")
+		}
 	}
 	// A client may send mcpflow's stderr to a file in the tree (Linux only tells which).
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode().IsRegular() {
 		if p, err := os.Readlink("/proc/self/fd/2"); err == nil && filepath.IsAbs(p) {
 			out = append(out, p)
 		}
-	}
-	if cfg.Log.Traffic != "" {
-		out = append(out, cfg.Log.Traffic, cfg.Log.Traffic+".1")
 	}
 	if argv := cfg.Run.Command.Argv; len(argv) > 0 && !cfg.Run.Command.Shell && strings.ContainsRune(argv[0], filepath.Separator) {
 		out = append(out, config.AbsFrom(cfg.Run.Cwd, argv[0]))
@@ -69,8 +68,7 @@ func buildOutputs(cfg *config.Config) []string {
 
 // BuildIdentity is what makes two builds of one folder the same build.
 func BuildIdentity(cfg *config.Config) []string {
-	id := []string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}
-	return append(id, cfg.Build.Command.Argv...)
+	return append([]string{cfg.Dir, fmt.Sprint(cfg.Build.Command.Shell)}, cfg.Build.Command.Argv...)
 }
 
 // RecordFile is where the relay keeps what the server said at its last good start.
@@ -112,8 +110,7 @@ func RunOutput(cfg *config.Config) string {
 	if prog := proc.Program(argv[0], cfg.Run.Cwd); strings.ContainsRune(prog, '/') || strings.ContainsRune(prog, filepath.Separator) {
 		return config.AbsFrom(cfg.Run.Cwd, prog)
 	}
-	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
-	case "node", "bun", "python", "python3":
+	if slices.Contains([]string{"node", "bun", "python", "python3"}, strings.TrimSuffix(filepath.Base(argv[0]), ".exe")) {
 		args := argv[1:]
 		i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
 		if i >= 0 && slices.Contains([]string{".js", ".mjs", ".cjs", ".py"}, filepath.Ext(args[i])) {

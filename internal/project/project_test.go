@@ -31,7 +31,7 @@ func TestRunOutput(t *testing.T) {
 	}
 }
 
-// TestSplitCommandLine: words as a shell splits them, with no expansion.
+// TestSplitCommandLine: RenderCLIConfig splits the schema command into words as a shell splits them, with no expansion.
 func TestSplitCommandLine(t *testing.T) {
 	t.Parallel()
 	cases := map[string][]string{
@@ -42,14 +42,14 @@ func TestSplitCommandLine(t *testing.T) {
 		`$(rm -rf /) ~ *`:                {"$(rm", "-rf", "/)", "~", "*"},
 	}
 	for in, want := range cases {
-		got, err := splitCommandLine(in)
+		_, got, err := RenderCLIConfig(Project{}, in)
 		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("splitCommandLine(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("RenderCLIConfig(%q) schema = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{``, `   `, `a 'b`, `a "b`} {
-		if _, err := splitCommandLine(bad); err == nil {
-			t.Errorf("splitCommandLine(%q): no error", bad)
+		if _, _, err := RenderCLIConfig(Project{}, bad); err == nil {
+			t.Errorf("RenderCLIConfig(%q): no error", bad)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/mcpflow/mcpflow/internal/config"
-
 	"github.com/mcpflow/mcpflow/internal/ops/statedir"
 )
 
@@ -277,26 +276,18 @@ func shellQuote(s string) string {
 	return s
 }
 
-// splitCommandLine splits a command line into words as a POSIX shell
-// would ('...', "...", backslashes), without any expansion.
-func splitCommandLine(s string) ([]string, error) {
-	cmds, err := shellSplit(s, "")
-	switch {
-	case err != nil:
-		return nil, err
-	case len(cmds) == 0:
-		return nil, fmt.Errorf("--cli wants the CLI's schema command, e.g. --cli \"./bin/tool schema --json\"")
-	}
-	return cmds[0], nil
-}
-
 // RenderCLIConfig writes a mcpflow.toml serving the CLI whose schema command
 // is schemaCmd; p's build is only suggested (it may not write that CLI).
 func RenderCLIConfig(p Project, schemaCmd string) (string, []string, error) {
-	schema, err := splitCommandLine(schemaCmd)
-	if err != nil {
+	// The words as a POSIX shell splits them ('...', "...", backslashes), without any expansion.
+	cmds, err := shellSplit(schemaCmd, "")
+	switch {
+	case err != nil:
 		return "", nil, err
+	case len(cmds) == 0:
+		return "", nil, fmt.Errorf("--cli wants the CLI's schema command, e.g. --cli \"./bin/tool schema --json\"")
 	}
+	schema := cmds[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "# mcpflow.toml: serves the command-line program %s as MCP tools, one process per call.\n", schema[0])
 	b.WriteString(configHead)

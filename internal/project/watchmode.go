@@ -142,9 +142,7 @@ func watchingPart(words []string, scripts map[string]string, via []string, depth
 		if !found {
 			return nil
 		}
-		if len(args) > 0 {
-			script += " " + strings.Join(args, " ")
-		}
+		script = strings.Join(append([]string{script}, args...), " ") // npm run NAME -- ARGS runs the script with ARGS
 		for _, sub := range shellCommands(script) {
 			if w := watchingPart(sub, scripts, append(slices.Clip(via), `"`+name+`"`), depth+1); w != nil {
 				return w
