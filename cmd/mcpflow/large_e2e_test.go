@@ -196,25 +196,15 @@ func TestHTTPExitDuringLargeWrite(t *testing.T) {
 	fmt.Fprint(f, "[http]\nlisten = \"127.0.0.1:0\"\n")
 	f.Close()
 	h := startHTTP(t, dir, "watch")
-	session := ""
-	post := func(body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, h.url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+	_, hdr, _ := rawPost(t, h.url, "", initBody)
+	sid := hdr.Get("Mcp-Session-Id")
+	rawPost(t, h.url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	req, _ := http.NewRequest(http.MethodPost, h.url, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"mib":8}}}`))
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}, "Mcp-Session-Id": {sid}, "Mcp-Protocol-Version": {"2025-06-18"}}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	session = resp.Header.Get("Mcp-Session-Id")
-	resp.Body.Close()
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
-	resp = post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{"mib":8}}}`)
 	defer resp.Body.Close()
 	if _, err := io.ReadFull(resp.Body, make([]byte, 64<<10)); err != nil {
 		t.Fatalf("%d: %v\n%s", resp.StatusCode, err, h.stderr)
