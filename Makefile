@@ -124,10 +124,10 @@ unit:
 # long. A count, not a duration: with -fuzztime as a duration, Go up to
 # 1.26 can fail a target with a bare "context deadline exceeded" at the
 # deadline, no crasher written (golang/go#75804, fixed in 1.27). New
-# interesting inputs are minimized for at most a second, so that the time
+# interesting inputs are minimized for at most 100 runs, so that the time
 # goes to fuzzing.
 define fuzz1
-	@out=$$($(NICE) $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $(2) 2>&1) || { echo "$$out"; exit 1; }; \
+	@out=$$($(NICE) $(GO) test -run '^$$' -fuzz '^$(1)$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x $(2) 2>&1) || { echo "$$out"; exit 1; }; \
 	echo "$(1) ($(2)): $$(echo "$$out" | grep 'execs: [0-9]' | tail -n 1)"
 endef
 
