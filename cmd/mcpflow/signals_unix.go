@@ -69,18 +69,23 @@ func pollable(w io.Writer, in io.Reader) (out io.Writer, restore func()) {
 	if !ok {
 		return w, func() {}
 	}
-	rc, err := f.SyscallConn()
-	fd := -1
-	fi, serr := f.Stat()
-	if inf, ok := in.(*os.File); ok && serr == nil {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return w, func() {}
+	}
+	if inf, ok := in.(*os.File); ok {
 		if ini, err := inf.Stat(); err == nil && os.SameFile(fi, ini) {
-			serr = errors.New("stdin is stdout")
+			return w, func() {}
 		}
 	}
-	if err == nil && serr == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0 {
-		_ = rc.Control(func(u uintptr) { fd, err = unix.Dup(int(u)) })
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(u uintptr) { fd, _ = unix.Dup(int(u)) })
 	}
-	if fd < 0 || err != nil || unix.SetNonblock(fd, true) != nil {
+	if fd < 0 || unix.SetNonblock(fd, true) != nil {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
 		return w, func() {}
 	}
 	nf := os.NewFile(uintptr(fd), f.Name())

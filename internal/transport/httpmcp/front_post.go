@@ -53,7 +53,7 @@ func check(raw []byte) inMsg {
 	case env.Method == "" && env.ID != nil && (env.Result != nil || env.HasError):
 		// an answer to a request of the server's
 	case env.Method == "":
-		m.refusal = invalid("a message needs a method, a result or an error")
+		m.refusal = wire.ErrorResponse(env.ID, wire.CodeInvalidRequest, wire.TextNoKind, nil)
 	}
 	return m
 }
