@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -200,7 +199,7 @@ func (s *session) goOwn(id []byte, f func(ctx context.Context)) {
 // not listed: its lists are read first (bounded), off the client's read.
 func (s *session) call(msg []byte, env wire.Envelope) {
 	name := stringMember(env.Params, "name")
-	if slices.Contains(s.m.tools.names(), name) {
+	if s.m.tools.has(name) {
 		if name != s.m.cfg.CallTool {
 			args := jsonscan.Member(env.Params, "arguments")
 			s.goOwn(env.ID, func(ctx context.Context) { s.reply(env.ID, s.m.tools.run(ctx, s, name, args)) })

@@ -183,6 +183,12 @@ func (t *toolbox) names() []string {
 	return out
 }
 
+// has reports whether name is one of the mux's tools (on every call: no
+// list is made).
+func (t *toolbox) has(name string) bool {
+	return slices.ContainsFunc(t.defs, func(d ownTool) bool { return d.name == name })
+}
+
 // run runs tool name (not the call tool) for the caller's session and
 // returns its result.
 func (t *toolbox) run(ctx context.Context, caller *session, name string, args []byte) []byte {
@@ -206,7 +212,7 @@ func (t *toolbox) unwrap(env wire.Envelope) (msg []byte, out wire.Envelope, refu
 		p["_meta"] = m
 	}
 	b, _ := json.Marshal(p)
-	if slices.Contains(t.names(), stringMember(b, "name")) {
+	if t.has(stringMember(b, "name")) {
 		return nil, env, t.m.cfg.CallTool + " calls the servers' tools, not mcpflow's"
 	}
 	msg = wire.Request(env.ID, "tools/call", b)
